@@ -1,0 +1,1 @@
+# fuzz targets (clang -fsanitize=fuzzer), built by 'make fuzz'

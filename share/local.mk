@@ -1,0 +1,1 @@
+# share: SVG script/style (compiled in), completion, systemd

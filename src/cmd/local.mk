@@ -1,0 +1,1 @@
+# subcommands: one file each

@@ -1,0 +1,1 @@
+# fetch servers and their benchmark

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#include "folded.h"
+#include "util/lineread.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void fk_parse_stats_bad(struct fk_parse_stats *st, uint64_t lineno, const char *line,
+                        size_t len, const char *why)
+{
+    st->bad++;
+    if (st->first_bad_text)
+        return;
+    size_t n = len < 120 ? len : 120;
+    char *t = fk_malloc(n + 4);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)line[i];
+        t[i] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+    }
+    strcpy(t + n, len > n ? "..." : "");
+    st->first_bad_text = t;
+    st->first_bad_lineno = lineno;
+    st->first_bad_why = why;
+}
+
+bool fk_parse_stats_report(const struct fk_parse_stats *st, const char *input, bool strict)
+{
+    if (!st->bad)
+        return true;
+    if (strict)
+        fk_error("%s:%llu: %s: '%s' (%llu malformed line%s; fix the input or drop --strict)",
+                 input, (unsigned long long)st->first_bad_lineno, st->first_bad_why,
+                 st->first_bad_text, (unsigned long long)st->bad, st->bad == 1 ? "" : "s");
+    else
+        fk_warn("%s: skipped %llu malformed line%s; first at line %llu (%s): '%s'", input,
+                (unsigned long long)st->bad, st->bad == 1 ? "" : "s",
+                (unsigned long long)st->first_bad_lineno, st->first_bad_why,
+                st->first_bad_text);
+    return !strict;
+}
+
+void fk_parse_stats_free(struct fk_parse_stats *st)
+{
+    free(st->first_bad_text);
+    memset(st, 0, sizeof *st);
+}
+
+/* Trailing unsigned decimal before position end; returns its start or NULL. */
+static char *trailing_number(char *s, size_t end, uint64_t *v, bool *overflow)
+{
+    size_t i = end;
+    while (i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9')
+        i--;
+    if (i == end || i == 0 || s[i - 1] != ' ')
+        return NULL;
+    uint64_t x = 0;
+    for (size_t j = i; j < end; j++) {
+        unsigned d = (unsigned)(s[j] - '0');
+        if (x > (UINT64_MAX - d) / 10) {
+            *overflow = true;
+            return NULL;
+        }
+        x = x * 10 + d;
+    }
+    *v = x;
+    return s + i - 1;   /* the separating space */
+}
+
+bool fk_folded_parse_line(char *line, size_t len, const char **stack, size_t *stack_len,
+                          uint64_t *count, uint64_t *count2, bool *has2, const char **why)
+{
+    while (len && (line[len - 1] == ' ' || line[len - 1] == '\t'))
+        len--;
+    bool overflow = false;
+    uint64_t c1;
+    char *sp = trailing_number(line, len, &c1, &overflow);
+    if (!sp) {
+        *why = overflow ? "count does not fit in 64 bits" : "no count at end of line";
+        return false;
+    }
+    *has2 = false;
+    size_t rest = (size_t)(sp - line);
+    uint64_t c0;
+    char *sp2 = trailing_number(line, rest, &c0, &overflow);
+    if (overflow) {
+        *why = "count does not fit in 64 bits";
+        return false;
+    }
+    if (sp2 && sp2 > line) {
+        *has2 = true;
+        *count = c0;
+        *count2 = c1;
+        rest = (size_t)(sp2 - line);
+    } else {
+        *count = c1;
+        *count2 = 0;
+    }
+    while (rest && line[rest - 1] == ' ')
+        rest--;
+    if (!rest) {
+        *why = "empty stack";
+        return false;
+    }
+    if (memchr(line, '\0', rest)) {
+        *why = "NUL byte in stack";
+        return false;
+    }
+    *stack = line;
+    *stack_len = rest;
+    return true;
+}
+
+bool fk_folded_read(const char *path, struct fk_stacktab *t, struct fk_parse_stats *st)
+{
+    struct fk_lineread r;
+    if (!fk_lineread_open(&r, path))
+        return false;
+    char *line;
+    size_t len;
+    while ((line = fk_lineread_next(&r, &len))) {
+        st->lines++;
+        if (len == 0 || line[0] == '#')
+            continue;
+        const char *stack, *why;
+        size_t slen;
+        uint64_t c, c2;
+        bool has2;
+        if (!fk_folded_parse_line(line, len, &stack, &slen, &c, &c2, &has2, &why)) {
+            fk_parse_stats_bad(st, r.lineno, line, len, why);
+            continue;
+        }
+        fk_stacktab_add2(t, stack, slen, c, has2 ? c2 : 0);
+    }
+    bool ok = !r.error;
+    fk_lineread_close(&r);
+    return ok;
+}
+
+bool fk_folded_write(struct fk_outfile *o, const struct fk_stacktab *t)
+{
+    struct fk_stack **s = fk_stacktab_sorted(t);
+    bool ok = true;
+    char num[32];
+    for (size_t i = 0; i < t->n && ok; i++) {
+        int n = snprintf(num, sizeof num, " %llu\n", (unsigned long long)s[i]->count);
+        ok = fk_outfile_write(o, s[i]->key, s[i]->len) && fk_outfile_write(o, num, (size_t)n);
+    }
+    free(s);
+    return ok;
+}

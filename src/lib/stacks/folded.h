@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The folded format: one "frame;frame;...;frame COUNT" line per stack
+ * (differential files: "STACK COUNT1 COUNT2"). */
+#ifndef FK_FOLDED_H
+#define FK_FOLDED_H
+
+#include "stacktab.h"
+#include "util/outfile.h"
+
+/* Counts malformed input lines so we can warn once, not per line. */
+struct fk_parse_stats {
+    uint64_t lines;
+    uint64_t bad;
+    uint64_t first_bad_lineno;
+    char *first_bad_text;       /* first 120 bytes, printable */
+    const char *first_bad_why;
+};
+
+void fk_parse_stats_bad(struct fk_parse_stats *st, uint64_t lineno, const char *line,
+                        size_t len, const char *why);
+/* One warning line (or error when strict) about skipped lines; returns
+ * false when strict and there were bad lines. */
+bool fk_parse_stats_report(const struct fk_parse_stats *st, const char *input, bool strict);
+void fk_parse_stats_free(struct fk_parse_stats *st);
+
+/* Read folded stacks from path ("-" = stdin, gzip transparent) into t.
+ * Lines with two counts fill count2 (differential input). Returns false on
+ * I/O error (already reported). */
+bool fk_folded_read(const char *path, struct fk_stacktab *t, struct fk_parse_stats *st);
+/* Parse one line; false if malformed (why says what). */
+bool fk_folded_parse_line(char *line, size_t len, const char **stack, size_t *stack_len,
+                          uint64_t *count, uint64_t *count2, bool *has2, const char **why);
+/* Write t sorted, one line per stack, to o. */
+bool fk_folded_write(struct fk_outfile *o, const struct fk_stacktab *t);
+
+#endif

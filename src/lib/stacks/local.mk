@@ -1,0 +1,3 @@
+# stacks: the stack table, folded format, perf-script parsing
+libflamekit_a_SOURCES += src/lib/stacks/stacktab.c src/lib/stacks/stacktab.h \
+	src/lib/stacks/folded.c src/lib/stacks/folded.h

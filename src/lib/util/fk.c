@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#include "fk.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const char *fk_progname = "flamekit";
+
+static void vmsg(const char *kind, const char *fmt, va_list ap)
+{
+    /* Build the line first so concurrent writers never interleave it. */
+    char line[4096];
+    int n = snprintf(line, sizeof line, "%s: %s", fk_progname, kind);
+    if (n < 0 || (size_t)n >= sizeof line)
+        n = 0;
+    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    fprintf(stderr, "%s\n", line);
+}
+
+void fk_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg("warning: ", fmt, ap);
+    va_end(ap);
+}
+
+void fk_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg("", fmt, ap);
+    va_end(ap);
+}
+
+void fk_die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmsg("", fmt, ap);
+    va_end(ap);
+    exit(FK_EXIT_ERROR);
+}
+
+void fk_usage_error(const char *fmt, ...)
+{
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s: %s; see '%s --help'\n", fk_progname, msg, fk_progname);
+    exit(FK_EXIT_USAGE);
+}
+
+static _Noreturn void oom(size_t n)
+{
+    fk_die("out of memory allocating %zu bytes; lower the limits or free memory", n);
+}
+
+void *fk_malloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        oom(n);
+    return p;
+}
+
+void *fk_calloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p)
+        oom(n * size);
+    return p;
+}
+
+void *fk_realloc(void *p, size_t n)
+{
+    p = realloc(p, n ? n : 1);
+    if (!p)
+        oom(n);
+    return p;
+}
+
+void *fk_grow(void *p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return p;
+    size_t c = *cap ? *cap : 16;
+    while (c < need) {
+        if (c > SIZE_MAX / 2 / size)
+            oom(SIZE_MAX);
+        c *= 2;
+    }
+    p = fk_realloc(p, c * size);
+    *cap = c;
+    return p;
+}
+
+char *fk_strdup(const char *s)
+{
+    return fk_strndup(s, strlen(s));
+}
+
+char *fk_strndup(const char *s, size_t n)
+{
+    char *d = fk_malloc(n + 1);
+    memcpy(d, s, n);
+    d[n] = '\0';
+    return d;
+}
+
+char *fk_asprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        fk_die("formatting failed");
+    char *s = fk_malloc((size_t)n + 1);
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+bool fk_parse_u64(const char *s, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (!s || !*s)
+        return false;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return false;
+        unsigned d = (unsigned)(*s - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return false;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return true;
+}
+
+/* Split "123abc" into number and suffix. */
+static bool split_num(const char *s, uint64_t *v, const char **suffix)
+{
+    char buf[32];
+    size_t i = 0;
+    while (s[i] >= '0' && s[i] <= '9' && i < sizeof buf - 1) {
+        buf[i] = s[i];
+        i++;
+    }
+    buf[i] = '\0';
+    if (i == 0 || (s[i] >= '0' && s[i] <= '9'))
+        return false;
+    *suffix = s + i;
+    return fk_parse_u64(buf, v);
+}
+
+static bool mul_ok(uint64_t v, uint64_t m, uint64_t *out)
+{
+    if (m && v > UINT64_MAX / m)
+        return false;
+    *out = v * m;
+    return true;
+}
+
+bool fk_parse_duration_ms(const char *s, uint64_t *out_ms)
+{
+    uint64_t v;
+    const char *suf;
+    if (!s || !split_num(s, &v, &suf))
+        return false;
+    if (!*suf || !strcmp(suf, "s"))
+        return mul_ok(v, 1000, out_ms);
+    if (!strcmp(suf, "ms"))
+        return mul_ok(v, 1, out_ms);
+    if (!strcmp(suf, "m") || !strcmp(suf, "min"))
+        return mul_ok(v, 60000, out_ms);
+    if (!strcmp(suf, "h"))
+        return mul_ok(v, 3600000, out_ms);
+    return false;
+}
+
+bool fk_parse_size(const char *s, uint64_t *out)
+{
+    uint64_t v;
+    const char *suf;
+    if (!s || !split_num(s, &v, &suf))
+        return false;
+    uint64_t m = 1;
+    switch (*suf) {
+    case '\0': m = 1; break;
+    case 'k': case 'K': m = 1ULL << 10; break;
+    case 'm': case 'M': m = 1ULL << 20; break;
+    case 'g': case 'G': m = 1ULL << 30; break;
+    default: return false;
+    }
+    if (*suf && suf[1] && strcmp(suf + 1, "B") && strcmp(suf + 1, "iB") && strcmp(suf + 1, "b"))
+        return false;
+    return mul_ok(v, m, out);
+}
+
+/* Multiply-xorshift over 8-byte words; good spread for stack strings. */
+static inline uint64_t mix(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
+uint64_t fk_hash(const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (len * 0x100000001b3ULL);
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ mix(w)) * 0x9fb21c651e98df25ULL;
+        h ^= h >> 29;
+        p += 8;
+        len -= 8;
+    }
+    uint64_t tail = 0;
+    memcpy(&tail, p, len);
+    h = (h ^ mix(tail ^ len)) * 0x9fb21c651e98df25ULL;
+    return mix(h);
+}
+
+uint64_t fk_now_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        fk_die("clock_gettime: %s", strerror(errno));
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Shared basics for every flamekit stage: errors, allocation, versions. */
+#ifndef FK_H
+#define FK_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdbool.h>
+
+#ifndef FK_VERSION
+#define FK_VERSION "0.0.0"
+#endif
+
+/* Exit codes shared by all commands (documented in flamekit(1)). */
+enum {
+    FK_EXIT_OK = 0,
+    FK_EXIT_ERROR = 1,   /* runtime failure: I/O, permissions, bad data */
+    FK_EXIT_USAGE = 2,   /* bad command line */
+};
+
+/* "flamekit collapse" etc.; set by the dispatcher, used in every message. */
+extern const char *fk_progname;
+
+#define FK_PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+/* One-line diagnostics on stderr, prefixed with fk_progname. */
+void fk_warn(const char *fmt, ...) FK_PRINTF(1, 2);
+void fk_error(const char *fmt, ...) FK_PRINTF(1, 2);
+/* fk_error + exit(FK_EXIT_ERROR). */
+_Noreturn void fk_die(const char *fmt, ...) FK_PRINTF(1, 2);
+/* Usage error: message plus a pointer to --help, exit(FK_EXIT_USAGE). */
+_Noreturn void fk_usage_error(const char *fmt, ...) FK_PRINTF(1, 2);
+
+/* Allocation that cannot fail: on exhaustion we die with a clear message. */
+void *fk_malloc(size_t n);
+void *fk_calloc(size_t n, size_t size);
+void *fk_realloc(void *p, size_t n);
+/* Grow an array to hold at least `need` elements of `size` bytes. */
+void *fk_grow(void *p, size_t *cap, size_t need, size_t size);
+char *fk_strdup(const char *s);
+char *fk_strndup(const char *s, size_t n);
+char *fk_asprintf(const char *fmt, ...) FK_PRINTF(1, 2);
+
+/* Parse an unsigned decimal with optional bounds; false on garbage/overflow. */
+bool fk_parse_u64(const char *s, uint64_t *out);
+/* Durations: "30", "30s", "2m", "500ms" -> milliseconds. */
+bool fk_parse_duration_ms(const char *s, uint64_t *out_ms);
+/* Sizes: "64", "64K", "16M", "1G" -> bytes. */
+bool fk_parse_size(const char *s, uint64_t *out);
+
+/* 64-bit hash for table keys. */
+uint64_t fk_hash(const void *data, size_t len);
+
+/* Monotonic and wall clocks. */
+uint64_t fk_now_ns(void);
+
+#endif

@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#include "lineread.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define CHUNK (1u << 18)
+
+bool fk_lineread_open(struct fk_lineread *r, const char *path)
+{
+    memset(r, 0, sizeof *r);
+    int fd;
+    if (!path || !strcmp(path, "-")) {
+        r->name = "<stdin>";
+        fd = dup(STDIN_FILENO);
+    } else {
+        r->name = path;
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+    }
+    if (fd < 0) {
+        fk_error("cannot open %s: %s", r->name, strerror(errno));
+        return false;
+    }
+    /* zlib reads plain data through unchanged, so one path serves both. */
+    r->gz = gzdopen(fd, "rb");
+    if (!r->gz) {
+        close(fd);
+        fk_error("cannot read %s: out of memory", r->name);
+        return false;
+    }
+    gzbuffer(r->gz, CHUNK);
+    r->cap = CHUNK;
+    r->buf = fk_malloc(r->cap + 1);
+    return true;
+}
+
+/* Read more input after the unconsumed part; false at EOF/error. */
+static bool fill(struct fk_lineread *r)
+{
+    if (r->eof)
+        return false;
+    if (r->start > 0) {
+        memmove(r->buf, r->buf + r->start, r->end - r->start);
+        r->end -= r->start;
+        r->start = 0;
+    }
+    if (r->end == r->cap) {
+        r->cap *= 2;
+        r->buf = fk_realloc(r->buf, r->cap + 1);
+    }
+    size_t want = r->cap - r->end;
+    if (want > (1u << 30))
+        want = 1u << 30;
+    int n = gzread(r->gz, r->buf + r->end, (unsigned)want);
+    if (n < 0) {
+        int zerr;
+        const char *msg = gzerror(r->gz, &zerr);
+        fk_error("cannot read %s: %s", r->name,
+                 zerr == Z_ERRNO ? strerror(errno) : msg);
+        r->error = true;
+        r->eof = true;
+        return false;
+    }
+    if (n == 0) {
+        int zerr;
+        gzerror(r->gz, &zerr);
+        if (zerr != Z_OK && zerr != Z_BUF_ERROR) {
+            fk_error("cannot read %s: corrupt gzip data", r->name);
+            r->error = true;
+        } else if (zerr == Z_BUF_ERROR) {
+            fk_error("cannot read %s: gzip data is truncated", r->name);
+            r->error = true;
+        }
+        r->eof = true;
+        return false;
+    }
+    r->end += (size_t)n;
+    return true;
+}
+
+char *fk_lineread_next(struct fk_lineread *r, size_t *len)
+{
+    size_t scanned = r->start;
+    for (;;) {
+        char *nl = memchr(r->buf + scanned, '\n', r->end - scanned);
+        if (nl) {
+            char *line = r->buf + r->start;
+            size_t n = (size_t)(nl - line);
+            r->start += n + 1;
+            if (n && line[n - 1] == '\r')
+                n--;
+            line[n] = '\0';
+            *len = n;
+            r->lineno++;
+            return line;
+        }
+        size_t off = r->end - r->start;
+        if (!fill(r)) {
+            if (r->error || r->end == r->start)
+                return NULL;
+            /* Last line without a newline. */
+            char *line = r->buf + r->start;
+            size_t n = r->end - r->start;
+            r->start = r->end;
+            if (n && line[n - 1] == '\r')
+                n--;
+            line[n] = '\0';
+            *len = n;
+            r->lineno++;
+            return line;
+        }
+        scanned = r->start + off;
+    }
+}
+
+void fk_lineread_close(struct fk_lineread *r)
+{
+    if (r->gz)
+        gzclose(r->gz);
+    free(r->buf);
+    memset(r, 0, sizeof *r);
+}

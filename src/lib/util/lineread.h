@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Line input from a file or stdin ("-"), gzip detected by magic and read
+ * transparently. Lines have no length limit; memory is one buffer. */
+#ifndef FK_LINEREAD_H
+#define FK_LINEREAD_H
+
+#include "fk.h"
+
+struct fk_lineread {
+    void *gz;           /* gzFile */
+    char *buf;
+    size_t cap, start, end;
+    bool eof;
+    uint64_t lineno;    /* 1-based number of the line last returned */
+    const char *name;   /* for messages */
+    bool error;
+};
+
+/* false + one-line error if the file cannot be opened. */
+bool fk_lineread_open(struct fk_lineread *r, const char *path);
+/* Next line without its '\n' (and without a trailing '\r'); *len gets its
+ * length. The returned memory is writable and valid until the next call.
+ * Returns NULL at end of input or on error (check r->error). A last line
+ * without a newline is returned as usual. */
+char *fk_lineread_next(struct fk_lineread *r, size_t *len);
+void fk_lineread_close(struct fk_lineread *r);
+
+#endif

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Output files that appear complete or not at all: we write to a temporary
+ * name in the target directory and rename() into place on commit. "-" means
+ * stdout (no rename; errors are still checked). */
+#ifndef FK_OUTFILE_H
+#define FK_OUTFILE_H
+
+#include "fk.h"
+
+struct fk_outfile {
+    char *path;     /* final name */
+    char *tmp;      /* temporary name, NULL for stdout */
+    FILE *fp;
+    int fd;
+    bool gzip;      /* fp writes through zlib when true */
+    void *gz;       /* gzFile */
+};
+
+/* Create path's temporary twin with the given mode (e.g. 0644). On failure
+ * prints a one-line error naming the path and returns false. */
+bool fk_outfile_open(struct fk_outfile *o, const char *path, int mode);
+/* Same, gzip-compressed (level 6); write with fk_outfile_write. */
+bool fk_outfile_open_gz(struct fk_outfile *o, const char *path, int mode);
+/* Write bytes (works for both plain and gzip); false on error. */
+bool fk_outfile_write(struct fk_outfile *o, const void *data, size_t len);
+bool fk_outfile_printf(struct fk_outfile *o, const char *fmt, ...) FK_PRINTF(2, 3);
+/* Flush, fsync, close and rename into place; false (and the temporary
+ * removed) if any step failed. */
+bool fk_outfile_commit(struct fk_outfile *o);
+/* Discard: close and unlink the temporary. Safe to call twice. */
+void fk_outfile_abort(struct fk_outfile *o);
+
+/* Remove every temporary still open (called from signal/exit paths). */
+void fk_outfile_abort_all(void);
+
+#endif

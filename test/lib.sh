@@ -1,0 +1,49 @@
+# Sourced by every test/t-*.sh. Results are lines "PASS: name: what",
+# "FAIL: name: what", "SKIP: name: what (why)"; test/run counts them.
+set -u
+: "${FLAMEKIT:?run tests through test/run}"
+TNAME=${FK_TEST_NAME:-$(basename "$0" .sh)}
+T=$(mktemp -d "${TMPDIR:-/tmp}/fk-$TNAME.XXXXXX")
+_fk_cleanups=()
+fk_cleanup() { _fk_cleanups+=("$1"); }
+_fk_exit() {
+    local i
+    for ((i = ${#_fk_cleanups[@]} - 1; i >= 0; i--)); do eval "${_fk_cleanups[$i]}" || true; done
+    [ -n "${FK_KEEP_TMP:-}" ] || rm -rf "$T"
+}
+trap _fk_exit EXIT
+
+pass() { echo "PASS: $TNAME: $1"; }
+fail() { echo "FAIL: $TNAME: $1"; [ $# -gt 1 ] && printf '%s\n' "$2" | head -n 20 | sed 's/^/    /'; return 0; }
+skip() { echo "SKIP: $TNAME: $1 (${2:-skipped})"; }
+
+# check WHAT CMD...: passes when CMD exits 0.
+check() { local w=$1; shift; local o; if o=$("$@" 2>&1); then pass "$w"; else fail "$w" "$o"; fi; }
+# check_fails WHAT CMD...: passes when CMD exits non-zero (and did not crash).
+check_fails() {
+    local w=$1; shift; local o rc
+    o=$("$@" 2>&1); rc=$?
+    if [ $rc -eq 0 ]; then fail "$w (exited 0)" "$o"
+    elif [ $rc -ge 128 ]; then fail "$w (killed by signal $((rc - 128)))" "$o"
+    else pass "$w"; fi
+}
+check_eq() { if [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "expected: $2
+     got: $3"; fi; }
+# check_grep WHAT REGEX FILE-OR-STRING
+check_grep() {
+    if [ -f "$3" ]; then grep -Eq -- "$2" "$3"; else printf '%s' "$3" | grep -Eq -- "$2"; fi \
+        && pass "$1" || fail "$1" "no match for /$2/ in: $(if [ -f "$3" ]; then head -c 600 "$3"; else printf '%s' "$3" | head -c 600; fi)"
+}
+check_nogrep() {
+    if [ -f "$3" ]; then grep -Eq -- "$2" "$3"; else printf '%s' "$3" | grep -Eq -- "$2"; fi \
+        && fail "$1" "unexpected match for /$2/" || pass "$1"
+}
+# check_range WHAT VALUE LOW HIGH (numbers, may be fractional)
+check_range() {
+    if awk -v v="$2" -v lo="$3" -v hi="$4" 'BEGIN { exit !(v + 0 >= lo + 0 && v + 0 <= hi + 0) }'; then
+        pass "$1 ($2 in [$3, $4])"
+    else
+        fail "$1" "value $2 not in [$3, $4]"
+    fi
+}
+need() { command -v "$1" >/dev/null 2>&1; }

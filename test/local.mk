@@ -1,0 +1,6 @@
+# test programs: unit tests (test/unit-*) and workloads (test/progs)
+check_PROGRAMS += test/unit-stacks
+test_unit_stacks_SOURCES = test/unit/unit-stacks.c test/unit/unit.h
+test_unit_stacks_CFLAGS = $(libflamekit_a_CFLAGS)
+test_unit_stacks_LDADD = $(FK_LIBS)
+EXTRA_DIST += test/run test/lib.sh

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The dispatcher: help, version, unknown commands.
+. "$FK_SRC/test/lib.sh"
+check_grep "--help lists commands" '^Commands:' "$("$FLAMEKIT" --help)"
+check_grep "--version prints the version" '^flamekit [0-9]+\.[0-9]+\.[0-9]+$' "$("$FLAMEKIT" --version)"
+out=$("$FLAMEKIT" frobnicate 2>&1); rc=$?
+check_eq "unknown command exits 2" 2 "$rc"
+check_grep "unknown command names itself and --help" "'frobnicate' is not a flamekit command; see 'flamekit --help'" "$out"
+out=$("$FLAMEKIT" 2>&1); rc=$?
+check_eq "no command exits 2" 2 "$rc"
+# Every command in --help answers --help with its own usage and exit 0.
+for c in $("$FLAMEKIT" --help | awk '/^Commands:/ { on = 1; next } on && /^  [a-z]/ { print $1 }'); do
+    o=$("$FLAMEKIT" "$c" --help 2>&1); rc=$?
+    if [ $rc -eq 0 ] && [ -n "$o" ]; then pass "$c --help"; else fail "$c --help (rc $rc)" "$o"; fi
+done
