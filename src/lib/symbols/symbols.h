@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Symbolization for captured stacks.
+ *
+ * Two phases, so processes that exit (or exec, or have their binary deleted)
+ * during a capture still symbolize:
+ *   1. at sample time, fk_sym_locate() turns (pid, ip) into a stable location
+ *      (a DSO in our table + an address relative to it), using the address
+ *      space as it was at that moment (seeded from /proc, then kept current
+ *      by the MMAP2/COMM/FORK/EXIT side-band records);
+ *   2. after the capture, fk_sym_name() names each unique location once.
+ * DSOs are identified by (dev, inode, build-id/path); their file is opened at
+ * first sight (through /proc/PID/map_files or /proc/PID/root for containers)
+ * so a later package upgrade or deletion does not lose it. */
+#ifndef FK_SYMBOLS_H
+#define FK_SYMBOLS_H
+
+#include "util/buf.h"
+#include "util/fk.h"
+
+#include <sys/types.h>
+
+struct fk_symbolizer;
+
+struct fk_sym_opts {
+    bool kernel;        /* load /proc/kallsyms + modules */
+    bool jit;           /* read /tmp/perf-PID.map (inside the target's root) */
+    bool annotate;      /* suffix _[k] for kernel and _[j] for JIT frames */
+};
+
+/* Location of one frame: which DSO and where in it. */
+struct fk_loc {
+    uint32_t dso;       /* index in the symbolizer's DSO table; 0 = unknown */
+    uint64_t addr;      /* DSO-relative address (ELF vaddr), or absolute */
+};
+
+enum fk_frame_kind { FK_FRAME_UNKNOWN, FK_FRAME_USER, FK_FRAME_KERNEL, FK_FRAME_JIT };
+
+struct fk_symbolizer *fk_sym_new(const struct fk_sym_opts *opts);
+void fk_sym_free(struct fk_symbolizer *s);
+
+/* Seed processes that exist now: one (all its threads), or every process. */
+void fk_sym_scan_pid(struct fk_symbolizer *s, pid_t pid);
+void fk_sym_scan_all(struct fk_symbolizer *s);
+
+/* Side-band records, in ring order. */
+void fk_sym_comm(struct fk_symbolizer *s, pid_t pid, pid_t tid, const char *comm, bool exec);
+void fk_sym_fork(struct fk_symbolizer *s, pid_t pid, pid_t ppid, pid_t tid, pid_t ptid);
+void fk_sym_exit(struct fk_symbolizer *s, pid_t pid, pid_t tid);
+void fk_sym_mmap(struct fk_symbolizer *s, pid_t pid, uint64_t start, uint64_t len,
+                 uint64_t pgoff, uint32_t maj, uint32_t min, uint64_t ino,
+                 uint32_t prot, uint32_t flags, const char *filename,
+                 const unsigned char *build_id, size_t build_id_len);
+
+/* Phase 1. kernel says the ip came from kernel context (PERF_CONTEXT_KERNEL). */
+struct fk_loc fk_sym_locate(struct fk_symbolizer *s, pid_t pid, uint64_t ip, bool kernel);
+/* Current command name of a thread (falls back to the process's, then "[unknown]"). */
+const char *fk_sym_comm_of(struct fk_symbolizer *s, pid_t pid, pid_t tid);
+
+/* Phase 2: append the frame's name to out (e.g. "do_work", "[libfoo.so+0x1a2b]",
+ * "schedule_[k]") and return its kind. Never appends nothing. */
+enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struct fk_buf *out);
+
+/* Counters for the capture summary/metadata. */
+struct fk_sym_stats {
+    uint64_t dsos, processes, locate_unknown, names_unresolved;
+    uint64_t deleted_files_kept;    /* DSOs read from a kept fd or map_files */
+};
+void fk_sym_stats(const struct fk_symbolizer *s, struct fk_sym_stats *out);
+/* Bytes held (for the memory cap). */
+size_t fk_sym_bytes(const struct fk_symbolizer *s);
+
+#endif
