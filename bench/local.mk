@@ -1,1 +1,1 @@
-# benchmarks: make bench
+# benchmarks: make bench (BENCH_SCRIPTS += bench/NAME.sh, one per line)

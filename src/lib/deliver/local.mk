@@ -1,1 +1,2 @@
-# deliver stage
+# deliver: result stream (--stdout / remote), object-storage upload
+libflamekit_a_SOURCES += src/lib/deliver/stream.c src/lib/deliver/stream.h src/lib/deliver/upload.h
