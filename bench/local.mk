@@ -1,1 +1,1 @@
-# benchmarks: make bench (BENCH_SCRIPTS += bench/NAME.sh, one per line)
+# benchmarks: make bench (FK_BENCHES += bench/NAME.sh, one per line)
