@@ -1,1 +1,3 @@
 # subcommands: one file each
+flamekit_SOURCES += src/cmd/svg.c
+flamekit_SOURCES += src/cmd/diff.c
