@@ -1,3 +1,4 @@
 # subcommands: one file each
 flamekit_SOURCES += src/cmd/svg.c
 flamekit_SOURCES += src/cmd/diff.c
+flamekit_SOURCES += src/cmd/collapse.c
