@@ -160,16 +160,20 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
     if (dso && ends_with(dso, dsolen, " (deleted)"))
         dsolen -= 10;
 
-    if (!p->o.addrs) {
-        /* Drop "+0x1f": the same function at different offsets is one frame. */
+    /* "+0x1f": dropped (one function at different offsets is one frame)
+     * unless --addrs, which puts it back after the name is tidied. */
+    char *off = NULL, *offend = symend;
+    {
         char *q = symend;
         while (q > sym && is_hex(q[-1]))
             q--;
-        if (q < symend && q - sym >= 3 && q[-1] == 'x' && q[-2] == '0' && q[-3] == '+')
-            symend = q - 3;
+        if (q < symend && q - sym >= 3 && q[-1] == 'x' && q[-2] == '0' && q[-3] == '+') {
+            off = q - 3;
+            symend = off;
+        }
     }
     size_t symlen = (size_t)(symend - sym);
-    if (symlen && sym[0] == '(')
+    if (symlen && sym[0] == '(' && !(symlen >= 21 && !memcmp(sym, "(anonymous namespace)", 21)))
         return true;    /* perf's placeholders such as "(unknown)" hide nothing useful */
 
     struct fk_buf *nb = &p->pname;  /* scratch after pname's bytes */
@@ -235,6 +239,8 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
             n = 9;
         }
         nb->len += n;
+        if (off && p->o.addrs)
+            fk_buf_add(nb, off, (size_t)(offend - off));
     }
     const char *suffix = "";
     if (inlined) {
