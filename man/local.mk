@@ -2,3 +2,4 @@
 dist_man_MANS += man/flamekit.1
 dist_man_MANS += man/flamekit-svg.1
 dist_man_MANS += man/flamekit-diff.1
+dist_man_MANS += man/flamekit-collapse.1

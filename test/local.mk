@@ -4,3 +4,5 @@ test_unit_stacks_SOURCES = test/unit/unit-stacks.c test/unit/unit.h
 test_unit_stacks_CFLAGS = $(libflamekit_a_CFLAGS)
 test_unit_stacks_LDADD = $(FK_LIBS)
 EXTRA_DIST += test/run test/lib.sh
+check_PROGRAMS += test/progs/collapse-spin
+test_progs_collapse_spin_SOURCES = test/progs/collapse-spin.c
