@@ -174,7 +174,8 @@
         var re = null;
         if (query) {
             try {
-                re = new RegExp(query);
+                /* "(?i)" in front: ignore case (JavaScript has no inline flags) */
+                re = query.indexOf("(?i)") === 0 ? new RegExp(query.slice(4), "i") : new RegExp(query);
             } catch (e) {
                 matched.textContent = "bad regex: " + query;
                 query = "";

@@ -52,6 +52,12 @@ read -r r g b < <(rgb "$T/norm.svg" y)
 check_eq "--normalize: y unchanged" "225 225 225" "$r $g $b"
 check_grep "--normalize: tooltip shows scaled BEFORE" '<title>y \(60 samples, 75.00%; before 60; delta \+0, \+0.00%\)' "$T/norm.svg"
 
+"$FLAMEKIT" diff --normalize --negate "$T/n1" "$T/n2" >"$T/normneg.svg"
+read -r r g b < <(rgb "$T/normneg.svg" y)
+check_eq "--normalize --negate: y unchanged" "225 225 225" "$r $g $b"
+check_range "--normalize --negate: width from BEFORE" "$(fattr "$T/normneg.svg" y width)" 885 885
+check_grep "--normalize --negate: tooltip shows scaled AFTER" '<title>y \(30 samples, 75.00%; after 30; delta \+0, \+0.00%\)' "$T/normneg.svg"
+
 # one two-column file, as difffolded.pl writes
 printf 'main;grew 10 50\nmain;shrank 40 10\nmain;same 20 20\n' >"$T/two"
 "$FLAMEKIT" diff "$T/two" >"$T/two.svg"

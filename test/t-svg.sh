@@ -57,6 +57,8 @@ svg --reverse "$T/p.folded" >"$T/rev.svg"
 check_eq "reverse: leaf d becomes a root child" "$(fattr "$T/rev.svg" d width)" \
     "$(awk 'BEGIN { printf "%.1f", 1180 * 15 / 55 }' | sed 's/\.0$//')"
 check_grep "reverse: a is above d" '<title>a \(15 samples' "$T/rev.svg"
+sort -r "$T/p.folded" | svg >"$T/unsorted.svg"
+check "unsorted input gives the same SVG" cmp "$T/p.svg" "$T/unsorted.svg"
 printf 'a;y 1\na;x 1\n' | svg --flamechart >"$T/chart.svg"
 check_eq "flamechart keeps input order (y left of x)" 10 "$(fattr "$T/chart.svg" y x)"
 printf 'a;y 1\na;x 1\n' | svg >"$T/nochart.svg"
@@ -201,3 +203,15 @@ check_grep "state kept in the URL" "data-state=\"x=$idx&amp;s=bar" "$T/dom.svg"
 dom "$T/b.svg" "x=$idx&s=qux" "$T/dom2.svg"
 check_eq "URL state: zoom restored" 1180.0 "$(fattr "$T/dom2.svg" foo width)"
 check_eq "URL state: search restored" "Matched: 17.24% (0.00% of zoom)" "$(xp "$T/dom2.svg" "//*[@id='fk-matched']")"
+
+# search ignoring case
+dom "$T/b.svg" "s=(?i)QUX" "$T/dom3.svg"
+check_eq "search: (?i) ignores case" "Matched: 17.24%" "$(xp "$T/dom3.svg" "//*[@id='fk-matched']")"
+# a pruned sibling leaves a gap the script must keep when zooming: aa (1 of
+# 1,000,000: 0.001 px) is pruned; zooming into big (1,000) must put zz at
+# 10 + 1180/1000 px, not at big's left edge
+printf 'other 999000\nbig;aa 1\nbig;zz 999\n' | svg >"$T/gap.svg"
+check_nogrep "gap: tiny sibling pruned" '<title>aa ' "$T/gap.svg"
+dom "$T/gap.svg" "fktest=big" "$T/domgap.svg"
+check_eq "gap: zoomed frame spans the width" 1180.0 "$(fattr "$T/domgap.svg" big width)"
+check_eq "gap: frame after a pruned sibling keeps its offset" 11.2 "$(fattr "$T/domgap.svg" zz x)"
