@@ -8,7 +8,7 @@
     var NS = "http://www.w3.org/2000/svg";
     var CHAR_W = 12 * 0.59;
     var svg, frames = [], root = null, zoomed = null, query = "", info = null;
-    var W, xpad, fh, y0, dy, minw, countname, nametype, testing = false;
+    var W, xpad, fh, y0, dy, minw, countname, nametype, testing = false, testArgs = {};
     var details, matched, unzoomBtn, searchBtn, infoBtn, infoPanel;
 
     function num(el, name) { return parseFloat(el.getAttribute(name)); }
@@ -291,7 +291,7 @@
         if (query)
             s.push("s=" + encodeURIComponent(query));
         if (testing)
-            s.push("fktest=" + encodeURIComponent(params().fktest || ""));
+            s.push("fktest=" + encodeURIComponent(testArgs.fktest));
         var h = s.join("&");
         svg.setAttribute("data-state", h);
         try {
@@ -302,6 +302,7 @@
     function restore() {
         var p = params();
         testing = p.fktest !== undefined && p.fktest !== "";
+        testArgs = p;
         var x = parseInt(p.x, 10);
         if (x > 0 && x < frames.length)
             zoom(frames[x]);
@@ -309,10 +310,11 @@
             search(p.s);
     }
 
-    /* Test hook (URL "#fktest=NAME/REGEX"): click the first frame named NAME
-     * with a real DOM event, then search REGEX through the Ctrl-F handler. */
+    /* Test hook (URL "#fktest=NAME/REGEX&fkkeys=K,K"): click the first frame
+     * named NAME with a real DOM event, search REGEX through the Ctrl-F
+     * handler, then press the keys. */
     function selfTest() {
-        var arg = params().fktest, k = arg.indexOf("/");
+        var arg = testArgs.fktest, k = arg.indexOf("/");
         var name = k >= 0 ? arg.slice(0, k) : arg, re = k >= 0 ? arg.slice(k + 1) : "";
         var target = null;
         for (var i = 0; i < frames.length && !target; i++)
@@ -324,6 +326,11 @@
             window.prompt = function () { return re; };
             window.dispatchEvent(new KeyboardEvent("keydown", { key: "f", ctrlKey: true, bubbles: true }));
         }
+        /* then the keys named in "fkkeys=KEY,KEY" (e.g. i, Escape) */
+        (testArgs.fkkeys || "").split(",").forEach(function (k) {
+            if (k)
+                window.dispatchEvent(new KeyboardEvent("keydown", { key: k, bubbles: true }));
+        });
         svg.setAttribute("data-fktest", target ? "clicked " + target.i : "no frame " + name);
     }
 

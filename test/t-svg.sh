@@ -215,3 +215,14 @@ check_nogrep "gap: tiny sibling pruned" '<title>aa ' "$T/gap.svg"
 dom "$T/gap.svg" "fktest=big" "$T/domgap.svg"
 check_eq "gap: zoomed frame spans the width" 1180.0 "$(fattr "$T/domgap.svg" big width)"
 check_eq "gap: frame after a pruned sibling keeps its offset" 11.2 "$(fattr "$T/domgap.svg" zz x)"
+# keys: Esc resets the zoom; i opens the Info panel with the metadata
+dom "$T/b.svg" "fktest=foo&fkkeys=Escape" "$T/domesc.svg"
+check_eq "Esc resets the zoom" "$(fattr "$T/b.svg" foo width)" "$(fattr "$T/domesc.svg" foo width | sed 's/\.0$//')"
+check_eq "Esc shows the hidden sibling again" "" "$(xp "$T/domesc.svg" "//*[local-name()='g'][*[local-name()='title'][starts-with(., 'qux (')]]/@class")"
+dom "$T/meta.svg" "fktest=a&fkkeys=i" "$T/dominfo.svg"
+check_eq "i opens the Info panel" "" "$(xp "$T/dominfo.svg" "//*[@id='fk-info']/@class")"
+check_eq "Info panel shows metadata as text" "host: web-1</metadata><script>alert(3)</script>" \
+    "$(xp "$T/dominfo.svg" "//*[@id='fk-info']/*[local-name()='text'][1]")"
+check_eq "Info panel flattens nested objects" "topology.nodes: 1" \
+    "$(xp "$T/dominfo.svg" "//*[@id='fk-info']/*[local-name()='text'][4]")"
+check_eq "metadata did not execute" 1 "$(xp "$T/dominfo.svg" "count(//*[local-name()='script'])")"
