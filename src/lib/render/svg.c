@@ -981,7 +981,7 @@ bool fk_svg_render(const struct fk_stacktab *t, const struct fk_svg_opts *opts,
     w_textel(w, "fk-unzoom", "btn hide", XPAD, FONT_SIZE * 2, "Reset Zoom");
     w_textel(w, "fk-search", "btn end", o.width - XPAD, FONT_SIZE * 2, "Search");
     if (o.metadata)
-        w_textel(w, "fk-infobtn", "btn end", o.width - XPAD - 100, FONT_SIZE * 2, "Info");
+        w_textel(w, "fk-infobtn", "btn", XPAD + 110, FONT_SIZE * 2, "Info");
     w_textel(w, "fk-matched", "end", o.width - XPAD, c.height - YPAD_BOTTOM / 2.0 + 4, " ");
     if (!total) {
         w_textel(w, "fk-empty", "title", o.width / 2.0, c.ypad_top + 2 * c.fh,
