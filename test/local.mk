@@ -10,3 +10,4 @@ check_PROGRAMS += test/unit-svg
 test_unit_svg_SOURCES = test/unit/unit-svg.c test/unit/unit.h
 test_unit_svg_CFLAGS = $(libflamekit_a_CFLAGS)
 test_unit_svg_LDADD = $(FK_LIBS)
+EXTRA_DIST += test/t-svg.sh test/t-diff.sh
