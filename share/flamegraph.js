@@ -8,7 +8,7 @@
     var NS = "http://www.w3.org/2000/svg";
     var CHAR_W = 12 * 0.59;
     var svg, frames = [], root = null, zoomed = null, query = "", info = null;
-    var W, xpad, fh, y0, dy, minw, countname, nametype, testing = false, testArgs = {};
+    var W, xpad, fh, y0, dy, minw, nametype, testing = false, testArgs = {};
     var details, matched, unzoomBtn, searchBtn, infoBtn, infoPanel;
 
     function num(el, name) { return parseFloat(el.getAttribute(name)); }
@@ -23,7 +23,6 @@
         y0 = num(svg, "data-y0");
         dy = num(svg, "data-dy");
         minw = num(svg, "data-minw") || 0;
-        countname = svg.getAttribute("data-countname") || "samples";
         nametype = svg.getAttribute("data-nametype") || "";
         details = byId("fk-details");
         matched = byId("fk-matched");
@@ -105,6 +104,10 @@
         var s = nametype + " " + f.title;
         if (zoomed && zoomed !== root && f.i >= zoomed.i && f.i < zoomed.end)
             s += " [" + pct(f.n, zoomed.n) + " of zoomed " + zoomed.name + "]";
+        /* keep clear of the matched share on the right */
+        var max = Math.floor((W - 2 * xpad) * 0.75 / CHAR_W);
+        if (s.length > max)
+            s = s.slice(0, max - 2) + "..";
         details.textContent = s;
     }
 
