@@ -313,9 +313,9 @@
             search(p.s);
     }
 
-    /* Test hook (URL "#fktest=NAME/REGEX&fkkeys=K,K"): click the first frame
-     * named NAME with a real DOM event, search REGEX through the Ctrl-F
-     * handler, then press the keys. */
+    /* Test hook (URL "#fktest=NAME/REGEX&fkhover=NAME&fkkeys=K,K"): click the
+     * first frame named NAME with a real DOM event, search REGEX through the
+     * Ctrl-F handler, hover a frame, then press the keys. */
     function selfTest() {
         var arg = testArgs.fktest, k = arg.indexOf("/");
         var name = k >= 0 ? arg.slice(0, k) : arg, re = k >= 0 ? arg.slice(k + 1) : "";
@@ -328,6 +328,13 @@
         if (re) {
             window.prompt = function () { return re; };
             window.dispatchEvent(new KeyboardEvent("keydown", { key: "f", ctrlKey: true, bubbles: true }));
+        }
+        /* hover the first frame named in "fkhover=NAME" */
+        for (var h = 0; h < frames.length && testArgs.fkhover; h++) {
+            if (frames[h].name === testArgs.fkhover) {
+                frames[h].rect.dispatchEvent(new MouseEvent("mouseover", { bubbles: true }));
+                break;
+            }
         }
         /* then the keys named in "fkkeys=KEY,KEY" (e.g. i, Escape) */
         (testArgs.fkkeys || "").split(",").forEach(function (k) {

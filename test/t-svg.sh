@@ -176,8 +176,9 @@ dom() {
 }
 printf 'main;foo;bar 10\nmain;foo;baz 5\nmain;foo;bar;barfoo 4\nmain;qux 5\nmain;<script>document.documentElement.setAttribute("pwned","1")</script> 5\n' >"$T/b.folded"
 svg --minwidth 0 "$T/b.folded" >"$T/b.svg"
-# click "foo", then Ctrl-F "bar" (matches bar and its child barfoo: count bar once)
-dom "$T/b.svg" "fktest=foo/bar" "$T/dom.svg"
+# click "foo", then Ctrl-F "bar" (matches bar and its child barfoo: count bar
+# once), then hover "baz"
+dom "$T/b.svg" "fktest=foo/bar&fkhover=baz" "$T/dom.svg"
 if ! [ -s "$T/dom.svg" ]; then
     fail "browser: chromium produced no DOM" "$(tail -5 "$T/chrome.err")"
     exit 0
@@ -197,6 +198,8 @@ check_eq "search: non-match not highlighted" "" "$(xp "$T/dom.svg" "//*[local-na
 # bar = 14 of 29 total (barfoo's 4 inside bar not counted twice); 14 of foo's 19
 check_eq "search: matched % counts outermost matches once, relative to zoom too" \
     "Matched: 48.28% (73.68% of zoom)" "$(xp "$T/dom.svg" "//*[@id='fk-matched']")"
+check_eq "hover: status bar shows name, count, share of all and of the zoom" \
+    "Function: baz (5 samples, 17.24%) [26.32% of zoomed foo]" "$(xp "$T/dom.svg" "//*[@id='fk-details']")"
 idx=$(sed -n 's/.*data-fktest="clicked \([0-9]*\)".*/\1/p' "$T/dom.svg")
 check_grep "state kept in the URL" "data-state=\"x=$idx&amp;s=bar" "$T/dom.svg"
 # restoring state from the URL (what a shared link does)
