@@ -36,7 +36,7 @@ static void usage(FILE *out)
             "  --retries N             retries of transient failures (default 4)\n"
             "  --allow-http            permit plain http to a non-loopback endpoint\n"
             "  --presign[=put|get]     print a presigned URL for s3://BUCKET/KEY instead\n"
-            "  --expires DUR           lifetime of a presigned URL (default 1h, at most 7d)\n"
+            "  --expires DUR           lifetime of a presigned URL (default 1h, at most 168h)\n"
             "  -q, --quiet             no retry messages\n"
             "  -h, --help              this text\n"
             "\n"
