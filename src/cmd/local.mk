@@ -2,3 +2,4 @@
 flamekit_SOURCES += src/cmd/svg.c
 flamekit_SOURCES += src/cmd/diff.c
 flamekit_SOURCES += src/cmd/collapse.c
+flamekit_SOURCES += src/cmd/upload.c
