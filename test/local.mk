@@ -4,3 +4,7 @@ test_unit_stacks_SOURCES = test/unit/unit-stacks.c test/unit/unit.h
 test_unit_stacks_CFLAGS = $(libflamekit_a_CFLAGS)
 test_unit_stacks_LDADD = $(FK_LIBS)
 EXTRA_DIST += test/run test/lib.sh
+check_PROGRAMS += test/unit-stream
+test_unit_stream_SOURCES = test/unit/unit-stream.c test/unit/unit.h
+test_unit_stream_CFLAGS = $(libflamekit_a_CFLAGS)
+test_unit_stream_LDADD = $(FK_LIBS)
