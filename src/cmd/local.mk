@@ -1,1 +1,2 @@
 # subcommands: one file each
+flamekit_SOURCES += src/cmd/remote.c

@@ -1,2 +1,3 @@
 # deliver: result stream (--stdout / remote), object-storage upload
 libflamekit_a_SOURCES += src/lib/deliver/stream.c src/lib/deliver/stream.h src/lib/deliver/upload.h
+libflamekit_a_SOURCES += src/lib/deliver/remote.c src/lib/deliver/remote.h
