@@ -1,1 +1,2 @@
 # benchmarks: make bench (FK_BENCHES += bench/NAME.sh, one per line)
+FK_BENCHES += bench/collapse.sh
