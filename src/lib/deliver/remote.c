@@ -68,7 +68,7 @@ char *fk_remote_command(const struct fk_remote_opts *o, uint64_t deploy_size)
      * stdin to close: when the connection is cut, sshd closes it and the
      * watcher stops the capture, so nothing keeps running unobserved. */
     struct fk_buf s = FK_BUF_INIT;
-    fk_buf_adds(&s, "set -u; ");
+    fk_buf_adds(&s, "set -u; exec 3<&0; ");
     if (o->deploy) {
         fk_buf_printf(&s,
                       "d=$(mktemp -d \"${TMPDIR:-/tmp}/flamekit.XXXXXX\") || exit 125; "
@@ -93,8 +93,9 @@ char *fk_remote_command(const struct fk_remote_opts *o, uint64_t deploy_size)
         fk_buf_addc(&s, ' ');
         add_quoted(&s, o->capture[i]);
     }
-    fk_buf_adds(&s, " --stdout </dev/null & p=$!; "
-                    "{ cat >/dev/null; kill -TERM $p; } >/dev/null 2>&1 & w=$!; "
+    /* Background jobs get /dev/null as stdin: the watcher reads a copy. */
+    fk_buf_adds(&s, " --stdout </dev/null 3<&- & p=$!; "
+                    "{ cat <&3 >/dev/null; kill -TERM $p; } >/dev/null 2>&1 & w=$!; exec 3<&-; "
                     "wait $p; rc=$?; kill $w 2>/dev/null; exit $rc");
     struct fk_buf c = FK_BUF_INIT;
     fk_buf_adds(&c, "sh -c ");
