@@ -368,25 +368,61 @@ static uint32_t tree_child(struct tree *tr, uint32_t parent, const char *name, s
     return id;
 }
 
-static void tree_add(struct tree *tr, const char *key, size_t len, uint64_t c1, uint64_t c2,
-                     bool adjacent_only)
+/* Adding stacks in order: frames inside the byte prefix shared with the
+ * previous stack are the same nodes, so only the rest is looked up. */
+struct adder {
+    uint32_t *path;     /* node per depth of the previous stack */
+    size_t *ends;       /* byte offset where that frame ended */
+    size_t depth, cap;
+    const char *prev;
+    size_t prevlen;
+};
+
+static inline uint64_t sat(uint64_t a, uint64_t b)
 {
-    uint32_t cur = 0;
-    tr->v[0].c1 += c1;
-    tr->v[0].c2 += c2;
-    size_t i = 0;
+    return a + b < a ? UINT64_MAX : a + b;
+}
+
+static void tree_add(struct tree *tr, struct adder *ad, const char *key, size_t len,
+                     uint64_t c1, uint64_t c2, bool adjacent_only)
+{
+    tr->v[0].c1 = sat(tr->v[0].c1, c1);
+    tr->v[0].c2 = sat(tr->v[0].c2, c2);
+    size_t lcp = 0, m = len < ad->prevlen ? len : ad->prevlen;
+    if (ad->prev)
+        while (lcp < m && key[lcp] == ad->prev[lcp])
+            lcp++;
+    size_t d = 0;
+    while (d < ad->depth && ad->ends[d] < lcp) {
+        struct node *nd = &tr->v[ad->path[d]];
+        nd->c1 = sat(nd->c1, c1);
+        nd->c2 = sat(nd->c2, c2);
+        d++;
+    }
+    uint32_t cur = d ? ad->path[d - 1] : 0;
+    size_t i = d ? ad->ends[d - 1] + 1 : 0;
     for (;;) {
         const char *semi = memchr(key + i, ';', len - i);
         size_t end = semi ? (size_t)(semi - key) : len;
         cur = tree_child(tr, cur, key + i, end - i, adjacent_only);
         struct node *nd = &tr->v[cur];
-        /* saturate: counts are 64-bit but sums may not fit */
-        nd->c1 = nd->c1 + c1 < nd->c1 ? UINT64_MAX : nd->c1 + c1;
-        nd->c2 = nd->c2 + c2 < nd->c2 ? UINT64_MAX : nd->c2 + c2;
+        nd->c1 = sat(nd->c1, c1);
+        nd->c2 = sat(nd->c2, c2);
+        if (d >= ad->cap) {
+            size_t cap = ad->cap;
+            ad->path = fk_grow(ad->path, &ad->cap, d + 1, sizeof *ad->path);
+            ad->ends = fk_grow(ad->ends, &cap, d + 1, sizeof *ad->ends);
+        }
+        ad->path[d] = cur;
+        ad->ends[d] = end;
+        d++;
         if (!semi)
             break;
         i = end + 1;
     }
+    ad->depth = d;
+    ad->prev = key;
+    ad->prevlen = len;
 }
 
 static int cmp_child(const void *a, const void *b, void *arg)
@@ -819,18 +855,22 @@ static void build(struct ctx *c, const struct fk_stacktab *t)
         }
         src = &rt;
     }
+    struct adder ad;
+    memset(&ad, 0, sizeof ad);
     if (o->flamechart) {
         for (size_t i = 0; i < src->n; i++)
-            tree_add(&c->tr, src->v[i].key, src->v[i].len, src->v[i].count, src->v[i].count2,
-                     true);
+            tree_add(&c->tr, &ad, src->v[i].key, src->v[i].len, src->v[i].count,
+                     src->v[i].count2, true);
     } else {
         sorted = fk_stacktab_sorted(src);
         for (size_t i = 0; i < src->n; i++)
-            tree_add(&c->tr, sorted[i]->key, sorted[i]->len, sorted[i]->count,
+            tree_add(&c->tr, &ad, sorted[i]->key, sorted[i]->len, sorted[i]->count,
                      sorted[i]->count2, false);
         free(sorted);
         tree_sort_children(&c->tr);
     }
+    free(ad.path);
+    free(ad.ends);
     fk_buf_free(&rev);
     if (o->reverse) {
         /* node names point into rt's keys: keep them alive by copying */
