@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+static bool fixed_time;     /* run --fixed-time: names that clash on purpose */
+
 static char *stamp_name(const char *scope, const char *what)
 {
     char host[256] = "localhost";
@@ -30,6 +32,8 @@ static char *stamp_name(const char *scope, const char *what)
     gmtime_r(&now, &tm);
     char ts[32];
     strftime(ts, sizeof ts, "%Y%m%d_%H%M%S_UTC", &tm);
+    if (fixed_time)
+        strcpy(ts, "20261202_000000_UTC");
     return fk_asprintf("%s.%s.%s.%s", host, ts, scope, what);
 }
 
@@ -111,6 +115,8 @@ int main(int argc, char **argv)
         const char *where = NULL;
         if (i + 1 < argc && !strcmp(argv[i], "--where"))
             where = argv[i + 1], i += 2;
+        if (i < argc && !strcmp(argv[i], "--fixed-time"))
+            fixed_time = true, i++;
         if (i >= argc || strcmp(argv[i], "--"))
             return fail(2, "flamekit run: usage: run [--where FILE] -- CMD");
         i++;
