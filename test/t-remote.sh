@@ -209,6 +209,22 @@ check_eq "interrupted: no files left" 0 "$(nfiles)"
 for _ in $(seq 60); do kill -0 "$spid" 2>/dev/null || break; sleep 0.05; done
 if [ -n "$spid" ] && ! kill -0 "$spid" 2>/dev/null; then pass "interrupted: remote capture stopped"; else fail "interrupted: remote capture stopped" "pid $spid alive"; kill "$spid" 2>/dev/null; fi
 
+# 6c. Interrupted --deploy: the capture stops and the deployed copy is removed.
+fresh
+rm -f "$T/slow.pid"
+"$FLAMEKIT" remote --status lines --deploy-binary "$FAKE" -o "$T/out" h1 -- slow "$T/slow.pid" >/dev/null 2>"$T/err" &
+rpid=$!
+for _ in $(seq 100); do [ -n "$(find "$T/out" -name '.slow*fkpart*' -size +0 2>/dev/null)" ] && break; sleep 0.05; done
+spid=$(cat "$T/slow.pid" 2>/dev/null)
+sdir=$(dirname "$(readlink "/proc/$spid/exe" 2>/dev/null)" 2>/dev/null)
+check_grep "interrupted deploy: capture ran from the deployed copy" '^/tmp/flamekit\.' "$sdir"
+kill -INT $rpid
+wait $rpid
+for _ in $(seq 60); do [ -e "$sdir" ] || break; sleep 0.05; done
+if [ -n "$sdir" ] && [ ! -e "$sdir" ]; then pass "interrupted deploy: deployed copy removed"; else fail "interrupted deploy: deployed copy removed" "$sdir"; fi
+kill "$spid" 2>/dev/null
+check_eq "interrupted deploy: no files" 0 "$(nfiles)"
+
 # 7. Unknown host key with StrictHostKeyChecking yes: refused, nothing runs.
 fresh
 rm -f "$T/where"

@@ -72,7 +72,7 @@ char *fk_remote_command(const struct fk_remote_opts *o, uint64_t deploy_size)
     if (o->deploy) {
         fk_buf_printf(&s,
                       "d=$(mktemp -d \"${TMPDIR:-/tmp}/flamekit.XXXXXX\") || exit 125; "
-                      "trap 'rm -rf \"$d\"' EXIT; trap 'exit 143' HUP INT TERM; "
+                      "trap 'rm -rf \"$d\"' EXIT; trap 'exit 143' HUP INT TERM PIPE; "
                       "chmod 700 \"$d\" || exit 125; "
                       "head -c %llu > \"$d/flamekit\" || exit 125; "
                       "n=$(wc -c < \"$d/flamekit\"); "
@@ -357,9 +357,9 @@ static void on_stdout(const struct fk_remote_opts *o, struct ui *u, struct host 
         const struct fk_stream_file_rec *f = &h->rd.files[h->files_seen++];
         ui_event(u, h, "receiving %s (%llu bytes)", f->name, (unsigned long long)f->size);
     }
-    if (st == FK_STREAM_ENDED) {
-        close_fd(&h->in_fd);    /* lets the remote watcher finish */
-    } else if (st == FK_STREAM_BROKEN) {
+    /* After the end record the capture exits by itself; stdin stays open
+     * until stdout ends, so the watcher never signals a finishing capture. */
+    if (st == FK_STREAM_BROKEN) {
         ui_event(u, h, "bad result stream: %s; stopping", h->rd.error);
         close_fd(&h->in_fd);
         kill(h->pid, SIGTERM);
