@@ -132,8 +132,8 @@ check_eq "deploy: no flamekit.* temporaries left on the host" "" \
 # The portable build ('make flamekit-portable'), when built: few runtime needs.
 if [ -x "$FK_BUILD/flamekit-portable" ]; then
     extra=$(ldd "$FK_BUILD/flamekit-portable" | awk '{ print $1 }' |
-        grep -vE '^(linux-vdso\.so|/lib64/ld-linux|libc\.so|libm\.so|libcurl\.so|libasan\.so|libubsan\.so|libstdc\+\+\.so|libgcc_s\.so)')
-    check_eq "flamekit-portable needs only libc, libm and libcurl" "" "$extra"
+        grep -vE '^(linux-vdso\.so|/lib64/ld-linux|libc\.so|libm\.so|libcurl\.so|libcrypto\.so|libasan\.so|libubsan\.so|libstdc\+\+\.so|libgcc_s\.so)')
+    check_eq "flamekit-portable needs only libc, libm, libcurl and libcrypto (libcurl4 needs libcrypto itself)" "" "$extra"
     fresh
     "$FLAMEKIT" remote --status lines --deploy-binary "$FK_BUILD/flamekit-portable" -o "$T/out" h1 -- no-such-command >/dev/null 2>"$T/err"
     check_grep "flamekit-portable deploys and runs" "^h1: flamekit: 'no-such-command' is not a flamekit command" "$(cat "$T/err")"
