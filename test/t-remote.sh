@@ -131,7 +131,8 @@ check_eq "deploy: no flamekit.* temporaries left on the host" "" \
 
 # The portable build ('make flamekit-portable'), when built: few runtime needs.
 if [ -x "$FK_BUILD/flamekit-portable" ]; then
-    extra=$(ldd "$FK_BUILD/flamekit-portable" | awk '{ print $1 }' |
+    # Direct needs (NEEDED entries); libcurl4's own dependencies come with it.
+    extra=$(readelf -d "$FK_BUILD/flamekit-portable" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' |
         grep -vE '^(linux-vdso\.so|/lib64/ld-linux|libc\.so|libm\.so|libcurl\.so|libcrypto\.so|libasan\.so|libubsan\.so|libstdc\+\+\.so|libgcc_s\.so)')
     check_eq "flamekit-portable needs only libc, libm, libcurl and libcrypto (libcurl4 needs libcrypto itself)" "" "$extra"
     fresh
