@@ -89,6 +89,8 @@ check_eq "invalid UTF-8 bytes become U+FFFD" 'bad��utf8 (1 samples, 5.56%)' 
 check_eq "no element from names" 0 "$(xp "$T/evil.svg" "count(//*[local-name()='img'])")"
 check_eq "title escaped" '<b>&title' "$(xp "$T/evil.svg" "//*[@id='fk-title']")"
 check_grep "notes embedded as text" '<desc id="fk-notes">&lt;/desc&gt;&lt;script&gt;' "$T/evil.svg"
+svg --notes "$(printf 'line one\nline two')" "$T/p.folded" >"$T/notes.svg"
+check_eq "notes keep their line breaks" "$(printf 'line one\nline two')" "$(xp "$T/notes.svg" "//*[@id='fk-notes']")"
 svg "$T/evil.folded" >"$T/evil2.svg"
 svg "$T/evil.folded" >"$T/evil3.svg"
 check "output is deterministic" cmp "$T/evil2.svg" "$T/evil3.svg"
