@@ -231,3 +231,9 @@ check_eq "Info panel shows metadata as text" "host: web-1</metadata><script>aler
 check_eq "Info panel flattens nested objects" "topology.nodes: 1" \
     "$(xp "$T/dominfo.svg" "//*[@id='fk-info']/*[local-name()='text'][4]")"
 check_eq "metadata did not execute" 1 "$(xp "$T/dominfo.svg" "count(//*[local-name()='script'])")"
+# the script rebuilds the tree of an icicle graph (depth counted downwards)
+svg --inverted --minwidth 0 "$T/b.folded" >"$T/binv.svg"
+dom "$T/binv.svg" "fktest=foo/bar" "$T/dominv.svg"
+check_eq "inverted: zoom spans the width" 1180.0 "$(fattr "$T/dominv.svg" foo width)"
+check_eq "inverted: child rescaled" 869.5 "$(fattr "$T/dominv.svg" bar width)"
+check_eq "inverted: matched share" "Matched: 48.28% (73.68% of zoom)" "$(xp "$T/dominv.svg" "//*[@id='fk-matched']")"
