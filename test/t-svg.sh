@@ -89,6 +89,8 @@ check_eq "invalid UTF-8 bytes become U+FFFD" 'bad��utf8 (1 samples, 5.56%)' 
 check_eq "no element from names" 0 "$(xp "$T/evil.svg" "count(//*[local-name()='img'])")"
 check_eq "title escaped" '<b>&title' "$(xp "$T/evil.svg" "//*[@id='fk-title']")"
 check_grep "notes embedded as text" '<desc id="fk-notes">&lt;/desc&gt;&lt;script&gt;' "$T/evil.svg"
+svg --notes "$(printf 'line one\nline two')" "$T/p.folded" >"$T/notes.svg"
+check_eq "notes keep their line breaks" "$(printf 'line one\nline two')" "$(xp "$T/notes.svg" "//*[@id='fk-notes']")"
 svg "$T/evil.folded" >"$T/evil2.svg"
 svg "$T/evil.folded" >"$T/evil3.svg"
 check "output is deterministic" cmp "$T/evil2.svg" "$T/evil3.svg"
@@ -229,3 +231,9 @@ check_eq "Info panel shows metadata as text" "host: web-1</metadata><script>aler
 check_eq "Info panel flattens nested objects" "topology.nodes: 1" \
     "$(xp "$T/dominfo.svg" "//*[@id='fk-info']/*[local-name()='text'][4]")"
 check_eq "metadata did not execute" 1 "$(xp "$T/dominfo.svg" "count(//*[local-name()='script'])")"
+# the script rebuilds the tree of an icicle graph (depth counted downwards)
+svg --inverted --minwidth 0 "$T/b.folded" >"$T/binv.svg"
+dom "$T/binv.svg" "fktest=foo/bar" "$T/dominv.svg"
+check_eq "inverted: zoom spans the width" 1180.0 "$(fattr "$T/dominv.svg" foo width)"
+check_eq "inverted: child rescaled" 869.5 "$(fattr "$T/dominv.svg" bar width)"
+check_eq "inverted: matched share" "Matched: 48.28% (73.68% of zoom)" "$(xp "$T/dominv.svg" "//*[@id='fk-matched']")"

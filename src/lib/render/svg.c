@@ -961,8 +961,16 @@ bool fk_svg_render(const struct fk_stacktab *t, const struct fk_svg_opts *opts,
     w_mem(w, fk_svg_js, fk_svg_js_len);
     w_mem(w, "//]]></script>\n", 15);
     if (o.notes) {
+        /* notes keep their line breaks (legal XML); other controls go */
         w_s(w, "<desc id=\"fk-notes\">");
-        w_escs(w, o.notes);
+        for (const char *p = o.notes;;) {
+            const char *nl = strchr(p, '\n');
+            w_esc(w, p, nl ? (size_t)(nl - p) : strlen(p));
+            if (!nl)
+                break;
+            w_c(w, '\n');
+            p = nl + 1;
+        }
         w_s(w, "</desc>\n");
     }
     if (o.metadata) {
