@@ -25,7 +25,7 @@ static grpc_completion_queue *scq;
 static void *methods[2];
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;
-static unsigned active;
+static unsigned active, threads;  /* slots taken; workers alive (drain) */
 
 static void usage(FILE *out)
 {
@@ -88,7 +88,20 @@ struct worker {
     int cancelled;
     bool closed;            /* RECV_CLOSE_ON_SERVER completed */
     bool sent_md;
+    bool released;          /* slot given back */
 };
+
+/* Give the slot back before the final status reaches the client, so its
+ * next call (e.g. the pack after the advertisement) is admitted. */
+static void release_slot(struct worker *w)
+{
+    if (w->released)
+        return;
+    w->released = true;
+    pthread_mutex_lock(&mu);
+    active--;
+    pthread_mutex_unlock(&mu);
+}
 
 #define TAG_CLOSE ((void *)1)
 #define TAG_SEND ((void *)2)
@@ -141,6 +154,7 @@ static bool send_chunk(struct worker *w, const uint8_t *data, size_t len)
 
 static void send_status(struct worker *w, grpc_status_code code, const char *msg)
 {
+    release_slot(w);
     grpc_slice details = grpc_slice_from_copied_string(msg);
     grpc_op ops[2];
     memset(ops, 0, sizeof ops);
@@ -324,8 +338,9 @@ static void *worker_thread(void *arg)
             pluck(&w, TAG_CLOSE, forever());
     }
     free_pending(w.p);
+    release_slot(&w);
     pthread_mutex_lock(&mu);
-    if (--active == 0)
+    if (--threads == 0)
         pthread_cond_broadcast(&idle);
     pthread_mutex_unlock(&mu);
     return NULL;
@@ -410,8 +425,10 @@ int main(int argc, char **argv)
         enum fd_op op = p->op;
         pthread_mutex_lock(&mu);
         bool full = active >= opt.max_conns;
-        if (!full)
+        if (!full) {
             active++;
+            threads++;
+        }
         pthread_mutex_unlock(&mu);
         pthread_t t;
         if (full)
@@ -419,6 +436,7 @@ int main(int argc, char **argv)
         else if (pthread_create(&t, &at, worker_thread, p) != 0) {
             pthread_mutex_lock(&mu);
             active--;
+            threads--;
             pthread_mutex_unlock(&mu);
             reject(p);
         }
@@ -426,7 +444,7 @@ int main(int argc, char **argv)
             request_call(op);
     }
     pthread_mutex_lock(&mu);
-    while (active > 0)
+    while (threads > 0)
         pthread_cond_wait(&idle, &mu);
     pthread_mutex_unlock(&mu);
     grpc_server_destroy(server);

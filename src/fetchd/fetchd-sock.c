@@ -20,7 +20,7 @@ static struct fd_server_opts opt;
 static struct fd_cache *cache;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;
-static unsigned active;
+static unsigned active, threads;  /* slots taken; threads alive (drain) */
 
 static void usage(FILE *out)
 {
@@ -273,9 +273,13 @@ static void *conn_thread(void *arg)
 {
     int sock = (int)(intptr_t)arg;
     serve(sock);
+    /* Free the slot before the client sees EOF, so its next request fits. */
+    pthread_mutex_lock(&mu);
+    active--;
+    pthread_mutex_unlock(&mu);
     close(sock);
     pthread_mutex_lock(&mu);
-    if (--active == 0)
+    if (--threads == 0)
         pthread_cond_broadcast(&idle);
     pthread_mutex_unlock(&mu);
     return NULL;
@@ -326,8 +330,10 @@ int main(int argc, char **argv)
             continue;
         pthread_mutex_lock(&mu);
         bool full = active >= opt.max_conns;
-        if (!full)
+        if (!full) {
             active++;
+            threads++;
+        }
         pthread_mutex_unlock(&mu);
         if (full) {
             char m[128];
@@ -342,6 +348,7 @@ int main(int argc, char **argv)
             close(s);
             pthread_mutex_lock(&mu);
             active--;
+            threads--;
             pthread_mutex_unlock(&mu);
         }
     }
@@ -350,7 +357,7 @@ int main(int argc, char **argv)
     if (opt.verbose)
         fd_log("stopping: waiting for %u connection(s)", active);
     pthread_mutex_lock(&mu);
-    while (active > 0)
+    while (threads > 0)
         pthread_cond_wait(&idle, &mu);
     pthread_mutex_unlock(&mu);
     fd_cache_close(cache);
