@@ -29,7 +29,7 @@ fetchd_client_SOURCES = src/fetchd/fetchd-client.c
 fetchd_client_CFLAGS = $(FETCHD_CFLAGS)
 fetchd_client_LDADD = $(FETCHD_LIBS)
 fetch_bench_SOURCES = src/fetchd/fetch-bench.c
-fetch_bench_CFLAGS = $(FETCHD_CFLAGS) -DFK_PKGLIBEXECDIR='"$(pkglibexecdir)"'
+fetch_bench_CFLAGS = $(FETCHD_CFLAGS) $(JANSSON_CFLAGS) -DFK_PKGLIBEXECDIR='"$(pkglibexecdir)"'
 fetch_bench_LDADD = $(FETCHD_LIBS) $(JANSSON_LIBS) -lm
 
 # The allocation-counting preload (no sanitizers: it replaces malloc).
