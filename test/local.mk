@@ -9,3 +9,5 @@ test_unit_symbols_SOURCES = test/unit/unit-symbols.c test/unit/unit.h
 test_unit_symbols_CFLAGS = $(libflamekit_a_CFLAGS)
 test_unit_symbols_LDADD = $(FK_LIBS)
 check_PROGRAMS += test/progs/symprog
+check_PROGRAMS += test/progs/hot
+test_progs_hot_CFLAGS = $(AM_CFLAGS) -O1 -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -mno-omit-leaf-frame-pointer
