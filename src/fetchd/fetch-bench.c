@@ -256,8 +256,10 @@ static pid_t spawn(char **argv, char **envp, const char *log)
 {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    if (log)
+    if (log) {
         posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        posix_spawn_file_actions_adddup2(&fa, 2, 1);
+    }
     pid_t pid;
     int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, envp);
     posix_spawn_file_actions_destroy(&fa);
@@ -367,7 +369,7 @@ static void run_one(const char *kind, bool cache, const char *repo_root, const c
         snprintf(res->profile, sizeof res->profile, "%s/profile-%s", opt.out, name);
         char plog[PATH_MAX + 8];
         snprintf(plog, sizeof plog, "%s.log", res->profile);
-        char *pargv[] = { (char *)fk, "pid", pidarg, "-d", durarg, "-o", res->profile, NULL };
+        char *pargv[] = { (char *)fk, "pid", "-d", durarg, "-o", res->profile, pidarg, NULL };
         prof = spawn(pargv, environ, plog);
     }
     read_stat(pid, &s0);
