@@ -73,6 +73,14 @@ for s in grpc sock; do
 done
 check "grpc and sock send the same pack" cmp "$T/grpc.pack" "$T/sock.pack"
 
+# LRU bound: room for one response only; a response larger than the bound is not kept.
+start small fetchd-sock --cache-dir "$T/small" --cache-size 1M
+start tiny fetchd-sock --cache-dir "$T/tiny" --cache-size 100K
+"$B/fetchd-client" -q --sock "$small_addr" -o "$T/x" r.git && "$B/fetchd-client" -q --sock "$small_addr" -r old -o "$T/x" r.git
+check_eq "cache: the older entry is evicted beyond --cache-size" 1 "$(ls "$T/small" | wc -l)"
+"$B/fetchd-client" -q --sock "$tiny_addr" -o "$T/x" r.git
+check_eq "cache: a response larger than --cache-size is not kept, no temporaries left" 0 "$(ls -A "$T/tiny" | wc -l)"
+
 # Garbage on the socket itself.
 o=$(exec 3<>"/dev/tcp/127.0.0.1/$(cat "$T/sock.port")"; printf 'HELLO there\n' >&3; timeout 5 cat <&3)
 check_grep "sock: malformed header is a clear error" "^ERR malformed request" "$o"
