@@ -135,3 +135,17 @@ for s in grpc sock; do
     check_fails "$s: --repo-root required" "$B/fetchd-$s"
 done
 check "fetchd-client --version" "$B/fetchd-client" --version
+check "fetch-bench --help" "$B/fetch-bench" --help
+check_fails "fetch-bench: bad --clients" "$B/fetch-bench" --clients 0
+
+# A tiny benchmark run: four runs, a table, the reports.
+if FLAMEKIT_CACHE="$T/fkcache" "$B/fetch-bench" -S 2M -n 2 -t 300ms -o "$T/bench" >"$T/bench.out" 2>"$T/bench.err"; then
+    pass "fetch-bench runs"
+    check_grep "fetch-bench: table has the four runs" "sock\+cache" "$T/bench.out"
+    check_grep "fetch-bench: ratios printed" "server CPU per GiB" "$T/bench.out"
+    check_eq "fetch-bench: report.json has four runs" 4 "$(grep -c '"server":' "$T/bench/report.json")"
+    check "fetch-bench: report.md written" test -s "$T/bench/report.md"
+    check "fetch-bench: repository generated in the cache" test -d "$T/fkcache/fetch-bench/repo-2M.git"
+else
+    fail "fetch-bench runs" "$(cat "$T/bench.err")"
+fi

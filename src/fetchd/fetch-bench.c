@@ -268,6 +268,14 @@ static pid_t spawn(char **argv, char **envp, const char *log)
     return pid;
 }
 
+/* A preloaded malloc cannot go in front of AddressSanitizer's runtime. */
+static bool uses_asan(const char *prog)
+{
+    char cmd[PATH_MAX + 64];
+    snprintf(cmd, sizeof cmd, "ldd \"$(command -v '%s')\" 2>/dev/null | grep -q libasan", prog);
+    return system(cmd) == 0;
+}
+
 static bool flamekit_has_pid(const char *fk)
 {
     char cmd[PATH_MAX + 64];
@@ -311,6 +319,10 @@ static void run_one(const char *kind, bool cache, const char *repo_root, const c
         if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0)
             envp[k++] = environ[i];
     bool counting = opt.shim && access(opt.shim, R_OK) == 0;
+    if (counting && uses_asan(prog)) {
+        fk_warn("%s is built with AddressSanitizer: allocations not counted", prog);
+        counting = false;
+    }
     if (counting) {
         envp[k++] = fk_asprintf("LD_PRELOAD=%s", opt.shim);
         envp[k++] = fk_asprintf("FETCHD_MALLOC_STATS=%s", stats);
