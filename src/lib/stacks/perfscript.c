@@ -102,6 +102,53 @@ static void stk_prepend(struct fk_perfscript *p, const char *name, size_t len,
         d[len + slen] = ';';
 }
 
+/* Prepend the concatenation of n pieces as one frame. */
+static void stk_prepend_parts(struct fk_perfscript *p, const char *const *part,
+                              const size_t *plen, int n)
+{
+    bool sep = p->stk_pos != p->stk_cap;
+    size_t total = sep;
+    for (int i = 0; i < n; i++)
+        total += plen[i];
+    stk_room(p, total);
+    p->stk_pos -= total;
+    char *d = p->stk + p->stk_pos;
+    for (int i = 0; i < n; i++) {
+        memcpy(d, part[i], plen[i]);
+        d += plen[i];
+    }
+    if (sep)
+        *d = ';';
+}
+
+/* Word-at-a-time test for the bytes a frame name may not keep as they are
+ * (';' '"' '\'' NUL), so clean names (nearly all) are copied just once. */
+static inline uint64_t has_byte(uint64_t w, uint64_t c)
+{
+    uint64_t x = w ^ (0x0101010101010101ULL * c);
+    return (x - 0x0101010101010101ULL) & ~x & 0x8080808080808080ULL;
+}
+
+static bool needs_tidy(const char *s, size_t n)
+{
+    uint64_t w;
+    while (n) {
+        if (n >= 8) {
+            memcpy(&w, s, 8);
+            s += 8;
+            n -= 8;
+        } else {
+            char t[8] = "AAAAAAAA";
+            memcpy(t, s, n);
+            memcpy(&w, t, 8);
+            n = 0;
+        }
+        if (has_byte(w, ';') | has_byte(w, '"') | has_byte(w, '\'') | has_byte(w, 0))
+            return true;
+    }
+    return false;
+}
+
 static void flush_sample(struct fk_perfscript *p)
 {
     if (p->in_sample && p->keep) {
@@ -132,10 +179,8 @@ static bool event_matches(const char *want, const char *ev, size_t len)
 /* Text after the last '/' (a path's file name). */
 static const char *base_name(const char *s, size_t len, size_t *blen)
 {
-    const char *b = s;
-    for (const char *q = s; q < s + len; q++)
-        if (*q == '/')
-            b = q + 1;
+    const char *q = memrchr(s, '/', len);
+    const char *b = q ? q + 1 : s;
     *blen = (size_t)(s + len - b);
     return b;
 }
@@ -204,9 +249,32 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
     if (symlen && sym[0] == '(' && !(symlen >= 21 && !memcmp(sym, "(anonymous namespace)", 21)))
         return true;    /* perf's placeholders such as "(unknown)" hide nothing useful */
 
+    const char *suffix = "";
+    if (inlined) {
+        if (p->o.inline_mark)
+            suffix = "_[i]";
+    } else if (p->o.kernel && dso && dsolen && (dso[0] == '[' || ends_with(dso, dsolen, "vmlinux"))
+               && !memmem(dso, dsolen, "unknown", 7)) {
+        suffix = "_[k]";
+    } else if (p->o.jit && dso && memmem(dso, dsolen, "/tmp/perf-", 10)
+               && ends_with(dso, dsolen, ".map")) {
+        suffix = "_[j]";
+    }
+    size_t suflen = strlen(suffix);
     struct fk_buf *nb = &p->pname;  /* scratch after pname's bytes */
     size_t mark = nb->len;
     if (symlen == 0 || (symlen == 9 && !memcmp(sym, "[unknown]", 9))) {
+        if (dso && dsolen && !p->o.addrs && !(dsolen == 9 && !memcmp(dso, "[unknown]", 9))) {
+            size_t bl;
+            const char *b = base_name(dso, dsolen, &bl);
+            if (bl && b[0] != '[' && !needs_tidy(b, bl)) {
+                const char *part[] = { "[", b, "]", suffix };
+                size_t plen[] = { 1, bl, 1, suflen };
+                stk_prepend_parts(p, part, plen, 4);
+                p->nframes++;
+                return true;
+            }
+        }
         fk_buf_addc(nb, '[');
         if (dso && dsolen && !(dsolen == 9 && !memcmp(dso, "[unknown]", 9))) {
             size_t bl;
@@ -251,6 +319,15 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
             sym++;
             symlen--;
         }
+        while (symlen && is_space(sym[symlen - 1]))
+            symlen--;
+        if (symlen && !(off && p->o.addrs) && !needs_tidy(sym, symlen)) {
+            const char *part[] = { sym, suffix };
+            size_t plen[] = { symlen, suflen };
+            stk_prepend_parts(p, part, plen, 2);
+            p->nframes++;
+            return true;
+        }
         fk_buf_reserve(nb, symlen + 32);
         char *d = nb->data + nb->len;
         size_t n = 0;
@@ -273,18 +350,7 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
         if (off && p->o.addrs)
             fk_buf_add(nb, off, (size_t)(offend - off));
     }
-    const char *suffix = "";
-    if (inlined) {
-        if (p->o.inline_mark)
-            suffix = "_[i]";
-    } else if (p->o.kernel && dso && dsolen && (dso[0] == '[' || ends_with(dso, dsolen, "vmlinux"))
-               && !memmem(dso, dsolen, "unknown", 7)) {
-        suffix = "_[k]";
-    } else if (p->o.jit && dso && memmem(dso, dsolen, "/tmp/perf-", 10)
-               && ends_with(dso, dsolen, ".map")) {
-        suffix = "_[j]";
-    }
-    stk_prepend(p, nb->data + mark, nb->len - mark, suffix, strlen(suffix));
+    stk_prepend(p, nb->data + mark, nb->len - mark, suffix, suflen);
     nb->len = mark;
     p->nframes++;
     return true;
@@ -372,12 +438,11 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
     if (pi >= 0 && pi != pidt && pi >= commend && tk[pi] == T_NUM) {
         uint64_t v = 0;
         for (size_t i = 0; i < tl[pi]; i++) {
-            unsigned d = (unsigned)(ts[pi][i] - '0');
-            if (v > (UINT64_MAX - d) / 10) {
+            if (__builtin_mul_overflow(v, 10, &v)
+                || __builtin_add_overflow(v, (uint64_t)(ts[pi][i] - '0'), &v)) {
                 *why = "sample period does not fit in 64 bits";
                 return false;
             }
-            v = v * 10 + d;
         }
         period = v;
     }
