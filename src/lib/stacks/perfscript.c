@@ -28,6 +28,42 @@ static inline bool is_digit(char c) { return cclass[(unsigned char)c] & C_DIGIT;
 static inline bool is_space(char c) { return cclass[(unsigned char)c] & C_SPACE; }
 static inline bool is_hex(char c) { return cclass[(unsigned char)c] & C_HEX; }
 
+static inline uint64_t load8(const char *s, const char *end, char pad)
+{
+    uint64_t w;
+    if (end - s >= 8) {
+        memcpy(&w, s, 8);
+    } else {
+        char t[8];
+        memset(t, pad, 8);
+        memcpy(t, s, (size_t)(end - s));
+        memcpy(&w, t, 8);
+    }
+    return w;
+}
+
+/* Nonzero high bits mark bytes equal to c; the lowest mark is exact. */
+static inline uint64_t has_byte(uint64_t w, uint64_t c)
+{
+    uint64_t x = w ^ (0x0101010101010101ULL * c);
+    return (x - 0x0101010101010101ULL) & ~x & 0x8080808080808080ULL;
+}
+
+/* First blank at or after s (or end), a word at a time. */
+static inline char *find_blank(char *s, char *end)
+{
+    while (s < end) {
+        uint64_t w = load8(s, end, 'x');
+        uint64_t m = has_byte(w, ' ') | has_byte(w, '\t');
+        if (m) {
+            char *r = s + (__builtin_ctzll(m) >> 3);
+            return r < end ? r : end;
+        }
+        s += 8;
+    }
+    return end;
+}
+
 /* Skip blanks, 8 spaces at a time where possible (frames are indented). */
 static inline char *skip_blanks(char *s, char *end)
 {
@@ -123,11 +159,6 @@ static void stk_prepend_parts(struct fk_perfscript *p, const char *const *part,
 
 /* Word-at-a-time test for the bytes a frame name may not keep as they are
  * (';' '"' '\'' NUL), so clean names (nearly all) are copied just once. */
-static inline uint64_t has_byte(uint64_t w, uint64_t c)
-{
-    uint64_t x = w ^ (0x0101010101010101ULL * c);
-    return (x - 0x0101010101010101ULL) & ~x & 0x8080808080808080ULL;
-}
 
 static bool needs_tidy(const char *s, size_t n)
 {
@@ -196,10 +227,12 @@ static bool ends_with(const char *s, size_t len, const char *suf)
 static bool add_frame(struct fk_perfscript *p, char *s, char *end)
 {
     char *ip = s;
-    while (s < end && is_hex(*s))
-        s++;
-    if (s == ip || (s < end && !is_space(*s)))
+    s = find_blank(s, end);
+    if (s == ip)
         return false;
+    for (char *q = ip; q < s; q++)
+        if (!is_hex(*q))
+            return false;
     size_t iplen = (size_t)(s - ip);
     s = skip_blanks(s, end);
     while (end > s && is_space(end[-1]))
@@ -400,13 +433,11 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
     int nt = 0;
     char *q = s;
     while (q < end && nt < MAX_TOK) {
-        while (q < end && is_space(*q))
-            q++;
+        q = skip_blanks(q, end);
         if (q == end)
             break;
         char *b = q;
-        while (q < end && !is_space(*q))
-            q++;
+        q = find_blank(q, end);
         ts[nt] = b;
         tl[nt] = (size_t)(q - b);
         tk[nt] = classify(b, tl[nt]);
