@@ -151,7 +151,7 @@ check_fails "--period overflow fails" C --period -o "$T/ovf.folded" "$T/ovf"
 check_grep "--period overflow: clear message" 'exceeds 2\^64-1' "$(C --period "$T/ovf" 2>&1 >/dev/null)"
 check "--period overflow leaves no output file" test ! -e "$T/ovf.folded"
 printf 'p 1 1.0: 99999999999999999999 cpu-clock:\n\t1 f (/x)\n' >"$T/ovf2"
-check_grep "period beyond 64 bits is a malformed line" 'does not fit in 64 bits' "$(C "$T/ovf2" 2>&1 >/dev/null)"
+check_grep "--period: a period beyond 64 bits is a malformed line" 'does not fit in 64 bits' "$(C --period "$T/ovf2" 2>&1 >/dev/null)"
 out=$(C --bogus 2>&1); rc=$?
 check_eq "unknown option exits 2" 2 "$rc"
 check_eq "unknown option: one line" 1 "$(printf '%s\n' "$out" | wc -l)"

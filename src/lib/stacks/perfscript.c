@@ -28,19 +28,6 @@ static inline bool is_digit(char c) { return cclass[(unsigned char)c] & C_DIGIT;
 static inline bool is_space(char c) { return cclass[(unsigned char)c] & C_SPACE; }
 static inline bool is_hex(char c) { return cclass[(unsigned char)c] & C_HEX; }
 
-static inline uint64_t load8(const char *s, const char *end, char pad)
-{
-    uint64_t w;
-    if (end - s >= 8) {
-        memcpy(&w, s, 8);
-    } else {
-        char t[8];
-        memset(t, pad, 8);
-        memcpy(t, s, (size_t)(end - s));
-        memcpy(&w, t, 8);
-    }
-    return w;
-}
 
 /* Nonzero high bits mark bytes equal to c; the lowest mark is exact. */
 static inline uint64_t has_byte(uint64_t w, uint64_t c)
@@ -52,16 +39,17 @@ static inline uint64_t has_byte(uint64_t w, uint64_t c)
 /* First blank at or after s (or end), a word at a time. */
 static inline char *find_blank(char *s, char *end)
 {
-    while (s < end) {
-        uint64_t w = load8(s, end, 'x');
+    while (end - s >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
         uint64_t m = has_byte(w, ' ') | has_byte(w, '\t');
-        if (m) {
-            char *r = s + (__builtin_ctzll(m) >> 3);
-            return r < end ? r : end;
-        }
+        if (m)
+            return s + (__builtin_ctzll(m) >> 3);
         s += 8;
     }
-    return end;
+    while (s < end && !is_space(*s))
+        s++;
+    return s;
 }
 
 /* Skip blanks, 8 spaces at a time where possible (frames are indented). */
@@ -150,8 +138,10 @@ static void stk_prepend_parts(struct fk_perfscript *p, const char *const *part,
     p->stk_pos -= total;
     char *d = p->stk + p->stk_pos;
     for (int i = 0; i < n; i++) {
-        memcpy(d, part[i], plen[i]);
-        d += plen[i];
+        if (plen[i]) {
+            memcpy(d, part[i], plen[i]);
+            d += plen[i];
+        }
     }
     if (sep)
         *d = ';';
@@ -163,20 +153,14 @@ static void stk_prepend_parts(struct fk_perfscript *p, const char *const *part,
 static bool needs_tidy(const char *s, size_t n)
 {
     uint64_t w;
-    while (n) {
-        if (n >= 8) {
-            memcpy(&w, s, 8);
-            s += 8;
-            n -= 8;
-        } else {
-            char t[8] = "AAAAAAAA";
-            memcpy(t, s, n);
-            memcpy(&w, t, 8);
-            n = 0;
-        }
+    for (; n >= 8; s += 8, n -= 8) {
+        memcpy(&w, s, 8);
         if (has_byte(w, ';') | has_byte(w, '"') | has_byte(w, '\'') | has_byte(w, 0))
             return true;
     }
+    for (; n; s++, n--)
+        if (cclass[(unsigned char)*s] & C_TIDY)
+            return true;
     return false;
 }
 
@@ -466,7 +450,7 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
     }
     uint64_t period = 1;
     int pi = ev > 0 ? ev - 1 : -1;
-    if (pi >= 0 && pi != pidt && pi >= commend && tk[pi] == T_NUM) {
+    if (p->o.period && pi >= 0 && pi != pidt && pi >= commend && tk[pi] == T_NUM) {
         uint64_t v = 0;
         for (size_t i = 0; i < tl[pi]; i++) {
             if (__builtin_mul_overflow(v, 10, &v)
