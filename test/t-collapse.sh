@@ -158,5 +158,11 @@ check_eq "unknown option: one line" 1 "$(printf '%s\n' "$out" | wc -l)"
 check_grep "unknown option: names it" "unknown option '--bogus'" "$out"
 check_fails "missing file fails" C "$T/nonexistent"
 check_grep "missing file: names it" "cannot open .*nonexistent" "$(C "$T/nonexistent" 2>&1)"
+mkfifo "$T/fifo"
+cat "$T/fifo" >"$T/fifo.out" &
+printf 'a 1 1.0: 5 cpu-clock:\n\t1 f (/x)\n' | C -o "$T/fifo"
+wait
+check_eq "-o FIFO writes into it" "a;f 1" "$(cat "$T/fifo.out")"
+check "-o FIFO leaves it a FIFO (devices such as /dev/null are not replaced)" test -p "$T/fifo"
 check_eq "--help exits 0 on stdout" 0 "$(C --help >/dev/null 2>&1; echo $?)"
 check_grep "--help says counts are samples" 'number of samples' "$(C --help)"

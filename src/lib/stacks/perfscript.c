@@ -52,15 +52,47 @@ static inline char *find_blank(char *s, char *end)
     return s;
 }
 
+/* Is s[0..n) all hex digits? A word at a time for ips of up to 16 digits. */
+static inline bool hex_token(const char *s, size_t n, const char *end)
+{
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    if (n > 16 || end - s < 16) {
+        for (size_t i = 0; i < n; i++)
+            if (!is_hex(s[i]))
+                return false;
+        return true;
+    }
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        size_t k = n - i < 8 ? n - i : 8;
+        uint64_t mask = k == 8 ? high : (high & ((1ULL << (8 * k)) - 1));
+        if (w & mask)
+            return false;       /* non-ASCII */
+        w = (w & ~high) | (0x20 * ones);   /* fold A-F to a-f (and ASCII only) */
+        uint64_t ge0 = w + (0x80 - '0') * ones, gt9 = w + (0x80 - '9' - 1) * ones;
+        uint64_t gea = w + (0x80 - 'a') * ones, gtf = w + (0x80 - 'f' - 1) * ones;
+        uint64_t ok = ((ge0 & ~gt9) | (gea & ~gtf)) & mask;
+        if (ok != mask)
+            return false;
+    }
+    return true;
+}
+
 /* Skip blanks, 8 spaces at a time where possible (frames are indented). */
 static inline char *skip_blanks(char *s, char *end)
 {
-    static const uint64_t spaces = 0x2020202020202020ULL;
+    const uint64_t spaces = 0x2020202020202020ULL, low7 = 0x7f7f7f7f7f7f7f7fULL;
     while (end - s >= 8) {
         uint64_t w;
         memcpy(&w, s, 8);
-        if (w != spaces)
+        uint64_t x = w ^ spaces;
+        /* exact: high bit set in each byte that is not a space */
+        uint64_t other = (((x & low7) + low7) | x) & ~low7;
+        if (other) {
+            s += __builtin_ctzll(other) >> 3;
             break;
+        }
         s += 8;
     }
     while (s < end && is_space(*s))
@@ -214,10 +246,9 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
     s = find_blank(s, end);
     if (s == ip)
         return false;
-    for (char *q = ip; q < s; q++)
-        if (!is_hex(*q))
-            return false;
     size_t iplen = (size_t)(s - ip);
+    if (!hex_token(ip, iplen, end))
+        return false;
     s = skip_blanks(s, end);
     while (end > s && is_space(end[-1]))
         end--;
