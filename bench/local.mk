@@ -1,2 +1,3 @@
 # benchmarks: make bench (FK_BENCHES += bench/NAME.sh, one per line)
 FK_BENCHES += bench/collapse.sh
+EXTRA_DIST += bench/collapse.sh bench/make-input.sh

@@ -1,1 +1,2 @@
 # fuzz targets (clang -fsanitize=fuzzer), built by 'make fuzz'
+EXTRA_DIST += fuzz/run fuzz/fuzz-perfscript.c fuzz/fuzz-folded.c fuzz/corpus
