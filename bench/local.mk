@@ -1,5 +1,6 @@
 # benchmarks: make bench (FK_BENCHES += bench/NAME.sh, one per line)
 FK_BENCHES += bench/collapse.sh
+EXTRA_DIST += bench/collapse.sh bench/make-input.sh
 FK_BENCHES += bench/svg.sh
 EXTRA_DIST += bench/svg.sh
 FK_BENCHES += bench/fetch.sh

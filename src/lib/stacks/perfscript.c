@@ -28,15 +28,71 @@ static inline bool is_digit(char c) { return cclass[(unsigned char)c] & C_DIGIT;
 static inline bool is_space(char c) { return cclass[(unsigned char)c] & C_SPACE; }
 static inline bool is_hex(char c) { return cclass[(unsigned char)c] & C_HEX; }
 
-/* Skip blanks, 8 spaces at a time where possible (frames are indented). */
-static inline char *skip_blanks(char *s, char *end)
+
+/* Nonzero high bits mark bytes equal to c; the lowest mark is exact. */
+static inline uint64_t has_byte(uint64_t w, uint64_t c)
 {
-    static const uint64_t spaces = 0x2020202020202020ULL;
+    uint64_t x = w ^ (0x0101010101010101ULL * c);
+    return (x - 0x0101010101010101ULL) & ~x & 0x8080808080808080ULL;
+}
+
+/* First blank at or after s (or end), a word at a time. */
+static inline char *find_blank(char *s, char *end)
+{
     while (end - s >= 8) {
         uint64_t w;
         memcpy(&w, s, 8);
-        if (w != spaces)
+        uint64_t m = has_byte(w, ' ') | has_byte(w, '\t');
+        if (m)
+            return s + (__builtin_ctzll(m) >> 3);
+        s += 8;
+    }
+    while (s < end && !is_space(*s))
+        s++;
+    return s;
+}
+
+/* Is s[0..n) all hex digits? A word at a time for ips of up to 16 digits. */
+static inline bool hex_token(const char *s, size_t n, const char *end)
+{
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    if (n > 16 || end - s < 16) {
+        for (size_t i = 0; i < n; i++)
+            if (!is_hex(s[i]))
+                return false;
+        return true;
+    }
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        size_t k = n - i < 8 ? n - i : 8;
+        uint64_t mask = k == 8 ? high : (high & ((1ULL << (8 * k)) - 1));
+        if (w & mask)
+            return false;       /* non-ASCII */
+        w = (w & ~high) | (0x20 * ones);   /* fold A-F to a-f (and ASCII only) */
+        uint64_t ge0 = w + (0x80 - '0') * ones, gt9 = w + (0x80 - '9' - 1) * ones;
+        uint64_t gea = w + (0x80 - 'a') * ones, gtf = w + (0x80 - 'f' - 1) * ones;
+        uint64_t ok = ((ge0 & ~gt9) | (gea & ~gtf)) & mask;
+        if (ok != mask)
+            return false;
+    }
+    return true;
+}
+
+/* Skip blanks, 8 spaces at a time where possible (frames are indented). */
+static inline char *skip_blanks(char *s, char *end)
+{
+    const uint64_t spaces = 0x2020202020202020ULL, low7 = 0x7f7f7f7f7f7f7f7fULL;
+    while (end - s >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        uint64_t x = w ^ spaces;
+        /* exact: high bit set in each byte that is not a space */
+        uint64_t other = (((x & low7) + low7) | x) & ~low7;
+        if (other) {
+            s += __builtin_ctzll(other) >> 3;
             break;
+        }
         s += 8;
     }
     while (s < end && is_space(*s))
@@ -102,6 +158,44 @@ static void stk_prepend(struct fk_perfscript *p, const char *name, size_t len,
         d[len + slen] = ';';
 }
 
+/* Prepend the concatenation of n pieces as one frame. */
+static void stk_prepend_parts(struct fk_perfscript *p, const char *const *part,
+                              const size_t *plen, int n)
+{
+    bool sep = p->stk_pos != p->stk_cap;
+    size_t total = sep;
+    for (int i = 0; i < n; i++)
+        total += plen[i];
+    stk_room(p, total);
+    p->stk_pos -= total;
+    char *d = p->stk + p->stk_pos;
+    for (int i = 0; i < n; i++) {
+        if (plen[i]) {
+            memcpy(d, part[i], plen[i]);
+            d += plen[i];
+        }
+    }
+    if (sep)
+        *d = ';';
+}
+
+/* Word-at-a-time test for the bytes a frame name may not keep as they are
+ * (';' '"' '\'' NUL), so clean names (nearly all) are copied just once. */
+
+static bool needs_tidy(const char *s, size_t n)
+{
+    uint64_t w;
+    for (; n >= 8; s += 8, n -= 8) {
+        memcpy(&w, s, 8);
+        if (has_byte(w, ';') | has_byte(w, '"') | has_byte(w, '\'') | has_byte(w, 0))
+            return true;
+    }
+    for (; n; s++, n--)
+        if (cclass[(unsigned char)*s] & C_TIDY)
+            return true;
+    return false;
+}
+
 static void flush_sample(struct fk_perfscript *p)
 {
     if (p->in_sample && p->keep) {
@@ -132,10 +226,8 @@ static bool event_matches(const char *want, const char *ev, size_t len)
 /* Text after the last '/' (a path's file name). */
 static const char *base_name(const char *s, size_t len, size_t *blen)
 {
-    const char *b = s;
-    for (const char *q = s; q < s + len; q++)
-        if (*q == '/')
-            b = q + 1;
+    const char *q = memrchr(s, '/', len);
+    const char *b = q ? q + 1 : s;
     *blen = (size_t)(s + len - b);
     return b;
 }
@@ -151,11 +243,12 @@ static bool ends_with(const char *s, size_t len, const char *suf)
 static bool add_frame(struct fk_perfscript *p, char *s, char *end)
 {
     char *ip = s;
-    while (s < end && is_hex(*s))
-        s++;
-    if (s == ip || (s < end && !is_space(*s)))
+    s = find_blank(s, end);
+    if (s == ip)
         return false;
     size_t iplen = (size_t)(s - ip);
+    if (!hex_token(ip, iplen, end))
+        return false;
     s = skip_blanks(s, end);
     while (end > s && is_space(end[-1]))
         end--;
@@ -204,9 +297,32 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
     if (symlen && sym[0] == '(' && !(symlen >= 21 && !memcmp(sym, "(anonymous namespace)", 21)))
         return true;    /* perf's placeholders such as "(unknown)" hide nothing useful */
 
+    const char *suffix = "";
+    if (inlined) {
+        if (p->o.inline_mark)
+            suffix = "_[i]";
+    } else if (p->o.kernel && dso && dsolen && (dso[0] == '[' || ends_with(dso, dsolen, "vmlinux"))
+               && !memmem(dso, dsolen, "unknown", 7)) {
+        suffix = "_[k]";
+    } else if (p->o.jit && dso && memmem(dso, dsolen, "/tmp/perf-", 10)
+               && ends_with(dso, dsolen, ".map")) {
+        suffix = "_[j]";
+    }
+    size_t suflen = strlen(suffix);
     struct fk_buf *nb = &p->pname;  /* scratch after pname's bytes */
     size_t mark = nb->len;
     if (symlen == 0 || (symlen == 9 && !memcmp(sym, "[unknown]", 9))) {
+        if (dso && dsolen && !p->o.addrs && !(dsolen == 9 && !memcmp(dso, "[unknown]", 9))) {
+            size_t bl;
+            const char *b = base_name(dso, dsolen, &bl);
+            if (bl && b[0] != '[' && !needs_tidy(b, bl)) {
+                const char *part[] = { "[", b, "]", suffix };
+                size_t plen[] = { 1, bl, 1, suflen };
+                stk_prepend_parts(p, part, plen, 4);
+                p->nframes++;
+                return true;
+            }
+        }
         fk_buf_addc(nb, '[');
         if (dso && dsolen && !(dsolen == 9 && !memcmp(dso, "[unknown]", 9))) {
             size_t bl;
@@ -251,6 +367,15 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
             sym++;
             symlen--;
         }
+        while (symlen && is_space(sym[symlen - 1]))
+            symlen--;
+        if (symlen && !(off && p->o.addrs) && !needs_tidy(sym, symlen)) {
+            const char *part[] = { sym, suffix };
+            size_t plen[] = { symlen, suflen };
+            stk_prepend_parts(p, part, plen, 2);
+            p->nframes++;
+            return true;
+        }
         fk_buf_reserve(nb, symlen + 32);
         char *d = nb->data + nb->len;
         size_t n = 0;
@@ -273,18 +398,7 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
         if (off && p->o.addrs)
             fk_buf_add(nb, off, (size_t)(offend - off));
     }
-    const char *suffix = "";
-    if (inlined) {
-        if (p->o.inline_mark)
-            suffix = "_[i]";
-    } else if (p->o.kernel && dso && dsolen && (dso[0] == '[' || ends_with(dso, dsolen, "vmlinux"))
-               && !memmem(dso, dsolen, "unknown", 7)) {
-        suffix = "_[k]";
-    } else if (p->o.jit && dso && memmem(dso, dsolen, "/tmp/perf-", 10)
-               && ends_with(dso, dsolen, ".map")) {
-        suffix = "_[j]";
-    }
-    stk_prepend(p, nb->data + mark, nb->len - mark, suffix, strlen(suffix));
+    stk_prepend(p, nb->data + mark, nb->len - mark, suffix, suflen);
     nb->len = mark;
     p->nframes++;
     return true;
@@ -334,13 +448,11 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
     int nt = 0;
     char *q = s;
     while (q < end && nt < MAX_TOK) {
-        while (q < end && is_space(*q))
-            q++;
+        q = skip_blanks(q, end);
         if (q == end)
             break;
         char *b = q;
-        while (q < end && !is_space(*q))
-            q++;
+        q = find_blank(q, end);
         ts[nt] = b;
         tl[nt] = (size_t)(q - b);
         tk[nt] = classify(b, tl[nt]);
@@ -369,15 +481,14 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
     }
     uint64_t period = 1;
     int pi = ev > 0 ? ev - 1 : -1;
-    if (pi >= 0 && pi != pidt && pi >= commend && tk[pi] == T_NUM) {
+    if (p->o.period && pi >= 0 && pi != pidt && pi >= commend && tk[pi] == T_NUM) {
         uint64_t v = 0;
         for (size_t i = 0; i < tl[pi]; i++) {
-            unsigned d = (unsigned)(ts[pi][i] - '0');
-            if (v > (UINT64_MAX - d) / 10) {
+            if (__builtin_mul_overflow(v, 10, &v)
+                || __builtin_add_overflow(v, (uint64_t)(ts[pi][i] - '0'), &v)) {
                 *why = "sample period does not fit in 64 bits";
                 return false;
             }
-            v = v * 10 + d;
         }
         period = v;
     }

@@ -32,7 +32,9 @@ bool fk_lineread_open(struct fk_lineread *r, const char *path)
         fk_error("cannot read %s: out of memory", r->name);
         return false;
     }
-    gzbuffer(r->gz, CHUNK);
+    /* zlib reads plain input straight into our buffer only when a read asks
+     * for at least twice its own buffer size; otherwise it copies. */
+    gzbuffer(r->gz, CHUNK / 4);
     r->cap = CHUNK;
     r->buf = fk_malloc(r->cap + 1);
     return true;

@@ -27,6 +27,12 @@ static void track(struct fk_outfile *o, bool add)
     }
 }
 
+static bool is_regular(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
 static bool open_common(struct fk_outfile *o, const char *path, int mode, bool gz)
 {
     memset(o, 0, sizeof *o);
@@ -37,6 +43,14 @@ static bool open_common(struct fk_outfile *o, const char *path, int mode, bool g
         o->fd = dup(STDOUT_FILENO);
         if (o->fd < 0) {
             fk_error("cannot duplicate stdout: %s", strerror(errno));
+            return false;
+        }
+    } else if (stat(path, &(struct stat){ 0 }) == 0 && !is_regular(path)) {
+        /* A device or FIFO (-o /dev/null): write to it; renaming a
+         * temporary over it would replace the device with a file. */
+        o->fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (o->fd < 0) {
+            fk_error("cannot open %s: %s", path, strerror(errno));
             return false;
         }
     } else {
