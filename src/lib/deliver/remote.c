@@ -37,6 +37,7 @@ struct host {
     size_t err_n;                 /* lines seen; tail keeps the last ones */
     int wstatus;
     bool reaped, finished, ok;
+    uint64_t start_ns;
     char *status;                 /* live status text */
     char *reason;                 /* failure summary */
 };
@@ -115,6 +116,14 @@ static char *safe_prefix(const char *host)
     return p;
 }
 
+/* Remote text goes to our terminal: no control characters in it. */
+static void sanitize(char *s)
+{
+    for (; *s; s++)
+        if (((unsigned char)*s < 0x20 && *s != '\t') || *s == 0x7f)
+            *s = '?';
+}
+
 static void set_status(struct host *h, const char *fmt, ...) FK_PRINTF(2, 3);
 static void set_status(struct host *h, const char *fmt, ...)
 {
@@ -144,6 +153,7 @@ static void ui_event(struct ui *u, struct host *h, const char *fmt, ...)
     char tmp[1024];
     vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
+    sanitize(tmp);
     free(h->status);
     h->status = fk_strdup(tmp);
     if (!u->tty)
@@ -162,7 +172,13 @@ static void ui_draw(struct ui *u, struct host *hosts, size_t n, bool force)
         fprintf(stderr, "\033[%zuA", u->drawn);
     for (size_t i = 0; i < n; i++) {
         char line[1024];
-        snprintf(line, sizeof line, "%s: %s", hosts[i].name, hosts[i].status ? hosts[i].status : "");
+        const struct host *h = &hosts[i];
+        if (h->finished)
+            snprintf(line, sizeof line, "%s: %s", h->name, h->status ? h->status : "");
+        else
+            snprintf(line, sizeof line, "%s [%llus]: %s", h->name,
+                     (unsigned long long)((now - h->start_ns) / 1000000000ull),
+                     h->status ? h->status : "");
         size_t max = u->width > 1 ? u->width - 1 : 79;
         if (strlen(line) > max)
             line[max] = '\0';
@@ -174,10 +190,14 @@ static void ui_draw(struct ui *u, struct host *hosts, size_t n, bool force)
 
 /* ---- remote stderr ---------------------------------------------------- */
 
-static void err_line(struct ui *u, struct host *h, const char *line)
+static void err_line(struct ui *u, struct host *h, const char *raw)
 {
+    /* Verbatim except control characters: a remote host must not be able
+     * to send escape sequences to our terminal. */
+    char *line = fk_strdup(raw);
+    sanitize(line);
     free(h->err_tail[h->err_n % ERR_TAIL_LINES]);
-    h->err_tail[h->err_n % ERR_TAIL_LINES] = fk_strdup(line);
+    h->err_tail[h->err_n % ERR_TAIL_LINES] = line;
     h->err_n++;
     if (u->tty)
         set_status(h, "%s", line);
@@ -316,8 +336,10 @@ static void finish_host(const struct fk_remote_opts *o, struct ui *u, struct hos
     } else {
         h->reason = fk_asprintf("%s (ssh %s)", r->error ? r->error : "bad result stream", how);
     }
-    if (!h->ok)
+    if (!h->ok) {
+        sanitize(h->reason);
         ui_event(u, h, "FAILED: %s", h->reason);
+    }
     free(how);
 }
 
@@ -520,6 +542,7 @@ int fk_remote_run(const struct fk_remote_opts *o)
         h->name = o->hosts[i];
         h->prefix = safe_prefix(h->name);
         h->in_fd = h->out_fd = h->err_fd = -1;
+        h->start_ns = fk_now_ns();
         fk_stream_reader_init(&h->rd, outdir);
         if (!spawn(o, h, command)) {
             h->reason = fk_strdup("cannot start ssh");
