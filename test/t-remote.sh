@@ -180,6 +180,10 @@ check_grep "nonexistent PID: remote error verbatim with the host" "^h1: flamekit
 check_grep "nonexistent PID: summary" '^h1: FAILED: remote capture failed \(status 1\): flamekit pid: no process' "$out"
 check_eq "nonexistent PID: no local files" 0 "$(nfiles)"
 
+out=$("$FLAMEKIT" remote --status lines --remote-path "$FAKE" -o "$T/out" h1 -- evil 2>&1)
+check_grep "remote text: control characters are neutralised" '^h1: flamekit evil: bad\?\[2Jthing$' "$out"
+if printf '%s' "$out" | grep -q $'\033'; then fail "remote text: no escape byte reaches the terminal"; else pass "remote text: no escape byte reaches the terminal"; fi
+
 # 6. Stream cut mid-file (remote process killed), and a corrupted stream.
 fresh
 "$FLAMEKIT" remote --status lines --remote-path "$FAKE" -o "$T/out" h1 -- slow "$T/slow.pid" >/dev/null 2>"$T/err" &
