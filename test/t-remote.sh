@@ -102,13 +102,23 @@ check_grep "round trip: remote progress shown with the host" '^h1: flamekit|^h1:
 if "$FLAMEKIT" run --help 2>&1 | grep -q -- '--stdout'; then
     fresh
     "$FLAMEKIT" remote --status lines --remote-path "$FLAMEKIT" -o "$T/out" h1 -- \
-        run --duration 2s -- "$FK_BUILD/test/progs/remote-spin" 3000 >"$T/real.out" 2>"$T/real.err"; rc=$?
+        run -- "$FK_BUILD/test/progs/remote-spin" 2000 >"$T/real.out" 2>"$T/real.err"; rc=$?
     check_eq "real capture round trip exits 0" 0 "$rc" 
     svg=$(ls "$T"/out/*.svg 2>/dev/null | head -1)
     check "real capture: SVG valid" xmllint --noout "$svg"
     check_grep "real capture: folded has the workload's function" 'remote_spin_hot' "$(zcat "$T"/out/*.folded.gz 2>&1)"
+    check_eq "real capture: SVG, folded.gz and JSON land locally" 3 "$(nfiles)"
+    # --deploy of this very binary, running a real capture.
+    fresh
+    before=$(find /tmp -maxdepth 1 -name 'flamekit.??????' | sort)
+    "$FLAMEKIT" remote --status lines --deploy -o "$T/out" h1 -- run -- "$FK_BUILD/test/progs/remote-spin" 1000 >/dev/null 2>"$T/err"; rc=$?
+    check_eq "real capture with --deploy exits 0" 0 "$rc"
+    check_grep "real capture with --deploy: the workload's function" 'remote_spin_hot' "$(zcat "$T"/out/*.folded.gz 2>&1)"
+    check_eq "real capture with --deploy: deployed copy removed" "$before" "$(find /tmp -maxdepth 1 -name 'flamekit.??????' | sort)"
+    HAVE_REAL=1
 else
     skip "real capture round trip" "this build has no 'run --stdout' yet"
+    HAVE_REAL=
 fi
 
 # 2. --deploy: copied to a private temporary directory, run, removed.
@@ -135,8 +145,13 @@ if [ -x "$FK_BUILD/flamekit-portable" ]; then
         grep -vE '^(linux-vdso\.so|/lib64/ld-linux|libc\.so|libm\.so|libcurl\.so|libasan\.so|libubsan\.so|libstdc\+\+\.so|libgcc_s\.so)')
     check_eq "flamekit-portable needs only libc, libm and libcurl" "" "$extra"
     fresh
-    "$FLAMEKIT" remote --status lines --deploy-binary "$FK_BUILD/flamekit-portable" -o "$T/out" h1 -- no-such-command >/dev/null 2>"$T/err"
-    check_grep "flamekit-portable deploys and runs" "^h1: flamekit: 'no-such-command' is not a flamekit command" "$(cat "$T/err")"
+    if [ -n "$HAVE_REAL" ]; then
+        "$FLAMEKIT" remote --status lines --deploy-binary "$FK_BUILD/flamekit-portable" -o "$T/out" h1 -- run -- "$FK_BUILD/test/progs/remote-spin" 1000 >/dev/null 2>"$T/err"
+        check_grep "flamekit-portable deploys and captures" 'remote_spin_hot' "$(zcat "$T"/out/*.folded.gz 2>&1)"
+    else
+        "$FLAMEKIT" remote --status lines --deploy-binary "$FK_BUILD/flamekit-portable" -o "$T/out" h1 -- no-such-command >/dev/null 2>"$T/err"
+        check_grep "flamekit-portable deploys and runs" "^h1: flamekit: 'no-such-command' is not a flamekit command" "$(cat "$T/err")"
+    fi
 else
     skip "flamekit-portable deploy" "not built (make flamekit-portable)"
 fi

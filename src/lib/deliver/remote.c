@@ -89,13 +89,17 @@ char *fk_remote_command(const struct fk_remote_opts *o, uint64_t deploy_size)
     }
     if (o->sudo)
         fk_buf_adds(&s, "sudo -n ");
+    /* --stdout right after the command name: after the arguments it would
+     * land behind "run --" as an argument of the workload. */
     fk_buf_adds(&s, "\"$b\"");
     for (size_t i = 0; i < o->ncapture; i++) {
         fk_buf_addc(&s, ' ');
         add_quoted(&s, o->capture[i]);
+        if (i == 0)
+            fk_buf_adds(&s, " --stdout");
     }
     /* Background jobs get /dev/null as stdin: the watcher reads a copy. */
-    fk_buf_adds(&s, " --stdout </dev/null 3<&- & p=$!; "
+    fk_buf_adds(&s, " </dev/null 3<&- & p=$!; "
                     "{ cat <&3 >/dev/null; kill -TERM $p; } >/dev/null 2>&1 & w=$!; exec 3<&-; "
                     "wait $p; rc=$?; kill $w 2>/dev/null; exit $rc");
     struct fk_buf c = FK_BUF_INIT;
