@@ -108,6 +108,7 @@ if "$FLAMEKIT" run --help 2>&1 | grep -q -- '--stdout'; then
     check "real capture: SVG valid" xmllint --noout "$svg"
     check_grep "real capture: folded has the workload's function" 'remote_spin_hot' "$(zcat "$T"/out/*.folded.gz 2>&1)"
     check_eq "real capture: SVG, folded.gz and JSON land locally" 3 "$(nfiles)"
+    if need python3; then check "real capture: JSON metadata parses" python3 -m json.tool "$(ls "$T"/out/*.json | head -1)"; fi
     # --deploy of this very binary, running a real capture.
     fresh
     before=$(find /tmp -maxdepth 1 -name 'flamekit.??????' | sort)
@@ -264,6 +265,8 @@ check_grep "--open passes the local SVG to xdg-open" "^$T/out/.*\.flamegraph\.sv
 if need sudo; then
     fresh
     check "--sudo runs the remote flamekit through sudo -n" "$FLAMEKIT" remote --status lines --sudo --remote-path "$FAKE" -o "$T/out" h1 -- run -- true
+    fresh
+    check "--sudo --deploy runs the deployed copy through sudo -n" "$FLAMEKIT" remote --status lines --sudo --deploy-binary "$FAKE" -o "$T/out" h1 -- run -- true
 fi
 out=$("$FLAMEKIT" remote h1 pid 1 2>&1); rc=$?
 check_eq "missing -- is a usage error" 2 "$rc"
