@@ -67,7 +67,7 @@ Host $1
   BatchMode yes
   UserKnownHostsFile $4
   GlobalKnownHostsFile /dev/null
-  StrictHostKeyChecking yes
+  ${5:-StrictHostKeyChecking yes}
   ConnectTimeout 5
 EOC
 }
@@ -77,6 +77,7 @@ EOC
     host_block hclosed "$PCLOSED" "$T/id" "$T/known_hosts"
     host_block hauth "$P1" "$T/id_other" "$T/known_hosts"
     host_block hunknown "$P1" "$T/id" "$T/empty_known_hosts"
+    host_block hunknown_default "$P1" "$T/id" "$T/empty_known_hosts" "# StrictHostKeyChecking: ssh's default"
 } > "$T/ssh_config"
 export FLAMEKIT_SSH="ssh -F $T/ssh_config"
 check "test sshd accepts our key" ssh -F "$T/ssh_config" h1 true
@@ -253,6 +254,11 @@ check_eq "unknown host key exits 1" 1 "$rc"
 check_grep "unknown host key: ssh's verdict with the host" '^hunknown: FAILED: ssh failed \(exit 255\): Host key verification failed' "$out"
 if [ ! -e "$T/where" ]; then pass "unknown host key: no capture ran"; else fail "unknown host key: no capture ran"; fi
 check_eq "unknown host key: no files" 0 "$(nfiles)"
+out=$("$FLAMEKIT" remote --status lines --remote-path "$FAKE" -o "$T/out" hunknown_default -- run --where "$T/where" -- true 2>&1); rc=$?
+check_eq "unknown host key, ssh's default checking (batch mode): exits 1" 1 "$rc"
+check_grep "unknown host key, default checking: ssh's verdict" '^hunknown_default: FAILED: ssh failed \(exit 255\): Host key verification failed' "$out"
+if [ ! -e "$T/where" ]; then pass "unknown host key, default checking: no capture ran"; else fail "unknown host key, default checking: no capture ran"; fi
+check_eq "unknown host key: known_hosts left alone (no key accepted for us)" 0 "$(wc -c < "$T/empty_known_hosts")"
 
 # 8. --open hands the SVG to xdg-open; --sudo; usage errors.
 fresh
