@@ -40,6 +40,7 @@ EOC
             if ssh-keyscan -T 1 -p "$port" 127.0.0.1 >/dev/null 2>&1; then
                 fk_cleanup "kill $pid 2>/dev/null; wait $pid 2>/dev/null"
                 printf -v "$2" %s "$port"
+                printf -v "SSHD_PID_$name" %s "$pid"
                 return 0
             fi
             kill -0 $pid 2>/dev/null || break
@@ -216,6 +217,22 @@ out=$("$FLAMEKIT" remote --status lines --remote-path "$FAKE" -o "$T/out" h1 -- 
 check_eq "corrupted stream exits 1" 1 "$rc"
 check_grep "corrupted stream: checksum error" '^h1: FAILED: checksum mismatch' "$out"
 check_eq "corrupted stream: no files" 0 "$(nfiles)"
+
+# 6a. The connection itself cut mid-file (the sshd session process killed).
+fresh
+rm -f "$T/slow.pid"
+"$FLAMEKIT" remote --status lines --remote-path "$FAKE" -o "$T/out" h1 -- slow "$T/slow.pid" >/dev/null 2>"$T/err" &
+rpid=$!
+for _ in $(seq 100); do [ -n "$(find "$T/out" -name '.slow*fkpart*' -size +0 2>/dev/null)" ] && break; sleep 0.05; done
+spid=$(cat "$T/slow.pid" 2>/dev/null)
+sess=$(pgrep -P "$SSHD_PID_a" | head -1)
+[ -n "$sess" ] && kill -KILL "$sess"
+wait $rpid; rc=$?
+check_eq "connection cut exits 1" 1 "$rc"
+check_grep "connection cut: clear error with the host" '^h1: FAILED: stream cut in the middle of a file' "$(cat "$T/err")"
+check_eq "connection cut: no file left" 0 "$(nfiles)"
+for _ in $(seq 60); do kill -0 "$spid" 2>/dev/null || break; sleep 0.05; done
+if [ -n "$spid" ] && ! kill -0 "$spid" 2>/dev/null; then pass "connection cut: remote capture stopped"; else fail "connection cut: remote capture stopped" "pid $spid alive"; kill "$spid" 2>/dev/null; fi
 
 # 6b. Ctrl-C locally stops the remote capture too (no orphan), removes temporaries.
 rm -f "$T/slow.pid"
