@@ -124,6 +124,13 @@ else
     HAVE_REAL=
 fi
 
+# Default output directory: ~/Downloads if it exists, else the current one.
+mkdir -p "$T/home/Downloads" "$T/home2" "$T/cwd"
+out=$(HOME=$T/home "$FLAMEKIT" remote --status lines --remote-path "$FAKE" h1 -- run -- true 2>/dev/null)
+check_grep "no -o: results go to ~/Downloads" "^$T/home/Downloads/.*\.flamegraph\.svg$" "$out"
+out=$(cd "$T/cwd" && HOME=$T/home2 "$FLAMEKIT" remote --status lines --remote-path "$FAKE" h1 -- run -- true 2>/dev/null)
+check_eq "no -o and no ~/Downloads: results go to the current directory" 3 "$(ls "$T/cwd" | wc -l)"
+
 # 2. --deploy: copied to a private temporary directory, run, removed.
 fresh
 "$FLAMEKIT" remote --status lines --deploy-binary "$FAKE" -o "$T/out" h1 -- run --where "$T/where" -- true >/dev/null 2>"$T/err"; rc=$?
