@@ -151,9 +151,10 @@ check_eq "deploy: no flamekit.* temporaries left on the host" "" \
 
 # The portable build ('make flamekit-portable'), when built: few runtime needs.
 if [ -x "$FK_BUILD/flamekit-portable" ]; then
-    extra=$(ldd "$FK_BUILD/flamekit-portable" | awk '{ print $1 }' |
-        grep -vE '^(linux-vdso\.so|/lib64/ld-linux|libc\.so|libm\.so|libcurl\.so|libasan\.so|libubsan\.so|libstdc\+\+\.so|libgcc_s\.so)')
-    check_eq "flamekit-portable needs only libc, libm and libcurl" "" "$extra"
+    # Direct needs (NEEDED entries); libcurl4's own dependencies come with it.
+    extra=$(readelf -d "$FK_BUILD/flamekit-portable" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' |
+        grep -vE '^(linux-vdso\.so|/lib64/ld-linux|libc\.so|libm\.so|libcurl\.so|libcrypto\.so|libasan\.so|libubsan\.so|libstdc\+\+\.so|libgcc_s\.so)')
+    check_eq "flamekit-portable needs only libc, libm, libcurl and libcrypto (libcurl4 needs libcrypto itself)" "" "$extra"
     fresh
     if [ -n "$HAVE_REAL" ]; then
         "$FLAMEKIT" remote --status lines --deploy-binary "$FK_BUILD/flamekit-portable" -o "$T/out" h1 -- run -- "$FK_BUILD/test/progs/remote-spin" 1000 >/dev/null 2>"$T/err"
