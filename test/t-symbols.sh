@@ -69,3 +69,13 @@ start_prog addr "$PROG" jit
 out=$("$LOOKUP" -a "$PROG_PID" "$(printf '%x' $((0x$addr + 2)))" | tr -d '\n')
 stop_prog; rm -f "/tmp/perf-$PROG_PID.map"
 check_eq "JIT frame from perf-PID.map" "fk_jit_hot_[j]" "$out"
+
+# 5. JIT in its own pid + mount namespace: the map is /tmp/perf-NSPID.map in its root
+if need unshare; then
+    start_prog addr unshare -p -f -m --propagation private sh -c \
+        "mount -t tmpfs fk-tmp /tmp && exec '$PROG' jit"
+    inner=$(cat /proc/$PROG_PID/task/$PROG_PID/children 2>/dev/null | tr -d ' ')
+    out=$("$LOOKUP" -a "${inner:-0}" "$(printf '%x' $((0x$addr + 2)))" | tr -d '\n')
+    stop_prog
+    check_eq "JIT map in another pid namespace" "fk_jit_hot_[j]" "$out"
+fi

@@ -5,6 +5,7 @@
 #include "unit.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -100,6 +101,14 @@ static void test_self(void)
                       "unit_sym_target") == 0);
     UNIT_CHECK("libc function by name", strstr(name_at(s, getpid(), (uint64_t)(uintptr_t)fopen + 1),
                                                 "fopen") != NULL);
+    void *vh = dlopen("linux-vdso.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    void *vf = vh ? dlsym(vh, "__vdso_clock_gettime") : NULL;
+    if (vf)
+        UNIT_CHECK("vDSO function by name",
+                   strcmp(name_at(s, getpid(), (uint64_t)(uintptr_t)vf + 1), "__vdso_clock_gettime") == 0 ||
+                   strcmp(name_at(s, getpid(), (uint64_t)(uintptr_t)vf + 1), "clock_gettime") == 0);
+    else
+        printf("SKIP: %s: vDSO function (no linux-vdso.so.1 handle)\n", unit_name);
     UNIT_CHECK("own comm", strcmp(fk_sym_comm_of(s, getpid(), gettid()), "unit-symbols") == 0);
     UNIT_CHECK("unmapped address is [unknown]", strcmp(name_at(s, getpid(), 16), "[unknown]") == 0);
     struct fk_sym_stats st;
