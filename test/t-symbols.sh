@@ -122,8 +122,11 @@ fi
 if run_capture short sh -c "i=0; while [ \$i -lt 150 ]; do '$PROG' spin 0.01; i=\$((i+1)); done"; then
     tot=$(zcat "$FOLDED" | awk '/^symprog;/ { n += $NF } END { print n + 0 }')
     a=$(share "$FOLDED" ';fk_symprog_(alpha|beta)(;|$)' '^symprog;')
-    check_range "short-lived: samples of the 150 processes" "$tot" 300 2000
-    check_range "short-lived: share named fk_symprog_*" "$a" 0.80 1.0
+    check_range "short-lived: samples of the 150 processes" "$tot" 150 2000
+    u=$(share "$FOLDED" '\[unknown\]|\[[^];]*\+0x' '^symprog;')
+    # sanitizer builds spend part of each short life in their runtime's start/exit
+    check_range "short-lived: share in fk_symprog_*" "$a" 0.40 1.0
+    check_range "short-lived: share with unresolved frames" "$u" 0 0.10
 fi
 
 # d. Go (frame pointers by default): full stacks down to runtime.main
