@@ -13,3 +13,6 @@ check_PROGRAMS += test/progs/symlookup
 test_progs_symlookup_CFLAGS = $(libflamekit_a_CFLAGS)
 test_progs_symlookup_LDADD = $(FK_LIBS)
 EXTRA_DIST += test/progs/symgo/main.go
+check_PROGRAMS += test/progs/symscan
+test_progs_symscan_CFLAGS = $(libflamekit_a_CFLAGS)
+test_progs_symscan_LDADD = $(FK_LIBS)
