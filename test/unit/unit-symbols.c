@@ -256,8 +256,10 @@ static void test_kernel(void)
                    k == FK_FRAME_KERNEL);
     fk_sym_free(s);
     s = fk_sym_new(&(struct fk_sym_opts){ .kernel = true });
-    UNIT_CHECK("kallsyms: plain name, kernel address without the flag",
-               strcmp(name_of(s, fk_sym_locate(s, 1, addr, false), NULL), "schedule") == 0);
+    UNIT_CHECK("kallsyms: plain name",
+               strcmp(name_of(s, fk_sym_locate(s, 1, addr, true), NULL), "schedule") == 0);
+    UNIT_CHECK("kernel address in a user callchain is [unknown]",
+               strcmp(name_of(s, fk_sym_locate(s, getpid(), addr, false), NULL), "[unknown]") == 0);
     fk_sym_free(s);
 }
 
