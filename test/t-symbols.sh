@@ -162,3 +162,33 @@ CXX
 else
     skip "C++ name demangled" "no g++"
 fi
+
+# 7. stripped binary with its symbols in a .gnu_debuglink file (same dir, .debug/)
+if need objcopy && need strip; then
+    for where in same sub; do
+        d=$T/dbg-$where; mkdir -p "$d/.debug"
+        dbg=$d/symprog.debug; [ $where = sub ] && dbg=$d/.debug/symprog.debug
+        objcopy --only-keep-debug "$PROG" "$dbg" && strip -s -o "$d/symprog" "$PROG" &&
+            (cd "$(dirname "$dbg")" && objcopy --add-gnu-debuglink=symprog.debug "$d/symprog")
+        start_prog addrs "$d/symprog" addrs
+        read -r a b <<<"$addrs"
+        out=$("$LOOKUP" "$PROG_PID" "$a" | tr -d '\n')
+        stop_prog
+        check_eq "stripped binary, debuglink ($where dir)" "fk_symprog_alpha" "$out"
+    done
+    # without the debug file: file+offset, never dropped
+    rm -f "$T/dbg-same/symprog.debug"
+    start_prog addrs "$T/dbg-same/symprog" addrs
+    read -r a b <<<"$addrs"
+    out=$("$LOOKUP" "$PROG_PID" "$a" | tr -d '\n')
+    stop_prog
+    check_grep "stripped binary without debug file: [symprog+0x...]" '^\[symprog\+0x[0-9a-f]+\]$' "$out"
+fi
+
+# 8. kallsyms addresses hidden (no CAP_SYSLOG in a user namespace): one warning
+if need unshare && unshare -U -r true 2>/dev/null; then
+    addr=$(awk '$3 == "schedule" { print $1; exit }' /proc/kallsyms)
+    out=$(unshare -U -r "$LOOKUP" -k -a $$ "$addr" "$addr" 2>"$T/kw.err" | tr '\n' ' ')
+    check_eq "hidden kallsyms: fallback name" "[kernel.kallsyms]_[k] [kernel.kallsyms]_[k] " "$out"
+    check_eq "hidden kallsyms: exactly one warning" "1" "$(grep -c 'kptr_restrict' "$T/kw.err")"
+fi
