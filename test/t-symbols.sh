@@ -192,3 +192,11 @@ if need unshare && unshare -U -r true 2>/dev/null; then
     check_eq "hidden kallsyms: fallback name" "[kernel.kallsyms]_[k] [kernel.kallsyms]_[k] " "$out"
     check_eq "hidden kallsyms: exactly one warning" "1" "$(grep -c 'kptr_restrict' "$T/kw.err")"
 fi
+
+# 9. JIT code written after the capture started, map read after the process exited
+if run_capture jitcap "$PROG" jitspin 1.5; then
+    a=$(share "$FOLDED" ';fk_jit_hot_\[j\](;|$)' '^symprog;')
+    check_range "JIT capture: samples in fk_jit_hot_[j]" "$a" 0.80 1.0
+fi
+jp=$(awk '/^jit pid / { print $3 }' "$T/jitcap.log" 2>/dev/null)
+[ -n "$jp" ] && rm -f "/tmp/perf-$jp.map"
