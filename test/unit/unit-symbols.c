@@ -117,6 +117,11 @@ static void test_self(void)
     UNIT_CHECK("stats: nothing deleted here", st.deleted_files_kept == 0);
     UNIT_CHECK("bytes accounted", fk_sym_bytes(s) > 1000);
     fk_sym_free(s);
+
+    s = fk_sym_new(&o);     /* no scan: the first locate reads /proc/PID */
+    UNIT_CHECK("unseen pid scanned at first locate",
+               strcmp(name_at(s, getpid(), (uint64_t)(uintptr_t)unit_sym_target), "unit_sym_target") == 0);
+    fk_sym_free(s);
 }
 
 /* The binary is deleted (or replaced) after first sight, or before it. */
