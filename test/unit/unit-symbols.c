@@ -383,7 +383,7 @@ static int count_fds(void)
  * sight and closed; names must not change. */
 static void test_fd_cap(void)
 {
-    struct rlimit rl = { 64, 64 };   /* the symbolizer keeps half: 32 */
+    struct rlimit rl = { 40, 40 };   /* the symbolizer keeps half: 20 */
     if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
         printf("SKIP: %s: fd cap (setrlimit)\n", unit_name);
         return;
@@ -396,7 +396,10 @@ static void test_fd_cap(void)
     int during = count_fds();
     uint64_t fn = (uint64_t)(uintptr_t)unit_sym_target;
     printf("# fd cap: %llu DSOs, %d fds held\n", (unsigned long long)st.dsos, during - before);
-    UNIT_CHECK("fd cap: held fds bounded", during - before <= 32 && st.dsos > 32);
+    if (st.dsos > 20)
+        UNIT_CHECK("fd cap: held fds bounded", during - before <= 20);
+    else
+        printf("SKIP: %s: fd cap (only %llu DSOs on this host)\n", unit_name, (unsigned long long)st.dsos);
     UNIT_CHECK("fd cap: names still resolve", strcmp(name_at(s, getpid(), fn), "unit_sym_target") == 0);
     fk_sym_free(s);
     UNIT_CHECK("fd cap: all closed on free", count_fds() == before);
