@@ -33,7 +33,7 @@ struct fk_sym_opts {
 /* Location of one frame: which DSO and where in it. */
 struct fk_loc {
     uint32_t dso;       /* index in the symbolizer's DSO table; 0 = unknown */
-    uint64_t addr;      /* DSO-relative address (ELF vaddr), or absolute */
+    uint64_t addr;      /* file offset in the DSO, or the absolute address (kernel, JIT) */
 };
 
 enum fk_frame_kind { FK_FRAME_UNKNOWN, FK_FRAME_USER, FK_FRAME_KERNEL, FK_FRAME_JIT };
