@@ -1,4 +1,5 @@
 # subcommands: one file each
+flamekit_SOURCES += src/cmd/remote.c
 flamekit_SOURCES += src/cmd/svg.c
 flamekit_SOURCES += src/cmd/diff.c
 flamekit_SOURCES += src/cmd/collapse.c
@@ -7,3 +8,5 @@ flamekit_SOURCES += src/cmd/pid.c
 flamekit_SOURCES += src/cmd/user.c
 flamekit_SOURCES += src/cmd/cgroup.c
 flamekit_SOURCES += src/cmd/run.c
+flamekit_SOURCES += src/cmd/upload.c
+flamekit_SOURCES += src/cmd/merge.c
