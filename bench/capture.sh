@@ -47,41 +47,49 @@ ms() { echo $(( ($2 - $1) / 1000000 )); }
 
 echo "bench/capture: workload: gcc + gzip loops on $(nproc) CPUs; window ${win}s at 999 Hz"
 # The workload ends with the window, so each tool's processing is timed on
-# an otherwise quiet machine; perf's pipeline starts after flamekit is done
-# so the two never compete for the CPUs.
-workload $((win + 1))
-sleep 0.5
+# an otherwise quiet machine. For (a) each tool captures its own window of
+# the same workload (so neither's post-processing competes with the
+# other's); for (c) both capture one window side by side.
+stop_workload() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; pids=(); }
+fk_json() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$@"; }
 
-# (a) both profilers on the same window, side by side
-( perf record -q -F 999 -a -g -o "$work/perf.data" -- sh -c "sleep $win; date +%s%N >'$work/perf.end'" \
-      >/dev/null 2>"$work/perf.err"
-  now_ns >"$work/perf.recorded" ) &
-pp=$!
+# (a1) flamekit alone
+workload $((win + 1)); sleep 0.5
 "$fk" host -q -F 999 -d "${win}s" -o "$work/fk" >/dev/null 2>"$work/fk.err"
 fk_done=$(now_ns)
-wait "$pp"
-for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-wait 2>/dev/null || true
-pids=()
-t0=$(now_ns)
+stop_workload
+j=$(ls "$work"/fk/*.json)
+fk_end=$(fk_json "$j" 'int(d["start_unix_ns"] + d["duration_s"] * 1e9)')
+fk_post=$(ms "$fk_end" "$fk_done")
+fk_samples=$(fk_json "$j" 'd["samples"]')
+
+# (a2) perf + FlameGraph alone
+workload $((win + 1)); sleep 0.5
+perf record -q -F 999 -a -g -o "$work/perf.data" -- sh -c "sleep $win; date +%s%N >'$work/perf.end'" \
+    >/dev/null 2>"$work/perf.err"
+perf_rec=$(now_ns)
+stop_workload
 perf script -i "$work/perf.data" 2>/dev/null | perl "$fgdir/stackcollapse-perf.pl" --kernel >"$work/perf.folded"
 perl "$fgdir/flamegraph.pl" "$work/perf.folded" >"$work/perf.svg"
-t1=$(now_ns)
-j=$(ls "$work"/fk/*.json)
-fk_end=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(int(d["start_unix_ns"] + d["duration_s"] * 1e9))' "$j")
-fk_post=$(ms "$fk_end" "$fk_done")
-perf_fin=$(ms "$(cat "$work/perf.end")" "$(cat "$work/perf.recorded")")
-perf_pipe=$(ms "$t0" "$t1")
-perf_post=$((perf_fin + perf_pipe))
-echo "(a) perf record finishing ${perf_fin} ms + perf script | stackcollapse-perf.pl | flamegraph.pl ${perf_pipe} ms"
-
-fk_samples=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["samples"])' "$j")
-perf_samples=$(awk '{s+=1} END{print s+0}' <(perf script -i "$work/perf.data" -F period 2>/dev/null))
+perf_done=$(now_ns)
+perf_fin=$(ms "$(cat "$work/perf.end")" "$perf_rec")
+perf_post=$(ms "$(cat "$work/perf.end")" "$perf_done")
+perf_samples=$(perf script -i "$work/perf.data" -F period 2>/dev/null | wc -l)
+echo "(a) perf record finishing ${perf_fin} ms, then perf script | stackcollapse-perf.pl | flamegraph.pl $((perf_post - perf_fin)) ms"
 echo "(a) window end -> SVG: flamekit ${fk_post} ms ($fk_samples samples), perf+FlameGraph ${perf_post} ms ($perf_samples samples)"
 awk -v a="$perf_post" -v b="$fk_post" 'BEGIN { if (b < 1) b = 1; printf "(a) ratio: flamekit is %.1fx faster (target >= 10x)\n", a / b }'
 
+# (c) one window captured by both
+workload $((win + 1)); sleep 0.5
+perf record -q -F 999 -a -g -o "$work/perf2.data" -- sleep "$win" >/dev/null 2>&1 &
+pp=$!
+"$fk" host -q -F 999 -d "${win}s" -o "$work/fk2" >/dev/null 2>&1
+wait "$pp"
+stop_workload
+perf script -i "$work/perf2.data" 2>/dev/null | perl "$fgdir/stackcollapse-perf.pl" --kernel >"$work/perf2.folded"
+
 # (c) agreement of the top 20 self frames
-python3 - "$work"/fk/*.folded.gz "$work/perf.folded" <<'PY'
+python3 - "$work"/fk2/*.folded.gz "$work/perf2.folded" <<'PY'
 import gzip, re, sys
 def leaves(path, opener):
     c, tot = {}, 0
@@ -92,6 +100,7 @@ def leaves(path, opener):
             n = int(n); leaf = stack.rsplit(";", 1)[-1]
             # unresolved frames: ours "[dso+0x1a2b]", perf's "[dso]" / "[unknown]"
             leaf = re.sub(r"^\[[^\]]*\](_\[k\])?$", "[unknown]", leaf)
+            leaf = re.sub(r"_\[j\]$", "", leaf)   # our JIT annotation
             c[leaf] = c.get(leaf, 0) + n; tot += n
     return {k: 100.0 * v / tot for k, v in c.items()}
 a = leaves(sys.argv[1], gzip.open); b = leaves(sys.argv[2], open)
@@ -108,7 +117,7 @@ PY
 # (b) our own overhead during a long 99 Hz capture
 workload $((long + 5))
 sleep 1
-python3 - "$fk" "$long" "$work/fk2" <<'PY'
+python3 - "$fk" "$long" "$work/fk3" <<'PY'
 import resource, subprocess, sys
 fk, secs, out = sys.argv[1], sys.argv[2], sys.argv[3]
 subprocess.run([fk, "host", "-q", "-d", secs + "s", "-o", out], check=True)

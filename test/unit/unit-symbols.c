@@ -117,6 +117,11 @@ static void test_self(void)
     UNIT_CHECK("stats: nothing deleted here", st.deleted_files_kept == 0);
     UNIT_CHECK("bytes accounted", fk_sym_bytes(s) > 1000);
     fk_sym_free(s);
+
+    s = fk_sym_new(&o);     /* no scan: the first locate reads /proc/PID */
+    UNIT_CHECK("unseen pid scanned at first locate",
+               strcmp(name_at(s, getpid(), (uint64_t)(uintptr_t)unit_sym_target), "unit_sym_target") == 0);
+    fk_sym_free(s);
 }
 
 /* The binary is deleted (or replaced) after first sight, or before it. */
@@ -224,6 +229,23 @@ static void test_jit(void)
     UNIT_CHECK("jit: gap between symbols", strcmp(name_of(s, l3, NULL), want) == 0);
     fk_sym_free(s);
 
+    /* entries the JIT adds after first sight: read again at the end */
+    ok = spawn(&c, argv, line, sizeof line) && sscanf(line, "%lx", &code) == 1;
+    s = fk_sym_new(&o);
+    fk_sym_scan_pid(s, c.pid);
+    struct fk_loc late = fk_sym_locate(s, c.pid, code + 0x304, false);
+    snprintf(map, sizeof map, "/tmp/perf-%d.map", (int)c.pid);
+    FILE *mf = fopen(map, "a");
+    if (mf) {
+        fprintf(mf, "%lx 10 fk_jit_late\n", code + 0x300);
+        fclose(mf);
+    }
+    UNIT_CHECK("jit: map re-read at the end while alive",
+               ok && strcmp(name_of(s, late, NULL), "fk_jit_late_[j]") == 0);
+    reap(&c);
+    unlink(map);
+    fk_sym_free(s);
+
     char *argv2[] = { symprog, "jit", "nomap", NULL };
     ok = spawn(&c, argv2, line, sizeof line) && sscanf(line, "%lx", &code) == 1;
     s = fk_sym_new(&(struct fk_sym_opts){ .jit = true });
@@ -256,8 +278,10 @@ static void test_kernel(void)
                    k == FK_FRAME_KERNEL);
     fk_sym_free(s);
     s = fk_sym_new(&(struct fk_sym_opts){ .kernel = true });
-    UNIT_CHECK("kallsyms: plain name, kernel address without the flag",
-               strcmp(name_of(s, fk_sym_locate(s, 1, addr, false), NULL), "schedule") == 0);
+    UNIT_CHECK("kallsyms: plain name",
+               strcmp(name_of(s, fk_sym_locate(s, 1, addr, true), NULL), "schedule") == 0);
+    UNIT_CHECK("kernel address in a user callchain is [unknown]",
+               strcmp(name_of(s, fk_sym_locate(s, getpid(), addr, false), NULL), "[unknown]") == 0);
     fk_sym_free(s);
 }
 
@@ -359,7 +383,7 @@ static int count_fds(void)
  * sight and closed; names must not change. */
 static void test_fd_cap(void)
 {
-    struct rlimit rl = { 64, 64 };   /* the symbolizer keeps half: 32 */
+    struct rlimit rl = { 40, 40 };   /* the symbolizer keeps half: 20 */
     if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
         printf("SKIP: %s: fd cap (setrlimit)\n", unit_name);
         return;
@@ -372,7 +396,10 @@ static void test_fd_cap(void)
     int during = count_fds();
     uint64_t fn = (uint64_t)(uintptr_t)unit_sym_target;
     printf("# fd cap: %llu DSOs, %d fds held\n", (unsigned long long)st.dsos, during - before);
-    UNIT_CHECK("fd cap: held fds bounded", during - before <= 32 && st.dsos > 32);
+    if (st.dsos > 20)
+        UNIT_CHECK("fd cap: held fds bounded", during - before <= 20);
+    else
+        printf("SKIP: %s: fd cap (only %llu DSOs on this host)\n", unit_name, (unsigned long long)st.dsos);
     UNIT_CHECK("fd cap: names still resolve", strcmp(name_at(s, getpid(), fn), "unit_sym_target") == 0);
     fk_sym_free(s);
     UNIT_CHECK("fd cap: all closed on free", count_fds() == before);

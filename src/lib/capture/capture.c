@@ -654,7 +654,9 @@ static void progress(const struct fk_capture_opts *o, struct engine *e, uint64_t
     if (o->duration_ms)
         fprintf(stderr, "\r%s: %llu s left, %llu samples, %llu lost \033[K",
                 o->progress_label ? o->progress_label : "flamekit",
-                (unsigned long long)((o->duration_ms / 1000 > el) ? o->duration_ms / 1000 - el : 0),
+                (unsigned long long)(o->duration_ms * 1000000ull > now - start
+                                         ? (o->duration_ms * 1000000ull - (now - start) + 999999999ull) / 1000000000ull
+                                         : 0),
                 (unsigned long long)e->r->samples_kept, (unsigned long long)e->r->lost);
     else
         fprintf(stderr, "\r%s: %llu s, %llu samples, %llu lost \033[K",

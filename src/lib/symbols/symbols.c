@@ -3,6 +3,7 @@
 #include "symbols/symbols-int.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -688,8 +689,10 @@ void fk_sym_mmap(struct fk_symbolizer *s, pid_t pid, uint64_t start, uint64_t le
 
 struct fk_loc fk_sym_locate(struct fk_symbolizer *s, pid_t pid, uint64_t ip, bool kernel)
 {
-    if (kernel || ip >= 0xffff800000000000ULL)
+    if (kernel)
         return (struct fk_loc){ DSO_IDX_KERNEL, ip };
+    /* a kernel address in a user callchain is a bad frame pointer: it is
+     * in no map (except [vsyscall]) and ends as [unknown] below */
     struct proc *pr = proc_find(s, pid);
     if (!pr)
         pr = proc_get(s, pid);      /* rare: first sample of an unseen process */
@@ -723,6 +726,43 @@ const char *fk_sym_comm_of(struct fk_symbolizer *s, pid_t pid, pid_t tid)
     if (pr && pr->comm[0])
         return pr->comm;
     return "[unknown]";
+}
+
+/* C++ names through the C++ runtime's own demangler, loaded only if it is
+ * there: no link-time dependency on libstdc++. */
+typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
+
+static demangle_fn demangler(void)
+{
+    static bool tried;
+    static demangle_fn fn;
+    if (!tried) {
+        tried = true;
+        void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+        if (h)
+            *(void **)&fn = dlsym(h, "__cxa_demangle");
+    }
+    return fn;
+}
+
+static void add_symbol_name(struct fk_symbolizer *s, const char *name, struct fk_buf *out)
+{
+    demangle_fn fn;
+    if (name[0] == '_' && name[1] == 'Z' && !s->opts.no_demangle && (fn = demangler())) {
+        int status = -1;
+        char *d = fn(name, NULL, NULL, &status);
+        if (d && status == 0) {
+            /* ';' separates frames in folded stacks */
+            for (char *c = d; *c; c++)
+                if (*c == ';' || *c == '\n')
+                    *c = ':';
+            fk_buf_adds(out, d);
+            free(d);
+            return;
+        }
+        free(d);
+    }
+    fk_buf_adds(out, name);
 }
 
 /* File offset -> ELF vaddr through the PT_LOAD segments. */
@@ -790,7 +830,7 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
         bool have_vaddr = d->elf_ok && off_to_vaddr(d, loc.addr, &vaddr);
         y = have_vaddr ? fk_symtab_find(&d->st, vaddr, 0) : NULL;
         if (y) {
-            fk_buf_adds(out, fk_symtab_name(&d->st, y));
+            add_symbol_name(s, fk_symtab_name(&d->st, y), out);
         } else {
             s->names_unresolved++;
             fk_buf_printf(out, "[%s+0x%llx]", basename_of(d->path), (unsigned long long)vaddr);
@@ -811,7 +851,7 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
     case DSO_ANON:
         y = fk_symtab_find(&d->st, loc.addr, 0);
         if (y)
-            fk_buf_adds(out, fk_symtab_name(&d->st, y));
+            add_symbol_name(s, fk_symtab_name(&d->st, y), out);
         else {
             s->names_unresolved++;
             fk_buf_printf(out, "[JIT] tid %d", (int)d->pid);
