@@ -2,5 +2,7 @@
 FK_BENCHES += bench/collapse.sh
 EXTRA_DIST += bench/collapse.sh bench/make-input.sh
 FK_BENCHES += bench/svg.sh
+FK_BENCHES += bench/capture.sh
+EXTRA_DIST += bench/capture.sh
 EXTRA_DIST += bench/svg.sh
 FK_BENCHES += bench/fetch.sh

@@ -199,3 +199,14 @@ print(end, " ".join(exts))
 PY
 )
 check_eq "--stdout: stream has the three files and status 0" "0 flamegraph.svg folded.gz json" "$res"
+
+# memory cap: stops cleanly, says so, files complete
+start=$(date +%s)
+o=$("$FLAMEKIT" host -d 20 --max-memory 1M -o "$T/mem" 2>&1); rc=$?
+check_eq "memory cap: exit 0" 0 "$rc"
+check_grep "memory cap: summary says so" 'memory limit' "$o"
+check_range "memory cap: stopped early (s)" $(( $(date +%s) - start )) 0 15
+j=$(ls "$T"/mem/*.json 2>/dev/null)
+[ -n "$j" ] && check_eq "memory cap: metadata memory_limited" True "$(jget "$j" memory_limited)" || fail "memory cap: no json"
+"$FLAMEKIT" host --max-memory 2G >/dev/null 2>&1; check_eq "memory above the cap without --unsafe-limits: exit 2" 2 "$?"
+"$FLAMEKIT" host -q --stdout >/dev/null </dev/null 2>&1 -d 100ms; check_eq "--stdout to a non-tty works" 0 "$?"

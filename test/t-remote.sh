@@ -40,6 +40,7 @@ EOC
             if ssh-keyscan -T 1 -p "$port" 127.0.0.1 >/dev/null 2>&1; then
                 fk_cleanup "kill $pid 2>/dev/null; wait $pid 2>/dev/null"
                 printf -v "$2" %s "$port"
+                printf -v "SSHD_PID_$name" %s "$pid"
                 return 0
             fi
             kill -0 $pid 2>/dev/null || break
@@ -67,7 +68,7 @@ Host $1
   BatchMode yes
   UserKnownHostsFile $4
   GlobalKnownHostsFile /dev/null
-  StrictHostKeyChecking yes
+  ${5:-StrictHostKeyChecking yes}
   ConnectTimeout 5
 EOC
 }
@@ -77,6 +78,7 @@ EOC
     host_block hclosed "$PCLOSED" "$T/id" "$T/known_hosts"
     host_block hauth "$P1" "$T/id_other" "$T/known_hosts"
     host_block hunknown "$P1" "$T/id" "$T/empty_known_hosts"
+    host_block hunknown_default "$P1" "$T/id" "$T/empty_known_hosts" "# StrictHostKeyChecking: ssh's default"
 } > "$T/ssh_config"
 export FLAMEKIT_SSH="ssh -F $T/ssh_config"
 check "test sshd accepts our key" ssh -F "$T/ssh_config" h1 true
@@ -102,14 +104,32 @@ check_grep "round trip: remote progress shown with the host" '^h1: flamekit|^h1:
 if "$FLAMEKIT" run --help 2>&1 | grep -q -- '--stdout'; then
     fresh
     "$FLAMEKIT" remote --status lines --remote-path "$FLAMEKIT" -o "$T/out" h1 -- \
-        run --duration 2s -- "$FK_BUILD/test/progs/remote-spin" 3000 >"$T/real.out" 2>"$T/real.err"; rc=$?
+        run -- "$FK_BUILD/test/progs/remote-spin" 2000 >"$T/real.out" 2>"$T/real.err"; rc=$?
     check_eq "real capture round trip exits 0" 0 "$rc" 
     svg=$(ls "$T"/out/*.svg 2>/dev/null | head -1)
     check "real capture: SVG valid" xmllint --noout "$svg"
     check_grep "real capture: folded has the workload's function" 'remote_spin_hot' "$(zcat "$T"/out/*.folded.gz 2>&1)"
+    check_eq "real capture: SVG, folded.gz and JSON land locally" 3 "$(nfiles)"
+    if need python3; then check "real capture: JSON metadata parses" python3 -m json.tool "$(ls "$T"/out/*.json | head -1)"; fi
+    # --deploy of this very binary, running a real capture.
+    fresh
+    before=$(find /tmp -maxdepth 1 -name 'flamekit.??????' | sort)
+    "$FLAMEKIT" remote --status lines --deploy -o "$T/out" h1 -- run -- "$FK_BUILD/test/progs/remote-spin" 1000 >/dev/null 2>"$T/err"; rc=$?
+    check_eq "real capture with --deploy exits 0" 0 "$rc"
+    check_grep "real capture with --deploy: the workload's function" 'remote_spin_hot' "$(zcat "$T"/out/*.folded.gz 2>&1)"
+    check_eq "real capture with --deploy: deployed copy removed" "$before" "$(find /tmp -maxdepth 1 -name 'flamekit.??????' | sort)"
+    HAVE_REAL=1
 else
     skip "real capture round trip" "this build has no 'run --stdout' yet"
+    HAVE_REAL=
 fi
+
+# Default output directory: ~/Downloads if it exists, else the current one.
+mkdir -p "$T/home/Downloads" "$T/home2" "$T/cwd"
+out=$(HOME=$T/home "$FLAMEKIT" remote --status lines --remote-path "$FAKE" h1 -- run -- true 2>/dev/null)
+check_grep "no -o: results go to ~/Downloads" "^$T/home/Downloads/.*\.flamegraph\.svg$" "$out"
+out=$(cd "$T/cwd" && HOME=$T/home2 "$FLAMEKIT" remote --status lines --remote-path "$FAKE" h1 -- run -- true 2>/dev/null)
+check_eq "no -o and no ~/Downloads: results go to the current directory" 3 "$(ls "$T/cwd" | wc -l)"
 
 # 2. --deploy: copied to a private temporary directory, run, removed.
 fresh
@@ -136,8 +156,13 @@ if [ -x "$FK_BUILD/flamekit-portable" ]; then
         grep -vE '^(linux-vdso\.so|/lib64/ld-linux|libc\.so|libm\.so|libcurl\.so|libcrypto\.so|libasan\.so|libubsan\.so|libstdc\+\+\.so|libgcc_s\.so)')
     check_eq "flamekit-portable needs only libc, libm, libcurl and libcrypto (libcurl4 needs libcrypto itself)" "" "$extra"
     fresh
-    "$FLAMEKIT" remote --status lines --deploy-binary "$FK_BUILD/flamekit-portable" -o "$T/out" h1 -- no-such-command >/dev/null 2>"$T/err"
-    check_grep "flamekit-portable deploys and runs" "^h1: flamekit: 'no-such-command' is not a flamekit command" "$(cat "$T/err")"
+    if [ -n "$HAVE_REAL" ]; then
+        "$FLAMEKIT" remote --status lines --deploy-binary "$FK_BUILD/flamekit-portable" -o "$T/out" h1 -- run -- "$FK_BUILD/test/progs/remote-spin" 1000 >/dev/null 2>"$T/err"
+        check_grep "flamekit-portable deploys and captures" 'remote_spin_hot' "$(zcat "$T"/out/*.folded.gz 2>&1)"
+    else
+        "$FLAMEKIT" remote --status lines --deploy-binary "$FK_BUILD/flamekit-portable" -o "$T/out" h1 -- no-such-command >/dev/null 2>"$T/err"
+        check_grep "flamekit-portable deploys and runs" "^h1: flamekit: 'no-such-command' is not a flamekit command" "$(cat "$T/err")"
+    fi
 else
     skip "flamekit-portable deploy" "not built (make flamekit-portable)"
 fi
@@ -181,6 +206,10 @@ check_grep "nonexistent PID: remote error verbatim with the host" "^h1: flamekit
 check_grep "nonexistent PID: summary" '^h1: FAILED: remote capture failed \(status 1\): flamekit pid: no process' "$out"
 check_eq "nonexistent PID: no local files" 0 "$(nfiles)"
 
+out=$("$FLAMEKIT" remote --status lines --remote-path "$FAKE" -o "$T/out" h1 -- evil 2>&1)
+check_grep "remote text: control characters are neutralised" '^h1: flamekit evil: bad\?\[2Jthing$' "$out"
+if printf '%s' "$out" | grep -q $'\033'; then fail "remote text: no escape byte reaches the terminal"; else pass "remote text: no escape byte reaches the terminal"; fi
+
 # 6. Stream cut mid-file (remote process killed), and a corrupted stream.
 fresh
 "$FLAMEKIT" remote --status lines --remote-path "$FAKE" -o "$T/out" h1 -- slow "$T/slow.pid" >/dev/null 2>"$T/err" &
@@ -196,6 +225,22 @@ out=$("$FLAMEKIT" remote --status lines --remote-path "$FAKE" -o "$T/out" h1 -- 
 check_eq "corrupted stream exits 1" 1 "$rc"
 check_grep "corrupted stream: checksum error" '^h1: FAILED: checksum mismatch' "$out"
 check_eq "corrupted stream: no files" 0 "$(nfiles)"
+
+# 6a. The connection itself cut mid-file (the sshd session process killed).
+fresh
+rm -f "$T/slow.pid"
+"$FLAMEKIT" remote --status lines --remote-path "$FAKE" -o "$T/out" h1 -- slow "$T/slow.pid" >/dev/null 2>"$T/err" &
+rpid=$!
+for _ in $(seq 100); do [ -n "$(find "$T/out" -name '.slow*fkpart*' -size +0 2>/dev/null)" ] && break; sleep 0.05; done
+spid=$(cat "$T/slow.pid" 2>/dev/null)
+sess=$(pgrep -P "$SSHD_PID_a" | head -1)
+[ -n "$sess" ] && kill -KILL "$sess"
+wait $rpid; rc=$?
+check_eq "connection cut exits 1" 1 "$rc"
+check_grep "connection cut: clear error with the host" '^h1: FAILED: stream cut in the middle of a file' "$(cat "$T/err")"
+check_eq "connection cut: no file left" 0 "$(nfiles)"
+for _ in $(seq 60); do kill -0 "$spid" 2>/dev/null || break; sleep 0.05; done
+if [ -n "$spid" ] && ! kill -0 "$spid" 2>/dev/null; then pass "connection cut: remote capture stopped"; else fail "connection cut: remote capture stopped" "pid $spid alive"; kill "$spid" 2>/dev/null; fi
 
 # 6b. Ctrl-C locally stops the remote capture too (no orphan), removes temporaries.
 rm -f "$T/slow.pid"
@@ -234,6 +279,11 @@ check_eq "unknown host key exits 1" 1 "$rc"
 check_grep "unknown host key: ssh's verdict with the host" '^hunknown: FAILED: ssh failed \(exit 255\): Host key verification failed' "$out"
 if [ ! -e "$T/where" ]; then pass "unknown host key: no capture ran"; else fail "unknown host key: no capture ran"; fi
 check_eq "unknown host key: no files" 0 "$(nfiles)"
+out=$("$FLAMEKIT" remote --status lines --remote-path "$FAKE" -o "$T/out" hunknown_default -- run --where "$T/where" -- true 2>&1); rc=$?
+check_eq "unknown host key, ssh's default checking (batch mode): exits 1" 1 "$rc"
+check_grep "unknown host key, default checking: ssh's verdict" '^hunknown_default: FAILED: ssh failed \(exit 255\): Host key verification failed' "$out"
+if [ ! -e "$T/where" ]; then pass "unknown host key, default checking: no capture ran"; else fail "unknown host key, default checking: no capture ran"; fi
+check_eq "unknown host key: known_hosts left alone (no key accepted for us)" 0 "$(wc -c < "$T/empty_known_hosts")"
 
 # 8. --open hands the SVG to xdg-open; --sudo; usage errors.
 fresh
@@ -246,6 +296,8 @@ check_grep "--open passes the local SVG to xdg-open" "^$T/out/.*\.flamegraph\.sv
 if need sudo; then
     fresh
     check "--sudo runs the remote flamekit through sudo -n" "$FLAMEKIT" remote --status lines --sudo --remote-path "$FAKE" -o "$T/out" h1 -- run -- true
+    fresh
+    check "--sudo --deploy runs the deployed copy through sudo -n" "$FLAMEKIT" remote --status lines --sudo --deploy-binary "$FAKE" -o "$T/out" h1 -- run -- true
 fi
 out=$("$FLAMEKIT" remote h1 pid 1 2>&1); rc=$?
 check_eq "missing -- is a usage error" 2 "$rc"

@@ -11,7 +11,7 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: flamekit remote [OPTIONS] HOST [HOST...] -- CAPTURE-COMMAND [ARGS]\n"
             "\n"
-            "Run 'flamekit CAPTURE-COMMAND ARGS --stdout' on each HOST over ssh (in\n"
+            "Run 'flamekit CAPTURE-COMMAND --stdout ARGS' on each HOST over ssh (in\n"
             "parallel) and write the results (SVG, folded.gz, JSON) locally.\n"
             "\n"
             "  -o, --output DIR       local directory (default ~/Downloads if it exists, else .)\n"

@@ -176,6 +176,8 @@ int main(int argc, char **argv)
         sleep(60);
         return 0;
     }
+    if (!strcmp(cmd, "evil"))
+        return fail(1, "flamekit evil: bad\033[2Jthing");
     if (!strcmp(cmd, "garble")) {
         /* Valid framing, bad CRC in the second record's payload. */
         char path[] = "/tmp/fk-fake-garble.XXXXXX";

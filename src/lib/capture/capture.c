@@ -327,6 +327,12 @@ static void handle_sample(struct engine *e, const union perf_event *ev)
             }
             if (skip)
                 continue;
+#ifdef __x86_64__
+            /* a frame-pointer walk through code without frame pointers ends
+             * on garbage; a user "address" in the kernel half is one */
+            if (!kernel && a >= 0x0000800000000000ull)
+                continue;
+#endif
             /* return addresses point after the call: look up the call */
             struct fk_loc loc = fk_sym_locate(e->sym, pid, first ? a : a - 1, kernel);
             first = false;
@@ -648,7 +654,9 @@ static void progress(const struct fk_capture_opts *o, struct engine *e, uint64_t
     if (o->duration_ms)
         fprintf(stderr, "\r%s: %llu s left, %llu samples, %llu lost \033[K",
                 o->progress_label ? o->progress_label : "flamekit",
-                (unsigned long long)((o->duration_ms / 1000 > el) ? o->duration_ms / 1000 - el : 0),
+                (unsigned long long)(o->duration_ms * 1000000ull > now - start
+                                         ? (o->duration_ms * 1000000ull - (now - start) + 999999999ull) / 1000000000ull
+                                         : 0),
                 (unsigned long long)e->r->samples_kept, (unsigned long long)e->r->lost);
     else
         fprintf(stderr, "\r%s: %llu s, %llu samples, %llu lost \033[K",

@@ -23,10 +23,13 @@ struct fk_record_files fk_record_written;
 static volatile sig_atomic_t stop_flag;
 static volatile pid_t forward_pid;
 
-static void on_signal(int sig)
+/* run: pass the signal on, unless the terminal sent it (then the command,
+ * in the same process group, already has it). */
+static void on_signal(int sig, siginfo_t *si, void *uc)
 {
+    (void)uc;
     stop_flag = sig;
-    if (forward_pid > 0)
+    if (forward_pid > 0 && (!si || si->si_code != SI_KERNEL))
         kill(forward_pid, sig);
 }
 
@@ -330,6 +333,9 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
     }
     if (to_stdout && outdir)
         fk_usage_error("--stdout and --output-dir exclude each other");
+    if (to_stdout && isatty(STDOUT_FILENO))
+        fk_usage_error("--stdout writes a binary result stream: redirect it to a file or "
+                       "read it with 'flamekit remote'");
 
     struct fk_capture_opts co;
     fk_capture_opts_init(&co);
@@ -458,7 +464,8 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
     co.target = &tgt;
 
     struct sigaction sa = { 0 };
-    sa.sa_handler = on_signal;
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);

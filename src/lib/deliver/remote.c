@@ -37,6 +37,7 @@ struct host {
     size_t err_n;                 /* lines seen; tail keeps the last ones */
     int wstatus;
     bool reaped, finished, ok;
+    uint64_t start_ns;
     char *status;                 /* live status text */
     char *reason;                 /* failure summary */
 };
@@ -88,13 +89,17 @@ char *fk_remote_command(const struct fk_remote_opts *o, uint64_t deploy_size)
     }
     if (o->sudo)
         fk_buf_adds(&s, "sudo -n ");
+    /* --stdout right after the command name: after the arguments it would
+     * land behind "run --" as an argument of the workload. */
     fk_buf_adds(&s, "\"$b\"");
     for (size_t i = 0; i < o->ncapture; i++) {
         fk_buf_addc(&s, ' ');
         add_quoted(&s, o->capture[i]);
+        if (i == 0)
+            fk_buf_adds(&s, " --stdout");
     }
     /* Background jobs get /dev/null as stdin: the watcher reads a copy. */
-    fk_buf_adds(&s, " --stdout </dev/null 3<&- & p=$!; "
+    fk_buf_adds(&s, " </dev/null 3<&- & p=$!; "
                     "{ cat <&3 >/dev/null; kill -TERM $p; } >/dev/null 2>&1 & w=$!; exec 3<&-; "
                     "wait $p; rc=$?; kill $w 2>/dev/null; exit $rc");
     struct fk_buf c = FK_BUF_INIT;
@@ -113,6 +118,14 @@ static char *safe_prefix(const char *host)
     if (p[0] == '.')
         p[0] = '_';
     return p;
+}
+
+/* Remote text goes to our terminal: no control characters in it. */
+static void sanitize(char *s)
+{
+    for (; *s; s++)
+        if (((unsigned char)*s < 0x20 && *s != '\t') || *s == 0x7f)
+            *s = '?';
 }
 
 static void set_status(struct host *h, const char *fmt, ...) FK_PRINTF(2, 3);
@@ -144,6 +157,7 @@ static void ui_event(struct ui *u, struct host *h, const char *fmt, ...)
     char tmp[1024];
     vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
+    sanitize(tmp);
     free(h->status);
     h->status = fk_strdup(tmp);
     if (!u->tty)
@@ -162,7 +176,13 @@ static void ui_draw(struct ui *u, struct host *hosts, size_t n, bool force)
         fprintf(stderr, "\033[%zuA", u->drawn);
     for (size_t i = 0; i < n; i++) {
         char line[1024];
-        snprintf(line, sizeof line, "%s: %s", hosts[i].name, hosts[i].status ? hosts[i].status : "");
+        const struct host *h = &hosts[i];
+        if (h->finished)
+            snprintf(line, sizeof line, "%s: %s", h->name, h->status ? h->status : "");
+        else
+            snprintf(line, sizeof line, "%s [%llus]: %s", h->name,
+                     (unsigned long long)((now - h->start_ns) / 1000000000ull),
+                     h->status ? h->status : "");
         size_t max = u->width > 1 ? u->width - 1 : 79;
         if (strlen(line) > max)
             line[max] = '\0';
@@ -174,10 +194,14 @@ static void ui_draw(struct ui *u, struct host *hosts, size_t n, bool force)
 
 /* ---- remote stderr ---------------------------------------------------- */
 
-static void err_line(struct ui *u, struct host *h, const char *line)
+static void err_line(struct ui *u, struct host *h, const char *raw)
 {
+    /* Verbatim except control characters: a remote host must not be able
+     * to send escape sequences to our terminal. */
+    char *line = fk_strdup(raw);
+    sanitize(line);
     free(h->err_tail[h->err_n % ERR_TAIL_LINES]);
-    h->err_tail[h->err_n % ERR_TAIL_LINES] = fk_strdup(line);
+    h->err_tail[h->err_n % ERR_TAIL_LINES] = line;
     h->err_n++;
     if (u->tty)
         set_status(h, "%s", line);
@@ -316,8 +340,10 @@ static void finish_host(const struct fk_remote_opts *o, struct ui *u, struct hos
     } else {
         h->reason = fk_asprintf("%s (ssh %s)", r->error ? r->error : "bad result stream", how);
     }
-    if (!h->ok)
+    if (!h->ok) {
+        sanitize(h->reason);
         ui_event(u, h, "FAILED: %s", h->reason);
+    }
     free(how);
 }
 
@@ -520,6 +546,7 @@ int fk_remote_run(const struct fk_remote_opts *o)
         h->name = o->hosts[i];
         h->prefix = safe_prefix(h->name);
         h->in_fd = h->out_fd = h->err_fd = -1;
+        h->start_ns = fk_now_ns();
         fk_stream_reader_init(&h->rd, outdir);
         if (!spawn(o, h, command)) {
             h->reason = fk_strdup("cannot start ssh");

@@ -3,6 +3,7 @@
 #include "symbols/symbols-int.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -203,6 +204,8 @@ static int open_mapped(struct fk_symbolizer *s, struct dso *d, pid_t pid,
     return -1;
 }
 
+static void dso_load(struct fk_symbolizer *s, struct dso *d);
+
 static uint64_t dso_key(uint64_t dev, uint64_t ino, const char *path,
                         const unsigned char *bid, size_t bid_len)
 {
@@ -251,10 +254,8 @@ static uint32_t dso_file(struct fk_symbolizer *s, pid_t pid, uint64_t start, uin
     }
     d->fd = open_mapped(s, d, pid, start, end);
     if (d->fd >= 0) {
-        if (d->via_map_files || deleted)
-            s->deleted_kept++;
         if (s->fds_open >= s->fd_cap)
-            fk_dso_load_elf(d);     /* too many pinned: read now, close */
+            dso_load(s, d);         /* too many pinned: read now, close */
         else
             s->fds_open++;
     }
@@ -262,12 +263,53 @@ static uint32_t dso_file(struct fk_symbolizer *s, pid_t pid, uint64_t start, uin
     return idx;
 }
 
+/* The pid a process sees for itself (last NStgid field): a JIT in a
+ * container names its map after that one. */
+static pid_t ns_pid(pid_t pid)
+{
+    char p[64];
+    snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(p, "re");
+    if (!f)
+        return 0;
+    char *line = NULL;
+    size_t cap = 0;
+    pid_t nspid = 0;
+    while (getline(&line, &cap, f) > 0)
+        if (strncmp(line, "NStgid:", 7) == 0) {
+            char *last = strrchr(line, '\t');
+            nspid = (pid_t)atoi(last ? last + 1 : line + 7);
+            break;
+        }
+    free(line);
+    fclose(f);
+    return nspid;
+}
+
+/* Read a file DSO's symbols; count it when the path no longer leads to
+ * the file we pinned (deleted, replaced by an upgrade). */
+static void dso_load(struct fk_symbolizer *s, struct dso *d)
+{
+    struct stat pinned, now;
+    if (d->fd >= 0 && fstat(d->fd, &pinned) == 0) {
+        char p[64 + 4096];
+        snprintf(p, sizeof p, "%s%s", d->root ? d->root : "", d->path);
+        if (d->deleted || stat(p, &now) != 0 || now.st_ino != pinned.st_ino ||
+            now.st_dev != pinned.st_dev)
+            s->deleted_kept++;
+    }
+    fk_dso_load_elf(d);
+}
+
 static void read_perf_map(struct fk_symbolizer *s, struct dso *d, bool at_end)
 {
     if (!s->opts.jit)
         return;
+    if (!d->nspid)
+        d->nspid = ns_pid(d->pid);
     char p[128];
-    snprintf(p, sizeof p, "/proc/%d/root/tmp/perf-%d.map", (int)d->pid, (int)d->pid);
+    snprintf(p, sizeof p, "/proc/%d/root/tmp/perf-%d.map", (int)d->pid,
+             (int)(d->nspid ? d->nspid : d->pid));
     struct stat rs;
     char r[64];
     snprintf(r, sizeof r, "/proc/%d/root", (int)d->pid);
@@ -647,8 +689,10 @@ void fk_sym_mmap(struct fk_symbolizer *s, pid_t pid, uint64_t start, uint64_t le
 
 struct fk_loc fk_sym_locate(struct fk_symbolizer *s, pid_t pid, uint64_t ip, bool kernel)
 {
-    if (kernel || ip >= 0xffff800000000000ULL)
+    if (kernel)
         return (struct fk_loc){ DSO_IDX_KERNEL, ip };
+    /* a kernel address in a user callchain is a bad frame pointer: it is
+     * in no map (except [vsyscall]) and ends as [unknown] below */
     struct proc *pr = proc_find(s, pid);
     if (!pr)
         pr = proc_get(s, pid);      /* rare: first sample of an unseen process */
@@ -682,6 +726,43 @@ const char *fk_sym_comm_of(struct fk_symbolizer *s, pid_t pid, pid_t tid)
     if (pr && pr->comm[0])
         return pr->comm;
     return "[unknown]";
+}
+
+/* C++ names through the C++ runtime's own demangler, loaded only if it is
+ * there: no link-time dependency on libstdc++. */
+typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
+
+static demangle_fn demangler(void)
+{
+    static bool tried;
+    static demangle_fn fn;
+    if (!tried) {
+        tried = true;
+        void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+        if (h)
+            *(void **)&fn = dlsym(h, "__cxa_demangle");
+    }
+    return fn;
+}
+
+static void add_symbol_name(struct fk_symbolizer *s, const char *name, struct fk_buf *out)
+{
+    demangle_fn fn;
+    if (name[0] == '_' && name[1] == 'Z' && !s->opts.no_demangle && (fn = demangler())) {
+        int status = -1;
+        char *d = fn(name, NULL, NULL, &status);
+        if (d && status == 0) {
+            /* ';' separates frames in folded stacks */
+            for (char *c = d; *c; c++)
+                if (*c == ';' || *c == '\n')
+                    *c = ':';
+            fk_buf_adds(out, d);
+            free(d);
+            return;
+        }
+        free(d);
+    }
+    fk_buf_adds(out, name);
 }
 
 /* File offset -> ELF vaddr through the PT_LOAD segments. */
@@ -741,7 +822,7 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
     case DSO_FILE: {
         if (!d->loaded) {
             bool had_fd = d->fd >= 0;
-            fk_dso_load_elf(d);
+            dso_load(s, d);
             if (had_fd && s->fds_open)
                 s->fds_open--;
         }
@@ -749,7 +830,7 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
         bool have_vaddr = d->elf_ok && off_to_vaddr(d, loc.addr, &vaddr);
         y = have_vaddr ? fk_symtab_find(&d->st, vaddr, 0) : NULL;
         if (y) {
-            fk_buf_adds(out, fk_symtab_name(&d->st, y));
+            add_symbol_name(s, fk_symtab_name(&d->st, y), out);
         } else {
             s->names_unresolved++;
             fk_buf_printf(out, "[%s+0x%llx]", basename_of(d->path), (unsigned long long)vaddr);
@@ -770,7 +851,7 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
     case DSO_ANON:
         y = fk_symtab_find(&d->st, loc.addr, 0);
         if (y)
-            fk_buf_adds(out, fk_symtab_name(&d->st, y));
+            add_symbol_name(s, fk_symtab_name(&d->st, y), out);
         else {
             s->names_unresolved++;
             fk_buf_printf(out, "[JIT] tid %d", (int)d->pid);

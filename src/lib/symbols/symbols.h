@@ -26,12 +26,14 @@ struct fk_sym_opts {
     bool jit;           /* read /tmp/perf-PID.map (inside the target's root) */
     bool annotate;      /* suffix _[k] for kernel and _[j] for JIT frames */
     bool no_map_files;  /* tests: never open through /proc/PID/map_files */
+    bool no_demangle;   /* keep C++ names mangled (default: demangled like perf,
+                           when libstdc++.so.6 can be loaded at run time) */
 };
 
 /* Location of one frame: which DSO and where in it. */
 struct fk_loc {
     uint32_t dso;       /* index in the symbolizer's DSO table; 0 = unknown */
-    uint64_t addr;      /* DSO-relative address (ELF vaddr), or absolute */
+    uint64_t addr;      /* file offset in the DSO, or the absolute address (kernel, JIT) */
 };
 
 enum fk_frame_kind { FK_FRAME_UNKNOWN, FK_FRAME_USER, FK_FRAME_KERNEL, FK_FRAME_JIT };
@@ -71,7 +73,7 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
 /* Counters for the capture summary/metadata. */
 struct fk_sym_stats {
     uint64_t dsos, processes, locate_unknown, names_unresolved;
-    uint64_t deleted_files_kept;    /* DSOs read from a kept fd or map_files */
+    uint64_t deleted_files_kept;    /* DSOs named from a kept file whose path was gone or replaced */
 };
 void fk_sym_stats(const struct fk_symbolizer *s, struct fk_sym_stats *out);
 /* Bytes held (for the memory cap). */

@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# Symbolizer on real processes: a Go binary, a binary deleted while running,
+# a process in another mount namespace, a JIT perf map; through symlookup
+# (scan at first sight, locate, name after exit).
+# timeout: 120
+. "$FK_SRC/test/lib.sh"
+LOOKUP=$FK_BUILD/test/progs/symlookup
+PROG=$FK_BUILD/test/progs/symprog
+
+# start_prog OUTVAR CMD...: run CMD with stdin from a fifo we hold open; the
+# first line it prints goes into OUTVAR, its pid into $PROG_PID.
+start_prog() {
+    local var=$1; shift
+    local fifo=$T/fifo.$RANDOM
+    mkfifo "$fifo"
+    "$@" < "$fifo" > "$fifo.out" 2>&1 &
+    PROG_PID=$!
+    exec {PROG_FD}> "$fifo"
+    local i
+    for ((i = 0; i < 100; i++)); do [ -s "$fifo.out" ] && break; sleep 0.05; done
+    printf -v "$var" '%s' "$(head -n 1 "$fifo.out")"
+}
+stop_prog() { exec {PROG_FD}>&-; wait "$PROG_PID" 2>/dev/null; }
+fk_cleanup '[ -n "${PROG_PID:-}" ] && kill $PROG_PID 2>/dev/null'
+
+# 1. A Go binary (static, non-PIE; .symtab kept by default)
+if need go; then
+    mkdir -p "$T/go" && cp "$FK_SRC/test/progs/symgo/main.go" "$T/go/"
+    if (cd "$T/go" && GOCACHE=$T/go/cache GO111MODULE=off GOFLAGS= go build -o symgo main.go) >"$T/go.log" 2>&1; then
+        start_prog addr "$T/go/symgo" addrs
+        out=$("$LOOKUP" "$PROG_PID" "$(printf '%x' $((0x$addr + 4)))")
+        stop_prog
+        check_eq "Go function via .symtab" "main.fkGoHot" "$out"
+    else
+        fail "go build" "$(cat "$T/go.log")"
+    fi
+else
+    skip "Go function via .symtab" "golang-go not installed"
+fi
+
+# 2. Deleted while running, named after exit (-w: delete between locate and name)
+cp "$PROG" "$T/victim"
+start_prog addrs "$T/victim" addrs
+read -r a b <<<"$addrs"
+mkfifo "$T/go-on"
+"$LOOKUP" -M -w "$PROG_PID" "$a" "$b" < "$T/go-on" > "$T/deleted.out" {PROG_FD}>&- &
+lk=$!
+exec {GO_FD}> "$T/go-on"
+sleep 0.3; rm -f "$T/victim"; stop_prog
+echo >&$GO_FD; exec {GO_FD}>&-; wait $lk
+out=$(tr '\n' ' ' < "$T/deleted.out")
+check_eq "binary deleted after first sight" "fk_symprog_alpha fk_symprog_beta " "$out"
+
+# 3. Other mount namespace, through /proc/PID/root (-M: no map_files)
+if need unshare; then
+    mkdir -p "$T/ns"
+    start_prog addrs unshare -m --propagation private sh -c \
+        "mount -t tmpfs fk-ns '$T/ns' && cp '$PROG' '$T/ns/p' && exec '$T/ns/p' addrs"
+    read -r a b <<<"$addrs"
+    out=$("$LOOKUP" -M "$PROG_PID" "$a" | tr -d '\n')
+    stop_prog
+    check_eq "mount namespace via /proc/PID/root" "fk_symprog_alpha" "$out"
+else
+    skip "mount namespace" "no unshare"
+fi
+
+# 4. JIT perf map, annotated
+start_prog addr "$PROG" jit
+out=$("$LOOKUP" -a "$PROG_PID" "$(printf '%x' $((0x$addr + 2)))" | tr -d '\n')
+stop_prog; rm -f "/tmp/perf-$PROG_PID.map"
+check_eq "JIT frame from perf-PID.map" "fk_jit_hot_[j]" "$out"
+
+# 5. JIT in its own pid + mount namespace: the map is /tmp/perf-NSPID.map in its root
+if need unshare; then
+    start_prog addr unshare -p -f -m --propagation private sh -c \
+        "mount -t tmpfs fk-tmp /tmp && exec '$PROG' jit"
+    inner=$(cat /proc/$PROG_PID/task/$PROG_PID/children 2>/dev/null | tr -d ' ')
+    out=$("$LOOKUP" -a "${inner:-0}" "$(printf '%x' $((0x$addr + 2)))" | tr -d '\n')
+    stop_prog
+    check_eq "JIT map in another pid namespace" "fk_jit_hot_[j]" "$out"
+fi
+
+# ---- End to end: real captures with flamekit run, assertions on the folded output
+# share FOLDED REGEX [FILTER]: share (0..1) of samples whose stack matches
+# REGEX among those matching FILTER (default: all).
+share() {
+    zcat "$1" | awk -v re="$2" -v f="${3:-.}" '
+        { n = $NF; s = $0; sub(/ [0-9]+$/, "", s) }
+        s ~ f { tot += n; if (s ~ re) hit += n }
+        END { printf "%.3f\n", tot ? hit / tot : 0 }'
+}
+run_capture() {   # run_capture NAME CMD...: folded.gz path in $FOLDED
+    local name=$1; shift
+    rm -rf "$T/$name"
+    "$FLAMEKIT" run -q --no-svg -F 499 -o "$T/$name" -- "$@" >"$T/$name.log" 2>&1
+    FOLDED=$(ls "$T/$name"/*.folded.gz 2>/dev/null | head -n 1)
+    [ -n "$FOLDED" ] || { fail "$name: capture produced no folded output" "$(cat "$T/$name.log")"; return 1; }
+}
+
+# a. binary deleted mid-capture (0.5 s into a 2 s run)
+cp "$PROG" "$T/deleted-prog"
+if run_capture deleted sh -c "(sleep 0.5; rm -f '$T/deleted-prog') & exec '$T/deleted-prog' spin 2"; then
+    check_eq "deleted mid-capture: binary is gone" "no" "$([ -e "$T/deleted-prog" ] && echo yes || echo no)"
+    a=$(share "$FOLDED" ';fk_symprog_alpha(;|$)' '^deleted-prog;')
+    b=$(share "$FOLDED" ';fk_symprog_beta(;|$)' '^deleted-prog;')
+    check_range "deleted mid-capture: fk_symprog_alpha share" "$a" 0.60 0.88
+    check_range "deleted mid-capture: fk_symprog_beta share" "$b" 0.12 0.40
+    check_nogrep "deleted mid-capture: no unresolved program frames" 'deleted-prog\+0x' "$(zcat "$FOLDED")"
+fi
+
+# b. a process in another mount namespace, binary on its private tmpfs
+if need unshare; then
+    mkdir -p "$T/ns2"
+    if run_capture mntns unshare -m --propagation private sh -c \
+        "mount -t tmpfs fk-ns '$T/ns2' && cp '$PROG' '$T/ns2/nsprog' && exec '$T/ns2/nsprog' spin 1.5"; then
+        a=$(share "$FOLDED" ';fk_symprog_(alpha|beta)(;|$)' '^nsprog;')
+        check_range "mount namespace: samples in the program's functions" "$a" 0.90 1.0
+    fi
+fi
+
+# c. many short-lived processes (each ~10 ms of CPU)
+if run_capture short sh -c "i=0; while [ \$i -lt 150 ]; do '$PROG' spin 0.01; i=\$((i+1)); done"; then
+    tot=$(zcat "$FOLDED" | awk '/^symprog;/ { n += $NF } END { print n + 0 }')
+    a=$(share "$FOLDED" ';fk_symprog_(alpha|beta)(;|$)' '^symprog;')
+    check_range "short-lived: samples of the 150 processes" "$tot" 150 2000
+    u=$(share "$FOLDED" '\[unknown\]|\[[^];]*\+0x' '^symprog;')
+    p=$(share "$FOLDED" '\[symprog\+0x' '^symprog;')
+    check_range "short-lived: share with unresolved program frames" "$p" 0 0.01
+    if ldd "$PROG" 2>/dev/null | grep -q libasan; then
+        # sanitizer runtimes (no frame pointers, stripped) fill part of each short life
+        check_range "short-lived: share in fk_symprog_*" "$a" 0.40 1.0
+    else
+        check_range "short-lived: share in fk_symprog_*" "$a" 0.80 1.0
+        check_range "short-lived: share with unresolved frames" "$u" 0 0.10
+    fi
+fi
+
+# d. Go (frame pointers by default): full stacks down to runtime.main
+if [ -x "$T/go/symgo" ] && run_capture gocap "$T/go/symgo" spin 1.5; then
+    a=$(share "$FOLDED" ';main\.fkGoHot(;|$)' '^symgo;')
+    r=$(share "$FOLDED" ';runtime\.main;' '^symgo;.*main\.fkGoHot')
+    check_range "Go: samples in main.fkGoHot" "$a" 0.80 1.0
+    check_range "Go: its stacks reach runtime.main" "$r" 0.90 1.0
+fi
+
+# 6. C++ names demangled (libstdc++'s __cxa_demangle, loaded at run time)
+if need g++; then
+    cat > "$T/cxx.cc" <<'CXX'
+#include <cstdio>
+#include <unistd.h>
+namespace fkns { __attribute__((noinline)) void hot(unsigned long n) { static volatile unsigned long s; for (unsigned long i = 0; i < n; i++) s += i; } }
+int main() { std::printf("%lx\n", (unsigned long)(void *)&fkns::hot); std::fflush(stdout); fkns::hot(10); char c; while (read(0, &c, 1) > 0) {} }
+CXX
+    if g++ -O1 -o "$T/cxx" "$T/cxx.cc" 2>"$T/cxx.log"; then
+        start_prog addr "$T/cxx"
+        out=$("$LOOKUP" "$PROG_PID" "$(printf '%x' $((0x$addr + 1)))" | tr -d '\n')
+        stop_prog
+        check_eq "C++ name demangled" "fkns::hot(unsigned long)" "$out"
+    else
+        fail "g++ build" "$(cat "$T/cxx.log")"
+    fi
+else
+    skip "C++ name demangled" "no g++"
+fi
+
+# 7. stripped binary with its symbols in a .gnu_debuglink file (same dir, .debug/)
+if need objcopy && need strip; then
+    for where in same sub; do
+        d=$T/dbg-$where; mkdir -p "$d/.debug"
+        dbg=$d/symprog.debug; [ $where = sub ] && dbg=$d/.debug/symprog.debug
+        objcopy --only-keep-debug "$PROG" "$dbg" && strip -s -o "$d/symprog" "$PROG" &&
+            (cd "$(dirname "$dbg")" && objcopy --add-gnu-debuglink=symprog.debug "$d/symprog")
+        start_prog addrs "$d/symprog" addrs
+        read -r a b <<<"$addrs"
+        out=$("$LOOKUP" "$PROG_PID" "$a" | tr -d '\n')
+        stop_prog
+        check_eq "stripped binary, debuglink ($where dir)" "fk_symprog_alpha" "$out"
+    done
+    # without the debug file: file+offset, never dropped
+    rm -f "$T/dbg-same/symprog.debug"
+    start_prog addrs "$T/dbg-same/symprog" addrs
+    read -r a b <<<"$addrs"
+    out=$("$LOOKUP" "$PROG_PID" "$a" | tr -d '\n')
+    stop_prog
+    check_grep "stripped binary without debug file: [symprog+0x...]" '^\[symprog\+0x[0-9a-f]+\]$' "$out"
+fi
+
+# 8. kallsyms addresses hidden (no CAP_SYSLOG in a user namespace): one warning
+if need unshare && unshare -U -r true 2>/dev/null; then
+    addr=$(awk '$3 == "schedule" { print $1; exit }' /proc/kallsyms)
+    out=$(unshare -U -r "$LOOKUP" -k -a $$ "$addr" "$addr" 2>"$T/kw.err" | tr '\n' ' ')
+    check_eq "hidden kallsyms: fallback name" "[kernel.kallsyms]_[k] [kernel.kallsyms]_[k] " "$out"
+    check_eq "hidden kallsyms: exactly one warning" "1" "$(grep -c 'kptr_restrict' "$T/kw.err")"
+fi
+
+# 9. JIT code written after the capture started, map read after the process exited
+if run_capture jitcap "$PROG" jitspin 1.5; then
+    a=$(share "$FOLDED" ';fk_jit_hot_\[j\](;|$)' '^symprog;')
+    check_range "JIT capture: samples in fk_jit_hot_[j]" "$a" 0.80 1.0
+fi
+jp=$(awk '/^jit pid / { print $3 }' "$T/jitcap.log" 2>/dev/null)
+[ -n "$jp" ] && rm -f "/tmp/perf-$jp.map"
