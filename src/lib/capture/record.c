@@ -588,15 +588,16 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
     FILE *out = to_stdout ? stderr : stdout;
     if (!quiet) {
         fprintf(out, "%s: %s\n", fk_progname, tgt.desc);
-        fprintf(out, "  event %s at %s, %.1f s (%s), %llu samples",
-                co.event.name, co.event.freq ? "frequency" : "fixed period",
-                (double)r.duration_ns / 1e9, r.stop_reason ? r.stop_reason : "",
-                (unsigned long long)r.samples_kept);
         if (co.event.freq)
-            fprintf(out, " at %llu Hz", (unsigned long long)co.event.freq);
+            fprintf(out, "  event %s at %llu Hz per CPU, %.1f s (ended: %s), %llu samples",
+                    co.event.name, (unsigned long long)co.event.freq,
+                    (double)r.duration_ns / 1e9, r.stop_reason ? r.stop_reason : "",
+                    (unsigned long long)r.samples_kept);
         else
-            fprintf(out, ", 1 in %llu events (count %llu)", (unsigned long long)co.event.period,
-                    (unsigned long long)r.event_count);
+            fprintf(out, "  event %s, 1 in %llu, %.1f s (ended: %s), %llu samples (event count %llu)",
+                    co.event.name, (unsigned long long)co.event.period,
+                    (double)r.duration_ns / 1e9, r.stop_reason ? r.stop_reason : "",
+                    (unsigned long long)r.samples_kept, (unsigned long long)r.event_count);
         fprintf(out, "\n  lost %llu records, throttled %llu times, %zu unique stacks, %.1f MB peak\n",
                 (unsigned long long)r.lost, (unsigned long long)r.throttled, r.stacks.n,
                 (double)r.mem_bytes / 1048576.0);
