@@ -4,3 +4,4 @@ FK_BENCHES += bench/svg.sh
 FK_BENCHES += bench/capture.sh
 EXTRA_DIST += bench/capture.sh
 EXTRA_DIST += bench/svg.sh
+FK_BENCHES += bench/fetch.sh
