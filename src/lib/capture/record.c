@@ -309,8 +309,10 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
     opterr = 0;
     optind = 1;
     int c;
-    /* "+": stop at the first operand so 'run' passes the command's options on */
-    while ((c = getopt_long(argc, argv, "+d:F:o:qh", longopts, NULL)) != -1) {
+    /* run: "+" stops at the first operand so the command keeps its options;
+     * the others accept options after the operand too (pid 1234 --stdout) */
+    const char *shortopts = spec->kind == FK_TARGET_RUN ? "+d:F:o:qh" : "d:F:o:qh";
+    while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
         switch (c) {
         case 'd': dur_arg = optarg; break;
         case 'F': freq_arg = optarg; break;
@@ -455,6 +457,7 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
     }
 
     if (spec->kind == FK_TARGET_RUN) {
+        fk_target_run_stdout_to_stderr(to_stdout);
         if (!fk_target_run(&tgt, argv + optind)) {
             free(dir);
             return fail_rc;
