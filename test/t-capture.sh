@@ -210,3 +210,12 @@ j=$(ls "$T"/mem/*.json 2>/dev/null)
 [ -n "$j" ] && check_eq "memory cap: metadata memory_limited" True "$(jget "$j" memory_limited)" || fail "memory cap: no json"
 "$FLAMEKIT" host --max-memory 2G >/dev/null 2>&1; check_eq "memory above the cap without --unsafe-limits: exit 2" 2 "$?"
 "$FLAMEKIT" host -q --stdout >/dev/null </dev/null 2>&1 -d 100ms; check_eq "--stdout to a non-tty works" 0 "$?"
+# run --stdout: the command's own stdout must not corrupt the stream
+"$FLAMEKIT" run -q --stdout -- sh -c 'echo hello from the command' >"$T/rs" 2>"$T/rs.err"
+check_eq "run --stdout: stream starts with the magic" FKS1 "$(head -c 4 "$T/rs")"
+check_grep "run --stdout: command's stdout went to stderr" 'hello from the command' "$T/rs.err"
+# options after the operand (as flamekit remote appends --stdout)
+"$HOT" 2 & hp=$!
+"$FLAMEKIT" pid "$hp" -q -d 500ms --stdout >"$T/ps" 2>/dev/null
+check_eq "pid PID --stdout: option after the operand" FKS1 "$(head -c 4 "$T/ps")"
+wait "$hp" 2>/dev/null

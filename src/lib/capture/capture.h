@@ -46,6 +46,8 @@ bool fk_target_cgroup(struct fk_target *t, const char *arg);     /* path or cont
 /* Fork argv[0] stopped before exec; fk_target_run_exec lets it go once the
  * events are open (called by the engine). Returns false on error. */
 bool fk_target_run(struct fk_target *t, char **argv);
+/* With --stdout the result stream owns stdout: the command's goes to stderr. */
+void fk_target_run_stdout_to_stderr(bool on);
 /* Releases the child: it execs. false if exec failed (error printed,
  * *exec_errno set). */
 bool fk_target_run_exec(struct fk_target *t, int *exec_errno);

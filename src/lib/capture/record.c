@@ -309,8 +309,10 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
     opterr = 0;
     optind = 1;
     int c;
-    /* "+": stop at the first operand so 'run' passes the command's options on */
-    while ((c = getopt_long(argc, argv, "+d:F:o:qh", longopts, NULL)) != -1) {
+    /* run: "+" stops at the first operand so the command keeps its options;
+     * the others accept options after the operand too (pid 1234 --stdout) */
+    const char *shortopts = spec->kind == FK_TARGET_RUN ? "+d:F:o:qh" : "d:F:o:qh";
+    while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
         switch (c) {
         case 'd': dur_arg = optarg; break;
         case 'F': freq_arg = optarg; break;
@@ -455,6 +457,7 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
     }
 
     if (spec->kind == FK_TARGET_RUN) {
+        fk_target_run_stdout_to_stderr(to_stdout);
         if (!fk_target_run(&tgt, argv + optind)) {
             free(dir);
             return fail_rc;
@@ -588,15 +591,16 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
     FILE *out = to_stdout ? stderr : stdout;
     if (!quiet) {
         fprintf(out, "%s: %s\n", fk_progname, tgt.desc);
-        fprintf(out, "  event %s at %s, %.1f s (%s), %llu samples",
-                co.event.name, co.event.freq ? "frequency" : "fixed period",
-                (double)r.duration_ns / 1e9, r.stop_reason ? r.stop_reason : "",
-                (unsigned long long)r.samples_kept);
         if (co.event.freq)
-            fprintf(out, " at %llu Hz", (unsigned long long)co.event.freq);
+            fprintf(out, "  event %s at %llu Hz per CPU, %.1f s (ended: %s), %llu samples",
+                    co.event.name, (unsigned long long)co.event.freq,
+                    (double)r.duration_ns / 1e9, r.stop_reason ? r.stop_reason : "",
+                    (unsigned long long)r.samples_kept);
         else
-            fprintf(out, ", 1 in %llu events (count %llu)", (unsigned long long)co.event.period,
-                    (unsigned long long)r.event_count);
+            fprintf(out, "  event %s, 1 in %llu, %.1f s (ended: %s), %llu samples (event count %llu)",
+                    co.event.name, (unsigned long long)co.event.period,
+                    (double)r.duration_ns / 1e9, r.stop_reason ? r.stop_reason : "",
+                    (unsigned long long)r.samples_kept, (unsigned long long)r.event_count);
         fprintf(out, "\n  lost %llu records, throttled %llu times, %zu unique stacks, %.1f MB peak\n",
                 (unsigned long long)r.lost, (unsigned long long)r.throttled, r.stacks.n,
                 (double)r.mem_bytes / 1048576.0);

@@ -264,6 +264,12 @@ bool fk_target_cgroup(struct fk_target *t, const char *arg)
 /* RUN: the child blocks reading go_fd until we write; exec errors come
  * back through err_fd (close-on-exec, so EOF means exec worked). */
 static int run_go_fd = -1, run_err_fd = -1;
+static bool run_stdout_to_stderr;
+
+void fk_target_run_stdout_to_stderr(bool on)
+{
+    run_stdout_to_stderr = on;
+}
 
 bool fk_target_run(struct fk_target *t, char **argv)
 {
@@ -296,6 +302,8 @@ bool fk_target_run(struct fk_target *t, char **argv)
         while (n < 0 && errno == EINTR);
         if (n != 1)
             _exit(127);     /* the profiler gave up before starting us */
+        if (run_stdout_to_stderr && dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+            _exit(126);
         execvp(argv[0], argv);
         int e = errno;
         if (write(err[1], &e, sizeof e) < 0)
