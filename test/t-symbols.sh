@@ -31,6 +31,13 @@ if need go; then
         out=$("$LOOKUP" "$PROG_PID" "$(printf '%x' $((0x$addr + 4)))")
         stop_prog
         check_eq "Go function via .symtab" "main.fkGoHot" "$out"
+        # stripped (-ldflags=-s): no .symtab, names from .gopclntab
+        if (cd "$T/go" && GOCACHE=$T/go/cache GO111MODULE=off GOFLAGS= go build -ldflags=-s -o symgo-s main.go) >>"$T/go.log" 2>&1; then
+            start_prog addr "$T/go/symgo-s" addrs
+            out=$("$LOOKUP" "$PROG_PID" "$(printf '%x' $((0x$addr + 4)))")
+            stop_prog
+            check_eq "stripped Go function via .gopclntab" "main.fkGoHot" "$out"
+        fi
     else
         fail "go build" "$(cat "$T/go.log")"
     fi
