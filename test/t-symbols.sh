@@ -31,6 +31,13 @@ if need go; then
         out=$("$LOOKUP" "$PROG_PID" "$(printf '%x' $((0x$addr + 4)))")
         stop_prog
         check_eq "Go function via .symtab" "main.fkGoHot" "$out"
+        # stripped (-ldflags=-s): no .symtab, names from .gopclntab
+        if (cd "$T/go" && GOCACHE=$T/go/cache GO111MODULE=off GOFLAGS= go build -ldflags=-s -o symgo-s main.go) >>"$T/go.log" 2>&1; then
+            start_prog addr "$T/go/symgo-s" addrs
+            out=$("$LOOKUP" "$PROG_PID" "$(printf '%x' $((0x$addr + 4)))")
+            stop_prog
+            check_eq "stripped Go function via .gopclntab" "main.fkGoHot" "$out"
+        fi
     else
         fail "go build" "$(cat "$T/go.log")"
     fi
@@ -200,3 +207,18 @@ if run_capture jitcap "$PROG" jitspin 1.5; then
 fi
 jp=$(awk '/^jit pid / { print $3 }' "$T/jitcap.log" 2>/dev/null)
 [ -n "$jp" ] && rm -f "/tmp/perf-$jp.map"
+
+# 10. stripped binary, symbols in /usr/lib/debug/.build-id/xx/rest.debug
+# (a private tmpfs on /usr/lib/debug for the symbolizer only)
+bid=$(readelf -n "$PROG" 2>/dev/null | awk '/Build ID:/ { print $3 }')
+if [ -n "$bid" ] && [ -d /usr/lib/debug ] && need unshare && need objcopy; then
+    d=$T/bid; mkdir -p "$d"
+    objcopy --only-keep-debug "$PROG" "$d/x.debug" && strip -s -o "$d/symprog" "$PROG"
+    start_prog addrs "$d/symprog" addrs
+    read -r a b <<<"$addrs"
+    out=$(unshare -m --propagation private sh -c "mount -t tmpfs fk-dbg /usr/lib/debug &&
+        mkdir -p /usr/lib/debug/.build-id/${bid:0:2} && cp '$d/x.debug' /usr/lib/debug/.build-id/${bid:0:2}/${bid:2}.debug &&
+        '$LOOKUP' $PROG_PID $b" {PROG_FD}>&- | tr -d '\n')
+    stop_prog
+    check_eq "stripped binary, build-id debug file" "fk_symprog_beta" "$out"
+fi

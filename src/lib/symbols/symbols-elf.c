@@ -200,6 +200,63 @@ static bool load_debug_file(struct dso *d, Elf *e)
     return ok;
 }
 
+static uint64_t rd_le(const unsigned char *p, int n)
+{
+    uint64_t v = 0;
+    for (int i = n - 1; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* Stripped Go binaries (-ldflags=-s) keep their function table in
+ * .gopclntab; read the Go 1.18+ layout (magic 0xfffffff0/0xfffffff1). */
+static size_t read_gopclntab(Elf *e, struct fk_symtab *t)
+{
+    size_t shstrndx;
+    if (elf_getshdrstrndx(e, &shstrndx) != 0)
+        return 0;
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(e, scn))) {
+        GElf_Shdr sh;
+        const char *name;
+        if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(e, shstrndx, sh.sh_name)) ||
+            strcmp(name, ".gopclntab") != 0)
+            continue;
+        Elf_Data *data = elf_rawdata(scn, NULL);
+        if (!data || data->d_size < 72)
+            return 0;
+        const unsigned char *p = data->d_buf;
+        size_t size = data->d_size;
+        uint32_t magic = (uint32_t)rd_le(p, 4);
+        int ptr = p[7];
+        if ((magic != 0xfffffff0 && magic != 0xfffffff1) || (ptr != 4 && ptr != 8) ||
+            size < 8 + 8 * (size_t)ptr)
+            return 0;
+        uint64_t nfunc = rd_le(p + 8, ptr), text = rd_le(p + 8 + 2 * ptr, ptr);
+        uint64_t names = rd_le(p + 8 + 3 * ptr, ptr), pcln = rd_le(p + 8 + 7 * ptr, ptr);
+        if (pcln + 4 > size || names >= size || nfunc > (size - pcln - 4) / 8)
+            return 0;
+        const unsigned char *ftab = p + pcln;
+        size_t added = 0;
+        for (uint64_t i = 0; i < nfunc; i++) {
+            uint64_t entry = rd_le(ftab + 8 * i, 4), funcoff = rd_le(ftab + 8 * i + 4, 4);
+            uint64_t next = rd_le(ftab + 8 * (i + 1), 4);   /* the table ends with one more entry */
+            if (pcln + funcoff + 8 > size)
+                continue;
+            int32_t nameoff = (int32_t)rd_le(ftab + funcoff + 4, 4);
+            if (nameoff < 0 || names + (uint64_t)nameoff >= size)
+                continue;
+            const char *fname = (const char *)p + names + nameoff;
+            if (!memchr(fname, 0, size - names - (uint64_t)nameoff))
+                continue;
+            fk_symtab_add(t, text + entry, next > entry ? next - entry : 0, fname);
+            added++;
+        }
+        return added;
+    }
+    return 0;
+}
+
 void fk_dso_load_elf(struct dso *d)
 {
     d->loaded = true;
@@ -231,7 +288,7 @@ void fk_dso_load_elf(struct dso *d)
         }
         d->elf_ok = d->nloads > 0;
         if (!(has_section(e, SHT_SYMTAB) && read_syms(e, SHT_SYMTAB, &d->st) > 0) &&
-            !load_debug_file(d, e))
+            !load_debug_file(d, e) && read_gopclntab(e, &d->st) == 0)
             read_syms(e, SHT_DYNSYM, &d->st);
         fk_symtab_sort(&d->st);
     }
