@@ -93,7 +93,7 @@ static void usage(void)
            "                         reclaim that memory pressure would do, on demand\n"
            "  -k, --kernel-touch     do the first touch with read() from /dev/zero, so\n"
            "                         the faults are taken in kernel mode (copy to user)\n"
-           "      --thp              allow transparent huge pages (default: MADV_NOHUGEPAGE,\n"
+           "      --thp              ask for transparent huge pages (default: MADV_NOHUGEPAGE,\n"
            "                         so each 4K page is one fault)\n"
            "  -n, --loops N          repeat the whole experiment N times (default 1)\n"
            "  -d, --delay MS         sleep MS milliseconds before starting\n"
