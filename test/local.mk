@@ -4,3 +4,7 @@ test_unit_stacks_SOURCES = test/unit/unit-stacks.c test/unit/unit.h
 test_unit_stacks_CFLAGS = $(libflamekit_a_CFLAGS)
 test_unit_stacks_LDADD = $(FK_LIBS)
 EXTRA_DIST += test/run test/lib.sh
+check_PROGRAMS += test/unit-period
+test_unit_period_SOURCES = test/unit/unit-period.c test/unit/unit.h
+test_unit_period_CFLAGS = $(libflamekit_a_CFLAGS)
+test_unit_period_LDADD = $(FK_LIBS)
