@@ -8,3 +8,4 @@ check_PROGRAMS += test/unit-period
 test_unit_period_SOURCES = test/unit/unit-period.c test/unit/unit.h
 test_unit_period_CFLAGS = $(libflamekit_a_CFLAGS)
 test_unit_period_LDADD = $(FK_LIBS)
+EXTRA_DIST += test/t-faults.sh
