@@ -1,2 +1,3 @@
 # subcommands: one file each
 libflamekit_a_SOURCES += src/lib/capture/period_check.c src/lib/capture/period_check.h
+libflamekit_a_SOURCES += src/lib/capture/swevent.c src/lib/capture/swevent.h
