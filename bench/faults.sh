@@ -13,6 +13,7 @@ read -r -a ARGS <<<"${FK_BENCH_LAB_ARGS:--s 128M -r dontneed -n 4 --kv}"
 T=$(mktemp -d "${TMPDIR:-/tmp}/fk-bench-faults.XXXXXX")
 trap 'rm -rf "$T"' EXIT
 
+"$FLAMEKIT" faults --help >/dev/null 2>&1 || { echo "bench/faults.sh: this flamekit has no 'faults' command: skipped"; exit 0; }
 have_perf=1; command -v perf >/dev/null 2>&1 || have_perf=0
 elapsed() { awk '$1 == "step=total" { for (i = 2; i <= NF; i++) if ($i ~ /^elapsed_us=/) { sub(/^elapsed_us=/, "", $i); print $i } }' "$1"; }
 
