@@ -4,3 +4,6 @@ libflamekit_a_SOURCES += src/lib/capture/swevent.c src/lib/capture/swevent.h
 flamekit_SOURCES += src/cmd/svg.c
 flamekit_SOURCES += src/cmd/diff.c
 flamekit_SOURCES += src/cmd/collapse.c
+libflamekit_a_SOURCES += src/lib/capture/minisym.c src/lib/capture/minisym.h
+libflamekit_a_SOURCES += src/lib/capture/evsample.c src/lib/capture/evsample.h
+flamekit_SOURCES += src/cmd/faults.c
