@@ -337,6 +337,7 @@ bool fk_evs_capture(const struct fk_evs_opts *o, const struct fk_evs_target *tg,
         .exclude_kernel = o->exclude_kernel,
         .exclude_user = o->exclude_user,
         .exclude_callchain_kernel = !o->kernel_stacks,
+        .mmap = 1,          /* needed too: the kernel counts mmap events by this bit */
         .mmap2 = 1,
         .comm = 1,
         .comm_exec = 1,
