@@ -49,7 +49,7 @@ row "flamekit faults -c 100 run --" "$mf"
 if [ $have_perf = 1 ]; then
     mp=$(median "${pf[@]}")
     row "perf record -e page-faults -c 100 -g" "$mp"
-    awk -v f="$mf" -v p="$mp" -v b="$mb" 'BEGIN { printf "flamekit overhead / perf overhead: %.2f\n", (p - b) > 0 ? (f - b) / (p - b) : 0 }'
+    awk -v f="$mf" -v p="$mp" -v b="$mb" 'BEGIN { printf "flamekit overhead / perf overhead: %.2f\n", ((p - b) > 0) ? (f - b) / (p - b) : 0 }'
 else
     echo "perf not installed: perf comparison skipped"
 fi
