@@ -14,3 +14,7 @@ test_unit_symbols_SOURCES = test/unit/unit-symbols.c test/unit/unit.h
 test_unit_symbols_CFLAGS = $(libflamekit_a_CFLAGS)
 test_unit_symbols_LDADD = $(FK_LIBS)
 check_PROGRAMS += test/progs/symprog
+check_PROGRAMS += test/progs/symlookup
+test_progs_symlookup_CFLAGS = $(libflamekit_a_CFLAGS)
+test_progs_symlookup_LDADD = $(FK_LIBS)
+EXTRA_DIST += test/progs/symgo/main.go

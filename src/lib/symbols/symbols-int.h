@@ -36,6 +36,7 @@ struct dso {
     int fd;                 /* pinned file until loaded; -1 */
     bool loaded, elf_ok, via_map_files, deleted;
     pid_t pid;              /* DSO_ANON: the process owning the region */
+    pid_t nspid;            /* its pid inside its own pid namespace (perf map name) */
     bool jit_read, jit_same_root;
     struct load_seg *loads;
     size_t nloads;

@@ -262,12 +262,38 @@ static uint32_t dso_file(struct fk_symbolizer *s, pid_t pid, uint64_t start, uin
     return idx;
 }
 
+/* The pid a process sees for itself (last NStgid field): a JIT in a
+ * container names its map after that one. */
+static pid_t ns_pid(pid_t pid)
+{
+    char p[64];
+    snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(p, "re");
+    if (!f)
+        return 0;
+    char *line = NULL;
+    size_t cap = 0;
+    pid_t nspid = 0;
+    while (getline(&line, &cap, f) > 0)
+        if (strncmp(line, "NStgid:", 7) == 0) {
+            char *last = strrchr(line, '\t');
+            nspid = (pid_t)atoi(last ? last + 1 : line + 7);
+            break;
+        }
+    free(line);
+    fclose(f);
+    return nspid;
+}
+
 static void read_perf_map(struct fk_symbolizer *s, struct dso *d, bool at_end)
 {
     if (!s->opts.jit)
         return;
+    if (!d->nspid)
+        d->nspid = ns_pid(d->pid);
     char p[128];
-    snprintf(p, sizeof p, "/proc/%d/root/tmp/perf-%d.map", (int)d->pid, (int)d->pid);
+    snprintf(p, sizeof p, "/proc/%d/root/tmp/perf-%d.map", (int)d->pid,
+             (int)(d->nspid ? d->nspid : d->pid));
     struct stat rs;
     char r[64];
     snprintf(r, sizeof r, "/proc/%d/root", (int)d->pid);

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Test helper: symbolize addresses of a live process the way a capture
+ * does (scan at first sight, locate, name after it may have exited).
+ *   symlookup [-M] [-k] [-a] PID HEXADDR...
+ * -M: never use /proc/PID/map_files; -k: addresses are kernel; -a: annotate.
+ * Reads a line from stdin between locating and naming when -w is given. */
+#include "symbols/symbols.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+    struct fk_sym_opts o = { .kernel = true, .jit = true };
+    bool kernel = false, wait_line = false;
+    int opt;
+    fk_progname = "symlookup";
+    while ((opt = getopt(argc, argv, "Mkaw")) != -1) {
+        switch (opt) {
+        case 'M': o.no_map_files = true; break;
+        case 'k': kernel = true; break;
+        case 'a': o.annotate = true; break;
+        case 'w': wait_line = true; break;
+        default: return 2;
+        }
+    }
+    if (optind + 2 > argc) {
+        fprintf(stderr, "usage: symlookup [-M] [-k] [-a] [-w] PID HEXADDR...\n");
+        return 2;
+    }
+    pid_t pid = (pid_t)atoi(argv[optind]);
+    struct fk_symbolizer *s = fk_sym_new(&o);
+    fk_sym_scan_pid(s, pid);
+    int n = argc - optind - 1;
+    struct fk_loc *locs = fk_calloc((size_t)n, sizeof *locs);
+    for (int i = 0; i < n; i++)
+        locs[i] = fk_sym_locate(s, pid, strtoull(argv[optind + 1 + i], NULL, 16), kernel);
+    if (wait_line) {
+        char line[64];
+        if (!fgets(line, sizeof line, stdin))
+            line[0] = 0;
+    }
+    struct fk_buf b = FK_BUF_INIT;
+    for (int i = 0; i < n; i++) {
+        fk_buf_reset(&b);
+        fk_sym_name(s, locs[i], &b);
+        printf("%s\n", fk_buf_cstr(&b));
+    }
+    fk_buf_free(&b);
+    free(locs);
+    fk_sym_free(s);
+    return 0;
+}
