@@ -150,20 +150,21 @@ fi
 wait "$labpid" 2>/dev/null
 
 # host / user / cgroup: host-wide counters; the lab's faults must be there.
+# The lab loops (10240 fresh pages per loop) for the whole capture however
+# long a host-wide start takes, and is stopped right after it.
 for tgt in "host:host" "user:user root" "cgroup:cgroup /"; do
     name=${tgt%%:*}; args=${tgt#*:}
-    # The lab waits 1 s: a host-wide start reads every process's maps first.
-    "$LAB" -s 40M -r none -d 1000 --kv >"$T/$name.lab" 2>&1 &
+    "$LAB" -s 40M -r none -n 100000 --kv >/dev/null 2>&1 &
     lp=$!
     # shellcheck disable=SC2086
-    if fk_faults "t-$name" -d 3 $args; then
+    if fk_faults "t-$name" -d 2 $args; then
         files "t-$name"
         check_eq "faults $name: verdict ok" ok "$(jnum verdict "$J")"
-        check_range "faults $name: the lab's touches are in the graph" "$(weight "$F" '^flamekit-fault-.*;touch_pages')" 8000 11000
+        check_range "faults $name: the lab's touches are in the graph" "$(weight "$F" '^flamekit-fault-.*;touch_pages')" 10240 100000000
     else
         fail "faults $name: capture" "$(cat "$T/t-$name.err")"
     fi
-    wait "$lp" 2>/dev/null
+    kill "$lp" 2>/dev/null; wait "$lp" 2>/dev/null
 done
 
 # Safety floors and bad input.

@@ -2,9 +2,9 @@
 /* flamekit faults: where a host, process, user, cgroup or command takes page
  * faults (or hits another software event or tracepoint), sampled one in N
  * and verified against the event's own count. */
-#include "capture/evsample.h"
-#include "capture/minisym.h"
+#include "capture/capture.h"
 #include "capture/period_check.h"
+#include "capture/record.h"
 #include "capture/swevent.h"
 #include "deliver/stream.h"
 #include "render/svg.h"
@@ -45,8 +45,9 @@ static void usage(FILE *out)
         "  host                  every process on every CPU\n"
         "  pid PID[,PID...]      these processes (all threads, children included)\n"
         "  user USER|UID         processes of this user (host-wide event, filtered)\n"
-        "  cgroup PATH           processes in this cgroup v2 subtree, e.g.\n"
-        "                        /system.slice/foo.service (host-wide event, filtered)\n"
+        "  cgroup PATH|ID        processes in this cgroup v2 subtree (e.g.\n"
+        "                        /system.slice/foo.service) or container (host-wide\n"
+        "                        event, filtered)\n"
         "  run [--] CMD [ARGS]   run CMD and profile it (children included) until it\n"
         "                        exits\n"
         "\n"
@@ -75,48 +76,12 @@ static void usage(FILE *out)
         DEFAULT_PERIOD, MIN_PERIOD, fk_swevent_list(), MIN_PERIOD);
 }
 
-static volatile int stop_flag;
+static volatile sig_atomic_t stop_flag;
 
 static void on_signal(int sig)
 {
     (void)sig;
     stop_flag = 1;
-}
-
-struct progress { bool on; uint64_t duration_ms; const struct fk_evs_result *r; };
-
-static void tick(void *ctx, uint64_t elapsed_ms)
-{
-    struct progress *p = ctx;
-    if (!p->on)
-        return;
-    if (p->duration_ms)
-        fprintf(stderr, "\r%s: %3llu s / %llu s, %llu samples ", fk_progname,
-                (unsigned long long)(elapsed_ms / 1000), (unsigned long long)(p->duration_ms / 1000),
-                (unsigned long long)p->r->samples);
-    else
-        fprintf(stderr, "\r%s: %3llu s, %llu samples ", fk_progname,
-                (unsigned long long)(elapsed_ms / 1000), (unsigned long long)p->r->samples);
-}
-
-/* "pid 12,34" -> array; false on garbage. */
-static bool parse_pids(const char *s, pid_t **out, size_t *n)
-{
-    size_t cap = 0;
-    *n = 0;
-    *out = NULL;
-    char *copy = fk_strdup(s), *save = NULL;
-    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        uint64_t v;
-        if (!fk_parse_u64(tok, &v) || v == 0 || v > 0x3fffffff) {
-            free(copy);
-            return false;
-        }
-        *out = fk_grow(*out, &cap, *n + 1, sizeof **out);
-        (*out)[(*n)++] = (pid_t)v;
-    }
-    free(copy);
-    return *n > 0;
 }
 
 /* Name pieces for files: letters, digits, '-', '_', '.'; the rest '_'. */
@@ -134,47 +99,6 @@ static char *file_word(const char *s, size_t max)
     char *r = fk_strdup(fk_buf_cstr(&b));
     fk_buf_free(&b);
     return r;
-}
-
-static json_t *host_info(void)
-{
-    json_t *h = json_object();
-    struct utsname u;
-    if (uname(&u) == 0) {
-        json_object_set_new(h, "hostname", json_string(u.nodename));
-        json_object_set_new(h, "kernel", json_string(u.release));
-        json_object_set_new(h, "kernel_version", json_string(u.version));
-        json_object_set_new(h, "machine", json_string(u.machine));
-    }
-    json_object_set_new(h, "cpus_online", json_integer(sysconf(_SC_NPROCESSORS_ONLN)));
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (f) {
-        char line[256];
-        unsigned long long kb;
-        while (fgets(line, sizeof line, f))
-            if (sscanf(line, "MemTotal: %llu kB", &kb) == 1)
-                json_object_set_new(h, "mem_total_kb", json_integer((json_int_t)kb));
-        fclose(f);
-    }
-    /* NUMA topology: the nodes and their CPU lists. */
-    json_t *nodes = json_array();
-    for (int n = 0; n < 1024; n++) {
-        char path[96], cpus[512];
-        snprintf(path, sizeof path, "/sys/devices/system/node/node%d/cpulist", n);
-        FILE *nf = fopen(path, "r");
-        if (!nf)
-            break;
-        if (fgets(cpus, sizeof cpus, nf)) {
-            cpus[strcspn(cpus, "\n")] = 0;
-            json_t *node = json_object();
-            json_object_set_new(node, "node", json_integer(n));
-            json_object_set_new(node, "cpus", json_string(cpus));
-            json_array_append_new(nodes, node);
-        }
-        fclose(nf);
-    }
-    json_object_set_new(h, "numa_nodes", nodes);
-    return h;
 }
 
 /* The leaf frames with the most weight, for the summary. */
@@ -224,11 +148,12 @@ int cmd_faults(int argc, char **argv)
         { NULL, 0, NULL, 0 },
     };
     uint64_t period = DEFAULT_PERIOD, duration_ms = 0;
-    bool period_set = false, duration_set = false, user_only = false, to_stdout = false;
+    bool duration_set = false, user_only = false, to_stdout = false;
     bool no_svg = false, strict = false, unsafe = false, quiet = false;
     const char *event_spec = NULL, *outdir = NULL, *title = NULL;
     int nevents = 0;
-    struct fk_evs_target tg = { 0 };
+    struct fk_target tg = { 0 };
+    char **run_argv = NULL;
     const char *target_word = NULL, *target_arg = NULL;
 
     /* Options may come before or after the target (not after run's CMD). */
@@ -253,7 +178,6 @@ int cmd_faults(int argc, char **argv)
         case 'c':
             if (!fk_parse_u64(optarg, &period) || period == 0)
                 fk_usage_error("bad -c/--every '%s': want a positive integer (one hit in N)", optarg);
-            period_set = true;
             break;
         case OPT_MINOR: event_spec = "minor-faults"; nevents++; break;
         case OPT_MAJOR: event_spec = "major-faults"; nevents++; break;
@@ -288,77 +212,40 @@ int cmd_faults(int argc, char **argv)
     if (to_stdout && outdir)
         fk_usage_error("--stdout and -o exclude each other");
 
-    char *scope = NULL;
+    bool ok_target;
     if (!strcmp(target_word, "host")) {
-        tg.kind = FK_EVS_HOST;
-        scope = fk_strdup("host");
+        ok_target = fk_target_host(&tg);
     } else if (!strcmp(target_word, "pid")) {
-        tg.kind = FK_EVS_PIDS;
-        if (!parse_pids(target_arg, &tg.pids, &tg.npids))
-            fk_usage_error("bad PID list '%s': want e.g. 1234 or 1234,5678", target_arg);
-        char *w = file_word(target_arg, 64);
-        scope = fk_asprintf("pid-%s", w);
-        free(w);
+        ok_target = fk_target_pids(&tg, target_arg);
     } else if (!strcmp(target_word, "user")) {
-        tg.kind = FK_EVS_USER;
-        uint64_t v;
-        struct passwd *pw = getpwnam(target_arg);
-        if (pw)
-            tg.uid = pw->pw_uid;
-        else if (fk_parse_u64(target_arg, &v) && v < 0xffffffffu)
-            tg.uid = (uid_t)v;
-        else
-            fk_usage_error("unknown user '%s': give a user name or a numeric UID", target_arg);
-        char *w = file_word(target_arg, 64);
-        scope = fk_asprintf("user-%s", w);
-        free(w);
+        ok_target = fk_target_user(&tg, target_arg);
     } else if (!strcmp(target_word, "cgroup")) {
-        tg.kind = FK_EVS_CGROUP;
-        const char *cg = target_arg;
-        if (!strncmp(cg, "/sys/fs/cgroup", 14))
-            cg += 14;
-        if (cg[0] != '/')
-            fk_usage_error("cgroup '%s': want a cgroup v2 path like /system.slice/foo.service", target_arg);
-        char *p = fk_asprintf("/sys/fs/cgroup%s", cg);
-        struct stat st;
-        if (stat(p, &st) != 0 || !S_ISDIR(st.st_mode)) {
-            fk_error("no cgroup %s (%s): list them with ls /sys/fs/cgroup", p, strerror(errno));
-            free(p);
-            return FK_EXIT_ERROR;
-        }
-        free(p);
-        tg.cgroup = cg;
-        char *w = file_word(cg[1] ? cg + 1 : "root", 64);
-        scope = fk_asprintf("cgroup-%s", w);
-        free(w);
+        ok_target = fk_target_cgroup(&tg, target_arg);
     } else if (!strcmp(target_word, "run")) {
-        tg.kind = FK_EVS_RUN;
         if (optind < argc && !strcmp(argv[optind], "--"))
             optind++;
         if (optind >= argc)
             fk_usage_error("run: no command; say run -- CMD [ARGS]");
-        tg.argv = argv + optind;
-        const char *base = strrchr(tg.argv[0], '/');
-        char *w = file_word(base ? base + 1 : tg.argv[0], 64);
-        scope = fk_asprintf("run-%s", w);
-        free(w);
+        run_argv = argv + optind;
+        ok_target = true;       /* forked below, once the rest is checked */
+        tg.kind = FK_TARGET_RUN;
     } else {
         fk_usage_error("unknown target '%s': want host, pid, user, cgroup or run", target_word);
     }
-    if (tg.kind != FK_EVS_RUN && optind < argc)
+    if (!ok_target)
+        return FK_EXIT_ERROR;
+    if (tg.kind != FK_TARGET_RUN && optind < argc)
         fk_usage_error("unexpected argument '%s'", argv[optind]);
-    if (!duration_set && tg.kind != FK_EVS_RUN)
+    if (!duration_set && tg.kind != FK_TARGET_RUN)
         duration_ms = DEFAULT_DURATION_MS;
-    if (!duration_set && tg.kind == FK_EVS_RUN && !unsafe)
+    if (!duration_set && tg.kind == FK_TARGET_RUN && !unsafe)
         duration_ms = MAX_DURATION_MS;  /* run: until CMD exits, within the cap */
-    (void)period_set;
 
     struct fk_swevent ev;
     char err[512];
     if (!fk_swevent_resolve(event_spec ? event_spec : "page-faults", &ev, err, sizeof err)) {
         fk_error("%s", err);
-        free(scope);
-        free(tg.pids);
+        fk_target_free(&tg);
         return FK_EXIT_USAGE;
     }
     bool is_faults = ev.type == PERF_TYPE_SOFTWARE && (ev.config == PERF_COUNT_SW_PAGE_FAULTS ||
@@ -406,44 +293,57 @@ int cmd_faults(int argc, char **argv)
         fk_error("output directory %s is not writable: %s (use -o DIR)", dir, strerror(errno));
         return FK_EXIT_ERROR;
     }
-    char *base = fk_asprintf("%s.%s.%s.%s", hostw, stamp, scope, evword);
+    /* The command is forked stopped now that nothing else can fail first. */
+    if (tg.kind == FK_TARGET_RUN && !fk_target_run(&tg, run_argv)) {
+        free(dir);
+        return FK_EXIT_ERROR;
+    }
+    char *base = fk_asprintf("%s.%s.%s.%s", hostw, stamp, tg.scope, evword);
     char *svg_path = fk_asprintf("%s/%s.flamegraph.svg", dir, base);
     char *folded_path = fk_asprintf("%s/%s.folded.gz", dir, base);
     char *json_path = fk_asprintf("%s/%s.json", dir, base);
 
-    /* Capture. */
+    /* Capture: the engine with our event, a fixed period, weight = period. */
     struct sigaction sa = { .sa_handler = on_signal };
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    struct fk_evs_result r;
-    struct progress prog = { .on = !quiet && isatty(2), .duration_ms = duration_set || tg.kind != FK_EVS_RUN ? duration_ms : 0, .r = &r };
-    struct fk_evs_opts eo = {
-        .type = ev.type, .config = ev.config, .period = period,
-        .exclude_kernel = user_only,
-        .kernel_stacks = !user_only,
-        .duration_ms = duration_ms,
-        .stop = &stop_flag,
-        .tick = tick, .tick_ctx = &prog,
-    };
-    struct fk_stacktab t;
-    fk_stacktab_init(&t);
-    struct fk_minisym *sym = fk_minisym_new(!user_only);
+    struct fk_capture_opts co;
+    fk_capture_opts_init(&co);
+    memset(&co.event, 0, sizeof co.event);
+    co.event.type = ev.type;
+    co.event.config = ev.config;
+    co.event.freq = 0;
+    co.event.period = period;
+    co.event.exclude_kernel = user_only;
+    snprintf(co.event.name, sizeof co.event.name, "%.*s", (int)sizeof co.event.name - 1, ev.name);
+    co.target = &tg;
+    co.duration_ms = duration_ms;
+    co.weight_by_period = true;
+    co.progress = !quiet;
+    co.quiet = quiet;
+    co.progress_label = fk_progname;
+    co.stop = &stop_flag;
+    co.sym.kernel = !user_only;
+    struct fk_capture_result r;
     uint64_t t0 = fk_now_ns();
-    bool captured = fk_evs_capture(&eo, &tg, sym, &t, &r);
-    if (prog.on)
-        fputc('\n', stderr);
+    int crc = fk_capture_run(&co, &r);
     int rc = FK_EXIT_ERROR;
     json_t *meta = NULL;
+    bool captured = crc == FK_EXIT_OK;
     if (!captured)
         goto out;
+    struct fk_stacktab t = r.stacks;   /* a view; freed with r */
+    /* Each inherited copy of a counter keeps its own remainder too. */
+    bool inherited = tg.kind == FK_TARGET_PID || tg.kind == FK_TARGET_RUN;
+    uint64_t instances = r.counters + (inherited ? r.forks * (uint64_t)r.ncpus : 0);
 
     /* Verify one in N. */
     struct fk_period_in pin = {
         .event = ev.name, .unit = ev.unit, .period = period, .samples = r.samples,
-        .lost = r.lost, .throttles = r.throttles, .count = r.count, .have_count = r.have_count,
-        .instances = r.instances,
+        .lost = r.lost, .throttles = r.throttled, .count = r.event_count, .have_count = true,
+        .instances = instances,
     };
     struct fk_period_result pr;
     fk_period_verify(&pin, &pr);
@@ -460,10 +360,12 @@ int cmd_faults(int argc, char **argv)
     fk_buf_free(&inv);
     json_object_set_new(meta, "tool", json_string("flamekit " FK_VERSION));
     json_object_set_new(meta, "profile", json_string("faults"));
-    json_object_set_new(meta, "host", host_info());
+    json_t *hj = json_object();
+    fk_sysinfo_json(hj);
+    json_object_set_new(meta, "host", hj);
     json_object_set_new(meta, "start", json_string(iso));
-    json_object_set_new(meta, "duration_ms", json_integer((json_int_t)r.elapsed_ms));
-    json_object_set_new(meta, "stopped_early", json_boolean(r.stopped));
+    json_object_set_new(meta, "duration_ms", json_integer((json_int_t)(r.duration_ns / 1000000u)));
+    json_object_set_new(meta, "stop_reason", json_string(r.stop_reason ? r.stop_reason : "duration"));
     json_t *evj = json_object();
     json_object_set_new(evj, "name", json_string(ev.name));
     json_object_set_new(evj, "type", json_string(ev.type == PERF_TYPE_TRACEPOINT ? "tracepoint" : "software"));
@@ -476,12 +378,15 @@ int cmd_faults(int argc, char **argv)
     json_object_set_new(tj, "kind", json_string(target_word));
     if (target_arg)
         json_object_set_new(tj, "arg", json_string(target_arg));
-    if (tg.argv) {
+    json_object_set_new(tj, "scope", json_string(tg.scope));
+    if (tg.desc)
+        json_object_set_new(tj, "description", json_string(tg.desc));
+    if (run_argv) {
         json_t *a = json_array();
-        for (char **p = tg.argv; *p; p++)
+        for (char **p = run_argv; *p; p++)
             json_array_append_new(a, json_string(*p));
         json_object_set_new(tj, "argv", a);
-        json_object_set_new(tj, "pid", json_integer(r.child_pid));
+        json_object_set_new(tj, "pid", json_integer(tg.npids ? tg.pids[0] : 0));
         if (r.child_exited)
             json_object_set_new(tj, "exit_status", json_integer(WIFEXITED(r.child_status)
                 ? WEXITSTATUS(r.child_status) : 128 + WTERMSIG(r.child_status)));
@@ -489,13 +394,13 @@ int cmd_faults(int argc, char **argv)
     json_object_set_new(meta, "target", tj);
     json_t *sj = json_object();
     json_object_set_new(sj, "samples", json_integer((json_int_t)r.samples));
-    json_object_set_new(sj, "samples_of_target", json_integer((json_int_t)r.kept));
+    json_object_set_new(sj, "samples_of_target", json_integer((json_int_t)r.samples_kept));
     json_object_set_new(sj, "lost", json_integer((json_int_t)r.lost));
-    json_object_set_new(sj, "throttled", json_integer((json_int_t)r.throttles));
-    json_object_set_new(sj, "counted", r.have_count ? json_integer((json_int_t)r.count) : json_null());
+    json_object_set_new(sj, "throttled", json_integer((json_int_t)r.throttled));
+    json_object_set_new(sj, "counted", json_integer((json_int_t)r.event_count));
     json_object_set_new(sj, "estimate", json_integer((json_int_t)pr.estimate));
     json_object_set_new(sj, "estimate_of_target", json_integer((json_int_t)t.total));
-    json_object_set_new(sj, "counters", json_integer((json_int_t)r.instances));
+    json_object_set_new(sj, "counters", json_integer((json_int_t)instances));
     json_object_set_new(sj, "forks", json_integer((json_int_t)r.forks));
     json_object_set_new(sj, "accepted_estimate_range", json_pack("[I, I]", (json_int_t)pr.lo, (json_int_t)pr.hi));
     json_object_set_new(sj, "verdict", json_string(fk_period_verdict_name(pr.verdict)));
@@ -505,12 +410,11 @@ int cmd_faults(int argc, char **argv)
     json_object_set_new(sj, "unique_stacks", json_integer((json_int_t)t.n));
     json_object_set_new(sj, "folded_count_unit", json_string("samples x period (estimated events)"));
     json_object_set_new(meta, "sampling", sj);
-    struct fk_minisym_stats ss;
-    fk_minisym_stats(sym, &ss);
     json_t *symj = json_object();
-    json_object_set_new(symj, "dsos", json_integer((json_int_t)ss.dsos));
-    json_object_set_new(symj, "processes", json_integer((json_int_t)ss.processes));
-    json_object_set_new(symj, "unresolved_frames", json_integer((json_int_t)ss.unresolved));
+    json_object_set_new(symj, "dsos", json_integer((json_int_t)r.sym.dsos));
+    json_object_set_new(symj, "processes", json_integer((json_int_t)r.sym.processes));
+    json_object_set_new(symj, "locate_unknown", json_integer((json_int_t)r.sym.locate_unknown));
+    json_object_set_new(symj, "names_unresolved", json_integer((json_int_t)r.sym.names_unresolved));
     json_object_set_new(meta, "symbols", symj);
     json_object_set_new(meta, "profiler_wall_ms", json_integer((json_int_t)((fk_now_ns() - t0) / 1000000u)));
 
@@ -526,7 +430,7 @@ int cmd_faults(int argc, char **argv)
     if (!no_svg) {
         struct fk_svg_opts so;
         fk_svg_opts_init(&so);
-        char *deftitle = fk_asprintf("%s: %s", is_faults ? "Page faults" : ev.name, scope);
+        char *deftitle = fk_asprintf("%s: %s", is_faults ? "Page faults" : ev.name, tg.scope);
         so.title = title ? title : deftitle;
         so.subtitle = pr.summary;
         so.countname = ev.countname;
@@ -559,12 +463,12 @@ int cmd_faults(int argc, char **argv)
         fk_warn("%s", pr.warning);
     if (!quiet) {
         fprintf(stderr, "%s: %s: %s\n", fk_progname, ev.name, pr.summary);
-        if (tg.kind == FK_EVS_USER || tg.kind == FK_EVS_CGROUP)
+        if (tg.kind == FK_TARGET_USER || tg.kind == FK_TARGET_CGROUP)
             fprintf(stderr, "%s: %llu of the samples belong to %s (%llu %s)\n", fk_progname,
-                    (unsigned long long)r.kept, scope, (unsigned long long)t.total, ev.unit);
-        if (r.lost || r.throttles)
+                    (unsigned long long)r.samples_kept, tg.scope, (unsigned long long)t.total, ev.unit);
+        if (r.lost || r.throttled)
             fprintf(stderr, "%s: %llu records lost, %llu throttled\n", fk_progname,
-                    (unsigned long long)r.lost, (unsigned long long)r.throttles);
+                    (unsigned long long)r.lost, (unsigned long long)r.throttled);
         if (t.n) {
             fprintf(stderr, "%s: top frames:\n", fk_progname);
             print_top(&t, 5);
@@ -601,10 +505,9 @@ out:
     if (made_dir && rmdir(dir) != 0 && !to_stdout)
         fk_warn("cannot remove %s: %s", dir, strerror(errno));
     json_decref(meta);
-    fk_minisym_free(sym);
-    fk_stacktab_free(&t);
-    free(tg.pids);
-    free(scope);
+    if (captured)
+        fk_capture_result_free(&r);
+    fk_target_free(&tg);
     free(evword);
     free(hostw);
     free(dir);
