@@ -167,6 +167,20 @@ for tgt in "host:host" "user:user root" "cgroup:cgroup /"; do
     kill "$lp" 2>/dev/null; wait "$lp" 2>/dev/null
 done
 
+# --stdout: one framed stream on stdout, the command's own output on stderr.
+before=$(ls -d /tmp/flamekit-faults.* 2>/dev/null | wc -l)
+if "$FLAMEKIT" faults -q --stdout run -- "$LAB" -s 4M -r none --kv >"$T/stream" 2>"$T/stream.err"; then
+    check_eq "--stdout: the stream's magic first" FKS1 "$(head -c 4 "$T/stream")"
+    for suf in folded.gz json flamegraph.svg; do
+        check_grep "--stdout: carries the .$suf" "run-flamekit-fault-lab\.faults\.$suf" "$(strings "$T/stream" | grep -F ".$suf")"
+    done
+    check_nogrep "--stdout: the command's output stays out of the stream" 'step=total' "$(strings "$T/stream")"
+    check_grep "--stdout: the command's output goes to stderr" 'step=total' "$T/stream.err"
+    check_eq "--stdout: no temporary directory left" "$before" "$(ls -d /tmp/flamekit-faults.* 2>/dev/null | wc -l)"
+else
+    fail "--stdout: capture" "$(cat "$T/stream.err")"
+fi
+
 # Safety floors and bad input.
 o=$("$FLAMEKIT" faults -c 5 run -- true 2>&1); rc=$?
 check_eq "-c below the floor: usage error" 2 "$rc"

@@ -13,6 +13,7 @@
 #include "util/outfile.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <linux/perf_event.h>
@@ -293,6 +294,16 @@ int cmd_faults(int argc, char **argv)
         fk_error("output directory %s is not writable: %s (use -o DIR)", dir, strerror(errno));
         return FK_EXIT_ERROR;
     }
+    /* --stdout: the stream gets the real stdout; everything else written to
+     * fd 1 (the command's own output, stray prints) goes to stderr. */
+    int stream_fd = 1;
+    if (to_stdout) {
+        stream_fd = fcntl(1, F_DUPFD_CLOEXEC, 3);
+        if (stream_fd < 0 || dup2(2, 1) < 0) {
+            fk_error("cannot set up the result stream: %s", strerror(errno));
+            return FK_EXIT_ERROR;
+        }
+    }
     /* The command is forked stopped now that nothing else can fail first. */
     if (tg.kind == FK_TARGET_RUN && !fk_target_run(&tg, run_argv)) {
         free(dir);
@@ -482,7 +493,7 @@ int cmd_faults(int argc, char **argv)
         char *names[3] = { fk_asprintf("%s.folded.gz", base), fk_asprintf("%s.json", base),
                            fk_asprintf("%s.flamegraph.svg", base) };
         const char *paths[3] = { folded_path, json_path, svg_path };
-        bool sok = fk_stream_begin(&sw, 1);
+        bool sok = fk_stream_begin(&sw, stream_fd);
         for (int i = 0; i < (no_svg ? 2 : 3) && sok; i++)
             sok = fk_stream_file_path(&sw, names[i], paths[i]);
         sok = sok && fk_stream_end(&sw, 0, pr.summary);
