@@ -181,6 +181,20 @@ else
     fail "--stdout: capture" "$(cat "$T/stream.err")"
 fi
 
+# SIGINT mid-capture: complete results, verified, the reason recorded.
+"$FLAMEKIT" faults -q -o "$T/int" -d 60 host >"$T/int.out" 2>"$T/int.err" &
+fp=$!
+sleep 1.5
+kill -INT "$fp"
+if wait "$fp"; then
+    files int
+    check_grep "SIGINT: stop reason recorded" '"stop_reason": "signal"' "$J"
+    check_eq "SIGINT: verdict ok" ok "$(jnum verdict "$J")"
+    check "SIGINT: complete folded file" gzip -t "$F"
+else
+    fail "SIGINT: exit 0 with results" "$(cat "$T/int.err")"
+fi
+
 # Safety floors and bad input.
 o=$("$FLAMEKIT" faults -c 5 run -- true 2>&1); rc=$?
 check_eq "-c below the floor: usage error" 2 "$rc"
