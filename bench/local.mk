@@ -3,3 +3,4 @@ FK_BENCHES += bench/faults.sh
 EXTRA_DIST += bench/faults.sh
 FK_BENCHES += bench/collapse.sh
 FK_BENCHES += bench/svg.sh
+EXTRA_DIST += bench/svg.sh

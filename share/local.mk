@@ -9,3 +9,5 @@ flamekit_fault_lab_LDFLAGS =
 FK_LAB_CFLAGS = -std=gnu11 -Wall -Wextra -Wformat=2 -D_GNU_SOURCE -O2 -fno-omit-frame-pointer -fno-shrink-wrap -fno-optimize-sibling-calls
 bashcompletiondir = $(datadir)/bash-completion/completions
 dist_bashcompletion_DATA = share/bash-completion/flamekit
+fksystemddir = $(datadir)/flamekit/systemd
+dist_fksystemd_DATA = share/systemd/flamekit-host-profile.service share/systemd/flamekit-host-profile.timer share/systemd/upload.env.example

@@ -14,6 +14,15 @@ struct fk_upload_opts {
     const char *ca_file;    /* extra CA bundle for private endpoints */
     int addressing;         /* 0 auto, 1 path style, 2 virtual host */
     bool quiet;
+    /* Added by the upload stage; zero means the default in brackets. */
+    const char *config;     /* flamekit upload.conf [search, see the man page] */
+    uint64_t part_size;     /* multipart part size [8 MiB, at least 5 MiB] */
+    uint64_t multipart_threshold; /* larger files go multipart [16 MiB] */
+    uint64_t timeout_ms;    /* per file, retries included [600 s] */
+    uint64_t connect_timeout_ms;  /* [10 s] */
+    uint64_t stall_timeout_ms;    /* no byte moved for this long [30 s] */
+    int retries;            /* extra attempts on transient failures [4]; -1 none */
+    bool allow_http;        /* plain http to a non-loopback endpoint */
 };
 
 /* x-amz-meta-* pairs attached to every object. */
@@ -26,8 +35,21 @@ struct fk_upload_meta {
 /* Upload each path under the destination URL (s3://BUCKET/PREFIX/,
  * gs://BUCKET/PREFIX/ or a presigned https URL for a single file). Prints
  * the object URLs; returns the number of files that failed (0 = all
- * arrived), with one clear error line per failure. */
+ * arrived), with one clear error line per failure. meta NULL: each file
+ * gets the pairs fk_upload_meta_from_name derives from its name. */
 int fk_upload_paths(const char *dest, const char *const *paths, size_t n,
                     const struct fk_upload_meta *meta, const struct fk_upload_opts *opts);
+
+/* x-amz-meta pairs from a result file name HOST.YYYYMMDD_HHMMSS_UTC.SCOPE.EXT
+ * (host, scope, start-time as ISO 8601 UTC). Returns the number of pairs, 0
+ * when the name does not follow the pattern; fk_upload_meta_free frees. */
+size_t fk_upload_meta_from_name(const char *path, struct fk_upload_meta *out);
+void fk_upload_meta_free(struct fk_upload_meta *m);
+
+/* Presigned URL for method "PUT" or "GET" on the object s3://BUCKET/KEY or
+ * gs://BUCKET/KEY, valid for expires_s seconds (at most 7 days). NULL with
+ * an error printed when credentials or the URL are missing. */
+char *fk_upload_presign(const char *object, const char *method, uint64_t expires_s,
+                        const struct fk_upload_opts *opts);
 
 #endif
