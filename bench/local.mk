@@ -3,4 +3,6 @@ FK_BENCHES += bench/faults.sh
 EXTRA_DIST += bench/faults.sh
 FK_BENCHES += bench/collapse.sh
 FK_BENCHES += bench/svg.sh
+FK_BENCHES += bench/capture.sh
+EXTRA_DIST += bench/capture.sh
 EXTRA_DIST += bench/svg.sh

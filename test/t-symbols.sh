@@ -79,3 +79,60 @@ if need unshare; then
     stop_prog
     check_eq "JIT map in another pid namespace" "fk_jit_hot_[j]" "$out"
 fi
+
+# ---- End to end: real captures with flamekit run, assertions on the folded output
+# share FOLDED REGEX [FILTER]: share (0..1) of samples whose stack matches
+# REGEX among those matching FILTER (default: all).
+share() {
+    zcat "$1" | awk -v re="$2" -v f="${3:-.}" '
+        { n = $NF; s = $0; sub(/ [0-9]+$/, "", s) }
+        s ~ f { tot += n; if (s ~ re) hit += n }
+        END { printf "%.3f\n", tot ? hit / tot : 0 }'
+}
+run_capture() {   # run_capture NAME CMD...: folded.gz path in $FOLDED
+    local name=$1; shift
+    rm -rf "$T/$name"
+    "$FLAMEKIT" run -q --no-svg -F 499 -o "$T/$name" -- "$@" >"$T/$name.log" 2>&1
+    FOLDED=$(ls "$T/$name"/*.folded.gz 2>/dev/null | head -n 1)
+    [ -n "$FOLDED" ] || { fail "$name: capture produced no folded output" "$(cat "$T/$name.log")"; return 1; }
+}
+
+# a. binary deleted mid-capture (0.5 s into a 2 s run)
+cp "$PROG" "$T/deleted-prog"
+if run_capture deleted sh -c "(sleep 0.5; rm -f '$T/deleted-prog') & exec '$T/deleted-prog' spin 2"; then
+    check_eq "deleted mid-capture: binary is gone" "no" "$([ -e "$T/deleted-prog" ] && echo yes || echo no)"
+    a=$(share "$FOLDED" ';fk_symprog_alpha(;|$)' '^deleted-prog;')
+    b=$(share "$FOLDED" ';fk_symprog_beta(;|$)' '^deleted-prog;')
+    check_range "deleted mid-capture: fk_symprog_alpha share" "$a" 0.60 0.88
+    check_range "deleted mid-capture: fk_symprog_beta share" "$b" 0.12 0.40
+    check_nogrep "deleted mid-capture: no unresolved program frames" 'deleted-prog\+0x' "$(zcat "$FOLDED")"
+fi
+
+# b. a process in another mount namespace, binary on its private tmpfs
+if need unshare; then
+    mkdir -p "$T/ns2"
+    if run_capture mntns unshare -m --propagation private sh -c \
+        "mount -t tmpfs fk-ns '$T/ns2' && cp '$PROG' '$T/ns2/nsprog' && exec '$T/ns2/nsprog' spin 1.5"; then
+        a=$(share "$FOLDED" ';fk_symprog_(alpha|beta)(;|$)' '^nsprog;')
+        check_range "mount namespace: samples in the program's functions" "$a" 0.90 1.0
+    fi
+fi
+
+# c. many short-lived processes (each ~10 ms of CPU)
+if run_capture short sh -c "i=0; while [ \$i -lt 150 ]; do '$PROG' spin 0.01; i=\$((i+1)); done"; then
+    tot=$(zcat "$FOLDED" | awk '/^symprog;/ { n += $NF } END { print n + 0 }')
+    a=$(share "$FOLDED" ';fk_symprog_(alpha|beta)(;|$)' '^symprog;')
+    check_range "short-lived: samples of the 150 processes" "$tot" 150 2000
+    u=$(share "$FOLDED" '\[unknown\]|\[[^];]*\+0x' '^symprog;')
+    # sanitizer builds spend part of each short life in their runtime's start/exit
+    check_range "short-lived: share in fk_symprog_*" "$a" 0.40 1.0
+    check_range "short-lived: share with unresolved frames" "$u" 0 0.10
+fi
+
+# d. Go (frame pointers by default): full stacks down to runtime.main
+if [ -x "$T/go/symgo" ] && run_capture gocap "$T/go/symgo" spin 1.5; then
+    a=$(share "$FOLDED" ';main\.fkGoHot(;|$)' '^symgo;')
+    r=$(share "$FOLDED" ';runtime\.main;' '^symgo;.*main\.fkGoHot')
+    check_range "Go: samples in main.fkGoHot" "$a" 0.80 1.0
+    check_range "Go: its stacks reach runtime.main" "$r" 0.90 1.0
+fi

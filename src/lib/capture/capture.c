@@ -327,6 +327,12 @@ static void handle_sample(struct engine *e, const union perf_event *ev)
             }
             if (skip)
                 continue;
+#ifdef __x86_64__
+            /* a frame-pointer walk through code without frame pointers ends
+             * on garbage; a user "address" in the kernel half is one */
+            if (!kernel && a >= 0x0000800000000000ull)
+                continue;
+#endif
             /* return addresses point after the call: look up the call */
             struct fk_loc loc = fk_sym_locate(e->sym, pid, first ? a : a - 1, kernel);
             first = false;

@@ -18,7 +18,7 @@ void fk_symtab_add(struct fk_symtab *t, uint64_t addr, uint64_t size, const char
 {
     t->syms = fk_grow(t->syms, &t->cap, t->n + 1, sizeof *t->syms);
     t->syms[t->n].addr = addr;
-    t->syms[t->n].size = size;
+    t->syms[t->n].size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
     t->syms[t->n].name = (uint32_t)t->strs.len;
     fk_buf_add(&t->strs, name, strlen(name) + 1);
     t->n++;
@@ -45,6 +45,13 @@ void fk_symtab_sort(struct fk_symtab *t)
         if (t->syms[r].addr != t->syms[w - 1].addr)
             t->syms[w++] = t->syms[r];
     t->n = w;
+    /* tables live until the end: give back the growth slack */
+    t->syms = fk_realloc(t->syms, t->n * sizeof *t->syms);
+    t->cap = t->n;
+    if (t->strs.cap > t->strs.len + 1) {
+        t->strs.data = fk_realloc(t->strs.data, t->strs.len + 1);
+        t->strs.cap = t->strs.len + 1;
+    }
 }
 
 /* Nearest preceding symbol covering addr. Sized symbols must contain it;

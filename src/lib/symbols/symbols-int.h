@@ -13,7 +13,8 @@ enum dso_kind { DSO_UNKNOWN, DSO_KERNEL, DSO_FILE, DSO_ANON, DSO_VDSO, DSO_SPECI
 enum { DSO_IDX_UNKNOWN = 0, DSO_IDX_KERNEL = 1 };
 
 struct fk_sym {
-    uint64_t addr, size;
+    uint64_t addr;
+    uint32_t size;      /* 0: unknown, reaches to the next symbol */
     uint32_t name;      /* offset in the owner's string pool */
 };
 

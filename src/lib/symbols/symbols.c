@@ -203,6 +203,8 @@ static int open_mapped(struct fk_symbolizer *s, struct dso *d, pid_t pid,
     return -1;
 }
 
+static void dso_load(struct fk_symbolizer *s, struct dso *d);
+
 static uint64_t dso_key(uint64_t dev, uint64_t ino, const char *path,
                         const unsigned char *bid, size_t bid_len)
 {
@@ -251,10 +253,8 @@ static uint32_t dso_file(struct fk_symbolizer *s, pid_t pid, uint64_t start, uin
     }
     d->fd = open_mapped(s, d, pid, start, end);
     if (d->fd >= 0) {
-        if (d->via_map_files || deleted)
-            s->deleted_kept++;
         if (s->fds_open >= s->fd_cap)
-            fk_dso_load_elf(d);     /* too many pinned: read now, close */
+            dso_load(s, d);         /* too many pinned: read now, close */
         else
             s->fds_open++;
     }
@@ -283,6 +283,21 @@ static pid_t ns_pid(pid_t pid)
     free(line);
     fclose(f);
     return nspid;
+}
+
+/* Read a file DSO's symbols; count it when the path no longer leads to
+ * the file we pinned (deleted, replaced by an upgrade). */
+static void dso_load(struct fk_symbolizer *s, struct dso *d)
+{
+    struct stat pinned, now;
+    if (d->fd >= 0 && fstat(d->fd, &pinned) == 0) {
+        char p[64 + 4096];
+        snprintf(p, sizeof p, "%s%s", d->root ? d->root : "", d->path);
+        if (d->deleted || stat(p, &now) != 0 || now.st_ino != pinned.st_ino ||
+            now.st_dev != pinned.st_dev)
+            s->deleted_kept++;
+    }
+    fk_dso_load_elf(d);
 }
 
 static void read_perf_map(struct fk_symbolizer *s, struct dso *d, bool at_end)
@@ -767,7 +782,7 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
     case DSO_FILE: {
         if (!d->loaded) {
             bool had_fd = d->fd >= 0;
-            fk_dso_load_elf(d);
+            dso_load(s, d);
             if (had_fd && s->fds_open)
                 s->fds_open--;
         }

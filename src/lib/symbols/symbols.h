@@ -71,7 +71,7 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
 /* Counters for the capture summary/metadata. */
 struct fk_sym_stats {
     uint64_t dsos, processes, locate_unknown, names_unresolved;
-    uint64_t deleted_files_kept;    /* DSOs read from a kept fd or map_files */
+    uint64_t deleted_files_kept;    /* DSOs named from a kept file whose path was gone or replaced */
 };
 void fk_sym_stats(const struct fk_symbolizer *s, struct fk_sym_stats *out);
 /* Bytes held (for the memory cap). */

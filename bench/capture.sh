@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Benchmark for the capture commands, on a compile + compression workload
+# over all CPUs:
+#  (a) end of the capture window -> finished SVG: flamekit host vs
+#      perf record -F 999 -a -g + perf script | stackcollapse-perf.pl |
+#      flamegraph.pl, both capturing the same 20 s window at 999 Hz
+#      (run side by side). Target >= 10x.
+#  (b) flamekit's own CPU (user+sys) during a 60 s all-CPU 99 Hz capture
+#      <= 1% of one core; peak RSS <= 64 MB.
+#  (c) agreement: the top 20 self frames' shares, flamekit vs perf +
+#      FlameGraph, max difference in percentage points.
+# env: FLAMEKIT, FLAMEGRAPH_DIR (default ~/.cache/flamekit/FlameGraph; clone
+#      https://github.com/brendangregg/FlameGraph there, never commit it),
+#      FK_BENCH_WINDOW (s, default 20), FK_BENCH_LONG (s, default 60).
+set -euo pipefail
+src=${FK_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+fk=${FLAMEKIT:-$src/build/flamekit}
+fgdir=${FLAMEGRAPH_DIR:-${FLAMEKIT_CACHE:-$HOME/.cache/flamekit}/FlameGraph}
+win=${FK_BENCH_WINDOW:-20}
+long=${FK_BENCH_LONG:-60}
+if [ ! -f "$fgdir/flamegraph.pl" ]; then
+    echo "bench/capture: SKIP: no flamegraph.pl in $fgdir (clone brendangregg/FlameGraph there)"
+    exit 0
+fi
+command -v perf >/dev/null || { echo "bench/capture: SKIP: perf not found (apt-get install linux-perf)"; exit 0; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/fk-bench-capture.XXXXXX")
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
+trap cleanup EXIT
+
+# Workload: one compile loop and one compression loop per CPU pair.
+workload() {
+    local secs=$1 n i
+    n=$(nproc)
+    for ((i = 0; i < (n + 1) / 2; i++)); do
+        ( end=$((SECONDS + secs)); while [ $SECONDS -lt $end ]; do
+            gcc -O2 -I"$src/src/lib" -I"$src/src" -D_GNU_SOURCE -std=gnu11 -c "$src/src/lib/stacks/stacktab.c" -o "$work/x$i.o" 2>/dev/null || true; done ) &
+        pids+=($!)
+        ( end=$((SECONDS + secs)); while [ $SECONDS -lt $end ]; do
+            head -c 20000000 /dev/urandom | gzip -6 >/dev/null; done ) &
+        pids+=($!)
+    done
+}
+now_ns() { date +%s%N; }
+ms() { echo $(( ($2 - $1) / 1000000 )); }
+
+echo "bench/capture: workload: gcc + gzip loops on $(nproc) CPUs; window ${win}s at 999 Hz"
+# The workload ends with the window, so each tool's processing is timed on
+# an otherwise quiet machine; perf's pipeline starts after flamekit is done
+# so the two never compete for the CPUs.
+workload $((win + 1))
+sleep 0.5
+
+# (a) both profilers on the same window, side by side
+( perf record -q -F 999 -a -g -o "$work/perf.data" -- sh -c "sleep $win; date +%s%N >'$work/perf.end'" \
+      >/dev/null 2>"$work/perf.err"
+  now_ns >"$work/perf.recorded" ) &
+pp=$!
+"$fk" host -q -F 999 -d "${win}s" -o "$work/fk" >/dev/null 2>"$work/fk.err"
+fk_done=$(now_ns)
+wait "$pp"
+for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+wait 2>/dev/null || true
+pids=()
+t0=$(now_ns)
+perf script -i "$work/perf.data" 2>/dev/null | perl "$fgdir/stackcollapse-perf.pl" --kernel >"$work/perf.folded"
+perl "$fgdir/flamegraph.pl" "$work/perf.folded" >"$work/perf.svg"
+t1=$(now_ns)
+j=$(ls "$work"/fk/*.json)
+fk_end=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(int(d["start_unix_ns"] + d["duration_s"] * 1e9))' "$j")
+fk_post=$(ms "$fk_end" "$fk_done")
+perf_fin=$(ms "$(cat "$work/perf.end")" "$(cat "$work/perf.recorded")")
+perf_pipe=$(ms "$t0" "$t1")
+perf_post=$((perf_fin + perf_pipe))
+echo "(a) perf record finishing ${perf_fin} ms + perf script | stackcollapse-perf.pl | flamegraph.pl ${perf_pipe} ms"
+
+fk_samples=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["samples"])' "$j")
+perf_samples=$(awk '{s+=1} END{print s+0}' <(perf script -i "$work/perf.data" -F period 2>/dev/null))
+echo "(a) window end -> SVG: flamekit ${fk_post} ms ($fk_samples samples), perf+FlameGraph ${perf_post} ms ($perf_samples samples)"
+awk -v a="$perf_post" -v b="$fk_post" 'BEGIN { if (b < 1) b = 1; printf "(a) ratio: flamekit is %.1fx faster (target >= 10x)\n", a / b }'
+
+# (c) agreement of the top 20 self frames
+python3 - "$work"/fk/*.folded.gz "$work/perf.folded" <<'PY'
+import gzip, re, sys
+def leaves(path, opener):
+    c, tot = {}, 0
+    with opener(path, "rt", errors="replace") as f:
+        for line in f:
+            stack, _, n = line.rstrip("\n").rpartition(" ")
+            if not stack: continue
+            n = int(n); leaf = stack.rsplit(";", 1)[-1]
+            # unresolved frames: ours "[dso+0x1a2b]", perf's "[dso]" / "[unknown]"
+            leaf = re.sub(r"^\[[^\]]*\](_\[k\])?$", "[unknown]", leaf)
+            c[leaf] = c.get(leaf, 0) + n; tot += n
+    return {k: 100.0 * v / tot for k, v in c.items()}
+a = leaves(sys.argv[1], gzip.open); b = leaves(sys.argv[2], open)
+top = sorted(b, key=b.get, reverse=True)[:20]
+worst = 0
+for k in top:
+    d = abs(a.get(k, 0) - b[k]); worst = max(worst, d)
+print("(c) top 20 self frames (perf %% / flamekit %%):")
+for k in top[:20]:
+    print("      %6.2f %6.2f  %s" % (b[k], a.get(k, 0), k[:70]))
+print("(c) agreement: max difference %.2f percentage points over perf's top 20" % worst)
+PY
+
+# (b) our own overhead during a long 99 Hz capture
+workload $((long + 5))
+sleep 1
+python3 - "$fk" "$long" "$work/fk2" <<'PY'
+import resource, subprocess, sys
+fk, secs, out = sys.argv[1], sys.argv[2], sys.argv[3]
+subprocess.run([fk, "host", "-q", "-d", secs + "s", "-o", out], check=True)
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = ru.ru_utime + ru.ru_stime
+print("(b) flamekit host -d %ss at 99 Hz: user %.2f s + sys %.2f s = %.2f%% of one core (target <= 1%%); peak RSS %.1f MB (target <= 64)"
+      % (secs, ru.ru_utime, ru.ru_stime, 100.0 * cpu / float(secs), ru.ru_maxrss / 1024.0))
+PY
