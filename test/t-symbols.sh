@@ -136,3 +136,23 @@ if [ -x "$T/go/symgo" ] && run_capture gocap "$T/go/symgo" spin 1.5; then
     check_range "Go: samples in main.fkGoHot" "$a" 0.80 1.0
     check_range "Go: its stacks reach runtime.main" "$r" 0.90 1.0
 fi
+
+# 6. C++ names demangled (libstdc++'s __cxa_demangle, loaded at run time)
+if need g++; then
+    cat > "$T/cxx.cc" <<'CXX'
+#include <cstdio>
+#include <unistd.h>
+namespace fkns { __attribute__((noinline)) void hot(unsigned long n) { static volatile unsigned long s; for (unsigned long i = 0; i < n; i++) s += i; } }
+int main() { std::printf("%lx\n", (unsigned long)(void *)&fkns::hot); std::fflush(stdout); fkns::hot(10); char c; while (read(0, &c, 1) > 0) {} }
+CXX
+    if g++ -O1 -o "$T/cxx" "$T/cxx.cc" 2>"$T/cxx.log"; then
+        start_prog addr "$T/cxx"
+        out=$("$LOOKUP" "$PROG_PID" "$(printf '%x' $((0x$addr + 1)))" | tr -d '\n')
+        stop_prog
+        check_eq "C++ name demangled" "fkns::hot(unsigned long)" "$out"
+    else
+        fail "g++ build" "$(cat "$T/cxx.log")"
+    fi
+else
+    skip "C++ name demangled" "no g++"
+fi

@@ -3,6 +3,7 @@
 #include "symbols/symbols-int.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -725,6 +726,43 @@ const char *fk_sym_comm_of(struct fk_symbolizer *s, pid_t pid, pid_t tid)
     return "[unknown]";
 }
 
+/* C++ names through the C++ runtime's own demangler, loaded only if it is
+ * there: no link-time dependency on libstdc++. */
+typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
+
+static demangle_fn demangler(void)
+{
+    static bool tried;
+    static demangle_fn fn;
+    if (!tried) {
+        tried = true;
+        void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+        if (h)
+            *(void **)&fn = dlsym(h, "__cxa_demangle");
+    }
+    return fn;
+}
+
+static void add_symbol_name(struct fk_symbolizer *s, const char *name, struct fk_buf *out)
+{
+    demangle_fn fn;
+    if (name[0] == '_' && name[1] == 'Z' && !s->opts.no_demangle && (fn = demangler())) {
+        int status = -1;
+        char *d = fn(name, NULL, NULL, &status);
+        if (d && status == 0) {
+            /* ';' separates frames in folded stacks */
+            for (char *c = d; *c; c++)
+                if (*c == ';' || *c == '\n')
+                    *c = ':';
+            fk_buf_adds(out, d);
+            free(d);
+            return;
+        }
+        free(d);
+    }
+    fk_buf_adds(out, name);
+}
+
 /* File offset -> ELF vaddr through the PT_LOAD segments. */
 static bool off_to_vaddr(const struct dso *d, uint64_t off, uint64_t *vaddr)
 {
@@ -790,7 +828,7 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
         bool have_vaddr = d->elf_ok && off_to_vaddr(d, loc.addr, &vaddr);
         y = have_vaddr ? fk_symtab_find(&d->st, vaddr, 0) : NULL;
         if (y) {
-            fk_buf_adds(out, fk_symtab_name(&d->st, y));
+            add_symbol_name(s, fk_symtab_name(&d->st, y), out);
         } else {
             s->names_unresolved++;
             fk_buf_printf(out, "[%s+0x%llx]", basename_of(d->path), (unsigned long long)vaddr);
@@ -811,7 +849,7 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
     case DSO_ANON:
         y = fk_symtab_find(&d->st, loc.addr, 0);
         if (y)
-            fk_buf_adds(out, fk_symtab_name(&d->st, y));
+            add_symbol_name(s, fk_symtab_name(&d->st, y), out);
         else {
             s->names_unresolved++;
             fk_buf_printf(out, "[JIT] tid %d", (int)d->pid);

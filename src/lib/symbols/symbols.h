@@ -26,6 +26,8 @@ struct fk_sym_opts {
     bool jit;           /* read /tmp/perf-PID.map (inside the target's root) */
     bool annotate;      /* suffix _[k] for kernel and _[j] for JIT frames */
     bool no_map_files;  /* tests: never open through /proc/PID/map_files */
+    bool no_demangle;   /* keep C++ names mangled (default: demangled like perf,
+                           when libstdc++.so.6 can be loaded at run time) */
 };
 
 /* Location of one frame: which DSO and where in it. */
