@@ -84,8 +84,10 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "spin") == 0 || strcmp(mode, "jitspin") == 0) {
         double secs = argc > 2 ? atof(argv[2]) : 1.0, end = now() + secs;
         void (*jit)(void) = NULL;
-        if (strcmp(mode, "jitspin") == 0)
+        if (strcmp(mode, "jitspin") == 0) {
             jit = (void (*)(void))make_jit(1, 1000000);
+            printf("jit pid %d\n", (int)getpid());   /* tests remove its map */
+        }
         while (now() < end) {
             if (jit) {
                 jit();

@@ -224,6 +224,23 @@ static void test_jit(void)
     UNIT_CHECK("jit: gap between symbols", strcmp(name_of(s, l3, NULL), want) == 0);
     fk_sym_free(s);
 
+    /* entries the JIT adds after first sight: read again at the end */
+    ok = spawn(&c, argv, line, sizeof line) && sscanf(line, "%lx", &code) == 1;
+    s = fk_sym_new(&o);
+    fk_sym_scan_pid(s, c.pid);
+    struct fk_loc late = fk_sym_locate(s, c.pid, code + 0x304, false);
+    snprintf(map, sizeof map, "/tmp/perf-%d.map", (int)c.pid);
+    FILE *mf = fopen(map, "a");
+    if (mf) {
+        fprintf(mf, "%lx 10 fk_jit_late\n", code + 0x300);
+        fclose(mf);
+    }
+    UNIT_CHECK("jit: map re-read at the end while alive",
+               ok && strcmp(name_of(s, late, NULL), "fk_jit_late_[j]") == 0);
+    reap(&c);
+    unlink(map);
+    fk_sym_free(s);
+
     char *argv2[] = { symprog, "jit", "nomap", NULL };
     ok = spawn(&c, argv2, line, sizeof line) && sscanf(line, "%lx", &code) == 1;
     s = fk_sym_new(&(struct fk_sym_opts){ .jit = true });
@@ -256,8 +273,10 @@ static void test_kernel(void)
                    k == FK_FRAME_KERNEL);
     fk_sym_free(s);
     s = fk_sym_new(&(struct fk_sym_opts){ .kernel = true });
-    UNIT_CHECK("kallsyms: plain name, kernel address without the flag",
-               strcmp(name_of(s, fk_sym_locate(s, 1, addr, false), NULL), "schedule") == 0);
+    UNIT_CHECK("kallsyms: plain name",
+               strcmp(name_of(s, fk_sym_locate(s, 1, addr, true), NULL), "schedule") == 0);
+    UNIT_CHECK("kernel address in a user callchain is [unknown]",
+               strcmp(name_of(s, fk_sym_locate(s, getpid(), addr, false), NULL), "[unknown]") == 0);
     fk_sym_free(s);
 }
 

@@ -689,8 +689,10 @@ void fk_sym_mmap(struct fk_symbolizer *s, pid_t pid, uint64_t start, uint64_t le
 
 struct fk_loc fk_sym_locate(struct fk_symbolizer *s, pid_t pid, uint64_t ip, bool kernel)
 {
-    if (kernel || ip >= 0xffff800000000000ULL)
+    if (kernel)
         return (struct fk_loc){ DSO_IDX_KERNEL, ip };
+    /* a kernel address in a user callchain is a bad frame pointer: it is
+     * in no map (except [vsyscall]) and ends as [unknown] below */
     struct proc *pr = proc_find(s, pid);
     if (!pr)
         pr = proc_get(s, pid);      /* rare: first sample of an unseen process */
