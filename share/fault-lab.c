@@ -45,6 +45,7 @@ struct opts {
     bool pageout;           /* MADV_PAGEOUT the released range (simulated reclaim) */
     bool kernel_touch;      /* first touch by read() from /dev/zero: kernel-mode faults */
     bool thp;               /* allow transparent huge pages (default: off) */
+    const char *file_dir;   /* --file-touch: major faults on a file in this dir */
     uint64_t loops;
     uint64_t delay_ms, hold_ms;
     enum format format;
@@ -93,6 +94,9 @@ static void usage(void)
            "                         reclaim that memory pressure would do, on demand\n"
            "  -k, --kernel-touch     do the first touch with read() from /dev/zero, so\n"
            "                         the faults are taken in kernel mode (copy to user)\n"
+           "  -m, --file-touch DIR   instead: write a file of SIZE in DIR, drop it from\n"
+           "                         the page cache, map it and read one byte per page:\n"
+           "                         one major fault per page (readahead off)\n"
            "      --thp              ask for transparent huge pages (default: MADV_NOHUGEPAGE,\n"
            "                         so each 4K page is one fault)\n"
            "  -n, --loops N          repeat the whole experiment N times (default 1)\n"
@@ -327,6 +331,67 @@ NOINLINE void release_pages(char *p, size_t len, enum release how)
         die("madvise: %s", strerror(errno));
 }
 
+/* Reads one byte per page of a file mapping that is not in the page cache:
+ * with readahead off (MADV_RANDOM) every page is a major fault. */
+NOINLINE uint64_t read_file_pages(const volatile char *p, size_t len, size_t pagesz)
+{
+    uint64_t sum = 0;
+    for (size_t off = 0; off < len; off += pagesz)
+        sum += (unsigned char)p[off];
+    touch_done();
+    return sum;
+}
+
+static void run_file_experiment(const struct opts *o, uint64_t loop, long pagesz)
+{
+    struct snapshot prev, now;
+    size_t len = (size_t)o->size;
+    char *path = malloc(strlen(o->file_dir) + 32);
+    if (!path)
+        die("out of memory");
+    sprintf(path, "%s/fault-lab.XXXXXX", o->file_dir);
+    int fd = mkstemp(path);
+    if (fd < 0)
+        die("cannot create a file in %s: %s", o->file_dir, strerror(errno));
+    unlink(path);       /* gone when we close it */
+    free(path);
+    static char block[1 << 16];
+    memset(block, 'x', sizeof block);
+    for (size_t done = 0; done < len;) {
+        size_t n = len - done < sizeof block ? len - done : sizeof block;
+        ssize_t w = write(fd, block, n);
+        if (w <= 0)
+            die("write: %s", w < 0 ? strerror(errno) : "short write");
+        done += (size_t)w;
+    }
+    /* Written back, then dropped: the next access must read the disk. */
+    if (fsync(fd) != 0)
+        die("fsync: %s", strerror(errno));
+    int e = posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    if (e)
+        die("posix_fadvise: %s", strerror(e));
+
+    take_snapshot(&prev);
+    char *p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED)
+        die("cannot map the file: %s", strerror(errno));
+    if (madvise(p, len, MADV_RANDOM) != 0)
+        die("madvise(MADV_RANDOM): %s", strerror(errno));
+    take_snapshot(&now);
+    report(o, loop, "map", &prev, &now);
+    prev = now;
+    if (read_file_pages(p, len, (size_t)pagesz) != (uint64_t)'x' * (len / (size_t)pagesz))
+        die("the file does not read back as written");
+    take_snapshot(&now);
+    report(o, loop, "touch", &prev, &now);
+    prev = now;
+    if (munmap(p, len) != 0)
+        die("munmap: %s", strerror(errno));
+    close(fd);
+    take_snapshot(&now);
+    report(o, loop, "unmap", &prev, &now);
+}
+
 NOINLINE static void run_experiment(const struct opts *o, uint64_t loop, long pagesz)
 {
     struct snapshot prev, now;
@@ -392,6 +457,7 @@ int main(int argc, char **argv)
         { "pageout", no_argument, NULL, OPT_PAGEOUT },
         { "kernel-touch", no_argument, NULL, 'k' },
         { "thp", no_argument, NULL, OPT_THP },
+        { "file-touch", required_argument, NULL, 'm' },
         { "loops", required_argument, NULL, 'n' },
         { "delay", required_argument, NULL, 'd' },
         { "hold", required_argument, NULL, OPT_HOLD },
@@ -405,7 +471,7 @@ int main(int argc, char **argv)
     int c;
 
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":s:r:p:kn:d:f:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":s:r:p:km:n:d:f:h", longopts, NULL)) != -1) {
         switch (c) {
         case 's':
             if (!parse_size(optarg, &o.size) || o.size == 0)
@@ -428,6 +494,7 @@ int main(int argc, char **argv)
         case OPT_PAGEOUT: o.pageout = true; break;
         case 'k': o.kernel_touch = true; break;
         case OPT_THP: o.thp = true; break;
+        case 'm': o.file_dir = optarg; break;
         case 'n':
             if (!parse_u64(optarg, &o.loops) || o.loops == 0)
                 usage_error("bad --loops '%s': want a positive integer", optarg);
@@ -477,8 +544,12 @@ int main(int argc, char **argv)
     struct timespec t0, t1;
     if (clock_gettime(CLOCK_MONOTONIC, &t0) != 0)
         die("clock_gettime: %s", strerror(errno));
-    for (uint64_t i = 1; i <= o.loops; i++)
-        run_experiment(&o, i, pagesz);
+    for (uint64_t i = 1; i <= o.loops; i++) {
+        if (o.file_dir)
+            run_file_experiment(&o, i, pagesz);
+        else
+            run_experiment(&o, i, pagesz);
+    }
     if (clock_gettime(CLOCK_MONOTONIC, &t1) != 0)
         die("clock_gettime: %s", strerror(errno));
     take_snapshot(&end);
