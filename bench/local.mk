@@ -1,4 +1,6 @@
 # benchmarks: make bench (FK_BENCHES += bench/NAME.sh, one per line)
+FK_BENCHES += bench/faults.sh
+EXTRA_DIST += bench/faults.sh
 FK_BENCHES += bench/collapse.sh
 EXTRA_DIST += bench/collapse.sh bench/make-input.sh
 FK_BENCHES += bench/svg.sh

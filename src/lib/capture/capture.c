@@ -388,6 +388,7 @@ static void handle_record(struct engine *e, const union perf_event *ev)
         break;
     }
     case PERF_RECORD_FORK:
+        e->r->forks++;
         fk_sym_fork(e->sym, (pid_t)ev->fork.pid, (pid_t)ev->fork.ppid, (pid_t)ev->fork.tid,
                     (pid_t)ev->fork.ptid);
         if (e->o->target->kind == FK_TARGET_USER && ev->fork.pid != ev->fork.ppid) {
@@ -842,6 +843,7 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
 
     /* the event's own count, summed over every CPU and thread */
     int ncpu = perf_cpu_map__nr(cpus), nthr = perf_thread_map__nr(threads);
+    r->counters = (uint64_t)ncpu * (uint64_t)nthr;
     for (int c = 0; c < ncpu; c++)
         for (int th = 0; th < nthr; th++) {
             struct perf_counts_values cv;

@@ -106,6 +106,11 @@ struct fk_capture_result {
     unsigned ring_pages;
     int ncpus;
     struct fk_sym_stats sym;
+    /* For one-in-N verification (capture/period_check.h): counters opened
+     * (CPUs x threads) and tasks forked under inherited counters, each of
+     * which keeps its own remainder below the period. */
+    uint64_t counters;
+    uint64_t forks;
 };
 
 /* Run the capture. Returns FK_EXIT_OK, or FK_EXIT_ERROR after one error line

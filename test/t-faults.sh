@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# flamekit-fault-lab and flamekit faults: known faults, counted and sampled
+# one in N, attributed to the touching function; --user-only; bad input.
+# timeout: 240
+. "$FK_SRC/test/lib.sh"
+LAB=$FK_BUILD/flamekit-fault-lab
+
+# kv VALUE-OF KEY from the lab's line for STEP: kv FILE STEP KEY
+kv() { awk -v s="step=$2" -v k="$3" '$1 == s { for (i = 2; i <= NF; i++) { split($i, a, "="); if (a[1] == k) { print a[2]; exit } } }' "$1"; }
+
+## The lab alone: its own getrusage counts are the ground truth we rely on.
+"$LAB" -s 80M -r dontneed --kv >"$T/dontneed.kv" 2>&1
+check_eq "lab: 80M is 20480 pages" 20480 "$(kv "$T/dontneed.kv" config pages)"
+check_eq "lab: first touch takes one fault per page" 20480 "$(kv "$T/dontneed.kv" touch minflt_delta)"
+check_eq "lab: MADV_DONTNEED retouch faults every page again" 20480 "$(kv "$T/dontneed.kv" retouch minflt_delta)"
+check_range "lab: MADV_DONTNEED drops RSS at once (anon_kb after release)" "$(kv "$T/dontneed.kv" release anon_kb)" 0 4096
+"$LAB" -s 80M -r free --kv >"$T/free.kv" 2>&1
+check_range "lab: MADV_FREE keeps the pages as LazyFree (kB)" "$(kv "$T/free.kv" release lazyfree_kb)" 80000 82000
+check_eq "lab: MADV_FREE retouch without reclaim takes no fault" 0 "$(kv "$T/free.kv" retouch minflt_delta)"
+"$LAB" -s 80M -r free --pageout --kv >"$T/pageout.kv" 2>&1
+check_range "lab: MADV_PAGEOUT reclaims lazy-free pages (anon_kb)" "$(kv "$T/pageout.kv" pageout anon_kb)" 0 4096
+check_eq "lab: retouch after reclaim faults every page" 20480 "$(kv "$T/pageout.kv" retouch minflt_delta)"
+"$LAB" -s 8M -k -r none --json >"$T/kernel.json" 2>&1
+if need jq; then
+    check_eq "lab: --json, kernel-mode touch also one fault per page" 2048 \
+        "$(jq -r 'select(.step == "touch") | .minflt_delta' "$T/kernel.json")"
+fi
+"$LAB" -s 8M -m "$T" --kv >"$T/file.kv" 2>&1
+check_eq "lab: --file-touch, one major fault per page" 2048 "$(kv "$T/file.kv" touch majflt_delta)"
+check_fails "lab: unknown option" "$LAB" --frobnicate
+check_fails "lab: bad size" "$LAB" -s 12Q
+check_fails "lab: bad release" "$LAB" -r sometimes
+o=$("$LAB" --loops 2>&1); check_grep "lab: missing argument named" "needs an argument" "$o"
+check_grep "lab: --help" '^Usage: flamekit-fault-lab' "$("$LAB" --help)"
+
+## flamekit faults: real captures of the lab.
+# jnum KEY FILE: a number (or word) from our pretty-printed metadata.
+jnum() { sed -n "s/^ *\"$1\": \"*\([^\",]*\)\"*,*$/\1/p" "$2" | head -1; }
+# weight FOLDED.gz REGEX: total count of the stacks matching REGEX.
+weight() { zcat "$1" | awk -v re="$2" '{ n = $NF; $NF = ""; if ($0 ~ re) s += n } END { print s + 0 }'; }
+total() { zcat "$1" | awk '{ s += $NF } END { print s + 0 }'; }
+# fk_faults NAME ARGS...: capture into $T/NAME, lab output in $T/NAME.out.
+fk_faults() {
+    local n=$1; shift
+    "$FLAMEKIT" faults -q -o "$T/$n" "$@" >"$T/$n.out" 2>"$T/$n.err"
+}
+files() { J=$(ls "$T/$1"/*.json 2>/dev/null | head -1); F=$(ls "$T/$1"/*.folded.gz 2>/dev/null | head -1); S=$(ls "$T/$1"/*.flamegraph.svg 2>/dev/null | head -1); }
+
+# 80M touched, released with MADV_DONTNEED, touched again: 2 x 20480 faults.
+if fk_faults dn run -- "$LAB" -s 80M -r dontneed --kv; then
+    pass "faults run: lab captured"
+    files dn
+    check_grep "faults run: files named HOST.TIME.run-CMD.faults.*" '^[^/]+\.[0-9]{8}_[0-9]{6}_UTC\.run-flamekit-fault-lab\.faults\.json$' "$(basename "$J")"
+    C=$(jnum counted "$J"); E=$(jnum estimate "$J"); N=$(jnum samples "$J"); I=$(jnum counters "$J")
+    labtotal=$(kv "$T/dn.out" total minflt)
+    # The counters start at exec; the lab's own count also has the fork's faults.
+    check_range "faults run: counted total = the lab's faults (40960 touches + startup)" "$C" 40960 "$((labtotal + 5))"
+    check_range "faults run: samples x 100 within the counters' remainders of the count" "$E" "$((C - I * 99))" "$((C + 100))"
+    check_range "faults run: one in 100, not one per fault (samples / count x 100)" \
+        "$(awk -v n="$N" -v c="$C" 'BEGIN { print n / c * 100 }')" 0.98 1.01
+    check_eq "faults run: verdict ok" ok "$(jnum verdict "$J")"
+    check_eq "faults run: folded counts are samples x period" "$E" "$(total "$F")"
+    lab=$(weight "$F" '^flamekit-fault-')
+    under=$(weight "$F" '^flamekit-fault-.*;(touch_pages|retouch_pages)( |$)')
+    check_range "faults run: >= 80% of the lab's faults under touch_pages/retouch_pages" \
+        "$(awk -v u="$under" -v l="$lab" 'BEGIN { print l ? u / l : 0 }')" 0.8 1
+    check_range "faults run: touch and retouch each about half" \
+        "$(awk -v a="$(weight "$F" ';run_experiment;touch_pages')" -v l="$lab" 'BEGIN { print l ? a / l : 0 }')" 0.4 0.6
+    check_grep "faults run: SVG counts page faults" 'page faults' "$S"
+    check_grep "faults run: SVG carries the verification summary" 'samples ≈ [0-9]+ faults \(1 in 100\); counted' "$S"
+    if need xmllint; then check "faults run: SVG is well-formed XML" xmllint --noout "$S"; fi
+    check_grep "faults run: metadata has the period" '"period": 100' "$J"
+    check_grep "faults run: metadata records the invocation" '"invocation": "flamekit faults -q -o ' "$J"
+    check_eq "faults run: no PERF_SAMPLE_PERIOD" false "$(jnum sample_period_in_sample_type "$J")"
+else
+    fail "faults run: lab captured" "$(cat "$T/dn.err")"
+fi
+
+# -c 1000 and --minor: the period is honoured for every event we offer.
+for ev in "page-faults:-c 1000" "minor-faults:--minor -c 250" "faults:-e faults -c 50"; do
+    name=${ev%%:*}; args=${ev#*:}
+    # shellcheck disable=SC2086
+    if fk_faults "p-$name" $args run -- "$LAB" -s 40M -r none --kv; then
+        files "p-$name"; k=$(jnum period "$J")
+        C=$(jnum counted "$J"); N=$(jnum samples "$J"); I=$(jnum counters "$J")
+        check_range "$name every $k: counted >= the 10240 touches" "$C" 10240 12000
+        check_range "$name every $k: samples = count / $k (within remainders)" "$N" "$(( (C - I * (k - 1)) / k ))" "$(( C / k + 1 ))"
+    else
+        fail "$name $args: capture" "$(cat "$T/p-$name.err")"
+    fi
+done
+
+# --major: a file read back after dropping it from the page cache.
+if fk_faults major --major -c 10 run -- "$LAB" -s 8M -m "$T" --kv; then
+    files major
+    C=$(jnum counted "$J"); N=$(jnum samples "$J"); I=$(jnum counters "$J")
+    check_range "--major: counted = the 2048 major faults" "$C" 2048 2100
+    check_range "--major every 10: samples = count / 10 (within remainders)" "$N" "$(( (C - I * 9) / 10 ))" "$(( C / 10 + 1 ))"
+    lab=$(weight "$F" '^flamekit-fault-')
+    check_range "--major: >= 80% under read_file_pages" \
+        "$(awk -v u="$(weight "$F" ';read_file_pages( |$)')" -v l="$lab" 'BEGIN { print l ? u / l : 0 }')" 0.8 1
+    check_grep "--major: file named after the event" 'major-faults\.json$' "$(basename "$J")"
+else
+    fail "--major: capture" "$(cat "$T/major.err")"
+fi
+
+# Other events, same check: context switches of a pipe ping-pong, a tracepoint.
+pingpong() { "$FLAMEKIT" faults -q -o "$T/$1" "${@:2}" run -- sh -c 'yes | head -c 50000000 >/dev/null' >"$T/$1.out" 2>"$T/$1.err"; }
+for ev in "cs:-e context-switches -c 10" "sched_switch:-e sched:sched_switch -c 10"; do
+    name=${ev%%:*}; args=${ev#*:}
+    # shellcheck disable=SC2086
+    if pingpong "e-$name" $args; then
+        files "e-$name"
+        C=$(jnum counted "$J"); N=$(jnum samples "$J"); I=$(jnum counters "$J")
+        if [ "${C:-0}" -ge 60 ]; then
+            check_range "-e $name every 10: samples = count / 10 (within remainders), not one per hit" \
+                "$N" "$(( (C - I * 9) / 10 ))" "$(( C / 10 + 1 ))"
+        else
+            skip "-e $name: period check" "only ${C:-0} events counted"
+        fi
+        check_eq "-e $name: verdict ok" ok "$(jnum verdict "$J")"
+    else
+        fail "-e $name: capture" "$(cat "$T/e-$name.err")"
+    fi
+done
+
+# Kernel-mode faults: read() from /dev/zero into 20480 untouched pages.
+if fk_faults kern run -- "$LAB" -s 80M -k -r none --kv; then
+    files kern
+    C=$(jnum counted "$J")
+    check_range "kernel-touch: counted includes the 20480 kernel-mode faults" "$C" 20480 21000
+    lab=$(weight "$F" '^flamekit-fault-')
+    k=$(weight "$F" ';read_into_pages;.*ksys_read_\[k\]')
+    check_range "kernel-touch: >= 80% under read_into_pages -> kernel read path" \
+        "$(awk -v u="$k" -v l="$lab" 'BEGIN { print l ? u / l : 0 }')" 0.8 1
+else
+    fail "kernel-touch: capture" "$(cat "$T/kern.err")"
+fi
+if fk_faults kuser --user-only run -- "$LAB" -s 80M -k -r none --kv; then
+    files kuser
+    C=$(jnum counted "$J")
+    check_range "--user-only: the kernel-mode faults are not counted" "$C" 0 1000
+    check_eq "--user-only: no read_into_pages stacks" 0 "$(weight "$F" 'read_into_pages')"
+    check_eq "--user-only: no kernel frames" 0 "$(weight "$F" '_\[k\]')"
+    check_eq "--user-only: recorded in the metadata" true "$(jnum user_only "$J")"
+else
+    fail "--user-only: capture" "$(cat "$T/kuser.err")"
+fi
+if fk_faults uuser --user-only run -- "$LAB" -s 40M -r none --kv; then
+    files uuser
+    check_range "--user-only: user-mode touches still counted" "$(jnum counted "$J")" 10240 11000
+fi
+
+# pid: attach to a running lab (it waits 500 ms before touching).
+"$LAB" -s 40M -r none -d 500 --kv >"$T/pid.lab" 2>&1 &
+labpid=$!
+fk_cleanup "kill $labpid 2>/dev/null"
+if fk_faults pid -d 20 pid "$labpid"; then
+    files pid
+    check_range "faults pid: the touches after attach are counted" "$(jnum counted "$J")" 10240 11000
+    check_eq "faults pid: ends when the process exits, verdict ok" ok "$(jnum verdict "$J")"
+    check_grep "faults pid: scope in the name" "\.pid-$labpid\.faults\.json$" "$(basename "$J")"
+else
+    fail "faults pid: capture" "$(cat "$T/pid.err")"
+fi
+wait "$labpid" 2>/dev/null
+
+# host / user / cgroup: host-wide counters; the lab's faults must be there.
+# The lab loops (10240 fresh pages per loop) for the whole capture however
+# long a host-wide start takes, and is stopped right after it.
+for tgt in "host:host" "user:user root" "cgroup:cgroup /"; do
+    name=${tgt%%:*}; args=${tgt#*:}
+    "$LAB" -s 40M -r none -n 100000 --kv >/dev/null 2>&1 &
+    lp=$!
+    # shellcheck disable=SC2086
+    if fk_faults "t-$name" -d 2 $args; then
+        files "t-$name"
+        check_eq "faults $name: verdict ok" ok "$(jnum verdict "$J")"
+        check_range "faults $name: the lab's touches are in the graph" "$(weight "$F" '^flamekit-fault-.*;touch_pages')" 10240 100000000
+    else
+        fail "faults $name: capture" "$(cat "$T/t-$name.err")"
+    fi
+    kill "$lp" 2>/dev/null; wait "$lp" 2>/dev/null
+done
+
+# --stdout: one framed stream on stdout, the command's own output on stderr.
+before=$(ls -d /tmp/flamekit-faults.* 2>/dev/null | wc -l)
+if "$FLAMEKIT" faults -q --stdout run -- "$LAB" -s 4M -r none --kv >"$T/stream" 2>"$T/stream.err"; then
+    check_eq "--stdout: the stream's magic first" FKS1 "$(head -c 4 "$T/stream")"
+    for suf in folded.gz json flamegraph.svg; do
+        check_grep "--stdout: carries the .$suf" "run-flamekit-fault-lab\.faults\.$suf" "$(strings "$T/stream" | grep -F ".$suf")"
+    done
+    check_nogrep "--stdout: the command's output stays out of the stream" 'step=total' "$(strings "$T/stream")"
+    check_grep "--stdout: the command's output goes to stderr" 'step=total' "$T/stream.err"
+    check_eq "--stdout: no temporary directory left" "$before" "$(ls -d /tmp/flamekit-faults.* 2>/dev/null | wc -l)"
+else
+    fail "--stdout: capture" "$(cat "$T/stream.err")"
+fi
+
+# SIGINT mid-capture: complete results, verified, the reason recorded.
+"$FLAMEKIT" faults -q -o "$T/int" -d 60 host >"$T/int.out" 2>"$T/int.err" &
+fp=$!
+sleep 1.5
+kill -INT "$fp"
+if wait "$fp"; then
+    files int
+    check_grep "SIGINT: stop reason recorded" '"stop_reason": "signal"' "$J"
+    check_eq "SIGINT: verdict ok" ok "$(jnum verdict "$J")"
+    check "SIGINT: complete folded file" gzip -t "$F"
+else
+    fail "SIGINT: exit 0 with results" "$(cat "$T/int.err")"
+fi
+
+# Safety floors and bad input.
+o=$("$FLAMEKIT" faults -c 5 run -- true 2>&1); rc=$?
+check_eq "-c below the floor: usage error" 2 "$rc"
+check_grep "-c below the floor: says why and names the override" 'at least 10.*--unsafe' "$o"
+if fk_faults unsafe -c 5 --unsafe run -- "$LAB" -s 4M -r none --kv; then
+    files unsafe
+    check_eq "-c 5 --unsafe: allowed, verified" ok "$(jnum verdict "$J")"
+else
+    fail "-c 5 --unsafe" "$(cat "$T/unsafe.err")"
+fi
+o=$("$FLAMEKIT" faults -d 10m host 2>&1); rc=$?
+check_eq "-d above 300s: usage error" 2 "$rc"
+check_fails "unknown option" "$FLAMEKIT" faults --frobnicate host
+check_fails "no target" "$FLAMEKIT" faults
+check_fails "unknown target" "$FLAMEKIT" faults moon
+check_fails "bad pid" "$FLAMEKIT" faults pid 12x
+check_fails "pid that does not exist" "$FLAMEKIT" faults -o "$T/nope" pid 999999999
+check_fails "unknown event" "$FLAMEKIT" faults -e bogus-event run -- true
+check_fails "unknown tracepoint" "$FLAMEKIT" faults -e sched:no_such_tracepoint run -- true
+o=$("$FLAMEKIT" faults -e cpu-clock run -- true 2>&1)
+check_grep "cpu-clock refused with a pointer to CPU profiles" 'timer' "$o"
+check_fails "--minor and --major together" "$FLAMEKIT" faults --minor --major run -- true
+check_fails "run without a command" "$FLAMEKIT" faults run --
+check_fails "command that does not exist" "$FLAMEKIT" faults -o "$T/nocmd" run -- /nonexistent/cmd
+check_fails "unknown user" "$FLAMEKIT" faults user no-such-user-here
+check_fails "cgroup that does not exist" "$FLAMEKIT" faults cgroup /no/such/cgroup
+# (A path under a regular file: unwritable even for root.)
+: >"$T/plainfile"
+o=$("$FLAMEKIT" faults -o "$T/plainfile/out" run -- true 2>&1); rc=$?
+check_eq "unwritable output directory: exit 1" 1 "$rc"
+check_grep "unwritable output directory: named" 'plainfile/out' "$o"
+check_grep "faults --help" '^usage: flamekit faults' "$("$FLAMEKIT" faults --help)"

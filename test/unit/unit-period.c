@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Unit tests for the one-in-N verification arithmetic. */
+#include "unit.h"
+#include "capture/period_check.h"
+
+#include <linux/perf_event.h>
+
+static struct fk_period_result check(uint64_t k, uint64_t samples, uint64_t count,
+                                     uint64_t inst, uint64_t lost, uint64_t throttles)
+{
+    struct fk_period_in in = {
+        .event = "page-faults", .unit = "faults", .period = k, .samples = samples,
+        .count = count, .have_count = true, .instances = inst, .lost = lost,
+        .throttles = throttles,
+    };
+    struct fk_period_result r;
+    fk_period_verify(&in, &r);
+    return r;
+}
+
+int main(void)
+{
+    unit_name = "unit-period";
+    struct fk_period_result r;
+
+    r = check(100, 206, 20667, 2, 0, 0);
+    UNIT_CHECK("floor(C/K) samples is ok", r.verdict == FK_PERIOD_OK && r.estimate == 20600);
+    UNIT_CHECK("summary names samples, estimate, period and count",
+               strstr(r.summary, "206 samples ≈ 20600 faults (1 in 100); counted 20667") != NULL);
+    UNIT_CHECK("no warning when ok", r.warning[0] == '\0');
+    r = check(100, 205, 20667, 2, 0, 0);
+    UNIT_CHECK("two instances may each keep 99", r.verdict == FK_PERIOD_OK);
+    r = check(100, 203, 20667, 2, 0, 0);
+    UNIT_CHECK("more missing than remainders: too few", r.verdict == FK_PERIOD_TOO_FEW && r.warning[0]);
+    r = check(100, 204, 20667, 2, 0, 0);
+    UNIT_CHECK("one below the remainders' reach: too few", r.verdict == FK_PERIOD_TOO_FEW);
+    r = check(100, 204, 20667, 2, 1, 0);
+    UNIT_CHECK("a lost record explains one sample", r.verdict == FK_PERIOD_OK);
+    r = check(100, 100, 20667, 2, 0, 1);
+    UNIT_CHECK("throttled: only the upper bound", r.verdict == FK_PERIOD_OK);
+    r = check(100, 20667, 20667, 2, 0, 0);
+    UNIT_CHECK("one sample per hit is the gotcha", r.verdict == FK_PERIOD_EVERY_HIT);
+    UNIT_CHECK("the gotcha warning is loud", strstr(r.warning, "WARNING") && strstr(r.warning, "NOT honoured"));
+    r = check(100, 300, 20667, 2, 0, 0);
+    UNIT_CHECK("too many but not every hit", r.verdict == FK_PERIOD_TOO_MANY);
+    r = check(100, 207, 20667, 2, 0, 0);
+    UNIT_CHECK("one sample above floor(C/K) is within the slack", r.verdict == FK_PERIOD_OK);
+    r = check(100, 0, 0, 2, 0, 0);
+    UNIT_CHECK("nothing counted, nothing sampled", r.verdict == FK_PERIOD_OK);
+    r = check(100, 0, 99, 1, 0, 0);
+    UNIT_CHECK("fewer hits than one period", r.verdict == FK_PERIOD_OK);
+    r = check(1, 500, 500, 1, 0, 0);
+    UNIT_CHECK("period 1: every hit is right", r.verdict == FK_PERIOD_OK);
+    r = check(100, 0, 5000, 1000, 0, 0);
+    UNIT_CHECK("many instances: lower bound saturates at 0", r.verdict == FK_PERIOD_OK && r.lo == 0);
+    r = check(UINT64_MAX, 3, 10, 1, 0, 0);
+    UNIT_CHECK("huge products saturate", r.estimate == UINT64_MAX && r.verdict != FK_PERIOD_OK);
+
+    struct fk_period_in in = { .period = 100, .samples = 5 };
+    fk_period_verify(&in, &r);
+    UNIT_CHECK("no count: unchecked, with a warning", r.verdict == FK_PERIOD_UNCHECKED && r.warning[0]);
+
+    struct perf_event_attr a = { .sample_period = 100, .sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_PERIOD };
+    UNIT_CHECK("PERIOD removed for fixed periods", fk_period_fix_attr(&a) && a.sample_type == PERF_SAMPLE_IP);
+    UNIT_CHECK("second fix is a no-op", !fk_period_fix_attr(&a));
+    struct perf_event_attr f = { .freq = 1, .sample_freq = 99, .sample_type = PERF_SAMPLE_PERIOD };
+    UNIT_CHECK("frequency mode keeps PERIOD", !fk_period_fix_attr(&f) && (f.sample_type & PERF_SAMPLE_PERIOD));
+    return UNIT_END();
+}
