@@ -13,5 +13,3 @@ flamekit_SOURCES += src/cmd/user.c
 flamekit_SOURCES += src/cmd/cgroup.c
 flamekit_SOURCES += src/cmd/run.c
 flamekit_SOURCES += src/cmd/remote.c
-flamekit_SOURCES += src/cmd/upload.c
-flamekit_SOURCES += src/cmd/merge.c
