@@ -80,6 +80,21 @@ o=$(up --endpoint "$E" "$D/a b+c.txt" s3://fkt/odd/); rc=$?
 check_eq "key with space and plus: exit 0, URL encoded" "0 $E/fkt/odd/a%20b%2Bc.txt" "$rc $o"
 check_eq "key with space and plus: bytes arrive" "odd name" "$(s3 "$E/fkt/odd/a%20b%2Bc.txt")"
 
+# Addressing: virtual-host (curl resolves *.localhost to loopback) and gs://
+# (region auto) against the same server; gs:// and AWS defaults offline.
+o=$(up --endpoint "http://localhost:$RGW_PORT" --virtual-host "$D/$base.json" s3://fkt/vh/); rc=$?
+check_eq "virtual-host addressing: exit 0, bucket in the host name" "0 http://fkt.localhost:$RGW_PORT/vh/$base.json" "$rc $o"
+check "virtual-host addressing: bytes arrive" cmp <(s3 "$E/fkt/vh/$base.json") "$D/$base.json"
+o=$(up --endpoint "$E" "$D/$base.json" gs://fkt/gs/); rc=$?
+check_eq "gs:// with an endpoint (path style, region auto): exit 0" "0 $E/fkt/gs/$base.json" "$rc $o"
+check_grep "gs:// maps to storage.googleapis.com, path style, region auto" \
+    '^https://storage\.googleapis\.com/b1/k\.svg\?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=[^&]*%2Fauto%2Fs3%2Faws4_request&' \
+    "$(up --presign gs://b1/k.svg)"
+check_grep "s3:// defaults to AWS, virtual host" '^https://bkt1\.s3\.eu-west-1\.amazonaws\.com/k\.svg\?.*%2Feu-west-1%2Fs3%2F' \
+    "$(up --region eu-west-1 --presign s3://bkt1/k.svg)"
+check_grep "s3:// bucket with dots falls back to path style" '^https://s3\.us-east-1\.amazonaws\.com/my\.b1/k\.svg\?' \
+    "$(up --presign s3://my.b1/k.svg)"
+
 # Multipart: 12 MB in 5 MiB parts (S3's minimum part size).
 head -c 12000000 /dev/urandom >"$D/big.bin"
 o=$(up --endpoint "$E" --part-size 5M --multipart-threshold 5M "$D/big.bin" s3://fkt/mp/); rc=$?
