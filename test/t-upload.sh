@@ -156,6 +156,11 @@ o=$(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AWS_SHARED_CREDENTIALS_FIL
 check_eq "--profile with AWS_SHARED_CREDENTIALS_FILE: exit 0" 0 "$rc"
 o=$(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY "$FLAMEKIT" upload --profile nosuch "$D/$base.json" s3://fkt/ 2>&1); rc=$?
 check_grep "unknown --profile named" "profile 'nosuch' not found in $HOME/.aws/credentials" "$o"
+printf '[default]\nregion = xx-default-1\n[profile fk]\nregion = xx-test-1\n' >"$HOME/.aws/config"
+check_grep "region from the profile in ~/.aws/config" '%2Fxx-test-1%2Fs3%2F' "$(AWS_PROFILE=fk up --presign s3://bkt1/k.svg)"
+check_grep "AWS_REGION beats ~/.aws/config" '%2Fxx-env-1%2Fs3%2F' "$(AWS_REGION=xx-env-1 up --presign s3://bkt1/k.svg)"
+check_grep "session token goes into a presigned URL" '&X-Amz-Security-Token=tok%2Bx&X-Amz-SignedHeaders=host&' "$(AWS_SESSION_TOKEN=tok+x up --presign s3://bkt1/k.svg)"
+rm -f "$HOME/.aws/config"
 conf=$HOME/.config/flamekit/upload.conf
 printf '# flamekit upload\nendpoint = %s\naccess_key_id = %s\nsecret_access_key = %s\n' "$E" "$RGW_ACCESS" "$RGW_SECRET" >"$conf"
 chmod 644 "$conf"
