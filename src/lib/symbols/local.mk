@@ -1,1 +1,3 @@
-# symbols stage
+# symbols stage: process table, DSOs, ELF/kallsyms/perf-map symbols
+libflamekit_a_SOURCES += src/lib/symbols/symbols.h src/lib/symbols/symbols-int.h
+libflamekit_a_SOURCES += src/lib/symbols/symbols.c src/lib/symbols/symbols-elf.c

@@ -25,6 +25,7 @@ struct fk_sym_opts {
     bool kernel;        /* load /proc/kallsyms + modules */
     bool jit;           /* read /tmp/perf-PID.map (inside the target's root) */
     bool annotate;      /* suffix _[k] for kernel and _[j] for JIT frames */
+    bool no_map_files;  /* tests: never open through /proc/PID/map_files */
 };
 
 /* Location of one frame: which DSO and where in it. */
@@ -55,6 +56,13 @@ void fk_sym_mmap(struct fk_symbolizer *s, pid_t pid, uint64_t start, uint64_t le
 struct fk_loc fk_sym_locate(struct fk_symbolizer *s, pid_t pid, uint64_t ip, bool kernel);
 /* Current command name of a thread (falls back to the process's, then "[unknown]"). */
 const char *fk_sym_comm_of(struct fk_symbolizer *s, pid_t pid, pid_t tid);
+
+/* Not thread-safe: call everything from one thread.
+ * fk_sym_locate's addr is private to the symbolizer (a file offset for ELF
+ * DSOs); only pass it back to fk_sym_name. Callchain return addresses are
+ * looked up as given (callers may pass ip - 1 for non-leaf frames).
+ * The first fk_sym_name call ends the capture phase: perf maps of processes
+ * still alive are read again then. */
 
 /* Phase 2: append the frame's name to out (e.g. "do_work", "[libfoo.so+0x1a2b]",
  * "schedule_[k]") and return its kind. Never appends nothing. */

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* libFuzzer target: folded-line parser and stack table round trip. */
+#include "stacks/folded.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct fk_stacktab t;
+    struct fk_parse_stats st = { 0 };
+    fk_stacktab_init(&t);
+    const uint8_t *s = data, *end = data + size;
+    uint64_t lineno = 0;
+    while (s < end) {
+        const uint8_t *nl = memchr(s, '\n', (size_t)(end - s));
+        size_t len = nl ? (size_t)(nl - s) : (size_t)(end - s);
+        char *line = malloc(len + 1);
+        memcpy(line, s, len);
+        line[len] = 0;
+        lineno++;
+        const char *stack, *why;
+        size_t slen;
+        uint64_t c, c2;
+        bool has2;
+        if (fk_folded_parse_line(line, len, &stack, &slen, &c, &c2, &has2, &why)) {
+            if (slen == 0 || slen > len || memchr(stack, '\0', slen))
+                abort();
+            fk_stacktab_add2(&t, stack, slen, c, has2 ? c2 : 0);
+        } else {
+            if (!why || !*why)
+                abort();
+            fk_parse_stats_bad(&st, lineno, line, len, why);
+        }
+        free(line);
+        s += len + (nl ? 1 : 0);
+    }
+    struct fk_stack **v = fk_stacktab_sorted(&t);
+    for (size_t i = 1; i < t.n; i++) {
+        size_t a = v[i - 1]->len, b = v[i]->len;
+        int c = memcmp(v[i - 1]->key, v[i]->key, a < b ? a : b);
+        if (c > 0 || (c == 0 && a >= b))
+            abort();    /* must be strictly increasing */
+        if (fk_stacktab_find(&t, v[i]->key, v[i]->len) != v[i])
+            abort();
+    }
+    free(v);
+    fk_parse_stats_free(&st);
+    fk_stacktab_free(&t);
+    return 0;
+}

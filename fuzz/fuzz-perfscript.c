@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* libFuzzer target: perf-script text parser. The first byte picks options. */
+#include "stacks/perfscript.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct fk_perfscript_opts o = { 0 };
+    if (size) {
+        uint8_t f = data[0];
+        o.pid = f & 1;
+        o.tid = f & 2;
+        o.kernel = o.jit = f & 4;
+        o.inline_mark = f & 8;
+        o.no_inline = f & 16;
+        o.addrs = f & 32;
+        o.period = f & 64;
+        o.event = (f & 128) ? "cpu-clock" : NULL;
+        data++;
+        size--;
+    }
+    struct fk_stacktab t;
+    struct fk_parse_stats st = { 0 };
+    struct fk_perfscript p;
+    fk_stacktab_init(&t);
+    fk_perfscript_init(&p, &o, &t, &st);
+    /* Split into lines like fk_lineread does (each line its own writable copy). */
+    const uint8_t *s = data, *end = data + size;
+    uint64_t lineno = 0;
+    while (s < end) {
+        const uint8_t *nl = memchr(s, '\n', (size_t)(end - s));
+        size_t len = nl ? (size_t)(nl - s) : (size_t)(end - s);
+        char *line = malloc(len + 1);
+        memcpy(line, s, len);
+        line[len] = 0;
+        size_t l = len;
+        if (l && line[l - 1] == '\r')
+            line[--l] = 0;
+        fk_perfscript_line(&p, line, l, ++lineno);
+        free(line);
+        s += len + (nl ? 1 : 0);
+    }
+    fk_perfscript_finish(&p);
+    /* every key must be a sane folded stack */
+    uint64_t sum = 0;
+    for (size_t i = 0; i < t.n; i++) {
+        const struct fk_stack *e = &t.v[i];
+        if (e->len == 0 || memchr(e->key, '\n', e->len) || strlen(e->key) != e->len)
+            abort();
+        sum += e->count;
+    }
+    if (!o.period && sum != p.samples)
+        abort();
+    fk_perfscript_free(&p);
+    fk_parse_stats_free(&st);
+    fk_stacktab_free(&t);
+    return 0;
+}

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* flamekit diff: differential flame graph of two folded profiles. */
+#include "render/svgcli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: flamekit diff [OPTIONS] BEFORE AFTER\n"
+            "       flamekit diff [OPTIONS] [TWO-COLUMN-FOLDED|-]\n"
+            "\n"
+            "Differential flame graph: frame widths from AFTER, colours from the\n"
+            "difference AFTER - BEFORE (red grew, blue shrank, stronger = more);\n"
+            "tooltips show both counts and the delta. One input with two counts per\n"
+            "line (\"stack BEFORE AFTER\", as difffolded.pl writes) works too.\n"
+            "\n"
+            "Options:\n"
+            "      --normalize      scale BEFORE to AFTER's total first (compare shapes\n"
+            "                       of profiles of different length)\n"
+            "      --negate         widths from BEFORE, colours inverted (red = shrank):\n"
+            "                       shows what disappeared\n"
+            "%s",
+            fk_svg_cli_help);
+}
+
+static const char *shown(const char *p) { return strcmp(p, "-") ? p : "stdin"; }
+
+int cmd_diff(int argc, char **argv)
+{
+    struct fk_svg_cli c;
+    fk_svg_cli_parse(&c, argc, argv, true, usage);
+    int nargs = argc - c.first_arg;
+    if (nargs > 2)
+        fk_usage_error("give BEFORE AFTER, or one two-column file (got %d files)", nargs);
+    struct fk_stacktab t, a, b;
+    fk_stacktab_init(&t);
+    fk_stacktab_init(&a);
+    fk_stacktab_init(&b);
+    int rc = FK_EXIT_ERROR;
+    if (nargs == 2) {
+        const char *before = argv[c.first_arg], *after = argv[c.first_arg + 1];
+        if (!strcmp(before, "-") && !strcmp(after, "-"))
+            fk_usage_error("only one of BEFORE and AFTER can be stdin");
+        if (!fk_svg_cli_read(&c, before, &b) || !fk_svg_cli_read(&c, after, &a))
+            goto out;
+        if (!b.total && !a.total) {
+            fk_error("%s and %s: no stacks in either; nothing to compare", shown(before),
+                     shown(after));
+            goto out;
+        }
+        /* two-column inputs: their first column is the profile */
+        for (size_t i = 0; i < b.n; i++)
+            fk_stacktab_add2(&t, b.v[i].key, b.v[i].len, b.v[i].count, 0);
+        for (size_t i = 0; i < a.n; i++)
+            fk_stacktab_add2(&t, a.v[i].key, a.v[i].len, 0, a.v[i].count);
+    } else {
+        const char *in = nargs ? argv[c.first_arg] : "-";
+        if (!fk_svg_cli_read(&c, in, &t))
+            goto out;
+        if (!t.total2 && !t.total) {
+            fk_error("%s: no stacks; nothing to compare", shown(in));
+            goto out;
+        }
+        if (!t.total2)
+            fk_warn("%s: no line has a second count: AFTER is empty (give BEFORE AFTER as "
+                    "two files, or lines 'stack BEFORE AFTER')", shown(in));
+    }
+    uint64_t wtotal = c.opts.negate ? t.total : t.total2;
+    if (!wtotal) {
+        fk_error("the %s profile is empty: nothing to draw (%s)",
+                 c.opts.negate ? "BEFORE" : "AFTER",
+                 c.opts.negate ? "drop --negate" : "use --negate to draw BEFORE's shape");
+        goto out;
+    }
+    if (fk_svg_cli_write(&c, &t))
+        rc = FK_EXIT_OK;
+out:
+    fk_stacktab_free(&t);
+    fk_stacktab_free(&a);
+    fk_stacktab_free(&b);
+    fk_svg_cli_free(&c);
+    return rc;
+}

@@ -1,0 +1,878 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The capture engine (see capture.h). */
+#include "capture/capture.h"
+#include "util/buf.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <perf/core.h>
+#include <perf/cpumap.h>
+#include <perf/event.h>
+#include <perf/evlist.h>
+#include <perf/evsel.h>
+#include <perf/mmap.h>
+#include <perf/threadmap.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Records newer than this are held back one pass so records from all CPU
+ * rings are handled in time order (an exec's MMAP2 on one CPU before the
+ * samples that follow on another). */
+#define REORDER_SLACK_NS (20 * 1000000ull)
+#define POLL_MS 100
+#define MAX_FRAMES 512
+
+static uint64_t read_sysctl(const char *name, uint64_t dflt)
+{
+    char path[128], buf[64];
+    snprintf(path, sizeof path, "/proc/sys/kernel/%s", name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return dflt;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return dflt;
+    buf[n] = 0;
+    char *end;
+    long long v = strtoll(buf, &end, 10);
+    return end == buf ? dflt : (uint64_t)v;
+}
+
+uint64_t fk_perf_max_sample_rate(void) { return read_sysctl("perf_event_max_sample_rate", 100000); }
+uint64_t fk_perf_mlock_kb(void) { return read_sysctl("perf_event_mlock_kb", 516); }
+int fk_perf_paranoid(void) { return (int)(int64_t)read_sysctl("perf_event_paranoid", 2); }
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t real_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void fk_event_cpu_default(struct fk_event *ev, uint64_t freq)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->freq = freq;
+    struct perf_event_attr a = { 0 };
+    a.size = sizeof a;
+    a.type = PERF_TYPE_HARDWARE;
+    a.config = PERF_COUNT_HW_CPU_CYCLES;
+    a.disabled = 1;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd >= 0) {
+        close(fd);
+        ev->type = PERF_TYPE_HARDWARE;
+        ev->config = PERF_COUNT_HW_CPU_CYCLES;
+        snprintf(ev->name, sizeof ev->name, "cycles");
+    } else {
+        ev->type = PERF_TYPE_SOFTWARE;
+        ev->config = PERF_COUNT_SW_CPU_CLOCK;
+        snprintf(ev->name, sizeof ev->name, "cpu-clock");
+    }
+}
+
+void fk_capture_opts_init(struct fk_capture_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    fk_event_cpu_default(&o->event, 99);
+    o->duration_ms = 60000;
+    o->max_mem_bytes = 256ull << 20;
+    o->sym.kernel = true;
+    o->sym.jit = true;
+    o->sym.annotate = true;
+}
+
+/* Small u64 -> u64 map (open addressing; key 0 stored as "key + 1"). */
+struct u64map {
+    uint64_t *keys, *vals;
+    size_t mask, n;
+};
+
+static uint64_t *u64map_slot(struct u64map *m, uint64_t key, bool add)
+{
+    if (!m->keys) {
+        if (!add)
+            return NULL;
+        m->mask = 255;
+        m->keys = fk_calloc(m->mask + 1, sizeof *m->keys);
+        m->vals = fk_calloc(m->mask + 1, sizeof *m->vals);
+    }
+    key++;
+    size_t i = fk_hash(&key, sizeof key) & m->mask;
+    while (m->keys[i] && m->keys[i] != key)
+        i = (i + 1) & m->mask;
+    if (m->keys[i])
+        return &m->vals[i];
+    if (!add)
+        return NULL;
+    if ((m->n + 1) * 2 > m->mask + 1) {
+        struct u64map g = { fk_calloc((m->mask + 1) * 2, sizeof *g.keys),
+                            fk_calloc((m->mask + 1) * 2, sizeof *g.vals), m->mask * 2 + 1, 0 };
+        for (size_t j = 0; j <= m->mask; j++)
+            if (m->keys[j])
+                *u64map_slot(&g, m->keys[j] - 1, true) = m->vals[j];
+        free(m->keys);
+        free(m->vals);
+        *m = g;
+        return u64map_slot(m, key - 1, true);
+    }
+    m->keys[i] = key;
+    m->n++;
+    return &m->vals[i];
+}
+
+static void u64map_free(struct u64map *m)
+{
+    free(m->keys);
+    free(m->vals);
+    memset(m, 0, sizeof *m);
+}
+
+/* A record copied out of a ring, waiting to be handled in time order. */
+struct pending {
+    uint64_t time;
+    uint64_t seq;       /* ring read order breaks ties */
+    size_t off;
+    uint32_t len;
+};
+
+struct engine {
+    const struct fk_capture_opts *o;
+    struct fk_capture_result *r;
+    struct fk_symbolizer *sym;
+    struct fk_stacktab raw;         /* comm NUL locations... -> count */
+    uint64_t sample_type;
+    struct fk_buf key;
+    struct fk_buf pbuf, pbuf2;      /* pending record bytes */
+    struct pending *pv;
+    size_t npv, cappv;
+    uint64_t seq;
+    /* USER: pid -> (uid << 1 | 1), refreshed after exec, 0 = unknown */
+    struct u64map uids;
+    struct u64map uid_checked;      /* pid -> mono ns of last /proc check */
+    /* CGROUP: cgroup id -> 1 inside, 2 outside */
+    struct u64map cgroups;
+    uint64_t cgroup_rescan_ns;
+};
+
+/* ---- target filters ---------------------------------------------------- */
+
+static bool proc_euid(pid_t pid, uid_t *uid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return false;
+    bool ok = false;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "Uid:", 4)) {
+            unsigned r, e;
+            if (sscanf(line + 4, "%u %u", &r, &e) == 2) {
+                *uid = e;
+                ok = true;
+            }
+            break;
+        }
+    fclose(f);
+    return ok;
+}
+
+/* USER: decide by effective uid, read from /proc at first sight of a pid and
+ * again after exec or a second later (setuid() after fork is not a record);
+ * a pid already gone inherits what its parent had at fork time. */
+static bool keep_user(struct engine *e, pid_t pid)
+{
+    uint64_t now = mono_ns();
+    uint64_t *v = u64map_slot(&e->uids, (uint64_t)pid, true);
+    uint64_t *c = u64map_slot(&e->uid_checked, (uint64_t)pid, true);
+    if (!*v || now - *c > 1000000000ull) {
+        uid_t uid;
+        if (proc_euid(pid, &uid))
+            *v = (uint64_t)uid << 1 | 1;
+        *c = now;
+    }
+    return *v && (uid_t)(*v >> 1) == e->o->target->uid;
+}
+
+static void scan_cgroup_tree(struct engine *e, const char *dir, int depth)
+{
+    struct stat st;
+    if (stat(dir, &st) < 0)
+        return;
+    *u64map_slot(&e->cgroups, (uint64_t)st.st_ino, true) = 1;
+    if (depth > 64)
+        return;
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_type != DT_DIR || de->d_name[0] == '.')
+            continue;
+        char *sub = fk_asprintf("%s/%s", dir, de->d_name);
+        scan_cgroup_tree(e, sub, depth + 1);
+        free(sub);
+    }
+    closedir(d);
+}
+
+/* CGROUP: a sample's cgroup id is in the target if it is the directory's
+ * inode or one below it; unknown ids trigger a (rate-limited) rescan so
+ * cgroups created during the capture count. */
+static bool keep_cgroup(struct engine *e, uint64_t id)
+{
+    uint64_t *v = u64map_slot(&e->cgroups, id, false);
+    if (v)
+        return *v == 1;
+    uint64_t now = mono_ns();
+    if (now - e->cgroup_rescan_ns > 50000000ull) {
+        e->cgroup_rescan_ns = now;
+        scan_cgroup_tree(e, e->o->target->cgroup_dir, 0);
+        v = u64map_slot(&e->cgroups, id, false);
+        if (v)
+            return *v == 1;
+        *u64map_slot(&e->cgroups, id, true) = 2;
+    }
+    return false;
+}
+
+/* ---- record handling ---------------------------------------------------- */
+
+static void handle_sample(struct engine *e, const union perf_event *ev)
+{
+    const uint64_t *p = (const uint64_t *)ev->sample.array;
+    const uint64_t *end = (const uint64_t *)((const char *)ev + ev->header.size);
+    uint64_t st = e->sample_type;
+    size_t fixed = 4 + !!(st & PERF_SAMPLE_PERIOD) + !!(st & PERF_SAMPLE_CALLCHAIN);
+    if (p + fixed > end)
+        return;
+    uint64_t ip = *p++;
+    pid_t pid = (pid_t)(uint32_t)*p, tid = (pid_t)(uint32_t)(*p >> 32);
+    p++;
+    p++;    /* time */
+    p++;    /* cpu */
+    uint64_t period = 1;
+    if (st & PERF_SAMPLE_PERIOD)
+        period = *p++;
+    uint64_t nr = 0;
+    const uint64_t *ips = NULL;
+    if (st & PERF_SAMPLE_CALLCHAIN) {
+        nr = *p++;
+        if (nr > (uint64_t)(end - p))
+            return;
+        ips = p;
+        p += nr;
+    }
+    uint64_t cgroup = 0;
+    if (st & PERF_SAMPLE_CGROUP) {
+        if (p >= end)
+            return;
+        cgroup = *p++;
+    }
+    e->r->samples++;
+    e->r->period_sum += period;
+
+    const struct fk_target *t = e->o->target;
+    if (t->kind == FK_TARGET_USER && !keep_user(e, pid))
+        return;
+    if (t->kind == FK_TARGET_CGROUP && !keep_cgroup(e, cgroup))
+        return;
+    e->r->samples_kept++;
+
+    fk_buf_reset(&e->key);
+    const char *comm = pid == 0 ? "swapper" : fk_sym_comm_of(e->sym, pid, tid);
+    fk_buf_adds(&e->key, comm);
+    fk_buf_addc(&e->key, 0);
+
+    unsigned nframes = 0;
+    bool kernel = (ev->header.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
+    if (!ips) {
+        struct fk_loc loc = fk_sym_locate(e->sym, pid, ip, kernel);
+        fk_buf_add(&e->key, &loc.dso, sizeof loc.dso);
+        fk_buf_add(&e->key, &loc.addr, sizeof loc.addr);
+        nframes = 1;
+        if (kernel)
+            e->r->kernel_frames++;
+        else
+            e->r->user_frames++;
+    } else {
+        bool first = true, skip = false;
+        for (uint64_t i = 0; i < nr && nframes < MAX_FRAMES; i++) {
+            uint64_t a = ips[i];
+            if (a >= (uint64_t)PERF_CONTEXT_MAX) {
+                kernel = a == (uint64_t)PERF_CONTEXT_KERNEL;
+                skip = a != (uint64_t)PERF_CONTEXT_KERNEL && a != (uint64_t)PERF_CONTEXT_USER;
+                first = true;
+                continue;
+            }
+            if (skip)
+                continue;
+            /* return addresses point after the call: look up the call */
+            struct fk_loc loc = fk_sym_locate(e->sym, pid, first ? a : a - 1, kernel);
+            first = false;
+            fk_buf_add(&e->key, &loc.dso, sizeof loc.dso);
+            fk_buf_add(&e->key, &loc.addr, sizeof loc.addr);
+            nframes++;
+            if (kernel)
+            e->r->kernel_frames++;
+        else
+            e->r->user_frames++;
+        }
+    }
+    uint64_t w = e->o->weight_by_period && !e->o->event.freq ? e->o->event.period : 1;
+    fk_stacktab_add(&e->raw, e->key.data, e->key.len, w);
+}
+
+static void handle_record(struct engine *e, const union perf_event *ev)
+{
+    switch (ev->header.type) {
+    case PERF_RECORD_SAMPLE:
+        handle_sample(e, ev);
+        break;
+    case PERF_RECORD_MMAP2: {
+        const struct perf_record_mmap2 *m = &ev->mmap2;
+        char name[4096];
+        size_t max = ev->header.size - offsetof(struct perf_record_mmap2, filename);
+        if (ev->header.size < offsetof(struct perf_record_mmap2, filename))
+            break;
+        if (max >= sizeof name)
+            max = sizeof name - 1;
+        memcpy(name, m->filename, max);
+        name[max] = 0;
+        if (ev->header.misc & PERF_RECORD_MISC_MMAP_BUILD_ID)
+            fk_sym_mmap(e->sym, (pid_t)m->pid, m->start, m->len, m->pgoff, 0, 0, 0, m->prot,
+                        m->flags, name, m->build_id,
+                        m->build_id_size <= 20 ? m->build_id_size : 20);
+        else
+            fk_sym_mmap(e->sym, (pid_t)m->pid, m->start, m->len, m->pgoff, m->maj, m->min,
+                        m->ino, m->prot, m->flags, name, NULL, 0);
+        break;
+    }
+    case PERF_RECORD_COMM: {
+        char comm[17];
+        memcpy(comm, ev->comm.comm, 16);
+        comm[16] = 0;
+        bool exec = ev->header.misc & PERF_RECORD_MISC_COMM_EXEC;
+        fk_sym_comm(e->sym, (pid_t)ev->comm.pid, (pid_t)ev->comm.tid, comm, exec);
+        if (exec && e->o->target->kind == FK_TARGET_USER) {
+            uint64_t *c = u64map_slot(&e->uid_checked, ev->comm.pid, false);
+            if (c)
+                *c = 0;     /* setuid binaries change uid at exec */
+        }
+        break;
+    }
+    case PERF_RECORD_FORK:
+        fk_sym_fork(e->sym, (pid_t)ev->fork.pid, (pid_t)ev->fork.ppid, (pid_t)ev->fork.tid,
+                    (pid_t)ev->fork.ptid);
+        if (e->o->target->kind == FK_TARGET_USER && ev->fork.pid != ev->fork.ppid) {
+            uint64_t *pv = u64map_slot(&e->uids, ev->fork.ppid, false);
+            if (pv && *pv) {
+                uint64_t uid = *pv;
+                *u64map_slot(&e->uids, ev->fork.pid, true) = uid;
+                *u64map_slot(&e->uid_checked, ev->fork.pid, true) = mono_ns();
+            }
+        }
+        break;
+    case PERF_RECORD_EXIT:
+        fk_sym_exit(e->sym, (pid_t)ev->fork.pid, (pid_t)ev->fork.tid);
+        break;
+    case PERF_RECORD_LOST:
+        e->r->lost += ev->lost.lost;
+        e->r->lost_events++;
+        break;
+    case PERF_RECORD_THROTTLE:
+        e->r->throttled++;
+        break;
+    case PERF_RECORD_UNTHROTTLE:
+        e->r->unthrottled++;
+        break;
+    default:
+        break;
+    }
+}
+
+/* Every record carries sample_id_all's TID, TIME, CPU; samples have TIME
+ * third (IP, TID, TIME), other records 16 bytes before their end. */
+static uint64_t record_time(const union perf_event *ev)
+{
+    if (ev->header.size < sizeof ev->header + 24)
+        return 0;
+    if (ev->header.type == PERF_RECORD_SAMPLE)
+        return ev->sample.array[2];
+    const char *end = (const char *)ev + ev->header.size;
+    uint64_t t;
+    memcpy(&t, end - 16, sizeof t);
+    return t;
+}
+
+static int cmp_pending(const void *a, const void *b)
+{
+    const struct pending *x = a, *y = b;
+    if (x->time != y->time)
+        return x->time < y->time ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Copy everything out of the rings, then handle what is older than cutoff
+ * in time order; keep the rest for the next pass. */
+static void read_rings(struct engine *e, struct perf_evlist *evlist, uint64_t cutoff)
+{
+    struct perf_mmap *map;
+    perf_evlist__for_each_mmap(evlist, map, false) {
+        if (perf_mmap__read_init(map) < 0)
+            continue;
+        union perf_event *ev;
+        while ((ev = perf_mmap__read_event(map)) != NULL) {
+            e->pv = fk_grow(e->pv, &e->cappv, e->npv + 1, sizeof *e->pv);
+            struct pending *pe = &e->pv[e->npv++];
+            pe->time = record_time(ev);
+            pe->seq = e->seq++;
+            pe->off = e->pbuf.len;
+            pe->len = ev->header.size;
+            fk_buf_add(&e->pbuf, ev, ev->header.size);
+            perf_mmap__consume(map);
+        }
+        perf_mmap__read_done(map);
+    }
+    if (!e->npv)
+        return;
+    qsort(e->pv, e->npv, sizeof *e->pv, cmp_pending);
+    size_t i = 0;
+    union perf_event *tmp = NULL;
+    size_t tmpcap = 0;
+    for (; i < e->npv && e->pv[i].time <= cutoff; i++) {
+        /* the buffer holds records unaligned: copy to an aligned one */
+        if (e->pv[i].len > tmpcap) {
+            tmpcap = e->pv[i].len < 4096 ? 4096 : e->pv[i].len;
+            free(tmp);
+            tmp = fk_malloc(tmpcap);
+        }
+        memcpy(tmp, e->pbuf.data + e->pv[i].off, e->pv[i].len);
+        handle_record(e, tmp);
+    }
+    free(tmp);
+    fk_buf_reset(&e->pbuf2);
+    size_t keep = 0;
+    for (; i < e->npv; i++) {
+        struct pending pe = e->pv[i];
+        size_t off = e->pbuf2.len;
+        fk_buf_add(&e->pbuf2, e->pbuf.data + pe.off, pe.len);
+        pe.off = off;
+        e->pv[keep++] = pe;
+    }
+    e->npv = keep;
+    struct fk_buf swap = e->pbuf;
+    e->pbuf = e->pbuf2;
+    e->pbuf2 = swap;
+}
+
+/* ---- opening ------------------------------------------------------------ */
+
+static int libperf_print(enum libperf_print_level level, const char *fmt, va_list ap)
+{
+    (void)level;
+    (void)fmt;
+    (void)ap;
+    return 0;   /* we report errors from return codes, in our words */
+}
+
+static void open_error(const struct fk_capture_opts *o, int err)
+{
+    int paranoid = fk_perf_paranoid();
+    switch (err) {
+    case EACCES:
+    case EPERM:
+        fk_error("not allowed to open perf events (/proc/sys/kernel/perf_event_paranoid is %d): "
+                 "run as root, or give CAP_PERFMON, or lower it with "
+                 "'sysctl kernel.perf_event_paranoid=%d'",
+                 paranoid, o->target->kind == FK_TARGET_PID || o->target->kind == FK_TARGET_RUN ? 1 : -1);
+        break;
+    case ESRCH:
+        fk_error("the target process exited before the capture started");
+        break;
+    case EMFILE:
+    case ENFILE:
+        fk_error("out of file descriptors (one per thread per CPU): raise 'ulimit -n'");
+        break;
+    case ENOENT:
+    case EOPNOTSUPP:
+    case ENODEV:
+        fk_error("the event %s is not supported on this machine", o->event.name);
+        break;
+    case EINVAL:
+        fk_error("the kernel refused the event %s (invalid argument): frequency %llu Hz "
+                 "against perf_event_max_sample_rate %llu?",
+                 o->event.name, (unsigned long long)o->event.freq,
+                 (unsigned long long)fk_perf_max_sample_rate());
+        break;
+    default:
+        fk_error("perf_event_open: %s", strerror(err));
+    }
+}
+
+static bool add_tids(pid_t pid, pid_t **tids, size_t *n, size_t *cap)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return false;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        *tids = fk_grow(*tids, cap, *n + 1, sizeof **tids);
+        (*tids)[(*n)++] = (pid_t)atoi(de->d_name);
+    }
+    closedir(d);
+    return true;
+}
+
+/* Data pages per ring: a power of two whose ring (plus its header page)
+ * stays within perf_event_mlock_kb, sized by the sample rate. */
+static unsigned ring_pages(const struct fk_capture_opts *o)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t budget = fk_perf_mlock_kb() * 1024 / (uint64_t)page;
+    unsigned want = o->ring_pages ? o->ring_pages
+                    : (o->event.freq && o->event.freq <= 200) ? 32 : 128;
+    unsigned p = 1;
+    while (p * 2 <= want)
+        p *= 2;
+    while (p > 1 && p + 1 > budget)
+        p /= 2;
+    return p;
+}
+
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+/* ---- naming ------------------------------------------------------------- */
+
+static void sanitize_name(char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == ';')
+            s[i] = ':';
+        else if (s[i] == '\n' || s[i] == '\r' || s[i] == '\t')
+            s[i] = ' ';
+}
+
+struct loc_key {
+    uint32_t dso;
+    uint64_t addr;
+} __attribute__((packed));
+
+static void build_folded(struct engine *e)
+{
+    struct fk_stacktab names;   /* location -> aux = offset+1 in text */
+    fk_stacktab_init(&names);
+    struct fk_buf text = FK_BUF_INIT, folded = FK_BUF_INIT, one = FK_BUF_INIT;
+    size_t *offs = NULL, noffs = 0, capoffs = 0;
+    struct loc_key *locs = NULL;
+    size_t caplocs = 0;
+    for (size_t i = 0; i < e->raw.n; i++) {
+        const struct fk_stack *s = &e->raw.v[i];
+        size_t cl = strnlen(s->key, s->len);
+        fk_buf_reset(&folded);
+        fk_buf_add(&folded, s->key, cl);
+        sanitize_name(folded.data, folded.len);
+        for (size_t k = 0; k < folded.len; k++)
+            if (folded.data[k] == ' ' && 0)
+                folded.data[k] = '_';
+        size_t nloc = (s->len - cl - 1) / sizeof(struct loc_key);
+        locs = fk_grow(locs, &caplocs, nloc ? nloc : 1, sizeof *locs);
+        memcpy(locs, s->key + cl + 1, nloc * sizeof *locs);
+        for (size_t j = nloc; j-- > 0;) {
+            struct fk_stack *ne = fk_stacktab_add(&names, (const char *)&locs[j], sizeof locs[j], 0);
+            if (!ne->aux) {
+                fk_buf_reset(&one);
+                struct fk_loc loc = { locs[j].dso, locs[j].addr };
+                fk_sym_name(e->sym, loc, &one);
+                if (!one.len)
+                    fk_buf_adds(&one, "[unknown]");
+                sanitize_name(one.data, one.len);
+                offs = fk_grow(offs, &capoffs, noffs + 2, sizeof *offs);
+                offs[noffs++] = text.len;
+                fk_buf_add(&text, one.data, one.len);
+                fk_buf_addc(&text, 0);
+                ne->aux = (uint32_t)noffs;
+            }
+            fk_buf_addc(&folded, ';');
+            fk_buf_adds(&folded, text.data + offs[ne->aux - 1]);
+        }
+        fk_stacktab_add(&e->r->stacks, folded.data, folded.len, s->count);
+    }
+    free(locs);
+    free(offs);
+    fk_buf_free(&text);
+    fk_buf_free(&folded);
+    fk_buf_free(&one);
+    fk_stacktab_free(&names);
+}
+
+/* ---- the run ------------------------------------------------------------ */
+
+static void progress(const struct fk_capture_opts *o, struct engine *e, uint64_t start,
+                     uint64_t now, bool tty)
+{
+    if (!tty)
+        return;
+    uint64_t el = (now - start) / 1000000000ull;
+    if (o->duration_ms)
+        fprintf(stderr, "\r%s: %llu s left, %llu samples, %llu lost \033[K",
+                o->progress_label ? o->progress_label : "flamekit",
+                (unsigned long long)((o->duration_ms / 1000 > el) ? o->duration_ms / 1000 - el : 0),
+                (unsigned long long)e->r->samples_kept, (unsigned long long)e->r->lost);
+    else
+        fprintf(stderr, "\r%s: %llu s, %llu samples, %llu lost \033[K",
+                o->progress_label ? o->progress_label : "flamekit", (unsigned long long)el,
+                (unsigned long long)e->r->samples_kept, (unsigned long long)e->r->lost);
+}
+
+int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
+{
+    static bool inited;
+    if (!inited) {
+        libperf_init(libperf_print);
+        inited = true;
+    }
+    memset(r, 0, sizeof *r);
+    fk_stacktab_init(&r->stacks);
+    const struct fk_target *t = o->target;
+    struct engine e = { .o = o, .r = r };
+    fk_stacktab_init(&e.raw);
+
+    struct perf_event_attr attr = { 0 };
+    attr.size = sizeof attr;
+    attr.type = o->event.type;
+    attr.config = o->event.config;
+    e.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+    if (!o->event.no_callchain)
+        e.sample_type |= PERF_SAMPLE_CALLCHAIN;
+    if (o->event.freq) {
+        attr.freq = 1;
+        attr.sample_freq = o->event.freq;
+        e.sample_type |= PERF_SAMPLE_PERIOD;
+    } else {
+        attr.sample_period = o->event.period ? o->event.period : 1;
+    }
+    if (t->kind == FK_TARGET_CGROUP)
+        e.sample_type |= PERF_SAMPLE_CGROUP;
+    attr.sample_type = e.sample_type;
+    attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+    attr.disabled = 1;
+    attr.sample_id_all = 1;
+    attr.mmap = 1;
+    attr.mmap2 = 1;
+    attr.comm = 1;
+    attr.comm_exec = 1;
+    attr.task = 1;
+    attr.exclude_kernel = o->event.exclude_kernel;
+    attr.exclude_callchain_kernel = o->event.exclude_kernel;
+    attr.exclude_user = o->event.exclude_user;
+    attr.exclude_hv = 1;
+    attr.use_clockid = 1;
+    attr.clockid = CLOCK_MONOTONIC;
+    bool per_task = t->kind == FK_TARGET_PID || t->kind == FK_TARGET_RUN;
+    attr.inherit = per_task;
+    attr.enable_on_exec = t->kind == FK_TARGET_RUN;
+    unsigned pages = ring_pages(o);
+    attr.watermark = 1;
+    attr.wakeup_watermark = (uint32_t)(pages * (unsigned)sysconf(_SC_PAGESIZE) / 4);
+
+    int rc = FK_EXIT_ERROR;
+    struct perf_cpu_map *cpus = perf_cpu_map__new_online_cpus();
+    struct perf_thread_map *threads = NULL;
+    struct perf_evlist *evlist = NULL;
+    struct perf_evsel *evsel = NULL;
+    if (!cpus) {
+        fk_error("cannot read the online CPUs");
+        goto out;
+    }
+    r->ncpus = perf_cpu_map__nr(cpus);
+    if (per_task) {
+        pid_t *tids = NULL;
+        size_t n = 0, cap = 0;
+        for (size_t i = 0; i < t->npids; i++)
+            if (!add_tids(t->pids[i], &tids, &n, &cap)) {
+                fk_error("process %d exited before the capture started", (int)t->pids[i]);
+                free(tids);
+                goto out;
+            }
+        threads = perf_thread_map__new_array((int)n, tids);
+        free(tids);
+        raise_nofile();
+    } else {
+        threads = perf_thread_map__new_dummy();
+    }
+    evlist = perf_evlist__new();
+    evsel = perf_evsel__new(&attr);
+    if (!threads || !evlist || !evsel) {
+        fk_error("out of memory setting up the capture");
+        goto out;
+    }
+    perf_evlist__add(evlist, evsel);
+    perf_evlist__set_maps(evlist, cpus, threads);
+    int err = perf_evlist__open(evlist);
+    if (err < 0) {
+        open_error(o, -err);
+        goto out;
+    }
+    r->ring_pages = pages;
+    err = perf_evlist__mmap(evlist, (int)pages);
+    if (err < 0) {
+        fk_error("cannot map the perf ring buffers (%u pages per CPU): %s; "
+                 "see /proc/sys/kernel/perf_event_mlock_kb", pages, strerror(-err));
+        goto out;
+    }
+
+    e.sym = fk_sym_new(&o->sym);
+    /* side-band first, then /proc: nothing between them is missed */
+    if (t->kind != FK_TARGET_RUN)
+        perf_evlist__enable(evlist);
+    if (t->kind == FK_TARGET_PID)
+        for (size_t i = 0; i < t->npids; i++)
+            fk_sym_scan_pid(e.sym, t->pids[i]);
+    else if (t->kind == FK_TARGET_RUN)
+        fk_sym_scan_pid(e.sym, t->pids[0]);
+    else
+        fk_sym_scan_all(e.sym);
+    if (t->kind == FK_TARGET_RUN) {
+        int xe;
+        if (!fk_target_run_exec((struct fk_target *)t, &xe)) {
+            int st;
+            waitpid(t->pids[0], &st, 0);
+            r->child_exited = true;
+            r->child_status = st;
+            rc = xe == ENOENT ? 127 : 126;
+            goto out;
+        }
+    }
+    uint64_t start = mono_ns();
+    r->start_realtime_ns = real_ns();
+    uint64_t deadline = o->duration_ms ? start + o->duration_ms * 1000000ull : UINT64_MAX;
+    bool tty = o->progress && !o->quiet && isatty(STDERR_FILENO);
+    uint64_t last_progress = 0;
+    for (;;) {
+        uint64_t now = mono_ns();
+        if (o->stop && *o->stop) {
+            r->stop_reason = "signal";
+            break;
+        }
+        if (now >= deadline) {
+            r->stop_reason = "duration";
+            break;
+        }
+        uint64_t wait = (deadline - now) / 1000000ull;
+        int n = perf_evlist__poll(evlist, wait < POLL_MS ? (int)wait + 1 : POLL_MS);
+        if (n < 0 && errno != EINTR) {
+            fk_error("poll: %s", strerror(errno));
+            goto out;
+        }
+        now = mono_ns();
+        read_rings(&e, evlist, now > REORDER_SLACK_NS ? now - REORDER_SLACK_NS : 0);
+        uint64_t mem = fk_stacktab_bytes(&e.raw) + fk_sym_bytes(e.sym);
+        if (mem > r->mem_bytes)
+            r->mem_bytes = mem;
+        if (o->max_mem_bytes && mem > o->max_mem_bytes) {
+            r->stop_reason = "memory limit";
+            r->mem_limited = true;
+            break;
+        }
+        if (now - last_progress >= 1000000000ull) {
+            progress(o, &e, start, now, tty);
+            last_progress = now;
+        }
+        if (t->kind == FK_TARGET_RUN) {
+            int st;
+            pid_t w = waitpid(t->pids[0], &st, WNOHANG);
+            if (w == t->pids[0]) {
+                r->child_exited = true;
+                r->child_status = st;
+                r->stop_reason = "command exited";
+                break;
+            }
+        }
+        if (t->kind == FK_TARGET_PID && n > 0 &&
+            perf_evlist__filter_pollfd(evlist, POLLHUP | POLLERR) == 0) {
+            r->stop_reason = "target exited";
+            break;
+        }
+    }
+    r->duration_ns = mono_ns() - start;
+    perf_evlist__disable(evlist);
+    if (tty)
+        fprintf(stderr, "\r\033[K");
+    read_rings(&e, evlist, UINT64_MAX);
+
+    /* the event's own count, summed over every CPU and thread */
+    int ncpu = perf_cpu_map__nr(cpus), nthr = perf_thread_map__nr(threads);
+    for (int c = 0; c < ncpu; c++)
+        for (int th = 0; th < nthr; th++) {
+            struct perf_counts_values cv;
+            if (perf_evsel__read(evsel, c, th, &cv) == 0) {
+                r->event_count += cv.val;
+                r->time_enabled += cv.ena;
+                r->time_running += cv.run;
+            }
+        }
+    r->unique_stacks = e.raw.n;
+    uint64_t mem = fk_stacktab_bytes(&e.raw) + fk_sym_bytes(e.sym);
+    if (mem > r->mem_bytes)
+        r->mem_bytes = mem;
+    build_folded(&e);
+    fk_sym_stats(e.sym, &r->sym);
+    rc = FK_EXIT_OK;
+out:
+    if (evlist)
+        perf_evlist__delete(evlist);    /* unmaps, closes, deletes its evsels */
+    else if (evsel)
+        perf_evsel__delete(evsel);
+    perf_thread_map__put(threads);
+    perf_cpu_map__put(cpus);
+    if (e.sym)
+        fk_sym_free(e.sym);
+    fk_stacktab_free(&e.raw);
+    fk_buf_free(&e.key);
+    fk_buf_free(&e.pbuf);
+    fk_buf_free(&e.pbuf2);
+    free(e.pv);
+    u64map_free(&e.uids);
+    u64map_free(&e.uid_checked);
+    u64map_free(&e.cgroups);
+    if (rc != FK_EXIT_OK)
+        fk_stacktab_free(&r->stacks);
+    return rc;
+}
+
+void fk_capture_result_free(struct fk_capture_result *r)
+{
+    fk_stacktab_free(&r->stacks);
+}

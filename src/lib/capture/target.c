@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Capture targets: resolve what the user named into something the engine
+ * can open events on. */
+#include "capture/capture.h"
+#include "util/buf.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
+
+/* File-name safe copy: [A-Za-z0-9._-], others become '_', at most 64. */
+static char *scope_part(const char *s)
+{
+    size_t n = strlen(s);
+    if (n > 64)
+        n = 64;
+    char *r = fk_strndup(s, n);
+    for (char *p = r; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
+            *p = '_';
+    if (!*r || r[0] == '.') {
+        free(r);
+        r = fk_strdup("x");
+    }
+    return r;
+}
+
+bool fk_target_host(struct fk_target *t)
+{
+    memset(t, 0, sizeof *t);
+    t->kind = FK_TARGET_HOST;
+    t->scope = fk_strdup("host");
+    t->desc = fk_strdup("host (all CPUs, all processes)");
+    return true;
+}
+
+/* Thread group id of pid, or -1 if there is no such task. */
+static pid_t tgid_of(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    pid_t tgid = -1;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "Tgid:", 5)) {
+            tgid = (pid_t)strtol(line + 5, NULL, 10);
+            break;
+        }
+    fclose(f);
+    return tgid;
+}
+
+bool fk_target_pids(struct fk_target *t, const char *list)
+{
+    memset(t, 0, sizeof *t);
+    t->kind = FK_TARGET_PID;
+    struct fk_buf scope = FK_BUF_INIT, desc = FK_BUF_INIT;
+    fk_buf_adds(&scope, "pid");
+    fk_buf_adds(&desc, "pid");
+    size_t cap = 0;
+    char *copy = fk_strdup(list), *save = NULL;
+    bool ok = true;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        uint64_t v;
+        if (!fk_parse_u64(tok, &v) || v == 0 || v > INT_MAX) {
+            fk_error("'%s' is not a process id; give PID[,PID...]", tok);
+            ok = false;
+            break;
+        }
+        pid_t tgid = tgid_of((pid_t)v);
+        if (tgid <= 0) {
+            fk_error("no process with pid %s; check it with 'ps -p %s'", tok, tok);
+            ok = false;
+            break;
+        }
+        bool dup = false;
+        for (size_t i = 0; i < t->npids; i++)
+            dup |= t->pids[i] == tgid;
+        if (dup)
+            continue;
+        t->pids = fk_grow(t->pids, &cap, t->npids + 1, sizeof *t->pids);
+        t->pids[t->npids++] = tgid;
+        fk_buf_printf(&scope, "-%d", (int)tgid);
+        fk_buf_printf(&desc, "%s%d", t->npids == 1 ? " " : ",", (int)tgid);
+    }
+    free(copy);
+    if (ok && t->npids == 0) {
+        fk_error("no process id given; give PID[,PID...]");
+        ok = false;
+    }
+    if (!ok) {
+        fk_buf_free(&scope);
+        fk_buf_free(&desc);
+        fk_target_free(t);
+        return false;
+    }
+    fk_buf_adds(&desc, " (all threads, children forked during the capture)");
+    t->scope = fk_strdup(fk_buf_cstr(&scope));
+    t->desc = fk_strdup(fk_buf_cstr(&desc));
+    fk_buf_free(&scope);
+    fk_buf_free(&desc);
+    return true;
+}
+
+bool fk_target_user(struct fk_target *t, const char *user)
+{
+    memset(t, 0, sizeof *t);
+    t->kind = FK_TARGET_USER;
+    struct passwd *pw = getpwnam(user);
+    uint64_t v;
+    if (pw) {
+        t->uid = pw->pw_uid;
+        t->user = fk_strdup(pw->pw_name);
+    } else if (fk_parse_u64(user, &v) && v < UINT32_MAX) {
+        t->uid = (uid_t)v;
+        pw = getpwuid(t->uid);
+        t->user = fk_strdup(pw ? pw->pw_name : user);
+    } else {
+        fk_error("no user '%s'; give a user name or a numeric uid", user);
+        return false;
+    }
+    char *part = scope_part(t->user);
+    t->scope = fk_asprintf("user-%s", part);
+    free(part);
+    t->desc = fk_asprintf("user %s (uid %u; processes with that effective uid, all CPUs)",
+                          t->user, (unsigned)t->uid);
+    return true;
+}
+
+/* Mount point of the cgroup2 hierarchy, from /proc/self/mountinfo. */
+static char *cgroup2_mount(void)
+{
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    if (!f)
+        return NULL;
+    char *line = NULL, *found = NULL;
+    size_t cap = 0;
+    while (!found && getline(&line, &cap, f) > 0) {
+        char *sep = strstr(line, " - ");
+        if (!sep || strncmp(sep + 3, "cgroup2 ", 8))
+            continue;
+        /* fields: id parent maj:min root mountpoint ... */
+        char *save = NULL, *fld = strtok_r(line, " ", &save);
+        for (int i = 0; fld && i < 4; i++)
+            fld = strtok_r(NULL, " ", &save);
+        if (fld)
+            found = fk_strdup(fld);
+    }
+    free(line);
+    fclose(f);
+    return found;
+}
+
+static bool is_cgroup2_dir(const char *path)
+{
+    struct statfs sf;
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode) && statfs(path, &sf) == 0 &&
+           sf.f_type == CGROUP2_SUPER_MAGIC;
+}
+
+/* Container id -> the cgroup path component naming it, from /proc/ANY/cgroup. */
+static char *cgroup_of_container(const char *id)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return NULL;
+    char *found = NULL;
+    struct dirent *de;
+    while (!found && (de = readdir(d))) {
+        if (!isdigit((unsigned char)de->d_name[0]))
+            continue;
+        char path[300], line[4096];
+        snprintf(path, sizeof path, "/proc/%s/cgroup", de->d_name);
+        FILE *f = fopen(path, "re");
+        if (!f)
+            continue;
+        while (!found && fgets(line, sizeof line, f)) {
+            if (strncmp(line, "0::", 3))
+                continue;
+            char *p = line + 3;
+            p[strcspn(p, "\n")] = 0;
+            char *hit = strstr(p, id);
+            if (!hit || hit == p)
+                continue;
+            char *end = strchr(hit, '/');
+            found = end ? fk_strndup(p, (size_t)(end - p)) : fk_strdup(p);
+        }
+        fclose(f);
+    }
+    closedir(d);
+    return found;
+}
+
+bool fk_target_cgroup(struct fk_target *t, const char *arg)
+{
+    memset(t, 0, sizeof *t);
+    t->kind = FK_TARGET_CGROUP;
+    char *mnt = cgroup2_mount();
+    if (!mnt) {
+        fk_error("no cgroup2 file system is mounted; mount one with "
+                 "'mount -t cgroup2 none /sys/fs/cgroup' or use 'flamekit pid'");
+        return false;
+    }
+    char *dir = NULL, *how = "path";
+    char real[PATH_MAX];
+    if (arg[0] == '/' && is_cgroup2_dir(arg) && realpath(arg, real)) {
+        dir = fk_strdup(real);
+    } else {
+        char *rel = fk_asprintf("%s/%s", mnt, arg[0] == '/' ? arg + 1 : arg);
+        if (is_cgroup2_dir(rel) && realpath(rel, real)) {
+            dir = fk_strdup(real);
+        } else {
+            char *c = strchr(arg, '/') ? NULL : cgroup_of_container(arg);
+            if (c) {
+                free(rel);
+                rel = fk_asprintf("%s%s", mnt, c);
+                free(c);
+                if (is_cgroup2_dir(rel) && realpath(rel, real)) {
+                    dir = fk_strdup(real);
+                    how = "container";
+                }
+            }
+        }
+        free(rel);
+    }
+    size_t ml = strlen(mnt);
+    if (!dir || strncmp(dir, mnt, ml) || (dir[ml] && dir[ml] != '/')) {
+        fk_error("'%s' is neither a cgroup v2 directory (under %s) nor a running "
+                 "container's id; see /proc/PID/cgroup of a process in it", arg, mnt);
+        free(dir);
+        free(mnt);
+        return false;
+    }
+    t->cgroup_dir = dir;
+    t->cgroup_rel = fk_strdup(dir[ml] ? dir + ml : "/");
+    const char *base = strrchr(t->cgroup_rel, '/');
+    base = base && base[1] ? base + 1 : "root";
+    char *part = scope_part(base);
+    t->scope = fk_asprintf("cgroup-%s", part);
+    free(part);
+    t->desc = fk_asprintf("cgroup %s (%s %s; it and its descendants, all CPUs)",
+                          t->cgroup_rel, how, arg);
+    free(mnt);
+    return true;
+}
+
+/* RUN: the child blocks reading go_fd until we write; exec errors come
+ * back through err_fd (close-on-exec, so EOF means exec worked). */
+static int run_go_fd = -1, run_err_fd = -1;
+
+bool fk_target_run(struct fk_target *t, char **argv)
+{
+    memset(t, 0, sizeof *t);
+    t->kind = FK_TARGET_RUN;
+    int go[2], err[2];
+    if (pipe2(go, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+        fk_error("pipe: %s", strerror(errno));
+        return false;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fk_error("fork: %s", strerror(errno));
+        return false;
+    }
+    if (pid == 0) {
+        close(go[1]);
+        close(err[0]);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGCHLD, SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        char c;
+        ssize_t n;
+        do
+            n = read(go[0], &c, 1);
+        while (n < 0 && errno == EINTR);
+        if (n != 1)
+            _exit(127);     /* the profiler gave up before starting us */
+        execvp(argv[0], argv);
+        int e = errno;
+        if (write(err[1], &e, sizeof e) < 0)
+            _exit(127);
+        _exit(e == ENOENT ? 127 : 126);
+    }
+    close(go[0]);
+    close(err[1]);
+    run_go_fd = go[1];
+    run_err_fd = err[0];
+    t->pids = fk_malloc(sizeof *t->pids);
+    t->pids[0] = pid;
+    t->npids = 1;
+    const char *base = strrchr(argv[0], '/');
+    char *part = scope_part(base ? base + 1 : argv[0]);
+    t->scope = fk_asprintf("run-%s", part);
+    free(part);
+    struct fk_buf d = FK_BUF_INIT;
+    fk_buf_adds(&d, "command:");
+    for (char **a = argv; *a; a++)
+        fk_buf_printf(&d, " %s", *a);
+    t->desc = fk_strdup(fk_buf_cstr(&d));
+    fk_buf_free(&d);
+    return true;
+}
+
+bool fk_target_run_exec(struct fk_target *t, int *exec_errno)
+{
+    *exec_errno = 0;
+    if (run_go_fd < 0)
+        return false;
+    char c = 'g';
+    ssize_t n = write(run_go_fd, &c, 1);
+    close(run_go_fd);
+    run_go_fd = -1;
+    if (n != 1) {
+        fk_error("cannot start the command: %s", strerror(errno));
+        return false;
+    }
+    int e = 0;
+    do
+        n = read(run_err_fd, &e, sizeof e);
+    while (n < 0 && errno == EINTR);
+    close(run_err_fd);
+    run_err_fd = -1;
+    if (n == (ssize_t)sizeof e) {
+        *exec_errno = e;
+        fk_error("cannot run %s: %s", t->desc + strlen("command: "), strerror(e));
+        return false;
+    }
+    return true;
+}
+
+void fk_target_free(struct fk_target *t)
+{
+    if (t->kind == FK_TARGET_RUN && run_go_fd >= 0) {
+        close(run_go_fd);   /* the waiting child exits 127 */
+        run_go_fd = -1;
+        if (t->npids)
+            waitpid(t->pids[0], NULL, 0);
+    }
+    free(t->pids);
+    free(t->user);
+    free(t->cgroup_dir);
+    free(t->cgroup_rel);
+    free(t->scope);
+    free(t->desc);
+    memset(t, 0, sizeof *t);
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Interactive SVG flame graphs from a stack table. The SVG carries its own
+ * script and style (share/flamegraph.{js,css}, compiled in), so one file is
+ * all a user needs; every name from the input is escaped as text. */
+#ifndef FK_RENDER_SVG_H
+#define FK_RENDER_SVG_H
+
+#include "stacks/stacktab.h"
+#include "util/outfile.h"
+
+#include <jansson.h>
+
+struct fk_svg_opts {
+    const char *title;      /* default "Flame Graph" ("Icicle Graph" inverted,
+                               "Differential Flame Graph" with diff) */
+    const char *subtitle;   /* NULL: none */
+    const char *countname;  /* default "samples" */
+    const char *nametype;   /* default "Function:" (status-bar prefix) */
+    const char *colors;     /* palette: hot (default), mem, io, java, js, perl,
+                               red, green, blue, aqua, yellow, purple, orange,
+                               wakeup, chain; fk_svg_palette_ok() checks */
+    int width;              /* image width in px, default 1200 */
+    int height;             /* frame height in px, default 16 */
+    double minwidth;        /* prune frames narrower than this, default 0.1 */
+    bool minwidth_pct;      /* minwidth is a percentage of the total width */
+    bool hash;              /* colour by name hash (the default; kept for
+                               flamegraph.pl compatibility) */
+    bool rand;              /* vary colour per frame (seeded: deterministic) */
+    bool inverted;          /* icicle graph: root at the top */
+    bool reverse;           /* reverse every stack before merging */
+    bool flamechart;        /* keep input order, merge only adjacent stacks;
+                               pass an insertion-ordered table */
+    const char *notes;      /* free text embedded as <desc>, may be NULL */
+    const json_t *metadata; /* JSON object shown in the Info panel, may be NULL */
+    /* Differential: t->v[i].count is BEFORE, .count2 is AFTER. Width from
+     * AFTER, colour from AFTER - BEFORE (red grew, blue shrank). */
+    bool diff;
+    bool negate;            /* width from BEFORE, colours swapped */
+    bool normalize;         /* scale BEFORE to AFTER's total first */
+};
+
+void fk_svg_opts_init(struct fk_svg_opts *o);
+/* True if name is a palette we know. */
+bool fk_svg_palette_ok(const char *name);
+
+/* Where bytes go: returns false on error (rendering stops). */
+typedef bool (*fk_svg_sink)(void *ctx, const void *data, size_t len);
+
+/* Render t (t->v[i].count, plus count2 with diff) as SVG through sink. An
+ * empty table gives a valid SVG saying there were no samples. Returns false
+ * only if the sink failed. Does not modify t. */
+bool fk_svg_render(const struct fk_stacktab *t, const struct fk_svg_opts *o,
+                   fk_svg_sink sink, void *ctx);
+/* Same, into an open fk_outfile (the caller commits or aborts it). */
+bool fk_svg_write(struct fk_outfile *out, const struct fk_stacktab *t,
+                  const struct fk_svg_opts *o);
+
+#endif

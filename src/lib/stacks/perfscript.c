@@ -1,0 +1,459 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* `perf script` text -> stack table. The input is a sequence of samples:
+ *   HEADER          comm [pid/]tid [cpu] time: [period] event: [ip sym (dso)]
+ *   \t ip sym+off (dso)      one line per frame, leaf first (with -g)
+ *   (blank line)
+ * Which header fields appear depends on `perf script -F`; we classify the
+ * header's tokens by shape instead of assuming positions. */
+#include "perfscript.h"
+#include "util/lineread.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
+static inline bool is_space(char c) { return c == ' ' || c == '\t'; }
+static inline bool is_hex(char c)
+{
+    return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+void fk_perfscript_init(struct fk_perfscript *p, const struct fk_perfscript_opts *o,
+                        struct fk_stacktab *tab, struct fk_parse_stats *st)
+{
+    memset(p, 0, sizeof *p);
+    p->o = *o;
+    p->tab = tab;
+    p->st = st;
+    if (o->event)
+        p->event = fk_strdup(o->event);
+    p->stk_cap = 4096;
+    p->stk = fk_malloc(p->stk_cap);
+    p->stk_pos = p->stk_cap;
+}
+
+void fk_perfscript_free(struct fk_perfscript *p)
+{
+    free(p->event);
+    free(p->other_event);
+    free(p->stk);
+    fk_buf_free(&p->pname);
+    memset(p, 0, sizeof *p);
+}
+
+/* Room for n more bytes in front of the frames written so far. */
+static void stk_room(struct fk_perfscript *p, size_t n)
+{
+    if (p->stk_pos >= n)
+        return;
+    size_t used = p->stk_cap - p->stk_pos;
+    size_t cap = p->stk_cap;
+    while (cap - used < n) {
+        if (cap > SIZE_MAX / 2)
+            fk_die("stack too large");
+        cap *= 2;
+    }
+    char *s = fk_malloc(cap);
+    memcpy(s + cap - used, p->stk + p->stk_pos, used);
+    free(p->stk);
+    p->stk = s;
+    p->stk_pos = cap - used;
+    p->stk_cap = cap;
+}
+
+/* Prepend "name;" (the ';' separates it from the frame after it). */
+static void stk_prepend(struct fk_perfscript *p, const char *name, size_t len,
+                        const char *suffix, size_t slen)
+{
+    bool sep = p->stk_pos != p->stk_cap;
+    size_t n = len + slen + sep;
+    stk_room(p, n);
+    p->stk_pos -= n;
+    char *d = p->stk + p->stk_pos;
+    memcpy(d, name, len);
+    memcpy(d + len, suffix, slen);
+    if (sep)
+        d[len + slen] = ';';
+}
+
+static void flush_sample(struct fk_perfscript *p)
+{
+    if (p->in_sample && p->keep) {
+        stk_prepend(p, p->pname.data, p->pname.len, "", 0);
+        fk_stacktab_add(p->tab, p->stk + p->stk_pos, p->stk_cap - p->stk_pos, p->weight);
+        p->samples++;
+    }
+    p->in_sample = false;
+    p->stk_pos = p->stk_cap;
+    p->nframes = 0;
+}
+
+static bool event_matches(const char *want, const char *ev, size_t len)
+{
+    size_t wl = strlen(want);
+    if (len == wl && !memcmp(want, ev, len))
+        return true;
+    /* "cpu-clock" also matches "cpu-clock:ppp" (perf appends modifiers). */
+    if (len > wl + 1 && !memcmp(want, ev, wl) && ev[wl] == ':') {
+        for (size_t i = wl + 1; i < len; i++)
+            if (!((ev[i] >= 'a' && ev[i] <= 'z') || (ev[i] >= 'A' && ev[i] <= 'Z')))
+                return false;
+        return true;
+    }
+    return false;
+}
+
+/* Text after the last '/' (a path's file name). */
+static const char *base_name(const char *s, size_t len, size_t *blen)
+{
+    const char *b = s;
+    for (const char *q = s; q < s + len; q++)
+        if (*q == '/')
+            b = q + 1;
+    *blen = (size_t)(s + len - b);
+    return b;
+}
+
+static bool ends_with(const char *s, size_t len, const char *suf)
+{
+    size_t n = strlen(suf);
+    return len >= n && !memcmp(s + len - n, suf, n);
+}
+
+/* One frame "ip sym (dso)" (the ip is at s, leading blanks skipped). Returns
+ * false when the text is not a frame. */
+static bool add_frame(struct fk_perfscript *p, char *s, char *end)
+{
+    char *ip = s;
+    while (s < end && is_hex(*s))
+        s++;
+    if (s == ip || (s < end && !is_space(*s)))
+        return false;
+    size_t iplen = (size_t)(s - ip);
+    while (s < end && is_space(*s))
+        s++;
+    while (end > s && is_space(end[-1]))
+        end--;
+    /* The dso is the last parenthesised group: "(/usr/lib/x (deleted))". */
+    char *sym = s, *symend = end, *dso = NULL, *dsoend = NULL;
+    if (end > s && end[-1] == ')') {
+        int depth = 0;
+        char *q = end - 1;
+        for (; q >= s; q--) {
+            if (*q == ')')
+                depth++;
+            else if (*q == '(' && --depth == 0)
+                break;
+        }
+        if (q >= s && (q == s || is_space(q[-1]))) {
+            dso = q + 1;
+            dsoend = end - 1;
+            symend = q;
+            while (symend > sym && is_space(symend[-1]))
+                symend--;
+        }
+    }
+    size_t dsolen = dso ? (size_t)(dsoend - dso) : 0;
+    bool inlined = dso && dsolen == 7 && !memcmp(dso, "inlined", 7);
+    if (inlined && p->o.no_inline)
+        return true;
+    if (dso && ends_with(dso, dsolen, " (deleted)"))
+        dsolen -= 10;
+
+    if (!p->o.addrs) {
+        /* Drop "+0x1f": the same function at different offsets is one frame. */
+        char *q = symend;
+        while (q > sym && is_hex(q[-1]))
+            q--;
+        if (q < symend && q - sym >= 3 && q[-1] == 'x' && q[-2] == '0' && q[-3] == '+')
+            symend = q - 3;
+    }
+    size_t symlen = (size_t)(symend - sym);
+    if (symlen && sym[0] == '(')
+        return true;    /* perf's placeholders such as "(unknown)" hide nothing useful */
+
+    struct fk_buf *nb = &p->pname;  /* scratch after pname's bytes */
+    size_t mark = nb->len;
+    if (symlen == 0 || (symlen == 9 && !memcmp(sym, "[unknown]", 9))) {
+        fk_buf_addc(nb, '[');
+        if (dso && dsolen && !(dsolen == 9 && !memcmp(dso, "[unknown]", 9))) {
+            size_t bl;
+            const char *b = base_name(dso, dsolen, &bl);
+            if (bl && b[0] == '[' && b[bl - 1] == ']') {
+                b++;
+                bl -= 2;
+            }
+            fk_buf_add(nb, b, bl);
+        } else {
+            fk_buf_adds(nb, "unknown");
+        }
+        if (p->o.addrs) {
+            fk_buf_adds(nb, " <");
+            fk_buf_add(nb, ip, iplen);
+            fk_buf_addc(nb, '>');
+        }
+        fk_buf_addc(nb, ']');
+    } else {
+        /* Arguments after the first '(' are noise (C++/Java signatures),
+         * except "(anonymous namespace)" and Go's "pkg.(*T).Method". */
+        char *paren = memchr(sym, '(', symlen);
+        while (paren) {
+            size_t rest = (size_t)(symend - paren);
+            if (rest >= 21 && !memcmp(paren, "(anonymous namespace)", 21)) {
+                paren = memchr(paren + 21, '(', rest - 21);
+                continue;
+            }
+            if (paren > sym && paren[-1] == '.') {
+                char *close = memchr(paren, ')', rest);
+                if (close && close + 1 < symend && close[1] == '.')
+                    break;  /* Go method: keep everything */
+            }
+            symend = paren;
+            break;
+        }
+        symlen = (size_t)(symend - sym);
+        if (symlen > 1 && sym[0] == 'L' && p->pname.len >= 4 && !memcmp(p->pname.data, "java", 4)
+            && memchr(sym, '/', symlen)) {
+            sym++;
+            symlen--;
+        }
+        fk_buf_reserve(nb, symlen + 1);
+        char *d = nb->data + nb->len;
+        size_t n = 0;
+        for (size_t i = 0; i < symlen; i++) {
+            char c = sym[i];
+            if (c == ';')
+                c = ':';        /* ';' separates frames in folded output */
+            else if (c == '"' || c == '\'')
+                continue;
+            d[n++] = c;
+        }
+        while (n && is_space(d[n - 1]))
+            n--;
+        if (n == 0) {
+            memcpy(d, "[unknown]", 9);
+            n = 9;
+        }
+        nb->len += n;
+    }
+    const char *suffix = "";
+    if (inlined) {
+        if (p->o.inline_mark)
+            suffix = "_[i]";
+    } else if (p->o.kernel && dso && dsolen && (dso[0] == '[' || ends_with(dso, dsolen, "vmlinux"))
+               && !memmem(dso, dsolen, "unknown", 7)) {
+        suffix = "_[k]";
+    } else if (p->o.jit && dso && memmem(dso, dsolen, "/tmp/perf-", 10)
+               && ends_with(dso, dsolen, ".map")) {
+        suffix = "_[j]";
+    }
+    stk_prepend(p, nb->data + mark, nb->len - mark, suffix, strlen(suffix));
+    nb->len = mark;
+    p->nframes++;
+    return true;
+}
+
+enum tok { T_OTHER, T_NUM, T_PIDTID, T_CPU, T_TIME, T_EVENT };
+
+static enum tok classify(const char *s, size_t n)
+{
+    size_t i = 0;
+    if (s[0] == '[' && n >= 3 && s[n - 1] == ']') {
+        for (i = 1; i < n - 1 && is_digit(s[i]); i++)
+            ;
+        return i == n - 1 ? T_CPU : T_OTHER;
+    }
+    if (is_digit(s[0])) {
+        while (i < n && is_digit(s[i]))
+            i++;
+        if (i == n)
+            return T_NUM;
+        if (s[i] == '/') {
+            size_t j = ++i;
+            while (i < n && is_digit(s[i]))
+                i++;
+            return (i == n && i > j) ? T_PIDTID : T_OTHER;
+        }
+        if (s[i] == '.' || s[i] == ':') {
+            while (i < n && (is_digit(s[i]) || s[i] == '.'))
+                i++;
+            if (i == n - 1 && s[i] == ':')
+                return T_TIME;
+        }
+    }
+    if (n >= 2 && s[n - 1] == ':')
+        return T_EVENT;
+    return T_OTHER;
+}
+
+#define MAX_TOK 24
+
+/* A sample header. Returns false if the line does not look like one. */
+static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char **why)
+{
+    char *ts[MAX_TOK];
+    size_t tl[MAX_TOK];
+    enum tok tk[MAX_TOK];
+    int nt = 0;
+    char *q = s;
+    while (q < end && nt < MAX_TOK) {
+        while (q < end && is_space(*q))
+            q++;
+        if (q == end)
+            break;
+        char *b = q;
+        while (q < end && !is_space(*q))
+            q++;
+        ts[nt] = b;
+        tl[nt] = (size_t)(q - b);
+        tk[nt] = classify(b, tl[nt]);
+        nt++;
+        /* the event ends the fields we need; what follows is ip/sym/dso or trace data */
+        if (nt > 1 && tk[nt - 1] == T_EVENT)
+            break;
+    }
+    int ev = -1, pidt = -1, commend = -1;
+    for (int i = 1; i < nt; i++) {
+        if (commend < 0 && (tk[i] == T_NUM || tk[i] == T_PIDTID || tk[i] == T_CPU || tk[i] == T_TIME))
+            commend = i;
+        if (tk[i] == T_EVENT && ev < 0)
+            ev = i;
+    }
+    if (commend < 0)
+        commend = ev;
+    if (commend < 0) {
+        *why = "not a sample header (no pid, time or event)";
+        return false;
+    }
+    if (tk[commend] == T_NUM || tk[commend] == T_PIDTID) {
+        /* A lone number right before the event after a time is the period. */
+        if (!(tk[commend] == T_NUM && commend + 1 == ev && commend > 0 && tk[commend - 1] == T_TIME))
+            pidt = commend;
+    }
+    uint64_t period = 1;
+    int pi = ev > 0 ? ev - 1 : -1;
+    if (pi >= 0 && pi != pidt && pi >= commend && tk[pi] == T_NUM) {
+        char nb[24];
+        if (tl[pi] >= sizeof nb) {
+            *why = "sample period does not fit in 64 bits";
+            return false;
+        }
+        memcpy(nb, ts[pi], tl[pi]);
+        nb[tl[pi]] = 0;
+        if (!fk_parse_u64(nb, &period)) {
+            *why = "sample period does not fit in 64 bits";
+            return false;
+        }
+    }
+
+    /* event filter */
+    bool keep = true;
+    if (ev > 0) {
+        const char *e = ts[ev];
+        size_t el = tl[ev] - 1;
+        if (!p->event) {
+            p->event = fk_strndup(e, el);
+            p->event_defaulted = true;
+        } else if (!event_matches(p->event, e, el)) {
+            keep = false;
+            p->skipped_events++;
+            if (!p->other_event)
+                p->other_event = fk_strndup(e, el);
+        }
+    }
+
+    flush_sample(p);
+    p->in_sample = true;
+    p->keep = keep;
+    p->weight = p->o.period ? period : 1;
+    if (!keep)
+        return true;
+
+    /* process name */
+    struct fk_buf *pn = &p->pname;
+    fk_buf_reset(pn);
+    char *cb = ts[0], *ce = commend > 0 ? ts[commend] : ts[0];
+    while (ce > cb && is_space(ce[-1]))
+        ce--;
+    if (ce == cb)
+        fk_buf_adds(pn, "[unknown]");
+    for (char *c = cb; c < ce; c++)
+        fk_buf_addc(pn, is_space(*c) ? '_' : *c == ';' ? ':' : *c);
+    if ((p->o.pid || p->o.tid) && pidt > 0) {
+        const char *t = ts[pidt];
+        size_t n = tl[pidt];
+        const char *slash = memchr(t, '/', n);
+        fk_buf_addc(pn, '-');
+        if (slash) {
+            fk_buf_add(pn, t, (size_t)(slash - t));
+            if (p->o.tid)
+                fk_buf_add(pn, slash, (size_t)(t + n - slash));
+        } else {
+            /* perf printed only the TID: the PID is unknown */
+            fk_buf_addc(pn, '?');
+            if (p->o.tid) {
+                fk_buf_addc(pn, '/');
+                fk_buf_add(pn, t, n);
+            }
+        }
+    }
+    /* Without -g the sample's own ip/sym/dso follow the event. */
+    if (ev > 0) {
+        char *r = ts[ev] + tl[ev];
+        while (r < end && is_space(*r))
+            r++;
+        if (r < end && is_hex(*r) && end[-1] == ')')
+            add_frame(p, r, end);
+    }
+    return true;
+}
+
+void fk_perfscript_line(struct fk_perfscript *p, char *line, size_t len, uint64_t lineno)
+{
+    p->st->lines++;
+    char *end = line + len, *s = line;
+    while (s < end && is_space(*s))
+        s++;
+    if (s == end) {
+        flush_sample(p);
+        return;
+    }
+    if (line[0] == '#')
+        return;     /* perf script --header */
+    const char *why = "not a stack frame or sample header";
+    if (memchr(line, '\0', len)) {
+        why = "NUL byte in line";
+        goto bad;
+    }
+    if (s != line && p->in_sample) {
+        if (!p->keep)
+            return;
+        if (add_frame(p, s, end))
+            return;
+        /* perhaps a header with a right-aligned comm */
+    }
+    if (parse_header(p, s, end, &why))
+        return;
+bad:
+    fk_parse_stats_bad(p->st, lineno, line, len, why);
+}
+
+void fk_perfscript_finish(struct fk_perfscript *p)
+{
+    flush_sample(p);
+}
+
+bool fk_perfscript_read(struct fk_perfscript *p, const char *path)
+{
+    struct fk_lineread r;
+    if (!fk_lineread_open(&r, path))
+        return false;
+    char *line;
+    size_t len;
+    while ((line = fk_lineread_next(&r, &len)))
+        fk_perfscript_line(p, line, len, r.lineno);
+    fk_perfscript_finish(p);
+    bool ok = !r.error;
+    fk_lineread_close(&r);
+    return ok;
+}

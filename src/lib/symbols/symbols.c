@@ -1,0 +1,820 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Process table (address spaces, comms), DSO table, locate and name. */
+#include "symbols/symbols-int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#define COMM_LEN 16
+#define FD_CAP 1000
+#define KERNEL_SLACK 0x10000
+#define JIT_NONE UINT32_MAX
+
+struct map {
+    uint64_t start, end, pgoff;
+    uint32_t dso;
+};
+
+struct proc {
+    pid_t pid;
+    bool exited, scanned;
+    char comm[COMM_LEN];
+    struct map *maps;
+    size_t nmaps, cap;
+    uint32_t anon_dso;      /* DSO_ANON for this process, or JIT_NONE */
+};
+
+struct thread {
+    pid_t tid, pid;
+    char comm[COMM_LEN];
+};
+
+/* Open addressing int -> index (+1; 0 = empty). */
+struct imap {
+    uint64_t *keys;
+    uint32_t *vals;
+    size_t cap, n;
+};
+
+struct fk_symbolizer {
+    struct fk_sym_opts opts;
+    struct proc *procs;
+    size_t nprocs, procs_cap;
+    struct imap proc_idx;
+    struct thread *threads;
+    size_t nthreads, threads_cap;
+    struct imap thread_idx;
+    struct dso *dsos;
+    size_t ndsos, dsos_cap;
+    struct imap dso_idx;        /* key hash -> index (chains by probing) */
+    uint32_t vdso_dso;
+    size_t fds_open, fd_cap;
+    bool kernel_loaded, kernel_hidden, capture_ended;
+    struct fk_symtab kernel, vdso;
+    uint64_t dev_root, ino_root;
+    uint64_t locate_unknown, names_unresolved, deleted_kept;
+};
+
+/* ---- int map ---- */
+
+static uint64_t mix(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    return k;
+}
+
+static void imap_put(struct imap *m, uint64_t key, uint32_t val);
+
+static void imap_grow(struct imap *m)
+{
+    struct imap old = *m;
+    m->cap = old.cap ? old.cap * 2 : 64;
+    m->keys = fk_calloc(m->cap, sizeof *m->keys);
+    m->vals = fk_calloc(m->cap, sizeof *m->vals);
+    m->n = 0;
+    for (size_t i = 0; i < old.cap; i++)
+        if (old.vals[i])
+            imap_put(m, old.keys[i], old.vals[i] - 1);
+    free(old.keys);
+    free(old.vals);
+}
+
+/* Insert (duplicates allowed for hashed keys: callers probe all). */
+static void imap_put(struct imap *m, uint64_t key, uint32_t val)
+{
+    if ((m->n + 1) * 2 > m->cap)
+        imap_grow(m);
+    size_t i = mix(key) & (m->cap - 1);
+    while (m->vals[i])
+        i = (i + 1) & (m->cap - 1);
+    m->keys[i] = key;
+    m->vals[i] = val + 1;
+    m->n++;
+}
+
+/* Iterate over values stored under key: *pos starts at SIZE_MAX. */
+static bool imap_next(const struct imap *m, uint64_t key, size_t *pos, uint32_t *val)
+{
+    if (!m->cap)
+        return false;
+    size_t i = *pos == SIZE_MAX ? mix(key) & (m->cap - 1) : (*pos + 1) & (m->cap - 1);
+    for (; m->vals[i]; i = (i + 1) & (m->cap - 1))
+        if (m->keys[i] == key) {
+            *pos = i;
+            *val = m->vals[i] - 1;
+            return true;
+        }
+    return false;
+}
+
+static bool imap_get(const struct imap *m, uint64_t key, uint32_t *val)
+{
+    size_t pos = SIZE_MAX;
+    return imap_next(m, key, &pos, val);
+}
+
+static void imap_set(struct imap *m, uint64_t key, uint32_t val)
+{
+    size_t pos = SIZE_MAX;
+    uint32_t old;
+    if (imap_next(m, key, &pos, &old))
+        m->vals[pos] = val + 1;
+    else
+        imap_put(m, key, val);
+}
+
+static void imap_free(struct imap *m)
+{
+    free(m->keys);
+    free(m->vals);
+}
+
+/* ---- DSOs ---- */
+
+static uint32_t dso_add(struct fk_symbolizer *s, enum dso_kind kind)
+{
+    s->dsos = fk_grow(s->dsos, &s->dsos_cap, s->ndsos + 1, sizeof *s->dsos);
+    struct dso *d = &s->dsos[s->ndsos];
+    memset(d, 0, sizeof *d);
+    d->kind = kind;
+    d->fd = -1;
+    return (uint32_t)s->ndsos++;
+}
+
+static const char *basename_of(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    return b && b[1] ? b + 1 : path;
+}
+
+/* Open the mapped file so it stays readable: map_files (works for deleted
+ * files), then the process's root (other mount namespaces), then the path.
+ * A file with the wrong inode (replaced before we saw it) is refused. */
+static int open_mapped(struct fk_symbolizer *s, struct dso *d, pid_t pid,
+                       uint64_t start, uint64_t end)
+{
+    char p[64 + 4096];
+    int fd;
+    if (pid > 0 && !s->opts.no_map_files) {
+        snprintf(p, sizeof p, "/proc/%d/map_files/%llx-%llx", (int)pid,
+                 (unsigned long long)start, (unsigned long long)end);
+        fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            d->via_map_files = true;
+            return fd;
+        }
+    }
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (attempt == 0) {
+            if (pid <= 0)
+                continue;
+            snprintf(p, sizeof p, "/proc/%d/root%s", (int)pid, d->path);
+        } else {
+            snprintf(p, sizeof p, "%s", d->path);
+        }
+        fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        struct stat st;
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+            !(d->ino && (uint64_t)st.st_dev == d->dev && (uint64_t)st.st_ino != d->ino)) {
+            if (attempt == 0) {
+                char r[64];
+                snprintf(r, sizeof r, "/proc/%d/root", (int)pid);
+                struct stat rs;
+                if (stat(r, &rs) == 0 && !((uint64_t)rs.st_dev == s->dev_root &&
+                                           (uint64_t)rs.st_ino == s->ino_root))
+                    d->root = fk_strdup(r);
+            }
+            return fd;
+        }
+        close(fd);
+    }
+    return -1;
+}
+
+static uint64_t dso_key(uint64_t dev, uint64_t ino, const char *path,
+                        const unsigned char *bid, size_t bid_len)
+{
+    uint64_t h = fk_hash(path, strlen(path));
+    if (bid_len)
+        return h ^ mix(fk_hash(bid, bid_len));
+    return h ^ mix(dev * 0x9e3779b97f4a7c15ULL + ino);
+}
+
+/* DSO of a file mapping, created (and its file pinned) at first sight. */
+static uint32_t dso_file(struct fk_symbolizer *s, pid_t pid, uint64_t start, uint64_t end,
+                         uint64_t dev, uint64_t ino, const char *name,
+                         const unsigned char *bid, size_t bid_len)
+{
+    size_t nlen = strlen(name);
+    bool deleted = false;
+    if (nlen > 10 && strcmp(name + nlen - 10, " (deleted)") == 0) {
+        nlen -= 10;
+        deleted = true;
+    }
+    char *path = fk_strndup(name, nlen);
+    if (bid_len > 20)
+        bid_len = 20;
+    uint64_t key = dso_key(dev, ino, path, bid, bid_len);
+    size_t pos = SIZE_MAX;
+    uint32_t idx;
+    while (imap_next(&s->dso_idx, key, &pos, &idx)) {
+        struct dso *d = &s->dsos[idx];
+        if (strcmp(d->path, path) == 0 &&
+            (bid_len ? d->build_id_len == bid_len && memcmp(d->build_id, bid, bid_len) == 0
+                     : d->dev == dev && d->ino == ino)) {
+            free(path);
+            return idx;
+        }
+    }
+    idx = dso_add(s, DSO_FILE);
+    struct dso *d = &s->dsos[idx];
+    d->path = path;
+    d->dev = dev;
+    d->ino = ino;
+    d->key = key;
+    d->deleted = deleted;
+    if (bid_len) {
+        memcpy(d->build_id, bid, bid_len);
+        d->build_id_len = bid_len;
+    }
+    d->fd = open_mapped(s, d, pid, start, end);
+    if (d->fd >= 0) {
+        if (d->via_map_files || deleted)
+            s->deleted_kept++;
+        if (s->fds_open >= s->fd_cap)
+            fk_dso_load_elf(d);     /* too many pinned: read now, close */
+        else
+            s->fds_open++;
+    }
+    imap_put(&s->dso_idx, key, idx);
+    return idx;
+}
+
+static void read_perf_map(struct fk_symbolizer *s, struct dso *d, bool at_end)
+{
+    if (!s->opts.jit)
+        return;
+    char p[128];
+    snprintf(p, sizeof p, "/proc/%d/root/tmp/perf-%d.map", (int)d->pid, (int)d->pid);
+    struct stat rs;
+    char r[64];
+    snprintf(r, sizeof r, "/proc/%d/root", (int)d->pid);
+    bool same_root = stat(r, &rs) == 0 && (uint64_t)rs.st_dev == s->dev_root &&
+                     (uint64_t)rs.st_ino == s->ino_root;
+    if (fk_perfmap_load(&d->st, p)) {
+        d->jit_read = true;
+        d->jit_same_root = same_root;
+        return;
+    }
+    /* exited: in our own root the file usually stays behind */
+    if (at_end && d->jit_same_root) {
+        snprintf(p, sizeof p, "/tmp/perf-%d.map", (int)d->pid);
+        fk_perfmap_load(&d->st, p);
+    }
+}
+
+static uint32_t dso_anon(struct fk_symbolizer *s, struct proc *pr)
+{
+    if (pr->anon_dso != JIT_NONE)
+        return pr->anon_dso;
+    pid_t pid = pr->pid;
+    uint32_t idx = dso_add(s, DSO_ANON);    /* may move s->procs? no: separate array */
+    s->dsos[idx].pid = pid;
+    read_perf_map(s, &s->dsos[idx], false);
+    pr->anon_dso = idx;
+    return idx;
+}
+
+static uint32_t dso_vdso(struct fk_symbolizer *s)
+{
+    if (!s->vdso_dso) {
+        s->vdso_dso = dso_add(s, DSO_VDSO);
+        s->dsos[s->vdso_dso].path = fk_strdup("[vdso]");
+    }
+    return s->vdso_dso;
+}
+
+static uint32_t dso_special(struct fk_symbolizer *s, const char *name)
+{
+    uint64_t key = fk_hash(name, strlen(name)) ^ 0x5bd1e995;
+    size_t pos = SIZE_MAX;
+    uint32_t idx;
+    while (imap_next(&s->dso_idx, key, &pos, &idx))
+        if (s->dsos[idx].kind == DSO_SPECIAL && strcmp(s->dsos[idx].path, name) == 0)
+            return idx;
+    idx = dso_add(s, DSO_SPECIAL);
+    s->dsos[idx].path = fk_strdup(name);
+    imap_put(&s->dso_idx, key, idx);
+    return idx;
+}
+
+/* ---- processes ---- */
+
+static struct proc *proc_find(struct fk_symbolizer *s, pid_t pid)
+{
+    uint32_t i;
+    return imap_get(&s->proc_idx, (uint64_t)(uint32_t)pid, &i) ? &s->procs[i] : NULL;
+}
+
+static struct proc *proc_new(struct fk_symbolizer *s, pid_t pid)
+{
+    s->procs = fk_grow(s->procs, &s->procs_cap, s->nprocs + 1, sizeof *s->procs);
+    struct proc *pr = &s->procs[s->nprocs];
+    memset(pr, 0, sizeof *pr);
+    pr->pid = pid;
+    pr->anon_dso = JIT_NONE;
+    imap_set(&s->proc_idx, (uint64_t)(uint32_t)pid, (uint32_t)s->nprocs);
+    s->nprocs++;
+    return pr;
+}
+
+static struct thread *thread_get(struct fk_symbolizer *s, pid_t tid, pid_t pid)
+{
+    uint32_t i;
+    if (imap_get(&s->thread_idx, (uint64_t)(uint32_t)tid, &i)) {
+        s->threads[i].pid = pid;
+        return &s->threads[i];
+    }
+    s->threads = fk_grow(s->threads, &s->threads_cap, s->nthreads + 1, sizeof *s->threads);
+    struct thread *t = &s->threads[s->nthreads];
+    memset(t, 0, sizeof *t);
+    t->tid = tid;
+    t->pid = pid;
+    imap_put(&s->thread_idx, (uint64_t)(uint32_t)tid, (uint32_t)s->nthreads);
+    s->nthreads++;
+    return t;
+}
+
+static void set_comm(char dst[COMM_LEN], const char *comm)
+{
+    snprintf(dst, COMM_LEN, "%s", comm);
+}
+
+/* Insert a mapping, trimming whatever it overlaps (a new mmap replaces). */
+static void maps_insert(struct proc *pr, uint64_t start, uint64_t end, uint64_t pgoff, uint32_t dso)
+{
+    if (end <= start)
+        return;
+    size_t n = pr->nmaps;
+    if (n == 0 || pr->maps[n - 1].end <= start) {     /* fast path: scans come sorted */
+        pr->maps = fk_grow(pr->maps, &pr->cap, n + 1, sizeof *pr->maps);
+        pr->maps[n] = (struct map){ start, end, pgoff, dso };
+        pr->nmaps++;
+        return;
+    }
+    struct map *out = fk_malloc((n + 2) * sizeof *out);
+    size_t w = 0;
+    bool placed = false;
+    for (size_t i = 0; i < n; i++) {
+        struct map m = pr->maps[i];
+        if (m.end <= start) {
+            out[w++] = m;
+            continue;
+        }
+        if (m.start >= end) {
+            if (!placed)
+                out[w++] = (struct map){ start, end, pgoff, dso };
+            placed = true;
+            out[w++] = m;
+            continue;
+        }
+        if (m.start < start)
+            out[w++] = (struct map){ m.start, start, m.pgoff, m.dso };
+        if (!placed)
+            out[w++] = (struct map){ start, end, pgoff, dso };
+        placed = true;
+        if (m.end > end)
+            out[w++] = (struct map){ end, m.end, m.pgoff + (end - m.start), m.dso };
+    }
+    if (!placed)
+        out[w++] = (struct map){ start, end, pgoff, dso };
+    free(pr->maps);
+    pr->maps = out;
+    pr->nmaps = w;
+    pr->cap = n + 2;
+}
+
+/* Classify a mapping by its name and add it. */
+static void add_mapping(struct fk_symbolizer *s, struct proc *pr, uint64_t start, uint64_t end,
+                        uint64_t pgoff, uint64_t dev, uint64_t ino, const char *name,
+                        const unsigned char *bid, size_t bid_len)
+{
+    uint32_t dso;
+    if (name[0] == '/' && name[1] != '/')
+        dso = dso_file(s, pr->pid, start, end, dev, ino, name, bid, bid_len);
+    else if (strcmp(name, "[vdso]") == 0)
+        dso = dso_vdso(s);
+    else if (strcmp(name, "[vsyscall]") == 0)
+        dso = dso_special(s, name);
+    else
+        dso = dso_anon(s, pr);      /* "", "//anon", "[heap]", "[anon:...]" */
+    maps_insert(pr, start, end, pgoff, dso);
+}
+
+static bool read_comm(const char *path, char comm[COMM_LEN])
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, comm, COMM_LEN - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    comm[n] = 0;
+    comm[strcspn(comm, "\n")] = 0;
+    return true;
+}
+
+/* (Re)read /proc/PID: maps, comm, threads. */
+static void scan_into(struct fk_symbolizer *s, struct proc *pr)
+{
+    char p[64];
+    pid_t pid = pr->pid;
+    pr->scanned = true;
+    snprintf(p, sizeof p, "/proc/%d/comm", (int)pid);
+    read_comm(p, pr->comm);
+    snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(p, "re");
+    if (!f)
+        return;
+    pr->nmaps = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, f) > 0) {
+        unsigned long long start, end, off, ino;
+        unsigned maj, min;
+        char perms[8];
+        int pathpos = 0;
+        line[strcspn(line, "\n")] = 0;
+        if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
+                   &maj, &min, &ino, &pathpos) < 7 || strlen(perms) < 4 || perms[2] != 'x')
+            continue;
+        const char *name = pathpos ? line + pathpos : "";
+        add_mapping(s, pr, start, end, off, makedev(maj, min), ino, name, NULL, 0);
+    }
+    free(line);
+    fclose(f);
+    snprintf(p, sizeof p, "/proc/%d/task", (int)pid);
+    DIR *dir = opendir(p);
+    if (!dir)
+        return;
+    struct dirent *de;
+    while ((de = readdir(dir))) {
+        pid_t tid = (pid_t)atoi(de->d_name);
+        if (tid <= 0)
+            continue;
+        char cp[96];
+        char comm[COMM_LEN];
+        snprintf(cp, sizeof cp, "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+        if (read_comm(cp, comm)) {
+            struct thread *t = thread_get(s, tid, pid);
+            set_comm(t->comm, comm);
+        }
+    }
+    closedir(dir);
+}
+
+/* The process, seeded from /proc the first time we hear of it. */
+static struct proc *proc_get(struct fk_symbolizer *s, pid_t pid)
+{
+    struct proc *pr = proc_find(s, pid);
+    if (pr)
+        return pr;
+    pr = proc_new(s, pid);
+    if (pid > 0)
+        scan_into(s, pr);
+    return pr;
+}
+
+/* ---- public API ---- */
+
+struct fk_symbolizer *fk_sym_new(const struct fk_sym_opts *opts)
+{
+    struct fk_symbolizer *s = fk_calloc(1, sizeof *s);
+    if (opts)
+        s->opts = *opts;
+    dso_add(s, DSO_UNKNOWN);
+    dso_add(s, DSO_KERNEL);
+    struct stat st;
+    if (stat("/", &st) == 0) {
+        s->dev_root = st.st_dev;
+        s->ino_root = st.st_ino;
+    }
+    /* pinned files are held open: stay well inside RLIMIT_NOFILE */
+    struct rlimit rl;
+    s->fd_cap = FD_CAP;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        if (rl.rlim_cur < rl.rlim_max && rl.rlim_cur < FD_CAP + 256) {
+            rl.rlim_cur = rl.rlim_max < FD_CAP + 256 ? rl.rlim_max : FD_CAP + 256;
+            setrlimit(RLIMIT_NOFILE, &rl);
+            getrlimit(RLIMIT_NOFILE, &rl);
+        }
+        if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < FD_CAP + 256)
+            s->fd_cap = rl.rlim_cur > 256 ? rl.rlim_cur - 256 : rl.rlim_cur / 2;
+    }
+    return s;
+}
+
+void fk_sym_free(struct fk_symbolizer *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->nprocs; i++)
+        free(s->procs[i].maps);
+    free(s->procs);
+    free(s->threads);
+    for (size_t i = 0; i < s->ndsos; i++) {
+        struct dso *d = &s->dsos[i];
+        if (d->fd >= 0)
+            close(d->fd);
+        free(d->path);
+        free(d->root);
+        free(d->loads);
+        fk_symtab_free(&d->st);
+    }
+    free(s->dsos);
+    imap_free(&s->proc_idx);
+    imap_free(&s->thread_idx);
+    imap_free(&s->dso_idx);
+    fk_symtab_free(&s->kernel);
+    fk_symtab_free(&s->vdso);
+    free(s);
+}
+
+void fk_sym_scan_pid(struct fk_symbolizer *s, pid_t pid)
+{
+    struct proc *pr = proc_find(s, pid);
+    if (!pr)
+        pr = proc_new(s, pid);
+    scan_into(s, pr);
+}
+
+void fk_sym_scan_all(struct fk_symbolizer *s)
+{
+    DIR *dir = opendir("/proc");
+    if (!dir) {
+        fk_warn("cannot list /proc: %s", strerror(errno));
+        return;
+    }
+    struct dirent *de;
+    while ((de = readdir(dir))) {
+        char *end;
+        long pid = strtol(de->d_name, &end, 10);
+        if (*end || pid <= 0)
+            continue;
+        fk_sym_scan_pid(s, (pid_t)pid);
+    }
+    closedir(dir);
+}
+
+void fk_sym_comm(struct fk_symbolizer *s, pid_t pid, pid_t tid, const char *comm, bool exec)
+{
+    struct proc *pr = proc_get(s, pid);
+    if (exec) {
+        /* the new image's mmaps follow this record */
+        pr->nmaps = 0;
+        pr->anon_dso = JIT_NONE;
+        pr->exited = false;
+    }
+    if (pid == tid || exec)
+        set_comm(pr->comm, comm);
+    set_comm(thread_get(s, tid, pid)->comm, comm);
+}
+
+void fk_sym_fork(struct fk_symbolizer *s, pid_t pid, pid_t ppid, pid_t tid, pid_t ptid)
+{
+    char comm[COMM_LEN];
+    struct proc *parent = proc_get(s, ppid);
+    uint32_t pt;
+    if (imap_get(&s->thread_idx, (uint64_t)(uint32_t)ptid, &pt))
+        set_comm(comm, s->threads[pt].comm);
+    else
+        set_comm(comm, parent->comm);
+    if (pid != ppid) {
+        /* a new process: a copy of the parent's address space */
+        struct proc *pr = proc_find(s, pid);
+        if (!pr)
+            pr = proc_new(s, pid);
+        parent = proc_find(s, ppid);    /* proc_new may have moved it */
+        pr->scanned = true;
+        pr->exited = false;
+        pr->anon_dso = JIT_NONE;
+        pr->maps = fk_grow(pr->maps, &pr->cap, parent->nmaps + 1, sizeof *pr->maps);
+        for (size_t i = 0; i < parent->nmaps; i++) {
+            pr->maps[i] = parent->maps[i];
+            if (s->dsos[pr->maps[i].dso].kind == DSO_ANON) /* JIT code: the child's own map */
+                pr->maps[i].dso = dso_anon(s, pr);
+        }
+        pr->nmaps = parent->nmaps;
+        set_comm(pr->comm, comm);
+    }
+    set_comm(thread_get(s, tid, pid)->comm, comm);
+}
+
+void fk_sym_exit(struct fk_symbolizer *s, pid_t pid, pid_t tid)
+{
+    /* keep everything: earlier samples are named after the capture */
+    struct proc *pr = proc_find(s, pid);
+    if (pr && pid == tid)
+        pr->exited = true;
+}
+
+void fk_sym_mmap(struct fk_symbolizer *s, pid_t pid, uint64_t start, uint64_t len,
+                 uint64_t pgoff, uint32_t maj, uint32_t min, uint64_t ino,
+                 uint32_t prot, uint32_t flags, const char *filename,
+                 const unsigned char *build_id, size_t build_id_len)
+{
+    if (pid <= 0 || !filename || strncmp(filename, "[kernel.kallsyms]", 17) == 0)
+        return;     /* kernel and modules come from /proc/kallsyms */
+    if (prot && !(prot & PROT_EXEC))
+        return;
+    struct proc *pr = proc_get(s, pid);
+    add_mapping(s, pr, start, start + len, pgoff, makedev(maj, min), ino, filename,
+                build_id, build_id_len);
+}
+
+struct fk_loc fk_sym_locate(struct fk_symbolizer *s, pid_t pid, uint64_t ip, bool kernel)
+{
+    if (kernel || ip >= 0xffff800000000000ULL)
+        return (struct fk_loc){ DSO_IDX_KERNEL, ip };
+    struct proc *pr = proc_find(s, pid);
+    if (!pr)
+        pr = proc_get(s, pid);      /* rare: first sample of an unseen process */
+    size_t lo = 0, hi = pr->nmaps;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (pr->maps[mid].end <= ip)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < pr->nmaps && pr->maps[lo].start <= ip) {
+        const struct map *m = &pr->maps[lo];
+        enum dso_kind k = s->dsos[m->dso].kind;
+        if (k == DSO_FILE || k == DSO_VDSO)
+            return (struct fk_loc){ m->dso, ip - m->start + m->pgoff };
+        return (struct fk_loc){ m->dso, ip };
+    }
+    if (pr->anon_dso != JIT_NONE && s->dsos[pr->anon_dso].st.n)
+        return (struct fk_loc){ pr->anon_dso, ip };
+    s->locate_unknown++;
+    return (struct fk_loc){ DSO_IDX_UNKNOWN, ip };
+}
+
+const char *fk_sym_comm_of(struct fk_symbolizer *s, pid_t pid, pid_t tid)
+{
+    uint32_t i;
+    if (imap_get(&s->thread_idx, (uint64_t)(uint32_t)tid, &i) && s->threads[i].comm[0])
+        return s->threads[i].comm;
+    struct proc *pr = proc_find(s, pid);
+    if (pr && pr->comm[0])
+        return pr->comm;
+    return "[unknown]";
+}
+
+/* File offset -> ELF vaddr through the PT_LOAD segments. */
+static bool off_to_vaddr(const struct dso *d, uint64_t off, uint64_t *vaddr)
+{
+    for (size_t i = 0; i < d->nloads; i++) {
+        const struct load_seg *l = &d->loads[i];
+        if (off >= l->off && off - l->off < (l->filesz ? l->filesz : 1)) {
+            *vaddr = off - l->off + l->vaddr;
+            return true;
+        }
+    }
+    return false;
+}
+
+static void end_capture(struct fk_symbolizer *s)
+{
+    s->capture_ended = true;
+    for (size_t i = 0; i < s->ndsos; i++) {
+        struct dso *d = &s->dsos[i];
+        if (d->kind == DSO_ANON)
+            read_perf_map(s, d, true);
+    }
+}
+
+enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struct fk_buf *out)
+{
+    if (!s->capture_ended)
+        end_capture(s);
+    if (loc.dso >= s->ndsos || loc.dso == DSO_IDX_UNKNOWN) {
+        s->names_unresolved++;
+        fk_buf_adds(out, "[unknown]");
+        return FK_FRAME_UNKNOWN;
+    }
+    struct dso *d = &s->dsos[loc.dso];
+    const struct fk_sym *y;
+    switch (d->kind) {
+    case DSO_KERNEL:
+        if (!s->kernel_loaded) {
+            s->kernel_loaded = true;
+            if (s->opts.kernel && !fk_kallsyms_load(&s->kernel, &s->kernel_hidden) &&
+                s->kernel_hidden)
+                fk_warn("kernel symbols hidden: /proc/kallsyms shows zero addresses "
+                        "(run as root or set kernel.kptr_restrict=0); kernel frames "
+                        "are shown as [kernel.kallsyms]");
+        }
+        y = fk_symtab_find(&s->kernel, loc.addr, KERNEL_SLACK);
+        if (y)
+            fk_buf_adds(out, fk_symtab_name(&s->kernel, y));
+        else {
+            s->names_unresolved++;
+            fk_buf_adds(out, "[kernel.kallsyms]");
+        }
+        if (s->opts.annotate)
+            fk_buf_adds(out, "_[k]");
+        return FK_FRAME_KERNEL;
+    case DSO_FILE: {
+        if (!d->loaded) {
+            bool had_fd = d->fd >= 0;
+            fk_dso_load_elf(d);
+            if (had_fd && s->fds_open)
+                s->fds_open--;
+        }
+        uint64_t vaddr = loc.addr;
+        bool have_vaddr = d->elf_ok && off_to_vaddr(d, loc.addr, &vaddr);
+        y = have_vaddr ? fk_symtab_find(&d->st, vaddr, 0) : NULL;
+        if (y) {
+            fk_buf_adds(out, fk_symtab_name(&d->st, y));
+        } else {
+            s->names_unresolved++;
+            fk_buf_printf(out, "[%s+0x%llx]", basename_of(d->path), (unsigned long long)vaddr);
+        }
+        return FK_FRAME_USER;
+    }
+    case DSO_VDSO:
+        if (!d->loaded) {
+            d->loaded = true;
+            fk_vdso_load(&s->vdso);
+        }
+        y = fk_symtab_find(&s->vdso, loc.addr, 0);
+        if (y)
+            fk_buf_adds(out, fk_symtab_name(&s->vdso, y));
+        else
+            fk_buf_printf(out, "[vdso+0x%llx]", (unsigned long long)loc.addr);
+        return FK_FRAME_USER;
+    case DSO_ANON:
+        y = fk_symtab_find(&d->st, loc.addr, 0);
+        if (y)
+            fk_buf_adds(out, fk_symtab_name(&d->st, y));
+        else {
+            s->names_unresolved++;
+            fk_buf_printf(out, "[JIT] tid %d", (int)d->pid);
+        }
+        if (s->opts.annotate)
+            fk_buf_adds(out, "_[j]");
+        return FK_FRAME_JIT;
+    case DSO_SPECIAL:
+        fk_buf_adds(out, d->path);
+        return FK_FRAME_USER;
+    default:
+        s->names_unresolved++;
+        fk_buf_adds(out, "[unknown]");
+        return FK_FRAME_UNKNOWN;
+    }
+}
+
+void fk_sym_stats(const struct fk_symbolizer *s, struct fk_sym_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->dsos = s->ndsos > 2 ? s->ndsos - 2 : 0;
+    out->processes = s->nprocs;
+    out->locate_unknown = s->locate_unknown;
+    out->names_unresolved = s->names_unresolved;
+    out->deleted_files_kept = s->deleted_kept;
+}
+
+static size_t symtab_bytes(const struct fk_symtab *t)
+{
+    return t->cap * sizeof *t->syms + t->strs.cap;
+}
+
+size_t fk_sym_bytes(const struct fk_symbolizer *s)
+{
+    size_t b = sizeof *s;
+    b += s->procs_cap * sizeof *s->procs + s->threads_cap * sizeof *s->threads;
+    b += s->dsos_cap * sizeof *s->dsos;
+    b += (s->proc_idx.cap + s->thread_idx.cap + s->dso_idx.cap) * (sizeof(uint64_t) + sizeof(uint32_t));
+    for (size_t i = 0; i < s->nprocs; i++)
+        b += s->procs[i].cap * sizeof(struct map);
+    for (size_t i = 0; i < s->ndsos; i++) {
+        const struct dso *d = &s->dsos[i];
+        b += (d->path ? strlen(d->path) + 1 : 0) + d->nloads * sizeof *d->loads;
+        b += symtab_bytes(&d->st);
+    }
+    return b + symtab_bytes(&s->kernel) + symtab_bytes(&s->vdso);
+}

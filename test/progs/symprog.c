@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Workload for the symbolizer tests.
+ *   symprog addrs        print "ALPHA BETA" addresses, wait for stdin EOF
+ *   symprog jit [nomap]  put code in an anonymous executable mapping, write
+ *                        /tmp/perf-PID.map for it (unless nomap), print its
+ *                        address, wait for stdin EOF
+ *   symprog spin SECS    burn CPU: fk_symprog_alpha 3 : 1 fk_symprog_beta
+ *   symprog jitspin SECS burn CPU inside the JIT region (with a perf map) */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+volatile uint64_t fk_symprog_sink;
+
+__attribute__((noinline)) void fk_symprog_alpha(uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++)
+        fk_symprog_sink += i * 7;
+}
+
+__attribute__((noinline)) void fk_symprog_beta(uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++)
+        fk_symprog_sink += i * 3;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void wait_eof(void)
+{
+    char c;
+    while (read(0, &c, 1) > 0)
+        ;
+}
+
+/* movabs rcx, N; dec rcx; jnz .-3; ret */
+static void *make_jit(int with_map, uint64_t loops)
+{
+    unsigned char code[] = { 0x48, 0xb9, 0, 0, 0, 0, 0, 0, 0, 0, 0x48, 0xff, 0xc9, 0x75, 0xfb, 0xc3 };
+    memcpy(code + 2, &loops, 8);
+    unsigned char *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
+                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        perror("mmap");
+        exit(1);
+    }
+    memcpy(p + 0x100, code, sizeof code);
+    if (with_map) {
+        char path[64];
+        snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
+        FILE *f = fopen(path, "w");
+        if (!f) {
+            perror(path);
+            exit(1);
+        }
+        fprintf(f, "%lx 40 fk_jit_hot\n", (unsigned long)(uintptr_t)(p + 0x100));
+        fprintf(f, "%lx 10 fk_jit_other\n", (unsigned long)(uintptr_t)(p + 0x200));
+        fclose(f);
+    }
+    return p + 0x100;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "addrs";
+    setvbuf(stdout, NULL, _IONBF, 0);
+    if (strcmp(mode, "addrs") == 0) {
+        printf("%lx %lx\n", (unsigned long)(uintptr_t)fk_symprog_alpha,
+               (unsigned long)(uintptr_t)fk_symprog_beta);
+        wait_eof();
+    } else if (strcmp(mode, "jit") == 0) {
+        void *p = make_jit(!(argc > 2 && strcmp(argv[2], "nomap") == 0), 1);
+        printf("%lx\n", (unsigned long)(uintptr_t)p);
+        wait_eof();
+    } else if (strcmp(mode, "spin") == 0 || strcmp(mode, "jitspin") == 0) {
+        double secs = argc > 2 ? atof(argv[2]) : 1.0, end = now() + secs;
+        void (*jit)(void) = NULL;
+        if (strcmp(mode, "jitspin") == 0)
+            jit = (void (*)(void))make_jit(1, 1000000);
+        while (now() < end) {
+            if (jit) {
+                jit();
+                continue;
+            }
+            fk_symprog_alpha(3000000);
+            fk_symprog_beta(1000000);
+        }
+    } else {
+        fprintf(stderr, "usage: symprog addrs|jit [nomap]|spin SECS|jitspin SECS\n");
+        return 2;
+    }
+    return 0;
+}

@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Symbolizer: own process, deleted/replaced binaries, other mount
+ * namespaces, JIT perf maps, kallsyms, hand-fed side-band sequences. */
+#include "symbols/symbols.h"
+#include "unit.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+__attribute__((noinline)) int unit_sym_target(int x)
+{
+    return x * 3 + 1;
+}
+
+static char symprog[PATH_MAX + 32], tmpdir[PATH_MAX];
+
+static char *name_of(struct fk_symbolizer *s, struct fk_loc loc, enum fk_frame_kind *kind)
+{
+    static struct fk_buf b = FK_BUF_INIT;
+    fk_buf_reset(&b);
+    enum fk_frame_kind k = fk_sym_name(s, loc, &b);
+    if (kind)
+        *kind = k;
+    return (char *)fk_buf_cstr(&b);
+}
+
+static const char *name_at(struct fk_symbolizer *s, pid_t pid, uint64_t ip)
+{
+    return name_of(s, fk_sym_locate(s, pid, ip, false), NULL);
+}
+
+struct child {
+    pid_t pid;
+    int in, out;    /* its stdin (write end), its stdout (read end) */
+};
+
+/* Start argv with pipes; read one line of its output into line. */
+static bool spawn(struct child *c, char *const argv[], char *line, size_t len)
+{
+    int pin[2], pout[2];
+    if (pipe(pin) || pipe(pout))
+        return false;
+    c->pid = fork();
+    if (c->pid == 0) {
+        dup2(pin[0], 0);
+        dup2(pout[1], 1);
+        close(pin[1]);
+        close(pout[0]);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(pin[0]);
+    close(pout[1]);
+    c->in = pin[1];
+    c->out = pout[0];
+    size_t n = 0;
+    while (n + 1 < len) {
+        ssize_t r = read(c->out, line + n, 1);
+        if (r <= 0)
+            break;
+        if (line[n] == '\n')
+            break;
+        n++;
+    }
+    line[n] = 0;
+    return n > 0;
+}
+
+static void reap(struct child *c)
+{
+    close(c->in);
+    close(c->out);
+    int st;
+    waitpid(c->pid, &st, 0);
+}
+
+static bool copy_file(const char *from, const char *to)
+{
+    char cmd[3 * PATH_MAX];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'", from, to);
+    return system(cmd) == 0;
+}
+
+static void test_self(void)
+{
+    struct fk_sym_opts o = { .kernel = true };
+    struct fk_symbolizer *s = fk_sym_new(&o);
+    fk_sym_scan_pid(s, getpid());
+    UNIT_CHECK("own function by name (PIE)",
+               strcmp(name_at(s, getpid(), (uint64_t)(uintptr_t)unit_sym_target + 2),
+                      "unit_sym_target") == 0);
+    UNIT_CHECK("libc function by name", strstr(name_at(s, getpid(), (uint64_t)(uintptr_t)fopen + 1),
+                                                "fopen") != NULL);
+    UNIT_CHECK("own comm", strcmp(fk_sym_comm_of(s, getpid(), gettid()), "unit-symbols") == 0);
+    UNIT_CHECK("unmapped address is [unknown]", strcmp(name_at(s, getpid(), 16), "[unknown]") == 0);
+    struct fk_sym_stats st;
+    fk_sym_stats(s, &st);
+    UNIT_CHECK("stats count DSOs and one unknown", st.dsos >= 2 && st.locate_unknown == 1);
+    UNIT_CHECK("bytes accounted", fk_sym_bytes(s) > 1000);
+    fk_sym_free(s);
+}
+
+/* The binary is deleted (or replaced) after first sight, or before it. */
+static void test_deleted(const char *what, bool no_map_files, bool replace, bool scan_after)
+{
+    char path[PATH_MAX + 32], line[128], msg[160];
+    snprintf(path, sizeof path, "%s/prog-%d%d%d", tmpdir, no_map_files, replace, scan_after);
+    if (!copy_file(symprog, path)) {
+        UNIT_CHECK("copy test binary", 0);
+        return;
+    }
+    struct child c;
+    char *argv[] = { path, "addrs", NULL };
+    bool ok = spawn(&c, argv, line, sizeof line);
+    unsigned long alpha = 0, beta = 0;
+    snprintf(msg, sizeof msg, "%s: child printed addresses", what);
+    UNIT_CHECK(msg, ok && sscanf(line, "%lx %lx", &alpha, &beta) == 2);
+    struct fk_sym_opts o = { .no_map_files = no_map_files };
+    struct fk_symbolizer *s = fk_sym_new(&o);
+    if (!scan_after)
+        fk_sym_scan_pid(s, c.pid);
+    if (replace) {
+        char other[PATH_MAX + 40];
+        snprintf(other, sizeof other, "%s.new", path);
+        copy_file("/bin/true", other);
+        rename(other, path);
+    } else {
+        unlink(path);
+    }
+    if (scan_after)
+        fk_sym_scan_pid(s, c.pid);
+    struct fk_loc la = fk_sym_locate(s, c.pid, alpha + 1, false);
+    struct fk_loc lb = fk_sym_locate(s, c.pid, beta + 1, false);
+    reap(&c);   /* named after the process is gone, like after a capture */
+    snprintf(msg, sizeof msg, "%s: names after exit", what);
+    char *na = fk_strdup(name_of(s, la, NULL));
+    UNIT_CHECK(msg, strcmp(na, "fk_symprog_alpha") == 0 &&
+                    strcmp(name_of(s, lb, NULL), "fk_symprog_beta") == 0);
+    if (strcmp(na, "fk_symprog_alpha") != 0)
+        printf("# got %s\n", na);
+    free(na);
+    struct fk_sym_stats st;
+    fk_sym_stats(s, &st);
+    snprintf(msg, sizeof msg, "%s: counted as kept", what);
+    if (!no_map_files)
+        UNIT_CHECK(msg, st.deleted_files_kept >= 1);
+    fk_sym_free(s);
+    unlink(path);
+}
+
+/* A binary that exists only on a private tmpfs in another mount namespace. */
+static void test_mount_ns(void)
+{
+    if (access("/usr/bin/unshare", X_OK) != 0) {
+        printf("SKIP: %s: mount namespace (no unshare)\n", unit_name);
+        return;
+    }
+    char dir[PATH_MAX + 8], script[6 * PATH_MAX], line[128];
+    snprintf(dir, sizeof dir, "%s/ns", tmpdir);
+    mkdir(dir, 0700);
+    snprintf(script, sizeof script,
+             "mount -t tmpfs fk-ns '%s' && cp '%s' '%s/inner' && exec '%s/inner' addrs",
+             dir, symprog, dir, dir);
+    char *argv[] = { "unshare", "-m", "--propagation", "private", "sh", "-c", script, NULL };
+    struct child c;
+    unsigned long alpha = 0, beta = 0;
+    bool ok = spawn(&c, argv, line, sizeof line) && sscanf(line, "%lx %lx", &alpha, &beta) == 2;
+    UNIT_CHECK("mount ns: child started", ok);
+    char inner[PATH_MAX + 16];
+    snprintf(inner, sizeof inner, "%s/inner", dir);
+    UNIT_CHECK("mount ns: binary invisible from here", access(inner, F_OK) != 0);
+    struct fk_sym_opts o = { .no_map_files = true };
+    struct fk_symbolizer *s = fk_sym_new(&o);
+    fk_sym_scan_pid(s, c.pid);
+    struct fk_loc la = fk_sym_locate(s, c.pid, alpha + 1, false);
+    reap(&c);
+    UNIT_CHECK("mount ns: named through /proc/PID/root",
+               ok && strcmp(name_of(s, la, NULL), "fk_symprog_alpha") == 0);
+    fk_sym_free(s);
+    rmdir(dir);
+}
+
+static void test_jit(void)
+{
+    char line[128], map[64];
+    char *argv[] = { symprog, "jit", NULL };
+    struct child c;
+    unsigned long code = 0;
+    bool ok = spawn(&c, argv, line, sizeof line) && sscanf(line, "%lx", &code) == 1;
+    UNIT_CHECK("jit: child started", ok);
+    struct fk_sym_opts o = { .jit = true, .annotate = true };
+    struct fk_symbolizer *s = fk_sym_new(&o);
+    fk_sym_scan_pid(s, c.pid);
+    struct fk_loc l1 = fk_sym_locate(s, c.pid, code + 4, false);
+    struct fk_loc l2 = fk_sym_locate(s, c.pid, code + 0x100 + 2, false);
+    struct fk_loc l3 = fk_sym_locate(s, c.pid, code + 0x180, false);
+    reap(&c);
+    snprintf(map, sizeof map, "/tmp/perf-%d.map", (int)c.pid);
+    unlink(map);    /* the copy read at first sight must do */
+    enum fk_frame_kind k;
+    UNIT_CHECK("jit: perf map symbol, annotated",
+               strcmp(name_of(s, l1, &k), "fk_jit_hot_[j]") == 0 && k == FK_FRAME_JIT);
+    UNIT_CHECK("jit: second symbol", strcmp(name_of(s, l2, NULL), "fk_jit_other_[j]") == 0);
+    char want[64];
+    snprintf(want, sizeof want, "[JIT] tid %d_[j]", (int)c.pid);
+    UNIT_CHECK("jit: gap between symbols", strcmp(name_of(s, l3, NULL), want) == 0);
+    fk_sym_free(s);
+
+    char *argv2[] = { symprog, "jit", "nomap", NULL };
+    ok = spawn(&c, argv2, line, sizeof line) && sscanf(line, "%lx", &code) == 1;
+    s = fk_sym_new(&(struct fk_sym_opts){ .jit = true });
+    fk_sym_scan_pid(s, c.pid);
+    struct fk_loc l4 = fk_sym_locate(s, c.pid, code + 4, false);
+    reap(&c);
+    snprintf(want, sizeof want, "[JIT] tid %d", (int)c.pid);
+    UNIT_CHECK("jit: anonymous code without a perf map", ok && strcmp(name_of(s, l4, NULL), want) == 0);
+    fk_sym_free(s);
+}
+
+static void test_kernel(void)
+{
+    FILE *f = fopen("/proc/kallsyms", "r");
+    unsigned long long addr = 0;
+    char type, name[256];
+    while (f && fscanf(f, "%llx %c %255s%*[^\n]", &addr, &type, name) == 3)
+        if (strcmp(name, "schedule") == 0 && (type == 'T' || type == 't'))
+            break;
+    if (f)
+        fclose(f);
+    if (strcmp(name, "schedule") != 0 || addr == 0) {
+        printf("SKIP: %s: kallsyms (no visible schedule address)\n", unit_name);
+        return;
+    }
+    struct fk_symbolizer *s = fk_sym_new(&(struct fk_sym_opts){ .kernel = true, .annotate = true });
+    enum fk_frame_kind k;
+    UNIT_CHECK("kallsyms: schedule, annotated",
+               strcmp(name_of(s, fk_sym_locate(s, 1, addr + 1, true), &k), "schedule_[k]") == 0 &&
+                   k == FK_FRAME_KERNEL);
+    fk_sym_free(s);
+    s = fk_sym_new(&(struct fk_sym_opts){ .kernel = true });
+    UNIT_CHECK("kallsyms: plain name, kernel address without the flag",
+               strcmp(name_of(s, fk_sym_locate(s, 1, addr, false), NULL), "schedule") == 0);
+    fk_sym_free(s);
+}
+
+/* Fork/exec/exit sequences fed by hand, with our own exe's text mapping. */
+static void test_sideband(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[1024], exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    unsigned long long start = 0, end = 0, off = 0, ino = 0;
+    unsigned maj = 0, min = 0;
+    uint64_t fn = (uint64_t)(uintptr_t)unit_sym_target;
+    while (f && fgets(line, sizeof line, f)) {
+        char perms[8], path[PATH_MAX];
+        if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %4095s", &start, &end, perms, &off,
+                   &maj, &min, &ino, path) == 8 && strcmp(path, exe) == 0 && fn >= start && fn < end)
+            break;
+        start = end = 0;
+    }
+    if (f)
+        fclose(f);
+    UNIT_CHECK("side-band: found own text mapping", end > start);
+    pid_t P = 4190001, C = 4190002, T = 4190003;   /* near pid_max: not alive */
+    struct fk_symbolizer *s = fk_sym_new(&(struct fk_sym_opts){ 0 });
+    fk_sym_comm(s, P, P, "fakeparent", false);
+    fk_sym_mmap(s, P, start, end - start, off, maj, min, ino, PROT_READ | PROT_EXEC, MAP_PRIVATE,
+                exe, NULL, 0);
+    UNIT_CHECK("side-band: mmap then name", strcmp(name_at(s, P, fn + 1), "unit_sym_target") == 0);
+    fk_sym_fork(s, P, P, T, P);
+    UNIT_CHECK("side-band: new thread inherits comm", strcmp(fk_sym_comm_of(s, P, T), "fakeparent") == 0);
+    fk_sym_fork(s, C, P, C, P);
+    UNIT_CHECK("side-band: forked child has the parent's maps",
+               strcmp(name_at(s, C, fn + 1), "unit_sym_target") == 0 &&
+                   strcmp(fk_sym_comm_of(s, C, C), "fakeparent") == 0);
+    struct fk_loc before = fk_sym_locate(s, C, fn + 1, false);
+    fk_sym_comm(s, C, C, "newimage", true);
+    UNIT_CHECK("side-band: exec resets maps", strcmp(name_at(s, C, fn + 1), "[unknown]") == 0);
+    UNIT_CHECK("side-band: exec sets comm", strcmp(fk_sym_comm_of(s, C, C), "newimage") == 0);
+    UNIT_CHECK("side-band: location from before exec still names",
+               strcmp(name_of(s, before, NULL), "unit_sym_target") == 0);
+    fk_sym_exit(s, P, P);
+    UNIT_CHECK("side-band: exit keeps maps", strcmp(name_at(s, P, fn + 1), "unit_sym_target") == 0);
+    /* an anonymous mapping over part of the text splits it */
+    uint64_t page = (fn & ~0xfffULL) + 0x1000;
+    if (page + 0x1000 < end) {
+        fk_sym_mmap(s, P, page, 0x1000, 0, 0, 0, 0, PROT_EXEC, MAP_PRIVATE, "//anon", NULL, 0);
+        enum fk_frame_kind k;
+        name_of(s, fk_sym_locate(s, P, page + 8, false), &k);
+        UNIT_CHECK("side-band: overlapping mmap replaces", k == FK_FRAME_JIT);
+        UNIT_CHECK("side-band: rest of the text still names",
+                   strcmp(name_at(s, P, fn + 1), "unit_sym_target") == 0);
+    }
+    /* a non-ELF file: basename + offset, never dropped */
+    struct stat st;
+    if (stat("/etc/passwd", &st) == 0) {
+        fk_sym_mmap(s, C, 0x10000, 0x1000, 0, major(st.st_dev), minor(st.st_dev), st.st_ino,
+                    PROT_EXEC, MAP_PRIVATE, "/etc/passwd", NULL, 0);
+        UNIT_CHECK("side-band: unresolved shows file+offset",
+                   strcmp(name_at(s, C, 0x10010), "[passwd+0x10]") == 0);
+    }
+    fk_sym_free(s);
+}
+
+static void test_scan_all(void)
+{
+    uint64_t t0 = fk_now_ns();
+    struct fk_symbolizer *s = fk_sym_new(&(struct fk_sym_opts){ .kernel = true, .jit = true });
+    fk_sym_scan_all(s);
+    uint64_t t1 = fk_now_ns();
+    struct fk_sym_stats st;
+    fk_sym_stats(s, &st);
+    /* locate is the hot path: time it over our own text */
+    uint64_t fn = (uint64_t)(uintptr_t)unit_sym_target, sink = 0;
+    pid_t me = getpid();
+    for (int i = 0; i < 1000000; i++)
+        sink += fk_sym_locate(s, me, fn + (i & 63), false).addr;
+    uint64_t t2 = fk_now_ns();
+    printf("# scan_all: %llu processes, %llu DSOs, %.1f ms, %zu KiB held; locate %.0f ns/call\n",
+           (unsigned long long)st.processes, (unsigned long long)st.dsos, (t1 - t0) / 1e6,
+           fk_sym_bytes(s) / 1024, sink ? (t2 - t1) / 1e6 : 0.0);
+    UNIT_CHECK("scan_all sees processes", st.processes > 5 && st.dsos > 3);
+    UNIT_CHECK("scan_all: own function", strcmp(name_at(s, me, fn), "unit_sym_target") == 0);
+    fk_sym_free(s);
+}
+
+int main(void)
+{
+    unit_name = "unit-symbols";
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0)
+        return 1;
+    self[n] = 0;
+    *strrchr(self, '/') = 0;
+    snprintf(symprog, sizeof symprog, "%s/progs/symprog", self);
+    snprintf(tmpdir, sizeof tmpdir, "%s/fk-unit-symbols.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    if (!mkdtemp(tmpdir))
+        return 1;
+    signal(SIGPIPE, SIG_IGN);
+
+    test_self();
+    test_deleted("deleted after first sight, fd kept", true, false, false);
+    test_deleted("replaced after first sight, fd kept", true, true, false);
+    test_deleted("deleted before first sight, map_files", false, false, true);
+    test_deleted("replaced before first sight, map_files", false, true, true);
+    test_mount_ns();
+    test_jit();
+    test_kernel();
+    test_sideband();
+    test_scan_all();
+    rmdir(tmpdir);
+    return UNIT_END();
+}
