@@ -173,6 +173,33 @@ o=$(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY "$FLAMEKIT" upload "$D/$ba
 check_eq "mode 0600 upload.conf (endpoint and key from it): exit 0" "0 $E/fkt/conf/$base.json" "$rc $o"
 rm -f "$conf"
 
+# Capture commands: --upload sends the files they wrote (endpoint from the
+# environment, as in the systemd unit).
+if "$FLAMEKIT" run --help 2>/dev/null | grep -q -- '--upload'; then
+    work='i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done'
+    o=$(AWS_ENDPOINT_URL_S3=$E "$FLAMEKIT" run -q -o "$T/cap" --upload s3://fkt/cap/ -- sh -c "$work" 2>&1); rc=$?
+    echo "$o" >>"$T/all.out"
+    check_eq "flamekit run --upload: exit 0" 0 "$rc"
+    check_eq "flamekit run --upload: one URL per written file" 3 "$(grep -c "^$E/fkt/cap/.*\.run-sh\.\(folded\.gz\|flamegraph\.svg\|json\)$" <<<"$o")"
+    svg=$(ls "$T"/cap/*.flamegraph.svg 2>/dev/null | head -1)
+    if [ -n "$svg" ]; then
+        s3 -o "$T/dl" "$E/fkt/cap/$(basename "$svg")"
+        check "flamekit run --upload: svg bytes equal" cmp "$T/dl" "$svg"
+        check_grep "flamekit run --upload: scope metadata" '^x-amz-meta-scope: run-sh$' "$(s3 -I "$E/fkt/cap/$(basename "$svg")" | tr -d '\r')"
+    else
+        fail "flamekit run --upload: wrote an svg" "$o"
+    fi
+    o=$(AWS_ENDPOINT_URL_S3=$E "$FLAMEKIT" run -q -o "$T/cap2" --upload s3://no-such-bucket/ -- true 2>&1); rc=$?
+    echo "$o" >>"$T/all.out"
+    check_eq "flamekit run --upload to a missing bucket: exit 1" 1 "$rc"
+    check_grep "flamekit run --upload failure: NoSuchBucket, the files stay" "NoSuchBucket.*the file stays at $T/cap2/" "$o"
+    check_eq "flamekit run --upload failure: the three files are still there" 3 "$(ls "$T/cap2" | wc -l)"
+    o=$("$FLAMEKIT" run --stdout --upload s3://fkt/ -- true 2>&1); rc=$?
+    check_eq "--stdout with --upload: usage error" 2 "$rc"
+else
+    skip "capture --upload" "flamekit run has no --upload in this build"
+fi
+
 # Server down: connection refused fails at once, not after retries.
 port=
 for _ in $(seq 1 100); do
