@@ -762,7 +762,10 @@ int fk_upload_paths(const char *dest, const char *const *paths, size_t n,
     if (!up_init(&u, dest, opts, false) || !(u.curl = curl_easy_init())) {
         for (size_t i = 0; i < n; i++) {
             char *ap = abs_path(paths[i]);
-            fk_error("%s not uploaded; it stays at %s", paths[i], ap);
+            if (access(paths[i], F_OK) == 0)
+                fk_error("%s not uploaded; it stays at %s", paths[i], ap);
+            else
+                fk_error("%s not uploaded: %s", paths[i], strerror(errno));
             free(ap);
         }
         up_free(&u);
