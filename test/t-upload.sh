@@ -105,7 +105,23 @@ check_grep "multipart ETag says 3 parts" '^ETag: "[0-9a-f]+-3"$' "$(s3 -I "$E/fk
 o=$(AWS_SECRET_ACCESS_KEY=$WRONG up --endpoint "$E" --part-size 5M --multipart-threshold 5M "$D/big.bin" s3://fkt/mp2/); rc=$?
 check_eq "multipart with a wrong secret: exit 1" 1 "$rc"
 check_grep "multipart with a wrong secret: access denied" "access denied" "$o"
-check_eq "no multipart upload left in progress" "" "$(s3 "$E/fkt?uploads" | grep -o '<Upload>')"
+# A part refused after the upload started (bucket quota below one part):
+# the multipart upload must be aborted, not left holding parts.
+s3 -o /dev/null -X PUT "$E/fkquota"
+rgwadm() { radosgw-admin --conf "$T/rgw/ceph.conf" "$@" >/dev/null 2>&1; }
+if rgwadm quota set --quota-scope=bucket --bucket=fkquota --max-size=4194304 &&
+    rgwadm quota enable --quota-scope=bucket --bucket=fkquota; then
+    o=$(up --endpoint "$E" --part-size 5M --multipart-threshold 5M "$D/big.bin" s3://fkquota/mp/); rc=$?
+    check_eq "part refused by quota: exit 1" 1 "$rc"
+    check_grep "part refused by quota: names the part and the quota" "part 1 of 3: quota of bucket 'fkquota' or its owner exceeded \(HTTP 403 QuotaExceeded\)" "$o"
+    l=$(s3 "$E/fkquota?uploads=")
+    check_grep "multipart listing works (control)" '<ListMultipartUploadsResult' "$l"
+    check_nogrep "failed multipart upload was aborted" '<Upload>' "$l"
+    s3 -o /dev/null -X POST "$E/fkquota/control?uploads="
+    check_grep "an unaborted multipart upload would show (control)" '<Upload><Key>control</Key>' "$(s3 "$E/fkquota?uploads=")"
+else
+    skip "multipart abort" "radosgw-admin quota set failed"
+fi
 
 # Presigned URLs: flamekit --presign signs, the uploader needs no credentials.
 url=$(up --endpoint "$E" --presign s3://fkt/shared/$base.json); rc=$?

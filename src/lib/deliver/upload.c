@@ -487,6 +487,12 @@ static char *describe(struct up *u, const struct resp *r)
     } else if (r->status == 403 && u->kind == DEST_PRESIGNED) {
         m = fk_asprintf("access denied by %s (HTTP 403%s%s): the presigned URL is expired, for another "
                         "method or object, or badly copied", u->host, code ? " " : "", code ? code : "");
+    } else if (r->status == 403 && code && !strcmp(code, "QuotaExceeded")) {
+        m = fk_asprintf("quota of bucket '%s' or its owner exceeded (HTTP 403 QuotaExceeded): free space or "
+                        "raise the quota", u->bucket);
+    } else if (r->status == 403 && code && !strcmp(code, "RequestTimeTooSkewed")) {
+        m = fk_asprintf("the server rejects this host's clock (HTTP 403 RequestTimeTooSkewed): fix the time "
+                        "(NTP) and retry");
     } else if (r->status == 403) {
         char *hint = fk_s3_key_hint(u->s.key_id);
         m = fk_asprintf("access denied (HTTP 403%s%s): check credentials (key id %s from %s) and the "
