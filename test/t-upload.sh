@@ -201,7 +201,11 @@ if "$FLAMEKIT" run --help 2>/dev/null | grep -q -- '--upload'; then
     if [ -n "$svg" ]; then
         s3 -o "$T/dl" "$E/fkt/cap/$(basename "$svg")"
         check "flamekit run --upload: svg bytes equal" cmp "$T/dl" "$svg"
-        check_grep "flamekit run --upload: scope metadata" '^x-amz-meta-scope: run-sh$' "$(s3 -I "$E/fkt/cap/$(basename "$svg")" | tr -d '\r')"
+        s3 -I "$E/fkt/cap/$(basename "$svg")" | tr -d '\r' >"$T/caphead"
+        check_grep "flamekit run --upload: scope metadata" '^x-amz-meta-scope: run-sh$' "$T/caphead"
+        check_grep "flamekit run --upload: event from the JSON beside it" '^x-amz-meta-event: [a-z-]+$' "$T/caphead"
+        check_grep "flamekit run --upload: kernel from the JSON beside it" "^x-amz-meta-kernel: $(uname -r | sed 's/[.+]/\\&/g')$" "$T/caphead"
+        check_grep "flamekit run --upload: samples from the JSON beside it" '^x-amz-meta-samples: [0-9]+$' "$T/caphead"
     else
         fail "flamekit run --upload: wrote an svg" "$o"
     fi
@@ -212,6 +216,8 @@ if "$FLAMEKIT" run --help 2>/dev/null | grep -q -- '--upload'; then
     check_eq "flamekit run --upload failure: the three files are still there" 3 "$(ls "$T/cap2" | wc -l)"
     o=$("$FLAMEKIT" run --stdout --upload s3://fkt/ -- true 2>&1); rc=$?
     check_eq "--stdout with --upload: usage error" 2 "$rc"
+    o=$("$FLAMEKIT" run --upload "$url" -- true 2>&1); rc=$?
+    check_eq "capture --upload refuses a presigned URL (it would land in the JSON's argv)" 2 "$rc"
 else
     skip "capture --upload" "flamekit run has no --upload in this build"
 fi

@@ -337,6 +337,9 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
         fk_usage_error("--stdout and --output-dir exclude each other");
     if (to_stdout && upload_url)
         fk_usage_error("--stdout and --upload exclude each other");
+    /* A presigned URL names one object, and argv goes into the JSON. */
+    if (upload_url && strncmp(upload_url, "s3://", 5) && strncmp(upload_url, "gs://", 5))
+        fk_usage_error("--upload wants s3://BUCKET/PREFIX/ or gs://BUCKET/PREFIX/; for a presigned URL use 'flamekit upload FILE URL'");
 
     struct fk_capture_opts co;
     fk_capture_opts_init(&co);

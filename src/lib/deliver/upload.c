@@ -9,6 +9,7 @@
 
 #include <ctype.h>
 #include <curl/curl.h>
+#include <jansson.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -864,7 +865,7 @@ size_t fk_upload_meta_from_name(const char *path, struct fk_upload_meta *out)
     }
     if (rn == 0)
         return 0;
-    const char **k = fk_calloc(3, sizeof *k), **v = fk_calloc(3, sizeof *v);
+    const char **k = fk_calloc(8, sizeof *k), **v = fk_calloc(8, sizeof *v);
     k[0] = fk_strdup("host");
     v[0] = fk_strndup(name, (size_t)(stamp - name));
     k[1] = fk_strdup("scope");
@@ -872,10 +873,29 @@ size_t fk_upload_meta_from_name(const char *path, struct fk_upload_meta *out)
     k[2] = fk_strdup("start-time");
     const char *s = stamp + 1;
     v[2] = fk_asprintf("%.4s-%.2s-%.2sT%.2s:%.2s:%.2sZ", s, s + 4, s + 6, s + 9, s + 11, s + 13);
+    size_t n = 3;
+    /* The capture's JSON beside the file adds what a bucket search wants. */
+    char *jpath = fk_asprintf("%.*s%.*s.json", (int)(name - path), path, (int)(rest - name + rn), name);
+    json_t *j = json_load_file(jpath, 0, NULL);
+    free(jpath);
+    if (j) {
+        const char *ev = json_string_value(json_object_get(json_object_get(j, "event"), "name"));
+        const char *kr = json_string_value(json_object_get(json_object_get(j, "kernel"), "release"));
+        json_t *dur = json_object_get(j, "duration_s"), *smp = json_object_get(j, "samples");
+        if (ev)
+            k[n] = fk_strdup("event"), v[n++] = fk_strdup(ev);
+        if (json_is_number(dur))
+            k[n] = fk_strdup("duration-s"), v[n++] = fk_asprintf("%.1f", json_number_value(dur));
+        if (json_is_integer(smp))
+            k[n] = fk_strdup("samples"), v[n++] = fk_asprintf("%lld", (long long)json_integer_value(smp));
+        if (kr)
+            k[n] = fk_strdup("kernel"), v[n++] = fk_strdup(kr);
+        json_decref(j);
+    }
     out->keys = k;
     out->values = v;
-    out->n = 3;
-    return 3;
+    out->n = n;
+    return n;
 }
 
 void fk_upload_meta_free(struct fk_upload_meta *m)
