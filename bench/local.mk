@@ -1,3 +1,4 @@
 # benchmarks: make bench (FK_BENCHES += bench/NAME.sh, one per line)
 FK_BENCHES += bench/collapse.sh
 FK_BENCHES += bench/svg.sh
+EXTRA_DIST += bench/svg.sh

@@ -1,1 +1,2 @@
 # fuzz targets (clang -fsanitize=fuzzer), built by 'make fuzz'
+EXTRA_DIST += fuzz/fuzz-svg.c fuzz/corpus/svg

@@ -8,7 +8,7 @@
     var NS = "http://www.w3.org/2000/svg";
     var CHAR_W = 12 * 0.59;
     var svg, frames = [], root = null, zoomed = null, query = "", info = null;
-    var W, xpad, fh, y0, dy, minw, countname, nametype, testing = false;
+    var W, xpad, fh, y0, dy, minw, nametype, testing = false, testArgs = {};
     var details, matched, unzoomBtn, searchBtn, infoBtn, infoPanel;
 
     function num(el, name) { return parseFloat(el.getAttribute(name)); }
@@ -23,7 +23,6 @@
         y0 = num(svg, "data-y0");
         dy = num(svg, "data-dy");
         minw = num(svg, "data-minw") || 0;
-        countname = svg.getAttribute("data-countname") || "samples";
         nametype = svg.getAttribute("data-nametype") || "";
         details = byId("fk-details");
         matched = byId("fk-matched");
@@ -105,6 +104,10 @@
         var s = nametype + " " + f.title;
         if (zoomed && zoomed !== root && f.i >= zoomed.i && f.i < zoomed.end)
             s += " [" + pct(f.n, zoomed.n) + " of zoomed " + zoomed.name + "]";
+        /* keep clear of the matched share on the right */
+        var max = Math.floor((W - 2 * xpad) * 0.75 / CHAR_W);
+        if (s.length > max)
+            s = s.slice(0, max - 2) + "..";
         details.textContent = s;
     }
 
@@ -174,7 +177,8 @@
         var re = null;
         if (query) {
             try {
-                re = new RegExp(query);
+                /* "(?i)" in front: ignore case (JavaScript has no inline flags) */
+                re = query.indexOf("(?i)") === 0 ? new RegExp(query.slice(4), "i") : new RegExp(query);
             } catch (e) {
                 matched.textContent = "bad regex: " + query;
                 query = "";
@@ -290,7 +294,7 @@
         if (query)
             s.push("s=" + encodeURIComponent(query));
         if (testing)
-            s.push("fktest=" + encodeURIComponent(params().fktest || ""));
+            s.push("fktest=" + encodeURIComponent(testArgs.fktest));
         var h = s.join("&");
         svg.setAttribute("data-state", h);
         try {
@@ -301,6 +305,7 @@
     function restore() {
         var p = params();
         testing = p.fktest !== undefined && p.fktest !== "";
+        testArgs = p;
         var x = parseInt(p.x, 10);
         if (x > 0 && x < frames.length)
             zoom(frames[x]);
@@ -308,10 +313,11 @@
             search(p.s);
     }
 
-    /* Test hook (URL "#fktest=NAME/REGEX"): click the first frame named NAME
-     * with a real DOM event, then search REGEX through the Ctrl-F handler. */
+    /* Test hook (URL "#fktest=NAME/REGEX&fkhover=NAME&fkkeys=K,K"): click the
+     * first frame named NAME with a real DOM event, search REGEX through the
+     * Ctrl-F handler, hover a frame, then press the keys. */
     function selfTest() {
-        var arg = params().fktest, k = arg.indexOf("/");
+        var arg = testArgs.fktest, k = arg.indexOf("/");
         var name = k >= 0 ? arg.slice(0, k) : arg, re = k >= 0 ? arg.slice(k + 1) : "";
         var target = null;
         for (var i = 0; i < frames.length && !target; i++)
@@ -323,6 +329,18 @@
             window.prompt = function () { return re; };
             window.dispatchEvent(new KeyboardEvent("keydown", { key: "f", ctrlKey: true, bubbles: true }));
         }
+        /* hover the first frame named in "fkhover=NAME" */
+        for (var h = 0; h < frames.length && testArgs.fkhover; h++) {
+            if (frames[h].name === testArgs.fkhover) {
+                frames[h].rect.dispatchEvent(new MouseEvent("mouseover", { bubbles: true }));
+                break;
+            }
+        }
+        /* then the keys named in "fkkeys=KEY,KEY" (e.g. i, Escape) */
+        (testArgs.fkkeys || "").split(",").forEach(function (k) {
+            if (k)
+                window.dispatchEvent(new KeyboardEvent("keydown", { key: k, bubbles: true }));
+        });
         svg.setAttribute("data-fktest", target ? "clicked " + target.i : "no frame " + name);
     }
 

@@ -389,9 +389,19 @@ static void tree_add(struct tree *tr, struct adder *ad, const char *key, size_t 
     tr->v[0].c1 = sat(tr->v[0].c1, c1);
     tr->v[0].c2 = sat(tr->v[0].c2, c2);
     size_t lcp = 0, m = len < ad->prevlen ? len : ad->prevlen;
-    if (ad->prev)
+    if (ad->prev) {
+        /* eight bytes at a time, then the tail */
+        while (lcp + 8 <= m) {
+            uint64_t x, y;
+            memcpy(&x, key + lcp, 8);
+            memcpy(&y, ad->prev + lcp, 8);
+            if (x != y)
+                break;
+            lcp += 8;
+        }
         while (lcp < m && key[lcp] == ad->prev[lcp])
             lcp++;
+    }
     size_t d = 0;
     while (d < ad->depth && ad->ends[d] < lcp) {
         struct node *nd = &tr->v[ad->path[d]];
@@ -596,7 +606,8 @@ struct ctx {
     int maxdepth;           /* deepest visible frame */
     int height;
     int ypad_top;
-    double beforescale;     /* --normalize */
+    double beforescale;     /* --normalize: BEFORE scaled to AFTER's total */
+    double afterscale;      /* --normalize --negate: AFTER to BEFORE's */
     double maxdelta;
 };
 
@@ -613,7 +624,7 @@ static inline uint64_t ocount(const struct ctx *c, const struct node *n)
 /* AFTER - BEFORE (negate: BEFORE - AFTER), BEFORE normalized if asked. */
 static double delta(const struct ctx *c, const struct node *n)
 {
-    double before = (double)n->c1 * c->beforescale, after = (double)n->c2;
+    double before = (double)n->c1 * c->beforescale, after = (double)n->c2 * c->afterscale;
     return c->o->negate ? before - after : after - before;
 }
 
@@ -737,10 +748,9 @@ static void emit(struct ctx *c, uint32_t id, uint64_t off, int depth, bool gap, 
     if (c->o->diff) {
         uint64_t other = ocount(c, nd);
         w_s(w, c->o->negate ? "; after " : "; before ");
-        if (c->o->normalize && !c->o->negate)
-            w_u64_grouped(w, (uint64_t)llround((double)other * c->beforescale));
-        else
-            w_u64_grouped(w, other);
+        /* the other profile as compared: scaled when normalizing */
+        double scaled = (double)other * (c->o->negate ? c->afterscale : c->beforescale);
+        w_u64_grouped(w, (uint64_t)llround(scaled));
         double d = delta(c, nd);
         if (c->o->negate)
             d = -d;     /* shown as AFTER - BEFORE either way */
@@ -832,7 +842,6 @@ static void build(struct ctx *c, const struct fk_stacktab *t)
     tree_rehash(&c->tr);
     tree_new(&c->tr, 0, "all", 3, 0);
     struct fk_buf rev = FK_BUF_INIT;
-    struct fk_stack **sorted = NULL;
     struct fk_stacktab rt;
     const struct fk_stacktab *src = t;
     if (o->reverse) {
@@ -857,18 +866,14 @@ static void build(struct ctx *c, const struct fk_stacktab *t)
     }
     struct adder ad;
     memset(&ad, 0, sizeof ad);
-    if (o->flamechart) {
-        for (size_t i = 0; i < src->n; i++)
-            tree_add(&c->tr, &ad, src->v[i].key, src->v[i].len, src->v[i].count,
-                     src->v[i].count2, true);
-    } else {
-        sorted = fk_stacktab_sorted(src);
-        for (size_t i = 0; i < src->n; i++)
-            tree_add(&c->tr, &ad, sorted[i]->key, sorted[i]->len, sorted[i]->count,
-                     sorted[i]->count2, false);
-        free(sorted);
+    /* Insertion order: folded files are usually sorted already, so shared
+     * prefixes are reused; any order merges right through the hash, and
+     * children are put in name order afterwards. */
+    for (size_t i = 0; i < src->n; i++)
+        tree_add(&c->tr, &ad, src->v[i].key, src->v[i].len, src->v[i].count, src->v[i].count2,
+                 o->flamechart);
+    if (!o->flamechart)
         tree_sort_children(&c->tr);
-    }
     free(ad.path);
     free(ad.ends);
     fk_buf_free(&rev);
@@ -913,9 +918,11 @@ bool fk_svg_render(const struct fk_stacktab *t, const struct fk_svg_opts *opts,
     build(&c, t);
 
     struct node *root = &c.tr.v[0];
-    c.beforescale = 1;
-    if (o.diff && o.normalize && root->c1)
+    c.beforescale = c.afterscale = 1;
+    if (o.diff && o.normalize && !o.negate && root->c1)
         c.beforescale = (double)root->c2 / (double)root->c1;
+    if (o.diff && o.normalize && o.negate && root->c2)
+        c.afterscale = (double)root->c1 / (double)root->c2;
     uint64_t total = wcount(&c, root);
     double usable = o.width - 2 * XPAD;
     c.scale = total ? usable / (double)total : 0;
@@ -954,8 +961,16 @@ bool fk_svg_render(const struct fk_stacktab *t, const struct fk_svg_opts *opts,
     w_mem(w, fk_svg_js, fk_svg_js_len);
     w_mem(w, "//]]></script>\n", 15);
     if (o.notes) {
+        /* notes keep their line breaks (legal XML); other controls go */
         w_s(w, "<desc id=\"fk-notes\">");
-        w_escs(w, o.notes);
+        for (const char *p = o.notes;;) {
+            const char *nl = strchr(p, '\n');
+            w_esc(w, p, nl ? (size_t)(nl - p) : strlen(p));
+            if (!nl)
+                break;
+            w_c(w, '\n');
+            p = nl + 1;
+        }
         w_s(w, "</desc>\n");
     }
     if (o.metadata) {
@@ -974,7 +989,7 @@ bool fk_svg_render(const struct fk_stacktab *t, const struct fk_svg_opts *opts,
     w_textel(w, "fk-unzoom", "btn hide", XPAD, FONT_SIZE * 2, "Reset Zoom");
     w_textel(w, "fk-search", "btn end", o.width - XPAD, FONT_SIZE * 2, "Search");
     if (o.metadata)
-        w_textel(w, "fk-infobtn", "btn end", o.width - XPAD - 100, FONT_SIZE * 2, "Info");
+        w_textel(w, "fk-infobtn", "btn", XPAD + 110, FONT_SIZE * 2, "Info");
     w_textel(w, "fk-matched", "end", o.width - XPAD, c.height - YPAD_BOTTOM / 2.0 + 4, " ");
     if (!total) {
         w_textel(w, "fk-empty", "title", o.width / 2.0, c.ypad_top + 2 * c.fh,

@@ -36,7 +36,8 @@ struct fk_svg_opts {
      * AFTER, colour from AFTER - BEFORE (red grew, blue shrank). */
     bool diff;
     bool negate;            /* width from BEFORE, colours swapped */
-    bool normalize;         /* scale BEFORE to AFTER's total first */
+    bool normalize;         /* scale BEFORE to AFTER's total first (with negate:
+                               AFTER to BEFORE's) */
 };
 
 void fk_svg_opts_init(struct fk_svg_opts *o);

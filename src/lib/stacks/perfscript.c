@@ -11,11 +11,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-static inline bool is_digit(char c) { return c >= '0' && c <= '9'; }
-static inline bool is_space(char c) { return c == ' ' || c == '\t'; }
-static inline bool is_hex(char c)
+/* Character classes by table: the frame lines are the hot path. */
+enum { C_SPACE = 1, C_HEX = 2, C_DIGIT = 4, C_TIDY = 8 };
+static const unsigned char cclass[256] = {
+    [' '] = C_SPACE, ['\t'] = C_SPACE,
+    ['0'] = C_HEX | C_DIGIT, ['1'] = C_HEX | C_DIGIT, ['2'] = C_HEX | C_DIGIT,
+    ['3'] = C_HEX | C_DIGIT, ['4'] = C_HEX | C_DIGIT, ['5'] = C_HEX | C_DIGIT,
+    ['6'] = C_HEX | C_DIGIT, ['7'] = C_HEX | C_DIGIT, ['8'] = C_HEX | C_DIGIT,
+    ['9'] = C_HEX | C_DIGIT,
+    ['a'] = C_HEX, ['b'] = C_HEX, ['c'] = C_HEX, ['d'] = C_HEX, ['e'] = C_HEX, ['f'] = C_HEX,
+    ['A'] = C_HEX, ['B'] = C_HEX, ['C'] = C_HEX, ['D'] = C_HEX, ['E'] = C_HEX, ['F'] = C_HEX,
+    /* characters a frame name may not keep */
+    [';'] = C_TIDY, ['"'] = C_TIDY, ['\''] = C_TIDY, ['\0'] = C_TIDY,
+};
+static inline bool is_digit(char c) { return cclass[(unsigned char)c] & C_DIGIT; }
+static inline bool is_space(char c) { return cclass[(unsigned char)c] & C_SPACE; }
+static inline bool is_hex(char c) { return cclass[(unsigned char)c] & C_HEX; }
+
+/* Skip blanks, 8 spaces at a time where possible (frames are indented). */
+static inline char *skip_blanks(char *s, char *end)
 {
-    return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    static const uint64_t spaces = 0x2020202020202020ULL;
+    while (end - s >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        if (w != spaces)
+            break;
+        s += 8;
+    }
+    while (s < end && is_space(*s))
+        s++;
+    return s;
 }
 
 void fk_perfscript_init(struct fk_perfscript *p, const struct fk_perfscript_opts *o,
@@ -130,22 +156,24 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
     if (s == ip || (s < end && !is_space(*s)))
         return false;
     size_t iplen = (size_t)(s - ip);
-    while (s < end && is_space(*s))
-        s++;
+    s = skip_blanks(s, end);
     while (end > s && is_space(end[-1]))
         end--;
     /* The dso is the last parenthesised group: "(/usr/lib/x (deleted))". */
     char *sym = s, *symend = end, *dso = NULL, *dsoend = NULL;
     if (end > s && end[-1] == ')') {
-        int depth = 0;
-        char *q = end - 1;
-        for (; q >= s; q--) {
-            if (*q == ')')
-                depth++;
-            else if (*q == '(' && --depth == 0)
-                break;
+        char *q = memrchr(s, '(', (size_t)(end - 1 - s));
+        if (q && memchr(q + 1, ')', (size_t)(end - 2 - q))) {
+            /* nested parentheses: match them the slow way */
+            int depth = 0;
+            for (q = end - 1; q >= s; q--) {
+                if (*q == ')')
+                    depth++;
+                else if (*q == '(' && --depth == 0)
+                    break;
+            }
         }
-        if (q >= s && (q == s || is_space(q[-1]))) {
+        if (q && q >= s && (q == s || is_space(q[-1]))) {
             dso = q + 1;
             dsoend = end - 1;
             symend = q;
@@ -157,19 +185,23 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
     bool inlined = dso && dsolen == 7 && !memcmp(dso, "inlined", 7);
     if (inlined && p->o.no_inline)
         return true;
-    if (dso && ends_with(dso, dsolen, " (deleted)"))
+    if (dso && dsolen > 10 && dso[dsolen - 1] == ')' && ends_with(dso, dsolen, " (deleted)"))
         dsolen -= 10;
 
-    if (!p->o.addrs) {
-        /* Drop "+0x1f": the same function at different offsets is one frame. */
+    /* "+0x1f": dropped (one function at different offsets is one frame)
+     * unless --addrs, which puts it back after the name is tidied. */
+    char *off = NULL, *offend = symend;
+    {
         char *q = symend;
         while (q > sym && is_hex(q[-1]))
             q--;
-        if (q < symend && q - sym >= 3 && q[-1] == 'x' && q[-2] == '0' && q[-3] == '+')
-            symend = q - 3;
+        if (q < symend && q - sym >= 3 && q[-1] == 'x' && q[-2] == '0' && q[-3] == '+') {
+            off = q - 3;
+            symend = off;
+        }
     }
     size_t symlen = (size_t)(symend - sym);
-    if (symlen && sym[0] == '(')
+    if (symlen && sym[0] == '(' && !(symlen >= 21 && !memcmp(sym, "(anonymous namespace)", 21)))
         return true;    /* perf's placeholders such as "(unknown)" hide nothing useful */
 
     struct fk_buf *nb = &p->pname;  /* scratch after pname's bytes */
@@ -183,7 +215,9 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
                 b++;
                 bl -= 2;
             }
-            fk_buf_add(nb, b, bl);
+            fk_buf_reserve(nb, bl);
+            for (size_t i = 0; i < bl; i++)
+                nb->data[nb->len++] = b[i] == ';' ? ':' : b[i] == '\0' ? '?' : b[i];
         } else {
             fk_buf_adds(nb, "unknown");
         }
@@ -217,15 +251,16 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
             sym++;
             symlen--;
         }
-        fk_buf_reserve(nb, symlen + 1);
+        fk_buf_reserve(nb, symlen + 32);
         char *d = nb->data + nb->len;
         size_t n = 0;
         for (size_t i = 0; i < symlen; i++) {
             char c = sym[i];
-            if (c == ';')
-                c = ':';        /* ';' separates frames in folded output */
-            else if (c == '"' || c == '\'')
-                continue;
+            if (cclass[(unsigned char)c] & C_TIDY) {
+                if (c == '"' || c == '\'')
+                    continue;
+                c = c == ';' ? ':' : '?';   /* ';' separates frames; NUL ends strings */
+            }
             d[n++] = c;
         }
         while (n && is_space(d[n - 1]))
@@ -235,6 +270,8 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
             n = 9;
         }
         nb->len += n;
+        if (off && p->o.addrs)
+            fk_buf_add(nb, off, (size_t)(offend - off));
     }
     const char *suffix = "";
     if (inlined) {
@@ -333,17 +370,16 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
     uint64_t period = 1;
     int pi = ev > 0 ? ev - 1 : -1;
     if (pi >= 0 && pi != pidt && pi >= commend && tk[pi] == T_NUM) {
-        char nb[24];
-        if (tl[pi] >= sizeof nb) {
-            *why = "sample period does not fit in 64 bits";
-            return false;
+        uint64_t v = 0;
+        for (size_t i = 0; i < tl[pi]; i++) {
+            unsigned d = (unsigned)(ts[pi][i] - '0');
+            if (v > (UINT64_MAX - d) / 10) {
+                *why = "sample period does not fit in 64 bits";
+                return false;
+            }
+            v = v * 10 + d;
         }
-        memcpy(nb, ts[pi], tl[pi]);
-        nb[tl[pi]] = 0;
-        if (!fk_parse_u64(nb, &period)) {
-            *why = "sample period does not fit in 64 bits";
-            return false;
-        }
+        period = v;
     }
 
     /* event filter */
@@ -377,8 +413,14 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
         ce--;
     if (ce == cb)
         fk_buf_adds(pn, "[unknown]");
-    for (char *c = cb; c < ce; c++)
-        fk_buf_addc(pn, is_space(*c) ? '_' : *c == ';' ? ':' : *c);
+    fk_buf_add(pn, cb, (size_t)(ce - cb));
+    for (char *c = pn->data, *e = pn->data + pn->len; c < e; c++)
+        if (*c == ' ' || *c == '\t')
+            *c = '_';
+        else if (*c == ';')
+            *c = ':';
+        else if (*c == '\0')
+            *c = '?';
     if ((p->o.pid || p->o.tid) && pidt > 0) {
         const char *t = ts[pidt];
         size_t n = tl[pidt];
@@ -412,19 +454,16 @@ void fk_perfscript_line(struct fk_perfscript *p, char *line, size_t len, uint64_
 {
     p->st->lines++;
     char *end = line + len, *s = line;
-    while (s < end && is_space(*s))
-        s++;
+    if (s < end && is_space(*s))
+        s = skip_blanks(s + 1, end);
     if (s == end) {
         flush_sample(p);
         return;
     }
     if (line[0] == '#')
         return;     /* perf script --header */
+    /* (NUL bytes become '?' in names, so a line is not scanned for them.) */
     const char *why = "not a stack frame or sample header";
-    if (memchr(line, '\0', len)) {
-        why = "NUL byte in line";
-        goto bad;
-    }
     if (s != line && p->in_sample) {
         if (!p->keep)
             return;
@@ -434,7 +473,6 @@ void fk_perfscript_line(struct fk_perfscript *p, char *line, size_t len, uint64_
     }
     if (parse_header(p, s, end, &why))
         return;
-bad:
     fk_parse_stats_bad(p->st, lineno, line, len, why);
 }
 

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* 'flamekit merge': several folded profiles (e.g. one per host) into one. */
+#ifndef FK_MERGE_H
+#define FK_MERGE_H
+
+#include "stacks/folded.h"
+
+/* The host a capture file belongs to: "db1.example.com" from
+ * "db1.example.com.20261202_151500_UTC.pid-42.folded.gz"; without a
+ * timestamp part, the base name minus .gz/.folded/.txt. Caller frees. */
+char *fk_merge_host_from_name(const char *path);
+/* A folded frame from free text: ';', blanks and control characters
+ * become '_'. Caller frees. */
+char *fk_merge_frame(const char *s);
+/* Add every stack of path (plain or gzip, "-" = stdin) to t, prefixed with
+ * "FRAME;" when frame is not NULL. Malformed lines are counted in st.
+ * False on I/O error (reported). */
+bool fk_merge_add_file(struct fk_stacktab *t, const char *path, const char *frame,
+                       struct fk_parse_stats *st);
+
+#endif

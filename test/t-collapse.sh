@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# flamekit collapse: a real perf recording of a known workload, golden
+# inputs for the perf script formats, and bad input.
+# timeout: 200
+. "$FK_SRC/test/lib.sh"
+C() { "$FLAMEKIT" collapse "$@"; }
+TAB=$(printf '\t')
+
+# --- a real recording: perf record -F 999 -g of test/progs/collapse-spin ---
+spin=$FK_BUILD/test/progs/collapse-spin
+if ! need perf; then
+    skip "real perf recording" "perf not installed; apt-get install linux-perf"
+elif ! perf record -q -F 999 -g -o "$T/spin.data" -- "$spin" 1500 >"$T/rec.log" 2>&1; then
+    fail "perf record of collapse-spin" "$(cat "$T/rec.log")"
+else
+    perf script -i "$T/spin.data" >"$T/spin.txt" 2>/dev/null
+    nsamples=$(grep -cE '^\S.* [0-9.]+: +[0-9]+ [^ ]+: *$' "$T/spin.txt")
+    check "collapse a real recording" C -o "$T/spin.folded" "$T/spin.txt"
+    total=$(awk '{s += $NF} END {print s + 0}' "$T/spin.folded")
+    check_eq "sum of counts = number of sample headers in perf script" "$nsamples" "$total"
+    check_range "recording has about 1.5 s of 999 Hz samples" "$nsamples" 900 2200
+    check_nogrep "every line is 'stack COUNT' with no empty frame" '(^;|;;|; |;$|^[^ ]*$|[^0-9]$)' "$T/spin.folded"
+    sorted=$(LC_ALL=C sort -c "$T/spin.folded" 2>&1 && echo sorted)
+    check_eq "output is sorted bytewise" "sorted" "$sorted"
+    check_grep "workload's stack root-first: comm;...;main;spin_outer;spin_twice;spin_loop" \
+        '^collapse-spin;.*main;spin_outer;spin_twice;spin_loop [0-9]+$' "$T/spin.folded"
+    tw=$(awk '/;spin_outer;spin_twice;/ {s += $NF} END {print s + 0}' "$T/spin.folded")
+    on=$(awk '/;spin_outer;spin_once;/ {s += $NF} END {print s + 0}' "$T/spin.folded")
+    check_range "spin_twice has 2/3 of spin_outer's samples" \
+        "$(awk -v a="$tw" -v b="$on" 'BEGIN { print (a + b) ? a / (a + b) : 0 }')" 0.60 0.73
+    # --period: each cpu-clock sample weighs its period (ns)
+    C --period "$T/spin.txt" >"$T/spin.period"
+    psum=$(awk '{s += $NF} END {printf "%.0f", s}' "$T/spin.period")
+    hsum=$(awk '/^[^\t]/ && NF >= 3 && $NF ~ /:$/ && $(NF-1) ~ /^[0-9]+$/ { s += $(NF-1) } END {printf "%.0f", s}' "$T/spin.txt")
+    check_eq "--period sums the periods" "$hsum" "$psum"
+    gzip -c "$T/spin.txt" >"$T/spin.txt.gz"
+    check_eq "gzip input gives the same output" "$(cat "$T/spin.folded")" "$(C "$T/spin.txt.gz")"
+    check_eq "stdin gives the same output" "$(cat "$T/spin.folded")" "$(C <"$T/spin.txt")"
+    check_eq "'-' is stdin" "$(cat "$T/spin.folded")" "$(C - <"$T/spin.txt.gz")"
+    C -o "$T/out.folded.gz" "$T/spin.txt"
+    check_eq "-o NAME.gz writes gzip" "$(cat "$T/spin.folded")" "$(gzip -dc "$T/out.folded.gz")"
+    perf script -i "$T/spin.data" -F comm,pid,tid,period,event,ip,sym,dso >"$T/spin-f.txt" 2>/dev/null
+    check_eq "-F comm,pid,tid,period,event,ip,sym,dso gives the same stacks" \
+        "$(cat "$T/spin.folded")" "$(C "$T/spin-f.txt")"
+    perf script -i "$T/spin.data" --header >"$T/spin-h.txt" 2>/dev/null
+    check_eq "--header output gives the same stacks" "$(cat "$T/spin.folded")" "$(C --strict "$T/spin-h.txt")"
+    check_grep "--pid names comm-PID" '^collapse-spin-[0-9]+;' "$(C --pid "$T/spin-f.txt")"
+    check_grep "--tid names comm-PID/TID" '^collapse-spin-[0-9]+/[0-9]+;' "$(C --tid "$T/spin-f.txt")"
+    check_grep "--kernel marks kernel frames _[k]" ';[a-z_0-9]+_\[k\]' "$(C --kernel "$T/spin.txt")"
+    # the Perl tool, when available, agrees with --period (it sums periods)
+    fg=${FLAMEGRAPH_DIR:-$HOME/.cache/flamekit/FlameGraph}
+    if [ -f "$fg/stackcollapse-perf.pl" ] && need perl; then
+        perl "$fg/stackcollapse-perf.pl" "$T/spin.txt" >"$T/spin.perl" 2>/dev/null
+        check_eq "--period output = stackcollapse-perf.pl's" "$(LC_ALL=C sort "$T/spin.perl")" "$(cat "$T/spin.period")"
+        perl "$fg/stackcollapse-perf.pl" --kernel --pid "$T/spin.txt" >"$T/spin.perl" 2>/dev/null
+        check_eq "--period --kernel --pid = stackcollapse-perf.pl's" "$(LC_ALL=C sort "$T/spin.perl")" "$(C --period --kernel --pid "$T/spin.txt")"
+    else
+        skip "comparison with stackcollapse-perf.pl" "FlameGraph not in $fg"
+    fi
+fi
+
+# --- golden inputs ---
+golden() {  # golden WHAT EXPECTED [OPTIONS...] < INPUT
+    local what=$1 want=$2; shift 2
+    local got
+    got=$(C "$@" 2>"$T/err"); check_eq "$what" "$want" "$got"
+}
+printf '%s\n' \
+ "# ========" "# captured on    : Wed Dec  2 12:00:00 2026" "# cmdline : /usr/bin/perf record -g" "# ========" "#" \
+ "my prog 100/101 [001] 10.000001:     250000 cpu-clock:ppp: " \
+ "${TAB}    7f0000001234 std::vector<int, std::allocator<int> >::push_back(int const&)+0x24 (/usr/bin/my prog)" \
+ "${TAB}    7f0000002000 (anonymous namespace)::helper(char const*) [clone .isra.0]+0x10 (/usr/bin/my prog)" \
+ "${TAB}    7f0000003000 operator new(unsigned long)+0x3 (/usr/lib/libstdc++.so.6)" \
+ "${TAB}    7f0000004000 [unknown] (/usr/lib/libfoo.so.1 (deleted))" \
+ "${TAB}    7f0000005000 do_it;now\"quoted\" (/tmp/old (deleted))" \
+ "${TAB}    ffffffff81000000 entry_SYSCALL_64+0x10 ([kernel.kallsyms])" \
+ "${TAB}    0 [unknown] ([unknown])" \
+ "" \
+ "my prog 100/101 [001] 10.001001:     250000 cpu-clock:ppp: " \
+ "${TAB}    7f0000001234 std::vector<int, std::allocator<int> >::push_back(int const&)+0x99 (/usr/bin/my prog)" \
+ "${TAB}    7f0000002000 (anonymous namespace)::helper(char const*) [clone .isra.0]+0x10 (/usr/bin/my prog)" \
+ "${TAB}    7f0000003000 operator new(unsigned long)+0x3 (/usr/lib/libstdc++.so.6)" \
+ "${TAB}    7f0000004000 [unknown] (/usr/lib/libfoo.so.1 (deleted))" \
+ "${TAB}    7f0000005000 do_it;now\"quoted\" (/tmp/old (deleted))" \
+ "${TAB}    ffffffff81000000 entry_SYSCALL_64+0x10 ([kernel.kallsyms])" \
+ "${TAB}    0 [unknown] ([unknown])" \
+ "" \
+ "go 7 8.5:  1 page-faults: " \
+ "${TAB}    4a0000 net/http.(*Client).Do+0x5 (/usr/bin/go)" \
+ "${TAB}    4a1000 inlined_fn (inlined)" \
+ "${TAB}    4a2000 main.main+0x1 (/usr/bin/go)" \
+ "" \
+ "go 7 8.6:  1 page-faults: " \
+ "${TAB}    4a0000 net/http.(*Client).Do+0x5 (/usr/bin/go)" >"$T/g1.txt"
+printf '%s' "${TAB}    4a2000 main.main+0x1 (/usr/bin/go)" >>"$T/g1.txt"   # no trailing newline
+stk='my_prog;[unknown];entry_SYSCALL_64;do_it:nowquoted;[libfoo.so.1];operator new;(anonymous namespace)::helper;std::vector<int, std::allocator<int> >::push_back'
+golden "headers, spaces, templates, [unknown], deleted, ';' and quotes" "$stk 2" --strict <"$T/g1.txt"
+golden "--kernel annotates only the kernel frame" "${stk/entry_SYSCALL_64/entry_SYSCALL_64_[k]} 2" --kernel <"$T/g1.txt"
+golden "--period weights by period" "$stk 500000" --period <"$T/g1.txt"
+check_grep "several events: warns which one it counted" "counted only 'cpu-clock:ppp'.*2 samples" "$(cat "$T/err")"
+golden "--event-filter picks the second event; Go names, inline frames, no final newline" \
+    "go;main.main;inlined_fn;net/http.(*Client).Do 1
+go;main.main;net/http.(*Client).Do 1" --event-filter=page-faults <"$T/g1.txt"
+golden "--no-inline drops (inlined) frames" "go;main.main;net/http.(*Client).Do 2" --event-filter=page-faults --no-inline <"$T/g1.txt"
+golden "--all marks inlined frames _[i]" \
+    "go;main.main;inlined_fn_[i];net/http.(*Client).Do 1
+go;main.main;net/http.(*Client).Do 1" --all --event-filter=page-faults <"$T/g1.txt"
+golden "--event-filter=cpu-clock matches cpu-clock:ppp" "$stk 2" --event-filter=cpu-clock <"$T/g1.txt"
+golden "--addrs keeps offsets and unknown addresses" \
+    "my_prog;[unknown <0>];entry_SYSCALL_64+0x10;do_it:nowquoted;[libfoo.so.1 <7f0000004000>];operator new+0x3;(anonymous namespace)::helper+0x10;std::vector<int, std::allocator<int> >::push_back+0x24 1
+my_prog;[unknown <0>];entry_SYSCALL_64+0x10;do_it:nowquoted;[libfoo.so.1 <7f0000004000>];operator new+0x3;(anonymous namespace)::helper+0x10;std::vector<int, std::allocator<int> >::push_back+0x99 1" --addrs <"$T/g1.txt"
+# -F variants: no callchain (ip/sym on the header line), no time, no cpu, tid only
+printf '%s\n' \
+ "sh 1234/1234 cpu-clock: 55d0 main+0x1 (/bin/sh)" \
+ "sh 1234/1234 cpu-clock: 55d0 main+0x2 (/bin/sh)" \
+ "sh 1234/1235    1001 cpu-clock: ffffffff81000000 schedule+0x1 ([kernel.kallsyms])" \
+ "  kworker/0:1   99 [000]  5.0: cpu-clock: " "${TAB}ffffffff81000000 worker_thread+0x1 ([kernel.kallsyms])" >"$T/g2.txt"
+golden "-F without callchains, right-aligned comm" "kworker/0:1;worker_thread 1
+sh;main 2
+sh;schedule 1" --strict <"$T/g2.txt"
+golden "--tid with pid/tid and with tid only" "kworker/0:1-?/99;worker_thread 1
+sh-1234/1234;main 2
+sh-1234/1235;schedule 1" --tid <"$T/g2.txt"
+printf 'a 1 1.0: 5 cpu-clock:\n\t1 f (/x)\n' | gzip -c >"$T/g3.gz"
+golden "gzip on stdin" "a;f 1" <"$T/g3.gz"
+
+# --- bad input ---
+check_eq "empty input: no output" "" "$(C </dev/null 2>"$T/err")"
+check_grep "empty input: warns" "empty input" "$(cat "$T/err")"
+check "empty input exits 0" C /dev/null
+head -c 300000 /dev/urandom >"$T/garbage"
+C "$T/garbage" >"$T/out" 2>"$T/err"; rc=$?
+check_eq "binary garbage: exits 0 without --strict" 0 "$rc"
+check_eq "binary garbage: one malformed-lines warning" 1 "$(grep -ac 'malformed line' "$T/err")"
+head -c 500000 "$FLAMEKIT" >"$T/elf"
+check "an ELF binary as input: exits 0" C -o "$T/elf.folded" "$T/elf"
+check_grep "binary garbage: warning names first bad line" 'skipped [0-9]+ malformed lines?; first at line [0-9]+' "$(cat "$T/err")"
+check_fails "binary garbage: --strict fails" C --strict "$T/garbage"
+C --strict "$T/garbage" >/dev/null 2>"$T/err"
+check_grep "--strict: one error line naming line and fix" '^flamekit collapse: .*:[0-9]+: .*drop --strict' "$(head -1 "$T/err" | LC_ALL=C tr -c '\n -~' '?')"
+printf 'p 1 1.0: 1 cpu-clock:\n\t1 good (/x)\nthis is not perf output\n\n' >"$T/bad1"
+C --strict -o "$T/strict.folded" "$T/bad1" 2>/dev/null
+check "--strict failure leaves no output file" test ! -e "$T/strict.folded"
+{ printf 'p 1 1.0: 1 cpu-clock:\n\t1 '; head -c 1048576 /dev/zero | tr '\0' x; printf ' (/x)\n\n'; } >"$T/big"
+check_eq "1 MB frame name kept whole" "$((1048576 + 2 + 1 + 2))" "$(C "$T/big" | wc -c)"
+awk 'BEGIN { print "deep 1 1.0: 1 cpu-clock:"; for (i = 10000; i >= 1; i--) printf "\t%x f%d (/x)\n", i, i; print "" }' >"$T/deep"
+check_eq "10,000-deep stack has 10,001 frames" 10001 "$(C "$T/deep" | awk -F';' '{print NF}')"
+printf 'p 1 1.0: 18446744073709551615 cpu-clock:\n\t1 f (/x)\n\np 1 1.1: 18446744073709551615 cpu-clock:\n\t1 f (/x)\n' >"$T/ovf"
+check_eq "huge periods count as samples by default" "p;f 2" "$(C "$T/ovf")"
+check_fails "--period overflow fails" C --period -o "$T/ovf.folded" "$T/ovf"
+check_grep "--period overflow: clear message" 'exceeds 2\^64-1' "$(C --period "$T/ovf" 2>&1 >/dev/null)"
+check "--period overflow leaves no output file" test ! -e "$T/ovf.folded"
+printf 'p 1 1.0: 99999999999999999999 cpu-clock:\n\t1 f (/x)\n' >"$T/ovf2"
+check_grep "period beyond 64 bits is a malformed line" 'does not fit in 64 bits' "$(C "$T/ovf2" 2>&1 >/dev/null)"
+out=$(C --bogus 2>&1); rc=$?
+check_eq "unknown option exits 2" 2 "$rc"
+check_eq "unknown option: one line" 1 "$(printf '%s\n' "$out" | wc -l)"
+check_grep "unknown option: names it" "unknown option '--bogus'" "$out"
+check_fails "missing file fails" C "$T/nonexistent"
+check_grep "missing file: names it" "cannot open .*nonexistent" "$(C "$T/nonexistent" 2>&1)"
+check_eq "--help exits 0 on stdout" 0 "$(C --help >/dev/null 2>&1; echo $?)"
+check_grep "--help says counts are samples" 'number of samples' "$(C --help)"
