@@ -2,3 +2,4 @@
 FK_BENCHES += bench/collapse.sh
 FK_BENCHES += bench/svg.sh
 EXTRA_DIST += bench/svg.sh
+FK_BENCHES += bench/fetch.sh

@@ -6,3 +6,7 @@ dist_man_MANS += man/flamekit-collapse.1
 dist_man_MANS += man/flamekit-upload.1
 dist_man_MANS += man/flamekit-remote.1
 dist_man_MANS += man/flamekit-merge.1
+dist_man_MANS += man/fetchd-grpc.1
+dist_man_MANS += man/fetchd-sock.1
+dist_man_MANS += man/fetchd-client.1
+dist_man_MANS += man/fetch-bench.1

@@ -1,0 +1,458 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* fetchd-grpc: git upload-pack over gRPC (grpc core's C API, protobuf-c).
+ * The main thread drives the server completion queue (new calls); each
+ * accepted call gets a thread with its own completion queue that reads
+ * git's stdout into Chunk messages, one SEND_MESSAGE in flight at a time.
+ * At most --max-conns calls run; excess calls get RESOURCE_EXHAUSTED. */
+#include "fetchd/fetchd.h"
+#include "fetchd/fetchd.pb-c.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <grpc/byte_buffer_reader.h>
+#include <grpc/grpc.h>
+#include <grpc/grpc_security.h>
+#include <grpc/support/time.h>
+
+static struct fd_server_opts opt;
+static struct fd_cache *cache;
+static grpc_server *server;
+static grpc_completion_queue *scq;
+static void *methods[2];
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;
+static unsigned active, threads;  /* slots taken; workers alive (drain) */
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: fetchd-grpc --repo-root DIR [OPTIONS]\n"
+            "Serve git fetches (git upload-pack --stateless-rpc) over gRPC: service\n"
+            "fetchd.Fetch, methods Advertise and PostUploadPack (server streaming).\n"
+            "  -l, --listen HOST:PORT   address (default 127.0.0.1:0: any free port)\n"
+            "  -r, --repo-root DIR      serve only repositories under DIR\n"
+            "  -c, --cache-dir DIR      pack cache directory (default: no cache)\n"
+            "  -s, --cache-size SIZE    pack cache bound, LRU eviction (default 256M)\n"
+            "  -m, --max-conns N        calls served at once (default 16)\n"
+            "  -k, --chunk-size SIZE    bytes per Chunk message (default 32K)\n"
+            "  -p, --port-file FILE     write the bound port to FILE\n"
+            "  -v, --verbose            log requests on stderr\n"
+            "  -h, --help, -V, --version\n");
+}
+
+/* A call waiting for (or just given by) grpc_server_request_registered_call. */
+struct pending {
+    int kind;               /* 0: new call, 2: shutdown */
+    enum fd_op op;
+    grpc_call *call;
+    gpr_timespec deadline;
+    grpc_metadata_array md;
+    grpc_byte_buffer *payload;
+    grpc_completion_queue *cq;  /* the call's own queue (its batches complete there) */
+};
+
+static void request_call(enum fd_op op)
+{
+    struct pending *p = fk_calloc(1, sizeof *p);
+    p->op = op;
+    grpc_metadata_array_init(&p->md);
+    p->cq = grpc_completion_queue_create_for_pluck(NULL);
+    grpc_call_error e = grpc_server_request_registered_call(server, methods[op], &p->call, &p->deadline,
+                                                            &p->md, &p->payload, p->cq, scq, p);
+    if (e != GRPC_CALL_OK)
+        fk_die("grpc_server_request_registered_call: error %d", (int)e);
+}
+
+static void free_pending(struct pending *p)
+{
+    grpc_metadata_array_destroy(&p->md);
+    if (p->payload)
+        grpc_byte_buffer_destroy(p->payload);
+    if (p->call)
+        grpc_call_unref(p->call);
+    grpc_completion_queue_shutdown(p->cq);
+    while (grpc_completion_queue_pluck(p->cq, NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN)
+        ;
+    grpc_completion_queue_destroy(p->cq);
+    free(p);
+}
+
+/* Per-call state of a worker thread. */
+struct worker {
+    struct pending *p;
+    grpc_completion_queue *cq;
+    int cancelled;
+    bool closed;            /* RECV_CLOSE_ON_SERVER completed */
+    bool sent_md;
+    bool released;          /* slot given back */
+};
+
+/* Give the slot back before the final status reaches the client, so its
+ * next call (e.g. the pack after the advertisement) is admitted. */
+static void release_slot(struct worker *w)
+{
+    if (w->released)
+        return;
+    w->released = true;
+    pthread_mutex_lock(&mu);
+    active--;
+    pthread_mutex_unlock(&mu);
+}
+
+#define TAG_CLOSE ((void *)1)
+#define TAG_SEND ((void *)2)
+#define TAG_STATUS ((void *)3)
+
+static bool pluck(struct worker *w, void *tag, gpr_timespec until)
+{
+    grpc_event ev = grpc_completion_queue_pluck(w->cq, tag, until, NULL);
+    if (ev.type != GRPC_OP_COMPLETE)
+        return false;
+    if (tag == TAG_CLOSE)
+        w->closed = true;
+    return ev.success;
+}
+
+static gpr_timespec forever(void) { return gpr_inf_future(GPR_CLOCK_REALTIME); }
+
+/* Has the client cancelled or gone away? Polls without blocking. */
+static bool client_gone(struct worker *w)
+{
+    if (!w->closed)
+        pluck(w, TAG_CLOSE, gpr_time_0(GPR_CLOCK_REALTIME));
+    return w->closed && w->cancelled;
+}
+
+static bool send_chunk(struct worker *w, const uint8_t *data, size_t len)
+{
+    Fetchd__Chunk m = FETCHD__CHUNK__INIT;
+    m.data.data = (uint8_t *)data;
+    m.data.len = len;
+    size_t n = fetchd__chunk__get_packed_size(&m);
+    grpc_slice s = grpc_slice_malloc(n);
+    fetchd__chunk__pack(&m, GRPC_SLICE_START_PTR(s));
+    grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(&s, 1);
+    grpc_slice_unref(s);
+    grpc_op ops[2];
+    memset(ops, 0, sizeof ops);
+    size_t k = 0;
+    if (!w->sent_md) {
+        ops[k++].op = GRPC_OP_SEND_INITIAL_METADATA;
+        w->sent_md = true;
+    }
+    ops[k].op = GRPC_OP_SEND_MESSAGE;
+    ops[k++].data.send_message.send_message = bb;
+    bool ok = grpc_call_start_batch(w->p->call, ops, k, TAG_SEND, NULL) == GRPC_CALL_OK &&
+              pluck(w, TAG_SEND, forever());
+    grpc_byte_buffer_destroy(bb);
+    return ok;
+}
+
+static void send_status(struct worker *w, grpc_status_code code, const char *msg)
+{
+    release_slot(w);
+    grpc_slice details = grpc_slice_from_copied_string(msg);
+    grpc_op ops[2];
+    memset(ops, 0, sizeof ops);
+    size_t k = 0;
+    if (!w->sent_md) {
+        ops[k++].op = GRPC_OP_SEND_INITIAL_METADATA;
+        w->sent_md = true;
+    }
+    ops[k].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+    ops[k].data.send_status_from_server.status = code;
+    ops[k++].data.send_status_from_server.status_details = &details;
+    if (grpc_call_start_batch(w->p->call, ops, k, TAG_STATUS, NULL) == GRPC_CALL_OK)
+        pluck(w, TAG_STATUS, forever());
+    grpc_slice_unref(details);
+}
+
+/* Read up to len bytes, waiting for a full chunk unless EOF comes first.
+ * Returns -1 on error, -2 when the client went away meanwhile. */
+static ssize_t read_chunk(struct worker *w, int fd, uint8_t *buf, size_t len)
+{
+    size_t got = 0;
+    while (got < len) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        int r = poll(&p, 1, 100);
+        if (r == 0) {
+            if (client_gone(w))
+                return -2;
+            continue;
+        }
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        ssize_t n = read(fd, buf + got, len - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    return (ssize_t)got;
+}
+
+static void handle(struct worker *w)
+{
+    struct pending *p = w->p;
+    char err[512];
+    const char *name;
+    const uint8_t *body = NULL;
+    size_t blen = 0;
+    Fetchd__AdvertiseRequest *ar = NULL;
+    Fetchd__UploadPackRequest *ur = NULL;
+    grpc_slice all = grpc_empty_slice();
+    if (p->payload) {
+        grpc_byte_buffer_reader rd;
+        if (grpc_byte_buffer_reader_init(&rd, p->payload)) {
+            all = grpc_byte_buffer_reader_readall(&rd);
+            grpc_byte_buffer_reader_destroy(&rd);
+        }
+    }
+    size_t alen = GRPC_SLICE_LENGTH(all);
+    const uint8_t *adata = GRPC_SLICE_START_PTR(all);
+    if (p->op == FD_OP_ADVERTISE)
+        ar = fetchd__advertise_request__unpack(NULL, alen, adata);
+    else
+        ur = fetchd__upload_pack_request__unpack(NULL, alen, adata);
+    if (!ar && !ur) {
+        send_status(w, GRPC_STATUS_INVALID_ARGUMENT, "malformed request: not a valid protobuf message");
+        goto out;
+    }
+    name = ar ? ar->repository : ur->repository;
+    if (ur) {
+        body = ur->body.data;
+        blen = ur->body.len;
+    }
+    char *gitdir = fd_repo_resolve(opt.repo_root, name, err, sizeof err);
+    if (!gitdir) {
+        send_status(w, strncmp(err, "repository not found", 20) == 0 ? GRPC_STATUS_NOT_FOUND
+                                                                     : GRPC_STATUS_INVALID_ARGUMENT, err);
+        goto out;
+    }
+    if (ur && !fd_check_request((const char *)body, blen, err, sizeof err)) {
+        send_status(w, GRPC_STATUS_INVALID_ARGUMENT, err);
+        free(gitdir);
+        goto out;
+    }
+    uint8_t *buf = fk_malloc(opt.chunk);
+    char key[64];
+    if (cache && ur) {
+        fd_cache_key(key, gitdir, body, blen);
+        uint64_t size;
+        int cf = fd_cache_lookup(cache, key, &size);
+        if (cf >= 0) {
+            bool ok = true;
+            ssize_t n;
+            while (ok && (n = read(cf, buf, opt.chunk)) > 0)
+                ok = send_chunk(w, buf, (size_t)n);
+            close(cf);
+            if (ok)
+                send_status(w, GRPC_STATUS_OK, "");
+            if (opt.verbose)
+                fd_log("%s: cache hit, %s", name, ok ? "sent" : "client went away");
+            free(buf);
+            free(gitdir);
+            goto out;
+        }
+    }
+    struct fd_child ch;
+    if (!fd_child_start(&ch, p->op, gitdir, body, blen)) {
+        send_status(w, GRPC_STATUS_INTERNAL, "cannot run git upload-pack");
+        free(buf);
+        free(gitdir);
+        goto out;
+    }
+    char *tmpname = NULL;
+    int tmp = cache && ur ? fd_cache_begin(cache, &tmpname) : -1;
+    bool tmp_ok = true, gone = false;
+    for (;;) {
+        ssize_t n = read_chunk(w, ch.out, buf, opt.chunk);
+        if (n == -2 || (n > 0 && !send_chunk(w, buf, (size_t)n))) {
+            gone = true;
+            break;
+        }
+        if (n < 0) {
+            tmp_ok = false;
+            break;
+        }
+        if (n == 0)
+            break;
+        if (tmp >= 0 && tmp_ok) {
+            for (ssize_t off = 0; off < n; ) {
+                ssize_t m = write(tmp, buf + off, (size_t)(n - off));
+                if (m < 0 && errno == EINTR)
+                    continue;
+                if (m <= 0) {
+                    tmp_ok = false;
+                    break;
+                }
+                off += m;
+            }
+        }
+    }
+    if (gone) {
+        fd_child_kill(&ch);
+        if (tmp >= 0)
+            fd_cache_end(cache, tmp, tmpname, key, false);
+        if (opt.verbose)
+            fd_log("%s: client went away; git killed", name);
+    } else {
+        bool git_ok = fd_child_finish(&ch) && tmp_ok;
+        if (tmp >= 0)
+            fd_cache_end(cache, tmp, tmpname, key, git_ok);
+        send_status(w, git_ok ? GRPC_STATUS_OK : GRPC_STATUS_INTERNAL, git_ok ? "" : "git upload-pack failed");
+        if (opt.verbose)
+            fd_log("%s: %s served", name, ar ? "advertisement" : "pack");
+    }
+    free(buf);
+    free(gitdir);
+out:
+    grpc_slice_unref(all);
+    if (ar)
+        fetchd__advertise_request__free_unpacked(ar, NULL);
+    if (ur)
+        fetchd__upload_pack_request__free_unpacked(ur, NULL);
+}
+
+static void *worker_thread(void *arg)
+{
+    struct worker w = { .p = arg };
+    w.cq = w.p->cq;
+    grpc_op op;
+    memset(&op, 0, sizeof op);
+    op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    op.data.recv_close_on_server.cancelled = &w.cancelled;
+    if (grpc_call_start_batch(w.p->call, &op, 1, TAG_CLOSE, NULL) == GRPC_CALL_OK) {
+        handle(&w);
+        if (!w.closed)
+            pluck(&w, TAG_CLOSE, forever());
+    }
+    free_pending(w.p);
+    release_slot(&w);
+    pthread_mutex_lock(&mu);
+    if (--threads == 0)
+        pthread_cond_broadcast(&idle);
+    pthread_mutex_unlock(&mu);
+    return NULL;
+}
+
+/* Too many calls: answer at once from the main thread. */
+static void reject(struct pending *p)
+{
+    char m[128];
+    snprintf(m, sizeof m, "busy: %u calls in flight (--max-conns); retry later", opt.max_conns);
+    grpc_slice details = grpc_slice_from_copied_string(m);
+    int cancelled;
+    grpc_op ops[3];
+    memset(ops, 0, sizeof ops);
+    ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
+    ops[1].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
+    ops[1].data.send_status_from_server.status = GRPC_STATUS_RESOURCE_EXHAUSTED;
+    ops[1].data.send_status_from_server.status_details = &details;
+    ops[2].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
+    ops[2].data.recv_close_on_server.cancelled = &cancelled;
+    if (grpc_call_start_batch(p->call, ops, 3, p, NULL) == GRPC_CALL_OK)
+        grpc_completion_queue_pluck(p->cq, p, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    grpc_slice_unref(details);
+    free_pending(p);
+}
+
+int main(int argc, char **argv)
+{
+    fk_progname = "fetchd-grpc";
+    fd_server_parse(argc, argv, &opt, usage, true);
+    cache = fd_cache_open(opt.cache_dir, opt.cache_size);
+    fd_server_signals();
+    grpc_init();
+    grpc_arg a[2];
+    a[0].type = GRPC_ARG_INTEGER;
+    a[0].key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
+    a[0].value.integer = FD_MAX_BODY + 4096;
+    a[1].type = GRPC_ARG_INTEGER;
+    a[1].key = GRPC_ARG_ALLOW_REUSEPORT;
+    a[1].value.integer = 0;
+    grpc_channel_args args = { 2, a };
+    server = grpc_server_create(&args, NULL);
+    scq = grpc_completion_queue_create_for_next(NULL);
+    grpc_server_register_completion_queue(server, scq, NULL);
+    methods[FD_OP_ADVERTISE] = grpc_server_register_method(server, FD_GRPC_ADVERTISE, NULL,
+                                                           GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+    methods[FD_OP_UPLOAD_PACK] = grpc_server_register_method(server, FD_GRPC_UPLOAD_PACK, NULL,
+                                                             GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
+    grpc_server_credentials *cr = grpc_insecure_server_credentials_create();
+    int port = grpc_server_add_http2_port(server, opt.listen, cr);
+    grpc_server_credentials_release(cr);
+    if (port == 0)
+        fk_die("cannot listen on %s (address in use or invalid)", opt.listen);
+    grpc_server_start(server);
+    fd_server_ready(&opt, port);
+    request_call(FD_OP_ADVERTISE);
+    request_call(FD_OP_UPLOAD_PACK);
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    struct pending shutdown_tag = { .kind = 2 };
+    bool shutting = false;
+    for (;;) {
+        if (fd_stopping && !shutting) {
+            /* Drain: stop accepting; in-flight calls finish first. */
+            if (opt.verbose)
+                fd_log("stopping: waiting for %u call(s)", active);
+            grpc_server_shutdown_and_notify(server, scq, &shutdown_tag);
+            shutting = true;
+        }
+        grpc_event ev = grpc_completion_queue_next(scq, gpr_time_add(gpr_now(GPR_CLOCK_REALTIME),
+                                                   gpr_time_from_millis(200, GPR_TIMESPAN)), NULL);
+        if (ev.type != GRPC_OP_COMPLETE)
+            continue;
+        struct pending *p = ev.tag;
+        if (p->kind == 2)
+            break;
+        if (!ev.success) {
+            free_pending(p);    /* server shutting down */
+            continue;
+        }
+        enum fd_op op = p->op;
+        pthread_mutex_lock(&mu);
+        bool full = active >= opt.max_conns;
+        if (!full) {
+            active++;
+            threads++;
+        }
+        pthread_mutex_unlock(&mu);
+        pthread_t t;
+        if (full)
+            reject(p);
+        else if (pthread_create(&t, &at, worker_thread, p) != 0) {
+            pthread_mutex_lock(&mu);
+            active--;
+            threads--;
+            pthread_mutex_unlock(&mu);
+            reject(p);
+        }
+        if (!shutting)
+            request_call(op);
+    }
+    pthread_mutex_lock(&mu);
+    while (threads > 0)
+        pthread_cond_wait(&idle, &mu);
+    pthread_mutex_unlock(&mu);
+    grpc_server_destroy(server);
+    grpc_completion_queue_shutdown(scq);
+    while (grpc_completion_queue_next(scq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN)
+        ;
+    grpc_completion_queue_destroy(scq);
+    fd_cache_close(cache);
+    grpc_shutdown();
+    return 0;
+}

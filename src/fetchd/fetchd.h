@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Shared code of the fetch servers and their clients: repository lookup,
+ * the git child, the pack cache, pkt-lines and the two client protocols. */
+#ifndef FETCHD_H
+#define FETCHD_H
+
+#include "util/fk.h"
+#include "util/buf.h"
+#include <pthread.h>
+#include <sys/types.h>
+
+#define FD_GRPC_ADVERTISE "/fetchd.Fetch/Advertise"
+#define FD_GRPC_UPLOAD_PACK "/fetchd.Fetch/PostUploadPack"
+/* fetchd-sock's request header magic (see fetchd-sock(1)). */
+#define FD_SOCK_MAGIC "FETCHD1"
+#define FD_MAX_BODY (16u << 20)   /* request bodies larger than this are refused */
+
+enum fd_op { FD_OP_ADVERTISE, FD_OP_UPLOAD_PACK };
+
+/* --- repositories (repo.c) --- */
+/* Map a client-supplied name to a git directory under root (a realpath).
+ * Returns a malloc'd path, or NULL with a message in err (for the client):
+ * names that are absolute, contain "..", or resolve outside root are refused;
+ * a missing or non-git directory is "repository not found". */
+char *fd_repo_resolve(const char *root, const char *name, char *err, size_t errlen);
+/* A hash of the repository's ref state (HEAD, packed-refs, loose refs). */
+uint64_t fd_repo_refstate(const char *gitdir);
+
+/* --- the git child (child.c) --- */
+struct fd_child {
+    pid_t pid;      /* also its process group: we kill the whole group */
+    int out;        /* read end of its stdout */
+};
+/* Start git upload-pack --stateless-rpc [--advertise-refs] GITDIR with
+ * body (may be empty) on stdin. false + errno-style message on failure. */
+bool fd_child_start(struct fd_child *c, enum fd_op op, const char *gitdir,
+                    const void *body, size_t len);
+/* Wait for it; returns true when it exited 0. Closes c->out. */
+bool fd_child_finish(struct fd_child *c);
+/* Kill its process group (git and its pack-objects) and reap it. */
+void fd_child_kill(struct fd_child *c);
+
+/* --- the pack cache (cache.c) --- */
+struct fd_cache;
+/* dir is created if missing; max_bytes 0 disables the cache (returns NULL). */
+struct fd_cache *fd_cache_open(const char *dir, uint64_t max_bytes);
+void fd_cache_close(struct fd_cache *c);
+/* The key of a response: repository, its ref state, the request body. */
+void fd_cache_key(char out[64], const char *gitdir, const void *body, size_t len);
+/* Open the cached response for key: fd (caller closes) and its size, or -1. */
+int fd_cache_lookup(struct fd_cache *c, const char *key, uint64_t *size);
+/* Start filling: returns an fd of a temporary file in the cache dir. */
+int fd_cache_begin(struct fd_cache *c, char **tmpname);
+/* Publish the temporary under key (rename) and evict LRU entries beyond
+ * the size limit; or discard it when ok is false. Closes fd. */
+void fd_cache_end(struct fd_cache *c, int fd, char *tmpname, const char *key, bool ok);
+void fd_cache_stats(struct fd_cache *c, uint64_t *hits, uint64_t *misses, uint64_t *bytes, uint64_t *entries);
+
+/* --- pkt-lines (pkt.c) --- */
+struct fd_ref { char oid[41]; char *name; };
+struct fd_refs { struct fd_ref *v; size_t n, cap; };
+/* Parse an upload-pack advertisement; false on malformed input. */
+bool fd_parse_advertisement(const char *data, size_t len, struct fd_refs *refs, char *err, size_t errlen);
+void fd_refs_free(struct fd_refs *refs);
+/* The want/done request for all refs (nwant 0) or the named ones.
+ * Returns false (message in err) when a named ref is not advertised. */
+bool fd_build_request(const struct fd_refs *refs, char **names, size_t nnames,
+                      struct fk_buf *req, char *err, size_t errlen);
+/* Incremental demultiplexer of an upload-pack response: NAK/ACK lines,
+ * then side-band-64k packets; band 1 goes to the sink. */
+struct fd_demux {
+    int state;              /* 0: pkt header, 1: payload */
+    char hdr[4]; size_t hlen;
+    size_t need;            /* payload bytes still to come */
+    int band;               /* band of the current payload (0: before the pack) */
+    bool first;             /* first payload byte = band number */
+    bool done;              /* final flush seen */
+    char err[400];          /* band-3 error or protocol error */
+    bool failed;
+    uint64_t pack_bytes;
+    bool (*sink)(void *arg, const void *data, size_t len);
+    void *arg;
+    bool in_sideband;
+    char line[256]; size_t llen;   /* band-0 line being collected */
+};
+void fd_demux_init(struct fd_demux *d, bool (*sink)(void *, const void *, size_t), void *arg);
+bool fd_demux_feed(struct fd_demux *d, const void *data, size_t len);
+
+/* --- clients (client.c) --- */
+enum fd_transport { FD_GRPC, FD_SOCK };
+struct fd_client;
+/* addr: HOST:PORT. NULL with a message on failure. */
+struct fd_client *fd_client_new(enum fd_transport t, const char *addr, char *err, size_t errlen);
+void fd_client_free(struct fd_client *c);
+/* Perform one request; every response piece goes to sink. Returns true on a
+ * complete response; false with the server's error or a transport error. */
+bool fd_client_call(struct fd_client *c, enum fd_op op, const char *repo,
+                    const void *body, size_t len,
+                    bool (*sink)(void *, const void *, size_t), void *arg,
+                    char *err, size_t errlen);
+
+/* --- server common (server.c) --- */
+struct fd_server_opts {
+    const char *listen;         /* HOST:PORT */
+    const char *repo_root;
+    const char *cache_dir;
+    uint64_t cache_size;
+    unsigned max_conns;
+    uint64_t chunk;             /* gRPC message size */
+    const char *port_file;      /* write the bound port here */
+    bool verbose;
+};
+/* Parse the options both servers share; exits on usage errors. */
+void fd_server_parse(int argc, char **argv, struct fd_server_opts *o,
+                     void (*usage)(FILE *), bool grpc);
+/* Write the bound port to o->port_file (atomically) and announce it. */
+void fd_server_ready(const struct fd_server_opts *o, int port);
+/* One line on stderr, prefixed with the program name (--verbose logs). */
+void fd_log(const char *fmt, ...) FK_PRINTF(1, 2);
+/* SIGTERM/SIGINT set this; servers poll it. */
+extern volatile int fd_stopping;
+void fd_server_signals(void);
+/* Validate an upload-pack request body (pkt-lines with wants and done). */
+bool fd_check_request(const char *body, size_t len, char *err, size_t errlen);
+
+#endif

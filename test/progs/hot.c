@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Test workload with known CPU proportions: hot_three() gets 3 units of
+ * work for every 1 of hot_one() (in random order), until SECONDS have passed.
+ * usage: hot SECONDS [fork]   (fork: a child forked after 0.3 s runs
+ * child_burn() for the rest of the time) */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile unsigned long sink;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The loop is written out in each function so the sampled leaf is the
+ * function itself. */
+#define SPIN(n) do { \
+        unsigned long x_ = sink; \
+        for (unsigned long i_ = 0; i_ < (n); i_++) \
+            x_ = x_ * 6364136223846793005ul + 1442695040888963407ul; \
+        sink = x_; \
+    } while (0)
+
+__attribute__((noinline)) void hot_three(void) { SPIN(40000); }
+__attribute__((noinline)) void hot_one(void) { SPIN(40000); }
+__attribute__((noinline)) void child_burn(double until)
+{
+    while (now() < until)
+        SPIN(100000);
+}
+
+int main(int argc, char **argv)
+{
+    double secs = argc > 1 ? atof(argv[1]) : 2.0;
+    bool do_fork = argc > 2 && !strcmp(argv[2], "fork");
+    double start = now(), end = start + secs;
+    pid_t child = -1;
+    unsigned long long rnd = (unsigned long long)getpid();
+    while (now() < end) {
+        if (do_fork && child < 0 && now() - start > 0.3) {
+            child = fork();
+            if (child == 0) {
+                child_burn(end);
+                _exit(0);
+            }
+        }
+        /* equal units in random order, 3 of 4 to hot_three: no period
+         * the sampling clock could alias with */
+        rnd = rnd * 6364136223846793005ull + 1;
+        if ((rnd >> 33) % 4 != 0)
+            hot_three();
+        else
+            hot_one();
+    }
+    if (child > 0)
+        waitpid(child, NULL, 0);
+    return 0;
+}

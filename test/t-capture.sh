@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# Real captures on this machine: flamekit host|pid|user|cgroup|run.
+# timeout: 240
+. "$FK_SRC/test/lib.sh"
+HOT=$FK_BUILD/test/progs/hot
+[ -x "$HOT" ] || { fail "test/progs/hot not built"; exit 0; }
+cp "$HOT" "$T/hot" && chmod 755 "$T" "$T/hot"
+HOT=$T/hot
+
+# share STACKS-FILE: hot_three / (hot_three + hot_one), and the total.
+share() { zcat "$1" | awk '/;hot_three( |;)/{a+=$NF} /;hot_one( |;)/{b+=$NF} END{ if (a+b) printf "%.3f %d\n", a/(a+b), a+b; else print "0 0" }'; }
+folded() { ls "$1"/*.folded.gz 2>/dev/null | head -1; }
+jget() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); v=d
+for k in sys.argv[2].split("."): v=v[k]
+print(v)' "$1" "$2"; }
+
+# run: known proportions 3:1, exit status passed through
+out=$("$FLAMEKIT" run -q -F 499 -o "$T/run" -- "$HOT" 2 2>&1); rc=$?
+check_eq "run: exit status of the command" 0 "$rc"
+f=$(folded "$T/run")
+if [ -n "$f" ]; then
+    read -r s n <<<"$(share "$f")"
+    check_range "run: hot_three share of hot_three+hot_one is 3/4 ($n samples)" "$s" 0.66 0.84
+    check_range "run: enough samples" "$n" 200 100000
+    check_grep "run: stacks start with the command name" '^hot;' "$(zcat "$f")"
+else
+    fail "run: no folded output" "$out"
+fi
+"$FLAMEKIT" run -q -o "$T/run7" -- sh -c 'exit 7' >/dev/null 2>&1
+check_eq "run: exit status 7 passed through" 7 "$?"
+o=$("$FLAMEKIT" run -q -o "$T/runx" -- /nonexistent/cmd 2>&1); rc=$?
+check_eq "run: missing command exits 127" 127 "$rc"
+check_grep "run: missing command is named" 'cannot run /nonexistent/cmd' "$o"
+
+# pid: a running workload, children forked during the capture included
+"$HOT" 3 fork & hp=$!
+fk_cleanup "kill $hp 2>/dev/null"
+sleep 0.1
+"$FLAMEKIT" pid -q -F 499 -d 2 -o "$T/pid" "$hp" >/dev/null 2>&1
+check_eq "pid: capture succeeds" 0 "$?"
+f=$(folded "$T/pid")
+if [ -n "$f" ]; then
+    read -r s n <<<"$(share "$f")"
+    check_range "pid: hot_three share is 3/4 ($n samples)" "$s" 0.64 0.86
+    check_grep "pid: child forked during the capture is profiled" ';child_burn( |;)' "$(zcat "$f")"
+    j=$(ls "$T"/pid/*.json)
+    check_eq "pid: metadata target kind" pid "$(jget "$j" target.kind)"
+    check_eq "pid: metadata pid" "[$hp]" "$(jget "$j" target.pids | tr -d ' ')"
+    case $(basename "$f") in *".pid-$hp.folded.gz") pass "pid: file name has SCOPE pid-$hp" ;; *) fail "pid: file name" "$f" ;; esac
+else
+    fail "pid: no folded output"
+fi
+wait "$hp" 2>/dev/null
+
+# pid exiting mid-capture ends the capture early with complete outputs
+"$HOT" 1 & hp=$!
+sleep 0.05
+start=$(date +%s%N)
+"$FLAMEKIT" pid -q -d 20 -o "$T/pidexit" "$hp" >/dev/null 2>&1; rc=$?
+el=$(( ($(date +%s%N) - start) / 1000000 ))
+check_eq "pid exits mid-capture: success" 0 "$rc"
+check_range "pid exits mid-capture: ends soon after (ms)" "$el" 0 5000
+j=$(ls "$T"/pidexit/*.json 2>/dev/null)
+[ -n "$j" ] && check_eq "pid exits mid-capture: stop reason" "target exited" "$(jget "$j" stop_reason)" || fail "pid exits: no json"
+wait "$hp" 2>/dev/null
+
+o=$("$FLAMEKIT" pid -d 1 999999 2>&1); rc=$?
+check_eq "nonexistent pid: exit 1" 1 "$rc"
+check_eq "nonexistent pid: one line" 1 "$(printf '%s\n' "$o" | wc -l)"
+check_grep "nonexistent pid: named" 'no process with pid 999999' "$o"
+
+# host: our workload is in there, metadata complete, SVG well-formed
+"$HOT" 3 & hp=$!
+fk_cleanup "kill $hp 2>/dev/null"
+"$FLAMEKIT" host -F 199 -d 2 -o "$T/host" >"$T/host.out" 2>&1
+check_eq "host: capture succeeds" 0 "$?"
+f=$(folded "$T/host")
+[ -n "$f" ] && check_grep "host: workload stacks present" '^hot;.*hot_three' "$(zcat "$f")" || fail "host: no folded"
+check_grep "host: summary lists top frames" 'top frames' "$T/host.out"
+check_grep "host: summary reports lost and throttled" 'lost [0-9]+ records, throttled [0-9]+' "$T/host.out"
+j=$(ls "$T"/host/*.json 2>/dev/null)
+if [ -n "$j" ]; then
+    miss=$(python3 - "$j" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+need = ["invocation", "argv", "version", "hostname", "kernel.release", "os", "cpu.model", "cpu.online",
+        "memory.total_bytes", "numa", "start_time", "duration_s", "event.name", "frequency_hz",
+        "samples", "lost", "throttled", "target.kind", "targets"]
+miss = []
+for k in need:
+    v = d
+    try:
+        for p in k.split("."): v = v[p]
+    except (KeyError, TypeError):
+        miss.append(k)
+print(" ".join(miss))
+PY
+)
+    check_eq "host: metadata fields present" "" "$miss"
+    check_eq "host: event on this VM" cpu-clock "$(jget "$j" event.name)"
+fi
+s=$(ls "$T"/host/*.flamegraph.svg 2>/dev/null)
+if [ -n "$s" ] && need xmllint; then check "host: SVG passes xmllint" xmllint --noout "$s"; fi
+[ -n "$s" ] && check_grep "host: metadata embedded in the SVG" 'perf_event_max_sample_rate' "$s"
+check_eq "host: output dir mode 0700 (default new dir)" 700 "$(cd "$T" && "$FLAMEKIT" host -q -d 200ms >/dev/null 2>&1; stat -c %a "$T"/*.host 2>/dev/null | head -1)"
+wait "$hp" 2>/dev/null
+
+# user: only the user's processes (workload as nobody, a root spinner beside it)
+cp "$HOT" "$T/hotroot"
+"$T/hotroot" 3 & rp=$!
+setpriv --reuid=nobody --regid=nogroup --clear-groups "$HOT" 3 & np=$!
+fk_cleanup "kill $rp $np 2>/dev/null"
+sleep 0.1
+"$FLAMEKIT" user -q -F 199 -d 2 -o "$T/user" nobody >/dev/null 2>&1
+check_eq "user: capture succeeds" 0 "$?"
+f=$(folded "$T/user")
+if [ -n "$f" ]; then
+    check_grep "user: nobody's workload present" '^hot;.*hot_three' "$(zcat "$f")"
+    check_nogrep "user: root's spinner absent" '^hotroot;' "$(zcat "$f")"
+else fail "user: no folded"; fi
+wait "$rp" "$np" 2>/dev/null
+
+# cgroup: a cgroup v2 dir with the workload moved in
+cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+if [ -n "$cg2" ] && mkdir "$cg2/fk-test-$$" 2>/dev/null; then
+    fk_cleanup "rmdir $cg2/fk-test-$$"
+    "$HOT" 3 & cp_=$!
+    "$T/hotroot" 3 & rp=$!
+    fk_cleanup "kill $cp_ $rp 2>/dev/null"
+    echo "$cp_" >"$cg2/fk-test-$$/cgroup.procs"
+    "$FLAMEKIT" cgroup -q -F 199 -d 2 -o "$T/cg" "fk-test-$$" >"$T/cg.out" 2>&1
+    check_eq "cgroup: capture succeeds" 0 "$?"
+    f=$(folded "$T/cg")
+    if [ -n "$f" ]; then
+        check_grep "cgroup: workload inside present" '^hot;.*hot_three' "$(zcat "$f")"
+        check_nogrep "cgroup: process outside absent" '^hotroot;' "$(zcat "$f")"
+    else fail "cgroup: no folded" "$(cat "$T/cg.out")"; fi
+    wait "$cp_" "$rp" 2>/dev/null
+    o=$("$FLAMEKIT" cgroup -d 1 /no/such/cgroup 2>&1)
+    check_eq "cgroup: bad path exits 1" 1 "$?"
+else
+    skip "cgroup" "no writable cgroup2 mount"
+fi
+
+# SIGINT mid-capture: complete outputs, reason signal
+"$FLAMEKIT" host -q -d 60 -o "$T/int" >/dev/null 2>&1 & fp=$!
+sleep 1.5
+kill -INT "$fp"
+wait "$fp"; rc=$?
+check_eq "SIGINT: exit 0" 0 "$rc"
+j=$(ls "$T"/int/*.json 2>/dev/null)
+[ -n "$j" ] && check_eq "SIGINT: stop reason" signal "$(jget "$j" stop_reason)" || fail "SIGINT: no json"
+f=$(folded "$T/int")
+[ -n "$f" ] && check "SIGINT: folded.gz complete" gzip -t "$f" || fail "SIGINT: no folded"
+s=$(ls "$T"/int/*.svg 2>/dev/null)
+[ -n "$s" ] && need xmllint && check "SIGINT: SVG complete" xmllint --noout "$s"
+check_eq "SIGINT: no temporary files left" 0 "$(ls "$T/int" | grep -c tmp)"
+
+# unprivileged (perf_event_paranoid 2): one clear line
+if [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -ge 2 ]; then
+    mkdir -m 777 "$T/np"
+    o=$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$FLAMEKIT" host -d 1 -o "$T/np" 2>&1); rc=$?
+    check_eq "unprivileged: exit 1" 1 "$rc"
+    check_grep "unprivileged: error names perf_event_paranoid and a fix" 'perf_event_paranoid is [0-9].*(root|sysctl)' "$o"
+else
+    skip "unprivileged" "perf_event_paranoid < 2"
+fi
+
+# unwritable output directory: refused before capturing
+o=$("$FLAMEKIT" host -d 1 -o /proc/self 2>&1); rc=$?
+check_eq "unwritable -o: exit 1" 1 "$rc"
+check_grep "unwritable -o: says so" 'cannot write into /proc/self' "$o"
+
+# bad options: usage errors
+"$FLAMEKIT" host -d 10x >/dev/null 2>&1; check_eq "bad duration: exit 2" 2 "$?"
+"$FLAMEKIT" host -d 301 >/dev/null 2>&1; check_eq "duration cap: exit 2" 2 "$?"
+"$FLAMEKIT" host -F 1000 >/dev/null 2>&1; check_eq "frequency cap: exit 2" 2 "$?"
+"$FLAMEKIT" host --bogus >/dev/null 2>&1; check_eq "unknown option: exit 2" 2 "$?"
+"$FLAMEKIT" host --help | grep -q -- --unsafe-limits; check_eq "--help documents --unsafe-limits" 0 "$?"
+
+# --stdout: a valid stream (magic, CRCs, three files, end record), nothing else
+"$FLAMEKIT" host -q -d 1 --stdout >"$T/stream" 2>"$T/stream.err"
+check_eq "--stdout: exit 0" 0 "$?"
+res=$(python3 - "$T/stream" <<'PY'
+import struct, sys, zlib
+b = open(sys.argv[1], "rb").read()
+assert b[:4] == b"FKS1", "magic"
+i, files, end = 4, [], None
+while i < len(b):
+    t = b[i:i+1]; nl, = struct.unpack(">H", b[i+1:i+3]); dl, = struct.unpack(">Q", b[i+3:i+11])
+    rec = b[i:i+11+nl+dl]; crc, = struct.unpack(">I", b[i+11+nl+dl:i+15+nl+dl])
+    assert zlib.crc32(rec) & 0xffffffff == crc, "crc"
+    name = b[i+11:i+11+nl].decode(); data = b[i+11+nl:i+11+nl+dl]
+    if t == b"F": files.append(name)
+    elif t == b"E": end = data.split(b"\n")[0].decode()
+    i += 15 + nl + dl
+exts = sorted(f.split(".", 3)[-1] for f in files)
+print(end, " ".join(exts))
+PY
+)
+check_eq "--stdout: stream has the three files and status 0" "0 flamegraph.svg folded.gz json" "$res"
