@@ -80,6 +80,21 @@ o=$(up --endpoint "$E" "$D/a b+c.txt" s3://fkt/odd/); rc=$?
 check_eq "key with space and plus: exit 0, URL encoded" "0 $E/fkt/odd/a%20b%2Bc.txt" "$rc $o"
 check_eq "key with space and plus: bytes arrive" "odd name" "$(s3 "$E/fkt/odd/a%20b%2Bc.txt")"
 
+# Addressing: virtual-host (curl resolves *.localhost to loopback) and gs://
+# (region auto) against the same server; gs:// and AWS defaults offline.
+o=$(up --endpoint "http://localhost:$RGW_PORT" --virtual-host "$D/$base.json" s3://fkt/vh/); rc=$?
+check_eq "virtual-host addressing: exit 0, bucket in the host name" "0 http://fkt.localhost:$RGW_PORT/vh/$base.json" "$rc $o"
+check "virtual-host addressing: bytes arrive" cmp <(s3 "$E/fkt/vh/$base.json") "$D/$base.json"
+o=$(up --endpoint "$E" "$D/$base.json" gs://fkt/gs/); rc=$?
+check_eq "gs:// with an endpoint (path style, region auto): exit 0" "0 $E/fkt/gs/$base.json" "$rc $o"
+check_grep "gs:// maps to storage.googleapis.com, path style, region auto" \
+    '^https://storage\.googleapis\.com/b1/k\.svg\?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=[^&]*%2Fauto%2Fs3%2Faws4_request&' \
+    "$(up --presign gs://b1/k.svg)"
+check_grep "s3:// defaults to AWS, virtual host" '^https://bkt1\.s3\.eu-west-1\.amazonaws\.com/k\.svg\?.*%2Feu-west-1%2Fs3%2F' \
+    "$(up --region eu-west-1 --presign s3://bkt1/k.svg)"
+check_grep "s3:// bucket with dots falls back to path style" '^https://s3\.us-east-1\.amazonaws\.com/my\.b1/k\.svg\?' \
+    "$(up --presign s3://my.b1/k.svg)"
+
 # Multipart: 12 MB in 5 MiB parts (S3's minimum part size).
 head -c 12000000 /dev/urandom >"$D/big.bin"
 o=$(up --endpoint "$E" --part-size 5M --multipart-threshold 5M "$D/big.bin" s3://fkt/mp/); rc=$?
@@ -90,7 +105,23 @@ check_grep "multipart ETag says 3 parts" '^ETag: "[0-9a-f]+-3"$' "$(s3 -I "$E/fk
 o=$(AWS_SECRET_ACCESS_KEY=$WRONG up --endpoint "$E" --part-size 5M --multipart-threshold 5M "$D/big.bin" s3://fkt/mp2/); rc=$?
 check_eq "multipart with a wrong secret: exit 1" 1 "$rc"
 check_grep "multipart with a wrong secret: access denied" "access denied" "$o"
-check_eq "no multipart upload left in progress" "" "$(s3 "$E/fkt?uploads" | grep -o '<Upload>')"
+# A part refused after the upload started (bucket quota below one part):
+# the multipart upload must be aborted, not left holding parts.
+s3 -o /dev/null -X PUT "$E/fkquota"
+rgwadm() { radosgw-admin --conf "$T/rgw/ceph.conf" "$@" >/dev/null 2>&1; }
+if rgwadm quota set --quota-scope=bucket --bucket=fkquota --max-size=4194304 &&
+    rgwadm quota enable --quota-scope=bucket --bucket=fkquota; then
+    o=$(up --endpoint "$E" --part-size 5M --multipart-threshold 5M "$D/big.bin" s3://fkquota/mp/); rc=$?
+    check_eq "part refused by quota: exit 1" 1 "$rc"
+    check_grep "part refused by quota: names the part and the quota" "part 1 of 3: quota of bucket 'fkquota' or its owner exceeded \(HTTP 403 QuotaExceeded\)" "$o"
+    l=$(s3 "$E/fkquota?uploads=")
+    check_grep "multipart listing works (control)" '<ListMultipartUploadsResult' "$l"
+    check_nogrep "failed multipart upload was aborted" '<Upload>' "$l"
+    s3 -o /dev/null -X POST "$E/fkquota/control?uploads="
+    check_grep "an unaborted multipart upload would show (control)" '<Upload><Key>control</Key>' "$(s3 "$E/fkquota?uploads=")"
+else
+    skip "multipart abort" "radosgw-admin quota set failed"
+fi
 
 # Presigned URLs: flamekit --presign signs, the uploader needs no credentials.
 url=$(up --endpoint "$E" --presign s3://fkt/shared/$base.json); rc=$?
@@ -141,6 +172,11 @@ o=$(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY AWS_SHARED_CREDENTIALS_FIL
 check_eq "--profile with AWS_SHARED_CREDENTIALS_FILE: exit 0" 0 "$rc"
 o=$(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY "$FLAMEKIT" upload --profile nosuch "$D/$base.json" s3://fkt/ 2>&1); rc=$?
 check_grep "unknown --profile named" "profile 'nosuch' not found in $HOME/.aws/credentials" "$o"
+printf '[default]\nregion = xx-default-1\n[profile fk]\nregion = xx-test-1\n' >"$HOME/.aws/config"
+check_grep "region from the profile in ~/.aws/config" '%2Fxx-test-1%2Fs3%2F' "$(AWS_PROFILE=fk up --presign s3://bkt1/k.svg)"
+check_grep "AWS_REGION beats ~/.aws/config" '%2Fxx-env-1%2Fs3%2F' "$(AWS_REGION=xx-env-1 up --presign s3://bkt1/k.svg)"
+check_grep "session token goes into a presigned URL" '&X-Amz-Security-Token=tok%2Bx&X-Amz-SignedHeaders=host&' "$(AWS_SESSION_TOKEN=tok+x up --presign s3://bkt1/k.svg)"
+rm -f "$HOME/.aws/config"
 conf=$HOME/.config/flamekit/upload.conf
 printf '# flamekit upload\nendpoint = %s\naccess_key_id = %s\nsecret_access_key = %s\n' "$E" "$RGW_ACCESS" "$RGW_SECRET" >"$conf"
 chmod 644 "$conf"
@@ -152,6 +188,39 @@ chmod 600 "$conf"
 o=$(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY "$FLAMEKIT" upload "$D/$base.json" s3://fkt/conf/ 2>&1); rc=$?
 check_eq "mode 0600 upload.conf (endpoint and key from it): exit 0" "0 $E/fkt/conf/$base.json" "$rc $o"
 rm -f "$conf"
+
+# Capture commands: --upload sends the files they wrote (endpoint from the
+# environment, as in the systemd unit).
+if "$FLAMEKIT" run --help 2>/dev/null | grep -q -- '--upload'; then
+    work='i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done'
+    o=$(AWS_ENDPOINT_URL_S3=$E "$FLAMEKIT" run -q -o "$T/cap" --upload s3://fkt/cap/ -- sh -c "$work" 2>&1); rc=$?
+    echo "$o" >>"$T/all.out"
+    check_eq "flamekit run --upload: exit 0" 0 "$rc"
+    check_eq "flamekit run --upload: one URL per written file" 3 "$(grep -c "^$E/fkt/cap/.*\.run-sh\.\(folded\.gz\|flamegraph\.svg\|json\)$" <<<"$o")"
+    svg=$(ls "$T"/cap/*.flamegraph.svg 2>/dev/null | head -1)
+    if [ -n "$svg" ]; then
+        s3 -o "$T/dl" "$E/fkt/cap/$(basename "$svg")"
+        check "flamekit run --upload: svg bytes equal" cmp "$T/dl" "$svg"
+        s3 -I "$E/fkt/cap/$(basename "$svg")" | tr -d '\r' >"$T/caphead"
+        check_grep "flamekit run --upload: scope metadata" '^x-amz-meta-scope: run-sh$' "$T/caphead"
+        check_grep "flamekit run --upload: event from the JSON beside it" '^x-amz-meta-event: [a-z-]+$' "$T/caphead"
+        check_grep "flamekit run --upload: kernel from the JSON beside it" "^x-amz-meta-kernel: $(uname -r | sed 's/[.+]/\\&/g')$" "$T/caphead"
+        check_grep "flamekit run --upload: samples from the JSON beside it" '^x-amz-meta-samples: [0-9]+$' "$T/caphead"
+    else
+        fail "flamekit run --upload: wrote an svg" "$o"
+    fi
+    o=$(AWS_ENDPOINT_URL_S3=$E "$FLAMEKIT" run -q -o "$T/cap2" --upload s3://no-such-bucket/ -- true 2>&1); rc=$?
+    echo "$o" >>"$T/all.out"
+    check_eq "flamekit run --upload to a missing bucket: exit 1" 1 "$rc"
+    check_grep "flamekit run --upload failure: NoSuchBucket, the files stay" "NoSuchBucket.*the file stays at $T/cap2/" "$o"
+    check_eq "flamekit run --upload failure: the three files are still there" 3 "$(ls "$T/cap2" | wc -l)"
+    o=$("$FLAMEKIT" run --stdout --upload s3://fkt/ -- true 2>&1); rc=$?
+    check_eq "--stdout with --upload: usage error" 2 "$rc"
+    o=$("$FLAMEKIT" run --upload "$url" -- true 2>&1); rc=$?
+    check_eq "capture --upload refuses a presigned URL (it would land in the JSON's argv)" 2 "$rc"
+else
+    skip "capture --upload" "flamekit run has no --upload in this build"
+fi
 
 # Server down: connection refused fails at once, not after retries.
 port=

@@ -43,7 +43,7 @@ start) ;;
 *) echo "usage: $0 start|stop DIR" >&2; exit 2 ;;
 esac
 
-for b in ceph-mon ceph-osd radosgw radosgw-admin monmaptool; do
+for b in ceph ceph-mon ceph-osd radosgw radosgw-admin monmaptool; do
     command -v "$b" >/dev/null 2>&1 || { echo "radosgw.sh: $b not installed (scripts/install-deps installs radosgw ceph-mon ceph-osd ceph-common)" >&2; exit 77; }
 done
 [ "$(id -u)" -eq 0 ] || { echo "radosgw.sh: needs root (ceph daemons)" >&2; exit 77; }

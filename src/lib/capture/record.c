@@ -2,6 +2,7 @@
 /* flamekit host|pid|user|cgroup|run: the shared front end (record.h). */
 #include "capture/record.h"
 #include "deliver/stream.h"
+#include "deliver/upload.h"
 #include "render/svg.h"
 #include "util/buf.h"
 #include "util/outfile.h"
@@ -56,6 +57,8 @@ static void usage(const struct fk_record_spec *s, FILE *out)
             "                         (default 256M, at most 1G)\n"
             "      --unsafe-limits    allow durations up to 24h, frequencies up to the\n"
             "                         kernel's limit and memory up to 16G\n"
+            "      --upload URL       then upload the files to s3://BUCKET/PREFIX/, gs://...\n"
+            "                         (credentials and endpoint: see flamekit-upload(1))\n"
             "  -q, --quiet            no progress line and no summary\n"
             "  -h, --help             this text\n"
             "\n"
@@ -290,7 +293,7 @@ static void print_top(FILE *out, const struct fk_stacktab *t, int n)
 
 int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
 {
-    enum { O_STDOUT = 256, O_NOSVG, O_UNSAFE, O_MAXMEM, O_NOKERNEL };
+    enum { O_STDOUT = 256, O_NOSVG, O_UNSAFE, O_MAXMEM, O_NOKERNEL, O_UPLOAD };
     static const struct option longopts[] = {
         { "duration", required_argument, NULL, 'd' },
         { "freq", required_argument, NULL, 'F' },
@@ -300,11 +303,12 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
         { "no-kernel", no_argument, NULL, O_NOKERNEL },
         { "max-memory", required_argument, NULL, O_MAXMEM },
         { "unsafe-limits", no_argument, NULL, O_UNSAFE },
+        { "upload", required_argument, NULL, O_UPLOAD },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
-    const char *dur_arg = NULL, *freq_arg = NULL, *outdir = NULL, *mem_arg = NULL;
+    const char *dur_arg = NULL, *freq_arg = NULL, *outdir = NULL, *mem_arg = NULL, *upload_url = NULL;
     bool to_stdout = false, no_svg = false, unsafe = false, quiet = false, no_kernel = false;
     opterr = 0;
     optind = 1;
@@ -323,6 +327,7 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
         case O_NOKERNEL: no_kernel = true; break;
         case O_MAXMEM: mem_arg = optarg; break;
         case O_UNSAFE: unsafe = true; break;
+        case O_UPLOAD: upload_url = optarg; break;
         case 'h': usage(spec, stdout); return FK_EXIT_OK;
         default:
             if (optopt && strchr("dFo", optopt))
@@ -338,6 +343,11 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
     if (to_stdout && isatty(STDOUT_FILENO))
         fk_usage_error("--stdout writes a binary result stream: redirect it to a file or "
                        "read it with 'flamekit remote'");
+    if (to_stdout && upload_url)
+        fk_usage_error("--stdout and --upload exclude each other");
+    /* A presigned URL names one object, and argv goes into the JSON. */
+    if (upload_url && strncmp(upload_url, "s3://", 5) && strncmp(upload_url, "gs://", 5))
+        fk_usage_error("--upload wants s3://BUCKET/PREFIX/ or gs://BUCKET/PREFIX/; for a presigned URL use 'flamekit upload FILE URL'");
 
     struct fk_capture_opts co;
     fk_capture_opts_init(&co);
@@ -617,8 +627,14 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
             for (size_t i = 0; i < fk_record_written.n; i++)
                 fprintf(out, "  %s\n", fk_record_written.paths[i]);
     }
-    /* --upload (flamekit upload stage) hooks here: fk_record_written holds
-     * the committed files. */
+    /* --upload: the committed files go to object storage (flamekit-upload(1));
+     * any that did not arrive make the exit status 1 and stay in dir. */
+    if (upload_url && fk_record_written.n) {
+        struct fk_upload_opts uo = { .quiet = quiet };
+        if (fk_upload_paths(upload_url, (const char *const *)fk_record_written.paths, fk_record_written.n,
+                            NULL, &uo) != 0)
+            rc = FK_EXIT_ERROR;
+    }
     if (to_stdout) {
         struct fk_stream_writer w;
         int status = rc;

@@ -9,6 +9,7 @@
 
 #include <ctype.h>
 #include <curl/curl.h>
+#include <jansson.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -487,6 +488,12 @@ static char *describe(struct up *u, const struct resp *r)
     } else if (r->status == 403 && u->kind == DEST_PRESIGNED) {
         m = fk_asprintf("access denied by %s (HTTP 403%s%s): the presigned URL is expired, for another "
                         "method or object, or badly copied", u->host, code ? " " : "", code ? code : "");
+    } else if (r->status == 403 && code && !strcmp(code, "QuotaExceeded")) {
+        m = fk_asprintf("quota of bucket '%s' or its owner exceeded (HTTP 403 QuotaExceeded): free space or "
+                        "raise the quota", u->bucket);
+    } else if (r->status == 403 && code && !strcmp(code, "RequestTimeTooSkewed")) {
+        m = fk_asprintf("the server rejects this host's clock (HTTP 403 RequestTimeTooSkewed): fix the time "
+                        "(NTP) and retry");
     } else if (r->status == 403) {
         char *hint = fk_s3_key_hint(u->s.key_id);
         m = fk_asprintf("access denied (HTTP 403%s%s): check credentials (key id %s from %s) and the "
@@ -762,7 +769,10 @@ int fk_upload_paths(const char *dest, const char *const *paths, size_t n,
     if (!up_init(&u, dest, opts, false) || !(u.curl = curl_easy_init())) {
         for (size_t i = 0; i < n; i++) {
             char *ap = abs_path(paths[i]);
-            fk_error("%s not uploaded; it stays at %s", paths[i], ap);
+            if (access(paths[i], F_OK) == 0)
+                fk_error("%s not uploaded; it stays at %s", paths[i], ap);
+            else
+                fk_error("%s not uploaded: %s", paths[i], strerror(errno));
             free(ap);
         }
         up_free(&u);
@@ -855,7 +865,7 @@ size_t fk_upload_meta_from_name(const char *path, struct fk_upload_meta *out)
     }
     if (rn == 0)
         return 0;
-    const char **k = fk_calloc(3, sizeof *k), **v = fk_calloc(3, sizeof *v);
+    const char **k = fk_calloc(8, sizeof *k), **v = fk_calloc(8, sizeof *v);
     k[0] = fk_strdup("host");
     v[0] = fk_strndup(name, (size_t)(stamp - name));
     k[1] = fk_strdup("scope");
@@ -863,10 +873,29 @@ size_t fk_upload_meta_from_name(const char *path, struct fk_upload_meta *out)
     k[2] = fk_strdup("start-time");
     const char *s = stamp + 1;
     v[2] = fk_asprintf("%.4s-%.2s-%.2sT%.2s:%.2s:%.2sZ", s, s + 4, s + 6, s + 9, s + 11, s + 13);
+    size_t n = 3;
+    /* The capture's JSON beside the file adds what a bucket search wants. */
+    char *jpath = fk_asprintf("%.*s%.*s.json", (int)(name - path), path, (int)(rest - name + rn), name);
+    json_t *j = json_load_file(jpath, 0, NULL);
+    free(jpath);
+    if (j) {
+        const char *ev = json_string_value(json_object_get(json_object_get(j, "event"), "name"));
+        const char *kr = json_string_value(json_object_get(json_object_get(j, "kernel"), "release"));
+        json_t *dur = json_object_get(j, "duration_s"), *smp = json_object_get(j, "samples");
+        if (ev)
+            k[n] = fk_strdup("event"), v[n++] = fk_strdup(ev);
+        if (json_is_number(dur))
+            k[n] = fk_strdup("duration-s"), v[n++] = fk_asprintf("%.1f", json_number_value(dur));
+        if (json_is_integer(smp))
+            k[n] = fk_strdup("samples"), v[n++] = fk_asprintf("%lld", (long long)json_integer_value(smp));
+        if (kr)
+            k[n] = fk_strdup("kernel"), v[n++] = fk_strdup(kr);
+        json_decref(j);
+    }
     out->keys = k;
     out->values = v;
-    out->n = 3;
-    return 3;
+    out->n = n;
+    return n;
 }
 
 void fk_upload_meta_free(struct fk_upload_meta *m)
