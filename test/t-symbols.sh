@@ -79,8 +79,12 @@ check_eq "JIT frame from perf-PID.map" "fk_jit_hot_[j]" "$out"
 
 # 5. JIT in its own pid + mount namespace: the map is /tmp/perf-NSPID.map in its root
 if need unshare; then
+    # The program must stay reachable after the private /tmp hides the
+    # build tree (which may itself live under /tmp): run a copy from /dev/shm.
+    nsprog=/dev/shm/fk-symprog.$$
+    cp "$PROG" "$nsprog" && fk_cleanup "rm -f '$nsprog'"
     start_prog addr unshare -p -f -m --propagation private sh -c \
-        "mount -t tmpfs fk-tmp /tmp && exec '$PROG' jit"
+        "mount -t tmpfs fk-tmp /tmp && exec '$nsprog' jit"
     inner=$(cat /proc/$PROG_PID/task/$PROG_PID/children 2>/dev/null | tr -d ' ')
     out=$("$LOOKUP" -a "${inner:-0}" "$(printf '%x' $((0x$addr + 2)))" | tr -d '\n')
     stop_prog

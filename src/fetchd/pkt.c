@@ -52,7 +52,9 @@ bool fd_parse_advertisement(const char *data, size_t len, struct fd_refs *refs, 
         while (nl > 0 && p[41 + nl - 1] == '\n')
             nl--;
         char *name = fk_strndup(p + 41, nl);
-        bool zero = strspn(p, "0") >= 40;
+        bool zero = true;   /* all-zero oid; p is not NUL-terminated */
+        for (int i = 0; i < 40 && zero; i++)
+            zero = p[i] == '0';
         size_t namelen = strlen(name);
         if (zero || (namelen > 3 && strcmp(name + namelen - 3, "^{}") == 0)) {
             free(name);     /* empty repository or a peeled tag */

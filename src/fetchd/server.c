@@ -140,8 +140,14 @@ bool fd_check_request(const char *body, size_t len, char *err, size_t errlen)
         }
         const char *p = body + off + 4;
         size_t pl = n ? (size_t)n - 4 : 0;
-        if (pl >= 45 && memcmp(p, "want ", 5) == 0 && strspn(p + 5, "0123456789abcdef") >= 40)
-            wants++;
+        if (pl >= 45 && memcmp(p, "want ", 5) == 0) {
+            /* 40 hex digits; the body is not NUL-terminated, so no strspn */
+            int hex = 0;
+            while (hex < 40 && strchr("0123456789abcdef", p[5 + hex]) && p[5 + hex])
+                hex++;
+            if (hex == 40)
+                wants++;
+        }
         if (pl == 5 && memcmp(p, "done\n", 5) == 0)
             done = true;
         off += n ? (size_t)n : 4;
