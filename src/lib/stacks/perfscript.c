@@ -439,15 +439,65 @@ static enum tok classify(const char *s, size_t n)
 
 #define MAX_TOK 24
 
+/* Tokens of the usual header "comm pid [cpu] secs.frac: period event:",
+ * classified by position (as classify() would), or false for any other
+ * shape, which the general loop then handles. */
+static bool header_fast(char *s, char *end, char **ts, size_t *tl, enum tok *tk)
+{
+    char *q = find_blank(s, end), *b = s;
+    if (q == b || q == end)
+        return false;
+    ts[0] = b, tl[0] = (size_t)(q - b), tk[0] = classify(b, tl[0]);
+    b = q = skip_blanks(q, end);
+    while (q < end && is_digit(*q))
+        q++;
+    if (q == b || q == end || !is_space(*q))
+        return false;
+    ts[1] = b, tl[1] = (size_t)(q - b), tk[1] = T_NUM;
+    b = q = skip_blanks(q, end);
+    if (q == end || *q++ != '[')
+        return false;
+    while (q < end && is_digit(*q))
+        q++;
+    if (q == b + 1 || q == end || *q++ != ']' || q == end || !is_space(*q))
+        return false;
+    ts[2] = b, tl[2] = (size_t)(q - b), tk[2] = T_CPU;
+    b = q = skip_blanks(q, end);
+    while (q < end && is_digit(*q))
+        q++;
+    if (q == b || q == end || *q++ != '.')
+        return false;
+    while (q < end && (is_digit(*q) || *q == '.'))
+        q++;
+    if (q == end || *q++ != ':' || q == end || !is_space(*q))
+        return false;
+    ts[3] = b, tl[3] = (size_t)(q - b), tk[3] = T_TIME;
+    b = q = skip_blanks(q, end);
+    while (q < end && is_digit(*q))
+        q++;
+    if (q == b || q == end || !is_space(*q))
+        return false;
+    ts[4] = b, tl[4] = (size_t)(q - b), tk[4] = T_NUM;
+    b = q = skip_blanks(q, end);
+    if (q == end || is_digit(*q))
+        return false;
+    q = find_blank(q, end);
+    if (q - b < 2 || q[-1] != ':')
+        return false;
+    ts[5] = b, tl[5] = (size_t)(q - b), tk[5] = T_EVENT;
+    return true;
+}
+
 /* A sample header. Returns false if the line does not look like one. */
 static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char **why)
 {
     char *ts[MAX_TOK];
     size_t tl[MAX_TOK];
     enum tok tk[MAX_TOK];
-    int nt = 0;
+    bool fast = header_fast(s, end, ts, tl, tk);
+    int nt = fast ? 6 : 0;
     char *q = s;
-    while (q < end && nt < MAX_TOK) {
+    while (!fast && q < end && nt < MAX_TOK) {
         q = skip_blanks(q, end);
         if (q == end)
             break;
