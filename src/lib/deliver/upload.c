@@ -8,7 +8,7 @@
 #include "util/buf.h"
 
 #include <ctype.h>
-#include <curl/curl.h>
+#include "curl-dyn.h"
 #include <jansson.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -116,9 +116,11 @@ static char *dup_or(const char *s)
 static bool curl_ready(void)
 {
     static int state;   /* 0 untried, 1 ok, -1 failed */
+    if (!state && !fk_curl_load())
+        state = -2;     /* fk_curl_load said why */
     if (!state)
         state = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 1 : -1;
-    if (state < 0)
+    if (state == -1)
         fk_error("libcurl initialisation failed");
     return state > 0;
 }

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* libcurl, loaded with dlopen() the first time an upload needs it.
+ *
+ * Linking libcurl pulls ~30 shared libraries (TLS, Kerberos, LDAP, ...) into
+ * every flamekit command: ~5 ms of start-up CPU for collapse/svg, and a
+ * dependency that 'remote --deploy' hosts may lack. Only upload uses it, so
+ * these definitions of the libcurl entry points forward to the real ones. */
+/* Our definitions of the entry points must not meet curl's type-check macros. */
+#define CURL_DISABLE_TYPECHECK 1
+#include "curl-dyn.h"
+#include "util/fk.h"
+
+#include <dlfcn.h>
+#include <stdarg.h>
+
+static struct {
+    int state;  /* 0 untried, 1 loaded, -1 unavailable */
+    CURLcode (*global_init)(long);
+    CURL *(*easy_init)(void);
+    void (*easy_cleanup)(CURL *);
+    void (*easy_reset)(CURL *);
+    CURLcode (*easy_perform)(CURL *);
+    CURLcode (*easy_setopt)(CURL *, CURLoption, ...);
+    CURLcode (*easy_getinfo)(CURL *, CURLINFO, ...);
+    const char *(*easy_strerror)(CURLcode);
+    struct curl_slist *(*slist_append)(struct curl_slist *, const char *);
+    void (*slist_free_all)(struct curl_slist *);
+} lib;
+
+bool fk_curl_load(void)
+{
+    if (lib.state)
+        return lib.state > 0;
+    lib.state = -1;
+    void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        fk_error("uploading needs libcurl (%s); install it: apt-get install libcurl4", dlerror());
+        return false;
+    }
+#define SYM(field, name)                                                            \
+    do {                                                                            \
+        *(void **)&lib.field = dlsym(h, name);                                      \
+        if (!lib.field) {                                                           \
+            fk_error("libcurl.so.4 lacks %s; install libcurl4 7.75 or newer", name); \
+            return false;                                                           \
+        }                                                                           \
+    } while (0)
+    SYM(global_init, "curl_global_init");
+    SYM(easy_init, "curl_easy_init");
+    SYM(easy_cleanup, "curl_easy_cleanup");
+    SYM(easy_reset, "curl_easy_reset");
+    SYM(easy_perform, "curl_easy_perform");
+    SYM(easy_setopt, "curl_easy_setopt");
+    SYM(easy_getinfo, "curl_easy_getinfo");
+    SYM(easy_strerror, "curl_easy_strerror");
+    SYM(slist_append, "curl_slist_append");
+    SYM(slist_free_all, "curl_slist_free_all");
+#undef SYM
+    lib.state = 1;
+    return true;
+}
+
+CURLcode curl_global_init(long flags)
+{
+    return fk_curl_load() ? lib.global_init(flags) : CURLE_FAILED_INIT;
+}
+
+CURL *curl_easy_init(void)
+{
+    return fk_curl_load() ? lib.easy_init() : NULL;
+}
+
+void curl_easy_cleanup(CURL *c)
+{
+    if (lib.state > 0)
+        lib.easy_cleanup(c);
+}
+
+void curl_easy_reset(CURL *c)
+{
+    if (lib.state > 0)
+        lib.easy_reset(c);
+}
+
+CURLcode curl_easy_perform(CURL *c)
+{
+    return lib.state > 0 ? lib.easy_perform(c) : CURLE_FAILED_INIT;
+}
+
+/* The argument's type follows from the option's number range, as in curl. */
+CURLcode curl_easy_setopt(CURL *c, CURLoption opt, ...)
+{
+    if (lib.state <= 0)
+        return CURLE_FAILED_INIT;
+    va_list ap;
+    va_start(ap, opt);
+    CURLcode rc;
+    if (opt < CURLOPTTYPE_OBJECTPOINT)
+        rc = lib.easy_setopt(c, opt, va_arg(ap, long));
+    else if (opt < CURLOPTTYPE_OFF_T)
+        rc = lib.easy_setopt(c, opt, va_arg(ap, void *));   /* objects and functions */
+    else if (opt < CURLOPTTYPE_BLOB)
+        rc = lib.easy_setopt(c, opt, va_arg(ap, curl_off_t));
+    else
+        rc = lib.easy_setopt(c, opt, va_arg(ap, void *));
+    va_end(ap);
+    return rc;
+}
+
+CURLcode curl_easy_getinfo(CURL *c, CURLINFO info, ...)
+{
+    if (lib.state <= 0)
+        return CURLE_FAILED_INIT;
+    va_list ap;
+    va_start(ap, info);
+    CURLcode rc = lib.easy_getinfo(c, info, va_arg(ap, void *));   /* always a pointer */
+    va_end(ap);
+    return rc;
+}
+
+const char *curl_easy_strerror(CURLcode code)
+{
+    return lib.state > 0 ? lib.easy_strerror(code) : "libcurl is not available";
+}
+
+struct curl_slist *curl_slist_append(struct curl_slist *l, const char *s)
+{
+    return fk_curl_load() ? lib.slist_append(l, s) : NULL;
+}
+
+void curl_slist_free_all(struct curl_slist *l)
+{
+    if (lib.state > 0)
+        lib.slist_free_all(l);
+}
