@@ -43,43 +43,34 @@ char *fk_merge_frame(const char *s)
     return f;
 }
 
+struct merge_ctx {
+    struct fk_stacktab *t;
+    const char *frame;
+    struct fk_buf key;
+};
+
+static void merge_line(void *ctx, const char *stack, size_t slen, uint64_t c, uint64_t c2,
+                       bool has2)
+{
+    struct merge_ctx *m = ctx;
+    if (has2)
+        c = c2;     /* a differential file: keep the AFTER column, like 'flamekit svg' */
+    if (m->frame) {
+        fk_buf_reset(&m->key);
+        fk_buf_adds(&m->key, m->frame);
+        fk_buf_addc(&m->key, ';');
+        fk_buf_add(&m->key, stack, slen);
+        fk_stacktab_add(m->t, m->key.data, m->key.len, c);
+    } else {
+        fk_stacktab_add(m->t, stack, slen, c);
+    }
+}
+
 bool fk_merge_add_file(struct fk_stacktab *t, const char *path, const char *frame,
                        struct fk_parse_stats *st)
 {
-    struct fk_lineread r;
-    if (!fk_lineread_open(&r, path))
-        return false;
-    struct fk_buf key = FK_BUF_INIT;
-    char *line;
-    size_t len;
-    while ((line = fk_lineread_next(&r, &len))) {
-        st->lines++;
-        if (len == 0 || line[0] == '#')
-            continue;
-        const char *stack, *why;
-        size_t slen;
-        uint64_t c, c2;
-        bool has2;
-        if (!fk_folded_parse_line(line, len, &stack, &slen, &c, &c2, &has2, &why)) {
-            fk_parse_stats_bad(st, r.lineno, line, len, why);
-            continue;
-        }
-        if (has2) {
-            /* A differential file: keep the AFTER column, like 'flamekit svg'. */
-            c = c2;
-        }
-        if (frame) {
-            fk_buf_reset(&key);
-            fk_buf_adds(&key, frame);
-            fk_buf_addc(&key, ';');
-            fk_buf_add(&key, stack, slen);
-            fk_stacktab_add(t, key.data, key.len, c);
-        } else {
-            fk_stacktab_add(t, stack, slen, c);
-        }
-    }
-    fk_buf_free(&key);
-    bool ok = !r.error;
-    fk_lineread_close(&r);
+    struct merge_ctx m = { t, frame, FK_BUF_INIT };
+    bool ok = fk_folded_foreach(path, st, merge_line, &m);
+    fk_buf_free(&m.key);
     return ok;
 }

@@ -110,7 +110,7 @@ bool fk_folded_parse_line(char *line, size_t len, const char **stack, size_t *st
     return true;
 }
 
-bool fk_folded_read(const char *path, struct fk_stacktab *t, struct fk_parse_stats *st)
+bool fk_folded_foreach(const char *path, struct fk_parse_stats *st, fk_folded_fn fn, void *ctx)
 {
     struct fk_lineread r;
     if (!fk_lineread_open(&r, path))
@@ -129,11 +129,22 @@ bool fk_folded_read(const char *path, struct fk_stacktab *t, struct fk_parse_sta
             fk_parse_stats_bad(st, r.lineno, line, len, why);
             continue;
         }
-        fk_stacktab_add2(t, stack, slen, c, has2 ? c2 : 0);
+        fn(ctx, stack, slen, c, c2, has2);
     }
     bool ok = !r.error;
     fk_lineread_close(&r);
     return ok;
+}
+
+static void add_to_table(void *ctx, const char *stack, size_t len, uint64_t count,
+                         uint64_t count2, bool has2)
+{
+    fk_stacktab_add2(ctx, stack, len, count, has2 ? count2 : 0);
+}
+
+bool fk_folded_read(const char *path, struct fk_stacktab *t, struct fk_parse_stats *st)
+{
+    return fk_folded_foreach(path, st, add_to_table, t);
 }
 
 bool fk_folded_write(struct fk_outfile *o, const struct fk_stacktab *t)

@@ -27,6 +27,11 @@ void fk_parse_stats_free(struct fk_parse_stats *st);
  * Lines with two counts fill count2 (differential input). Returns false on
  * I/O error (already reported). */
 bool fk_folded_read(const char *path, struct fk_stacktab *t, struct fk_parse_stats *st);
+/* Call fn for every well-formed line of path (same input rules as
+ * fk_folded_read); malformed lines go to st. */
+typedef void (*fk_folded_fn)(void *ctx, const char *stack, size_t len, uint64_t count,
+                             uint64_t count2, bool has2);
+bool fk_folded_foreach(const char *path, struct fk_parse_stats *st, fk_folded_fn fn, void *ctx);
 /* Parse one line; false if malformed (why says what). */
 bool fk_folded_parse_line(char *line, size_t len, const char **stack, size_t *stack_len,
                           uint64_t *count, uint64_t *count2, bool *has2, const char **why);
