@@ -23,9 +23,7 @@ static struct fd_cache *cache;
 static grpc_server *server;
 static grpc_completion_queue *scq;
 static void *methods[2];
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;
-static unsigned active, threads;  /* slots taken; workers alive (drain) */
+static struct fd_gate gate = FD_GATE_INIT(0);  /* max set from --max-conns */
 
 static void usage(FILE *out)
 {
@@ -98,9 +96,7 @@ static void release_slot(struct worker *w)
     if (w->released)
         return;
     w->released = true;
-    pthread_mutex_lock(&mu);
-    active--;
-    pthread_mutex_unlock(&mu);
+    fd_gate_release_slot(&gate);
 }
 
 #define TAG_CLOSE ((void *)1)
@@ -339,10 +335,7 @@ static void *worker_thread(void *arg)
     }
     free_pending(w.p);
     release_slot(&w);
-    pthread_mutex_lock(&mu);
-    if (--threads == 0)
-        pthread_cond_broadcast(&idle);
-    pthread_mutex_unlock(&mu);
+    fd_gate_thread_done(&gate);
     return NULL;
 }
 
@@ -371,6 +364,7 @@ int main(int argc, char **argv)
 {
     fk_progname = "fetchd-grpc";
     fd_server_parse(argc, argv, &opt, usage, true);
+    gate.max = opt.max_conns;
     cache = fd_cache_open(opt.cache_dir, opt.cache_size);
     fd_server_signals();
     grpc_init();
@@ -407,7 +401,7 @@ int main(int argc, char **argv)
         if (fd_stopping && !shutting) {
             /* Drain: stop accepting; in-flight calls finish first. */
             if (opt.verbose)
-                fd_log("stopping: waiting for %u call(s)", active);
+                fd_log("stopping: waiting for %u call(s)", fd_gate_active(&gate));
             grpc_server_shutdown_and_notify(server, scq, &shutdown_tag);
             shutting = true;
         }
@@ -423,30 +417,17 @@ int main(int argc, char **argv)
             continue;
         }
         enum fd_op op = p->op;
-        pthread_mutex_lock(&mu);
-        bool full = active >= opt.max_conns;
-        if (!full) {
-            active++;
-            threads++;
-        }
-        pthread_mutex_unlock(&mu);
         pthread_t t;
-        if (full)
+        if (!fd_gate_enter(&gate))
             reject(p);
         else if (pthread_create(&t, &at, worker_thread, p) != 0) {
-            pthread_mutex_lock(&mu);
-            active--;
-            threads--;
-            pthread_mutex_unlock(&mu);
+            fd_gate_cancel(&gate);
             reject(p);
         }
         if (!shutting)
             request_call(op);
     }
-    pthread_mutex_lock(&mu);
-    while (threads > 0)
-        pthread_cond_wait(&idle, &mu);
-    pthread_mutex_unlock(&mu);
+    fd_gate_drain(&gate);
     grpc_server_destroy(server);
     grpc_completion_queue_shutdown(scq);
     while (grpc_completion_queue_next(scq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN)

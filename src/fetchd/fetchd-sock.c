@@ -18,9 +18,7 @@
 
 static struct fd_server_opts opt;
 static struct fd_cache *cache;
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t idle = PTHREAD_COND_INITIALIZER;
-static unsigned active, threads;  /* slots taken; threads alive (drain) */
+static struct fd_gate gate = FD_GATE_INIT(0);  /* max set from --max-conns */
 
 static void usage(FILE *out)
 {
@@ -274,14 +272,9 @@ static void *conn_thread(void *arg)
     int sock = (int)(intptr_t)arg;
     serve(sock);
     /* Free the slot before the client sees EOF, so its next request fits. */
-    pthread_mutex_lock(&mu);
-    active--;
-    pthread_mutex_unlock(&mu);
+    fd_gate_release_slot(&gate);
     close(sock);
-    pthread_mutex_lock(&mu);
-    if (--threads == 0)
-        pthread_cond_broadcast(&idle);
-    pthread_mutex_unlock(&mu);
+    fd_gate_thread_done(&gate);
     return NULL;
 }
 
@@ -312,6 +305,7 @@ int main(int argc, char **argv)
 {
     fk_progname = "fetchd-sock";
     fd_server_parse(argc, argv, &opt, usage, false);
+    gate.max = opt.max_conns;
     cache = fd_cache_open(opt.cache_dir, opt.cache_size);
     fd_server_signals();
     int port;
@@ -328,14 +322,7 @@ int main(int argc, char **argv)
         int s = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
         if (s < 0)
             continue;
-        pthread_mutex_lock(&mu);
-        bool full = active >= opt.max_conns;
-        if (!full) {
-            active++;
-            threads++;
-        }
-        pthread_mutex_unlock(&mu);
-        if (full) {
+        if (!fd_gate_enter(&gate)) {
             char m[128];
             snprintf(m, sizeof m, "busy: %u connections in flight (--max-conns); retry later", opt.max_conns);
             send_err(s, m);
@@ -346,20 +333,14 @@ int main(int argc, char **argv)
         if (pthread_create(&t, &at, conn_thread, (void *)(intptr_t)s) != 0) {
             send_err(s, "server out of threads");
             close(s);
-            pthread_mutex_lock(&mu);
-            active--;
-            threads--;
-            pthread_mutex_unlock(&mu);
+            fd_gate_cancel(&gate);
         }
     }
     /* Drain: no new connections; in-flight ones finish. */
     close(lfd);
     if (opt.verbose)
-        fd_log("stopping: waiting for %u connection(s)", active);
-    pthread_mutex_lock(&mu);
-    while (threads > 0)
-        pthread_cond_wait(&idle, &mu);
-    pthread_mutex_unlock(&mu);
+        fd_log("stopping: waiting for %u connection(s)", fd_gate_active(&gate));
+    fd_gate_drain(&gate);
     fd_cache_close(cache);
     return 0;
 }

@@ -117,6 +117,26 @@ void fd_server_parse(int argc, char **argv, struct fd_server_opts *o,
 void fd_server_ready(const struct fd_server_opts *o, int port);
 /* One line on stderr, prefixed with the program name (--verbose logs). */
 void fd_log(const char *fmt, ...) FK_PRINTF(1, 2);
+/* Admission and drain, shared by both servers: a slot per request in
+ * flight (bounded by --max-conns) and a count of live worker threads, so
+ * SIGTERM can wait for in-flight work. A worker may free its slot before
+ * it ends (the client's next request then fits). */
+struct fd_gate {
+    pthread_mutex_t mu;
+    pthread_cond_t idle;
+    unsigned active, threads, max;
+};
+#define FD_GATE_INIT(max) { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, (max) }
+/* Take a slot and a thread; false when all slots are in use. */
+bool fd_gate_enter(struct fd_gate *g);
+/* Undo fd_gate_enter when the worker thread could not be started. */
+void fd_gate_cancel(struct fd_gate *g);
+void fd_gate_release_slot(struct fd_gate *g);
+/* The worker thread ends; wakes fd_gate_drain when it was the last. */
+void fd_gate_thread_done(struct fd_gate *g);
+unsigned fd_gate_active(struct fd_gate *g);
+/* Wait until every worker thread has ended. */
+void fd_gate_drain(struct fd_gate *g);
 /* SIGTERM/SIGINT set this; servers poll it. */
 extern volatile int fd_stopping;
 void fd_server_signals(void);

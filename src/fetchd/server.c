@@ -158,3 +158,54 @@ bool fd_check_request(const char *body, size_t len, char *err, size_t errlen)
     }
     return true;
 }
+
+bool fd_gate_enter(struct fd_gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    bool ok = g->active < g->max;
+    if (ok) {
+        g->active++;
+        g->threads++;
+    }
+    pthread_mutex_unlock(&g->mu);
+    return ok;
+}
+
+void fd_gate_cancel(struct fd_gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    g->active--;
+    g->threads--;
+    pthread_mutex_unlock(&g->mu);
+}
+
+void fd_gate_release_slot(struct fd_gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    g->active--;
+    pthread_mutex_unlock(&g->mu);
+}
+
+void fd_gate_thread_done(struct fd_gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    if (--g->threads == 0)
+        pthread_cond_broadcast(&g->idle);
+    pthread_mutex_unlock(&g->mu);
+}
+
+unsigned fd_gate_active(struct fd_gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    unsigned n = g->active;
+    pthread_mutex_unlock(&g->mu);
+    return n;
+}
+
+void fd_gate_drain(struct fd_gate *g)
+{
+    pthread_mutex_lock(&g->mu);
+    while (g->threads > 0)
+        pthread_cond_wait(&g->idle, &g->mu);
+    pthread_mutex_unlock(&g->mu);
+}
