@@ -178,7 +178,7 @@ check_grep "unwritable -o: says so" 'cannot write into /proc/self' "$o"
 "$FLAMEKIT" host --bogus >/dev/null 2>&1; check_eq "unknown option: exit 2" 2 "$?"
 "$FLAMEKIT" host --help | grep -q -- --unsafe-limits; check_eq "--help documents --unsafe-limits" 0 "$?"
 
-# --stdout: a valid stream (magic, CRCs, three files, end record), nothing else
+# --stdout: a valid stream (magic, CRCs, four files, end record), nothing else
 "$FLAMEKIT" host -q -d 1 --stdout >"$T/stream" 2>"$T/stream.err"
 check_eq "--stdout: exit 0" 0 "$?"
 res=$(python3 - "$T/stream" <<'PY'
@@ -198,7 +198,7 @@ exts = sorted(f.split(".", 3)[-1] for f in files)
 print(end, " ".join(exts))
 PY
 )
-check_eq "--stdout: stream has the three files and status 0" "0 flamegraph.svg folded.gz json" "$res"
+check_eq "--stdout: stream has the four files and status 0" "0 flamegraph.svg folded.gz json pb.gz" "$res"
 
 # memory cap: stops cleanly, says so, files complete
 start=$(date +%s)

@@ -109,7 +109,7 @@ if "$FLAMEKIT" run --help 2>&1 | grep -q -- '--stdout'; then
     svg=$(ls "$T"/out/*.svg 2>/dev/null | head -1)
     check "real capture: SVG valid" xmllint --noout "$svg"
     check_grep "real capture: folded has the workload's function" 'remote_spin_hot' "$(zcat "$T"/out/*.folded.gz 2>&1)"
-    check_eq "real capture: SVG, folded.gz and JSON land locally" 3 "$(nfiles)"
+    check_eq "real capture: SVG, folded.gz, pb.gz and JSON land locally" 4 "$(nfiles)"
     if need python3; then check "real capture: JSON metadata parses" python3 -m json.tool "$(ls "$T"/out/*.json | head -1)"; fi
     # --deploy of this very binary, running a real capture.
     fresh

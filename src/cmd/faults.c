@@ -7,6 +7,7 @@
 #include "capture/record.h"
 #include "capture/swevent.h"
 #include "deliver/stream.h"
+#include "render/pprof.h"
 #include "render/svg.h"
 #include "stacks/folded.h"
 #include "util/buf.h"
@@ -65,15 +66,16 @@ static void usage(FILE *out)
         "  -o, --output-dir DIR  write the results into DIR (default: a new private\n"
         "                        directory flamekit-HOST.TIME in the current one)\n"
         "      --stdout          stream the results to stdout (for flamekit remote)\n"
-        "      --no-svg          folded stacks and metadata only\n"
+        "      --no-svg          folded stacks, pprof and metadata only\n"
         "      --title TEXT      SVG title\n"
         "      --strict          exit 1 if samples x N disagrees with the count\n"
         "      --unsafe          allow -c below %d and -d above 300s\n"
         "  -q, --quiet           no progress line, summary or paths\n"
         "  -h, --help            print this help and exit\n"
         "\n"
-        "Writes HOST.YYYYMMDD_HHMMSS_UTC.SCOPE.EVENT.{flamegraph.svg,folded.gz,json};\n"
-        "folded counts are samples x N (estimated faults). See flamekit-faults(1).\n",
+        "Writes HOST.YYYYMMDD_HHMMSS_UTC.SCOPE.EVENT.{flamegraph.svg,folded.gz,pb.gz,json};\n"
+        "folded counts are samples x N (estimated faults), as is pprof's last sample\n"
+        "type (faults/count). See flamekit-faults(1).\n",
         DEFAULT_PERIOD, MIN_PERIOD, fk_swevent_list(), MIN_PERIOD);
 }
 
@@ -313,6 +315,7 @@ int cmd_faults(int argc, char **argv)
     char *svg_path = fk_asprintf("%s/%s.flamegraph.svg", dir, base);
     char *folded_path = fk_asprintf("%s/%s.folded.gz", dir, base);
     char *json_path = fk_asprintf("%s/%s.json", dir, base);
+    char *pprof_path = fk_asprintf("%s/%s.pb.gz", dir, base);
 
     /* Capture: the engine with our event, a fixed period, weight = period. */
     struct sigaction sa = { .sa_handler = on_signal };
@@ -332,6 +335,7 @@ int cmd_faults(int argc, char **argv)
     co.target = &tg;
     co.duration_ms = duration_ms;
     co.weight_by_period = true;
+    co.value_name = ev.unit;
     co.progress = !quiet;
     co.quiet = quiet;
     co.progress_label = fk_progname;
@@ -438,6 +442,8 @@ int cmd_faults(int argc, char **argv)
         fk_error("cannot write %s", folded_path);
         goto out;
     }
+    if (!fk_pprof_write_file(pprof_path, &r.prof, meta))
+        goto out;
     if (!no_svg) {
         struct fk_svg_opts so;
         fk_svg_opts_init(&so);
@@ -490,14 +496,14 @@ int cmd_faults(int argc, char **argv)
     }
     if (to_stdout) {
         struct fk_stream_writer sw;
-        char *names[3] = { fk_asprintf("%s.folded.gz", base), fk_asprintf("%s.json", base),
-                           fk_asprintf("%s.flamegraph.svg", base) };
-        const char *paths[3] = { folded_path, json_path, svg_path };
+        char *names[4] = { fk_asprintf("%s.folded.gz", base), fk_asprintf("%s.json", base),
+                           fk_asprintf("%s.pb.gz", base), fk_asprintf("%s.flamegraph.svg", base) };
+        const char *paths[4] = { folded_path, json_path, pprof_path, svg_path };
         bool sok = fk_stream_begin(&sw, stream_fd);
-        for (int i = 0; i < (no_svg ? 2 : 3) && sok; i++)
+        for (int i = 0; i < (no_svg ? 3 : 4) && sok; i++)
             sok = fk_stream_file_path(&sw, names[i], paths[i]);
         sok = sok && fk_stream_end(&sw, 0, pr.summary);
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < 4; i++) {
             unlink(paths[i]);
             free(names[i]);
         }
@@ -508,7 +514,7 @@ int cmd_faults(int argc, char **argv)
     } else if (!quiet) {
         if (!no_svg)
             printf("%s\n", svg_path);
-        printf("%s\n%s\n", folded_path, json_path);
+        printf("%s\n%s\n%s\n", folded_path, pprof_path, json_path);
     }
     rc = strict && pr.verdict != FK_PERIOD_OK ? FK_EXIT_ERROR : FK_EXIT_OK;
 
@@ -526,5 +532,6 @@ out:
     free(svg_path);
     free(folded_path);
     free(json_path);
+    free(pprof_path);
     return rc;
 }

@@ -3,6 +3,7 @@
 #include "capture/record.h"
 #include "deliver/stream.h"
 #include "deliver/upload.h"
+#include "render/pprof.h"
 #include "render/svg.h"
 #include "util/buf.h"
 #include "util/outfile.h"
@@ -40,7 +41,7 @@ static void usage(const struct fk_record_spec *s, FILE *out)
             "usage: flamekit %s [OPTIONS]%s%s\n"
             "\n"
             "Sample on-CPU stacks (kernel and user) of %s at %d Hz for %s,\n"
-            "then write HOST.YYYYMMDD_HHMMSS_UTC.SCOPE.{flamegraph.svg,folded.gz,json}\n"
+            "then write HOST.YYYYMMDD_HHMMSS_UTC.SCOPE.{flamegraph.svg,folded.gz,pb.gz,json}\n"
             "into a new private directory (or -o DIR) and print a summary.\n"
             "\n"
             "Options:\n"
@@ -50,7 +51,7 @@ static void usage(const struct fk_record_spec *s, FILE *out)
             "                         and the kernel's perf_event_max_sample_rate)\n"
             "  -o, --output-dir DIR   write the files into DIR (created 0700 if missing)\n"
             "      --stdout           stream the files to stdout (for ssh / flamekit remote)\n"
-            "      --no-svg           skip the SVG (folded.gz and json only)\n"
+            "      --no-svg           skip the SVG (folded.gz, pb.gz and json only)\n"
             "      --no-kernel        user-space stacks only (works with perf_event_paranoid 2\n"
             "                         for your own processes)\n"
             "      --max-memory SIZE  stop cleanly when stacks and symbols use more\n"
@@ -533,6 +534,7 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
     char *p_folded = fk_asprintf("%s/%s.folded.gz", dir, base);
     char *p_svg = fk_asprintf("%s/%s.flamegraph.svg", dir, base);
     char *p_json = fk_asprintf("%s/%s.json", dir, base);
+    char *p_pprof = fk_asprintf("%s/%s.pb.gz", dir, base);
     memset(&fk_record_written, 0, sizeof fk_record_written);
     bool wrote = true;
     {
@@ -552,6 +554,12 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
         } else
             wrote = false;
         free(sorted);
+    }
+    if (wrote) {
+        if (fk_pprof_write_file(p_pprof, &r.prof, meta))
+            fk_record_written.paths[fk_record_written.n++] = p_pprof;
+        else
+            wrote = false;
     }
     if (wrote && !no_svg) {
         struct fk_svg_opts so;
@@ -660,6 +668,7 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
     free(p_folded);
     free(p_svg);
     free(p_json);
+    free(p_pprof);
     memset(&fk_record_written, 0, sizeof fk_record_written);
 done:
     free(base);

@@ -37,7 +37,7 @@ void fk_sysinfo_json(json_t *o);
 
 /* The written files of the last fk_record_main run, for --upload. */
 struct fk_record_files {
-    char *paths[4];
+    char *paths[5];
     size_t n;
 };
 extern struct fk_record_files fk_record_written;
