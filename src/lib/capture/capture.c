@@ -941,7 +941,9 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
     uint64_t mem = fk_stacktab_bytes(&e.raw) + fk_sym_bytes(e.sym);
     if (mem > r->mem_bytes)
         r->mem_bytes = mem;
+    uint64_t t_name = mono_ns();
     build_prof(&e);
+    r->naming_ns = mono_ns() - t_name;
     fk_sym_stats(e.sym, &r->sym);
     rc = FK_EXIT_OK;
 out:

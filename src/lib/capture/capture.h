@@ -109,6 +109,8 @@ struct fk_capture_result {
     uint64_t unique_stacks;         /* raw (location) stacks */
     uint64_t mem_bytes;             /* peak table + symbolizer bytes */
     uint64_t kernel_frames, user_frames;
+    uint64_t naming_ns;             /* after the capture: naming the unique
+                                       locations and folding (benchmarks) */
     const char *stop_reason;        /* "duration", "signal", "target exited", "memory limit" */
     bool mem_limited;
     bool child_exited;              /* RUN */

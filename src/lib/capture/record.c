@@ -537,6 +537,11 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
     char *p_pprof = fk_asprintf("%s/%s.pb.gz", dir, base);
     memset(&fk_record_written, 0, sizeof fk_record_written);
     bool wrote = true;
+    /* where the time after the capture goes (bench/pprof.sh reads it) */
+    uint64_t t0 = fk_now_ns(), t_folded = 0, t_pprof = 0, t_svg = 0;
+    /* the pprof profile is encoded and compressed beside the folded and
+     * SVG writing, on the second core */
+    struct fk_pprof_job *pprof_job = fk_pprof_gz_start(&r.prof, meta);
     {
         struct fk_outfile of;
         struct fk_stack **sorted = fk_stacktab_sorted(&r.stacks);
@@ -555,12 +560,7 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
             wrote = false;
         free(sorted);
     }
-    if (wrote) {
-        if (fk_pprof_write_file(p_pprof, &r.prof, meta))
-            fk_record_written.paths[fk_record_written.n++] = p_pprof;
-        else
-            wrote = false;
-    }
+    t_folded = fk_now_ns();
     if (wrote && !no_svg) {
         struct fk_svg_opts so;
         fk_svg_opts_init(&so);
@@ -590,7 +590,27 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
         }
         free(sub);
     }
+    t_svg = fk_now_ns();
+    uint64_t pprof_cpu = 0;
+    if (wrote && fk_pprof_write_job(p_pprof, pprof_job, &pprof_cpu))
+        fk_record_written.paths[fk_record_written.n++] = p_pprof;
+    else if (wrote)
+        wrote = false;
+    else {
+        struct fk_buf drop = FK_BUF_INIT;     /* an earlier file failed */
+        fk_pprof_gz_finish(pprof_job, &drop, NULL);
+        fk_buf_free(&drop);
+    }
+    t_pprof = fk_now_ns();
     if (wrote) {
+        json_t *tj = json_object();
+        json_object_set_new(tj, "naming", json_real((double)r.naming_ns / 1e6));
+        json_object_set_new(tj, "folded", json_real((double)(t_folded - t0) / 1e6));
+        json_object_set_new(tj, "svg", json_real((double)(t_svg - t_folded) / 1e6));
+        /* what waiting for the pprof thread and writing its file added */
+        json_object_set_new(tj, "pprof", json_real((double)(t_pprof - t_svg) / 1e6));
+        json_object_set_new(tj, "pprof_encode_cpu", json_real((double)pprof_cpu / 1e6));
+        json_object_set_new(meta, "post_capture_ms", tj);
         struct fk_outfile of;
         char *js = json_dumps(meta, JSON_INDENT(2) | JSON_SORT_KEYS);
         if (js && fk_outfile_open(&of, p_json, 0644) && fk_outfile_write(&of, js, strlen(js)) &&

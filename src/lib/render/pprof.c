@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* pprof encoding (see pprof.h). The protobuf-c message tree points into the
  * structured profile's own arrays (location ids, values, strings); only the
- * per-object structs protobuf-c wants are allocated, in one array each. */
+ * per-object structs protobuf-c wants are allocated, in one array each; the
+ * message is packed into one buffer and gzip-compressed in one call. */
 #include "pprof.h"
 #include "stacks/profile.pb-c.h"
 #include "util/buf.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <zlib.h>
 
 /* The metadata leaves worth a comment: pprof prints every comment at the
  * top of its text reports, so a short summary; the .json has the rest. The
@@ -60,27 +65,12 @@ static void flatten(struct comments *c, const char *prefix, const json_t *v)
     }
 }
 
-/* protobuf-c output through our sink; the first failure sticks. */
-struct sinkbuf {
-    ProtobufCBuffer base;
-    fk_pprof_sink sink;
-    void *ctx;
-    bool failed;
-};
-
-static void sink_append(ProtobufCBuffer *b, size_t len, const uint8_t *data)
+/* Pack p (and the comment lines cm) into out. */
+static void encode(const struct fk_prof *p, const struct comments *c, struct fk_buf *out)
 {
-    struct sinkbuf *s = (struct sinkbuf *)b;
-    if (!s->failed && !s->sink(s->ctx, data, len))
-        s->failed = true;
-}
-
-bool fk_pprof_encode(const struct fk_prof *p, const json_t *meta, fk_pprof_sink sink, void *ctx)
-{
-    struct comments cm = { 0 };
-    if (meta)
-        flatten(&cm, "", meta);
-
+    struct comments none = { 0 };
+    const struct comments *cmp = c ? c : &none;
+    const struct comments cm = *cmp;
     Perftools__Profiles__Profile msg = PERFTOOLS__PROFILES__PROFILE__INIT;
     size_t nstr = p->strs.n + cm.n;
     char **strs = fk_malloc(nstr * sizeof *strs);
@@ -197,7 +187,7 @@ bool fk_pprof_encode(const struct fk_prof *p, const json_t *meta, fk_pprof_sink 
         perftools__profiles__function__init(&fn[i]);
         fn[i].id = i + 1;
         fn[i].name = f->name;
-        fn[i].system_name = f->system_name;
+        fn[i].system_name = f->system_name != f->name ? f->system_name : 0;
         fn[i].filename = f->file;
         fn[i].start_line = f->start_line;
         fnp[i] = &fn[i];
@@ -205,31 +195,120 @@ bool fk_pprof_encode(const struct fk_prof *p, const json_t *meta, fk_pprof_sink 
     msg.n_function = p->nfuncs;
     msg.function = fnp;
 
-    struct sinkbuf sb = { { sink_append }, sink, ctx, false };
-    protobuf_c_message_pack_to_buffer(&msg.base, &sb.base);
+    size_t len = protobuf_c_message_get_packed_size(&msg.base);
+    fk_buf_reserve(out, len);
+    out->len += protobuf_c_message_pack(&msg.base, (uint8_t *)out->data + out->len);
 
     free(fn), free(fnp), free(lc), free(lcp), free(ln), free(lnp), free(mp), free(mpp);
     free(sm), free(smp), free(lb), free(lbp), free(comments), free(vt), free(vtp), free(strs);
-    for (size_t i = 0; i < cm.n; i++)
-        free(cm.v[i]);
-    free(cm.v);
-    return !sb.failed;
 }
 
-static bool outfile_sink(void *ctx, const void *data, size_t len)
+static void comments_free(struct comments *c)
 {
-    return fk_outfile_write(ctx, data, len);
+    for (size_t i = 0; i < c->n; i++)
+        free(c->v[i]);
+    free(c->v);
+    memset(c, 0, sizeof *c);
+}
+
+void fk_pprof_encode(const struct fk_prof *p, const json_t *meta, struct fk_buf *out)
+{
+    struct comments cm = { 0 };
+    if (meta)
+        flatten(&cm, "", meta);
+    encode(p, &cm, out);
+    comments_free(&cm);
+}
+
+/* ---- gzip, on a second thread when there is one -------------------------- */
+
+struct fk_pprof_job {
+    const struct fk_prof *p;
+    struct comments cm;
+    struct fk_buf gz;
+    uint64_t cpu_ns;        /* encoding + compression, CPU time */
+    bool ok, threaded;
+    pthread_t thread;
+};
+
+/* gzip (level 1, as Go's runtime/pprof writes) of the encoded profile. */
+static void *job_run(void *arg)
+{
+    struct fk_pprof_job *j = arg;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    struct fk_buf raw = FK_BUF_INIT;
+    encode(j->p, &j->cm, &raw);
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    j->ok = deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
+    if (j->ok) {
+        uLong bound = deflateBound(&z, (uLong)raw.len);
+        fk_buf_reserve(&j->gz, bound);
+        z.next_in = (Bytef *)raw.data;
+        z.avail_in = (uInt)raw.len;
+        z.next_out = (Bytef *)j->gz.data;
+        z.avail_out = (uInt)bound;
+        j->ok = raw.len <= UINT_MAX && deflate(&z, Z_FINISH) == Z_STREAM_END;
+        j->gz.len = z.total_out;
+        deflateEnd(&z);
+    }
+    fk_buf_free(&raw);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+    j->cpu_ns = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec));
+    return NULL;
+}
+
+struct fk_pprof_job *fk_pprof_gz_start(const struct fk_prof *p, const json_t *meta)
+{
+    struct fk_pprof_job *j = fk_calloc(1, sizeof *j);
+    j->p = p;
+    if (meta)
+        flatten(&j->cm, "", meta);     /* jansson stays on the caller's thread */
+    j->threaded = pthread_create(&j->thread, NULL, job_run, j) == 0;
+    if (!j->threaded)
+        job_run(j);
+    return j;
+}
+
+bool fk_pprof_gz_finish(struct fk_pprof_job *j, struct fk_buf *out, uint64_t *cpu_ns)
+{
+    if (j->threaded)
+        pthread_join(j->thread, NULL);
+    bool ok = j->ok;
+    if (cpu_ns)
+        *cpu_ns = j->cpu_ns;
+    if (ok) {
+        *out = j->gz;
+        memset(&j->gz, 0, sizeof j->gz);
+    }
+    fk_buf_free(&j->gz);
+    comments_free(&j->cm);
+    free(j);
+    return ok;
+}
+
+bool fk_pprof_write_job(const char *path, struct fk_pprof_job *j, uint64_t *cpu_ns)
+{
+    struct fk_buf gz = FK_BUF_INIT;
+    if (!fk_pprof_gz_finish(j, &gz, cpu_ns)) {
+        fk_error("cannot write %s: compressing the profile failed", path);
+        return false;
+    }
+    struct fk_outfile of;
+    bool ok = fk_outfile_open(&of, path, 0644);
+    if (ok && !fk_outfile_write(&of, gz.data, gz.len)) {
+        fk_error("cannot write %s: %s", path, strerror(errno));
+        fk_outfile_abort(&of);
+        ok = false;
+    } else if (ok) {
+        ok = fk_outfile_commit(&of);
+    }
+    fk_buf_free(&gz);
+    return ok;
 }
 
 bool fk_pprof_write_file(const char *path, const struct fk_prof *p, const json_t *meta)
 {
-    struct fk_outfile of;
-    if (!fk_outfile_open_gz(&of, path, 0644))
-        return false;
-    if (!fk_pprof_encode(p, meta, outfile_sink, &of)) {
-        fk_error("cannot write %s: %s", path, strerror(errno));
-        fk_outfile_abort(&of);
-        return false;
-    }
-    return fk_outfile_commit(&of);
+    return fk_pprof_write_job(path, fk_pprof_gz_start(p, meta), NULL);
 }

@@ -7,17 +7,28 @@
 #define FK_RENDER_PPROF_H
 
 #include "stacks/prof.h"
+#include "util/buf.h"
 #include "util/outfile.h"
 
 #include <jansson.h>
 
-/* Where the encoded bytes go; false stops the encoding. */
-typedef bool (*fk_pprof_sink)(void *ctx, const void *data, size_t len);
+/* Encode p (uncompressed protobuf) into out; meta may be NULL. */
+void fk_pprof_encode(const struct fk_prof *p, const json_t *meta, struct fk_buf *out);
 
-/* Encode p (uncompressed protobuf) into sink; meta may be NULL. */
-bool fk_pprof_encode(const struct fk_prof *p, const json_t *meta, fk_pprof_sink sink, void *ctx);
-/* Write p gzip-compressed to path atomically (fk_outfile); false after one
- * error line. */
+/* Encoding and compressing a large profile takes tens of milliseconds: a
+ * capture starts it on a second thread (inline if none can be made) before
+ * drawing its SVG, and collects the gzip bytes afterwards. p must stay
+ * unchanged until then; meta is read here, on the caller's thread. */
+struct fk_pprof_job;
+struct fk_pprof_job *fk_pprof_gz_start(const struct fk_prof *p, const json_t *meta);
+/* Wait and take the gzip bytes (out's buffer is the caller's); false if
+ * compression failed. *cpu_ns (if not NULL): the CPU time encoding and
+ * compressing took. Frees the job. */
+bool fk_pprof_gz_finish(struct fk_pprof_job *j, struct fk_buf *out, uint64_t *cpu_ns);
+/* Finish the job into path atomically (fk_outfile); false after one error
+ * line. Frees the job. */
+bool fk_pprof_write_job(const char *path, struct fk_pprof_job *j, uint64_t *cpu_ns);
+/* Both steps at once. */
 bool fk_pprof_write_file(const char *path, const struct fk_prof *p, const json_t *meta);
 
 #endif
