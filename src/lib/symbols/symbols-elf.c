@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <lzma.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -444,6 +445,58 @@ const struct fde_range *fk_dso_fde_find(const struct dso *d, uint64_t vaddr)
     return vaddr - f->start < f->len ? f : NULL;
 }
 
+/* ---- MiniDebugInfo ----
+ * .gnu_debugdata (Fedora, RHEL, CentOS...): an xz-compressed ELF whose
+ * .symtab holds the function symbols .dynsym lacks. Decompressed in memory
+ * within a decoder memory limit and an output cap, read, then freed. */
+
+#define MINIDEBUG_MEMLIMIT (64u << 20)
+#define MINIDEBUG_MAX_OUT (64u << 20)
+
+bool fk_dso_load_minidebuginfo(struct dso *d, Elf *e)
+{
+    GElf_Shdr sh;
+    Elf_Scn *scn = section_named(e, ".gnu_debugdata", &sh);
+    Elf_Data *data = scn && sh.sh_type == SHT_PROGBITS ? elf_rawdata(scn, NULL) : NULL;
+    if (!data || !data->d_buf || data->d_size == 0)
+        return false;
+    lzma_stream z = LZMA_STREAM_INIT;
+    if (lzma_stream_decoder(&z, MINIDEBUG_MEMLIMIT, 0) != LZMA_OK)
+        return false;
+    z.next_in = data->d_buf;
+    z.avail_in = data->d_size;
+    unsigned char *out = NULL;
+    size_t cap = 0, len = 0;
+    lzma_ret r = LZMA_OK;
+    while (r == LZMA_OK) {
+        if (len == cap) {
+            if (cap >= MINIDEBUG_MAX_OUT)
+                break;
+            cap = cap ? cap * 2 : 64 * 1024;
+            if (cap > MINIDEBUG_MAX_OUT)
+                cap = MINIDEBUG_MAX_OUT;
+            out = fk_realloc(out, cap);
+        }
+        z.next_out = out + len;
+        z.avail_out = cap - len;
+        r = lzma_code(&z, LZMA_FINISH);
+        len = cap - z.avail_out;
+    }
+    lzma_end(&z);
+    bool ok = false;
+    if (r == LZMA_STREAM_END) {
+        Elf *in = elf_memory((char *)out, len);
+        if (in && elf_kind(in) == ELF_K_ELF)
+            ok = read_syms(in, SHT_SYMTAB, &d->st) > 0;
+        if (in)
+            elf_end(in);
+    }
+    free(out);
+    if (ok)     /* it holds only what .dynsym lacks */
+        read_syms(e, SHT_DYNSYM, &d->st);
+    return ok;
+}
+
 void fk_dso_load_elf(struct dso *d)
 {
     d->loaded = true;
@@ -475,7 +528,8 @@ void fk_dso_load_elf(struct dso *d)
         }
         d->elf_ok = d->nloads > 0;
         if (!(has_section(e, SHT_SYMTAB) && read_syms(e, SHT_SYMTAB, &d->st) > 0) &&
-            !load_debug_file(d, e) && read_gopclntab(e, &d->st) == 0) {
+            !load_debug_file(d, e) && !fk_dso_load_minidebuginfo(d, e) &&
+            read_gopclntab(e, &d->st) == 0) {
             /* exported names only: the rest is named by function start */
             read_syms(e, SHT_DYNSYM, &d->st);
             fk_dso_load_fde_names(d, e);

@@ -69,6 +69,9 @@ void fk_dso_load_elf(struct dso *d);
  * into d->fdes; and the range covering vaddr, or NULL. */
 void fk_dso_load_fde_names(struct dso *d, Elf *e);
 const struct fde_range *fk_dso_fde_find(const struct dso *d, uint64_t vaddr);
+/* Symbols from .gnu_debugdata (xz-compressed ELF) plus .dynsym; false
+ * (nothing added) when there is none or it is unreadable. */
+bool fk_dso_load_minidebuginfo(struct dso *d, Elf *e);
 /* Symbols of this process's vDSO (same kernel: same image for 64-bit tasks). */
 void fk_vdso_load(struct fk_symtab *t);
 /* /proc/kallsyms; returns false when addresses are hidden. */
