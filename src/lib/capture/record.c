@@ -242,6 +242,7 @@ static json_t *metadata(const struct fk_record_spec *spec, const struct fk_captu
     json_object_set_new(sy, "processes", json_integer((json_int_t)r->sym.processes));
     json_object_set_new(sy, "locate_unknown", json_integer((json_int_t)r->sym.locate_unknown));
     json_object_set_new(sy, "names_unresolved", json_integer((json_int_t)r->sym.names_unresolved));
+    json_object_set_new(sy, "names_function_start", json_integer((json_int_t)r->sym.names_function_start));
     json_object_set_new(sy, "deleted_files_kept", json_integer((json_int_t)r->sym.deleted_files_kept));
     json_object_set_new(m, "symbols", sy);
     return m;
