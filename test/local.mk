@@ -46,3 +46,7 @@ test_progs_fake_capture_CFLAGS = $(libflamekit_a_CFLAGS)
 test_progs_fake_capture_LDADD = $(FK_LIBS)
 check_PROGRAMS += test/progs/remote-spin
 test_progs_remote_spin_CFLAGS = $(AM_CFLAGS) -O1 -fno-omit-frame-pointer
+check_PROGRAMS += test/unit-opt
+test_unit_opt_SOURCES = test/unit/unit-opt.c test/unit/unit.h
+test_unit_opt_CFLAGS = $(libflamekit_a_CFLAGS)
+test_unit_opt_LDADD = $(FK_LIBS)
