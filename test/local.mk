@@ -50,3 +50,7 @@ check_PROGRAMS += test/unit-safeopen
 test_unit_safeopen_SOURCES = test/unit/unit-safeopen.c test/unit/unit.h
 test_unit_safeopen_CFLAGS = $(libflamekit_a_CFLAGS)
 test_unit_safeopen_LDADD = $(FK_LIBS)
+check_PROGRAMS += test/unit-opt
+test_unit_opt_SOURCES = test/unit/unit-opt.c test/unit/unit.h
+test_unit_opt_CFLAGS = $(libflamekit_a_CFLAGS)
+test_unit_opt_LDADD = $(FK_LIBS)
