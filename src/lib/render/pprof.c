@@ -17,12 +17,11 @@
 
 /* The metadata leaves worth a comment: pprof prints every comment at the
  * top of its text reports, so a short summary; the .json has the rest. The
- * names cover both capture schemas (a.b = key b of object a). */
+ * names are flamekit-metadata(5)'s (a.b = key b of object a). */
 static const char *const comment_keys[] = {
-    "invocation", "hostname", "host.hostname", "kernel.release", "host.kernel.release",
-    "target.description", "event.name", "frequency_hz", "event.period", "start_time",
-    "start", "duration_s", "duration_ms", "samples", "sampling.samples", "lost",
-    "sampling.lost", "sampling.summary", "stop_reason",
+    "invocation", "host", "kernel.release", "target.description", "event.name",
+    "event.frequency_hz", "faults.period", "start_time", "duration_s", "samples", "lost",
+    "faults.summary", "stop_reason",
 };
 #define COMMENT_MAX 1024
 
