@@ -19,3 +19,4 @@ dist_man_MANS += man/fetchd-sock.1
 dist_man_MANS += man/fetchd-client.1
 dist_man_MANS += man/fetch-bench.1
 dist_man_MANS += man/flamekit-metadata.5
+dist_man_MANS += man/flamekit-serve.1

@@ -55,3 +55,4 @@ test_unit_opt_SOURCES = test/unit/unit-opt.c test/unit/unit.h
 test_unit_opt_CFLAGS = $(libflamekit_a_CFLAGS)
 test_unit_opt_LDADD = $(FK_LIBS)
 EXTRA_DIST += test/t-pprof.sh test/progs/gopprof/main.go
+EXTRA_DIST += test/t-serve.sh test/progs/serve-click.js

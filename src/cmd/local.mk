@@ -12,3 +12,4 @@ flamekit_SOURCES += src/cmd/user.c
 flamekit_SOURCES += src/cmd/cgroup.c
 flamekit_SOURCES += src/cmd/run.c
 flamekit_SOURCES += src/cmd/remote.c
+flamekit_SOURCES += src/cmd/serve.c
