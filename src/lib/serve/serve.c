@@ -108,14 +108,19 @@ static void audit(const struct req *r, const char *method, const char *url, unsi
     char ts[32];
     gmtime_r(&now, &tm);
     strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    char u[160];
+    /* what clients sent (path, decoded query values) cannot forge lines */
+    char u[160], w[sizeof r->what];
     size_t k = 0;
     for (const char *c = url; *c && k + 1 < sizeof u; c++)
         u[k++] = (unsigned char)*c < 0x21 || *c == 0x7f ? '_' : *c;
     u[k] = 0;
+    k = 0;
+    for (const char *c = r->what; *c && k + 1 < sizeof w; c++)
+        w[k++] = (unsigned char)*c < 0x20 || *c == 0x7f ? '_' : *c;
+    w[k] = 0;
     fprintf(stderr, "%s: audit %s client=%s who=%s %s %s%s%s status=%u bytes=%zu ms=%llu\n",
-            fk_progname, ts, r->ip, r->who[0] ? r->who : "-", method, u, r->what[0] ? " " : "",
-            r->what, status, bytes, (unsigned long long)((mono_ns() - r->t0) / 1000000u));
+            fk_progname, ts, r->ip, r->who[0] ? r->who : "-", method, u, w[0] ? " " : "",
+            w, status, bytes, (unsigned long long)((mono_ns() - r->t0) / 1000000u));
 }
 
 static enum MHD_Result respond(struct MHD_Connection *c, struct req *r, const char *method,
