@@ -199,7 +199,28 @@ bad() {  # bad WHAT REGEX FILE
 }
 head -c 300 "$gheap" >"$T/trunc.gz"
 bad "truncated gzip" 'gzip data is truncated' "$T/trunc.gz"
-zcat "$gheap" | head -c 3000 >"$T/trunc.pb"
+# cut in the middle of a field (after a few whole ones), wherever this
+# run's profile puts its field boundaries
+zcat "$gheap" | python3 -c '
+import sys
+d = sys.stdin.buffer.read()
+def varint(i):
+    x = s = 0
+    while True:
+        b = d[i]; i += 1; x |= (b & 0x7f) << s; s += 7
+        if b < 0x80: return x, i
+i = n = 0
+while i < len(d):
+    t, j = varint(i)
+    if t & 7 == 2:
+        l, j = varint(j)
+        if n >= 3 and l >= 2:
+            sys.stdout.buffer.write(d[:j + l // 2]); break
+        j += l
+    else:
+        _, j = varint(j)
+    i, n = j, n + 1
+' >"$T/trunc.pb"
 bad "truncated profile" 'pprof profile is truncated' "$T/trunc.pb"
 printf '\x0a\x02\x08\x05\x32\x00' >"$T/stridx.pb"
 bad "string index out of range" 'string index 5 out of range' "$T/stridx.pb"
