@@ -9,9 +9,11 @@
 const { spawn } = require("child_process");
 const fs = require("fs");
 const [chrome, url, token, secs, dldir, profdir] = process.argv.slice(2);
-const fail = (m) => { console.error("serve-click: " + m); process.exit(1); };
+// a failure takes the browser down too: nothing is left running
+let br = null;
+const fail = (m) => { console.error("serve-click: " + m); if (br) br.kill(); process.exit(1); };
 const deadline = setTimeout(() => fail("timed out"), 90000);
-const br = spawn(chrome, ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+br = spawn(chrome, ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
     "--remote-debugging-port=0", "--user-data-dir=" + profdir, "about:blank"],
     { stdio: ["ignore", "ignore", "pipe"] });
 let err = "";
