@@ -369,7 +369,7 @@ int cmd_faults(int argc, char **argv)
     }
     json_object_set_new(meta, "invocation", json_string(fk_buf_cstr(&inv)));
     fk_buf_free(&inv);
-    json_object_set_new(meta, "tool", json_string("flamekit " FK_VERSION));
+    json_object_set_new(meta, "tool", json_sprintf("flamekit %s", FK_VERSION));
     json_object_set_new(meta, "profile", json_string("faults"));
     json_t *hj = json_object();
     fk_sysinfo_json(hj);
