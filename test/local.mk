@@ -46,3 +46,4 @@ test_progs_fake_capture_CFLAGS = $(libflamekit_a_CFLAGS)
 test_progs_fake_capture_LDADD = $(FK_LIBS)
 check_PROGRAMS += test/progs/remote-spin
 test_progs_remote_spin_CFLAGS = $(AM_CFLAGS) -O1 -fno-omit-frame-pointer
+EXTRA_DIST += test/t-configure.sh
