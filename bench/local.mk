@@ -8,3 +8,4 @@ FK_BENCHES += bench/capture.sh
 EXTRA_DIST += bench/capture.sh
 EXTRA_DIST += bench/svg.sh
 FK_BENCHES += bench/fetch.sh
+EXTRA_DIST += bench/fetch.sh

@@ -14,6 +14,16 @@ if need mandoc; then
 else
     skip "mandoc lint" "mandoc not installed"
 fi
+# apropos/whatis find every page under its file's name (lintian's
+# bad-whatis-entry): NAME is "flamekit-host", the synopsis "flamekit host".
+if need lexgrog; then
+    for m in "$FK_SRC"/man/*.1; do
+        n=$(basename "$m" .1)
+        check_grep "whatis entry of $n" "^[^:]*: \"$n - " "$(lexgrog "$m" 2>&1)"
+    done
+else
+    skip "whatis entries" "lexgrog not installed: apt-get install man-db"
+fi
 # Every man page is installed by make install.
 if make -s -C "$FK_BUILD" install DESTDIR="$T/inst" >"$T/install.log" 2>&1; then
     pass "make install"

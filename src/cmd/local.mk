@@ -1,4 +1,5 @@
-# subcommands: one file each
+# subcommands: one file each; commands.def is the table src/flamekit.c includes
+flamekit_SOURCES += src/cmd/commands.def
 libflamekit_a_SOURCES += src/lib/capture/period_check.c src/lib/capture/period_check.h
 libflamekit_a_SOURCES += src/lib/capture/swevent.c src/lib/capture/swevent.h
 flamekit_SOURCES += src/cmd/svg.c
