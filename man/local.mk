@@ -26,3 +26,4 @@ man_MANS += man/fetchd-sock.1
 man_MANS += man/fetchd-client.1
 man_MANS += man/fetch-bench.1
 endif
+dist_man_MANS += man/flamekit-metadata.5

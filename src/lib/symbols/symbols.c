@@ -61,7 +61,7 @@ struct fk_symbolizer {
     bool kernel_loaded, kernel_hidden, capture_ended;
     struct fk_symtab kernel, vdso;
     uint64_t dev_root, ino_root;
-    uint64_t locate_unknown, names_unresolved, deleted_kept;
+    uint64_t locate_unknown, names_unresolved, names_fde, deleted_kept;
 };
 
 /* ---- int map ---- */
@@ -584,6 +584,7 @@ void fk_sym_free(struct fk_symbolizer *s)
         free(d->path);
         free(d->root);
         free(d->loads);
+        free(d->fdes);
         fk_symtab_free(&d->st);
     }
     free(s->dsos);
@@ -831,10 +832,16 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
         y = have_vaddr ? fk_symtab_find(&d->st, vaddr, 0) : NULL;
         if (y) {
             add_symbol_name(s, fk_symtab_name(&d->st, y), out);
-        } else {
-            s->names_unresolved++;
-            fk_buf_printf(out, "[%s+0x%llx]", basename_of(d->path), (unsigned long long)vaddr);
+            return FK_FRAME_USER;
         }
+        /* no name: the start of the function (FDE) holding it, else the address */
+        const struct fde_range *f = have_vaddr ? fk_dso_fde_find(d, vaddr) : NULL;
+        if (f) {
+            vaddr = f->start;
+            s->names_fde++;
+        }
+        s->names_unresolved++;
+        fk_buf_printf(out, "[%s+0x%llx]", basename_of(d->path), (unsigned long long)vaddr);
         return FK_FRAME_USER;
     }
     case DSO_VDSO:
@@ -876,6 +883,7 @@ void fk_sym_stats(const struct fk_symbolizer *s, struct fk_sym_stats *out)
     out->processes = s->nprocs;
     out->locate_unknown = s->locate_unknown;
     out->names_unresolved = s->names_unresolved;
+    out->names_function_start = s->names_fde;
     out->deleted_files_kept = s->deleted_kept;
 }
 
@@ -895,6 +903,7 @@ size_t fk_sym_bytes(const struct fk_symbolizer *s)
     for (size_t i = 0; i < s->ndsos; i++) {
         const struct dso *d = &s->dsos[i];
         b += (d->path ? strlen(d->path) + 1 : 0) + d->nloads * sizeof *d->loads;
+        b += d->nfdes * sizeof *d->fdes;
         b += symtab_bytes(&d->st);
     }
     return b + symtab_bytes(&s->kernel) + symtab_bytes(&s->vdso);
