@@ -5,6 +5,9 @@
 for c in $("$FLAMEKIT" --help | awk '/^Commands:/ { on = 1; next } on && /^  [a-z]/ { print $1 }'); do
     [ "$c" = version ] && continue
     if [ -f "$FK_SRC/man/flamekit-$c.1" ]; then pass "man page for $c"; else fail "man page for $c missing (man/flamekit-$c.1)"; fi
+    # NAME says flamekit-$c (for whatis); a bare .Nm would print that as the command.
+    [ -f "$FK_SRC/man/flamekit-$c.1" ] &&
+        check_nogrep "flamekit-$c.1 names the command 'flamekit $c' (no bare .Nm)" '^\.Nm$' "$FK_SRC/man/flamekit-$c.1"
 done
 if need mandoc; then
     for m in "$FK_SRC"/man/*.[15]; do
