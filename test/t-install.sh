@@ -143,16 +143,7 @@ else
     check_eq "no unit enabled by make install (nothing under /etc/systemd)" "" \
         "$(find "$R/etc/systemd" 2>/dev/null)"
 fi
-if need systemd-analyze; then
-    # verify checks that ExecStart's program exists: point it at this copy.
-    mkdir -p "$T/units"
-    sed "s#^ExecStart=flamekit #ExecStart=$FK #" "$R$unitdir/flamekit-host-profile.service" >"$T/units/flamekit-host-profile.service"
-    cp "$R$unitdir/flamekit-host-profile.timer" "$T/units/"
-    check "systemd-analyze verify the installed service and timer" systemd-analyze verify --man=no \
-        "$T/units/flamekit-host-profile.service" "$T/units/flamekit-host-profile.timer"
-else
-    skip "systemd-analyze verify" "systemd-analyze not installed"
-fi
+verify_units "systemd-analyze verify the installed service and timer" "$R$unitdir" "$FK"
 
 # --- the fetch servers ---
 if [ $fetchd = 1 ]; then
