@@ -93,3 +93,87 @@ if [ -n "$ffi" ] && readelf -S "$ffi" 2>/dev/null | grep -q gnu_debugdata && nee
 else
     skip "MiniDebugInfo of a vendor library" "none installed; Debian ships no .gnu_debugdata"
 fi
+
+# 4. JIT maps that appear after the first sample. Maps left in /tmp by the
+# programs below are removed at exit.
+ls /tmp/perf-*.map 2>/dev/null | sort > "$T/maps.before"
+fk_cleanup 'ls /tmp/perf-*.map 2>/dev/null | sort | comm -13 "$T/maps.before" - | xargs -r rm -f'
+
+# a. written at exit, in a private /tmp of another mount + pid namespace: only
+# reachable through the /tmp the symbolizer held while the process lived
+if need unshare; then
+    nsprog=/dev/shm/fk-names-symprog.$$
+    cp "$PROG" "$nsprog" && fk_cleanup "rm -f '$nsprog'"
+    if run_capture jitns unshare -p -f -m --propagation private sh -c \
+        "mount -t tmpfs fk-tmp /tmp && exec '$nsprog' jitspin 1.5 atexit"; then
+        check_range "JIT map written at exit in a private /tmp: samples in fk_jit_hot" \
+            "$(share "$FOLDED" ';fk_jit_hot_\[j\]$' "^$(basename "$nsprog" | cut -c1-15);")" 0.80 1.0
+    fi
+fi
+
+# b. java -XX:+DumpPerfMapAtExit: the JVM writes its map when it exits
+if need java && need javac; then
+    mkdir -p "$T/java"
+    cat > "$T/java/Hot.java" <<'JAVA'
+public class Hot {
+    static long fkHotLoop(long n) { long s = 0; for (long i = 0; i < n; i++) s += (i * 7) ^ (s >>> 3); return s; }
+    public static void main(String[] a) throws Exception {
+        long end = System.nanoTime() + (long) (Double.parseDouble(a[0]) * 1e9), s = 0;
+        System.out.println("ready " + ProcessHandle.current().pid());
+        while (System.nanoTime() < end) s += fkHotLoop(100000);
+        System.out.println(s == 42 ? "" : "done");
+    }
+}
+JAVA
+    if javac -d "$T/java" "$T/java/Hot.java" 2>"$T/javac.log"; then
+        # share of the JVM's main thread ("java") samples with the method at the leaf
+        jshare() { share "$FOLDED" ';long Hot\.fkHotLoop\(long\)_\[j\]$' '^java;'; }
+        if run_capture javaexit java -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit -cp "$T/java" Hot 3; then
+            check_range "java -XX:+DumpPerfMapAtExit: samples in Hot.fkHotLoop" "$(jshare)" 0.50 1.0
+        fi
+        # c. without a map: no name (the control for d)
+        if run_capture javanomap java -cp "$T/java" Hot 3; then
+            check_range "java without a perf map: samples named Hot.fkHotLoop" "$(jshare)" 0 0
+        fi
+        # d. jcmd PID Compiler.perfmap mid-capture (from outside the capture)
+        rm -rf "$T/javajcmd"
+        "$FLAMEKIT" run -q --no-svg -F 499 -o "$T/javajcmd" -- java -cp "$T/java" Hot 4 >"$T/jcmd.out" 2>"$T/javajcmd.log" &
+        fk=$!
+        jpid=
+        for ((i = 0; i < 100; i++)); do
+            jpid=$(awk '/^ready / { print $2 }' "$T/jcmd.out"); [ -n "$jpid" ] && break; sleep 0.1
+        done
+        sleep 1.5
+        [ -n "$jpid" ] && jcmd "$jpid" Compiler.perfmap >"$T/jcmd.log" 2>&1
+        wait $fk
+        check_grep "jcmd Compiler.perfmap wrote 0x addresses" '^0x[0-9a-f]+ 0x[0-9a-f]+ ' "/tmp/perf-$jpid.map"
+        FOLDED=$(ls "$T/javajcmd"/*.folded.gz 2>/dev/null | head -n 1)
+        if [ -n "$FOLDED" ]; then
+            check_range "jcmd Compiler.perfmap mid-capture: samples in Hot.fkHotLoop" "$(jshare)" 0.50 1.0
+        else
+            fail "jcmd capture produced no folded output" "$(cat "$T/javajcmd.log")"
+        fi
+    else
+        fail "javac" "$(cat "$T/javac.log")"
+    fi
+else
+    skip "java JIT maps" "no java/javac"
+fi
+
+# e. node --perf-basic-prof: the map grows while it runs
+if need node; then
+    cat > "$T/hot.js" <<'JS'
+function fkNodeHot(n) { let s = 0; for (let i = 0; i < n; i++) s = (s + i * 7) % 1000003; return s; }
+const end = Date.now() + 2500; let t = 0;
+while (Date.now() < end) t += fkNodeHot(100000);
+console.log(t > 0 ? "done" : "");
+JS
+    cd "$T" || exit 1    # node writes isolate-*-v8.log files into its cwd
+    if run_capture node node --perf-basic-prof "$T/hot.js"; then
+        check_range "node --perf-basic-prof: samples in fkNodeHot" \
+            "$(share "$FOLDED" ';[^;]*fkNodeHot[^;]*_\[j\]$' '^node;')" 0.50 1.0
+    fi
+    cd - >/dev/null || exit 1
+else
+    skip "node JIT map" "no node"
+fi

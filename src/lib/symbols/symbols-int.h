@@ -41,11 +41,13 @@ struct dso {
     uint64_t dev, ino, key;
     unsigned char build_id[20];
     size_t build_id_len;
-    int fd;                 /* pinned file until loaded; -1 */
+    int fd;                 /* DSO_FILE: pinned file until loaded; DSO_ANON: the
+                               process's /tmp when it is not ours; -1 */
     bool loaded, elf_ok, via_map_files, deleted;
     pid_t pid;              /* DSO_ANON: the process owning the region */
     pid_t nspid;            /* its pid inside its own pid namespace (perf map name) */
-    bool jit_read, jit_same_root;
+    enum { JIT_TMP_UNKNOWN, JIT_TMP_OURS, JIT_TMP_OTHER } jit_tmp;
+    bool sampled;           /* DSO_ANON: a sample fell in it (map re-read at the end) */
     struct load_seg *loads;
     size_t nloads;
     struct fk_symtab st;

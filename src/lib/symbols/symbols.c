@@ -60,7 +60,7 @@ struct fk_symbolizer {
     size_t fds_open, fd_cap;
     bool kernel_loaded, kernel_hidden, capture_ended;
     struct fk_symtab kernel, vdso;
-    uint64_t dev_root, ino_root;
+    uint64_t dev_root, ino_root, dev_tmp, ino_tmp;
     uint64_t locate_unknown, names_unresolved, names_fde, deleted_kept;
 };
 
@@ -301,30 +301,48 @@ static void dso_load(struct fk_symbolizer *s, struct dso *d)
     fk_dso_load_elf(d);
 }
 
+/* Where a JIT's perf map will be, fixed while the process runs, so a map
+ * written at exit (java -XX:+DumpPerfMapAtExit) or late (jcmd
+ * Compiler.perfmap) is still found after it is gone: /tmp/perf-NSPID.map
+ * when its /tmp is ours, else in its own /tmp, held open (that keeps a
+ * private tmpfs and its files reachable after its mount namespace is gone). */
+static void jit_locate(struct fk_symbolizer *s, struct dso *d)
+{
+    char p[64];
+    struct stat ts;
+    d->nspid = ns_pid(d->pid);
+    snprintf(p, sizeof p, "/proc/%d/root/tmp", (int)d->pid);
+    if (d->nspid <= 0 || stat(p, &ts) != 0)
+        return;     /* already gone: JIT_TMP_UNKNOWN */
+    if ((uint64_t)ts.st_dev == s->dev_tmp && (uint64_t)ts.st_ino == s->ino_tmp) {
+        d->jit_tmp = JIT_TMP_OURS;
+        return;
+    }
+    d->jit_tmp = JIT_TMP_OTHER;
+    if (s->fds_open >= s->fd_cap)
+        return;     /* then only readable while it lives */
+    d->fd = open(p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (d->fd >= 0)
+        s->fds_open++;
+}
+
 static void read_perf_map(struct fk_symbolizer *s, struct dso *d, bool at_end)
 {
     if (!s->opts.jit)
         return;
-    if (!d->nspid)
-        d->nspid = ns_pid(d->pid);
     char p[128];
-    snprintf(p, sizeof p, "/proc/%d/root/tmp/perf-%d.map", (int)d->pid,
-             (int)(d->nspid ? d->nspid : d->pid));
-    struct stat rs;
-    char r[64];
-    snprintf(r, sizeof r, "/proc/%d/root", (int)d->pid);
-    bool same_root = stat(r, &rs) == 0 && (uint64_t)rs.st_dev == s->dev_root &&
-                     (uint64_t)rs.st_ino == s->ino_root;
-    if (fk_perfmap_load(&d->st, p)) {
-        d->jit_read = true;
-        d->jit_same_root = same_root;
+    pid_t mapid = d->nspid > 0 ? d->nspid : d->pid;
+    if (d->jit_tmp == JIT_TMP_OURS)
+        snprintf(p, sizeof p, "/tmp/perf-%d.map", (int)mapid);
+    else if (d->fd >= 0)
+        snprintf(p, sizeof p, "/proc/self/fd/%d/perf-%d.map", d->fd, (int)mapid);
+    else
+        snprintf(p, sizeof p, "/proc/%d/root/tmp/perf-%d.map", (int)d->pid, (int)mapid);
+    if (fk_perfmap_load(&d->st, p) || !at_end || d->jit_tmp != JIT_TMP_UNKNOWN)
         return;
-    }
-    /* exited: in our own root the file usually stays behind */
-    if (at_end && d->jit_same_root) {
-        snprintf(p, sizeof p, "/tmp/perf-%d.map", (int)d->pid);
-        fk_perfmap_load(&d->st, p);
-    }
+    /* gone before we saw it: most processes share our root */
+    snprintf(p, sizeof p, "/tmp/perf-%d.map", (int)d->pid);
+    fk_perfmap_load(&d->st, p);
 }
 
 static uint32_t dso_anon(struct fk_symbolizer *s, struct proc *pr)
@@ -334,6 +352,8 @@ static uint32_t dso_anon(struct fk_symbolizer *s, struct proc *pr)
     pid_t pid = pr->pid;
     uint32_t idx = dso_add(s, DSO_ANON);    /* may move s->procs? no: separate array */
     s->dsos[idx].pid = pid;
+    if (s->opts.jit)
+        jit_locate(s, &s->dsos[idx]);
     read_perf_map(s, &s->dsos[idx], false);
     pr->anon_dso = idx;
     return idx;
@@ -554,6 +574,10 @@ struct fk_symbolizer *fk_sym_new(const struct fk_sym_opts *opts)
         s->dev_root = st.st_dev;
         s->ino_root = st.st_ino;
     }
+    if (stat("/tmp", &st) == 0) {
+        s->dev_tmp = st.st_dev;
+        s->ino_tmp = st.st_ino;
+    }
     /* pinned files are held open: stay well inside RLIMIT_NOFILE */
     struct rlimit rl;
     s->fd_cap = FD_CAP;
@@ -710,10 +734,14 @@ struct fk_loc fk_sym_locate(struct fk_symbolizer *s, pid_t pid, uint64_t ip, boo
         enum dso_kind k = s->dsos[m->dso].kind;
         if (k == DSO_FILE || k == DSO_VDSO)
             return (struct fk_loc){ m->dso, ip - m->start + m->pgoff };
+        if (k == DSO_ANON)
+            s->dsos[m->dso].sampled = true;
         return (struct fk_loc){ m->dso, ip };
     }
-    if (pr->anon_dso != JIT_NONE && s->dsos[pr->anon_dso].st.n)
+    if (pr->anon_dso != JIT_NONE && s->dsos[pr->anon_dso].st.n) {
+        s->dsos[pr->anon_dso].sampled = true;
         return (struct fk_loc){ pr->anon_dso, ip };
+    }
     s->locate_unknown++;
     return (struct fk_loc){ DSO_IDX_UNKNOWN, ip };
 }
@@ -784,7 +812,7 @@ static void end_capture(struct fk_symbolizer *s)
     s->capture_ended = true;
     for (size_t i = 0; i < s->ndsos; i++) {
         struct dso *d = &s->dsos[i];
-        if (d->kind == DSO_ANON)
+        if (d->kind == DSO_ANON && d->sampled)
             read_perf_map(s, d, true);
     }
 }
