@@ -177,3 +177,122 @@ JS
 else
     skip "node JIT map" "no node"
 fi
+
+# 5. debuginfod: a real server (elfutils' debuginfod) on 127.0.0.1, in a
+# private network namespace, indexing the separated debug file of a stripped
+# program; its names must come only through the server, within the bounds.
+if need debuginfod && need gcc && need objcopy && need unshare && need nsenter && need curl; then
+    d=$T/di; mkdir -p "$d/srv"
+    cat > "$d/di.c" <<'C'
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+volatile unsigned long fk_di_sink;
+__attribute__((noinline)) void fk_di_hot(unsigned long n) { for (unsigned long i = 0; i < n; i++) fk_di_sink += i * 5; }
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+int main(int argc, char **argv)
+{
+    if (argc > 1) { double end = now() + atof(argv[1]); while (now() < end) fk_di_hot(1000000); return 0; }
+    printf("%lx\n", (unsigned long)&fk_di_hot); fflush(stdout);
+    char c; while (read(0, &c, 1) > 0) {}
+    return 0;
+}
+C
+    gcc -g -O1 -o "$d/di" "$d/di.c" && objcopy --only-keep-debug "$d/di" "$d/srv/di.debug" &&
+        strip -s -o "$d/di-stripped" "$d/di"
+    bid=$(readelf -n "$d/di" | awk '/Build ID:/ { print $3 }')
+    fde="[di-stripped+0x$(nm "$d/di" | awk '$3 == "fk_di_hot" { print $1 }' | sed 's/^0*//')]"
+    unshare -n sleep 600 & NETNS=$!
+    fk_cleanup "kill $NETNS 2>/dev/null"
+    for ((i = 0; i < 50; i++)); do
+        [ "$(readlink /proc/$NETNS/ns/net)" != "$(readlink /proc/self/ns/net)" ] && break; sleep 0.05
+    done
+    in_net() { nsenter -t "$NETNS" -n "$@"; }
+    in_net ip link set lo up
+    # a free port: in a fresh namespace any is; retry if the server cannot bind
+    up=
+    for try in 1 2 3 4 5; do
+        port=$((20000 + RANDOM % 20000))
+        # nsenter execs the server: $! is its pid
+        nsenter -t "$NETNS" -n debuginfod -F -p "$port" -d "$d/db.sqlite" "$d/srv" > "$d/srv.log" 2>&1 &
+        DI_PID=$!
+        for ((i = 0; i < 150; i++)); do
+            kill -0 $DI_PID 2>/dev/null || break
+            code=$(in_net curl -s -o /dev/null -w '%{http_code}' --max-time 2 "http://127.0.0.1:$port/buildid/$bid/debuginfo")
+            [ "$code" = 200 ] && { up=1; break; }
+            sleep 0.1
+        done
+        [ -n "$up" ] && break
+        kill $DI_PID 2>/dev/null; wait $DI_PID 2>/dev/null
+    done
+    fk_cleanup "kill $DI_PID 2>/dev/null"
+    URL=http://127.0.0.1:$port
+    if [ -z "$up" ]; then
+        fail "debuginfod server did not serve the debug file" "$(tail -5 "$d/srv.log")"
+    else
+        start_prog addr "$d/di-stripped"
+        out=$(in_net env -u DEBUGINFOD_URLS DEBUGINFOD_CACHE_PATH="$d/c0" "$LOOKUP" "$PROG_PID" "$addr" 2>&1)
+        check_eq "debuginfod: without DEBUGINFOD_URLS, no name" "$fde" "$out"
+        t0=$(date +%s%N)
+        out=$(in_net env DEBUGINFOD_URLS="$URL" DEBUGINFOD_CACHE_PATH="$d/c1" "$LOOKUP" "$PROG_PID" "$addr" 2>&1)
+        echo "debuginfod: first lookup with fetch: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+        check_eq "debuginfod: DEBUGINFOD_URLS set: named through the server" "fk_di_hot" "$out"
+        check_grep "debuginfod: fetched into DEBUGINFOD_CACHE_PATH" . "$(ls "$d/c1/$bid/debuginfo" 2>/dev/null)"
+        out=$(in_net env -u DEBUGINFOD_URLS DEBUGINFOD_CACHE_PATH="$d/c1" "$LOOKUP" "$PROG_PID" "$addr" 2>&1)
+        check_eq "debuginfod: a warm cache is not used without DEBUGINFOD_URLS" "$fde" "$out"
+        stop_prog
+        # a capture, --debuginfod instead of the variable
+        for how in option none; do
+            opt=(); [ $how = option ] && opt=(--debuginfod "$URL")
+            rm -rf "$T/dicap"
+            in_net env -u DEBUGINFOD_URLS DEBUGINFOD_CACHE_PATH="$d/c2" "$FLAMEKIT" run -q --no-svg -F 499 \
+                -o "$T/dicap" "${opt[@]}" -- "$d/di-stripped" 1.5 > "$T/dicap.log" 2>&1
+            FOLDED=$(ls "$T/dicap"/*.folded.gz 2>/dev/null | head -n 1)
+            if [ -z "$FOLDED" ]; then fail "debuginfod capture ($how)" "$(cat "$T/dicap.log")"; continue; fi
+            s=$(share "$FOLDED" ';fk_di_hot$' '^di-stripped;')
+            if [ $how = option ]; then
+                check_range "flamekit run --debuginfod URL: samples in fk_di_hot" "$s" 0.90 1.0
+                check_grep "flamekit run --debuginfod URL: metadata counts the fetch" '"found": *[1-9]' \
+                    "$(cat "$T/dicap"/*.json)"
+            else
+                check_range "flamekit run without debuginfod: samples named fk_di_hot" "$s" 0 0
+            fi
+        done
+        # the server gone: no name, at once
+        kill $DI_PID; wait $DI_PID 2>/dev/null
+        start_prog addr "$d/di-stripped"
+        t0=$(date +%s%N)
+        out=$(in_net env DEBUGINFOD_URLS="$URL" DEBUGINFOD_CACHE_PATH="$d/c3" "$LOOKUP" "$PROG_PID" "$addr" 2>&1)
+        ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+        stop_prog
+        check_eq "debuginfod: server stopped: no name" "$fde" "$out"
+        check_range "debuginfod: server stopped: lookup time (ms)" "$ms" 0 3000
+    fi
+    # a server that accepts and never answers: each request and the total bounded
+    nsenter -t "$NETNS" -n "$FK_BUILD/test/progs/stallsrv" stall "$d/stall.port" > /dev/null 2>&1 &
+    ST_PID=$!
+    fk_cleanup "kill $ST_PID 2>/dev/null"
+    for ((i = 0; i < 50; i++)); do [ -s "$d/stall.port" ] && break; sleep 0.05; done
+    args=(); pids=()
+    for k in 1 2 3; do
+        # distinct build-ids: three lookups (the client caches by build-id)
+        gcc -O1 -Wl,--build-id=0x$(printf 'f1a3e%035x' $k) -o "$d/dis$k" "$d/di.c" && strip -s "$d/dis$k"
+        start_prog addr "$d/dis$k"
+        args+=("$PROG_PID:$addr"); pids+=("$PROG_PID:$PROG_FD")
+    done
+    t0=$(date +%s%N)
+    out=$(in_net env DEBUGINFOD_URLS="http://127.0.0.1:$(cat "$d/stall.port")" DEBUGINFOD_CACHE_PATH="$d/c4" \
+        "$LOOKUP" -T 1500,1000 "${args[0]%%:*}" "${args[@]}" 2>"$d/stall.err" | tr '\n' ' ')
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    # each later program holds the earlier ones' fifos too: close all, then wait
+    for p in "${pids[@]}"; do eval "exec ${p#*:}>&-"; done
+    for p in "${pids[@]}"; do wait "${p%%:*}" 2>/dev/null; done
+    check_grep "debuginfod: stalled server: no names" '^\[dis1\+0x[0-9a-f]+\] \[dis2\+0x[0-9a-f]+\] \[dis3\+0x[0-9a-f]+\] $' "$out"
+    # 1 s for the first, the 0.5 s left for the second (each cancelled within
+    # about a second: libdebuginfod reports progress once a second), no third
+    check_range "debuginfod: stalled server: 3 lookups, 1 s per request, 1.5 s in all (ms)" "$ms" 1400 4500
+    check_eq "debuginfod: budget spent: one warning" 1 "$(grep -c 'debuginfod: the 1.5 s for this capture are spent' "$d/stall.err")"
+else
+    skip "debuginfod" "needs debuginfod, gcc, objcopy, unshare, nsenter, curl"
+fi

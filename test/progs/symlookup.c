@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Test helper: symbolize addresses of a live process the way a capture
  * does (scan at first sight, locate, name after it may have exited).
- *   symlookup [-M] [-k] [-a] PID HEXADDR...
- * -M: never use /proc/PID/map_files; -k: addresses are kernel; -a: annotate.
+ *   symlookup [-M] [-k] [-a] [-w] [-T BUDGET_MS,REQUEST_MS] PID [PID2:]HEXADDR...
+ * -M: never use /proc/PID/map_files; -k: addresses are kernel; -a: annotate;
+ * -T: debuginfod time bounds (servers: $DEBUGINFOD_URLS, as in a capture);
+ * PID2:HEXADDR: an address in another process (one symbolizer for all).
  * Reads a line from stdin between locating and naming when -w is given. */
 #include "symbols/symbols.h"
 
@@ -13,21 +15,26 @@
 
 int main(int argc, char **argv)
 {
-    struct fk_sym_opts o = { .kernel = true, .jit = true };
+    struct fk_sym_opts o = { .kernel = true, .jit = true,
+                             .debuginfod_urls = getenv("DEBUGINFOD_URLS") };
     bool kernel = false, wait_line = false;
     int opt;
     fk_progname = "symlookup";
-    while ((opt = getopt(argc, argv, "Mkaw")) != -1) {
+    while ((opt = getopt(argc, argv, "MkawT:")) != -1) {
         switch (opt) {
         case 'M': o.no_map_files = true; break;
         case 'k': kernel = true; break;
         case 'a': o.annotate = true; break;
         case 'w': wait_line = true; break;
+        case 'T':
+            if (sscanf(optarg, "%u,%u", &o.debuginfod_budget_ms, &o.debuginfod_request_ms) != 2)
+                return 2;
+            break;
         default: return 2;
         }
     }
     if (optind + 2 > argc) {
-        fprintf(stderr, "usage: symlookup [-M] [-k] [-a] [-w] PID HEXADDR...\n");
+        fprintf(stderr, "usage: symlookup [-M] [-k] [-a] [-w] [-T BUDGET_MS,REQUEST_MS] PID [PID2:]HEXADDR...\n");
         return 2;
     }
     pid_t pid = (pid_t)atoi(argv[optind]);
@@ -35,8 +42,13 @@ int main(int argc, char **argv)
     fk_sym_scan_pid(s, pid);
     int n = argc - optind - 1;
     struct fk_loc *locs = fk_calloc((size_t)n, sizeof *locs);
-    for (int i = 0; i < n; i++)
-        locs[i] = fk_sym_locate(s, pid, strtoull(argv[optind + 1 + i], NULL, 16), kernel);
+    for (int i = 0; i < n; i++) {
+        const char *arg = argv[optind + 1 + i], *colon = strchr(arg, ':');
+        pid_t p = colon ? (pid_t)atoi(arg) : pid;
+        if (colon)
+            fk_sym_scan_pid(s, p);
+        locs[i] = fk_sym_locate(s, p, strtoull(colon ? colon + 1 : arg, NULL, 16), kernel);
+    }
     if (wait_line) {
         char line[64];
         if (!fgets(line, sizeof line, stdin))

@@ -57,6 +57,9 @@ static void usage(const struct fk_record_spec *s, FILE *out)
             "                         (default 256M, at most 1G)\n"
             "      --unsafe-limits    allow durations up to 24h, frequencies up to the\n"
             "                         kernel's limit and memory up to 16G\n"
+            "      --debuginfod URLS  fetch missing debug files by build-id from these\n"
+            "                         debuginfod servers (default: $DEBUGINFOD_URLS)\n"
+            "      --no-debuginfod    never fetch debug files, even with $DEBUGINFOD_URLS set\n"
             "      --upload URL       then upload the files to s3://BUCKET/PREFIX/, gs://...\n"
             "                         (credentials and endpoint: see flamekit-upload(1))\n"
             "  -q, --quiet            no progress line and no summary\n"
@@ -244,6 +247,15 @@ static json_t *metadata(const struct fk_record_spec *spec, const struct fk_captu
     json_object_set_new(sy, "names_unresolved", json_integer((json_int_t)r->sym.names_unresolved));
     json_object_set_new(sy, "names_function_start", json_integer((json_int_t)r->sym.names_function_start));
     json_object_set_new(sy, "deleted_files_kept", json_integer((json_int_t)r->sym.deleted_files_kept));
+    if (co->sym.debuginfod_urls && co->sym.debuginfod_urls[0]) {
+        json_t *di = json_object();
+        json_object_set_new(di, "found", json_integer((json_int_t)r->sym.debuginfod_found));
+        json_object_set_new(di, "failed", json_integer((json_int_t)r->sym.debuginfod_failed));
+        json_object_set_new(di, "timed_out", json_integer((json_int_t)r->sym.debuginfod_timed_out));
+        json_object_set_new(di, "skipped", json_integer((json_int_t)r->sym.debuginfod_skipped));
+        json_object_set_new(di, "ms", json_integer((json_int_t)r->sym.debuginfod_ms));
+        json_object_set_new(sy, "debuginfod", di);
+    }
     json_object_set_new(m, "symbols", sy);
     return m;
 }
@@ -294,7 +306,8 @@ static void print_top(FILE *out, const struct fk_stacktab *t, int n)
 
 int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
 {
-    enum { O_STDOUT = 256, O_NOSVG, O_UNSAFE, O_MAXMEM, O_NOKERNEL, O_UPLOAD };
+    enum { O_STDOUT = 256, O_NOSVG, O_UNSAFE, O_MAXMEM, O_NOKERNEL, O_UPLOAD, O_DEBUGINFOD,
+           O_NODEBUGINFOD };
     static const struct option longopts[] = {
         { "duration", required_argument, NULL, 'd' },
         { "freq", required_argument, NULL, 'F' },
@@ -305,11 +318,15 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
         { "max-memory", required_argument, NULL, O_MAXMEM },
         { "unsafe-limits", no_argument, NULL, O_UNSAFE },
         { "upload", required_argument, NULL, O_UPLOAD },
+        { "debuginfod", required_argument, NULL, O_DEBUGINFOD },
+        { "no-debuginfod", no_argument, NULL, O_NODEBUGINFOD },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     const char *dur_arg = NULL, *freq_arg = NULL, *outdir = NULL, *mem_arg = NULL, *upload_url = NULL;
+    const char *debuginfod = NULL;
+    bool debuginfod_set = false;
     bool to_stdout = false, no_svg = false, unsafe = false, quiet = false, no_kernel = false;
     opterr = 0;
     optind = 1;
@@ -329,6 +346,8 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
         case O_MAXMEM: mem_arg = optarg; break;
         case O_UNSAFE: unsafe = true; break;
         case O_UPLOAD: upload_url = optarg; break;
+        case O_DEBUGINFOD: debuginfod = optarg; debuginfod_set = true; break;
+        case O_NODEBUGINFOD: debuginfod = NULL; debuginfod_set = true; break;
         case 'h': usage(spec, stdout); return FK_EXIT_OK;
         default:
             if (optopt && strchr("dFo", optopt))
@@ -399,6 +418,8 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
         co.event.exclude_kernel = true;
         co.sym.kernel = false;
     }
+    if (debuginfod_set)
+        co.sym.debuginfod_urls = debuginfod;
     co.weight_by_period = spec->weight_by_period;
     co.quiet = quiet;
     co.progress = !quiet;

@@ -158,11 +158,10 @@ static Elf_Scn *section_named(Elf *e, const char *want, GElf_Shdr *sh)
     return NULL;
 }
 
-/* Try one candidate debug file: it must carry a .symtab and, when both
- * sides have one, the same build-id. */
-static bool try_debug_file(struct dso *d, const char *path)
+/* Take one candidate debug file (fd, consumed): it must carry a .symtab
+ * and, when both sides have one, the same build-id. */
+static bool try_debug_fd(struct dso *d, int fd, const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return false;
     bool ok = false;
@@ -177,6 +176,23 @@ static bool try_debug_file(struct dso *d, const char *path)
     if (e)
         elf_end(e);
     close(fd);
+    if (ok)
+        d->debug_path = fk_strdup(path);
+    return ok;
+}
+
+static bool try_debug_file(struct dso *d, const char *path)
+{
+    return try_debug_fd(d, open(path, O_RDONLY | O_CLOEXEC), path);
+}
+
+/* By build-id from debuginfod, within its time budget. */
+static bool load_debuginfod(struct dso *d, struct fk_debuginfod *dbg)
+{
+    char *path = NULL;
+    int fd = dbg && d->build_id_len ? fk_debuginfod_find(dbg, d->build_id, d->build_id_len, &path) : -1;
+    bool ok = try_debug_fd(d, fd, path ? path : "");
+    free(path);
     return ok;
 }
 
@@ -497,7 +513,7 @@ bool fk_dso_load_minidebuginfo(struct dso *d, Elf *e)
     return ok;
 }
 
-void fk_dso_load_elf(struct dso *d)
+void fk_dso_load_elf(struct dso *d, struct fk_debuginfod *dbg)
 {
     d->loaded = true;
     if (d->fd < 0)
@@ -529,7 +545,7 @@ void fk_dso_load_elf(struct dso *d)
         d->elf_ok = d->nloads > 0;
         if (!(has_section(e, SHT_SYMTAB) && read_syms(e, SHT_SYMTAB, &d->st) > 0) &&
             !load_debug_file(d, e) && !fk_dso_load_minidebuginfo(d, e) &&
-            read_gopclntab(e, &d->st) == 0) {
+            read_gopclntab(e, &d->st) == 0 && !load_debuginfod(d, dbg)) {
             /* exported names only: the rest is named by function start */
             read_syms(e, SHT_DYNSYM, &d->st);
             fk_dso_load_fde_names(d, e);

@@ -3,6 +3,7 @@
 #ifndef FK_SYMBOLS_INT_H
 #define FK_SYMBOLS_INT_H
 
+#include "symbols/debuginfod.h"
 #include "symbols/symbols.h"
 
 #include <libelf.h>
@@ -51,6 +52,7 @@ struct dso {
     struct load_seg *loads;
     size_t nloads;
     struct fk_symtab st;
+    char *debug_path;       /* the separate debug file its symbols came from, or NULL */
     struct fde_range *fdes; /* sorted by start; only when st lacks local symbols */
     size_t nfdes;
 };
@@ -65,8 +67,10 @@ static inline const char *fk_symtab_name(const struct fk_symtab *t, const struct
     return t->strs.data + y->name;
 }
 
-/* Read the ELF behind d->fd (program headers and symbols), then close it. */
-void fk_dso_load_elf(struct dso *d);
+/* Read the ELF behind d->fd (program headers and symbols), then close it.
+ * Symbols: .symtab, else a local debug file, MiniDebugInfo, .gopclntab, a
+ * debug file from debuginfod (dbg may be NULL), else .dynsym + FDE ranges. */
+void fk_dso_load_elf(struct dso *d, struct fk_debuginfod *dbg);
 /* Function ranges of d's ELF from its .eh_frame (else .debug_frame) FDEs,
  * into d->fdes; and the range covering vaddr, or NULL. */
 void fk_dso_load_fde_names(struct dso *d, Elf *e);

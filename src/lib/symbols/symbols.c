@@ -60,6 +60,7 @@ struct fk_symbolizer {
     size_t fds_open, fd_cap;
     bool kernel_loaded, kernel_hidden, capture_ended;
     struct fk_symtab kernel, vdso;
+    struct fk_debuginfod *dbg;  /* NULL unless asked for */
     uint64_t dev_root, ino_root, dev_tmp, ino_tmp;
     uint64_t locate_unknown, names_unresolved, names_fde, deleted_kept;
 };
@@ -298,7 +299,7 @@ static void dso_load(struct fk_symbolizer *s, struct dso *d)
             now.st_dev != pinned.st_dev)
             s->deleted_kept++;
     }
-    fk_dso_load_elf(d);
+    fk_dso_load_elf(d, s->dbg);
 }
 
 /* Where a JIT's perf map will be, fixed while the process runs, so a map
@@ -324,6 +325,17 @@ static void jit_locate(struct fk_symbolizer *s, struct dso *d)
     d->fd = open(p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (d->fd >= 0)
         s->fds_open++;
+}
+
+/* Load a pinned (counted) DSO on first use. */
+static void dso_ensure_loaded(struct fk_symbolizer *s, struct dso *d)
+{
+    if (d->loaded)
+        return;
+    bool had_fd = d->fd >= 0;
+    dso_load(s, d);
+    if (had_fd && s->fds_open)
+        s->fds_open--;
 }
 
 static void read_perf_map(struct fk_symbolizer *s, struct dso *d, bool at_end)
@@ -578,6 +590,11 @@ struct fk_symbolizer *fk_sym_new(const struct fk_sym_opts *opts)
         s->dev_tmp = st.st_dev;
         s->ino_tmp = st.st_ino;
     }
+    s->dbg = fk_debuginfod_new(s->opts.debuginfod_urls,
+                               s->opts.debuginfod_budget_ms ? s->opts.debuginfod_budget_ms
+                                                            : FK_DEBUGINFOD_BUDGET_MS,
+                               s->opts.debuginfod_request_ms ? s->opts.debuginfod_request_ms
+                                                             : FK_DEBUGINFOD_REQUEST_MS);
     /* pinned files are held open: stay well inside RLIMIT_NOFILE */
     struct rlimit rl;
     s->fd_cap = FD_CAP;
@@ -609,8 +626,10 @@ void fk_sym_free(struct fk_symbolizer *s)
         free(d->root);
         free(d->loads);
         free(d->fdes);
+        free(d->debug_path);
         fk_symtab_free(&d->st);
     }
+    fk_debuginfod_free(s->dbg);
     free(s->dsos);
     imap_free(&s->proc_idx);
     imap_free(&s->thread_idx);
@@ -849,12 +868,7 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
             fk_buf_adds(out, "_[k]");
         return FK_FRAME_KERNEL;
     case DSO_FILE: {
-        if (!d->loaded) {
-            bool had_fd = d->fd >= 0;
-            dso_load(s, d);
-            if (had_fd && s->fds_open)
-                s->fds_open--;
-        }
+        dso_ensure_loaded(s, d);
         uint64_t vaddr = loc.addr;
         bool have_vaddr = d->elf_ok && off_to_vaddr(d, loc.addr, &vaddr);
         y = have_vaddr ? fk_symtab_find(&d->st, vaddr, 0) : NULL;
@@ -913,6 +927,22 @@ void fk_sym_stats(const struct fk_symbolizer *s, struct fk_sym_stats *out)
     out->names_unresolved = s->names_unresolved;
     out->names_function_start = s->names_fde;
     out->deleted_files_kept = s->deleted_kept;
+    struct fk_debuginfod_stats ds;
+    fk_debuginfod_stats(s->dbg, &ds);
+    out->debuginfod_found = ds.found;
+    out->debuginfod_failed = ds.failed;
+    out->debuginfod_timed_out = ds.timed_out;
+    out->debuginfod_skipped = ds.skipped;
+    out->debuginfod_ms = ds.ms;
+}
+
+int fk_sym_debug_file(struct fk_symbolizer *s, uint32_t dso)
+{
+    if (dso >= s->ndsos || s->dsos[dso].kind != DSO_FILE)
+        return -1;
+    struct dso *d = &s->dsos[dso];
+    dso_ensure_loaded(s, d);
+    return d->debug_path ? open(d->debug_path, O_RDONLY | O_CLOEXEC) : -1;
 }
 
 static size_t symtab_bytes(const struct fk_symtab *t)
@@ -931,7 +961,7 @@ size_t fk_sym_bytes(const struct fk_symbolizer *s)
     for (size_t i = 0; i < s->ndsos; i++) {
         const struct dso *d = &s->dsos[i];
         b += (d->path ? strlen(d->path) + 1 : 0) + d->nloads * sizeof *d->loads;
-        b += d->nfdes * sizeof *d->fdes;
+        b += d->nfdes * sizeof *d->fdes + (d->debug_path ? strlen(d->debug_path) + 1 : 0);
         b += symtab_bytes(&d->st);
     }
     return b + symtab_bytes(&s->kernel) + symtab_bytes(&s->vdso);
