@@ -111,6 +111,16 @@ if need unshare; then
     fi
 fi
 
+# hostile maps: a FIFO is never opened (no hang), a symlink never followed
+for kind in fifo symlink; do
+    start_prog addr "$PROG" jit nomap
+    m=/tmp/perf-$PROG_PID.map
+    if [ $kind = fifo ]; then mkfifo "$m"; else echo "$addr 40 fk_planted" > "$T/planted.map"; ln -s "$T/planted.map" "$m"; fi
+    out=$(timeout 20 "$LOOKUP" -a "$PROG_PID" "$(printf '%x' $((0x$addr + 2)))" 2>&1; echo "rc=$?")
+    rm -f "$m"; stop_prog
+    check_eq "perf map that is a $kind: not read" "[JIT] tid $PROG_PID""_[j] rc=0" "$(echo $out)"
+done
+
 # b. java -XX:+DumpPerfMapAtExit: the JVM writes its map when it exits
 if need java && need javac; then
     mkdir -p "$T/java"

@@ -14,6 +14,7 @@
 #include "symbols/symbols.h"
 #include "util/fk.h"
 
+#include <jansson.h>
 #include <signal.h>
 #include <sys/types.h>
 
@@ -35,6 +36,7 @@ struct fk_target {
     char *cgroup_rel;   /* CGROUP: path below the cgroup2 mount ("/a/b") */
     char *scope;        /* file-name part: host, pid-1234, user-www, cgroup-NAME, run-CMD */
     char *desc;         /* one line for humans and metadata */
+    int run_go, run_err;    /* RUN: pipes to the waiting child (-1: closed) */
 };
 
 /* Resolve a target from the command line; on error print one line and
@@ -44,10 +46,10 @@ bool fk_target_pids(struct fk_target *t, const char *list);      /* "12,34" */
 bool fk_target_user(struct fk_target *t, const char *user);      /* name or uid */
 bool fk_target_cgroup(struct fk_target *t, const char *arg);     /* path or container id */
 /* Fork argv[0] stopped before exec; fk_target_run_exec lets it go once the
- * events are open (called by the engine). Returns false on error. */
-bool fk_target_run(struct fk_target *t, char **argv);
-/* With --stdout the result stream owns stdout: the command's goes to stderr. */
-void fk_target_run_stdout_to_stderr(bool on);
+ * events are open (called by the engine). stdout_to_stderr: the command's
+ * stdout goes to stderr (a result stream owns stdout). Returns false on
+ * error. */
+bool fk_target_run(struct fk_target *t, char **argv, bool stdout_to_stderr);
 /* Releases the child: it execs. false if exec failed (error printed,
  * *exec_errno set). */
 bool fk_target_run_exec(struct fk_target *t, int *exec_errno);
@@ -118,6 +120,10 @@ struct fk_capture_result {
  * result with fk_capture_result_free. */
 int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r);
 void fk_capture_result_free(struct fk_capture_result *r);
+
+/* Facts about this machine for metadata (sysinfo.c): host, kernel, os,
+ * cpu, memory, numa, set into the JSON object o. */
+void fk_sysinfo_json(json_t *o);
 
 /* Kernel limits read from /proc/sys/kernel. */
 uint64_t fk_perf_max_sample_rate(void);

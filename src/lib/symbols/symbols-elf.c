@@ -633,11 +633,15 @@ bool fk_kallsyms_load(struct fk_symtab *t, bool *hidden)
     return true;
 }
 
-bool fk_perfmap_load(struct fk_symtab *t, const char *path)
+bool fk_perfmap_load(struct fk_symtab *t, int fd)
 {
-    FILE *lr = fopen(path, "re");
-    if (!lr)
+    int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    FILE *lr = dfd >= 0 ? fdopen(dfd, "re") : NULL;
+    if (!lr) {
+        if (dfd >= 0)
+            close(dfd);
         return false;
+    }
     struct fk_symtab fresh = { 0 };
     char *line = NULL;
     size_t cap = 0;

@@ -82,7 +82,7 @@ bool fk_dso_load_minidebuginfo(struct dso *d, Elf *e);
 void fk_vdso_load(struct fk_symtab *t);
 /* /proc/kallsyms; returns false when addresses are hidden. */
 bool fk_kallsyms_load(struct fk_symtab *t, bool *hidden);
-/* perf-PID.map at path; false if it could not be opened. */
-bool fk_perfmap_load(struct fk_symtab *t, const char *path);
+/* A perf-PID.map (fd stays the caller's) into t, replacing what it held. */
+bool fk_perfmap_load(struct fk_symtab *t, int fd);
 
 #endif

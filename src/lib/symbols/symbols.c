@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Process table (address spaces, comms), DSO table, locate and name. */
 #include "symbols/symbols-int.h"
+#include "util/safeopen.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -18,6 +19,7 @@
 #define FD_CAP 1000
 #define KERNEL_SLACK 0x10000
 #define JIT_NONE UINT32_MAX
+#define JIT_MAP_MAX_SIZE (256u << 20)
 
 struct map {
     uint64_t start, end, pgoff;
@@ -62,6 +64,7 @@ struct fk_symbolizer {
     struct fk_symtab kernel, vdso;
     struct fk_debuginfod *dbg;  /* NULL unless asked for */
     uint64_t dev_root, ino_root, dev_tmp, ino_tmp;
+    int tmp_fd;                 /* our /tmp (O_PATH), where host JITs write their maps */
     uint64_t locate_unknown, names_unresolved, names_fde, deleted_kept;
 };
 
@@ -302,29 +305,46 @@ static void dso_load(struct fk_symbolizer *s, struct dso *d)
     fk_dso_load_elf(d, s->dbg);
 }
 
+/* The /tmp directory of a process, O_PATH: one component below its root
+ * (fk_root_open), not followed if it is a symlink, so it cannot lead out. */
+static int proc_tmp_open(pid_t pid)
+{
+    int root = fk_root_open(pid, NULL);
+    if (root < 0)
+        return -1;
+    int fd = openat(root, "tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    close(root);
+    return fd;
+}
+
 /* Where a JIT's perf map will be, fixed while the process runs, so a map
  * written at exit (java -XX:+DumpPerfMapAtExit) or late (jcmd
- * Compiler.perfmap) is still found after it is gone: /tmp/perf-NSPID.map
- * when its /tmp is ours, else in its own /tmp, held open (that keeps a
- * private tmpfs and its files reachable after its mount namespace is gone). */
+ * Compiler.perfmap) is still found after it is gone: perf-NSPID.map in our
+ * /tmp when its /tmp is ours, else in its own /tmp, held open (that keeps
+ * a private tmpfs and its files reachable after its mount namespace is
+ * gone, where its root alone would not). */
 static void jit_locate(struct fk_symbolizer *s, struct dso *d)
 {
-    char p[64];
     struct stat ts;
     d->nspid = ns_pid(d->pid);
-    snprintf(p, sizeof p, "/proc/%d/root/tmp", (int)d->pid);
-    if (d->nspid <= 0 || stat(p, &ts) != 0)
+    int fd = d->nspid > 0 ? proc_tmp_open(d->pid) : -1;
+    if (fd < 0 || fstat(fd, &ts) != 0) {
+        if (fd >= 0)
+            close(fd);
         return;     /* already gone: JIT_TMP_UNKNOWN */
+    }
     if ((uint64_t)ts.st_dev == s->dev_tmp && (uint64_t)ts.st_ino == s->ino_tmp) {
         d->jit_tmp = JIT_TMP_OURS;
+        close(fd);
         return;
     }
     d->jit_tmp = JIT_TMP_OTHER;
-    if (s->fds_open >= s->fd_cap)
-        return;     /* then only readable while it lives */
-    d->fd = open(p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (d->fd >= 0)
-        s->fds_open++;
+    if (s->fds_open >= s->fd_cap) {
+        close(fd);  /* then only readable while it lives */
+        return;
+    }
+    d->fd = fd;
+    s->fds_open++;
 }
 
 /* Load a pinned (counted) DSO on first use. */
@@ -342,19 +362,20 @@ static void read_perf_map(struct fk_symbolizer *s, struct dso *d, bool at_end)
 {
     if (!s->opts.jit)
         return;
-    char p[128];
-    pid_t mapid = d->nspid > 0 ? d->nspid : d->pid;
-    if (d->jit_tmp == JIT_TMP_OURS)
-        snprintf(p, sizeof p, "/tmp/perf-%d.map", (int)mapid);
-    else if (d->fd >= 0)
-        snprintf(p, sizeof p, "/proc/self/fd/%d/perf-%d.map", d->fd, (int)mapid);
-    else
-        snprintf(p, sizeof p, "/proc/%d/root/tmp/perf-%d.map", (int)d->pid, (int)mapid);
-    if (fk_perfmap_load(&d->st, p) || !at_end || d->jit_tmp != JIT_TMP_UNKNOWN)
-        return;
-    /* gone before we saw it: most processes share our root */
-    snprintf(p, sizeof p, "/tmp/perf-%d.map", (int)d->pid);
-    fk_perfmap_load(&d->st, p);
+    char name[32];
+    bool guess = at_end && d->jit_tmp == JIT_TMP_UNKNOWN;
+    /* gone before we saw it: most processes share our /tmp */
+    snprintf(name, sizeof name, "perf-%d.map", (int)(d->nspid > 0 && !guess ? d->nspid : d->pid));
+    int dir = d->jit_tmp == JIT_TMP_OURS || guess ? s->tmp_fd : d->fd;
+    int own = dir < 0 ? proc_tmp_open(d->pid) : -1;    /* not held: while it lives */
+    const struct fk_safe_opts so = { .max_size = JIT_MAP_MAX_SIZE };
+    int fd = fk_safe_openat(dir >= 0 ? dir : own, name, &so, NULL, NULL);
+    if (own >= 0)
+        close(own);
+    if (fd >= 0) {
+        fk_perfmap_load(&d->st, fd);
+        close(fd);
+    }
 }
 
 static uint32_t dso_anon(struct fk_symbolizer *s, struct proc *pr)
@@ -586,7 +607,9 @@ struct fk_symbolizer *fk_sym_new(const struct fk_sym_opts *opts)
         s->dev_root = st.st_dev;
         s->ino_root = st.st_ino;
     }
-    if (stat("/tmp", &st) == 0) {
+    s->tmp_fd = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    s->fds_open = s->tmp_fd >= 0;   /* held like pinned files, under the cap */
+    if (s->tmp_fd >= 0 && fstat(s->tmp_fd, &st) == 0) {
         s->dev_tmp = st.st_dev;
         s->ino_tmp = st.st_ino;
     }
@@ -630,6 +653,8 @@ void fk_sym_free(struct fk_symbolizer *s)
         fk_symtab_free(&d->st);
     }
     fk_debuginfod_free(s->dbg);
+    if (s->tmp_fd >= 0)
+        close(s->tmp_fd);
     free(s->dsos);
     imap_free(&s->proc_idx);
     imap_free(&s->thread_idx);
@@ -929,6 +954,7 @@ void fk_sym_stats(const struct fk_symbolizer *s, struct fk_sym_stats *out)
     out->deleted_files_kept = s->deleted_kept;
     struct fk_debuginfod_stats ds;
     fk_debuginfod_stats(s->dbg, &ds);
+    out->debuginfod = s->dbg != NULL;
     out->debuginfod_found = ds.found;
     out->debuginfod_failed = ds.failed;
     out->debuginfod_timed_out = ds.timed_out;
