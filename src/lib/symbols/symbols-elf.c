@@ -61,14 +61,7 @@ void fk_symtab_sort(struct fk_symtab *t)
  * zero-sized ones reach to the next symbol, or `slack` past the last. */
 const struct fk_sym *fk_symtab_find(const struct fk_symtab *t, uint64_t addr, uint64_t slack)
 {
-    size_t lo = 0, hi = t->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t->syms[mid].addr <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = fk_count_le(t->syms, t->n, sizeof *t->syms, offsetof(struct fk_sym, addr), addr);
     if (lo == 0)
         return NULL;
     const struct fk_sym *y = &t->syms[lo - 1];
@@ -447,14 +440,8 @@ void fk_dso_load_fde_names(struct dso *d, Elf *e)
 
 const struct fde_range *fk_dso_fde_find(const struct dso *d, uint64_t vaddr)
 {
-    size_t lo = 0, hi = d->nfdes;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (d->fdes[mid].start <= vaddr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = fk_count_le(d->fdes, d->nfdes, sizeof *d->fdes, offsetof(struct fde_range, start),
+                            vaddr);
     if (lo == 0)
         return NULL;
     const struct fde_range *f = &d->fdes[lo - 1];

@@ -765,14 +765,8 @@ struct fk_loc fk_sym_locate(struct fk_symbolizer *s, pid_t pid, uint64_t ip, boo
     struct proc *pr = proc_find(s, pid);
     if (!pr)
         pr = proc_get(s, pid);      /* rare: first sample of an unseen process */
-    size_t lo = 0, hi = pr->nmaps;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (pr->maps[mid].end <= ip)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    /* the first map ending after ip */
+    size_t lo = fk_count_le(pr->maps, pr->nmaps, sizeof *pr->maps, offsetof(struct map, end), ip);
     if (lo < pr->nmaps && pr->maps[lo].start <= ip) {
         const struct map *m = &pr->maps[lo];
         enum dso_kind k = s->dsos[m->dso].kind;
