@@ -8,9 +8,9 @@
  * capture): the progress callback cancels a transfer past its deadline
  * (libdebuginfod calls it about once a second while it waits). */
 #include "symbols/debuginfod.h"
+#include "util/dynlib.h"
 #include "util/fk.h"
 
-#include <dlfcn.h>
 #include <elfutils/debuginfod.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,28 +54,24 @@ static bool lib_load(void)
     if (lib.state)
         return lib.state > 0;
     lib.state = -1;
-    void *h = dlopen(DEBUGINFOD_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        fk_warn("debuginfod: %s; install it (apt-get install libdebuginfod1) or unset %s",
-                dlerror(), DEBUGINFOD_URLS_ENV_VAR);
+    const struct fk_dynsym syms[] = {
+        { "debuginfod_begin", (void **)&lib.begin },
+        { "debuginfod_end", (void **)&lib.end },
+        { "debuginfod_find_debuginfo", (void **)&lib.find_debuginfo },
+        { "debuginfod_set_progressfn", (void **)&lib.set_progressfn },
+        { "debuginfod_set_user_data", (void **)&lib.set_user_data },
+        { "debuginfod_get_user_data", (void **)&lib.get_user_data },
+    };
+    const char *what;
+    switch (fk_dynlib_load(DEBUGINFOD_SONAME, syms, sizeof syms / sizeof syms[0], &what)) {
+    case FK_DYNLIB_NO_LIBRARY:
+        fk_warn("debuginfod: %s; install it (apt-get install libdebuginfod1) or unset %s", what,
+                DEBUGINFOD_URLS_ENV_VAR);
+        return false;
+    case FK_DYNLIB_NO_SYMBOL:
+        fk_warn("debuginfod: %s lacks %s; install elfutils 0.179 or newer", DEBUGINFOD_SONAME, what);
         return false;
     }
-#define SYM(field, name)                                                                  \
-    do {                                                                                  \
-        *(void **)&lib.field = dlsym(h, name);                                            \
-        if (!lib.field) {                                                                 \
-            fk_warn("debuginfod: %s lacks %s; install elfutils 0.179 or newer",           \
-                    DEBUGINFOD_SONAME, name);                                             \
-            return false;                                                                 \
-        }                                                                                 \
-    } while (0)
-    SYM(begin, "debuginfod_begin");
-    SYM(end, "debuginfod_end");
-    SYM(find_debuginfo, "debuginfod_find_debuginfo");
-    SYM(set_progressfn, "debuginfod_set_progressfn");
-    SYM(set_user_data, "debuginfod_set_user_data");
-    SYM(get_user_data, "debuginfod_get_user_data");
-#undef SYM
     lib.state = 1;
     return true;
 }

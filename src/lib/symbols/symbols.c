@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Process table (address spaces, comms), DSO table, locate and name. */
 #include "symbols/symbols-int.h"
+#include "util/dynlib.h"
 #include "util/safeopen.h"
 
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -805,9 +805,10 @@ static demangle_fn demangler(void)
     static demangle_fn fn;
     if (!tried) {
         tried = true;
-        void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-        if (h)
-            *(void **)&fn = dlsym(h, "__cxa_demangle");
+        const struct fk_dynsym sym = { "__cxa_demangle", (void **)&fn };
+        const char *what;
+        if (fk_dynlib_load("libstdc++.so.6", &sym, 1, &what) != FK_DYNLIB_OK)
+            fn = NULL;
     }
     return fn;
 }
