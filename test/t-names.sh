@@ -244,10 +244,16 @@ C
         start_prog addr "$d/di-stripped"
         out=$(in_net env -u DEBUGINFOD_URLS DEBUGINFOD_CACHE_PATH="$d/c0" "$LOOKUP" "$PROG_PID" "$addr" 2>&1)
         check_eq "debuginfod: without DEBUGINFOD_URLS, no name" "$fde" "$out"
+        out=$(in_net env -u DEBUGINFOD_URLS "$LOOKUP" -g "$PROG_PID" "$addr" 2>&1 | tail -n 1)
+        check_eq "debuginfod: without DEBUGINFOD_URLS, no debug file" "debug file: none" "$out"
         t0=$(date +%s%N)
         out=$(in_net env DEBUGINFOD_URLS="$URL" DEBUGINFOD_CACHE_PATH="$d/c1" "$LOOKUP" "$PROG_PID" "$addr" 2>&1)
         echo "debuginfod: first lookup with fetch: $(( ($(date +%s%N) - t0) / 1000000 )) ms"
         check_eq "debuginfod: DEBUGINFOD_URLS set: named through the server" "fk_di_hot" "$out"
+        # the fetched file, for the unwinder's .debug_frame (fk_sym_debug_file)
+        out=$(in_net env DEBUGINFOD_URLS="$URL" DEBUGINFOD_CACHE_PATH="$d/c1" "$LOOKUP" -g "$PROG_PID" "$addr" 2>&1 | tr '\n' ' ')
+        check_eq "debuginfod: the DSO's debug file is the fetched one" \
+            "fk_di_hot debug file: $d/c1/$bid/debuginfo " "$out"
         check_grep "debuginfod: fetched into DEBUGINFOD_CACHE_PATH" . "$(ls "$d/c1/$bid/debuginfo" 2>/dev/null)"
         out=$(in_net env -u DEBUGINFOD_URLS DEBUGINFOD_CACHE_PATH="$d/c1" "$LOOKUP" "$PROG_PID" "$addr" 2>&1)
         check_eq "debuginfod: a warm cache is not used without DEBUGINFOD_URLS" "$fde" "$out"
