@@ -1,4 +1,23 @@
-# fuzz targets (clang -fsanitize=fuzzer), built by 'make fuzz'
-EXTRA_DIST += fuzz/run fuzz/fuzz-perfscript.c fuzz/fuzz-folded.c fuzz/corpus
-EXTRA_DIST += fuzz/fuzz-svg.c fuzz/corpus/svg
-EXTRA_DIST += fuzz/fuzz-pprof.c fuzz/corpus/pprof
+# fuzz targets (clang -fsanitize=fuzzer), built and run by fuzz/run
+# (fuzz/fuzz-NAME.c, seeds in fuzz/corpus/NAME/): one file per line.
+EXTRA_DIST += fuzz/run
+EXTRA_DIST += fuzz/fuzz-perfscript.c
+EXTRA_DIST += fuzz/corpus/perfscript/default.txt
+EXTRA_DIST += fuzz/corpus/perfscript/fields.txt
+EXTRA_DIST += fuzz/corpus/perfscript/mixed.txt
+EXTRA_DIST += fuzz/fuzz-folded.c
+EXTRA_DIST += fuzz/corpus/folded/diff.txt
+EXTRA_DIST += fuzz/corpus/folded/simple.txt
+EXTRA_DIST += fuzz/fuzz-svg.c
+EXTRA_DIST += fuzz/corpus/svg/diff.txt
+EXTRA_DIST += fuzz/corpus/svg/hostile.txt
+EXTRA_DIST += fuzz/corpus/svg/simple.txt
+EXTRA_DIST += fuzz/fuzz-stream.c
+EXTRA_DIST += fuzz/corpus/stream/error.bin
+EXTRA_DIST += fuzz/corpus/stream/garble.bin
+EXTRA_DIST += fuzz/corpus/stream/run-full.bin
+EXTRA_DIST += fuzz/corpus/stream/run.bin
+EXTRA_DIST += fuzz/fuzz-pprof.c
+EXTRA_DIST += fuzz/corpus/pprof/flamekit-run.pb
+EXTRA_DIST += fuzz/corpus/pprof/go-cpu.pb
+EXTRA_DIST += fuzz/corpus/pprof/go-heap.pb

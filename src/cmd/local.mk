@@ -1,4 +1,6 @@
-# subcommands: one file each, and the capture commands' shared front end
+# subcommands: one file each, and the capture commands' shared front end;
+# commands.def is the table src/flamekit.c includes
+flamekit_SOURCES += src/cmd/commands.def
 flamekit_SOURCES += src/cmd/capture-cli.c src/cmd/capture-cli.h
 flamekit_SOURCES += src/cmd/svg.c
 flamekit_SOURCES += src/cmd/diff.c
