@@ -79,3 +79,14 @@ run_capture() {   # run_capture NAME CMD...: folded.gz path in $FOLDED
     FOLDED=$(ls "$T/$name"/*.folded.gz 2>/dev/null | head -n 1)
     [ -n "$FOLDED" ] || { fail "$name: capture produced no folded output" "$(cat "$T/$name.log")"; return 1; }
 }
+# verify_units WHAT DIR FLAMEKIT-BINARY: systemd-analyze verify the
+# host-profile service and timer found in DIR, with ExecStart pointed at the
+# given binary (verify checks that the program exists and is executable).
+verify_units() {
+    need systemd-analyze || { skip "$1" "systemd-analyze not installed"; return 0; }
+    local d
+    d=$(mktemp -d "$T/units.XXXXXX")
+    sed "s#^ExecStart=flamekit #ExecStart=$3 #" "$2/flamekit-host-profile.service" >"$d/flamekit-host-profile.service"
+    cp "$2/flamekit-host-profile.timer" "$d/"
+    check "$1" systemd-analyze verify --man=no "$d/flamekit-host-profile.service" "$d/flamekit-host-profile.timer"
+}

@@ -25,6 +25,8 @@
 #include <jansson.h>
 #include <signal.h>
 
+struct fk_pprof_job;
+
 /* Defaults and safety limits; --unsafe-limits lifts the maximums to the
  * UNSAFE ones (and the period floor to 1). See flamekit-record(1). */
 #define FK_PROFILE_DEFAULT_DURATION_MS (60 * 1000ull)
@@ -101,6 +103,8 @@ struct fk_profile_result {
     struct fk_target target;
     struct fk_event event;
     struct fk_capture_result cap;   /* stacks, counts (valid when captured) */
+    struct fk_pprof_job *pprof_job; /* the .pb.gz being made on a second thread */
+    uint64_t pprof_wait_ns, pprof_cpu_ns;
     bool captured;
     const char *unit;           /* what the folded counts count: "samples", "faults" */
     const char *countname;      /* the same for the SVG ("page faults") */

@@ -938,6 +938,40 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
     }
 }
 
+bool fk_sym_dso_info(struct fk_symbolizer *s, uint32_t dso, struct fk_sym_dso *out)
+{
+    memset(out, 0, sizeof *out);
+    if (dso == DSO_IDX_UNKNOWN || dso >= s->ndsos)
+        return false;
+    struct dso *d = &s->dsos[dso];
+    switch (d->kind) {
+    case DSO_KERNEL:
+        out->path = "[kernel.kallsyms]";
+        out->kind = FK_FRAME_KERNEL;
+        return true;
+    case DSO_ANON:
+        if (!d->path)
+            d->path = fk_asprintf("[jit pid %d]", (int)d->pid);
+        out->kind = FK_FRAME_JIT;
+        break;
+    case DSO_FILE:
+    case DSO_VDSO:
+        out->file_offsets = true;
+        out->kind = FK_FRAME_USER;
+        break;
+    case DSO_SPECIAL:
+        out->kind = FK_FRAME_USER;
+        break;
+    default:
+        return false;
+    }
+    out->path = d->path ? d->path : "[unknown]";
+    out->build_id = d->build_id;
+    out->build_id_len = d->build_id_len;
+    out->deleted = d->deleted;
+    return true;
+}
+
 void fk_sym_stats(const struct fk_symbolizer *s, struct fk_sym_stats *out)
 {
     memset(out, 0, sizeof *out);

@@ -79,6 +79,20 @@ const char *fk_sym_comm_of(struct fk_symbolizer *s, pid_t pid, pid_t tid);
  * (from the FDE covering it), or of the address itself when no FDE does. */
 enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struct fk_buf *out);
 
+/* The DSO behind a location, for structured output (pprof mappings). Call
+ * it after fk_sym_name named a location in that DSO (its file is read then,
+ * build-id included). False for the unknown DSO. */
+struct fk_sym_dso {
+    const char *path;       /* file as mapped, or "[kernel.kallsyms]", "[vdso]",
+                               "[jit pid N]", "[vsyscall]"... */
+    const unsigned char *build_id;
+    size_t build_id_len;
+    enum fk_frame_kind kind;
+    bool file_offsets;      /* its locations' addr are file offsets, not addresses */
+    bool deleted;           /* the path was gone or replaced: named from a kept file */
+};
+bool fk_sym_dso_info(struct fk_symbolizer *s, uint32_t dso, struct fk_sym_dso *out);
+
 /* Counters for the capture summary/metadata. */
 struct fk_sym_stats {
     uint64_t dsos, processes, locate_unknown, names_unresolved;
