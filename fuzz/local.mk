@@ -21,3 +21,5 @@ EXTRA_DIST += fuzz/fuzz-pprof.c
 EXTRA_DIST += fuzz/corpus/pprof/flamekit-run.pb
 EXTRA_DIST += fuzz/corpus/pprof/go-cpu.pb
 EXTRA_DIST += fuzz/corpus/pprof/go-heap.pb
+EXTRA_DIST += fuzz/fuzz-elfsyms.c
+EXTRA_DIST += fuzz/seed-elfsyms.sh

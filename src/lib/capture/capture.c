@@ -99,6 +99,7 @@ void fk_capture_opts_init(struct fk_capture_opts *o)
     o->sym.kernel = true;
     o->sym.jit = true;
     o->sym.annotate = true;
+    o->sym.debuginfod_urls = getenv("DEBUGINFOD_URLS");   /* like gdb, perf: opt-in by the variable */
 }
 
 /* Small u64 -> u64 map (open addressing; key 0 stored as "key + 1"). */

@@ -62,6 +62,9 @@ struct fk_profile_request {
     const char *event;          /* FAULTS: software event or tracepoint (page-faults) */
     bool no_kernel;             /* user space only: no kernel stacks; faults: user-mode hits */
     bool strict;                /* FAULTS: a failed one-in-N check is an error */
+    const char *debuginfod;     /* debuginfod servers for missing debug files;
+                                   NULL: $DEBUGINFOD_URLS (unset: none) */
+    bool no_debuginfod;         /* none, whatever $DEBUGINFOD_URLS says */
     uint64_t max_mem_bytes;     /* stacks + symbols (256M) */
     bool unsafe_limits;
     /* outputs */

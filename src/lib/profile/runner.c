@@ -84,6 +84,10 @@ int fk_profile_check(struct fk_profile_request *rq, char *err, size_t errlen)
                  "presigned URL use 'flamekit upload FILE URL'");
         return FK_EXIT_USAGE;
     }
+    if (rq->debuginfod && rq->no_debuginfod) {
+        snprintf(err, errlen, "--debuginfod and --no-debuginfod exclude each other");
+        return FK_EXIT_USAGE;
+    }
     if (rq->upload && rq->stream_fd >= 0) {
         snprintf(err, errlen, "--stdout and --upload exclude each other");
         return FK_EXIT_USAGE;
@@ -389,6 +393,10 @@ int fk_profile_run(const struct fk_profile_request *rq, struct fk_profile_result
     co.progress_label = fk_progname;
     co.stop = rq->stop;
     co.sym.kernel = !rq->no_kernel;
+    if (rq->no_debuginfod)
+        co.sym.debuginfod_urls = NULL;
+    else if (rq->debuginfod)
+        co.sym.debuginfod_urls = rq->debuginfod;
     int rc = fk_capture_run(&co, &res->cap);
     if (rc != FK_EXIT_OK) {
         if (rq->run_pid)

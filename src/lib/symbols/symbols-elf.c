@@ -61,14 +61,7 @@ void fk_symtab_sort(struct fk_symtab *t)
  * zero-sized ones reach to the next symbol, or `slack` past the last. */
 const struct fk_sym *fk_symtab_find(const struct fk_symtab *t, uint64_t addr, uint64_t slack)
 {
-    size_t lo = 0, hi = t->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (t->syms[mid].addr <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = fk_count_le(t->syms, t->n, sizeof *t->syms, offsetof(struct fk_sym, addr), addr);
     if (lo == 0)
         return NULL;
     const struct fk_sym *y = &t->syms[lo - 1];
@@ -158,11 +151,10 @@ static Elf_Scn *section_named(Elf *e, const char *want, GElf_Shdr *sh)
     return NULL;
 }
 
-/* Try one candidate debug file: it must carry a .symtab and, when both
- * sides have one, the same build-id. */
-static bool try_debug_file(struct dso *d, const char *path)
+/* Take one candidate debug file (fd, consumed): it must carry a .symtab
+ * and, when both sides have one, the same build-id. */
+static bool try_debug_fd(struct dso *d, int fd, const char *path)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return false;
     bool ok = false;
@@ -177,6 +169,23 @@ static bool try_debug_file(struct dso *d, const char *path)
     if (e)
         elf_end(e);
     close(fd);
+    if (ok)
+        d->debug_path = fk_strdup(path);
+    return ok;
+}
+
+static bool try_debug_file(struct dso *d, const char *path)
+{
+    return try_debug_fd(d, open(path, O_RDONLY | O_CLOEXEC), path);
+}
+
+/* By build-id from debuginfod, within its time budget. */
+static bool load_debuginfod(struct dso *d, struct fk_debuginfod *dbg)
+{
+    char *path = NULL;
+    int fd = dbg && d->build_id_len ? fk_debuginfod_find(dbg, d->build_id, d->build_id_len, &path) : -1;
+    bool ok = try_debug_fd(d, fd, path ? path : "");
+    free(path);
     return ok;
 }
 
@@ -431,14 +440,8 @@ void fk_dso_load_fde_names(struct dso *d, Elf *e)
 
 const struct fde_range *fk_dso_fde_find(const struct dso *d, uint64_t vaddr)
 {
-    size_t lo = 0, hi = d->nfdes;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (d->fdes[mid].start <= vaddr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = fk_count_le(d->fdes, d->nfdes, sizeof *d->fdes, offsetof(struct fde_range, start),
+                            vaddr);
     if (lo == 0)
         return NULL;
     const struct fde_range *f = &d->fdes[lo - 1];
@@ -497,7 +500,7 @@ bool fk_dso_load_minidebuginfo(struct dso *d, Elf *e)
     return ok;
 }
 
-void fk_dso_load_elf(struct dso *d)
+void fk_dso_load_elf(struct dso *d, struct fk_debuginfod *dbg)
 {
     d->loaded = true;
     if (d->fd < 0)
@@ -529,7 +532,7 @@ void fk_dso_load_elf(struct dso *d)
         d->elf_ok = d->nloads > 0;
         if (!(has_section(e, SHT_SYMTAB) && read_syms(e, SHT_SYMTAB, &d->st) > 0) &&
             !load_debug_file(d, e) && !fk_dso_load_minidebuginfo(d, e) &&
-            read_gopclntab(e, &d->st) == 0) {
+            read_gopclntab(e, &d->st) == 0 && !load_debuginfod(d, dbg)) {
             /* exported names only: the rest is named by function start */
             read_syms(e, SHT_DYNSYM, &d->st);
             fk_dso_load_fde_names(d, e);
@@ -617,11 +620,15 @@ bool fk_kallsyms_load(struct fk_symtab *t, bool *hidden)
     return true;
 }
 
-bool fk_perfmap_load(struct fk_symtab *t, const char *path)
+bool fk_perfmap_load(struct fk_symtab *t, int fd)
 {
-    FILE *lr = fopen(path, "re");
-    if (!lr)
+    int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    FILE *lr = dfd >= 0 ? fdopen(dfd, "re") : NULL;
+    if (!lr) {
+        if (dfd >= 0)
+            close(dfd);
         return false;
+    }
     struct fk_symtab fresh = { 0 };
     char *line = NULL;
     size_t cap = 0;
