@@ -19,7 +19,11 @@ check_range "lab: MADV_FREE keeps the pages as LazyFree (kB)" "$(kv "$T/free.kv"
 check_eq "lab: MADV_FREE retouch without reclaim takes no fault" 0 "$(kv "$T/free.kv" retouch minflt_delta)"
 "$LAB" -s 80M -r free --pageout --kv >"$T/pageout.kv" 2>&1
 check_range "lab: MADV_PAGEOUT reclaims lazy-free pages (anon_kb)" "$(kv "$T/pageout.kv" pageout anon_kb)" 0 4096
-check_eq "lab: retouch after reclaim faults every page" 20480 "$(kv "$T/pageout.kv" retouch minflt_delta)"
+# MADV_PAGEOUT may leave a few pages resident (still on a per-CPU LRU batch
+# under load): every page it did reclaim must fault again, the rest not.
+left=$(( $(kv "$T/pageout.kv" pageout anon_kb) / 4 ))
+check_range "lab: retouch after reclaim faults every reclaimed page" \
+    "$(kv "$T/pageout.kv" retouch minflt_delta)" $((20480 - left)) 20480
 "$LAB" -s 8M -k -r none --json >"$T/kernel.json" 2>&1
 if need jq; then
     check_eq "lab: --json, kernel-mode touch also one fault per page" 2048 \
