@@ -1,5 +1,6 @@
 # subcommands: one file each, and the capture commands' shared front end
 flamekit_SOURCES += src/cmd/capture-cli.c src/cmd/capture-cli.h
+flamekit_SOURCES += src/cmd/svg-cli.c src/cmd/svg-cli.h
 flamekit_SOURCES += src/cmd/svg.c
 flamekit_SOURCES += src/cmd/diff.c
 flamekit_SOURCES += src/cmd/collapse.c

@@ -1,4 +1,5 @@
-# stacks: the stack table, folded format, perf-script parsing
+# stacks: the stack table, folded format, perf-script parsing, merging
 libflamekit_a_SOURCES += src/lib/stacks/stacktab.c src/lib/stacks/stacktab.h \
 	src/lib/stacks/folded.c src/lib/stacks/folded.h
 libflamekit_a_SOURCES += src/lib/stacks/perfscript.c src/lib/stacks/perfscript.h
+libflamekit_a_SOURCES += src/lib/stacks/merge.c src/lib/stacks/merge.h

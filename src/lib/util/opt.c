@@ -5,6 +5,7 @@
 #include "buf.h"
 
 #include <getopt.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,7 @@ static void wants(const struct fk_opt *o, char *buf, size_t n)
     char lo[32], hi[32];
     switch (o->type) {
     case FK_OPT_UINT:
+    case FK_OPT_INT:
         snprintf(lo, sizeof lo, "%llu", (unsigned long long)o->min);
         snprintf(hi, sizeof hi, "%llu", (unsigned long long)o->max);
         if (o->max)
@@ -146,7 +148,8 @@ static int store(const struct fk_opt *o, void *base, const char *val, bool short
         val = "";       /* an optional value left out */
     switch (o->type) {
     case FK_OPT_FLAG:
-        *(bool *)field = true;
+    case FK_OPT_CLEAR:
+        *(bool *)field = o->type == FK_OPT_FLAG;
         return FK_OPT_CONTINUE;
     case FK_OPT_SET:
         *(int *)field = o->set;
@@ -168,6 +171,9 @@ static int store(const struct fk_opt *o, void *base, const char *val, bool short
     }
     case FK_OPT_UINT:
         ok = fk_parse_u64(val, &v);
+        break;
+    case FK_OPT_INT:
+        ok = fk_parse_u64(val, &v) && v <= INT_MAX;
         break;
     case FK_OPT_DURATION:
         ok = fk_parse_duration_ms(val, &v) && v > 0;
@@ -198,7 +204,10 @@ static int store(const struct fk_opt *o, void *base, const char *val, bool short
         wants(o, want, sizeof want);
         return fk_opt_error("option '%s' wants %s, not '%s'", label, want, val);
     }
-    *(uint64_t *)field = v;
+    if (o->type == FK_OPT_INT)
+        *(int *)field = (int)v;
+    else
+        *(uint64_t *)field = v;
     return FK_OPT_CONTINUE;
 }
 
@@ -211,7 +220,8 @@ static bool has_value(const struct fk_opt *o)
 {
     if (o->type == FK_OPT_CALL)
         return o->arg != NULL;      /* a callback flag has no placeholder */
-    return o->type != FK_OPT_FLAG && o->type != FK_OPT_SET && o->type != FK_OPT_VERSION;
+    return o->type != FK_OPT_FLAG && o->type != FK_OPT_CLEAR && o->type != FK_OPT_SET &&
+           o->type != FK_OPT_VERSION;
 }
 
 /* "--d" matches several long names? Then say so instead of "unknown". */
