@@ -54,3 +54,5 @@ check_PROGRAMS += test/unit-result
 test_unit_result_SOURCES = test/unit/unit-result.c test/unit/unit.h
 test_unit_result_CFLAGS = $(libflamekit_a_CFLAGS)
 test_unit_result_LDADD = $(FK_LIBS)
+EXTRA_DIST += test/t-repo.sh test/t-unit.sh test/README
+EXTRA_DIST += test/lsan.supp

@@ -596,6 +596,10 @@ int main(int argc, char **argv)
             run_one(kind, c == 1, rootd, name, &rs[nr++], fk);
         }
     }
+    free(root);
+    free(base);
+    free(repo);
+    free(fk);
     table(stdout, rs, nr, false);
     json_t *jr = json_object();
     ratios(stdout, rs, nr, jr);
@@ -603,9 +607,11 @@ int main(int argc, char **argv)
     char path[PATH_MAX + 16];
     struct fk_outfile md;
     snprintf(path, sizeof path, "%s/report.md", opt.out);
-    if (!fk_outfile_open(&md, path, 0644))
+    if (!fk_outfile_open(&md, path, 0644)) {
+        json_decref(jr);
         return 1;
-    fk_outfile_printf(&md, "# fetch-bench\n\nRepository: %s; %u clients, %.1f s per run, gRPC chunk %llu bytes.\n"
+    }
+    fk_outfile_printf(&md, "# fetch-bench\n\nRepository: %s; %d clients, %.1f s per run, gRPC chunk %llu bytes.\n"
                       "Client threads run on the same machine. CPU%% server = the server process; CPU%% git = its "
                       "reaped git children (cutime+cstime). Allocations are counted in the server process only.\n\n",
                       real, opt.clients, (double)opt.dur_ms / 1000, (unsigned long long)opt.chunk);
@@ -617,8 +623,10 @@ int main(int argc, char **argv)
     for (int i = 0; i < nr; i++)
         if (rs[i].profile[0])
             fk_outfile_printf(&md, "\nFlame graph of %s: %s\n", rs[i].name, rs[i].profile);
-    if (!fk_outfile_commit(&md))
+    if (!fk_outfile_commit(&md)) {
+        json_decref(jr);
         return 1;
+    }
 
     json_t *j = json_pack("{s:s,s:i,s:f,s:I}", "repository", real, "clients", (int)opt.clients, "duration_s",
                           (double)opt.dur_ms / 1000, "chunk_size", (json_int_t)opt.chunk);
@@ -644,10 +652,15 @@ int main(int argc, char **argv)
     char *js = json_dumps(j, JSON_INDENT(2));
     struct fk_outfile jf;
     snprintf(path, sizeof path, "%s/report.json", opt.out);
-    if (!fk_outfile_open(&jf, path, 0644) || !fk_outfile_printf(&jf, "%s\n", js) || !fk_outfile_commit(&jf))
-        return 1;
+    bool ok = fk_outfile_open(&jf, path, 0644);
+    if (ok && !(fk_outfile_printf(&jf, "%s\n", js) && fk_outfile_commit(&jf))) {
+        fk_outfile_abort(&jf);
+        ok = false;
+    }
     free(js);
     json_decref(j);
+    if (!ok)
+        return 1;
     fprintf(stdout, "report: %s/report.md, %s/report.json\n", opt.out, opt.out);
     return 0;
 }

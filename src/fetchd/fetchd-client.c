@@ -125,6 +125,7 @@ int main(int argc, char **argv)
     memset(&s, 0, sizeof s);
     struct fk_buf req = FK_BUF_INIT;
     struct fd_refs refs = { 0 };
+    int rc = 1;
     if (!body_file || adv_only) {
         s.is_adv = true;
         if (!fd_client_call(c, FD_OP_ADVERTISE, repo, "", 0, resp_sink, &s, err, sizeof err))
@@ -134,7 +135,8 @@ int main(int argc, char **argv)
         if (adv_only) {
             for (size_t i = 0; i < refs.n; i++)
                 printf("%s %s\n", refs.v[i].oid, refs.v[i].name);
-            return 0;
+            rc = 0;
+            goto done;
         }
         if (!fd_build_request(&refs, names, nnames, &req, err, sizeof err))
             fk_die("%s", err);
@@ -151,7 +153,7 @@ int main(int argc, char **argv)
     if (refs_out) {
         struct fk_outfile ro;
         if (!fk_outfile_open(&ro, refs_out, 0644))
-            return 1;
+            goto done;
         for (size_t i = 0; i < refs.n; i++) {
             bool want = nnames == 0;
             for (size_t j = 0; j < nnames && !want; j++) {
@@ -163,13 +165,15 @@ int main(int argc, char **argv)
                 fk_outfile_printf(&ro, "%s %s\n", refs.v[i].oid, refs.v[i].name);
         }
         if (!fk_outfile_commit(&ro))
-            return 1;
+            goto done;
     }
     struct fk_outfile pack, raw;
     if (!fk_outfile_open(&pack, output, 0644))
-        return 1;
-    if (raw_file && !fk_outfile_open(&raw, raw_file, 0644))
-        return 1;
+        goto done;
+    if (raw_file && !fk_outfile_open(&raw, raw_file, 0644)) {
+        fk_outfile_abort(&pack);
+        goto done;
+    }
     s.is_adv = false;
     s.total = 0;
     s.stop_after = stop_after;
@@ -187,21 +191,23 @@ int main(int argc, char **argv)
         if (stop_after && s.total >= stop_after) {
             if (!quiet)
                 fk_warn("hung up after %llu bytes as asked", (unsigned long long)s.total);
-            fd_client_free(c);
-            return 3;
+            rc = 3;
+            goto done;
         }
         fk_die("fetch of %s: %s", repo, s.dm.failed ? s.dm.err : err);
     }
     if (!fk_outfile_commit(&pack) || (raw_file && !fk_outfile_commit(&raw)))
-        return 1;
+        goto done;
     if (!quiet)
         fprintf(stderr, "fetchd-client: %s: %zu refs, pack %llu bytes, response %llu bytes\n", repo,
                 nnames ? nnames : refs.n, (unsigned long long)s.dm.pack_bytes, (unsigned long long)s.total);
+    rc = 0;
+done:
     fd_refs_free(&refs);
     fk_buf_free(&req);
     fk_buf_free(&s.adv);
     fk_strv_free(&co.refs);
     fk_args_free(&args);
     fd_client_free(c);
-    return 0;
+    return rc;
 }
