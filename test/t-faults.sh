@@ -300,5 +300,17 @@ o=$("$FLAMEKIT" faults -o "$T/false" run -- false 2>&1); rc=$?
 check_eq "faults run: exit status of the command" 1 "$rc"
 check_nogrep "faults run -- false: no '(0.0%)' that reads like a failure" '\(0\.0%\)' "$o"
 check_grep "faults run -- false: says the count is too small to compare" 'below one period per counter' "$o"
+# SIGTERM to 'faults run' ends the capture and reaches the command, like
+# 'run': complete files, the command's status (killed by SIGTERM: 143).
+"$FLAMEKIT" faults -q -o "$T/term" run -- sleep 30 >/dev/null 2>"$T/term.err" &
+fp=$!
+for _ in $(seq 100); do pgrep -P "$fp" -x sleep >/dev/null && break; sleep 0.05; done
+sleep 0.3
+kill -TERM "$fp"
+wait "$fp"; rc=$?
+check_eq "faults run: SIGTERM passed on, exit status 128+15" 143 "$rc"
+files term
+check_eq "faults run: SIGTERM: the command's end recorded" 15 "$(jnum target.exit_signal "$J")"
+check "faults run: SIGTERM: complete folded file" gzip -t "$F"
 o=$("$FLAMEKIT" faults run -- 2>&1); rc=$?
 check_eq "faults run with nothing after --: usage error" 2 "$rc"

@@ -67,7 +67,20 @@ static void opt_label(const struct fk_opt *o, bool shortform, char *buf, size_t 
         snprintf(buf, n, "--%s", o->name);
 }
 
-/* "a whole number from 1 to 999" etc.: what a numeric option wants. */
+/* "NOUN from LO to HI, like EX" (or "NOUN like EX"): what a value must be. */
+static void bounded(char *buf, size_t n, const char *noun, const char *like, uint64_t min,
+                    uint64_t max, const char *lo, const char *hi)
+{
+    const char *sep = *like ? (min || max ? ", " : " ") : "";
+    if (max)
+        snprintf(buf, n, "%s from %s to %s%s%s", noun, lo, hi, sep, like);
+    else if (min)
+        snprintf(buf, n, "%s of at least %s%s%s", noun, lo, sep, like);
+    else
+        snprintf(buf, n, "%s%s%s", noun, sep, like);
+}
+
+/* "a whole number from 1 to 999" etc.: what an option wants. */
 static void wants(const struct fk_opt *o, char *buf, size_t n)
 {
     char lo[32], hi[32];
@@ -76,32 +89,17 @@ static void wants(const struct fk_opt *o, char *buf, size_t n)
     case FK_OPT_INT:
         snprintf(lo, sizeof lo, "%llu", (unsigned long long)o->min);
         snprintf(hi, sizeof hi, "%llu", (unsigned long long)o->max);
-        if (o->max)
-            snprintf(buf, n, "a whole number from %s to %s", lo, hi);
-        else if (o->min)
-            snprintf(buf, n, "a whole number of at least %s", lo);
-        else
-            snprintf(buf, n, "a whole number");
+        bounded(buf, n, "a whole number", "", o->min, o->max, lo, hi);
         break;
     case FK_OPT_DURATION:
-        fk_opt_fmt_ms(o->min, lo, sizeof lo);
+        fk_opt_fmt_ms(o->min ? o->min : 1, lo, sizeof lo);
         fk_opt_fmt_ms(o->max, hi, sizeof hi);
-        if (o->max)
-            snprintf(buf, n, "a duration from %s to %s, like 30s, 2m or 500ms", o->min ? lo : "1ms", hi);
-        else if (o->min)
-            snprintf(buf, n, "a duration of at least %s, like 30s, 2m or 500ms", lo);
-        else
-            snprintf(buf, n, "a duration like 30s, 2m or 500ms");
+        bounded(buf, n, "a duration", "like 30s, 2m or 500ms", o->min, o->max, lo, hi);
         break;
     case FK_OPT_SIZE:
         fmt_size(o->min, lo, sizeof lo);
         fmt_size(o->max, hi, sizeof hi);
-        if (o->max)
-            snprintf(buf, n, "a size from %s to %s, like 256M (suffixes K, M, G)", lo, hi);
-        else if (o->min)
-            snprintf(buf, n, "a size of at least %s, like 256M (suffixes K, M, G)", lo);
-        else
-            snprintf(buf, n, "a size like 256M (suffixes K, M, G)");
+        bounded(buf, n, "a size", "like 256M (suffixes K, M, G)", o->min, o->max, lo, hi);
         break;
     case FK_OPT_CHOICE: {
         struct fk_buf b = FK_BUF_INIT;
