@@ -8,3 +8,6 @@ FK_BENCHES += bench/capture.sh
 EXTRA_DIST += bench/capture.sh
 EXTRA_DIST += bench/svg.sh
 FK_BENCHES += bench/fetch.sh
+EXTRA_DIST += bench/fetch.sh
+FK_BENCHES += bench/pprof.sh
+EXTRA_DIST += bench/pprof.sh

@@ -189,7 +189,7 @@ mkdir "$T/empty" && (cd "$T/empty" && "$FLAMEKIT" run -q -- /nonexistent/cmd) >/
 check_eq "run: ... and no new directory" "" "$(ls -A "$T/empty")"
 "$FLAMEKIT" host --help | grep -q -- --unsafe-limits; check_eq "--help documents --unsafe-limits" 0 "$?"
 
-# --stdout: a valid stream (magic, CRCs, three files, end record), nothing else
+# --stdout: a valid stream (magic, CRCs, four files, end record), nothing else
 "$FLAMEKIT" host -q -d 1 --stdout >"$T/stream" 2>"$T/stream.err"
 check_eq "--stdout: exit 0" 0 "$?"
 res=$(python3 - "$T/stream" <<'PY'
@@ -209,7 +209,7 @@ exts = sorted(f.split(".", 3)[-1] for f in files)
 print(end, " ".join(exts))
 PY
 )
-check_eq "--stdout: stream has the three files and status 0" "0 flamegraph.svg folded.gz json" "$res"
+check_eq "--stdout: stream has the four files and status 0" "0 flamegraph.svg folded.gz json pb.gz" "$res"
 
 # memory cap: stops cleanly, says so, files complete
 start=$(date +%s)

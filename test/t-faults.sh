@@ -222,7 +222,7 @@ fi
 mkdir "$T/tmp"
 if TMPDIR=$T/tmp "$FLAMEKIT" faults -q --stdout run -- "$LAB" -s 4M -r none --kv >"$T/stream" 2>"$T/stream.err"; then
     check_eq "--stdout: the stream's magic first" FKS1 "$(head -c 4 "$T/stream")"
-    for suf in folded.gz json flamegraph.svg; do
+    for suf in folded.gz pb.gz json flamegraph.svg; do
         check_grep "--stdout: carries the .$suf" "run-flamekit-fault-lab\.faults\.$suf" "$(strings "$T/stream" | grep -F ".$suf")"
     done
     check_nogrep "--stdout: the command's output stays out of the stream" 'step=total' "$(strings "$T/stream")"

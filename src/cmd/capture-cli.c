@@ -28,6 +28,11 @@ const struct fk_opt fk_optset_capture[] = {
     { "no-kernel", 0, FK_OPT_FLAG, RQ(no_kernel), NULL,
       "user-space stacks only (works with perf_event_paranoid 2 for your own "
       "processes)" },
+    { "debuginfod", 0, FK_OPT_STR, RQ(debuginfod), "URLS",
+      "fetch missing debug files by build-id from these debuginfod servers "
+      "(default: $DEBUGINFOD_URLS; 10 s per file, 30 s in all)", "http://127.0.0.1:8002" },
+    { "no-debuginfod", 0, FK_OPT_FLAG, RQ(no_debuginfod), NULL,
+      "never fetch debug files, even with $DEBUGINFOD_URLS set" },
     { NULL },
 };
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* flamekit collapse: `perf script` text -> folded stacks. */
+/* flamekit collapse: `perf script` text (or a pprof profile) -> folded stacks. */
+#include "stacks/input.h"
 #include "stacks/perfscript.h"
 #include "util/opt.h"
 #include "util/outfile.h"
@@ -9,6 +10,7 @@
 
 struct collapse_opts {
     struct fk_perfscript_opts ps;
+    struct fk_input_opts io;
     const char *out;
     bool strict;
 };
@@ -36,6 +38,9 @@ static const struct fk_opt collapse_optset[] = {
     { "no-inline", 0, FK_OPT_FLAG, CO(ps.no_inline), NULL, "drop them" },
     { "addrs", 0, FK_OPT_FLAG, CO(ps.addrs), NULL, "keep +0x offsets; show addresses of unknown frames" },
     { "strict", 0, FK_OPT_FLAG, CO(strict), NULL, "malformed lines are an error, not a warning" },
+    { "sample-type", 0, FK_OPT_STR, CO(io.sample_type), "T",
+      "pprof input: the sample type, by name or index (default: the profile's last, like pprof)",
+      "inuse_space" },
     { NULL },
 };
 
@@ -43,7 +48,9 @@ static const struct fk_cmdline cmdline = {
     "flamekit collapse [OPTIONS] [FILE|-]",
     "Read `perf script` output (FILE, or stdin; gzip is detected) and write folded "
     "stacks \"comm;outer;...;leaf COUNT\", sorted. COUNT is the number of samples "
-    "(stackcollapse-perf.pl sums periods instead; use --period for that).",
+    "(stackcollapse-perf.pl sums periods instead; use --period for that). A pprof "
+    "profile (Go's runtime/pprof, flamekit's .pb.gz; gzip or not) is recognised by its "
+    "content and folded from one sample type.",
     "See flamekit-collapse(1).",
     NULL,
 };
@@ -63,6 +70,7 @@ int cmd_collapse(int argc, char **argv)
     const char *in = a.n ? a.v[0] : "-", *out = co.out;
     bool strict = co.strict;
     struct fk_perfscript_opts o = co.ps;
+    struct fk_input_opts io = co.io;
     fk_args_free(&a);     /* in and out point into argv, not into a */
 
     struct fk_stacktab tab;
@@ -72,10 +80,19 @@ int cmd_collapse(int argc, char **argv)
     fk_perfscript_init(&ps, &o, &tab, &st);
     rc = FK_EXIT_OK;
     const char *inname = strcmp(in, "-") ? in : "<stdin>";
-    if (!fk_perfscript_read(&ps, in)) {
+    struct fk_lineread r;
+    bool binary;    /* perf script parsing reports malformed lines itself */
+    enum fk_input_kind kind = fk_input_open(&r, in, &binary);
+    bool rok = kind == FK_INPUT_PPROF ? fk_input_pprof(&r, &io, &tab, NULL)
+             : kind == FK_INPUT_TEXT ? fk_perfscript_read_lines(&ps, &r) : false;
+    if (kind != FK_INPUT_ERROR)
+        fk_lineread_close(&r);
+    if (!rok) {
         rc = FK_EXIT_ERROR;
         goto done;
     }
+    if (kind == FK_INPUT_PPROF)
+        goto write;
     if (!fk_parse_stats_report(&st, inname, strict)) {
         rc = FK_EXIT_ERROR;
         goto done;
@@ -98,6 +115,7 @@ int cmd_collapse(int argc, char **argv)
     else if (!ps.samples && !ps.skipped_events)
         fk_warn("%s: no perf script samples found (expected output of 'perf script')", inname);
 
+write:;
     struct fk_outfile of;
     size_t ol = strlen(out);
     bool gz = ol > 3 && !strcmp(out + ol - 3, ".gz");

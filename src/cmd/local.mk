@@ -1,4 +1,6 @@
-# subcommands: one file each, and the capture commands' shared front end
+# subcommands: one file each, and the capture commands' shared front end;
+# commands.def is the table src/flamekit.c includes
+flamekit_SOURCES += src/cmd/commands.def
 flamekit_SOURCES += src/cmd/capture-cli.c src/cmd/capture-cli.h
 flamekit_SOURCES += src/cmd/svg-cli.c src/cmd/svg-cli.h
 flamekit_SOURCES += src/cmd/svg.c
@@ -13,3 +15,4 @@ flamekit_SOURCES += src/cmd/user.c
 flamekit_SOURCES += src/cmd/cgroup.c
 flamekit_SOURCES += src/cmd/run.c
 flamekit_SOURCES += src/cmd/remote.c
+flamekit_SOURCES += src/cmd/serve.c

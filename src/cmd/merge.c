@@ -12,6 +12,7 @@
 struct merge_opts {
     bool prefix;
     const char *out, *svg, *title;
+    struct fk_input_opts io;
 };
 
 #define MO(field) offsetof(struct merge_opts, field)
@@ -24,12 +25,15 @@ static const struct fk_opt merge_optset[] = {
     { "output", 'o', FK_OPT_STR, MO(out), "OUT", "folded output (default stdout; OUT.gz is gzipped)", "all.folded.gz" },
     { "svg", 0, FK_OPT_STR, MO(svg), "OUT.svg", "also render one flame graph of the merged profile", "all.svg" },
     { "title", 0, FK_OPT_STR, MO(title), "TEXT", "the SVG's title (default \"Merged Flame Graph\")", "'all hosts'" },
+    { "sample-type", 0, FK_OPT_STR, MO(io.sample_type), "T",
+      "pprof inputs: the sample type to merge, by name or index (default: each profile's last, "
+      "like pprof)", "inuse_space" },
     { NULL },
 };
 
 static const struct fk_cmdline cmdline = {
     "flamekit merge [OPTIONS] FILE|HOST=FILE...",
-    "Combine folded profiles (plain or .gz; '-' = stdin) into one folded profile, "
+    "Combine folded profiles or pprof profiles (plain or .gz; '-' = stdin) into one folded profile, "
     "counts of equal stacks summed.",
     "Example: flamekit merge -p --svg all.svg -o all.folded.gz db1.*.folded.gz db2.*.folded.gz",
     NULL,
@@ -55,6 +59,7 @@ int cmd_merge(int argc, char **argv)
     }
     bool prefix = mo.prefix;
     const char *out = mo.out, *svg = mo.svg, *title = mo.title;
+    struct fk_input_opts io = mo.io;
     if (!out)
         out = svg ? NULL : "-";
     if (out && svg && !strcmp(svg, "-") && !strcmp(out, "-")) {
@@ -79,7 +84,7 @@ int cmd_merge(int argc, char **argv)
         }
         char *frame = prefix && host ? fk_merge_frame(host) : NULL;
         struct fk_parse_stats ps = { 0 };
-        bool ok = fk_merge_add_file(&t, path, frame, &ps);
+        bool ok = fk_merge_add_file(&t, path, frame, &io, &ps);
         if (ok)
             fk_parse_stats_report(&ps, path, false);
         fk_parse_stats_free(&ps);

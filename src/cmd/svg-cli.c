@@ -27,6 +27,18 @@ static bool parse_minwidth(void *base, const char *val, char *err, size_t n)
     return true;
 }
 
+static bool parse_countname(void *base, const char *val, char *err, size_t n)
+{
+    struct fk_svg_cli *c = base;
+    if (strpbrk(val, "()")) {
+        snprintf(err, n, "a name without parentheses");
+        return false;
+    }
+    c->opts.countname = val;
+    c->countname_set = true;
+    return true;
+}
+
 static bool parse_colors(void *base, const char *val, char *err, size_t n)
 {
     struct fk_svg_cli *c = base;
@@ -54,7 +66,8 @@ const struct fk_opt fk_optset_svg[] = {
     { "colours", 0, FK_OPT_CALL, 0, "NAME", NULL, "mem", .call = parse_colors },
     { "hash", 0, FK_OPT_FLAG, SC(opts.hash), NULL, "colour by name (the default: same name, same colour)" },
     { "rand", 0, FK_OPT_FLAG, SC(opts.rand), NULL, "vary colours per frame (still reproducible)" },
-    { "countname", 0, FK_OPT_STR, SC(opts.countname), "TEXT", "unit of the counts in tooltips (default \"samples\")", "faults" },
+    { "countname", 0, FK_OPT_CALL, 0, "TEXT", "unit of the counts in tooltips (default \"samples\")", "faults",
+      .call = parse_countname },
     { "nametype", 0, FK_OPT_STR, SC(opts.nametype), "TEXT", "status-bar prefix (default \"Function:\")", "Frame:" },
     { "inverted", 0, FK_OPT_FLAG, SC(opts.inverted), NULL, "icicle graph: roots at the top" },
     { "reverse", 0, FK_OPT_FLAG, SC(opts.reverse), NULL, "reverse each stack (callers on top)" },
@@ -62,6 +75,9 @@ const struct fk_opt fk_optset_svg[] = {
     { "notes", 0, FK_OPT_STR, SC(opts.notes), "TEXT", "notes embedded in the SVG", "'after the fix'" },
     { "metadata", 0, FK_OPT_STR, SC(metadata_path), "FILE", "JSON object shown in the SVG's Info panel (key i)", "capture.json" },
     { "strict", 0, FK_OPT_FLAG, SC(strict), NULL, "fail on malformed input lines instead of skipping them" },
+    { "sample-type", 0, FK_OPT_STR, SC(sample_type), "T",
+      "pprof input: the sample type to draw, by name or index (e.g. inuse_space; default: the "
+      "profile's last, like pprof)", "inuse_space" },
     { NULL },
 };
 
@@ -84,8 +100,6 @@ void fk_svg_cli_init(struct fk_svg_cli *c, bool diff)
 
 int fk_svg_cli_finish(struct fk_svg_cli *c)
 {
-    if (c->opts.countname && strpbrk(c->opts.countname, "()"))
-        return fk_opt_error("--countname must not contain parentheses");
     if (c->metadata_path) {
         json_error_t e;
         c->metadata = json_load_file(c->metadata_path, JSON_REJECT_DUPLICATES, &e);
@@ -104,11 +118,24 @@ int fk_svg_cli_finish(struct fk_svg_cli *c)
     return FK_OPT_CONTINUE;
 }
 
-bool fk_svg_cli_read(const struct fk_svg_cli *c, const char *path, struct fk_stacktab *t)
+bool fk_svg_cli_read(struct fk_svg_cli *c, const char *path, struct fk_stacktab *t)
 {
     struct fk_parse_stats st;
     memset(&st, 0, sizeof st);
-    bool ok = fk_folded_read(path, t, &st);
+    struct fk_input_opts io = { .sample_type = c->sample_type };
+    struct fk_input_info info;
+    bool ok = fk_input_read(path, &io, t, &st, &info);
+    /* pprof: the sample type's unit names the counts unless --countname did */
+    if (ok && info.pprof && !c->countname_set) {
+        const char *cn = strcmp(info.unit, "count") && info.unit[0] ? info.unit : info.type;
+        size_t k = 0;
+        for (const char *q = cn; *q && k + 1 < sizeof c->countname_buf; q++)
+            if (*q != '(' && *q != ')')
+                c->countname_buf[k++] = *q;
+        c->countname_buf[k] = 0;
+        if (k)
+            c->opts.countname = c->countname_buf;
+    }
     const char *name = strcmp(path, "-") ? path : "stdin";
     if (ok)
         ok = fk_parse_stats_report(&st, name, c->strict);

@@ -6,7 +6,7 @@
 #define FK_CMD_SVG_CLI_H
 
 #include "render/svg.h"
-#include "stacks/folded.h"
+#include "stacks/input.h"
 #include "util/opt.h"
 
 struct fk_svg_cli {
@@ -15,6 +15,9 @@ struct fk_svg_cli {
     const char *metadata_path;
     bool strict;
     json_t *metadata;           /* loaded from metadata_path */
+    const char *sample_type;    /* --sample-type (pprof input) */
+    bool countname_set;         /* --countname given */
+    char countname_buf[64];     /* from a pprof sample type */
 };
 
 /* Sections of --help, bound to a struct fk_svg_cli. */
@@ -26,9 +29,11 @@ void fk_svg_cli_init(struct fk_svg_cli *c, bool diff);
  * an exit status after one error line. */
 int fk_svg_cli_finish(struct fk_svg_cli *c);
 
-/* Read folded input into t, warning once about malformed lines (error with
- * strict). False on I/O error, strict failure. */
-bool fk_svg_cli_read(const struct fk_svg_cli *c, const char *path, struct fk_stacktab *t);
+/* Read folded stacks or a pprof profile (stacks/input.h) into t, warning
+ * once about malformed lines (error with strict); a pprof sample type names
+ * the counts unless --countname did. False on I/O error, bad input, strict
+ * failure (reported). */
+bool fk_svg_cli_read(struct fk_svg_cli *c, const char *path, struct fk_stacktab *t);
 /* Render t to c->output atomically; false (reported) on failure. */
 bool fk_svg_cli_write(struct fk_svg_cli *c, const struct fk_stacktab *t);
 void fk_svg_cli_free(struct fk_svg_cli *c);

@@ -2,14 +2,17 @@
 /* The capture engine: one sampling event opened through libperf on a target
  * (host, pids, user, cgroup, a command), per-CPU rings read in time order,
  * side-band records fed to the symbolizer, stacks aggregated at sample time
- * into a table keyed by (comm, locations) -- memory grows with unique stacks,
- * not samples -- and named once at the end into a folded stack table.
+ * into a table keyed by (comm, pid, locations) -- memory grows with unique
+ * stacks, not samples -- and named once at the end into a structured profile
+ * (locations, mappings, functions: what pprof needs) from which the folded
+ * stack table is drawn.
  *
  * Used by 'flamekit host|pid|user|cgroup|run' (record.c) and by any other
  * profile kind (page faults) that only needs a different event. */
 #ifndef FK_CAPTURE_H
 #define FK_CAPTURE_H
 
+#include "stacks/prof.h"
 #include "stacks/stacktab.h"
 #include "symbols/symbols.h"
 #include "util/fk.h"
@@ -78,6 +81,9 @@ struct fk_capture_opts {
     uint64_t max_mem_bytes;         /* stack table + symbolizer; stop cleanly beyond */
     unsigned ring_pages;            /* data pages per CPU ring, power of two; 0 = auto */
     bool weight_by_period;          /* fixed period: count += period per sample */
+    const char *value_name;         /* fixed period: what one event is, in the
+                                       structured profile ("faults"); NULL = the
+                                       event's name */
     bool progress;                  /* countdown line on stderr (only if a TTY) */
     bool quiet;
     const char *progress_label;     /* e.g. "flamekit host" */
@@ -88,6 +94,10 @@ void fk_capture_opts_init(struct fk_capture_opts *o);
 
 struct fk_capture_result {
     struct fk_stacktab stacks;      /* folded "comm;root;...;leaf" -> count */
+    struct fk_prof prof;            /* the same stacks with locations, mappings,
+                                       comm/pid labels; sample types: frequency
+                                       mode samples/count + cpu/nanoseconds,
+                                       fixed period samples/count + NAME/count */
     uint64_t samples;               /* samples read */
     uint64_t samples_kept;          /* ... that belonged to the target */
     uint64_t lost;                  /* records the kernel dropped (ring full) */
@@ -104,6 +114,8 @@ struct fk_capture_result {
     uint64_t unique_stacks;         /* raw (location) stacks */
     uint64_t mem_bytes;             /* peak table + symbolizer bytes */
     uint64_t kernel_frames, user_frames;
+    uint64_t naming_ns;             /* after the capture: naming the unique
+                                       locations and folding (benchmarks) */
     const char *stop_reason;        /* "duration", "signal", "target exited", "memory limit" */
     bool mem_limited;
     bool child_exited;              /* RUN */
@@ -123,7 +135,7 @@ struct fk_capture_result {
 };
 
 /* Run the capture. Returns FK_EXIT_OK, or FK_EXIT_ERROR after one error line
- * (e.g. perf_event_paranoid). r->stacks is valid on success; release the
+ * (e.g. perf_event_paranoid). r->stacks and r->prof are valid on success; release the
  * result with fk_capture_result_free. */
 int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r);
 void fk_capture_result_free(struct fk_capture_result *r);

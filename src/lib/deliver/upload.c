@@ -348,6 +348,8 @@ static bool request(struct up *u, const char *method, const char *url, struct bo
                     const char *sha, const struct curl_slist *hdrs, struct resp *r)
 {
     uint64_t backoff_ms = 500;
+    char agent[80];
+    snprintf(agent, sizeof agent, "flamekit/%s", FK_VERSION);
     for (int attempt = 1;; attempt++) {
         resp_clear(r);
         r->attempts = attempt;
@@ -385,7 +387,7 @@ static bool request(struct up *u, const char *method, const char *url, struct bo
 #endif
         curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(c, CURLOPT_ERRORBUFFER, r->err);
-        curl_easy_setopt(c, CURLOPT_USERAGENT, "flamekit/" FK_VERSION);
+        curl_easy_setopt(c, CURLOPT_USERAGENT, agent);
         curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(u->connect_ms < left_ms ? u->connect_ms : left_ms));
         curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(left_ms > LONG_MAX ? LONG_MAX : left_ms));
         /* A server that accepts and then goes quiet must not hang us. */

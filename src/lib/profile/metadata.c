@@ -150,7 +150,17 @@ json_t *fk_profile_metadata(const struct fk_profile_request *rq,
     json_object_set_new(sy, "processes", json_integer((json_int_t)r->sym.processes));
     json_object_set_new(sy, "locate_unknown", json_integer((json_int_t)r->sym.locate_unknown));
     json_object_set_new(sy, "names_unresolved", json_integer((json_int_t)r->sym.names_unresolved));
+    json_object_set_new(sy, "names_function_start", json_integer((json_int_t)r->sym.names_function_start));
     json_object_set_new(sy, "deleted_files_kept", json_integer((json_int_t)r->sym.deleted_files_kept));
+    if (r->sym.debuginfod) {
+        json_t *di = json_object();
+        json_object_set_new(di, "found", json_integer((json_int_t)r->sym.debuginfod_found));
+        json_object_set_new(di, "failed", json_integer((json_int_t)r->sym.debuginfod_failed));
+        json_object_set_new(di, "timed_out", json_integer((json_int_t)r->sym.debuginfod_timed_out));
+        json_object_set_new(di, "skipped", json_integer((json_int_t)r->sym.debuginfod_skipped));
+        json_object_set_new(di, "ms", json_integer((json_int_t)r->sym.debuginfod_ms));
+        json_object_set_new(sy, "debuginfod", di);
+    }
     json_object_set_new(m, "symbols", sy);
 
     json_t *own = ops->meta ? ops->meta(rq, res) : NULL;

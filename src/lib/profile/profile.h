@@ -27,6 +27,8 @@
 #include <jansson.h>
 #include <signal.h>
 
+struct fk_pprof_job;
+
 /* Defaults and safety limits; --unsafe-limits lifts the maximums to the
  * UNSAFE ones (and the period floor to 1). See flamekit-record(1). */
 #define FK_PROFILE_DEFAULT_DURATION_MS (60 * 1000ull)
@@ -62,6 +64,9 @@ struct fk_profile_request {
     const char *event;          /* FAULTS: software event or tracepoint (page-faults) */
     bool no_kernel;             /* user space only: no kernel stacks; faults: user-mode hits */
     bool strict;                /* FAULTS: a failed one-in-N check is an error */
+    const char *debuginfod;     /* debuginfod servers for missing debug files;
+                                   NULL: $DEBUGINFOD_URLS (unset: none) */
+    bool no_debuginfod;         /* none, whatever $DEBUGINFOD_URLS says */
     uint64_t max_mem_bytes;     /* stacks + symbols (256M) */
     bool unsafe_limits;
     /* outputs */
@@ -100,6 +105,8 @@ struct fk_profile_result {
     struct fk_target target;
     struct fk_event event;
     struct fk_capture_result cap;   /* stacks, counts (valid when captured) */
+    struct fk_pprof_job *pprof_job; /* the .pb.gz being made on a second thread */
+    uint64_t pprof_wait_ns, pprof_cpu_ns;
     bool captured;
     const char *unit;           /* what the folded counts count: "samples", "faults" */
     const char *countname;      /* the same for the SVG ("page faults") */

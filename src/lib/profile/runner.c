@@ -6,6 +6,7 @@
 #include "profile/kinds.h"
 #include "deliver/stream.h"
 #include "deliver/upload.h"
+#include "render/pprof.h"
 #include "render/svg.h"
 #include "stacks/folded.h"
 #include "util/opt.h"
@@ -81,6 +82,10 @@ int fk_profile_check(struct fk_profile_request *rq, char *err, size_t errlen)
     if (rq->upload && strncmp(rq->upload, "s3://", 5) && strncmp(rq->upload, "gs://", 5)) {
         snprintf(err, errlen, "--upload wants s3://BUCKET/PREFIX/ or gs://BUCKET/PREFIX/; for a "
                  "presigned URL use 'flamekit upload FILE URL'");
+        return FK_EXIT_USAGE;
+    }
+    if (rq->debuginfod && rq->no_debuginfod) {
+        snprintf(err, errlen, "--debuginfod and --no-debuginfod exclude each other");
         return FK_EXIT_USAGE;
     }
     if (rq->upload && rq->stream_fd >= 0) {
@@ -229,6 +234,24 @@ static bool write_svg(const struct fk_profile_request *rq, struct fk_profile_res
     return ok;
 }
 
+/* The pprof bytes were made on a second thread while the folded file and
+ * the SVG were written (write_files starts it); here they are collected. */
+static bool write_pprof(const struct fk_profile_request *rq, struct fk_profile_result *res,
+                        struct fk_outfile *of)
+{
+    (void)rq;
+    struct fk_buf gz = FK_BUF_INIT;
+    uint64_t t = fk_now_ns();
+    bool ok = fk_pprof_gz_finish(res->pprof_job, &gz, &res->pprof_cpu_ns);
+    res->pprof_job = NULL;
+    res->pprof_wait_ns = fk_now_ns() - t;
+    if (!ok)
+        errno = ENOMEM;
+    ok = ok && fk_outfile_write(of, gz.data, gz.len);
+    fk_buf_free(&gz);
+    return ok;
+}
+
 static bool write_json(const struct fk_profile_request *rq, struct fk_profile_result *res,
                        struct fk_outfile *of)
 {
@@ -245,6 +268,7 @@ static const struct {
 } writers[FK_RESULT_NKINDS] = {
     [FK_RESULT_FOLDED] = { write_folded, true },
     [FK_RESULT_SVG] = { write_svg, false },
+    [FK_RESULT_PPROF] = { write_pprof, false },     /* gzip'ed on its thread */
     [FK_RESULT_JSON] = { write_json, false },
 };
 
@@ -256,12 +280,50 @@ static unsigned wanted_outputs(const struct fk_profile_request *rq)
     return w;
 }
 
+/* A pprof thread still running when a write failed: wait, drop its bytes. */
+static void drop_pprof_job(struct fk_profile_result *res)
+{
+    if (!res->pprof_job)
+        return;
+    struct fk_buf drop = FK_BUF_INIT;
+    fk_pprof_gz_finish(res->pprof_job, &drop, NULL);
+    fk_buf_free(&drop);
+    res->pprof_job = NULL;
+}
+
+/* Where the time after the capture went (bench/pprof.sh reads it): the
+ * JSON, written last, gets post_capture_ms. t[k]: when kind k was done. */
+static void add_timings(struct fk_profile_result *res, uint64_t t0, const uint64_t *t)
+{
+    json_t *tj = json_object();
+    uint64_t prev = t0;
+    static const char *const names[FK_RESULT_NKINDS] = {
+        [FK_RESULT_FOLDED] = "folded", [FK_RESULT_SVG] = "svg", [FK_RESULT_PPROF] = "pprof",
+    };
+    json_object_set_new(tj, "naming", json_real((double)res->cap.naming_ns / 1e6));
+    for (int k = 0; k < FK_RESULT_NKINDS; k++)
+        if (t[k] && names[k]) {
+            json_object_set_new(tj, names[k], json_real((double)(t[k] - prev) / 1e6));
+            prev = t[k];
+        }
+    if (t[FK_RESULT_PPROF]) {
+        json_object_set_new(tj, "pprof_wait", json_real((double)res->pprof_wait_ns / 1e6));
+        json_object_set_new(tj, "pprof_encode_cpu", json_real((double)res->pprof_cpu_ns / 1e6));
+    }
+    json_object_set_new(res->meta, "post_capture_ms", tj);
+}
+
 static bool write_files(const struct fk_profile_request *rq, struct fk_profile_result *res)
 {
     unsigned want = wanted_outputs(rq);
+    uint64_t t0 = fk_now_ns(), t[FK_RESULT_NKINDS] = { 0 };
+    if (want & FK_OUTPUT(FK_RESULT_PPROF))
+        res->pprof_job = fk_pprof_gz_start(&res->cap.prof, res->meta);
     for (int k = 0; k < FK_RESULT_NKINDS; k++) {
         if (!(want & FK_OUTPUT(k)))
             continue;
+        if (k == FK_RESULT_JSON)
+            add_timings(res, t0, t);
         char *path = fk_result_path(res->dir, res->base, (enum fk_result_kind)k);
         struct fk_outfile of;
         bool ok = writers[k].gzip ? fk_outfile_open_gz(&of, path, 0644)
@@ -273,8 +335,10 @@ static bool write_files(const struct fk_profile_request *rq, struct fk_profile_r
         } else if (ok) {
             ok = fk_outfile_commit(&of);
         }
+        t[k] = fk_now_ns();
         if (!ok) {
             free(path);
+            drop_pprof_job(res);
             return false;
         }
         res->files[k] = path;
@@ -323,11 +387,16 @@ int fk_profile_run(const struct fk_profile_request *rq, struct fk_profile_result
     co.duration_ms = rq->duration_ms;
     co.max_mem_bytes = rq->max_mem_bytes;
     co.weight_by_period = res->event.freq == 0;
+    co.value_name = res->unit;      /* pprof: faults/count, switches/count... */
     co.quiet = rq->quiet;
     co.progress = !rq->quiet;
     co.progress_label = fk_progname;
     co.stop = rq->stop;
     co.sym.kernel = !rq->no_kernel;
+    if (rq->no_debuginfod)
+        co.sym.debuginfod_urls = NULL;
+    else if (rq->debuginfod)
+        co.sym.debuginfod_urls = rq->debuginfod;
     int rc = fk_capture_run(&co, &res->cap);
     if (rc != FK_EXIT_OK) {
         if (rq->run_pid)
@@ -518,6 +587,7 @@ static void rm_tree(const char *dir)
 
 void fk_profile_result_free(struct fk_profile_result *res)
 {
+    drop_pprof_job(res);
     if (res->dir && res->dir_is_temp)
         rm_tree(res->dir);
     for (int k = 0; k < FK_RESULT_NKINDS; k++)

@@ -12,6 +12,7 @@
 static const char *const exts[FK_RESULT_NKINDS] = {
     [FK_RESULT_FOLDED] = ".folded.gz",
     [FK_RESULT_SVG] = ".flamegraph.svg",
+    [FK_RESULT_PPROF] = ".pb.gz",
     [FK_RESULT_JSON] = ".json",
 };
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The result contract: how capture results are named and what their
  * metadata says. Every capture writes
- *     HOST.YYYYMMDD_HHMMSS_UTC.SCOPE[.PROFILE].{flamegraph.svg,folded.gz,json}
+ *     HOST.YYYYMMDD_HHMMSS_UTC.SCOPE[.PROFILE].{flamegraph.svg,folded.gz,pb.gz,json}
  * (PROFILE is left out for CPU profiles: ".faults" for fault captures) and
  * the .json follows one versioned schema, flamekit-metadata(5). Names are
  * built and parsed only here; readers (upload, merge, remote) use
@@ -25,11 +25,12 @@
 enum fk_result_kind {
     FK_RESULT_FOLDED,       /* .folded.gz: "frame;frame;... COUNT" lines, gzip */
     FK_RESULT_SVG,          /* .flamegraph.svg */
+    FK_RESULT_PPROF,        /* .pb.gz: pprof profile (perftools.profiles.Profile), gzip */
     FK_RESULT_JSON,         /* .json: metadata, flamekit-metadata(5) */
     FK_RESULT_NKINDS
 };
 
-/* ".folded.gz", ".flamegraph.svg", ".json" */
+/* ".folded.gz", ".flamegraph.svg", ".pb.gz", ".json" */
 const char *fk_result_ext(enum fk_result_kind k);
 
 /* A file-name word from free text: [A-Za-z0-9._-] kept, others '_', at
