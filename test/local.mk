@@ -54,6 +54,13 @@ check_PROGRAMS += test/unit-opt
 test_unit_opt_SOURCES = test/unit/unit-opt.c test/unit/unit.h
 test_unit_opt_CFLAGS = $(libflamekit_a_CFLAGS)
 test_unit_opt_LDADD = $(FK_LIBS)
+check_PROGRAMS += test/unit-result
+test_unit_result_SOURCES = test/unit/unit-result.c test/unit/unit.h
+test_unit_result_CFLAGS = $(libflamekit_a_CFLAGS)
+test_unit_result_LDADD = $(FK_LIBS)
+EXTRA_DIST += test/t-repo.sh
+EXTRA_DIST += test/README
+EXTRA_DIST += test/lsan.supp
 # test scripts (test/run runs test/t-*.sh): one line each
 EXTRA_DIST += test/t-capture.sh
 EXTRA_DIST += test/t-cli.sh

@@ -19,3 +19,15 @@ for c in $("$FLAMEKIT" --help | awk '/^Commands:/ { on = 1; next } on && /^  [a-
     o=$("$FLAMEKIT" "$c" --help 2>&1); rc=$?
     if [ $rc -eq 0 ] && [ -n "$o" ]; then pass "$c --help"; else fail "$c --help (rc $rc)" "$o"; fi
 done
+# Bash completion reads the generated --help: commands, options, and which
+# options take a path (their placeholder says FILE or DIR).
+comp() { # comp WORD...: the completions of the last word
+    (cd "$T" && PATH=$(dirname "$FLAMEKIT"):$PATH bash -c '. "$1"; shift
+        COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _flamekit; printf "%s\n" "${COMPREPLY[@]}"' \
+        comp "$FK_SRC/share/bash-completion/flamekit" flamekit "$@" 2>/dev/null | sort | tr '\n' ' ')
+}
+mkdir -p "$T/somedir"
+check_grep "completion: commands" '(^| )faults ' "$(comp fa)"
+check_eq "completion: a capture option from the table" "--max-memory " "$(comp host --max-m)"
+check_eq "completion: -o DIR completes paths" "somedir " "$(comp host -o som)"
+check_eq "completion: an option of faults only" "--user-only " "$(comp faults --user)"

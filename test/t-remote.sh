@@ -17,6 +17,9 @@ cp "$T/id.pub" "$T/authorized_keys"
 mkdir -p /run/sshd
 
 # Start an sshd on a free port in our range; its port goes into variable $2.
+# The far side's temporaries go to $T/rtmp (sshd SetEnv): other flamekit
+# runs on this shared machine cannot be mistaken for ours.
+mkdir -p "$T/rtmp"
 start_sshd() {
     local name=$1 port try
     for try in 1 2 3 4 5 6 7 8; do
@@ -33,6 +36,7 @@ UsePAM no
 StrictModes no
 PidFile $T/sshd_$name.pid
 LogLevel ERROR
+SetEnv TMPDIR=$T/rtmp
 EOC
         /usr/sbin/sshd -D -f "$T/sshd_$name.conf" -E "$T/sshd_$name.log" </dev/null >/dev/null 2>&1 &
         local pid=$!
@@ -113,11 +117,11 @@ if "$FLAMEKIT" run --help 2>&1 | grep -q -- '--stdout'; then
     if need python3; then check "real capture: JSON metadata parses" python3 -m json.tool "$(ls "$T"/out/*.json | head -1)"; fi
     # --deploy of this very binary, running a real capture.
     fresh
-    before=$(find /tmp -maxdepth 1 -name 'flamekit.??????' | sort)
+    before=$(find "$T/rtmp" -maxdepth 1 -name 'flamekit.??????' | sort)
     "$FLAMEKIT" remote --status lines --deploy -o "$T/out" h1 -- run -- "$FK_BUILD/test/progs/remote-spin" 1000 >/dev/null 2>"$T/err"; rc=$?
     check_eq "real capture with --deploy exits 0" 0 "$rc"
     check_grep "real capture with --deploy: the workload's function" 'remote_spin_hot' "$(zcat "$T"/out/*.folded.gz 2>&1)"
-    check_eq "real capture with --deploy: deployed copy removed" "$before" "$(find /tmp -maxdepth 1 -name 'flamekit.??????' | sort)"
+    check_eq "real capture with --deploy: deployed copy removed" "$before" "$(find "$T/rtmp" -maxdepth 1 -name 'flamekit.??????' | sort)"
     HAVE_REAL=1
 else
     skip "real capture round trip" "this build has no 'run --stdout' yet"
@@ -137,7 +141,7 @@ fresh
 check_eq "deploy exits 0" 0 "$rc"
 check_eq "deploy: three files" 3 "$(nfiles)"
 read -r ddir dmode < "$T/where" 2>/dev/null || ddir=
-check_grep "deploy: ran from a mktemp directory of mode 700" '^/tmp/flamekit\.[A-Za-z0-9]{6} 700$' "$ddir ${dmode:-}"
+check_grep "deploy: ran from a mktemp directory of mode 700" '^'"$T"'/rtmp/flamekit\.[A-Za-z0-9]{6} 700$' "$ddir ${dmode:-}"
 if [ -n "$ddir" ] && [ ! -e "$ddir" ]; then pass "deploy: temporary directory removed"; else fail "deploy: temporary directory removed" "$ddir still there"; fi
 check_grep "deploy: progress says the binary was copied" "^h1: flamekit copied \($(stat -c %s "$FAKE") bytes\)" "$(cat "$T/err")"
 # The real binary deploys too (its answer proves it ran on the far side).
@@ -146,8 +150,7 @@ fresh
 check_eq "deploy of this binary: unknown capture command fails" 1 "$rc"
 check_grep "deploy of this binary: its own error comes back verbatim" "^h1: flamekit: 'no-such-command' is not a flamekit command" "$(cat "$T/err")"
 check_eq "deploy of this binary: no local files" 0 "$(nfiles)"
-check_eq "deploy: no flamekit.* temporaries left on the host" "" \
-    "$(find /tmp -maxdepth 1 -name 'flamekit.??????' -newer "$T/hostkey" 2>/dev/null)"
+check_eq "deploy: no flamekit.* temporaries left on the host" "" "$(ls -A "$T/rtmp")"
 
 # The portable build ('make flamekit-portable'), when built: few runtime needs.
 if [ -x "$FK_BUILD/flamekit-portable" ]; then
@@ -263,7 +266,7 @@ rpid=$!
 for _ in $(seq 100); do [ -n "$(find "$T/out" -name '.slow*fkpart*' -size +0 2>/dev/null)" ] && break; sleep 0.05; done
 spid=$(cat "$T/slow.pid" 2>/dev/null)
 sdir=$(dirname "$(readlink "/proc/$spid/exe" 2>/dev/null)" 2>/dev/null)
-check_grep "interrupted deploy: capture ran from the deployed copy" '^/tmp/flamekit\.' "$sdir"
+check_grep "interrupted deploy: capture ran from the deployed copy" '^'"$T"'/rtmp/flamekit\.' "$sdir"
 kill -INT $rpid
 wait $rpid
 for _ in $(seq 60); do [ -e "$sdir" ] || break; sleep 0.05; done

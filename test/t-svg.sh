@@ -160,6 +160,9 @@ for bad in "--minwidth abc" "--minwidth 120%" "--colors plaid" "--width 5" "--bo
     out=$(svg $bad "$T/p.folded" 2>&1 >/dev/null); rc=$?
     check_eq "usage error: $bad exits 2" 2 "$rc"
 done
+out=$(svg --title 2>&1); rc=$?
+check_eq "--title without its value: usage error" 2 "$rc"
+check_grep "--title without its value: says so (not 'unknown option')" "option '--title' needs a value" "$out"
 check_grep "--help to stdout" '^usage: flamekit svg' "$(svg --help)"
 check "binary garbage does not crash" sh -c "head -c 200000 /dev/urandom | '$FLAMEKIT' svg >/dev/null 2>&1; test \$? -lt 128"
 

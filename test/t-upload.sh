@@ -3,6 +3,12 @@
 # flamekit upload against a real S3 server: Ceph radosgw started on
 # 127.0.0.1 (test/servers/radosgw.sh), plus a stalling and a 503 server.
 . "$FK_SRC/test/lib.sh"
+# Options that need a value say so (they used to be "unknown option").
+o=$("$FLAMEKIT" upload --endpoint 2>&1); rc=$?
+check_eq "--endpoint without its value: usage error" 2 "$rc"
+check_grep "--endpoint without its value: says so" "option '--endpoint' needs a value" "$o"
+o=$("$FLAMEKIT" upload --part-size 1M a s3://b/ 2>&1)
+check_grep "--part-size below S3's minimum: named with the bound" "option '--part-size' wants a size of at least 5M" "$o"
 RGW=$FK_SRC/test/servers/radosgw.sh
 STALLSRV=$FK_BUILD/test/progs/stallsrv
 

@@ -2,102 +2,83 @@
 /* flamekit collapse: `perf script` text (or a pprof profile) -> folded stacks. */
 #include "stacks/input.h"
 #include "stacks/perfscript.h"
+#include "util/opt.h"
 #include "util/outfile.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void usage(FILE *fp)
+struct collapse_opts {
+    struct fk_perfscript_opts ps;
+    struct fk_input_opts io;
+    const char *out;
+    bool strict;
+};
+
+#define CO(field) offsetof(struct collapse_opts, field)
+
+static bool set_all(void *base, const char *val, char *err, size_t n)
 {
-    fprintf(fp,
-            "usage: flamekit collapse [OPTIONS] [FILE|-]\n"
-            "Read `perf script` output (FILE, or stdin; gzip is detected) and write folded\n"
-            "stacks \"comm;outer;...;leaf COUNT\", sorted. COUNT is the number of samples\n"
-            "(stackcollapse-perf.pl sums periods instead; use --period for that).\n"
-            "A pprof profile (Go's runtime/pprof, flamekit's .pb.gz; gzip or not) is\n"
-            "recognised by its content and folded from one sample type.\n"
-            "  -o, --output FILE     write to FILE (atomically; gzip if it ends in .gz)\n"
-            "      --period          weight each sample by its period\n"
-            "      --event-filter=EV count only event EV (default: the first event seen)\n"
-            "      --pid             name processes comm-PID\n"
-            "      --tid             name processes comm-PID/TID\n"
-            "      --kernel          append _[k] to kernel frames\n"
-            "      --jit             append _[j] to JIT (perf-PID.map) frames\n"
-            "      --all             --kernel --jit, and _[i] on inlined frames\n"
-            "      --inline          keep frames perf marks (inlined) (default)\n"
-            "      --no-inline       drop them\n"
-            "      --addrs           keep +0x offsets; show addresses of unknown frames\n"
-            "      --strict          malformed lines are an error, not a warning\n"
-            "      --sample-type T   pprof input: the sample type, by name or index\n"
-            "                        (default: the profile's last, like pprof)\n"
-            "  -h, --help            this text\n");
+    (void)val, (void)err, (void)n;
+    struct collapse_opts *o = base;
+    o->ps.kernel = o->ps.jit = o->ps.inline_mark = true;
+    return true;
 }
+
+static const struct fk_opt collapse_optset[] = {
+    { "output", 'o', FK_OPT_STR, CO(out), "FILE", "write to FILE (atomically; gzip if it ends in .gz)", "out.folded.gz" },
+    { "period", 0, FK_OPT_FLAG, CO(ps.period), NULL, "weight each sample by its period" },
+    { "event-filter", 0, FK_OPT_STR, CO(ps.event), "EV", "count only event EV (default: the first event seen)", "cpu-clock" },
+    { "pid", 0, FK_OPT_FLAG, CO(ps.pid), NULL, "name processes comm-PID" },
+    { "tid", 0, FK_OPT_FLAG, CO(ps.tid), NULL, "name processes comm-PID/TID" },
+    { "kernel", 0, FK_OPT_FLAG, CO(ps.kernel), NULL, "append _[k] to kernel frames" },
+    { "jit", 0, FK_OPT_FLAG, CO(ps.jit), NULL, "append _[j] to JIT (perf-PID.map) frames" },
+    { "all", 0, FK_OPT_CALL, 0, NULL, "--kernel --jit, and _[i] on inlined frames", .call = set_all },
+    { "inline", 0, FK_OPT_CLEAR, CO(ps.no_inline), NULL, "keep frames perf marks (inlined) (default)" },
+    { "no-inline", 0, FK_OPT_FLAG, CO(ps.no_inline), NULL, "drop them" },
+    { "addrs", 0, FK_OPT_FLAG, CO(ps.addrs), NULL, "keep +0x offsets; show addresses of unknown frames" },
+    { "strict", 0, FK_OPT_FLAG, CO(strict), NULL, "malformed lines are an error, not a warning" },
+    { "sample-type", 0, FK_OPT_STR, CO(io.sample_type), "T",
+      "pprof input: the sample type, by name or index (default: the profile's last, like pprof)",
+      "inuse_space" },
+    { NULL },
+};
+
+static const struct fk_cmdline cmdline = {
+    "flamekit collapse [OPTIONS] [FILE|-]",
+    "Read `perf script` output (FILE, or stdin; gzip is detected) and write folded "
+    "stacks \"comm;outer;...;leaf COUNT\", sorted. COUNT is the number of samples "
+    "(stackcollapse-perf.pl sums periods instead; use --period for that). A pprof "
+    "profile (Go's runtime/pprof, flamekit's .pb.gz; gzip or not) is recognised by its "
+    "content and folded from one sample type.",
+    "See flamekit-collapse(1).",
+    NULL,
+};
 
 int cmd_collapse(int argc, char **argv)
 {
-    enum { O_PID = 256, O_TID, O_KERNEL, O_JIT, O_ALL, O_ADDRS, O_EVENT, O_INLINE,
-           O_NOINLINE, O_PERIOD, O_STRICT, O_SAMPLE_TYPE };
-    static const struct option longopts[] = {
-        { "output", required_argument, NULL, 'o' },
-        { "help", no_argument, NULL, 'h' },
-        { "pid", no_argument, NULL, O_PID },
-        { "tid", no_argument, NULL, O_TID },
-        { "kernel", no_argument, NULL, O_KERNEL },
-        { "jit", no_argument, NULL, O_JIT },
-        { "all", no_argument, NULL, O_ALL },
-        { "addrs", no_argument, NULL, O_ADDRS },
-        { "event-filter", required_argument, NULL, O_EVENT },
-        { "inline", no_argument, NULL, O_INLINE },
-        { "no-inline", no_argument, NULL, O_NOINLINE },
-        { "period", no_argument, NULL, O_PERIOD },
-        { "strict", no_argument, NULL, O_STRICT },
-        { "sample-type", required_argument, NULL, O_SAMPLE_TYPE },
-        { NULL, 0, NULL, 0 },
-    };
-    struct fk_perfscript_opts o = { 0 };
-    const char *out = "-";
-    bool strict = false;
-    struct fk_input_opts io = { 0 };
-    int c;
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, ":o:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'o': out = optarg; break;
-        case 'h': usage(stdout); return FK_EXIT_OK;
-        case O_PID: o.pid = true; break;
-        case O_TID: o.tid = true; break;
-        case O_KERNEL: o.kernel = true; break;
-        case O_JIT: o.jit = true; break;
-        case O_ALL: o.kernel = o.jit = o.inline_mark = true; break;
-        case O_ADDRS: o.addrs = true; break;
-        case O_EVENT:
-            if (!*optarg)
-                fk_usage_error("--event-filter needs an event name, e.g. cpu-clock");
-            o.event = optarg;
-            break;
-        case O_INLINE: o.no_inline = false; break;
-        case O_NOINLINE: o.no_inline = true; break;
-        case O_PERIOD: o.period = true; break;
-        case O_STRICT: strict = true; break;
-        case O_SAMPLE_TYPE: io.sample_type = optarg; break;
-        case ':':
-            fk_usage_error("option '%s' needs a value", argv[optind - 1]);
-        default:
-            fk_usage_error("unknown option '%s'", argv[optind - 1]);
-        }
+    struct collapse_opts co = { .out = "-" };
+    const struct fk_optsec secs[] = { { "Options", collapse_optset, &co }, { NULL } };
+    struct fk_args a;
+    int rc = fk_opt_parse(&cmdline, secs, argc, argv, &a);
+    if (rc == FK_OPT_CONTINUE && a.n > 1)
+        rc = fk_opt_error("one input file at most (got %d)", a.n);
+    if (rc != FK_OPT_CONTINUE) {
+        fk_args_free(&a);
+        return rc;
     }
-    if (argc - optind > 1)
-        fk_usage_error("one input file at most (got %d)", argc - optind);
-    const char *in = optind < argc ? argv[optind] : "-";
+    const char *in = a.n ? a.v[0] : "-", *out = co.out;
+    bool strict = co.strict;
+    struct fk_perfscript_opts o = co.ps;
+    struct fk_input_opts io = co.io;
+    fk_args_free(&a);     /* in and out point into argv, not into a */
 
     struct fk_stacktab tab;
     struct fk_parse_stats st = { 0 };
     struct fk_perfscript ps;
     fk_stacktab_init(&tab);
     fk_perfscript_init(&ps, &o, &tab, &st);
-    int rc = FK_EXIT_OK;
+    rc = FK_EXIT_OK;
     const char *inname = strcmp(in, "-") ? in : "<stdin>";
     struct fk_lineread r;
     bool binary;    /* perf script parsing reports malformed lines itself */

@@ -1,48 +1,50 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* flamekit diff: differential flame graph of two folded profiles. */
-#include "render/svgcli.h"
+#include "svg-cli.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: flamekit diff [OPTIONS] BEFORE AFTER\n"
-            "       flamekit diff [OPTIONS] [TWO-COLUMN-FOLDED|-]\n"
-            "\n"
-            "Differential flame graph: frame widths from AFTER, colours from the\n"
-            "difference AFTER - BEFORE (red grew, blue shrank, stronger = more);\n"
-            "tooltips show both counts and the delta. One input with two counts per\n"
-            "line (\"stack BEFORE AFTER\", as difffolded.pl writes) works too.\n"
-            "\n"
-            "Options:\n"
-            "      --normalize      scale BEFORE to AFTER's total first (compare shapes\n"
-            "                       of profiles of different length)\n"
-            "      --negate         widths from BEFORE, colours inverted (red = shrank):\n"
-            "                       shows what disappeared\n"
-            "%s",
-            fk_svg_cli_help);
-}
+static const struct fk_cmdline cmdline = {
+    "flamekit diff [OPTIONS] BEFORE AFTER\nflamekit diff [OPTIONS] [TWO-COLUMN-FOLDED|-]",
+    "Differential flame graph: frame widths from AFTER, colours from the difference "
+    "AFTER - BEFORE (red grew, blue shrank, stronger = more); tooltips show both counts "
+    "and the delta. One input with two counts per line (\"stack BEFORE AFTER\", as "
+    "difffolded.pl writes) works too.",
+    "See flamekit-diff(1).",
+    NULL,
+};
 
 static const char *shown(const char *p) { return strcmp(p, "-") ? p : "stdin"; }
 
 int cmd_diff(int argc, char **argv)
 {
     struct fk_svg_cli c;
-    fk_svg_cli_parse(&c, argc, argv, true, usage);
-    int nargs = argc - c.first_arg;
-    if (nargs > 2)
-        fk_usage_error("give BEFORE AFTER, or one two-column file (got %d files)", nargs);
+    fk_svg_cli_init(&c, true);
+    const struct fk_optsec secs[] = {
+        { "Options", fk_optset_diff, &c }, { "Options", fk_optset_svg, &c }, { NULL },
+    };
+    struct fk_args args;
+    int rc = fk_opt_parse(&cmdline, secs, argc, argv, &args);
+    int nargs = args.n;
+    if (rc == FK_OPT_CONTINUE && nargs > 2)
+        rc = fk_opt_error("give BEFORE AFTER, or one two-column file (got %d files)", nargs);
+    if (rc == FK_OPT_CONTINUE && nargs == 2 && !strcmp(args.v[0], "-") && !strcmp(args.v[1], "-"))
+        rc = fk_opt_error("only one of BEFORE and AFTER can be stdin");
+    if (rc == FK_OPT_CONTINUE)
+        rc = fk_svg_cli_finish(&c);
+    if (rc != FK_OPT_CONTINUE) {
+        fk_args_free(&args);
+        fk_svg_cli_free(&c);
+        return rc;
+    }
     struct fk_stacktab t, a, b;
     fk_stacktab_init(&t);
     fk_stacktab_init(&a);
     fk_stacktab_init(&b);
-    int rc = FK_EXIT_ERROR;
+    rc = FK_EXIT_ERROR;
     if (nargs == 2) {
-        const char *before = argv[c.first_arg], *after = argv[c.first_arg + 1];
-        if (!strcmp(before, "-") && !strcmp(after, "-"))
-            fk_usage_error("only one of BEFORE and AFTER can be stdin");
+        const char *before = args.v[0], *after = args.v[1];
         if (!fk_svg_cli_read(&c, before, &b) || !fk_svg_cli_read(&c, after, &a))
             goto out;
         if (!b.total && !a.total) {
@@ -56,7 +58,7 @@ int cmd_diff(int argc, char **argv)
         for (size_t i = 0; i < a.n; i++)
             fk_stacktab_add2(&t, a.v[i].key, a.v[i].len, 0, a.v[i].count);
     } else {
-        const char *in = nargs ? argv[c.first_arg] : "-";
+        const char *in = nargs ? args.v[0] : "-";
         if (!fk_svg_cli_read(&c, in, &t))
             goto out;
         if (!t.total2 && !t.total) {
@@ -81,5 +83,6 @@ out:
     fk_stacktab_free(&a);
     fk_stacktab_free(&b);
     fk_svg_cli_free(&c);
+    fk_args_free(&args);
     return rc;
 }

@@ -2,6 +2,7 @@
 # commands.def is the table src/flamekit.c includes
 flamekit_SOURCES += src/cmd/commands.def
 flamekit_SOURCES += src/cmd/capture-cli.c src/cmd/capture-cli.h
+flamekit_SOURCES += src/cmd/svg-cli.c src/cmd/svg-cli.h
 flamekit_SOURCES += src/cmd/svg.c
 flamekit_SOURCES += src/cmd/diff.c
 flamekit_SOURCES += src/cmd/collapse.c

@@ -1,33 +1,43 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* flamekit merge [--host-prefix] [-o OUT] [--svg OUT.svg] FILE|HOST=FILE... */
-#include "deliver/merge.h"
+/* flamekit merge: several folded profiles (e.g. one per host) into one, and
+ * optionally one SVG of it (stacks/merge.h). */
 #include "render/svg.h"
+#include "stacks/merge.h"
+#include "util/opt.h"
 
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: flamekit merge [OPTIONS] FILE|HOST=FILE...\n"
-            "\n"
-            "Combine folded profiles or pprof profiles (plain or .gz; '-' = stdin) into\n"
-            "one folded profile, counts of equal stacks summed.\n"
-            "\n"
-            "  -p, --host-prefix    start each stack with a frame naming its host: the\n"
-            "                       HOST of HOST=FILE, else the part of the file name\n"
-            "                       before .YYYYMMDD_HHMMSS_UTC. (flamekit's names)\n"
-            "  -o, --output OUT     folded output (default stdout; OUT.gz is gzipped)\n"
-            "      --svg OUT.svg    also render one flame graph of the merged profile\n"
-            "      --title TEXT     the SVG's title (default \"Merged Flame Graph\")\n"
-            "      --sample-type T  pprof inputs: the sample type to merge, by name or\n"
-            "                       index (default: each profile's last, like pprof)\n"
-            "  -h, --help           this text\n"
-            "\n"
-            "Example: flamekit merge -p --svg all.svg -o all.folded.gz db1.*.folded.gz db2.*.folded.gz\n");
-}
+struct merge_opts {
+    bool prefix;
+    const char *out, *svg, *title;
+    struct fk_input_opts io;
+};
+
+#define MO(field) offsetof(struct merge_opts, field)
+
+static const struct fk_opt merge_optset[] = {
+    { "host-prefix", 'p', FK_OPT_FLAG, MO(prefix), NULL,
+      "start each stack with a frame naming its host: the HOST of HOST=FILE, else the "
+      "HOST of a result name HOST.YYYYMMDD_HHMMSS_UTC.SCOPE... (flamekit-metadata(5)), "
+      "else the file name" },
+    { "output", 'o', FK_OPT_STR, MO(out), "OUT", "folded output (default stdout; OUT.gz is gzipped)", "all.folded.gz" },
+    { "svg", 0, FK_OPT_STR, MO(svg), "OUT.svg", "also render one flame graph of the merged profile", "all.svg" },
+    { "title", 0, FK_OPT_STR, MO(title), "TEXT", "the SVG's title (default \"Merged Flame Graph\")", "'all hosts'" },
+    { "sample-type", 0, FK_OPT_STR, MO(io.sample_type), "T",
+      "pprof inputs: the sample type to merge, by name or index (default: each profile's last, "
+      "like pprof)", "inuse_space" },
+    { NULL },
+};
+
+static const struct fk_cmdline cmdline = {
+    "flamekit merge [OPTIONS] FILE|HOST=FILE...",
+    "Combine folded profiles or pprof profiles (plain or .gz; '-' = stdin) into one folded profile, "
+    "counts of equal stacks summed.",
+    "Example: flamekit merge -p --svg all.svg -o all.folded.gz db1.*.folded.gz db2.*.folded.gz",
+    NULL,
+};
 
 static bool ends_with(const char *s, const char *sfx)
 {
@@ -37,45 +47,31 @@ static bool ends_with(const char *s, const char *sfx)
 
 int cmd_merge(int argc, char **argv)
 {
-    bool prefix = false;
-    struct fk_input_opts io = { 0 };
-    const char *out = NULL, *svg = NULL, *title = "Merged Flame Graph";
-    static const struct option longopts[] = {
-        { "host-prefix", no_argument, NULL, 'p' },
-        { "output", required_argument, NULL, 'o' },
-        { "svg", required_argument, NULL, 'S' },
-        { "title", required_argument, NULL, 'T' },
-        { "sample-type", required_argument, NULL, 'Y' },
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    opterr = 0;
-    optind = 1;
-    int c;
-    while ((c = getopt_long(argc, argv, ":po:h", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'p': prefix = true; break;
-        case 'o': out = optarg; break;
-        case 'S': svg = optarg; break;
-        case 'T': title = optarg; break;
-        case 'Y': io.sample_type = optarg; break;
-        case 'h': usage(stdout); return FK_EXIT_OK;
-        case ':': fk_usage_error("option '%s' needs an argument", argv[optind - 1]);
-        default: fk_usage_error("unknown option '%s'", argv[optind - 1]);
-        }
+    struct merge_opts mo = { .title = "Merged Flame Graph" };
+    const struct fk_optsec secs[] = { { "Options", merge_optset, &mo }, { NULL } };
+    struct fk_args a;
+    int rc = fk_opt_parse(&cmdline, secs, argc, argv, &a);
+    if (rc == FK_OPT_CONTINUE && !a.n)
+        rc = fk_opt_error("give the folded files to merge (e.g. 'flamekit merge -p a.folded.gz b.folded.gz')");
+    if (rc != FK_OPT_CONTINUE) {
+        fk_args_free(&a);
+        return rc;
     }
-    if (optind >= argc)
-        fk_usage_error("give the folded files to merge (e.g. 'flamekit merge -p a.folded.gz b.folded.gz')");
+    bool prefix = mo.prefix;
+    const char *out = mo.out, *svg = mo.svg, *title = mo.title;
+    struct fk_input_opts io = mo.io;
     if (!out)
         out = svg ? NULL : "-";
-    if (out && svg && !strcmp(svg, "-") && !strcmp(out, "-"))
-        fk_usage_error("-o and --svg cannot both be stdout");
+    if (out && svg && !strcmp(svg, "-") && !strcmp(out, "-")) {
+        fk_args_free(&a);
+        return fk_opt_error("-o and --svg cannot both be stdout");
+    }
 
     struct fk_stacktab t;
     fk_stacktab_init(&t);
-    int rc = FK_EXIT_ERROR;
-    for (int i = optind; i < argc; i++) {
-        const char *arg = argv[i], *path = arg;
+    rc = FK_EXIT_ERROR;
+    for (int i = 0; i < a.n; i++) {
+        const char *arg = a.v[i], *path = arg;
         char *host = NULL;
         const char *eq = strchr(arg, '=');
         struct stat st;
@@ -144,5 +140,6 @@ int cmd_merge(int argc, char **argv)
     rc = FK_EXIT_OK;
 done:
     fk_stacktab_free(&t);
+    fk_args_free(&a);
     return rc;
 }

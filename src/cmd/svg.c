@@ -1,34 +1,40 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* flamekit svg: folded stacks -> interactive SVG flame graph. */
-#include "render/svgcli.h"
+#include "svg-cli.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: flamekit svg [OPTIONS] [FOLDED|-]\n"
-            "\n"
-            "Render folded stacks (\"frame;frame;...;frame COUNT\" lines, gzip read\n"
-            "transparently; default stdin) as an interactive SVG flame graph.\n"
-            "In the SVG: click a frame to zoom, Ctrl-F or / to search (regex), Esc to\n"
-            "reset, i for the Info panel; zoom and search are kept in the URL.\n"
-            "\n"
-            "Options:\n%s",
-            fk_svg_cli_help);
-}
+static const struct fk_cmdline cmdline = {
+    "flamekit svg [OPTIONS] [FOLDED|-]",
+    "Render folded stacks (\"frame;frame;...;frame COUNT\" lines, gzip read "
+    "transparently; default stdin) as an interactive SVG flame graph. In the SVG: "
+    "click a frame to zoom, Ctrl-F or / to search (regex), Esc to reset, i for the "
+    "Info panel; zoom and search are kept in the URL.",
+    "See flamekit-svg(1).",
+    NULL,
+};
 
 int cmd_svg(int argc, char **argv)
 {
     struct fk_svg_cli c;
-    fk_svg_cli_parse(&c, argc, argv, false, usage);
-    if (argc - c.first_arg > 1)
-        fk_usage_error("one input file at most (got %d)", argc - c.first_arg);
-    const char *in = c.first_arg < argc ? argv[c.first_arg] : "-";
+    fk_svg_cli_init(&c, false);
+    const struct fk_optsec secs[] = { { "Options", fk_optset_svg, &c }, { NULL } };
+    struct fk_args a;
+    int rc = fk_opt_parse(&cmdline, secs, argc, argv, &a);
+    if (rc == FK_OPT_CONTINUE && a.n > 1)
+        rc = fk_opt_error("one input file at most (got %d)", a.n);
+    if (rc == FK_OPT_CONTINUE)
+        rc = fk_svg_cli_finish(&c);
+    if (rc != FK_OPT_CONTINUE) {
+        fk_args_free(&a);
+        fk_svg_cli_free(&c);
+        return rc;
+    }
+    const char *in = a.n ? a.v[0] : "-";
     struct fk_stacktab t;
     fk_stacktab_init(&t);
-    int rc = FK_EXIT_ERROR;
+    rc = FK_EXIT_ERROR;
     if (!fk_svg_cli_read(&c, in, &t))
         goto out;
     if (!t.n || !t.total) {
@@ -41,5 +47,6 @@ int cmd_svg(int argc, char **argv)
 out:
     fk_stacktab_free(&t);
     fk_svg_cli_free(&c);
+    fk_args_free(&a);
     return rc;
 }

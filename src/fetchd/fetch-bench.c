@@ -5,11 +5,11 @@
  * RSS, allocations per GiB served (fetchd-malloc.so preloaded into the
  * server), optionally a flamekit CPU flame graph of each server. */
 #include "fetchd/fetchd.h"
+#include "util/opt.h"
 #include "util/outfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <libgen.h>
 #include <limits.h>
@@ -25,10 +25,10 @@
 
 extern char **environ;
 
-static struct {
+static struct bench_opts {
     const char *repo, *out, *shim, *servers;
     uint64_t repo_size, chunk;
-    unsigned clients;
+    int clients;
     uint64_t dur_ms;
     bool profile;
 } opt = { .out = "fetch-bench.out", .repo_size = 300ull << 20, .chunk = 32 << 10,
@@ -36,22 +36,33 @@ static struct {
 
 static char exedir[PATH_MAX];
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: fetch-bench [OPTIONS]\n"
-            "Benchmark fetchd-grpc against fetchd-sock serving git fetches.\n"
-            "  -r, --repo GITDIR        repository to serve (default: generate one)\n"
-            "  -S, --repo-size SIZE     size of the generated repository's content (default 300M)\n"
-            "  -n, --clients N          concurrent fetch clients (default 4)\n"
-            "  -t, --duration T         seconds per run (default 10s)\n"
-            "  -k, --chunk-size SIZE    fetchd-grpc message size (default 32K)\n"
-            "  -s, --servers LIST       grpc,sock (default both)\n"
-            "  -o, --output DIR         report.md, report.json, flame graphs (default fetch-bench.out)\n"
-            "  -p, --profile            flame graph of each server (flamekit pid)\n"
-            "      --malloc-shim PATH   fetchd-malloc.so to preload into the servers\n"
-            "  -h, --help, -V, --version\n");
-}
+#define BO(field) offsetof(struct bench_opts, field)
+
+static const struct fk_opt bench_optset[] = {
+    { "repo", 'r', FK_OPT_STR, BO(repo), "GITDIR", "repository to serve (default: generate one)", "repo.git" },
+    { "repo-size", 'S', FK_OPT_SIZE, BO(repo_size), "SIZE",
+      "size of the generated repository's content (default 300M)", "300M", .min = 1 << 20 },
+    { "clients", 'n', FK_OPT_INT, BO(clients), "N", "concurrent fetch clients (default 4)", "4",
+      .min = 1, .max = 256 },
+    { "duration", 't', FK_OPT_DURATION, BO(dur_ms), "T", "time per run (default 10s)", "10s", .min = 100 },
+    { "chunk-size", 'k', FK_OPT_SIZE, BO(chunk), "SIZE", "fetchd-grpc message size (default 32K)", "32K",
+      .min = 1024, .max = 4 << 20 },
+    { "servers", 's', FK_OPT_STR, BO(servers), "LIST", "grpc,sock (default both)", "grpc,sock" },
+    { "output", 'o', FK_OPT_STR, BO(out), "DIR",
+      "report.md, report.json, flame graphs (default fetch-bench.out)", "fetch-bench.out" },
+    { "profile", 'p', FK_OPT_FLAG, BO(profile), NULL, "flame graph of each server (flamekit pid)" },
+    { "malloc-shim", 0, FK_OPT_STR, BO(shim), "PATH", "fetchd-malloc.so to preload into the servers",
+      "fetchd-malloc.so" },
+    { "version", 'V', FK_OPT_VERSION, 0, NULL, "print the version" },
+    { NULL },
+};
+
+static const struct fk_cmdline cmdline = {
+    "fetch-bench [OPTIONS]",
+    "Benchmark fetchd-grpc against fetchd-sock serving git fetches.",
+    "See fetch-bench(1).",
+    NULL,
+};
 
 /* ---- the generated repository ---- */
 
@@ -387,11 +398,11 @@ static void run_one(const char *kind, bool cache, const char *repo_root, const c
     read_stat(pid, &s0);
     uint64_t t0 = fk_now_ns();
     r.deadline = t0 + opt.dur_ms * 1000000ull;
-    pthread_t *th = fk_calloc(opt.clients, sizeof *th);
-    for (unsigned i = 0; i < opt.clients; i++)
+    pthread_t *th = fk_calloc((size_t)opt.clients, sizeof *th);
+    for (int i = 0; i < opt.clients; i++)
         if (pthread_create(&th[i], NULL, client_thread, &r) != 0)
             fk_die("cannot start client threads");
-    for (unsigned i = 0; i < opt.clients; i++)
+    for (int i = 0; i < opt.clients; i++)
         pthread_join(th[i], NULL);
     free(th);
     uint64_t t1 = fk_now_ns();
@@ -525,58 +536,17 @@ static void ratios(FILE *f, struct result *rs, int n, json_t *j)
 int main(int argc, char **argv)
 {
     fk_progname = "fetch-bench";
-    static const struct option lo[] = {
-        { "repo", required_argument, NULL, 'r' },
-        { "repo-size", required_argument, NULL, 'S' },
-        { "clients", required_argument, NULL, 'n' },
-        { "duration", required_argument, NULL, 't' },
-        { "chunk-size", required_argument, NULL, 'k' },
-        { "servers", required_argument, NULL, 's' },
-        { "output", required_argument, NULL, 'o' },
-        { "profile", no_argument, NULL, 'p' },
-        { "malloc-shim", required_argument, NULL, 1 },
-        { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, 'V' },
-        { NULL, 0, NULL, 0 },
-    };
-    opterr = 0;
-    int ch;
-    uint64_t v;
-    while ((ch = getopt_long(argc, argv, ":r:S:n:t:k:s:o:phV", lo, NULL)) != -1) {
-        switch (ch) {
-        case 'r': opt.repo = optarg; break;
-        case 'S':
-            if (!fk_parse_size(optarg, &opt.repo_size) || opt.repo_size < (1 << 20))
-                fk_usage_error("bad --repo-size '%s' (at least 1M)", optarg);
-            break;
-        case 'n':
-            if (!fk_parse_u64(optarg, &v) || v == 0 || v > 256)
-                fk_usage_error("bad --clients '%s' (1-256)", optarg);
-            opt.clients = (unsigned)v;
-            break;
-        case 't':
-            if (!fk_parse_duration_ms(optarg, &opt.dur_ms) || opt.dur_ms < 100)
-                fk_usage_error("bad --duration '%s' (e.g. 10s)", optarg);
-            break;
-        case 'k':
-            if (!fk_parse_size(optarg, &opt.chunk) || opt.chunk < 1024 || opt.chunk > (4u << 20))
-                fk_usage_error("bad --chunk-size '%s' (1K-4M)", optarg);
-            break;
-        case 's': opt.servers = optarg; break;
-        case 'o': opt.out = optarg; break;
-        case 'p': opt.profile = true; break;
-        case 1: opt.shim = optarg; break;
-        case 'h': usage(stdout); return 0;
-        case 'V': printf("fetch-bench (flamekit) %s\n", FK_VERSION); return 0;
-        case ':': fk_usage_error("option '%s' needs an argument", argv[optind - 1]);
-        default: fk_usage_error("unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        fk_usage_error("unexpected argument '%s'", argv[optind]);
+    const struct fk_optsec secs[] = { { "Options", bench_optset, &opt }, { NULL } };
+    struct fk_args a;
+    int rc = fk_opt_parse(&cmdline, secs, argc, argv, &a);
+    if (rc == FK_OPT_CONTINUE && a.n)
+        rc = fk_opt_error("unexpected argument '%s'", a.v[0]);
+    fk_args_free(&a);
+    if (rc != FK_OPT_CONTINUE)
+        return rc;
     bool want_grpc = strstr(opt.servers, "grpc") != NULL, want_sock = strstr(opt.servers, "sock") != NULL;
     if (!want_grpc && !want_sock)
-        fk_usage_error("bad --servers '%s' (grpc, sock or grpc,sock)", opt.servers);
+        return fk_opt_error("option '--servers' wants grpc, sock or grpc,sock, not '%s'", opt.servers);
     ssize_t n = readlink("/proc/self/exe", exedir, sizeof exedir - 1);
     if (n > 0) {
         exedir[n] = 0;
@@ -621,11 +591,15 @@ int main(int argc, char **argv)
         if ((s == 0 && !want_grpc) || (s == 1 && !want_sock))
             continue;
         for (int c = 0; c < 2; c++) {
-            fprintf(stderr, "fetch-bench: %s%s: %u clients for %.1f s\n", kind, c ? "+cache" : "", opt.clients,
+            fprintf(stderr, "fetch-bench: %s%s: %d clients for %.1f s\n", kind, c ? "+cache" : "", opt.clients,
                     (double)opt.dur_ms / 1000);
             run_one(kind, c == 1, rootd, name, &rs[nr++], fk);
         }
     }
+    free(root);
+    free(base);
+    free(repo);
+    free(fk);
     table(stdout, rs, nr, false);
     json_t *jr = json_object();
     ratios(stdout, rs, nr, jr);
@@ -633,9 +607,11 @@ int main(int argc, char **argv)
     char path[PATH_MAX + 16];
     struct fk_outfile md;
     snprintf(path, sizeof path, "%s/report.md", opt.out);
-    if (!fk_outfile_open(&md, path, 0644))
+    if (!fk_outfile_open(&md, path, 0644)) {
+        json_decref(jr);
         return 1;
-    fk_outfile_printf(&md, "# fetch-bench\n\nRepository: %s; %u clients, %.1f s per run, gRPC chunk %llu bytes.\n"
+    }
+    fk_outfile_printf(&md, "# fetch-bench\n\nRepository: %s; %d clients, %.1f s per run, gRPC chunk %llu bytes.\n"
                       "Client threads run on the same machine. CPU%% server = the server process; CPU%% git = its "
                       "reaped git children (cutime+cstime). Allocations are counted in the server process only.\n\n",
                       real, opt.clients, (double)opt.dur_ms / 1000, (unsigned long long)opt.chunk);
@@ -647,8 +623,10 @@ int main(int argc, char **argv)
     for (int i = 0; i < nr; i++)
         if (rs[i].profile[0])
             fk_outfile_printf(&md, "\nFlame graph of %s: %s\n", rs[i].name, rs[i].profile);
-    if (!fk_outfile_commit(&md))
+    if (!fk_outfile_commit(&md)) {
+        json_decref(jr);
         return 1;
+    }
 
     json_t *j = json_pack("{s:s,s:i,s:f,s:I}", "repository", real, "clients", (int)opt.clients, "duration_s",
                           (double)opt.dur_ms / 1000, "chunk_size", (json_int_t)opt.chunk);
@@ -674,10 +652,15 @@ int main(int argc, char **argv)
     char *js = json_dumps(j, JSON_INDENT(2));
     struct fk_outfile jf;
     snprintf(path, sizeof path, "%s/report.json", opt.out);
-    if (!fk_outfile_open(&jf, path, 0644) || !fk_outfile_printf(&jf, "%s\n", js) || !fk_outfile_commit(&jf))
-        return 1;
+    bool ok = fk_outfile_open(&jf, path, 0644);
+    if (ok && !(fk_outfile_printf(&jf, "%s\n", js) && fk_outfile_commit(&jf))) {
+        fk_outfile_abort(&jf);
+        ok = false;
+    }
     free(js);
     json_decref(j);
+    if (!ok)
+        return 1;
     fprintf(stdout, "report: %s/report.md, %s/report.json\n", opt.out, opt.out);
     return 0;
 }

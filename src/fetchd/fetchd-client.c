@@ -3,32 +3,65 @@
  * advertisement, ask for all (or the named) refs, demultiplex the
  * side-band-64k response and write the pack. */
 #include "fetchd/fetchd.h"
+#include "util/opt.h"
 #include "util/outfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static void usage(FILE *out)
+struct client_opts {
+    const char *addr, *output, *refs_out, *body_file, *raw_file;
+    enum fd_transport tr;
+    struct fk_strv refs;
+    bool adv_only, quiet;
+    uint64_t stop_after;
+};
+
+#define CL(field) offsetof(struct client_opts, field)
+
+static bool set_grpc(void *base, const char *val, char *err, size_t n)
 {
-    fprintf(out,
-            "usage: fetchd-client (--grpc|--sock) HOST:PORT [OPTIONS] REPO\n"
-            "Fetch REPO's refs from fetchd-grpc or fetchd-sock and write the pack.\n"
-            "  -g, --grpc HOST:PORT     talk to fetchd-grpc\n"
-            "  -s, --sock HOST:PORT     talk to fetchd-sock\n"
-            "  -o, --output FILE        write the pack here (\"-\": stdout)\n"
-            "  -r, --ref REF            want REF (repeatable; default: all refs)\n"
-            "  -R, --refs-out FILE      write \"OID NAME\" of the wanted refs\n"
-            "  -a, --advertise-only     print the advertised refs and stop\n"
-            "  -b, --body FILE          send FILE as the upload-pack request (testing)\n"
-            "      --raw FILE           also write the raw response to FILE\n"
-            "      --stop-after BYTES   hang up after BYTES of response (testing)\n"
-            "  -q, --quiet              no summary line\n"
-            "  -h, --help, -V, --version\n");
+    (void)err, (void)n;
+    struct client_opts *o = base;
+    o->addr = val;
+    o->tr = FD_GRPC;
+    return true;
 }
+
+static bool set_sock(void *base, const char *val, char *err, size_t n)
+{
+    (void)err, (void)n;
+    struct client_opts *o = base;
+    o->addr = val;
+    o->tr = FD_SOCK;
+    return true;
+}
+
+static const struct fk_opt client_optset[] = {
+    { "grpc", 'g', FK_OPT_CALL, 0, "HOST:PORT", "talk to fetchd-grpc", "127.0.0.1:9418", .call = set_grpc },
+    { "sock", 's', FK_OPT_CALL, 0, "HOST:PORT", "talk to fetchd-sock", "127.0.0.1:9419", .call = set_sock },
+    { "output", 'o', FK_OPT_STR, CL(output), "FILE", "write the pack here (\"-\": stdout)", "pack" },
+    { "ref", 'r', FK_OPT_LIST, CL(refs), "REF", "want REF (repeatable; default: all refs)", "main" },
+    { "refs-out", 'R', FK_OPT_STR, CL(refs_out), "FILE", "write \"OID NAME\" of the wanted refs", "refs" },
+    { "advertise-only", 'a', FK_OPT_FLAG, CL(adv_only), NULL, "print the advertised refs and stop" },
+    { "body", 'b', FK_OPT_STR, CL(body_file), "FILE", "send FILE as the upload-pack request (testing)", "req" },
+    { "raw", 0, FK_OPT_STR, CL(raw_file), "FILE", "also write the raw response to FILE", "raw" },
+    { "stop-after", 0, FK_OPT_SIZE, CL(stop_after), "BYTES", "hang up after BYTES of response (testing)",
+      "64K", .min = 1 },
+    { "quiet", 'q', FK_OPT_FLAG, CL(quiet), NULL, "no summary line" },
+    { "version", 'V', FK_OPT_VERSION, 0, NULL, "print the version" },
+    { NULL },
+};
+
+static const struct fk_cmdline cmdline = {
+    "fetchd-client (--grpc|--sock) HOST:PORT [OPTIONS] REPO",
+    "Fetch REPO's refs from fetchd-grpc or fetchd-sock and write the pack.",
+    "See fetchd-client(1).",
+    NULL,
+};
 
 struct sinkst {
     struct fd_demux dm;
@@ -61,57 +94,29 @@ static bool resp_sink(void *arg, const void *data, size_t len)
 int main(int argc, char **argv)
 {
     fk_progname = "fetchd-client";
-    static const struct option lo[] = {
-        { "grpc", required_argument, NULL, 'g' },
-        { "sock", required_argument, NULL, 's' },
-        { "output", required_argument, NULL, 'o' },
-        { "ref", required_argument, NULL, 'r' },
-        { "refs-out", required_argument, NULL, 'R' },
-        { "advertise-only", no_argument, NULL, 'a' },
-        { "body", required_argument, NULL, 'b' },
-        { "raw", required_argument, NULL, 1 },
-        { "stop-after", required_argument, NULL, 2 },
-        { "quiet", no_argument, NULL, 'q' },
-        { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, 'V' },
-        { NULL, 0, NULL, 0 },
-    };
-    const char *addr = NULL, *output = NULL, *refs_out = NULL, *body_file = NULL, *raw_file = NULL;
-    enum fd_transport tr = FD_SOCK;
-    char **names = fk_calloc((size_t)argc, sizeof *names);
-    size_t nnames = 0;
-    bool adv_only = false, quiet = false;
-    uint64_t stop_after = 0;
-    opterr = 0;
-    int ch;
-    while ((ch = getopt_long(argc, argv, ":g:s:o:r:R:ab:qhV", lo, NULL)) != -1) {
-        switch (ch) {
-        case 'g': addr = optarg; tr = FD_GRPC; break;
-        case 's': addr = optarg; tr = FD_SOCK; break;
-        case 'o': output = optarg; break;
-        case 'r': names[nnames++] = optarg; break;
-        case 'R': refs_out = optarg; break;
-        case 'a': adv_only = true; break;
-        case 'b': body_file = optarg; break;
-        case 1: raw_file = optarg; break;
-        case 2:
-            if (!fk_parse_size(optarg, &stop_after) || stop_after == 0)
-                fk_usage_error("bad --stop-after '%s'", optarg);
-            break;
-        case 'q': quiet = true; break;
-        case 'h': usage(stdout); return 0;
-        case 'V': printf("fetchd-client (flamekit) %s\n", FK_VERSION); return 0;
-        case ':': fk_usage_error("option '%s' needs an argument", argv[optind - 1]);
-        default: fk_usage_error("unknown option '%s'", argv[optind - 1]);
-        }
+    struct client_opts co = { .tr = FD_SOCK };
+    const struct fk_optsec secs[] = { { "Options", client_optset, &co }, { NULL } };
+    struct fk_args args;
+    int prc = fk_opt_parse(&cmdline, secs, argc, argv, &args);
+    if (prc == FK_OPT_CONTINUE && !co.addr)
+        prc = fk_opt_error("say which server: --grpc HOST:PORT or --sock HOST:PORT");
+    if (prc == FK_OPT_CONTINUE && args.n != 1)
+        prc = fk_opt_error(args.n == 0 ? "missing REPO" : "more than one REPO");
+    if (prc == FK_OPT_CONTINUE && !co.adv_only && !co.output)
+        prc = fk_opt_error("missing --output FILE for the pack");
+    if (prc != FK_OPT_CONTINUE) {
+        fk_strv_free(&co.refs);
+        fk_args_free(&args);
+        return prc;
     }
-    if (!addr)
-        fk_usage_error("say which server: --grpc HOST:PORT or --sock HOST:PORT");
-    if (optind + 1 != argc)
-        fk_usage_error(optind == argc ? "missing REPO" : "more than one REPO");
-    if (!adv_only && !output)
-        fk_usage_error("missing --output FILE for the pack");
-    const char *repo = argv[optind];
+    const char *addr = co.addr, *output = co.output, *refs_out = co.refs_out;
+    const char *body_file = co.body_file, *raw_file = co.raw_file;
+    enum fd_transport tr = co.tr;
+    char **names = (char **)co.refs.v;
+    size_t nnames = co.refs.n;
+    bool adv_only = co.adv_only, quiet = co.quiet;
+    uint64_t stop_after = co.stop_after;
+    const char *repo = args.v[0];
     char err[512];
     struct fd_client *c = fd_client_new(tr, addr, err, sizeof err);
     if (!c)
@@ -120,6 +125,7 @@ int main(int argc, char **argv)
     memset(&s, 0, sizeof s);
     struct fk_buf req = FK_BUF_INIT;
     struct fd_refs refs = { 0 };
+    int rc = 1;
     if (!body_file || adv_only) {
         s.is_adv = true;
         if (!fd_client_call(c, FD_OP_ADVERTISE, repo, "", 0, resp_sink, &s, err, sizeof err))
@@ -129,7 +135,8 @@ int main(int argc, char **argv)
         if (adv_only) {
             for (size_t i = 0; i < refs.n; i++)
                 printf("%s %s\n", refs.v[i].oid, refs.v[i].name);
-            return 0;
+            rc = 0;
+            goto done;
         }
         if (!fd_build_request(&refs, names, nnames, &req, err, sizeof err))
             fk_die("%s", err);
@@ -146,7 +153,7 @@ int main(int argc, char **argv)
     if (refs_out) {
         struct fk_outfile ro;
         if (!fk_outfile_open(&ro, refs_out, 0644))
-            return 1;
+            goto done;
         for (size_t i = 0; i < refs.n; i++) {
             bool want = nnames == 0;
             for (size_t j = 0; j < nnames && !want; j++) {
@@ -158,13 +165,15 @@ int main(int argc, char **argv)
                 fk_outfile_printf(&ro, "%s %s\n", refs.v[i].oid, refs.v[i].name);
         }
         if (!fk_outfile_commit(&ro))
-            return 1;
+            goto done;
     }
     struct fk_outfile pack, raw;
     if (!fk_outfile_open(&pack, output, 0644))
-        return 1;
-    if (raw_file && !fk_outfile_open(&raw, raw_file, 0644))
-        return 1;
+        goto done;
+    if (raw_file && !fk_outfile_open(&raw, raw_file, 0644)) {
+        fk_outfile_abort(&pack);
+        goto done;
+    }
     s.is_adv = false;
     s.total = 0;
     s.stop_after = stop_after;
@@ -182,20 +191,23 @@ int main(int argc, char **argv)
         if (stop_after && s.total >= stop_after) {
             if (!quiet)
                 fk_warn("hung up after %llu bytes as asked", (unsigned long long)s.total);
-            fd_client_free(c);
-            return 3;
+            rc = 3;
+            goto done;
         }
         fk_die("fetch of %s: %s", repo, s.dm.failed ? s.dm.err : err);
     }
     if (!fk_outfile_commit(&pack) || (raw_file && !fk_outfile_commit(&raw)))
-        return 1;
+        goto done;
     if (!quiet)
         fprintf(stderr, "fetchd-client: %s: %zu refs, pack %llu bytes, response %llu bytes\n", repo,
                 nnames ? nnames : refs.n, (unsigned long long)s.dm.pack_bytes, (unsigned long long)s.total);
+    rc = 0;
+done:
     fd_refs_free(&refs);
     fk_buf_free(&req);
     fk_buf_free(&s.adv);
-    free(names);
+    fk_strv_free(&co.refs);
+    fk_args_free(&args);
     fd_client_free(c);
-    return 0;
+    return rc;
 }

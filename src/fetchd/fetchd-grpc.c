@@ -5,6 +5,7 @@
  * git's stdout into Chunk messages, one SEND_MESSAGE in flight at a time.
  * At most --max-conns calls run; excess calls get RESOURCE_EXHAUSTED. */
 #include "fetchd/fetchd.h"
+#include "util/opt.h"
 #include "fetchd/fetchd.pb-c.h"
 
 #include <errno.h>
@@ -25,22 +26,13 @@ static grpc_completion_queue *scq;
 static void *methods[2];
 static struct fd_gate gate = FD_GATE_INIT(0);  /* max set from --max-conns */
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: fetchd-grpc --repo-root DIR [OPTIONS]\n"
-            "Serve git fetches (git upload-pack --stateless-rpc) over gRPC: service\n"
-            "fetchd.Fetch, methods Advertise and PostUploadPack (server streaming).\n"
-            "  -l, --listen HOST:PORT   address (default 127.0.0.1:0: any free port)\n"
-            "  -r, --repo-root DIR      serve only repositories under DIR\n"
-            "  -c, --cache-dir DIR      pack cache directory (default: no cache)\n"
-            "  -s, --cache-size SIZE    pack cache bound, LRU eviction (default 256M)\n"
-            "  -m, --max-conns N        calls served at once (default 16)\n"
-            "  -k, --chunk-size SIZE    bytes per Chunk message (default 32K)\n"
-            "  -p, --port-file FILE     write the bound port to FILE\n"
-            "  -v, --verbose            log requests on stderr\n"
-            "  -h, --help, -V, --version\n");
-}
+static const struct fk_cmdline cmdline = {
+    "fetchd-grpc --repo-root DIR [OPTIONS]",
+    "Serve git fetches (git upload-pack --stateless-rpc) over gRPC: service fetchd.Fetch, "
+    "methods Advertise and PostUploadPack (server streaming).",
+    "See fetchd-grpc(1).",
+    NULL,
+};
 
 /* A call waiting for (or just given by) grpc_server_request_registered_call. */
 struct pending {
@@ -343,7 +335,7 @@ static void *worker_thread(void *arg)
 static void reject(struct pending *p)
 {
     char m[128];
-    snprintf(m, sizeof m, "busy: %u calls in flight (--max-conns); retry later", opt.max_conns);
+    snprintf(m, sizeof m, "busy: %d calls in flight (--max-conns); retry later", opt.max_conns);
     grpc_slice details = grpc_slice_from_copied_string(m);
     int cancelled;
     grpc_op ops[3];
@@ -363,7 +355,9 @@ static void reject(struct pending *p)
 int main(int argc, char **argv)
 {
     fk_progname = "fetchd-grpc";
-    fd_server_parse(argc, argv, &opt, usage, true);
+    int prc = fd_server_parse(argc, argv, &opt, &cmdline, true);
+    if (prc != FK_OPT_CONTINUE)
+        return prc;
     gate.max = opt.max_conns;
     cache = fd_cache_open(opt.cache_dir, opt.cache_size);
     fd_server_signals();

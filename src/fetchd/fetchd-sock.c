@@ -4,6 +4,7 @@
  * immediate "ERR busy" line); git's stdout goes to the socket with splice(),
  * cached responses with sendfile(). Framing: see fetchd-sock(1). */
 #include "fetchd/fetchd.h"
+#include "util/opt.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,22 +21,14 @@ static struct fd_server_opts opt;
 static struct fd_cache *cache;
 static struct fd_gate gate = FD_GATE_INIT(0);  /* max set from --max-conns */
 
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: fetchd-sock --repo-root DIR [OPTIONS]\n"
-            "Serve git fetches (git upload-pack --stateless-rpc) over a plain TCP socket.\n"
-            "  -l, --listen HOST:PORT   address (default 127.0.0.1:0: any free port)\n"
-            "  -r, --repo-root DIR      serve only repositories under DIR\n"
-            "  -c, --cache-dir DIR      pack cache directory (default: no cache)\n"
-            "  -s, --cache-size SIZE    pack cache bound, LRU eviction (default 256M)\n"
-            "  -m, --max-conns N        connections served at once (default 16)\n"
-            "  -p, --port-file FILE     write the bound port to FILE\n"
-            "  -v, --verbose            log requests on stderr\n"
-            "  -h, --help, -V, --version\n"
-            "Request: \"FETCHD1 OP LENGTH REPO\\n\" + LENGTH body bytes (OP: advertise,\n"
-            "upload-pack). Response: \"OK\\n\" + stream to EOF, or \"ERR message\\n\".\n");
-}
+static const struct fk_cmdline cmdline = {
+    "fetchd-sock --repo-root DIR [OPTIONS]",
+    "Serve git fetches (git upload-pack --stateless-rpc) over a plain TCP socket.",
+    "Request: \"FETCHD1 OP LENGTH REPO\\n\" + LENGTH body bytes (OP: advertise,\n"
+    "upload-pack). Response: \"OK\\n\" + stream to EOF, or \"ERR message\\n\".\n"
+    "See fetchd-sock(1).",
+    NULL,
+};
 
 static bool send_all(int fd, const char *s, size_t len)
 {
@@ -304,7 +297,9 @@ static int listen_on(const char *addr, int *port)
 int main(int argc, char **argv)
 {
     fk_progname = "fetchd-sock";
-    fd_server_parse(argc, argv, &opt, usage, false);
+    int prc = fd_server_parse(argc, argv, &opt, &cmdline, false);
+    if (prc != FK_OPT_CONTINUE)
+        return prc;
     gate.max = opt.max_conns;
     cache = fd_cache_open(opt.cache_dir, opt.cache_size);
     fd_server_signals();

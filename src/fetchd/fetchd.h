@@ -105,14 +105,16 @@ struct fd_server_opts {
     const char *repo_root;
     const char *cache_dir;
     uint64_t cache_size;
-    unsigned max_conns;
+    int max_conns;
     uint64_t chunk;             /* gRPC message size */
     const char *port_file;      /* write the bound port here */
     bool verbose;
 };
-/* Parse the options both servers share; exits on usage errors. */
-void fd_server_parse(int argc, char **argv, struct fd_server_opts *o,
-                     void (*usage)(FILE *), bool grpc);
+/* Parse the options both servers share (and grpc's --chunk-size):
+ * FK_OPT_CONTINUE, or the exit status after --help or a usage error. */
+struct fk_cmdline;
+int fd_server_parse(int argc, char **argv, struct fd_server_opts *o, const struct fk_cmdline *cl,
+                    bool grpc);
 /* Write the bound port to o->port_file (atomically) and announce it. */
 void fd_server_ready(const struct fd_server_opts *o, int port);
 /* One line on stderr, prefixed with the program name (--verbose logs). */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* What fetchd-grpc and fetchd-sock share: options, signals, the port file. */
 #include "fetchd/fetchd.h"
+#include "util/opt.h"
 #include "util/outfile.h"
 
-#include <getopt.h>
 #include <stdarg.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -39,68 +39,56 @@ void fd_server_signals(void)
     signal(SIGPIPE, SIG_IGN);
 }
 
-void fd_server_parse(int argc, char **argv, struct fd_server_opts *o,
-                     void (*usage)(FILE *), bool grpc)
+#define SO(field) offsetof(struct fd_server_opts, field)
+
+static const struct fk_opt server_optset[] = {
+    { "listen", 'l', FK_OPT_STR, SO(listen), "HOST:PORT", "address (default 127.0.0.1:0: any free port)",
+      "127.0.0.1:9418" },
+    { "repo-root", 'r', FK_OPT_STR, SO(repo_root), "DIR", "serve only repositories under DIR", "/srv/git" },
+    { "cache-dir", 'c', FK_OPT_STR, SO(cache_dir), "DIR", "pack cache directory (default: no cache)",
+      "/var/cache/fetchd" },
+    { "cache-size", 's', FK_OPT_SIZE, SO(cache_size), "SIZE",
+      "pack cache bound, LRU eviction (default 256M; 0 disables the cache)", "256M" },
+    { "max-conns", 'm', FK_OPT_INT, SO(max_conns), "N", "requests served at once (default 16)", "16",
+      .min = 1, .max = 4096 },
+    { "port-file", 'p', FK_OPT_STR, SO(port_file), "FILE", "write the bound port to FILE", "port" },
+    { "verbose", 'v', FK_OPT_FLAG, SO(verbose), NULL, "log requests on stderr" },
+    { "version", 'V', FK_OPT_VERSION, 0, NULL, "print the version" },
+    { NULL },
+};
+
+static const struct fk_opt grpc_optset[] = {
+    { "chunk-size", 'k', FK_OPT_SIZE, SO(chunk), "SIZE", "bytes per Chunk message (default 32K)", "32K",
+      .min = 1024, .max = 4 << 20 },
+    { NULL },
+};
+
+int fd_server_parse(int argc, char **argv, struct fd_server_opts *o, const struct fk_cmdline *cl,
+                    bool grpc)
 {
-    static const struct option lo[] = {
-        { "listen", required_argument, NULL, 'l' },
-        { "repo-root", required_argument, NULL, 'r' },
-        { "cache-dir", required_argument, NULL, 'c' },
-        { "cache-size", required_argument, NULL, 's' },
-        { "max-conns", required_argument, NULL, 'm' },
-        { "chunk-size", required_argument, NULL, 'k' },
-        { "port-file", required_argument, NULL, 'p' },
-        { "verbose", no_argument, NULL, 'v' },
-        { "help", no_argument, NULL, 'h' },
-        { "version", no_argument, NULL, 'V' },
-        { NULL, 0, NULL, 0 },
-    };
     memset(o, 0, sizeof *o);
     o->listen = "127.0.0.1:0";
     o->cache_size = 256ull << 20;
     o->max_conns = 16;
     o->chunk = 32 << 10;
-    opterr = 0;
-    int ch;
-    uint64_t v;
-    while ((ch = getopt_long(argc, argv, ":l:r:c:s:m:k:p:vhV", lo, NULL)) != -1) {
-        switch (ch) {
-        case 'l': o->listen = optarg; break;
-        case 'r': o->repo_root = optarg; break;
-        case 'c': o->cache_dir = optarg; break;
-        case 's':
-            if (!fk_parse_size(optarg, &o->cache_size))
-                fk_usage_error("bad --cache-size '%s' (e.g. 256M; 0 disables the cache)", optarg);
-            break;
-        case 'm':
-            if (!fk_parse_u64(optarg, &v) || v == 0 || v > 4096)
-                fk_usage_error("bad --max-conns '%s' (1-4096)", optarg);
-            o->max_conns = (unsigned)v;
-            break;
-        case 'k':
-            if (!grpc)
-                fk_usage_error("--chunk-size applies to fetchd-grpc only");
-            if (!fk_parse_size(optarg, &v) || v < 1024 || v > (4u << 20))
-                fk_usage_error("bad --chunk-size '%s' (1K-4M)", optarg);
-            o->chunk = v;
-            break;
-        case 'p': o->port_file = optarg; break;
-        case 'v': o->verbose = true; break;
-        case 'h': usage(stdout); exit(0);
-        case 'V': printf("%s (flamekit) %s\n", fk_progname, FK_VERSION); exit(0);
-        case ':': fk_usage_error("option '%s' needs an argument", argv[optind - 1]);
-        default: fk_usage_error("unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        fk_usage_error("unexpected argument '%s'", argv[optind]);
-    if (!o->repo_root)
-        fk_usage_error("--repo-root DIR is required (only repositories under it are served)");
+    struct fk_optsec secs[3] = { { "Options", server_optset, o } };
+    if (grpc)
+        secs[1] = (struct fk_optsec){ "Options", grpc_optset, o };
+    struct fk_args a;
+    int rc = fk_opt_parse(cl, secs, argc, argv, &a);
     struct stat st;
-    if (stat(o->repo_root, &st) != 0 || !S_ISDIR(st.st_mode))
-        fk_usage_error("--repo-root '%s' is not a directory", o->repo_root);
-    if (!strrchr(o->listen, ':'))
-        fk_usage_error("bad --listen '%s' (want HOST:PORT)", o->listen);
+    if (rc != FK_OPT_CONTINUE)
+        ;
+    else if (a.n)
+        rc = fk_opt_error("unexpected argument '%s'", a.v[0]);
+    else if (!o->repo_root)
+        rc = fk_opt_error("--repo-root DIR is required (only repositories under it are served)");
+    else if (stat(o->repo_root, &st) != 0 || !S_ISDIR(st.st_mode))
+        rc = fk_opt_error("--repo-root '%s' is not a directory", o->repo_root);
+    else if (!strrchr(o->listen, ':'))
+        rc = fk_opt_error("option '--listen' wants HOST:PORT, not '%s'", o->listen);
+    fk_args_free(&a);
+    return rc;
 }
 
 void fd_server_ready(const struct fd_server_opts *o, int port)

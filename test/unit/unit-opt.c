@@ -15,7 +15,16 @@ struct o {
     int mode, style;
     struct fk_strv meta;
     const char *presign;
+    int width;
+    bool all, inl;
 };
+
+static bool set_all(void *base, const char *val, char *err, size_t n)
+{
+    (void)err, (void)n;
+    ((struct o *)base)->all = val == NULL;
+    return true;
+}
 
 static bool parse_presign(void *base, const char *val, char *err, size_t n)
 {
@@ -42,6 +51,10 @@ static const struct fk_opt opts[] = {
     { "meta", 0, FK_OPT_LIST, offsetof(struct o, meta), "K=V", "extra pair (repeatable)", "k=v" },
     { "presign", 0, FK_OPT_CALL, 0, "put|get", "presign", "put", .call = parse_presign,
       .optional = true },
+    { "width", 0, FK_OPT_INT, offsetof(struct o, width), "PX", "width", "1200", .min = 100, .max = 5000 },
+    { "all", 0, FK_OPT_CALL, 0, NULL, "a flag with a callback", .call = set_all },
+    { "no-inline", 0, FK_OPT_FLAG, offsetof(struct o, inl), NULL, "set" },
+    { "inline", 0, FK_OPT_CLEAR, offsetof(struct o, inl), NULL, "clear" },
     { "colours", 0, FK_OPT_STR, offsetof(struct o, out), "X", NULL, "x" },   /* hidden alias */
     { NULL },
 };
@@ -166,6 +179,16 @@ int main(void)
     fk_args_free(&a);
     rc = parse(&o, &a, err, sizeof err, "prog", "--colours", "x", NULL);
     UNIT_CHECK("hidden alias works", rc == FK_OPT_CONTINUE && o.out && !strcmp(o.out, "x"));
+    fk_args_free(&a);
+
+    rc = parse(&o, &a, err, sizeof err, "prog", "--width", "300", "--all", "--no-inline", "--inline", NULL);
+    UNIT_CHECK("int, callback flag, clear", rc == FK_OPT_CONTINUE && o.width == 300 && o.all && !o.inl);
+    fk_args_free(&a);
+    rc = parse(&o, &a, err, sizeof err, "prog", "--all=x", NULL);
+    UNIT_CHECK("callback flag takes no value", rc == FK_EXIT_USAGE && strstr(err, "'--all' takes no value"));
+    fk_args_free(&a);
+    rc = parse(&o, &a, err, sizeof err, "prog", "--width", "99999999999", NULL);
+    UNIT_CHECK("int out of range", rc == FK_EXIT_USAGE && o.width == 0);
     fk_args_free(&a);
 
     /* --help: generated from the table, exit status 0, aliases hidden */

@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -750,6 +751,57 @@ static void progress(const struct fk_capture_opts *o, struct engine *e, uint64_t
                 (unsigned long long)e->r->samples_kept, (unsigned long long)e->r->lost);
 }
 
+/* CGROUP: one counting event per CPU that the kernel limits to the cgroup
+ * and its descendants (PERF_FLAG_PID_CGROUP), so the target's own count is
+ * known exactly: the sampling event stays host-wide (libperf cannot open
+ * cgroup events), its samples filtered by cgroup id. fds[i] = -1 on
+ * failure; the count is then reported as unknown. */
+static int *open_cgroup_counters(const struct perf_event_attr *sample_attr, const char *dir,
+                                 struct perf_cpu_map *cpus)
+{
+    int n = perf_cpu_map__nr(cpus);
+    int *fds = fk_malloc((size_t)n * sizeof *fds);
+    for (int i = 0; i < n; i++)
+        fds[i] = -1;
+    int cg = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (cg < 0)
+        return fds;
+    struct perf_event_attr a = { 0 };
+    a.size = sizeof a;
+    a.type = sample_attr->type;
+    a.config = sample_attr->config;
+    a.exclude_kernel = sample_attr->exclude_kernel;
+    a.exclude_user = sample_attr->exclude_user;
+    a.exclude_hv = 1;
+    a.disabled = 1;
+    for (int i = 0; i < n; i++) {
+        int cpu = perf_cpu_map__cpu(cpus, i).cpu;
+        fds[i] = (int)syscall(SYS_perf_event_open, &a, cg, cpu, -1,
+                              PERF_FLAG_PID_CGROUP | PERF_FLAG_FD_CLOEXEC);
+        if (fds[i] < 0)
+            break;
+    }
+    close(cg);
+    return fds;
+}
+
+/* ioctl every counter (enable/disable); false if any is missing. */
+static bool cgroup_counters_ioctl(int *fds, int n, unsigned long req)
+{
+    bool ok = fds != NULL;
+    for (int i = 0; ok && i < n; i++)
+        ok = fds[i] >= 0 && ioctl(fds[i], req, 0) == 0;
+    return ok;
+}
+
+static void cgroup_counters_close(int *fds, int n)
+{
+    for (int i = 0; fds && i < n; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    free(fds);
+}
+
 int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
 {
     static bool inited;
@@ -780,7 +832,11 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
     if (t->kind == FK_TARGET_CGROUP)
         e.sample_type |= PERF_SAMPLE_CGROUP;
     attr.sample_type = e.sample_type;
-    attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+    /* PERF_FORMAT_LOST: the samples the kernel could not write, exactly,
+     * including those not yet reported by a PERF_RECORD_LOST when the
+     * capture ends (Linux 6.0; retried without on older kernels). */
+    attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING |
+                       PERF_FORMAT_LOST;
     attr.disabled = 1;
     attr.sample_id_all = 1;
     attr.mmap = 1;
@@ -802,6 +858,8 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
     attr.wakeup_watermark = (uint32_t)(pages * (unsigned)sysconf(_SC_PAGESIZE) / 4);
 
     int rc = FK_EXIT_ERROR;
+    int *cgfds = NULL;          /* CGROUP: the target's own counters */
+    bool cg_counting = false;
     struct perf_cpu_map *cpus = perf_cpu_map__new_online_cpus();
     struct perf_thread_map *threads = NULL;
     struct perf_evlist *evlist = NULL;
@@ -835,6 +893,10 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
     perf_evlist__add(evlist, evsel);
     perf_evlist__set_maps(evlist, cpus, threads);
     int err = perf_evlist__open(evlist);
+    if (err == -EINVAL) {
+        perf_evsel__attr(evsel)->read_format &= ~(uint64_t)PERF_FORMAT_LOST;
+        err = perf_evlist__open(evlist);
+    }
     if (err < 0) {
         open_error(o, -err);
         goto out;
@@ -848,9 +910,12 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
     }
 
     e.sym = fk_sym_new(&o->sym);
+    if (t->kind == FK_TARGET_CGROUP)
+        cgfds = open_cgroup_counters(&attr, t->cgroup_dir, cpus);
     /* side-band first, then /proc: nothing between them is missed */
     if (t->kind != FK_TARGET_RUN)
         perf_evlist__enable(evlist);
+    cg_counting = cgfds && cgroup_counters_ioctl(cgfds, r->ncpus, PERF_EVENT_IOC_ENABLE);
     if (t->kind == FK_TARGET_PID)
         for (size_t i = 0; i < t->npids; i++)
             fk_sym_scan_pid(e.sym, t->pids[i]);
@@ -922,6 +987,7 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
     }
     r->duration_ns = mono_ns() - start;
     perf_evlist__disable(evlist);
+    cg_counting = cg_counting && cgroup_counters_ioctl(cgfds, r->ncpus, PERF_EVENT_IOC_DISABLE);
     if (tty)
         fprintf(stderr, "\r\033[K");
     read_rings(&e, evlist, UINT64_MAX);
@@ -934,10 +1000,17 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
             struct perf_counts_values cv;
             if (perf_evsel__read(evsel, c, th, &cv) == 0) {
                 r->event_count += cv.val;
+                r->lost_samples += cv.lost;
                 r->time_enabled += cv.ena;
                 r->time_running += cv.run;
             }
         }
+    for (int c = 0; cg_counting && c < r->ncpus; c++) {
+        uint64_t v;
+        cg_counting = read(cgfds[c], &v, sizeof v) == (ssize_t)sizeof v;
+        r->target_count += cg_counting ? v : 0;
+    }
+    r->have_target_count = cg_counting;
     r->unique_stacks = e.raw.n;
     uint64_t mem = fk_stacktab_bytes(&e.raw) + fk_sym_bytes(e.sym);
     if (mem > r->mem_bytes)
@@ -956,6 +1029,7 @@ out:
     perf_cpu_map__put(cpus);
     if (e.sym)
         fk_sym_free(e.sym);
+    cgroup_counters_close(cgfds, r->ncpus);
     fk_stacktab_free(&e.raw);
     fk_buf_free(&e.key);
     fk_buf_free(&e.pbuf);

@@ -102,6 +102,9 @@ struct fk_capture_result {
     uint64_t samples_kept;          /* ... that belonged to the target */
     uint64_t lost;                  /* records the kernel dropped (ring full) */
     uint64_t lost_events;           /* PERF_RECORD_LOST records */
+    uint64_t lost_samples;          /* samples of the event the kernel dropped, read
+                                       with the count (PERF_FORMAT_LOST; 0 before
+                                       Linux 6.0): also those no LOST record reported */
     uint64_t throttled, unthrottled;/* PERF_RECORD_THROTTLE / UNTHROTTLE */
     uint64_t period_sum;            /* sum of sample periods (frequency mode) */
     uint64_t event_count;           /* the event's own total (read()) */
@@ -125,6 +128,10 @@ struct fk_capture_result {
      * which keeps its own remainder below the period. */
     uint64_t counters;
     uint64_t forks;
+    /* CGROUP: the event counted in the cgroup alone (per-CPU cgroup
+     * counters), when they could be opened. */
+    uint64_t target_count;
+    bool have_target_count;
 };
 
 /* Run the capture. Returns FK_EXIT_OK, or FK_EXIT_ERROR after one error line

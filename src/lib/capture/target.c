@@ -3,6 +3,7 @@
  * can open events on. */
 #include "capture/capture.h"
 #include "util/buf.h"
+#include "util/result.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -22,21 +23,10 @@
 #define CGROUP2_SUPER_MAGIC 0x63677270
 #endif
 
-/* File-name safe copy: [A-Za-z0-9._-], others become '_', at most 64. */
+/* The file-name part of a scope: the result contract's word (result.h). */
 static char *scope_part(const char *s)
 {
-    size_t n = strlen(s);
-    if (n > 64)
-        n = 64;
-    char *r = fk_strndup(s, n);
-    for (char *p = r; *p; p++)
-        if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
-            *p = '_';
-    if (!*r || r[0] == '.') {
-        free(r);
-        r = fk_strdup("x");
-    }
-    return r;
+    return fk_result_word(s, 64);
 }
 
 bool fk_target_host(struct fk_target *t)

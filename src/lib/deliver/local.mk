@@ -5,7 +5,6 @@ libflamekit_a_SOURCES += src/lib/deliver/curl-dyn.c src/lib/deliver/curl-dyn.h s
 libflamekit_a_CFLAGS += $(LIBCRYPTO_CFLAGS)
 FK_LIBS += $(LIBCRYPTO_LIBS)
 libflamekit_a_SOURCES += src/lib/deliver/remote.c src/lib/deliver/remote.h
-libflamekit_a_SOURCES += src/lib/deliver/merge.c src/lib/deliver/merge.h
 
 # 'make flamekit-portable': a flamekit for 'flamekit remote --deploy' on
 # hosts without our libraries. libelf, libdw, jansson, protobuf-c, zlib and the

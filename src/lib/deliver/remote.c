@@ -6,6 +6,7 @@
 #include "remote.h"
 #include "stream.h"
 #include "util/buf.h"
+#include "util/result.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -62,7 +63,8 @@ static void add_quoted(struct fk_buf *b, const char *s)
     fk_buf_addc(b, '\'');
 }
 
-char *fk_remote_command(const struct fk_remote_opts *o, uint64_t deploy_size)
+/* The remote shell command for one host. */
+static char *remote_command(const struct fk_remote_opts *o, uint64_t deploy_size)
 {
     /* One line (no newlines: some login shells mishandle them in quotes).
      * The capture runs in the background while a watcher waits for our
@@ -523,7 +525,7 @@ int fk_remote_run(const struct fk_remote_opts *o)
             return FK_EXIT_ERROR;
         }
     }
-    char *command = fk_remote_command(o, bin_len);
+    char *command = remote_command(o, bin_len);
 
     struct sigaction sa = { .sa_handler = on_signal };
     sigemptyset(&sa.sa_mask);
@@ -651,9 +653,12 @@ int fk_remote_run(const struct fk_remote_opts *o)
         const char *svg = NULL;
         for (size_t f = 0; f < h->rd.nfiles; f++) {
             printf("%s\n", h->rd.files[f].path);
-            size_t l = strlen(h->rd.files[f].path);
-            if (!svg && l > 4 && !strcmp(h->rd.files[f].path + l - 4, ".svg"))
-                svg = h->rd.files[f].path;
+            struct fk_result_name rn;
+            if (!svg && fk_result_parse(h->rd.files[f].path, &rn)) {
+                if (rn.kind == FK_RESULT_SVG)
+                    svg = h->rd.files[f].path;
+                fk_result_name_free(&rn);
+            }
         }
         if (o->open && svg) {
             fflush(stdout);

@@ -27,7 +27,4 @@ struct fk_remote_opts {
 /* Runs everything; returns the exit code (0 only if every host succeeded). */
 int fk_remote_run(const struct fk_remote_opts *o);
 
-/* The remote shell command for one host (exposed for tests/--help). */
-char *fk_remote_command(const struct fk_remote_opts *o, uint64_t deploy_size);
-
 #endif

@@ -484,24 +484,6 @@ bool fk_stream_reader_finish(struct fk_stream_reader *r, const char *prefix)
     return true;
 }
 
-bool fk_stream_read_fd(struct fk_stream_reader *r, int fd, const char *prefix)
-{
-    char buf[1 << 16];
-    while (r->state != FK_STREAM_BROKEN) {
-        ssize_t n = read(fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            broken(r, "cannot read the result stream: %s", strerror(errno));
-            break;
-        }
-        if (n == 0)
-            break;
-        fk_stream_reader_feed(r, buf, (size_t)n);
-    }
-    return fk_stream_reader_finish(r, prefix);
-}
-
 void fk_stream_reader_free(struct fk_stream_reader *r)
 {
     remove_temps(r);

@@ -86,7 +86,5 @@ enum fk_stream_state fk_stream_reader_feed(struct fk_stream_reader *r, const voi
 bool fk_stream_reader_finish(struct fk_stream_reader *r, const char *prefix);
 /* Remove temporaries (if any) and free everything. Safe after finish. */
 void fk_stream_reader_free(struct fk_stream_reader *r);
-/* Read a whole stream from fd into dir (blocking); same result as finish. */
-bool fk_stream_read_fd(struct fk_stream_reader *r, int fd, const char *prefix);
 
 #endif

@@ -6,10 +6,10 @@
 #include "deliver/s3creds.h"
 #include "deliver/sigv4.h"
 #include "util/buf.h"
+#include "util/result.h"
 
 #include <ctype.h>
 #include "curl-dyn.h"
-#include <jansson.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -831,71 +831,35 @@ char *fk_upload_presign(const char *object, const char *method, uint64_t expires
 
 /* ---- metadata from names ------------------------------------------- */
 
-static bool digits(const char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!isdigit((unsigned char)p[i]))
-            return false;
-    return true;
-}
-
 size_t fk_upload_meta_from_name(const char *path, struct fk_upload_meta *out)
 {
     memset(out, 0, sizeof *out);
-    const char *slash = strrchr(path, '/');
-    const char *name = slash ? slash + 1 : path;
-    /* ".YYYYMMDD_HHMMSS_UTC." : 21 characters; hosts may contain dots. */
-    const char *stamp = NULL;
-    for (const char *p = strchr(name, '.'); p; p = strchr(p + 1, '.')) {
-        if (strlen(p) >= 21 && digits(p + 1, 8) && p[9] == '_' && digits(p + 10, 6) &&
-            !strncmp(p + 16, "_UTC.", 5)) {
-            stamp = p;
-            break;
-        }
-    }
-    if (!stamp || stamp == name)
-        return 0;
-    const char *rest = stamp + 21;
-    static const char *const suffixes[] = {
-        ".flamegraph.svg", ".folded.gz", ".pb.gz", ".folded", ".svg", ".json", ".txt", ".gz",
-    };
-    size_t rn = strlen(rest);
-    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
-        size_t sn = strlen(suffixes[i]);
-        if (rn > sn && !strcmp(rest + rn - sn, suffixes[i])) {
-            rn -= sn;
-            break;
-        }
-    }
-    if (rn == 0)
+    struct fk_result_name rn;
+    if (!fk_result_parse(path, &rn))
         return 0;
     const char **k = fk_calloc(8, sizeof *k), **v = fk_calloc(8, sizeof *v);
-    k[0] = fk_strdup("host");
-    v[0] = fk_strndup(name, (size_t)(stamp - name));
-    k[1] = fk_strdup("scope");
-    v[1] = fk_strndup(rest, rn);
-    k[2] = fk_strdup("start-time");
-    const char *s = stamp + 1;
-    v[2] = fk_asprintf("%.4s-%.2s-%.2sT%.2s:%.2s:%.2sZ", s, s + 4, s + 6, s + 9, s + 11, s + 13);
-    size_t n = 3;
-    /* The capture's JSON beside the file adds what a bucket search wants. */
-    char *jpath = fk_asprintf("%.*s%.*s.json", (int)(name - path), path, (int)(rest - name + rn), name);
-    json_t *j = json_load_file(jpath, 0, NULL);
-    free(jpath);
-    if (j) {
-        const char *ev = json_string_value(json_object_get(json_object_get(j, "event"), "name"));
-        const char *kr = json_string_value(json_object_get(json_object_get(j, "kernel"), "release"));
-        json_t *dur = json_object_get(j, "duration_s"), *smp = json_object_get(j, "samples");
-        if (ev)
-            k[n] = fk_strdup("event"), v[n++] = fk_strdup(ev);
-        if (json_is_number(dur))
-            k[n] = fk_strdup("duration-s"), v[n++] = fk_asprintf("%.1f", json_number_value(dur));
-        if (json_is_integer(smp))
-            k[n] = fk_strdup("samples"), v[n++] = fk_asprintf("%lld", (long long)json_integer_value(smp));
-        if (kr)
-            k[n] = fk_strdup("kernel"), v[n++] = fk_strdup(kr);
-        json_decref(j);
+    size_t n = 0;
+    k[n] = fk_strdup("host"), v[n++] = fk_strdup(rn.host);
+    k[n] = fk_strdup("scope"), v[n++] = fk_strdup(rn.scope);
+    k[n] = fk_strdup("start-time"), v[n++] = fk_strdup(rn.start_time);
+    if (strcmp(rn.profile, "cpu"))
+        k[n] = fk_strdup("profile"), v[n++] = fk_strdup(rn.profile);
+    /* The capture's metadata beside the file adds what a bucket search wants. */
+    char *jpath = fk_result_sibling(path, FK_RESULT_JSON);
+    struct fk_result_meta m;
+    if (jpath && fk_result_meta_load(jpath, &m)) {
+        if (m.event)
+            k[n] = fk_strdup("event"), v[n++] = fk_strdup(m.event);
+        if (m.duration_s >= 0)
+            k[n] = fk_strdup("duration-s"), v[n++] = fk_asprintf("%.1f", m.duration_s);
+        if (m.samples >= 0)
+            k[n] = fk_strdup("samples"), v[n++] = fk_asprintf("%lld", (long long)m.samples);
+        if (m.kernel_release)
+            k[n] = fk_strdup("kernel"), v[n++] = fk_strdup(m.kernel_release);
+        fk_result_meta_free(&m);
     }
+    free(jpath);
+    fk_result_name_free(&rn);
     out->keys = k;
     out->values = v;
     out->n = n;

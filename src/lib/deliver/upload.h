@@ -40,11 +40,11 @@ struct fk_upload_meta {
 int fk_upload_paths(const char *dest, const char *const *paths, size_t n,
                     const struct fk_upload_meta *meta, const struct fk_upload_opts *opts);
 
-/* x-amz-meta pairs from a result file name HOST.YYYYMMDD_HHMMSS_UTC.SCOPE.EXT
- * (host, scope, start-time as ISO 8601 UTC), plus event, duration-s, samples
- * and kernel when the capture's HOST.YYYYMMDD_HHMMSS_UTC.SCOPE.json is beside
- * it. Returns the number of pairs, 0 when the name does not follow the
- * pattern; fk_upload_meta_free frees. */
+/* x-amz-meta pairs from a result name (util/result.h: host, scope,
+ * start-time as ISO 8601 UTC, profile unless cpu), plus event, duration-s,
+ * samples and kernel when the result's .json is beside it. Returns the
+ * number of pairs, 0 when the name does not follow the contract;
+ * fk_upload_meta_free frees. */
 size_t fk_upload_meta_from_name(const char *path, struct fk_upload_meta *out);
 void fk_upload_meta_free(struct fk_upload_meta *m);
 

@@ -73,7 +73,8 @@ static void faults_after(const struct fk_profile_request *rq, struct fk_profile_
     uint64_t instances = r->counters + (inherited ? r->forks * (uint64_t)r->ncpus : 0);
     struct fk_period_in in = {
         .event = res->event.name, .unit = res->unit, .period = res->event.period,
-        .samples = r->samples, .lost = r->lost, .throttles = r->throttled,
+        .samples = r->samples, .lost = r->lost > r->lost_samples ? r->lost : r->lost_samples,
+        .throttles = r->throttled,
         .count = r->event_count, .have_count = true, .instances = instances,
     };
     fk_period_verify(&in, &res->check);
@@ -118,8 +119,10 @@ static json_t *faults_meta(const struct fk_profile_request *rq, const struct fk_
     json_object_set_new(f, "forks", json_integer((json_int_t)r->forks));
     json_object_set_new(f, "accepted_estimate_range",
                         json_pack("[I, I]", (json_int_t)pr->lo, (json_int_t)pr->hi));
-    json_object_set_new(f, "checked_on", json_string(rq->target == FK_TARGET_USER
-                                                         ? "host" : "target"));
+    bool host_wide = rq->target == FK_TARGET_USER || rq->target == FK_TARGET_CGROUP;
+    json_object_set_new(f, "checked_on", json_string(host_wide ? "host" : "target"));
+    if (r->have_target_count)
+        json_object_set_new(f, "target_count", json_integer((json_int_t)r->target_count));
     json_object_set_new(f, "sample_period_in_sample_type", json_false());
     json_object_set_new(f, "unit", json_string(res->unit));
     return f;
@@ -130,10 +133,14 @@ static void faults_summary(FILE *out, const struct fk_profile_request *rq,
 {
     const struct fk_capture_result *r = &res->cap;
     fprintf(out, "  one in N checked: %s\n", res->check.summary);
-    if (rq->target == FK_TARGET_USER)
+    if (rq->target == FK_TARGET_USER || rq->target == FK_TARGET_CGROUP)
         fprintf(out, "  %llu of the samples belong to %s (%llu %s); the check covers the host\n",
                 (unsigned long long)r->samples_kept, res->target.scope,
                 (unsigned long long)r->stacks.total, res->unit);
+    if (r->have_target_count)
+        fprintf(out, "  the cgroup's own count: %llu %s (its samples estimate %.1f%% of it)\n",
+                (unsigned long long)r->target_count, res->unit,
+                r->target_count ? 100.0 * (double)r->stacks.total / (double)r->target_count : 0.0);
 }
 
 /* ---- table -------------------------------------------------------- */

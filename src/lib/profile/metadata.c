@@ -42,6 +42,8 @@ static json_t *event_json(const struct fk_event *e, const struct fk_capture_resu
     json_object_set_new(ev, "user", json_boolean(!e->exclude_user));
     json_object_set_new(ev, "callchain", json_string(e->no_callchain ? "none" : "frame pointers"));
     json_object_set_new(ev, "count", json_integer((json_int_t)r->event_count));
+    if (r->have_target_count)
+        json_object_set_new(ev, "target_count", json_integer((json_int_t)r->target_count));
     json_object_set_new(ev, "time_enabled_ns", json_integer((json_int_t)r->time_enabled));
     json_object_set_new(ev, "time_running_ns", json_integer((json_int_t)r->time_running));
     return ev;
@@ -124,6 +126,7 @@ json_t *fk_profile_metadata(const struct fk_profile_request *rq,
     json_object_set_new(m, "weight_unit", json_string(res->unit));
     json_object_set_new(m, "lost", json_integer((json_int_t)r->lost));
     json_object_set_new(m, "lost_records", json_integer((json_int_t)r->lost_events));
+    json_object_set_new(m, "lost_samples", json_integer((json_int_t)r->lost_samples));
     json_object_set_new(m, "throttled", json_integer((json_int_t)r->throttled));
     json_object_set_new(m, "unthrottled", json_integer((json_int_t)r->unthrottled));
     json_object_set_new(m, "unique_stacks", json_integer((json_int_t)r->stacks.n));

@@ -6,9 +6,11 @@
  * back; what differs between profiles (event choice, period verification,
  * metadata, SVG titles) is in the profile's hooks (kinds.c).
  *
- * Library contract: nothing here exits, installs signal handlers or reads
- * global state beyond fk_progname (message prefix) and the process's
- * environment (TMPDIR, cwd). The caller owns signals: it points rq->stop
+ * Library contract: nothing here exits (short of fk_die on exhausted
+ * memory), installs signal handlers or reads global state beyond
+ * fk_progname (message prefix) and the process's environment (TMPDIR,
+ * cwd); a request and its result share nothing with another's, so a server
+ * may run several (the kernel's perf limits permitting). The caller owns signals: it points rq->stop
  * at a flag its handler sets, and may forward signals to rq->run_pid.
  * Errors are reported with fk_error (one line each) and the returned exit
  * status; usage problems come back from fk_profile_check as one phrase.

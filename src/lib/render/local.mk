@@ -1,6 +1,6 @@
 # render stage: SVG flame graphs. share/flamegraph.{js,css} are compiled in
 # through a generated C file (embed.sh), so one binary is self-sufficient.
-libflamekit_a_SOURCES += src/lib/render/svg.c src/lib/render/svg.h src/lib/render/assets.h src/lib/render/svgcli.c src/lib/render/svgcli.h
+libflamekit_a_SOURCES += src/lib/render/svg.c src/lib/render/svg.h src/lib/render/assets.h
 nodist_libflamekit_a_SOURCES += src/lib/render/assets.c
 BUILT_SOURCES += src/lib/render/assets.c
 CLEANFILES += src/lib/render/assets.c

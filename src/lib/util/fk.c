@@ -44,17 +44,6 @@ void fk_die(const char *fmt, ...)
     exit(FK_EXIT_ERROR);
 }
 
-void fk_usage_error(const char *fmt, ...)
-{
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "%s: %s; see '%s --help'\n", fk_progname, msg, fk_progname);
-    exit(FK_EXIT_USAGE);
-}
-
 static _Noreturn void oom(size_t n)
 {
     fk_die("out of memory allocating %zu bytes; lower the limits or free memory", n);

@@ -34,8 +34,6 @@ void fk_warn(const char *fmt, ...) FK_PRINTF(1, 2);
 void fk_error(const char *fmt, ...) FK_PRINTF(1, 2);
 /* fk_error + exit(FK_EXIT_ERROR). */
 _Noreturn void fk_die(const char *fmt, ...) FK_PRINTF(1, 2);
-/* Usage error: message plus a pointer to --help, exit(FK_EXIT_USAGE). */
-_Noreturn void fk_usage_error(const char *fmt, ...) FK_PRINTF(1, 2);
 
 /* Allocation that cannot fail: on exhaustion we die with a clear message. */
 void *fk_malloc(size_t n);

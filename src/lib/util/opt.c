@@ -5,6 +5,7 @@
 #include "buf.h"
 
 #include <getopt.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,40 +67,39 @@ static void opt_label(const struct fk_opt *o, bool shortform, char *buf, size_t 
         snprintf(buf, n, "--%s", o->name);
 }
 
-/* "a whole number from 1 to 999" etc.: what a numeric option wants. */
+/* "NOUN from LO to HI, like EX" (or "NOUN like EX"): what a value must be. */
+static void bounded(char *buf, size_t n, const char *noun, const char *like, uint64_t min,
+                    uint64_t max, const char *lo, const char *hi)
+{
+    const char *sep = *like ? (min || max ? ", " : " ") : "";
+    if (max)
+        snprintf(buf, n, "%s from %s to %s%s%s", noun, lo, hi, sep, like);
+    else if (min)
+        snprintf(buf, n, "%s of at least %s%s%s", noun, lo, sep, like);
+    else
+        snprintf(buf, n, "%s%s%s", noun, sep, like);
+}
+
+/* "a whole number from 1 to 999" etc.: what an option wants. */
 static void wants(const struct fk_opt *o, char *buf, size_t n)
 {
     char lo[32], hi[32];
     switch (o->type) {
     case FK_OPT_UINT:
+    case FK_OPT_INT:
         snprintf(lo, sizeof lo, "%llu", (unsigned long long)o->min);
         snprintf(hi, sizeof hi, "%llu", (unsigned long long)o->max);
-        if (o->max)
-            snprintf(buf, n, "a whole number from %s to %s", lo, hi);
-        else if (o->min)
-            snprintf(buf, n, "a whole number of at least %s", lo);
-        else
-            snprintf(buf, n, "a whole number");
+        bounded(buf, n, "a whole number", "", o->min, o->max, lo, hi);
         break;
     case FK_OPT_DURATION:
-        fk_opt_fmt_ms(o->min, lo, sizeof lo);
+        fk_opt_fmt_ms(o->min ? o->min : 1, lo, sizeof lo);
         fk_opt_fmt_ms(o->max, hi, sizeof hi);
-        if (o->max)
-            snprintf(buf, n, "a duration from %s to %s, like 30s, 2m or 500ms", o->min ? lo : "1ms", hi);
-        else if (o->min)
-            snprintf(buf, n, "a duration of at least %s, like 30s, 2m or 500ms", lo);
-        else
-            snprintf(buf, n, "a duration like 30s, 2m or 500ms");
+        bounded(buf, n, "a duration", "like 30s, 2m or 500ms", o->min, o->max, lo, hi);
         break;
     case FK_OPT_SIZE:
         fmt_size(o->min, lo, sizeof lo);
         fmt_size(o->max, hi, sizeof hi);
-        if (o->max)
-            snprintf(buf, n, "a size from %s to %s, like 256M (suffixes K, M, G)", lo, hi);
-        else if (o->min)
-            snprintf(buf, n, "a size of at least %s, like 256M (suffixes K, M, G)", lo);
-        else
-            snprintf(buf, n, "a size like 256M (suffixes K, M, G)");
+        bounded(buf, n, "a size", "like 256M (suffixes K, M, G)", o->min, o->max, lo, hi);
         break;
     case FK_OPT_CHOICE: {
         struct fk_buf b = FK_BUF_INIT;
@@ -146,7 +146,8 @@ static int store(const struct fk_opt *o, void *base, const char *val, bool short
         val = "";       /* an optional value left out */
     switch (o->type) {
     case FK_OPT_FLAG:
-        *(bool *)field = true;
+    case FK_OPT_CLEAR:
+        *(bool *)field = o->type == FK_OPT_FLAG;
         return FK_OPT_CONTINUE;
     case FK_OPT_SET:
         *(int *)field = o->set;
@@ -168,6 +169,9 @@ static int store(const struct fk_opt *o, void *base, const char *val, bool short
     }
     case FK_OPT_UINT:
         ok = fk_parse_u64(val, &v);
+        break;
+    case FK_OPT_INT:
+        ok = fk_parse_u64(val, &v) && v <= INT_MAX;
         break;
     case FK_OPT_DURATION:
         ok = fk_parse_duration_ms(val, &v) && v > 0;
@@ -198,7 +202,10 @@ static int store(const struct fk_opt *o, void *base, const char *val, bool short
         wants(o, want, sizeof want);
         return fk_opt_error("option '%s' wants %s, not '%s'", label, want, val);
     }
-    *(uint64_t *)field = v;
+    if (o->type == FK_OPT_INT)
+        *(int *)field = (int)v;
+    else
+        *(uint64_t *)field = v;
     return FK_OPT_CONTINUE;
 }
 
@@ -211,7 +218,8 @@ static bool has_value(const struct fk_opt *o)
 {
     if (o->type == FK_OPT_CALL)
         return o->arg != NULL;      /* a callback flag has no placeholder */
-    return o->type != FK_OPT_FLAG && o->type != FK_OPT_SET && o->type != FK_OPT_VERSION;
+    return o->type != FK_OPT_FLAG && o->type != FK_OPT_CLEAR && o->type != FK_OPT_SET &&
+           o->type != FK_OPT_VERSION;
 }
 
 /* "--d" matches several long names? Then say so instead of "unknown". */

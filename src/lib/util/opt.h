@@ -25,10 +25,12 @@
 
 enum fk_opt_type {
     FK_OPT_FLAG,        /* bool field = true */
+    FK_OPT_CLEAR,       /* bool field = false (--inline against --no-inline) */
     FK_OPT_SET,         /* int field = .set (e.g. --path-style: addressing = 1) */
     FK_OPT_STR,         /* const char * field = the value (points into argv) */
     FK_OPT_LIST,        /* struct fk_strv field: each use appends the value */
     FK_OPT_UINT,        /* uint64_t field, decimal, in [min, max] (max 0: none) */
+    FK_OPT_INT,         /* int field, decimal, in [min, max] (max 0: INT_MAX) */
     FK_OPT_DURATION,    /* uint64_t milliseconds: 30, 30s, 2m, 500ms; > 0, in [min, max] */
     FK_OPT_SIZE,        /* uint64_t bytes: 4096, 64K, 256M, 1G; in [min, max] */
     FK_OPT_CHOICE,      /* int field = index of the value in .choices "a|b|c" */
@@ -44,7 +46,7 @@ struct fk_opt {
     const char *arg;        /* value placeholder in --help ("DUR"); NULL for flags */
     const char *help;       /* --help text ('\n' breaks the line); NULL: not listed (an alias) */
     const char *example;    /* a valid value, shown when the value is missing: "256M" */
-    uint64_t min, max;      /* bounds of UINT, DURATION (ms), SIZE; max 0: none */
+    uint64_t min, max;      /* bounds of UINT, INT, DURATION (ms), SIZE; max 0: none */
     int set;                /* FK_OPT_SET: the value stored */
     const char *choices;    /* FK_OPT_CHOICE: "auto|live|lines" */
     /* FK_OPT_CALL: parse val (NULL when an optional value is absent) into

@@ -9,24 +9,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-/* Live temporaries, so an aborted run can clean them up. */
-#define MAX_LIVE 64
-static struct fk_outfile *live[MAX_LIVE];
-
-static void track(struct fk_outfile *o, bool add)
-{
-    for (int i = 0; i < MAX_LIVE; i++) {
-        if (add && !live[i]) {
-            live[i] = o;
-            return;
-        }
-        if (!add && live[i] == o) {
-            live[i] = NULL;
-            return;
-        }
-    }
-}
-
 static bool is_regular(const char *path)
 {
     struct stat st;
@@ -63,7 +45,6 @@ static bool open_common(struct fk_outfile *o, const char *path, int mode, bool g
             o->tmp = NULL;
             return false;
         }
-        track(o, true);
     }
     if (gz) {
         o->gz = gzdopen(o->fd, "wb6");
@@ -132,7 +113,6 @@ bool fk_outfile_printf(struct fk_outfile *o, const char *fmt, ...)
 
 static void release(struct fk_outfile *o)
 {
-    track(o, false);
     free(o->path);
     free(o->tmp);
     o->path = o->tmp = NULL;
@@ -191,11 +171,4 @@ void fk_outfile_abort(struct fk_outfile *o)
     if (o->tmp)
         unlink(o->tmp);
     release(o);
-}
-
-void fk_outfile_abort_all(void)
-{
-    for (int i = 0; i < MAX_LIVE; i++)
-        if (live[i] && live[i]->tmp)
-            unlink(live[i]->tmp);
 }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Output files that appear complete or not at all: we write to a temporary
  * name in the target directory and rename() into place on commit. "-" means
- * stdout (no rename; errors are still checked). */
+ * stdout (no rename; errors are still checked). A signal cannot leave a
+ * temporary behind as long as the caller's handlers only set a flag while
+ * files are written (the capture commands keep theirs installed). */
 #ifndef FK_OUTFILE_H
 #define FK_OUTFILE_H
 
@@ -29,8 +31,5 @@ bool fk_outfile_printf(struct fk_outfile *o, const char *fmt, ...) FK_PRINTF(2, 
 bool fk_outfile_commit(struct fk_outfile *o);
 /* Discard: close and unlink the temporary. Safe to call twice. */
 void fk_outfile_abort(struct fk_outfile *o);
-
-/* Remove every temporary still open (called from signal/exit paths). */
-void fk_outfile_abort_all(void);
 
 #endif

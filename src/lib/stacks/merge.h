@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* 'flamekit merge': several folded profiles (e.g. one per host) into one. */
+/* Aggregation across profiles: several folded profiles (e.g. one per host)
+ * into one stack table, optionally under a frame naming each input
+ * ('flamekit merge'). */
 #ifndef FK_MERGE_H
 #define FK_MERGE_H
 
 #include "stacks/input.h"
 
 /* The host a capture file belongs to: "db1.example.com" from
- * "db1.example.com.20261202_151500_UTC.pid-42.folded.gz"; without a
- * timestamp part, the base name minus .gz/.folded/.txt. Caller frees. */
+ * "db1.example.com.20261202_151500_UTC.pid-42.folded.gz" (a result name,
+ * util/result.h); for other names, the base name minus .gz/.folded/.txt.
+ * Caller frees. */
 char *fk_merge_host_from_name(const char *path);
 /* A folded frame from free text: ';', blanks and control characters
  * become '_'. Caller frees. */

@@ -1,29 +1,23 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
+/* Several folded profiles into one stack table (merge.h). */
 #include "merge.h"
 #include "util/buf.h"
-#include "util/lineread.h"
+#include "util/result.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* ".YYYYMMDD_HHMMSS_UTC." at s? */
-static bool is_stamp(const char *s)
-{
-    static const char pat[] = ".99999999_999999_UTC.";
-    for (size_t i = 0; pat[i]; i++) {
-        if (pat[i] == '9' ? (s[i] < '0' || s[i] > '9') : s[i] != pat[i])
-            return false;
-    }
-    return true;
-}
-
 char *fk_merge_host_from_name(const char *path)
 {
+    struct fk_result_name n;
+    if (fk_result_parse(path, &n)) {
+        char *host = n.host;
+        n.host = NULL;
+        fk_result_name_free(&n);
+        return host;
+    }
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
-    for (const char *p = base; *p; p++)
-        if (p > base && is_stamp(p))
-            return fk_strndup(base, (size_t)(p - base));
     size_t len = strlen(base);
     static const char *const sfx[] = { ".gz", ".folded", ".txt", ".stacks", ".pb" };
     for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {

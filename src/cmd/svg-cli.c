@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The SVG option set and the read/render/write steps of 'flamekit svg' and
+ * 'flamekit diff' (svg-cli.h). */
+#include "svg-cli.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SC(field) offsetof(struct fk_svg_cli, field)
+
+static bool parse_minwidth(void *base, const char *val, char *err, size_t n)
+{
+    struct fk_svg_cli *c = base;
+    char *end;
+    errno = 0;
+    double v = strtod(val, &end);
+    bool pct = *end == '%';
+    if (pct)
+        end++;
+    if (errno || end == val || *end || !(v >= 0) || (pct && v > 100) || v > 1e6) {
+        snprintf(err, n, "pixels (e.g. 0.1) or a percentage (e.g. 0.5%%)");
+        return false;
+    }
+    c->opts.minwidth = v;
+    c->opts.minwidth_pct = pct;
+    return true;
+}
+
+static bool parse_countname(void *base, const char *val, char *err, size_t n)
+{
+    struct fk_svg_cli *c = base;
+    if (strpbrk(val, "()")) {
+        snprintf(err, n, "a name without parentheses");
+        return false;
+    }
+    c->opts.countname = val;
+    c->countname_set = true;
+    return true;
+}
+
+static bool parse_colors(void *base, const char *val, char *err, size_t n)
+{
+    struct fk_svg_cli *c = base;
+    if (!fk_svg_palette_ok(val)) {
+        snprintf(err, n, "a palette: hot, mem, io, java, js, perl, red, green, blue, aqua, "
+                 "yellow, purple, orange, wakeup or chain");
+        return false;
+    }
+    c->opts.colors = val;
+    return true;
+}
+
+const struct fk_opt fk_optset_svg[] = {
+    { "output", 'o', FK_OPT_STR, SC(output), "FILE", "write the SVG to FILE (atomically; default stdout)", "out.svg" },
+    { "title", 0, FK_OPT_STR, SC(opts.title), "TEXT", "title (default \"Flame Graph\")", "'db1 at peak'" },
+    { "subtitle", 0, FK_OPT_STR, SC(opts.subtitle), "TEXT", "second title line", "'60 s, 99 Hz'" },
+    { "width", 0, FK_OPT_INT, SC(opts.width), "PX", "image width (default 1200)", "1200", .min = 100, .max = 1000000 },
+    { "height", 0, FK_OPT_INT, SC(opts.height), "PX", "frame height (default 16)", "16", .min = 2, .max = 1000 },
+    { "minwidth", 0, FK_OPT_CALL, 0, "N[%]",
+      "omit frames narrower than N pixels or N% of the width (default 0.1 pixels, like flamegraph.pl)",
+      "0.5%", .call = parse_minwidth },
+    { "colors", 0, FK_OPT_CALL, 0, "NAME",
+      "palette: hot (default), mem, io, java, js, perl, red, green, blue, aqua, yellow, purple, "
+      "orange, wakeup, chain", "mem", .call = parse_colors },
+    { "colours", 0, FK_OPT_CALL, 0, "NAME", NULL, "mem", .call = parse_colors },
+    { "hash", 0, FK_OPT_FLAG, SC(opts.hash), NULL, "colour by name (the default: same name, same colour)" },
+    { "rand", 0, FK_OPT_FLAG, SC(opts.rand), NULL, "vary colours per frame (still reproducible)" },
+    { "countname", 0, FK_OPT_CALL, 0, "TEXT", "unit of the counts in tooltips (default \"samples\")", "faults",
+      .call = parse_countname },
+    { "nametype", 0, FK_OPT_STR, SC(opts.nametype), "TEXT", "status-bar prefix (default \"Function:\")", "Frame:" },
+    { "inverted", 0, FK_OPT_FLAG, SC(opts.inverted), NULL, "icicle graph: roots at the top" },
+    { "reverse", 0, FK_OPT_FLAG, SC(opts.reverse), NULL, "reverse each stack (callers on top)" },
+    { "flamechart", 0, FK_OPT_FLAG, SC(opts.flamechart), NULL, "keep input order, merge only adjacent stacks" },
+    { "notes", 0, FK_OPT_STR, SC(opts.notes), "TEXT", "notes embedded in the SVG", "'after the fix'" },
+    { "metadata", 0, FK_OPT_STR, SC(metadata_path), "FILE", "JSON object shown in the SVG's Info panel (key i)", "capture.json" },
+    { "strict", 0, FK_OPT_FLAG, SC(strict), NULL, "fail on malformed input lines instead of skipping them" },
+    { "sample-type", 0, FK_OPT_STR, SC(sample_type), "T",
+      "pprof input: the sample type to draw, by name or index (e.g. inuse_space; default: the "
+      "profile's last, like pprof)", "inuse_space" },
+    { NULL },
+};
+
+const struct fk_opt fk_optset_diff[] = {
+    { "normalize", 0, FK_OPT_FLAG, SC(opts.normalize), NULL,
+      "scale BEFORE to AFTER's total first (compare shapes of profiles of different length)" },
+    { "normalise", 0, FK_OPT_FLAG, SC(opts.normalize), NULL, NULL },
+    { "negate", 0, FK_OPT_FLAG, SC(opts.negate), NULL,
+      "widths from BEFORE, colours inverted (red = shrank): shows what disappeared" },
+    { NULL },
+};
+
+void fk_svg_cli_init(struct fk_svg_cli *c, bool diff)
+{
+    memset(c, 0, sizeof *c);
+    fk_svg_opts_init(&c->opts);
+    c->output = "-";
+    c->opts.diff = diff;
+}
+
+int fk_svg_cli_finish(struct fk_svg_cli *c)
+{
+    if (c->metadata_path) {
+        json_error_t e;
+        c->metadata = json_load_file(c->metadata_path, JSON_REJECT_DUPLICATES, &e);
+        if (!c->metadata) {
+            fk_error("%s:%d: bad JSON: %s (--metadata wants a JSON object)", c->metadata_path,
+                     e.line, e.text);
+            return FK_EXIT_ERROR;
+        }
+        if (!json_is_object(c->metadata)) {
+            fk_error("%s: --metadata wants a JSON object ({...}), not another JSON value",
+                     c->metadata_path);
+            return FK_EXIT_ERROR;
+        }
+        c->opts.metadata = c->metadata;
+    }
+    return FK_OPT_CONTINUE;
+}
+
+bool fk_svg_cli_read(struct fk_svg_cli *c, const char *path, struct fk_stacktab *t)
+{
+    struct fk_parse_stats st;
+    memset(&st, 0, sizeof st);
+    struct fk_input_opts io = { .sample_type = c->sample_type };
+    struct fk_input_info info;
+    bool ok = fk_input_read(path, &io, t, &st, &info);
+    /* pprof: the sample type's unit names the counts unless --countname did */
+    if (ok && info.pprof && !c->countname_set) {
+        const char *cn = strcmp(info.unit, "count") && info.unit[0] ? info.unit : info.type;
+        size_t k = 0;
+        for (const char *q = cn; *q && k + 1 < sizeof c->countname_buf; q++)
+            if (*q != '(' && *q != ')')
+                c->countname_buf[k++] = *q;
+        c->countname_buf[k] = 0;
+        if (k)
+            c->opts.countname = c->countname_buf;
+    }
+    const char *name = strcmp(path, "-") ? path : "stdin";
+    if (ok)
+        ok = fk_parse_stats_report(&st, name, c->strict);
+    fk_parse_stats_free(&st);
+    if (ok && t->overflow)
+        fk_warn("%s: some counts add up beyond 2^64 and were capped", name);
+    return ok;
+}
+
+bool fk_svg_cli_write(struct fk_svg_cli *c, const struct fk_stacktab *t)
+{
+    struct fk_outfile out;
+    if (!fk_outfile_open(&out, c->output, 0644))
+        return false;
+    if (!fk_svg_write(&out, t, &c->opts)) {
+        fk_error("%s: write failed: %s", strcmp(c->output, "-") ? c->output : "stdout",
+                 strerror(errno));
+        fk_outfile_abort(&out);
+        return false;
+    }
+    return fk_outfile_commit(&out);
+}
+
+void fk_svg_cli_free(struct fk_svg_cli *c)
+{
+    if (c->metadata)
+        json_decref(c->metadata);
+    c->metadata = NULL;
+}

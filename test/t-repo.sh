@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Repository hygiene: only the product is tracked. A tracked editor backup,
+# swap file, merge leftover or personal note fails here; only the ChangeLog
+# is merged with merge=union (a union merge duplicates lines of code lists).
+. "$FK_SRC/test/lib.sh"
+
+# stray NAME...: the names that look like editor/backup/merge/note files.
+stray() {
+    printf '%s\n' "$@" | grep -E '(^|/)(#[^/]*#|\.#[^/]*|[^/]*~|[^/]*\.(swp|swo|orig|rej|bak|tmp)|[^/]*\.tmp\.[0-9]+|NOTES?([-_.][^/]*)?|[^/]*-NOTES?(\.[^/]*)?|scratch[^/]*)$' || true
+}
+check_eq "the pattern catches strays" \
+    "configure~ src/.#x.c src/#x.c# a.c.swp NOTE-FROM-LEAD.md x.orig y.rej out.svg.tmp.123 NOTES" \
+    "$(stray configure~ src/.#x.c src/#x.c# a.c.swp NOTE-FROM-LEAD.md x.orig y.rej out.svg.tmp.123 NOTES src/notes.c README | tr '\n' ' ' | sed 's/ $//')"
+
+if ! git -C "$FK_SRC" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    skip "tracked files" "$FK_SRC is not a git checkout (a tarball)"
+    exit 0
+fi
+mapfile -t files < <(git -C "$FK_SRC" ls-files)
+check_eq "no editor backups, swap files, merge leftovers or notes are tracked" "" "$(stray "${files[@]}")"
+unions=$(git -C "$FK_SRC" ls-files | git -C "$FK_SRC" check-attr --stdin merge | awk -F': ' '$3 == "union" { print $1 }')
+check_eq "merge=union only for the ChangeLog" "ChangeLog" "$unions"
