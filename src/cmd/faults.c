@@ -68,6 +68,9 @@ static void usage(FILE *out)
         "      --no-svg          folded stacks and metadata only\n"
         "      --title TEXT      SVG title\n"
         "      --strict          exit 1 if samples x N disagrees with the count\n"
+        "      --call-graph MODE auto (default), dwarf or fp: how user stacks are\n"
+        "                        recorded, as for flamekit host (flamekit-record(1))\n"
+        "      --stack-size SIZE stack bytes copied per sample in dwarf mode\n"
         "      --unsafe          allow -c below %d and -d above 300s\n"
         "  -q, --quiet           no progress line, summary or paths\n"
         "  -h, --help            print this help and exit\n"
@@ -130,7 +133,7 @@ static void print_top(const struct fk_stacktab *t, unsigned n)
 int cmd_faults(int argc, char **argv)
 {
     enum { OPT_MINOR = 256, OPT_MAJOR, OPT_USER_ONLY, OPT_STDOUT, OPT_NO_SVG, OPT_TITLE,
-           OPT_STRICT, OPT_UNSAFE };
+           OPT_STRICT, OPT_UNSAFE, OPT_CALLGRAPH, OPT_STACKSIZE };
     static const struct option longopts[] = {
         { "every", required_argument, NULL, 'c' },
         { "minor", no_argument, NULL, OPT_MINOR },
@@ -144,6 +147,8 @@ int cmd_faults(int argc, char **argv)
         { "title", required_argument, NULL, OPT_TITLE },
         { "strict", no_argument, NULL, OPT_STRICT },
         { "unsafe", no_argument, NULL, OPT_UNSAFE },
+        { "call-graph", required_argument, NULL, OPT_CALLGRAPH },
+        { "stack-size", required_argument, NULL, OPT_STACKSIZE },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
@@ -152,6 +157,7 @@ int cmd_faults(int argc, char **argv)
     bool duration_set = false, user_only = false, to_stdout = false;
     bool no_svg = false, strict = false, unsafe = false, quiet = false;
     const char *event_spec = NULL, *outdir = NULL, *title = NULL;
+    const char *cg_arg = NULL, *stack_arg = NULL;
     int nevents = 0;
     struct fk_target tg = { 0 };
     char **run_argv = NULL;
@@ -195,6 +201,8 @@ int cmd_faults(int argc, char **argv)
         case OPT_TITLE: title = optarg; break;
         case OPT_STRICT: strict = true; break;
         case OPT_UNSAFE: unsafe = true; break;
+        case OPT_CALLGRAPH: cg_arg = optarg; break;
+        case OPT_STACKSIZE: stack_arg = optarg; break;
         case 'q': quiet = true; break;
         case 'h': usage(stdout); return FK_EXIT_OK;
         case ':': fk_usage_error("option '%s' needs an argument", argv[optind - 1]);
@@ -203,6 +211,9 @@ int cmd_faults(int argc, char **argv)
     }
     if (!target_word)
         fk_usage_error("no target: say host, pid PID, user USER, cgroup PATH or run -- CMD");
+    struct fk_capture_opts cg;      /* --call-graph/--stack-size, checked now */
+    fk_capture_opts_init(&cg);
+    fk_record_callgraph_opts(&cg, cg_arg, stack_arg);
     if (nevents > 1)
         fk_usage_error("one event per capture: --minor, --major and -e exclude each other");
     if (period < MIN_PERIOD && !unsafe)
@@ -337,6 +348,8 @@ int cmd_faults(int argc, char **argv)
     co.progress_label = fk_progname;
     co.stop = &stop_flag;
     co.sym.kernel = !user_only;
+    co.callgraph = cg.callgraph;
+    co.stack_size = cg.stack_size;
     struct fk_capture_result r;
     uint64_t t0 = fk_now_ns();
     int crc = fk_capture_run(&co, &r);
@@ -407,6 +420,7 @@ int cmd_faults(int argc, char **argv)
     json_object_set_new(sj, "samples", json_integer((json_int_t)r.samples));
     json_object_set_new(sj, "samples_of_target", json_integer((json_int_t)r.samples_kept));
     json_object_set_new(sj, "lost", json_integer((json_int_t)r.lost));
+    json_object_set_new(sj, "malformed", json_integer((json_int_t)r.malformed));
     json_object_set_new(sj, "throttled", json_integer((json_int_t)r.throttled));
     json_object_set_new(sj, "counted", json_integer((json_int_t)r.event_count));
     json_object_set_new(sj, "estimate", json_integer((json_int_t)pr.estimate));
@@ -427,6 +441,7 @@ int cmd_faults(int argc, char **argv)
     json_object_set_new(symj, "locate_unknown", json_integer((json_int_t)r.sym.locate_unknown));
     json_object_set_new(symj, "names_unresolved", json_integer((json_int_t)r.sym.names_unresolved));
     json_object_set_new(meta, "symbols", symj);
+    json_object_set_new(meta, "callgraph", fk_record_callgraph_json(&co, &r));
     json_object_set_new(meta, "profiler_wall_ms", json_integer((json_int_t)((fk_now_ns() - t0) / 1000000u)));
 
     /* Results: complete files or none. */
@@ -480,6 +495,9 @@ int cmd_faults(int argc, char **argv)
         if (r.lost || r.throttled)
             fprintf(stderr, "%s: %llu records lost, %llu throttled\n", fk_progname,
                     (unsigned long long)r.lost, (unsigned long long)r.throttled);
+        char *pre = fk_asprintf("%s: ", fk_progname);
+        fk_record_callgraph_summary(stderr, pre, &r);
+        free(pre);
         if (t.n) {
             fprintf(stderr, "%s: top frames:\n", fk_progname);
             print_top(&t, 5);

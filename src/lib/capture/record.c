@@ -53,6 +53,13 @@ static void usage(const struct fk_record_spec *s, FILE *out)
             "      --no-svg           skip the SVG (folded.gz and json only)\n"
             "      --no-kernel        user-space stacks only (works with perf_event_paranoid 2\n"
             "                         for your own processes)\n"
+            "      --call-graph MODE  user stacks: auto (default: dwarf where allowed, else\n"
+            "                         fp), dwarf (copy %d KiB of stack per sample and unwind\n"
+            "                         it from .eh_frame as it is read: complete stacks for\n"
+            "                         code built without frame pointers), fp (frame\n"
+            "                         pointers only: cheapest, callers of such code lost)\n"
+            "      --stack-size SIZE  stack bytes copied per sample in dwarf mode (default\n"
+            "                         %dK, 512 to 65528); deeper stacks end in [truncated]\n"
             "      --max-memory SIZE  stop cleanly when stacks and symbols use more\n"
             "                         (default 256M, at most 1G)\n"
             "      --unsafe-limits    allow durations up to 24h, frequencies up to the\n"
@@ -73,7 +80,8 @@ static void usage(const struct fk_record_spec *s, FILE *out)
             FK_REC_DEFAULT_FREQ,
             s->kind == FK_TARGET_RUN ? "as long as the command runs" : "60 seconds",
             s->kind == FK_TARGET_RUN ? "until the command exits" : "60s",
-            FK_REC_DEFAULT_FREQ, FK_REC_MAX_FREQ);
+            FK_REC_DEFAULT_FREQ, FK_REC_MAX_FREQ, FK_STACK_SIZE_DEFAULT / 1024,
+            FK_STACK_SIZE_DEFAULT / 1024);
 }
 
 /* Create a new directory name under parent; never reuse one. */
@@ -130,6 +138,69 @@ static void rm_tree(const char *dir)
     rmdir(dir);
 }
 
+void fk_record_callgraph_opts(struct fk_capture_opts *co, const char *mode, const char *stack_size)
+{
+    if (mode && !fk_callgraph_parse(mode, &co->callgraph))
+        fk_usage_error("bad --call-graph '%s': want auto, dwarf or fp", mode);
+    const char *why;
+    if (stack_size && !fk_stack_size_parse(stack_size, &co->stack_size, &why))
+        fk_usage_error("bad --stack-size '%s': %s", stack_size, why);
+    if (stack_size && co->callgraph == FK_CG_FP)
+        fk_usage_error("--stack-size applies to --call-graph dwarf or auto, not fp");
+}
+
+json_t *fk_record_callgraph_json(const struct fk_capture_opts *co, const struct fk_capture_result *r)
+{
+    json_t *cg = json_object();
+    json_object_set_new(cg, "mode", json_string(fk_callgraph_name(co->callgraph)));
+    json_object_set_new(cg, "used", json_string(co->event.no_callchain ? "none"
+                                                : fk_callgraph_name(r->callgraph)));
+    if (r->callgraph_note[0])
+        json_object_set_new(cg, "note", json_string(r->callgraph_note));
+    json_object_set_new(cg, "ring_bytes", json_integer((json_int_t)r->ring_bytes));
+    if (r->duration_ns)
+        json_object_set_new(cg, "ring_bytes_per_s",
+                            json_integer((json_int_t)((double)r->ring_bytes * 1e9 / (double)r->duration_ns)));
+    if (r->callgraph == FK_CG_DWARF) {
+        const struct fk_unwind_stats *u = &r->unwind;
+        json_object_set_new(cg, "stack_size", json_integer(r->stack_size));
+        json_t *uw = json_object();
+        json_object_set_new(uw, "stacks", json_integer((json_int_t)u->samples));
+        json_object_set_new(uw, "complete", json_integer((json_int_t)u->complete));
+        json_object_set_new(uw, "truncated", json_integer((json_int_t)u->truncated));
+        json_object_set_new(uw, "failed", json_integer((json_int_t)u->failed));
+        json_object_set_new(uw, "no_user_registers", json_integer((json_int_t)u->no_regs));
+        json_object_set_new(uw, "frames", json_integer((json_int_t)u->frames));
+        json_object_set_new(uw, "cfi_steps", json_integer((json_int_t)u->cfi_frames));
+        json_object_set_new(uw, "frame_pointer_steps", json_integer((json_int_t)u->fp_frames));
+        json_object_set_new(uw, "stack_bytes_copied", json_integer((json_int_t)u->stack_bytes));
+        json_object_set_new(uw, "median_us", json_real(u->median_us));
+        json_object_set_new(uw, "mean_us", json_real(u->samples ? (double)u->ns_total / 1e3 / (double)u->samples : 0));
+        json_t *why = json_object();
+        for (int i = 0; i < FK_UW_R_N; i++)
+            if (u->reasons[i])
+                json_object_set_new(why, fk_uw_reason_name(i), json_integer((json_int_t)u->reasons[i]));
+        json_object_set_new(uw, "ended", why);
+        json_object_set_new(cg, "unwind", uw);
+    }
+    return cg;
+}
+
+void fk_record_callgraph_summary(FILE *out, const char *prefix, const struct fk_capture_result *r)
+{
+    const struct fk_unwind_stats *u = &r->unwind;
+    if (r->callgraph != FK_CG_DWARF) {
+        if (r->callgraph_note[0])
+            fprintf(out, "%suser stacks: %s\n", prefix, r->callgraph_note);
+        return;
+    }
+    double n = u->samples ? (double)u->samples : 1;
+    fprintf(out, "%suser stacks: dwarf, %u-byte copies: %.1f%% complete, %.1f%% [truncated], "
+            "%.1f%% stopped early; %.1f us median per stack\n", prefix, r->stack_size,
+            100.0 * (double)u->complete / n, 100.0 * (double)u->truncated / n,
+            100.0 * (double)u->failed / n, u->median_us);
+}
+
 static json_t *metadata(const struct fk_record_spec *spec, const struct fk_capture_opts *co,
                         const struct fk_capture_result *r, int argc, char **argv)
 {
@@ -177,7 +248,9 @@ static json_t *metadata(const struct fk_record_spec *spec, const struct fk_captu
     }
     json_object_set_new(ev, "kernel", json_boolean(!co->event.exclude_kernel));
     json_object_set_new(ev, "user", json_boolean(!co->event.exclude_user));
-    json_object_set_new(ev, "callchain", json_string(co->event.no_callchain ? "none" : "frame pointers"));
+    json_object_set_new(ev, "callchain", json_string(co->event.no_callchain ? "none"
+                                                     : r->callgraph == FK_CG_DWARF ? "dwarf"
+                                                                                   : "frame pointers"));
     json_object_set_new(ev, "count", json_integer((json_int_t)r->event_count));
     json_object_set_new(ev, "time_enabled_ns", json_integer((json_int_t)r->time_enabled));
     json_object_set_new(ev, "time_running_ns", json_integer((json_int_t)r->time_running));
@@ -188,6 +261,7 @@ static json_t *metadata(const struct fk_record_spec *spec, const struct fk_captu
 
     json_object_set_new(m, "samples", json_integer((json_int_t)r->samples_kept));
     json_object_set_new(m, "samples_read", json_integer((json_int_t)r->samples));
+    json_object_set_new(m, "samples_malformed", json_integer((json_int_t)r->malformed));
     json_object_set_new(m, "weight_total", json_integer((json_int_t)r->stacks.total));
     json_object_set_new(m, "lost", json_integer((json_int_t)r->lost));
     json_object_set_new(m, "lost_records", json_integer((json_int_t)r->lost_events));
@@ -197,6 +271,7 @@ static json_t *metadata(const struct fk_record_spec *spec, const struct fk_captu
     json_object_set_new(m, "memory_peak_bytes", json_integer((json_int_t)r->mem_bytes));
     json_object_set_new(m, "memory_limited", json_boolean(r->mem_limited));
     json_object_set_new(m, "ring_pages_per_cpu", json_integer(r->ring_pages));
+    json_object_set_new(m, "callgraph", fk_record_callgraph_json(co, r));
 
     const struct fk_target *t = co->target;
     json_t *tg = json_object();
@@ -293,7 +368,8 @@ static void print_top(FILE *out, const struct fk_stacktab *t, int n)
 
 int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
 {
-    enum { O_STDOUT = 256, O_NOSVG, O_UNSAFE, O_MAXMEM, O_NOKERNEL, O_UPLOAD };
+    enum { O_STDOUT = 256, O_NOSVG, O_UNSAFE, O_MAXMEM, O_NOKERNEL, O_UPLOAD, O_CALLGRAPH,
+           O_STACKSIZE };
     static const struct option longopts[] = {
         { "duration", required_argument, NULL, 'd' },
         { "freq", required_argument, NULL, 'F' },
@@ -304,11 +380,14 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
         { "max-memory", required_argument, NULL, O_MAXMEM },
         { "unsafe-limits", no_argument, NULL, O_UNSAFE },
         { "upload", required_argument, NULL, O_UPLOAD },
+        { "call-graph", required_argument, NULL, O_CALLGRAPH },
+        { "stack-size", required_argument, NULL, O_STACKSIZE },
         { "quiet", no_argument, NULL, 'q' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
     const char *dur_arg = NULL, *freq_arg = NULL, *outdir = NULL, *mem_arg = NULL, *upload_url = NULL;
+    const char *cg_arg = NULL, *stack_arg = NULL;
     bool to_stdout = false, no_svg = false, unsafe = false, quiet = false, no_kernel = false;
     opterr = 0;
     optind = 1;
@@ -328,6 +407,8 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
         case O_MAXMEM: mem_arg = optarg; break;
         case O_UNSAFE: unsafe = true; break;
         case O_UPLOAD: upload_url = optarg; break;
+        case O_CALLGRAPH: cg_arg = optarg; break;
+        case O_STACKSIZE: stack_arg = optarg; break;
         case 'h': usage(spec, stdout); return FK_EXIT_OK;
         default:
             if (optopt && strchr("dFo", optopt))
@@ -398,6 +479,7 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
         co.event.exclude_kernel = true;
         co.sym.kernel = false;
     }
+    fk_record_callgraph_opts(&co, cg_arg, stack_arg);
     co.weight_by_period = spec->weight_by_period;
     co.quiet = quiet;
     co.progress = !quiet;
@@ -617,6 +699,7 @@ int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv)
         if (r.lost)
             fprintf(out, "  WARNING: the kernel dropped %llu records (ring full); shares may be skewed\n",
                     (unsigned long long)r.lost);
+        fk_record_callgraph_summary(out, "  ", &r);
         if (r.mem_limited)
             fprintf(out, "  WARNING: stopped early at the memory limit (%llu MB); see --max-memory\n",
                     (unsigned long long)(co.max_mem_bytes >> 20));

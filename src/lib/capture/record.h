@@ -32,6 +32,15 @@ struct fk_record_spec {
 
 int fk_record_main(const struct fk_record_spec *spec, int argc, char **argv);
 
+/* --call-graph MODE and --stack-size SIZE (either may be NULL: default)
+ * into co; a bad value is a usage error (exit 2). */
+void fk_record_callgraph_opts(struct fk_capture_opts *co, const char *mode, const char *stack_size);
+/* Metadata object "callgraph": mode asked and used, why auto chose frame
+ * pointers, stack size, unwind statistics (complete, truncated, failed...). */
+json_t *fk_record_callgraph_json(const struct fk_capture_opts *co, const struct fk_capture_result *r);
+/* Summary line(s) about user stacks, with the given prefix. */
+void fk_record_callgraph_summary(FILE *out, const char *prefix, const struct fk_capture_result *r);
+
 /* Host facts (hostname, kernel, os, cpu, memory, numa) into object o. */
 void fk_sysinfo_json(json_t *o);
 

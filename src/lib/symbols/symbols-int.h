@@ -5,6 +5,7 @@
 
 #include "symbols/symbols.h"
 
+#include <libelf.h>
 #include <sys/types.h>
 
 enum dso_kind { DSO_UNKNOWN, DSO_KERNEL, DSO_FILE, DSO_ANON, DSO_VDSO, DSO_SPECIAL };
@@ -35,6 +36,9 @@ struct dso {
     unsigned char build_id[20];
     size_t build_id_len;
     int fd;                 /* pinned file until loaded; -1 */
+    Elf *elf;               /* the pinned file mapped (fk_dso_elf), kept while its CFI is used */
+    struct fk_cfi *cfi;     /* unwind rows (unwind/cfi.h), made on first unwind */
+    bool cfi_tried;
     bool loaded, elf_ok, via_map_files, deleted;
     pid_t pid;              /* DSO_ANON: the process owning the region */
     pid_t nspid;            /* its pid inside its own pid namespace (perf map name) */
@@ -54,8 +58,14 @@ static inline const char *fk_symtab_name(const struct fk_symtab *t, const struct
     return t->strs.data + y->name;
 }
 
-/* Read the ELF behind d->fd (program headers and symbols), then close it. */
-void fk_dso_load_elf(struct dso *d);
+/* The DSO's file as a read-only ELF mapping (made from d->fd once, which
+ * stays open); NULL if it is not an ELF file or was never pinned. */
+Elf *fk_dso_elf(struct dso *d);
+/* Read the ELF behind d->fd (program headers and symbols), then close the
+ * fd; the mapping is dropped too unless keep_elf or its CFI uses it. */
+void fk_dso_load_elf(struct dso *d, bool keep_elf);
+/* Our own vDSO image (same kernel: the same as every 64-bit task's). */
+Elf *fk_vdso_elf(void);
 /* Symbols of this process's vDSO (same kernel: same image for 64-bit tasks). */
 void fk_vdso_load(struct fk_symtab *t);
 /* /proc/kallsyms; returns false when addresses are hidden. */

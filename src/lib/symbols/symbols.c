@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Process table (address spaces, comms), DSO table, locate and name. */
 #include "symbols/symbols-int.h"
+#include "unwind/cfi.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -254,10 +255,14 @@ static uint32_t dso_file(struct fk_symbolizer *s, pid_t pid, uint64_t start, uin
     }
     d->fd = open_mapped(s, d, pid, start, end);
     if (d->fd >= 0) {
-        if (s->fds_open >= s->fd_cap)
-            dso_load(s, d);         /* too many pinned: read now, close */
-        else
+        if (s->fds_open >= s->fd_cap) {
+            /* too many pinned: keep the file as a mapping (the unwinder
+             * needs its CFI), read its symbols now, close the fd */
+            fk_dso_elf(d);
+            dso_load(s, d);
+        } else {
             s->fds_open++;
+        }
     }
     imap_put(&s->dso_idx, key, idx);
     return idx;
@@ -298,7 +303,7 @@ static void dso_load(struct fk_symbolizer *s, struct dso *d)
             now.st_dev != pinned.st_dev)
             s->deleted_kept++;
     }
-    fk_dso_load_elf(d);
+    fk_dso_load_elf(d, !s->capture_ended);
 }
 
 static void read_perf_map(struct fk_symbolizer *s, struct dso *d, bool at_end)
@@ -579,6 +584,9 @@ void fk_sym_free(struct fk_symbolizer *s)
     free(s->threads);
     for (size_t i = 0; i < s->ndsos; i++) {
         struct dso *d = &s->dsos[i];
+        fk_cfi_free(d->cfi);
+        if (d->elf)
+            elf_end(d->elf);
         if (d->fd >= 0)
             close(d->fd);
         free(d->path);
@@ -687,6 +695,20 @@ void fk_sym_mmap(struct fk_symbolizer *s, pid_t pid, uint64_t start, uint64_t le
                 build_id, build_id_len);
 }
 
+/* The mapping of pr covering ip, or NULL. */
+static const struct map *map_find(const struct proc *pr, uint64_t ip)
+{
+    size_t lo = 0, hi = pr->nmaps;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (pr->maps[mid].end <= ip)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < pr->nmaps && pr->maps[lo].start <= ip ? &pr->maps[lo] : NULL;
+}
+
 struct fk_loc fk_sym_locate(struct fk_symbolizer *s, pid_t pid, uint64_t ip, bool kernel)
 {
     if (kernel)
@@ -696,16 +718,8 @@ struct fk_loc fk_sym_locate(struct fk_symbolizer *s, pid_t pid, uint64_t ip, boo
     struct proc *pr = proc_find(s, pid);
     if (!pr)
         pr = proc_get(s, pid);      /* rare: first sample of an unseen process */
-    size_t lo = 0, hi = pr->nmaps;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (pr->maps[mid].end <= ip)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    if (lo < pr->nmaps && pr->maps[lo].start <= ip) {
-        const struct map *m = &pr->maps[lo];
+    const struct map *m = map_find(pr, ip);
+    if (m) {
         enum dso_kind k = s->dsos[m->dso].kind;
         if (k == DSO_FILE || k == DSO_VDSO)
             return (struct fk_loc){ m->dso, ip - m->start + m->pgoff };
@@ -715,6 +729,40 @@ struct fk_loc fk_sym_locate(struct fk_symbolizer *s, pid_t pid, uint64_t ip, boo
         return (struct fk_loc){ pr->anon_dso, ip };
     s->locate_unknown++;
     return (struct fk_loc){ DSO_IDX_UNKNOWN, ip };
+}
+
+struct fk_loc fk_sym_special(struct fk_symbolizer *s, const char *name)
+{
+    return (struct fk_loc){ dso_special(s, name), 0 };
+}
+
+static struct fk_cfi *dso_cfi(struct dso *d)
+{
+    if (!d->cfi_tried) {
+        d->cfi_tried = true;
+        d->cfi = fk_cfi_new(d->kind == DSO_VDSO ? fk_vdso_elf() : fk_dso_elf(d));
+    }
+    return d->cfi;
+}
+
+struct fk_cfi *fk_sym_cfi_at(struct fk_symbolizer *s, pid_t pid, uint64_t ip, uint64_t *vaddr,
+                             bool *mapped)
+{
+    struct proc *pr = proc_find(s, pid);
+    if (!pr)
+        pr = proc_get(s, pid);
+    const struct map *m = map_find(pr, ip);
+    /* JIT code the maps missed but a perf map names (as fk_sym_locate) */
+    *mapped = m || (pr->anon_dso != JIT_NONE && s->dsos[pr->anon_dso].st.n);
+    if (!m)
+        return NULL;
+    struct dso *d = &s->dsos[m->dso];
+    if (d->kind != DSO_FILE && d->kind != DSO_VDSO)
+        return NULL;
+    struct fk_cfi *c = dso_cfi(d);
+    if (!c || !fk_cfi_off_to_vaddr(c, ip - m->start + m->pgoff, vaddr))
+        return NULL;
+    return c;
 }
 
 const char *fk_sym_comm_of(struct fk_symbolizer *s, pid_t pid, pid_t tid)
@@ -896,6 +944,8 @@ size_t fk_sym_bytes(const struct fk_symbolizer *s)
         const struct dso *d = &s->dsos[i];
         b += (d->path ? strlen(d->path) + 1 : 0) + d->nloads * sizeof *d->loads;
         b += symtab_bytes(&d->st);
+        if (d->cfi)
+            b += fk_cfi_bytes(d->cfi);
     }
     return b + symtab_bytes(&s->kernel) + symtab_bytes(&s->vdso);
 }

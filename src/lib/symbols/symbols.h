@@ -56,6 +56,20 @@ void fk_sym_mmap(struct fk_symbolizer *s, pid_t pid, uint64_t start, uint64_t le
 
 /* Phase 1. kernel says the ip came from kernel context (PERF_CONTEXT_KERNEL). */
 struct fk_loc fk_sym_locate(struct fk_symbolizer *s, pid_t pid, uint64_t ip, bool kernel);
+/* A location for a synthetic frame, e.g. "[truncated]" (named as given). */
+struct fk_loc fk_sym_special(struct fk_symbolizer *s, const char *name);
+
+/* For the unwinder (unwind/unwind.h): the CFI of the code at ip in pid's
+ * address space as fk_sym_locate sees it, with ip translated into the
+ * binary's ELF address space (*vaddr). *mapped is false when ip is in no
+ * executable mapping. NULL when the code has no CFI (anonymous/JIT memory,
+ * [vsyscall], a file that could not be kept open). The CFI is parsed once
+ * per DSO -- a DSO is one file (dev, inode, build-id), so a binary
+ * replaced on disk gets its own -- and lives until fk_sym_free. */
+struct fk_cfi;
+struct fk_cfi *fk_sym_cfi_at(struct fk_symbolizer *s, pid_t pid, uint64_t ip, uint64_t *vaddr,
+                             bool *mapped);
+
 /* Current command name of a thread (falls back to the process's, then "[unknown]"). */
 const char *fk_sym_comm_of(struct fk_symbolizer *s, pid_t pid, pid_t tid);
 
