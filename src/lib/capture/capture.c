@@ -687,8 +687,9 @@ static bool mlock_unlimited(void)
 }
 
 /* Data pages per ring, a power of two. Frame-pointer samples are small:
- * 32 or 128 pages. With stack copies, half a second of samples at the
- * rate (fixed-period events: assume 1000/s), at most 16 MiB. Unprivileged
+ * 32 or 128 pages. With stack copies, at least a second of samples at the
+ * rate (fixed-period events: assume 1000/s), at most 16 MiB: the reader
+ * also scans /proc and loads symbols, and a busy host delays it. Unprivileged
  * runs are held to the mlock budget: *limited says so. */
 static unsigned ring_pages(const struct fk_capture_opts *o, uint64_t sample_bytes, bool *limited)
 {
@@ -701,7 +702,7 @@ static unsigned ring_pages(const struct fk_capture_opts *o, uint64_t sample_byte
         want = (o->event.freq && o->event.freq <= 200) ? 32 : 128;
     else {
         uint64_t rate = o->event.freq ? o->event.freq : 1000;
-        uint64_t pages = rate * sample_bytes / 2 / (uint64_t)page;
+        uint64_t pages = rate * sample_bytes / (uint64_t)page;
         want = pages < 32 ? 32 : pages > 4096 ? 4096 : (unsigned)pages;
     }
     unsigned p = 1;
@@ -1014,6 +1015,7 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
     }
     uint64_t start = mono_ns();
     r->start_realtime_ns = real_ns();
+    bool preloaded = o->event.exclude_kernel;
     uint64_t deadline = o->duration_ms ? start + o->duration_ms * 1000000ull : UINT64_MAX;
     bool tty = o->progress && !o->quiet && isatty(STDERR_FILENO);
     uint64_t last_progress = 0;
@@ -1035,6 +1037,12 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
         }
         now = mono_ns();
         read_rings(&e, evlist, now > REORDER_SLACK_NS ? now - REORDER_SLACK_NS : 0);
+        if (!preloaded) {
+            /* in the window, not after it; once the rings were drained
+             * (and after a run target's exec, which it must not delay) */
+            fk_sym_preload_kernel(e.sym);
+            preloaded = true;
+        }
         uint64_t mem = fk_stacktab_bytes(&e.raw) + fk_sym_bytes(e.sym);
         if (mem > r->mem_bytes)
             r->mem_bytes = mem;

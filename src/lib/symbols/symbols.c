@@ -59,7 +59,7 @@ struct fk_symbolizer {
     struct imap dso_idx;        /* key hash -> index (chains by probing) */
     uint32_t vdso_dso;
     size_t fds_open, fd_cap;
-    bool kernel_loaded, kernel_hidden, capture_ended;
+    bool kernel_loaded, kernel_hidden, kernel_warned, capture_ended;
     struct fk_symtab kernel, vdso;
     uint64_t dev_root, ino_root;
     uint64_t locate_unknown, names_unresolved, deleted_kept;
@@ -826,6 +826,15 @@ static bool off_to_vaddr(const struct dso *d, uint64_t off, uint64_t *vaddr)
     return false;
 }
 
+void fk_sym_preload_kernel(struct fk_symbolizer *s)
+{
+    if (s->kernel_loaded)
+        return;
+    s->kernel_loaded = true;
+    if (s->opts.kernel)
+        fk_kallsyms_load(&s->kernel, &s->kernel_hidden);
+}
+
 static void end_capture(struct fk_symbolizer *s)
 {
     s->capture_ended = true;
@@ -833,6 +842,14 @@ static void end_capture(struct fk_symbolizer *s)
         struct dso *d = &s->dsos[i];
         if (d->kind == DSO_ANON)
             read_perf_map(s, d, true);
+        /* unwinding is over: give back the rows and the mappings (a DSO
+         * whose fd was closed keeps its mapping until its symbols load) */
+        fk_cfi_free(d->cfi);
+        d->cfi = NULL;
+        if (d->elf && d->fd >= 0) {
+            elf_end(d->elf);
+            d->elf = NULL;
+        }
     }
 }
 
@@ -849,13 +866,12 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
     const struct fk_sym *y;
     switch (d->kind) {
     case DSO_KERNEL:
-        if (!s->kernel_loaded) {
-            s->kernel_loaded = true;
-            if (s->opts.kernel && !fk_kallsyms_load(&s->kernel, &s->kernel_hidden) &&
-                s->kernel_hidden)
-                fk_warn("kernel symbols hidden: /proc/kallsyms shows zero addresses "
-                        "(run as root or set kernel.kptr_restrict=0); kernel frames "
-                        "are shown as [kernel.kallsyms]");
+        fk_sym_preload_kernel(s);
+        if (s->kernel_hidden && !s->kernel_warned) {
+            s->kernel_warned = true;
+            fk_warn("kernel symbols hidden: /proc/kallsyms shows zero addresses "
+                    "(run as root or set kernel.kptr_restrict=0); kernel frames "
+                    "are shown as [kernel.kallsyms]");
         }
         y = fk_symtab_find(&s->kernel, loc.addr, KERNEL_SLACK);
         if (y)
