@@ -14,7 +14,17 @@ dist_man_MANS += man/flamekit-collapse.1
 dist_man_MANS += man/flamekit-upload.1
 dist_man_MANS += man/flamekit-remote.1
 dist_man_MANS += man/flamekit-merge.1
-dist_man_MANS += man/fetchd-grpc.1
-dist_man_MANS += man/fetchd-sock.1
-dist_man_MANS += man/fetchd-client.1
-dist_man_MANS += man/fetch-bench.1
+# The fetch servers' pages are installed with them and shipped either way
+# (a conditional dist_man_MANS would not be shipped without gRPC).
+EXTRA_DIST += man/fetchd-grpc.1
+EXTRA_DIST += man/fetchd-sock.1
+EXTRA_DIST += man/fetchd-client.1
+EXTRA_DIST += man/fetch-bench.1
+if FK_FETCHD
+man_MANS += man/fetchd-grpc.1
+man_MANS += man/fetchd-sock.1
+man_MANS += man/fetchd-client.1
+man_MANS += man/fetch-bench.1
+endif
+dist_man_MANS += man/flamekit-metadata.5
+dist_man_MANS += man/flamekit-serve.1

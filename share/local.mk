@@ -9,5 +9,10 @@ flamekit_fault_lab_LDFLAGS =
 FK_LAB_CFLAGS = -std=gnu11 -Wall -Wextra -Wformat=2 -D_GNU_SOURCE -O2 -fno-omit-frame-pointer $(FK_NO_SHRINK_WRAP) -fno-optimize-sibling-calls
 bashcompletiondir = $(datadir)/bash-completion/completions
 dist_bashcompletion_DATA = share/bash-completion/flamekit
-fksystemddir = $(datadir)/flamekit/systemd
-dist_fksystemd_DATA = share/systemd/flamekit-host-profile.service share/systemd/flamekit-host-profile.timer share/systemd/upload.env.example
+# The units go to --with-systemdsystemunitdir (default: next to the example
+# environment file, for the admin to copy; see flamekit-upload(1)).
+dist_systemdsystemunit_DATA = share/systemd/flamekit-host-profile.service
+dist_systemdsystemunit_DATA += share/systemd/flamekit-host-profile.timer
+fkexampledir = $(datadir)/flamekit/systemd
+dist_fkexample_DATA = share/systemd/upload.env.example
+dist_systemdsystemunit_DATA += share/systemd/flamekit-serve.service

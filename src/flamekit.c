@@ -34,7 +34,7 @@ int cmd_version(int argc, char **argv)
 {
     (void)argc;
     (void)argv;
-    printf("flamekit %s\n", FK_VERSION);
+    printf("flamekit %s (libperf from %s)\n", FK_VERSION, fk_libperf_source);
     return FK_EXIT_OK;
 }
 

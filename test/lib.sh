@@ -47,3 +47,46 @@ check_range() {
     fi
 }
 need() { command -v "$1" >/dev/null 2>&1; }
+
+# ---- live programs and captures (symbolizer tests)
+# start_prog OUTVAR CMD...: run CMD with stdin from a fifo we hold open; the
+# first line it prints goes into OUTVAR, its pid into $PROG_PID.
+start_prog() {
+    local var=$1; shift
+    local fifo=$T/fifo.$RANDOM
+    mkfifo "$fifo"
+    "$@" < "$fifo" > "$fifo.out" 2>&1 &
+    PROG_PID=$!
+    exec {PROG_FD}> "$fifo"
+    local i
+    for ((i = 0; i < 100; i++)); do [ -s "$fifo.out" ] && break; sleep 0.05; done
+    printf -v "$var" '%s' "$(head -n 1 "$fifo.out")"
+}
+stop_prog() { exec {PROG_FD}>&-; wait "$PROG_PID" 2>/dev/null; }
+fk_cleanup '[ -n "${PROG_PID:-}" ] && kill $PROG_PID 2>/dev/null'
+# share FOLDED REGEX [FILTER]: share (0..1) of samples whose stack matches
+# REGEX among those matching FILTER (default: all).
+share() {
+    zcat "$1" | awk -v re="$2" -v f="${3:-.}" '
+        { n = $NF; s = $0; sub(/ [0-9]+$/, "", s) }
+        s ~ f { tot += n; if (s ~ re) hit += n }
+        END { printf "%.3f\n", tot ? hit / tot : 0 }'
+}
+run_capture() {   # run_capture NAME CMD...: folded.gz path in $FOLDED
+    local name=$1; shift
+    rm -rf "$T/$name"
+    "$FLAMEKIT" run -q --no-svg -F 499 -o "$T/$name" -- "$@" >"$T/$name.log" 2>&1
+    FOLDED=$(ls "$T/$name"/*.folded.gz 2>/dev/null | head -n 1)
+    [ -n "$FOLDED" ] || { fail "$name: capture produced no folded output" "$(cat "$T/$name.log")"; return 1; }
+}
+# verify_units WHAT DIR FLAMEKIT-BINARY: systemd-analyze verify the
+# host-profile service and timer found in DIR, with ExecStart pointed at the
+# given binary (verify checks that the program exists and is executable).
+verify_units() {
+    need systemd-analyze || { skip "$1" "systemd-analyze not installed"; return 0; }
+    local d
+    d=$(mktemp -d "$T/units.XXXXXX")
+    sed "s#^ExecStart=flamekit #ExecStart=$3 #" "$2/flamekit-host-profile.service" >"$d/flamekit-host-profile.service"
+    cp "$2/flamekit-host-profile.timer" "$d/"
+    check "$1" systemd-analyze verify --man=no "$d/flamekit-host-profile.service" "$d/flamekit-host-profile.timer"
+}

@@ -2,7 +2,13 @@
 # The dispatcher: help, version, unknown commands.
 . "$FK_SRC/test/lib.sh"
 check_grep "--help lists commands" '^Commands:' "$("$FLAMEKIT" --help)"
-check_grep "--version prints the version" '^flamekit [0-9]+\.[0-9]+\.[0-9]+$' "$("$FLAMEKIT" --version)"
+# The version: scripts/version's (configure.ac's release refined by git
+# describe), then what libperf was built from (configure, build-libperf's stamp).
+v=$("$FLAMEKIT" --version)
+check_eq "--version prints scripts/version's version" "$(sh "$FK_SRC/scripts/version" "$FK_SRC")" \
+    "$(printf '%s\n' "$v" | sed -n 's/^flamekit \([^ ]*\) (libperf from .*)$/\1/p')"
+check_grep "--version names the kernel source libperf was built from" \
+    '^flamekit [0-9]+\.[0-9]+\.[0-9]+[^ ]* \(libperf from linux-source 6\.12\.[0-9]+[^ ]*\)$' "$v"
 out=$("$FLAMEKIT" frobnicate 2>&1); rc=$?
 check_eq "unknown command exits 2" 2 "$rc"
 check_grep "unknown command names itself and --help" "'frobnicate' is not a flamekit command; see 'flamekit --help'" "$out"

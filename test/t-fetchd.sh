@@ -4,6 +4,7 @@
 # timeout: 120
 . "$FK_SRC/test/lib.sh"
 B=$FK_BUILD
+[ -x "$B/fetchd-sock" ] || { skip "fetchd" "fetch servers not built: configure found no gRPC/protobuf-c, or --disable-fetchd"; exit 0; }
 need git || { skip "fetchd" "git not installed"; exit 0; }
 
 # A small repository with two branches and a tag, and one outside the root.

@@ -180,7 +180,7 @@ fi
 # ---- page faults get the same stacks ----
 if cap faults faults -q -c 20 -o "$T/faults" run -- xz -9 -T1 -c "$T/xz.in"; then
     check_eq "faults: dwarf stacks" dwarf "$(jget "$J" callgraph.used)"
-    check_eq "faults: one-in-N still verified" ok "$(jget "$J" sampling.verdict)"
+    check_eq "faults: one-in-N still verified" ok "$(jget "$J" faults.verdict)"
     read -r s n <<<"$(frac "$F" xz ';__libc_start_main')"
     check_range "faults: xz's fault stacks reach __libc_start_main ($n faults)" "$s" 0.95 1.0
 else
@@ -240,7 +240,7 @@ fi
 # ---- options ----
 o=$("$FLAMEKIT" run -q --call-graph lbr -- true 2>&1); rc=$?
 check_eq "--call-graph lbr: usage error" 2 "$rc"
-check_grep "--call-graph lbr: names the choices" 'auto, dwarf or fp' "$o"
+check_grep "--call-graph lbr: names the choices" 'auto, dwarf, fp' "$o"
 o=$("$FLAMEKIT" run -q --stack-size 70000 -- true 2>&1); rc=$?
 check_eq "--stack-size 70000: usage error" 2 "$rc"
 check_grep "--stack-size 70000: names the limit" '65528' "$o"

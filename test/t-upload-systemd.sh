@@ -14,12 +14,4 @@ for k in NoNewPrivileges=yes ProtectSystem=strict ProtectHome=read-only PrivateD
 done
 check_nogrep "service does not hide processes from the profiler" '^(ProtectProc=invisible|ProcSubset=pid|PrivatePIDs)' "$S"
 check_grep "timer runs hourly" '^OnCalendar=hourly$' "$TM"
-if need systemd-analyze; then
-    # Point ExecStart at the built binary: verify checks it is executable.
-    sed "s#^ExecStart=flamekit #ExecStart=$FLAMEKIT #" "$S" >"$T/flamekit-host-profile.service"
-    cp "$TM" "$T/"
-    check "systemd-analyze verify service + timer" systemd-analyze verify --man=no \
-        "$T/flamekit-host-profile.service" "$T/flamekit-host-profile.timer"
-else
-    skip "systemd-analyze verify" "systemd-analyze not installed"
-fi
+verify_units "systemd-analyze verify service + timer" "$FK_SRC/share/systemd" "$FLAMEKIT"

@@ -1,5 +1,8 @@
-# fetch servers and their benchmark (see src/fetchd/fetchd.h)
+# fetch servers and their benchmark (see src/fetchd/fetchd.h), built unless
+# configure found no gRPC/protobuf-c or was given --disable-fetchd.
 # The protobuf messages are generated into the build tree by protoc-c.
+EXTRA_DIST += src/fetchd/fetchd.proto
+if FK_FETCHD
 noinst_LIBRARIES += libfetchd.a
 FETCHD_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/src -I$(top_builddir)/src $(GRPC_CFLAGS) $(PROTOBUF_C_CFLAGS)
 FETCHD_LIBS = libfetchd.a libflamekit.a $(GRPC_LIBS) $(PROTOBUF_C_LIBS) $(ZLIB_LIBS) -lpthread
@@ -9,7 +12,6 @@ libfetchd_a_SOURCES = src/fetchd/fetchd.h src/fetchd/repo.c src/fetchd/child.c \
 nodist_libfetchd_a_SOURCES = src/fetchd/fetchd.pb-c.c src/fetchd/fetchd.pb-c.h
 BUILT_SOURCES += src/fetchd/fetchd.pb-c.c src/fetchd/fetchd.pb-c.h
 CLEANFILES += src/fetchd/fetchd.pb-c.c src/fetchd/fetchd.pb-c.h
-EXTRA_DIST += src/fetchd/fetchd.proto
 
 src/fetchd/fetchd.pb-c.c: src/fetchd/fetchd.proto
 	$(AM_V_GEN)$(MKDIR_P) src/fetchd && \
@@ -37,3 +39,4 @@ pkglibexec_PROGRAMS = fetchd-malloc.so
 fetchd_malloc_so_SOURCES = src/fetchd/malloc-count.c
 fetchd_malloc_so_CFLAGS = -std=gnu11 -O2 -Wall -Wextra -fPIC -D_GNU_SOURCE
 fetchd_malloc_so_LDFLAGS = -shared
+endif

@@ -5,7 +5,11 @@
  *                        /tmp/perf-PID.map for it (unless nomap), print its
  *                        address, wait for stdin EOF
  *   symprog spin SECS    burn CPU: fk_symprog_alpha 3 : 1 fk_symprog_beta
- *   symprog jitspin SECS burn CPU inside the JIT region (with a perf map) */
+ *   symprog jitspin SECS [atexit]
+ *                        burn CPU inside the JIT region; its perf map is
+ *                        written at start, or only at exit (like java's
+ *                        -XX:+DumpPerfMapAtExit) */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +46,20 @@ static void wait_eof(void)
         ;
 }
 
+static void write_map(unsigned char *p)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
+    fprintf(f, "%lx 40 fk_jit_hot\n", (unsigned long)(uintptr_t)(p + 0x100));
+    fprintf(f, "%lx 10 fk_jit_other\n", (unsigned long)(uintptr_t)(p + 0x200));
+    fclose(f);
+}
+
 /* movabs rcx, N; dec rcx; jnz .-3; ret */
 static void *make_jit(int with_map, uint64_t loops)
 {
@@ -54,18 +72,8 @@ static void *make_jit(int with_map, uint64_t loops)
         exit(1);
     }
     memcpy(p + 0x100, code, sizeof code);
-    if (with_map) {
-        char path[64];
-        snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
-        FILE *f = fopen(path, "w");
-        if (!f) {
-            perror(path);
-            exit(1);
-        }
-        fprintf(f, "%lx 40 fk_jit_hot\n", (unsigned long)(uintptr_t)(p + 0x100));
-        fprintf(f, "%lx 10 fk_jit_other\n", (unsigned long)(uintptr_t)(p + 0x200));
-        fclose(f);
-    }
+    if (with_map)
+        write_map(p);
     return p + 0x100;
 }
 
@@ -84,8 +92,9 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "spin") == 0 || strcmp(mode, "jitspin") == 0) {
         double secs = argc > 2 ? atof(argv[2]) : 1.0, end = now() + secs;
         void (*jit)(void) = NULL;
+        bool atexit_map = argc > 3 && strcmp(argv[3], "atexit") == 0;
         if (strcmp(mode, "jitspin") == 0) {
-            jit = (void (*)(void))make_jit(1, 1000000);
+            jit = (void (*)(void))make_jit(!atexit_map, 1000000);
             printf("jit pid %d\n", (int)getpid());   /* tests remove its map */
         }
         while (now() < end) {
@@ -96,8 +105,10 @@ int main(int argc, char **argv)
             fk_symprog_alpha(3000000);
             fk_symprog_beta(1000000);
         }
+        if (atexit_map)
+            write_map((unsigned char *)(void *)jit - 0x100);
     } else {
-        fprintf(stderr, "usage: symprog addrs|jit [nomap]|spin SECS|jitspin SECS\n");
+        fprintf(stderr, "usage: symprog addrs|jit [nomap]|spin SECS|jitspin SECS [atexit]\n");
         return 2;
     }
     return 0;

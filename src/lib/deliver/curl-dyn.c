@@ -8,9 +8,9 @@
 /* Our definitions of the entry points must not meet curl's type-check macros. */
 #define CURL_DISABLE_TYPECHECK 1
 #include "curl-dyn.h"
+#include "util/dynlib.h"
 #include "util/fk.h"
 
-#include <dlfcn.h>
 #include <stdarg.h>
 
 static struct {
@@ -32,30 +32,27 @@ bool fk_curl_load(void)
     if (lib.state)
         return lib.state > 0;
     lib.state = -1;
-    void *h = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        fk_error("uploading needs libcurl (%s); install it: apt-get install libcurl4", dlerror());
+    const struct fk_dynsym syms[] = {
+        { "curl_global_init", (void **)&lib.global_init },
+        { "curl_easy_init", (void **)&lib.easy_init },
+        { "curl_easy_cleanup", (void **)&lib.easy_cleanup },
+        { "curl_easy_reset", (void **)&lib.easy_reset },
+        { "curl_easy_perform", (void **)&lib.easy_perform },
+        { "curl_easy_setopt", (void **)&lib.easy_setopt },
+        { "curl_easy_getinfo", (void **)&lib.easy_getinfo },
+        { "curl_easy_strerror", (void **)&lib.easy_strerror },
+        { "curl_slist_append", (void **)&lib.slist_append },
+        { "curl_slist_free_all", (void **)&lib.slist_free_all },
+    };
+    const char *what;
+    switch (fk_dynlib_load("libcurl.so.4", syms, sizeof syms / sizeof syms[0], &what)) {
+    case FK_DYNLIB_NO_LIBRARY:
+        fk_error("uploading needs libcurl (%s); install it: apt-get install libcurl4", what);
+        return false;
+    case FK_DYNLIB_NO_SYMBOL:
+        fk_error("libcurl.so.4 lacks %s; install libcurl4 7.75 or newer", what);
         return false;
     }
-#define SYM(field, name)                                                            \
-    do {                                                                            \
-        *(void **)&lib.field = dlsym(h, name);                                      \
-        if (!lib.field) {                                                           \
-            fk_error("libcurl.so.4 lacks %s; install libcurl4 7.75 or newer", name); \
-            return false;                                                           \
-        }                                                                           \
-    } while (0)
-    SYM(global_init, "curl_global_init");
-    SYM(easy_init, "curl_easy_init");
-    SYM(easy_cleanup, "curl_easy_cleanup");
-    SYM(easy_reset, "curl_easy_reset");
-    SYM(easy_perform, "curl_easy_perform");
-    SYM(easy_setopt, "curl_easy_setopt");
-    SYM(easy_getinfo, "curl_easy_getinfo");
-    SYM(easy_strerror, "curl_easy_strerror");
-    SYM(slist_append, "curl_slist_append");
-    SYM(slist_free_all, "curl_slist_free_all");
-#undef SYM
     lib.state = 1;
     return true;
 }

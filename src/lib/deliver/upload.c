@@ -348,6 +348,8 @@ static bool request(struct up *u, const char *method, const char *url, struct bo
                     const char *sha, const struct curl_slist *hdrs, struct resp *r)
 {
     uint64_t backoff_ms = 500;
+    char agent[80];
+    snprintf(agent, sizeof agent, "flamekit/%s", FK_VERSION);
     for (int attempt = 1;; attempt++) {
         resp_clear(r);
         r->attempts = attempt;
@@ -385,7 +387,7 @@ static bool request(struct up *u, const char *method, const char *url, struct bo
 #endif
         curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(c, CURLOPT_ERRORBUFFER, r->err);
-        curl_easy_setopt(c, CURLOPT_USERAGENT, "flamekit/" FK_VERSION);
+        curl_easy_setopt(c, CURLOPT_USERAGENT, agent);
         curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(u->connect_ms < left_ms ? u->connect_ms : left_ms));
         curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(left_ms > LONG_MAX ? LONG_MAX : left_ms));
         /* A server that accepts and then goes quiet must not hang us. */
@@ -855,7 +857,7 @@ size_t fk_upload_meta_from_name(const char *path, struct fk_upload_meta *out)
         return 0;
     const char *rest = stamp + 21;
     static const char *const suffixes[] = {
-        ".flamegraph.svg", ".folded.gz", ".folded", ".svg", ".json", ".txt", ".gz",
+        ".flamegraph.svg", ".folded.gz", ".pb.gz", ".folded", ".svg", ".json", ".txt", ".gz",
     };
     size_t rn = strlen(rest);
     for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {

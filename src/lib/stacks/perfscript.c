@@ -647,12 +647,17 @@ bool fk_perfscript_read(struct fk_perfscript *p, const char *path)
     struct fk_lineread r;
     if (!fk_lineread_open(&r, path))
         return false;
-    char *line;
-    size_t len;
-    while ((line = fk_lineread_next(&r, &len)))
-        fk_perfscript_line(p, line, len, r.lineno);
-    fk_perfscript_finish(p);
-    bool ok = !r.error;
+    bool ok = fk_perfscript_read_lines(p, &r);
     fk_lineread_close(&r);
     return ok;
+}
+
+bool fk_perfscript_read_lines(struct fk_perfscript *p, struct fk_lineread *r)
+{
+    char *line;
+    size_t len;
+    while ((line = fk_lineread_next(r, &len)))
+        fk_perfscript_line(p, line, len, r->lineno);
+    fk_perfscript_finish(p);
+    return !r->error;
 }

@@ -3,9 +3,12 @@
 #ifndef FK_SYMBOLS_INT_H
 #define FK_SYMBOLS_INT_H
 
+#include "symbols/debuginfod.h"
 #include "symbols/symbols.h"
 
 #include <libelf.h>
+#include <stddef.h>
+#include <string.h>
 #include <sys/types.h>
 
 enum dso_kind { DSO_UNKNOWN, DSO_KERNEL, DSO_FILE, DSO_ANON, DSO_VDSO, DSO_SPECIAL };
@@ -28,6 +31,12 @@ struct fk_symtab {
 
 struct load_seg { uint64_t off, filesz, vaddr; };
 
+/* A function's extent from its FDE: names stripped code by its start. */
+struct fde_range {
+    uint64_t start;
+    uint32_t len;
+};
+
 struct dso {
     enum dso_kind kind;
     char *path;             /* as mapped, " (deleted)" stripped */
@@ -35,18 +44,41 @@ struct dso {
     uint64_t dev, ino, key;
     unsigned char build_id[20];
     size_t build_id_len;
-    int fd;                 /* pinned file until loaded; -1 */
-    Elf *elf;               /* the pinned file mapped (fk_dso_elf), kept while its CFI is used */
+    int fd;                 /* DSO_FILE: pinned file until loaded; DSO_ANON: the
+                               process's /tmp when it is not ours; -1 */
+    Elf *elf;               /* DSO_FILE: the pinned file mapped (fk_dso_elf), kept
+                               while its CFI is used */
     struct fk_cfi *cfi;     /* unwind rows (unwind/cfi.h), made on first unwind */
     bool cfi_tried;
     bool loaded, elf_ok, via_map_files, deleted;
     pid_t pid;              /* DSO_ANON: the process owning the region */
     pid_t nspid;            /* its pid inside its own pid namespace (perf map name) */
-    bool jit_read, jit_same_root;
+    enum { JIT_TMP_UNKNOWN, JIT_TMP_OURS, JIT_TMP_OTHER } jit_tmp;
+    bool sampled;           /* DSO_ANON: a sample fell in it (map re-read at the end) */
     struct load_seg *loads;
     size_t nloads;
     struct fk_symtab st;
+    char *debug_path;       /* the separate debug file its symbols came from, or NULL */
+    struct fde_range *fdes; /* sorted by start; only when st lacks local symbols */
+    size_t nfdes;
 };
+
+/* In an array sorted by the uint64_t at byte offset `off` of each `size`-byte
+ * element: how many elements have it <= key (binary search). */
+static inline size_t fk_count_le(const void *v, size_t n, size_t size, size_t off, uint64_t key)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        uint64_t k;
+        memcpy(&k, (const char *)v + mid * size + off, sizeof k);
+        if (k <= key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
 
 /* symtab helpers (symbols-elf.c) */
 void fk_symtab_add(struct fk_symtab *t, uint64_t addr, uint64_t size, const char *name);
@@ -62,15 +94,24 @@ static inline const char *fk_symtab_name(const struct fk_symtab *t, const struct
  * stays open); NULL if it is not an ELF file or was never pinned. */
 Elf *fk_dso_elf(struct dso *d);
 /* Read the ELF behind d->fd (program headers and symbols), then close the
- * fd; the mapping is dropped too unless keep_elf or its CFI uses it. */
-void fk_dso_load_elf(struct dso *d, bool keep_elf);
+ * fd; the mapping is dropped too unless keep_elf or its CFI uses it.
+ * Symbols: .symtab, else a local debug file, MiniDebugInfo, .gopclntab, a
+ * debug file from debuginfod (dbg may be NULL), else .dynsym + FDE ranges. */
+void fk_dso_load_elf(struct dso *d, struct fk_debuginfod *dbg, bool keep_elf);
 /* Our own vDSO image (same kernel: the same as every 64-bit task's). */
 Elf *fk_vdso_elf(void);
+/* Function ranges of d's ELF from its .eh_frame (else .debug_frame) FDEs,
+ * into d->fdes; and the range covering vaddr, or NULL. */
+void fk_dso_load_fde_names(struct dso *d, Elf *e);
+const struct fde_range *fk_dso_fde_find(const struct dso *d, uint64_t vaddr);
+/* Symbols from .gnu_debugdata (xz-compressed ELF) plus .dynsym; false
+ * (nothing added) when there is none or it is unreadable. */
+bool fk_dso_load_minidebuginfo(struct dso *d, Elf *e);
 /* Symbols of this process's vDSO (same kernel: same image for 64-bit tasks). */
 void fk_vdso_load(struct fk_symtab *t);
 /* /proc/kallsyms; returns false when addresses are hidden. */
 bool fk_kallsyms_load(struct fk_symtab *t, bool *hidden);
-/* perf-PID.map at path; false if it could not be opened. */
-bool fk_perfmap_load(struct fk_symtab *t, const char *path);
+/* A perf-PID.map (fd stays the caller's) into t, replacing what it held. */
+bool fk_perfmap_load(struct fk_symtab *t, int fd);
 
 #endif

@@ -2,9 +2,10 @@
 /* Process table (address spaces, comms), DSO table, locate and name. */
 #include "symbols/symbols-int.h"
 #include "unwind/cfi.h"
+#include "util/dynlib.h"
+#include "util/safeopen.h"
 
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #define FD_CAP 1000
 #define KERNEL_SLACK 0x10000
 #define JIT_NONE UINT32_MAX
+#define JIT_MAP_MAX_SIZE (256u << 20)
 
 struct map {
     uint64_t start, end, pgoff;
@@ -61,8 +63,10 @@ struct fk_symbolizer {
     size_t fds_open, fd_cap;
     bool kernel_loaded, kernel_hidden, kernel_warned, capture_ended;
     struct fk_symtab kernel, vdso;
-    uint64_t dev_root, ino_root;
-    uint64_t locate_unknown, names_unresolved, deleted_kept;
+    struct fk_debuginfod *dbg;  /* NULL unless asked for */
+    uint64_t dev_root, ino_root, dev_tmp, ino_tmp;
+    int tmp_fd;                 /* our /tmp (O_PATH), where host JITs write their maps */
+    uint64_t locate_unknown, names_unresolved, names_fde, deleted_kept;
 };
 
 /* ---- int map ---- */
@@ -303,32 +307,79 @@ static void dso_load(struct fk_symbolizer *s, struct dso *d)
             now.st_dev != pinned.st_dev)
             s->deleted_kept++;
     }
-    fk_dso_load_elf(d, !s->capture_ended);
+    fk_dso_load_elf(d, s->dbg, !s->capture_ended);
+}
+
+/* The /tmp directory of a process, O_PATH: one component below its root
+ * (fk_root_open), not followed if it is a symlink, so it cannot lead out. */
+static int proc_tmp_open(pid_t pid)
+{
+    int root = fk_root_open(pid, NULL);
+    if (root < 0)
+        return -1;
+    int fd = openat(root, "tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    close(root);
+    return fd;
+}
+
+/* Where a JIT's perf map will be, fixed while the process runs, so a map
+ * written at exit (java -XX:+DumpPerfMapAtExit) or late (jcmd
+ * Compiler.perfmap) is still found after it is gone: perf-NSPID.map in our
+ * /tmp when its /tmp is ours, else in its own /tmp, held open (that keeps
+ * a private tmpfs and its files reachable after its mount namespace is
+ * gone, where its root alone would not). */
+static void jit_locate(struct fk_symbolizer *s, struct dso *d)
+{
+    struct stat ts;
+    d->nspid = ns_pid(d->pid);
+    int fd = d->nspid > 0 ? proc_tmp_open(d->pid) : -1;
+    if (fd < 0 || fstat(fd, &ts) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return;     /* already gone: JIT_TMP_UNKNOWN */
+    }
+    if ((uint64_t)ts.st_dev == s->dev_tmp && (uint64_t)ts.st_ino == s->ino_tmp) {
+        d->jit_tmp = JIT_TMP_OURS;
+        close(fd);
+        return;
+    }
+    d->jit_tmp = JIT_TMP_OTHER;
+    if (s->fds_open >= s->fd_cap) {
+        close(fd);  /* then only readable while it lives */
+        return;
+    }
+    d->fd = fd;
+    s->fds_open++;
+}
+
+/* Load a pinned (counted) DSO on first use. */
+static void dso_ensure_loaded(struct fk_symbolizer *s, struct dso *d)
+{
+    if (d->loaded)
+        return;
+    bool had_fd = d->fd >= 0;
+    dso_load(s, d);
+    if (had_fd && s->fds_open)
+        s->fds_open--;
 }
 
 static void read_perf_map(struct fk_symbolizer *s, struct dso *d, bool at_end)
 {
     if (!s->opts.jit)
         return;
-    if (!d->nspid)
-        d->nspid = ns_pid(d->pid);
-    char p[128];
-    snprintf(p, sizeof p, "/proc/%d/root/tmp/perf-%d.map", (int)d->pid,
-             (int)(d->nspid ? d->nspid : d->pid));
-    struct stat rs;
-    char r[64];
-    snprintf(r, sizeof r, "/proc/%d/root", (int)d->pid);
-    bool same_root = stat(r, &rs) == 0 && (uint64_t)rs.st_dev == s->dev_root &&
-                     (uint64_t)rs.st_ino == s->ino_root;
-    if (fk_perfmap_load(&d->st, p)) {
-        d->jit_read = true;
-        d->jit_same_root = same_root;
-        return;
-    }
-    /* exited: in our own root the file usually stays behind */
-    if (at_end && d->jit_same_root) {
-        snprintf(p, sizeof p, "/tmp/perf-%d.map", (int)d->pid);
-        fk_perfmap_load(&d->st, p);
+    char name[32];
+    bool guess = at_end && d->jit_tmp == JIT_TMP_UNKNOWN;
+    /* gone before we saw it: most processes share our /tmp */
+    snprintf(name, sizeof name, "perf-%d.map", (int)(d->nspid > 0 && !guess ? d->nspid : d->pid));
+    int dir = d->jit_tmp == JIT_TMP_OURS || guess ? s->tmp_fd : d->fd;
+    int own = dir < 0 ? proc_tmp_open(d->pid) : -1;    /* not held: while it lives */
+    const struct fk_safe_opts so = { .max_size = JIT_MAP_MAX_SIZE };
+    int fd = fk_safe_openat(dir >= 0 ? dir : own, name, &so, NULL, NULL);
+    if (own >= 0)
+        close(own);
+    if (fd >= 0) {
+        fk_perfmap_load(&d->st, fd);
+        close(fd);
     }
 }
 
@@ -339,6 +390,8 @@ static uint32_t dso_anon(struct fk_symbolizer *s, struct proc *pr)
     pid_t pid = pr->pid;
     uint32_t idx = dso_add(s, DSO_ANON);    /* may move s->procs? no: separate array */
     s->dsos[idx].pid = pid;
+    if (s->opts.jit)
+        jit_locate(s, &s->dsos[idx]);
     read_perf_map(s, &s->dsos[idx], false);
     pr->anon_dso = idx;
     return idx;
@@ -559,6 +612,17 @@ struct fk_symbolizer *fk_sym_new(const struct fk_sym_opts *opts)
         s->dev_root = st.st_dev;
         s->ino_root = st.st_ino;
     }
+    s->tmp_fd = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    s->fds_open = s->tmp_fd >= 0;   /* held like pinned files, under the cap */
+    if (s->tmp_fd >= 0 && fstat(s->tmp_fd, &st) == 0) {
+        s->dev_tmp = st.st_dev;
+        s->ino_tmp = st.st_ino;
+    }
+    s->dbg = fk_debuginfod_new(s->opts.debuginfod_urls,
+                               s->opts.debuginfod_budget_ms ? s->opts.debuginfod_budget_ms
+                                                            : FK_DEBUGINFOD_BUDGET_MS,
+                               s->opts.debuginfod_request_ms ? s->opts.debuginfod_request_ms
+                                                             : FK_DEBUGINFOD_REQUEST_MS);
     /* pinned files are held open: stay well inside RLIMIT_NOFILE */
     struct rlimit rl;
     s->fd_cap = FD_CAP;
@@ -592,8 +656,13 @@ void fk_sym_free(struct fk_symbolizer *s)
         free(d->path);
         free(d->root);
         free(d->loads);
+        free(d->fdes);
+        free(d->debug_path);
         fk_symtab_free(&d->st);
     }
+    fk_debuginfod_free(s->dbg);
+    if (s->tmp_fd >= 0)
+        close(s->tmp_fd);
     free(s->dsos);
     imap_free(&s->proc_idx);
     imap_free(&s->thread_idx);
@@ -698,14 +767,8 @@ void fk_sym_mmap(struct fk_symbolizer *s, pid_t pid, uint64_t start, uint64_t le
 /* The mapping of pr covering ip, or NULL. */
 static const struct map *map_find(const struct proc *pr, uint64_t ip)
 {
-    size_t lo = 0, hi = pr->nmaps;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (pr->maps[mid].end <= ip)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    /* the first map ending after ip */
+    size_t lo = fk_count_le(pr->maps, pr->nmaps, sizeof *pr->maps, offsetof(struct map, end), ip);
     return lo < pr->nmaps && pr->maps[lo].start <= ip ? &pr->maps[lo] : NULL;
 }
 
@@ -723,10 +786,14 @@ struct fk_loc fk_sym_locate(struct fk_symbolizer *s, pid_t pid, uint64_t ip, boo
         enum dso_kind k = s->dsos[m->dso].kind;
         if (k == DSO_FILE || k == DSO_VDSO)
             return (struct fk_loc){ m->dso, ip - m->start + m->pgoff };
+        if (k == DSO_ANON)
+            s->dsos[m->dso].sampled = true;
         return (struct fk_loc){ m->dso, ip };
     }
-    if (pr->anon_dso != JIT_NONE && s->dsos[pr->anon_dso].st.n)
+    if (pr->anon_dso != JIT_NONE && s->dsos[pr->anon_dso].st.n) {
+        s->dsos[pr->anon_dso].sampled = true;
         return (struct fk_loc){ pr->anon_dso, ip };
+    }
     s->locate_unknown++;
     return (struct fk_loc){ DSO_IDX_UNKNOWN, ip };
 }
@@ -786,9 +853,10 @@ static demangle_fn demangler(void)
     static demangle_fn fn;
     if (!tried) {
         tried = true;
-        void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-        if (h)
-            *(void **)&fn = dlsym(h, "__cxa_demangle");
+        const struct fk_dynsym sym = { "__cxa_demangle", (void **)&fn };
+        const char *what;
+        if (fk_dynlib_load("libstdc++.so.6", &sym, 1, &what) != FK_DYNLIB_OK)
+            fn = NULL;
     }
     return fn;
 }
@@ -840,7 +908,7 @@ static void end_capture(struct fk_symbolizer *s)
     s->capture_ended = true;
     for (size_t i = 0; i < s->ndsos; i++) {
         struct dso *d = &s->dsos[i];
-        if (d->kind == DSO_ANON)
+        if (d->kind == DSO_ANON && d->sampled)
             read_perf_map(s, d, true);
         /* unwinding is over: give back the rows and the mappings (a DSO
          * whose fd was closed keeps its mapping until its symbols load) */
@@ -884,21 +952,22 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
             fk_buf_adds(out, "_[k]");
         return FK_FRAME_KERNEL;
     case DSO_FILE: {
-        if (!d->loaded) {
-            bool had_fd = d->fd >= 0;
-            dso_load(s, d);
-            if (had_fd && s->fds_open)
-                s->fds_open--;
-        }
+        dso_ensure_loaded(s, d);
         uint64_t vaddr = loc.addr;
         bool have_vaddr = d->elf_ok && off_to_vaddr(d, loc.addr, &vaddr);
         y = have_vaddr ? fk_symtab_find(&d->st, vaddr, 0) : NULL;
         if (y) {
             add_symbol_name(s, fk_symtab_name(&d->st, y), out);
-        } else {
-            s->names_unresolved++;
-            fk_buf_printf(out, "[%s+0x%llx]", basename_of(d->path), (unsigned long long)vaddr);
+            return FK_FRAME_USER;
         }
+        /* no name: the start of the function (FDE) holding it, else the address */
+        const struct fde_range *f = have_vaddr ? fk_dso_fde_find(d, vaddr) : NULL;
+        if (f) {
+            vaddr = f->start;
+            s->names_fde++;
+        }
+        s->names_unresolved++;
+        fk_buf_printf(out, "[%s+0x%llx]", basename_of(d->path), (unsigned long long)vaddr);
         return FK_FRAME_USER;
     }
     case DSO_VDSO:
@@ -933,6 +1002,40 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
     }
 }
 
+bool fk_sym_dso_info(struct fk_symbolizer *s, uint32_t dso, struct fk_sym_dso *out)
+{
+    memset(out, 0, sizeof *out);
+    if (dso == DSO_IDX_UNKNOWN || dso >= s->ndsos)
+        return false;
+    struct dso *d = &s->dsos[dso];
+    switch (d->kind) {
+    case DSO_KERNEL:
+        out->path = "[kernel.kallsyms]";
+        out->kind = FK_FRAME_KERNEL;
+        return true;
+    case DSO_ANON:
+        if (!d->path)
+            d->path = fk_asprintf("[jit pid %d]", (int)d->pid);
+        out->kind = FK_FRAME_JIT;
+        break;
+    case DSO_FILE:
+    case DSO_VDSO:
+        out->file_offsets = true;
+        out->kind = FK_FRAME_USER;
+        break;
+    case DSO_SPECIAL:
+        out->kind = FK_FRAME_USER;
+        break;
+    default:
+        return false;
+    }
+    out->path = d->path ? d->path : "[unknown]";
+    out->build_id = d->build_id;
+    out->build_id_len = d->build_id_len;
+    out->deleted = d->deleted;
+    return true;
+}
+
 void fk_sym_stats(const struct fk_symbolizer *s, struct fk_sym_stats *out)
 {
     memset(out, 0, sizeof *out);
@@ -940,7 +1043,25 @@ void fk_sym_stats(const struct fk_symbolizer *s, struct fk_sym_stats *out)
     out->processes = s->nprocs;
     out->locate_unknown = s->locate_unknown;
     out->names_unresolved = s->names_unresolved;
+    out->names_function_start = s->names_fde;
     out->deleted_files_kept = s->deleted_kept;
+    struct fk_debuginfod_stats ds;
+    fk_debuginfod_stats(s->dbg, &ds);
+    out->debuginfod = s->dbg != NULL;
+    out->debuginfod_found = ds.found;
+    out->debuginfod_failed = ds.failed;
+    out->debuginfod_timed_out = ds.timed_out;
+    out->debuginfod_skipped = ds.skipped;
+    out->debuginfod_ms = ds.ms;
+}
+
+int fk_sym_debug_file(struct fk_symbolizer *s, uint32_t dso)
+{
+    if (dso >= s->ndsos || s->dsos[dso].kind != DSO_FILE)
+        return -1;
+    struct dso *d = &s->dsos[dso];
+    dso_ensure_loaded(s, d);
+    return d->debug_path ? open(d->debug_path, O_RDONLY | O_CLOEXEC) : -1;
 }
 
 static size_t symtab_bytes(const struct fk_symtab *t)
@@ -959,6 +1080,7 @@ size_t fk_sym_bytes(const struct fk_symbolizer *s)
     for (size_t i = 0; i < s->ndsos; i++) {
         const struct dso *d = &s->dsos[i];
         b += (d->path ? strlen(d->path) + 1 : 0) + d->nloads * sizeof *d->loads;
+        b += d->nfdes * sizeof *d->fdes + (d->debug_path ? strlen(d->debug_path) + 1 : 0);
         b += symtab_bytes(&d->st);
         if (d->cfi)
             b += fk_cfi_bytes(d->cfi);

@@ -28,7 +28,14 @@ struct fk_sym_opts {
     bool no_map_files;  /* tests: never open through /proc/PID/map_files */
     bool no_demangle;   /* keep C++ names mangled (default: demangled like perf,
                            when libstdc++.so.6 can be loaded at run time) */
+    const char *debuginfod_urls;    /* debuginfod servers (DEBUGINFOD_URLS syntax) to
+                                       fetch missing debug files from; NULL or "": never */
+    uint32_t debuginfod_budget_ms;  /* all fetches together (0: FK_DEBUGINFOD_BUDGET_MS) */
+    uint32_t debuginfod_request_ms; /* each fetch (0: FK_DEBUGINFOD_REQUEST_MS) */
 };
+
+#define FK_DEBUGINFOD_BUDGET_MS 30000
+#define FK_DEBUGINFOD_REQUEST_MS 10000
 
 /* Location of one frame: which DSO and where in it. */
 struct fk_loc {
@@ -81,19 +88,48 @@ const char *fk_sym_comm_of(struct fk_symbolizer *s, pid_t pid, pid_t tid);
  * still alive are read again then. */
 
 /* Phase 2: append the frame's name to out (e.g. "do_work", "[libfoo.so+0x1a2b]",
- * "schedule_[k]") and return its kind. Never appends nothing. */
+ * "schedule_[k]") and return its kind. Never appends nothing. Code without a
+ * symbol is named by its file and the ELF address of the function holding it
+ * (from the FDE covering it), or of the address itself when no FDE does. */
 enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struct fk_buf *out);
 
 /* Read /proc/kallsyms now (during the capture) rather than at the first
  * kernel frame named: ~0.1 s less between the window's end and the files. */
 void fk_sym_preload_kernel(struct fk_symbolizer *s);
 
+/* The DSO behind a location, for structured output (pprof mappings). Call
+ * it after fk_sym_name named a location in that DSO (its file is read then,
+ * build-id included). False for the unknown DSO. */
+struct fk_sym_dso {
+    const char *path;       /* file as mapped, or "[kernel.kallsyms]", "[vdso]",
+                               "[jit pid N]", "[vsyscall]"... */
+    const unsigned char *build_id;
+    size_t build_id_len;
+    enum fk_frame_kind kind;
+    bool file_offsets;      /* its locations' addr are file offsets, not addresses */
+    bool deleted;           /* the path was gone or replaced: named from a kept file */
+};
+bool fk_sym_dso_info(struct fk_symbolizer *s, uint32_t dso, struct fk_sym_dso *out);
+
 /* Counters for the capture summary/metadata. */
 struct fk_sym_stats {
     uint64_t dsos, processes, locate_unknown, names_unresolved;
+    uint64_t names_function_start;  /* of those, named by the start of the function
+                                       holding them (FDE), "[lib+0xSTART]" */
     uint64_t deleted_files_kept;    /* DSOs named from a kept file whose path was gone or replaced */
+    bool debuginfod;                /* asked for ($DEBUGINFOD_URLS, --debuginfod) */
+    uint64_t debuginfod_found, debuginfod_failed, debuginfod_timed_out;
+    uint64_t debuginfod_skipped;    /* not asked: the time budget was spent */
+    uint64_t debuginfod_ms;
 };
 void fk_sym_stats(const struct fk_symbolizer *s, struct fk_sym_stats *out);
+/* The separate debug file a file DSO's symbols came from (debug directories,
+ * .gnu_debuglink or debuginfod), opened read-only for the caller, who closes
+ * it: e.g. for its .debug_frame. Reads the DSO's symbols first if that was
+ * not done yet. -1 when its symbols came from the binary itself (which then
+ * carries its own .debug_frame, if any) or no debug file was found. */
+int fk_sym_debug_file(struct fk_symbolizer *s, uint32_t dso);
+
 /* Bytes held (for the memory cap). */
 size_t fk_sym_bytes(const struct fk_symbolizer *s);
 

@@ -9,9 +9,13 @@
 #include <stdio.h>
 #include <stdbool.h>
 
-#ifndef FK_VERSION
-#define FK_VERSION "0.0.0"
-#endif
+/* This build's version ("0.1.0", "0.1.0-3-gabc1234") and what its libperf
+ * was built from, in a file generated at build time (src/lib/util/local.mk)
+ * so a new commit relinks instead of recompiling. FK_VERSION is a string
+ * variable, not a literal: no "..." FK_VERSION concatenation. */
+extern const char fk_version[];
+extern const char fk_libperf_source[];
+#define FK_VERSION fk_version
 
 /* Exit codes shared by all commands (documented in flamekit(1)). */
 enum {

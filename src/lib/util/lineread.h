@@ -24,5 +24,13 @@ bool fk_lineread_open(struct fk_lineread *r, const char *path);
  * without a newline is returned as usual. */
 char *fk_lineread_next(struct fk_lineread *r, size_t *len);
 void fk_lineread_close(struct fk_lineread *r);
+/* Look at the next bytes without consuming them: reads until at least want
+ * bytes are buffered or the input ends (*eof set then). *avail gets how many
+ * are there. NULL on a read error (reported). */
+const char *fk_lineread_peek(struct fk_lineread *r, size_t want, size_t *avail, bool *eof);
+/* The rest of the input in one buffer (the caller frees it; *len its size);
+ * more than max bytes is an error "NAME: input larger than N MB". NULL on
+ * error (reported). The reader is then at its end. */
+char *fk_lineread_slurp(struct fk_lineread *r, size_t max, size_t *len);
 
 #endif

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The metadata of a capture, schema 1 (flamekit-metadata(5)): the same
+ * keys for every profile; what only one profile has goes into an object
+ * named after it ("faults": {...}). Keep the man page in step. */
+#include "profile/kinds.h"
+#include "util/buf.h"
+
+#include <linux/perf_event.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *type_name(uint32_t type)
+{
+    switch (type) {
+    case PERF_TYPE_HARDWARE: return "hardware";
+    case PERF_TYPE_SOFTWARE: return "software";
+    case PERF_TYPE_TRACEPOINT: return "tracepoint";
+    default: return "other";
+    }
+}
+
+static const char *target_kinds[] = {
+    [FK_TARGET_HOST] = "host", [FK_TARGET_PID] = "pid", [FK_TARGET_USER] = "user",
+    [FK_TARGET_CGROUP] = "cgroup", [FK_TARGET_RUN] = "run",
+};
+
+/* "callgraph": the user-stack mode asked and used, why auto chose frame
+ * pointers, ring traffic, and the unwinder's counts. */
+static json_t *callgraph_json(const struct fk_profile_request *rq,
+                              const struct fk_profile_result *res)
+{
+    const struct fk_capture_result *r = &res->cap;
+    json_t *cg = json_object();
+    json_object_set_new(cg, "mode", json_string(fk_callgraph_name((enum fk_callgraph)rq->callgraph)));
+    json_object_set_new(cg, "used", json_string(res->event.no_callchain ? "none"
+                                                : fk_callgraph_name(r->callgraph)));
+    if (r->callgraph_note[0])
+        json_object_set_new(cg, "note", json_string(r->callgraph_note));
+    json_object_set_new(cg, "ring_bytes", json_integer((json_int_t)r->ring_bytes));
+    if (r->duration_ns)
+        json_object_set_new(cg, "ring_bytes_per_s",
+                            json_integer((json_int_t)((double)r->ring_bytes * 1e9 / (double)r->duration_ns)));
+    if (r->callgraph != FK_CG_DWARF)
+        return cg;
+    const struct fk_unwind_stats *u = &r->unwind;
+    json_object_set_new(cg, "stack_size", json_integer(r->stack_size));
+    json_t *uw = json_object();
+    json_object_set_new(uw, "stacks", json_integer((json_int_t)u->samples));
+    json_object_set_new(uw, "complete", json_integer((json_int_t)u->complete));
+    json_object_set_new(uw, "truncated", json_integer((json_int_t)u->truncated));
+    json_object_set_new(uw, "failed", json_integer((json_int_t)u->failed));
+    json_object_set_new(uw, "no_user_registers", json_integer((json_int_t)u->no_regs));
+    json_object_set_new(uw, "frames", json_integer((json_int_t)u->frames));
+    json_object_set_new(uw, "cfi_steps", json_integer((json_int_t)u->cfi_frames));
+    json_object_set_new(uw, "frame_pointer_steps", json_integer((json_int_t)u->fp_frames));
+    json_object_set_new(uw, "stack_bytes_copied", json_integer((json_int_t)u->stack_bytes));
+    json_object_set_new(uw, "median_us", json_real(u->median_us));
+    json_object_set_new(uw, "mean_us", json_real(u->samples ? (double)u->ns_total / 1e3 / (double)u->samples : 0));
+    json_t *why = json_object();
+    for (int i = 0; i < FK_UW_R_N; i++)
+        if (u->reasons[i])
+            json_object_set_new(why, fk_uw_reason_name(i), json_integer((json_int_t)u->reasons[i]));
+    json_object_set_new(uw, "ended", why);
+    json_object_set_new(cg, "unwind", uw);
+    return cg;
+}
+
+static json_t *event_json(const struct fk_event *e, const struct fk_capture_result *r)
+{
+    json_t *ev = json_object();
+    json_object_set_new(ev, "name", json_string(e->name));
+    json_object_set_new(ev, "type", json_string(type_name(e->type)));
+    json_object_set_new(ev, "config", json_integer((json_int_t)e->config));
+    if (e->freq) {
+        json_object_set_new(ev, "mode", json_string("frequency"));
+        json_object_set_new(ev, "frequency_hz", json_integer((json_int_t)e->freq));
+    } else {
+        json_object_set_new(ev, "mode", json_string("period"));
+        json_object_set_new(ev, "period", json_integer((json_int_t)e->period));
+    }
+    json_object_set_new(ev, "kernel", json_boolean(!e->exclude_kernel));
+    json_object_set_new(ev, "user", json_boolean(!e->exclude_user));
+    json_object_set_new(ev, "callchain", json_string(e->no_callchain ? "none"
+                                                     : r->callgraph == FK_CG_DWARF ? "dwarf"
+                                                                                   : "frame pointers"));
+    json_object_set_new(ev, "count", json_integer((json_int_t)r->event_count));
+    json_object_set_new(ev, "time_enabled_ns", json_integer((json_int_t)r->time_enabled));
+    json_object_set_new(ev, "time_running_ns", json_integer((json_int_t)r->time_running));
+    return ev;
+}
+
+static json_t *target_json(const struct fk_profile_request *rq, const struct fk_profile_result *res)
+{
+    const struct fk_target *t = &res->target;
+    const struct fk_capture_result *r = &res->cap;
+    json_t *tg = json_object();
+    json_object_set_new(tg, "kind", json_string(target_kinds[t->kind]));
+    json_object_set_new(tg, "scope", json_string(t->scope));
+    json_object_set_new(tg, "description", json_string(t->desc));
+    if (t->kind == FK_TARGET_PID || t->kind == FK_TARGET_RUN) {
+        json_t *pids = json_array();
+        for (size_t i = 0; i < t->npids; i++)
+            json_array_append_new(pids, json_integer(t->pids[i]));
+        json_object_set_new(tg, "pids", pids);
+    }
+    if (t->kind == FK_TARGET_USER) {
+        json_object_set_new(tg, "user", json_string(t->user));
+        json_object_set_new(tg, "uid", json_integer(t->uid));
+    }
+    if (t->kind == FK_TARGET_CGROUP) {
+        json_object_set_new(tg, "cgroup", json_string(t->cgroup_rel));
+        json_object_set_new(tg, "cgroup_dir", json_string(t->cgroup_dir));
+    }
+    if (t->kind == FK_TARGET_RUN) {
+        json_t *a = json_array();
+        for (char **p = rq->run_argv; p && *p; p++)
+            json_array_append_new(a, json_string(*p));
+        json_object_set_new(tg, "argv", a);
+        if (r->child_exited && WIFEXITED(r->child_status))
+            json_object_set_new(tg, "exit_status", json_integer(WEXITSTATUS(r->child_status)));
+        else if (r->child_exited && WIFSIGNALED(r->child_status))
+            json_object_set_new(tg, "exit_signal", json_integer(WTERMSIG(r->child_status)));
+    }
+    return tg;
+}
+
+json_t *fk_profile_metadata(const struct fk_profile_request *rq,
+                            const struct fk_profile_result *res)
+{
+    const struct fk_profile_ops *ops = fk_profile_ops(rq->kind);
+    const struct fk_capture_result *r = &res->cap;
+    json_t *m = json_object();
+    json_object_set_new(m, "schema", json_integer(FK_RESULT_SCHEMA));
+    json_object_set_new(m, "tool", json_string("flamekit"));
+    json_object_set_new(m, "version", json_string(FK_VERSION));
+    json_object_set_new(m, "profile", json_string(ops->name));
+    json_object_set_new(m, "command", json_string(rq->command ? rq->command : ops->name));
+    json_t *argv = json_array();
+    struct fk_buf s = FK_BUF_INIT;
+    fk_buf_adds(&s, "flamekit");
+    for (int i = 0; i < rq->argc; i++) {
+        json_array_append_new(argv, json_string(rq->argv[i]));
+        fk_buf_printf(&s, " %s", rq->argv[i]);
+    }
+    json_object_set_new(m, "argv", argv);
+    json_object_set_new(m, "invocation", json_string(fk_buf_cstr(&s)));
+    fk_buf_free(&s);
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd))
+        json_object_set_new(m, "cwd", json_string(cwd));
+    fk_sysinfo_json(m);     /* host, kernel, os, cpu, memory, numa */
+
+    time_t st = (time_t)(r->start_realtime_ns / 1000000000ull);
+    struct tm tm;
+    char when[64];
+    gmtime_r(&st, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    json_object_set_new(m, "start_time", json_string(when));
+    json_object_set_new(m, "start_unix_ns", json_integer((json_int_t)r->start_realtime_ns));
+    json_object_set_new(m, "duration_s", json_real((double)r->duration_ns / 1e9));
+    json_object_set_new(m, "stop_reason", json_string(r->stop_reason ? r->stop_reason : ""));
+    json_object_set_new(m, "event", event_json(&res->event, r));
+    json_object_set_new(m, "samples", json_integer((json_int_t)r->samples_kept));
+    json_object_set_new(m, "samples_read", json_integer((json_int_t)r->samples));
+    json_object_set_new(m, "samples_malformed", json_integer((json_int_t)r->malformed));
+    json_object_set_new(m, "weight_total", json_integer((json_int_t)r->stacks.total));
+    json_object_set_new(m, "weight_unit", json_string(res->unit));
+    json_object_set_new(m, "lost", json_integer((json_int_t)r->lost));
+    json_object_set_new(m, "lost_records", json_integer((json_int_t)r->lost_events));
+    json_object_set_new(m, "throttled", json_integer((json_int_t)r->throttled));
+    json_object_set_new(m, "unthrottled", json_integer((json_int_t)r->unthrottled));
+    json_object_set_new(m, "unique_stacks", json_integer((json_int_t)r->stacks.n));
+    json_object_set_new(m, "memory_peak_bytes", json_integer((json_int_t)r->mem_bytes));
+    json_object_set_new(m, "memory_limited", json_boolean(r->mem_limited));
+    json_object_set_new(m, "ring_pages_per_cpu", json_integer(r->ring_pages));
+    json_object_set_new(m, "callgraph", callgraph_json(rq, res));
+    json_object_set_new(m, "target", target_json(rq, res));
+
+    json_t *lim = json_object();
+    json_object_set_new(lim, "duration_s", json_real((double)rq->duration_ms / 1e3));
+    json_object_set_new(lim, "max_memory_bytes", json_integer((json_int_t)rq->max_mem_bytes));
+    json_object_set_new(lim, "unsafe_limits", json_boolean(rq->unsafe_limits));
+    json_object_set_new(lim, "perf_event_paranoid", json_integer(fk_perf_paranoid()));
+    json_object_set_new(lim, "perf_event_max_sample_rate",
+                        json_integer((json_int_t)fk_perf_max_sample_rate()));
+    json_object_set_new(lim, "perf_event_mlock_kb", json_integer((json_int_t)fk_perf_mlock_kb()));
+    json_object_set_new(m, "limits", lim);
+
+    json_t *sy = json_object();
+    json_object_set_new(sy, "dsos", json_integer((json_int_t)r->sym.dsos));
+    json_object_set_new(sy, "processes", json_integer((json_int_t)r->sym.processes));
+    json_object_set_new(sy, "locate_unknown", json_integer((json_int_t)r->sym.locate_unknown));
+    json_object_set_new(sy, "names_unresolved", json_integer((json_int_t)r->sym.names_unresolved));
+    json_object_set_new(sy, "names_function_start", json_integer((json_int_t)r->sym.names_function_start));
+    json_object_set_new(sy, "deleted_files_kept", json_integer((json_int_t)r->sym.deleted_files_kept));
+    if (r->sym.debuginfod) {
+        json_t *di = json_object();
+        json_object_set_new(di, "found", json_integer((json_int_t)r->sym.debuginfod_found));
+        json_object_set_new(di, "failed", json_integer((json_int_t)r->sym.debuginfod_failed));
+        json_object_set_new(di, "timed_out", json_integer((json_int_t)r->sym.debuginfod_timed_out));
+        json_object_set_new(di, "skipped", json_integer((json_int_t)r->sym.debuginfod_skipped));
+        json_object_set_new(di, "ms", json_integer((json_int_t)r->sym.debuginfod_ms));
+        json_object_set_new(sy, "debuginfod", di);
+    }
+    json_object_set_new(m, "symbols", sy);
+
+    json_t *own = ops->meta ? ops->meta(rq, res) : NULL;
+    if (own)
+        json_object_set_new(m, ops->name, own);
+    return m;
+}

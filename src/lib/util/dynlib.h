@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Shared libraries loaded at run time, only when a feature needs them
+ * (libcurl to upload, libdebuginfod to fetch debug files), so flamekit
+ * does not depend on them at link time. */
+#ifndef FK_DYNLIB_H
+#define FK_DYNLIB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct fk_dynsym {
+    const char *name;
+    void **slot;        /* receives the address (a function pointer's storage) */
+};
+
+enum { FK_DYNLIB_OK = 0, FK_DYNLIB_NO_LIBRARY = -1, FK_DYNLIB_NO_SYMBOL = -2 };
+
+/* dlopen(soname) (RTLD_NOW | RTLD_LOCAL) and fill every slot. On failure
+ * *what is dlerror()'s text (no library) or the missing symbol's name. */
+int fk_dynlib_load(const char *soname, const struct fk_dynsym *syms, size_t n, const char **what);
+
+#endif
