@@ -63,23 +63,6 @@ struct dso {
     size_t nfdes;
 };
 
-/* In an array sorted by the uint64_t at byte offset `off` of each `size`-byte
- * element: how many elements have it <= key (binary search). */
-static inline size_t fk_count_le(const void *v, size_t n, size_t size, size_t off, uint64_t key)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        uint64_t k;
-        memcpy(&k, (const char *)v + mid * size + off, sizeof k);
-        if (k <= key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* symtab helpers (symbols-elf.c) */
 void fk_symtab_add(struct fk_symtab *t, uint64_t addr, uint64_t size, const char *name);
 void fk_symtab_sort(struct fk_symtab *t);

@@ -352,14 +352,7 @@ static void compute(struct fk_cfi *c, uint64_t vaddr, struct fk_uw_row *row)
 
 const struct fk_uw_row *fk_cfi_find(struct fk_cfi *c, uint64_t vaddr)
 {
-    size_t lo = 0, hi = c->nrows;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (c->rows[mid].start <= vaddr)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = fk_count_le(c->rows, c->nrows, sizeof *c->rows, offsetof(struct fk_uw_row, start), vaddr);
     if (lo > 0 && vaddr < c->rows[lo - 1].end)
         return &c->rows[lo - 1];
     struct fk_uw_row row;
