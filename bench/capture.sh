@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# Benchmark for the capture commands, on a compile + compression workload
-# over all CPUs:
+# Benchmark for the capture commands' frame-pointer path (--call-graph fp;
+# the default, DWARF stacks, is bench/unwind.sh), on a compile + compression
+# workload over all CPUs:
 #  (a) end of the capture window -> finished SVG: flamekit host vs
 #      perf record -F 999 -a -g + perf script | stackcollapse-perf.pl |
 #      flamegraph.pl, both capturing the same 20 s window at 999 Hz
@@ -55,7 +56,7 @@ fk_json() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(e
 
 # (a1) flamekit alone
 workload $((win + 1)); sleep 0.5
-"$fk" host -q -F 999 -d "${win}s" -o "$work/fk" >/dev/null 2>"$work/fk.err"
+"$fk" host -q --call-graph fp -F 999 -d "${win}s" -o "$work/fk" >/dev/null 2>"$work/fk.err"
 fk_done=$(now_ns)
 stop_workload
 j=$(ls "$work"/fk/*.json)
@@ -83,7 +84,7 @@ awk -v a="$perf_post" -v b="$fk_post" 'BEGIN { if (b < 1) b = 1; printf "(a) rat
 workload $((win + 1)); sleep 0.5
 perf record -q -F 999 -a -g -o "$work/perf2.data" -- sleep "$win" >/dev/null 2>&1 &
 pp=$!
-"$fk" host -q -F 999 -d "${win}s" -o "$work/fk2" >/dev/null 2>&1
+"$fk" host -q --call-graph fp -F 999 -d "${win}s" -o "$work/fk2" >/dev/null 2>&1
 wait "$pp"
 stop_workload
 perf script -i "$work/perf2.data" 2>/dev/null | perl "$fgdir/stackcollapse-perf.pl" --kernel >"$work/perf2.folded"
@@ -120,7 +121,7 @@ sleep 1
 python3 - "$fk" "$long" "$work/fk3" <<'PY'
 import resource, subprocess, sys
 fk, secs, out = sys.argv[1], sys.argv[2], sys.argv[3]
-subprocess.run([fk, "host", "-q", "-d", secs + "s", "-o", out], check=True)
+subprocess.run([fk, "host", "-q", "--call-graph", "fp", "-d", secs + "s", "-o", out], check=True)
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
 cpu = ru.ru_utime + ru.ru_stime
 print("(b) flamekit host -d %ss at 99 Hz: user %.2f s + sys %.2f s = %.2f%% of one core (target <= 1%%); peak RSS %.1f MB (target <= 64)"

@@ -11,3 +11,5 @@ FK_BENCHES += bench/fetch.sh
 EXTRA_DIST += bench/fetch.sh
 FK_BENCHES += bench/pprof.sh
 EXTRA_DIST += bench/pprof.sh
+FK_BENCHES += bench/unwind.sh
+EXTRA_DIST += bench/unwind.sh

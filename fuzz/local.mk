@@ -23,3 +23,7 @@ EXTRA_DIST += fuzz/corpus/pprof/go-cpu.pb
 EXTRA_DIST += fuzz/corpus/pprof/go-heap.pb
 EXTRA_DIST += fuzz/fuzz-elfsyms.c
 EXTRA_DIST += fuzz/seed-elfsyms.sh
+EXTRA_DIST += fuzz/fuzz-unwind.c
+EXTRA_DIST += fuzz/corpus/unwind/cfi-patched
+EXTRA_DIST += fuzz/corpus/unwind/walk-raw
+EXTRA_DIST += fuzz/corpus/unwind/walk-steered

@@ -80,3 +80,15 @@ EXTRA_DIST += test/t-pprof.sh
 EXTRA_DIST += test/progs/gopprof/main.go
 EXTRA_DIST += test/t-serve.sh
 EXTRA_DIST += test/progs/serve-click.js
+# unwinding workloads: built like Debian's code, without frame pointers
+check_PROGRAMS += test/progs/nofp test/progs/nofp2
+test_progs_nofp_SOURCES = test/progs/nofp.c
+test_progs_nofp_CFLAGS = $(AM_CFLAGS) -O2 -fomit-frame-pointer -DVARIANT=1
+test_progs_nofp2_SOURCES = test/progs/nofp.c
+test_progs_nofp2_CFLAGS = $(AM_CFLAGS) -O2 -fomit-frame-pointer -DVARIANT=2
+EXTRA_DIST += test/progs/unwgo/main.go
+EXTRA_DIST += test/t-unwind.sh
+check_PROGRAMS += test/unit-unwind
+test_unit_unwind_SOURCES = test/unit/unit-unwind.c test/unit/unit.h
+test_unit_unwind_CFLAGS = $(libflamekit_a_CFLAGS)
+test_unit_unwind_LDADD = $(FK_LIBS)

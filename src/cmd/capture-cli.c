@@ -28,6 +28,16 @@ const struct fk_opt fk_optset_capture[] = {
     { "no-kernel", 0, FK_OPT_FLAG, RQ(no_kernel), NULL,
       "user-space stacks only (works with perf_event_paranoid 2 for your own "
       "processes)" },
+    { "call-graph", 0, FK_OPT_CHOICE, RQ(callgraph), "MODE",
+      "user stacks: auto (default: dwarf where allowed, else fp, saying why), "
+      "dwarf (copy the stack with each sample and unwind it from .eh_frame as it "
+      "is read: complete stacks for code built without frame pointers), fp (the "
+      "kernel's frame-pointer walk: cheapest, callers of such code lost)", "auto",
+      .choices = "auto|dwarf|fp" },
+    { "stack-size", 0, FK_OPT_SIZE, RQ(stack_size), "SIZE",
+      "stack bytes copied per sample in dwarf mode (default 32K, 512 to 65528); "
+      "deeper stacks end in a [truncated] frame", "16K",
+      .min = FK_STACK_SIZE_MIN, .max = FK_STACK_SIZE_MAX },
     { "debuginfod", 0, FK_OPT_STR, RQ(debuginfod), "URLS",
       "fetch missing debug files by build-id from these debuginfod servers "
       "(default: $DEBUGINFOD_URLS; 10 s per file, 30 s in all)", "http://127.0.0.1:8002" },

@@ -91,10 +91,17 @@ void fk_event_cpu_default(struct fk_event *ev, uint64_t freq)
     }
 }
 
+const char *fk_callgraph_name(enum fk_callgraph m)
+{
+    return m == FK_CG_DWARF ? "dwarf" : m == FK_CG_FP ? "fp" : "auto";
+}
+
 void fk_capture_opts_init(struct fk_capture_opts *o)
 {
     memset(o, 0, sizeof *o);
     fk_event_cpu_default(&o->event, 99);
+    o->callgraph = FK_CG_AUTO;
+    o->stack_size = FK_STACK_SIZE_DEFAULT;
     o->duration_ms = 60000;
     o->max_mem_bytes = 256ull << 20;
     o->sym.kernel = true;
@@ -161,6 +168,9 @@ struct engine {
     const struct fk_capture_opts *o;
     struct fk_capture_result *r;
     struct fk_symbolizer *sym;
+    struct fk_unwinder *uw;         /* dwarf mode */
+    unsigned nregs;                 /* registers per PERF_SAMPLE_REGS_USER */
+    struct fk_loc ulocs[FK_UW_DEFAULT_MAX_FRAMES + 1];
     struct fk_stacktab raw;         /* comm NUL pid locations... -> count */
     uint64_t sample_type;
     struct fk_buf key;
@@ -260,6 +270,16 @@ static bool keep_cgroup(struct engine *e, uint64_t id)
 
 /* ---- record handling ---------------------------------------------------- */
 
+static void add_frame(struct engine *e, struct fk_loc loc, bool kernel)
+{
+    fk_buf_add(&e->key, &loc.dso, sizeof loc.dso);
+    fk_buf_add(&e->key, &loc.addr, sizeof loc.addr);
+    if (kernel)
+        e->r->kernel_frames++;
+    else
+        e->r->user_frames++;
+}
+
 static void handle_sample(struct engine *e, const union perf_event *ev)
 {
     const uint64_t *p = (const uint64_t *)ev->sample.array;
@@ -267,7 +287,7 @@ static void handle_sample(struct engine *e, const union perf_event *ev)
     uint64_t st = e->sample_type;
     size_t fixed = 4 + !!(st & PERF_SAMPLE_PERIOD) + !!(st & PERF_SAMPLE_CALLCHAIN);
     if (p + fixed > end)
-        return;
+        goto malformed;
     uint64_t ip = *p++;
     pid_t pid = (pid_t)(uint32_t)*p, tid = (pid_t)(uint32_t)(*p >> 32);
     p++;
@@ -281,14 +301,43 @@ static void handle_sample(struct engine *e, const union perf_event *ev)
     if (st & PERF_SAMPLE_CALLCHAIN) {
         nr = *p++;
         if (nr > (uint64_t)(end - p))
-            return;
+            goto malformed;
         ips = p;
         p += nr;
+    }
+    /* dwarf mode: the user registers (abi 0: none, a kernel thread) and
+     * the stack copy (size asked, data, bytes actually copied) */
+    const uint64_t *uregs = NULL;
+    if (st & PERF_SAMPLE_REGS_USER) {
+        if (p >= end)
+            goto malformed;
+        uint64_t abi = *p++;
+        if (abi) {
+            if (e->nregs > (uint64_t)(end - p))
+                goto malformed;
+            if (abi == PERF_SAMPLE_REGS_ABI_64)
+                uregs = p;
+            p += e->nregs;
+        }
+    }
+    const unsigned char *stack = NULL;
+    uint64_t ssize = 0, dyn = 0;
+    if (st & PERF_SAMPLE_STACK_USER) {
+        if (p >= end)
+            goto malformed;
+        ssize = *p++;
+        if (ssize) {
+            if (ssize % 8 || ssize / 8 + 1 > (uint64_t)(end - p))
+                goto malformed;
+            stack = (const unsigned char *)p;
+            p += ssize / 8;
+            dyn = *p++;
+        }
     }
     uint64_t cgroup = 0;
     if (st & PERF_SAMPLE_CGROUP) {
         if (p >= end)
-            return;
+            goto malformed;
         cgroup = *p++;
     }
     e->r->samples++;
@@ -310,47 +359,56 @@ static void handle_sample(struct engine *e, const union perf_event *ev)
 
     unsigned nframes = 0;
     bool kernel = (ev->header.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
-    if (!ips) {
-        struct fk_loc loc = fk_sym_locate(e->sym, pid, ip, kernel);
-        fk_buf_add(&e->key, &loc.dso, sizeof loc.dso);
-        fk_buf_add(&e->key, &loc.addr, sizeof loc.addr);
+    if (!ips && !e->uw) {
+        add_frame(e, fk_sym_locate(e->sym, pid, ip, kernel), kernel);
         nframes = 1;
-        if (kernel)
-            e->r->kernel_frames++;
-        else
-            e->r->user_frames++;
-    } else {
+    } else if (ips) {
         bool first = true, skip = false;
+        bool kctx = kernel;
         for (uint64_t i = 0; i < nr && nframes < MAX_FRAMES; i++) {
             uint64_t a = ips[i];
             if (a >= (uint64_t)PERF_CONTEXT_MAX) {
-                kernel = a == (uint64_t)PERF_CONTEXT_KERNEL;
+                kctx = a == (uint64_t)PERF_CONTEXT_KERNEL;
                 skip = a != (uint64_t)PERF_CONTEXT_KERNEL && a != (uint64_t)PERF_CONTEXT_USER;
                 first = true;
                 continue;
             }
-            if (skip)
+            /* dwarf: user frames come from the unwinder */
+            if (skip || (e->uw && !kctx))
                 continue;
 #ifdef __x86_64__
             /* a frame-pointer walk through code without frame pointers ends
              * on garbage; a user "address" in the kernel half is one */
-            if (!kernel && a >= 0x0000800000000000ull)
+            if (!kctx && a >= 0x0000800000000000ull)
                 continue;
 #endif
             /* return addresses point after the call: look up the call */
-            struct fk_loc loc = fk_sym_locate(e->sym, pid, first ? a : a - 1, kernel);
+            add_frame(e, fk_sym_locate(e->sym, pid, first ? a : a - 1, kctx), kctx);
             first = false;
-            fk_buf_add(&e->key, &loc.dso, sizeof loc.dso);
-            fk_buf_add(&e->key, &loc.addr, sizeof loc.addr);
             nframes++;
-            if (kernel)
-            e->r->kernel_frames++;
-        else
-            e->r->user_frames++;
+        }
+    }
+    if (e->uw) {
+        if (uregs && pid > 0) {
+            unsigned n = fk_unwind_sample(e->uw, pid, uregs, stack, ssize, dyn, e->ulocs);
+            for (unsigned i = 0; i < n && nframes < MAX_FRAMES; i++, nframes++)
+                add_frame(e, e->ulocs[i], false);
+        } else {
+            fk_unwind_no_regs(e->uw);
+            if (!kernel || !nframes) {
+                /* a user ip we cannot unwind: keep the leaf */
+                add_frame(e, fk_sym_locate(e->sym, pid, ip, kernel), kernel);
+                nframes++;
+            }
         }
     }
     uint64_t w = e->o->weight_by_period && !e->o->event.freq ? e->o->event.period : 1;
     fk_stacktab_add(&e->raw, e->key.data, e->key.len, w);
+    return;
+malformed:
+    /* the kernel sent it: count it (one-in-N checks count samples) */
+    e->r->samples++;
+    e->r->malformed++;
 }
 
 static void handle_record(struct engine *e, const union perf_event *ev)
@@ -460,6 +518,7 @@ static void read_rings(struct engine *e, struct perf_evlist *evlist, uint64_t cu
             pe->seq = e->seq++;
             pe->off = e->pbuf.len;
             pe->len = ev->header.size;
+            e->r->ring_bytes += ev->header.size;
             fk_buf_add(&e->pbuf, ev, ev->header.size);
             perf_mmap__consume(map);
         }
@@ -541,6 +600,31 @@ static void open_error(const struct fk_capture_opts *o, int err)
     }
 }
 
+/* Can this kernel (and our privileges) sample user registers and stacks?
+ * Probed on ourselves with a user-only software event, like perf. */
+static bool dwarf_supported(const struct fk_uw_arch *arch, uint32_t stack_size, int *err)
+{
+    struct perf_event_attr a = { 0 };
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_DUMMY;
+    a.sample_period = 1;
+    a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+    a.sample_regs_user = fk_uw_perf_mask(arch);
+    a.sample_stack_user = stack_size;
+    a.disabled = 1;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0) {
+        *err = errno;
+        /* not allowed at all: let the real open report it in its words */
+        return errno == EACCES || errno == EPERM;
+    }
+    close(fd);
+    return true;
+}
+
 static bool add_tids(pid_t pid, pid_t **tids, size_t *n, size_t *cap)
 {
     char path[64];
@@ -559,19 +643,56 @@ static bool add_tids(pid_t pid, pid_t **tids, size_t *n, size_t *cap)
     return true;
 }
 
-/* Data pages per ring: a power of two whose ring (plus its header page)
- * stays within perf_event_mlock_kb, sized by the sample rate. */
-static unsigned ring_pages(const struct fk_capture_opts *o)
+/* Without CAP_IPC_LOCK (or perf_event_paranoid -1) the kernel limits each
+ * user's perf rings to perf_event_mlock_kb per CPU. */
+static bool mlock_unlimited(void)
+{
+    if (fk_perf_paranoid() == -1)
+        return true;
+    FILE *f = fopen("/proc/self/status", "re");
+    if (!f)
+        return false;
+    char line[256];
+    bool yes = false;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "CapEff:", 7) == 0) {
+            unsigned long long caps = strtoull(line + 7, NULL, 16);
+            yes = caps & (1ull << 14);      /* CAP_IPC_LOCK */
+            break;
+        }
+    fclose(f);
+    return yes;
+}
+
+/* Data pages per ring, a power of two. Frame-pointer samples are small:
+ * 32 or 128 pages. With stack copies, at least a second of samples at the
+ * rate (fixed-period events: assume 1000/s), at most 16 MiB: the reader
+ * also scans /proc and loads symbols, and a busy host delays it. Unprivileged
+ * runs are held to the mlock budget: *limited says so. */
+static unsigned ring_pages(const struct fk_capture_opts *o, uint64_t sample_bytes, bool *limited)
 {
     long page = sysconf(_SC_PAGESIZE);
     uint64_t budget = fk_perf_mlock_kb() * 1024 / (uint64_t)page;
-    unsigned want = o->ring_pages ? o->ring_pages
-                    : (o->event.freq && o->event.freq <= 200) ? 32 : 128;
+    unsigned want;
+    if (o->ring_pages)
+        want = o->ring_pages;
+    else if (!sample_bytes)
+        want = (o->event.freq && o->event.freq <= 200) ? 32 : 128;
+    else {
+        uint64_t rate = o->event.freq ? o->event.freq : 1000;
+        uint64_t pages = rate * sample_bytes / (uint64_t)page;
+        want = pages < 32 ? 32 : pages > 4096 ? 4096 : (unsigned)pages;
+    }
     unsigned p = 1;
-    while (p * 2 <= want)
+    while (p < want && p < 4096)
         p *= 2;
-    while (p > 1 && p + 1 > budget)
-        p /= 2;
+    if (p > want && !sample_bytes)
+        p /= 2;     /* the fp sizes were floors of the request */
+    unsigned asked = p;
+    if (!sample_bytes || !mlock_unlimited())
+        while (p > 1 && p + 1 > budget)
+            p /= 2;
+    *limited = sample_bytes && p < asked;
     return p;
 }
 
@@ -815,6 +936,64 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
     struct engine e = { .o = o, .r = r };
     fk_stacktab_init(&e.raw);
 
+    /* user stacks: resolve auto, size the rings for the stack copies */
+    const struct fk_uw_arch *arch = fk_uw_arch();
+    enum fk_callgraph mode = o->callgraph;
+    uint32_t stack_size = o->stack_size ? o->stack_size : FK_STACK_SIZE_DEFAULT;
+    int probe_err = 0;
+    if (o->event.no_callchain || o->event.exclude_user) {
+        mode = FK_CG_FP;    /* no user stacks to unwind */
+    } else if (mode != FK_CG_FP && !arch) {
+        if (mode == FK_CG_DWARF) {
+            fk_error("--call-graph dwarf is not supported on this architecture yet; use --call-graph fp");
+            return FK_EXIT_ERROR;
+        }
+        snprintf(r->callgraph_note, sizeof r->callgraph_note,
+                 "frame pointers: DWARF unwinding is not supported on this architecture");
+        mode = FK_CG_FP;
+    } else if (mode != FK_CG_FP && !dwarf_supported(arch, stack_size, &probe_err)) {
+        if (mode == FK_CG_DWARF) {
+            fk_error("the kernel refused user register and stack sampling (%s); use --call-graph fp",
+                     strerror(probe_err));
+            return FK_EXIT_ERROR;
+        }
+        snprintf(r->callgraph_note, sizeof r->callgraph_note,
+                 "frame pointers: the kernel refused user stack sampling (%s)", strerror(probe_err));
+        mode = FK_CG_FP;
+    }
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t sample_bytes = 0;
+    bool limited = false;
+    unsigned pages;
+    if (mode != FK_CG_FP) {
+        /* header, ids, period, a kernel callchain, registers, stack copy */
+        sample_bytes = 8 + 6 * 8 + 64 * 8 + (1 + FK_UW_NREGS) * 8 + 16 + stack_size;
+        pages = ring_pages(o, sample_bytes, &limited);
+        uint64_t fits = (uint64_t)pages * (uint64_t)page / sample_bytes;
+        if (limited && fits < 8 && mode == FK_CG_AUTO) {
+            snprintf(r->callgraph_note, sizeof r->callgraph_note,
+                     "frame pointers: the perf rings are limited to %u KiB per CPU "
+                     "(kernel.perf_event_mlock_kb, no CAP_IPC_LOCK), fewer than 8 stack copies "
+                     "of %u bytes", pages * (unsigned)page / 1024, stack_size);
+            mode = FK_CG_FP;
+        } else if (limited && !o->quiet) {
+            uint64_t rate = o->event.freq ? o->event.freq : 1000;
+            fk_warn("unprivileged: perf rings limited to %u KiB per CPU by kernel.perf_event_mlock_kb; "
+                    "they hold %.2f s of %u-byte stack copies at %llu samples/s (lost records are "
+                    "counted); raise the sysctl, run as root, or lower --stack-size",
+                    pages * (unsigned)page / 1024, (double)fits / (double)rate, stack_size,
+                    (unsigned long long)rate);
+        }
+    }
+    if (mode == FK_CG_FP)
+        pages = ring_pages(o, 0, &limited);
+    if (r->callgraph_note[0] && !o->quiet)
+        fk_warn("user stacks by %s", r->callgraph_note);
+    if (mode == FK_CG_AUTO)
+        mode = FK_CG_DWARF;     /* resolved */
+    r->callgraph = mode;
+    r->stack_size = mode == FK_CG_DWARF ? stack_size : 0;
+
     struct perf_event_attr attr = { 0 };
     attr.size = sizeof attr;
     attr.type = o->event.type;
@@ -822,6 +1001,15 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
     e.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
     if (!o->event.no_callchain)
         e.sample_type |= PERF_SAMPLE_CALLCHAIN;
+    if (mode == FK_CG_DWARF) {
+        /* as perf's dwarf mode: the kernel's chain for kernel frames only,
+         * user frames from the registers and the stack copy */
+        e.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+        attr.sample_regs_user = fk_uw_perf_mask(arch);
+        attr.sample_stack_user = stack_size;
+        attr.exclude_callchain_user = 1;
+        e.nregs = FK_UW_NREGS;
+    }
     if (o->event.freq) {
         attr.freq = 1;
         attr.sample_freq = o->event.freq;
@@ -853,7 +1041,6 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
     bool per_task = t->kind == FK_TARGET_PID || t->kind == FK_TARGET_RUN;
     attr.inherit = per_task;
     attr.enable_on_exec = t->kind == FK_TARGET_RUN;
-    unsigned pages = ring_pages(o);
     attr.watermark = 1;
     attr.wakeup_watermark = (uint32_t)(pages * (unsigned)sysconf(_SC_PAGESIZE) / 4);
 
@@ -901,17 +1088,33 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
         open_error(o, -err);
         goto out;
     }
-    r->ring_pages = pages;
-    err = perf_evlist__mmap(evlist, (int)pages);
-    if (err < 0) {
-        fk_error("cannot map the perf ring buffers (%u pages per CPU): %s; "
-                 "see /proc/sys/kernel/perf_event_mlock_kb", pages, strerror(-err));
-        goto out;
+    /* the user's locked-memory budget may be partly used by other perf
+     * sessions: halve until it fits, and say so */
+    for (;;) {
+        errno = 0;
+        err = perf_evlist__mmap(evlist, (int)pages);
+        int me = errno ? errno : -err;
+        if (err >= 0)
+            break;
+        perf_evlist__munmap(evlist);
+        if (me != EPERM || pages <= 8) {
+            fk_error("cannot map the perf ring buffers (%u pages per CPU): %s; "
+                     "see /proc/sys/kernel/perf_event_mlock_kb", pages, strerror(me));
+            goto out;
+        }
+        pages /= 2;
+        if (!o->quiet)
+            fk_warn("locked memory for perf rings exhausted (kernel.perf_event_mlock_kb): "
+                    "retrying with %u KiB per CPU; records may be lost (they are counted)",
+                    pages * (unsigned)page / 1024);
     }
+    r->ring_pages = pages;
 
     e.sym = fk_sym_new(&o->sym);
     if (t->kind == FK_TARGET_CGROUP)
         cgfds = open_cgroup_counters(&attr, t->cgroup_dir, cpus);
+    if (mode == FK_CG_DWARF)
+        e.uw = fk_unwinder_new(e.sym);
     /* side-band first, then /proc: nothing between them is missed */
     if (t->kind != FK_TARGET_RUN)
         perf_evlist__enable(evlist);
@@ -936,6 +1139,7 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
     }
     uint64_t start = mono_ns();
     r->start_realtime_ns = real_ns();
+    bool preloaded = o->event.exclude_kernel;
     uint64_t deadline = o->duration_ms ? start + o->duration_ms * 1000000ull : UINT64_MAX;
     bool tty = o->progress && !o->quiet && isatty(STDERR_FILENO);
     uint64_t last_progress = 0;
@@ -957,6 +1161,12 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
         }
         now = mono_ns();
         read_rings(&e, evlist, now > REORDER_SLACK_NS ? now - REORDER_SLACK_NS : 0);
+        if (!preloaded) {
+            /* in the window, not after it; once the rings were drained
+             * (and after a run target's exec, which it must not delay) */
+            fk_sym_preload_kernel(e.sym);
+            preloaded = true;
+        }
         uint64_t mem = fk_stacktab_bytes(&e.raw) + fk_sym_bytes(e.sym);
         if (mem > r->mem_bytes)
             r->mem_bytes = mem;
@@ -1019,6 +1229,8 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
     build_prof(&e);
     r->naming_ns = mono_ns() - t_name;
     fk_sym_stats(e.sym, &r->sym);
+    if (e.uw)
+        fk_unwinder_stats(e.uw, &r->unwind);
     rc = FK_EXIT_OK;
 out:
     if (evlist)
@@ -1027,6 +1239,7 @@ out:
         perf_evsel__delete(evsel);
     perf_thread_map__put(threads);
     perf_cpu_map__put(cpus);
+    fk_unwinder_free(e.uw);
     if (e.sym)
         fk_sym_free(e.sym);
     cgroup_counters_close(cgfds, r->ncpus);

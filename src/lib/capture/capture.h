@@ -15,6 +15,7 @@
 #include "stacks/prof.h"
 #include "stacks/stacktab.h"
 #include "symbols/symbols.h"
+#include "unwind/unwind.h"
 #include "util/fk.h"
 
 #include <jansson.h>
@@ -74,8 +75,28 @@ struct fk_event {
 /* Hardware cycles if this machine has a PMU, else cpu-clock (like perf). */
 void fk_event_cpu_default(struct fk_event *ev, uint64_t freq);
 
+/* How user stacks are recorded (--call-graph). */
+enum fk_callgraph {
+    FK_CG_AUTO,     /* dwarf where the kernel, the architecture and the ring
+                       limits allow it, else fp (with a note saying why) */
+    FK_CG_DWARF,    /* registers + a copy of the stack, unwound online from
+                       .eh_frame/.debug_frame/.gopclntab; fp where no CFI */
+    FK_CG_FP,       /* the kernel's frame-pointer walk: cheapest, but code
+                       built without frame pointers loses its callers */
+};
+const char *fk_callgraph_name(enum fk_callgraph m);     /* "auto", "dwarf", "fp" */
+
+/* Stack bytes copied per sample (--stack-size): the default was chosen by
+ * measuring complete stacks of python3.11 (bench/unwind.sh); the kernel
+ * takes at most 65528 (a record's size is 16 bits). */
+#define FK_STACK_SIZE_DEFAULT (32 * 1024)
+#define FK_STACK_SIZE_MIN 512
+#define FK_STACK_SIZE_MAX 65528
+
 struct fk_capture_opts {
     struct fk_event event;
+    enum fk_callgraph callgraph;    /* default FK_CG_AUTO */
+    uint32_t stack_size;            /* dwarf: bytes per sample, FK_STACK_SIZE_DEFAULT */
     struct fk_target *target;
     uint64_t duration_ms;           /* 0 = until stopped / the targets exit */
     uint64_t max_mem_bytes;         /* stack table + symbolizer; stop cleanly beyond */
@@ -100,6 +121,7 @@ struct fk_capture_result {
                                        fixed period samples/count + NAME/count */
     uint64_t samples;               /* samples read */
     uint64_t samples_kept;          /* ... that belonged to the target */
+    uint64_t malformed;             /* sample records too short for their sample_type */
     uint64_t lost;                  /* records the kernel dropped (ring full) */
     uint64_t lost_events;           /* PERF_RECORD_LOST records */
     uint64_t lost_samples;          /* samples of the event the kernel dropped, read
@@ -121,8 +143,15 @@ struct fk_capture_result {
     bool child_exited;              /* RUN */
     int child_status;               /* RUN: wait status */
     unsigned ring_pages;
+    uint64_t ring_bytes;            /* bytes of records read from the rings */
     int ncpus;
     struct fk_sym_stats sym;
+    /* user stacks: the mode used (auto resolved), why auto chose fp, the
+     * unwinder's statistics (dwarf) */
+    enum fk_callgraph callgraph;
+    uint32_t stack_size;
+    char callgraph_note[256];
+    struct fk_unwind_stats unwind;
     /* For one-in-N verification (capture/period_check.h): counters opened
      * (CPUs x threads) and tasks forked under inherited counters, each of
      * which keeps its own remainder below the period. */

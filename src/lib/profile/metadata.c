@@ -25,6 +25,47 @@ static const char *target_kinds[] = {
     [FK_TARGET_CGROUP] = "cgroup", [FK_TARGET_RUN] = "run",
 };
 
+/* "callgraph": the user-stack mode asked and used, why auto chose frame
+ * pointers, ring traffic, and the unwinder's counts. */
+static json_t *callgraph_json(const struct fk_profile_request *rq,
+                              const struct fk_profile_result *res)
+{
+    const struct fk_capture_result *r = &res->cap;
+    json_t *cg = json_object();
+    json_object_set_new(cg, "mode", json_string(fk_callgraph_name((enum fk_callgraph)rq->callgraph)));
+    json_object_set_new(cg, "used", json_string(res->event.no_callchain ? "none"
+                                                : fk_callgraph_name(r->callgraph)));
+    if (r->callgraph_note[0])
+        json_object_set_new(cg, "note", json_string(r->callgraph_note));
+    json_object_set_new(cg, "ring_bytes", json_integer((json_int_t)r->ring_bytes));
+    if (r->duration_ns)
+        json_object_set_new(cg, "ring_bytes_per_s",
+                            json_integer((json_int_t)((double)r->ring_bytes * 1e9 / (double)r->duration_ns)));
+    if (r->callgraph != FK_CG_DWARF)
+        return cg;
+    const struct fk_unwind_stats *u = &r->unwind;
+    json_object_set_new(cg, "stack_size", json_integer(r->stack_size));
+    json_t *uw = json_object();
+    json_object_set_new(uw, "stacks", json_integer((json_int_t)u->samples));
+    json_object_set_new(uw, "complete", json_integer((json_int_t)u->complete));
+    json_object_set_new(uw, "truncated", json_integer((json_int_t)u->truncated));
+    json_object_set_new(uw, "failed", json_integer((json_int_t)u->failed));
+    json_object_set_new(uw, "no_user_registers", json_integer((json_int_t)u->no_regs));
+    json_object_set_new(uw, "frames", json_integer((json_int_t)u->frames));
+    json_object_set_new(uw, "cfi_steps", json_integer((json_int_t)u->cfi_frames));
+    json_object_set_new(uw, "frame_pointer_steps", json_integer((json_int_t)u->fp_frames));
+    json_object_set_new(uw, "stack_bytes_copied", json_integer((json_int_t)u->stack_bytes));
+    json_object_set_new(uw, "median_us", json_real(u->median_us));
+    json_object_set_new(uw, "mean_us", json_real(u->samples ? (double)u->ns_total / 1e3 / (double)u->samples : 0));
+    json_t *why = json_object();
+    for (int i = 0; i < FK_UW_R_N; i++)
+        if (u->reasons[i])
+            json_object_set_new(why, fk_uw_reason_name(i), json_integer((json_int_t)u->reasons[i]));
+    json_object_set_new(uw, "ended", why);
+    json_object_set_new(cg, "unwind", uw);
+    return cg;
+}
+
 static json_t *event_json(const struct fk_event *e, const struct fk_capture_result *r)
 {
     json_t *ev = json_object();
@@ -40,7 +81,9 @@ static json_t *event_json(const struct fk_event *e, const struct fk_capture_resu
     }
     json_object_set_new(ev, "kernel", json_boolean(!e->exclude_kernel));
     json_object_set_new(ev, "user", json_boolean(!e->exclude_user));
-    json_object_set_new(ev, "callchain", json_string(e->no_callchain ? "none" : "frame pointers"));
+    json_object_set_new(ev, "callchain", json_string(e->no_callchain ? "none"
+                                                     : r->callgraph == FK_CG_DWARF ? "dwarf"
+                                                                                   : "frame pointers"));
     json_object_set_new(ev, "count", json_integer((json_int_t)r->event_count));
     if (r->have_target_count)
         json_object_set_new(ev, "target_count", json_integer((json_int_t)r->target_count));
@@ -122,6 +165,7 @@ json_t *fk_profile_metadata(const struct fk_profile_request *rq,
     json_object_set_new(m, "event", event_json(&res->event, r));
     json_object_set_new(m, "samples", json_integer((json_int_t)r->samples_kept));
     json_object_set_new(m, "samples_read", json_integer((json_int_t)r->samples));
+    json_object_set_new(m, "samples_malformed", json_integer((json_int_t)r->malformed));
     json_object_set_new(m, "weight_total", json_integer((json_int_t)r->stacks.total));
     json_object_set_new(m, "weight_unit", json_string(res->unit));
     json_object_set_new(m, "lost", json_integer((json_int_t)r->lost));
@@ -133,6 +177,7 @@ json_t *fk_profile_metadata(const struct fk_profile_request *rq,
     json_object_set_new(m, "memory_peak_bytes", json_integer((json_int_t)r->mem_bytes));
     json_object_set_new(m, "memory_limited", json_boolean(r->mem_limited));
     json_object_set_new(m, "ring_pages_per_cpu", json_integer(r->ring_pages));
+    json_object_set_new(m, "callgraph", callgraph_json(rq, res));
     json_object_set_new(m, "target", target_json(rq, res));
 
     json_t *lim = json_object();

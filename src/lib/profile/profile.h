@@ -63,6 +63,8 @@ struct fk_profile_request {
     uint64_t period;            /* FAULTS: one hit in N (100) */
     const char *event;          /* FAULTS: software event or tracepoint (page-faults) */
     bool no_kernel;             /* user space only: no kernel stacks; faults: user-mode hits */
+    int callgraph;              /* user stacks: enum fk_callgraph (auto, dwarf, fp) */
+    uint64_t stack_size;        /* dwarf: stack bytes copied per sample (32K) */
     bool strict;                /* FAULTS: a failed one-in-N check is an error */
     const char *debuginfod;     /* debuginfod servers for missing debug files;
                                    NULL: $DEBUGINFOD_URLS (unset: none) */

@@ -42,6 +42,11 @@ int fk_profile_check(struct fk_profile_request *rq, char *err, size_t errlen)
     }
     if (!rq->duration_ms)
         rq->duration_ms = run ? max_dur : FK_PROFILE_DEFAULT_DURATION_MS;
+    if (rq->stack_size && rq->callgraph == FK_CG_FP) {
+        snprintf(err, errlen, "--stack-size applies to --call-graph dwarf or auto, not fp");
+        return FK_EXIT_USAGE;
+    }
+    rq->stack_size &= ~7ull;    /* the kernel wants multiples of 8 */
     uint64_t max_mem = rq->unsafe_limits ? FK_PROFILE_UNSAFE_MEM : FK_PROFILE_MAX_MEM;
     if (rq->max_mem_bytes && rq->max_mem_bytes < FK_PROFILE_MIN_MEM) {
         snprintf(err, errlen, "--max-memory must be at least 1M");
@@ -393,6 +398,9 @@ int fk_profile_run(const struct fk_profile_request *rq, struct fk_profile_result
     co.progress_label = fk_progname;
     co.stop = rq->stop;
     co.sym.kernel = !rq->no_kernel;
+    co.callgraph = (enum fk_callgraph)rq->callgraph;
+    if (rq->stack_size)
+        co.stack_size = (uint32_t)rq->stack_size;
     if (rq->no_debuginfod)
         co.sym.debuginfod_urls = NULL;
     else if (rq->debuginfod)
@@ -513,6 +521,16 @@ void fk_profile_summary(FILE *out, const struct fk_profile_request *rq,
     const struct fk_profile_ops *ops = fk_profile_ops(rq->kind);
     if (ops->summary)
         ops->summary(out, rq, res);
+    if (r->callgraph == FK_CG_DWARF) {
+        const struct fk_unwind_stats *u = &r->unwind;
+        double n = u->samples ? (double)u->samples : 1;
+        fprintf(out, "  user stacks: dwarf, %u-byte copies: %.1f%% complete, %.1f%% [truncated], "
+                "%.1f%% stopped early; %.1f us median per stack\n", r->stack_size,
+                100.0 * (double)u->complete / n, 100.0 * (double)u->truncated / n,
+                100.0 * (double)u->failed / n, u->median_us);
+    } else if (r->callgraph_note[0]) {
+        fprintf(out, "  user stacks by %s\n", r->callgraph_note);
+    }
     if (r->lost)
         fprintf(out, "  WARNING: the kernel dropped %llu records (ring full); shares may be skewed\n",
                 (unsigned long long)r->lost);

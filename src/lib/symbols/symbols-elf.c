@@ -2,6 +2,7 @@
 /* Symbol sources: ELF files (symtab, dynsym, debug files), the vDSO,
  * /proc/kallsyms and perf-PID.map files. */
 #include "symbols/symbols-int.h"
+#include "unwind/gopclntab.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -236,7 +237,7 @@ static uint64_t rd_le(const unsigned char *p, int n)
 }
 
 /* Stripped Go binaries (-ldflags=-s) keep their function table in
- * .gopclntab; read the Go 1.18+ layout (magic 0xfffffff0/0xfffffff1). */
+ * .gopclntab (unwind/gopclntab.h). */
 static size_t read_gopclntab(Elf *e, struct fk_symtab *t)
 {
     GElf_Shdr sh;
@@ -244,33 +245,16 @@ static size_t read_gopclntab(Elf *e, struct fk_symtab *t)
     if (!scn)
         return 0;
     Elf_Data *data = elf_rawdata(scn, NULL);
-    if (!data || data->d_size < 72)
+    struct fk_gopcln g;
+    if (!data || !fk_gopcln_open(&g, data->d_buf, data->d_size))
         return 0;
-    const unsigned char *p = data->d_buf;
-    size_t size = data->d_size;
-    uint32_t magic = (uint32_t)rd_le(p, 4);
-    int ptr = p[7];
-    if ((magic != 0xfffffff0 && magic != 0xfffffff1) || (ptr != 4 && ptr != 8) ||
-        size < 8 + 8 * (size_t)ptr)
-        return 0;
-    uint64_t nfunc = rd_le(p + 8, ptr), text = rd_le(p + 8 + 2 * ptr, ptr);
-    uint64_t names = rd_le(p + 8 + 3 * ptr, ptr), pcln = rd_le(p + 8 + 7 * ptr, ptr);
-    if (pcln + 4 > size || names >= size || nfunc > (size - pcln - 4) / 8)
-        return 0;
-    const unsigned char *ftab = p + pcln;
     size_t added = 0;
-    for (uint64_t i = 0; i < nfunc; i++) {
-        uint64_t entry = rd_le(ftab + 8 * i, 4), funcoff = rd_le(ftab + 8 * i + 4, 4);
-        uint64_t next = rd_le(ftab + 8 * (i + 1), 4);   /* the table ends with one more entry */
-        if (pcln + funcoff + 8 > size)
+    for (uint64_t i = 0; i < g.nfunc; i++) {
+        uint64_t entry, end, func;
+        const char *fname;
+        if (!fk_gopcln_func(&g, i, &entry, &end, &func) || !(fname = fk_gopcln_name(&g, func)))
             continue;
-        int32_t nameoff = (int32_t)rd_le(ftab + funcoff + 4, 4);
-        if (nameoff < 0 || names + (uint64_t)nameoff >= size)
-            continue;
-        const char *fname = (const char *)p + names + nameoff;
-        if (!memchr(fname, 0, size - names - (uint64_t)nameoff))
-            continue;
-        fk_symtab_add(t, text + entry, next > entry ? next - entry : 0, fname);
+        fk_symtab_add(t, entry, end - entry, fname);
         added++;
     }
     return added;
@@ -500,14 +484,30 @@ bool fk_dso_load_minidebuginfo(struct dso *d, Elf *e)
     return ok;
 }
 
-void fk_dso_load_elf(struct dso *d, struct fk_debuginfod *dbg)
+Elf *fk_dso_elf(struct dso *d)
 {
-    d->loaded = true;
-    if (d->fd < 0)
-        return;
+    if (d->elf || d->fd < 0)
+        return d->elf;
     elf_init();
     Elf *e = elf_begin(d->fd, ELF_C_READ_MMAP, NULL);
-    if (e && elf_kind(e) == ELF_K_ELF) {
+    if (e && elf_kind(e) != ELF_K_ELF) {
+        elf_end(e);
+        e = NULL;
+    }
+    /* everything comes from the mapping from now on: the fd may close */
+    if (e && elf_cntl(e, ELF_C_FDDONE) != 0) {
+        elf_end(e);
+        e = NULL;
+    }
+    d->elf = e;
+    return e;
+}
+
+void fk_dso_load_elf(struct dso *d, struct fk_debuginfod *dbg, bool keep_elf)
+{
+    d->loaded = true;
+    Elf *e = fk_dso_elf(d);
+    if (e) {
         size_t phnum = 0;
         if (elf_getphdrnum(e, &phnum) == 0) {
             d->loads = fk_calloc(phnum ? phnum : 1, sizeof *d->loads);
@@ -539,23 +539,37 @@ void fk_dso_load_elf(struct dso *d, struct fk_debuginfod *dbg)
         }
         fk_symtab_sort(&d->st);
     }
-    if (e)
+    if (e && !keep_elf && !d->cfi) {
         elf_end(e);
-    close(d->fd);
+        d->elf = NULL;
+    }
+    if (d->fd >= 0)
+        close(d->fd);
     d->fd = -1;
+}
+
+Elf *fk_vdso_elf(void)
+{
+    static Elf *e;
+    static bool tried;
+    if (tried)
+        return e;
+    tried = true;
+    unsigned long base = getauxval(AT_SYSINFO_EHDR);
+    if (!base)
+        return NULL;
+    elf_init();
+    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64)
+        return NULL;
+    size_t size = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+    e = elf_memory((char *)base, size);
+    return e;
 }
 
 void fk_vdso_load(struct fk_symtab *t)
 {
-    unsigned long base = getauxval(AT_SYSINFO_EHDR);
-    if (!base)
-        return;
-    elf_init();
-    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64)
-        return;
-    size_t size = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
-    Elf *e = elf_memory((char *)base, size);
+    Elf *e = fk_vdso_elf();
     if (!e)
         return;
     /* vDSO symbol values are relative to its first PT_LOAD's vaddr */
@@ -575,7 +589,6 @@ void fk_vdso_load(struct fk_symtab *t)
         fk_symtab_add(t, tmp.syms[i].addr - bias, tmp.syms[i].size, fk_symtab_name(&tmp, &tmp.syms[i]));
     fk_symtab_free(&tmp);
     fk_symtab_sort(t);
-    elf_end(e);
 }
 
 bool fk_kallsyms_load(struct fk_symtab *t, bool *hidden)

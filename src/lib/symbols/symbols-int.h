@@ -46,6 +46,10 @@ struct dso {
     size_t build_id_len;
     int fd;                 /* DSO_FILE: pinned file until loaded; DSO_ANON: the
                                process's /tmp when it is not ours; -1 */
+    Elf *elf;               /* DSO_FILE: the pinned file mapped (fk_dso_elf), kept
+                               while its CFI is used */
+    struct fk_cfi *cfi;     /* unwind rows (unwind/cfi.h), made on first unwind */
+    bool cfi_tried;
     bool loaded, elf_ok, via_map_files, deleted;
     pid_t pid;              /* DSO_ANON: the process owning the region */
     pid_t nspid;            /* its pid inside its own pid namespace (perf map name) */
@@ -59,23 +63,6 @@ struct dso {
     size_t nfdes;
 };
 
-/* In an array sorted by the uint64_t at byte offset `off` of each `size`-byte
- * element: how many elements have it <= key (binary search). */
-static inline size_t fk_count_le(const void *v, size_t n, size_t size, size_t off, uint64_t key)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        uint64_t k;
-        memcpy(&k, (const char *)v + mid * size + off, sizeof k);
-        if (k <= key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* symtab helpers (symbols-elf.c) */
 void fk_symtab_add(struct fk_symtab *t, uint64_t addr, uint64_t size, const char *name);
 void fk_symtab_sort(struct fk_symtab *t);
@@ -86,10 +73,16 @@ static inline const char *fk_symtab_name(const struct fk_symtab *t, const struct
     return t->strs.data + y->name;
 }
 
-/* Read the ELF behind d->fd (program headers and symbols), then close it.
+/* The DSO's file as a read-only ELF mapping (made from d->fd once, which
+ * stays open); NULL if it is not an ELF file or was never pinned. */
+Elf *fk_dso_elf(struct dso *d);
+/* Read the ELF behind d->fd (program headers and symbols), then close the
+ * fd; the mapping is dropped too unless keep_elf or its CFI uses it.
  * Symbols: .symtab, else a local debug file, MiniDebugInfo, .gopclntab, a
  * debug file from debuginfod (dbg may be NULL), else .dynsym + FDE ranges. */
-void fk_dso_load_elf(struct dso *d, struct fk_debuginfod *dbg);
+void fk_dso_load_elf(struct dso *d, struct fk_debuginfod *dbg, bool keep_elf);
+/* Our own vDSO image (same kernel: the same as every 64-bit task's). */
+Elf *fk_vdso_elf(void);
 /* Function ranges of d's ELF from its .eh_frame (else .debug_frame) FDEs,
  * into d->fdes; and the range covering vaddr, or NULL. */
 void fk_dso_load_fde_names(struct dso *d, Elf *e);

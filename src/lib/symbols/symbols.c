@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Process table (address spaces, comms), DSO table, locate and name. */
 #include "symbols/symbols-int.h"
+#include "unwind/cfi.h"
 #include "util/dynlib.h"
 #include "util/safeopen.h"
 
@@ -60,7 +61,7 @@ struct fk_symbolizer {
     struct imap dso_idx;        /* key hash -> index (chains by probing) */
     uint32_t vdso_dso;
     size_t fds_open, fd_cap;
-    bool kernel_loaded, kernel_hidden, capture_ended;
+    bool kernel_loaded, kernel_hidden, kernel_warned, capture_ended;
     struct fk_symtab kernel, vdso;
     struct fk_debuginfod *dbg;  /* NULL unless asked for */
     uint64_t dev_root, ino_root, dev_tmp, ino_tmp;
@@ -258,10 +259,14 @@ static uint32_t dso_file(struct fk_symbolizer *s, pid_t pid, uint64_t start, uin
     }
     d->fd = open_mapped(s, d, pid, start, end);
     if (d->fd >= 0) {
-        if (s->fds_open >= s->fd_cap)
-            dso_load(s, d);         /* too many pinned: read now, close */
-        else
+        if (s->fds_open >= s->fd_cap) {
+            /* too many pinned: keep the file as a mapping (the unwinder
+             * needs its CFI), read its symbols now, close the fd */
+            fk_dso_elf(d);
+            dso_load(s, d);
+        } else {
             s->fds_open++;
+        }
     }
     imap_put(&s->dso_idx, key, idx);
     return idx;
@@ -302,7 +307,7 @@ static void dso_load(struct fk_symbolizer *s, struct dso *d)
             now.st_dev != pinned.st_dev)
             s->deleted_kept++;
     }
-    fk_dso_load_elf(d, s->dbg);
+    fk_dso_load_elf(d, s->dbg, !s->capture_ended);
 }
 
 /* The /tmp directory of a process, O_PATH: one component below its root
@@ -643,6 +648,9 @@ void fk_sym_free(struct fk_symbolizer *s)
     free(s->threads);
     for (size_t i = 0; i < s->ndsos; i++) {
         struct dso *d = &s->dsos[i];
+        fk_cfi_free(d->cfi);
+        if (d->elf)
+            elf_end(d->elf);
         if (d->fd >= 0)
             close(d->fd);
         free(d->path);
@@ -756,6 +764,14 @@ void fk_sym_mmap(struct fk_symbolizer *s, pid_t pid, uint64_t start, uint64_t le
                 build_id, build_id_len);
 }
 
+/* The mapping of pr covering ip, or NULL. */
+static const struct map *map_find(const struct proc *pr, uint64_t ip)
+{
+    /* the first map ending after ip */
+    size_t lo = fk_count_le(pr->maps, pr->nmaps, sizeof *pr->maps, offsetof(struct map, end), ip);
+    return lo < pr->nmaps && pr->maps[lo].start <= ip ? &pr->maps[lo] : NULL;
+}
+
 struct fk_loc fk_sym_locate(struct fk_symbolizer *s, pid_t pid, uint64_t ip, bool kernel)
 {
     if (kernel)
@@ -765,10 +781,8 @@ struct fk_loc fk_sym_locate(struct fk_symbolizer *s, pid_t pid, uint64_t ip, boo
     struct proc *pr = proc_find(s, pid);
     if (!pr)
         pr = proc_get(s, pid);      /* rare: first sample of an unseen process */
-    /* the first map ending after ip */
-    size_t lo = fk_count_le(pr->maps, pr->nmaps, sizeof *pr->maps, offsetof(struct map, end), ip);
-    if (lo < pr->nmaps && pr->maps[lo].start <= ip) {
-        const struct map *m = &pr->maps[lo];
+    const struct map *m = map_find(pr, ip);
+    if (m) {
         enum dso_kind k = s->dsos[m->dso].kind;
         if (k == DSO_FILE || k == DSO_VDSO)
             return (struct fk_loc){ m->dso, ip - m->start + m->pgoff };
@@ -782,6 +796,40 @@ struct fk_loc fk_sym_locate(struct fk_symbolizer *s, pid_t pid, uint64_t ip, boo
     }
     s->locate_unknown++;
     return (struct fk_loc){ DSO_IDX_UNKNOWN, ip };
+}
+
+struct fk_loc fk_sym_special(struct fk_symbolizer *s, const char *name)
+{
+    return (struct fk_loc){ dso_special(s, name), 0 };
+}
+
+static struct fk_cfi *dso_cfi(struct dso *d)
+{
+    if (!d->cfi_tried) {
+        d->cfi_tried = true;
+        d->cfi = fk_cfi_new(d->kind == DSO_VDSO ? fk_vdso_elf() : fk_dso_elf(d));
+    }
+    return d->cfi;
+}
+
+struct fk_cfi *fk_sym_cfi_at(struct fk_symbolizer *s, pid_t pid, uint64_t ip, uint64_t *vaddr,
+                             bool *mapped)
+{
+    struct proc *pr = proc_find(s, pid);
+    if (!pr)
+        pr = proc_get(s, pid);
+    const struct map *m = map_find(pr, ip);
+    /* JIT code the maps missed but a perf map names (as fk_sym_locate) */
+    *mapped = m || (pr->anon_dso != JIT_NONE && s->dsos[pr->anon_dso].st.n);
+    if (!m)
+        return NULL;
+    struct dso *d = &s->dsos[m->dso];
+    if (d->kind != DSO_FILE && d->kind != DSO_VDSO)
+        return NULL;
+    struct fk_cfi *c = dso_cfi(d);
+    if (!c || !fk_cfi_off_to_vaddr(c, ip - m->start + m->pgoff, vaddr))
+        return NULL;
+    return c;
 }
 
 const char *fk_sym_comm_of(struct fk_symbolizer *s, pid_t pid, pid_t tid)
@@ -846,6 +894,15 @@ static bool off_to_vaddr(const struct dso *d, uint64_t off, uint64_t *vaddr)
     return false;
 }
 
+void fk_sym_preload_kernel(struct fk_symbolizer *s)
+{
+    if (s->kernel_loaded)
+        return;
+    s->kernel_loaded = true;
+    if (s->opts.kernel)
+        fk_kallsyms_load(&s->kernel, &s->kernel_hidden);
+}
+
 static void end_capture(struct fk_symbolizer *s)
 {
     s->capture_ended = true;
@@ -853,6 +910,14 @@ static void end_capture(struct fk_symbolizer *s)
         struct dso *d = &s->dsos[i];
         if (d->kind == DSO_ANON && d->sampled)
             read_perf_map(s, d, true);
+        /* unwinding is over: give back the rows and the mappings (a DSO
+         * whose fd was closed keeps its mapping until its symbols load) */
+        fk_cfi_free(d->cfi);
+        d->cfi = NULL;
+        if (d->elf && d->fd >= 0) {
+            elf_end(d->elf);
+            d->elf = NULL;
+        }
     }
 }
 
@@ -869,13 +934,12 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
     const struct fk_sym *y;
     switch (d->kind) {
     case DSO_KERNEL:
-        if (!s->kernel_loaded) {
-            s->kernel_loaded = true;
-            if (s->opts.kernel && !fk_kallsyms_load(&s->kernel, &s->kernel_hidden) &&
-                s->kernel_hidden)
-                fk_warn("kernel symbols hidden: /proc/kallsyms shows zero addresses "
-                        "(run as root or set kernel.kptr_restrict=0); kernel frames "
-                        "are shown as [kernel.kallsyms]");
+        fk_sym_preload_kernel(s);
+        if (s->kernel_hidden && !s->kernel_warned) {
+            s->kernel_warned = true;
+            fk_warn("kernel symbols hidden: /proc/kallsyms shows zero addresses "
+                    "(run as root or set kernel.kptr_restrict=0); kernel frames "
+                    "are shown as [kernel.kallsyms]");
         }
         y = fk_symtab_find(&s->kernel, loc.addr, KERNEL_SLACK);
         if (y)
@@ -1018,6 +1082,8 @@ size_t fk_sym_bytes(const struct fk_symbolizer *s)
         b += (d->path ? strlen(d->path) + 1 : 0) + d->nloads * sizeof *d->loads;
         b += d->nfdes * sizeof *d->fdes + (d->debug_path ? strlen(d->debug_path) + 1 : 0);
         b += symtab_bytes(&d->st);
+        if (d->cfi)
+            b += fk_cfi_bytes(d->cfi);
     }
     return b + symtab_bytes(&s->kernel) + symtab_bytes(&s->vdso);
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdbool.h>
+#include <string.h>
 
 /* This build's version ("0.1.0", "0.1.0-3-gabc1234") and what its libperf
  * was built from, in a file generated at build time (src/lib/util/local.mk)
@@ -57,5 +58,22 @@ uint64_t fk_hash(const void *data, size_t len);
 
 /* Monotonic and wall clocks. */
 uint64_t fk_now_ns(void);
+
+/* In an array sorted by the uint64_t at byte offset `off` of each `size`-byte
+ * element: how many elements have it <= key (binary search). */
+static inline size_t fk_count_le(const void *v, size_t n, size_t size, size_t off, uint64_t key)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        uint64_t k;
+        memcpy(&k, (const char *)v + mid * size + off, sizeof k);
+        if (k <= key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
 
 #endif

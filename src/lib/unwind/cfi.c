@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Per-binary CFI and its row cache (see cfi.h). Rows are kept sorted by
+ * start and never overlap, so a lookup is one binary search; a miss asks
+ * libdw (dwarf_cfi_addrframe) once for the range around the pc. */
+#include "unwind/cfi.h"
+#include "unwind/gopclntab.h"
+#include "util/fk.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <gelf.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- architectures ---- */
+
+static const struct fk_uw_arch arches[] = {
+#if defined(__x86_64__)
+    /* PERF_REG_X86_IP = 8, SP = 7, BP = 6; DWARF rip = 16, rsp = 7, rbp = 6 */
+    { "x86_64", { 8, 7, 6 }, { 16, 7, 6 }, 16, 8 },
+#endif
+    { NULL, { 0 }, { 0 }, 0, 0 },
+};
+
+const struct fk_uw_arch *fk_uw_arch(void)
+{
+    return arches[0].name ? &arches[0] : NULL;
+}
+
+uint64_t fk_uw_perf_mask(const struct fk_uw_arch *a)
+{
+    uint64_t m = 0;
+    for (int i = 0; i < FK_UW_NREGS; i++)
+        m |= 1ull << a->perf_reg[i];
+    return m;
+}
+
+#if defined(__x86_64__)
+#define FK_ELF_MACHINE EM_X86_64
+#else
+#define FK_ELF_MACHINE EM_NONE
+#endif
+
+/* ---- the per-binary object ---- */
+
+struct seg { uint64_t off, filesz, vaddr; };
+
+/* How far past the ELF entry point a pc without CFI counts as the entry
+ * function itself (glibc's and the loader's _start are a few dozen bytes). */
+#define ENTRY_SPAN 256
+
+struct fk_cfi {
+    Elf *e;
+    uint64_t entry;
+    const struct fk_uw_arch *arch;
+    struct seg *segs;
+    size_t nsegs;
+    Dwarf_CFI *eh;
+    Dwarf *dw;
+    Dwarf_CFI *dbg;
+    bool dbg_tried, go_tried;
+    struct fk_gopcln go;
+    bool go_ok;
+    struct fk_uw_row *rows;
+    size_t nrows, caprows, nnone;
+    struct fk_uw_op *ops;
+    size_t nops, capops;
+    struct fk_uw_row scratch;       /* returned when the cache is full */
+};
+
+#define MAX_POOL_OPS (1u << 20)
+
+struct fk_cfi *fk_cfi_new(Elf *e)
+{
+    const struct fk_uw_arch *arch = fk_uw_arch();
+    if (!e || !arch || elf_kind(e) != ELF_K_ELF)
+        return NULL;
+    GElf_Ehdr eh;
+    if (!gelf_getehdr(e, &eh) || eh.e_machine != FK_ELF_MACHINE ||
+        gelf_getclass(e) != (arch->ptr_size == 8 ? ELFCLASS64 : ELFCLASS32))
+        return NULL;
+    struct fk_cfi *c = fk_calloc(1, sizeof *c);
+    c->e = e;
+    c->arch = arch;
+    c->entry = eh.e_entry;
+    size_t phnum = 0;
+    if (elf_getphdrnum(e, &phnum) == 0 && phnum > 0 && phnum < 4096) {
+        c->segs = fk_calloc(phnum, sizeof *c->segs);
+        for (size_t i = 0; i < phnum; i++) {
+            GElf_Phdr ph;
+            if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD)
+                c->segs[c->nsegs++] = (struct seg){ ph.p_offset, ph.p_filesz, ph.p_vaddr };
+        }
+    }
+    c->eh = dwarf_getcfi_elf(e);
+    return c;
+}
+
+void fk_cfi_free(struct fk_cfi *c)
+{
+    if (!c)
+        return;
+    if (c->eh)
+        dwarf_cfi_end(c->eh);
+    if (c->dw)
+        dwarf_end(c->dw);      /* owns c->dbg */
+    free(c->segs);
+    free(c->rows);
+    free(c->ops);
+    free(c);
+}
+
+bool fk_cfi_off_to_vaddr(const struct fk_cfi *c, uint64_t off, uint64_t *vaddr)
+{
+    for (size_t i = 0; i < c->nsegs; i++) {
+        const struct seg *s = &c->segs[i];
+        if (off >= s->off && off - s->off < (s->filesz ? s->filesz : 1)) {
+            *vaddr = off - s->off + s->vaddr;
+            return true;
+        }
+    }
+    return false;
+}
+
+const struct fk_uw_op *fk_cfi_ops(const struct fk_cfi *c)
+{
+    return c->ops;
+}
+
+size_t fk_cfi_bytes(const struct fk_cfi *c)
+{
+    return sizeof *c + c->caprows * sizeof *c->rows + c->capops * sizeof *c->ops +
+           c->nsegs * sizeof *c->segs;
+}
+
+/* ---- conversion from libdw ---- */
+
+static int tracked(const struct fk_cfi *c, uint64_t dwarf_reg)
+{
+    for (int i = 0; i < FK_UW_NREGS; i++)
+        if ((uint64_t)c->arch->dwarf_reg[i] == dwarf_reg)
+            return i;
+    return -1;
+}
+
+static bool copy_ops(struct fk_cfi *c, const Dwarf_Op *ops, size_t n, uint32_t *first,
+                     uint16_t *count)
+{
+    if (n == 0 || n > FK_CFI_MAX_OPS || c->nops + n > MAX_POOL_OPS)
+        return false;
+    c->ops = fk_grow(c->ops, &c->capops, c->nops + n, sizeof *c->ops);
+    *first = (uint32_t)c->nops;
+    *count = (uint16_t)n;
+    for (size_t i = 0; i < n; i++)
+        c->ops[c->nops++] = (struct fk_uw_op){ ops[i].atom, ops[i].number, ops[i].number2 };
+    return true;
+}
+
+static void conv_rule(struct fk_cfi *c, Dwarf_Frame *f, int dwarf_reg, struct fk_uw_rule *r)
+{
+    Dwarf_Op mem[3], *ops = NULL;
+    size_t n = 0;
+    memset(r, 0, sizeof *r);
+    if (dwarf_frame_register(f, dwarf_reg, mem, &ops, &n) != 0) {
+        r->kind = FK_RULE_UNDEF;
+        return;
+    }
+    if (n == 0) {
+        r->kind = ops ? FK_RULE_UNDEF : FK_RULE_SAME;
+        return;
+    }
+    bool value = ops[n - 1].atom == DW_OP_stack_value;
+    size_t m = value ? n - 1 : n;
+    if (ops == mem) {
+        if (m >= 1 && ops[0].atom == DW_OP_call_frame_cfa &&
+            (m == 1 || (m == 2 && ops[1].atom == DW_OP_plus_uconst))) {
+            r->kind = value ? FK_RULE_VAL : FK_RULE_AT;
+            r->off = m == 2 ? (int64_t)ops[1].number : 0;
+            return;
+        }
+        if (m == 1 && ops[0].atom == DW_OP_regx && !value) {
+            int t = tracked(c, ops[0].number);
+            r->kind = t >= 0 ? FK_RULE_REG : FK_RULE_UNDEF;
+            r->reg = (uint8_t)(t >= 0 ? t : 0);
+            return;
+        }
+    }
+    if (m && copy_ops(c, ops, m, &r->expr, &r->nops))
+        r->kind = value ? FK_RULE_EXPR_VAL : FK_RULE_EXPR_AT;
+    else
+        r->kind = FK_RULE_UNDEF;
+}
+
+/* Row from a libdw frame; false if it says nothing usable. */
+static bool conv_frame(struct fk_cfi *c, Dwarf_Frame *f, struct fk_uw_row *row, uint8_t src)
+{
+    Dwarf_Addr start, end;
+    bool signal = false;
+    int ra = dwarf_frame_info(f, &start, &end, &signal);
+    if (ra < 0 || end <= start)
+        return false;
+    memset(row, 0, sizeof *row);
+    row->start = start;
+    row->end = end;
+    row->signal = signal;
+    row->src = src;
+    Dwarf_Op *ops = NULL;
+    size_t n = 0;
+    if (dwarf_frame_cfa(f, &ops, &n) != 0 || n == 0) {
+        row->cfa_kind = FK_CFA_NONE;
+    } else if (n == 1 && ops[0].atom == DW_OP_bregx && tracked(c, ops[0].number) >= 0) {
+        row->cfa_kind = FK_CFA_REG;
+        row->cfa_reg = (uint8_t)tracked(c, ops[0].number);
+        row->cfa_off = (int64_t)ops[0].number2;
+    } else if (copy_ops(c, ops, n, &row->cfa_expr, &row->cfa_nops)) {
+        row->cfa_kind = FK_CFA_EXPR;
+    } else {
+        row->cfa_kind = FK_CFA_NONE;
+    }
+    for (int i = 0; i < FK_UW_NREGS; i++) {
+        /* the instruction pointer of the caller is the return-address column */
+        int reg = i == FK_UW_IP ? ra : c->arch->dwarf_reg[i];
+        conv_rule(c, f, reg, &row->rule[i]);
+    }
+    return true;
+}
+
+static bool from_libdw(struct fk_cfi *c, Dwarf_CFI *cfi, uint64_t vaddr, struct fk_uw_row *row,
+                       uint8_t src)
+{
+    Dwarf_Frame *f = NULL;
+    if (!cfi || dwarf_cfi_addrframe(cfi, vaddr, &f) != 0 || !f)
+        return false;
+    bool ok = conv_frame(c, f, row, src) && vaddr >= row->start && vaddr < row->end;
+    /* libdw's start stays at a DW_CFA_remember_state after the matching
+     * restore: only [vaddr, end) is known to share this row */
+    row->start = vaddr;
+    free(f);
+    return ok;
+}
+
+static bool section_data(Elf *e, const char *want, const void **data, size_t *size)
+{
+    size_t shstrndx;
+    if (elf_getshdrstrndx(e, &shstrndx) != 0)
+        return false;
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(e, scn))) {
+        GElf_Shdr sh;
+        const char *name;
+        if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(e, shstrndx, sh.sh_name)) ||
+            strcmp(name, want) != 0 || sh.sh_type == SHT_NOBITS)
+            continue;
+        Elf_Data *d = elf_rawdata(scn, NULL);
+        if (!d || !d->d_buf)
+            return false;
+        *data = d->d_buf;
+        *size = d->d_size;
+        return true;
+    }
+    return false;
+}
+
+static bool has_section(Elf *e, const char *want)
+{
+    const void *d;
+    size_t n;
+    return section_data(e, want, &d, &n);
+}
+
+static void open_go(struct fk_cfi *c)
+{
+    c->go_tried = true;
+    const void *d;
+    size_t n;
+    if (section_data(c->e, ".gopclntab", &d, &n))
+        c->go_ok = fk_gopcln_open(&c->go, d, n);
+}
+
+/* A Go function's row from its SP delta: the return address sits at the
+ * frame's top, CFA = sp + delta + pointer size. */
+static bool from_go(struct fk_cfi *c, uint64_t vaddr, struct fk_uw_row *row)
+{
+    int64_t i = fk_gopcln_find(&c->go, vaddr);
+    uint64_t entry, end, func, s, e;
+    int32_t delta;
+    if (i < 0 || !fk_gopcln_func(&c->go, (uint64_t)i, &entry, &end, &func) ||
+        !fk_gopcln_spdelta(&c->go, func, entry, vaddr, &delta, &s, &e) || delta < 0)
+        return false;
+    memset(row, 0, sizeof *row);
+    row->start = s;
+    row->end = e < end ? e : end;
+    row->src = FK_SRC_GOPCLN;
+    row->cfa_kind = FK_CFA_REG;
+    row->cfa_reg = FK_UW_SP;
+    row->cfa_off = (int64_t)delta + c->arch->ptr_size;
+    row->rule[FK_UW_IP] = (struct fk_uw_rule){ .kind = FK_RULE_AT, .off = -(int64_t)c->arch->ptr_size };
+    row->rule[FK_UW_SP] = (struct fk_uw_rule){ .kind = FK_RULE_SAME };
+    row->rule[FK_UW_FP] = (struct fk_uw_rule){ .kind = FK_RULE_SAME };
+    return row->end > row->start;
+}
+
+/* Go marks the outermost functions of its stacks (TOPFRAME); its CFI
+ * does not, so a walk would read past the stack's base. */
+static void go_topframe(struct fk_cfi *c, struct fk_uw_row *row, uint64_t vaddr)
+{
+    int64_t i = fk_gopcln_find(&c->go, vaddr);
+    uint64_t entry, end, func;
+    if (i < 0 || !fk_gopcln_func(&c->go, (uint64_t)i, &entry, &end, &func))
+        return;
+    if (fk_gopcln_flag(&c->go, func) & FK_GO_TOPFRAME) {
+        row->rule[FK_UW_IP].kind = FK_RULE_UNDEF;
+        /* keep the row inside the function */
+        if (row->start < entry)
+            row->start = entry;
+        if (row->end > end)
+            row->end = end;
+    }
+}
+
+static void compute(struct fk_cfi *c, uint64_t vaddr, struct fk_uw_row *row)
+{
+    bool ok = from_libdw(c, c->eh, vaddr, row, FK_SRC_EH);
+    if (!ok) {
+        if (!c->dbg_tried) {
+            c->dbg_tried = true;
+            if (has_section(c->e, ".debug_frame") || has_section(c->e, ".zdebug_frame")) {
+                c->dw = dwarf_begin_elf(c->e, DWARF_C_READ, NULL);
+                if (c->dw)
+                    c->dbg = dwarf_getcfi(c->dw);
+            }
+        }
+        ok = from_libdw(c, c->dbg, vaddr, row, FK_SRC_DEBUG);
+    }
+    if (!c->go_tried)
+        open_go(c);
+    if (!ok && c->go_ok)
+        ok = from_go(c, vaddr, row);
+    if (ok && c->go_ok)
+        go_topframe(c, row, vaddr);
+    if (!ok) {
+        memset(row, 0, sizeof *row);
+        row->start = vaddr;
+        row->end = vaddr + 1;
+        row->src = FK_SRC_NONE;
+        if (c->entry && vaddr >= c->entry && vaddr - c->entry < ENTRY_SPAN) {
+            row->src = FK_SRC_ENTRY;
+            row->rule[FK_UW_IP].kind = FK_RULE_UNDEF;
+        }
+    }
+}
+
+const struct fk_uw_row *fk_cfi_find(struct fk_cfi *c, uint64_t vaddr)
+{
+    size_t lo = fk_count_le(c->rows, c->nrows, sizeof *c->rows, offsetof(struct fk_uw_row, start), vaddr);
+    if (lo > 0 && vaddr < c->rows[lo - 1].end)
+        return &c->rows[lo - 1];
+    struct fk_uw_row row;
+    compute(c, vaddr, &row);
+    /* keep rows disjoint: clip to the neighbours (libdw ranges never
+     * overlap for one FDE, but two sources may) */
+    if (lo > 0 && row.start < c->rows[lo - 1].end)
+        row.start = c->rows[lo - 1].end;
+    if (lo < c->nrows && row.end > c->rows[lo].start)
+        row.end = c->rows[lo].start;
+    if (row.start > vaddr || row.end <= vaddr) {
+        row.start = vaddr;
+        row.end = vaddr + 1;
+    }
+    /* pcs without CFI (code generated into a file's text) are cached one
+     * by one: bound them apart from real rows */
+    if (c->nrows >= FK_CFI_MAX_ROWS || (row.src == FK_SRC_NONE && c->nnone >= FK_CFI_MAX_ROWS / 16)) {
+        c->scratch = row;
+        return &c->scratch;
+    }
+    c->rows = fk_grow(c->rows, &c->caprows, c->nrows + 1, sizeof *c->rows);
+    memmove(&c->rows[lo + 1], &c->rows[lo], (c->nrows - lo) * sizeof *c->rows);
+    c->rows[lo] = row;
+    c->nrows++;
+    c->nnone += row.src == FK_SRC_NONE;
+    return &c->rows[lo];
+}

@@ -1,0 +1,423 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The stack walker and the capture's unwinder (see unwind.h). */
+#include "unwind/unwind.h"
+#include "util/fk.h"
+
+#include <dwarf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Signal frames may move the stack pointer down (sigaltstack): allow a few. */
+#define MAX_SIGNAL_FRAMES 4
+/* A read this far past a full copy is a bad address, not a deep stack. */
+#define TRUNC_WINDOW (64ull << 20)
+
+static const char *const reason_names[FK_UW_R_N] = {
+    "outermost", "zero-pc", "stack-end", "max-frames", "no-map",
+    "no-frame-pointer", "bad-cfi", "bad-read", "no-progress", "time",
+};
+
+const char *fk_uw_reason_name(int reason)
+{
+    return reason >= 0 && reason < FK_UW_R_N ? reason_names[reason] : "?";
+}
+
+/* This thread's CPU time: preemption on a busy host is not unwinding cost,
+ * and must not cut a stack short. */
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- memory and expressions ---- */
+
+enum rd { RD_OK, RD_TRUNC, RD_BAD };
+
+static enum rd mem_read(const struct fk_uw_stack *st, uint64_t addr, uint64_t *out)
+{
+    if (addr >= st->base && st->len >= 8 && addr - st->base <= st->len - 8) {
+        memcpy(out, st->data + (addr - st->base), 8);
+        return RD_OK;
+    }
+    if (st->full && addr >= st->base && addr - st->base < st->len + TRUNC_WINDOW)
+        return RD_TRUNC;
+    return RD_BAD;
+}
+
+struct regs {
+    uint64_t v[FK_UW_NREGS];
+    unsigned valid;     /* bit per register */
+};
+
+static int tracked(const struct fk_uw_arch *a, uint64_t dwarf_reg)
+{
+    for (int i = 0; i < FK_UW_NREGS; i++)
+        if ((uint64_t)a->dwarf_reg[i] == dwarf_reg)
+            return i;
+    return -1;
+}
+
+/* A DWARF expression over the tracked registers and the stack copy; no
+ * branches, so it ends after its (bounded) operations. */
+static enum rd eval(const struct fk_uw_arch *a, const struct fk_uw_op *ops, unsigned n,
+                    const struct regs *r, const uint64_t *cfa, const struct fk_uw_stack *st,
+                    uint64_t *out)
+{
+    uint64_t s[16];
+    unsigned sp = 0;
+#define PUSH(x) do { uint64_t v_ = (x); if (sp >= 16) return RD_BAD; s[sp++] = v_; } while (0)
+#define NEED(k) do { if (sp < (k)) return RD_BAD; } while (0)
+    if (n > FK_CFI_MAX_OPS)
+        return RD_BAD;
+    for (unsigned i = 0; i < n; i++) {
+        const struct fk_uw_op *o = &ops[i];
+        unsigned at = o->atom;
+        if (at >= DW_OP_lit0 && at <= DW_OP_lit31) {
+            PUSH(at - DW_OP_lit0);
+            continue;
+        }
+        if ((at >= DW_OP_breg0 && at <= DW_OP_breg31) || at == DW_OP_bregx) {
+            uint64_t reg = at == DW_OP_bregx ? o->number : at - DW_OP_breg0;
+            int64_t off = (int64_t)(at == DW_OP_bregx ? o->number2 : o->number);
+            int t = tracked(a, reg);
+            if (t < 0 || !(r->valid & (1u << t)))
+                return RD_BAD;
+            PUSH(r->v[t] + (uint64_t)off);
+            continue;
+        }
+        uint64_t x, y;
+        switch (at) {
+        case DW_OP_addr: case DW_OP_const1u: case DW_OP_const1s: case DW_OP_const2u:
+        case DW_OP_const2s: case DW_OP_const4u: case DW_OP_const4s: case DW_OP_const8u:
+        case DW_OP_const8s: case DW_OP_constu: case DW_OP_consts:
+            PUSH(o->number);
+            break;
+        case DW_OP_call_frame_cfa:
+            if (!cfa)
+                return RD_BAD;
+            PUSH(*cfa);
+            break;
+        case DW_OP_dup: NEED(1); PUSH(s[sp - 1]); break;
+        case DW_OP_over: NEED(2); PUSH(s[sp - 2]); break;
+        case DW_OP_drop: NEED(1); sp--; break;
+        case DW_OP_swap: NEED(2); x = s[sp - 1]; s[sp - 1] = s[sp - 2]; s[sp - 2] = x; break;
+        case DW_OP_deref: {
+            NEED(1);
+            enum rd e = mem_read(st, s[sp - 1], &x);
+            if (e != RD_OK)
+                return e;
+            s[sp - 1] = x;
+            break;
+        }
+        case DW_OP_plus_uconst: NEED(1); s[sp - 1] += o->number; break;
+        case DW_OP_neg: NEED(1); s[sp - 1] = (uint64_t)-(int64_t)s[sp - 1]; break;
+        case DW_OP_not: NEED(1); s[sp - 1] = ~s[sp - 1]; break;
+        case DW_OP_nop: break;
+        case DW_OP_plus: case DW_OP_minus: case DW_OP_mul: case DW_OP_and: case DW_OP_or:
+        case DW_OP_xor: case DW_OP_shl: case DW_OP_shr: case DW_OP_shra: case DW_OP_eq:
+        case DW_OP_ne: case DW_OP_lt: case DW_OP_gt: case DW_OP_le: case DW_OP_ge:
+            NEED(2);
+            y = s[--sp];
+            x = s[sp - 1];
+            switch (at) {
+            case DW_OP_plus: x += y; break;
+            case DW_OP_minus: x -= y; break;
+            case DW_OP_mul: x *= y; break;
+            case DW_OP_and: x &= y; break;
+            case DW_OP_or: x |= y; break;
+            case DW_OP_xor: x ^= y; break;
+            case DW_OP_shl: x = y < 64 ? x << y : 0; break;
+            case DW_OP_shr: x = y < 64 ? x >> y : 0; break;
+            case DW_OP_shra: x = (uint64_t)((int64_t)x >> (y < 63 ? y : 63)); break;
+            case DW_OP_eq: x = x == y; break;
+            case DW_OP_ne: x = x != y; break;
+            case DW_OP_lt: x = (int64_t)x < (int64_t)y; break;
+            case DW_OP_gt: x = (int64_t)x > (int64_t)y; break;
+            case DW_OP_le: x = (int64_t)x <= (int64_t)y; break;
+            default: x = (int64_t)x >= (int64_t)y; break;
+            }
+            s[sp - 1] = x;
+            break;
+        default:
+            return RD_BAD;      /* branches, calls, typed ops: not in real CFI we need */
+        }
+    }
+#undef PUSH
+#undef NEED
+    if (!sp)
+        return RD_BAD;
+    *out = s[sp - 1];
+    return RD_OK;
+}
+
+/* ---- one step ---- */
+
+static enum rd apply_row(const struct fk_uw_arch *a, const struct fk_cfi *c,
+                         const struct fk_uw_row *row, const struct regs *r,
+                         const struct fk_uw_stack *st, struct regs *nr)
+{
+    const struct fk_uw_op *pool = fk_cfi_ops(c);
+    uint64_t cfa;
+    switch (row->cfa_kind) {
+    case FK_CFA_REG:
+        if (!(r->valid & (1u << row->cfa_reg)))
+            return RD_BAD;
+        cfa = r->v[row->cfa_reg] + (uint64_t)row->cfa_off;
+        break;
+    case FK_CFA_EXPR: {
+        enum rd e = eval(a, pool + row->cfa_expr, row->cfa_nops, r, NULL, st, &cfa);
+        if (e != RD_OK)
+            return e;
+        break;
+    }
+    default:
+        return RD_BAD;
+    }
+    nr->valid = 0;
+    for (int i = 0; i < FK_UW_NREGS; i++) {
+        const struct fk_uw_rule *u = &row->rule[i];
+        uint64_t v = 0, addr;
+        enum rd e = RD_OK;
+        bool ok = true;
+        switch (u->kind) {
+        case FK_RULE_SAME:
+            if (i == FK_UW_SP)
+                v = cfa;            /* the CFA is the caller's stack pointer */
+            else if (r->valid & (1u << i))
+                v = r->v[i];
+            else
+                ok = false;
+            break;
+        case FK_RULE_AT:
+            e = mem_read(st, cfa + (uint64_t)u->off, &v);
+            break;
+        case FK_RULE_VAL:
+            v = cfa + (uint64_t)u->off;
+            break;
+        case FK_RULE_REG:
+            ok = u->reg < FK_UW_NREGS && (r->valid & (1u << u->reg));
+            if (ok)
+                v = r->v[u->reg];
+            break;
+        case FK_RULE_EXPR_AT:
+            e = eval(a, pool + u->expr, u->nops, r, &cfa, st, &addr);
+            if (e == RD_OK)
+                e = mem_read(st, addr, &v);
+            break;
+        case FK_RULE_EXPR_VAL:
+            e = eval(a, pool + u->expr, u->nops, r, &cfa, st, &v);
+            break;
+        default:
+            ok = false;
+        }
+        if (e != RD_OK) {
+            /* the frame pointer is optional; the pc and sp are not */
+            if (i != FK_UW_FP)
+                return e;
+            ok = false;
+        }
+        if (ok) {
+            nr->v[i] = v;
+            nr->valid |= 1u << i;
+        }
+    }
+    if (!(nr->valid & (1u << FK_UW_IP)) || !(nr->valid & (1u << FK_UW_SP)))
+        return RD_BAD;
+    return RD_OK;
+}
+
+/* The frame-pointer step: [fp] = caller's fp, [fp + ptr] = return address. */
+static enum rd fp_step(const struct fk_uw_arch *a, const struct regs *r,
+                       const struct fk_uw_stack *st, struct regs *nr)
+{
+    const unsigned need = 1u << FK_UW_FP | 1u << FK_UW_SP;
+    if ((r->valid & need) != need || r->v[FK_UW_FP] < r->v[FK_UW_SP] || r->v[FK_UW_FP] % a->ptr_size)
+        return RD_BAD;
+    uint64_t fp = r->v[FK_UW_FP], nfp, ra;
+    enum rd e = mem_read(st, fp + a->ptr_size, &ra);
+    if (e != RD_OK)
+        return e;
+    e = mem_read(st, fp, &nfp);
+    if (e != RD_OK)
+        return e;
+    nr->v[FK_UW_IP] = ra;
+    nr->v[FK_UW_SP] = fp + 2 * a->ptr_size;
+    nr->v[FK_UW_FP] = nfp;
+    nr->valid = 1u << FK_UW_IP | 1u << FK_UW_SP | 1u << FK_UW_FP;
+    return RD_OK;
+}
+
+void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
+                const struct fk_uw_stack *st, fk_uw_resolve_fn resolve, void *ctx,
+                unsigned max_frames, uint64_t max_ns, uint64_t *pcs, struct fk_uw_result *res)
+{
+    memset(res, 0, sizeof *res);
+    struct regs r = { .valid = (1u << FK_UW_NREGS) - 1 };
+    memcpy(r.v, regs, sizeof r.v);
+    uint64_t t0 = max_ns ? now_ns() : 0;
+    bool exact = true;
+    unsigned signals = 0;
+    res->status = FK_UW_FAILED;
+    for (;;) {
+        if (res->n >= max_frames) {
+            res->status = FK_UW_TRUNCATED;
+            res->reason = FK_UW_R_MAX_FRAMES;
+            return;
+        }
+        uint64_t pc = r.v[FK_UW_IP];
+        uint64_t look = exact ? pc : pc - 1;
+        pcs[res->n++] = look;
+        if (max_ns && (res->n & 7) == 0 && now_ns() - t0 > max_ns) {
+            res->reason = FK_UW_R_TIME;
+            return;
+        }
+        struct fk_uw_code code = { 0 };
+        resolve(ctx, look, &code);
+        if (!code.mapped) {
+            /* a return address into nothing came from a bad step: drop it */
+            if (res->n > 1)
+                res->n--;
+            res->reason = FK_UW_R_NO_MAP;
+            return;
+        }
+        const struct fk_uw_row *row = code.cfi ? fk_cfi_find(code.cfi, code.vaddr) : NULL;
+        struct regs nr;
+        enum rd e;
+        bool signal = false;
+        if (row && row->src != FK_SRC_NONE) {
+            if (row->rule[FK_UW_IP].kind == FK_RULE_UNDEF) {
+                res->status = FK_UW_COMPLETE;
+                res->reason = FK_UW_R_OUTERMOST;
+                return;
+            }
+            e = apply_row(arch, code.cfi, row, &r, st, &nr);
+            signal = row->signal;
+            res->cfi_frames++;
+            if (e == RD_BAD) {
+                res->reason = FK_UW_R_BAD_CFI;
+                return;
+            }
+        } else {
+            e = fp_step(arch, &r, st, &nr);
+            res->fp_frames++;
+            if (e == RD_BAD) {
+                res->reason = FK_UW_R_NO_FP;
+                return;
+            }
+        }
+        if (e == RD_TRUNC) {
+            res->status = FK_UW_TRUNCATED;
+            res->reason = FK_UW_R_STACK_END;
+            return;
+        }
+        if (nr.v[FK_UW_IP] == 0) {
+            res->status = FK_UW_COMPLETE;
+            res->reason = FK_UW_R_ZERO_PC;
+            return;
+        }
+        if (nr.v[FK_UW_SP] <= r.v[FK_UW_SP] && !(signal && ++signals <= MAX_SIGNAL_FRAMES)) {
+            res->reason = FK_UW_R_NO_PROGRESS;
+            return;
+        }
+        exact = signal;
+        r = nr;
+    }
+}
+
+/* ---- the capture's unwinder ---- */
+
+#define HIST_NS 50
+#define HIST_N 4096
+
+struct fk_unwinder {
+    struct fk_symbolizer *sym;
+    const struct fk_uw_arch *arch;
+    pid_t pid;
+    struct fk_unwind_stats st;
+    uint32_t hist[HIST_N];      /* unwind time per sample, 50 ns buckets */
+    uint64_t pcs[FK_UW_DEFAULT_MAX_FRAMES];
+};
+
+struct fk_unwinder *fk_unwinder_new(struct fk_symbolizer *s)
+{
+    const struct fk_uw_arch *a = fk_uw_arch();
+    if (!a)
+        return NULL;
+    struct fk_unwinder *u = fk_calloc(1, sizeof *u);
+    u->sym = s;
+    u->arch = a;
+    return u;
+}
+
+void fk_unwinder_free(struct fk_unwinder *u)
+{
+    free(u);
+}
+
+static void resolve_sym(void *ctx, uint64_t pc, struct fk_uw_code *out)
+{
+    struct fk_unwinder *u = ctx;
+    out->cfi = fk_sym_cfi_at(u->sym, u->pid, pc, &out->vaddr, &out->mapped);
+}
+
+unsigned fk_unwind_sample(struct fk_unwinder *u, pid_t pid, const uint64_t *regs,
+                          const unsigned char *stack, uint64_t size, uint64_t dyn,
+                          struct fk_loc *locs)
+{
+    uint64_t t0 = now_ns();
+    /* perf delivers the registers in bit order of the mask */
+    uint64_t want[FK_UW_NREGS];
+    for (int i = 0; i < FK_UW_NREGS; i++) {
+        unsigned pos = 0;
+        for (int j = 0; j < FK_UW_NREGS; j++)
+            pos += u->arch->perf_reg[j] < u->arch->perf_reg[i];
+        want[i] = regs[pos];
+    }
+    if (dyn > size)
+        dyn = size;
+    struct fk_uw_stack st = { stack, want[FK_UW_SP], dyn, dyn == size };
+    u->pid = pid;
+    struct fk_uw_result res;
+    fk_uw_walk(u->arch, want, &st, resolve_sym, u, FK_UW_DEFAULT_MAX_FRAMES,
+               FK_UW_DEFAULT_MAX_NS, u->pcs, &res);
+    for (unsigned i = 0; i < res.n; i++)
+        locs[i] = fk_sym_locate(u->sym, pid, u->pcs[i], false);
+    unsigned n = res.n;
+    if (res.status == FK_UW_TRUNCATED)
+        locs[n++] = fk_sym_special(u->sym, "[truncated]");
+    u->st.samples++;
+    u->st.complete += res.status == FK_UW_COMPLETE;
+    u->st.truncated += res.status == FK_UW_TRUNCATED;
+    u->st.failed += res.status == FK_UW_FAILED;
+    u->st.reasons[res.reason]++;
+    u->st.frames += res.n;
+    u->st.cfi_frames += res.cfi_frames;
+    u->st.fp_frames += res.fp_frames;
+    u->st.stack_bytes += dyn;
+    uint64_t ns = now_ns() - t0;
+    u->st.ns_total += ns;
+    u->hist[ns / HIST_NS < HIST_N ? ns / HIST_NS : HIST_N - 1]++;
+    return n;
+}
+
+void fk_unwind_no_regs(struct fk_unwinder *u)
+{
+    u->st.no_regs++;
+}
+
+void fk_unwinder_stats(const struct fk_unwinder *u, struct fk_unwind_stats *out)
+{
+    *out = u->st;
+    out->median_us = 0;
+    uint64_t half = (u->st.samples + 1) / 2, seen = 0;
+    for (unsigned i = 0; i < HIST_N && u->st.samples; i++) {
+        seen += u->hist[i];
+        if (seen >= half) {
+            out->median_us = ((double)i + 0.5) * HIST_NS / 1000.0;
+            break;
+        }
+    }
+}

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Online user-stack unwinding from a sample's registers and stack copy
+ * (PERF_SAMPLE_REGS_USER + PERF_SAMPLE_STACK_USER), during the capture:
+ * each sample is unwound as it is read and its copy dropped.
+ *
+ * The walker (fk_uw_walk) steps frame by frame with the binary's CFI rows
+ * (cfi.h) and falls back to the frame-pointer chain where no CFI covers the
+ * pc (JIT code, hand-written assembly). It only reads the stack copy, never
+ * the target's memory. Every bound is explicit: frames per stack, DWARF
+ * operations per expression (FK_CFI_MAX_OPS), time per sample; the stack
+ * pointer must grow at each step (signal frames aside, at most a few), so
+ * hostile CFI or stacks give a short stack, never a loop.
+ *
+ * fk_unwinder ties the walker to the symbolizer's address spaces and
+ * keeps the statistics the metadata reports. */
+#ifndef FK_UNWIND_H
+#define FK_UNWIND_H
+
+#include "symbols/symbols.h"
+#include "unwind/cfi.h"
+
+#include <sys/types.h>
+
+/* The stack copy: data[0] is at user address base (the sampled sp). */
+struct fk_uw_stack {
+    const unsigned char *data;
+    uint64_t base;
+    uint64_t len;       /* bytes the kernel copied */
+    bool full;          /* it copied all it was asked for: needing more is truncation */
+};
+
+enum fk_uw_status { FK_UW_COMPLETE, FK_UW_TRUNCATED, FK_UW_FAILED };
+
+enum fk_uw_reason {
+    FK_UW_R_OUTERMOST,      /* complete: CFI says the return address is undefined */
+    FK_UW_R_ZERO_PC,        /* complete: the chain ends with a zero return address */
+    FK_UW_R_STACK_END,      /* truncated: the caller's frame is past the copy */
+    FK_UW_R_MAX_FRAMES,     /* truncated: frame limit */
+    FK_UW_R_NO_MAP,         /* failed: a return address in no executable mapping */
+    FK_UW_R_NO_FP,          /* failed: no CFI and no usable frame pointer */
+    FK_UW_R_BAD_CFI,        /* failed: CFA or rule not computable (expression, register) */
+    FK_UW_R_BAD_READ,       /* failed: a read outside the copied stack */
+    FK_UW_R_NO_PROGRESS,    /* failed: the stack pointer did not grow */
+    FK_UW_R_TIME,           /* failed: time limit per sample */
+    FK_UW_R_N
+};
+/* "outermost", "stack-end", ... for metadata. */
+const char *fk_uw_reason_name(int reason);
+
+/* Where the code at a pc is, as the caller's address space knows it. */
+struct fk_uw_code {
+    struct fk_cfi *cfi;     /* NULL: no CFI (anonymous/JIT memory, no ELF) */
+    uint64_t vaddr;         /* pc in the cfi's ELF address space */
+    bool mapped;            /* false: the pc is in no executable mapping */
+};
+typedef void (*fk_uw_resolve_fn)(void *ctx, uint64_t pc, struct fk_uw_code *out);
+
+struct fk_uw_result {
+    unsigned n;             /* frames in pcs[] */
+    uint8_t status, reason;
+    unsigned cfi_frames, fp_frames;
+};
+
+/* Limits; FK_UW_DEFAULT_* unless a caller has a reason. */
+#define FK_UW_DEFAULT_MAX_FRAMES 256
+#define FK_UW_DEFAULT_MAX_NS (10 * 1000 * 1000ull)     /* CPU time */
+
+/* Walk one stack. pcs[0] is regs' ip; pcs[i > 0] are call sites (return
+ * address - 1; the exact pc of a frame interrupted by a signal), ready for
+ * fk_sym_locate. pcs has room for max_frames. */
+void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
+                const struct fk_uw_stack *st, fk_uw_resolve_fn resolve, void *ctx,
+                unsigned max_frames, uint64_t max_ns, uint64_t *pcs, struct fk_uw_result *res);
+
+/* ---- the capture's unwinder ---- */
+
+struct fk_unwind_stats {
+    uint64_t samples;           /* user stacks unwound */
+    uint64_t complete, truncated, failed;
+    uint64_t no_regs;           /* samples without user registers (kernel threads, 32-bit tasks) */
+    uint64_t frames, cfi_frames, fp_frames;
+    uint64_t reasons[FK_UW_R_N];
+    uint64_t stack_bytes;       /* stack bytes copied by the kernel */
+    uint64_t ns_total;
+    double median_us;           /* unwind CPU time per sample */
+};
+
+struct fk_unwinder;
+struct fk_unwinder *fk_unwinder_new(struct fk_symbolizer *s);
+void fk_unwinder_free(struct fk_unwinder *u);
+
+/* Unwind pid's user stack. regs: the sample's PERF_SAMPLE_REGS_USER values
+ * (abi != 0, in the arch's perf-register order); stack: its copy of `size`
+ * bytes asked, `dyn` copied. Writes locations leaf first into locs (room
+ * for FK_UW_DEFAULT_MAX_FRAMES + 1), a final "[truncated]" location when
+ * the walk stopped at the copy's end or the frame limit; returns how many. */
+unsigned fk_unwind_sample(struct fk_unwinder *u, pid_t pid, const uint64_t *regs,
+                          const unsigned char *stack, uint64_t size, uint64_t dyn,
+                          struct fk_loc *locs);
+/* A sample that had no user registers. */
+void fk_unwind_no_regs(struct fk_unwinder *u);
+void fk_unwinder_stats(const struct fk_unwinder *u, struct fk_unwind_stats *out);
+
+#endif
