@@ -57,7 +57,7 @@ if fk_faults dn run -- "$LAB" -s 80M -r dontneed --kv; then
     pass "faults run: lab captured"
     files dn
     check_grep "faults run: files named HOST.TIME.run-CMD.faults.*" '^[^/]+\.[0-9]{8}_[0-9]{6}_UTC\.run-flamekit-fault-lab\.faults\.json$' "$(basename "$J")"
-    C=$(jnum faults.counted "$J"); E=$(jnum faults.estimate "$J"); N=$(jnum samples_read "$J"); I=$(jnum faults.counters "$J")
+    C=$(jnum faults.counted "$J"); E=$(jnum faults.estimate "$J"); N=$(( $(jnum samples_read "$J") + $(jnum lost_samples "$J") )); I=$(jnum faults.counters "$J")
     labtotal=$(kv "$T/dn.out" total minflt)
     # The counters start at exec; the lab's own count also has the fork's faults.
     check_range "faults run: counted total = the lab's faults (40960 touches + startup)" "$C" 40960 "$((labtotal + 5))"
@@ -88,7 +88,7 @@ for ev in "page-faults:-c 1000" "minor-faults:--minor -c 250" "faults:-e faults 
     # shellcheck disable=SC2086
     if fk_faults "p-$name" $args run -- "$LAB" -s 40M -r none --kv; then
         files "p-$name"; k=$(jnum event.period "$J")
-        C=$(jnum faults.counted "$J"); N=$(jnum samples_read "$J"); I=$(jnum faults.counters "$J")
+        C=$(jnum faults.counted "$J"); N=$(( $(jnum samples_read "$J") + $(jnum lost_samples "$J") )); I=$(jnum faults.counters "$J")
         check_range "$name every $k: counted >= the 10240 touches" "$C" 10240 12000
         check_range "$name every $k: samples = count / $k (within remainders)" "$N" "$(( (C - I * (k - 1)) / k ))" "$(( C / k + 1 ))"
     else
@@ -99,7 +99,7 @@ done
 # --major: a file read back after dropping it from the page cache.
 if fk_faults major --major -c 10 run -- "$LAB" -s 8M -m "$T" --kv; then
     files major
-    C=$(jnum faults.counted "$J"); N=$(jnum samples_read "$J"); I=$(jnum faults.counters "$J")
+    C=$(jnum faults.counted "$J"); N=$(( $(jnum samples_read "$J") + $(jnum lost_samples "$J") )); I=$(jnum faults.counters "$J")
     check_range "--major: counted = the 2048 major faults" "$C" 2048 2100
     check_range "--major every 10: samples = count / 10 (within remainders)" "$N" "$(( (C - I * 9) / 10 ))" "$(( C / 10 + 1 ))"
     lab=$(weight "$F" '^flamekit-fault-')
@@ -118,7 +118,7 @@ for ev in "cs:-e context-switches -c 10" "sched_switch:-e sched:sched_switch -c 
     # shellcheck disable=SC2086
     if pingpong "e-$name" $args; then
         files "e-$name"
-        C=$(jnum faults.counted "$J"); N=$(jnum samples_read "$J"); I=$(jnum faults.counters "$J")
+        C=$(jnum faults.counted "$J"); N=$(( $(jnum samples_read "$J") + $(jnum lost_samples "$J") )); I=$(jnum faults.counters "$J")
         if [ "${C:-0}" -ge 60 ]; then
             check_range "-e $name every 10: samples = count / 10 (within remainders), not one per hit" \
                 "$N" "$(( (C - I * 9) / 10 ))" "$(( C / 10 + 1 ))"
