@@ -9,6 +9,7 @@
 #include "deliver/stream.h"
 #include "render/svg.h"
 #include "stacks/folded.h"
+#include "stacks/names.h"
 #include "util/buf.h"
 #include "util/outfile.h"
 
@@ -120,9 +121,12 @@ static void print_top(const struct fk_stacktab *t, unsigned n)
         if (best == SIZE_MAX)
             break;
         leaves.v[best].aux = 1;
+        struct fk_buf nb = FK_BUF_INIT;
+        fk_name_display(leaves.v[best].key, leaves.v[best].len, &nb);   /* no _[k] tags */
         fprintf(stderr, "  %5.1f%%  %s\n",
                 t->total ? 100.0 * (double)leaves.v[best].count / (double)t->total : 0.0,
-                leaves.v[best].key);
+                fk_buf_cstr(&nb));
+        fk_buf_free(&nb);
     }
     fk_stacktab_free(&leaves);
 }

@@ -26,12 +26,15 @@ const char fk_svg_cli_help[] =
     "      --flamechart     keep input order, merge only adjacent stacks\n"
     "      --notes TEXT     notes embedded in the SVG\n"
     "      --metadata FILE  JSON object shown in the SVG's Info panel (key i)\n"
+    "      --names short|full  C++/Rust names without parameter lists, [clone ...]\n"
+    "                       and hashes (short, the default; the full names stay\n"
+    "                       in the tooltip) or as they are (full)\n"
     "      --strict         fail on malformed input lines instead of skipping them\n"
     "  -h, --help           this text\n";
 
 enum { O_TITLE = 256, O_SUBTITLE, O_WIDTH, O_HEIGHT, O_MINWIDTH, O_COLORS, O_HASH, O_RAND,
        O_COUNTNAME, O_NAMETYPE, O_INVERTED, O_REVERSE, O_FLAMECHART, O_NOTES, O_METADATA,
-       O_STRICT, O_NEGATE, O_NORMALIZE };
+       O_STRICT, O_NEGATE, O_NORMALIZE, O_NAMES };
 
 static int parse_int(const char *opt, const char *s, int lo, int hi)
 {
@@ -63,6 +66,7 @@ void fk_svg_cli_parse(struct fk_svg_cli *c, int argc, char **argv, bool diff,
         { "notes", required_argument, NULL, O_NOTES },
         { "metadata", required_argument, NULL, O_METADATA },
         { "strict", no_argument, NULL, O_STRICT },
+        { "names", required_argument, NULL, O_NAMES },
         { "negate", no_argument, NULL, O_NEGATE },
         { "normalize", no_argument, NULL, O_NORMALIZE },
         { "normalise", no_argument, NULL, O_NORMALIZE },
@@ -113,6 +117,11 @@ void fk_svg_cli_parse(struct fk_svg_cli *c, int argc, char **argv, bool diff,
         case O_NOTES: c->opts.notes = optarg; break;
         case O_METADATA: c->metadata_path = optarg; break;
         case O_STRICT: c->strict = true; break;
+        case O_NAMES:
+            if (strcmp(optarg, "short") && strcmp(optarg, "full"))
+                fk_usage_error("--names wants short or full, not '%s'", optarg);
+            c->opts.full_names = !strcmp(optarg, "full");
+            break;
         case O_NEGATE:
         case O_NORMALIZE:
             if (!diff)
