@@ -29,6 +29,11 @@ static void usage(FILE *fp)
             "  -h, --help            this text\n");
 }
 
+static bool outfile_sink(void *ctx, const void *data, size_t len)
+{
+    return fk_outfile_write(ctx, data, len);
+}
+
 int cmd_collapse(int argc, char **argv)
 {
     enum { O_PID = 256, O_TID, O_KERNEL, O_JIT, O_ALL, O_ADDRS, O_EVENT, O_INLINE,
@@ -84,11 +89,9 @@ int cmd_collapse(int argc, char **argv)
         fk_usage_error("one input file at most (got %d)", argc - optind);
     const char *in = optind < argc ? argv[optind] : "-";
 
-    struct fk_stacktab tab;
     struct fk_parse_stats st = { 0 };
     struct fk_perfscript ps;
-    fk_stacktab_init(&tab);
-    fk_perfscript_init(&ps, &o, &tab, &st);
+    fk_perfscript_init(&ps, &o, NULL, &st);
     int rc = FK_EXIT_OK;
     const char *inname = strcmp(in, "-") ? in : "<stdin>";
     if (!fk_perfscript_read(&ps, in)) {
@@ -99,7 +102,7 @@ int cmd_collapse(int argc, char **argv)
         rc = FK_EXIT_ERROR;
         goto done;
     }
-    if (tab.overflow) {
+    if (fk_perfscript_overflow(&ps)) {
         fk_error("%s: a stack's count exceeds 2^64-1 (periods too large to sum); "
                  "drop --period to count samples", inname);
         rc = FK_EXIT_ERROR;
@@ -124,7 +127,7 @@ int cmd_collapse(int argc, char **argv)
         rc = FK_EXIT_ERROR;
         goto done;
     }
-    if (!fk_folded_write(&of, &tab)) {
+    if (!fk_perfscript_write(&ps, outfile_sink, &of)) {
         fk_error("cannot write %s", strcmp(out, "-") ? out : "<stdout>");
         fk_outfile_abort(&of);
         rc = FK_EXIT_ERROR;
@@ -135,6 +138,5 @@ int cmd_collapse(int argc, char **argv)
 done:
     fk_perfscript_free(&ps);
     fk_parse_stats_free(&st);
-    fk_stacktab_free(&tab);
     return rc;
 }

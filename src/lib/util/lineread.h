@@ -23,6 +23,19 @@ bool fk_lineread_open(struct fk_lineread *r, const char *path);
  * Returns NULL at end of input or on error (check r->error). A last line
  * without a newline is returned as usual. */
 char *fk_lineread_next(struct fk_lineread *r, size_t *len);
+/* The input already read and not yet returned (it may end inside a line),
+ * for a caller that can tell a line's length without scanning it; then
+ * fk_lineread_skip(r, n) consumes one line of n bytes, newline included. */
+static inline const char *fk_lineread_peek(const struct fk_lineread *r, size_t *len)
+{
+    *len = r->end - r->start;
+    return r->buf + r->start;
+}
+static inline void fk_lineread_skip(struct fk_lineread *r, size_t n)
+{
+    r->start += n;
+    r->lineno++;
+}
 void fk_lineread_close(struct fk_lineread *r);
 
 #endif
