@@ -858,16 +858,15 @@ static int cmp_stack(const void *x, const void *y, void *arg)
     return cmp_text(arg, a->key, a->len / sizeof(uint32_t), b->key, b->len / sizeof(uint32_t));
 }
 
-/* The folded text of a stack into buf. */
+/* The folded text of a stack appended to buf (room left for its count). */
 static void stack_text(const struct fk_perfscript *p, const struct fk_stack *e,
                        struct fk_buf *buf)
 {
     size_t n = e->len / sizeof(uint32_t), len = n;
     for (size_t k = 0; k < n; k++)
         len += p->names.v[id_at(e->key, k)].len;
-    fk_buf_reset(buf);
     fk_buf_reserve(buf, len + 32);
-    char *d = buf->data;
+    char *d = buf->data + buf->len;
     for (size_t k = 0; k < n; k++) {
         const struct fk_stack *nm = &p->names.v[id_at(e->key, k)];
         if (k)
@@ -885,6 +884,7 @@ void fk_perfscript_finish(struct fk_perfscript *p)
         return;
     struct fk_buf b = FK_BUF_INIT;
     for (size_t i = 0; i < p->stacks.n; i++) {
+        fk_buf_reset(&b);
         stack_text(p, &p->stacks.v[i], &b);
         fk_stacktab_add(p->tab, b.data ? b.data : "", b.len, p->stacks.v[i].count);
     }
@@ -903,6 +903,7 @@ bool fk_perfscript_write(const struct fk_perfscript *p,
     qsort_r(v, n, sizeof *v, cmp_stack, (void *)&p->names);
     struct fk_buf b = FK_BUF_INIT;
     bool ok = true;
+    /* lines gathered into blocks of ~1 MB: one write, no stdio copy */
     for (size_t i = 0; i < n && ok; i++) {
         stack_text(p, v[i], &b);
         /* " COUNT\n" by hand, as fk_folded_write */
@@ -914,7 +915,10 @@ bool fk_perfscript_write(const struct fk_perfscript *p,
         while (c /= 10);
         *--d = ' ';
         fk_buf_add(&b, d, (size_t)(num + sizeof num - d));
-        ok = sink(ctx, b.data, b.len);
+        if (b.len >= (1u << 20) || i + 1 == n) {
+            ok = sink(ctx, b.data, b.len);
+            fk_buf_reset(&b);
+        }
     }
     fk_buf_free(&b);
     free(v);
