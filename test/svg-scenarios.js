@@ -276,8 +276,9 @@ const steps = {
         } else {
             /* flamegraph.pl's SVG: its own zoom() and search() functions */
             const want = path.split(";").pop();
-            b.out("zoom.ms", await b.eval(`(function () { var gs = document.querySelectorAll("g"), el = null;
-                for (var k = 0; k < gs.length && !el; k++) { var t = gs[k].querySelector("title"); if (t && t.textContent.indexOf(${JSON.stringify(want + " (")}) === 0) el = gs[k]; }
+            b.out("zoom.ms", await b.eval(`(function () { var gs = document.querySelectorAll("g"), el = null, most = -1;
+                for (var k = 0; k < gs.length; k++) { var t = gs[k].querySelector("title"), w = ${JSON.stringify(want + " (")};
+                    if (t && t.textContent.indexOf(w) === 0) { var n = parseInt(t.textContent.slice(w.length).replace(/,/g, ""), 10); if (n > most) { most = n; el = gs[k]; } } }
                 var t0 = performance.now(); zoom(el); document.documentElement.getBoundingClientRect(); return (performance.now() - t0).toFixed(1); })()`));
             b.out("search.ms", await b.eval(`(function () { var t0 = performance.now(); search(${JSON.stringify(re)}); document.documentElement.getBoundingClientRect(); return (performance.now() - t0).toFixed(1); })()`));
             b.out("matched", await b.eval(`document.getElementById("matched").textContent`));

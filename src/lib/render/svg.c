@@ -248,6 +248,8 @@ static void w_esc_trunc(struct wr *w, const char *str, size_t len, size_t maxcp)
  * many nodes use it); children are found by (parent, name id). */
 struct node {
     const char *name;           /* interned: stable, NUL-terminated */
+    const char *raw;            /* the name as in the input (while building) */
+    uint32_t rawlen;
     uint32_t nlen;
     uint32_t nameid;
     uint32_t parent;
@@ -345,12 +347,15 @@ static uint32_t tree_child(struct tree *tr, uint32_t parent, const char *name, s
     if (p->last) {
         /* sorted input: the child wanted is usually the one added last */
         struct node *l = &tr->v[p->last];
-        if (!tr->short_names && l->nlen == len && !memcmp(l->name, name, len))
+        if (l->rawlen == len && !memcmp(l->raw, name, len))
             return p->last;
     }
     uint32_t nameid = tree_name(tr, name, len);
-    if (p->last && tr->v[p->last].nameid == nameid)
+    if (p->last && tr->v[p->last].nameid == nameid) {
+        tr->v[p->last].raw = name;      /* another spelling of the same short name */
+        tr->v[p->last].rawlen = (uint32_t)len;
         return p->last;
+    }
     uint32_t h = child_hash(parent, nameid);
     if (!adjacent_only) {
         for (size_t q = h & tr->mask;; q = (q + 1) & tr->mask) {
@@ -363,6 +368,8 @@ static uint32_t tree_child(struct tree *tr, uint32_t parent, const char *name, s
         }
     }
     uint32_t id = tree_new(tr, parent, nameid, h);
+    tr->v[id].raw = name;
+    tr->v[id].rawlen = (uint32_t)len;
     if (!adjacent_only) {
         if (tr->n * 2 > tr->mask) {
             tree_rehash(tr);

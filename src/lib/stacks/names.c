@@ -76,14 +76,18 @@ static size_t strip_rust_hash(const char *s, size_t n)
  * "func (file.py:12)" is another profiler's location) and leaves a name. */
 static size_t strip_params(const char *s, size_t n)
 {
-    static const char *const quals[] = { " const", " volatile", " noexcept", " &&", " &",
-                                         "&&", "&" };
+    static const struct { const char *s; size_t n; } quals[] = {
+        { " const", 6 }, { " volatile", 9 }, { " noexcept", 9 }, { " &&", 3 }, { " &", 2 },
+        { "&&", 2 }, { "&", 1 },
+    };
     size_t m = trim(s, n);
+    if (!m || (s[m - 1] != ')' && s[m - 1] != 't' && s[m - 1] != 'e' && s[m - 1] != '&'))
+        return n;   /* no list and no qualifier can end here: the usual case */
     for (bool again = true; again;) {
         again = false;
         for (size_t i = 0; i < sizeof quals / sizeof quals[0]; i++) {
-            size_t k = strlen(quals[i]);
-            if (m > k && ends_with(s, m, quals[i], k)) {
+            size_t k = quals[i].n;
+            if (m > k && ends_with(s, m, quals[i].s, k)) {
                 m = trim(s, m - k);
                 again = true;
                 break;
