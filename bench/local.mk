@@ -8,3 +8,5 @@ FK_BENCHES += bench/capture.sh
 EXTRA_DIST += bench/capture.sh
 EXTRA_DIST += bench/svg.sh
 FK_BENCHES += bench/fetch.sh
+FK_BENCHES += bench/pprof.sh
+EXTRA_DIST += bench/pprof.sh

@@ -18,3 +18,5 @@ dist_man_MANS += man/fetchd-grpc.1
 dist_man_MANS += man/fetchd-sock.1
 dist_man_MANS += man/fetchd-client.1
 dist_man_MANS += man/fetch-bench.1
+dist_man_MANS += man/flamekit-metadata.5
+dist_man_MANS += man/flamekit-serve.1

@@ -10,4 +10,4 @@ FK_LAB_CFLAGS = -std=gnu11 -Wall -Wextra -Wformat=2 -D_GNU_SOURCE -O2 -fno-omit-
 bashcompletiondir = $(datadir)/bash-completion/completions
 dist_bashcompletion_DATA = share/bash-completion/flamekit
 fksystemddir = $(datadir)/flamekit/systemd
-dist_fksystemd_DATA = share/systemd/flamekit-host-profile.service share/systemd/flamekit-host-profile.timer share/systemd/upload.env.example
+dist_fksystemd_DATA = share/systemd/flamekit-host-profile.service share/systemd/flamekit-host-profile.timer share/systemd/upload.env.example share/systemd/flamekit-serve.service

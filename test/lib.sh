@@ -54,3 +54,35 @@ chromium_bin() { local c; for c in "${FK_CHROMIUM:-}" /usr/bin/chromium /usr/bin
 have_browser() { need node && chromium_bin >/dev/null; }
 browser() { FK_CHROMIUM=$(chromium_bin) timeout 150 node "$FK_SRC/test/browser.js" "$FK_SRC/test/svg-scenarios.js" "$@"; }
 val() { awk -v k="$2=" 'index($0, k) == 1 { print substr($0, length(k) + 1); exit }' "$1"; }
+
+# ---- live programs and captures (symbolizer tests)
+# start_prog OUTVAR CMD...: run CMD with stdin from a fifo we hold open; the
+# first line it prints goes into OUTVAR, its pid into $PROG_PID.
+start_prog() {
+    local var=$1; shift
+    local fifo=$T/fifo.$RANDOM
+    mkfifo "$fifo"
+    "$@" < "$fifo" > "$fifo.out" 2>&1 &
+    PROG_PID=$!
+    exec {PROG_FD}> "$fifo"
+    local i
+    for ((i = 0; i < 100; i++)); do [ -s "$fifo.out" ] && break; sleep 0.05; done
+    printf -v "$var" '%s' "$(head -n 1 "$fifo.out")"
+}
+stop_prog() { exec {PROG_FD}>&-; wait "$PROG_PID" 2>/dev/null; }
+fk_cleanup '[ -n "${PROG_PID:-}" ] && kill $PROG_PID 2>/dev/null'
+# share FOLDED REGEX [FILTER]: share (0..1) of samples whose stack matches
+# REGEX among those matching FILTER (default: all).
+share() {
+    zcat "$1" | awk -v re="$2" -v f="${3:-.}" '
+        { n = $NF; s = $0; sub(/ [0-9]+$/, "", s) }
+        s ~ f { tot += n; if (s ~ re) hit += n }
+        END { printf "%.3f\n", tot ? hit / tot : 0 }'
+}
+run_capture() {   # run_capture NAME CMD...: folded.gz path in $FOLDED
+    local name=$1; shift
+    rm -rf "$T/$name"
+    "$FLAMEKIT" run -q --no-svg -F 499 -o "$T/$name" -- "$@" >"$T/$name.log" 2>&1
+    FOLDED=$(ls "$T/$name"/*.folded.gz 2>/dev/null | head -n 1)
+    [ -n "$FOLDED" ] || { fail "$name: capture produced no folded output" "$(cat "$T/$name.log")"; return 1; }
+}

@@ -84,9 +84,9 @@ if [ -n "$j" ]; then
     miss=$(python3 - "$j" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-need = ["invocation", "argv", "version", "hostname", "kernel.release", "os", "cpu.model", "cpu.online",
-        "memory.total_bytes", "numa", "start_time", "duration_s", "event.name", "frequency_hz",
-        "samples", "lost", "throttled", "target.kind", "targets"]
+need = ["schema", "invocation", "argv", "version", "host", "kernel.release", "os", "cpu.model", "cpu.online",
+        "memory.total_bytes", "numa", "start_time", "duration_s", "event.name", "event.frequency_hz",
+        "samples", "lost", "throttled", "target.kind", "limits.max_memory_bytes"]
 miss = []
 for k in need:
     v = d
@@ -177,9 +177,20 @@ check_grep "unwritable -o: says so" 'cannot write into /proc/self' "$o"
 "$FLAMEKIT" host -d 301 >/dev/null 2>&1; check_eq "duration cap: exit 2" 2 "$?"
 "$FLAMEKIT" host -F 1000 >/dev/null 2>&1; check_eq "frequency cap: exit 2" 2 "$?"
 "$FLAMEKIT" host --bogus >/dev/null 2>&1; check_eq "unknown option: exit 2" 2 "$?"
+o=$("$FLAMEKIT" host --max-memory 2>&1); rc=$?
+check_eq "option without its value: exit 2" 2 "$rc"
+check_grep "option without its value: named, with an example" "^flamekit host: option '--max-memory' needs a value \(e\.g\. 256M\)" "$o"
+o=$("$FLAMEKIT" pid -d 2>&1)
+check_grep "short option without its value" "option '-d' needs a value \(e\.g\. 30s\)" "$o"
+o=$("$FLAMEKIT" host -d 10x 2>&1)
+check_grep "bad value: what the option wants" "option '-d' wants a duration like 30s, 2m or 500ms, not '10x'" "$o"
+"$FLAMEKIT" run -q -o "$T/neverdir" -- /nonexistent/cmd >/dev/null 2>&1
+check "run: a command that cannot start leaves no -o directory" test ! -e "$T/neverdir"
+mkdir "$T/empty" && (cd "$T/empty" && "$FLAMEKIT" run -q -- /nonexistent/cmd) >/dev/null 2>&1
+check_eq "run: ... and no new directory" "" "$(ls -A "$T/empty")"
 "$FLAMEKIT" host --help | grep -q -- --unsafe-limits; check_eq "--help documents --unsafe-limits" 0 "$?"
 
-# --stdout: a valid stream (magic, CRCs, three files, end record), nothing else
+# --stdout: a valid stream (magic, CRCs, four files, end record), nothing else
 "$FLAMEKIT" host -q -d 1 --stdout >"$T/stream" 2>"$T/stream.err"
 check_eq "--stdout: exit 0" 0 "$?"
 res=$(python3 - "$T/stream" <<'PY'
@@ -199,7 +210,7 @@ exts = sorted(f.split(".", 3)[-1] for f in files)
 print(end, " ".join(exts))
 PY
 )
-check_eq "--stdout: stream has the three files and status 0" "0 flamegraph.svg folded.gz json" "$res"
+check_eq "--stdout: stream has the four files and status 0" "0 flamegraph.svg folded.gz json pb.gz" "$res"
 
 # memory cap: stops cleanly, says so, files complete
 start=$(date +%s)

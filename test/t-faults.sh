@@ -34,8 +34,10 @@ o=$("$LAB" --loops 2>&1); check_grep "lab: missing argument named" "needs an arg
 check_grep "lab: --help" '^Usage: flamekit-fault-lab' "$("$LAB" --help)"
 
 ## flamekit faults: real captures of the lab.
-# jnum KEY FILE: a number (or word) from our pretty-printed metadata.
-jnum() { sed -n "s/^ *\"$1\": \"*\([^\",]*\)\"*,*$/\1/p" "$2" | head -1; }
+# jnum KEY.PATH FILE: a value from the metadata (flamekit-metadata(5)).
+jnum() { python3 -c 'import json,sys; v=json.load(open(sys.argv[2]))
+for k in sys.argv[1].split("."): v=v[k]
+print(str(v).lower() if isinstance(v, bool) else v)' "$1" "$2" 2>/dev/null; }
 # weight FOLDED.gz REGEX: total count of the stacks matching REGEX.
 weight() { zcat "$1" | awk -v re="$2" '{ n = $NF; $NF = ""; if ($0 ~ re) s += n } END { print s + 0 }'; }
 total() { zcat "$1" | awk '{ s += $NF } END { print s + 0 }'; }
@@ -51,14 +53,14 @@ if fk_faults dn run -- "$LAB" -s 80M -r dontneed --kv; then
     pass "faults run: lab captured"
     files dn
     check_grep "faults run: files named HOST.TIME.run-CMD.faults.*" '^[^/]+\.[0-9]{8}_[0-9]{6}_UTC\.run-flamekit-fault-lab\.faults\.json$' "$(basename "$J")"
-    C=$(jnum counted "$J"); E=$(jnum estimate "$J"); N=$(jnum samples "$J"); I=$(jnum counters "$J")
+    C=$(jnum faults.counted "$J"); E=$(jnum faults.estimate "$J"); N=$(jnum samples_read "$J"); I=$(jnum faults.counters "$J")
     labtotal=$(kv "$T/dn.out" total minflt)
     # The counters start at exec; the lab's own count also has the fork's faults.
     check_range "faults run: counted total = the lab's faults (40960 touches + startup)" "$C" 40960 "$((labtotal + 5))"
     check_range "faults run: samples x 100 within the counters' remainders of the count" "$E" "$((C - I * 99))" "$((C + 100))"
     check_range "faults run: one in 100, not one per fault (samples / count x 100)" \
         "$(awk -v n="$N" -v c="$C" 'BEGIN { print n / c * 100 }')" 0.98 1.01
-    check_eq "faults run: verdict ok" ok "$(jnum verdict "$J")"
+    check_eq "faults run: verdict ok" ok "$(jnum faults.verdict "$J")"
     check_eq "faults run: folded counts are samples x period" "$E" "$(total "$F")"
     lab=$(weight "$F" '^flamekit-fault-')
     under=$(weight "$F" '^flamekit-fault-.*;(touch_pages|retouch_pages)( |$)')
@@ -71,7 +73,7 @@ if fk_faults dn run -- "$LAB" -s 80M -r dontneed --kv; then
     if need xmllint; then check "faults run: SVG is well-formed XML" xmllint --noout "$S"; fi
     check_grep "faults run: metadata has the period" '"period": 100' "$J"
     check_grep "faults run: metadata records the invocation" '"invocation": "flamekit faults -q -o ' "$J"
-    check_eq "faults run: no PERF_SAMPLE_PERIOD" false "$(jnum sample_period_in_sample_type "$J")"
+    check_eq "faults run: no PERF_SAMPLE_PERIOD" false "$(jnum faults.sample_period_in_sample_type "$J")"
 else
     fail "faults run: lab captured" "$(cat "$T/dn.err")"
 fi
@@ -81,8 +83,8 @@ for ev in "page-faults:-c 1000" "minor-faults:--minor -c 250" "faults:-e faults 
     name=${ev%%:*}; args=${ev#*:}
     # shellcheck disable=SC2086
     if fk_faults "p-$name" $args run -- "$LAB" -s 40M -r none --kv; then
-        files "p-$name"; k=$(jnum period "$J")
-        C=$(jnum counted "$J"); N=$(jnum samples "$J"); I=$(jnum counters "$J")
+        files "p-$name"; k=$(jnum event.period "$J")
+        C=$(jnum faults.counted "$J"); N=$(jnum samples_read "$J"); I=$(jnum faults.counters "$J")
         check_range "$name every $k: counted >= the 10240 touches" "$C" 10240 12000
         check_range "$name every $k: samples = count / $k (within remainders)" "$N" "$(( (C - I * (k - 1)) / k ))" "$(( C / k + 1 ))"
     else
@@ -93,13 +95,14 @@ done
 # --major: a file read back after dropping it from the page cache.
 if fk_faults major --major -c 10 run -- "$LAB" -s 8M -m "$T" --kv; then
     files major
-    C=$(jnum counted "$J"); N=$(jnum samples "$J"); I=$(jnum counters "$J")
+    C=$(jnum faults.counted "$J"); N=$(jnum samples_read "$J"); I=$(jnum faults.counters "$J")
     check_range "--major: counted = the 2048 major faults" "$C" 2048 2100
     check_range "--major every 10: samples = count / 10 (within remainders)" "$N" "$(( (C - I * 9) / 10 ))" "$(( C / 10 + 1 ))"
     lab=$(weight "$F" '^flamekit-fault-')
     check_range "--major: >= 80% under read_file_pages" \
         "$(awk -v u="$(weight "$F" ';read_file_pages( |$)')" -v l="$lab" 'BEGIN { print l ? u / l : 0 }')" 0.8 1
-    check_grep "--major: file named after the event" 'major-faults\.json$' "$(basename "$J")"
+    check_grep "--major: named HOST.TIME.SCOPE.faults" '\.run-flamekit-fault-lab\.faults\.json$' "$(basename "$J")"
+    check_eq "--major: the event in the metadata" major-faults "$(jnum event.name "$J")"
 else
     fail "--major: capture" "$(cat "$T/major.err")"
 fi
@@ -111,14 +114,14 @@ for ev in "cs:-e context-switches -c 10" "sched_switch:-e sched:sched_switch -c 
     # shellcheck disable=SC2086
     if pingpong "e-$name" $args; then
         files "e-$name"
-        C=$(jnum counted "$J"); N=$(jnum samples "$J"); I=$(jnum counters "$J")
+        C=$(jnum faults.counted "$J"); N=$(jnum samples_read "$J"); I=$(jnum faults.counters "$J")
         if [ "${C:-0}" -ge 60 ]; then
             check_range "-e $name every 10: samples = count / 10 (within remainders), not one per hit" \
                 "$N" "$(( (C - I * 9) / 10 ))" "$(( C / 10 + 1 ))"
         else
             skip "-e $name: period check" "only ${C:-0} events counted"
         fi
-        check_eq "-e $name: verdict ok" ok "$(jnum verdict "$J")"
+        check_eq "-e $name: verdict ok" ok "$(jnum faults.verdict "$J")"
     else
         fail "-e $name: capture" "$(cat "$T/e-$name.err")"
     fi
@@ -127,7 +130,7 @@ done
 # Kernel-mode faults: read() from /dev/zero into 20480 untouched pages.
 if fk_faults kern run -- "$LAB" -s 80M -k -r none --kv; then
     files kern
-    C=$(jnum counted "$J")
+    C=$(jnum faults.counted "$J")
     check_range "kernel-touch: counted includes the 20480 kernel-mode faults" "$C" 20480 21000
     lab=$(weight "$F" '^flamekit-fault-')
     k=$(weight "$F" ';read_into_pages;.*ksys_read_\[k\]')
@@ -138,17 +141,17 @@ else
 fi
 if fk_faults kuser --user-only run -- "$LAB" -s 80M -k -r none --kv; then
     files kuser
-    C=$(jnum counted "$J")
+    C=$(jnum faults.counted "$J")
     check_range "--user-only: the kernel-mode faults are not counted" "$C" 0 1000
     check_eq "--user-only: no read_into_pages stacks" 0 "$(weight "$F" 'read_into_pages')"
     check_eq "--user-only: no kernel frames" 0 "$(weight "$F" '_\[k\]')"
-    check_eq "--user-only: recorded in the metadata" true "$(jnum user_only "$J")"
+    check_eq "--user-only: recorded in the metadata (event.kernel false)" false "$(jnum event.kernel "$J")"
 else
     fail "--user-only: capture" "$(cat "$T/kuser.err")"
 fi
 if fk_faults uuser --user-only run -- "$LAB" -s 40M -r none --kv; then
     files uuser
-    check_range "--user-only: user-mode touches still counted" "$(jnum counted "$J")" 10240 11000
+    check_range "--user-only: user-mode touches still counted" "$(jnum faults.counted "$J")" 10240 11000
 fi
 
 # pid: attach to a running lab (it waits 500 ms before touching).
@@ -157,8 +160,8 @@ labpid=$!
 fk_cleanup "kill $labpid 2>/dev/null"
 if fk_faults pid -d 20 pid "$labpid"; then
     files pid
-    check_range "faults pid: the touches after attach are counted" "$(jnum counted "$J")" 10240 11000
-    check_eq "faults pid: ends when the process exits, verdict ok" ok "$(jnum verdict "$J")"
+    check_range "faults pid: the touches after attach are counted" "$(jnum faults.counted "$J")" 10240 11000
+    check_eq "faults pid: ends when the process exits, verdict ok" ok "$(jnum faults.verdict "$J")"
     check_grep "faults pid: scope in the name" "\.pid-$labpid\.faults\.json$" "$(basename "$J")"
 else
     fail "faults pid: capture" "$(cat "$T/pid.err")"
@@ -175,7 +178,7 @@ for tgt in "host:host" "user:user root" "cgroup:cgroup /"; do
     # shellcheck disable=SC2086
     if fk_faults "t-$name" -d 2 $args; then
         files "t-$name"
-        check_eq "faults $name: verdict ok" ok "$(jnum verdict "$J")"
+        check_eq "faults $name: verdict ok" ok "$(jnum faults.verdict "$J")"
         check_range "faults $name: the lab's touches are in the graph" "$(weight "$F" '^flamekit-fault-.*;touch_pages')" 10240 100000000
     else
         fail "faults $name: capture" "$(cat "$T/t-$name.err")"
@@ -184,15 +187,15 @@ for tgt in "host:host" "user:user root" "cgroup:cgroup /"; do
 done
 
 # --stdout: one framed stream on stdout, the command's own output on stderr.
-before=$(ls -d /tmp/flamekit-faults.* 2>/dev/null | wc -l)
-if "$FLAMEKIT" faults -q --stdout run -- "$LAB" -s 4M -r none --kv >"$T/stream" 2>"$T/stream.err"; then
+mkdir "$T/tmp"
+if TMPDIR=$T/tmp "$FLAMEKIT" faults -q --stdout run -- "$LAB" -s 4M -r none --kv >"$T/stream" 2>"$T/stream.err"; then
     check_eq "--stdout: the stream's magic first" FKS1 "$(head -c 4 "$T/stream")"
-    for suf in folded.gz json flamegraph.svg; do
+    for suf in folded.gz pb.gz json flamegraph.svg; do
         check_grep "--stdout: carries the .$suf" "run-flamekit-fault-lab\.faults\.$suf" "$(strings "$T/stream" | grep -F ".$suf")"
     done
     check_nogrep "--stdout: the command's output stays out of the stream" 'step=total' "$(strings "$T/stream")"
     check_grep "--stdout: the command's output goes to stderr" 'step=total' "$T/stream.err"
-    check_eq "--stdout: no temporary directory left" "$before" "$(ls -d /tmp/flamekit-faults.* 2>/dev/null | wc -l)"
+    check_eq "--stdout: no temporary directory left" "" "$(ls "$T/tmp")"
 else
     fail "--stdout: capture" "$(cat "$T/stream.err")"
 fi
@@ -205,7 +208,7 @@ kill -INT "$fp"
 if wait "$fp"; then
     files int
     check_grep "SIGINT: stop reason recorded" '"stop_reason": "signal"' "$J"
-    check_eq "SIGINT: verdict ok" ok "$(jnum verdict "$J")"
+    check_eq "SIGINT: verdict ok" ok "$(jnum faults.verdict "$J")"
     check "SIGINT: complete folded file" gzip -t "$F"
 else
     fail "SIGINT: exit 0 with results" "$(cat "$T/int.err")"
@@ -217,7 +220,7 @@ check_eq "-c below the floor: usage error" 2 "$rc"
 check_grep "-c below the floor: says why and names the override" 'at least 10.*--unsafe' "$o"
 if fk_faults unsafe -c 5 --unsafe run -- "$LAB" -s 4M -r none --kv; then
     files unsafe
-    check_eq "-c 5 --unsafe: allowed, verified" ok "$(jnum verdict "$J")"
+    check_eq "-c 5 --unsafe: allowed, verified" ok "$(jnum faults.verdict "$J")"
 else
     fail "-c 5 --unsafe" "$(cat "$T/unsafe.err")"
 fi
@@ -240,6 +243,30 @@ check_fails "cgroup that does not exist" "$FLAMEKIT" faults cgroup /no/such/cgro
 # (A path under a regular file: unwritable even for root.)
 : >"$T/plainfile"
 o=$("$FLAMEKIT" faults -o "$T/plainfile/out" run -- true 2>&1); rc=$?
-check_eq "unwritable output directory: exit 1" 1 "$rc"
+check_eq "unwritable output directory: exit 125 (run: flamekit failed)" 125 "$rc"
 check_grep "unwritable output directory: named" 'plainfile/out' "$o"
 check_grep "faults --help" '^usage: flamekit faults' "$("$FLAMEKIT" faults --help)"
+
+# Options between 'run' and '--'; a failed start leaves nothing behind;
+# 'faults run' exits with the command's status.
+mkdir "$T/cwd"
+if (cd "$T/cwd" && "$FLAMEKIT" faults -q run -o "$T/after" -c 50 -- "$LAB" -s 4M -r none --kv) >/dev/null 2>"$T/after.err"; then
+    files after
+    check_eq "faults run -o DIR -c N -- CMD: options after 'run' apply" 50 "$(jnum event.period "$J")"
+    check_eq "faults run -o DIR -- CMD: nothing in the current directory" "" "$(ls -A "$T/cwd")"
+else
+    fail "faults run -o DIR -- CMD" "$(cat "$T/after.err")"
+fi
+o=$(cd "$T/cwd" && "$FLAMEKIT" faults run -- /nonexistent/cmd 2>&1); rc=$?
+check_eq "faults run: a command that does not exist exits 127" 127 "$rc"
+check_eq "faults run: ... and leaves no directory" "" "$(ls -A "$T/cwd")"
+"$FLAMEKIT" faults -q -o "$T/newdir" run -- /nonexistent/cmd >/dev/null 2>&1
+check "faults run: ... nor the -o directory it created" test ! -e "$T/newdir"
+(cd "$T/cwd" && "$FLAMEKIT" faults --bogus run -- true) >/dev/null 2>&1
+check_eq "faults: a bad option leaves nothing" "" "$(ls -A "$T/cwd")"
+o=$("$FLAMEKIT" faults -o "$T/false" run -- false 2>&1); rc=$?
+check_eq "faults run: exit status of the command" 1 "$rc"
+check_nogrep "faults run -- false: no '(0.0%)' that reads like a failure" '\(0\.0%\)' "$o"
+check_grep "faults run -- false: says the count is too small to compare" 'below one period per counter' "$o"
+o=$("$FLAMEKIT" faults run -- 2>&1); rc=$?
+check_eq "faults run with nothing after --: usage error" 2 "$rc"

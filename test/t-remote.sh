@@ -109,7 +109,7 @@ if "$FLAMEKIT" run --help 2>&1 | grep -q -- '--stdout'; then
     svg=$(ls "$T"/out/*.svg 2>/dev/null | head -1)
     check "real capture: SVG valid" xmllint --noout "$svg"
     check_grep "real capture: folded has the workload's function" 'remote_spin_hot' "$(zcat "$T"/out/*.folded.gz 2>&1)"
-    check_eq "real capture: SVG, folded.gz and JSON land locally" 3 "$(nfiles)"
+    check_eq "real capture: SVG, folded.gz, pb.gz and JSON land locally" 4 "$(nfiles)"
     if need python3; then check "real capture: JSON metadata parses" python3 -m json.tool "$(ls "$T"/out/*.json | head -1)"; fi
     # --deploy of this very binary, running a real capture.
     fresh
@@ -153,8 +153,8 @@ check_eq "deploy: no flamekit.* temporaries left on the host" "" \
 if [ -x "$FK_BUILD/flamekit-portable" ]; then
     # Direct needs (NEEDED entries); libcurl4's own dependencies come with it.
     extra=$(readelf -d "$FK_BUILD/flamekit-portable" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' |
-        grep -vE '^(linux-vdso\.so|/lib64/ld-linux|libc\.so|libm\.so|libcrypto\.so|libasan\.so|libubsan\.so|libstdc\+\+\.so|libgcc_s\.so)')
-    check_eq "flamekit-portable needs only libc, libm and libcrypto (libcurl is loaded only to upload)" "" "$extra"
+        grep -vE '^(linux-vdso\.so|/lib64/ld-linux|libc\.so|libm\.so|libcrypto\.so|libgnutls\.so|libasan\.so|libubsan\.so|libstdc\+\+\.so|libgcc_s\.so)')
+    check_eq "flamekit-portable needs only libc, libm, libcrypto and libgnutls (libcurl is loaded only to upload)" "" "$extra"
     fresh
     if [ -n "$HAVE_REAL" ]; then
         "$FLAMEKIT" remote --status lines --deploy-binary "$FK_BUILD/flamekit-portable" -o "$T/out" h1 -- run -- "$FK_BUILD/test/progs/remote-spin" 1000 >/dev/null 2>"$T/err"

@@ -7,21 +7,6 @@
 LOOKUP=$FK_BUILD/test/progs/symlookup
 PROG=$FK_BUILD/test/progs/symprog
 
-# start_prog OUTVAR CMD...: run CMD with stdin from a fifo we hold open; the
-# first line it prints goes into OUTVAR, its pid into $PROG_PID.
-start_prog() {
-    local var=$1; shift
-    local fifo=$T/fifo.$RANDOM
-    mkfifo "$fifo"
-    "$@" < "$fifo" > "$fifo.out" 2>&1 &
-    PROG_PID=$!
-    exec {PROG_FD}> "$fifo"
-    local i
-    for ((i = 0; i < 100; i++)); do [ -s "$fifo.out" ] && break; sleep 0.05; done
-    printf -v "$var" '%s' "$(head -n 1 "$fifo.out")"
-}
-stop_prog() { exec {PROG_FD}>&-; wait "$PROG_PID" 2>/dev/null; }
-fk_cleanup '[ -n "${PROG_PID:-}" ] && kill $PROG_PID 2>/dev/null'
 
 # 1. A Go binary (static, non-PIE; .symtab kept by default)
 if need go; then
@@ -92,22 +77,6 @@ if need unshare; then
 fi
 
 # ---- End to end: real captures with flamekit run, assertions on the folded output
-# share FOLDED REGEX [FILTER]: share (0..1) of samples whose stack matches
-# REGEX among those matching FILTER (default: all).
-share() {
-    zcat "$1" | awk -v re="$2" -v f="${3:-.}" '
-        { n = $NF; s = $0; sub(/ [0-9]+$/, "", s) }
-        s ~ f { tot += n; if (s ~ re) hit += n }
-        END { printf "%.3f\n", tot ? hit / tot : 0 }'
-}
-run_capture() {   # run_capture NAME CMD...: folded.gz path in $FOLDED
-    local name=$1; shift
-    rm -rf "$T/$name"
-    "$FLAMEKIT" run -q --no-svg -F 499 -o "$T/$name" -- "$@" >"$T/$name.log" 2>&1
-    FOLDED=$(ls "$T/$name"/*.folded.gz 2>/dev/null | head -n 1)
-    [ -n "$FOLDED" ] || { fail "$name: capture produced no folded output" "$(cat "$T/$name.log")"; return 1; }
-}
-
 # a. binary deleted mid-capture (0.5 s into a 2 s run)
 cp "$PROG" "$T/deleted-prog"
 if run_capture deleted sh -c "(sleep 0.5; rm -f '$T/deleted-prog') & exec '$T/deleted-prog' spin 2"; then

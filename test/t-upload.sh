@@ -196,7 +196,14 @@ if "$FLAMEKIT" run --help 2>/dev/null | grep -q -- '--upload'; then
     o=$(AWS_ENDPOINT_URL_S3=$E "$FLAMEKIT" run -q -o "$T/cap" --upload s3://fkt/cap/ -- sh -c "$work" 2>&1); rc=$?
     echo "$o" >>"$T/all.out"
     check_eq "flamekit run --upload: exit 0" 0 "$rc"
-    check_eq "flamekit run --upload: one URL per written file" 3 "$(grep -c "^$E/fkt/cap/.*\.run-sh\.\(folded\.gz\|flamegraph\.svg\|json\)$" <<<"$o")"
+    check_eq "flamekit run --upload: one URL per written file" 4 "$(grep -c "^$E/fkt/cap/.*\.run-sh\.\(folded\.gz\|pb\.gz\|flamegraph\.svg\|json\)$" <<<"$o")"
+    pb=$(ls "$T"/cap/*.pb.gz 2>/dev/null | head -1)
+    if [ -n "$pb" ]; then
+        s3 -I "$E/fkt/cap/$(basename "$pb")" | tr -d '\r' >"$T/pbhead"
+        check_grep "flamekit run --upload: the .pb.gz, scope from its name" '^x-amz-meta-scope: run-sh$' "$T/pbhead"
+    else
+        fail "flamekit run --upload: wrote a .pb.gz" "$o"
+    fi
     svg=$(ls "$T"/cap/*.flamegraph.svg 2>/dev/null | head -1)
     if [ -n "$svg" ]; then
         s3 -o "$T/dl" "$E/fkt/cap/$(basename "$svg")"
@@ -213,7 +220,7 @@ if "$FLAMEKIT" run --help 2>/dev/null | grep -q -- '--upload'; then
     echo "$o" >>"$T/all.out"
     check_eq "flamekit run --upload to a missing bucket: exit 1" 1 "$rc"
     check_grep "flamekit run --upload failure: NoSuchBucket, the files stay" "NoSuchBucket.*the file stays at $T/cap2/" "$o"
-    check_eq "flamekit run --upload failure: the three files are still there" 3 "$(ls "$T/cap2" | wc -l)"
+    check_eq "flamekit run --upload failure: the four files are still there" 4 "$(ls "$T/cap2" | wc -l)"
     o=$("$FLAMEKIT" run --stdout --upload s3://fkt/ -- true 2>&1); rc=$?
     check_eq "--stdout with --upload: usage error" 2 "$rc"
     o=$("$FLAMEKIT" run --upload "$url" -- true 2>&1); rc=$?

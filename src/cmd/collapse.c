@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* flamekit collapse: `perf script` text -> folded stacks. */
+/* flamekit collapse: `perf script` text (or a pprof profile) -> folded stacks. */
+#include "stacks/input.h"
+#include "stacks/folded.h"
 #include "stacks/perfscript.h"
 #include "util/outfile.h"
 
@@ -14,6 +16,8 @@ static void usage(FILE *fp)
             "Read `perf script` output (FILE, or stdin; gzip is detected) and write folded\n"
             "stacks \"comm;outer;...;leaf COUNT\", sorted. COUNT is the number of samples\n"
             "(stackcollapse-perf.pl sums periods instead; use --period for that).\n"
+            "A pprof profile (Go's runtime/pprof, flamekit's .pb.gz; gzip or not) is\n"
+            "recognised by its content and folded from one sample type.\n"
             "  -o, --output FILE     write to FILE (atomically; gzip if it ends in .gz)\n"
             "      --period          weight each sample by its period\n"
             "      --event-filter=EV count only event EV (default: the first event seen)\n"
@@ -26,6 +30,8 @@ static void usage(FILE *fp)
             "      --no-inline       drop them\n"
             "      --addrs           keep +0x offsets; show addresses of unknown frames\n"
             "      --strict          malformed lines are an error, not a warning\n"
+            "      --sample-type T   pprof input: the sample type, by name or index\n"
+            "                        (default: the profile's last, like pprof)\n"
             "  -h, --help            this text\n");
 }
 
@@ -37,7 +43,7 @@ static bool outfile_sink(void *ctx, const void *data, size_t len)
 int cmd_collapse(int argc, char **argv)
 {
     enum { O_PID = 256, O_TID, O_KERNEL, O_JIT, O_ALL, O_ADDRS, O_EVENT, O_INLINE,
-           O_NOINLINE, O_PERIOD, O_STRICT };
+           O_NOINLINE, O_PERIOD, O_STRICT, O_SAMPLE_TYPE };
     static const struct option longopts[] = {
         { "output", required_argument, NULL, 'o' },
         { "help", no_argument, NULL, 'h' },
@@ -52,11 +58,13 @@ int cmd_collapse(int argc, char **argv)
         { "no-inline", no_argument, NULL, O_NOINLINE },
         { "period", no_argument, NULL, O_PERIOD },
         { "strict", no_argument, NULL, O_STRICT },
+        { "sample-type", required_argument, NULL, O_SAMPLE_TYPE },
         { NULL, 0, NULL, 0 },
     };
     struct fk_perfscript_opts o = { 0 };
     const char *out = "-";
     bool strict = false;
+    struct fk_input_opts io = { 0 };
     int c;
     opterr = 0;
     optind = 1;
@@ -79,6 +87,7 @@ int cmd_collapse(int argc, char **argv)
         case O_NOINLINE: o.no_inline = true; break;
         case O_PERIOD: o.period = true; break;
         case O_STRICT: strict = true; break;
+        case O_SAMPLE_TYPE: io.sample_type = optarg; break;
         case ':':
             fk_usage_error("option '%s' needs a value", argv[optind - 1]);
         default:
@@ -91,13 +100,24 @@ int cmd_collapse(int argc, char **argv)
 
     struct fk_parse_stats st = { 0 };
     struct fk_perfscript ps;
+    struct fk_stacktab tab;     /* pprof input only: perf script text stays in ps */
+    fk_stacktab_init(&tab);
     fk_perfscript_init(&ps, &o, NULL, &st);
     int rc = FK_EXIT_OK;
     const char *inname = strcmp(in, "-") ? in : "<stdin>";
-    if (!fk_perfscript_read(&ps, in)) {
+    struct fk_lineread r;
+    bool binary;    /* perf script parsing reports malformed lines itself */
+    enum fk_input_kind kind = fk_input_open(&r, in, &binary);
+    bool rok = kind == FK_INPUT_PPROF ? fk_input_pprof(&r, &io, &tab, NULL)
+             : kind == FK_INPUT_TEXT ? fk_perfscript_read_lines(&ps, &r) : false;
+    if (kind != FK_INPUT_ERROR)
+        fk_lineread_close(&r);
+    if (!rok) {
         rc = FK_EXIT_ERROR;
         goto done;
     }
+    if (kind == FK_INPUT_PPROF)
+        goto write;
     if (!fk_parse_stats_report(&st, inname, strict)) {
         rc = FK_EXIT_ERROR;
         goto done;
@@ -120,6 +140,7 @@ int cmd_collapse(int argc, char **argv)
     else if (!ps.samples && !ps.skipped_events)
         fk_warn("%s: no perf script samples found (expected output of 'perf script')", inname);
 
+write:;
     struct fk_outfile of;
     size_t ol = strlen(out);
     bool gz = ol > 3 && !strcmp(out + ol - 3, ".gz");
@@ -127,7 +148,8 @@ int cmd_collapse(int argc, char **argv)
         rc = FK_EXIT_ERROR;
         goto done;
     }
-    if (!fk_perfscript_write(&ps, outfile_sink, &of)) {
+    if (!(kind == FK_INPUT_PPROF ? fk_folded_write(&of, &tab)
+                                 : fk_perfscript_write(&ps, outfile_sink, &of))) {
         fk_error("cannot write %s", strcmp(out, "-") ? out : "<stdout>");
         fk_outfile_abort(&of);
         rc = FK_EXIT_ERROR;
@@ -138,5 +160,6 @@ int cmd_collapse(int argc, char **argv)
 done:
     fk_perfscript_free(&ps);
     fk_parse_stats_free(&st);
+    fk_stacktab_free(&tab);
     return rc;
 }

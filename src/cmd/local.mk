@@ -1,6 +1,5 @@
-# subcommands: one file each
-libflamekit_a_SOURCES += src/lib/capture/period_check.c src/lib/capture/period_check.h
-libflamekit_a_SOURCES += src/lib/capture/swevent.c src/lib/capture/swevent.h
+# subcommands: one file each, and the capture commands' shared front end
+flamekit_SOURCES += src/cmd/capture-cli.c src/cmd/capture-cli.h
 flamekit_SOURCES += src/cmd/svg.c
 flamekit_SOURCES += src/cmd/diff.c
 flamekit_SOURCES += src/cmd/collapse.c
@@ -13,3 +12,4 @@ flamekit_SOURCES += src/cmd/user.c
 flamekit_SOURCES += src/cmd/cgroup.c
 flamekit_SOURCES += src/cmd/run.c
 flamekit_SOURCES += src/cmd/remote.c
+flamekit_SOURCES += src/cmd/serve.c

@@ -13,8 +13,8 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: flamekit merge [OPTIONS] FILE|HOST=FILE...\n"
             "\n"
-            "Combine folded profiles (plain or .gz; '-' = stdin) into one folded\n"
-            "profile, counts of equal stacks summed.\n"
+            "Combine folded profiles or pprof profiles (plain or .gz; '-' = stdin) into\n"
+            "one folded profile, counts of equal stacks summed.\n"
             "\n"
             "  -p, --host-prefix    start each stack with a frame naming its host: the\n"
             "                       HOST of HOST=FILE, else the part of the file name\n"
@@ -22,6 +22,8 @@ static void usage(FILE *out)
             "  -o, --output OUT     folded output (default stdout; OUT.gz is gzipped)\n"
             "      --svg OUT.svg    also render one flame graph of the merged profile\n"
             "      --title TEXT     the SVG's title (default \"Merged Flame Graph\")\n"
+            "      --sample-type T  pprof inputs: the sample type to merge, by name or\n"
+            "                       index (default: each profile's last, like pprof)\n"
             "  -h, --help           this text\n"
             "\n"
             "Example: flamekit merge -p --svg all.svg -o all.folded.gz db1.*.folded.gz db2.*.folded.gz\n");
@@ -36,12 +38,14 @@ static bool ends_with(const char *s, const char *sfx)
 int cmd_merge(int argc, char **argv)
 {
     bool prefix = false;
+    struct fk_input_opts io = { 0 };
     const char *out = NULL, *svg = NULL, *title = "Merged Flame Graph";
     static const struct option longopts[] = {
         { "host-prefix", no_argument, NULL, 'p' },
         { "output", required_argument, NULL, 'o' },
         { "svg", required_argument, NULL, 'S' },
         { "title", required_argument, NULL, 'T' },
+        { "sample-type", required_argument, NULL, 'Y' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 },
     };
@@ -54,6 +58,7 @@ int cmd_merge(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'S': svg = optarg; break;
         case 'T': title = optarg; break;
+        case 'Y': io.sample_type = optarg; break;
         case 'h': usage(stdout); return FK_EXIT_OK;
         case ':': fk_usage_error("option '%s' needs an argument", argv[optind - 1]);
         default: fk_usage_error("unknown option '%s'", argv[optind - 1]);
@@ -83,7 +88,7 @@ int cmd_merge(int argc, char **argv)
         }
         char *frame = prefix && host ? fk_merge_frame(host) : NULL;
         struct fk_parse_stats ps = { 0 };
-        bool ok = fk_merge_add_file(&t, path, frame, &ps);
+        bool ok = fk_merge_add_file(&t, path, frame, &io, &ps);
         if (ok)
             fk_parse_stats_report(&ps, path, false);
         fk_parse_stats_free(&ps);

@@ -12,8 +12,10 @@ static void usage(FILE *out)
             "\n"
             "Render folded stacks (\"frame;frame;...;frame COUNT\" lines, gzip read\n"
             "transparently; default stdin) as an interactive SVG flame graph.\n"
-            "In the SVG: click a frame to zoom, Ctrl-F or / to search (regex), Esc to\n"
-            "reset, i for the Info panel; zoom and search are kept in the URL.\n"
+            "In the SVG (every frame kept, so figures count every sample): click a frame\n"
+            "to zoom, Ctrl-F or / to search (Alt-C: ignore case), t for the top functions,\n"
+            "right-click a frame for its callers and callees, i for the Info panel, Esc\n"
+            "to go back; zoom and search are kept in the URL.\n"
             "\n"
             "Options:\n%s",
             fk_svg_cli_help);

@@ -49,6 +49,8 @@ int main(void)
     UNIT_CHECK("nothing counted, nothing sampled", r.verdict == FK_PERIOD_OK);
     r = check(100, 0, 99, 1, 0, 0);
     UNIT_CHECK("fewer hits than one period", r.verdict == FK_PERIOD_OK);
+    UNIT_CHECK("fewer hits than one period: no 0.0% share, says why",
+               !strstr(r.summary, "%") && strstr(r.summary, "counted 99, below one period per counter"));
     r = check(1, 500, 500, 1, 0, 0);
     UNIT_CHECK("period 1: every hit is right", r.verdict == FK_PERIOD_OK);
     r = check(100, 0, 5000, 1000, 0, 0);

@@ -159,7 +159,7 @@ struct engine {
     const struct fk_capture_opts *o;
     struct fk_capture_result *r;
     struct fk_symbolizer *sym;
-    struct fk_stacktab raw;         /* comm NUL locations... -> count */
+    struct fk_stacktab raw;         /* comm NUL pid locations... -> count */
     uint64_t sample_type;
     struct fk_buf key;
     struct fk_buf pbuf, pbuf2;      /* pending record bytes */
@@ -303,6 +303,8 @@ static void handle_sample(struct engine *e, const union perf_event *ev)
     const char *comm = pid == 0 ? "swapper" : fk_sym_comm_of(e->sym, pid, tid);
     fk_buf_adds(&e->key, comm);
     fk_buf_addc(&e->key, 0);
+    int32_t pid32 = (int32_t)pid;
+    fk_buf_add(&e->key, &pid32, sizeof pid32);
 
     unsigned nframes = 0;
     bool kernel = (ev->header.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
@@ -582,66 +584,148 @@ static void raise_nofile(void)
 
 /* ---- naming ------------------------------------------------------------- */
 
-static void sanitize_name(char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (s[i] == ';')
-            s[i] = ':';
-        else if (s[i] == '\n' || s[i] == '\r' || s[i] == '\t')
-            s[i] = ' ';
-}
-
 struct loc_key {
     uint32_t dso;
     uint64_t addr;
 } __attribute__((packed));
 
-static void build_folded(struct engine *e)
+/* One pass over the unique raw stacks: each new location is named once
+ * (fk_sym_name) and becomes a pprof-style location with its function and
+ * mapping; each raw stack becomes a sample labelled comm and pid. The
+ * folded table is then drawn from that profile. */
+static void build_prof(struct engine *e)
 {
-    struct fk_stacktab names;   /* location -> aux = offset+1 in text */
-    fk_stacktab_init(&names);
-    struct fk_buf text = FK_BUF_INIT, folded = FK_BUF_INIT, one = FK_BUF_INIT;
-    size_t *offs = NULL, noffs = 0, capoffs = 0;
-    struct loc_key *locs = NULL;
-    size_t caplocs = 0;
+    const struct fk_capture_opts *o = e->o;
+    struct fk_prof *p = &e->r->prof;
+    fk_prof_init(p);
+    uint64_t period = o->event.period ? o->event.period : 1;
+    bool freq = o->event.freq != 0;
+    int fold_type = 0;
+    fk_prof_add_type(p, "samples", "count");
+    if (freq) {
+        fk_prof_add_type(p, "cpu", "nanoseconds");
+        p->period_type = p->types[1];
+        p->period = (int64_t)(1000000000ull / o->event.freq);
+    } else {
+        const char *name = o->value_name ? o->value_name : o->event.name;
+        fk_prof_add_type(p, name, "count");
+        p->period_type = p->types[1];
+        p->period = (int64_t)period;
+        fold_type = o->weight_by_period ? 1 : 0;
+    }
+    p->time_nanos = (int64_t)e->r->start_realtime_ns;
+    p->duration_nanos = (int64_t)e->r->duration_ns;
+    uint32_t comm_k = fk_prof_strz(p, "comm"), pid_k = fk_prof_strz(p, "pid");
+
+    struct fk_stacktab locmap;  /* loc_key -> aux = location id */
+    fk_stacktab_init(&locmap);
+    uint32_t *func_of = NULL;   /* name string -> function id */
+    size_t capfunc = 0;
+    struct dso_map { uint32_t id; uint64_t lo, hi; bool offsets; } *dmap = NULL;
+    size_t capdmap = 0;
+    struct fk_buf one = FK_BUF_INIT;
+    uint64_t *ids = NULL;
+    size_t capids = 0;
+    bool weighted = !freq && o->weight_by_period;
+
     for (size_t i = 0; i < e->raw.n; i++) {
         const struct fk_stack *s = &e->raw.v[i];
         size_t cl = strnlen(s->key, s->len);
-        fk_buf_reset(&folded);
-        fk_buf_add(&folded, s->key, cl);
-        sanitize_name(folded.data, folded.len);
-        for (size_t k = 0; k < folded.len; k++)
-            if (folded.data[k] == ' ' && 0)
-                folded.data[k] = '_';
-        size_t nloc = (s->len - cl - 1) / sizeof(struct loc_key);
-        locs = fk_grow(locs, &caplocs, nloc ? nloc : 1, sizeof *locs);
-        memcpy(locs, s->key + cl + 1, nloc * sizeof *locs);
-        for (size_t j = nloc; j-- > 0;) {
-            struct fk_stack *ne = fk_stacktab_add(&names, (const char *)&locs[j], sizeof locs[j], 0);
-            if (!ne->aux) {
+        int32_t pid;
+        memcpy(&pid, s->key + cl + 1, sizeof pid);
+        const char *lk = s->key + cl + 1 + sizeof pid;
+        size_t nloc = (s->len - cl - 1 - sizeof pid) / sizeof(struct loc_key);
+        ids = fk_grow(ids, &capids, nloc ? nloc : 1, sizeof *ids);
+        for (size_t j = 0; j < nloc; j++) {
+            struct loc_key lkj;
+            memcpy(&lkj, lk + j * sizeof lkj, sizeof lkj);
+            struct fk_stack *le = fk_stacktab_add(&locmap, (const char *)&lkj, sizeof lkj, 0);
+            if (!le->aux) {
                 fk_buf_reset(&one);
-                struct fk_loc loc = { locs[j].dso, locs[j].addr };
+                struct fk_loc loc = { lkj.dso, lkj.addr };
                 fk_sym_name(e->sym, loc, &one);
                 if (!one.len)
                     fk_buf_adds(&one, "[unknown]");
-                sanitize_name(one.data, one.len);
-                offs = fk_grow(offs, &capoffs, noffs + 2, sizeof *offs);
-                offs[noffs++] = text.len;
-                fk_buf_add(&text, one.data, one.len);
-                fk_buf_addc(&text, 0);
-                ne->aux = (uint32_t)noffs;
+                fk_prof_frame_sanitize(one.data, one.len);
+                uint32_t name = fk_prof_str(p, one.data, one.len);
+                uint32_t mapping = 0;
+                struct fk_sym_dso di;
+                if (fk_sym_dso_info(e->sym, lkj.dso, &di)) {
+                    size_t oldcap = capdmap;
+                    dmap = fk_grow(dmap, &capdmap, (size_t)lkj.dso + 1, sizeof *dmap);
+                    memset(dmap + oldcap, 0, (capdmap - oldcap) * sizeof *dmap);
+                    struct dso_map *dm = &dmap[lkj.dso];
+                    if (!dm->id) {
+                        struct fk_prof_mapping m = { 0 };
+                        m.file = fk_prof_strz(p, di.path);
+                        char hex[2 * 64 + 1];
+                        size_t bl = di.build_id_len < 64 ? di.build_id_len : 64;
+                        for (size_t k = 0; k < bl; k++)
+                            snprintf(hex + 2 * k, 3, "%02x", di.build_id[k]);
+                        hex[2 * bl] = 0;
+                        m.build_id = fk_prof_strz(p, hex);
+                        m.has_functions = true;
+                        dm->id = fk_prof_add_mapping(p, &m);
+                        dm->lo = UINT64_MAX;
+                        dm->hi = 0;
+                        dm->offsets = di.file_offsets;
+                    }
+                    if (lkj.addr < dm->lo)
+                        dm->lo = lkj.addr;
+                    if (lkj.addr > dm->hi)
+                        dm->hi = lkj.addr;
+                    mapping = dm->id;
+                }
+                le->aux = fk_prof_add_loc(p, mapping, lkj.addr);
+                fk_prof_add_line(p, 0, 0);
+                p->lines[p->nlines - 1].func = name;    /* resolved below */
             }
-            fk_buf_addc(&folded, ';');
-            fk_buf_adds(&folded, text.data + offs[ne->aux - 1]);
+            ids[j] = le->aux;
         }
-        fk_stacktab_add(&e->r->stacks, folded.data, folded.len, s->count);
+        int64_t v[2];
+        uint64_t c = s->count;
+        if (freq) {
+            v[0] = (int64_t)c;
+            v[1] = (int64_t)(c * (uint64_t)p->period);
+        } else if (weighted) {
+            v[0] = (int64_t)(c / period);
+            v[1] = (int64_t)c;
+        } else {
+            v[0] = (int64_t)c;
+            v[1] = (int64_t)(c * period);
+        }
+        fk_prof_add_sample(p, ids, nloc, v);
+        fk_buf_reset(&one);
+        fk_buf_add(&one, s->key, cl);
+        fk_prof_frame_sanitize(one.data, one.len);
+        fk_prof_add_label(p, comm_k, fk_prof_str(p, one.data, one.len), 0, 0);
+        fk_prof_add_label(p, pid_k, 0, pid, 0);
     }
-    free(locs);
-    free(offs);
-    fk_buf_free(&text);
-    fk_buf_free(&folded);
+    /* functions: one per distinct name (lines held the name until now) */
+    func_of = fk_grow(func_of, &capfunc, p->strs.n + 1, sizeof *func_of);
+    memset(func_of, 0, capfunc * sizeof *func_of);
+    for (size_t i = 0; i < p->nlines; i++) {
+        uint32_t name = p->lines[i].func;
+        if (!func_of[name])
+            func_of[name] = fk_prof_add_func(p, name, name, 0, 0);
+        p->lines[i].func = func_of[name];
+    }
+    for (size_t d = 0; d < capdmap && dmap; d++) {
+        struct dso_map *dm = &dmap[d];
+        if (!dm->id)
+            continue;
+        struct fk_prof_mapping *m = &p->maps[dm->id - 1];
+        m->start = dm->lo;
+        m->limit = dm->hi == UINT64_MAX ? UINT64_MAX : dm->hi + 1;
+        m->offset = dm->offsets ? dm->lo : 0;
+    }
+    fk_prof_main_mapping_first(p);
+    fk_prof_fold(p, fold_type, SIZE_MAX, &e->r->stacks, NULL);
+    free(ids);
+    free(func_of);
+    free(dmap);
     fk_buf_free(&one);
-    fk_stacktab_free(&names);
+    fk_stacktab_free(&locmap);
 }
 
 /* ---- the run ------------------------------------------------------------ */
@@ -857,7 +941,9 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
     uint64_t mem = fk_stacktab_bytes(&e.raw) + fk_sym_bytes(e.sym);
     if (mem > r->mem_bytes)
         r->mem_bytes = mem;
-    build_folded(&e);
+    uint64_t t_name = mono_ns();
+    build_prof(&e);
+    r->naming_ns = mono_ns() - t_name;
     fk_sym_stats(e.sym, &r->sym);
     rc = FK_EXIT_OK;
 out:
@@ -877,12 +963,15 @@ out:
     u64map_free(&e.uids);
     u64map_free(&e.uid_checked);
     u64map_free(&e.cgroups);
-    if (rc != FK_EXIT_OK)
+    if (rc != FK_EXIT_OK) {
         fk_stacktab_free(&r->stacks);
+        fk_prof_free(&r->prof);
+    }
     return rc;
 }
 
 void fk_capture_result_free(struct fk_capture_result *r)
 {
     fk_stacktab_free(&r->stacks);
+    fk_prof_free(&r->prof);
 }

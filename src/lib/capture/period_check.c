@@ -51,9 +51,13 @@ void fk_period_verify(const struct fk_period_in *in, struct fk_period_result *ou
     out->hi = in->count + k;
     out->lo = in->throttles ? 0
             : sat_sub(sat_sub(in->count, sat_mul(inst, k - 1)), sat_mul(in->lost, k));
-    char pct[32] = "";
-    if (in->count)
+    /* A share of a count the remainders can swallow whole ("48 (0.0%)")
+     * reads like a failure: say why there is nothing to compare. */
+    char pct[96] = "";
+    if (in->count && (out->lo > 0 || in->throttles))
         snprintf(pct, sizeof pct, " (%.1f%%)", 100.0 * (double)out->estimate / (double)in->count);
+    else if (in->count)
+        snprintf(pct, sizeof pct, ", below one period per counter: too few to compare");
     snprintf(out->summary, sizeof out->summary,
              "%" PRIu64 " samples ≈ %" PRIu64 " %s (1 in %" PRIu64 "); counted %" PRIu64 "%s",
              in->samples, out->estimate, unit, k, in->count, pct);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Facts about the machine for a capture's metadata. */
-#include "capture/record.h"
+#include "capture/capture.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -154,7 +154,7 @@ void fk_sysinfo_json(json_t *o)
     if (gethostname(host, sizeof host - 1) < 0)
         strcpy(host, "unknown");
     host[sizeof host - 1] = 0;
-    json_object_set_new(o, "hostname", json_string(host));
+    json_object_set_new(o, "host", json_string(host));
     struct utsname u;
     if (uname(&u) == 0) {
         json_t *k = json_object();

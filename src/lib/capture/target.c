@@ -261,29 +261,32 @@ bool fk_target_cgroup(struct fk_target *t, const char *arg)
     return true;
 }
 
-/* RUN: the child blocks reading go_fd until we write; exec errors come
- * back through err_fd (close-on-exec, so EOF means exec worked). */
-static int run_go_fd = -1, run_err_fd = -1;
-static bool run_stdout_to_stderr;
-
-void fk_target_run_stdout_to_stderr(bool on)
-{
-    run_stdout_to_stderr = on;
-}
-
-bool fk_target_run(struct fk_target *t, char **argv)
+/* RUN: the child blocks reading run_go until we write; exec errors come
+ * back through run_err (close-on-exec, so EOF means exec worked). */
+bool fk_target_run(struct fk_target *t, char **argv, bool stdout_to_stderr)
 {
     memset(t, 0, sizeof *t);
     t->kind = FK_TARGET_RUN;
+    t->run_go = t->run_err = -1;
     int go[2], err[2];
-    if (pipe2(go, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+    if (pipe2(go, O_CLOEXEC) < 0) {
         fk_error("pipe: %s", strerror(errno));
+        return false;
+    }
+    if (pipe2(err, O_CLOEXEC) < 0) {
+        fk_error("pipe: %s", strerror(errno));
+        close(go[0]);
+        close(go[1]);
         return false;
     }
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
         fk_error("fork: %s", strerror(errno));
+        close(go[0]);
+        close(go[1]);
+        close(err[0]);
+        close(err[1]);
         return false;
     }
     if (pid == 0) {
@@ -302,7 +305,7 @@ bool fk_target_run(struct fk_target *t, char **argv)
         while (n < 0 && errno == EINTR);
         if (n != 1)
             _exit(127);     /* the profiler gave up before starting us */
-        if (run_stdout_to_stderr && dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+        if (stdout_to_stderr && dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
             _exit(126);
         execvp(argv[0], argv);
         int e = errno;
@@ -312,8 +315,8 @@ bool fk_target_run(struct fk_target *t, char **argv)
     }
     close(go[0]);
     close(err[1]);
-    run_go_fd = go[1];
-    run_err_fd = err[0];
+    t->run_go = go[1];
+    t->run_err = err[0];
     t->pids = fk_malloc(sizeof *t->pids);
     t->pids[0] = pid;
     t->npids = 1;
@@ -333,22 +336,22 @@ bool fk_target_run(struct fk_target *t, char **argv)
 bool fk_target_run_exec(struct fk_target *t, int *exec_errno)
 {
     *exec_errno = 0;
-    if (run_go_fd < 0)
+    if (t->run_go < 0)
         return false;
     char c = 'g';
-    ssize_t n = write(run_go_fd, &c, 1);
-    close(run_go_fd);
-    run_go_fd = -1;
+    ssize_t n = write(t->run_go, &c, 1);
+    close(t->run_go);
+    t->run_go = -1;
     if (n != 1) {
         fk_error("cannot start the command: %s", strerror(errno));
         return false;
     }
     int e = 0;
     do
-        n = read(run_err_fd, &e, sizeof e);
+        n = read(t->run_err, &e, sizeof e);
     while (n < 0 && errno == EINTR);
-    close(run_err_fd);
-    run_err_fd = -1;
+    close(t->run_err);
+    t->run_err = -1;
     if (n == (ssize_t)sizeof e) {
         *exec_errno = e;
         fk_error("cannot run %s: %s", t->desc + strlen("command: "), strerror(e));
@@ -359,12 +362,14 @@ bool fk_target_run_exec(struct fk_target *t, int *exec_errno)
 
 void fk_target_free(struct fk_target *t)
 {
-    if (t->kind == FK_TARGET_RUN && run_go_fd >= 0) {
-        close(run_go_fd);   /* the waiting child exits 127 */
-        run_go_fd = -1;
+    if (t->kind == FK_TARGET_RUN && t->run_go >= 0) {
+        close(t->run_go);   /* the waiting child exits 127 */
+        t->run_go = -1;
         if (t->npids)
             waitpid(t->pids[0], NULL, 0);
     }
+    if (t->kind == FK_TARGET_RUN && t->run_err >= 0)
+        close(t->run_err);
     free(t->pids);
     free(t->user);
     free(t->cgroup_dir);

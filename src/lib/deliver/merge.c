@@ -25,7 +25,7 @@ char *fk_merge_host_from_name(const char *path)
         if (p > base && is_stamp(p))
             return fk_strndup(base, (size_t)(p - base));
     size_t len = strlen(base);
-    static const char *const sfx[] = { ".gz", ".folded", ".txt", ".stacks" };
+    static const char *const sfx[] = { ".gz", ".folded", ".txt", ".stacks", ".pb" };
     for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {
         size_t l = strlen(sfx[i]);
         if (len > l && !memcmp(base + len - l, sfx[i], l))
@@ -67,10 +67,10 @@ static void merge_line(void *ctx, const char *stack, size_t slen, uint64_t c, ui
 }
 
 bool fk_merge_add_file(struct fk_stacktab *t, const char *path, const char *frame,
-                       struct fk_parse_stats *st)
+                       const struct fk_input_opts *o, struct fk_parse_stats *st)
 {
     struct merge_ctx m = { t, frame, FK_BUF_INIT };
-    bool ok = fk_folded_foreach(path, st, merge_line, &m);
+    bool ok = fk_input_foreach(path, o, st, merge_line, &m, NULL);
     fk_buf_free(&m.key);
     return ok;
 }

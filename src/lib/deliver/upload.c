@@ -855,7 +855,7 @@ size_t fk_upload_meta_from_name(const char *path, struct fk_upload_meta *out)
         return 0;
     const char *rest = stamp + 21;
     static const char *const suffixes[] = {
-        ".flamegraph.svg", ".folded.gz", ".folded", ".svg", ".json", ".txt", ".gz",
+        ".flamegraph.svg", ".folded.gz", ".pb.gz", ".folded", ".svg", ".json", ".txt", ".gz",
     };
     size_t rn = strlen(rest);
     for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #include "svgcli.h"
-#include "stacks/folded.h"
+#include "stacks/input.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -30,11 +30,13 @@ const char fk_svg_cli_help[] =
     "                       and hashes (short, the default; the full names stay\n"
     "                       in the tooltip) or as they are (full)\n"
     "      --strict         fail on malformed input lines instead of skipping them\n"
+    "      --sample-type T  pprof input: the sample type to draw, by name or index\n"
+    "                       (e.g. inuse_space; default: the profile's last, like pprof)\n"
     "  -h, --help           this text\n";
 
 enum { O_TITLE = 256, O_SUBTITLE, O_WIDTH, O_HEIGHT, O_MINWIDTH, O_COLORS, O_HASH, O_RAND,
        O_COUNTNAME, O_NAMETYPE, O_INVERTED, O_REVERSE, O_FLAMECHART, O_NOTES, O_METADATA,
-       O_STRICT, O_NEGATE, O_NORMALIZE, O_NAMES };
+       O_STRICT, O_NEGATE, O_NORMALIZE, O_SAMPLE_TYPE, O_NAMES };
 
 static int parse_int(const char *opt, const char *s, int lo, int hi)
 {
@@ -67,6 +69,7 @@ void fk_svg_cli_parse(struct fk_svg_cli *c, int argc, char **argv, bool diff,
         { "metadata", required_argument, NULL, O_METADATA },
         { "strict", no_argument, NULL, O_STRICT },
         { "names", required_argument, NULL, O_NAMES },
+        { "sample-type", required_argument, NULL, O_SAMPLE_TYPE },
         { "negate", no_argument, NULL, O_NEGATE },
         { "normalize", no_argument, NULL, O_NORMALIZE },
         { "normalise", no_argument, NULL, O_NORMALIZE },
@@ -109,7 +112,7 @@ void fk_svg_cli_parse(struct fk_svg_cli *c, int argc, char **argv, bool diff,
             break;
         case O_HASH: c->opts.hash = true; break;
         case O_RAND: c->opts.rand = true; break;
-        case O_COUNTNAME: c->opts.countname = optarg; break;
+        case O_COUNTNAME: c->opts.countname = optarg; c->countname_set = true; break;
         case O_NAMETYPE: c->opts.nametype = optarg; break;
         case O_INVERTED: c->opts.inverted = true; break;
         case O_REVERSE: c->opts.reverse = true; break;
@@ -122,6 +125,7 @@ void fk_svg_cli_parse(struct fk_svg_cli *c, int argc, char **argv, bool diff,
                 fk_usage_error("--names wants short or full, not '%s'", optarg);
             c->opts.full_names = !strcmp(optarg, "full");
             break;
+        case O_SAMPLE_TYPE: c->sample_type = optarg; break;
         case O_NEGATE:
         case O_NORMALIZE:
             if (!diff)
@@ -156,11 +160,24 @@ void fk_svg_cli_parse(struct fk_svg_cli *c, int argc, char **argv, bool diff,
     }
 }
 
-bool fk_svg_cli_read(const struct fk_svg_cli *c, const char *path, struct fk_stacktab *t)
+bool fk_svg_cli_read(struct fk_svg_cli *c, const char *path, struct fk_stacktab *t)
 {
     struct fk_parse_stats st;
     memset(&st, 0, sizeof st);
-    bool ok = fk_folded_read(path, t, &st);
+    struct fk_input_opts io = { .sample_type = c->sample_type };
+    struct fk_input_info info;
+    bool ok = fk_input_read(path, &io, t, &st, &info);
+    /* pprof: the sample type's unit names the counts unless --countname did */
+    if (ok && info.pprof && !c->countname_set) {
+        const char *cn = strcmp(info.unit, "count") && info.unit[0] ? info.unit : info.type;
+        size_t k = 0;
+        for (const char *q = cn; *q && k + 1 < sizeof c->countname_buf; q++)
+            if (*q != '(' && *q != ')')
+                c->countname_buf[k++] = *q;
+        c->countname_buf[k] = 0;
+        if (k)
+            c->opts.countname = c->countname_buf;
+    }
     const char *name = strcmp(path, "-") ? path : "stdin";
     if (ok)
         ok = fk_parse_stats_report(&st, name, c->strict);

@@ -12,6 +12,9 @@ struct fk_svg_cli {
     bool strict;
     json_t *metadata;       /* loaded from metadata_path */
     int first_arg;          /* index of the first operand in argv */
+    const char *sample_type;    /* --sample-type (pprof input) */
+    bool countname_set;         /* --countname given */
+    char countname_buf[64];     /* from a pprof sample type */
 };
 
 /* Parse argv (argv[0] = command name). Prints usage and exits 0 on --help,
@@ -21,9 +24,11 @@ void fk_svg_cli_parse(struct fk_svg_cli *c, int argc, char **argv, bool diff,
 /* The option lines common to both commands, for their --help. */
 extern const char fk_svg_cli_help[];
 
-/* Read folded input into t, warning once about malformed lines (error with
- * strict). False on I/O error, strict failure. */
-bool fk_svg_cli_read(const struct fk_svg_cli *c, const char *path, struct fk_stacktab *t);
+/* Read folded stacks or a pprof profile (stacks/input.h) into t, warning
+ * once about malformed lines (error with strict); a pprof sample type names
+ * the counts unless --countname did. False on I/O error, bad input, strict
+ * failure (reported). */
+bool fk_svg_cli_read(struct fk_svg_cli *c, const char *path, struct fk_stacktab *t);
 /* Render t to c->output atomically; false (reported) on failure. */
 bool fk_svg_cli_write(struct fk_svg_cli *c, const struct fk_stacktab *t);
 void fk_svg_cli_free(struct fk_svg_cli *c);

@@ -115,9 +115,17 @@ bool fk_folded_foreach(const char *path, struct fk_parse_stats *st, fk_folded_fn
     struct fk_lineread r;
     if (!fk_lineread_open(&r, path))
         return false;
+    bool ok = fk_folded_foreach_lines(&r, st, fn, ctx);
+    fk_lineread_close(&r);
+    return ok;
+}
+
+bool fk_folded_foreach_lines(struct fk_lineread *r, struct fk_parse_stats *st, fk_folded_fn fn,
+                             void *ctx)
+{
     char *line;
     size_t len;
-    while ((line = fk_lineread_next(&r, &len))) {
+    while ((line = fk_lineread_next(r, &len))) {
         st->lines++;
         if (len == 0 || line[0] == '#')
             continue;
@@ -126,25 +134,23 @@ bool fk_folded_foreach(const char *path, struct fk_parse_stats *st, fk_folded_fn
         uint64_t c, c2;
         bool has2;
         if (!fk_folded_parse_line(line, len, &stack, &slen, &c, &c2, &has2, &why)) {
-            fk_parse_stats_bad(st, r.lineno, line, len, why);
+            fk_parse_stats_bad(st, r->lineno, line, len, why);
             continue;
         }
         fn(ctx, stack, slen, c, c2, has2);
     }
-    bool ok = !r.error;
-    fk_lineread_close(&r);
-    return ok;
+    return !r->error;
 }
 
-static void add_to_table(void *ctx, const char *stack, size_t len, uint64_t count,
-                         uint64_t count2, bool has2)
+void fk_folded_to_table(void *ctx, const char *stack, size_t len, uint64_t count,
+                        uint64_t count2, bool has2)
 {
     fk_stacktab_add2(ctx, stack, len, count, has2 ? count2 : 0);
 }
 
 bool fk_folded_read(const char *path, struct fk_stacktab *t, struct fk_parse_stats *st)
 {
-    return fk_folded_foreach(path, st, add_to_table, t);
+    return fk_folded_foreach(path, st, fk_folded_to_table, t);
 }
 
 bool fk_folded_write(struct fk_outfile *o, const struct fk_stacktab *t)

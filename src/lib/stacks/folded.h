@@ -32,6 +32,13 @@ bool fk_folded_read(const char *path, struct fk_stacktab *t, struct fk_parse_sta
 typedef void (*fk_folded_fn)(void *ctx, const char *stack, size_t len, uint64_t count,
                              uint64_t count2, bool has2);
 bool fk_folded_foreach(const char *path, struct fk_parse_stats *st, fk_folded_fn fn, void *ctx);
+/* The same from an open reader (stacks/input.c opens it to sniff the format). */
+struct fk_lineread;
+bool fk_folded_foreach_lines(struct fk_lineread *r, struct fk_parse_stats *st, fk_folded_fn fn,
+                             void *ctx);
+/* An fk_folded_fn adding each stack to the fk_stacktab ctx (both counts). */
+void fk_folded_to_table(void *ctx, const char *stack, size_t len, uint64_t count,
+                        uint64_t count2, bool has2);
 /* Parse one line; false if malformed (why says what). */
 bool fk_folded_parse_line(char *line, size_t len, const char **stack, size_t *stack_len,
                           uint64_t *count, uint64_t *count2, bool *has2, const char **why);

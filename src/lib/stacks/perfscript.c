@@ -930,6 +930,13 @@ bool fk_perfscript_read(struct fk_perfscript *p, const char *path)
     struct fk_lineread r;
     if (!fk_lineread_open(&r, path))
         return false;
+    bool ok = fk_perfscript_read_lines(p, &r);
+    fk_lineread_close(&r);
+    return ok;
+}
+
+bool fk_perfscript_read_lines(struct fk_perfscript *p, struct fk_lineread *r)
+{
     char *line;
     size_t len;
     for (;;) {
@@ -937,7 +944,10 @@ bool fk_perfscript_read(struct fk_perfscript *p, const char *path)
          * last time) are checked in place: no scan for the newline. */
         if (p->lprev && p->keep) {
             size_t avail;
-            const char *b = fk_lineread_peek(&r, &avail);
+            bool eof;
+            const char *b = fk_lineread_peek(r, 0, &avail, &eof);  /* what is buffered */
+            if (!b)
+                break;
             bool java = is_java(p);
             uint32_t en;
             while (p->lprev && (en = p->line.e[p->lprev - 1].next)) {
@@ -947,17 +957,15 @@ bool fk_perfscript_read(struct fk_perfscript *p, const char *path)
                     break;
                 p->st->lines++;
                 line_seen(p, en);
-                fk_lineread_skip(&r, e->klen + 1);
+                fk_lineread_skip(r, e->klen + 1);
                 b += e->klen + 1;
                 avail -= e->klen + 1;
             }
         }
-        if (!(line = fk_lineread_next(&r, &len)))
+        if (!(line = fk_lineread_next(r, &len)))
             break;
-        fk_perfscript_line(p, line, len, r.lineno);
+        fk_perfscript_line(p, line, len, r->lineno);
     }
     fk_perfscript_finish(p);
-    bool ok = !r.error;
-    fk_lineread_close(&r);
-    return ok;
+    return !r->error;
 }

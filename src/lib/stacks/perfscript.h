@@ -82,5 +82,8 @@ void fk_perfscript_free(struct fk_perfscript *p);
 /* Parse a whole file ("-" = stdin, gzip transparent). false on I/O error
  * (already reported). */
 bool fk_perfscript_read(struct fk_perfscript *p, const char *path);
+/* The same from an open reader (to its end). */
+struct fk_lineread;
+bool fk_perfscript_read_lines(struct fk_perfscript *p, struct fk_lineread *r);
 
 #endif

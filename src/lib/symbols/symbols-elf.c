@@ -3,11 +3,14 @@
  * /proc/kallsyms and perf-PID.map files. */
 #include "symbols/symbols-int.h"
 
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <lzma.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -140,6 +143,21 @@ static bool has_section(Elf *e, Elf64_Word type)
     return false;
 }
 
+static Elf_Scn *section_named(Elf *e, const char *want, GElf_Shdr *sh)
+{
+    size_t shstrndx;
+    if (elf_getshdrstrndx(e, &shstrndx) != 0)
+        return NULL;
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(e, scn))) {
+        const char *name;
+        if (gelf_getshdr(scn, sh) && (name = elf_strptr(e, shstrndx, sh->sh_name)) &&
+            strcmp(name, want) == 0)
+            return scn;
+    }
+    return NULL;
+}
+
 /* Try one candidate debug file: it must carry a .symtab and, when both
  * sides have one, the same build-id. */
 static bool try_debug_file(struct dso *d, const char *path)
@@ -212,49 +230,271 @@ static uint64_t rd_le(const unsigned char *p, int n)
  * .gopclntab; read the Go 1.18+ layout (magic 0xfffffff0/0xfffffff1). */
 static size_t read_gopclntab(Elf *e, struct fk_symtab *t)
 {
-    size_t shstrndx;
-    if (elf_getshdrstrndx(e, &shstrndx) != 0)
+    GElf_Shdr sh;
+    Elf_Scn *scn = section_named(e, ".gopclntab", &sh);
+    if (!scn)
         return 0;
-    Elf_Scn *scn = NULL;
-    while ((scn = elf_nextscn(e, scn))) {
-        GElf_Shdr sh;
-        const char *name;
-        if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(e, shstrndx, sh.sh_name)) ||
-            strcmp(name, ".gopclntab") != 0)
+    Elf_Data *data = elf_rawdata(scn, NULL);
+    if (!data || data->d_size < 72)
+        return 0;
+    const unsigned char *p = data->d_buf;
+    size_t size = data->d_size;
+    uint32_t magic = (uint32_t)rd_le(p, 4);
+    int ptr = p[7];
+    if ((magic != 0xfffffff0 && magic != 0xfffffff1) || (ptr != 4 && ptr != 8) ||
+        size < 8 + 8 * (size_t)ptr)
+        return 0;
+    uint64_t nfunc = rd_le(p + 8, ptr), text = rd_le(p + 8 + 2 * ptr, ptr);
+    uint64_t names = rd_le(p + 8 + 3 * ptr, ptr), pcln = rd_le(p + 8 + 7 * ptr, ptr);
+    if (pcln + 4 > size || names >= size || nfunc > (size - pcln - 4) / 8)
+        return 0;
+    const unsigned char *ftab = p + pcln;
+    size_t added = 0;
+    for (uint64_t i = 0; i < nfunc; i++) {
+        uint64_t entry = rd_le(ftab + 8 * i, 4), funcoff = rd_le(ftab + 8 * i + 4, 4);
+        uint64_t next = rd_le(ftab + 8 * (i + 1), 4);   /* the table ends with one more entry */
+        if (pcln + funcoff + 8 > size)
             continue;
-        Elf_Data *data = elf_rawdata(scn, NULL);
-        if (!data || data->d_size < 72)
-            return 0;
-        const unsigned char *p = data->d_buf;
-        size_t size = data->d_size;
-        uint32_t magic = (uint32_t)rd_le(p, 4);
-        int ptr = p[7];
-        if ((magic != 0xfffffff0 && magic != 0xfffffff1) || (ptr != 4 && ptr != 8) ||
-            size < 8 + 8 * (size_t)ptr)
-            return 0;
-        uint64_t nfunc = rd_le(p + 8, ptr), text = rd_le(p + 8 + 2 * ptr, ptr);
-        uint64_t names = rd_le(p + 8 + 3 * ptr, ptr), pcln = rd_le(p + 8 + 7 * ptr, ptr);
-        if (pcln + 4 > size || names >= size || nfunc > (size - pcln - 4) / 8)
-            return 0;
-        const unsigned char *ftab = p + pcln;
-        size_t added = 0;
-        for (uint64_t i = 0; i < nfunc; i++) {
-            uint64_t entry = rd_le(ftab + 8 * i, 4), funcoff = rd_le(ftab + 8 * i + 4, 4);
-            uint64_t next = rd_le(ftab + 8 * (i + 1), 4);   /* the table ends with one more entry */
-            if (pcln + funcoff + 8 > size)
-                continue;
-            int32_t nameoff = (int32_t)rd_le(ftab + funcoff + 4, 4);
-            if (nameoff < 0 || names + (uint64_t)nameoff >= size)
-                continue;
-            const char *fname = (const char *)p + names + nameoff;
-            if (!memchr(fname, 0, size - names - (uint64_t)nameoff))
-                continue;
-            fk_symtab_add(t, text + entry, next > entry ? next - entry : 0, fname);
-            added++;
-        }
-        return added;
+        int32_t nameoff = (int32_t)rd_le(ftab + funcoff + 4, 4);
+        if (nameoff < 0 || names + (uint64_t)nameoff >= size)
+            continue;
+        const char *fname = (const char *)p + names + nameoff;
+        if (!memchr(fname, 0, size - names - (uint64_t)nameoff))
+            continue;
+        fk_symtab_add(t, text + entry, next > entry ? next - entry : 0, fname);
+        added++;
     }
-    return 0;
+    return added;
+}
+
+/* ---- function ranges from CFI: names for stripped code ----
+ * libdw splits .eh_frame/.debug_frame into CIEs and FDEs (dwarf_next_cfi)
+ * but does not decode an FDE's address range: that is the CIE's pointer
+ * encoding ('R' augmentation), read here with bounds on every byte. */
+
+#define FDE_MAX (1u << 21)      /* 32 MiB of ranges; libxul has ~2e5 */
+
+static bool rd_uint(const uint8_t **pp, const uint8_t *end, int n, bool be, uint64_t *v)
+{
+    if (end - *pp < n)
+        return false;
+    uint64_t x = 0;
+    if (be)
+        for (int i = 0; i < n; i++)
+            x = x << 8 | (*pp)[i];
+    else
+        x = rd_le(*pp, n);
+    *pp += n;
+    *v = x;
+    return true;
+}
+
+static bool rd_leb(const uint8_t **pp, const uint8_t *end, bool sign, uint64_t *v)
+{
+    uint64_t x = 0;
+    for (unsigned shift = 0; *pp < end && shift < 64; shift += 7) {
+        uint8_t b = *(*pp)++;
+        x |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            if (sign && shift + 7 < 64 && (b & 0x40))
+                x |= ~(uint64_t)0 << (shift + 7);
+            *v = x;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* One DW_EH_PE-encoded pointer at *pp; `here` is its own address (pcrel).
+ * Only the applications a linker emits for FDEs: absolute and pc-relative. */
+static bool rd_encoded(uint8_t enc, const uint8_t **pp, const uint8_t *end, int asize, bool be,
+                       uint64_t here, uint64_t *v)
+{
+    if (enc == DW_EH_PE_omit)
+        return false;
+    int n;
+    switch (enc & 0x0f) {
+    case DW_EH_PE_absptr: n = asize; break;
+    case DW_EH_PE_udata2: case DW_EH_PE_sdata2: n = 2; break;
+    case DW_EH_PE_udata4: case DW_EH_PE_sdata4: n = 4; break;
+    case DW_EH_PE_udata8: case DW_EH_PE_sdata8: n = 8; break;
+    case DW_EH_PE_uleb128: case DW_EH_PE_sleb128:
+        if (!rd_leb(pp, end, (enc & 0x0f) == DW_EH_PE_sleb128, v))
+            return false;
+        n = 0;
+        break;
+    default: return false;
+    }
+    if (n && !rd_uint(pp, end, n, be, v))
+        return false;
+    if (n && n < 8 && (enc & DW_EH_PE_signed) && (*v >> (8 * n - 1)) & 1)
+        *v |= ~(uint64_t)0 << 8 * n;
+    switch (enc & 0x70) {
+    case DW_EH_PE_absptr: break;
+    case DW_EH_PE_pcrel: *v += here; break;
+    default: return false;
+    }
+    if (asize == 4)
+        *v &= 0xffffffffu;
+    return true;
+}
+
+/* The FDE pointer encoding a CIE announces; -1 if we cannot tell. */
+static int cie_fde_encoding(const Dwarf_CIE *cie, int asize, bool be)
+{
+    const char *a = cie->augmentation;
+    if (!a || !a[0])
+        return DW_EH_PE_absptr;
+    if (a[0] != 'z' || !cie->augmentation_data)
+        return -1;
+    const uint8_t *p = cie->augmentation_data, *end = p + cie->augmentation_data_size;
+    for (a++; *a; a++) {
+        uint64_t ignored;
+        switch (*a) {
+        case 'L': if (p >= end) return -1; p++; break;
+        case 'R': return p < end ? *p : -1;
+        case 'P':   /* personality: its own encoding, then the pointer */
+            if (p >= end)
+                return -1;
+            uint8_t penc = *p++;
+            if (!rd_encoded(penc & 0x7f, &p, end, asize, be, 0, &ignored))
+                return -1;
+            break;
+        case 'S': case 'B': break;
+        default: return -1;
+        }
+    }
+    return DW_EH_PE_absptr;
+}
+
+static int fde_cmp(const void *a, const void *b)
+{
+    const struct fde_range *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return (x->len < y->len) - (x->len > y->len);
+}
+
+void fk_dso_load_fde_names(struct dso *d, Elf *e)
+{
+    GElf_Shdr sh;
+    bool eh = true;
+    Elf_Scn *scn = section_named(e, ".eh_frame", &sh);
+    if (!scn || sh.sh_type != SHT_PROGBITS) {
+        eh = false;
+        scn = section_named(e, ".debug_frame", &sh);
+    }
+    const unsigned char *ident = (const unsigned char *)elf_getident(e, NULL);
+    Elf_Data *data = scn && sh.sh_type == SHT_PROGBITS ? elf_rawdata(scn, NULL) : NULL;
+    if (!ident || !data || !data->d_buf || data->d_size == 0)
+        return;
+    int asize = ident[EI_CLASS] == ELFCLASS32 ? 4 : 8;
+    bool be = ident[EI_DATA] == ELFDATA2MSB;
+    const uint8_t *base = data->d_buf;
+    size_t cap = 0;
+    Dwarf_Off off = 0, next, cie_off = (Dwarf_Off)-1;
+    int enc = -1;
+    Dwarf_CFI_Entry ent;
+    while (off < data->d_size && d->nfdes < FDE_MAX &&
+           dwarf_next_cfi(ident, data, eh, off, &next, &ent) == 0 && next > off) {
+        off = next;
+        if (dwarf_cfi_cie_p(&ent))
+            continue;
+        if (ent.fde.CIE_pointer != cie_off) {   /* consecutive FDEs share their CIE */
+            Dwarf_CFI_Entry c;
+            Dwarf_Off cnext;
+            cie_off = ent.fde.CIE_pointer;
+            enc = dwarf_next_cfi(ident, data, eh, cie_off, &cnext, &c) == 0 && dwarf_cfi_cie_p(&c)
+                      ? cie_fde_encoding(&c.cie, asize, be) : -1;
+        }
+        const uint8_t *p = ent.fde.start, *end = ent.fde.end;
+        uint64_t start, len;
+        if (enc < 0 || p < base || end > base + data->d_size || p >= end ||
+            !rd_encoded((uint8_t)enc, &p, end, asize, be, sh.sh_addr + (uint64_t)(ent.fde.start - base),
+                        &start) ||
+            !rd_encoded((uint8_t)(enc & 0x0f), &p, end, asize, be, 0, &len) ||
+            start == 0 || len == 0 || len > UINT32_MAX)
+            continue;
+        d->fdes = fk_grow(d->fdes, &cap, d->nfdes + 1, sizeof *d->fdes);
+        d->fdes[d->nfdes++] = (struct fde_range){ start, (uint32_t)len };
+    }
+    if (d->nfdes == 0)
+        return;
+    qsort(d->fdes, d->nfdes, sizeof *d->fdes, fde_cmp);
+    size_t w = 1;   /* one range per start: the longest */
+    for (size_t r = 1; r < d->nfdes; r++)
+        if (d->fdes[r].start != d->fdes[w - 1].start)
+            d->fdes[w++] = d->fdes[r];
+    d->nfdes = w;
+    d->fdes = fk_realloc(d->fdes, w * sizeof *d->fdes);
+}
+
+const struct fde_range *fk_dso_fde_find(const struct dso *d, uint64_t vaddr)
+{
+    size_t lo = 0, hi = d->nfdes;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (d->fdes[mid].start <= vaddr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return NULL;
+    const struct fde_range *f = &d->fdes[lo - 1];
+    return vaddr - f->start < f->len ? f : NULL;
+}
+
+/* ---- MiniDebugInfo ----
+ * .gnu_debugdata (Fedora, RHEL, CentOS...): an xz-compressed ELF whose
+ * .symtab holds the function symbols .dynsym lacks. Decompressed in memory
+ * within a decoder memory limit and an output cap, read, then freed. */
+
+#define MINIDEBUG_MEMLIMIT (64u << 20)
+#define MINIDEBUG_MAX_OUT (64u << 20)
+
+bool fk_dso_load_minidebuginfo(struct dso *d, Elf *e)
+{
+    GElf_Shdr sh;
+    Elf_Scn *scn = section_named(e, ".gnu_debugdata", &sh);
+    Elf_Data *data = scn && sh.sh_type == SHT_PROGBITS ? elf_rawdata(scn, NULL) : NULL;
+    if (!data || !data->d_buf || data->d_size == 0)
+        return false;
+    lzma_stream z = LZMA_STREAM_INIT;
+    if (lzma_stream_decoder(&z, MINIDEBUG_MEMLIMIT, 0) != LZMA_OK)
+        return false;
+    z.next_in = data->d_buf;
+    z.avail_in = data->d_size;
+    unsigned char *out = NULL;
+    size_t cap = 0, len = 0;
+    lzma_ret r = LZMA_OK;
+    while (r == LZMA_OK) {
+        if (len == cap) {
+            if (cap >= MINIDEBUG_MAX_OUT)
+                break;
+            cap = cap ? cap * 2 : 64 * 1024;
+            if (cap > MINIDEBUG_MAX_OUT)
+                cap = MINIDEBUG_MAX_OUT;
+            out = fk_realloc(out, cap);
+        }
+        z.next_out = out + len;
+        z.avail_out = cap - len;
+        r = lzma_code(&z, LZMA_FINISH);
+        len = cap - z.avail_out;
+    }
+    lzma_end(&z);
+    bool ok = false;
+    if (r == LZMA_STREAM_END) {
+        Elf *in = elf_memory((char *)out, len);
+        if (in && elf_kind(in) == ELF_K_ELF)
+            ok = read_syms(in, SHT_SYMTAB, &d->st) > 0;
+        if (in)
+            elf_end(in);
+    }
+    free(out);
+    if (ok)     /* it holds only what .dynsym lacks */
+        read_syms(e, SHT_DYNSYM, &d->st);
+    return ok;
 }
 
 void fk_dso_load_elf(struct dso *d)
@@ -288,8 +528,12 @@ void fk_dso_load_elf(struct dso *d)
         }
         d->elf_ok = d->nloads > 0;
         if (!(has_section(e, SHT_SYMTAB) && read_syms(e, SHT_SYMTAB, &d->st) > 0) &&
-            !load_debug_file(d, e) && read_gopclntab(e, &d->st) == 0)
+            !load_debug_file(d, e) && !fk_dso_load_minidebuginfo(d, e) &&
+            read_gopclntab(e, &d->st) == 0) {
+            /* exported names only: the rest is named by function start */
             read_syms(e, SHT_DYNSYM, &d->st);
+            fk_dso_load_fde_names(d, e);
+        }
         fk_symtab_sort(&d->st);
     }
     if (e)

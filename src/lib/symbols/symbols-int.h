@@ -5,6 +5,7 @@
 
 #include "symbols/symbols.h"
 
+#include <libelf.h>
 #include <sys/types.h>
 
 enum dso_kind { DSO_UNKNOWN, DSO_KERNEL, DSO_FILE, DSO_ANON, DSO_VDSO, DSO_SPECIAL };
@@ -27,6 +28,12 @@ struct fk_symtab {
 
 struct load_seg { uint64_t off, filesz, vaddr; };
 
+/* A function's extent from its FDE: names stripped code by its start. */
+struct fde_range {
+    uint64_t start;
+    uint32_t len;
+};
+
 struct dso {
     enum dso_kind kind;
     char *path;             /* as mapped, " (deleted)" stripped */
@@ -42,6 +49,8 @@ struct dso {
     struct load_seg *loads;
     size_t nloads;
     struct fk_symtab st;
+    struct fde_range *fdes; /* sorted by start; only when st lacks local symbols */
+    size_t nfdes;
 };
 
 /* symtab helpers (symbols-elf.c) */
@@ -56,6 +65,13 @@ static inline const char *fk_symtab_name(const struct fk_symtab *t, const struct
 
 /* Read the ELF behind d->fd (program headers and symbols), then close it. */
 void fk_dso_load_elf(struct dso *d);
+/* Function ranges of d's ELF from its .eh_frame (else .debug_frame) FDEs,
+ * into d->fdes; and the range covering vaddr, or NULL. */
+void fk_dso_load_fde_names(struct dso *d, Elf *e);
+const struct fde_range *fk_dso_fde_find(const struct dso *d, uint64_t vaddr);
+/* Symbols from .gnu_debugdata (xz-compressed ELF) plus .dynsym; false
+ * (nothing added) when there is none or it is unreadable. */
+bool fk_dso_load_minidebuginfo(struct dso *d, Elf *e);
 /* Symbols of this process's vDSO (same kernel: same image for 64-bit tasks). */
 void fk_vdso_load(struct fk_symtab *t);
 /* /proc/kallsyms; returns false when addresses are hidden. */

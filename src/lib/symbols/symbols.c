@@ -61,7 +61,7 @@ struct fk_symbolizer {
     bool kernel_loaded, kernel_hidden, capture_ended;
     struct fk_symtab kernel, vdso;
     uint64_t dev_root, ino_root;
-    uint64_t locate_unknown, names_unresolved, deleted_kept;
+    uint64_t locate_unknown, names_unresolved, names_fde, deleted_kept;
 };
 
 /* ---- int map ---- */
@@ -584,6 +584,7 @@ void fk_sym_free(struct fk_symbolizer *s)
         free(d->path);
         free(d->root);
         free(d->loads);
+        free(d->fdes);
         fk_symtab_free(&d->st);
     }
     free(s->dsos);
@@ -831,10 +832,16 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
         y = have_vaddr ? fk_symtab_find(&d->st, vaddr, 0) : NULL;
         if (y) {
             add_symbol_name(s, fk_symtab_name(&d->st, y), out);
-        } else {
-            s->names_unresolved++;
-            fk_buf_printf(out, "[%s+0x%llx]", basename_of(d->path), (unsigned long long)vaddr);
+            return FK_FRAME_USER;
         }
+        /* no name: the start of the function (FDE) holding it, else the address */
+        const struct fde_range *f = have_vaddr ? fk_dso_fde_find(d, vaddr) : NULL;
+        if (f) {
+            vaddr = f->start;
+            s->names_fde++;
+        }
+        s->names_unresolved++;
+        fk_buf_printf(out, "[%s+0x%llx]", basename_of(d->path), (unsigned long long)vaddr);
         return FK_FRAME_USER;
     }
     case DSO_VDSO:
@@ -869,6 +876,40 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
     }
 }
 
+bool fk_sym_dso_info(struct fk_symbolizer *s, uint32_t dso, struct fk_sym_dso *out)
+{
+    memset(out, 0, sizeof *out);
+    if (dso == DSO_IDX_UNKNOWN || dso >= s->ndsos)
+        return false;
+    struct dso *d = &s->dsos[dso];
+    switch (d->kind) {
+    case DSO_KERNEL:
+        out->path = "[kernel.kallsyms]";
+        out->kind = FK_FRAME_KERNEL;
+        return true;
+    case DSO_ANON:
+        if (!d->path)
+            d->path = fk_asprintf("[jit pid %d]", (int)d->pid);
+        out->kind = FK_FRAME_JIT;
+        break;
+    case DSO_FILE:
+    case DSO_VDSO:
+        out->file_offsets = true;
+        out->kind = FK_FRAME_USER;
+        break;
+    case DSO_SPECIAL:
+        out->kind = FK_FRAME_USER;
+        break;
+    default:
+        return false;
+    }
+    out->path = d->path ? d->path : "[unknown]";
+    out->build_id = d->build_id;
+    out->build_id_len = d->build_id_len;
+    out->deleted = d->deleted;
+    return true;
+}
+
 void fk_sym_stats(const struct fk_symbolizer *s, struct fk_sym_stats *out)
 {
     memset(out, 0, sizeof *out);
@@ -876,6 +917,7 @@ void fk_sym_stats(const struct fk_symbolizer *s, struct fk_sym_stats *out)
     out->processes = s->nprocs;
     out->locate_unknown = s->locate_unknown;
     out->names_unresolved = s->names_unresolved;
+    out->names_function_start = s->names_fde;
     out->deleted_files_kept = s->deleted_kept;
 }
 
@@ -895,6 +937,7 @@ size_t fk_sym_bytes(const struct fk_symbolizer *s)
     for (size_t i = 0; i < s->ndsos; i++) {
         const struct dso *d = &s->dsos[i];
         b += (d->path ? strlen(d->path) + 1 : 0) + d->nloads * sizeof *d->loads;
+        b += d->nfdes * sizeof *d->fdes;
         b += symtab_bytes(&d->st);
     }
     return b + symtab_bytes(&s->kernel) + symtab_bytes(&s->vdso);

@@ -67,12 +67,30 @@ const char *fk_sym_comm_of(struct fk_symbolizer *s, pid_t pid, pid_t tid);
  * still alive are read again then. */
 
 /* Phase 2: append the frame's name to out (e.g. "do_work", "[libfoo.so+0x1a2b]",
- * "schedule_[k]") and return its kind. Never appends nothing. */
+ * "schedule_[k]") and return its kind. Never appends nothing. Code without a
+ * symbol is named by its file and the ELF address of the function holding it
+ * (from the FDE covering it), or of the address itself when no FDE does. */
 enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struct fk_buf *out);
+
+/* The DSO behind a location, for structured output (pprof mappings). Call
+ * it after fk_sym_name named a location in that DSO (its file is read then,
+ * build-id included). False for the unknown DSO. */
+struct fk_sym_dso {
+    const char *path;       /* file as mapped, or "[kernel.kallsyms]", "[vdso]",
+                               "[jit pid N]", "[vsyscall]"... */
+    const unsigned char *build_id;
+    size_t build_id_len;
+    enum fk_frame_kind kind;
+    bool file_offsets;      /* its locations' addr are file offsets, not addresses */
+    bool deleted;           /* the path was gone or replaced: named from a kept file */
+};
+bool fk_sym_dso_info(struct fk_symbolizer *s, uint32_t dso, struct fk_sym_dso *out);
 
 /* Counters for the capture summary/metadata. */
 struct fk_sym_stats {
     uint64_t dsos, processes, locate_unknown, names_unresolved;
+    uint64_t names_function_start;  /* of those, named by the start of the function
+                                       holding them (FDE), "[lib+0xSTART]" */
     uint64_t deleted_files_kept;    /* DSOs named from a kept file whose path was gone or replaced */
 };
 void fk_sym_stats(const struct fk_symbolizer *s, struct fk_sym_stats *out);

@@ -119,6 +119,38 @@ char *fk_lineread_next(struct fk_lineread *r, size_t *len)
     }
 }
 
+const char *fk_lineread_peek(struct fk_lineread *r, size_t want, size_t *avail, bool *eof)
+{
+    while (r->end - r->start < want && fill(r))
+        ;
+    if (r->error)
+        return NULL;
+    *avail = r->end - r->start;
+    *eof = r->eof;
+    return r->buf + r->start;
+}
+
+char *fk_lineread_slurp(struct fk_lineread *r, size_t max, size_t *len)
+{
+    while (r->end - r->start <= max && fill(r))
+        ;
+    if (r->error)
+        return NULL;
+    size_t n = r->end - r->start;
+    if (n > max) {
+        fk_error("%s: input larger than %zu MB", r->name, max >> 20);
+        return NULL;
+    }
+    char *data = r->buf;
+    if (r->start)
+        memmove(data, data + r->start, n);
+    r->buf = NULL;
+    r->cap = r->start = r->end = 0;
+    r->eof = true;
+    *len = n;
+    return data;
+}
+
 void fk_lineread_close(struct fk_lineread *r)
 {
     if (r->gz)

@@ -23,19 +23,22 @@ bool fk_lineread_open(struct fk_lineread *r, const char *path);
  * Returns NULL at end of input or on error (check r->error). A last line
  * without a newline is returned as usual. */
 char *fk_lineread_next(struct fk_lineread *r, size_t *len);
-/* The input already read and not yet returned (it may end inside a line),
- * for a caller that can tell a line's length without scanning it; then
- * fk_lineread_skip(r, n) consumes one line of n bytes, newline included. */
-static inline const char *fk_lineread_peek(const struct fk_lineread *r, size_t *len)
-{
-    *len = r->end - r->start;
-    return r->buf + r->start;
-}
+/* Consume one line of n bytes, newline included, seen with
+ * fk_lineread_peek: for a caller that can tell a line's length without
+ * scanning it. */
 static inline void fk_lineread_skip(struct fk_lineread *r, size_t n)
 {
     r->start += n;
     r->lineno++;
 }
 void fk_lineread_close(struct fk_lineread *r);
+/* Look at the next bytes without consuming them: reads until at least want
+ * bytes are buffered or the input ends (*eof set then). *avail gets how many
+ * are there. NULL on a read error (reported). */
+const char *fk_lineread_peek(struct fk_lineread *r, size_t want, size_t *avail, bool *eof);
+/* The rest of the input in one buffer (the caller frees it; *len its size);
+ * more than max bytes is an error "NAME: input larger than N MB". NULL on
+ * error (reported). The reader is then at its end. */
+char *fk_lineread_slurp(struct fk_lineread *r, size_t max, size_t *len);
 
 #endif

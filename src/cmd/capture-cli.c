@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The capture commands' front end (capture-cli.h): options -> request,
+ * signals, summary, delivery. The work is the profile runner's. */
+#include "capture-cli.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RQ(field) offsetof(struct fk_profile_request, field)
+
+static bool set_stdout(void *base, const char *val, char *err, size_t n)
+{
+    (void)val;
+    (void)err;
+    (void)n;
+    struct fk_profile_request *rq = base;
+    rq->temp_dir = true;
+    rq->stream_fd = STDOUT_FILENO;
+    return true;
+}
+
+const struct fk_opt fk_optset_capture[] = {
+    { "duration", 'd', FK_OPT_DURATION, RQ(duration_ms), "DUR",
+      "capture length: 30, 30s, 2m, 500ms (default 60s; run: until the command "
+      "exits; at most 5m)", "30s" },
+    { "no-kernel", 0, FK_OPT_FLAG, RQ(no_kernel), NULL,
+      "user-space stacks only (works with perf_event_paranoid 2 for your own "
+      "processes)" },
+    { NULL },
+};
+
+const struct fk_opt fk_optset_cpu[] = {
+    { "freq", 'F', FK_OPT_UINT, RQ(freq), "HZ",
+      "samples per second per CPU (default 99, at most 999 and the kernel's "
+      "perf_event_max_sample_rate)", "99", .min = 1 },
+    { NULL },
+};
+
+const struct fk_opt fk_optset_limits[] = {
+    { "max-memory", 0, FK_OPT_SIZE, RQ(max_mem_bytes), "SIZE",
+      "stop cleanly when stacks and symbols use more (default 256M, at most 1G)", "256M",
+      .min = FK_PROFILE_MIN_MEM },
+    { "unsafe-limits", 0, FK_OPT_FLAG, RQ(unsafe_limits), NULL,
+      "allow durations up to 24h, frequencies up to the kernel's limit, memory up "
+      "to 16G (and faults: -c down to 1)" },
+    { NULL },
+};
+
+const struct fk_opt fk_optset_output[] = {
+    { "output-dir", 'o', FK_OPT_STR, RQ(outdir), "DIR",
+      "write the files into DIR (created 0700 if missing; default: a new private "
+      "directory HOST.YYYYMMDD_HHMMSS_UTC.SCOPE here)", "DIR" },
+    { "stdout", 0, FK_OPT_CALL, 0, NULL,
+      "stream the files to stdout (for ssh / flamekit remote)", .call = set_stdout },
+    { "no-svg", 0, FK_OPT_FLAG, RQ(no_svg), NULL, "skip the SVG (folded.gz and json only)" },
+    { "title", 0, FK_OPT_STR, RQ(title), "TEXT", "the SVG's title", "'db1 at peak'" },
+    { "upload", 0, FK_OPT_STR, RQ(upload), "URL",
+      "then upload the files to s3://BUCKET/PREFIX/ or gs://BUCKET/PREFIX/ "
+      "(credentials and endpoint: see flamekit-upload(1))", "s3://bucket/prefix/" },
+    { "quiet", 'q', FK_OPT_FLAG, RQ(quiet), NULL, "no progress line and no summary" },
+    { NULL },
+};
+
+static volatile sig_atomic_t stop_flag;
+static volatile pid_t run_pid;
+
+/* End the capture; run: pass the signal on, unless the terminal sent it
+ * (then the command, in the same process group, already has it). */
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    stop_flag = sig;
+    if (run_pid > 0 && (!si || si->si_code != SI_KERNEL))
+        kill(run_pid, sig);
+}
+
+static void handle_signals(bool on)
+{
+    static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
+    struct sigaction sa = { 0 };
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+        if (on)
+            sigaction(sigs[i], &sa, NULL);
+        else
+            signal(sigs[i], SIG_DFL);
+    }
+}
+
+int fk_capture_cli_run(struct fk_profile_request *rq, int argc, char **argv)
+{
+    char err[512];
+    if (rq->stream_fd == STDOUT_FILENO && isatty(STDOUT_FILENO))
+        return fk_opt_error("--stdout writes a binary result stream: redirect it to a file "
+                            "or read it with 'flamekit remote'");
+    if (fk_profile_check(rq, err, sizeof err))
+        return fk_opt_error("%s", err);
+    rq->argc = argc;
+    rq->argv = argv;
+    rq->stop = &stop_flag;
+    rq->run_pid = &run_pid;
+    /* Handlers stay through the final writes: a Ctrl-C then only ends
+     * the capture, so no *.tmp.* file is left half written. */
+    handle_signals(true);
+    struct fk_profile_result res;
+    fk_profile_run(rq, &res);
+    bool streaming = rq->stream_fd >= 0;
+    if (!streaming)
+        handle_signals(false);      /* an upload may be interrupted: the files are complete */
+    if (!rq->quiet)
+        fk_profile_summary(streaming ? stderr : stdout, rq, &res);
+    if (streaming)
+        signal(SIGPIPE, SIG_IGN);   /* a reader gone: EPIPE, and the temporary goes */
+    int rc = fk_profile_deliver(rq, &res);
+    fk_profile_result_free(&res);
+    handle_signals(false);
+    return rc;
+}
+
+/* ---- host, pid, user, cgroup, run ----------------------------------- */
+
+static const struct {
+    const char *name, *operand, *what;
+} cpu_cmds[] = {
+    [FK_TARGET_HOST] = { "host", NULL, "every process on every CPU" },
+    [FK_TARGET_PID] = { "pid", "PID[,PID...]", "the processes (all threads and children)" },
+    [FK_TARGET_USER] = { "user", "USER|UID", "the user's processes" },
+    [FK_TARGET_CGROUP] = { "cgroup", "PATH|CONTAINER-ID", "the cgroup (and its descendants)" },
+    [FK_TARGET_RUN] = { "run", "[--] CMD [ARGS]", "the command (and its children)" },
+};
+
+static bool rest_is_command(const struct fk_args *a)
+{
+    (void)a;
+    return true;
+}
+
+int fk_cpu_command(enum fk_target_kind kind, int argc, char **argv)
+{
+    struct fk_profile_request rq;
+    fk_profile_request_init(&rq);
+    rq.kind = FK_PROFILE_CPU;
+    rq.target = kind;
+    rq.command = cpu_cmds[kind].name;
+    bool run = kind == FK_TARGET_RUN;
+    char *usage = fk_asprintf("flamekit %s [OPTIONS]%s%s", cpu_cmds[kind].name,
+                              cpu_cmds[kind].operand ? " " : "",
+                              cpu_cmds[kind].operand ? cpu_cmds[kind].operand : "");
+    char *about = fk_asprintf(
+        "Sample on-CPU stacks (kernel and user) of %s at %d Hz %s, then write "
+        "HOST.YYYYMMDD_HHMMSS_UTC.SCOPE.{flamegraph.svg,folded.gz,json} into a new "
+        "private directory (or -o DIR) and print a summary.%s",
+        cpu_cmds[kind].what, FK_PROFILE_DEFAULT_FREQ,
+        run ? "until the command exits" : "for 60 seconds",
+        run ? "\nOptions go before CMD; exit status: the command's."
+            : cpu_cmds[kind].operand ? "\nOptions may come before or after the operand." : "");
+    const struct fk_cmdline cl = {
+        usage, about,
+        "Ctrl-C or SIGTERM ends the capture early; the files are still complete.\n"
+        "See flamekit-record(1).",
+        run ? rest_is_command : NULL,
+    };
+    const struct fk_optsec secs[] = {
+        { "Capture", fk_optset_capture, &rq }, { "Capture", fk_optset_cpu, &rq },
+        { "Limits", fk_optset_limits, &rq }, { "Output", fk_optset_output, &rq }, { NULL },
+    };
+    struct fk_args a;
+    int rc = fk_opt_parse(&cl, secs, argc, argv, &a);
+    if (rc == FK_OPT_CONTINUE) {
+        if (run && !a.n)
+            rc = fk_opt_error("give the command to run: flamekit run [OPTIONS] -- CMD [ARGS]");
+        else if (!run && !cpu_cmds[kind].operand && a.n)
+            rc = fk_opt_error("unexpected argument '%s' (%s takes none)", a.v[0],
+                              cpu_cmds[kind].name);
+        else if (!run && cpu_cmds[kind].operand && a.n != 1)
+            rc = fk_opt_error("give exactly one %s", cpu_cmds[kind].operand);
+    }
+    if (rc == FK_OPT_CONTINUE) {
+        if (run)
+            rq.run_argv = a.v;
+        else if (a.n)
+            rq.target_arg = a.v[0];
+        rc = fk_capture_cli_run(&rq, argc, argv);
+    }
+    fk_args_free(&a);
+    free(usage);
+    free(about);
+    return rc;
+}

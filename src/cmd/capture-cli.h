@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The capture commands' shared front end (host, pid, user, cgroup, run,
+ * faults): option sets bound to struct fk_profile_request, signals, the
+ * summary and delivery around the profile runner (profile/profile.h).
+ * A new capture option is one line in one of these sets plus a field in
+ * the request. */
+#ifndef FK_CMD_CAPTURE_CLI_H
+#define FK_CMD_CAPTURE_CLI_H
+
+#include "profile/profile.h"
+#include "util/opt.h"
+
+/* Sections of --help; each binds to a struct fk_profile_request. */
+extern const struct fk_opt fk_optset_capture[];     /* -d, --no-kernel */
+extern const struct fk_opt fk_optset_cpu[];         /* -F */
+extern const struct fk_opt fk_optset_limits[];      /* --max-memory, --unsafe-limits */
+extern const struct fk_opt fk_optset_output[];      /* -o, --stdout, --no-svg, --title, --upload, -q */
+
+/* Check rq (usage errors exit 2), run it with SIGINT/SIGTERM/SIGHUP ending
+ * the capture (and passed on to run's command), print the summary,
+ * deliver. argv/argc: the invocation for the metadata. Returns the exit
+ * status. */
+int fk_capture_cli_run(struct fk_profile_request *rq, int argc, char **argv);
+
+/* host, pid, user, cgroup, run: the whole command. */
+int fk_cpu_command(enum fk_target_kind kind, int argc, char **argv);
+
+#endif

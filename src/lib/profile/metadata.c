@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The metadata of a capture, schema 1 (flamekit-metadata(5)): the same
+ * keys for every profile; what only one profile has goes into an object
+ * named after it ("faults": {...}). Keep the man page in step. */
+#include "profile/kinds.h"
+#include "util/buf.h"
+
+#include <linux/perf_event.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *type_name(uint32_t type)
+{
+    switch (type) {
+    case PERF_TYPE_HARDWARE: return "hardware";
+    case PERF_TYPE_SOFTWARE: return "software";
+    case PERF_TYPE_TRACEPOINT: return "tracepoint";
+    default: return "other";
+    }
+}
+
+static const char *target_kinds[] = {
+    [FK_TARGET_HOST] = "host", [FK_TARGET_PID] = "pid", [FK_TARGET_USER] = "user",
+    [FK_TARGET_CGROUP] = "cgroup", [FK_TARGET_RUN] = "run",
+};
+
+static json_t *event_json(const struct fk_event *e, const struct fk_capture_result *r)
+{
+    json_t *ev = json_object();
+    json_object_set_new(ev, "name", json_string(e->name));
+    json_object_set_new(ev, "type", json_string(type_name(e->type)));
+    json_object_set_new(ev, "config", json_integer((json_int_t)e->config));
+    if (e->freq) {
+        json_object_set_new(ev, "mode", json_string("frequency"));
+        json_object_set_new(ev, "frequency_hz", json_integer((json_int_t)e->freq));
+    } else {
+        json_object_set_new(ev, "mode", json_string("period"));
+        json_object_set_new(ev, "period", json_integer((json_int_t)e->period));
+    }
+    json_object_set_new(ev, "kernel", json_boolean(!e->exclude_kernel));
+    json_object_set_new(ev, "user", json_boolean(!e->exclude_user));
+    json_object_set_new(ev, "callchain", json_string(e->no_callchain ? "none" : "frame pointers"));
+    json_object_set_new(ev, "count", json_integer((json_int_t)r->event_count));
+    json_object_set_new(ev, "time_enabled_ns", json_integer((json_int_t)r->time_enabled));
+    json_object_set_new(ev, "time_running_ns", json_integer((json_int_t)r->time_running));
+    return ev;
+}
+
+static json_t *target_json(const struct fk_profile_request *rq, const struct fk_profile_result *res)
+{
+    const struct fk_target *t = &res->target;
+    const struct fk_capture_result *r = &res->cap;
+    json_t *tg = json_object();
+    json_object_set_new(tg, "kind", json_string(target_kinds[t->kind]));
+    json_object_set_new(tg, "scope", json_string(t->scope));
+    json_object_set_new(tg, "description", json_string(t->desc));
+    if (t->kind == FK_TARGET_PID || t->kind == FK_TARGET_RUN) {
+        json_t *pids = json_array();
+        for (size_t i = 0; i < t->npids; i++)
+            json_array_append_new(pids, json_integer(t->pids[i]));
+        json_object_set_new(tg, "pids", pids);
+    }
+    if (t->kind == FK_TARGET_USER) {
+        json_object_set_new(tg, "user", json_string(t->user));
+        json_object_set_new(tg, "uid", json_integer(t->uid));
+    }
+    if (t->kind == FK_TARGET_CGROUP) {
+        json_object_set_new(tg, "cgroup", json_string(t->cgroup_rel));
+        json_object_set_new(tg, "cgroup_dir", json_string(t->cgroup_dir));
+    }
+    if (t->kind == FK_TARGET_RUN) {
+        json_t *a = json_array();
+        for (char **p = rq->run_argv; p && *p; p++)
+            json_array_append_new(a, json_string(*p));
+        json_object_set_new(tg, "argv", a);
+        if (r->child_exited && WIFEXITED(r->child_status))
+            json_object_set_new(tg, "exit_status", json_integer(WEXITSTATUS(r->child_status)));
+        else if (r->child_exited && WIFSIGNALED(r->child_status))
+            json_object_set_new(tg, "exit_signal", json_integer(WTERMSIG(r->child_status)));
+    }
+    return tg;
+}
+
+json_t *fk_profile_metadata(const struct fk_profile_request *rq,
+                            const struct fk_profile_result *res)
+{
+    const struct fk_profile_ops *ops = fk_profile_ops(rq->kind);
+    const struct fk_capture_result *r = &res->cap;
+    json_t *m = json_object();
+    json_object_set_new(m, "schema", json_integer(FK_RESULT_SCHEMA));
+    json_object_set_new(m, "tool", json_string("flamekit"));
+    json_object_set_new(m, "version", json_string(FK_VERSION));
+    json_object_set_new(m, "profile", json_string(ops->name));
+    json_object_set_new(m, "command", json_string(rq->command ? rq->command : ops->name));
+    json_t *argv = json_array();
+    struct fk_buf s = FK_BUF_INIT;
+    fk_buf_adds(&s, "flamekit");
+    for (int i = 0; i < rq->argc; i++) {
+        json_array_append_new(argv, json_string(rq->argv[i]));
+        fk_buf_printf(&s, " %s", rq->argv[i]);
+    }
+    json_object_set_new(m, "argv", argv);
+    json_object_set_new(m, "invocation", json_string(fk_buf_cstr(&s)));
+    fk_buf_free(&s);
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd))
+        json_object_set_new(m, "cwd", json_string(cwd));
+    fk_sysinfo_json(m);     /* host, kernel, os, cpu, memory, numa */
+
+    time_t st = (time_t)(r->start_realtime_ns / 1000000000ull);
+    struct tm tm;
+    char when[64];
+    gmtime_r(&st, &tm);
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    json_object_set_new(m, "start_time", json_string(when));
+    json_object_set_new(m, "start_unix_ns", json_integer((json_int_t)r->start_realtime_ns));
+    json_object_set_new(m, "duration_s", json_real((double)r->duration_ns / 1e9));
+    json_object_set_new(m, "stop_reason", json_string(r->stop_reason ? r->stop_reason : ""));
+    json_object_set_new(m, "event", event_json(&res->event, r));
+    json_object_set_new(m, "samples", json_integer((json_int_t)r->samples_kept));
+    json_object_set_new(m, "samples_read", json_integer((json_int_t)r->samples));
+    json_object_set_new(m, "weight_total", json_integer((json_int_t)r->stacks.total));
+    json_object_set_new(m, "weight_unit", json_string(res->unit));
+    json_object_set_new(m, "lost", json_integer((json_int_t)r->lost));
+    json_object_set_new(m, "lost_records", json_integer((json_int_t)r->lost_events));
+    json_object_set_new(m, "throttled", json_integer((json_int_t)r->throttled));
+    json_object_set_new(m, "unthrottled", json_integer((json_int_t)r->unthrottled));
+    json_object_set_new(m, "unique_stacks", json_integer((json_int_t)r->stacks.n));
+    json_object_set_new(m, "memory_peak_bytes", json_integer((json_int_t)r->mem_bytes));
+    json_object_set_new(m, "memory_limited", json_boolean(r->mem_limited));
+    json_object_set_new(m, "ring_pages_per_cpu", json_integer(r->ring_pages));
+    json_object_set_new(m, "target", target_json(rq, res));
+
+    json_t *lim = json_object();
+    json_object_set_new(lim, "duration_s", json_real((double)rq->duration_ms / 1e3));
+    json_object_set_new(lim, "max_memory_bytes", json_integer((json_int_t)rq->max_mem_bytes));
+    json_object_set_new(lim, "unsafe_limits", json_boolean(rq->unsafe_limits));
+    json_object_set_new(lim, "perf_event_paranoid", json_integer(fk_perf_paranoid()));
+    json_object_set_new(lim, "perf_event_max_sample_rate",
+                        json_integer((json_int_t)fk_perf_max_sample_rate()));
+    json_object_set_new(lim, "perf_event_mlock_kb", json_integer((json_int_t)fk_perf_mlock_kb()));
+    json_object_set_new(m, "limits", lim);
+
+    json_t *sy = json_object();
+    json_object_set_new(sy, "dsos", json_integer((json_int_t)r->sym.dsos));
+    json_object_set_new(sy, "processes", json_integer((json_int_t)r->sym.processes));
+    json_object_set_new(sy, "locate_unknown", json_integer((json_int_t)r->sym.locate_unknown));
+    json_object_set_new(sy, "names_unresolved", json_integer((json_int_t)r->sym.names_unresolved));
+    json_object_set_new(sy, "names_function_start", json_integer((json_int_t)r->sym.names_function_start));
+    json_object_set_new(sy, "deleted_files_kept", json_integer((json_int_t)r->sym.deleted_files_kept));
+    json_object_set_new(m, "symbols", sy);
+
+    json_t *own = ops->meta ? ops->meta(rq, res) : NULL;
+    if (own)
+        json_object_set_new(m, ops->name, own);
+    return m;
+}

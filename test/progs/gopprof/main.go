@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0-only
+// Go workload writing its own runtime/pprof profiles, for flamekit's pprof
+// input tests. usage: gopprof DIR SECONDS RATIO
+//   DIR/cpu.pprof   CPU profile: goHotThree gets RATIO units of work for
+//                   each unit goHotOne gets (RATIO 3: a 3:1 split)
+//   DIR/heap.pprof  heap profile (every allocation recorded): goAllocBig
+//                   keeps 3 MiB live, goAllocSmall 1 MiB
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"time"
+)
+
+var sink uint64
+var keep [][]byte
+
+// mix is small enough for the compiler to inline: the CPU profile's
+// locations then carry inlined frames.
+func mix(x uint64) uint64 { return x*6364136223846793005 + 1442695040888963407 }
+
+//go:noinline
+func goHotThree(n int) {
+	x := sink
+	for i := 0; i < n; i++ {
+		x = mix(x)
+	}
+	sink = x
+}
+
+//go:noinline
+func goHotOne(n int) {
+	x := sink
+	for i := 0; i < n; i++ {
+		x = mix(x)
+	}
+	sink = x
+}
+
+//go:noinline
+func goAllocBig() {
+	for i := 0; i < 48; i++ {
+		keep = append(keep, make([]byte, 64<<10))
+	}
+}
+
+//go:noinline
+func goAllocSmall() {
+	for i := 0; i < 16; i++ {
+		keep = append(keep, make([]byte, 64<<10))
+	}
+}
+
+func die(err error) {
+	fmt.Fprintln(os.Stderr, "gopprof:", err)
+	os.Exit(1)
+}
+
+func main() {
+	if len(os.Args) != 4 {
+		fmt.Fprintln(os.Stderr, "usage: gopprof DIR SECONDS RATIO")
+		os.Exit(2)
+	}
+	runtime.MemProfileRate = 1
+	secs, err := strconv.ParseFloat(os.Args[2], 64)
+	if err != nil {
+		die(err)
+	}
+	ratio, err := strconv.Atoi(os.Args[3])
+	if err != nil {
+		die(err)
+	}
+	f, err := os.Create(filepath.Join(os.Args[1], "cpu.pprof"))
+	if err != nil {
+		die(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		die(err)
+	}
+	end := time.Now().Add(time.Duration(secs * float64(time.Second)))
+	for time.Now().Before(end) {
+		for i := 0; i < ratio; i++ {
+			goHotThree(200000)
+		}
+		goHotOne(200000)
+	}
+	pprof.StopCPUProfile()
+	if err := f.Close(); err != nil {
+		die(err)
+	}
+	goAllocBig()
+	goAllocSmall()
+	runtime.GC()
+	h, err := os.Create(filepath.Join(os.Args[1], "heap.pprof"))
+	if err != nil {
+		die(err)
+	}
+	if err := pprof.WriteHeapProfile(h); err != nil {
+		die(err)
+	}
+	if err := h.Close(); err != nil {
+		die(err)
+	}
+	runtime.KeepAlive(keep)
+}

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Safe opening of process-controlled files, with openat2 and with the
+ * manual walk: a directory stands in for a container's root, planted with
+ * FIFOs, devices, symlinks out of it, big files and foreign owners. */
+#include "util/safeopen.h"
+#include "unit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+static char top[] = "/tmp/fk-unit-safeopen.XXXXXX";
+
+static void put(const char *rel, const char *text)
+{
+    char *p = fk_asprintf("%s/%s", top, rel);
+    FILE *f = fopen(p, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0)
+        abort();
+    free(p);
+}
+
+static void mk(const char *kind, const char *rel, const char *target)
+{
+    char *p = fk_asprintf("%s/%s", top, rel);
+    int rc = !strcmp(kind, "dir")    ? mkdir(p, 0755)
+             : !strcmp(kind, "fifo") ? mkfifo(p, 0666)
+             : !strcmp(kind, "null") ? mknod(p, S_IFCHR | 0666, makedev(1, 3))
+                                     : symlink(target, p);
+    if (rc != 0 && strcmp(kind, "null"))
+        abort();
+    free(p);
+}
+
+/* Open path inside the jail; returns the file's first byte, or the reason.
+ * CHECK_OPEN's expect NULL: any refusal. */
+static const char *try_open(int root, const char *path, unsigned flags, uint64_t max,
+                            const uid_t *owners, size_t nowners)
+{
+    static char got[2];
+    struct fk_safe_opts o = { flags, max, owners, nowners };
+    const char *why = NULL;
+    int fd = fk_safe_openat(root, path, &o, NULL, &why);
+    if (fd < 0)
+        return why ? why : "?";
+    got[0] = '?';
+    if (read(fd, got, 1) != 1)
+        got[0] = '!';
+    got[1] = 0;
+    close(fd);
+    return got;
+}
+
+static void run(int root, const char *mode)
+{
+    char w[160];
+#define CHECK_OPEN(what, expect, ...) do { \
+        snprintf(w, sizeof w, "%s: %s", mode, what); \
+        const char *got_ = try_open(root, __VA_ARGS__), *want_ = expect; \
+        UNIT_CHECK(w, want_ ? !strcmp(got_, want_) : strlen(got_) > 1); \
+    } while (0)
+    CHECK_OPEN("regular file", "x", "/tmp/reg", 0, 0, NULL, 0);
+    CHECK_OPEN("relative path", "x", "tmp/reg", 0, 0, NULL, 0);
+    CHECK_OPEN("FIFO refused without blocking", "not a regular file", "/tmp/fifo", 0, 0, NULL, 0);
+    CHECK_OPEN("directory refused", "not a regular file", "/tmp", 0, 0, NULL, 0);
+    CHECK_OPEN("final symlink refused", "a symbolic link", "/tmp/in", 0, 0, NULL, 0);
+    CHECK_OPEN("final symlink followed inside the root", "x", "/tmp/in", FK_SAFE_FOLLOW, 0, NULL, 0);
+    CHECK_OPEN("intermediate symlink resolved inside the root", "x", "/alias/reg", 0, 0, NULL, 0);
+    CHECK_OPEN("no symlinks at all", "a symbolic link on the way", "/alias/reg",
+               FK_SAFE_NO_SYMLINKS, 0, NULL, 0);
+    /* the jail's own /secret is "j": the host's secret ("s") never appears */
+    CHECK_OPEN("absolute symlink out stays inside", "j", "/tmp/out", FK_SAFE_FOLLOW, 0, NULL, 0);
+    CHECK_OPEN("relative ../ symlink out stays inside", "j", "/tmp/up", FK_SAFE_FOLLOW, 0, NULL, 0);
+    CHECK_OPEN("../ in the path stays inside", "j", "/tmp/../../../secret", 0, 0, NULL, 0);
+    CHECK_OPEN("symlink to a device outside resolves inside", "No such file or directory",
+               "/tmp/zero", FK_SAFE_FOLLOW, 0, NULL, 0);
+    CHECK_OPEN("symlink loop refused", NULL, "/tmp/loop", FK_SAFE_FOLLOW, 0,
+               NULL, 0);
+    CHECK_OPEN("size within the limit", "b", "/tmp/big", 0, 4096, NULL, 0);
+    CHECK_OPEN("size beyond the limit", "larger than the size limit", "/tmp/big", 0, 4095, NULL, 0);
+    uid_t nobody = 65534, other = 4242;
+    CHECK_OPEN("owner allowed", "n", "/tmp/nobody", 0, 0, &nobody, 1);
+    CHECK_OPEN("owner refused", "not owned by the process's user or root", "/tmp/nobody", 0, 0,
+               &other, 1);
+    CHECK_OPEN("root-owned always allowed", "x", "/tmp/reg", 0, 0, &other, 1);
+    struct stat st;
+    char *p = fk_asprintf("%s/jail/tmp/null", top);
+    if (stat(p, &st) == 0)
+        CHECK_OPEN("device refused", "not a regular file", "/tmp/null", 0, 0, NULL, 0);
+    free(p);
+#undef CHECK_OPEN
+}
+
+int main(void)
+{
+    unit_name = "unit-safeopen";
+    if (!mkdtemp(top))
+        return 1;
+    put("secret", "s");
+    mk("dir", "jail", NULL);
+    mk("dir", "jail/tmp", NULL);
+    mk("dir", "jail/proc", NULL);
+    put("jail/secret", "j");
+    put("jail/tmp/reg", "x");
+    mk("fifo", "jail/tmp/fifo", NULL);
+    mk("link", "jail/tmp/in", "/tmp/reg");
+    mk("link", "jail/alias", "tmp");
+    char *host_secret = fk_asprintf("%s/secret", top);
+    mk("link", "jail/tmp/out", "/secret");
+    mk("link", "jail/tmp/up", "../../../../../../secret");
+    mk("link", "jail/tmp/zero", "/dev/zero");
+    mk("link", "jail/tmp/loop", "/tmp/loop");
+    mk("null", "jail/tmp/null", NULL);
+    char big[4096];
+    memset(big, 'b', sizeof big - 1);
+    big[sizeof big - 1] = '\n';
+    put("jail/tmp/big", "");
+    char *bp = fk_asprintf("%s/jail/tmp/big", top);
+    FILE *f = fopen(bp, "w");
+    if (!f || fwrite(big, 1, sizeof big, f) != sizeof big || fclose(f) != 0)
+        abort();
+    put("jail/tmp/nobody", "n");
+    char *np = fk_asprintf("%s/jail/tmp/nobody", top);
+    if (chown(np, 65534, 65534) != 0)
+        printf("SKIP: unit-safeopen: owner checks (chown: %s)\n", strerror(errno));
+    char *jail = fk_asprintf("%s/jail", top);
+    int root = open(jail, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    UNIT_CHECK("jail opens", root >= 0);
+    run(root, "openat2");
+    fk_safe_open_walk_only = true;
+    run(root, "walk");
+    fk_safe_open_walk_only = false;
+
+    /* A magic link inside the root (/proc mounted in the jail, as in a
+     * container): /proc/self/fd/N of the host's secret must not lead there. */
+    char *jproc = fk_asprintf("%s/jail/proc", top);
+    if (unshare(CLONE_NEWNS) == 0 && mount("", "/", NULL, MS_PRIVATE | MS_REC, NULL) == 0 &&
+        mount("proc", jproc, "proc", 0, NULL) == 0) {
+        int hs = open(host_secret, O_RDONLY | O_CLOEXEC);
+        char mp[64];
+        snprintf(mp, sizeof mp, "/proc/self/fd/%d", hs);
+        for (int walk = 0; walk < 2; walk++) {
+            fk_safe_open_walk_only = walk;
+            char w[96];
+            snprintf(w, sizeof w, "%s: magic link to a host file not followed",
+                     walk ? "walk" : "openat2");
+            UNIT_CHECK(w, strcmp(try_open(root, mp, FK_SAFE_FOLLOW, 0, NULL, 0), "s") != 0);
+        }
+        fk_safe_open_walk_only = false;
+        close(hs);
+        umount(jproc);
+    } else {
+        printf("SKIP: unit-safeopen: magic link inside the root (cannot mount proc: %s)\n",
+               strerror(errno));
+    }
+    free(jproc);
+
+    /* pinned files (/proc/PID/map_files): regular ones only */
+    bool host = false;
+    int r = fk_root_open(getpid(), &host);
+    UNIT_CHECK("own root is the host root", r >= 0 && host);
+    if (r >= 0)
+        close(r);
+    char fp[64];
+    int ff = open(fk_asprintf("%s/jail/tmp/fifo", top), O_RDWR | O_NONBLOCK);
+    snprintf(fp, sizeof fp, "/proc/self/fd/%d", ff);
+    const char *why = NULL;
+    UNIT_CHECK("pinned FIFO refused", fk_safe_open_pinned(fp, NULL, NULL, &why) < 0 &&
+                                          why && !strcmp(why, "not a regular file"));
+    int rf = open(host_secret, O_RDONLY);
+    snprintf(fp, sizeof fp, "/proc/self/fd/%d", rf);
+    struct fk_safe_opts small = { .max_size = 0 };
+    int fd = fk_safe_open_pinned(fp, &small, NULL, &why);
+    UNIT_CHECK("pinned regular file opens", fd >= 0);
+    if (fd >= 0)
+        close(fd);
+    close(ff);
+    close(rf);
+
+    char cmd[PATH_MAX + 16];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
+    if (system(cmd) != 0)
+        printf("FAIL: unit-safeopen: cleanup\n");
+    free(host_secret);
+    free(bp);
+    free(np);
+    free(jail);
+    return UNIT_END();
+}
