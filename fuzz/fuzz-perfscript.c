@@ -1,9 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* libFuzzer target: perf-script text parser. The first byte picks options. */
 #include "stacks/perfscript.h"
+#include "util/buf.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+static bool collect(void *ctx, const void *data, size_t len)
+{
+    fk_buf_add(ctx, data, len);
+    return true;
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -53,6 +60,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (!o.period && sum != p.samples)
         abort();
+    /* the sorted output written from name ids is the table's, sorted */
+    struct fk_buf w = FK_BUF_INIT, f = FK_BUF_INIT;
+    if (!fk_perfscript_write(&p, collect, &w))
+        abort();
+    struct fk_stack **sorted = fk_stacktab_sorted(&t);
+    for (size_t i = 0; i < t.n; i++)
+        fk_buf_printf(&f, "%s %llu\n", sorted[i]->key, (unsigned long long)sorted[i]->count);
+    free(sorted);
+    if (w.len != f.len || (w.len && memcmp(w.data, f.data, w.len)))
+        abort();
+    fk_buf_free(&w);
+    fk_buf_free(&f);
     fk_perfscript_free(&p);
     fk_parse_stats_free(&st);
     fk_stacktab_free(&t);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* libFuzzer target: folded input -> SVG renderer. The first byte picks the
  * options; the output must stay well-formed text: valid UTF-8, no control
- * characters but newline, and no markup from the input (no "<script" after
- * the embedded script, every '<' starting one of the renderer's own tags). */
+ * characters but newline and tab, and no markup from the input (no "<script"
+ * after the embedded script, every '<' starting one of the renderer's own
+ * tags). */
 #include "render/svg.h"
 #include "stacks/folded.h"
 #include "util/buf.h"
@@ -23,7 +24,7 @@ static bool valid_utf8(const unsigned char *s, size_t n)
         size_t k = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : 9;
         if (k == 9 || i + k >= n)
             return false;
-        if (c < 0x20 && c != '\n')
+        if (c < 0x20 && c != '\n' && c != '\t')
             return false;
         for (size_t j = 1; j <= k; j++)
             if ((s[i + j] & 0xc0) != 0x80)
@@ -71,6 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         o.colors = "java";
         o.rand = true;
         o.subtitle = "sub<&>";
+        o.full_names = true;
     }
     struct fk_buf out = FK_BUF_INIT;
     if (!fk_svg_render(&t, &o, collect, &out))
@@ -78,13 +80,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *svg = fk_buf_cstr(&out);
     if (!valid_utf8((const unsigned char *)svg, out.len))
         abort();
-    const char *frames = strstr(svg, "<g id=\"fk-frames\">");
+    const char *frames = strstr(svg, "<g class=\"fk-static\">");
     if (!frames || strstr(frames, "<script") || strstr(frames, "]]>"))
         abort();
-    /* inside the frames group every tag is one the renderer writes */
-    static const char *const tags[] = { "<g>", "<g data-o=", "<title>", "</title>", "<rect ",
-                                        "<text ", "</text>", "</g>", "</svg>",
-                                        "<g id=\"fk-frames\">", "<g id=\"fk-info\"" };
+    /* after the script every tag is one the renderer writes */
+    static const char *const tags[] = { "<path ", "<text ", "</text>", "<rect ", "</g>", "</svg>",
+                                        "<g class=\"fk-static\">", "<g class=\"fk-legend\">",
+                                        "<metadata class=\"fk-data\" ", "</metadata>" };
     for (const char *p = strchr(frames, '<'); p; p = strchr(p + 1, '<')) {
         bool known = false;
         for (size_t i = 0; i < sizeof tags / sizeof tags[0] && !known; i++)

@@ -47,6 +47,13 @@ check_range() {
     fi
 }
 need() { command -v "$1" >/dev/null 2>&1; }
+# Headless Chromium (Debian's chromium) driven by test/browser.js over the
+# DevTools pipe: browser STEP... runs test/svg-scenarios.js steps and prints
+# their "name=value" lines; val FILE NAME reads one back.
+chromium_bin() { local c; for c in "${FK_CHROMIUM:-}" /usr/bin/chromium /usr/bin/chromium-browser; do [ -n "$c" ] && [ -x "$c" ] && { echo "$c"; return 0; }; done; return 1; }
+have_browser() { need node && chromium_bin >/dev/null; }
+browser() { FK_CHROMIUM=$(chromium_bin) timeout 150 node "$FK_SRC/test/browser.js" "$FK_SRC/test/svg-scenarios.js" "$@"; }
+val() { awk -v k="$2=" 'index($0, k) == 1 { print substr($0, length(k) + 1); exit }' "$1"; }
 
 # ---- live programs and captures (symbolizer tests)
 # start_prog OUTVAR CMD...: run CMD with stdin from a fifo we hold open; the

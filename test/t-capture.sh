@@ -77,6 +77,7 @@ check_eq "host: capture succeeds" 0 "$?"
 f=$(folded "$T/host")
 [ -n "$f" ] && check_grep "host: workload stacks present" '^hot;.*hot_three' "$(zcat "$f")" || fail "host: no folded"
 check_grep "host: summary lists top frames" 'top frames' "$T/host.out"
+check_nogrep "host: summary names frames without _[k]/_[j] tags" '_\[[kj]\]' "$(sed -n '/top frames/,$p' "$T/host.out")"
 check_grep "host: summary reports lost and throttled" 'lost [0-9]+ records, throttled [0-9]+' "$T/host.out"
 j=$(ls "$T"/host/*.json 2>/dev/null)
 if [ -n "$j" ]; then

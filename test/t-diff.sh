@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# flamekit diff: widths from AFTER, red grew / blue shrank, tooltips,
+# flamekit diff: widths from AFTER, red grew / blue shrank, the legend, the
+# per-frame relative change, new and vanished frames, label contrast,
 # --normalize, --negate, two-column input, bad input.
+# timeout: 300
 . "$FK_SRC/test/lib.sh"
 
 xp() { xmllint --xpath "string($2)" "$1" 2>/dev/null; }
-fattr() { xp "$1" "//*[local-name()='g'][*[local-name()='title'][starts-with(., '$2 (')]]/*[local-name()='rect']/@$3"; }
-ftitle() { xp "$1" "//*[local-name()='title'][starts-with(., '$2 (')]"; }
-rgb() { local f; f=$(fattr "$1" "$2" fill); printf '%d %d %d\n' "0x${f:1:2}" "0x${f:3:2}" "0x${f:5:2}"; }
+dattr() { xp "$1" "//*[local-name()='metadata'][@class='fk-data']/@$2"; }
+nth() { awk -v k="$2=" -v n="$3" 'index($0, k) == 1 && ++i == n { print substr($0, length(k) + 1); exit }' "$1"; }
+rgb() { local f=$1; printf '%d %d %d\n' "0x${f:1:2}" "0x${f:3:2}" "0x${f:5:2}"; }
 need xmllint || { skip "all" "xmllint not found: apt-get install libxml2-utils"; exit 0; }
 
 printf 'main;grew 10\nmain;shrank 40\nmain;same 20\nmain;gone 5\n' >"$T/before"
@@ -14,55 +16,27 @@ printf 'main;grew 50\nmain;shrank 10\nmain;same 20\nmain;new 5\n' >"$T/after"
 check "diff renders" "$FLAMEKIT" diff -o "$T/d.svg" "$T/before" "$T/after"
 check "diff SVG is well-formed" xmllint --noout "$T/d.svg"
 check_grep "default title" 'Differential Flame Graph' "$T/d.svg"
-# widths from AFTER (total 85)
-check_range "width of grew from AFTER (50/85)" "$(fattr "$T/d.svg" grew width)" 694 695
-check_range "width of shrank from AFTER (10/85)" "$(fattr "$T/d.svg" shrank width)" 138.7 138.9
-check_eq "frame only in BEFORE has no width" "" "$(fattr "$T/d.svg" gone width)"
-read -r r g b < <(rgb "$T/d.svg" grew)
-check_eq "grew is red" "255 0 0" "$r $g $b"
-read -r r g b < <(rgb "$T/d.svg" shrank)
-check_range "shrank is blue (blue channel)" "$b" 255 255
-check_range "shrank is blue (red channel lower)" "$r" 0 80
-read -r r g b < <(rgb "$T/d.svg" same)
-check_eq "unchanged is neutral" "225 225 225" "$r $g $b"
-read -r r1 g1 b1 < <(rgb "$T/d.svg" new)
-check_range "small growth is light red (g > 150)" "$g1" 150 254
-check_eq "tooltip: both counts and delta" 'grew (50 samples, 58.82%; before 10; delta +40, +47.06%)' "$(ftitle "$T/d.svg" grew)"
-check_eq "tooltip: negative delta" 'shrank (10 samples, 11.76%; before 40; delta -30, -35.29%)' "$(ftitle "$T/d.svg" shrank)"
+check_eq "data block: both totals (BEFORE 75, AFTER 85)" "75 85" "$(dattr "$T/d.svg" data-c1) $(dattr "$T/d.svg" data-c2)"
+check_eq "data block: frames of both profiles (all, main, 5 leaves)" 7 "$(dattr "$T/d.svg" data-nodes)"
+check_grep "static legend: grew, shrank, new" 'grew</text>.*shrank</text>.*new \(not in before\)</text>' "$(tr -d '\n' <"$T/d.svg")"
+check_grep "static legend: what width and colour mean" 'width: after; colour: after - before' "$T/d.svg"
+check_grep "static picture: a new frame is marked (dashed)" '<path class="new" fill=' "$T/d.svg"
 
-# --negate: widths from BEFORE (total 75), shrinkage drawn red
 "$FLAMEKIT" diff --negate -o "$T/n.svg" "$T/before" "$T/after"
-check_range "--negate: width from BEFORE (40/75)" "$(fattr "$T/n.svg" shrank width)" 629.3 629.4
-check_grep "--negate: frame only in BEFORE drawn" '<title>gone \(' "$T/n.svg"
-read -r r g b < <(rgb "$T/n.svg" shrank)
-check_eq "--negate: shrank is red" 255 "$r"
-check_range "--negate: shrank's intensity is 30/40 of the largest change" "$g" 55 58
-read -r r g b < <(rgb "$T/n.svg" grew)
-check_range "--negate: grew is blue" "$b" 255 255
+check_grep "--negate: the legend says so" 'width: before; colour: before - after' "$T/n.svg"
+check_grep "--negate: legend: red shrank, vanished frames" 'shrank</text>.*grew</text>.*vanished \(not in after\)</text>' "$(tr -d '\n' <"$T/n.svg")"
+check_grep "--negate: a vanished frame is marked (dotted)" '<path class="gone" fill=' "$T/n.svg"
 
-# --normalize: the same shape at twice the samples shows no change
+# --normalize and two-column input: static colours
 printf 'a;x 10\na;y 30\n' >"$T/n1"
 printf 'a;x 20\na;y 60\n' >"$T/n2"
 "$FLAMEKIT" diff "$T/n1" "$T/n2" >"$T/raw.svg"
 "$FLAMEKIT" diff --normalize "$T/n1" "$T/n2" >"$T/norm.svg"
-read -r r g b < <(rgb "$T/raw.svg" y)
-check_eq "without --normalize: y grew (red)" 255 "$r"
-check_range "without --normalize: y grew by 30 of the largest 40" "$g" 55 58
-read -r r g b < <(rgb "$T/norm.svg" y)
-check_eq "--normalize: y unchanged" "225 225 225" "$r $g $b"
-check_grep "--normalize: tooltip shows scaled BEFORE" '<title>y \(60 samples, 75.00%; before 60; delta \+0, \+0.00%\)' "$T/norm.svg"
-
-"$FLAMEKIT" diff --normalize --negate "$T/n1" "$T/n2" >"$T/normneg.svg"
-read -r r g b < <(rgb "$T/normneg.svg" y)
-check_eq "--normalize --negate: y unchanged" "225 225 225" "$r $g $b"
-check_range "--normalize --negate: width from BEFORE" "$(fattr "$T/normneg.svg" y width)" 885 885
-check_grep "--normalize --negate: tooltip shows scaled AFTER" '<title>y \(30 samples, 75.00%; after 30; delta \+0, \+0.00%\)' "$T/normneg.svg"
-
-# one two-column file, as difffolded.pl writes
+check_grep "without --normalize: y grew (red)" '<path fill="#ff[0-9a-f]{4}"' "$T/raw.svg"
+check_eq "--normalize: nothing changed (every frame neutral)" '#e1e1e1' "$(grep -o '<path[^>]*fill="[^"]*"' "$T/norm.svg" | cut -d'"' -f2 | sort -u | paste -sd' ')"
+check_grep "--normalize: the scale is told to the script" 'data-scale1="2"' "$T/norm.svg"
 printf 'main;grew 10 50\nmain;shrank 40 10\nmain;same 20 20\n' >"$T/two"
 "$FLAMEKIT" diff "$T/two" >"$T/two.svg"
-check_eq "two-column input: same colours as two files" "$(fattr "$T/d.svg" grew fill) $(fattr "$T/d.svg" shrank fill)" \
-    "$(fattr "$T/two.svg" grew fill) $(fattr "$T/two.svg" shrank fill)"
 "$FLAMEKIT" diff <"$T/two" >"$T/two-stdin.svg"
 check "two-column input from stdin" cmp "$T/two.svg" "$T/two-stdin.svg"
 
@@ -89,3 +63,53 @@ out=$("$FLAMEKIT" diff - - 2>&1 </dev/null); rc=$?
 check_eq "stdin twice: usage error" 2 "$rc"
 check_fails "missing file" "$FLAMEKIT" diff "$T/before" "$T/nope"
 check_grep "--help to stdout" '^usage: flamekit diff' "$("$FLAMEKIT" diff --help)"
+
+# --- in a real browser: legend on screen, figures, colours, contrast ---
+if ! have_browser; then
+    skip "browser" "node or chromium not found: apt-get install nodejs chromium"
+    exit 0
+fi
+browser "open:$T/d.svg,1200,500" legend frame:grew frame:shrank frame:same frame:new frame:gone \
+    hover:grew hover:shrank hover:new contrast top:6,Change >"$T/d.out" 2>"$T/d.err"
+check_eq "browser: no script error" "" "$(val "$T/d.out" error)$(val "$T/d.out" exception)"
+check_grep "legend shown" '^grew \| shrank \| new \(not in before\) \| width: after' "$(val "$T/d.out" legend)"
+check_eq "legend on screen" yes "$(val "$T/d.out" legend.visible)"
+read -r x w _ _ fill <<<"$(val "$T/d.out" frame.grew)"
+check_range "width of grew from AFTER (50/85 of 1180)" "$w" 694 695
+read -r r g b <<<"$(rgb "$fill")"
+check_eq "grew: the largest change, saturated red" "255 0 0" "$r $g $b"
+read -r _ w _ _ fill <<<"$(val "$T/d.out" frame.shrank)"
+check_range "width of shrank from AFTER (10/85)" "$w" 138.7 138.9
+read -r r g b <<<"$(rgb "$fill")"
+check_eq "shrank: blue, 30/40 of the largest change" "56 56 255" "$r $g $b"
+check_eq "unchanged is neutral" "#e1e1e1" "$(val "$T/d.out" frame.same | awk '{ print $NF }')"
+read -r _ _ _ cls fill <<<"$(val "$T/d.out" frame.new)"
+check_eq "a new frame is marked (class new)" new "$cls"
+read -r r g b <<<"$(rgb "$fill")"
+check_range "a new frame is clearly red (5 of the largest 40, shown at >= 60%)" "$g" 0 90
+check_eq "a vanished frame has no width in AFTER" none "$(val "$T/d.out" frame.gone | sed 's/^undrawn$/none/')"
+check_eq "grew: count, relative change and share-of-total delta" \
+    "Function: grew (50 samples, 58.8%); before 10; change +40 (+400% for this frame, +47.1% of total)" "$(val "$T/d.out" details.grew)"
+check_eq "shrank: relative change" \
+    "Function: shrank (10 samples, 11.8%); before 40; change −30 (−75% for this frame, −35.3% of total)" "$(val "$T/d.out" details.shrank)"
+check_eq "new: said so" \
+    "Function: new (5 samples, 5.88%); before 0; change +5 (new for this frame, +5.88% of total)" "$(val "$T/d.out" details.new)"
+check_range "every label readable on its fill (contrast >= 4.5)" "$(val "$T/d.out" contrast.min)" 4.5 21
+check_grep "top table in a diff: sorted by change, grew first" '^grew\|' "$(val "$T/d.out" top.1)"
+
+# every fill: a graph of many sizes of change, labels chosen for contrast
+{ for i in $(seq 1 40); do echo "m;f$i $((100 + i * 7))"; done; } >"$T/c1"
+{ for i in $(seq 1 40); do echo "m;f$i $((100 + (i % 7) * 53 + (i % 3) * 400))"; done; } >"$T/c2"
+"$FLAMEKIT" diff "$T/c1" "$T/c2" >"$T/c.svg"
+browser "open:$T/c.svg,2400,500" contrast >"$T/c.out" 2>&1
+check_range "many fills: every label has contrast >= 4.5" "$(val "$T/c.out" contrast.min)" 4.5 21
+
+browser "open:$T/n.svg,1200,500" legend frame:gone hover:gone >"$T/n.out" 2>"$T/n.err"
+check_grep "--negate: legend shown" '^shrank \| grew \| vanished \(not in after\) \| width: before' "$(val "$T/n.out" legend)"
+read -r _ w _ cls _ <<<"$(val "$T/n.out" frame.gone)"
+check_eq "--negate: a vanished frame is drawn and marked" gone "$cls"
+check_eq "--negate: its figures" \
+    "Function: gone (5 samples, 6.67%); after 0; change −5 (vanished for this frame, −6.67% of total)" "$(val "$T/n.out" details.gone)"
+browser "open:$T/norm.svg,1200,500" hover:y >"$T/norm.out" 2>&1
+check_eq "--normalize: BEFORE scaled, no change" \
+    "Function: y (60 samples, 75.0%); before 60; change ±0 (±0.0% for this frame, ±0% of total)" "$(val "$T/norm.out" details.y)"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* flamekit collapse: `perf script` text (or a pprof profile) -> folded stacks. */
 #include "stacks/input.h"
+#include "stacks/folded.h"
 #include "stacks/perfscript.h"
 #include "util/opt.h"
 #include "util/outfile.h"
@@ -55,6 +56,11 @@ static const struct fk_cmdline cmdline = {
     NULL,
 };
 
+static bool outfile_sink(void *ctx, const void *data, size_t len)
+{
+    return fk_outfile_write(ctx, data, len);
+}
+
 int cmd_collapse(int argc, char **argv)
 {
     struct collapse_opts co = { .out = "-" };
@@ -73,11 +79,11 @@ int cmd_collapse(int argc, char **argv)
     struct fk_input_opts io = co.io;
     fk_args_free(&a);     /* in and out point into argv, not into a */
 
-    struct fk_stacktab tab;
     struct fk_parse_stats st = { 0 };
     struct fk_perfscript ps;
+    struct fk_stacktab tab;     /* pprof input only: perf script text stays in ps */
     fk_stacktab_init(&tab);
-    fk_perfscript_init(&ps, &o, &tab, &st);
+    fk_perfscript_init(&ps, &o, NULL, &st);
     rc = FK_EXIT_OK;
     const char *inname = strcmp(in, "-") ? in : "<stdin>";
     struct fk_lineread r;
@@ -97,7 +103,7 @@ int cmd_collapse(int argc, char **argv)
         rc = FK_EXIT_ERROR;
         goto done;
     }
-    if (tab.overflow) {
+    if (fk_perfscript_overflow(&ps)) {
         fk_error("%s: a stack's count exceeds 2^64-1 (periods too large to sum); "
                  "drop --period to count samples", inname);
         rc = FK_EXIT_ERROR;
@@ -123,7 +129,8 @@ write:;
         rc = FK_EXIT_ERROR;
         goto done;
     }
-    if (!fk_folded_write(&of, &tab)) {
+    if (!(kind == FK_INPUT_PPROF ? fk_folded_write(&of, &tab)
+                                 : fk_perfscript_write(&ps, outfile_sink, &of))) {
         fk_error("cannot write %s", strcmp(out, "-") ? out : "<stdout>");
         fk_outfile_abort(&of);
         rc = FK_EXIT_ERROR;

@@ -51,6 +51,17 @@ static bool parse_colors(void *base, const char *val, char *err, size_t n)
     return true;
 }
 
+static bool parse_names(void *base, const char *val, char *err, size_t n)
+{
+    struct fk_svg_cli *c = base;
+    if (strcmp(val, "short") && strcmp(val, "full")) {
+        snprintf(err, n, "short or full");
+        return false;
+    }
+    c->opts.full_names = !strcmp(val, "full");
+    return true;
+}
+
 const struct fk_opt fk_optset_svg[] = {
     { "output", 'o', FK_OPT_STR, SC(output), "FILE", "write the SVG to FILE (atomically; default stdout)", "out.svg" },
     { "title", 0, FK_OPT_STR, SC(opts.title), "TEXT", "title (default \"Flame Graph\")", "'db1 at peak'" },
@@ -74,6 +85,9 @@ const struct fk_opt fk_optset_svg[] = {
     { "flamechart", 0, FK_OPT_FLAG, SC(opts.flamechart), NULL, "keep input order, merge only adjacent stacks" },
     { "notes", 0, FK_OPT_STR, SC(opts.notes), "TEXT", "notes embedded in the SVG", "'after the fix'" },
     { "metadata", 0, FK_OPT_STR, SC(metadata_path), "FILE", "JSON object shown in the SVG's Info panel (key i)", "capture.json" },
+    { "names", 0, FK_OPT_CALL, 0, "short|full",
+      "C++/Rust names without parameter lists, [clone ...] and hashes (short, the default; "
+      "the full names stay in the tooltip) or as they are (full)", "full", .call = parse_names },
     { "strict", 0, FK_OPT_FLAG, SC(strict), NULL, "fail on malformed input lines instead of skipping them" },
     { "sample-type", 0, FK_OPT_STR, SC(sample_type), "T",
       "pprof input: the sample type to draw, by name or index (e.g. inuse_space; default: the "

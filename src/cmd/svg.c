@@ -8,9 +8,11 @@
 static const struct fk_cmdline cmdline = {
     "flamekit svg [OPTIONS] [FOLDED|-]",
     "Render folded stacks (\"frame;frame;...;frame COUNT\" lines, gzip read "
-    "transparently; default stdin) as an interactive SVG flame graph. In the SVG: "
-    "click a frame to zoom, Ctrl-F or / to search (regex), Esc to reset, i for the "
-    "Info panel; zoom and search are kept in the URL.",
+    "transparently; default stdin) as an interactive SVG flame graph. In the SVG "
+    "(every frame kept, so figures count every sample): click a frame to zoom, "
+    "Ctrl-F or / to search (Alt-C: ignore case), t for the top functions, "
+    "right-click a frame for its callers and callees, i for the Info panel, Esc "
+    "to go back; zoom and search are kept in the URL.",
     "See flamekit-svg(1).",
     NULL,
 };

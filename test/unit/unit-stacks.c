@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Unit tests for the stack table, folded parsing and atomic output. */
+#include "stacks/names.h"
 #include "unit.h"
 #include "stacks/folded.h"
 #include "util/lineread.h"
@@ -96,6 +97,57 @@ static void test_outfile_and_read(const char *dir)
     free(p2);
 }
 
+static bool short_is(const char *in, const char *want)
+{
+    struct fk_buf b = FK_BUF_INIT;
+    size_t n;
+    const char *s = fk_name_short(in, strlen(in), &b, &n);
+    bool ok = n == strlen(want) && !memcmp(s, want, n);
+    if (!ok)
+        printf("    short(%s) = %.*s\n", in, (int)n, s);
+    fk_buf_free(&b);
+    return ok;
+}
+
+static bool display_is(const char *in, const char *want)
+{
+    struct fk_buf b = FK_BUF_INIT;
+    fk_name_display(in, strlen(in), &b);
+    bool ok = !strcmp(fk_buf_cstr(&b), want);
+    if (!ok)
+        printf("    display(%s) = %s\n", in, fk_buf_cstr(&b));
+    fk_buf_free(&b);
+    return ok;
+}
+
+static void test_names(void)
+{
+    UNIT_CHECK("short: C++ parameter list", short_is("ns::f(int, char const*)", "ns::f"));
+    UNIT_CHECK("short: qualifiers after the list",
+               short_is("std::vector<int, std::allocator<int> >::size() const", "std::vector<int, std::allocator<int> >::size"));
+    UNIT_CHECK("short: ref qualifiers and noexcept", short_is("A::get() const && noexcept", "A::get"));
+    UNIT_CHECK("short: clone suffixes", short_is("f(int) [clone .isra.0] [clone .cold]", "f"));
+    UNIT_CHECK("short: clone without a list", short_is("g [clone .part.0]", "g"));
+    UNIT_CHECK("short: Rust hash", short_is("core::fmt::write::h0123456789abcdef", "core::fmt::write"));
+    UNIT_CHECK("short: not a Rust hash (15 digits)", short_is("a::h0123456789abcde", "a::h0123456789abcde"));
+    UNIT_CHECK("short: operator() keeps its parentheses", short_is("F::operator()(int) const", "F::operator()"));
+    UNIT_CHECK("short: lambda context kept", short_is("f()::{lambda(int)#1}::operator()(int) const", "f()::{lambda(int)#1}::operator()"));
+    UNIT_CHECK("short: (anonymous namespace) kept", short_is("(anonymous namespace)::run(char*)", "(anonymous namespace)::run"));
+    UNIT_CHECK("short: a name that is all parentheses stays", short_is("(anonymous namespace)", "(anonymous namespace)"));
+    UNIT_CHECK("short: a location after a space stays", short_is("func (/srv/app.py:12)", "func (/srv/app.py:12)"));
+    UNIT_CHECK("short: operator& is a name, not a qualifier", short_is("ns::operator&", "ns::operator&"));
+    UNIT_CHECK("short: C names unchanged", short_is("do_syscall_64", "do_syscall_64"));
+    UNIT_CHECK("short: Go method unchanged", short_is("main.(*T).Run", "main.(*T).Run"));
+    UNIT_CHECK("short: annotation kept after the cut", short_is("A::get() const_[j]", "A::get_[j]"));
+    UNIT_CHECK("short: unbalanced stays", short_is("f(int", "f(int"));
+    UNIT_CHECK("display: kernel", display_is("do_idle_[k]", "do_idle (kernel)"));
+    UNIT_CHECK("display: JIT", display_is("LazyCompile:~f_[j]", "LazyCompile:~f (JIT)"));
+    UNIT_CHECK("display: inlined", display_is("g_[i]", "g (inlined)"));
+    UNIT_CHECK("display: short form too", display_is("ns::f(int)_[i]", "ns::f (inlined)"));
+    UNIT_CHECK("display: plain", display_is("main", "main"));
+    UNIT_CHECK("display: only an annotation stays as it is", display_is("_[k]", "_[k]"));
+}
+
 int main(int argc, char **argv)
 {
     unit_name = "unit-stacks";
@@ -106,6 +158,7 @@ int main(int argc, char **argv)
     test_stacktab();
     test_parse();
     test_outfile_and_read(dir);
+    test_names();
     char *cmd = fk_asprintf("rm -rf '%s'", dir);
     if (system(cmd) != 0)
         return 2;

@@ -47,7 +47,7 @@ int main(void)
     const char *s = fk_buf_cstr(&b);
     UNIT_CHECK("empty table: says there were no stacks", strstr(s, "No stacks") != NULL);
     UNIT_CHECK("empty table: complete document", strstr(s, "</svg>\n") != NULL);
-    UNIT_CHECK("empty table: no frames", count(s, "<title>") == 0);
+    UNIT_CHECK("empty table: no frames", count(s, "<path ") == 0 && strstr(s, "data-nodes=\"1\"") != NULL);
 
     fk_stacktab_add(&t, "cat;main;read", 13, 3);
     fk_stacktab_add(&t, "cat;main;write", 14, 1);
@@ -58,11 +58,14 @@ int main(void)
     fk_buf_reset(&b);
     UNIT_CHECK("table with metadata renders", fk_svg_render(&t, &o, collect, &b));
     s = fk_buf_cstr(&b);
-    UNIT_CHECK("five frames (all, cat, main, read, write)", count(s, "<title>") == 5);
-    UNIT_CHECK("countname used", strstr(s, "<title>read (3 faults, 75.00%)</title>") != NULL);
+    UNIT_CHECK("five frames (all, cat, main, read, write)", strstr(s, "data-nodes=\"5\"") != NULL &&
+                                                           count(s, "h-") == 5);
+    UNIT_CHECK("countname used", strstr(s, "data-countname=\"faults\"") != NULL);
+    UNIT_CHECK("names in the data block", strstr(s, "\nread\n") != NULL && strstr(s, "\nwrite\n") != NULL);
     UNIT_CHECK("metadata embedded, escaped",
-               strstr(s, "<metadata id=\"fk-meta\">{&quot;host&quot;: &quot;db-1 &lt;&amp;&gt;&quot;") != NULL ||
-               strstr(s, "<metadata id=\"fk-meta\">{&quot;host&quot;:&quot;db-1 &lt;&amp;&gt;&quot;") != NULL);
+               strstr(s, "<metadata class=\"fk-meta\">{&quot;host&quot;: &quot;db-1 &lt;&amp;&gt;&quot;") != NULL ||
+               strstr(s, "<metadata class=\"fk-meta\">{&quot;host&quot;:&quot;db-1 &lt;&amp;&gt;&quot;") != NULL);
+    UNIT_CHECK("document title", strstr(s, "<title>CPU: db-1</title>") != NULL);
     UNIT_CHECK("title used", strstr(s, ">CPU: db-1</text>") != NULL);
     UNIT_CHECK("table untouched", t.n == 2 && t.total == 4);
 

@@ -9,6 +9,7 @@
 #include "render/pprof.h"
 #include "render/svg.h"
 #include "stacks/folded.h"
+#include "stacks/names.h"
 #include "util/opt.h"
 #include "util/outfile.h"
 
@@ -492,9 +493,14 @@ static void print_top(FILE *out, const struct fk_stacktab *t, int n)
     }
     qsort(v, m, sizeof *v, cmp_leaf_count);
     fprintf(out, "  top frames (self):\n");
-    for (size_t i = 0; i < m && (int)i < n; i++)
+    struct fk_buf nb = FK_BUF_INIT;
+    for (size_t i = 0; i < m && (int)i < n; i++) {
+        fk_buf_reset(&nb);
+        fk_name_display(v[i].name, v[i].len, &nb);     /* "do_idle (kernel)" */
         fprintf(out, "    %5.1f%%  %.*s\n", 100.0 * (double)v[i].count / (double)t->total,
-                (int)(v[i].len > 100 ? 100 : v[i].len), v[i].name);
+                (int)(nb.len > 100 ? 100 : nb.len), nb.data);
+    }
+    fk_buf_free(&nb);
     free(v);
 }
 

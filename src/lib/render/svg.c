@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* SVG flame graph renderer: stacks -> frame tree (memory grows with unique
- * frames) -> pruned layout -> compact SVG through our own buffered writer.
- * The embedded script (share/flamegraph.js) rebuilds the tree from the
- * document order: frames come in pre-order, depth is given by y, the count
- * is the first number of the title's " (...)" suffix, and an explicit
- * data-o="OFFSET" appears only where pruned siblings left a gap. */
+ * frames) -> pruned static picture + a data block of every frame, through
+ * our own buffered writer. The static part (rects and labels of frames wide
+ * enough to see) is what an <img> or an image viewer shows; the embedded
+ * script (share/flamegraph.js) reads the data block, which has every frame
+ * however narrow, so its search and zoom figures are exact, and lays the
+ * picture out again at the window's width. Every name is escaped as text. */
 #include "svg.h"
 #include "assets.h"
+#include "stacks/names.h"
 #include "util/buf.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +22,7 @@
 #define XPAD 10
 #define YPAD_TOP (FONT_SIZE * 3)
 #define YPAD_BOTTOM (FONT_SIZE * 2 + 10)
+#define LEGEND_H 20      /* diff legend row above the status line */
 
 void fk_svg_opts_init(struct fk_svg_opts *o)
 {
@@ -92,21 +96,6 @@ static void w_i64(struct wr *w, int64_t v)
     }
 }
 
-/* 1,234,567 */
-static void w_u64_grouped(struct wr *w, uint64_t v)
-{
-    char t[32];
-    int i = 32, d = 0;
-    do {
-        if (d && d % 3 == 0)
-            t[--i] = ',';
-        t[--i] = (char)('0' + v % 10);
-        v /= 10;
-        d++;
-    } while (v);
-    w_mem(w, t + i, (size_t)(32 - i));
-}
-
 /* A coordinate with one decimal, "12" rather than "12.0". */
 static void w_fix1(struct wr *w, double x)
 {
@@ -120,17 +109,6 @@ static void w_fix1(struct wr *w, double x)
         w_c(w, '.');
         w_c(w, (char)('0' + t % 10));
     }
-}
-
-/* num/den as a percentage with two decimals, exactly rounded. */
-static void w_pct(struct wr *w, uint64_t num, uint64_t den)
-{
-    unsigned __int128 q = den ? ((unsigned __int128)num * 10000 + den / 2) / den : 0;
-    uint64_t v = (uint64_t)q;
-    w_u64(w, v / 100);
-    w_c(w, '.');
-    w_c(w, (char)('0' + v / 10 % 10));
-    w_c(w, (char)('0' + v % 10));
 }
 
 /* ---- text escaping ------------------------------------------------------ */
@@ -266,9 +244,14 @@ static void w_esc_trunc(struct wr *w, const char *str, size_t len, size_t maxcp)
 
 /* ---- frame tree --------------------------------------------------------- */
 
+/* Frame names are interned in `names` (entry index = name id, count = how
+ * many nodes use it); children are found by (parent, name id). */
 struct node {
-    const char *name;
+    const char *name;           /* interned: stable, NUL-terminated */
+    const char *raw;            /* the name as in the input (while building) */
+    uint32_t rawlen;
     uint32_t nlen;
+    uint32_t nameid;
     uint32_t parent;
     uint32_t first, next, last;  /* children list; 0 = none (root is 0) */
     uint64_t c1, c2;             /* counts through this frame */
@@ -277,15 +260,22 @@ struct node {
 struct tree {
     struct node *v;
     size_t n, cap;
-    uint32_t *index;    /* hash of (parent, name) -> node + 1 */
+    uint32_t *index;    /* hash of (parent, name id) -> node + 1 */
     uint32_t *hashes;
     size_t mask;
+    struct fk_stacktab names;   /* shown names */
+    struct fk_stacktab fulls;   /* --names short: full names that were cut,
+                                   aux = the short name's id + 1 */
+    bool short_names;
+    struct fk_buf scratch;
 };
 
-static uint32_t child_hash(uint32_t parent, const char *name, size_t len)
+static uint32_t child_hash(uint32_t parent, uint32_t nameid)
 {
-    uint64_t h = fk_hash(name, len) ^ ((uint64_t)parent * 0x9e3779b97f4a7c15ULL);
-    h ^= h >> 31;
+    uint64_t h = ((uint64_t)parent << 32 | nameid) * 0x9e3779b97f4a7c15ULL;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 32;
     return (uint32_t)h;
 }
 
@@ -305,8 +295,7 @@ static void tree_rehash(struct tree *tr)
     }
 }
 
-static uint32_t tree_new(struct tree *tr, uint32_t parent, const char *name, size_t len,
-                         uint32_t h)
+static uint32_t tree_new(struct tree *tr, uint32_t parent, uint32_t nameid, uint32_t h)
 {
     if (tr->n >= UINT32_MAX - 1)
         fk_die("too many unique frames for one flame graph");
@@ -318,9 +307,12 @@ static uint32_t tree_new(struct tree *tr, uint32_t parent, const char *name, siz
     uint32_t id = (uint32_t)tr->n++;
     struct node *nd = &tr->v[id];
     memset(nd, 0, sizeof *nd);
-    nd->name = name;
-    nd->nlen = (uint32_t)len;
+    struct fk_stack *ne = &tr->names.v[nameid];
+    nd->name = ne->key;
+    nd->nlen = ne->len;
+    nd->nameid = nameid;
     nd->parent = parent;
+    ne->count++;
     tr->hashes[id] = h;
     if (id) {
         struct node *p = &tr->v[parent];
@@ -333,28 +325,51 @@ static uint32_t tree_new(struct tree *tr, uint32_t parent, const char *name, siz
     return id;
 }
 
+/* The id of the name shown for frame s[0..len). */
+static uint32_t tree_name(struct tree *tr, const char *s, size_t len)
+{
+    size_t n = len;
+    const char *sh = tr->short_names ? fk_name_short(s, len, &tr->scratch, &n) : s;
+    struct fk_stack *e = fk_stacktab_add(&tr->names, sh, n, 0);
+    uint32_t id = (uint32_t)(e - tr->names.v);
+    if (sh != s || n != len) {
+        struct fk_stack *f = fk_stacktab_add(&tr->fulls, s, len, 0);
+        if (!f->aux)
+            f->aux = id + 1;
+    }
+    return id;
+}
+
 static uint32_t tree_child(struct tree *tr, uint32_t parent, const char *name, size_t len,
                            bool adjacent_only)
 {
     struct node *p = &tr->v[parent];
     if (p->last) {
+        /* sorted input: the child wanted is usually the one added last */
         struct node *l = &tr->v[p->last];
-        if (l->nlen == len && !memcmp(l->name, name, len))
+        if (l->rawlen == len && !memcmp(l->raw, name, len))
             return p->last;
     }
-    uint32_t h = child_hash(parent, name, len);
+    uint32_t nameid = tree_name(tr, name, len);
+    if (p->last && tr->v[p->last].nameid == nameid) {
+        tr->v[p->last].raw = name;      /* another spelling of the same short name */
+        tr->v[p->last].rawlen = (uint32_t)len;
+        return p->last;
+    }
+    uint32_t h = child_hash(parent, nameid);
     if (!adjacent_only) {
         for (size_t q = h & tr->mask;; q = (q + 1) & tr->mask) {
             uint32_t e = tr->index[q];
             if (!e)
                 break;
             struct node *c = &tr->v[e - 1];
-            if (tr->hashes[e - 1] == h && c->parent == parent && c->nlen == len &&
-                !memcmp(c->name, name, len))
+            if (tr->hashes[e - 1] == h && c->parent == parent && c->nameid == nameid)
                 return e - 1;
         }
     }
-    uint32_t id = tree_new(tr, parent, name, len, h);
+    uint32_t id = tree_new(tr, parent, nameid, h);
+    tr->v[id].raw = name;
+    tr->v[id].rawlen = (uint32_t)len;
     if (!adjacent_only) {
         if (tr->n * 2 > tr->mask) {
             tree_rehash(tr);
@@ -480,6 +495,9 @@ static void tree_free(struct tree *tr)
     free(tr->v);
     free(tr->index);
     free(tr->hashes);
+    fk_stacktab_free(&tr->names);
+    fk_stacktab_free(&tr->fulls);
+    fk_buf_free(&tr->scratch);
 }
 
 /* ---- colours ------------------------------------------------------------ */
@@ -563,49 +581,125 @@ static enum pal classify(enum pal p, const char *s, size_t n, bool after_chain)
     }
 }
 
-static uint64_t splitmix(uint64_t *s)
+/* A 64-bit mix (splitmix64's finaliser) of a seed and an index: --rand
+ * colours depend on the frame, not on the order frames are written in. */
+static uint64_t mix64(uint64_t z)
 {
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z += 0x9e3779b97f4a7c15ULL;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     return z ^ (z >> 31);
 }
 
-static void w_rgb(struct wr *w, unsigned r, unsigned g, unsigned b)
+/* Colours as 0xRRGGBB. */
+static uint32_t rgb(unsigned r, unsigned g, unsigned b)
 {
-    static const char hex[] = "0123456789abcdef";
-    char t[7] = { '#', hex[r >> 4 & 15], hex[r & 15], hex[g >> 4 & 15], hex[g & 15],
-                  hex[b >> 4 & 15], hex[b & 15] };
-    w_mem(w, t, 7);
+    return (uint32_t)((r > 255 ? 255 : r) << 16 | (g > 255 ? 255 : g) << 8 | (b > 255 ? 255 : b));
 }
 
-static void w_family(struct wr *w, enum pal f, uint64_t bits)
+static uint32_t family_color(enum pal f, uint64_t bits)
 {
     const struct family *c = &fam[f];
     double v1 = (double)(bits & 0xffff) / 65535.0;
     double v2 = (double)(bits >> 16 & 0xffff) / 65535.0;
     double v3 = (double)(bits >> 32 & 0xffff) / 65535.0;
     /* one dominant value keeps the family's look; channel spread varies it */
-    unsigned r = (unsigned)(c->r0 + c->rs * v1);
-    unsigned g = (unsigned)(c->g0 + c->gs * (f == P_HOT ? v1 : v2));
-    unsigned b = (unsigned)(c->b0 + c->bs * (f == P_HOT ? v2 : v3));
-    w_rgb(w, r > 255 ? 255 : r, g > 255 ? 255 : g, b > 255 ? 255 : b);
+    return rgb((unsigned)(c->r0 + c->rs * v1), (unsigned)(c->g0 + c->gs * (f == P_HOT ? v1 : v2)),
+               (unsigned)(c->b0 + c->bs * (f == P_HOT ? v2 : v3)));
 }
 
+/* Colour bits of a name as the script computes them too (flamegraph.js
+ * nameBits): a 32-bit FNV-1a over the code points of the name as written
+ * (invalid UTF-8 read as U+FFFD, as w_esc writes it), then a second word
+ * from a murmur3 finaliser; an annotation suffix is ignored so kernel/user
+ * twins match. */
+static uint32_t fmix32(uint32_t h)
+{
+    h ^= h >> 16;
+    h *= 0x85ebca6bU;
+    h ^= h >> 13;
+    h *= 0xc2b2ae35U;
+    h ^= h >> 16;
+    return h;
+}
+
+static uint64_t name_bits(const char *str, size_t n)
+{
+    enum fk_name_kind kind;
+    size_t len = fk_name_base(str, n, &kind), i = 0;
+    const unsigned char *s = (const unsigned char *)str;
+    uint32_t h = 0x811c9dc5U;
+    while (i < len) {
+        uint32_t cp = s[i] >= 0x20 && s[i] < 0x7f ? s[i++] : next_cp(s, len, &i);
+        h = (h ^ cp) * 0x01000193U;
+    }
+    uint32_t h2 = fmix32(h ^ 0x9e3779b9U);
+    return (uint64_t)(h2 & 0xffff) << 32 | h;
+}
+
+/* Colour by name (the script computes the same from the name). */
+static uint32_t name_color(enum pal p, const char *s, size_t n, bool chain)
+{
+    return family_color(classify(p, s, n, chain), name_bits(s, n));
+}
+
+/* WCAG relative luminance of an sRGB colour, then the label colour with the
+ * better contrast ratio: black text unless white reads better. */
+static double channel_lum(unsigned c)
+{
+    double v = c / 255.0;
+    return v <= 0.04045 ? v / 12.92 : pow((v + 0.055) / 1.055, 2.4);
+}
+
+static bool white_label(uint32_t c)
+{
+    double l = 0.2126 * channel_lum(c >> 16 & 255) + 0.7152 * channel_lum(c >> 8 & 255) +
+               0.0722 * channel_lum(c & 255);
+    return (1.05 / (l + 0.05)) > ((l + 0.05) / 0.05);
+}
+
+static void w_hex6(struct wr *w, uint32_t c)
+{
+    static const char hex[] = "0123456789abcdef";
+    char t[6];
+    for (int i = 5; i >= 0; i--, c >>= 4)
+        t[i] = hex[c & 15];
+    w_mem(w, t, 6);
+}
+
+static void w_color(struct wr *w, uint32_t c)
+{
+    w_c(w, '#');
+    w_hex6(w, c);
+}
 /* ---- rendering ---------------------------------------------------------- */
+
+enum colors { COL_NAME, COL_NODE, COL_DIFF };
+
+struct sframe {
+    uint32_t node, color;
+    uint8_t cls;            /* 0, 1 new, 2 vanished */
+    int y;
+    double x, w;
+};
 
 struct ctx {
     struct wr *w;
     const struct fk_svg_opts *o;
     struct tree tr;
     enum pal pal;
-    uint64_t seed;
+    enum colors colors;
+    uint32_t *ncol;         /* COL_NAME: colour per name id (table order) */
+    uint32_t *vcol;         /* COL_NODE: colour per node */
+    uint32_t *newid;        /* table name id -> written name id */
+    struct sframe *sf;      /* the static picture's frames */
+    size_t nsf, sfcap;
     int width, fh;
     double scale;           /* px per count */
     double minpx;
     int maxdepth;           /* deepest visible frame */
     int height;
-    int ypad_top;
+    int ypad_top, ypad_bottom;
     double beforescale;     /* --normalize: BEFORE scaled to AFTER's total */
     double afterscale;      /* --normalize --negate: AFTER to BEFORE's */
     double maxdelta;
@@ -614,11 +708,6 @@ struct ctx {
 static inline uint64_t wcount(const struct ctx *c, const struct node *n)
 {
     return c->o->diff && !c->o->negate ? n->c2 : n->c1;
-}
-
-static inline uint64_t ocount(const struct ctx *c, const struct node *n)
-{
-    return c->o->diff && !c->o->negate ? n->c1 : n->c2;
 }
 
 /* AFTER - BEFORE (negate: BEFORE - AFTER), BEFORE normalized if asked. */
@@ -634,16 +723,16 @@ static bool visible(const struct ctx *c, const struct node *n)
     return v && (double)v * c->scale >= c->minpx;
 }
 
-/* Iterative DFS over visible frames; visit(node, offset, depth, chain). */
-struct it { uint32_t node, next; uint64_t off; int depth; bool gap, chain; };
+/* Iterative DFS over visible frames: visit(node, offset, depth). */
+struct it { uint32_t node, next; uint64_t off; int depth; };
 
-static void walk(struct ctx *c, void (*visit)(struct ctx *, uint32_t, uint64_t, int, bool, bool))
+static void walk(struct ctx *c, void (*visit)(struct ctx *, uint32_t, uint64_t, int))
 {
     struct it *st = NULL;
     size_t cap = 0, sp = 0;
     st = fk_grow(st, &cap, 1, sizeof *st);
-    st[sp++] = (struct it){ 0, c->tr.v[0].first, 0, 0, false, false };
-    visit(c, 0, 0, 0, false, false);
+    st[sp++] = (struct it){ 0, c->tr.v[0].first, 0, 0 };
+    visit(c, 0, 0, 0);
     while (sp) {
         struct it *t = &st[sp - 1];
         if (!t->next) {
@@ -655,26 +744,40 @@ static void walk(struct ctx *c, void (*visit)(struct ctx *, uint32_t, uint64_t, 
         t->next = nd->next;
         uint64_t off = t->off;
         t->off += wcount(c, nd);
-        if (!visible(c, nd)) {
-            if (wcount(c, nd))
-                t->gap = true;
+        if (!visible(c, nd))
             continue;
-        }
-        bool gap = t->gap, chain = t->chain || (nd->nlen == 2 && !memcmp(nd->name, "--", 2));
-        t->gap = false;
         int depth = t->depth + 1;
-        visit(c, id, off, depth, gap, t->chain);
+        visit(c, id, off, depth);
         st = fk_grow(st, &cap, sp + 1, sizeof *st);
-        st[sp++] = (struct it){ id, nd->first, off, depth, false, chain };
+        st[sp++] = (struct it){ id, nd->first, off, depth };
     }
     free(st);
 }
 
-static void measure(struct ctx *c, uint32_t id, uint64_t off, int depth, bool gap, bool chain)
+/* Every node in pre-order (children in their list order), without a stack:
+ * the next node and how many levels up it is from the one before plus one
+ * (0 = first child, 1 = next sibling, 2 = the parent's next sibling...). */
+static uint32_t preorder_next(const struct tree *tr, uint32_t i, unsigned *up)
+{
+    if (tr->v[i].first) {
+        *up = 0;
+        return tr->v[i].first;
+    }
+    unsigned k = 1;
+    while (i) {
+        if (tr->v[i].next) {
+            *up = k;
+            return tr->v[i].next;
+        }
+        i = tr->v[i].parent;
+        k++;
+    }
+    return 0;
+}
+
+static void measure(struct ctx *c, uint32_t id, uint64_t off, int depth)
 {
     (void)off;
-    (void)gap;
-    (void)chain;
     if (depth > c->maxdepth)
         c->maxdepth = depth;
     if (c->o->diff) {
@@ -688,105 +791,131 @@ static int frame_y(const struct ctx *c, int depth)
 {
     if (c->o->inverted)
         return c->ypad_top + depth * c->fh;
-    return c->height - YPAD_BOTTOM - (depth + 1) * c->fh;
+    return c->height - c->ypad_bottom - (depth + 1) * c->fh;
 }
 
-static void w_fill(struct ctx *c, const struct node *nd, bool chain)
+/* Diff colours: red grew, blue shrank (swapped with --negate, where the
+ * delta is BEFORE - AFTER), white to saturated by |delta| / the largest.
+ * Frames only in the profile drawn (new; vanished with --negate) are at
+ * least 60% saturated: a small new function must not look unchanged. The
+ * same formula is in share/flamegraph.js (diffColor). */
+static uint32_t diff_color(const struct ctx *c, const struct node *nd)
 {
-    struct wr *w = c->w;
-    if (c->o->diff) {
-        double d = delta(c, nd);
-        double r = c->maxdelta > 0 ? fabs(d) / c->maxdelta : 0;
-        unsigned v = (unsigned)lround(225.0 * (1 - r));
-        if (d > 0)
-            w_rgb(w, 255, v, v);
-        else if (d < 0)
-            w_rgb(w, v, v, 255);
-        else
-            w_rgb(w, 225, 225, 225);
-        return;
-    }
-    enum pal f = classify(c->pal, nd->name, nd->nlen, chain);
-    uint64_t bits;
-    if (c->o->rand) {
-        bits = splitmix(&c->seed);
-    } else {
-        /* by name, ignoring an annotation suffix so kernel/user twins match */
-        size_t n = nd->nlen;
-        if (n >= 4 && nd->name[n - 4] == '_' && nd->name[n - 3] == '[' && nd->name[n - 1] == ']')
-            n -= 4;
-        bits = fk_hash(nd->name, n);
-    }
-    w_family(w, f, bits);
+    double d = delta(c, nd);
+    double r = c->maxdelta > 0 ? fabs(d) / c->maxdelta : 0;
+    if (r > 1)
+        r = 1;
+    bool only = c->o->negate ? nd->c2 == 0 : nd->c1 == 0;
+    if (only && d != 0 && r < 0.6)
+        r = 0.6;
+    unsigned v = (unsigned)lround(225.0 * (1 - r));
+    if (d > 0)
+        return rgb(255, v, v);
+    if (d < 0)
+        return rgb(v, v, 255);
+    return rgb(225, 225, 225);
 }
 
-static void emit(struct ctx *c, uint32_t id, uint64_t off, int depth, bool gap, bool chain)
+static uint32_t node_color(const struct ctx *c, uint32_t id)
 {
-    struct wr *w = c->w;
     const struct node *nd = &c->tr.v[id];
-    uint64_t n = wcount(c, nd), total = wcount(c, &c->tr.v[0]);
-    double x = XPAD + (double)off * c->scale, wd = (double)n * c->scale;
-    int y = frame_y(c, depth);
-    if (gap) {
-        w_mem(w, "<g data-o=\"", 11);
-        w_u64(w, off);
-        w_mem(w, "\"><title>", 9);
-    } else {
-        w_mem(w, "<g><title>", 10);
+    switch (c->colors) {
+    case COL_DIFF: return diff_color(c, nd);
+    case COL_NODE: return c->vcol[id];
+    case COL_NAME: break;
     }
-    if (id == 0)
-        w_s(w, "all");
-    else
-        w_esc(w, nd->name, nd->nlen);
-    w_mem(w, " (", 2);
-    w_u64_grouped(w, n);
-    w_c(w, ' ');
-    w_escs(w, c->o->countname);
-    w_mem(w, ", ", 2);
-    w_pct(w, n, total);
-    w_c(w, '%');
-    if (c->o->diff) {
-        uint64_t other = ocount(c, nd);
-        w_s(w, c->o->negate ? "; after " : "; before ");
-        /* the other profile as compared: scaled when normalizing */
-        double scaled = (double)other * (c->o->negate ? c->afterscale : c->beforescale);
-        w_u64_grouped(w, (uint64_t)llround(scaled));
-        double d = delta(c, nd);
-        if (c->o->negate)
-            d = -d;     /* shown as AFTER - BEFORE either way */
-        w_s(w, "; delta ");
-        w_c(w, d < 0 ? '-' : '+');
-        w_u64_grouped(w, (uint64_t)llround(fabs(d)));
-        w_mem(w, ", ", 2);
-        w_c(w, d < 0 ? '-' : '+');
-        w_pct(w, (uint64_t)llround(fabs(d)), total);
-        w_c(w, '%');
+    return c->ncol[nd->nameid];
+}
+
+/* The static picture: frames collected in the walk, then written as one
+ * <path> per colour (and class: new/vanished in a diff) with a subpath per
+ * frame, then the labels. Nothing in it is interactive: the script draws
+ * its own frames from the data block. */
+static void collect(struct ctx *c, uint32_t id, uint64_t off, int depth)
+{
+    const struct node *nd = &c->tr.v[id];
+    c->sf = fk_grow(c->sf, &c->sfcap, c->nsf + 1, sizeof *c->sf);
+    struct sframe *f = &c->sf[c->nsf++];
+    f->node = id;
+    f->color = node_color(c, id);
+    f->cls = c->o->diff && id ? (nd->c1 == 0 ? 1 : nd->c2 == 0 ? 2 : 0) : 0;
+    f->y = frame_y(c, depth);
+    f->x = XPAD + (double)off * c->scale;
+    f->w = (double)wcount(c, nd) * c->scale;
+}
+
+static int cmp_sframe(const void *a, const void *b)
+{
+    const struct sframe *x = a, *y = b;
+    if (x->cls != y->cls)
+        return x->cls < y->cls ? -1 : 1;
+    if (x->color != y->color)
+        return x->color < y->color ? -1 : 1;
+    return (x->node > y->node) - (x->node < y->node);
+}
+
+/* One decimal, without a leading zero: "12.3", ".4", "7". */
+static void w_short1(struct wr *w, double x)
+{
+    if (x < 0) {
+        w_c(w, '-');
+        x = -x;
     }
-    w_mem(w, ")</title><rect x=\"", 18);
-    w_fix1(w, x);
-    w_mem(w, "\" y=\"", 5);
-    w_i64(w, y);
-    w_mem(w, "\" width=\"", 9);
-    w_fix1(w, wd);
-    w_mem(w, "\" height=\"", 10);
-    w_i64(w, c->fh - 1);
-    w_mem(w, "\" fill=\"", 8);
-    w_fill(c, nd, chain);
-    w_mem(w, "\"/>", 3);
-    size_t chars = (size_t)((wd - 6) / (FONT_SIZE * FONT_WIDTH));
-    if (chars >= 3) {
-        w_mem(w, "<text x=\"", 9);
-        w_fix1(w, x + 3);
+    uint64_t t = (uint64_t)llround(x * 10);
+    if (t / 10)
+        w_u64(w, t / 10);
+    if (t % 10) {
+        w_c(w, '.');
+        w_c(w, (char)('0' + t % 10));
+    } else if (!(t / 10)) {
+        w_c(w, '0');
+    }
+}
+
+static void emit_static(struct ctx *c)
+{
+    struct wr *w = c->w;
+    static const char *const cls[] = { "", " class=\"new\"", " class=\"gone\"" };
+    qsort(c->sf, c->nsf, sizeof *c->sf, cmp_sframe);
+    for (size_t i = 0; i < c->nsf;) {
+        size_t j = i;
+        w_s(w, "<path");
+        w_s(w, cls[c->sf[i].cls]);
+        w_s(w, " fill=\"");
+        w_color(w, c->sf[i].color);
+        w_s(w, "\" d=\"");
+        for (; j < c->nsf && c->sf[j].color == c->sf[i].color && c->sf[j].cls == c->sf[i].cls; j++) {
+            const struct sframe *f = &c->sf[j];
+            w_c(w, 'M');
+            w_short1(w, f->x);
+            w_c(w, ' ');
+            w_i64(w, f->y);
+            w_c(w, 'h');
+            w_short1(w, f->w);
+            w_c(w, 'v');
+            w_i64(w, c->fh - 1);
+            w_mem(w, "h-", 2);
+            w_short1(w, f->w);
+            w_c(w, 'z');
+        }
+        w_s(w, "\"/>\n");
+        i = j;
+    }
+    for (size_t i = 0; i < c->nsf; i++) {
+        const struct sframe *f = &c->sf[i];
+        size_t chars = (size_t)((f->w - 6) / (FONT_SIZE * FONT_WIDTH));
+        if (chars < 3)
+            continue;
+        const struct node *nd = &c->tr.v[f->node];
+        bool white = white_label(f->color);
+        w_mem(w, white ? "<text class=\"w\" x=\"" : "<text x=\"", white ? 19 : 9);
+        w_fix1(w, f->x + 3);
         w_mem(w, "\" y=\"", 5);
-        w_fix1(w, y + c->fh / 2.0 + FONT_SIZE / 2.0 - 2.5);
+        w_fix1(w, f->y + c->fh / 2.0 + FONT_SIZE / 2.0 - 2.5);
         w_mem(w, "\">", 2);
-        if (id == 0)
-            w_s(w, "all");
-        else
-            w_esc_trunc(w, nd->name, nd->nlen, chars);
-        w_mem(w, "</text>", 7);
+        w_esc_trunc(w, nd->name, nd->nlen, chars);
+        w_mem(w, "</text>\n", 8);
     }
-    w_mem(w, "</g>\n", 5);
 }
 
 /* A JSON value escaped as XML text. */
@@ -817,12 +946,17 @@ static void w_attr_str(struct wr *w, const char *name, const char *v)
     w_c(w, '"');
 }
 
-static void w_textel(struct wr *w, const char *id, const char *cls, double x, double y,
-                     const char *text)
+/* A double that the script reads back exactly (17 significant digits). */
+static void w_attr_dbl(struct wr *w, const char *name, double v)
+{
+    char t[40];
+    snprintf(t, sizeof t, "%.17g", v);
+    w_attr_str(w, name, t);
+}
+
+static void w_textel(struct wr *w, const char *cls, double x, double y, const char *text)
 {
     w_mem(w, "<text", 5);
-    if (id)
-        w_attr_str(w, "id", id);
     if (cls)
         w_attr_str(w, "class", cls);
     w_mem(w, " x=\"", 4);
@@ -834,13 +968,216 @@ static void w_textel(struct wr *w, const char *id, const char *cls, double x, do
     w_mem(w, "</text>\n", 8);
 }
 
+/* Numbers in the data block: base 32, most significant digit first, the
+ * last digit from "0-9a-v" and the others from "w-zA-Z-_", so numbers need
+ * no separators and no XML escaping (the script's readNum). */
+static const char vlq_digits[] =
+    "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_";
+
+static void w_vlq(struct wr *w, uint64_t v)
+{
+    char t[14];
+    int i = 14;
+    t[--i] = vlq_digits[v & 31];
+    for (v >>= 5; v; v >>= 5)
+        t[--i] = vlq_digits[32 + (v & 31)];
+    w_mem(w, t + i, (size_t)(14 - i));
+}
+
+struct idcount { uint32_t id; uint64_t count; const struct fk_stack *e; };
+
+/* most used first, then by name: the same order whatever the input order */
+static int cmp_idcount(const void *a, const void *b)
+{
+    const struct idcount *x = a, *y = b;
+    if (x->count != y->count)
+        return x->count > y->count ? -1 : 1;
+    size_t n = x->e->len < y->e->len ? x->e->len : y->e->len;
+    int c = memcmp(x->e->key, y->e->key, n);
+    return c ? c : (x->e->len > y->e->len) - (x->e->len < y->e->len);
+}
+
+/* Name ids in the order written: most used first, so most records use a
+ * one-digit id. Returns that order (written id -> table id). */
+static uint32_t *order_names(struct ctx *c)
+{
+    size_t m = c->tr.names.n;
+    struct idcount *v = fk_malloc((m ? m : 1) * sizeof *v);
+    for (size_t i = 0; i < m; i++)
+        v[i] = (struct idcount){ (uint32_t)i, c->tr.names.v[i].count, &c->tr.names.v[i] };
+    qsort(v, m, sizeof *v, cmp_idcount);
+    uint32_t *order = fk_malloc((m ? m : 1) * sizeof *order);
+    c->newid = fk_malloc((m ? m : 1) * sizeof *c->newid);
+    for (size_t i = 0; i < m; i++) {
+        order[i] = v[i].id;
+        c->newid[v[i].id] = (uint32_t)i;
+    }
+    free(v);
+    return order;
+}
+
+/* Colours of every name (COL_NAME) or node (COL_NODE). */
+static void compute_colors(struct ctx *c)
+{
+    const struct fk_svg_opts *o = c->o;
+    if (o->diff) {
+        c->colors = COL_DIFF;
+        return;
+    }
+    if (!o->rand && c->pal != P_CHAIN) {
+        c->colors = COL_NAME;
+        c->ncol = fk_malloc((c->tr.names.n ? c->tr.names.n : 1) * sizeof *c->ncol);
+        for (size_t i = 0; i < c->tr.names.n; i++)
+            c->ncol[i] = name_color(c->pal, c->tr.names.v[i].key, c->tr.names.v[i].len, false);
+        return;
+    }
+    c->colors = COL_NODE;
+    c->vcol = fk_malloc(c->tr.n * sizeof *c->vcol);
+    /* chain[d]: a "--" frame (a wakeup chain's separator) at depth <= d */
+    bool *chain = fk_calloc(1, sizeof *chain);
+    size_t chaincap = 1;
+    uint64_t seed = 0x666c616d656b6974ULL;   /* fixed: --rand is reproducible */
+    unsigned up;
+    size_t depth = 0;
+    c->vcol[0] = name_color(c->pal, "all", 3, false);
+    chain[0] = false;
+    for (uint32_t i = preorder_next(&c->tr, 0, &up); i; i = preorder_next(&c->tr, i, &up)) {
+        depth = depth + 1 - up;
+        chain = fk_grow(chain, &chaincap, depth + 1, sizeof *chain);
+        const struct node *nd = &c->tr.v[i];
+        bool after = chain[depth - 1];
+        chain[depth] = after || (nd->nlen == 2 && !memcmp(nd->name, "--", 2));
+        if (o->rand)
+            c->vcol[i] = family_color(classify(c->pal, nd->name, nd->nlen, after),
+                                      mix64(seed ^ (uint64_t)i * 0x2545f4914f6cdd1dULL));
+        else
+            c->vcol[i] = name_color(c->pal, nd->name, nd->nlen, after);
+    }
+    free(chain);
+}
+
+/* The data block: every frame, drawn or not, so the script's figures are
+ * exact and zooming can draw what was too narrow here. Lines: the names
+ * (under COL_NAME the script colours them by name_color's rule and the
+ * palette named in data-palette), "ID<TAB>FULL NAME" for
+ * names --names short cut, then one line of node records in pre-order:
+ * levels up from the node before plus one (0: its first child, 1: its
+ * next sibling...), name id, count (and the AFTER count in a diff), then under
+ * COL_NODE one line of 6-digit colours per node. */
+static void emit_data(struct ctx *c)
+{
+    struct wr *w = c->w;
+    const struct fk_svg_opts *o = c->o;
+    uint32_t *order = order_names(c);
+    size_t nfull = 0;
+    for (size_t i = 0; i < c->tr.fulls.n; i++)
+        nfull += c->tr.fulls.v[i].aux != 0;
+    static const char *const colnames[] = { "name", "node", "diff" };
+    w_s(w, "<metadata class=\"fk-data\" data-v=\"1\"");
+    w_attr_num(w, "data-names", (int64_t)c->tr.names.n);
+    w_attr_num(w, "data-fulls", (int64_t)nfull);
+    w_attr_num(w, "data-nodes", (int64_t)c->tr.n);
+    w_attr_str(w, "data-colors", colnames[c->colors]);
+    if (c->colors == COL_NAME)
+        w_attr_str(w, "data-palette", c->o->colors);
+    w_attr_num(w, "data-root", c->newid[c->tr.v[0].nameid]);
+    w_mem(w, " data-c1=\"", 10);
+    w_u64(w, c->tr.v[0].c1);
+    w_mem(w, "\" data-c2=\"", 11);
+    w_u64(w, c->tr.v[0].c2);
+    w_c(w, '"');
+    if (o->diff) {
+        w_attr_dbl(w, "data-maxdelta", c->maxdelta);
+        w_attr_dbl(w, "data-scale1", c->beforescale);
+        w_attr_dbl(w, "data-scale2", c->afterscale);
+    }
+    w_s(w, ">\n");
+    for (size_t k = 0; k < c->tr.names.n; k++) {
+        const struct fk_stack *e = &c->tr.names.v[order[k]];
+        w_esc(w, e->key, e->len);
+        w_c(w, '\n');
+    }
+    /* full names by short name id, then by name */
+    struct idcount *fv = fk_malloc((nfull ? nfull : 1) * sizeof *fv);
+    size_t k = 0;
+    for (size_t i = 0; i < c->tr.fulls.n; i++)
+        if (c->tr.fulls.v[i].aux)
+            fv[k++] = (struct idcount){ 0, UINT64_MAX - c->newid[c->tr.fulls.v[i].aux - 1],
+                                        &c->tr.fulls.v[i] };
+    qsort(fv, nfull, sizeof *fv, cmp_idcount);
+    for (size_t i = 0; i < nfull; i++) {
+        const struct fk_stack *e = fv[i].e;
+        w_u64(w, c->newid[e->aux - 1]);
+        w_c(w, '\t');
+        w_esc(w, e->key, e->len);
+        w_c(w, '\n');
+    }
+    free(fv);
+    unsigned up;
+    for (uint32_t i = preorder_next(&c->tr, 0, &up); i; i = preorder_next(&c->tr, i, &up)) {
+        const struct node *nd = &c->tr.v[i];
+        w_vlq(w, up);
+        w_vlq(w, c->newid[nd->nameid]);
+        w_vlq(w, nd->c1);
+        if (o->diff)
+            w_vlq(w, nd->c2);
+    }
+    w_c(w, '\n');
+    if (c->colors == COL_NODE) {
+        w_hex6(w, c->vcol[0]);
+        for (uint32_t i = preorder_next(&c->tr, 0, &up); i; i = preorder_next(&c->tr, i, &up))
+            w_hex6(w, c->vcol[i]);
+        w_c(w, '\n');
+    }
+    w_s(w, "</metadata>\n");
+    free(order);
+}
+
+/* Swatch and word pairs of the diff legend, at the bottom (the script
+ * keeps it on screen with the status line). */
+static void emit_legend(struct ctx *c)
+{
+    struct wr *w = c->w;
+    bool neg = c->o->negate;
+    struct { uint32_t fill; const char *cls, *word; } items[] = {
+        { rgb(255, 0, 0), NULL, neg ? "shrank" : "grew" },
+        { rgb(0, 0, 255), NULL, neg ? "grew" : "shrank" },
+        { rgb(255, 90, 90), neg ? "gone" : "new", neg ? "vanished (not in after)" : "new (not in before)" },
+    };
+    double y = c->height - c->ypad_bottom + 8, x = XPAD;
+    w_s(w, "<g class=\"fk-legend\">\n");
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
+        w_mem(w, "<rect x=\"", 9);
+        w_fix1(w, x);
+        w_mem(w, "\" y=\"", 5);
+        w_fix1(w, y);
+        w_s(w, "\" width=\"12\" height=\"12\" fill=\"");
+        w_color(w, items[i].fill);
+        if (items[i].cls) {
+            w_s(w, "\" class=\"");
+            w_s(w, items[i].cls);
+        }
+        w_s(w, "\"/>");
+        w_textel(w, NULL, x + 16, y + 10.5, items[i].word);
+        x += 16 + strlen(items[i].word) * FONT_SIZE * FONT_WIDTH + 14;
+    }
+    w_textel(w, "fk-legend-note", x, y + 10.5,
+             neg ? "width: before; colour: before - after, for that frame (red: it shrank)"
+                 : "width: after; colour: after - before, for that frame (vanished frames: flamekit diff --negate)");
+    w_s(w, "</g>\n");
+}
+
 /* Build the tree from the table's stacks. */
 static void build(struct ctx *c, const struct fk_stacktab *t)
 {
     const struct fk_svg_opts *o = c->o;
     c->tr.v = NULL;
     tree_rehash(&c->tr);
-    tree_new(&c->tr, 0, "all", 3, 0);
+    fk_stacktab_init(&c->tr.names);
+    fk_stacktab_init(&c->tr.fulls);
+    c->tr.short_names = !o->full_names;
+    (void)fk_stacktab_add(&c->tr.names, "all", 3, 0);
+    tree_new(&c->tr, 0, 0, 0);
     struct fk_buf rev = FK_BUF_INIT;
     struct fk_stacktab rt;
     const struct fk_stacktab *src = t;
@@ -877,14 +1214,8 @@ static void build(struct ctx *c, const struct fk_stacktab *t)
     free(ad.path);
     free(ad.ends);
     fk_buf_free(&rev);
-    if (o->reverse) {
-        /* node names point into rt's keys: keep them alive by copying */
-        for (size_t i = 1; i < c->tr.n; i++) {
-            struct node *nd = &c->tr.v[i];
-            nd->name = fk_strndup(nd->name, nd->nlen);
-        }
-        fk_stacktab_free(&rt);
-    }
+    if (o->reverse)
+        fk_stacktab_free(&rt);  /* node names are interned: nothing points here */
 }
 
 bool fk_svg_render(const struct fk_stacktab *t, const struct fk_svg_opts *opts,
@@ -912,7 +1243,6 @@ bool fk_svg_render(const struct fk_stacktab *t, const struct fk_svg_opts *opts,
     c.w->n = 0;
     c.o = &o;
     c.pal = (enum pal)pal_find(o.colors);
-    c.seed = 0x666c616d656b6974ULL;     /* fixed: --rand output is reproducible */
     c.width = o.width;
     c.fh = o.height;
     build(&c, t);
@@ -928,16 +1258,18 @@ bool fk_svg_render(const struct fk_stacktab *t, const struct fk_svg_opts *opts,
     c.scale = total ? usable / (double)total : 0;
     c.minpx = o.minwidth_pct ? usable * o.minwidth / 100.0 : o.minwidth;
     c.ypad_top = YPAD_TOP + (o.subtitle ? FONT_SIZE * 2 : 0);
+    c.ypad_bottom = YPAD_BOTTOM + (o.diff ? LEGEND_H : 0);
     c.maxdepth = 0;
     if (total)
         walk(&c, measure);
-    c.height = c.ypad_top + YPAD_BOTTOM + (c.maxdepth + 1) * c.fh;
+    c.height = c.ypad_top + c.ypad_bottom + (c.maxdepth + 1) * c.fh;
     if (!total)
-        c.height = c.ypad_top + YPAD_BOTTOM + 3 * c.fh;
+        c.height = c.ypad_top + c.ypad_bottom + 3 * c.fh;
+    compute_colors(&c);
 
     struct wr *w = c.w;
     w_s(w, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
-           "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\"");
+           "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" class=\"fkg\"");
     w_attr_num(w, "width", o.width);
     w_attr_num(w, "height", c.height);
     w_mem(w, " viewBox=\"0 0 ", 14);
@@ -947,22 +1279,27 @@ bool fk_svg_render(const struct fk_stacktab *t, const struct fk_svg_opts *opts,
     w_c(w, '"');
     /* what the script needs to lay frames out again */
     w_attr_num(w, "data-fh", c.fh);
-    w_attr_num(w, "data-xpad", XPAD);
-    w_attr_num(w, "data-y0", frame_y(&c, 0));
-    w_attr_num(w, "data-dy", o.inverted ? c.fh : -c.fh);
+    w_attr_num(w, "data-ytop", c.ypad_top);
+    w_attr_num(w, "data-ybottom", c.ypad_bottom);
+    w_attr_dbl(w, "data-minw", o.minwidth);
+    if (o.minwidth_pct)
+        w_attr_num(w, "data-minwpct", 1);
     w_attr_str(w, "data-countname", o.countname);
     w_attr_str(w, "data-nametype", o.nametype);
-    w_attr_num(w, "data-diff", o.diff);
-    w_mem(w, " data-minw=\"", 12);
-    w_fix1(w, c.minpx);
-    w_mem(w, "\">\n<style>/*<![CDATA[*/\n", 24);
+    if (o.diff)
+        w_attr_num(w, "data-diff", o.negate ? 2 : 1);
+    if (o.inverted)
+        w_attr_num(w, "data-inverted", 1);
+    w_s(w, ">\n<title>");
+    w_escs(w, o.title);
+    w_s(w, "</title>\n<style>/*<![CDATA[*/\n");
     w_mem(w, fk_svg_css, fk_svg_css_len);
     w_mem(w, "/*]]>*/</style>\n<script type=\"text/javascript\">//<![CDATA[\n", 59);
     w_mem(w, fk_svg_js, fk_svg_js_len);
     w_mem(w, "//]]></script>\n", 15);
     if (o.notes) {
         /* notes keep their line breaks (legal XML); other controls go */
-        w_s(w, "<desc id=\"fk-notes\">");
+        w_s(w, "<desc class=\"fk-notes\">");
         for (const char *p = o.notes;;) {
             const char *nl = strchr(p, '\n');
             w_esc(w, p, nl ? (size_t)(nl - p) : strlen(p));
@@ -974,37 +1311,38 @@ bool fk_svg_render(const struct fk_stacktab *t, const struct fk_svg_opts *opts,
         w_s(w, "</desc>\n");
     }
     if (o.metadata) {
-        w_s(w, "<metadata id=\"fk-meta\">");
+        w_s(w, "<metadata class=\"fk-meta\">");
         w_json(w, o.metadata);
         w_s(w, "</metadata>\n");
     }
-    w_s(w, "<rect class=\"bg\" x=\"0\" y=\"0\"");
+    w_s(w, "<rect class=\"fk-bg\" x=\"0\" y=\"0\"");
     w_attr_num(w, "width", o.width);
     w_attr_num(w, "height", c.height);
     w_s(w, "/>\n");
-    w_textel(w, "fk-title", "title", o.width / 2.0, FONT_SIZE * 2, o.title);
+    w_textel(w, "fk-title", o.width / 2.0, FONT_SIZE * 2, o.title);
     if (o.subtitle)
-        w_textel(w, "fk-subtitle", "subtitle", o.width / 2.0, FONT_SIZE * 4, o.subtitle);
-    w_textel(w, "fk-details", NULL, XPAD, c.height - YPAD_BOTTOM / 2.0 + 4, " ");
-    w_textel(w, "fk-unzoom", "btn hide", XPAD, FONT_SIZE * 2, "Reset Zoom");
-    w_textel(w, "fk-search", "btn end", o.width - XPAD, FONT_SIZE * 2, "Search");
-    if (o.metadata)
-        w_textel(w, "fk-infobtn", "btn", XPAD + 110, FONT_SIZE * 2, "Info");
-    w_textel(w, "fk-matched", "end", o.width - XPAD, c.height - YPAD_BOTTOM / 2.0 + 4, " ");
+        w_textel(w, "fk-subtitle", o.width / 2.0, FONT_SIZE * 4, o.subtitle);
     if (!total) {
-        w_textel(w, "fk-empty", "title", o.width / 2.0, c.ypad_top + 2 * c.fh,
+        w_textel(w, "fk-title fk-empty", o.width / 2.0, c.ypad_top + 2 * c.fh,
                  "No stacks: nothing was sampled");
     }
-    w_s(w, "<g id=\"fk-frames\">\n");
-    if (total)
-        walk(&c, emit);
-    w_s(w, "</g>\n<g id=\"fk-info\" class=\"hide\"></g>\n</svg>\n");
+    w_s(w, "<g class=\"fk-static\">\n");
+    if (total) {
+        walk(&c, collect);
+        emit_static(&c);
+    }
+    w_s(w, "</g>\n");
+    if (o.diff)
+        emit_legend(&c);
+    emit_data(&c);
+    w_s(w, "</svg>\n");
     w_flush(w);
     bool ok = !w->err;
-    if (o.reverse)
-        for (size_t i = 1; i < c.tr.n; i++)
-            free((char *)c.tr.v[i].name);
     tree_free(&c.tr);
+    free(c.ncol);
+    free(c.vcol);
+    free(c.newid);
+    free(c.sf);
     free(w);
     return ok;
 }

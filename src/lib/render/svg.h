@@ -30,6 +30,10 @@ struct fk_svg_opts {
     bool reverse;           /* reverse every stack before merging */
     bool flamechart;        /* keep input order, merge only adjacent stacks;
                                pass an insertion-ordered table */
+    bool full_names;        /* show names as they are; default: the short form
+                               (fk_name_short: no C++ parameter lists, clone
+                               suffixes, Rust hashes), full names kept for the
+                               script's details line */
     const char *notes;      /* free text embedded as <desc>, may be NULL */
     const json_t *metadata; /* JSON object shown in the Info panel, may be NULL */
     /* Differential: t->v[i].count is BEFORE, .count2 is AFTER. Width from

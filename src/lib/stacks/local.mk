@@ -3,6 +3,7 @@ libflamekit_a_SOURCES += src/lib/stacks/stacktab.c src/lib/stacks/stacktab.h \
 	src/lib/stacks/folded.c src/lib/stacks/folded.h
 libflamekit_a_SOURCES += src/lib/stacks/perfscript.c src/lib/stacks/perfscript.h
 libflamekit_a_SOURCES += src/lib/stacks/merge.c src/lib/stacks/merge.h
+libflamekit_a_SOURCES += src/lib/stacks/names.c src/lib/stacks/names.h
 # the structured profile (pprof's model) and pprof's protobuf messages,
 # generated into the build tree by protoc-c from profile.proto
 libflamekit_a_SOURCES += src/lib/stacks/prof.c src/lib/stacks/prof.h \

@@ -4,7 +4,13 @@
  *   \t ip sym+off (dso)      one line per frame, leaf first (with -g)
  *   (blank line)
  * Which header fields appear depends on `perf script -F`; we classify the
- * header's tokens by shape instead of assuming positions. */
+ * header's tokens by shape instead of assuming positions.
+ * Frame lines repeat (deep stacks: ~2% of them are distinct), so a frame
+ * line is parsed once: two bounded caches map a whole line, or its text
+ * after the ip, to the frame's name id, and each cached line remembers the
+ * line that followed it, which is checked in place before anything else.
+ * Invariant: a cached result is what add_frame gives for those bytes in a
+ * process of the same java-ness (the only state it reads). */
 #include "perfscript.h"
 #include "util/lineread.h"
 
@@ -100,6 +106,84 @@ static inline char *skip_blanks(char *s, char *end)
     return s;
 }
 
+/* The frame-line caches: entries in an array (their numbers stay put), an
+ * open-addressing index of entry number + 1, keys in one buffer. Each entry
+ * also remembers which line followed it last time (next): stacks repeat,
+ * so the next line is usually that one, checked without hashing. */
+struct fk_lc_entry {
+    uint32_t koff, klen;
+    uint32_t id;                /* LC_SKIP or a name id */
+    uint32_t next;              /* entry number + 1 of the line after, 0 none */
+    uint32_t hash;
+    uint32_t java;              /* seen in a java process (see add_frame) */
+};
+enum { LC_SKIP = UINT32_MAX - 1 };
+
+static void lc_index(struct fk_perfscript_cache *c, size_t slots)
+{
+    free(c->index);
+    c->index = fk_calloc(slots, sizeof *c->index);
+    c->mask = slots - 1;
+    for (size_t i = 0; i < c->n; i++) {
+        size_t k = c->e[i].hash & c->mask;
+        while (c->index[k])
+            k = (k + 1) & c->mask;
+        c->index[k] = (uint32_t)i + 1;
+    }
+}
+
+/* max: key bytes kept at most (beyond, new keys are not cached) */
+static void lc_init(struct fk_perfscript_cache *c, size_t max)
+{
+    memset(c, 0, sizeof *c);
+    lc_index(c, 4096);
+    c->max = max;
+}
+
+static void lc_free(struct fk_perfscript_cache *c)
+{
+    free(c->index);
+    free(c->e);
+    fk_buf_free(&c->keys);
+}
+
+static inline bool lc_is(const struct fk_perfscript_cache *c, uint32_t en, const char *key,
+                         size_t len, bool java)
+{
+    const struct fk_lc_entry *e = &c->e[en - 1];
+    return e->klen == len && e->java == java && !memcmp(c->keys.data + e->koff, key, len);
+}
+
+/* The entry number + 1 of key, 0 if it is not there. */
+static inline uint32_t lc_find(const struct fk_perfscript_cache *c, const char *key, size_t len,
+                               uint64_t h, bool java)
+{
+    for (size_t i = h & c->mask;; i = (i + 1) & c->mask) {
+        uint32_t en = c->index[i];
+        if (!en || (c->e[en - 1].hash == (uint32_t)h && lc_is(c, en, key, len, java)))
+            return en;
+    }
+}
+
+/* Add key (not there yet); its entry number + 1, 0 when the cache is full. */
+static uint32_t lc_put(struct fk_perfscript_cache *c, const char *key, size_t len, uint64_t h,
+                       bool java, uint32_t id)
+{
+    if (len > c->max || c->keys.len + len > c->max)
+        return 0;
+    if ((c->n + 1) * 4 > (c->mask + 1) * 3)
+        lc_index(c, (c->mask + 1) * 2);
+    c->e = fk_grow(c->e, &c->cap, c->n + 1, sizeof *c->e);
+    c->e[c->n] = (struct fk_lc_entry){ (uint32_t)c->keys.len, (uint32_t)len, id, 0,
+                                       (uint32_t)h, java };
+    fk_buf_add(&c->keys, key, len);
+    size_t k = h & c->mask;
+    while (c->index[k])
+        k = (k + 1) & c->mask;
+    c->index[k] = (uint32_t)++c->n;
+    return (uint32_t)c->n;
+}
+
 void fk_perfscript_init(struct fk_perfscript *p, const struct fk_perfscript_opts *o,
                         struct fk_stacktab *tab, struct fk_parse_stats *st)
 {
@@ -109,9 +193,14 @@ void fk_perfscript_init(struct fk_perfscript *p, const struct fk_perfscript_opts
     p->st = st;
     if (o->event)
         p->event = fk_strdup(o->event);
-    p->stk_cap = 4096;
-    p->stk = fk_malloc(p->stk_cap);
+    p->stk_cap = 512;
+    p->stk = fk_malloc(p->stk_cap * sizeof *p->stk);
     p->stk_pos = p->stk_cap;
+    fk_stacktab_init(&p->names);
+    fk_stacktab_init(&p->stacks);
+    lc_init(&p->line, 2u << 20);
+    lc_init(&p->cache, 4u << 20);
+    p->pname_id = UINT32_MAX;
 }
 
 void fk_perfscript_free(struct fk_perfscript *p)
@@ -120,63 +209,63 @@ void fk_perfscript_free(struct fk_perfscript *p)
     free(p->other_event);
     free(p->stk);
     fk_buf_free(&p->pname);
+    fk_buf_free(&p->frame);
+    fk_stacktab_free(&p->names);
+    fk_stacktab_free(&p->stacks);
+    lc_free(&p->cache);
+    lc_free(&p->line);
     memset(p, 0, sizeof *p);
 }
 
-/* Room for n more bytes in front of the frames written so far. */
-static void stk_room(struct fk_perfscript *p, size_t n)
+/* Push a name id in front of the frames read so far (frames come leaf
+ * first, stacks are stored root first). */
+static void stk_grow(struct fk_perfscript *p)
 {
-    if (p->stk_pos >= n)
-        return;
-    size_t used = p->stk_cap - p->stk_pos;
-    size_t cap = p->stk_cap;
-    while (cap - used < n) {
-        if (cap > SIZE_MAX / 2)
-            fk_die("stack too large");
-        cap *= 2;
+    {
+        size_t used = p->stk_cap, cap = p->stk_cap * 2;
+        if (cap > SIZE_MAX / sizeof *p->stk / 2)
+            fk_die("stack too deep");
+        uint32_t *n = fk_malloc(cap * sizeof *n);
+        memcpy(n + cap - used, p->stk, used * sizeof *n);
+        free(p->stk);
+        p->stk = n;
+        p->stk_pos = cap - used;
+        p->stk_cap = cap;
     }
-    char *s = fk_malloc(cap);
-    memcpy(s + cap - used, p->stk + p->stk_pos, used);
-    free(p->stk);
-    p->stk = s;
-    p->stk_pos = cap - used;
-    p->stk_cap = cap;
 }
 
-/* Prepend "name;" (the ';' separates it from the frame after it). */
+static inline void stk_push(struct fk_perfscript *p, uint32_t id)
+{
+    if (p->stk_pos == 0)
+        stk_grow(p);
+    p->stk[--p->stk_pos] = id;
+    p->nframes++;
+}
+
+static uint32_t intern(struct fk_perfscript *p, const char *name, size_t len)
+{
+    struct fk_stack *e = fk_stacktab_add(&p->names, name, len, 0);
+    return (uint32_t)(e - p->names.v);
+}
+
+/* The frame's text is name + suffix. */
 static void stk_prepend(struct fk_perfscript *p, const char *name, size_t len,
                         const char *suffix, size_t slen)
 {
-    bool sep = p->stk_pos != p->stk_cap;
-    size_t n = len + slen + sep;
-    stk_room(p, n);
-    p->stk_pos -= n;
-    char *d = p->stk + p->stk_pos;
-    memcpy(d, name, len);
-    memcpy(d + len, suffix, slen);
-    if (sep)
-        d[len + slen] = ';';
+    fk_buf_reset(&p->frame);
+    fk_buf_add(&p->frame, name, len);
+    fk_buf_add(&p->frame, suffix, slen);
+    p->have_frame = true;
 }
 
-/* Prepend the concatenation of n pieces as one frame. */
+/* The frame's text is the concatenation of n pieces. */
 static void stk_prepend_parts(struct fk_perfscript *p, const char *const *part,
                               const size_t *plen, int n)
 {
-    bool sep = p->stk_pos != p->stk_cap;
-    size_t total = sep;
+    fk_buf_reset(&p->frame);
     for (int i = 0; i < n; i++)
-        total += plen[i];
-    stk_room(p, total);
-    p->stk_pos -= total;
-    char *d = p->stk + p->stk_pos;
-    for (int i = 0; i < n; i++) {
-        if (plen[i]) {
-            memcpy(d, part[i], plen[i]);
-            d += plen[i];
-        }
-    }
-    if (sep)
-        *d = ';';
+        fk_buf_add(&p->frame, part[i], plen[i]);
+    p->have_frame = true;
 }
 
 /* Word-at-a-time test for the bytes a frame name may not keep as they are
@@ -199,13 +288,19 @@ static bool needs_tidy(const char *s, size_t n)
 static void flush_sample(struct fk_perfscript *p)
 {
     if (p->in_sample && p->keep) {
-        stk_prepend(p, p->pname.data, p->pname.len, "", 0);
-        fk_stacktab_add(p->tab, p->stk + p->stk_pos, p->stk_cap - p->stk_pos, p->weight);
+        /* samples in a row are often of one process: check its id first */
+        const struct fk_stack *last = p->names.n > p->pname_id ? &p->names.v[p->pname_id] : NULL;
+        if (!last || last->len != p->pname.len || (last->len && memcmp(last->key, p->pname.data, last->len)))
+            p->pname_id = intern(p, p->pname.data ? p->pname.data : "", p->pname.len);
+        stk_push(p, p->pname_id);
+        fk_stacktab_add(&p->stacks, (const char *)(p->stk + p->stk_pos),
+                        (p->stk_cap - p->stk_pos) * sizeof *p->stk, p->weight);
         p->samples++;
     }
     p->in_sample = false;
     p->stk_pos = p->stk_cap;
     p->nframes = 0;
+    p->lprev = 0;
 }
 
 static bool event_matches(const char *want, const char *ev, size_t len)
@@ -319,7 +414,6 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
                 const char *part[] = { "[", b, "]", suffix };
                 size_t plen[] = { 1, bl, 1, suflen };
                 stk_prepend_parts(p, part, plen, 4);
-                p->nframes++;
                 return true;
             }
         }
@@ -373,7 +467,6 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
             const char *part[] = { sym, suffix };
             size_t plen[] = { symlen, suflen };
             stk_prepend_parts(p, part, plen, 2);
-            p->nframes++;
             return true;
         }
         fk_buf_reserve(nb, symlen + 32);
@@ -400,7 +493,63 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
     }
     stk_prepend(p, nb->data + mark, nb->len - mark, suffix, suflen);
     nb->len = mark;
-    p->nframes++;
+    return true;
+}
+
+/* A frame line (s at its ip): its name id from the cache, else parsed by
+ * add_frame and cached. The name depends on the text after the ip (the ip
+ * too with --addrs) and, for Java's "Lpkg/Class;" names, on whether the
+ * process is java. False when the line is not a frame. */
+static inline bool is_java(const struct fk_perfscript *p)
+{
+    return p->pname.len >= 4 && !memcmp(p->pname.data, "java", 4);
+}
+
+static inline uint64_t key_hash(const char *key, size_t len, bool java)
+{
+    return fk_key_hash(key, len) ^ (java ? 0x9e3779b97f4a7c15ULL : 0);
+}
+
+/* The next frame line of this sample is the entry en (+ 1); its name id. */
+static inline void line_seen(struct fk_perfscript *p, uint32_t en)
+{
+    if (p->lprev)
+        p->line.e[p->lprev - 1].next = en;
+    p->lprev = en;
+    uint32_t id = p->line.e[en - 1].id;
+    if (id != LC_SKIP)
+        stk_push(p, id);
+}
+
+/* line: the whole line, to remember it by (NULL: not a line of its own) */
+static bool frame_line(struct fk_perfscript *p, char *s, char *end, const char *line)
+{
+    char *ipend = find_blank(s, end);
+    if (ipend == s || !hex_token(s, (size_t)(ipend - s), end))
+        return false;
+    const char *key = p->o.addrs ? s : skip_blanks(ipend, end);
+    size_t klen = (size_t)(end - key);
+    bool java = is_java(p);
+    uint64_t h = key_hash(key, klen, java);
+    uint32_t en = lc_find(&p->cache, key, klen, h, java), id;
+    if (en) {
+        id = p->cache.e[en - 1].id;
+    } else {
+        p->have_frame = false;
+        if (!add_frame(p, s, end))
+            return false;
+        id = p->have_frame ? intern(p, p->frame.data, p->frame.len) : LC_SKIP;
+        lc_put(&p->cache, key, klen, h, java, id);
+    }
+    size_t len = line ? (size_t)(end - line) : 0;
+    uint32_t ln = line && !p->line_off ? lc_put(&p->line, line, len, key_hash(line, len, java), java, id) : 0;
+    if (ln) {
+        line_seen(p, ln);
+    } else {
+        p->lprev = 0;
+        if (id != LC_SKIP)
+            stk_push(p, id);
+    }
     return true;
 }
 
@@ -606,7 +755,7 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
         while (r < end && is_space(*r))
             r++;
         if (r < end && is_hex(*r) && end[-1] == ')')
-            add_frame(p, r, end);
+            frame_line(p, r, end, NULL);
     }
     return true;
 }
@@ -615,6 +764,29 @@ void fk_perfscript_line(struct fk_perfscript *p, char *line, size_t len, uint64_
 {
     p->st->lines++;
     char *end = line + len, *s = line;
+    if (len && is_space(line[0]) && p->in_sample && p->keep && !p->line_off) {
+        /* a frame line seen before: its name id, nothing to parse; first
+         * try the line that followed the previous one last time */
+        bool java = is_java(p);
+        uint32_t en = p->lprev ? p->line.e[p->lprev - 1].next : 0;
+        if (!en || !lc_is(&p->line, en, line, len, java)) {
+            en = lc_find(&p->line, line, len, key_hash(line, len, java), java);
+            /* once full, the line cache must earn its lookups: when most
+             * lines are new (many processes, few repeats) it is left off */
+            if (p->line.keys.len + 256 > p->line.max) {
+                p->line_tries++;
+                p->line_hits += en != 0;
+                if (p->line_tries == 65536) {
+                    p->line_off = p->line_hits * 2 < p->line_tries;
+                    p->line_tries = p->line_hits = 0;
+                }
+            }
+        }
+        if (en) {
+            line_seen(p, en);
+            return;
+        }
+    }
     if (s < end && is_space(*s))
         s = skip_blanks(s + 1, end);
     if (s == end) {
@@ -628,7 +800,7 @@ void fk_perfscript_line(struct fk_perfscript *p, char *line, size_t len, uint64_
     if (s != line && p->in_sample) {
         if (!p->keep)
             return;
-        if (add_frame(p, s, end))
+        if (frame_line(p, s, end, line))
             return;
         /* perhaps a header with a right-aligned comm */
     }
@@ -637,9 +809,120 @@ void fk_perfscript_line(struct fk_perfscript *p, char *line, size_t len, uint64_
     fk_parse_stats_bad(p->st, lineno, line, len, why);
 }
 
+/* A stack key is name ids, root first, at any alignment (the table packs
+ * keys): read them with memcpy. */
+static inline uint32_t id_at(const char *key, size_t k)
+{
+    uint32_t v;
+    memcpy(&v, key + k * sizeof v, sizeof v);
+    return v;
+}
+
+/* Two stacks in the order of their folded text (frame names joined by ';',
+ * compared bytewise as fk_folded_write sorts), without writing the text
+ * out. Names never hold ';' (add_frame and the process name turn it into
+ * ':'), and equal names have equal ids. */
+static int cmp_text(const struct fk_stacktab *names, const char *a, size_t na, const char *b,
+                    size_t nb)
+{
+    size_t m = na < nb ? na : nb, k = 0;
+    while (k + 2 <= m) {
+        uint64_t x, y;
+        memcpy(&x, a + k * 4, 8);
+        memcpy(&y, b + k * 4, 8);
+        if (x != y)
+            break;
+        k += 2;
+    }
+    while (k < m && id_at(a, k) == id_at(b, k))
+        k++;
+    if (k == m)     /* one goes on with ';' where the other ends */
+        return (na > m) - (nb > m);
+    const struct fk_stack *x = &names->v[id_at(a, k)], *y = &names->v[id_at(b, k)];
+    size_t l = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->key, y->key, l);
+    if (c || x->len == y->len)
+        return c;
+    /* one name goes on where the other has ';' (more frames) or ends */
+    bool xlong = x->len > y->len;
+    unsigned char lc = (unsigned char)(xlong ? x->key : y->key)[l];
+    bool more = xlong ? k + 1 < nb : k + 1 < na;
+    int r = more && lc < ';' ? -1 : 1;
+    return xlong ? r : -r;
+}
+
+static int cmp_stack(const void *x, const void *y, void *arg)
+{
+    const struct fk_stack *a = *(const struct fk_stack *const *)x;
+    const struct fk_stack *b = *(const struct fk_stack *const *)y;
+    return cmp_text(arg, a->key, a->len / sizeof(uint32_t), b->key, b->len / sizeof(uint32_t));
+}
+
+/* The folded text of a stack appended to buf (room left for its count). */
+static void stack_text(const struct fk_perfscript *p, const struct fk_stack *e,
+                       struct fk_buf *buf)
+{
+    size_t n = e->len / sizeof(uint32_t), len = n;
+    for (size_t k = 0; k < n; k++)
+        len += p->names.v[id_at(e->key, k)].len;
+    fk_buf_reserve(buf, len + 32);
+    char *d = buf->data + buf->len;
+    for (size_t k = 0; k < n; k++) {
+        const struct fk_stack *nm = &p->names.v[id_at(e->key, k)];
+        if (k)
+            *d++ = ';';
+        memcpy(d, nm->key, nm->len);
+        d += nm->len;
+    }
+    buf->len = (size_t)(d - buf->data);
+}
+
 void fk_perfscript_finish(struct fk_perfscript *p)
 {
     flush_sample(p);
+    if (!p->tab)
+        return;
+    struct fk_buf b = FK_BUF_INIT;
+    for (size_t i = 0; i < p->stacks.n; i++) {
+        fk_buf_reset(&b);
+        stack_text(p, &p->stacks.v[i], &b);
+        fk_stacktab_add(p->tab, b.data ? b.data : "", b.len, p->stacks.v[i].count);
+    }
+    if (p->stacks.overflow)
+        p->tab->overflow = true;
+    fk_buf_free(&b);
+}
+
+bool fk_perfscript_write(const struct fk_perfscript *p,
+                         bool (*sink)(void *ctx, const void *data, size_t len), void *ctx)
+{
+    size_t n = p->stacks.n;
+    const struct fk_stack **v = fk_malloc((n ? n : 1) * sizeof *v);
+    for (size_t i = 0; i < n; i++)
+        v[i] = &p->stacks.v[i];
+    qsort_r(v, n, sizeof *v, cmp_stack, (void *)&p->names);
+    struct fk_buf b = FK_BUF_INIT;
+    bool ok = true;
+    /* lines gathered into blocks of ~1 MB: one write, no stdio copy */
+    for (size_t i = 0; i < n && ok; i++) {
+        stack_text(p, v[i], &b);
+        /* " COUNT\n" by hand, as fk_folded_write */
+        char num[32], *d = num + sizeof num;
+        *--d = '\n';
+        uint64_t c = v[i]->count;
+        do
+            *--d = (char)('0' + c % 10);
+        while (c /= 10);
+        *--d = ' ';
+        fk_buf_add(&b, d, (size_t)(num + sizeof num - d));
+        if (b.len >= (1u << 20) || i + 1 == n) {
+            ok = sink(ctx, b.data, b.len);
+            fk_buf_reset(&b);
+        }
+    }
+    fk_buf_free(&b);
+    free(v);
+    return ok;
 }
 
 bool fk_perfscript_read(struct fk_perfscript *p, const char *path)
@@ -656,8 +939,33 @@ bool fk_perfscript_read_lines(struct fk_perfscript *p, struct fk_lineread *r)
 {
     char *line;
     size_t len;
-    while ((line = fk_lineread_next(r, &len)))
+    for (;;) {
+        /* Lines the cache predicts (the line that followed the previous one
+         * last time) are checked in place: no scan for the newline. */
+        if (p->lprev && p->keep) {
+            size_t avail;
+            bool eof;
+            const char *b = fk_lineread_peek(r, 0, &avail, &eof);  /* what is buffered */
+            if (!b)
+                break;
+            bool java = is_java(p);
+            uint32_t en;
+            while (p->lprev && (en = p->line.e[p->lprev - 1].next)) {
+                const struct fk_lc_entry *e = &p->line.e[en - 1];
+                if (e->klen >= avail || b[e->klen] != '\n' || e->java != java ||
+                    memcmp(b, p->line.keys.data + e->koff, e->klen))
+                    break;
+                p->st->lines++;
+                line_seen(p, en);
+                fk_lineread_skip(r, e->klen + 1);
+                b += e->klen + 1;
+                avail -= e->klen + 1;
+            }
+        }
+        if (!(line = fk_lineread_next(r, &len)))
+            break;
         fk_perfscript_line(p, line, len, r->lineno);
+    }
     fk_perfscript_finish(p);
     return !r->error;
 }

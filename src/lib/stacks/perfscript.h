@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Streaming parser of `perf script` text into the stack table. One pass, no
- * regular expressions; memory is the table plus the largest single sample.
- * Keys are "comm;outer;...;leaf" (root first), like stackcollapse-perf.pl. */
+/* Streaming parser of `perf script` text into folded stacks. One pass, no
+ * regular expressions. Stacks are kept as sequences of frame-name ids, so
+ * memory follows distinct names and stacks (bounded caches aside), not the
+ * stack text; the output is "comm;outer;...;leaf COUNT" (root first),
+ * sorted, like stackcollapse-perf.pl's. */
 #ifndef FK_PERFSCRIPT_H
 #define FK_PERFSCRIPT_H
 
@@ -23,7 +25,7 @@ struct fk_perfscript_opts {
 
 struct fk_perfscript {
     struct fk_perfscript_opts o;
-    struct fk_stacktab *tab;
+    struct fk_stacktab *tab;    /* filled by finish; may be NULL */
     struct fk_parse_stats *st;
     char *event;                /* the event counted (first seen or o.event) */
     bool event_defaulted;
@@ -33,18 +35,49 @@ struct fk_perfscript {
     /* the sample being read */
     bool in_sample, keep;
     uint64_t weight;
-    char *stk;                  /* frames, written backwards from the end */
+    uint32_t *stk;              /* frame name ids, written backwards from the end */
     size_t stk_cap, stk_pos;
     struct fk_buf pname;
+    struct fk_buf frame;        /* the text of the frame being parsed */
+    bool have_frame;
     uint64_t nframes;
+    /* Stacks are kept as name ids: memory follows unique names and stacks,
+     * not stack text (deep stacks repeat long names). */
+    struct fk_stacktab names;   /* frame name -> id (its index) */
+    struct fk_stacktab stacks;  /* id sequence (root first) -> count */
+    /* Frame lines repeat (the same function in every sample): each distinct
+     * line maps straight to its name id (line), and so does each distinct
+     * "sym+off (dso)" after the ip (cache: the same code in another process
+     * or at another address). */
+    struct fk_perfscript_cache {
+        struct fk_lc_entry *e;
+        size_t n, cap, max;
+        uint32_t *index;
+        size_t mask;
+        struct fk_buf keys;
+    } line, cache;
+    uint32_t lprev;             /* entry + 1 in line of the frame line before */
+    bool line_off;              /* line cache not worth its lookups here */
+    uint32_t line_tries, line_hits;
+    uint32_t pname_id;          /* name id of the last process name */
 };
 
 void fk_perfscript_init(struct fk_perfscript *p, const struct fk_perfscript_opts *o,
                         struct fk_stacktab *tab, struct fk_parse_stats *st);
 /* Feed one line (without its newline); the line may be modified. */
 void fk_perfscript_line(struct fk_perfscript *p, char *line, size_t len, uint64_t lineno);
-/* End of input: count the last sample. */
+/* End of input: count the last sample; fill the table given to init (if
+ * not NULL) with the folded stacks. */
 void fk_perfscript_finish(struct fk_perfscript *p);
+/* Write the folded stacks, sorted bytewise (as fk_folded_write orders
+ * them), through sink; false when the sink fails. Call after finish. */
+bool fk_perfscript_write(const struct fk_perfscript *p,
+                         bool (*sink)(void *ctx, const void *data, size_t len), void *ctx);
+/* Some count saturated at 2^64-1. */
+static inline bool fk_perfscript_overflow(const struct fk_perfscript *p)
+{
+    return p->stacks.overflow;
+}
 void fk_perfscript_free(struct fk_perfscript *p);
 /* Parse a whole file ("-" = stdin, gzip transparent). false on I/O error
  * (already reported). */

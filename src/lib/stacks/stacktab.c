@@ -74,12 +74,14 @@ static inline uint64_t sat_add(uint64_t a, uint64_t b, bool *overflow)
     return s;
 }
 
-/* The table's own hash: keys are long (whole stacks), so two independent
- * lanes of one multiply per word, then a full mix. Only this file sees it. */
+/* The table's hash (also for other keys of this stage: fk_key_hash): keys
+ * are long (whole stacks), so two independent lanes of one multiply per
+ * word, then a full mix. */
 static inline uint64_t tab_hash(const char *s, size_t len)
 {
     const uint64_t k1 = 0x9fb21c651e98df25ULL, k2 = 0xc2b2ae3d27d4eb4fULL;
     uint64_t a = 0x9e3779b97f4a7c15ULL ^ len, b = 0x165667b19e3779f9ULL;
+    const char *start = s;
     while (len >= 16) {
         uint64_t w, x;
         memcpy(&w, s, 8);
@@ -100,7 +102,10 @@ static inline uint64_t tab_hash(const char *s, size_t len)
         len -= 8;
     }
     uint64_t tail = 0;
-    memcpy(&tail, s, len);
+    if (len && s + len - 8 >= start)
+        memcpy(&tail, s + len - 8, 8);   /* the key's last 8 bytes: one load */
+    else
+        memcpy(&tail, s, len);
     b = (b ^ tail ^ (len << 56)) * k2;
     uint64_t h = a ^ (b >> 32 | b << 32);
     h ^= h >> 33;
@@ -109,6 +114,11 @@ static inline uint64_t tab_hash(const char *s, size_t len)
     h *= 0xc4ceb9fe1a85ec53ULL;
     h ^= h >> 33;
     return h;
+}
+
+uint64_t fk_key_hash(const char *key, size_t len)
+{
+    return tab_hash(key, len);
 }
 
 static size_t lookup(const struct fk_stacktab *t, const char *key, size_t len, uint64_t h,

@@ -41,6 +41,9 @@ struct fk_stack *fk_stacktab_find(const struct fk_stacktab *t, const char *key, 
 /* Entries sorted bytewise by key (the folded format's canonical order).
  * The array is the caller's to free; entries stay owned by the table. */
 struct fk_stack **fk_stacktab_sorted(const struct fk_stacktab *t);
+/* The table's hash of a key, for other tables of stack text (quick on long
+ * keys; not stable across versions: never store it). */
+uint64_t fk_key_hash(const char *key, size_t len);
 /* Bytes of memory held by the table (for limits and benchmarks). */
 size_t fk_stacktab_bytes(const struct fk_stacktab *t);
 
