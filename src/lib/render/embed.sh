@@ -33,5 +33,6 @@ trap 'rm -f "$tmp" "$tmp.min"' EXIT
         echo "const size_t ${sym}_len = sizeof $sym - 1;"
     done
 } >"$tmp"
+rm -f "$tmp.min"
 mv "$tmp" "$out"
 trap - EXIT
