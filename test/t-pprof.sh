@@ -155,9 +155,15 @@ else
     fail "go cpu: stacks differ from go tool pprof -traces" "$(diff "$T/gcpu.folded" "$T/gcpu.traces" | head)"
 fi
 check_grep "go cpu: the inlined call is a frame of its own" ';main\.goHotThree;main\.mix( |;)' "$T/gcpu.folded"
-s=$("$FLAMEKIT" collapse "$gcpu" | awk '/;main\.goHotThree( |;)/ {a += $NF} /;main\.goHotOne( |;)/ {b += $NF}
-    END {if (a + b) printf "%.3f", a / (a + b)}')
-check_range "go cpu: goHotThree's share of the two is 3/4 (cpu nanoseconds)" "$s" 0.62 0.88
+"$FLAMEKIT" collapse "$gcpu" >"$T/gcpu.ns.folded"
+# Go records cpu = samples x period (10 ms at its 100 Hz): the default type is cpu
+period=$(pp -raw "$gcpu" | awk '/^Period: / {print $2}')
+awk -v p="$period" '{$NF = $NF * p; print}' "$T/gcpu.folded" >"$T/gcpu.ns.expect"
+check "go cpu: the default type is cpu nanoseconds (samples x period $period)" cmp "$T/gcpu.ns.folded" "$T/gcpu.ns.expect"
+# The 3:1 split is sampled by Go's 100 Hz SIGPROF (~150 samples): +-4.5 sd
+s=$(awk '/;main\.goHotThree( |;)/ {a += $NF} /;main\.goHotOne( |;)/ {b += $NF}
+    END {if (a + b) printf "%.3f", a / (a + b)}' "$T/gcpu.ns.folded")
+check_range "go cpu: goHotThree's share of the two is 3/4 (cpu nanoseconds)" "$s" 0.58 0.92
 "$FLAMEKIT" svg -o "$T/gcpu.svg" "$gcpu"
 check "go cpu: svg well-formed" xmllint --noout "$T/gcpu.svg"
 check_grep "go cpu: svg draws main.goHotThree" '^main\.goHotThree$' "$T/gcpu.svg"

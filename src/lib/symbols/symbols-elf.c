@@ -2,7 +2,7 @@
 /* Symbol sources: ELF files (symtab, dynsym, debug files), the vDSO,
  * /proc/kallsyms and perf-PID.map files. */
 #include "symbols/symbols-int.h"
-#include "unwind/gopclntab.h"
+#include "symbols/gopclntab.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -237,7 +237,7 @@ static uint64_t rd_le(const unsigned char *p, int n)
 }
 
 /* Stripped Go binaries (-ldflags=-s) keep their function table in
- * .gopclntab (unwind/gopclntab.h). */
+ * .gopclntab (symbols/gopclntab.h). */
 static size_t read_gopclntab(Elf *e, struct fk_symtab *t)
 {
     GElf_Shdr sh;

@@ -48,7 +48,7 @@ struct dso {
                                process's /tmp when it is not ours; -1 */
     Elf *elf;               /* DSO_FILE: the pinned file mapped (fk_dso_elf), kept
                                while its CFI is used */
-    struct fk_cfi *cfi;     /* unwind rows (unwind/cfi.h), made on first unwind */
+    struct fk_cfi *cfi;     /* unwind rows (symbols/cfi.h), made on first unwind */
     bool cfi_tried;
     bool loaded, elf_ok, via_map_files, deleted;
     pid_t pid;              /* DSO_ANON: the process owning the region */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Process table (address spaces, comms), DSO table, locate and name. */
 #include "symbols/symbols-int.h"
-#include "unwind/cfi.h"
+#include "symbols/cfi.h"
 #include "util/dynlib.h"
 #include "util/safeopen.h"
 

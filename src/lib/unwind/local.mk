@@ -1,4 +1,3 @@
-# unwind (symbolize stage): CFI rows, Go pclntab, the online stack walker
-libflamekit_a_SOURCES += src/lib/unwind/cfi.c src/lib/unwind/cfi.h
-libflamekit_a_SOURCES += src/lib/unwind/gopclntab.c src/lib/unwind/gopclntab.h
+# unwind (symbolize stage, above symbols/): the online stack walker over
+# the per-binary CFI rows and Go pclntab that symbols/ keeps with each DSO
 libflamekit_a_SOURCES += src/lib/unwind/unwind.c src/lib/unwind/unwind.h

@@ -17,7 +17,7 @@
 #define FK_UNWIND_H
 
 #include "symbols/symbols.h"
-#include "unwind/cfi.h"
+#include "symbols/cfi.h"
 
 #include <sys/types.h>
 

@@ -5,7 +5,7 @@
  * extra entry at the end; _func records with the pcsp table offset and the
  * flag byte; pc-value tables as (zig-zag value delta, pc delta) varint
  * pairs starting from value -1 at the entry. */
-#include "unwind/gopclntab.h"
+#include "symbols/gopclntab.h"
 
 #include <string.h>
 

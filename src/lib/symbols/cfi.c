@@ -2,8 +2,8 @@
 /* Per-binary CFI and its row cache (see cfi.h). Rows are kept sorted by
  * start and never overlap, so a lookup is one binary search; a miss asks
  * libdw (dwarf_cfi_addrframe) once for the range around the pc. */
-#include "unwind/cfi.h"
-#include "unwind/gopclntab.h"
+#include "symbols/cfi.h"
+#include "symbols/gopclntab.h"
 #include "util/fk.h"
 
 #include <dwarf.h>
