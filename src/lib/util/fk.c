@@ -73,16 +73,23 @@ void *fk_realloc(void *p, size_t n)
     return p;
 }
 
+size_t fk_grow_cap(size_t cap, size_t need)
+{
+    if (need <= cap)
+        return cap;
+    size_t c = cap ? cap : 16;
+    while (c < need && c <= SIZE_MAX / 2)
+        c *= 2;
+    return c < need ? SIZE_MAX : c;
+}
+
 void *fk_grow(void *p, size_t *cap, size_t need, size_t size)
 {
     if (need <= *cap)
         return p;
-    size_t c = *cap ? *cap : 16;
-    while (c < need) {
-        if (c > SIZE_MAX / 2 / size)
-            oom(SIZE_MAX);
-        c *= 2;
-    }
+    size_t c = fk_grow_cap(*cap, need);
+    if (c > SIZE_MAX / size)
+        oom(SIZE_MAX);
     p = fk_realloc(p, c * size);
     *cap = c;
     return p;

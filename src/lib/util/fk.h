@@ -42,6 +42,8 @@ void *fk_calloc(size_t n, size_t size);
 void *fk_realloc(void *p, size_t n);
 /* Grow an array to hold at least `need` elements of `size` bytes. */
 void *fk_grow(void *p, size_t *cap, size_t need, size_t size);
+/* The capacity fk_grow would give (for callers that bound memory before growing). */
+size_t fk_grow_cap(size_t cap, size_t need);
 char *fk_strdup(const char *s);
 char *fk_strndup(const char *s, size_t n);
 char *fk_asprintf(const char *fmt, ...) FK_PRINTF(1, 2);

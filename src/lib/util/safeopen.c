@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -216,4 +217,26 @@ int fk_safe_open_pinned(const char *procpath, const struct fk_safe_opts *o, stru
     if (opath < 0)
         return fail(errno, why, NULL);
     return check_and_reopen(opath, o ? o : &none, st, why);
+}
+
+size_t fk_proc_uids(pid_t pid, uid_t uids[2])
+{
+    char p[64], line[256];
+    snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(p, "re");       /* made by the kernel: lines are short */
+    if (!f)
+        return 0;
+    size_t n = 0;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "Uid:", 4)) {
+            unsigned r, e;
+            if (sscanf(line + 4, "%u %u", &r, &e) == 2) {
+                uids[0] = (uid_t)r;
+                uids[1] = (uid_t)e;
+                n = 2;
+            }
+            break;
+        }
+    fclose(f);
+    return n;
 }

@@ -53,6 +53,12 @@ int fk_safe_openat(int rootfd, const char *path, const struct fk_safe_opts *o,
 int fk_safe_open_pinned(const char *procpath, const struct fk_safe_opts *o, struct stat *st,
                         const char **why);
 
+/* The real and effective uid of a running process (from /proc/PID/status):
+ * the owners allowed for a file it writes for us, such as its perf map
+ * (the rule perf applies: the process's user or root). Returns how many
+ * were stored in uids[0..1]; 0 when the process is gone. */
+size_t fk_proc_uids(pid_t pid, uid_t uids[2]);
+
 /* Tests: never use openat2 (exercise the manual walk). */
 extern bool fk_safe_open_walk_only;
 
