@@ -1110,7 +1110,9 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
     }
     r->ring_pages = pages;
 
-    e.sym = fk_sym_new(&o->sym);
+    struct fk_sym_opts so = o->sym;
+    so.max_bytes = o->max_mem_bytes;
+    e.sym = fk_sym_new(&so);
     if (t->kind == FK_TARGET_CGROUP)
         cgfds = open_cgroup_counters(&attr, t->cgroup_dir, cpus);
     if (mode == FK_CG_DWARF)
@@ -1167,6 +1169,7 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
             fk_sym_preload_kernel(e.sym);
             preloaded = true;
         }
+        fk_sym_set_other_bytes(e.sym, fk_stacktab_bytes(&e.raw));
         uint64_t mem = fk_stacktab_bytes(&e.raw) + fk_sym_bytes(e.sym);
         if (mem > r->mem_bytes)
             r->mem_bytes = mem;
@@ -1222,12 +1225,16 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
     }
     r->have_target_count = cg_counting;
     r->unique_stacks = e.raw.n;
+    fk_sym_set_other_bytes(e.sym, fk_stacktab_bytes(&e.raw));
     uint64_t mem = fk_stacktab_bytes(&e.raw) + fk_sym_bytes(e.sym);
     if (mem > r->mem_bytes)
         r->mem_bytes = mem;
     uint64_t t_name = mono_ns();
     build_prof(&e);
     r->naming_ns = mono_ns() - t_name;
+    mem = fk_stacktab_bytes(&e.raw) + fk_sym_bytes(e.sym);    /* with maps read again */
+    if (mem > r->mem_bytes)
+        r->mem_bytes = mem;
     fk_sym_stats(e.sym, &r->sym);
     if (e.uw)
         fk_unwinder_stats(e.uw, &r->unwind);

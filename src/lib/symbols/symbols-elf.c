@@ -3,6 +3,7 @@
  * /proc/kallsyms and perf-PID.map files. */
 #include "symbols/symbols-int.h"
 #include "symbols/gopclntab.h"
+#include "util/safeopen.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -154,12 +155,13 @@ static Elf_Scn *section_named(Elf *e, const char *want, GElf_Shdr *sh)
 
 /* Take one candidate debug file (fd, consumed): it must carry a .symtab
  * and, when both sides have one, the same build-id. */
-static bool try_debug_fd(struct dso *d, int fd, const char *path)
+static bool try_debug_fd(struct dso *d, int fd, const char *path, bool in_root)
 {
     if (fd < 0)
         return false;
     bool ok = false;
-    Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    struct stat st;
+    Elf *e = fstat(fd, &st) == 0 ? elf_begin(fd, ELF_C_READ_MMAP, NULL) : NULL;
     if (e && elf_kind(e) == ELF_K_ELF && has_section(e, SHT_SYMTAB)) {
         const void *bid;
         ssize_t n = dwelf_elf_gnu_build_id(e, &bid);
@@ -170,14 +172,35 @@ static bool try_debug_fd(struct dso *d, int fd, const char *path)
     if (e)
         elf_end(e);
     close(fd);
-    if (ok)
+    if (ok) {
         d->debug_path = fk_strdup(path);
+        d->debug_in_root = in_root;
+        d->debug_dev = (uint64_t)st.st_dev;
+        d->debug_ino = (uint64_t)st.st_ino;
+    }
     return ok;
 }
 
-static bool try_debug_file(struct dso *d, const char *path)
+/* path inside rootfd, through the safe-open helper (util/safeopen.h),
+ * owned by root, the binary's owner or us: paths beside the binary are its
+ * owner's to plant. */
+static bool try_debug_file(struct dso *d, int rootfd, bool in_root, const char *path, unsigned flags)
 {
-    return try_debug_fd(d, open(path, O_RDONLY | O_CLOEXEC), path);
+    const uid_t owners[2] = { d->uid, geteuid() };
+    const struct fk_safe_opts o = { .flags = flags, .owners = owners, .nowners = 2 };
+    return rootfd >= 0 && try_debug_fd(d, fk_safe_openat(rootfd, path, &o, NULL, NULL), path, in_root);
+}
+
+int fk_dso_root_open(const struct dso *d)
+{
+    int fd = fk_root_open(d->root_pid, NULL);
+    struct stat st;
+    if (fd >= 0 && d->root_pid &&
+        (fstat(fd, &st) != 0 || (uint64_t)st.st_dev != d->root_dev || (uint64_t)st.st_ino != d->root_ino)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
 }
 
 /* By build-id from debuginfod, within its time budget. */
@@ -185,27 +208,37 @@ static bool load_debuginfod(struct dso *d, struct fk_debuginfod *dbg)
 {
     char *path = NULL;
     int fd = dbg && d->build_id_len ? fk_debuginfod_find(dbg, d->build_id, d->build_id_len, &path) : -1;
-    bool ok = try_debug_fd(d, fd, path ? path : "");
+    bool ok = try_debug_fd(d, fd, path ? path : "", false);
     free(path);
     return ok;
 }
 
 /* Debug files: /usr/lib/debug/.build-id/xx/rest.debug, then .gnu_debuglink
  * beside the file, in .debug/ and under /usr/lib/debug; inside the target's
- * root first, then on the host. */
+ * root first. Our own root is searched for a process in another root only
+ * under /usr/lib/debug (ours to manage, where the build-id is checked):
+ * the paths beside its binary are its own, not ours. /usr/lib/debug trees
+ * hold symlinks (.build-id): followed, inside the root; beside the binary
+ * none is (the kernel named it by its resolved path). */
 static bool load_debug_file(struct dso *d, Elf *e)
 {
-    const char *roots[2] = { d->root ? d->root : "", "" };
-    int nroots = d->root ? 2 : 1;
+    int roots[2] = { -1, -1 };
+    bool in_root[2] = { false, false };
+    int nroots = 0;
+    if (d->root_pid) {
+        roots[nroots] = fk_dso_root_open(d);
+        in_root[nroots++] = true;
+    }
+    roots[nroots++] = fk_root_open(0, NULL);
     struct fk_buf p = FK_BUF_INIT;
     bool ok = false;
     for (int r = 0; r < nroots && !ok && d->build_id_len > 1; r++) {
         fk_buf_reset(&p);
-        fk_buf_printf(&p, "%s/usr/lib/debug/.build-id/%02x/", roots[r], d->build_id[0]);
+        fk_buf_printf(&p, "/usr/lib/debug/.build-id/%02x/", d->build_id[0]);
         for (size_t i = 1; i < d->build_id_len; i++)
             fk_buf_printf(&p, "%02x", d->build_id[i]);
         fk_buf_adds(&p, ".debug");
-        ok = try_debug_file(d, fk_buf_cstr(&p));
+        ok = try_debug_file(d, roots[r], in_root[r], fk_buf_cstr(&p), FK_SAFE_FOLLOW);
     }
     GElf_Word crc;
     const char *link = ok ? NULL : dwelf_elf_gnu_debuglink(e, &crc);
@@ -216,14 +249,20 @@ static bool load_debug_file(struct dso *d, Elf *e)
             static const char *const subdirs[3][2] = { { "", "" }, { "", "/.debug" },
                                                         { "/usr/lib/debug", "" } };
             for (int f = 0; f < 3 && !ok; f++) {
+                bool beside = f < 2;
+                if (beside && d->root_pid && !in_root[r])
+                    continue;
                 fk_buf_reset(&p);
-                fk_buf_printf(&p, "%s%s%.*s%s/%s", roots[r], subdirs[f][0], dirlen, d->path,
-                              subdirs[f][1], link);
+                fk_buf_printf(&p, "%s%.*s%s/%s", subdirs[f][0], dirlen, d->path, subdirs[f][1], link);
                 if (strcmp(fk_buf_cstr(&p), d->path) != 0)
-                    ok = try_debug_file(d, p.data);
+                    ok = try_debug_file(d, roots[r], in_root[r], p.data,
+                                        beside ? FK_SAFE_NO_SYMLINKS : FK_SAFE_FOLLOW);
             }
         }
     }
+    for (int r = 0; r < nroots; r++)
+        if (roots[r] >= 0)
+            close(roots[r]);
     fk_buf_free(&p);
     return ok;
 }
@@ -633,33 +672,90 @@ bool fk_kallsyms_load(struct fk_symtab *t, bool *hidden)
     return true;
 }
 
-bool fk_perfmap_load(struct fk_symtab *t, int fd)
+/* Memory t would hold after adding a name of nlen bytes. */
+static size_t symtab_bytes_after(const struct fk_symtab *t, size_t nlen)
 {
-    int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    FILE *lr = dfd >= 0 ? fdopen(dfd, "re") : NULL;
-    if (!lr) {
-        if (dfd >= 0)
-            close(dfd);
-        return false;
-    }
+    size_t syms = fk_grow_cap(t->cap, t->n + 1), strs = fk_grow_cap(t->strs.cap, t->strs.len + nlen + 2);
+    if (syms > SIZE_MAX / 2 / sizeof *t->syms)
+        return SIZE_MAX;
+    return syms * sizeof *t->syms + strs;
+}
+
+static void perfmap_line(struct fk_symtab *t, char *line)
+{
+    char *end, *end2;
+    uint64_t start = strtoull(line, &end, 16);
+    if (end == line || *end != ' ')
+        return;
+    uint64_t size = strtoull(end + 1, &end2, 16);
+    if (end2 == end + 1 || *end2 != ' ' || !end2[1])
+        return;
+    fk_symtab_add(t, start, size ? size : 1, end2 + 1);
+}
+
+enum fk_perfmap_rc fk_perfmap_load(struct fk_symtab *t, int fd, uint64_t max_read, size_t max_mem)
+{
     struct fk_symtab fresh = { 0 };
-    char *line = NULL;
-    size_t cap = 0;
-    while (getline(&line, &cap, lr) > 0) {
-        line[strcspn(line, "\n")] = 0;
-        char *end, *end2;
-        uint64_t start = strtoull(line, &end, 16);
-        if (end == line || *end != ' ')
+    char *buf = fk_malloc(FK_PERFMAP_LINE_MAX + 1);
+    size_t have = 0;
+    uint64_t total = 0;
+    bool skipping = false, eof = false;     /* skipping: the rest of an overlong line */
+    enum fk_perfmap_rc rc = FK_PERFMAP_OK;
+    while (!eof && rc == FK_PERFMAP_OK) {
+        size_t want = FK_PERFMAP_LINE_MAX - have;
+        if (total + want > max_read)
+            want = (size_t)(max_read - total);
+        ssize_t n = want ? read(fd, buf + have, want) : 0;
+        if (n < 0 && errno == EINTR)
             continue;
-        uint64_t size = strtoull(end + 1, &end2, 16);
-        if (end2 == end + 1 || *end2 != ' ' || !end2[1])
-            continue;
-        fk_symtab_add(&fresh, start, size ? size : 1, end2 + 1);
+        if (n < 0) {
+            rc = FK_PERFMAP_ERROR;
+            break;
+        }
+        if (n == 0) {
+            eof = true;
+            if (want == 0) {
+                rc = FK_PERFMAP_TRUNCATED;     /* max_read: the file is still longer */
+                char c;
+                if (read(fd, &c, 1) == 0)
+                    rc = FK_PERFMAP_OK;
+            }
+            if (have && !skipping && rc == FK_PERFMAP_OK)
+                buf[have++] = '\n';   /* a last line without its newline */
+        }
+        total += (uint64_t)n;
+        have += (size_t)n;
+        size_t pos = 0;
+        for (;;) {
+            char *nl = memchr(buf + pos, '\n', have - pos);
+            if (!nl)
+                break;
+            *nl = '\0';
+            size_t len = (size_t)(nl - (buf + pos));
+            if (!skipping) {
+                if (symtab_bytes_after(&fresh, len) + FK_PERFMAP_LINE_MAX > max_mem) {
+                    rc = FK_PERFMAP_TRUNCATED;
+                    break;
+                }
+                perfmap_line(&fresh, buf + pos);
+            }
+            skipping = false;
+            pos = (size_t)(nl - buf) + 1;
+        }
+        memmove(buf, buf + pos, have - pos);
+        have -= pos;
+        if (have == FK_PERFMAP_LINE_MAX) {    /* no newline in a whole buffer */
+            skipping = true;
+            have = 0;
+        }
     }
-    free(line);
-    fclose(lr);
+    free(buf);
+    if (rc == FK_PERFMAP_ERROR) {
+        fk_symtab_free(&fresh);
+        return rc;
+    }
     fk_symtab_sort(&fresh);
     fk_symtab_free(t);
     *t = fresh;
-    return true;
+    return rc;
 }

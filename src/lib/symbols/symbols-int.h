@@ -40,7 +40,9 @@ struct fde_range {
 struct dso {
     enum dso_kind kind;
     char *path;             /* as mapped, " (deleted)" stripped */
-    char *root;             /* "/proc/PID/root" it was opened through, or NULL */
+    pid_t root_pid;         /* opened inside this process's root (not ours), or 0 */
+    uint64_t root_dev, root_ino;    /* that root, to tell a reused pid */
+    uid_t uid;              /* owner of the file: debug files must be its or root's */
     uint64_t dev, ino, key;
     unsigned char build_id[20];
     size_t build_id_len;
@@ -53,12 +55,18 @@ struct dso {
     bool loaded, elf_ok, via_map_files, deleted;
     pid_t pid;              /* DSO_ANON: the process owning the region */
     pid_t nspid;            /* its pid inside its own pid namespace (perf map name) */
-    enum { JIT_TMP_UNKNOWN, JIT_TMP_OURS, JIT_TMP_OTHER } jit_tmp;
+    /* UNKNOWN: gone before we saw it; NONE: its /tmp is no directory of its root */
+    enum { JIT_TMP_UNKNOWN, JIT_TMP_OURS, JIT_TMP_OTHER, JIT_TMP_NONE } jit_tmp;
+    uid_t uids[2];          /* DSO_ANON: the process's real and effective uid */
+    size_t nuids;           /* (0: unknown, then only a map owned by root is read) */
     bool sampled;           /* DSO_ANON: a sample fell in it (map re-read at the end) */
+    bool map_warned;        /* DSO_ANON: its map was refused or cut (said once) */
     struct load_seg *loads;
     size_t nloads;
     struct fk_symtab st;
     char *debug_path;       /* the separate debug file its symbols came from, or NULL */
+    bool debug_in_root;     /* debug_path is inside root_pid's root (else ours) */
+    uint64_t debug_dev, debug_ino;
     struct fde_range *fdes; /* sorted by start; only when st lacks local symbols */
     size_t nfdes;
 };
@@ -72,6 +80,11 @@ static inline const char *fk_symtab_name(const struct fk_symtab *t, const struct
 {
     return t->strs.data + y->name;
 }
+
+/* The root directory d's file was found in (root_pid's, checked to be the
+ * same directory: pids are reused; ours when root_pid is 0), O_PATH; -1
+ * when it is gone. */
+int fk_dso_root_open(const struct dso *d);
 
 /* The DSO's file as a read-only ELF mapping (made from d->fd once, which
  * stays open); NULL if it is not an ELF file or was never pinned. */
@@ -94,7 +107,13 @@ bool fk_dso_load_minidebuginfo(struct dso *d, Elf *e);
 void fk_vdso_load(struct fk_symtab *t);
 /* /proc/kallsyms; returns false when addresses are hidden. */
 bool fk_kallsyms_load(struct fk_symtab *t, bool *hidden);
-/* A perf-PID.map (fd stays the caller's) into t, replacing what it held. */
-bool fk_perfmap_load(struct fk_symtab *t, int fd);
+/* A perf-PID.map (fd stays the caller's) into t, replacing what it held.
+ * Bounded: at most max_read bytes are read, lines longer than
+ * FK_PERFMAP_LINE_MAX are skipped, and the table (with the read buffer)
+ * stops growing before it would pass max_mem bytes: TRUNCATED then, with
+ * the symbols read so far. ERROR (a read error) leaves t as it was. */
+#define FK_PERFMAP_LINE_MAX 4096
+enum fk_perfmap_rc { FK_PERFMAP_OK, FK_PERFMAP_TRUNCATED, FK_PERFMAP_ERROR };
+enum fk_perfmap_rc fk_perfmap_load(struct fk_symtab *t, int fd, uint64_t max_read, size_t max_mem);
 
 #endif

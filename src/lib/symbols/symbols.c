@@ -64,8 +64,10 @@ struct fk_symbolizer {
     bool kernel_loaded, kernel_hidden, kernel_warned, capture_ended;
     struct fk_symtab kernel, vdso;
     struct fk_debuginfod *dbg;  /* NULL unless asked for */
-    uint64_t dev_root, ino_root, dev_tmp, ino_tmp;
+    uint64_t dev_tmp, ino_tmp;
     int tmp_fd;                 /* our /tmp (O_PATH), where host JITs write their maps */
+    uint64_t other_bytes;       /* the capture's own tables, toward opts.max_bytes */
+    unsigned map_warnings;
     uint64_t locate_unknown, names_unresolved, names_fde, deleted_kept;
 };
 
@@ -163,50 +165,64 @@ static const char *basename_of(const char *path)
     return b && b[1] ? b + 1 : path;
 }
 
-/* Open the mapped file so it stays readable: map_files (works for deleted
- * files), then the process's root (other mount namespaces), then the path.
- * A file with the wrong inode (replaced before we saw it) is refused. */
+/* Open the mapped file so it stays readable, never following what the
+ * process controls (util/safeopen.h: regular files only, nothing that
+ * blocks): its map_files entry while the mapping lives (the kernel pins
+ * the very file there, deleted or not); else its path inside its root
+ * with no symlink anywhere (the kernel prints resolved paths: a symlink
+ * there was planted after the mapping), refused if it is another inode on
+ * that device. A process already gone: our path, only if it is the very
+ * inode mapped; never our path for a process whose root is not ours. */
 static int open_mapped(struct fk_symbolizer *s, struct dso *d, pid_t pid,
                        uint64_t start, uint64_t end)
 {
-    char p[64 + 4096];
-    int fd;
+    const struct fk_safe_opts so = { .flags = FK_SAFE_NO_SYMLINKS };
+    struct stat st;
+    int fd = -1;
     if (pid > 0 && !s->opts.no_map_files) {
+        char p[96];
         snprintf(p, sizeof p, "/proc/%d/map_files/%llx-%llx", (int)pid,
                  (unsigned long long)start, (unsigned long long)end);
-        fd = open(p, O_RDONLY | O_CLOEXEC);
+        fd = fk_safe_open_pinned(p, &so, &st, NULL);
         if (fd >= 0) {
             d->via_map_files = true;
+            d->uid = st.st_uid;
             return fd;
         }
     }
-    for (int attempt = 0; attempt < 2; attempt++) {
-        if (attempt == 0) {
-            if (pid <= 0)
-                continue;
-            snprintf(p, sizeof p, "/proc/%d/root%s", (int)pid, d->path);
+    bool host = true;
+    int root = pid > 0 ? fk_root_open(pid, &host) : -1;
+    bool gone = root < 0;
+    if (gone) {
+        if (!d->ino)
+            return -1;
+        root = fk_root_open(0, NULL);
+    }
+    fd = root >= 0 ? fk_safe_openat(root, d->path, &so, &st, NULL) : -1;
+    if (fd >= 0 && !host) {
+        struct stat rs;
+        if (fstat(root, &rs) == 0) {
+            d->root_pid = pid;
+            d->root_dev = (uint64_t)rs.st_dev;
+            d->root_ino = (uint64_t)rs.st_ino;
         } else {
-            snprintf(p, sizeof p, "%s", d->path);
+            close(fd);
+            fd = -1;
         }
-        fd = open(p, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        struct stat st;
-        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-            !(d->ino && (uint64_t)st.st_dev == d->dev && (uint64_t)st.st_ino != d->ino)) {
-            if (attempt == 0) {
-                char r[64];
-                snprintf(r, sizeof r, "/proc/%d/root", (int)pid);
-                struct stat rs;
-                if (stat(r, &rs) == 0 && !((uint64_t)rs.st_dev == s->dev_root &&
-                                           (uint64_t)rs.st_ino == s->ino_root))
-                    d->root = fk_strdup(r);
-            }
-            return fd;
-        }
-        close(fd);
     }
-    return -1;
+    if (root >= 0)
+        close(root);
+    if (fd < 0)
+        return -1;
+    /* (the mapping's device differs from stat's on overlayfs: same device
+     * and another inode is what tells a replaced file) */
+    bool same_dev = (uint64_t)st.st_dev == d->dev, same_ino = (uint64_t)st.st_ino == d->ino;
+    if (gone ? !(same_dev && same_ino) : d->ino && same_dev && !same_ino) {
+        close(fd);      /* replaced since it was mapped */
+        return -1;
+    }
+    d->uid = st.st_uid;
+    return fd;
 }
 
 static void dso_load(struct fk_symbolizer *s, struct dso *d);
@@ -302,7 +318,10 @@ static void dso_load(struct fk_symbolizer *s, struct dso *d)
     struct stat pinned, now;
     if (d->fd >= 0 && fstat(d->fd, &pinned) == 0) {
         char p[64 + 4096];
-        snprintf(p, sizeof p, "%s%s", d->root ? d->root : "", d->path);
+        if (d->root_pid)
+            snprintf(p, sizeof p, "/proc/%d/root%s", (int)d->root_pid, d->path);
+        else
+            snprintf(p, sizeof p, "%s", d->path);
         if (d->deleted || stat(p, &now) != 0 || now.st_ino != pinned.st_ino ||
             now.st_dev != pinned.st_dev)
             s->deleted_kept++;
@@ -311,10 +330,12 @@ static void dso_load(struct fk_symbolizer *s, struct dso *d)
 }
 
 /* The /tmp directory of a process, O_PATH: one component below its root
- * (fk_root_open), not followed if it is a symlink, so it cannot lead out. */
-static int proc_tmp_open(pid_t pid)
+ * (fk_root_open), not followed if it is a symlink, so it cannot lead out.
+ * -1 with *gone set when the process is gone. */
+static int proc_tmp_open(pid_t pid, bool *gone)
 {
     int root = fk_root_open(pid, NULL);
+    *gone = root < 0;
     if (root < 0)
         return -1;
     int fd = openat(root, "tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -327,16 +348,21 @@ static int proc_tmp_open(pid_t pid)
  * Compiler.perfmap) is still found after it is gone: perf-NSPID.map in our
  * /tmp when its /tmp is ours, else in its own /tmp, held open (that keeps
  * a private tmpfs and its files reachable after its mount namespace is
- * gone, where its root alone would not). */
+ * gone, where its root alone would not). Its uids now: the map's owner
+ * must be one of them or root (as perf requires). */
 static void jit_locate(struct fk_symbolizer *s, struct dso *d)
 {
     struct stat ts;
+    bool gone = true;
     d->nspid = ns_pid(d->pid);
-    int fd = d->nspid > 0 ? proc_tmp_open(d->pid) : -1;
+    d->nuids = fk_proc_uids(d->pid, d->uids);
+    int fd = d->nspid > 0 && d->nuids ? proc_tmp_open(d->pid, &gone) : -1;
     if (fd < 0 || fstat(fd, &ts) != 0) {
         if (fd >= 0)
             close(fd);
-        return;     /* already gone: JIT_TMP_UNKNOWN */
+        /* gone: JIT_TMP_UNKNOWN; else no map can be read for it */
+        d->jit_tmp = gone ? JIT_TMP_UNKNOWN : JIT_TMP_NONE;
+        return;
     }
     if ((uint64_t)ts.st_dev == s->dev_tmp && (uint64_t)ts.st_ino == s->ino_tmp) {
         d->jit_tmp = JIT_TMP_OURS;
@@ -363,24 +389,66 @@ static void dso_ensure_loaded(struct fk_symbolizer *s, struct dso *d)
         s->fds_open--;
 }
 
+/* What a perf map may still take under opts.max_bytes. */
+static size_t mem_left(struct fk_symbolizer *s)
+{
+    if (!s->opts.max_bytes)
+        return SIZE_MAX;
+    uint64_t used = s->other_bytes + fk_sym_bytes(s);
+    return used < s->opts.max_bytes ? (size_t)(s->opts.max_bytes - used) : 0;
+}
+
+#define MAP_WARNINGS_MAX 5
+
+/* One line per refused or cut map (a host may hold many: bounded). */
+static void map_warn(struct fk_symbolizer *s, struct dso *d, const char *name, const char *what)
+{
+    if (d->map_warned || s->map_warnings > MAP_WARNINGS_MAX)
+        return;
+    d->map_warned = true;
+    if (++s->map_warnings > MAP_WARNINGS_MAX) {
+        fk_warn("more perf maps skipped: not reported");
+        return;
+    }
+    fk_warn("perf map /tmp/%s of pid %d %s", name, (int)d->pid, what);
+}
+
+/* The process's perf map: a regular file owned by one of its uids or
+ * root, in its /tmp (never through a symlink), within JIT_MAP_MAX_SIZE
+ * and what --max-memory leaves. A process gone before we saw it: our
+ * /tmp (most share it), by root only (its uids are unknown). */
 static void read_perf_map(struct fk_symbolizer *s, struct dso *d, bool at_end)
 {
-    if (!s->opts.jit)
+    if (!s->opts.jit || d->jit_tmp == JIT_TMP_NONE)
         return;
     char name[32];
-    bool guess = at_end && d->jit_tmp == JIT_TMP_UNKNOWN;
-    /* gone before we saw it: most processes share our /tmp */
+    bool guess = at_end && d->jit_tmp == JIT_TMP_UNKNOWN, gone;
+    if (d->jit_tmp == JIT_TMP_UNKNOWN && !guess)
+        return;
     snprintf(name, sizeof name, "perf-%d.map", (int)(d->nspid > 0 && !guess ? d->nspid : d->pid));
     int dir = d->jit_tmp == JIT_TMP_OURS || guess ? s->tmp_fd : d->fd;
-    int own = dir < 0 ? proc_tmp_open(d->pid) : -1;    /* not held: while it lives */
-    const struct fk_safe_opts so = { .max_size = JIT_MAP_MAX_SIZE };
-    int fd = fk_safe_openat(dir >= 0 ? dir : own, name, &so, NULL, NULL);
+    int own = dir < 0 ? proc_tmp_open(d->pid, &gone) : -1;    /* not held: while it lives */
+    const struct fk_safe_opts so = { .max_size = JIT_MAP_MAX_SIZE, .owners = d->uids,
+                                     .nowners = guess ? 0 : d->nuids };
+    const char *why = NULL;
+    int fd = dir >= 0 || own >= 0 ? fk_safe_openat(dir >= 0 ? dir : own, name, &so, NULL, &why) : -1;
+    int err = errno;
     if (own >= 0)
         close(own);
-    if (fd >= 0) {
-        fk_perfmap_load(&d->st, fd);
-        close(fd);
+    if (fd < 0) {
+        if ((dir >= 0 || own >= 0) && err != ENOENT) {
+            char what[160];
+            snprintf(what, sizeof what, "skipped: %s (flamekit reads only regular files of at most "
+                     "%u MiB owned by the process's user or root)", why ? why : strerror(err),
+                     JIT_MAP_MAX_SIZE >> 20);
+            map_warn(s, d, name, what);
+        }
+        return;
     }
+    if (fk_perfmap_load(&d->st, fd, JIT_MAP_MAX_SIZE, mem_left(s)) == FK_PERFMAP_TRUNCATED)
+        map_warn(s, d, name, "read in part: it reached the memory limit (--max-memory) "
+                 "or its size limit; the rest of its code is unnamed");
+    close(fd);
 }
 
 static uint32_t dso_anon(struct fk_symbolizer *s, struct proc *pr)
@@ -608,10 +676,6 @@ struct fk_symbolizer *fk_sym_new(const struct fk_sym_opts *opts)
     dso_add(s, DSO_UNKNOWN);
     dso_add(s, DSO_KERNEL);
     struct stat st;
-    if (stat("/", &st) == 0) {
-        s->dev_root = st.st_dev;
-        s->ino_root = st.st_ino;
-    }
     s->tmp_fd = open("/tmp", O_PATH | O_DIRECTORY | O_CLOEXEC);
     s->fds_open = s->tmp_fd >= 0;   /* held like pinned files, under the cap */
     if (s->tmp_fd >= 0 && fstat(s->tmp_fd, &st) == 0) {
@@ -654,7 +718,6 @@ void fk_sym_free(struct fk_symbolizer *s)
         if (d->fd >= 0)
             close(d->fd);
         free(d->path);
-        free(d->root);
         free(d->loads);
         free(d->fdes);
         free(d->debug_path);
@@ -1061,12 +1124,31 @@ int fk_sym_debug_file(struct fk_symbolizer *s, uint32_t dso)
         return -1;
     struct dso *d = &s->dsos[dso];
     dso_ensure_loaded(s, d);
-    return d->debug_path ? open(d->debug_path, O_RDONLY | O_CLOEXEC) : -1;
+    if (!d->debug_path)
+        return -1;
+    /* again through the helper: the path may have been replaced since */
+    int root = d->debug_in_root ? fk_dso_root_open(d) : fk_root_open(0, NULL);
+    const uid_t owners[2] = { d->uid, geteuid() };
+    const struct fk_safe_opts o = { .flags = FK_SAFE_FOLLOW, .owners = owners, .nowners = 2 };
+    struct stat st;
+    int fd = root >= 0 ? fk_safe_openat(root, d->debug_path, &o, &st, NULL) : -1;
+    if (root >= 0)
+        close(root);
+    if (fd >= 0 && ((uint64_t)st.st_dev != d->debug_dev || (uint64_t)st.st_ino != d->debug_ino)) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
 }
 
 static size_t symtab_bytes(const struct fk_symtab *t)
 {
     return t->cap * sizeof *t->syms + t->strs.cap;
+}
+
+void fk_sym_set_other_bytes(struct fk_symbolizer *s, uint64_t bytes)
+{
+    s->other_bytes = bytes;
 }
 
 size_t fk_sym_bytes(const struct fk_symbolizer *s)

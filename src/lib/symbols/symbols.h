@@ -32,6 +32,8 @@ struct fk_sym_opts {
                                        fetch missing debug files from; NULL or "": never */
     uint32_t debuginfod_budget_ms;  /* all fetches together (0: FK_DEBUGINFOD_BUDGET_MS) */
     uint32_t debuginfod_request_ms; /* each fetch (0: FK_DEBUGINFOD_REQUEST_MS) */
+    uint64_t max_bytes;     /* --max-memory: perf maps are read only as far as this
+                               and fk_sym_set_other_bytes leave room; 0: no limit */
 };
 
 #define FK_DEBUGINFOD_BUDGET_MS 30000
@@ -132,5 +134,8 @@ int fk_sym_debug_file(struct fk_symbolizer *s, uint32_t dso);
 
 /* Bytes held (for the memory cap). */
 size_t fk_sym_bytes(const struct fk_symbolizer *s);
+/* The capture's other tables (stacks), so what a perf map may add keeps
+ * the sum below fk_sym_opts.max_bytes. */
+void fk_sym_set_other_bytes(struct fk_symbolizer *s, uint64_t bytes);
 
 #endif
