@@ -9,6 +9,16 @@
 
 #include <string.h>
 
+/* [off, off + len) lies inside the section: written so that no sum can
+ * wrap, whatever off and len the bytes claim. */
+static bool in_bounds(const struct fk_gopcln *g, uint64_t off, uint64_t len)
+{
+    return off <= g->size && len <= g->size - off;
+}
+
+/* The _func record at func holds every field read from it. */
+#define FUNC_BYTES 44
+
 static uint64_t rd(const unsigned char *p, unsigned n)
 {
     uint64_t v = 0;
@@ -39,7 +49,8 @@ bool fk_gopcln_open(struct fk_gopcln *g, const void *data, size_t size)
     g->pcln = rd(p + 8 + 7 * ptr, ptr);
     /* Go 1.20 (0xfffffff1) added startLine before funcID and flag */
     g->off_flag = magic == 0xfffffff0 ? 37 : 41;
-    if (g->pcln > size - 4 || g->names >= size || g->pctab >= size ||
+    /* the function table: nfunc (entry, _func) pairs and the end entry */
+    if (!in_bounds(g, g->pcln, 4) || !in_bounds(g, g->names, 1) || !in_bounds(g, g->pctab, 1) ||
         g->nfunc > (size - g->pcln - 4) / 8)
         return false;
     return true;
@@ -48,11 +59,11 @@ bool fk_gopcln_open(struct fk_gopcln *g, const void *data, size_t size)
 bool fk_gopcln_func(const struct fk_gopcln *g, uint64_t i, uint64_t *entry, uint64_t *end,
                     uint64_t *func)
 {
-    if (i >= g->nfunc)
+    if (i >= g->nfunc)      /* then pcln + 8 * i + 12 is inside (fk_gopcln_open) */
         return false;
     const unsigned char *ft = g->p + g->pcln + 8 * i;
     uint64_t e = rd(ft, 4), off = rd(ft + 4, 4), next = rd(ft + 8, 4);
-    if (off > g->size - g->pcln || g->pcln + off > g->size - 44)
+    if (!in_bounds(g, g->pcln, off) || !in_bounds(g, g->pcln + off, FUNC_BYTES))
         return false;
     *entry = g->text + e;
     *end = next > e ? g->text + next : *entry;
@@ -62,8 +73,11 @@ bool fk_gopcln_func(const struct fk_gopcln *g, uint64_t i, uint64_t *entry, uint
 
 const char *fk_gopcln_name(const struct fk_gopcln *g, uint64_t func)
 {
+    if (!in_bounds(g, func, FUNC_BYTES))
+        return NULL;
     int32_t nameoff = (int32_t)rd(g->p + func + 4, 4);
-    if (nameoff < 0 || g->names + (uint64_t)nameoff >= g->size)
+    if (nameoff < 0 || !in_bounds(g, g->names, (uint64_t)nameoff) ||
+        !in_bounds(g, g->names + (uint64_t)nameoff, 1))
         return NULL;
     const char *s = (const char *)g->p + g->names + nameoff;
     return memchr(s, 0, g->size - g->names - (uint64_t)nameoff) ? s : NULL;
@@ -71,7 +85,7 @@ const char *fk_gopcln_name(const struct fk_gopcln *g, uint64_t func)
 
 unsigned fk_gopcln_flag(const struct fk_gopcln *g, uint64_t func)
 {
-    return g->p[func + g->off_flag];
+    return in_bounds(g, func, FUNC_BYTES) ? g->p[func + g->off_flag] : 0;
 }
 
 int64_t fk_gopcln_find(const struct fk_gopcln *g, uint64_t vaddr)
@@ -80,7 +94,7 @@ int64_t fk_gopcln_find(const struct fk_gopcln *g, uint64_t vaddr)
         return -1;
     uint64_t rel = vaddr - g->text, lo = 0, hi = g->nfunc;
     while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
+        uint64_t mid = lo + (hi - lo) / 2;     /* < nfunc: inside (fk_gopcln_open) */
         if (rd(g->p + g->pcln + 8 * mid, 4) <= rel)
             lo = mid + 1;
         else
@@ -113,8 +127,10 @@ static bool varint(const unsigned char *p, size_t size, size_t *pos, uint32_t *o
 bool fk_gopcln_spdelta(const struct fk_gopcln *g, uint64_t func, uint64_t entry,
                        uint64_t vaddr, int32_t *delta, uint64_t *start, uint64_t *end)
 {
+    if (!in_bounds(g, func, FUNC_BYTES))
+        return false;
     uint64_t pcsp = rd(g->p + func + 16, 4);
-    if (!pcsp || pcsp >= g->size - g->pctab)
+    if (!pcsp || !in_bounds(g, g->pctab, pcsp) || !in_bounds(g, g->pctab + pcsp, 1))
         return false;
     size_t pos = g->pctab + pcsp;
     int32_t val = -1;
