@@ -71,6 +71,7 @@ EXTRA_DIST += test/t-man.sh
 EXTRA_DIST += test/t-merge.sh
 EXTRA_DIST += test/t-remote.sh
 EXTRA_DIST += test/t-symbols.sh
+EXTRA_DIST += test/t-harden.sh
 EXTRA_DIST += test/t-unit.sh
 EXTRA_DIST += test/t-upload-systemd.sh
 EXTRA_DIST += test/t-upload.sh

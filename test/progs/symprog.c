@@ -8,13 +8,19 @@
  *   symprog jitspin SECS [atexit]
  *                        burn CPU inside the JIT region; its perf map is
  *                        written at start, or only at exit (like java's
- *                        -XX:+DumpPerfMapAtExit) */
+ *                        -XX:+DumpPerfMapAtExit); prints "jit pid PID at ADDR"
+ *   symprog replace SECS DIR fifo|ptmx
+ *                        hostile: map files DIR/lib-N.so executable, unmap
+ *                        each, put a FIFO or a symlink to /dev/ptmx at its
+ *                        path, burn CPU in between; prints "ready" first */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -95,7 +101,7 @@ int main(int argc, char **argv)
         bool atexit_map = argc > 3 && strcmp(argv[3], "atexit") == 0;
         if (strcmp(mode, "jitspin") == 0) {
             jit = (void (*)(void))make_jit(!atexit_map, 1000000);
-            printf("jit pid %d\n", (int)getpid());   /* tests remove its map */
+            printf("jit pid %d at %lx\n", (int)getpid(), (unsigned long)(uintptr_t)jit);   /* tests remove its map */
         }
         while (now() < end) {
             if (jit) {
@@ -107,8 +113,35 @@ int main(int argc, char **argv)
         }
         if (atexit_map)
             write_map((unsigned char *)(void *)jit - 0x100);
+    } else if (strcmp(mode, "replace") == 0 && argc > 4) {
+        double end = now() + atof(argv[2]);
+        bool fifo = strcmp(argv[4], "fifo") == 0;
+        printf("ready\n");
+        for (int i = 0; now() < end; i++) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/lib-%d.so", argv[3], i);
+            int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+            if (fd < 0 || ftruncate(fd, 8192) != 0) {
+                perror(path);
+                return 1;
+            }
+            void *p = mmap(NULL, 8192, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+            if (p == MAP_FAILED) {
+                perror("mmap");
+                return 1;
+            }
+            close(fd);
+            munmap(p, 8192);
+            /* the path the kernel reported now leads elsewhere */
+            if (unlink(path) != 0 || (fifo ? mkfifo(path, 0644) : symlink("/dev/ptmx", path)) != 0) {
+                perror(path);
+                return 1;
+            }
+            fk_symprog_alpha(3000000);
+        }
     } else {
-        fprintf(stderr, "usage: symprog addrs|jit [nomap]|spin SECS|jitspin SECS [atexit]\n");
+        fprintf(stderr, "usage: symprog addrs|jit [nomap]|spin SECS|jitspin SECS [atexit]|"
+                "replace SECS DIR fifo|ptmx\n");
         return 2;
     }
     return 0;
