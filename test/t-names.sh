@@ -116,9 +116,10 @@ for kind in fifo symlink; do
     start_prog addr "$PROG" jit nomap
     m=/tmp/perf-$PROG_PID.map
     if [ $kind = fifo ]; then mkfifo "$m"; else echo "$addr 40 fk_planted" > "$T/planted.map"; ln -s "$T/planted.map" "$m"; fi
-    out=$(timeout 20 "$LOOKUP" -a "$PROG_PID" "$(printf '%x' $((0x$addr + 2)))" 2>&1; echo "rc=$?")
+    out=$(timeout 20 "$LOOKUP" -a "$PROG_PID" "$(printf '%x' $((0x$addr + 2)))" 2>"$T/hostile.err"; echo "rc=$?")
     rm -f "$m"; stop_prog
     check_eq "perf map that is a $kind: not read" "[JIT] tid $PROG_PID""_[j] rc=0" "$(echo $out)"
+    check_grep "perf map that is a $kind: skipped, said" "perf map /tmp/perf-$PROG_PID\\.map of pid $PROG_PID skipped" "$T/hostile.err"
 done
 
 # b. java -XX:+DumpPerfMapAtExit: the JVM writes its map when it exits
