@@ -4,6 +4,7 @@
  * libdw (dwarf_cfi_addrframe) once for the range around the pc. */
 #include "symbols/cfi.h"
 #include "symbols/gopclntab.h"
+#include "util/busguard.h"
 #include "util/fk.h"
 
 #include <dwarf.h>
@@ -59,6 +60,7 @@ struct fk_cfi {
     Dwarf *dw;
     Dwarf_CFI *dbg;
     bool dbg_tried, go_tried;
+    bool truncated;                 /* the file shrank under a read (SIGBUS): no more reads */
     struct fk_gopcln go;
     bool go_ok;
     struct fk_uw_row *rows;
@@ -100,9 +102,9 @@ void fk_cfi_free(struct fk_cfi *c)
 {
     if (!c)
         return;
-    if (c->eh)
+    if (c->eh && !c->truncated)
         dwarf_cfi_end(c->eh);
-    if (c->dw)
+    if (c->dw && !c->truncated)
         dwarf_end(c->dw);      /* owns c->dbg */
     free(c->segs);
     free(c->rows);
@@ -318,7 +320,19 @@ static void go_topframe(struct fk_cfi *c, struct fk_uw_row *row, uint64_t vaddr)
     }
 }
 
-static void compute(struct fk_cfi *c, uint64_t vaddr, struct fk_uw_row *row)
+static void compute_none(struct fk_cfi *c, uint64_t vaddr, struct fk_uw_row *row)
+{
+    memset(row, 0, sizeof *row);
+    row->start = vaddr;
+    row->end = vaddr + 1;
+    row->src = FK_SRC_NONE;
+    if (c->entry && vaddr >= c->entry && vaddr - c->entry < ENTRY_SPAN) {
+        row->src = FK_SRC_ENTRY;
+        row->rule[FK_UW_IP].kind = FK_RULE_UNDEF;
+    }
+}
+
+static void compute_read(struct fk_cfi *c, uint64_t vaddr, struct fk_uw_row *row)
 {
     bool ok = from_libdw(c, c->eh, vaddr, row, FK_SRC_EH);
     if (!ok) {
@@ -338,16 +352,28 @@ static void compute(struct fk_cfi *c, uint64_t vaddr, struct fk_uw_row *row)
         ok = from_go(c, vaddr, row);
     if (ok && c->go_ok)
         go_topframe(c, row, vaddr);
-    if (!ok) {
-        memset(row, 0, sizeof *row);
-        row->start = vaddr;
-        row->end = vaddr + 1;
-        row->src = FK_SRC_NONE;
-        if (c->entry && vaddr >= c->entry && vaddr - c->entry < ENTRY_SPAN) {
-            row->src = FK_SRC_ENTRY;
-            row->rule[FK_UW_IP].kind = FK_RULE_UNDEF;
-        }
+    if (!ok)
+        compute_none(c, vaddr, row);
+}
+
+/* The row at vaddr, read from the file's mapping under a SIGBUS guard
+ * (util/busguard.h): a file truncated by its owner meanwhile gives no
+ * more rows, and its libdw state is left alone (fk_cfi_free too). */
+static void compute(struct fk_cfi *c, uint64_t vaddr, struct fk_uw_row *row)
+{
+    if (c->truncated) {
+        compute_none(c, vaddr, row);
+        return;
     }
+    struct fk_bus_guard g;
+    fk_bus_push(&g);
+    if (sigsetjmp(g.env, 0) == 0) {
+        compute_read(c, vaddr, row);
+        fk_bus_pop(&g);
+        return;
+    }
+    c->truncated = true;
+    compute_none(c, vaddr, row);
 }
 
 const struct fk_uw_row *fk_cfi_find(struct fk_cfi *c, uint64_t vaddr)

@@ -2,6 +2,7 @@
 /* Process table (address spaces, comms), DSO table, locate and name. */
 #include "symbols/symbols-int.h"
 #include "symbols/cfi.h"
+#include "util/busguard.h"
 #include "util/dynlib.h"
 #include "util/safeopen.h"
 
@@ -227,6 +228,40 @@ static int open_mapped(struct fk_symbolizer *s, struct dso *d, pid_t pid,
 
 static void dso_load(struct fk_symbolizer *s, struct dso *d);
 
+/* Its file shrank under a read through its mapping (SIGBUS, util/busguard.h):
+ * drop what was read from it, keep the half-built libelf/libdw state
+ * (freeing it could touch the mapping again), name it by file and offset. */
+static void dso_truncated(struct dso *d)
+{
+    d->elf = NULL;
+    d->cfi = NULL;
+    d->cfi_tried = true;
+    d->loaded = true;
+    d->elf_ok = false;
+    d->nloads = 0;
+    free(d->fdes);
+    d->fdes = NULL;
+    d->nfdes = 0;
+    fk_symtab_free(&d->st);
+    if (d->fd >= 0)
+        close(d->fd);
+    d->fd = -1;
+}
+
+/* fk_dso_elf under a SIGBUS guard. */
+static Elf *dso_elf(struct dso *d)
+{
+    struct fk_bus_guard g;
+    fk_bus_push(&g);
+    if (sigsetjmp(g.env, 0) == 0) {
+        Elf *e = fk_dso_elf(d);
+        fk_bus_pop(&g);
+        return e;
+    }
+    dso_truncated(d);
+    return NULL;
+}
+
 static uint64_t dso_key(uint64_t dev, uint64_t ino, const char *path,
                         const unsigned char *bid, size_t bid_len)
 {
@@ -278,7 +313,7 @@ static uint32_t dso_file(struct fk_symbolizer *s, pid_t pid, uint64_t start, uin
         if (s->fds_open >= s->fd_cap) {
             /* too many pinned: keep the file as a mapping (the unwinder
              * needs its CFI), read its symbols now, close the fd */
-            fk_dso_elf(d);
+            dso_elf(d);
             dso_load(s, d);
         } else {
             s->fds_open++;
@@ -326,7 +361,14 @@ static void dso_load(struct fk_symbolizer *s, struct dso *d)
             now.st_dev != pinned.st_dev)
             s->deleted_kept++;
     }
-    fk_dso_load_elf(d, s->dbg, !s->capture_ended);
+    struct fk_bus_guard g;
+    fk_bus_push(&g);
+    if (sigsetjmp(g.env, 0) == 0) {
+        fk_dso_load_elf(d, s->dbg, !s->capture_ended);
+        fk_bus_pop(&g);
+    } else {
+        dso_truncated(d);
+    }
 }
 
 /* The /tmp directory of a process, O_PATH: one component below its root
@@ -870,7 +912,15 @@ static struct fk_cfi *dso_cfi(struct dso *d)
 {
     if (!d->cfi_tried) {
         d->cfi_tried = true;
-        d->cfi = fk_cfi_new(d->kind == DSO_VDSO ? fk_vdso_elf() : fk_dso_elf(d));
+        Elf *e = d->kind == DSO_VDSO ? fk_vdso_elf() : dso_elf(d);
+        struct fk_bus_guard g;
+        fk_bus_push(&g);
+        if (sigsetjmp(g.env, 0) == 0) {
+            d->cfi = fk_cfi_new(e);     /* (cfi.c guards its own later reads) */
+            fk_bus_pop(&g);
+        } else {
+            dso_truncated(d);
+        }
     }
     return d->cfi;
 }
