@@ -133,19 +133,19 @@ bool fk_gopcln_spdelta(const struct fk_gopcln *g, uint64_t func, uint64_t entry,
     if (!pcsp || !in_bounds(g, g->pctab, pcsp) || !in_bounds(g, g->pctab + pcsp, 1))
         return false;
     size_t pos = g->pctab + pcsp;
-    int32_t val = -1;
+    int64_t val = -1;       /* wide: hostile deltas must not overflow the sum */
     uint64_t pc = entry;
     /* a real table has one step per SP change: bound the walk anyway */
     for (unsigned steps = 0; steps < 1u << 20; steps++) {
         uint32_t uv, pcd;
         if (!varint(g->p, g->size, &pos, &uv) || (uv == 0 && steps > 0))
             return false;
-        val += (int32_t)(-(uv & 1) ^ (uv >> 1));
-        if (!varint(g->p, g->size, &pos, &pcd) || pcd == 0)
+        val += (uv & 1) ? -(int64_t)(uv >> 1) - 1 : (int64_t)(uv >> 1);    /* zig-zag */
+        if (val < INT32_MIN || val > INT32_MAX || !varint(g->p, g->size, &pos, &pcd) || pcd == 0)
             return false;
         uint64_t next = pc + (uint64_t)pcd * g->quantum;
         if (vaddr < next) {
-            *delta = val;
+            *delta = (int32_t)val;
             *start = pc;
             *end = next;
             return vaddr >= pc;
