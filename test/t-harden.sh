@@ -175,3 +175,15 @@ for kind in fifo ptmx; do
         fi
     fi
 done
+
+# 5. A mapped file truncated by its owner while flamekit reads it through a
+# mapping (the unwinder's CFI): SIGBUS must not kill the capture
+t0=$(date +%s%N)
+timeout -k 5 40 "$FLAMEKIT" run --call-graph dwarf -F 999 --no-svg -o "$T/trunc" -- \
+    "$prog" truncate 1.5 "$T/trunc.bin" >"$T/trunc.log" 2>&1
+rc=$?; secs=$(( ($(date +%s%N) - t0) / 1000000000 ))
+check_eq "mapped file truncated during the capture: exit 0 (no SIGBUS)" 0 "$rc"
+check_grep "mapped file truncated during the capture: file cut to 8 KiB" '^8192$' "$(stat -c %s "$T/trunc.bin" 2>/dev/null)"
+FOLDED=$(ls "$T/trunc"/*.folded.gz 2>/dev/null | head -n 1)
+[ -n "$FOLDED" ] && check_range "mapped file truncated: samples in it, named by file and offset" \
+    "$(share "$FOLDED" 'trunc\.bin\+0x')" 0.5 1

@@ -12,7 +12,13 @@
  *   symprog replace SECS DIR fifo|ptmx
  *                        hostile: map files DIR/lib-N.so executable, unmap
  *                        each, put a FIFO or a symlink to /dev/ptmx at its
- *                        path, burn CPU in between; prints "ready" first */
+ *                        path, burn CPU in between; prints "ready" first
+ *   symprog truncate SECS FILE
+ *                        hostile: copy our own binary to FILE, map it, run
+ *                        a loop placed in its text for SECS, then truncate
+ *                        FILE to the loop's page (a profiler reading the
+ *                        rest through a mapping takes SIGBUS) and run it SECS
+ *                        more */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -139,9 +145,52 @@ int main(int argc, char **argv)
             }
             fk_symprog_alpha(3000000);
         }
+    } else if (strcmp(mode, "truncate") == 0 && argc > 3) {
+        double secs = atof(argv[2]);
+        FILE *in = fopen("/proc/self/exe", "rb"), *out = fopen(argv[3], "wb");
+        char buf[65536];
+        size_t n;
+        while (in && out && (n = fread(buf, 1, sizeof buf, in)) > 0)
+            fwrite(buf, 1, n, out);
+        if (!in || !out || fclose(out) != 0) {
+            perror(argv[3]);
+            return 1;
+        }
+        fclose(in);
+        int fd = open(argv[3], O_RDWR | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) != 0)
+            return 1;
+        /* in the file's second page: movabs rcx, N; 3000 nops; dec rcx;
+         * jnz (to the nops); ret -- samples at many pcs, each looked up */
+        static unsigned char code[3100];
+        uint64_t loops = 20000;
+        code[0] = 0x48, code[1] = 0xb9;
+        memcpy(code + 2, &loops, 8);
+        memset(code + 10, 0x90, 3000);
+        unsigned char tail[] = { 0x48, 0xff, 0xc9, 0x0f, 0x85, 0, 0, 0, 0, 0xc3 };
+        int32_t rel = 10 - (3010 + 9);
+        memcpy(tail + 5, &rel, 4);
+        memcpy(code + 3010, tail, sizeof tail);
+        if (pwrite(fd, code, 3010 + sizeof tail, 0x1000) != (ssize_t)(3010 + sizeof tail))
+            return 1;
+        unsigned char *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED)
+            return 1;
+        void (*loop)(void) = (void (*)(void))(void *)(p + 0x1000);
+        printf("ready\n");
+        double end = now() + secs;
+        while (now() < end)
+            loop();
+        /* keep the loop's page: run on in it, past the new end of file */
+        if (ftruncate(fd, 0x2000) != 0)
+            return 1;
+        end = now() + secs;
+        while (now() < end)
+            loop();
     } else {
         fprintf(stderr, "usage: symprog addrs|jit [nomap]|spin SECS|jitspin SECS [atexit]|"
-                "replace SECS DIR fifo|ptmx\n");
+                "replace SECS DIR fifo|ptmx|truncate SECS FILE\n");
         return 2;
     }
     return 0;
