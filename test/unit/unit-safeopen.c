@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Safe opening of process-controlled files, with openat2 and with the
  * manual walk: a directory stands in for a container's root, planted with
- * FIFOs, devices, symlinks out of it, big files and foreign owners. */
+ * FIFOs, devices, symlinks out of it, big files and foreign owners. And
+ * the SIGBUS guard for a mapped file truncated under a read. */
+#include "util/busguard.h"
 #include "util/safeopen.h"
 #include "unit.h"
 
@@ -10,6 +12,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -182,6 +185,41 @@ int main(void)
         close(fd);
     close(ff);
     close(rf);
+
+    /* a mapping whose file shrinks: the read past the end is caught by the
+     * innermost guard, the outer one still works after */
+    char *tp = fk_asprintf("%s/shrinks", top);
+    int tf = open(tp, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    long page = sysconf(_SC_PAGESIZE);
+    volatile unsigned char *m = NULL;
+    if (tf >= 0 && ftruncate(tf, 2 * page) == 0)
+        m = mmap(NULL, (size_t)(2 * page), PROT_READ, MAP_SHARED, tf, 0);
+    UNIT_CHECK("mapping for the SIGBUS guard", m && m != MAP_FAILED && ftruncate(tf, page) == 0);
+    if (m && m != MAP_FAILED) {
+        struct fk_bus_guard outer, inner;
+        volatile int got = 0;
+        unsigned long before = fk_bus_caught();
+        fk_bus_push(&outer);
+        if (sigsetjmp(outer.env, 0) == 0) {
+            fk_bus_push(&inner);
+            if (sigsetjmp(inner.env, 0) == 0) {
+                got = m[page];          /* past the end: SIGBUS */
+                fk_bus_pop(&inner);
+            } else {
+                got = 1;
+            }
+            got += m[0] == 0;           /* still inside the file */
+            fk_bus_pop(&outer);
+        } else {
+            got = -1;
+        }
+        UNIT_CHECK("SIGBUS past a truncated mapping's end: caught by the guard",
+                   got == 2 && fk_bus_caught() == before + 1);
+        munmap((void *)m, (size_t)(2 * page));
+    }
+    if (tf >= 0)
+        close(tf);
+    free(tp);
 
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
