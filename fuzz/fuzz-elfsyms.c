@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     struct dso d = { .kind = DSO_FILE, .fd = fd };
     d.path = fk_strdup("/nonexistent/fuzz.so");
-    fk_dso_load_elf(&d, NULL);     /* closes fd */
+    fk_dso_load_elf(&d, NULL, false);     /* closes fd */
     for (size_t i = 0; i < d.nfdes; i++) {
         const struct fde_range *f = &d.fdes[i];
         if (i && f->start <= d.fdes[i - 1].start)

@@ -733,7 +733,9 @@ enum fk_perfmap_rc fk_perfmap_load(struct fk_symtab *t, int fd, uint64_t max_rea
             *nl = '\0';
             size_t len = (size_t)(nl - (buf + pos));
             if (!skipping) {
-                if (symtab_bytes_after(&fresh, len) + FK_PERFMAP_LINE_MAX > max_mem) {
+                /* the table as it would grow, and this buffer */
+                if (max_mem < FK_PERFMAP_LINE_MAX ||
+                    symtab_bytes_after(&fresh, len) > max_mem - FK_PERFMAP_LINE_MAX) {
                     rc = FK_PERFMAP_TRUNCATED;
                     break;
                 }

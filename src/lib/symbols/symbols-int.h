@@ -108,10 +108,10 @@ void fk_vdso_load(struct fk_symtab *t);
 /* /proc/kallsyms; returns false when addresses are hidden. */
 bool fk_kallsyms_load(struct fk_symtab *t, bool *hidden);
 /* A perf-PID.map (fd stays the caller's) into t, replacing what it held.
- * Bounded: at most max_read bytes are read, lines longer than
- * FK_PERFMAP_LINE_MAX are skipped, and the table (with the read buffer)
- * stops growing before it would pass max_mem bytes: TRUNCATED then, with
- * the symbols read so far. ERROR (a read error) leaves t as it was. */
+ * Bounded: at most max_read bytes are read, lines of FK_PERFMAP_LINE_MAX
+ * bytes or more are skipped, and the table (with the read buffer) stops
+ * growing before it would pass max_mem bytes: TRUNCATED then, with the
+ * symbols read so far. ERROR (a read error) leaves t as it was. */
 #define FK_PERFMAP_LINE_MAX 4096
 enum fk_perfmap_rc { FK_PERFMAP_OK, FK_PERFMAP_TRUNCATED, FK_PERFMAP_ERROR };
 enum fk_perfmap_rc fk_perfmap_load(struct fk_symtab *t, int fd, uint64_t max_read, size_t max_mem);
