@@ -176,12 +176,16 @@ static char *cgroup_of_container(const char *id)
     while (!found && (de = readdir(d))) {
         if (!isdigit((unsigned char)de->d_name[0]))
             continue;
-        char path[300], line[4096];
+        char path[300];
         snprintf(path, sizeof path, "/proc/%s/cgroup", de->d_name);
         FILE *f = fopen(path, "re");
         if (!f)
             continue;
-        while (!found && fgets(line, sizeof line, f)) {
+        /* whole lines (the kernel bounds them by PATH_MAX): a fixed buffer
+         * would split a long cgroup path, whose rest could pose as a line */
+        char *line = NULL;
+        size_t cap = 0;
+        while (!found && getline(&line, &cap, f) > 0) {
             if (strncmp(line, "0::", 3))
                 continue;
             char *p = line + 3;
@@ -192,6 +196,7 @@ static char *cgroup_of_container(const char *id)
             char *end = strchr(hit, '/');
             found = end ? fk_strndup(p, (size_t)(end - p)) : fk_strdup(p);
         }
+        free(line);
         fclose(f);
     }
     closedir(d);
