@@ -102,10 +102,15 @@ void fk_cfi_free(struct fk_cfi *c)
 {
     if (!c)
         return;
-    if (c->eh && !c->truncated)
-        dwarf_cfi_end(c->eh);
-    if (c->dw && !c->truncated)
-        dwarf_end(c->dw);      /* owns c->dbg */
+    if (c->truncated) {
+        fk_bus_abandon(c->eh);
+        fk_bus_abandon(c->dw);
+    } else {
+        if (c->eh)
+            dwarf_cfi_end(c->eh);
+        if (c->dw)
+            dwarf_end(c->dw);  /* owns c->dbg */
+    }
     free(c->segs);
     free(c->rows);
     free(c->ops);

@@ -233,6 +233,8 @@ static void dso_load(struct fk_symbolizer *s, struct dso *d);
  * (freeing it could touch the mapping again), name it by file and offset. */
 static void dso_truncated(struct dso *d)
 {
+    fk_bus_abandon(d->elf);
+    fk_bus_abandon(d->cfi);
     d->elf = NULL;
     d->cfi = NULL;
     d->cfi_tried = true;

@@ -2,6 +2,8 @@
 /* SIGBUS guards for reads through file mappings: see busguard.h. */
 #include "busguard.h"
 
+#include "fk.h"
+
 #include <signal.h>
 #include <stddef.h>
 #include <string.h>
@@ -45,4 +47,15 @@ void fk_bus_pop(struct fk_bus_guard *g)
 unsigned long fk_bus_caught(void)
 {
     return (unsigned long)caught;
+}
+
+static void **abandoned;
+static size_t nabandoned, capabandoned;
+
+void fk_bus_abandon(void *p)
+{
+    if (!p)
+        return;
+    abandoned = fk_grow(abandoned, &capabandoned, nabandoned + 1, sizeof *abandoned);
+    abandoned[nabandoned++] = p;
 }

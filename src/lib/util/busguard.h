@@ -32,5 +32,9 @@ void fk_bus_push(struct fk_bus_guard *g);
 void fk_bus_pop(struct fk_bus_guard *g);
 /* SIGBUS caught so far (for tests and the summary). */
 unsigned long fk_bus_caught(void);
+/* Keep what a caught SIGBUS left half-built (a libelf or libdw handle):
+ * never freed (freeing could touch the mapping again), but reachable, so
+ * a leak checker does not report it. NULL is ignored. */
+void fk_bus_abandon(void *p);
 
 #endif
