@@ -393,7 +393,7 @@ static int proc_tmp_open(pid_t pid, bool *gone)
  * /tmp when its /tmp is ours, else in its own /tmp, held open (that keeps
  * a private tmpfs and its files reachable after its mount namespace is
  * gone, where its root alone would not). Its uids now: the map's owner
- * must be one of them or root (as perf requires). */
+ * must be one of them or root (perf's owner rule, for the process's user). */
 static void jit_locate(struct fk_symbolizer *s, struct dso *d)
 {
     struct stat ts;
