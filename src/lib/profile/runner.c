@@ -188,7 +188,7 @@ static bool prepare_dir(const struct fk_profile_request *rq, struct fk_profile_r
             }
             *created = true;
         }
-        if (!check_writable(rq->outdir)) {
+        if ((!*created && !fk_outdir_check(rq->outdir)) || !check_writable(rq->outdir)) {
             if (*created)
                 rmdir(rq->outdir);
             *created = false;
@@ -497,8 +497,10 @@ static void print_top(FILE *out, const struct fk_stacktab *t, int n)
     for (size_t i = 0; i < m && (int)i < n; i++) {
         fk_buf_reset(&nb);
         fk_name_display(v[i].name, v[i].len, &nb);     /* "do_idle (kernel)" */
+        /* the profiled process named it: no escapes to our terminal */
+        size_t len = fk_text_sanitize_n(nb.data, nb.len > 100 ? 100 : nb.len);
         fprintf(out, "    %5.1f%%  %.*s\n", 100.0 * (double)v[i].count / (double)t->total,
-                (int)(nb.len > 100 ? 100 : nb.len), nb.data);
+                (int)len, nb.data);
     }
     fk_buf_free(&nb);
     free(v);
@@ -512,7 +514,10 @@ void fk_profile_summary(FILE *out, const struct fk_profile_request *rq,
     const struct fk_capture_result *r = &res->cap;
     const struct fk_event *ev = &res->event;
     const char *ended = r->stop_reason ? r->stop_reason : "";
-    fprintf(out, "%s: %s\n", fk_progname, res->target.desc);
+    char *desc = fk_strdup(res->target.desc);     /* names a command, a cgroup */
+    fk_text_sanitize(desc);
+    fprintf(out, "%s: %s\n", fk_progname, desc);
+    free(desc);
     if (ev->freq)
         fprintf(out, "  event %s at %llu Hz per CPU, %.1f s (ended: %s), %llu samples\n",
                 ev->name, (unsigned long long)ev->freq, (double)r->duration_ns / 1e9, ended,
