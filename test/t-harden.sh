@@ -156,3 +156,35 @@ if need objcopy && [ -x "$FK_BUILD/test/progs/hot" ]; then
     check_grep "summary: a symbol's name is shown, neutralised" '%  c1\?\[31mname\?\]0.x\?$' "$T/c1b.err"
     if LC_ALL=C grep -q $'\xc2[\x80-\x9f]\|\x1b\|\x07' "$T/c1b.err"; then fail "summary: no control from a symbol name reaches the terminal" "$(cat -v "$T/c1b.err")"; else pass "summary: no control from a symbol name reaches the terminal"; fi
 fi
+
+# ---- 4. --allow-http's loopback check: the parsed host ---------------------
+echo data >"$T/up.txt"
+for url in 'http://127.attacker.example/b/k?X-Amz-Signature=00' 'http://127.0.0.1.attacker.example:80/b/k?X-Amz-Signature=00' \
+           'http://localhost.attacker.example/b/k?X-Amz-Signature=00'; do
+    out=$(timeout 30 "$FLAMEKIT" upload --retries 0 --connect-timeout 2s "$T/up.txt" "$url" 2>&1); rc=$?
+    host=${url#http://}; host=${host%%/*}
+    check_eq "plain http to $host: exit 1" 1 "$rc"
+    check_grep "plain http to $host: refused without --allow-http" "refusing plain http to $host: use https, or --allow-http" "$out"
+done
+out=$(AWS_ACCESS_KEY_ID=x AWS_SECRET_ACCESS_KEY=y timeout 30 "$FLAMEKIT" upload --retries 0 --endpoint http://127.attacker.example "$T/up.txt" s3://b/p/ 2>&1); rc=$?
+check_grep "--endpoint http://127.attacker.example: refused" "refusing plain http to 127.attacker.example" "$out"
+if need python3; then
+    # a PUT server on 127.0.0.1: plain http there needs no --allow-http
+    python3 -c '
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_PUT(s):
+        s.rfile.read(int(s.headers.get("Content-Length", 0)))
+        s.send_response(200); s.send_header("ETag", "\"e\""); s.send_header("Content-Length", "0"); s.end_headers()
+    def log_message(s, *a): pass
+srv = http.server.HTTPServer(("127.0.0.1", 0), H)
+print(srv.server_port, flush=True)
+srv.serve_forever()' >"$T/put.port" 2>/dev/null &
+    putpid=$!
+    fk_cleanup "kill $putpid 2>/dev/null"
+    for _ in $(seq 100); do [ -s "$T/put.port" ] && break; sleep 0.05; done
+    port=$(head -1 "$T/put.port")
+    out=$(timeout 30 "$FLAMEKIT" upload --retries 0 "$T/up.txt" "http://127.0.0.1:$port/b/k?X-Amz-Signature=00" 2>&1); rc=$?
+    check_eq "plain http to 127.0.0.1:PORT is allowed (uploaded, exit 0)" 0 "$rc"
+    check_nogrep "127.0.0.1:PORT: not refused" 'refusing plain http' "$out"
+fi
