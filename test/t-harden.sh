@@ -188,3 +188,24 @@ srv.serve_forever()' >"$T/put.port" 2>/dev/null &
     check_eq "plain http to 127.0.0.1:PORT is allowed (uploaded, exit 0)" 0 "$rc"
     check_nogrep "127.0.0.1:PORT: not refused" 'refusing plain http' "$out"
 fi
+
+# ---- 5. --redact-args: no secret argv word in what --upload publishes ------
+mkdir -p "$T/wd-hunter3dir"
+(cd "$T/wd-hunter3dir" && timeout 60 "$FLAMEKIT" run --redact-args -o "$T/red" -- sh -c 'exit 0' --password=hunter2 >"$T/red.out" 2>&1)
+json=$(ls "$T"/red/*.json 2>/dev/null | head -1)
+if [ -n "$json" ]; then
+    check_nogrep "--redact-args: the secret argv word is not in the .json" 'hunter2' "$json"
+    check_nogrep "--redact-args: the working directory is not in the .json" 'hunter3dir' "$json"
+    leak=$(for f in "$T"/red/*; do case $f in *.gz) zcat "$f" ;; *) cat "$f" ;; esac | grep -l hunter >/dev/null && echo "$f"; done)
+    check_eq "--redact-args: no file of the result holds it (svg, pb.gz, folded.gz)" "" "$leak"
+    check_nogrep "--redact-args: nor the summary" 'hunter' "$T/red.out"
+    check_grep "--redact-args: the .json says so" '"args_redacted": true' "$json"
+    check_grep "--redact-args: the command keeps its program" '"description": "command: sh \(arguments redacted\)"' "$json"
+    check_grep "--redact-args: invocation is the subcommand" '"invocation": "flamekit run"' "$json"
+else
+    fail "--redact-args capture" "$(cat "$T/red.out")"
+fi
+# without it the metadata has the arguments (what the man pages warn about)
+(cd "$T/wd-hunter3dir" && timeout 60 "$FLAMEKIT" run -q -o "$T/nored" -- sh -c 'exit 0' --password=hunter2 >/dev/null 2>&1)
+check_grep "without --redact-args the .json holds the arguments (documented)" 'hunter2' "$(cat "$T"/nored/*.json)"
+check_grep "--redact-args is in --help (and so in bash completion)" '--redact-args' "$("$FLAMEKIT" run --help)"

@@ -384,6 +384,12 @@ int fk_profile_run(const struct fk_profile_request *rq, struct fk_profile_result
         }
         if (rq->run_pid)
             *rq->run_pid = res->target.pids[0];
+        if (rq->redact_args) {
+            /* the description goes into the SVG title, the .json, the
+             * summary and the --stdout stream: no arguments in it */
+            free(res->target.desc);
+            res->target.desc = fk_asprintf("command: %s (arguments redacted)", rq->run_argv[0]);
+        }
     }
 
     struct fk_capture_opts co;
