@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
+/* Atomic output files (outfile.h): temporary + rename, and the rules for
+ * what may stand at the final path and in an output directory. */
 #include "outfile.h"
 
 #include <errno.h>
@@ -86,9 +88,11 @@ static bool open_common(struct fk_outfile *o, const char *path, int mode, bool g
             return false;
         }
     } else if (lstat(path, &st) == 0 && is_null_device(&st)) {
-        o->fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (o->fd < 0) {
-            fk_error("cannot open %s: %s", path, strerror(errno));
+        o->fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (o->fd < 0 || fstat(o->fd, &st) != 0 || !is_null_device(&st)) {
+            fk_error("cannot open %s: %s", path, o->fd < 0 ? strerror(errno) : "it changed");
+            if (o->fd >= 0)
+                close(o->fd);
             release(o);
             return false;
         }
