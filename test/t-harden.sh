@@ -88,6 +88,26 @@ check_eq "world-writable -o DIR: nothing written" "" "$(ls -A "$T/open")"
 chmod 1777 "$T/open"
 out=$(timeout 30 "$FLAMEKIT" run -q -o "$T/open" -- true 2>&1); rc=$?
 check_eq "sticky world-writable -o DIR (like /tmp) is fine" 0 "$rc"
+# no -o: the new directory goes into the working directory, which must not
+# let others rename it away (world writable without the sticky bit)
+mkdir -m 0777 "$T/cwd-open"
+chmod 0777 "$T/cwd-open"
+out=$(cd "$T/cwd-open" && timeout 30 "$FLAMEKIT" run -q -- true 2>&1); rc=$?
+if [ "$rc" -ne 0 ]; then pass "no -o in a world-writable directory: refused (exit $rc)"; else fail "no -o in a world-writable directory: refused"; fi
+check_grep "no -o in a world-writable directory: names the fix" 'refusing output directory \.: .*sticky bit.*choose another with -o' "$out"
+check_eq "no -o in a world-writable directory: nothing written" "" "$(ls -A "$T/cwd-open")"
+# in a sticky shared -o DIR anyone may plant a FIFO at the name a capture
+# will write (the stamp is the start second): the capture fails, no hang
+mkdir -m 1777 "$T/shared"
+hw=$(hostname | sed 's/[^A-Za-z0-9._-]/_/g' | cut -c1-64)
+now=$(date +%s)
+for s in $(seq -2 8); do
+    mkfifo "$T/shared/$hw.$(date -u -d "@$((now + s))" +%Y%m%d_%H%M%S)_UTC.run-true.folded.gz"
+done
+out=$(timeout 30 "$FLAMEKIT" run -q -o "$T/shared" -- true 2>&1); rc=$?
+if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ]; then pass "FIFO planted at a capture's file name: refused (exit $rc, no hang)"; else fail "FIFO planted at a capture's file name: refused (exit $rc, no hang)" "$out"; fi
+check_grep "FIFO planted at a capture's file name: says so" 'refusing to write .*run-true\.folded\.gz: it is a FIFO' "$out"
+check_eq "FIFO planted at a capture's file name: only the FIFOs remain" "11 0" "$(find "$T/shared" -mindepth 1 -type p | wc -l) $(find "$T/shared" -mindepth 1 ! -type p | wc -l)"
 
 # ---- 2. a function named "f 1000000000" ----------------------------------
 # svgtotal SVG: the total count in the SVG's data block (first node record)

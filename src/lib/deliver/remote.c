@@ -503,7 +503,7 @@ static void open_file(const char *path)
 int fk_remote_run(const struct fk_remote_opts *o)
 {
     char *outdir = o->outdir ? fk_strdup(o->outdir) : default_outdir();
-    if (!fk_outdir_check(outdir)) {
+    if (!fk_outdir_check(outdir, true)) {
         free(outdir);
         return FK_EXIT_ERROR;
     }

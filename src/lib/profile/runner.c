@@ -188,7 +188,7 @@ static bool prepare_dir(const struct fk_profile_request *rq, struct fk_profile_r
             }
             *created = true;
         }
-        if ((!*created && !fk_outdir_check(rq->outdir)) || !check_writable(rq->outdir)) {
+        if ((!*created && !fk_outdir_check(rq->outdir, true)) || !check_writable(rq->outdir)) {
             if (*created)
                 rmdir(rq->outdir);
             *created = false;
@@ -197,7 +197,9 @@ static bool prepare_dir(const struct fk_profile_request *rq, struct fk_profile_r
         res->dir = fk_strdup(rq->outdir);
         return true;
     }
-    return check_writable(".");     /* the new directory comes after the capture */
+    /* the new directory comes after the capture; in a directory others
+     * may rename entries of, it could be swapped for a symlink by then */
+    return fk_outdir_check(".", false) && check_writable(".");
 }
 
 /* Remove what this run wrote, and its directory if it made it. */

@@ -44,9 +44,9 @@ void fk_outfile_abort(struct fk_outfile *o);
 
 /* An existing output directory (-o DIR) files will be created in: a
  * directory owned by the effective user (a symlink to it owned by that
- * user or root), not group/world writable unless sticky (as /tmp): another
- * user could otherwise swap or plant names in it between our checks.
- * Prints the one-line error and returns false otherwise. */
-bool fk_outdir_check(const char *dir);
+ * user or root; own: checked), not group/world writable unless sticky (as
+ * /tmp): another user could otherwise swap or plant names in it between
+ * our checks. Prints the one-line error and returns false otherwise. */
+bool fk_outdir_check(const char *dir, bool own);
 
 #endif
