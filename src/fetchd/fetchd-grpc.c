@@ -402,6 +402,20 @@ static void *worker_thread(void *arg)
     return NULL;
 }
 
+/* Calls answered RESOURCE_EXHAUSTED whose batch has not completed: the
+ * main thread never waits on a client (one that does not read would stall
+ * admission for everyone); reap_rejects() frees them, and cancels those
+ * still pending after a second. */
+struct rejecting {
+    struct pending *p;
+    grpc_slice details;
+    int cancelled;          /* RECV_CLOSE_ON_SERVER writes here until completion */
+    uint64_t since;
+    bool cancel_sent;
+    struct rejecting *next;
+};
+static struct rejecting *rejecting;
+
 /* Too many calls: answer at once from the main thread. */
 static void reject(struct pending *p, enum fd_admit why)
 {
@@ -412,24 +426,47 @@ static void reject(struct pending *p, enum fd_admit why)
         fd_gate_busy_msg(&gate, why, "calls", m, sizeof m);
     if (opt.verbose)
         fd_log("%s: refused: %s", p->peer, m);
-    grpc_slice details = grpc_slice_from_copied_string(m);
-    int cancelled;
+    struct rejecting *r = fk_calloc(1, sizeof *r);
+    r->p = p;
+    r->details = grpc_slice_from_copied_string(m);
+    r->since = fk_now_ns();
     grpc_op ops[3];
     memset(ops, 0, sizeof ops);
     ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
     ops[1].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
     ops[1].data.send_status_from_server.status = GRPC_STATUS_RESOURCE_EXHAUSTED;
-    ops[1].data.send_status_from_server.status_details = &details;
+    ops[1].data.send_status_from_server.status_details = &r->details;
     ops[2].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-    ops[2].data.recv_close_on_server.cancelled = &cancelled;
-    /* A peer that does not read must not stall the main thread: 1 s, then cancel. */
-    if (grpc_call_start_batch(p->call, ops, 3, p, NULL) == GRPC_CALL_OK &&
-        grpc_completion_queue_pluck(p->cq, p, in_ms(1000), NULL).type == GRPC_QUEUE_TIMEOUT) {
-        grpc_call_cancel(p->call, NULL);
-        grpc_completion_queue_pluck(p->cq, p, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
+    ops[2].data.recv_close_on_server.cancelled = &r->cancelled;
+    if (grpc_call_start_batch(p->call, ops, 3, p, NULL) != GRPC_CALL_OK) {
+        grpc_slice_unref(r->details);
+        free(r);
+        free_pending(p);
+        return;
     }
-    grpc_slice_unref(details);
-    free_pending(p);
+    r->next = rejecting;
+    rejecting = r;
+}
+
+static void reap_rejects(void)
+{
+    uint64_t now = fk_now_ns();
+    for (struct rejecting **rp = &rejecting; *rp; ) {
+        struct rejecting *r = *rp;
+        grpc_event ev = grpc_completion_queue_pluck(r->p->cq, r->p, gpr_time_0(GPR_CLOCK_MONOTONIC), NULL);
+        if (ev.type == GRPC_OP_COMPLETE) {
+            *rp = r->next;
+            grpc_slice_unref(r->details);
+            free_pending(r->p);
+            free(r);
+            continue;
+        }
+        if (!r->cancel_sent && now - r->since > 1000000000ull) {
+            grpc_call_cancel(r->p->call, NULL);     /* completes the batch soon */
+            r->cancel_sent = true;
+        }
+        rp = &r->next;
+    }
 }
 
 /* "ipv4:10.0.0.1:5000" -> "ipv4:10.0.0.1": what --max-per-peer counts. */
@@ -513,8 +550,8 @@ int main(int argc, char **argv)
             grpc_server_shutdown_and_notify(server, scq, &shutdown_tag);
             shutting = true;
         }
-        grpc_event ev = grpc_completion_queue_next(scq, gpr_time_add(gpr_now(GPR_CLOCK_REALTIME),
-                                                   gpr_time_from_millis(200, GPR_TIMESPAN)), NULL);
+        reap_rejects();
+        grpc_event ev = grpc_completion_queue_next(scq, in_ms(rejecting ? 50 : 200), NULL);
         if (ev.type != GRPC_OP_COMPLETE)
             continue;
         struct pending *p = ev.tag;
@@ -536,6 +573,11 @@ int main(int argc, char **argv)
         }
         if (!shutting)
             request_call(op);
+    }
+    while (rejecting) {
+        reap_rejects();
+        if (rejecting)
+            gpr_sleep_until(in_ms(20));
     }
     fd_gate_drain(&gate);
     grpc_server_destroy(server);
