@@ -2,8 +2,10 @@
 /* libFuzzer target: hostile result streams -> the reader. The first byte
  * picks the feed chunk size. Whatever the input, the reader must not crash,
  * must leave only committed files (never a temporary) in its directory,
- * and may commit only streams that end with a valid end record. */
+ * may commit only streams that end with a valid end record, and only
+ * files named as a capture names its results (no Makefile). */
 #include "deliver/stream.h"
+#include "util/result.h"
 
 #include <dirent.h>
 #include <stdlib.h>
@@ -22,6 +24,11 @@ static void check_and_clear(bool committed)
             continue;
         if (e->d_name[0] == '.' || !committed)
             abort();    /* a temporary survived, or files of a bad stream */
+        const char *n0 = e->d_name;
+        if (!strncmp(n0, "fuzz.", 5) && !fk_result_file_name_ok(n0))
+            n0 += 5;    /* the clash prefix */
+        if (!fk_result_file_name_ok(n0))
+            abort();    /* only result names may be planted (issue 12) */
         char *p = fk_asprintf("%s/%s", dir, e->d_name);
         unlink(p);
         free(p);

@@ -53,7 +53,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size_t slen;
         uint64_t c, c2;
         bool has2;
-        if (fk_folded_parse_line(line, len, &stack, &slen, &c, &c2, &has2, &why))
+        if (fk_folded_parse_line(line, len, true, &stack, &slen, &c, &c2, &has2, &why))
             fk_stacktab_add2(&t, stack, slen, c, has2 ? c2 : 0);
         free(line);
         s += len + (nl ? 1 : 0);

@@ -15,6 +15,7 @@ EXTRA_DIST += fuzz/corpus/svg/simple.txt
 EXTRA_DIST += fuzz/fuzz-stream.c
 EXTRA_DIST += fuzz/corpus/stream/error.bin
 EXTRA_DIST += fuzz/corpus/stream/garble.bin
+EXTRA_DIST += fuzz/corpus/stream/plant.bin
 EXTRA_DIST += fuzz/corpus/stream/run-full.bin
 EXTRA_DIST += fuzz/corpus/stream/run.bin
 EXTRA_DIST += fuzz/fuzz-pprof.c

@@ -159,7 +159,8 @@ check_eq "SIGINT: no temporary files left" 0 "$(ls "$T/int" | grep -c tmp)"
 
 # unprivileged (perf_event_paranoid 2): one clear line
 if [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -ge 2 ]; then
-    mkdir -m 777 "$T/np"
+    mkdir -m 700 "$T/np"
+    chown nobody "$T/np"    # its own directory: a root-owned 0777 one is refused (issue 12)
     o=$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$FLAMEKIT" host -d 1 -o "$T/np" 2>&1); rc=$?
     check_eq "unprivileged: exit 1" 1 "$rc"
     check_grep "unprivileged: error names perf_event_paranoid and a fix" 'perf_event_paranoid is [0-9].*(root|sysctl)' "$o"

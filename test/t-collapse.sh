@@ -165,11 +165,13 @@ check_eq "unknown option: one line" 1 "$(printf '%s\n' "$out" | wc -l)"
 check_grep "unknown option: names it" "unknown option '--bogus'" "$out"
 check_fails "missing file fails" C "$T/nonexistent"
 check_grep "missing file: names it" "cannot open .*nonexistent" "$(C "$T/nonexistent" 2>&1)"
+# a FIFO at -o (anyone's, in /tmp) is refused, not fed (issue 12; t-harden)
 mkfifo "$T/fifo"
-cat "$T/fifo" >"$T/fifo.out" &
-printf 'a 1 1.0: 5 cpu-clock:\n\t1 f (/x)\n' | C -o "$T/fifo"
-wait
-check_eq "-o FIFO writes into it" "a;f 1" "$(cat "$T/fifo.out")"
-check "-o FIFO leaves it a FIFO (devices such as /dev/null are not replaced)" test -p "$T/fifo"
+out=$(printf 'a 1 1.0: 5 cpu-clock:\n\t1 f (/x)\n' | timeout 10 "$FLAMEKIT" collapse -o "$T/fifo" 2>&1); rc=$?
+check_eq "-o FIFO is refused (exit 1, no hang)" 1 "$rc"
+check_grep "-o FIFO: says so" 'it is a FIFO' "$out"
+check "-o FIFO leaves it a FIFO" test -p "$T/fifo"
+printf 'a 1 1.0: 5 cpu-clock:\n\t1 f (/x)\n' | C -o /dev/null
+check "-o /dev/null is written in place (the device is not replaced)" test -c /dev/null
 check_eq "--help exits 0 on stdout" 0 "$(C --help >/dev/null 2>&1; echo $?)"
 check_grep "--help says counts are samples" 'number of samples' "$(C --help)"

@@ -210,31 +210,58 @@ check_grep "nonexistent PID: summary" '^h1: FAILED: remote capture failed \(stat
 check_eq "nonexistent PID: no local files" 0 "$(nfiles)"
 
 out=$("$FLAMEKIT" remote --status lines --remote-path "$FAKE" -o "$T/out" h1 -- evil 2>&1)
-check_grep "remote text: control characters are neutralised" '^h1: flamekit evil: bad\?\[2Jthing$' "$out"
+check_grep "remote text: control characters are neutralised (C0, C1, invalid UTF-8)" '^h1: flamekit evil: bad\?\[2J\?2J\?thing é$' "$out"
+if printf '%s' "$out" | LC_ALL=C grep -q $'\xc2[\x80-\x9f]\|\x9b'; then fail "remote text: no C1 control reaches the terminal"; else pass "remote text: no C1 control reaches the terminal"; fi
 if printf '%s' "$out" | grep -q $'\033'; then fail "remote text: no escape byte reaches the terminal"; else pass "remote text: no escape byte reaches the terminal"; fi
 
 # 6. Stream cut mid-file (remote process killed), and a corrupted stream.
 fresh
 "$FLAMEKIT" remote --status lines --remote-path "$FAKE" -o "$T/out" h1 -- slow "$T/slow.pid" >/dev/null 2>"$T/err" &
 rpid=$!
-for _ in $(seq 100); do [ -n "$(find "$T/out" -name '.slow*fkpart*' -size +0 2>/dev/null)" ] && break; sleep 0.05; done
+for _ in $(seq 100); do [ -n "$(find "$T/out" -name '.s.*slow*fkpart*' -size +0 2>/dev/null)" ] && break; sleep 0.05; done
 check_grep "stream cut: partial data sits in a hidden temporary" 'fkpart' "$(ls -A "$T/out")"
 kill "$(cat "$T/slow.pid")" 2>/dev/null
 wait $rpid; rc=$?
 check_eq "stream cut exits 1" 1 "$rc"
-check_grep "stream cut: clear error with the host" '^h1: FAILED: stream cut in the middle of a file \(slow.svg.x: 1000 of 1048576 bytes\)' "$(cat "$T/err")"
+check_grep "stream cut: clear error with the host" '^h1: FAILED: stream cut in the middle of a file \(s.20261202_000000_UTC.slow.json: 1000 of 1048576 bytes\)' "$(cat "$T/err")"
 check_eq "stream cut: no file left (not even a temporary)" 0 "$(nfiles)"
 out=$("$FLAMEKIT" remote --status lines --remote-path "$FAKE" -o "$T/out" h1 -- garble 2>&1); rc=$?
 check_eq "corrupted stream exits 1" 1 "$rc"
 check_grep "corrupted stream: checksum error" '^h1: FAILED: checksum mismatch' "$out"
 check_eq "corrupted stream: no files" 0 "$(nfiles)"
 
+# 6d. A hostile remote plants a file no capture writes (a Makefile beside a
+# real result name, valid stream, status 0): the whole stream is refused.
+for planted in Makefile .bashrc 'x.20261202_000000_UTC.s.json.sh'; do
+    fresh
+    out=$(timeout 60 "$FLAMEKIT" remote --status lines --remote-path "$FAKE" -o "$T/out" h1 -- plant "$planted" 2>&1); rc=$?
+    check_eq "planted $planted: exit 1" 1 "$rc"
+    check_grep "planted $planted: named as not a result file" '^h1: FAILED: not a flamekit result file name' "$out"
+    check_eq "planted $planted: nothing written" 0 "$(nfiles)"
+done
+
+# 6e. An output directory another user owns, or world-writable without the
+# sticky bit, is refused before anything runs.
+fresh
+chmod 0777 "$T/out"
+out=$(timeout 60 "$FLAMEKIT" remote --status lines --remote-path "$FAKE" -o "$T/out" h1 -- run -- true 2>&1); rc=$?
+check_eq "world-writable -o DIR: exit 1" 1 "$rc"
+check_grep "world-writable -o DIR: says why and the fix" 'refusing output directory .*world writable without the sticky bit.*chmod go-w' "$out"
+check_eq "world-writable -o DIR: nothing written" 0 "$(nfiles)"
+chmod 0755 "$T/out"
+chown nobody "$T/out"
+out=$(timeout 60 "$FLAMEKIT" remote --status lines --remote-path "$FAKE" -o "$T/out" h1 -- run -- true 2>&1); rc=$?
+check_eq "foreign-owned -o DIR: exit 1" 1 "$rc"
+check_grep "foreign-owned -o DIR: says why" "refusing output directory .*owned by uid $(id -u nobody)" "$out"
+check_eq "foreign-owned -o DIR: nothing written" 0 "$(nfiles)"
+chown root "$T/out"
+
 # 6a. The connection itself cut mid-file (the sshd session process killed).
 fresh
 rm -f "$T/slow.pid"
 "$FLAMEKIT" remote --status lines --remote-path "$FAKE" -o "$T/out" h1 -- slow "$T/slow.pid" >/dev/null 2>"$T/err" &
 rpid=$!
-for _ in $(seq 100); do [ -n "$(find "$T/out" -name '.slow*fkpart*' -size +0 2>/dev/null)" ] && break; sleep 0.05; done
+for _ in $(seq 100); do [ -n "$(find "$T/out" -name '.s.*slow*fkpart*' -size +0 2>/dev/null)" ] && break; sleep 0.05; done
 spid=$(cat "$T/slow.pid" 2>/dev/null)
 sess=$(pgrep -P "$SSHD_PID_a" | head -1)
 [ -n "$sess" ] && kill -KILL "$sess"
@@ -249,7 +276,7 @@ if [ -n "$spid" ] && ! kill -0 "$spid" 2>/dev/null; then pass "connection cut: r
 rm -f "$T/slow.pid"
 "$FLAMEKIT" remote --status lines --remote-path "$FAKE" -o "$T/out" h1 -- slow "$T/slow.pid" >/dev/null 2>"$T/err" &
 rpid=$!
-for _ in $(seq 100); do [ -n "$(find "$T/out" -name '.slow*fkpart*' -size +0 2>/dev/null)" ] && break; sleep 0.05; done
+for _ in $(seq 100); do [ -n "$(find "$T/out" -name '.s.*slow*fkpart*' -size +0 2>/dev/null)" ] && break; sleep 0.05; done
 spid=$(cat "$T/slow.pid" 2>/dev/null)
 kill -INT $rpid
 wait $rpid; rc=$?
@@ -263,7 +290,7 @@ fresh
 rm -f "$T/slow.pid"
 "$FLAMEKIT" remote --status lines --deploy-binary "$FAKE" -o "$T/out" h1 -- slow "$T/slow.pid" >/dev/null 2>"$T/err" &
 rpid=$!
-for _ in $(seq 100); do [ -n "$(find "$T/out" -name '.slow*fkpart*' -size +0 2>/dev/null)" ] && break; sleep 0.05; done
+for _ in $(seq 100); do [ -n "$(find "$T/out" -name '.s.*slow*fkpart*' -size +0 2>/dev/null)" ] && break; sleep 0.05; done
 spid=$(cat "$T/slow.pid" 2>/dev/null)
 sdir=$(dirname "$(readlink "/proc/$spid/exe" 2>/dev/null)" 2>/dev/null)
 check_grep "interrupted deploy: capture ran from the deployed copy" '^'"$T"'/rtmp/flamekit\.' "$sdir"

@@ -52,13 +52,14 @@ int cmd_diff(int argc, char **argv)
                      shown(after));
             goto out;
         }
-        /* two-column inputs: their first column is the profile */
+        /* BEFORE and AFTER are profiles: one count per line */
         for (size_t i = 0; i < b.n; i++)
             fk_stacktab_add2(&t, b.v[i].key, b.v[i].len, b.v[i].count, 0);
         for (size_t i = 0; i < a.n; i++)
             fk_stacktab_add2(&t, a.v[i].key, a.v[i].len, 0, a.v[i].count);
     } else {
         const char *in = nargs ? args.v[0] : "-";
+        c.two_counts = true;    /* the one place two counts are read */
         if (!fk_svg_cli_read(&c, in, &t))
             goto out;
         if (!t.total2 && !t.total) {

@@ -136,7 +136,7 @@ bool fk_svg_cli_read(struct fk_svg_cli *c, const char *path, struct fk_stacktab 
 {
     struct fk_parse_stats st;
     memset(&st, 0, sizeof st);
-    struct fk_input_opts io = { .sample_type = c->sample_type };
+    struct fk_input_opts io = { .sample_type = c->sample_type, .two_counts = c->two_counts };
     struct fk_input_info info;
     bool ok = fk_input_read(path, &io, t, &st, &info);
     /* pprof: the sample type's unit names the counts unless --countname did */

@@ -18,6 +18,7 @@ struct fk_svg_cli {
     const char *sample_type;    /* --sample-type (pprof input) */
     bool countname_set;         /* --countname given */
     char countname_buf[64];     /* from a pprof sample type */
+    bool two_counts;            /* diff's one-input form: "STACK BEFORE AFTER" */
 };
 
 /* Sections of --help, bound to a struct fk_svg_cli. */

@@ -165,8 +165,9 @@ int main(int argc, char **argv)
             fclose(f);
         }
         /* A file header promising 1 MiB, then 1000 bytes, then silence. */
-        static const unsigned char head[] = "FKS1F\0\x0a\0\0\0\0\0\x10\0\0slow.svg.x";
-        if (write(1, head, 4 + 11 + 10) != 25)
+        static const unsigned char head[] =
+            "FKS1F\0\x1f\0\0\0\0\0\x10\0\0s.20261202_000000_UTC.slow.json";
+        if (write(1, head, 4 + 11 + 31) != 46)
             return 1;
         char junk[1000];
         memset(junk, 'x', sizeof junk);
@@ -177,15 +178,17 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(cmd, "evil"))
-        return fail(1, "flamekit evil: bad\033[2Jthing");
+        return fail(1, "flamekit evil: bad\033[2J\xc2\x9b" "2J\x9bthing \xc3\xa9");
     if (!strcmp(cmd, "garble")) {
         /* Valid framing, bad CRC in the second record's payload. */
         char path[] = "/tmp/fk-fake-garble.XXXXXX";
         int fd = mkstemp(path);
         struct fk_stream_writer w;
         fk_stream_begin(&w, fd);
-        fk_stream_file(&w, "g.svg", "<svg xmlns=\"http://www.w3.org/2000/svg\"/>\n", 41);
-        fk_stream_file(&w, "g.folded.gz", "abcdefghijklmnopqrstuvwxyz", 26);
+        fk_stream_file(&w, "g.20261202_000000_UTC.garble.flamegraph.svg",
+                       "<svg xmlns=\"http://www.w3.org/2000/svg\"/>\n", 41);
+        fk_stream_file(&w, "g.20261202_000000_UTC.garble.folded.gz",
+                       "abcdefghijklmnopqrstuvwxyz", 26);
         fk_stream_end(&w, 0, "");
         off_t n = lseek(fd, 0, SEEK_END);
         char *buf = fk_malloc((size_t)n);
@@ -195,6 +198,16 @@ int main(int argc, char **argv)
         unlink(path);
         buf[n - 40] ^= 1;
         return write(1, buf, (size_t)n) == n ? 0 : 1;
+    }
+    if (!strcmp(cmd, "plant")) {
+        /* A well-formed, successful stream that plants a file no capture
+         * writes (argv[2], e.g. Makefile) beside a real result name. */
+        struct fk_stream_writer w;
+        bool ok = fk_stream_begin(&w, 1) &&
+                  fk_stream_file(&w, "p.20261202_000000_UTC.plant.json", "{}\n", 3) &&
+                  fk_stream_file(&w, argc > 2 ? argv[2] : "Makefile", "all:\n\ttrue\n", 11) &&
+                  fk_stream_end(&w, 0, "");
+        return ok ? 0 : 1;
     }
     return fail(2, "flamekit: unknown fake capture command");
 }

@@ -81,5 +81,31 @@ int main(void)
         free(mp);
         rmdir(dir);
     }
+    /* Result file names a remote stream may deliver (issue 12, item 11). */
+    UNIT_CHECK("a result name is a result file name",
+               fk_result_file_name_ok("db1.example.com.20261202_151735_UTC.pid-42.flamegraph.svg"));
+    UNIT_CHECK("a faults json is a result file name",
+               fk_result_file_name_ok("h.20261202_151735_UTC.host.faults.json"));
+    UNIT_CHECK("Makefile is not", !fk_result_file_name_ok("Makefile"));
+    UNIT_CHECK("a hidden file is not", !fk_result_file_name_ok(".h.20261202_151735_UTC.pid-1.json"));
+    UNIT_CHECK("a hand-made .svg is not",
+               !fk_result_file_name_ok("h.20261202_151735_UTC.pid-1.svg"));
+    UNIT_CHECK("a result name with a tail is not",
+               !fk_result_file_name_ok("h.20261202_151735_UTC.pid-1.json.sh"));
+    UNIT_CHECK("a space or a slash is not",
+               !fk_result_file_name_ok("h x.20261202_151735_UTC.pid-1.json") &&
+               !fk_result_file_name_ok("../h.20261202_151735_UTC.pid-1.json"));
+
+    /* Terminal text (item 8): C0, DEL, C1 (UTF-8 and raw) and invalid UTF-8. */
+    {
+        char tx[] = "a\033[2Jb\xc2\x9b" "c\x9b" "d\x7f\te\xc3\xa9\xe2\x82\xac\xf0\x9f\x94\xa5"
+                   "\xc0\xaf\xed\xa0\x80\xe2\x82";
+        fk_text_sanitize(tx);
+        UNIT_CHECK("sanitize: controls and bad UTF-8 become '?', good UTF-8 stays",
+                   !strcmp(tx, "a?[2Jb?c?d?\te\xc3\xa9\xe2\x82\xac\xf0\x9f\x94\xa5???????"));
+        char u[] = "\xc2\x85\xc2\xa0";
+        UNIT_CHECK("sanitize: NEL (U+0085) goes, NBSP (U+00A0) stays",
+                   fk_text_sanitize_n(u, 4) == 3 && !memcmp(u, "?\xc2\xa0", 3));
+    }
     return UNIT_END();
 }

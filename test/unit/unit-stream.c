@@ -147,6 +147,29 @@ int main(void)
     UNIT_CHECK("hidden name is refused",
                fk_stream_reader_feed(&r, evil, sizeof evil) == FK_STREAM_BROKEN);
     fk_stream_reader_free(&r);
+    memcpy(evil + 15, "Makefi", 6);
+    fk_stream_reader_init(&r, dir);
+    UNIT_CHECK("a name no capture writes (Makefile) is refused",
+               fk_stream_reader_feed(&r, evil, sizeof evil) == FK_STREAM_BROKEN &&
+               strstr(r.error, "not a flamekit result file name") && count_entries() == 0);
+    fk_stream_reader_free(&r);
+
+    /* The per-host cap: a valid name promising more than 1 GiB is refused
+     * at its header (it was 4 GiB), before a byte is written. */
+    static const char okname[] = "h.20261202_151500_UTC.pid.json";
+    unsigned char big[4 + 11 + sizeof okname - 1] = "FKS1";
+    big[4] = 'F';
+    big[6] = sizeof okname - 1;
+    uint64_t want = FK_STREAM_MAX_FILE_DEFAULT + 1;
+    for (int i = 0; i < 8; i++)
+        big[7 + i] = (unsigned char)(want >> (56 - 8 * i));
+    memcpy(big + 15, okname, sizeof okname - 1);
+    fk_stream_reader_init(&r, dir);
+    UNIT_CHECK("a file above the 1 GiB cap is refused at its header",
+               FK_STREAM_MAX_FILE_DEFAULT <= (1ull << 30) &&
+               fk_stream_reader_feed(&r, big, sizeof big) == FK_STREAM_BROKEN &&
+               strstr(r.error, "exceeds the size limit") && count_entries() == 0);
+    fk_stream_reader_free(&r);
 
     rmdir(dir);
     return UNIT_END();

@@ -49,5 +49,20 @@ int main(void)
     fk_upload_meta_free(&m);
     UNIT_CHECK("other names give no metadata", fk_upload_meta_from_name("notes.txt", &m) == 0);
     UNIT_CHECK("bad stamp gives no metadata", fk_upload_meta_from_name("h.2026120_151735_UTC.x.svg", &m) == 0);
+    /* --allow-http's loopback check looks at the parsed host (issue 12) */
+    static const char *const lo[] = { "127.0.0.1", "127.0.0.1:9000", "127.1.2.3:80", "localhost",
+                                      "LOCALHOST:8080", "[::1]", "[::1]:9000",
+                                      "[::ffff:127.0.0.1]:80" };
+    static const char *const notlo[] = { "127.attacker.example", "127.attacker.example:80",
+                                         "127.0.0.1.attacker.example", "127.0.0.1@evil.example",
+                                         "127.0.0.1:80@evil.example", "127.1", "0x7f.0.0.1",
+                                         "localhost.attacker.example", "[::1]x", "[::2]:80",
+                                         "128.0.0.1", "[127.0.0.1]", "", "127.0.0.1:" };
+    int bad = 0;
+    for (size_t i = 0; i < sizeof lo / sizeof lo[0]; i++)
+        bad += !fk_upload_is_loopback(lo[i]);
+    for (size_t i = 0; i < sizeof notlo / sizeof notlo[0]; i++)
+        bad += fk_upload_is_loopback(notlo[i]);
+    UNIT_CHECK("loopback: 127/8, ::1 and localhost only, by the parsed host", bad == 0);
     return UNIT_END();
 }

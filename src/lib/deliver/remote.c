@@ -6,6 +6,7 @@
 #include "remote.h"
 #include "stream.h"
 #include "util/buf.h"
+#include "util/outfile.h"
 #include "util/result.h"
 
 #include <errno.h>
@@ -122,14 +123,6 @@ static char *safe_prefix(const char *host)
     return p;
 }
 
-/* Remote text goes to our terminal: no control characters in it. */
-static void sanitize(char *s)
-{
-    for (; *s; s++)
-        if (((unsigned char)*s < 0x20 && *s != '\t') || *s == 0x7f)
-            *s = '?';
-}
-
 static void set_status(struct host *h, const char *fmt, ...) FK_PRINTF(2, 3);
 static void set_status(struct host *h, const char *fmt, ...)
 {
@@ -159,7 +152,7 @@ static void ui_event(struct ui *u, struct host *h, const char *fmt, ...)
     char tmp[1024];
     vsnprintf(tmp, sizeof tmp, fmt, ap);
     va_end(ap);
-    sanitize(tmp);
+    fk_text_sanitize(tmp);
     free(h->status);
     h->status = fk_strdup(tmp);
     if (!u->tty)
@@ -188,6 +181,7 @@ static void ui_draw(struct ui *u, struct host *hosts, size_t n, bool force)
         size_t max = u->width > 1 ? u->width - 1 : 79;
         if (strlen(line) > max)
             line[max] = '\0';
+        fk_text_sanitize(line);     /* the cut may split a UTF-8 sequence */
         fprintf(stderr, "\r\033[K%s\n", line);
     }
     u->drawn = n;
@@ -201,7 +195,7 @@ static void err_line(struct ui *u, struct host *h, const char *raw)
     /* Verbatim except control characters: a remote host must not be able
      * to send escape sequences to our terminal. */
     char *line = fk_strdup(raw);
-    sanitize(line);
+    fk_text_sanitize(line);
     free(h->err_tail[h->err_n % ERR_TAIL_LINES]);
     h->err_tail[h->err_n % ERR_TAIL_LINES] = line;
     h->err_n++;
@@ -343,7 +337,7 @@ static void finish_host(const struct fk_remote_opts *o, struct ui *u, struct hos
         h->reason = fk_asprintf("%s (ssh %s)", r->error ? r->error : "bad result stream", how);
     }
     if (!h->ok) {
-        sanitize(h->reason);
+        fk_text_sanitize(h->reason);
         ui_event(u, h, "FAILED: %s", h->reason);
     }
     free(how);
@@ -509,8 +503,11 @@ static void open_file(const char *path)
 int fk_remote_run(const struct fk_remote_opts *o)
 {
     char *outdir = o->outdir ? fk_strdup(o->outdir) : default_outdir();
-    struct stat st;
-    if (stat(outdir, &st) != 0 || !S_ISDIR(st.st_mode) || access(outdir, W_OK | X_OK) != 0) {
+    if (!fk_outdir_check(outdir, true)) {
+        free(outdir);
+        return FK_EXIT_ERROR;
+    }
+    if (access(outdir, W_OK | X_OK) != 0) {
         fk_error("output directory %s is not a writable directory; create it or choose "
                  "another with -o", outdir);
         free(outdir);

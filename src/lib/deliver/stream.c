@@ -9,6 +9,8 @@
  * A reader accepts the files only after a valid 'E' record: a cut stream
  * or a corrupted byte is always detected. */
 #include "stream.h"
+#include "util/outfile.h"
+#include "util/result.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -194,18 +196,15 @@ static uint64_t get_be(const unsigned char *p, int bytes)
     return v;
 }
 
-/* File names come from the remote side: plain, visible, no path parts. */
+/* File names come from the remote side: only the names a capture writes
+ * (the result contract), so nothing else (a Makefile, a .bashrc) can be
+ * planted in the output directory. */
 static const char *bad_name(const struct fk_stream_reader *r, const char *name, size_t len)
 {
     if (len == 0)
         return "empty file name";
-    if (name[0] == '.')
-        return "file name starts with '.'";
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)name[i];
-        if (c == '/' || c < 0x20 || c == 0x7f)
-            return "file name contains '/' or a control character";
-    }
+    if (strlen(name) != len || !fk_result_file_name_ok(name))
+        return "not a flamekit result file name";
     for (size_t i = 0; i < r->nfiles; i++)
         if (!strcmp(r->files[i].name, name))
             return "file sent twice";
@@ -465,8 +464,13 @@ bool fk_stream_reader_finish(struct fk_stream_reader *r, const char *prefix)
     for (size_t i = 0; i < r->nfiles; i++) {
         struct fk_stream_file_rec *f = &r->files[i];
         f->path = fk_asprintf("%s/%s%s%s", r->dir, pre, *pre ? "." : "", f->name);
-        if (chmod(f->tmp, mode) != 0 || rename(f->tmp, f->path) != 0) {
+        bool ok = chmod(f->tmp, mode) == 0;
+        if (!ok)
             broken(r, "cannot create %s: %s", f->path, strerror(errno));
+        else if (!(ok = fk_outfile_place(f->tmp, f->path)))
+            broken(r, "cannot create %s; remove what is in the way or choose another "
+                      "directory with -o", f->path);
+        if (!ok) {
             /* Undo what was committed: all files or none. */
             for (size_t j = 0; j < i; j++) {
                 unlink(r->files[j].path);

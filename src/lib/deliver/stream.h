@@ -36,10 +36,14 @@ enum fk_stream_state {
 #define FK_STREAM_MAX_FILES 32
 #define FK_STREAM_MAX_NAME 255
 #define FK_STREAM_MAX_MESSAGE (64u * 1024)
-#define FK_STREAM_MAX_FILE_DEFAULT (4ull << 30)
+/* Per file and per stream (one host): far above any capture's files
+ * (--max-memory's 1G limit bounds the stacks behind them), far below
+ * what fills a laptop's disk from a hostile host. */
+#define FK_STREAM_MAX_FILE_DEFAULT (1ull << 30)
 
 struct fk_stream_file_rec {
-    char *name;         /* as sent by the remote side (validated) */
+    char *name;         /* as sent by the remote side: a result file name
+                         * (fk_result_file_name_ok), nothing else */
     char *tmp;          /* temporary path while uncommitted */
     char *path;         /* final path once committed */
     uint64_t size;

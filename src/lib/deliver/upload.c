@@ -8,13 +8,16 @@
 #include "util/buf.h"
 #include "util/result.h"
 
-#include <ctype.h>
 #include "curl-dyn.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,13 +50,43 @@ struct up {
 
 /* ---- destination ---------------------------------------------------- */
 
-static bool is_loopback(const char *host)
+/* Plain http is allowed without --allow-http only to this machine: the
+ * parsed host, not a text prefix ("127.attacker.example" is a name).
+ * host is "name", "name:port" or "[v6]:port"; loopback is 127.0.0.0/8 as
+ * a dotted-quad IPv4 address, ::1 (or ::ffff:127.x.y.z), or localhost. */
+bool fk_upload_is_loopback(const char *host)
 {
-    /* host is "name" or "name:port" or "[v6]:port" */
-    if (!strncmp(host, "127.", 4) || !strncmp(host, "[::1]", 5))
+    char name[256];
+    const char *rest;
+    if (host[0] == '[') {
+        const char *close = strchr(host, ']');
+        if (!close || (size_t)(close - host - 1) >= sizeof name)
+            return false;
+        memcpy(name, host + 1, (size_t)(close - host - 1));
+        name[close - host - 1] = '\0';
+        rest = close + 1;
+    } else {
+        size_t n = strcspn(host, ":");
+        if (n >= sizeof name)
+            return false;
+        memcpy(name, host, n);
+        name[n] = '\0';
+        rest = host + n;
+    }
+    /* nothing but an optional ":PORT" may follow */
+    if (*rest && (rest[0] != ':' || !rest[1] || strspn(rest + 1, "0123456789") != strlen(rest + 1)))
+        return false;
+    if (host[0] != '[' && !strcasecmp(name, "localhost"))
         return true;
-    size_t n = strcspn(host, ":");
-    return n == 9 && !strncmp(host, "localhost", 9);
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (host[0] != '[')
+        return inet_pton(AF_INET, name, &a4) == 1 && (ntohl(a4.s_addr) >> 24) == 127;
+    if (inet_pton(AF_INET6, name, &a6) != 1)
+        return false;
+    if (IN6_IS_ADDR_LOOPBACK(&a6))
+        return true;
+    return IN6_IS_ADDR_V4MAPPED(&a6) && a6.s6_addr[12] == 127;
 }
 
 /* Split "scheme://host[:port][/]" into scheme and host; "host" alone
@@ -178,7 +211,7 @@ static bool up_init(struct up *u, const char *dest, const struct fk_upload_opts 
         free(ep);
         if (!ok)
             return false;
-        if (!strcmp(scheme, "http") && !is_loopback(u->host) && !o->allow_http) {
+        if (!strcmp(scheme, "http") && !fk_upload_is_loopback(u->host) && !o->allow_http) {
             fk_error("refusing plain http to %s: use https, or --allow-http on a trusted network", u->host);
             free(scheme);
             return false;
@@ -208,7 +241,7 @@ static bool up_init(struct up *u, const char *dest, const struct fk_upload_opts 
     free(epbuf);
     if (!ok)
         return false;
-    if (!strcmp(scheme, "http") && !is_loopback(u->host) && !o->allow_http) {
+    if (!strcmp(scheme, "http") && !fk_upload_is_loopback(u->host) && !o->allow_http) {
         fk_error("refusing plain http to %s: use https, or --allow-http on a trusted network", u->host);
         free(scheme);
         return false;

@@ -54,4 +54,8 @@ void fk_upload_meta_free(struct fk_upload_meta *m);
 char *fk_upload_presign(const char *object, const char *method, uint64_t expires_s,
                         const struct fk_upload_opts *opts);
 
+/* host[:port] or [v6]:port names this machine: 127.0.0.0/8 (dotted quad),
+ * ::1 or localhost. Plain http goes only there without --allow-http. */
+bool fk_upload_is_loopback(const char *host);
+
 #endif

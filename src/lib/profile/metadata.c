@@ -116,7 +116,7 @@ static json_t *target_json(const struct fk_profile_request *rq, const struct fk_
     }
     if (t->kind == FK_TARGET_RUN) {
         json_t *a = json_array();
-        for (char **p = rq->run_argv; p && *p; p++)
+        for (char **p = rq->run_argv; p && *p && (!rq->redact_args || p == rq->run_argv); p++)
             json_array_append_new(a, json_string(*p));
         json_object_set_new(tg, "argv", a);
         if (r->child_exited && WIFEXITED(r->child_status))
@@ -141,7 +141,8 @@ json_t *fk_profile_metadata(const struct fk_profile_request *rq,
     json_t *argv = json_array();
     struct fk_buf s = FK_BUF_INIT;
     fk_buf_adds(&s, "flamekit");
-    for (int i = 0; i < rq->argc; i++) {
+    /* --redact-args: the subcommand only (passwords on command lines) */
+    for (int i = 0; i < rq->argc && (!rq->redact_args || i == 0); i++) {
         json_array_append_new(argv, json_string(rq->argv[i]));
         fk_buf_printf(&s, " %s", rq->argv[i]);
     }
@@ -149,8 +150,10 @@ json_t *fk_profile_metadata(const struct fk_profile_request *rq,
     json_object_set_new(m, "invocation", json_string(fk_buf_cstr(&s)));
     fk_buf_free(&s);
     char cwd[4096];
-    if (getcwd(cwd, sizeof cwd))
+    if (!rq->redact_args && getcwd(cwd, sizeof cwd))
         json_object_set_new(m, "cwd", json_string(cwd));
+    if (rq->redact_args)
+        json_object_set_new(m, "args_redacted", json_true());
     fk_sysinfo_json(m);     /* host, kernel, os, cpu, memory, numa */
 
     time_t st = (time_t)(r->start_realtime_ns / 1000000000ull);

@@ -188,7 +188,7 @@ static bool prepare_dir(const struct fk_profile_request *rq, struct fk_profile_r
             }
             *created = true;
         }
-        if (!check_writable(rq->outdir)) {
+        if ((!*created && !fk_outdir_check(rq->outdir, true)) || !check_writable(rq->outdir)) {
             if (*created)
                 rmdir(rq->outdir);
             *created = false;
@@ -197,7 +197,9 @@ static bool prepare_dir(const struct fk_profile_request *rq, struct fk_profile_r
         res->dir = fk_strdup(rq->outdir);
         return true;
     }
-    return check_writable(".");     /* the new directory comes after the capture */
+    /* the new directory comes after the capture; in a directory others
+     * may rename entries of, it could be swapped for a symlink by then */
+    return fk_outdir_check(".", false) && check_writable(".");
 }
 
 /* Remove what this run wrote, and its directory if it made it. */
@@ -384,6 +386,12 @@ int fk_profile_run(const struct fk_profile_request *rq, struct fk_profile_result
         }
         if (rq->run_pid)
             *rq->run_pid = res->target.pids[0];
+        if (rq->redact_args) {
+            /* the description goes into the SVG title, the .json, the
+             * summary and the --stdout stream: no arguments in it */
+            free(res->target.desc);
+            res->target.desc = fk_asprintf("command: %s (arguments redacted)", rq->run_argv[0]);
+        }
     }
 
     struct fk_capture_opts co;
@@ -497,8 +505,10 @@ static void print_top(FILE *out, const struct fk_stacktab *t, int n)
     for (size_t i = 0; i < m && (int)i < n; i++) {
         fk_buf_reset(&nb);
         fk_name_display(v[i].name, v[i].len, &nb);     /* "do_idle (kernel)" */
+        /* the profiled process named it: no escapes to our terminal */
+        size_t len = fk_text_sanitize_n(nb.data, nb.len > 100 ? 100 : nb.len);
         fprintf(out, "    %5.1f%%  %.*s\n", 100.0 * (double)v[i].count / (double)t->total,
-                (int)(nb.len > 100 ? 100 : nb.len), nb.data);
+                (int)len, nb.data);
     }
     fk_buf_free(&nb);
     free(v);
@@ -512,7 +522,10 @@ void fk_profile_summary(FILE *out, const struct fk_profile_request *rq,
     const struct fk_capture_result *r = &res->cap;
     const struct fk_event *ev = &res->event;
     const char *ended = r->stop_reason ? r->stop_reason : "";
-    fprintf(out, "%s: %s\n", fk_progname, res->target.desc);
+    char *desc = fk_strdup(res->target.desc);     /* names a command, a cgroup */
+    fk_text_sanitize(desc);
+    fprintf(out, "%s: %s\n", fk_progname, desc);
+    free(desc);
     if (ev->freq)
         fprintf(out, "  event %s at %llu Hz per CPU, %.1f s (ended: %s), %llu samples\n",
                 ev->name, (unsigned long long)ev->freq, (double)r->duration_ns / 1e9, ended,

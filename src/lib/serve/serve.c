@@ -118,6 +118,8 @@ static void audit(const struct req *r, const char *method, const char *url, unsi
     for (const char *c = r->what; *c && k + 1 < sizeof w; c++)
         w[k++] = (unsigned char)*c < 0x20 || *c == 0x7f ? '_' : *c;
     w[k] = 0;
+    fk_text_sanitize(u);    /* and no C1 control or broken UTF-8 either */
+    fk_text_sanitize(w);
     fprintf(stderr, "%s: audit %s client=%s who=%s %s %s%s%s status=%u bytes=%zu ms=%llu\n",
             fk_progname, ts, r->ip, r->who[0] ? r->who : "-", method, u, w[0] ? " " : "",
             w, status, bytes, (unsigned long long)((mono_ns() - r->t0) / 1000000u));

@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
+/* Folded stacks (folded.h): reading with one count (two only when the
+ * caller asks, for diff input), writing with the escapes that keep every
+ * name unambiguous: a frame name ending in " DIGITS" or holding a newline
+ * would otherwise be read back as a count or split a line. */
 #include "folded.h"
+#include "util/buf.h"
 #include "util/lineread.h"
 
 #include <stdlib.h>
@@ -45,6 +50,12 @@ void fk_parse_stats_free(struct fk_parse_stats *st)
     memset(st, 0, sizeof *st);
 }
 
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
 /* Trailing unsigned decimal before position end; returns its start or NULL. */
 static char *trailing_number(char *s, size_t end, uint64_t *v, bool *overflow)
 {
@@ -66,8 +77,34 @@ static char *trailing_number(char *s, size_t end, uint64_t *v, bool *overflow)
     return s + i - 1;   /* the separating space */
 }
 
-bool fk_folded_parse_line(char *line, size_t len, const char **stack, size_t *stack_len,
-                          uint64_t *count, uint64_t *count2, bool *has2, const char **why)
+/* Undo the writer's escapes in s[0..n) in place; returns the new length.
+ * Only "\\" and "\xHH" are escapes: any other backslash is kept as it is,
+ * so folded text from other tools reads as before. */
+static size_t unescape(char *s, size_t n)
+{
+    char *bs = memchr(s, '\\', n);
+    if (!bs)
+        return n;
+    size_t w = (size_t)(bs - s);
+    for (size_t r = w; r < n;) {
+        int hi, lo;
+        if (s[r] == '\\' && r + 1 < n && s[r + 1] == '\\') {
+            s[w++] = '\\';
+            r += 2;
+        } else if (s[r] == '\\' && r + 3 < n && s[r + 1] == 'x' &&
+                   (hi = hexval(s[r + 2])) >= 0 && (lo = hexval(s[r + 3])) >= 0) {
+            s[w++] = (char)(hi << 4 | lo);
+            r += 4;
+        } else {
+            s[w++] = s[r++];
+        }
+    }
+    return w;
+}
+
+bool fk_folded_parse_line(char *line, size_t len, bool two, const char **stack,
+                          size_t *stack_len, uint64_t *count, uint64_t *count2, bool *has2,
+                          const char **why)
 {
     while (len && (line[len - 1] == ' ' || line[len - 1] == '\t'))
         len--;
@@ -80,8 +117,8 @@ bool fk_folded_parse_line(char *line, size_t len, const char **stack, size_t *st
     }
     *has2 = false;
     size_t rest = (size_t)(sp - line);
-    uint64_t c0;
-    char *sp2 = trailing_number(line, rest, &c0, &overflow);
+    uint64_t c0 = 0;
+    char *sp2 = two ? trailing_number(line, rest, &c0, &overflow) : NULL;
     if (overflow) {
         *why = "count does not fit in 64 bits";
         return false;
@@ -101,6 +138,7 @@ bool fk_folded_parse_line(char *line, size_t len, const char **stack, size_t *st
         *why = "empty stack";
         return false;
     }
+    rest = unescape(line, rest);
     if (memchr(line, '\0', rest)) {
         *why = "NUL byte in stack";
         return false;
@@ -110,18 +148,19 @@ bool fk_folded_parse_line(char *line, size_t len, const char **stack, size_t *st
     return true;
 }
 
-bool fk_folded_foreach(const char *path, struct fk_parse_stats *st, fk_folded_fn fn, void *ctx)
+bool fk_folded_foreach(const char *path, bool two, struct fk_parse_stats *st, fk_folded_fn fn,
+                       void *ctx)
 {
     struct fk_lineread r;
     if (!fk_lineread_open(&r, path))
         return false;
-    bool ok = fk_folded_foreach_lines(&r, st, fn, ctx);
+    bool ok = fk_folded_foreach_lines(&r, two, st, fn, ctx);
     fk_lineread_close(&r);
     return ok;
 }
 
-bool fk_folded_foreach_lines(struct fk_lineread *r, struct fk_parse_stats *st, fk_folded_fn fn,
-                             void *ctx)
+bool fk_folded_foreach_lines(struct fk_lineread *r, bool two, struct fk_parse_stats *st,
+                             fk_folded_fn fn, void *ctx)
 {
     char *line;
     size_t len;
@@ -133,7 +172,7 @@ bool fk_folded_foreach_lines(struct fk_lineread *r, struct fk_parse_stats *st, f
         size_t slen;
         uint64_t c, c2;
         bool has2;
-        if (!fk_folded_parse_line(line, len, &stack, &slen, &c, &c2, &has2, &why)) {
+        if (!fk_folded_parse_line(line, len, two, &stack, &slen, &c, &c2, &has2, &why)) {
             fk_parse_stats_bad(st, r->lineno, line, len, why);
             continue;
         }
@@ -150,12 +189,55 @@ void fk_folded_to_table(void *ctx, const char *stack, size_t len, uint64_t count
 
 bool fk_folded_read(const char *path, struct fk_stacktab *t, struct fk_parse_stats *st)
 {
-    return fk_folded_foreach(path, st, fk_folded_to_table, t);
+    return fk_folded_foreach(path, false, st, fk_folded_to_table, t);
+}
+
+/* Most stacks need no escape: one pass tells. */
+bool fk_folded_needs_escape(const char *s, size_t n)
+{
+    size_t digits = 0;      /* digits just before position i */
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '\\' || c < 0x20 || c == 0x7f)
+            return true;
+        if (c == ';' && digits && i > digits && s[i - digits - 1] == ' ')
+            return true;
+        digits = c >= '0' && c <= '9' ? digits + 1 : 0;
+    }
+    if (n && (s[0] == '#' || s[n - 1] == ' '))
+        return true;    /* a comment line; a space the reader trims */
+    return digits && n > digits && s[n - digits - 1] == ' ';
+}
+
+void fk_folded_escape(const char *s, size_t n, struct fk_buf *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        bool esc = c < 0x20 || c == 0x7f;
+        if (c == ' ') {
+            size_t j = i + 1;
+            while (j < n && s[j] >= '0' && s[j] <= '9')
+                j++;
+            esc = (j > i + 1 && (j == n || s[j] == ';')) || i + 1 == n;
+        }
+        if (i == 0 && c == '#')
+            esc = true;
+        if (c == '\\') {
+            fk_buf_add(out, "\\\\", 2);
+        } else if (esc) {
+            char e[4] = { '\\', 'x', hex[c >> 4], hex[c & 15] };
+            fk_buf_add(out, e, 4);
+        } else {
+            fk_buf_addc(out, (char)c);
+        }
+    }
 }
 
 bool fk_folded_write(struct fk_outfile *o, const struct fk_stacktab *t)
 {
     struct fk_stack **s = fk_stacktab_sorted(t);
+    struct fk_buf esc = FK_BUF_INIT;
     bool ok = true;
     char num[32];
     for (size_t i = 0; i < t->n && ok; i++) {
@@ -167,9 +249,18 @@ bool fk_folded_write(struct fk_outfile *o, const struct fk_stacktab *t)
             *--d = (char)('0' + c % 10);
         while (c /= 10);
         *--d = ' ';
-        ok = fk_outfile_write(o, s[i]->key, s[i]->len)
+        const char *key = s[i]->key;
+        size_t len = s[i]->len;
+        if (fk_folded_needs_escape(key, len)) {
+            fk_buf_reset(&esc);
+            fk_folded_escape(key, len, &esc);
+            key = esc.data;
+            len = esc.len;
+        }
+        ok = fk_outfile_write(o, key, len)
              && fk_outfile_write(o, d, (size_t)(num + sizeof num - d));
     }
+    fk_buf_free(&esc);
     free(s);
     return ok;
 }

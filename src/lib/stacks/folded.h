@@ -1,6 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The folded format: one "frame;frame;...;frame COUNT" line per stack
- * (differential files: "STACK COUNT1 COUNT2"). */
+ * (differential files, read only by diff: "STACK COUNT1 COUNT2").
+ * flamekit writes names unambiguously: a backslash as "\\", a control byte
+ * (newline, tab, ESC...) as "\xHH", and the space of a frame that ends in
+ * " DIGITS" as "\x20" ("evil 1000000000" -> "evil\x201000000000"), so the
+ * only trailing number is the count; also a leading '#' ("\x23", not a
+ * comment) and a final space ("\x20", not trimmed). Readers undo exactly these two
+ * escapes; any other backslash is kept. See flamekit-collapse(1). */
 #ifndef FK_FOLDED_H
 #define FK_FOLDED_H
 
@@ -23,26 +29,35 @@ void fk_parse_stats_bad(struct fk_parse_stats *st, uint64_t lineno, const char *
 bool fk_parse_stats_report(const struct fk_parse_stats *st, const char *input, bool strict);
 void fk_parse_stats_free(struct fk_parse_stats *st);
 
-/* Read folded stacks from path ("-" = stdin, gzip transparent) into t.
- * Lines with two counts fill count2 (differential input). Returns false on
- * I/O error (already reported). */
+/* Read folded stacks from path ("-" = stdin, gzip transparent) into t,
+ * one count per line. Returns false on I/O error (already reported). */
 bool fk_folded_read(const char *path, struct fk_stacktab *t, struct fk_parse_stats *st);
 /* Call fn for every well-formed line of path (same input rules as
- * fk_folded_read); malformed lines go to st. */
+ * fk_folded_read); malformed lines go to st. two: lines may carry two
+ * counts ("STACK BEFORE AFTER", has2 set); only diff input asks for that,
+ * everyone else reads the last number as the count. */
 typedef void (*fk_folded_fn)(void *ctx, const char *stack, size_t len, uint64_t count,
                              uint64_t count2, bool has2);
-bool fk_folded_foreach(const char *path, struct fk_parse_stats *st, fk_folded_fn fn, void *ctx);
+bool fk_folded_foreach(const char *path, bool two, struct fk_parse_stats *st, fk_folded_fn fn,
+                       void *ctx);
 /* The same from an open reader (stacks/input.c opens it to sniff the format). */
 struct fk_lineread;
-bool fk_folded_foreach_lines(struct fk_lineread *r, struct fk_parse_stats *st, fk_folded_fn fn,
-                             void *ctx);
+bool fk_folded_foreach_lines(struct fk_lineread *r, bool two, struct fk_parse_stats *st,
+                             fk_folded_fn fn, void *ctx);
 /* An fk_folded_fn adding each stack to the fk_stacktab ctx (both counts). */
 void fk_folded_to_table(void *ctx, const char *stack, size_t len, uint64_t count,
                         uint64_t count2, bool has2);
-/* Parse one line; false if malformed (why says what). */
-bool fk_folded_parse_line(char *line, size_t len, const char **stack, size_t *stack_len,
-                          uint64_t *count, uint64_t *count2, bool *has2, const char **why);
-/* Write t sorted, one line per stack, to o. */
+/* Parse one line (unescaped in place); false if malformed (why says what). */
+bool fk_folded_parse_line(char *line, size_t len, bool two, const char **stack,
+                          size_t *stack_len, uint64_t *count, uint64_t *count2, bool *has2,
+                          const char **why);
+/* Does the stack text s[0..n) need the escapes above (a backslash, a
+ * control byte, a frame ending in " DIGITS")? */
+bool fk_folded_needs_escape(const char *s, size_t n);
+/* s[0..n) with the escapes above, appended to out. */
+struct fk_buf;
+void fk_folded_escape(const char *s, size_t n, struct fk_buf *out);
+/* Write t sorted, one line per stack, to o, names escaped as above. */
 bool fk_folded_write(struct fk_outfile *o, const struct fk_stacktab *t);
 
 #endif

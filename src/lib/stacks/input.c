@@ -107,7 +107,7 @@ bool fk_input_foreach(const char *path, const struct fk_input_opts *o, struct fk
         return false;
     case FK_INPUT_TEXT: {
         uint64_t bad0 = st->bad, lines0 = st->lines;
-        bool ok = fk_folded_foreach_lines(&r, st, fn, ctx);
+        bool ok = fk_folded_foreach_lines(&r, o && o->two_counts, st, fn, ctx);
         /* binary data, mostly not folded lines: say what it is not, once */
         uint64_t bad = st->bad - bad0, lines = st->lines - lines0;
         if (ok && binary && bad && bad * 2 > lines) {

@@ -15,6 +15,7 @@ struct fk_input_opts {
     const char *sample_type;        /* pprof: type name ("inuse_space") or index;
                                        NULL = the profile's default (the last) */
     struct fk_pprof_limits limits;  /* 0s: defaults */
+    bool two_counts;                /* folded: "STACK BEFORE AFTER" lines (diff) */
 };
 
 /* What was read, for messages and labels (e.g. the SVG's count name). */

@@ -47,8 +47,7 @@ static void merge_line(void *ctx, const char *stack, size_t slen, uint64_t c, ui
                        bool has2)
 {
     struct merge_ctx *m = ctx;
-    if (has2)
-        c = c2;     /* a differential file: keep the AFTER column, like 'flamekit svg' */
+    (void)c2, (void)has2;   /* one count per line: only diff reads two */
     if (m->frame) {
         fk_buf_reset(&m->key);
         fk_buf_adds(&m->key, m->frame);

@@ -23,8 +23,8 @@ size_t fk_name_base(const char *s, size_t n, enum fk_name_kind *kind);
 const char *fk_name_short(const char *s, size_t n, struct fk_buf *out, size_t *len);
 
 /* For text summaries: the short form with the annotation spelled out,
- * "do_idle (kernel)", appended to out (raw bytes: the caller sanitises for
- * its terminal). */
+ * "do_idle (kernel)", appended to out (raw bytes: the caller runs
+ * fk_text_sanitize for its terminal). */
 void fk_name_display(const char *s, size_t n, struct fk_buf *out);
 
 #endif

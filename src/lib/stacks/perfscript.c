@@ -904,8 +904,17 @@ bool fk_perfscript_write(const struct fk_perfscript *p,
     struct fk_buf b = FK_BUF_INIT;
     bool ok = true;
     /* lines gathered into blocks of ~1 MB: one write, no stdio copy */
+    struct fk_buf esc = FK_BUF_INIT;
     for (size_t i = 0; i < n && ok; i++) {
+        size_t at = b.len;
         stack_text(p, v[i], &b);
+        if (fk_folded_needs_escape(b.data + at, b.len - at)) {
+            /* a name ending in " DIGITS" or holding a control byte */
+            fk_buf_reset(&esc);
+            fk_folded_escape(b.data + at, b.len - at, &esc);
+            b.len = at;
+            fk_buf_add(&b, esc.data, esc.len);
+        }
         /* " COUNT\n" by hand, as fk_folded_write */
         char num[32], *d = num + sizeof num;
         *--d = '\n';
@@ -921,6 +930,7 @@ bool fk_perfscript_write(const struct fk_perfscript *p,
         }
     }
     fk_buf_free(&b);
+    fk_buf_free(&esc);
     free(v);
     return ok;
 }

@@ -8,6 +8,60 @@
 
 const char *fk_progname = "flamekit";
 
+/* Length of the valid UTF-8 sequence at s[0..n) (0 when invalid): no
+ * overlong forms, no surrogates, nothing above U+10FFFF. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned char b = s[0];
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xbf;
+    if (b >= 0xc2 && b <= 0xdf)
+        len = 2;
+    else if (b >= 0xe0 && b <= 0xef)
+        len = 3, lo = b == 0xe0 ? 0xa0 : 0x80, hi = b == 0xed ? 0x9f : 0xbf;
+    else if (b >= 0xf0 && b <= 0xf4)
+        len = 4, lo = b == 0xf0 ? 0x90 : 0x80, hi = b == 0xf4 ? 0x8f : 0xbf;
+    else
+        return 0;
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    return len;
+}
+
+size_t fk_text_sanitize_n(char *s, size_t n)
+{
+    unsigned char *p = (unsigned char *)s;
+    size_t r = 0, w = 0;
+    while (r < n) {
+        unsigned char b = p[r];
+        if (b < 0x80) {
+            p[w++] = (b < 0x20 && b != '\t') || b == 0x7f ? '?' : b;
+            r++;
+            continue;
+        }
+        size_t len = utf8_len(p + r, n - r);
+        if (!len || (b == 0xc2 && p[r + 1] <= 0x9f)) {    /* invalid, or C1 */
+            p[w++] = '?';
+            r += len ? len : 1;
+            continue;
+        }
+        memmove(p + w, p + r, len);
+        w += len;
+        r += len;
+    }
+    if (w < n)
+        p[w] = '\0';
+    return w;
+}
+
+void fk_text_sanitize(char *s)
+{
+    fk_text_sanitize_n(s, strlen(s));
+}
+
 static void vmsg(const char *kind, const char *fmt, va_list ap)
 {
     /* Build the line first so concurrent writers never interleave it. */
@@ -16,6 +70,9 @@ static void vmsg(const char *kind, const char *fmt, va_list ap)
     if (n < 0 || (size_t)n >= sizeof line)
         n = 0;
     vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    /* Messages name comms, symbols and paths a profiled process chose. A
+     * line cut by the buffer may end mid-sequence: that becomes '?'. */
+    fk_text_sanitize(line);
     fprintf(stderr, "%s\n", line);
 }
 

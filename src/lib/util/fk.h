@@ -36,6 +36,16 @@ void fk_error(const char *fmt, ...) FK_PRINTF(1, 2);
 /* fk_error + exit(FK_EXIT_ERROR). */
 _Noreturn void fk_die(const char *fmt, ...) FK_PRINTF(1, 2);
 
+/* Text a profiled process or a remote host can name (comm, symbol names,
+ * paths, remote messages) made safe for a terminal, in place: C0 controls
+ * (tab kept), DEL, C1 controls (U+0080-U+009F, as UTF-8 or as raw bytes)
+ * and any byte of invalid UTF-8 become one '?' each; valid UTF-8 is kept.
+ * Never grows the text; returns the new length (s[0..n) stays
+ * NUL-terminated only if it was). fk_warn/fk_error apply it to every
+ * message; summaries and status lines call it themselves. */
+size_t fk_text_sanitize_n(char *s, size_t n);
+void fk_text_sanitize(char *s);
+
 /* Allocation that cannot fail: on exhaustion we die with a clear message. */
 void *fk_malloc(size_t n);
 void *fk_calloc(size_t n, size_t size);

@@ -1,18 +1,76 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
+/* Atomic output files (outfile.h): temporary + rename, and the rules for
+ * what may stand at the final path and in an output directory. */
 #include "outfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 #include <zlib.h>
 
-static bool is_regular(const char *path)
+static void release(struct fk_outfile *o)
+{
+    free(o->path);
+    free(o->tmp);
+    o->path = o->tmp = NULL;
+    o->fp = NULL;
+    o->gz = NULL;
+    o->fd = -1;
+}
+
+/* The null device: written in place (-o /dev/null), never renamed over. */
+static bool is_null_device(const struct stat *st)
+{
+    return S_ISCHR(st->st_mode) && major(st->st_rdev) == 1 && minor(st->st_rdev) == 3;
+}
+
+/* What may stand at the final path: nothing, a regular file or a symlink
+ * (replaced by the rename, never followed). A FIFO, socket or device is
+ * refused: writing to it would feed whoever planted it, and a rename over
+ * it would replace a device node. Prints the one-line error. */
+static bool final_path_ok(const char *path)
 {
     struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT)
+            return true;
+        fk_error("cannot check %s: %s; choose another output path", path, strerror(errno));
+        return false;
+    }
+    if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))
+        return true;
+    const char *what = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                       : S_ISSOCK(st.st_mode) ? "a socket" : "a device";
+    fk_error("refusing to write %s: it is %s, not a regular file; remove it or choose "
+             "another output path", path, what);
+    return false;
+}
+
+/* "PATH.tmp.PID.RANDOM", created exclusively (O_EXCL never follows a
+ * symlink planted at that name; a taken name just draws again). */
+static int create_tmp(struct fk_outfile *o, const char *path, int mode)
+{
+    for (int i = 0; i < 16; i++) {
+        unsigned r = 0;
+        if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r)
+            r = (unsigned)fk_now_ns() ^ (unsigned)i * 2654435761u;
+        o->tmp = fk_asprintf("%s.tmp.%ld.%08x", path, (long)getpid(), r);
+        int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+        if (fd >= 0)
+            return fd;
+        int e = errno;
+        free(o->tmp);
+        o->tmp = NULL;
+        errno = e;
+        if (e != EEXIST)
+            break;
+    }
+    return -1;
 }
 
 static bool open_common(struct fk_outfile *o, const char *path, int mode, bool gz)
@@ -21,28 +79,33 @@ static bool open_common(struct fk_outfile *o, const char *path, int mode, bool g
     o->fd = -1;
     o->path = fk_strdup(path);
     o->gzip = gz;
+    struct stat st;
     if (!strcmp(path, "-")) {
         o->fd = dup(STDOUT_FILENO);
         if (o->fd < 0) {
             fk_error("cannot duplicate stdout: %s", strerror(errno));
+            release(o);
             return false;
         }
-    } else if (stat(path, &(struct stat){ 0 }) == 0 && !is_regular(path)) {
-        /* A device or FIFO (-o /dev/null): write to it; renaming a
-         * temporary over it would replace the device with a file. */
-        o->fd = open(path, O_WRONLY | O_CLOEXEC);
-        if (o->fd < 0) {
-            fk_error("cannot open %s: %s", path, strerror(errno));
+    } else if (lstat(path, &st) == 0 && is_null_device(&st)) {
+        o->fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (o->fd < 0 || fstat(o->fd, &st) != 0 || !is_null_device(&st)) {
+            fk_error("cannot open %s: %s", path, o->fd < 0 ? strerror(errno) : "it changed");
+            if (o->fd >= 0)
+                close(o->fd);
+            release(o);
             return false;
         }
     } else {
-        o->tmp = fk_asprintf("%s.tmp.%ld", path, (long)getpid());
-        o->fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+        if (!final_path_ok(path)) {
+            release(o);
+            return false;
+        }
+        o->fd = create_tmp(o, path, mode);
         if (o->fd < 0) {
             fk_error("cannot create %s: %s; choose a writable output location",
                      path, strerror(errno));
-            free(o->tmp);
-            o->tmp = NULL;
+            release(o);
             return false;
         }
     }
@@ -111,14 +174,16 @@ bool fk_outfile_printf(struct fk_outfile *o, const char *fmt, ...)
     return n >= 0;
 }
 
-static void release(struct fk_outfile *o)
+bool fk_outfile_place(const char *tmp, const char *path)
 {
-    free(o->path);
-    free(o->tmp);
-    o->path = o->tmp = NULL;
-    o->fp = NULL;
-    o->gz = NULL;
-    o->fd = -1;
+    /* Checked again: something may have been planted since the open. */
+    if (!final_path_ok(path))
+        return false;
+    if (rename(tmp, path) != 0) {
+        fk_error("cannot rename into %s: %s; nothing was written there", path, strerror(errno));
+        return false;
+    }
+    return true;
 }
 
 bool fk_outfile_commit(struct fk_outfile *o)
@@ -145,8 +210,11 @@ bool fk_outfile_commit(struct fk_outfile *o)
     }
     o->fp = NULL;
     o->gz = NULL;
-    if (!what && o->tmp && rename(o->tmp, o->path) != 0)
-        what = "rename", err = errno;
+    if (!what && o->tmp && !fk_outfile_place(o->tmp, o->path)) {
+        unlink(o->tmp);
+        release(o);
+        return false;
+    }
     if (what) {
         fk_error("cannot %s %s: %s; nothing was written there", what, o->path, strerror(err));
         if (o->tmp)
@@ -171,4 +239,32 @@ void fk_outfile_abort(struct fk_outfile *o)
     if (o->tmp)
         unlink(o->tmp);
     release(o);
+}
+
+bool fk_outdir_check(const char *dir, bool own)
+{
+    struct stat st, lst;
+    if (stat(dir, &st) != 0 || lstat(dir, &lst) != 0) {
+        fk_error("cannot use output directory %s: %s; create it or choose another with -o",
+                 dir, strerror(errno));
+        return false;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        fk_error("output directory %s is not a directory; choose another with -o", dir);
+        return false;
+    }
+    uid_t me = geteuid();
+    if (own && (st.st_uid != me || (S_ISLNK(lst.st_mode) && lst.st_uid != me && lst.st_uid != 0))) {
+        fk_error("refusing output directory %s: it is owned by uid %u, not by uid %u running "
+                 "flamekit; choose a directory you own with -o", dir,
+                 (unsigned)(st.st_uid != me ? st.st_uid : lst.st_uid), (unsigned)me);
+        return false;
+    }
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
+        fk_error("refusing output directory %s: it is group or world writable without the "
+                 "sticky bit (mode %04o); chmod go-w it or choose another with -o", dir,
+                 (unsigned)(st.st_mode & 07777));
+        return false;
+    }
+    return true;
 }

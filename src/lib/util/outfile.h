@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Output files that appear complete or not at all: we write to a temporary
  * name in the target directory and rename() into place on commit. "-" means
- * stdout (no rename; errors are still checked). A signal cannot leave a
+ * stdout and the null device is written in place (no rename; errors are
+ * still checked). The final path may be missing, a regular file or a
+ * symlink (replaced, never followed); a FIFO, socket, device or directory
+ * there is refused (checked at open and again before the rename): flamekit
+ * runs as root, and another user's FIFO or a planted device must neither
+ * receive the output nor be replaced. Every output file goes through here.
+ * A signal cannot leave a
  * temporary behind as long as the caller's handlers only set a flag while
  * files are written (the capture commands keep theirs installed). */
 #ifndef FK_OUTFILE_H
@@ -29,7 +35,18 @@ bool fk_outfile_printf(struct fk_outfile *o, const char *fmt, ...) FK_PRINTF(2, 
 /* Flush, fsync, close and rename into place; false (and the temporary
  * removed) if any step failed. */
 bool fk_outfile_commit(struct fk_outfile *o);
+/* The last step of commit, for writers that make their own temporary in
+ * path's directory (the remote stream reader): rename tmp to path under the
+ * rule above; false with a one-line error printed (tmp left for the caller). */
+bool fk_outfile_place(const char *tmp, const char *path);
 /* Discard: close and unlink the temporary. Safe to call twice. */
 void fk_outfile_abort(struct fk_outfile *o);
+
+/* An existing output directory (-o DIR) files will be created in: a
+ * directory owned by the effective user (a symlink to it owned by that
+ * user or root; own: checked), not group/world writable unless sticky (as
+ * /tmp): another user could otherwise swap or plant names in it between
+ * our checks. Prints the one-line error and returns false otherwise. */
+bool fk_outdir_check(const char *dir, bool own);
 
 #endif

@@ -141,6 +141,21 @@ void fk_result_name_free(struct fk_result_name *n)
     memset(n, 0, sizeof *n);
 }
 
+bool fk_result_file_name_ok(const char *name)
+{
+    if (!name[0] || name[0] == '.')
+        return false;
+    for (const char *p = name; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
+            return false;
+    struct fk_result_name n;
+    if (!fk_result_parse(name, &n))
+        return false;
+    bool ok = n.kind >= 0;
+    fk_result_name_free(&n);
+    return ok;
+}
+
 char *fk_result_sibling(const char *path, enum fk_result_kind k)
 {
     struct fk_result_name n;

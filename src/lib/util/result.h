@@ -61,6 +61,12 @@ struct fk_result_name {
 bool fk_result_parse(const char *path, struct fk_result_name *n);
 void fk_result_name_free(struct fk_result_name *n);
 
+/* True when name (no directory part) is a file a capture writes: one of
+ * the kinds above (fk_result_parse gives kind >= 0), made only of file-name
+ * word characters ([A-Za-z0-9._-], not starting with '.'). What a remote
+ * result stream may deliver into an output directory. */
+bool fk_result_file_name_ok(const char *name);
+
 /* The same result's file of another kind beside path (same directory and
  * base), or NULL when path is not a result name. Caller frees. */
 char *fk_result_sibling(const char *path, enum fk_result_kind k);
