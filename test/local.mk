@@ -94,3 +94,13 @@ check_PROGRAMS += test/unit-unwind
 test_unit_unwind_SOURCES = test/unit/unit-unwind.c test/unit/unit.h
 test_unit_unwind_CFLAGS = $(libflamekit_a_CFLAGS)
 test_unit_unwind_LDADD = $(FK_LIBS)
+check_PROGRAMS += test/progs/fetchd-collide
+test_progs_fetchd_collide_SOURCES = test/progs/fetchd-collide.c
+test_progs_fetchd_collide_CFLAGS = $(libflamekit_a_CFLAGS)
+test_progs_fetchd_collide_LDADD = $(FK_LIBS)
+if FK_FETCHD
+check_PROGRAMS += test/unit-fetchd
+test_unit_fetchd_SOURCES = test/unit/unit-fetchd.c test/unit/unit.h
+test_unit_fetchd_CFLAGS = $(FETCHD_CFLAGS)
+test_unit_fetchd_LDADD = $(FETCHD_LIBS)
+endif

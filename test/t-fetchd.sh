@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # fetchd-grpc and fetchd-sock: fetches git accepts, the pack cache, errors,
-# disconnects, the concurrency limit and SIGTERM draining.
-# timeout: 120
+# disconnects, the concurrency limit and SIGTERM draining; hostile clients
+# (slow, non-reading, trickling, many from one address), cache-key
+# collisions and repositories that point out of --repo-root.
+# timeout: 240
 . "$FK_SRC/test/lib.sh"
 B=$FK_BUILD
 [ -x "$B/fetchd-sock" ] || { skip "fetchd" "fetch servers not built: configure found no gRPC/protobuf-c, or --disable-fetchd"; exit 0; }
@@ -130,6 +132,162 @@ for s in sgrpc ssock; do
     check_fails "$s: no longer accepting after SIGTERM" "$B/fetchd-client" --$t "$addr" -o "$T/x" r.git
     echo 20 >"$T/slow"
 done
+# ---- hostile clients (issue 12)
+# A repository whose pack (8 MB of random data) is larger than what the
+# socket buffers of a client that stops reading absorb.
+git init -q --bare "$T/repos/big.git"
+git init -q "$T/bw"
+(cd "$T/bw" && head -c 8000000 /dev/urandom >blob && git add blob &&
+ git -c user.email=t@t -c user.name=t commit -qm big && git push -q "$T/repos/big.git" HEAD:refs/heads/main) ||
+    fail "make the big repository"
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f\n", b - a }'; }
+# served_within LIMIT CLIENT-ARGS...: retry a fetch (the server answers
+# "busy" at once while its slots are held) until it succeeds; prints the
+# seconds it took, or "never" after LIMIT seconds.
+served_within() {
+    local limit=$1 t0; shift; t0=$(now)
+    while :; do
+        timeout 30 "$B/fetchd-client" -q "$@" 2>>"$T/legit.err" && { since "$t0"; return 0; }
+        awk -v a="$t0" -v b="$(now)" -v l="$limit" 'BEGIN { exit !(b - a > l) }' && { echo never; return 1; }
+        sleep 0.3
+    done
+}
+# wait_grep FILE REGEX SECONDS
+wait_grep() { local i; for ((i = 0; i < $3 * 10; i++)); do grep -Eq -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+lim="--timeout 8s --rate-window 2s"
+# fetchd-sock, all 3 slots taken by: a header sent one byte every 2 s; a
+# fetch that stops reading; a body trickled at 64K/s (above --min-rate)
+# that would take 250 s. Old code: the first and second kept their slots
+# forever (per-recv timeout; SO_SNDTIMEO never applied to the poll loop).
+start hsock fetchd-sock --max-conns 3 --max-per-peer 3 $lim --min-rate 16K
+port=$(cat "$T/hsock.port")
+timeout 60 "$B/fetchd-client" --sock "$hsock_addr" --hold-after 1 -o "$T/x1" big.git 2>"$T/hold.err" & hold=$!
+fk_cleanup "kill $hold 2>/dev/null"
+wait_grep "$T/hold.err" holding 10 || fail "sock: the non-reading client got its response started" "$(cat "$T/hold.err" "$T/hsock.log")"
+(trap '' PIPE; exec 3<>"/dev/tcp/127.0.0.1/$port" || exit 1
+ for c in F E T C H D 1 ' ' u p l o a d; do printf %s "$c" >&3 2>/dev/null || break; sleep 2; done
+ now >"$T/slowhdr.end") & slowhdr=$!
+fk_cleanup "kill $slowhdr 2>/dev/null"
+(trap '' PIPE; exec 3<>"/dev/tcp/127.0.0.1/$port" || exit 1
+ printf 'FETCHD1 upload-pack 16000000 big.git\n' >&3
+ for _ in $(seq 1 60); do head -c 65536 /dev/zero >&3 2>/dev/null || break; sleep 1; done
+ now >"$T/trickle.end") & trickle=$!
+fk_cleanup "kill $trickle 2>/dev/null"
+sleep 0.3
+t0=$(now)
+o=$("$B/fetchd-client" --sock "$hsock_addr" -o "$T/x" r.git 2>&1)
+check_grep "sock: all slots held by the three attackers" "busy.*max-conns" "$o"
+took=$(served_within 20 --sock "$hsock_addr" -o "$T/hsock.pack" r.git)
+check_range "sock: a legitimate fetch is served while attackers hold every slot (seconds)" "$took" 0 10
+check "sock: ... and it is the right pack" cmp "$T/hsock.pack" "$T/sock.pack"
+check "sock: slow header dropped (client too slow)" wait_grep "$T/hsock.log" "dropped: client too slow" 5
+check_eq "sock: the slow and the non-reading client are both dropped by --min-rate" 2 \
+    "$(wait_grep "$T/hsock.log" "big.git: client too slow" 10; grep -c "dropped: client too slow" "$T/hsock.log")"
+check "sock: the trickling client is dropped at the --timeout deadline" wait_grep "$T/hsock.log" "dropped: request deadline passed" 10
+wait $slowhdr $trickle 2>/dev/null
+check "sock: the slow header writer saw its connection closed" test -s "$T/slowhdr.end"
+check "sock: the trickling writer saw its connection closed" test -s "$T/trickle.end"
+check_range "sock: the trickling writer was cut off near --timeout 8s (seconds)" \
+    "$(awk -v a="$t0" -v b="$(cat "$T/trickle.end" 2>/dev/null || now)" 'BEGIN { printf "%.1f", b - a }')" 2 14
+kill $hold 2>/dev/null; wait $hold 2>/dev/null
+check_eq "sock: no git children left after the drops" 0 "$(children $hsock_pid)"
+
+# fetchd-grpc, both slots taken by: a fetch that stops reading; one that
+# takes a 32K message every 3 s (11K/s, below --min-rate 64K). Old code:
+# the sends waited on HTTP/2 flow control without a deadline.
+start hgrpc fetchd-grpc --max-conns 2 --max-per-peer 2 $lim --min-rate 64K --handshake-timeout 2s
+timeout 60 "$B/fetchd-client" --grpc "$hgrpc_addr" --hold-after 1 -o "$T/x2" big.git 2>"$T/ghold.err" & ghold=$!
+fk_cleanup "kill $ghold 2>/dev/null"
+timeout 60 "$B/fetchd-client" --grpc "$hgrpc_addr" --read-delay 3s -o "$T/x3" big.git 2>"$T/gslow.err" & gslow=$!
+fk_cleanup "kill $gslow 2>/dev/null"
+wait_grep "$T/ghold.err" holding 10 || fail "grpc: the non-reading client got its response started" "$(cat "$T/ghold.err" "$T/hgrpc.log")"
+sleep 1.5
+o=$("$B/fetchd-client" --grpc "$hgrpc_addr" -o "$T/x" r.git 2>&1)
+check_grep "grpc: all slots held by the two attackers" "busy.*max-conns" "$o"
+took=$(served_within 20 --grpc "$hgrpc_addr" -o "$T/hgrpc.pack" r.git)
+check_range "grpc: a legitimate fetch is served while attackers hold every slot (seconds)" "$took" 0 10
+check "grpc: ... and it is the right pack" cmp "$T/hgrpc.pack" "$T/sock.pack"
+check_eq "grpc: the non-reading and the slow reader are dropped by --min-rate" 2 \
+    "$(wait_grep "$T/hgrpc.log" "dropped: client too slow.*" 10; sleep 4; grep -c "dropped: client too slow" "$T/hgrpc.log")"
+check_nogrep "grpc: the slow reader was not served in full" "big.git: pack served" "$T/hgrpc.log"
+kill $ghold $gslow 2>/dev/null; wait $ghold $gslow 2>/dev/null
+check_eq "grpc: no git children left after the drops" 0 "$(children $hgrpc_pid)"
+# A connection that never speaks HTTP/2 is closed after --handshake-timeout
+# (the gRPC default is 120 s).
+t0=$(now)
+(exec 3<>"/dev/tcp/127.0.0.1/$(cat "$T/hgrpc.port")"; timeout 15 cat <&3 >/dev/null)
+check_range "grpc: a silent connection is closed after --handshake-timeout 2s (seconds)" "$(since "$t0")" 1 6
+
+# --max-per-peer: one address cannot take every slot.
+start psock fetchd-sock --max-conns 4 --max-per-peer 1
+start pgrpc fetchd-grpc --max-conns 4 --max-per-peer 1
+for s in psock pgrpc; do
+    eval addr=\$${s}_addr
+    t=${s#p}
+    rm -f "$T/phold.err"
+    timeout 60 "$B/fetchd-client" --$t "$addr" --hold-after 1 -o "$T/x4" big.git 2>"$T/phold.err" & phold=$!
+    wait_grep "$T/phold.err" holding 10
+    o=$("$B/fetchd-client" --$t "$addr" -o "$T/x" r.git 2>&1)
+    check_grep "$s: a second request from the same address is refused (--max-per-peer 1)" "busy: 1 .* from your address.*max-per-peer" "$o"
+    kill $phold; wait $phold 2>/dev/null
+done
+check_fails "sock: --max-per-peer above --max-conns is a usage error" timeout 5 "$B/fetchd-sock" --repo-root "$T/repos" --max-conns 2 --max-per-peer 3
+
+# Cache poisoning: a crafted request for `old` whose fk_hash (the old cache
+# key) equals that of the request `fetchd-client -r main` sends. The
+# victim must still get main's pack.
+main_oid=$(git -C "$T/w" rev-parse HEAD); old_oid=$(git -C "$T/w" rev-parse HEAD~1)
+if o=$("$B/test/progs/fetchd-collide" "$main_oid" "$old_oid" "$T/victim.body" "$T/attack.body" 2>&1); then
+    pass "cache: crafted request collides with the victim's under fk_hash ($o)"
+else
+    fail "cache: crafted request collides with the victim's under fk_hash" "$o"
+fi
+start csock fetchd-sock --cache-dir "$T/ccache-sock"
+start cgrpc fetchd-grpc --cache-dir "$T/ccache-grpc"
+for s in csock cgrpc; do
+    eval addr=\$${s}_addr
+    t=${s#c}
+    check "$s: the crafted request is served (git accepts it)" timeout 20 "$B/fetchd-client" -q --$t "$addr" -b "$T/attack.body" -o "$T/$s.attack.pack" r.git
+    check "$s: victim fetch of main after the crafted one" timeout 20 "$B/fetchd-client" -q --$t "$addr" -r main -o "$T/$s.victim.pack" -R "$T/$s.victim.refs" r.git
+    check "$s: the victim got main's pack (git index-pack + checkout + fsck)" git_accepts "$T/$s.victim.pack" "$T/$s.victim.refs" "$T/clone-$s-victim"
+    check_eq "$s: two cache entries, one per request" 2 "$(ls "$T/ccache-$t" | wc -l)"
+    # The collision targeted the real request: the same body is a cache hit.
+    timeout 20 "$B/fetchd-client" -q --$t "$addr" -b "$T/victim.body" -o "$T/x" r.git
+    check_eq "$s: the victim's body is byte for byte what fetchd-client -r main sends (cache hit)" 1 "$(grep -c "cache hit" "$T/$s.log")"
+    check_grep "$s: cache keys are SHA-256" "^[0-9a-f]{64}$" "$(ls "$T/ccache-$t" | head -1)"
+done
+# The cache ignores (and removes) entries keyed the old way.
+mkdir -p "$T/oldkeys" && echo stale >"$T/oldkeys/0123456789abcdef-0123456789abcdef-0123456789abcdef"
+start osock fetchd-sock --cache-dir "$T/oldkeys"
+check_eq "cache: entries with old fk_hash keys are removed at start" 0 "$(ls "$T/oldkeys" | wc -l)"
+
+# Repositories that point out of --repo-root: a work tree whose .git is a
+# symlink, alternates, an objects symlink. Old code served the first two in full.
+git init -q "$T/sw" && (cd "$T/sw" && echo secret >secret && git add secret &&
+    git -c user.email=t@t -c user.name=t commit -qm secret && git push -q "$T/outside/secret.git" HEAD:refs/heads/main)
+secret_oid=$(git -C "$T/sw" rev-parse HEAD)
+mkdir -p "$T/repos/wt" && ln -s "$T/outside/secret.git" "$T/repos/wt/.git"
+git init -q --bare "$T/repos/alt.git"
+echo "$T/outside/secret.git/objects" >"$T/repos/alt.git/objects/info/alternates"
+git -C "$T/repos/alt.git" update-ref refs/heads/main "$secret_oid"
+git init -q --bare "$T/repos/objlink.git" && rm -rf "$T/repos/objlink.git/objects" &&
+    ln -s "$T/outside/secret.git/objects" "$T/repos/objlink.git/objects"
+for s in grpc sock; do
+    eval addr=\$${s}_addr
+    o=$(timeout 20 "$B/fetchd-client" --$s "$addr" -o "$T/x" wt 2>&1)
+    check_grep "$s: a .git symlink out of the root is refused" "escapes the repository root: wt/.git resolves outside it" "$o"
+    o=$(timeout 20 "$B/fetchd-client" --$s "$addr" -o "$T/x" alt.git 2>&1)
+    check_grep "$s: alternates out of the root are refused" "escapes the repository root: alt.git's objects/info/alternates resolves outside it" "$o"
+    o=$(timeout 20 "$B/fetchd-client" --$s "$addr" -o "$T/x" objlink.git 2>&1)
+    check_grep "$s: an objects symlink out of the root is refused" "escapes the repository root: objlink.git's objects resolves outside it" "$o"
+done
+# Symlinks and alternates that stay inside the root still work.
+mkdir -p "$T/repos/wt2" && ln -s ../r.git "$T/repos/wt2/.git"
+git clone -q --bare --shared "$T/repos/r.git" "$T/repos/shared.git"
+check "sock: a .git symlink inside the root is served" timeout 20 "$B/fetchd-client" -q --sock "$sock_addr" -o "$T/x" wt2
+check "sock: alternates inside the root are served" timeout 20 "$B/fetchd-client" -q --sock "$sock_addr" -o "$T/x" shared.git
+
 for s in grpc sock; do
     check "$s --help" "$B/fetchd-$s" --help
     check_fails "$s: unknown option" "$B/fetchd-$s" --bogus

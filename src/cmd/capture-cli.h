@@ -1,20 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The capture commands' shared front end (host, pid, user, cgroup, run,
- * faults): option sets bound to struct fk_profile_request, signals, the
- * summary and delivery around the profile runner (profile/profile.h).
- * A new capture option is one line in one of these sets plus a field in
- * the request. */
+ * faults): signals, the summary and delivery around the profile runner
+ * (profile/profile.h); their options are profile/options.h's sets. */
 #ifndef FK_CMD_CAPTURE_CLI_H
 #define FK_CMD_CAPTURE_CLI_H
 
+#include "profile/options.h"
 #include "profile/profile.h"
 #include "util/opt.h"
-
-/* Sections of --help; each binds to a struct fk_profile_request. */
-extern const struct fk_opt fk_optset_capture[];     /* -d, --no-kernel */
-extern const struct fk_opt fk_optset_cpu[];         /* -F */
-extern const struct fk_opt fk_optset_limits[];      /* --max-memory, --unsafe-limits */
-extern const struct fk_opt fk_optset_output[];      /* -o, --stdout, --no-svg, --title, --upload, -q */
 
 /* Check rq (usage errors exit 2), run it with SIGINT/SIGTERM/SIGHUP ending
  * the capture (and passed on to run's command), print the summary,

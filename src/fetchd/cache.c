@@ -12,8 +12,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
 struct entry {
-    char key[64];
+    char key[FD_CACHE_KEY];
     uint64_t size;
     uint64_t used;      /* LRU clock */
 };
@@ -78,8 +80,15 @@ struct fd_cache *fd_cache_open(const char *dir, uint64_t max_bytes)
             unlink(p);  /* left by a crash: never complete */
             continue;
         }
-        if (e->d_name[0] == '.' || strlen(e->d_name) >= 64)
+        if (e->d_name[0] == '.')
             continue;
+        if (strlen(e->d_name) != FD_CACHE_KEY - 1 || strspn(e->d_name, "0123456789abcdef") != FD_CACHE_KEY - 1) {
+            /* Not a SHA-256 key: an entry of an older fetchd (fk_hash keys). */
+            struct stat lst;
+            if (lstat(p, &lst) == 0 && S_ISREG(lst.st_mode) && strchr(e->d_name, '-'))
+                unlink(p);
+            continue;
+        }
         struct stat st;
         if (stat(p, &st) != 0 || !S_ISREG(st.st_mode))
             continue;
@@ -107,12 +116,26 @@ void fd_cache_close(struct fd_cache *c)
     free(c);
 }
 
-void fd_cache_key(char out[64], const char *gitdir, const void *body, size_t len)
+/* SHA-256, not fk_hash: fk_hash's steps can be inverted, so a client could
+ * craft a request whose key equals another request's and have its
+ * response served for that one. Pieces are length-prefixed. */
+void fd_cache_key(char out[FD_CACHE_KEY], const char *gitdir, const void *body, size_t len)
 {
-    snprintf(out, 64, "%016llx-%016llx-%016llx",
-             (unsigned long long)fk_hash(gitdir, strlen(gitdir)),
-             (unsigned long long)fd_repo_refstate(gitdir),
-             (unsigned long long)fk_hash(body, len));
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    uint64_t l;
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned mdlen = 0;
+    if (!c || !EVP_DigestInit_ex(c, EVP_sha256(), NULL) ||
+        !EVP_DigestUpdate(c, "fetchd-cache-2", 15) ||
+        !EVP_DigestUpdate(c, (l = strlen(gitdir), &l), sizeof l) || !EVP_DigestUpdate(c, gitdir, l))
+        fk_die("SHA-256 failed in libcrypto");
+    fd_repo_refstate(c, gitdir);
+    if (!EVP_DigestUpdate(c, (l = len, &l), sizeof l) || !EVP_DigestUpdate(c, body, len) ||
+        !EVP_DigestFinal_ex(c, md, &mdlen) || mdlen != 32)
+        fk_die("SHA-256 failed in libcrypto");
+    EVP_MD_CTX_free(c);
+    for (unsigned i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
 }
 
 int fd_cache_lookup(struct fd_cache *c, const char *key, uint64_t *size)

@@ -25,6 +25,8 @@ struct fd_client {
     grpc_completion_queue *cq;
 };
 
+bool fd_client_small_window;
+
 static pthread_once_t grpc_once = PTHREAD_ONCE_INIT;
 static void grpc_start(void) { grpc_init(); }
 
@@ -41,11 +43,16 @@ struct fd_client *fd_client_new(enum fd_transport t, const char *addr, char *err
     c->port = fk_strdup(colon + 1);
     if (t == FD_GRPC) {
         pthread_once(&grpc_once, grpc_start);
-        grpc_arg a[1];
-        a[0].type = GRPC_ARG_INTEGER;
+        grpc_arg a[3];
+        a[0].type = a[1].type = a[2].type = GRPC_ARG_INTEGER;
         a[0].key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
         a[0].value.integer = -1;
-        grpc_channel_args args = { 1, a };
+        /* No BDP probing: the window stays at 64K, not grown to megabytes. */
+        a[1].key = GRPC_ARG_HTTP2_BDP_PROBE;
+        a[1].value.integer = 0;
+        a[2].key = GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES;
+        a[2].value.integer = 64 << 10;
+        grpc_channel_args args = { fd_client_small_window ? 3 : 1, a };
         grpc_channel_credentials *cr = grpc_insecure_credentials_create();
         c->chan = grpc_channel_create(addr, cr, &args);
         grpc_channel_credentials_release(cr);

@@ -311,12 +311,13 @@ static void run_one(const char *kind, bool cache, const char *repo_root, const c
     unlink(portf);
     unlink(stats);
     char *prog = find_prog(strcmp(kind, "grpc") == 0 ? "fetchd-grpc" : "fetchd-sock");
-    char *argv[16];
+    char *argv[20];
     int a = 0;
     argv[a++] = prog;
     argv[a++] = "--repo-root"; argv[a++] = (char *)repo_root;
     argv[a++] = "--port-file"; argv[a++] = portf;
     argv[a++] = "--max-conns"; argv[a++] = "64";
+    argv[a++] = "--max-per-peer"; argv[a++] = "64";     /* every client is local */
     if (strcmp(kind, "grpc") == 0) { argv[a++] = "--chunk-size"; argv[a++] = chunk; }
     if (cache) { argv[a++] = "--cache-dir"; argv[a++] = cdir; argv[a++] = "--cache-size"; argv[a++] = "4G"; }
     argv[a] = NULL;

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 struct client_opts {
@@ -17,7 +18,7 @@ struct client_opts {
     enum fd_transport tr;
     struct fk_strv refs;
     bool adv_only, quiet;
-    uint64_t stop_after;
+    uint64_t stop_after, hold_after, read_delay;
 };
 
 #define CL(field) offsetof(struct client_opts, field)
@@ -51,6 +52,11 @@ static const struct fk_opt client_optset[] = {
     { "raw", 0, FK_OPT_STR, CL(raw_file), "FILE", "also write the raw response to FILE", "raw" },
     { "stop-after", 0, FK_OPT_SIZE, CL(stop_after), "BYTES", "hang up after BYTES of response (testing)",
       "64K", .min = 1 },
+    { "hold-after", 0, FK_OPT_SIZE, CL(hold_after), "BYTES",
+      "stop reading after BYTES of the pack but keep the connection open (testing: a client that stalls; gRPC: a 64K window)",
+      "64K", .min = 1 },
+    { "read-delay", 0, FK_OPT_DURATION, CL(read_delay), "DURATION",
+      "sleep before taking each piece of the pack (testing: a slow reader; gRPC: a 64K window)", "2s" },
     { "quiet", 'q', FK_OPT_FLAG, CL(quiet), NULL, "no summary line" },
     { "version", 'V', FK_OPT_VERSION, 0, NULL, "print the version" },
     { NULL },
@@ -67,7 +73,7 @@ struct sinkst {
     struct fd_demux dm;
     struct fk_buf adv;
     struct fk_outfile *pack, *raw;
-    uint64_t total, stop_after;
+    uint64_t total, stop_after, hold_after, read_delay;
     bool is_adv;
 };
 
@@ -82,6 +88,16 @@ static bool resp_sink(void *arg, const void *data, size_t len)
     s->total += len;
     if (s->stop_after && s->total >= s->stop_after)
         return false;
+    if (s->hold_after && s->total >= s->hold_after) {
+        fk_warn("holding the connection after %llu bytes, not reading", (unsigned long long)s->total);
+        for (;;)
+            pause();    /* until killed */
+    }
+    if (s->read_delay) {
+        struct timespec ts = { (time_t)(s->read_delay / 1000), (long)(s->read_delay % 1000) * 1000000 };
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+    }
     if (s->raw && !fk_outfile_write(s->raw, data, len))
         return false;
     if (s->is_adv) {
@@ -118,6 +134,7 @@ int main(int argc, char **argv)
     uint64_t stop_after = co.stop_after;
     const char *repo = args.v[0];
     char err[512];
+    fd_client_small_window = co.hold_after || co.read_delay;
     struct fd_client *c = fd_client_new(tr, addr, err, sizeof err);
     if (!c)
         fk_die("%s", err);
@@ -177,6 +194,8 @@ int main(int argc, char **argv)
     s.is_adv = false;
     s.total = 0;
     s.stop_after = stop_after;
+    s.hold_after = co.hold_after;
+    s.read_delay = co.read_delay;
     s.raw = raw_file ? &raw : NULL;
     fd_demux_init(&s.dm, pack_sink, &pack);
     bool ok = fd_client_call(c, FD_OP_UPLOAD_PACK, repo, req.data ? req.data : "", req.len, resp_sink, &s, err, sizeof err);

@@ -3,12 +3,18 @@
  * The main thread drives the server completion queue (new calls); each
  * accepted call gets a thread with its own completion queue that reads
  * git's stdout into Chunk messages, one SEND_MESSAGE in flight at a time.
- * At most --max-conns calls run; excess calls get RESOURCE_EXHAUSTED. */
+ * At most --max-conns calls run, --max-per-peer per client address;
+ * excess calls get RESOURCE_EXHAUSTED. Every wait on the client (a send
+ * held by HTTP/2 flow control, the final status) has a deadline and counts
+ * against the minimum rate (fd_pace); when either fails the call is
+ * cancelled, so a client that stops reading loses its slot. Keepalive
+ * pings, a maximum connection age and idle time bound the connections. */
 #include "fetchd/fetchd.h"
 #include "util/opt.h"
 #include "fetchd/fetchd.pb-c.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +23,7 @@
 #include <grpc/byte_buffer_reader.h>
 #include <grpc/grpc.h>
 #include <grpc/grpc_security.h>
+#include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
 
 static struct fd_server_opts opt;
@@ -24,7 +31,7 @@ static struct fd_cache *cache;
 static grpc_server *server;
 static grpc_completion_queue *scq;
 static void *methods[2];
-static struct fd_gate gate = FD_GATE_INIT(0);  /* max set from --max-conns */
+static struct fd_gate gate = FD_GATE_INIT;  /* limits set from the options */
 
 static const struct fk_cmdline cmdline = {
     "fetchd-grpc --repo-root DIR [OPTIONS]",
@@ -43,6 +50,7 @@ struct pending {
     grpc_metadata_array md;
     grpc_byte_buffer *payload;
     grpc_completion_queue *cq;  /* the call's own queue (its batches complete there) */
+    char peer[FD_PEER_MAX];     /* client address without the port */
 };
 
 static void request_call(enum fd_op op)
@@ -79,6 +87,9 @@ struct worker {
     bool closed;            /* RECV_CLOSE_ON_SERVER completed */
     bool sent_md;
     bool released;          /* slot given back */
+    char peer[FD_PEER_MAX];
+    struct fd_pace pace;
+    const char *why;        /* set when the call was cancelled by us */
 };
 
 /* Give the slot back before the final status reaches the client, so its
@@ -88,16 +99,19 @@ static void release_slot(struct worker *w)
     if (w->released)
         return;
     w->released = true;
-    fd_gate_release_slot(&gate);
+    fd_gate_release_slot(&gate, w->peer);
 }
 
 #define TAG_CLOSE ((void *)1)
 #define TAG_SEND ((void *)2)
 #define TAG_STATUS ((void *)3)
 
+static _Thread_local bool plucked_timeout;   /* the last pluck timed out */
+
 static bool pluck(struct worker *w, void *tag, gpr_timespec until)
 {
     grpc_event ev = grpc_completion_queue_pluck(w->cq, tag, until, NULL);
+    plucked_timeout = ev.type == GRPC_QUEUE_TIMEOUT;
     if (ev.type != GRPC_OP_COMPLETE)
         return false;
     if (tag == TAG_CLOSE)
@@ -106,6 +120,43 @@ static bool pluck(struct worker *w, void *tag, gpr_timespec until)
 }
 
 static gpr_timespec forever(void) { return gpr_inf_future(GPR_CLOCK_REALTIME); }
+
+static gpr_timespec in_ms(int ms)
+{
+    return gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(ms, GPR_TIMESPAN));
+}
+
+/* Drop the client: cancel the call (its pending batches then complete at
+ * once, failed). */
+static void drop(struct worker *w, const char *why)
+{
+    if (w->why)
+        return;
+    w->why = why;
+    grpc_call_cancel_with_status(w->p->call, GRPC_STATUS_DEADLINE_EXCEEDED, why, NULL);
+    if (opt.verbose)
+        fd_log("%s: dropped: %s", w->peer, why);
+}
+
+/* Wait for the batch tagged tag, which waits on the client (flow control,
+ * the final status), within the client's deadline and minimum rate. */
+static bool wait_client(struct worker *w, void *tag)
+{
+    for (;;) {
+        uint64_t t0 = fk_now_ns();
+        bool ok = pluck(w, tag, w->why ? forever() : in_ms(fd_pace_wait_ms(&w->pace)));
+        bool done = !plucked_timeout;
+        const char *why = w->why ? NULL : fd_pace_check(&w->pace, fk_now_ns() - t0);
+        if (why) {
+            drop(w, why);
+            if (done)
+                return false;
+            continue;       /* the cancel completes the batch at once */
+        }
+        if (done)
+            return ok;      /* (failed, once cancelled) */
+    }
+}
 
 /* Has the client cancelled or gone away? Polls without blocking. */
 static bool client_gone(struct worker *w)
@@ -135,8 +186,10 @@ static bool send_chunk(struct worker *w, const uint8_t *data, size_t len)
     ops[k].op = GRPC_OP_SEND_MESSAGE;
     ops[k++].data.send_message.send_message = bb;
     bool ok = grpc_call_start_batch(w->p->call, ops, k, TAG_SEND, NULL) == GRPC_CALL_OK &&
-              pluck(w, TAG_SEND, forever());
+              wait_client(w, TAG_SEND);
     grpc_byte_buffer_destroy(bb);
+    if (ok)
+        fd_pace_moved(&w->pace, len);
     return ok;
 }
 
@@ -155,7 +208,7 @@ static void send_status(struct worker *w, grpc_status_code code, const char *msg
     ops[k].data.send_status_from_server.status = code;
     ops[k++].data.send_status_from_server.status_details = &details;
     if (grpc_call_start_batch(w->p->call, ops, k, TAG_STATUS, NULL) == GRPC_CALL_OK)
-        pluck(w, TAG_STATUS, forever());
+        wait_client(w, TAG_STATUS);
     grpc_slice_unref(details);
 }
 
@@ -170,6 +223,11 @@ static ssize_t read_chunk(struct worker *w, int fd, uint8_t *buf, size_t len)
         if (r == 0) {
             if (client_gone(w))
                 return -2;
+            const char *why = fd_pace_check(&w->pace, 0);   /* the deadline */
+            if (why) {
+                drop(w, why);
+                return -2;
+            }
             continue;
         }
         if (r < 0) {
@@ -233,7 +291,7 @@ static void handle(struct worker *w)
         goto out;
     }
     uint8_t *buf = fk_malloc(opt.chunk);
-    char key[64];
+    char key[FD_CACHE_KEY];
     if (cache && ur) {
         fd_cache_key(key, gitdir, body, blen);
         uint64_t size;
@@ -247,7 +305,7 @@ static void handle(struct worker *w)
             if (ok)
                 send_status(w, GRPC_STATUS_OK, "");
             if (opt.verbose)
-                fd_log("%s: cache hit, %s", name, ok ? "sent" : "client went away");
+                fd_log("%s: cache hit, %s", name, ok ? "sent" : w->why ? w->why : "client went away");
             free(buf);
             free(gitdir);
             goto out;
@@ -264,7 +322,10 @@ static void handle(struct worker *w)
     int tmp = cache && ur ? fd_cache_begin(cache, &tmpname) : -1;
     bool tmp_ok = true, gone = false;
     for (;;) {
-        ssize_t n = read_chunk(w, ch.out, buf, opt.chunk);
+        const char *why = fd_pace_check(&w->pace, 0);   /* the deadline, also while git keeps up */
+        if (why)
+            drop(w, why);
+        ssize_t n = w->why ? -2 : read_chunk(w, ch.out, buf, opt.chunk);
         if (n == -2 || (n > 0 && !send_chunk(w, buf, (size_t)n))) {
             gone = true;
             break;
@@ -293,7 +354,7 @@ static void handle(struct worker *w)
         if (tmp >= 0)
             fd_cache_end(cache, tmp, tmpname, key, false);
         if (opt.verbose)
-            fd_log("%s: client went away; git killed", name);
+            fd_log("%s: %s; git killed", name, w->why ? w->why : "client went away");
     } else {
         bool git_ok = fd_child_finish(&ch) && tmp_ok;
         if (tmp >= 0)
@@ -316,6 +377,16 @@ static void *worker_thread(void *arg)
 {
     struct worker w = { .p = arg };
     w.cq = w.p->cq;
+    snprintf(w.peer, sizeof w.peer, "%s", w.p->peer);
+    fd_pace_init(&w.pace, &opt);
+    /* The client's own deadline, when earlier, is the call's deadline. */
+    gpr_timespec cd = gpr_convert_clock_type(w.p->deadline, GPR_CLOCK_MONOTONIC);
+    gpr_timespec left = gpr_time_sub(cd, gpr_now(GPR_CLOCK_MONOTONIC));
+    if (gpr_time_cmp(cd, gpr_inf_future(GPR_CLOCK_MONOTONIC)) != 0 &&
+        gpr_time_cmp(left, gpr_time_from_millis((int64_t)opt.timeout, GPR_TIMESPAN)) < 0) {
+        int64_t ms = gpr_time_to_millis(left);
+        w.pace.deadline = fk_now_ns() + (uint64_t)(ms > 0 ? ms : 0) * 1000000ull;
+    }
     grpc_op op;
     memset(&op, 0, sizeof op);
     op.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
@@ -323,7 +394,7 @@ static void *worker_thread(void *arg)
     if (grpc_call_start_batch(w.p->call, &op, 1, TAG_CLOSE, NULL) == GRPC_CALL_OK) {
         handle(&w);
         if (!w.closed)
-            pluck(&w, TAG_CLOSE, forever());
+            wait_client(&w, TAG_CLOSE);
     }
     free_pending(w.p);
     release_slot(&w);
@@ -331,25 +402,88 @@ static void *worker_thread(void *arg)
     return NULL;
 }
 
+/* Calls answered RESOURCE_EXHAUSTED whose batch has not completed: the
+ * main thread never waits on a client (one that does not read would stall
+ * admission for everyone); reap_rejects() frees them, and cancels those
+ * still pending after a second. */
+struct rejecting {
+    struct pending *p;
+    grpc_slice details;
+    int cancelled;          /* RECV_CLOSE_ON_SERVER writes here until completion */
+    uint64_t since;
+    bool cancel_sent;
+    struct rejecting *next;
+};
+static struct rejecting *rejecting;
+
 /* Too many calls: answer at once from the main thread. */
-static void reject(struct pending *p)
+static void reject(struct pending *p, enum fd_admit why)
 {
-    char m[128];
-    snprintf(m, sizeof m, "busy: %d calls in flight (--max-conns); retry later", opt.max_conns);
-    grpc_slice details = grpc_slice_from_copied_string(m);
-    int cancelled;
+    char m[160];
+    if (why == FD_ADMIT)
+        snprintf(m, sizeof m, "server out of threads");
+    else
+        fd_gate_busy_msg(&gate, why, "calls", m, sizeof m);
+    if (opt.verbose)
+        fd_log("%s: refused: %s", p->peer, m);
+    struct rejecting *r = fk_calloc(1, sizeof *r);
+    r->p = p;
+    r->details = grpc_slice_from_copied_string(m);
+    r->since = fk_now_ns();
     grpc_op ops[3];
     memset(ops, 0, sizeof ops);
     ops[0].op = GRPC_OP_SEND_INITIAL_METADATA;
     ops[1].op = GRPC_OP_SEND_STATUS_FROM_SERVER;
     ops[1].data.send_status_from_server.status = GRPC_STATUS_RESOURCE_EXHAUSTED;
-    ops[1].data.send_status_from_server.status_details = &details;
+    ops[1].data.send_status_from_server.status_details = &r->details;
     ops[2].op = GRPC_OP_RECV_CLOSE_ON_SERVER;
-    ops[2].data.recv_close_on_server.cancelled = &cancelled;
-    if (grpc_call_start_batch(p->call, ops, 3, p, NULL) == GRPC_CALL_OK)
-        grpc_completion_queue_pluck(p->cq, p, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
-    grpc_slice_unref(details);
-    free_pending(p);
+    ops[2].data.recv_close_on_server.cancelled = &r->cancelled;
+    if (grpc_call_start_batch(p->call, ops, 3, p, NULL) != GRPC_CALL_OK) {
+        grpc_slice_unref(r->details);
+        free(r);
+        free_pending(p);
+        return;
+    }
+    r->next = rejecting;
+    rejecting = r;
+}
+
+static void reap_rejects(void)
+{
+    uint64_t now = fk_now_ns();
+    for (struct rejecting **rp = &rejecting; *rp; ) {
+        struct rejecting *r = *rp;
+        grpc_event ev = grpc_completion_queue_pluck(r->p->cq, r->p, gpr_time_0(GPR_CLOCK_MONOTONIC), NULL);
+        if (ev.type == GRPC_OP_COMPLETE) {
+            *rp = r->next;
+            grpc_slice_unref(r->details);
+            free_pending(r->p);
+            free(r);
+            continue;
+        }
+        if (!r->cancel_sent && now - r->since > 1000000000ull) {
+            grpc_call_cancel(r->p->call, NULL);     /* completes the batch soon */
+            r->cancel_sent = true;
+        }
+        rp = &r->next;
+    }
+}
+
+/* "ipv4:10.0.0.1:5000" -> "ipv4:10.0.0.1": what --max-per-peer counts. */
+static void peer_name(struct pending *p)
+{
+    char *s = grpc_call_get_peer(p->call);
+    snprintf(p->peer, sizeof p->peer, "%s", s ? s : "unknown");
+    gpr_free(s);
+    char *colon = strrchr(p->peer, ':');
+    if (colon && (strncmp(p->peer, "ipv4:", 5) == 0 || strncmp(p->peer, "ipv6:", 5) == 0) &&
+        colon > p->peer + 4)
+        *colon = 0;
+}
+
+static int clamp_ms(uint64_t ms)
+{
+    return ms > INT_MAX ? INT_MAX : (int)ms;
 }
 
 int main(int argc, char **argv)
@@ -358,18 +492,35 @@ int main(int argc, char **argv)
     int prc = fd_server_parse(argc, argv, &opt, &cmdline, true);
     if (prc != FK_OPT_CONTINUE)
         return prc;
-    gate.max = opt.max_conns;
+    gate.max = (unsigned)opt.max_conns;
+    gate.max_peer = (unsigned)opt.max_per_peer;
     cache = fd_cache_open(opt.cache_dir, opt.cache_size);
     fd_server_signals();
     grpc_init();
-    grpc_arg a[2];
-    a[0].type = GRPC_ARG_INTEGER;
-    a[0].key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
-    a[0].value.integer = FD_MAX_BODY + 4096;
-    a[1].type = GRPC_ARG_INTEGER;
-    a[1].key = GRPC_ARG_ALLOW_REUSEPORT;
-    a[1].value.integer = 0;
-    grpc_channel_args args = { 2, a };
+    /* Connections are bounded too: keepalive pings find dead peers (also
+     * while a stream is blocked and no data flows), an age limit recycles
+     * them (calls in flight get --timeout), idle ones and ones that never
+     * finish the handshake are closed. */
+    struct { const char *key; int val; } ia[] = {
+        { GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, FD_MAX_BODY + 4096 },
+        { GRPC_ARG_ALLOW_REUSEPORT, 0 },
+        { GRPC_ARG_KEEPALIVE_TIME_MS, clamp_ms(opt.keepalive) },
+        { GRPC_ARG_KEEPALIVE_TIMEOUT_MS, clamp_ms(opt.keepalive_timeout) },
+        { GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1 },
+        { GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0 },
+        { GRPC_ARG_MAX_CONNECTION_AGE_MS, clamp_ms(opt.max_conn_age) },
+        { GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, clamp_ms(opt.timeout) },
+        { GRPC_ARG_MAX_CONNECTION_IDLE_MS, clamp_ms(opt.max_conn_idle) },
+        { GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, clamp_ms(opt.handshake_timeout) },
+    };
+    enum { NARGS = sizeof ia / sizeof ia[0] };
+    grpc_arg a[NARGS];
+    for (size_t i = 0; i < NARGS; i++) {
+        a[i].type = GRPC_ARG_INTEGER;
+        a[i].key = (char *)ia[i].key;
+        a[i].value.integer = ia[i].val;
+    }
+    grpc_channel_args args = { NARGS, a };
     server = grpc_server_create(&args, NULL);
     scq = grpc_completion_queue_create_for_next(NULL);
     grpc_server_register_completion_queue(server, scq, NULL);
@@ -399,8 +550,8 @@ int main(int argc, char **argv)
             grpc_server_shutdown_and_notify(server, scq, &shutdown_tag);
             shutting = true;
         }
-        grpc_event ev = grpc_completion_queue_next(scq, gpr_time_add(gpr_now(GPR_CLOCK_REALTIME),
-                                                   gpr_time_from_millis(200, GPR_TIMESPAN)), NULL);
+        reap_rejects();
+        grpc_event ev = grpc_completion_queue_next(scq, in_ms(rejecting ? 50 : 200), NULL);
         if (ev.type != GRPC_OP_COMPLETE)
             continue;
         struct pending *p = ev.tag;
@@ -411,15 +562,22 @@ int main(int argc, char **argv)
             continue;
         }
         enum fd_op op = p->op;
+        peer_name(p);
         pthread_t t;
-        if (!fd_gate_enter(&gate))
-            reject(p);
+        enum fd_admit adm = fd_gate_enter(&gate, p->peer);
+        if (adm != FD_ADMIT)
+            reject(p, adm);
         else if (pthread_create(&t, &at, worker_thread, p) != 0) {
-            fd_gate_cancel(&gate);
-            reject(p);
+            fd_gate_cancel(&gate, p->peer);
+            reject(p, FD_ADMIT);
         }
         if (!shutting)
             request_call(op);
+    }
+    while (rejecting) {
+        reap_rejects();
+        if (rejecting)
+            gpr_sleep_until(in_ms(20));
     }
     fd_gate_drain(&gate);
     grpc_server_destroy(server);

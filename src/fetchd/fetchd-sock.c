@@ -1,14 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* fetchd-sock: git upload-pack over a plain TCP socket. One thread per
- * connection, at most --max-conns of them (excess connections get an
- * immediate "ERR busy" line); git's stdout goes to the socket with splice(),
- * cached responses with sendfile(). Framing: see fetchd-sock(1). */
+ * connection, at most --max-conns of them and --max-per-peer per client
+ * address (excess connections get an immediate "ERR busy" line); git's
+ * stdout goes to the socket with splice(), cached responses with
+ * sendfile(). Sockets are non-blocking so every wait on the client runs
+ * through wait_client() and its deadline and minimum rate (fd_pace): a
+ * client that trickles its request or stops reading loses its slot.
+ * Framing: see fetchd-sock(1). */
 #include "fetchd/fetchd.h"
 #include "util/opt.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -19,7 +24,7 @@
 
 static struct fd_server_opts opt;
 static struct fd_cache *cache;
-static struct fd_gate gate = FD_GATE_INIT(0);  /* max set from --max-conns */
+static struct fd_gate gate = FD_GATE_INIT;  /* limits set from the options */
 
 static const struct fk_cmdline cmdline = {
     "fetchd-sock --repo-root DIR [OPTIONS]",
@@ -30,29 +35,61 @@ static const struct fk_cmdline cmdline = {
     NULL,
 };
 
-static bool send_all(int fd, const char *s, size_t len)
+/* One connection: its socket (non-blocking), the client's address (for
+ * --max-per-peer and logs) and its time budget. */
+struct conn {
+    int sock;
+    char peer[FD_PEER_MAX];
+    struct fd_pace pace;
+    const char *why;        /* set when the client is dropped */
+};
+
+/* Wait until the socket is ready for events, counting the time against the
+ * client's pace. false (why set) when the client is dropped. */
+static bool wait_client(struct conn *c, short events)
+{
+    for (;;) {
+        struct pollfd p = { .fd = c->sock, .events = events };
+        uint64_t t0 = fk_now_ns();
+        int r = poll(&p, 1, fd_pace_wait_ms(&c->pace));
+        if (r < 0 && errno != EINTR) {
+            c->why = "poll failed";
+            return false;
+        }
+        if ((c->why = fd_pace_check(&c->pace, fk_now_ns() - t0)))
+            return false;
+        if (r > 0)
+            return true;
+    }
+}
+
+static bool send_all(struct conn *c, const char *s, size_t len)
 {
     while (len > 0) {
-        ssize_t w = send(fd, s, len, MSG_NOSIGNAL);
+        ssize_t w = send(c->sock, s, len, MSG_NOSIGNAL);
         if (w < 0) {
             if (errno == EINTR)
                 continue;
+            if (errno == EAGAIN && wait_client(c, POLLOUT))
+                continue;
             return false;
         }
+        fd_pace_moved(&c->pace, (uint64_t)w);
         s += w;
         len -= (size_t)w;
     }
     return true;
 }
 
+/* One attempt, never waiting: the error line is best effort. */
 static void send_err(int fd, const char *msg)
 {
     char line[600];
     int n = snprintf(line, sizeof line, "ERR %s\n", msg);
-    (void)send_all(fd, line, (size_t)n);
+    (void)!send(fd, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-/* Move exactly n bytes from pipe in to fd out. */
+/* Move exactly n bytes from pipe in to the cache file out. */
 static bool splice_n(int in, int out, size_t n)
 {
     while (n > 0) {
@@ -66,9 +103,25 @@ static bool splice_n(int in, int out, size_t n)
     return true;
 }
 
+/* Move exactly n bytes (already in pipe in) to the client. */
+static bool splice_sock(struct conn *c, int in, size_t n)
+{
+    while (n > 0) {
+        ssize_t m = splice(in, NULL, c->sock, NULL, n, SPLICE_F_MOVE | SPLICE_F_MORE | SPLICE_F_NONBLOCK);
+        if (m < 0 && (errno == EINTR || (errno == EAGAIN && wait_client(c, POLLOUT))))
+            continue;
+        if (m <= 0)
+            return false;
+        fd_pace_moved(&c->pace, (uint64_t)m);
+        n -= (size_t)m;
+    }
+    return true;
+}
+
 /* Stream the child's stdout to the socket (and through tee() into the
- * cache file when tmp >= 0). false when the client went away. */
-static bool stream(struct fd_child *ch, int sock, int tmp, bool *tmp_ok)
+ * cache file when tmp >= 0). false when the client went away or was
+ * dropped (c->why). */
+static bool stream(struct conn *c, struct fd_child *ch, int tmp, bool *tmp_ok)
 {
     int cp[2] = { -1, -1 };
     if (tmp >= 0) {
@@ -79,14 +132,21 @@ static bool stream(struct fd_child *ch, int sock, int tmp, bool *tmp_ok)
             (void)fcntl(cp[0], F_SETPIPE_SZ, 1 << 20);
     }
     bool ok = true, need_out = false;
+    int sock = c->sock;
     for (;;) {
-        /* Wait for data, or (after EAGAIN from the socket) for room in it. */
+        /* Wait for data, or (after EAGAIN from the socket) for room in it:
+         * only that second wait counts against the client's rate. */
         struct pollfd p[2] = { { .fd = ch->out, .events = need_out ? 0 : POLLIN },
                                { .fd = sock, .events = POLLRDHUP | (need_out ? POLLOUT : 0) } };
-        int r = poll(p, 2, 1000);
+        uint64_t t0 = fk_now_ns();
+        int r = poll(p, 2, fd_pace_wait_ms(&c->pace));
         if (r < 0 && errno == EINTR)
             continue;
         if (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
+            ok = false;
+            break;
+        }
+        if ((c->why = fd_pace_check(&c->pace, need_out ? fk_now_ns() - t0 : 0))) {
             ok = false;
             break;
         }
@@ -98,12 +158,14 @@ static bool stream(struct fd_child *ch, int sock, int tmp, bool *tmp_ok)
             n = tee(ch->out, cp[1], 1 << 20, SPLICE_F_NONBLOCK);
             if (n > 0 && !splice_n(cp[0], tmp, (size_t)n))
                 *tmp_ok = false;
-            if (n > 0 && !splice_n(ch->out, sock, (size_t)n)) {
+            if (n > 0 && !splice_sock(c, ch->out, (size_t)n)) {
                 ok = false;
                 break;
             }
         } else {
             n = splice(ch->out, NULL, sock, NULL, 1 << 20, SPLICE_F_MOVE | SPLICE_F_MORE | SPLICE_F_NONBLOCK);
+            if (n > 0)
+                fd_pace_moved(&c->pace, (uint64_t)n);
         }
         if (n == 0)
             break;      /* EOF: git closed its stdout */
@@ -112,7 +174,7 @@ static bool stream(struct fd_child *ch, int sock, int tmp, bool *tmp_ok)
                 need_out = true;    /* pipe non-empty (poll said so): the socket is full */
             if (errno == EAGAIN || errno == EINTR)
                 continue;
-            ok = false;     /* EPIPE, ECONNRESET, timeout: the client is gone */
+            ok = false;     /* EPIPE, ECONNRESET: the client is gone */
             break;
         }
     }
@@ -123,17 +185,30 @@ static bool stream(struct fd_child *ch, int sock, int tmp, bool *tmp_ok)
     return ok;
 }
 
-static bool read_request(int sock, char *hdr, size_t hdrmax, char **body, size_t *blen,
+/* recv into buf, waiting (within the client's pace) for data. */
+static ssize_t recv_some(struct conn *c, char *buf, size_t len)
+{
+    for (;;) {
+        ssize_t r = recv(c->sock, buf, len, 0);
+        if (r >= 0) {
+            fd_pace_moved(&c->pace, (uint64_t)r);
+            return r;
+        }
+        if (errno == EINTR || (errno == EAGAIN && wait_client(c, POLLIN)))
+            continue;
+        return -1;
+    }
+}
+
+static bool read_request(struct conn *c, char *hdr, size_t hdrmax, char **body, size_t *blen,
                          enum fd_op *op, char **repo, char *err, size_t errlen)
 {
     size_t have = 0;
     char *nl = NULL;
     while (!nl) {
-        ssize_t r = recv(sock, hdr + have, hdrmax - 1 - have, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
+        ssize_t r = recv_some(c, hdr + have, hdrmax - 1 - have);
         if (r <= 0) {
-            snprintf(err, errlen, "malformed request: connection closed before the header line");
+            snprintf(err, errlen, "%s", c->why ? c->why : "malformed request: connection closed before the header line");
             return false;
         }
         have += (size_t)r;
@@ -175,11 +250,9 @@ static bool read_request(int sock, char *hdr, size_t hdrmax, char **body, size_t
     *body = fk_malloc(*blen + 1);
     memcpy(*body, nl + 1, extra);
     for (size_t got = extra; got < *blen; ) {
-        ssize_t r = recv(sock, *body + got, *blen - got, 0);
-        if (r < 0 && errno == EINTR)
-            continue;
+        ssize_t r = recv_some(c, *body + got, *blen - got);
         if (r <= 0) {
-            snprintf(err, errlen, "malformed request: body shorter than LENGTH");
+            snprintf(err, errlen, "%s", c->why ? c->why : "malformed request: body shorter than LENGTH");
             return false;
         }
         got += (size_t)r;
@@ -187,39 +260,39 @@ static bool read_request(int sock, char *hdr, size_t hdrmax, char **body, size_t
     return true;
 }
 
-static void serve(int sock)
+static void serve(struct conn *c)
 {
     char hdr[2048], err[512];
     char *body = NULL, *repo = NULL, *gitdir = NULL;
     size_t blen = 0;
     enum fd_op op;
-    struct timeval tv = { .tv_sec = 30 };
-    setsockopt(sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    tv.tv_sec = 120;   /* a stalled reader cannot hold a slot forever */
-    setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    if (!read_request(sock, hdr, sizeof hdr, &body, &blen, &op, &repo, err, sizeof err))
+    int sock = c->sock;
+    fd_pace_init(&c->pace, &opt);
+    if (!read_request(c, hdr, sizeof hdr, &body, &blen, &op, &repo, err, sizeof err))
         goto fail;
     if (!(gitdir = fd_repo_resolve(opt.repo_root, repo, err, sizeof err)))
         goto fail;
     if (op == FD_OP_UPLOAD_PACK && !fd_check_request(body, blen, err, sizeof err))
         goto fail;
-    char key[64];
+    char key[FD_CACHE_KEY];
     if (cache && op == FD_OP_UPLOAD_PACK) {
         fd_cache_key(key, gitdir, body, blen);
         uint64_t size;
         int cf = fd_cache_lookup(cache, key, &size);
         if (cf >= 0) {
             off_t off = 0;
-            bool ok = send_all(sock, "OK\n", 3);
+            bool ok = send_all(c, "OK\n", 3);
             while (ok && (uint64_t)off < size) {
                 ssize_t m = sendfile(sock, cf, &off, size - (uint64_t)off);
-                if (m < 0 && errno == EINTR)
+                if (m < 0 && (errno == EINTR || (errno == EAGAIN && wait_client(c, POLLOUT))))
                     continue;
                 ok = m > 0;
+                if (ok)
+                    fd_pace_moved(&c->pace, (uint64_t)m);
             }
             close(cf);
             if (opt.verbose)
-                fd_log("%s: cache hit, %s", repo, ok ? "sent" : "client went away");
+                fd_log("%s: cache hit, %s", repo, ok ? "sent" : c->why ? c->why : "client went away");
             goto out;
         }
     }
@@ -228,14 +301,14 @@ static void serve(int sock)
         snprintf(err, sizeof err, "cannot run git upload-pack");
         goto fail;
     }
-    if (!send_all(sock, "OK\n", 3)) {
+    if (!send_all(c, "OK\n", 3)) {
         fd_child_kill(&ch);
         goto out;
     }
     char *tmpname = NULL;
     int tmp = cache && op == FD_OP_UPLOAD_PACK ? fd_cache_begin(cache, &tmpname) : -1;
     bool tmp_ok = true;
-    if (stream(&ch, sock, tmp, &tmp_ok)) {
+    if (stream(c, &ch, tmp, &tmp_ok)) {
         bool git_ok = fd_child_finish(&ch);
         if (!git_ok)
             fk_warn("%s: git upload-pack failed; response truncated", repo);
@@ -248,7 +321,7 @@ static void serve(int sock)
         if (tmp >= 0)
             fd_cache_end(cache, tmp, tmpname, key, false);
         if (opt.verbose)
-            fd_log("%s: client went away; git killed", repo);
+            fd_log("%s: %s; git killed", repo, c->why ? c->why : "client went away");
     }
     goto out;
 fail:
@@ -256,19 +329,31 @@ fail:
         fd_log("request refused: %s", err);
     send_err(sock, err);
 out:
+    if (c->why && opt.verbose)
+        fd_log("%s: dropped: %s", c->peer, c->why);
     free(body);
     free(gitdir);
 }
 
 static void *conn_thread(void *arg)
 {
-    int sock = (int)(intptr_t)arg;
-    serve(sock);
+    struct conn *c = arg;
+    serve(c);
     /* Free the slot before the client sees EOF, so its next request fits. */
-    fd_gate_release_slot(&gate);
-    close(sock);
+    fd_gate_release_slot(&gate, c->peer);
+    close(c->sock);
+    free(c);
     fd_gate_thread_done(&gate);
     return NULL;
+}
+
+/* The client's address without its port: what --max-per-peer counts. */
+static void peer_name(const struct sockaddr_storage *ss, char *out, size_t n)
+{
+    const void *a = ss->ss_family == AF_INET6 ? (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr
+                                              : (const void *)&((const struct sockaddr_in *)ss)->sin_addr;
+    if (!inet_ntop(ss->ss_family, a, out, (socklen_t)n))
+        snprintf(out, n, "unknown");
 }
 
 static int listen_on(const char *addr, int *port)
@@ -300,7 +385,8 @@ int main(int argc, char **argv)
     int prc = fd_server_parse(argc, argv, &opt, &cmdline, false);
     if (prc != FK_OPT_CONTINUE)
         return prc;
-    gate.max = opt.max_conns;
+    gate.max = (unsigned)opt.max_conns;
+    gate.max_peer = (unsigned)opt.max_per_peer;
     cache = fd_cache_open(opt.cache_dir, opt.cache_size);
     fd_server_signals();
     int port;
@@ -314,21 +400,31 @@ int main(int argc, char **argv)
         struct pollfd p = { .fd = lfd, .events = POLLIN };
         if (poll(&p, 1, 200) <= 0)
             continue;
-        int s = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof ss;
+        int s = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (s < 0)
             continue;
-        if (!fd_gate_enter(&gate)) {
-            char m[128];
-            snprintf(m, sizeof m, "busy: %u connections in flight (--max-conns); retry later", opt.max_conns);
+        struct conn *c = fk_calloc(1, sizeof *c);
+        c->sock = s;
+        peer_name(&ss, c->peer, sizeof c->peer);
+        enum fd_admit adm = fd_gate_enter(&gate, c->peer);
+        if (adm != FD_ADMIT) {
+            char m[160];
+            fd_gate_busy_msg(&gate, adm, "connections", m, sizeof m);
             send_err(s, m);
+            if (opt.verbose)
+                fd_log("%s: refused: %s", c->peer, m);
             close(s);
+            free(c);
             continue;
         }
         pthread_t t;
-        if (pthread_create(&t, &at, conn_thread, (void *)(intptr_t)s) != 0) {
+        if (pthread_create(&t, &at, conn_thread, c) != 0) {
             send_err(s, "server out of threads");
+            fd_gate_cancel(&gate, c->peer);
             close(s);
-            fd_gate_cancel(&gate);
+            free(c);
         }
     }
     /* Drain: no new connections; in-flight ones finish. */

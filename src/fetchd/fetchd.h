@@ -23,8 +23,9 @@ enum fd_op { FD_OP_ADVERTISE, FD_OP_UPLOAD_PACK };
  * names that are absolute, contain "..", or resolve outside root are refused;
  * a missing or non-git directory is "repository not found". */
 char *fd_repo_resolve(const char *root, const char *name, char *err, size_t errlen);
-/* A hash of the repository's ref state (HEAD, packed-refs, loose refs). */
-uint64_t fd_repo_refstate(const char *gitdir);
+/* Feed the repository's ref state (HEAD, packed-refs, loose refs, in a
+ * fixed order, each length-prefixed) into a SHA-256 context (an EVP_MD_CTX *). */
+void fd_repo_refstate(void *sha256_ctx, const char *gitdir);
 
 /* --- the git child (child.c) --- */
 struct fd_child {
@@ -45,8 +46,10 @@ struct fd_cache;
 /* dir is created if missing; max_bytes 0 disables the cache (returns NULL). */
 struct fd_cache *fd_cache_open(const char *dir, uint64_t max_bytes);
 void fd_cache_close(struct fd_cache *c);
-/* The key of a response: repository, its ref state, the request body. */
-void fd_cache_key(char out[64], const char *gitdir, const void *body, size_t len);
+/* The key of a response: SHA-256 (hex) of the repository, its ref state and
+ * the request body, so a crafted request cannot share another's entry. */
+#define FD_CACHE_KEY 65
+void fd_cache_key(char out[FD_CACHE_KEY], const char *gitdir, const void *body, size_t len);
 /* Open the cached response for key: fd (caller closes) and its size, or -1. */
 int fd_cache_lookup(struct fd_cache *c, const char *key, uint64_t *size);
 /* Start filling: returns an fd of a temporary file in the cache dir. */
@@ -89,6 +92,9 @@ bool fd_demux_feed(struct fd_demux *d, const void *data, size_t len);
 /* --- clients (client.c) --- */
 enum fd_transport { FD_GRPC, FD_SOCK };
 struct fd_client;
+/* Testing: a gRPC client that keeps its HTTP/2 window small, as one that
+ * means to stall a server would. Set before fd_client_new. */
+extern bool fd_client_small_window;
 /* addr: HOST:PORT. NULL with a message on failure. */
 struct fd_client *fd_client_new(enum fd_transport t, const char *addr, char *err, size_t errlen);
 void fd_client_free(struct fd_client *c);
@@ -106,6 +112,12 @@ struct fd_server_opts {
     const char *cache_dir;
     uint64_t cache_size;
     int max_conns;
+    int max_per_peer;           /* requests in flight from one address */
+    uint64_t timeout;           /* ms: a request's overall deadline */
+    uint64_t min_rate;          /* bytes/s while waiting on the client; 0: none */
+    uint64_t rate_window;       /* ms over which min_rate is measured */
+    /* fetchd-grpc only (ms) */
+    uint64_t keepalive, keepalive_timeout, max_conn_age, max_conn_idle, handshake_timeout;
     uint64_t chunk;             /* gRPC message size */
     const char *port_file;      /* write the bound port here */
     bool verbose;
@@ -120,25 +132,50 @@ void fd_server_ready(const struct fd_server_opts *o, int port);
 /* One line on stderr, prefixed with the program name (--verbose logs). */
 void fd_log(const char *fmt, ...) FK_PRINTF(1, 2);
 /* Admission and drain, shared by both servers: a slot per request in
- * flight (bounded by --max-conns) and a count of live worker threads, so
- * SIGTERM can wait for in-flight work. A worker may free its slot before
- * it ends (the client's next request then fits). */
+ * flight (bounded by --max-conns, and per client address by
+ * --max-per-peer) and a count of live worker threads, so SIGTERM can wait
+ * for in-flight work. A worker may free its slot before it ends (the
+ * client's next request then fits). */
+#define FD_PEER_MAX 80
+struct fd_peer { char addr[FD_PEER_MAX]; unsigned n; };
 struct fd_gate {
     pthread_mutex_t mu;
     pthread_cond_t idle;
-    unsigned active, threads, max;
+    unsigned active, threads, max, max_peer;
+    struct fd_peer *peers;      /* addresses with requests in flight */
+    size_t npeers, cap;
 };
-#define FD_GATE_INIT(max) { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, (max) }
-/* Take a slot and a thread; false when all slots are in use. */
-bool fd_gate_enter(struct fd_gate *g);
+#define FD_GATE_INIT { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, NULL, 0, 0 }
+enum fd_admit { FD_ADMIT, FD_BUSY, FD_PEER_BUSY };
+/* Take a slot (counted against peer, a client address) and a thread. */
+enum fd_admit fd_gate_enter(struct fd_gate *g, const char *peer);
+/* The line a refused client gets. */
+void fd_gate_busy_msg(const struct fd_gate *g, enum fd_admit why, const char *what, char *out, size_t n);
 /* Undo fd_gate_enter when the worker thread could not be started. */
-void fd_gate_cancel(struct fd_gate *g);
-void fd_gate_release_slot(struct fd_gate *g);
+void fd_gate_cancel(struct fd_gate *g, const char *peer);
+void fd_gate_release_slot(struct fd_gate *g, const char *peer);
 /* The worker thread ends; wakes fd_gate_drain when it was the last. */
 void fd_gate_thread_done(struct fd_gate *g);
 unsigned fd_gate_active(struct fd_gate *g);
 /* Wait until every worker thread has ended. */
 void fd_gate_drain(struct fd_gate *g);
+/* A request's time budget: the overall deadline (--timeout) and the
+ * minimum rate (--min-rate over --rate-window) of the time the server
+ * spends waiting on the client (for request bytes, or for room to send):
+ * a client that trickles its request or stops reading loses its slot. */
+struct fd_pace {
+    uint64_t deadline;          /* fk_now_ns() value */
+    uint64_t window, min_bytes; /* ns; bytes per window (0: no minimum) */
+    uint64_t waited, moved;     /* in the current window */
+};
+void fd_pace_init(struct fd_pace *p, const struct fd_server_opts *o);
+/* Milliseconds to wait on the client before fd_pace_check is due (>= 1). */
+int fd_pace_wait_ms(const struct fd_pace *p);
+void fd_pace_moved(struct fd_pace *p, uint64_t bytes);
+/* Account waited_ns spent waiting on the client; NULL, or why the request
+ * is dropped ("request deadline passed (--timeout)", "client too slow
+ * (--min-rate)"). */
+const char *fd_pace_check(struct fd_pace *p, uint64_t waited_ns);
 /* SIGTERM/SIGINT set this; servers poll it. */
 extern volatile int fd_stopping;
 void fd_server_signals(void);

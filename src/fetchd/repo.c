@@ -6,10 +6,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <openssl/evp.h>
 
 static bool is_gitdir(const char *d)
 {
@@ -20,6 +23,86 @@ static bool is_gitdir(const char *d)
         return false;
     snprintf(p, sizeof p, "%s/objects", d);
     return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Is path (resolved through every symlink) rroot or under it? The
+ * resolved path goes to out when given. */
+static bool under_root(const char *rroot, const char *path, char out[PATH_MAX])
+{
+    char buf[PATH_MAX], *real = out ? out : buf;
+    if (!realpath(path, real))
+        return false;
+    size_t rl = strlen(rroot);
+    if (rl == 1 && rroot[0] == '/')
+        return true;
+    return strncmp(real, rroot, rl) == 0 && (real[rl] == '/' || real[rl] == 0);
+}
+
+/* The parts of a git directory that git itself follows (objects, refs, a
+ * linked worktree's commondir, alternates, recursively) must stay under
+ * the root too, or a repository made of symlinks or alternates would serve
+ * another's objects. false with the offending part in what. */
+static bool parts_under_root(const char *rroot, const char *gitdir, int depth, char *what, size_t wl)
+{
+    static const char *const parts[] = { "objects", "refs", "HEAD", "packed-refs", "commondir" };
+    char p[PATH_MAX + 64], real[PATH_MAX];
+    if (depth > 5) {
+        snprintf(what, wl, "alternates nested too deeply");
+        return false;
+    }
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        struct stat st;
+        snprintf(p, sizeof p, "%s/%s", gitdir, parts[i]);
+        if (lstat(p, &st) != 0)
+            continue;
+        if (!under_root(rroot, p, NULL)) {
+            snprintf(what, wl, "%s", parts[i]);
+            return false;
+        }
+    }
+    /* commondir: a linked worktree's git directory shares another's. */
+    snprintf(p, sizeof p, "%s/commondir", gitdir);
+    FILE *f = fopen(p, "re");
+    if (f) {
+        char line[PATH_MAX], target[PATH_MAX * 2 + 2];
+        bool ok = true;
+        if (fgets(line, sizeof line, f)) {
+            line[strcspn(line, "\n")] = 0;
+            snprintf(target, sizeof target, "%s%s%s", line[0] == '/' ? "" : gitdir, line[0] == '/' ? "" : "/", line);
+            ok = under_root(rroot, target, real) && parts_under_root(rroot, real, depth + 1, what, wl);
+            if (!ok && !what[0])
+                snprintf(what, wl, "commondir");
+        }
+        fclose(f);
+        if (!ok)
+            return false;
+    }
+    snprintf(p, sizeof p, "%s/objects/info/alternates", gitdir);
+    f = fopen(p, "re");
+    if (!f)
+        return true;
+    char line[PATH_MAX], target[PATH_MAX * 2 + 16];
+    bool ok = true;
+    while (ok && fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = 0;
+        if (!line[0] || line[0] == '#')
+            continue;
+        /* Relative entries are relative to the objects directory. */
+        snprintf(target, sizeof target, "%s%s%s", line[0] == '/' ? "" : gitdir,
+                 line[0] == '/' ? "" : "/objects/", line);
+        ok = under_root(rroot, target, real);
+        if (ok) {
+            /* The alternate's own alternates: <alt>/info/alternates, as if <alt>/.. were a git dir. */
+            char *slash = strrchr(real, '/');
+            if (slash && strcmp(slash, "/objects") == 0) {
+                *slash = 0;
+                ok = parts_under_root(rroot, real, depth + 1, what, wl);
+            }
+        } else
+            snprintf(what, wl, "objects/info/alternates");
+    }
+    fclose(f);
+    return ok;
 }
 
 char *fd_repo_resolve(const char *root, const char *name, char *err, size_t errlen)
@@ -59,73 +142,99 @@ char *fd_repo_resolve(const char *root, const char *name, char *err, size_t errl
         snprintf(err, errlen, "repository not found: %s", name);
         return NULL;
     }
-    size_t rl = strlen(rroot);
     /* Symlinks may still point outside: check the resolved path. */
-    if (strncmp(real, rroot, rl) != 0 || (real[rl] != '/' && !(rl == 1 && rroot[0] == '/'))) {
+    if (!under_root(rroot, real, NULL)) {
         snprintf(err, errlen, "repository path escapes the repository root: %s", name);
         return NULL;
     }
-    if (is_gitdir(real))
-        return fk_strdup(real);
-    char dotgit[PATH_MAX + 8];
-    snprintf(dotgit, sizeof dotgit, "%s/.git", real);
-    if (is_gitdir(dotgit))
-        return fk_strdup(dotgit);
-    snprintf(err, errlen, "repository not found: %s", name);
-    return NULL;
+    char gitdir[PATH_MAX], what[64] = "";
+    if (!is_gitdir(real)) {
+        /* A work tree: its .git may itself be a symlink out of the root. */
+        char dotgit[PATH_MAX + 8];
+        snprintf(dotgit, sizeof dotgit, "%s/.git", real);
+        if (!is_gitdir(dotgit)) {
+            snprintf(err, errlen, "repository not found: %s", name);
+            return NULL;
+        }
+        if (!under_root(rroot, dotgit, gitdir)) {
+            snprintf(err, errlen, "repository path escapes the repository root: %s/.git resolves outside it", name);
+            return NULL;
+        }
+    } else
+        snprintf(gitdir, sizeof gitdir, "%s", real);
+    if (!parts_under_root(rroot, gitdir, 0, what, sizeof what)) {
+        snprintf(err, errlen, "repository path escapes the repository root: %s's %s resolves outside it", name, what);
+        return NULL;
+    }
+    return fk_strdup(gitdir);
 }
 
-static uint64_t mix_file(uint64_t h, const char *path)
+/* SHA-256 input, unambiguous: every piece is length-prefixed. */
+static void feed(EVP_MD_CTX *c, const void *data, size_t len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return h * 31 + 1;
+    uint64_t l = len;
+    if (!EVP_DigestUpdate(c, &l, sizeof l) || !EVP_DigestUpdate(c, data, len))
+        fk_die("SHA-256 failed in libcrypto");
+}
+
+/* A file's name and contents (in length-prefixed pieces, ending with an
+ * empty one); regular files only: a FIFO planted in refs/ must not hang us. */
+static void feed_file(EVP_MD_CTX *c, const char *path)
+{
+    feed(c, path, strlen(path));
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        fd = -1;
+    }
+    if (fd < 0) {
+        feed(c, "-", 1);    /* missing or not a file: differs from any contents */
+        return;
+    }
     char buf[8192];
     ssize_t r;
     while ((r = read(fd, buf, sizeof buf)) > 0)
-        h = (h ^ fk_hash(buf, (size_t)r)) * 0x100000001b3ULL;
+        feed(c, buf, (size_t)r);
     close(fd);
-    return h;
+    feed(c, "", 0);
 }
 
-static uint64_t mix_dir(uint64_t h, const char *dir, int depth)
+static int by_name(const struct dirent **a, const struct dirent **b)
 {
-    DIR *d = opendir(dir);
-    if (!d || depth > 32) {
-        if (d)
-            closedir(d);
-        return h;
-    }
-    /* Order-independent combination: readdir order is arbitrary. */
-    uint64_t acc = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
-        char p[PATH_MAX];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        struct stat st;
-        if (lstat(p, &st) != 0)
-            continue;
-        uint64_t eh = fk_hash(p, strlen(p));
-        if (S_ISDIR(st.st_mode))
-            eh = mix_dir(eh, p, depth + 1);
-        else
-            eh = mix_file(eh, p);
-        acc += eh * 0x9e3779b97f4a7c15ULL + (eh >> 17);
-    }
-    closedir(d);
-    return (h ^ acc) * 0x100000001b3ULL;
+    return strcmp((*a)->d_name, (*b)->d_name);
 }
 
-uint64_t fd_repo_refstate(const char *gitdir)
+/* Every file under dir, in name order. */
+static void feed_dir(EVP_MD_CTX *c, const char *dir, int depth)
 {
+    struct dirent **v;
+    int n = depth > 32 ? -1 : scandir(dir, &v, NULL, by_name);
+    if (n < 0)
+        return;
+    for (int i = 0; i < n; i++) {
+        if (v[i]->d_name[0] != '.') {
+            char p[PATH_MAX];
+            snprintf(p, sizeof p, "%s/%s", dir, v[i]->d_name);
+            struct stat st;
+            if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+                feed_dir(c, p, depth + 1);
+            else if (lstat(p, &st) == 0)
+                feed_file(c, p);
+        }
+        free(v[i]);
+    }
+    free(v);
+}
+
+void fd_repo_refstate(void *sha256_ctx, const char *gitdir)
+{
+    EVP_MD_CTX *c = sha256_ctx;
     char p[PATH_MAX];
-    uint64_t h = 0xcbf29ce484222325ULL;
     snprintf(p, sizeof p, "%s/HEAD", gitdir);
-    h = mix_file(h, p);
+    feed_file(c, p);
     snprintf(p, sizeof p, "%s/packed-refs", gitdir);
-    h = mix_file(h, p);
+    feed_file(c, p);
     snprintf(p, sizeof p, "%s/refs", gitdir);
-    return mix_dir(h, p, 0);
+    feed_dir(c, p, 0);
 }

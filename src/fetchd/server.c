@@ -51,6 +51,15 @@ static const struct fk_opt server_optset[] = {
       "pack cache bound, LRU eviction (default 256M; 0 disables the cache)", "256M" },
     { "max-conns", 'm', FK_OPT_INT, SO(max_conns), "N", "requests served at once (default 16)", "16",
       .min = 1, .max = 4096 },
+    { "max-per-peer", 0, FK_OPT_INT, SO(max_per_peer), "N",
+      "requests served at once for one client address (default: half of --max-conns, at least 1)", "4",
+      .min = 1, .max = 4096 },
+    { "timeout", 0, FK_OPT_DURATION, SO(timeout), "DURATION",
+      "a request's overall deadline: request, git and response (default 10m)", "10m" },
+    { "min-rate", 0, FK_OPT_SIZE, SO(min_rate), "RATE",
+      "bytes/s a client must move while the server waits on it (default 4K; 0: no minimum)", "4K" },
+    { "rate-window", 0, FK_OPT_DURATION, SO(rate_window), "DURATION",
+      "time waited on a client over which --min-rate is measured (default 20s)", "20s" },
     { "port-file", 'p', FK_OPT_STR, SO(port_file), "FILE", "write the bound port to FILE", "port" },
     { "verbose", 'v', FK_OPT_FLAG, SO(verbose), NULL, "log requests on stderr" },
     { "version", 'V', FK_OPT_VERSION, 0, NULL, "print the version" },
@@ -60,6 +69,16 @@ static const struct fk_opt server_optset[] = {
 static const struct fk_opt grpc_optset[] = {
     { "chunk-size", 'k', FK_OPT_SIZE, SO(chunk), "SIZE", "bytes per Chunk message (default 32K)", "32K",
       .min = 1024, .max = 4 << 20 },
+    { "keepalive", 0, FK_OPT_DURATION, SO(keepalive), "DURATION",
+      "ping each connection this often (default 1m)", "1m", .min = 1000 },
+    { "keepalive-timeout", 0, FK_OPT_DURATION, SO(keepalive_timeout), "DURATION",
+      "close a connection whose ping is unanswered this long (default 20s)", "20s" },
+    { "max-connection-age", 0, FK_OPT_DURATION, SO(max_conn_age), "DURATION",
+      "close connections this old; calls in flight get --timeout to finish (default 30m)", "30m" },
+    { "max-connection-idle", 0, FK_OPT_DURATION, SO(max_conn_idle), "DURATION",
+      "close connections without calls this long (default 5m)", "5m" },
+    { "handshake-timeout", 0, FK_OPT_DURATION, SO(handshake_timeout), "DURATION",
+      "close connections that do not complete the HTTP/2 handshake in time (default 10s)", "10s" },
     { NULL },
 };
 
@@ -70,6 +89,14 @@ int fd_server_parse(int argc, char **argv, struct fd_server_opts *o, const struc
     o->listen = "127.0.0.1:0";
     o->cache_size = 256ull << 20;
     o->max_conns = 16;
+    o->timeout = 10 * 60 * 1000;
+    o->min_rate = 4 << 10;
+    o->rate_window = 20 * 1000;
+    o->keepalive = 60 * 1000;
+    o->keepalive_timeout = 20 * 1000;
+    o->max_conn_age = 30 * 60 * 1000;
+    o->max_conn_idle = 5 * 60 * 1000;
+    o->handshake_timeout = 10 * 1000;
     o->chunk = 32 << 10;
     struct fk_optsec secs[3] = { { "Options", server_optset, o } };
     if (grpc)
@@ -87,6 +114,10 @@ int fd_server_parse(int argc, char **argv, struct fd_server_opts *o, const struc
         rc = fk_opt_error("--repo-root '%s' is not a directory", o->repo_root);
     else if (!strrchr(o->listen, ':'))
         rc = fk_opt_error("option '--listen' wants HOST:PORT, not '%s'", o->listen);
+    else if (o->max_per_peer > o->max_conns)
+        rc = fk_opt_error("--max-per-peer %d exceeds --max-conns %d", o->max_per_peer, o->max_conns);
+    if (o->max_per_peer == 0)
+        o->max_per_peer = o->max_conns > 1 ? o->max_conns / 2 : 1;
     fk_args_free(&a);
     return rc;
 }
@@ -147,30 +178,65 @@ bool fd_check_request(const char *body, size_t len, char *err, size_t errlen)
     return true;
 }
 
-bool fd_gate_enter(struct fd_gate *g)
+static struct fd_peer *peer_find(struct fd_gate *g, const char *peer)
+{
+    for (size_t i = 0; i < g->npeers; i++)
+        if (strcmp(g->peers[i].addr, peer) == 0)
+            return &g->peers[i];
+    return NULL;
+}
+
+enum fd_admit fd_gate_enter(struct fd_gate *g, const char *peer)
 {
     pthread_mutex_lock(&g->mu);
-    bool ok = g->active < g->max;
-    if (ok) {
+    struct fd_peer *p = peer_find(g, peer);
+    enum fd_admit r = g->active >= g->max ? FD_BUSY
+                      : p && p->n >= g->max_peer ? FD_PEER_BUSY : FD_ADMIT;
+    if (r == FD_ADMIT) {
+        if (!p) {
+            g->peers = fk_grow(g->peers, &g->cap, g->npeers + 1, sizeof *g->peers);
+            p = &g->peers[g->npeers++];
+            snprintf(p->addr, sizeof p->addr, "%s", peer);
+            p->n = 0;
+        }
+        p->n++;
         g->active++;
         g->threads++;
     }
     pthread_mutex_unlock(&g->mu);
-    return ok;
+    return r;
 }
 
-void fd_gate_cancel(struct fd_gate *g)
+void fd_gate_busy_msg(const struct fd_gate *g, enum fd_admit why, const char *what, char *out, size_t n)
+{
+    if (why == FD_PEER_BUSY)
+        snprintf(out, n, "busy: %u %s from your address in flight (--max-per-peer); retry later",
+                 g->max_peer, what);
+    else
+        snprintf(out, n, "busy: %u %s in flight (--max-conns); retry later", g->max, what);
+}
+
+/* The slot of peer goes back (the caller holds the lock). */
+static void peer_put(struct fd_gate *g, const char *peer)
+{
+    struct fd_peer *p = peer_find(g, peer);
+    if (p && --p->n == 0)
+        *p = g->peers[--g->npeers];
+    g->active--;
+}
+
+void fd_gate_cancel(struct fd_gate *g, const char *peer)
 {
     pthread_mutex_lock(&g->mu);
-    g->active--;
+    peer_put(g, peer);
     g->threads--;
     pthread_mutex_unlock(&g->mu);
 }
 
-void fd_gate_release_slot(struct fd_gate *g)
+void fd_gate_release_slot(struct fd_gate *g, const char *peer)
 {
     pthread_mutex_lock(&g->mu);
-    g->active--;
+    peer_put(g, peer);
     pthread_mutex_unlock(&g->mu);
 }
 
@@ -196,4 +262,43 @@ void fd_gate_drain(struct fd_gate *g)
     while (g->threads > 0)
         pthread_cond_wait(&g->idle, &g->mu);
     pthread_mutex_unlock(&g->mu);
+}
+
+void fd_pace_init(struct fd_pace *p, const struct fd_server_opts *o)
+{
+    memset(p, 0, sizeof *p);
+    p->deadline = fk_now_ns() + o->timeout * 1000000ull;
+    p->window = o->rate_window * 1000000ull;
+    p->min_bytes = o->min_rate * o->rate_window / 1000;
+    if (o->min_rate && !p->min_bytes)
+        p->min_bytes = 1;
+}
+
+int fd_pace_wait_ms(const struct fd_pace *p)
+{
+    uint64_t now = fk_now_ns(), left = p->deadline > now ? p->deadline - now : 0;
+    if (p->min_bytes && p->window - p->waited < left)
+        left = p->window - p->waited;
+    left = (left + 999999) / 1000000;
+    return left < 1 ? 1 : left > 1000 ? 1000 : (int)left;   /* 1 s: also notice SIGTERM */
+}
+
+void fd_pace_moved(struct fd_pace *p, uint64_t bytes)
+{
+    p->moved += bytes;
+}
+
+const char *fd_pace_check(struct fd_pace *p, uint64_t waited_ns)
+{
+    if (fk_now_ns() >= p->deadline)
+        return "request deadline passed (--timeout)";
+    if (!p->min_bytes)
+        return NULL;
+    p->waited += waited_ns;
+    if (p->waited < p->window)
+        return NULL;
+    if (p->moved < p->min_bytes)
+        return "client too slow (--min-rate)";
+    p->waited = p->moved = 0;   /* a new window */
+    return NULL;
 }

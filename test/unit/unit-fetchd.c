@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The fetch servers' defences against hostile clients (issue 12): the
+ * pace of a request (deadline, minimum rate), per-peer admission, cache
+ * keys, repositories that point out of the root. */
+#include "fetchd/fetchd.h"
+#include "unit.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static void mkfile(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0)
+        fk_die("cannot write %s", path);
+}
+
+/* A minimal git directory: what fd_repo_resolve looks for. */
+static void mkgit(const char *dir)
+{
+    char p[4096];
+    if (mkdir(dir, 0755) != 0)
+        fk_die("mkdir %s", dir);
+    snprintf(p, sizeof p, "%s/HEAD", dir);
+    mkfile(p, "ref: refs/heads/main\n");
+    snprintf(p, sizeof p, "%s/objects", dir);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/objects/info", dir);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/refs", dir);
+    mkdir(p, 0755);
+}
+
+static void test_pace(void)
+{
+    struct fd_server_opts o = { .timeout = 60000, .min_rate = 1000, .rate_window = 2000 };
+    struct fd_pace p;
+    fd_pace_init(&p, &o);
+    UNIT_CHECK("pace: within the first window", fd_pace_check(&p, 1000000000ull) == NULL);
+    const char *why = fd_pace_check(&p, 1100000000ull);
+    UNIT_CHECK("pace: nothing moved in a window of waiting: too slow", why && strstr(why, "--min-rate"));
+    fd_pace_init(&p, &o);
+    fd_pace_moved(&p, 5000);
+    UNIT_CHECK("pace: enough moved: a new window", fd_pace_check(&p, 2500000000ull) == NULL);
+    UNIT_CHECK("pace: the next window starts from zero", fd_pace_check(&p, 2000000000ull) != NULL);
+    fd_pace_init(&p, &o);
+    fd_pace_moved(&p, 1999);
+    UNIT_CHECK("pace: one byte short of --min-rate x --rate-window", fd_pace_check(&p, 2000000000ull) != NULL);
+    UNIT_CHECK("pace: waiting for git (0 ns on the client) never fails the rate",
+               (fd_pace_init(&p, &o), fd_pace_check(&p, 0) == NULL && fd_pace_check(&p, 0) == NULL));
+    int ms = fd_pace_wait_ms(&p);
+    UNIT_CHECK("pace: waits are at most 1 s (SIGTERM is noticed)", ms >= 1 && ms <= 1000);
+    o.min_rate = 0;
+    fd_pace_init(&p, &o);
+    UNIT_CHECK("pace: --min-rate 0: no minimum", fd_pace_check(&p, 3600000000000ull) == NULL);
+    o.timeout = 1;
+    fd_pace_init(&p, &o);
+    nanosleep(&(struct timespec){ 0, 3000000 }, NULL);
+    why = fd_pace_check(&p, 0);
+    UNIT_CHECK("pace: the overall deadline", why && strstr(why, "--timeout"));
+}
+
+static void test_gate(void)
+{
+    struct fd_gate g = FD_GATE_INIT;
+    g.max = 3;
+    g.max_peer = 2;
+    UNIT_CHECK("gate: first from A", fd_gate_enter(&g, "10.0.0.1") == FD_ADMIT);
+    UNIT_CHECK("gate: second from A", fd_gate_enter(&g, "10.0.0.1") == FD_ADMIT);
+    UNIT_CHECK("gate: third from A refused (--max-per-peer 2)", fd_gate_enter(&g, "10.0.0.1") == FD_PEER_BUSY);
+    UNIT_CHECK("gate: B still gets the last slot", fd_gate_enter(&g, "10.0.0.2") == FD_ADMIT);
+    UNIT_CHECK("gate: C refused (--max-conns 3)", fd_gate_enter(&g, "10.0.0.3") == FD_BUSY);
+    char m[200];
+    fd_gate_busy_msg(&g, FD_PEER_BUSY, "calls", m, sizeof m);
+    UNIT_CHECK("gate: the per-peer refusal names --max-per-peer", strstr(m, "--max-per-peer") != NULL);
+    fd_gate_release_slot(&g, "10.0.0.1");
+    UNIT_CHECK("gate: a released slot of A goes to C", fd_gate_enter(&g, "10.0.0.3") == FD_ADMIT);
+    fd_gate_release_slot(&g, "10.0.0.1");
+    fd_gate_release_slot(&g, "10.0.0.2");
+    fd_gate_cancel(&g, "10.0.0.3");
+    UNIT_CHECK("gate: all released: no peers, no slots", g.npeers == 0 && fd_gate_active(&g) == 0);
+    free(g.peers);
+}
+
+static void test_cache_key(const char *gitdir)
+{
+    char a[FD_CACHE_KEY], b[FD_CACHE_KEY], c[FD_CACHE_KEY];
+    fd_cache_key(a, gitdir, "0009done\n", 9);
+    fd_cache_key(b, gitdir, "0009done\n", 9);
+    fd_cache_key(c, gitdir, "0009dona\n", 9);
+    UNIT_CHECK("cache key: 64 hex digits (SHA-256)",
+               strlen(a) == 64 && strspn(a, "0123456789abcdef") == 64);
+    UNIT_CHECK("cache key: same request, same key", strcmp(a, b) == 0);
+    UNIT_CHECK("cache key: another body, another key", strcmp(a, c) != 0);
+    char p[4096];
+    snprintf(p, sizeof p, "%s/refs/heads", gitdir);
+    mkdir(p, 0755);
+    snprintf(p, sizeof p, "%s/refs/heads/main", gitdir);
+    mkfile(p, "0123456789012345678901234567890123456789\n");
+    fd_cache_key(b, gitdir, "0009done\n", 9);
+    UNIT_CHECK("cache key: a ref update changes the key", strcmp(a, b) != 0);
+}
+
+static void test_resolve(const char *top)
+{
+    char root[2048], out[2048], p[8300], err[512];
+    snprintf(root, sizeof root, "%s/root", top);
+    snprintf(out, sizeof out, "%s/outside", top);
+    mkdir(root, 0755);
+    mkdir(out, 0755);
+    snprintf(p, sizeof p, "%s/secret.git", out);
+    mkgit(p);
+    snprintf(p, sizeof p, "%s/in.git", root);
+    mkgit(p);
+    char *g = fd_repo_resolve(root, "in.git", err, sizeof err);
+    UNIT_CHECK("resolve: a repository under the root", g != NULL);
+    free(g);
+    snprintf(p, sizeof p, "%s/wt", root);
+    mkdir(p, 0755);
+    char target[4200];
+    snprintf(target, sizeof target, "%s/secret.git", out);
+    snprintf(p, sizeof p, "%s/wt/.git", root);
+    if (symlink(target, p) != 0)
+        fk_die("symlink %s", p);
+    g = fd_repo_resolve(root, "wt", err, sizeof err);
+    UNIT_CHECK("resolve: a .git symlink out of the root is refused",
+               !g && strstr(err, "wt/.git resolves outside it"));
+    free(g);
+    snprintf(p, sizeof p, "%s/alt.git", root);
+    mkgit(p);
+    snprintf(p, sizeof p, "%s/alt.git/objects/info/alternates", root);
+    snprintf(target, sizeof target, "%s/secret.git/objects\n", out);
+    mkfile(p, target);
+    g = fd_repo_resolve(root, "alt.git", err, sizeof err);
+    UNIT_CHECK("resolve: alternates out of the root are refused",
+               !g && strstr(err, "objects/info/alternates"));
+    free(g);
+    snprintf(p, sizeof p, "%s/alt.git/objects/info/alternates", root);
+    mkfile(p, "../../in.git/objects\n");
+    g = fd_repo_resolve(root, "alt.git", err, sizeof err);
+    UNIT_CHECK("resolve: relative alternates inside the root are fine", g != NULL);
+    free(g);
+}
+
+int main(void)
+{
+    unit_name = "unit-fetchd";
+    fk_progname = "unit-fetchd";
+    char top[1024];
+    const char *tmp = getenv("TMPDIR");
+    snprintf(top, sizeof top, "%s/unit-fetchd.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(top))
+        fk_die("mkdtemp");
+    test_pace();
+    test_gate();
+    char gitdir[2048];
+    snprintf(gitdir, sizeof gitdir, "%s/k.git", top);
+    mkgit(gitdir);
+    test_cache_key(gitdir);
+    test_resolve(top);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", top);
+    if (system(cmd) != 0)
+        fprintf(stderr, "unit-fetchd: cannot remove %s\n", top);
+    return UNIT_END();
+}
