@@ -15,7 +15,8 @@ prog=/dev/shm/fk-harden-symprog.$$
 cp "$PROG" "$prog" && chmod 755 "$prog" && fk_cleanup "rm -f '$prog'"
 ls /tmp/perf-*.map 2>/dev/null | sort > "$T/maps.before"
 fk_cleanup 'ls /tmp/perf-*.map 2>/dev/null | sort | comm -13 "$T/maps.before" - | xargs -r rm -f'
-as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"; }
+# (commands, not shell functions: the workload's pid must be the job's, to kill it)
+as_nobody=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
 
 # capture NAME SECS ARGS...: flamekit ARGS bounded by SECS + 15 s; sets
 # $rc, $secs (wall time), $FOLDED and the log $T/NAME.log.
@@ -44,7 +45,7 @@ jit_addr() { awk '/^jit pid [0-9]+ at [0-9a-f]+$/ { print $5 }' <<<"$1"; }
 
 # 1. A FIFO perf map owned by nobody, for a process of nobody running JIT
 # code: a host capture ends on time (the map is never opened) and says so.
-start_jit as_nobody "$prog" jitspin 60 atexit
+start_jit "${as_nobody[@]}" "$prog" jitspin 30 atexit
 pid=$(jit_pid "$line")
 if [ -z "$pid" ]; then
     fail "nobody's JIT workload started" "$line"
@@ -70,7 +71,7 @@ else
         "$(share "$FOLDED" ';fk_own_map_\[j\]$')" 0.5 1
     rm -f "/tmp/perf-$pid.map"
 fi
-kill "$PROG_PID" 2>/dev/null; stop_prog
+kill "$PROG_PID" ${pid:+"$pid"} 2>/dev/null; stop_prog
 
 # 2. A chroot made of the workload and its libraries.
 R=$T/root
@@ -81,7 +82,7 @@ for lib in $(ldd "$prog" | grep -o '/[^ ]*'); do
 done
 # a. its /tmp/perf-PID.map is a symlink to a root-only host file
 echo "secret" > "$T/secret"; chmod 600 "$T/secret"
-start_jit chroot "$R" /symprog jitspin 60 atexit
+start_jit chroot "$R" /symprog jitspin 30 atexit
 pid=$(jit_pid "$line")
 if [ -z "$pid" ]; then
     # (a sanitized build's runtime needs /proc, which this root lacks)
@@ -105,11 +106,11 @@ else
     [ -n "$FOLDED" ] && check_range "chroot, map a file in its /tmp: read (share of samples)" \
         "$(share "$FOLDED" ';fk_in_root_\[j\]$')" 0.5 1
 fi
-kill "$PROG_PID" 2>/dev/null; stop_prog
+kill "$PROG_PID" ${pid:+"$pid"} 2>/dev/null; stop_prog
 # b. its /tmp is a symlink to our /tmp, where the same user planted a map:
 # a process whose root is known is never looked up on our side
 rm -rf "$R/tmp"; ln -s /tmp "$R/tmp"
-start_jit chroot --userspec=nobody:nogroup "$R" /symprog jitspin 60 atexit
+start_jit chroot --userspec=nobody:nogroup "$R" /symprog jitspin 30 atexit
 pid=$(jit_pid "$line")
 if [ -z "$pid" ]; then
     skip "chroot whose /tmp is a symlink" "the workload does not run in the minimal root: $line"
@@ -122,10 +123,10 @@ else
         fk_host_planted "$(zcat "$FOLDED")"
     rm -f "/tmp/perf-$pid.map"
 fi
-kill "$PROG_PID" 2>/dev/null; stop_prog
+kill "$PROG_PID" ${pid:+"$pid"} 2>/dev/null; stop_prog
 
 # 3. Endless and huge maps under --max-memory 16M
-start_jit "$prog" jitspin 60 atexit
+start_jit "$prog" jitspin 30 atexit
 pid=$(jit_pid "$line")
 if [ -z "$pid" ]; then
     fail "JIT workload started" "$line"
@@ -159,7 +160,7 @@ else
     [ -n "$rss" ] && check_range "150 MB map: peak RSS bounded (KiB)" "$rss" 1 160000
     rm -f "/tmp/perf-$pid.map"
 fi
-kill "$PROG_PID" 2>/dev/null; stop_prog
+kill "$PROG_PID" ${pid:+"$pid"} 2>/dev/null; stop_prog
 
 # 4. Mapped files replaced after the mapping (map, unmap, then a FIFO or a
 # symlink to /dev/ptmx at the path the kernel reported), all while on CPU
