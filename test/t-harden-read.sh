@@ -201,5 +201,7 @@ rc=$?; secs=$(( ($(date +%s%N) - t0) / 1000000000 ))
 check_eq "mapped file truncated during the capture: exit 0 (no SIGBUS)" 0 "$rc"
 check_grep "mapped file truncated during the capture: file cut to 8 KiB" '^8192$' "$(stat -c %s "$T/trunc.bin" 2>/dev/null)"
 FOLDED=$(ls "$T/trunc"/*.folded.gz 2>/dev/null | head -n 1)
-[ -n "$FOLDED" ] && check_range "mapped file truncated: samples in it, named by file and offset" \
-    "$(share "$FOLDED" 'trunc\.bin\+0x')" 0.5 1
+# (its symbols may have been read in the window before it shrank: names
+# then are those; read after, [trunc.bin+0x...]; either way every sample counts)
+[ -n "$FOLDED" ] && check_range "mapped file truncated: the workload sampled (3 s at 999 Hz, less on a loaded host)" \
+    "$(zcat "$FOLDED" | awk '{ n += $NF } END { print n + 0 }')" 500 4000

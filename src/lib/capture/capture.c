@@ -30,6 +30,7 @@
  * samples that follow on another). */
 #define REORDER_SLACK_NS (20 * 1000000ull)
 #define POLL_MS 100
+#define PRELOAD_NS (20 * 1000000ull)
 #define MAX_FRAMES 512
 
 static uint64_t read_sysctl(const char *name, uint64_t dflt)
@@ -1169,6 +1170,9 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
             fk_sym_preload_kernel(e.sym);
             preloaded = true;
         }
+        /* symbols read in the window, not after it (a slice per wake-up:
+         * the rings hold a second) */
+        fk_sym_preload(e.sym, PRELOAD_NS);
         fk_sym_set_other_bytes(e.sym, fk_stacktab_bytes(&e.raw));
         uint64_t mem = fk_stacktab_bytes(&e.raw) + fk_sym_bytes(e.sym);
         if (mem > r->mem_bytes)

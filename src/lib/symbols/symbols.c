@@ -891,8 +891,10 @@ struct fk_loc fk_sym_locate(struct fk_symbolizer *s, pid_t pid, uint64_t ip, boo
     const struct map *m = map_find(pr, ip);
     if (m) {
         enum dso_kind k = s->dsos[m->dso].kind;
-        if (k == DSO_FILE || k == DSO_VDSO)
+        if (k == DSO_FILE || k == DSO_VDSO) {
+            s->dsos[m->dso].sampled = true;     /* (fk_sym_preload) */
             return (struct fk_loc){ m->dso, ip - m->start + m->pgoff };
+        }
         if (k == DSO_ANON)
             s->dsos[m->dso].sampled = true;
         return (struct fk_loc){ m->dso, ip };
@@ -1016,6 +1018,23 @@ void fk_sym_preload_kernel(struct fk_symbolizer *s)
     s->kernel_loaded = true;
     if (s->opts.kernel)
         fk_kallsyms_load(&s->kernel, &s->kernel_hidden);
+}
+
+size_t fk_sym_preload(struct fk_symbolizer *s, uint64_t budget_ns)
+{
+    if (s->capture_ended)
+        return 0;
+    uint64_t t0 = fk_now_ns(), t = t0;
+    size_t loaded = 0;
+    for (size_t i = 0; i < s->ndsos && t - t0 < budget_ns; i++) {
+        struct dso *d = &s->dsos[i];
+        if (d->kind != DSO_FILE || !d->sampled || d->loaded)
+            continue;
+        dso_ensure_loaded(s, d);
+        loaded++;
+        t = fk_now_ns();
+    }
+    return loaded;
 }
 
 static void end_capture(struct fk_symbolizer *s)

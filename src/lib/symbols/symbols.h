@@ -98,6 +98,10 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
 /* Read /proc/kallsyms now (during the capture) rather than at the first
  * kernel frame named: ~0.1 s less between the window's end and the files. */
 void fk_sym_preload_kernel(struct fk_symbolizer *s);
+/* In the capture window: read the symbols of DSOs that samples fell in,
+ * until budget_ns has passed (at least one DSO per call), so naming after
+ * the window only formats. Returns how many were read. */
+size_t fk_sym_preload(struct fk_symbolizer *s, uint64_t budget_ns);
 
 /* The DSO behind a location, for structured output (pprof mappings). Call
  * it after fk_sym_name named a location in that DSO (its file is read then,
