@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* libFuzzer target: perf-script text parser. The first byte picks options. */
+#include "stacks/folded.h"
 #include "stacks/perfscript.h"
 #include "util/buf.h"
 
@@ -65,8 +66,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!fk_perfscript_write(&p, collect, &w))
         abort();
     struct fk_stack **sorted = fk_stacktab_sorted(&t);
-    for (size_t i = 0; i < t.n; i++)
-        fk_buf_printf(&f, "%s %llu\n", sorted[i]->key, (unsigned long long)sorted[i]->count);
+    for (size_t i = 0; i < t.n; i++) {
+        fk_folded_escape(sorted[i]->key, sorted[i]->len, &f);   /* as every folded writer */
+        fk_buf_printf(&f, " %llu\n", (unsigned long long)sorted[i]->count);
+    }
     free(sorted);
     if (w.len != f.len || (w.len && memcmp(w.data, f.data, w.len)))
         abort();
