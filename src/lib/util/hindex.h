@@ -3,10 +3,11 @@
  * caller's entries (array indexes, say). The caller keeps keys and values
  * and compares its own key for each candidate id, so one index serves any
  * key; several ids may share a hash. Open addressing with linear probing,
- * grown to twice the size at load 1/2. A slot keeps the hash's low 32 bits
+ * grown to twice the size at load 3/4. A slot keeps the hash's low 32 bits
  * (its tag): a candidate is an id whose whole tag matches, so other entries
- * are passed over without touching the caller's memory, and growing needs
- * nothing from the caller. A zeroed struct is an empty index. Lookup and
+ * are passed over without touching the caller's memory (which is why 3/4
+ * is as quick as 1/2 here: collapse and svg measured the same, and 1/2 took
+ * 10% more memory in collapse), and growing needs nothing from the caller. A zeroed struct is an empty index. Lookup and
  * insert are inline: collapse and svg probe per frame.
  * Hashes must be well mixed in their low bits (fk_hash, fk_hash_u64). */
 #ifndef FK_HINDEX_H
@@ -79,7 +80,7 @@ static inline void fk_hindex_add(struct fk_hindex *x, uint64_t h, uint32_t id)
 {
     if (id == UINT32_MAX)
         fk_die("hash index: id %u is out of range", (unsigned)id);
-    if ((x->n + 1) * 2 > x->mask + 1)
+    if ((x->n + 1) * 4 > (x->mask + 1) * 3)
         fk_hindex_grow(x);
     size_t i = (uint32_t)h & x->mask;
     while (x->slot[i].id1)
