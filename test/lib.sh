@@ -71,12 +71,15 @@ start_prog() {
 }
 stop_prog() { exec {PROG_FD}>&-; wait "$PROG_PID" 2>/dev/null; }
 fk_cleanup '[ -n "${PROG_PID:-}" ] && kill $PROG_PID 2>/dev/null'
-# share FOLDED REGEX [FILTER]: share (0..1) of samples whose stack matches
-# REGEX among those matching FILTER (default: all).
+# share FOLDED REGEX [FILTER [EXCLUDE]]: share (0..1) of samples whose stack
+# matches REGEX among those matching FILTER (default: all) and not EXCLUDE.
+# The sanitizer runtime's own frames (start-up, interceptors, the leak scan
+# at exit), for EXCLUDE: they take a varying part of a short life.
+FK_SANITIZER_FRAMES='__(sanitizer|lsan|asan|ubsan|interceptor)'
 share() {
-    zcat "$1" | awk -v re="$2" -v f="${3:-.}" '
+    zcat "$1" | awk -v re="$2" -v f="${3:-.}" -v x="${4:-}" '
         { n = $NF; s = $0; sub(/ [0-9]+$/, "", s) }
-        s ~ f { tot += n; if (s ~ re) hit += n }
+        s ~ f && (x == "" || s !~ x) { tot += n; if (s ~ re) hit += n }
         END { printf "%.3f\n", tot ? hit / tot : 0 }'
 }
 run_capture() {   # run_capture NAME CMD...: folded.gz path in $FOLDED

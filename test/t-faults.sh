@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # flamekit-fault-lab and flamekit faults: known faults, counted and sampled
 # one in N, attributed to the touching function; --user-only; bad input.
-# timeout: 240
+# timeout: 480
 . "$FK_SRC/test/lib.sh"
 LAB=$FK_BUILD/flamekit-fault-lab
 

@@ -2,7 +2,7 @@
 # Symbolizer on real processes: a Go binary, a binary deleted while running,
 # a process in another mount namespace, a JIT perf map; through symlookup
 # (scan at first sight, locate, name after exit).
-# timeout: 120
+# timeout: 240
 . "$FK_SRC/test/lib.sh"
 LOOKUP=$FK_BUILD/test/progs/symlookup
 PROG=$FK_BUILD/test/progs/symprog
@@ -93,30 +93,36 @@ if need unshare; then
     mkdir -p "$T/ns2"
     if run_capture mntns unshare -m --propagation private sh -c \
         "mount -t tmpfs fk-ns '$T/ns2' && cp '$PROG' '$T/ns2/nsprog' && exec '$T/ns2/nsprog' spin 1.5"; then
-        a=$(share "$FOLDED" ';fk_symprog_(alpha|beta)(;|$)' '^nsprog;')
-        check_range "mount namespace: samples in the program's functions" "$a" 0.90 1.0
+        # under main: start-up (a sanitizer's, on a loaded host) is not the program's
+        a=$(share "$FOLDED" ';fk_symprog_(alpha|beta)(;|$)' '^nsprog;(.*;)?main;')
+        check_range "mount namespace: main's samples in the program's functions" "$a" 0.90 1.0
+        check_nogrep "mount namespace: no unresolved program frames" 'nsprog\+0x' "$(zcat "$FOLDED")"
     fi
 fi
 
 # c. many short-lived processes (each ~10 ms of CPU)
 if run_capture short sh -c "i=0; while [ \$i -lt 150 ]; do '$PROG' spin 0.01; i=\$((i+1)); done"; then
     tot=$(zcat "$FOLDED" | awk '/^symprog;/ { n += $NF } END { print n + 0 }')
-    a=$(share "$FOLDED" ';fk_symprog_(alpha|beta)(;|$)' '^symprog;')
-    check_range "short-lived: samples of the 150 processes" "$tot" 150 2000
-    u=$(share "$FOLDED" '\[unknown\]|\[[^];]*\+0x' '^symprog;')
+    check_range "short-lived: samples of the 150 processes (a sanitizer's start-up adds many)" "$tot" 150 20000
     p=$(share "$FOLDED" '\[symprog\+0x' '^symprog;')
     check_range "short-lived: share with unresolved program frames" "$p" 0 0.01
+    # Start-up (the dynamic linker) takes a part of each 10 ms life that
+    # grows with the host's load: the program's own share is read under main.
     if ldd "$PROG" 2>/dev/null | grep -q libasan; then
-        # The sanitizer runtime (its start-up, LeakSanitizer's scan at each
-        # exit) fills a varying part of each short life: leave its samples out.
+        # The sanitizer runtime's interceptors run inside main: leave them out.
         a=$(zcat "$FOLDED" | awk '{ n = $NF; s = $0; sub(/ [0-9]+$/, "", s) }
-            s ~ /^symprog;/ && s !~ /__(sanitizer|lsan|asan|ubsan|interceptor)/ {
+            s ~ /^symprog;(.*;)?main;/ && s !~ /__(sanitizer|lsan|asan|ubsan|interceptor)/ {
                 tot += n; if (s ~ /;fk_symprog_(alpha|beta)(;|$)/) hit += n }
             END { printf "%.3f\n", tot ? hit / tot : 0 }')
-        check_range "short-lived: share in fk_symprog_* (sanitizer runtime left out)" "$a" 0.80 1.0
+        check_range "short-lived: share of main's samples in fk_symprog_* (sanitizer runtime left out)" "$a" 0.90 1.0
     else
-        check_range "short-lived: share in fk_symprog_*" "$a" 0.80 1.0
-        check_range "short-lived: share with unresolved frames" "$u" 0 0.10
+        a=$(share "$FOLDED" ';fk_symprog_(alpha|beta)(;|$)' '^symprog;(.*;)?main;')
+        check_range "short-lived: share of main's samples in fk_symprog_* (first-touch faults grow with load)" "$a" 0.75 1.0
+        # ld.so's entry point is an untyped symbol (_start) in its debug file
+        u=$(share "$FOLDED" '\[unknown\]|\[[^];]*\+0x' '^symprog;')
+        check_range "short-lived: share with unresolved frames (start-up included)" "$u" 0 0.05
+        c=$(share "$FOLDED" '^symprog;_start;' '^symprog;')
+        check_range "short-lived: stacks complete down to _start" "$c" 0.90 1.0
     fi
 fi
 

@@ -99,8 +99,10 @@ fi
 
 # ---- C built -O2 -fomit-frame-pointer ----
 if cap nofp run -q -F 499 -o "$T/nofp" -- "$NOFP" 2 8; then
-    read -r s n <<<"$(frac "$F" nofp ';main;nofp_outer;nofp_middle;')"
-    check_range "-fomit-frame-pointer C: main;nofp_outer;nofp_middle ($n samples)" "$s" 0.95 1.0
+    # the workload's samples (start-up and exit, longer under a sanitizer
+    # and a loaded host, are not what is measured)
+    read -r s n <<<"$(frac "$F" nofp ';main;nofp_outer;nofp_middle;' ';nofp_(middle|leaf)(;|$)')"
+    check_range "-fomit-frame-pointer C: the workload's stacks reach main;nofp_outer;nofp_middle ($n samples)" "$s" 0.95 1.0
     read -r s n <<<"$(frac "$F" nofp "$(rep 9 ';nofp_middle');nofp_leaf" ';nofp_leaf')"
     check_range "-fomit-frame-pointer C: all 9 recursion levels above the leaf ($n samples)" "$s" 0.95 1.0
     check_eq "-fomit-frame-pointer C: no [truncated] at 8 levels" 0 "$(jget "$J" callgraph.unwind.truncated)"

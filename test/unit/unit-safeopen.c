@@ -168,7 +168,9 @@ int main(void)
     if (r >= 0)
         close(r);
     char fp[64];
-    int ff = open(fk_asprintf("%s/jail/tmp/fifo", top), O_RDWR | O_NONBLOCK);
+    char *fifo = fk_asprintf("%s/jail/tmp/fifo", top);
+    int ff = open(fifo, O_RDWR | O_NONBLOCK);
+    free(fifo);
     snprintf(fp, sizeof fp, "/proc/self/fd/%d", ff);
     const char *why = NULL;
     UNIT_CHECK("pinned FIFO refused", fk_safe_open_pinned(fp, NULL, NULL, &why) < 0 &&

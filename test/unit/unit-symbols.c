@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Symbolizer: own process, deleted/replaced binaries, other mount
  * namespaces, JIT perf maps, kallsyms, hand-fed side-band sequences. */
+#include "symbols/symbols-int.h"
 #include "symbols/symbols.h"
 #include "unit.h"
 
@@ -405,6 +406,27 @@ static void test_fd_cap(void)
     UNIT_CHECK("fd cap: all closed on free", count_fds() == before);
 }
 
+/* Zero-sized labels (an untyped _start, asm labels) reach to the next
+ * symbol, except inside a sized function, which keeps its own name. */
+static void test_symtab_labels(void)
+{
+    struct fk_symtab t = { 0 };
+    fk_symtab_add(&t, 0x1000, 0x100, "sized");
+    fk_symtab_add(&t, 0x1040, 0, "inner_label");
+    fk_symtab_add(&t, 0x2000, 0, "_start");
+    fk_symtab_add(&t, 0x2008, 0, "_start_user");
+    fk_symtab_sort(&t);
+    const struct fk_sym *y = fk_symtab_find(&t, 0x1080, 0);
+    UNIT_CHECK("symtab: a label inside a sized function does not take it over",
+               y && !strcmp(fk_symtab_name(&t, y), "sized"));
+    y = fk_symtab_find(&t, 0x2007, 0);
+    UNIT_CHECK("symtab: an untyped entry label covers up to the next symbol",
+               y && !strcmp(fk_symtab_name(&t, y), "_start"));
+    y = fk_symtab_find(&t, 0x1100, 0);
+    UNIT_CHECK("symtab: past a sized function, no name", y == NULL);
+    fk_symtab_free(&t);
+}
+
 int main(void)
 {
     unit_name = "unit-symbols";
@@ -420,6 +442,7 @@ int main(void)
         return 1;
     signal(SIGPIPE, SIG_IGN);
 
+    test_symtab_labels();
     test_self();
     test_deleted("deleted after first sight, fd kept", true, false, false);
     test_deleted("replaced after first sight, fd kept", true, true, false);

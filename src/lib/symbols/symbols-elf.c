@@ -49,6 +49,19 @@ void fk_symtab_sort(struct fk_symtab *t)
         if (t->syms[r].addr != t->syms[w - 1].addr)
             t->syms[w++] = t->syms[r];
     t->n = w;
+    /* A zero-sized label inside a sized function would take over the rest
+     * of that function (it "reaches to the next symbol"): drop it. */
+    uint64_t cover_end = 0;
+    w = 0;
+    for (size_t r = 0; r < t->n; r++) {
+        const struct fk_sym *y = &t->syms[r];
+        if (!y->size && y->addr < cover_end)
+            continue;
+        if (y->size && y->addr + y->size > cover_end)
+            cover_end = y->addr + y->size;
+        t->syms[w++] = *y;
+    }
+    t->n = w;
     /* tables live until the end: give back the growth slack */
     t->syms = fk_realloc(t->syms, t->n * sizeof *t->syms);
     t->cap = t->n;
@@ -113,12 +126,22 @@ static size_t read_syms(Elf *e, Elf64_Word type, struct fk_symtab *t)
             if (!gelf_getsym(data, (int)i, &sym))
                 break;
             int st = GELF_ST_TYPE(sym.st_info);
-            if ((st != STT_FUNC && st != STT_GNU_IFUNC) || sym.st_shndx == SHN_UNDEF ||
-                sym.st_value == 0)
+            if ((st != STT_FUNC && st != STT_GNU_IFUNC && st != STT_NOTYPE) ||
+                sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE || sym.st_value == 0)
                 continue;
             const char *name = elf_strptr(e, sh.sh_link, sym.st_name);
             if (!name || !*name)
                 continue;
+            /* Untyped symbols are assembly entry points (ld.so's and a
+             * program's _start) when they label code; never local labels
+             * (.L*) or mapping symbols ($x, $d). */
+            if (st == STT_NOTYPE) {
+                GElf_Shdr ts;
+                Elf_Scn *text = elf_getscn(e, sym.st_shndx);
+                if (name[0] == '$' || (name[0] == '.' && name[1] == 'L') || !text ||
+                    !gelf_getshdr(text, &ts) || !(ts.sh_flags & SHF_EXECINSTR))
+                    continue;
+            }
             fk_symtab_add(t, sym.st_value, sym.st_size, name);
             added++;
         }
