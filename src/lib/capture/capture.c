@@ -2,6 +2,7 @@
 /* The capture engine (see capture.h). */
 #include "capture/capture.h"
 #include "util/buf.h"
+#include "util/hindex.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -111,49 +112,35 @@ void fk_capture_opts_init(struct fk_capture_opts *o)
     o->sym.debuginfod_urls = getenv("DEBUGINFOD_URLS");   /* like gdb, perf: opt-in by the variable */
 }
 
-/* Small u64 -> u64 map (open addressing; key 0 stored as "key + 1"). */
+/* Small u64 -> u64 map: pairs in an array, indexed by util/hindex. */
 struct u64map {
-    uint64_t *keys, *vals;
-    size_t mask, n;
+    struct u64pair { uint64_t key, val; } *v;
+    size_t n, cap;
+    struct fk_hindex index;
 };
 
+/* key's value (created as 0 with add, else NULL when absent); valid until
+ * the next add */
 static uint64_t *u64map_slot(struct u64map *m, uint64_t key, bool add)
 {
-    if (!m->keys) {
-        if (!add)
-            return NULL;
-        m->mask = 255;
-        m->keys = fk_calloc(m->mask + 1, sizeof *m->keys);
-        m->vals = fk_calloc(m->mask + 1, sizeof *m->vals);
-    }
-    key++;
-    size_t i = fk_hash(&key, sizeof key) & m->mask;
-    while (m->keys[i] && m->keys[i] != key)
-        i = (i + 1) & m->mask;
-    if (m->keys[i])
-        return &m->vals[i];
+    uint64_t h = fk_hash_u64(key);
+    struct fk_hiter it = fk_hindex_find(&m->index, h);
+    uint32_t i;
+    while (fk_hindex_next(&it, &i))
+        if (m->v[i].key == key)
+            return &m->v[i].val;
     if (!add)
         return NULL;
-    if ((m->n + 1) * 2 > m->mask + 1) {
-        struct u64map g = { fk_calloc((m->mask + 1) * 2, sizeof *g.keys),
-                            fk_calloc((m->mask + 1) * 2, sizeof *g.vals), m->mask * 2 + 1, 0 };
-        for (size_t j = 0; j <= m->mask; j++)
-            if (m->keys[j])
-                *u64map_slot(&g, m->keys[j] - 1, true) = m->vals[j];
-        free(m->keys);
-        free(m->vals);
-        *m = g;
-        return u64map_slot(m, key - 1, true);
-    }
-    m->keys[i] = key;
-    m->n++;
-    return &m->vals[i];
+    m->v = fk_grow(m->v, &m->cap, m->n + 1, sizeof *m->v);
+    m->v[m->n] = (struct u64pair){ key, 0 };
+    fk_hindex_add(&m->index, h, (uint32_t)m->n);
+    return &m->v[m->n++].val;
 }
 
 static void u64map_free(struct u64map *m)
 {
-    free(m->keys);
-    free(m->vals);
+    free(m->v);
+    fk_hindex_free(&m->index);
     memset(m, 0, sizeof *m);
 }
 

@@ -10,6 +10,7 @@
 #include "assets.h"
 #include "stacks/names.h"
 #include "util/buf.h"
+#include "util/hindex.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -260,9 +261,7 @@ struct node {
 struct tree {
     struct node *v;
     size_t n, cap;
-    uint32_t *index;    /* hash of (parent, name id) -> node + 1 */
-    uint32_t *hashes;
-    size_t mask;
+    struct fk_hindex index;     /* child_hash(parent, name id) -> node */
     struct fk_stacktab names;   /* shown names */
     struct fk_stacktab fulls;   /* --names short: full names that were cut,
                                    aux = the short name's id + 1 */
@@ -270,40 +269,17 @@ struct tree {
     struct fk_buf scratch;
 };
 
-static uint32_t child_hash(uint32_t parent, uint32_t nameid)
+static inline uint64_t child_hash(uint32_t parent, uint32_t nameid)
 {
-    uint64_t h = ((uint64_t)parent << 32 | nameid) * 0x9e3779b97f4a7c15ULL;
-    h ^= h >> 29;
-    h *= 0xbf58476d1ce4e5b9ULL;
-    h ^= h >> 32;
-    return (uint32_t)h;
+    return fk_hash_u64((uint64_t)parent << 32 | nameid);
 }
 
-static void tree_rehash(struct tree *tr)
-{
-    size_t size = (tr->mask + 1) * 2;
-    if (size < 1024)
-        size = 1024;
-    free(tr->index);
-    tr->index = fk_calloc(size, sizeof *tr->index);
-    tr->mask = size - 1;
-    for (size_t i = 1; i < tr->n; i++) {
-        size_t p = tr->hashes[i] & tr->mask;
-        while (tr->index[p])
-            p = (p + 1) & tr->mask;
-        tr->index[p] = (uint32_t)i + 1;
-    }
-}
-
-static uint32_t tree_new(struct tree *tr, uint32_t parent, uint32_t nameid, uint32_t h)
+static uint32_t tree_new(struct tree *tr, uint32_t parent, uint32_t nameid)
 {
     if (tr->n >= UINT32_MAX - 1)
         fk_die("too many unique frames for one flame graph");
-    if (tr->n == tr->cap) {
-        size_t cap = tr->cap;
+    if (tr->n == tr->cap)
         tr->v = fk_grow(tr->v, &tr->cap, tr->n + 1, sizeof *tr->v);
-        tr->hashes = fk_grow(tr->hashes, &cap, tr->n + 1, sizeof *tr->hashes);
-    }
     uint32_t id = (uint32_t)tr->n++;
     struct node *nd = &tr->v[id];
     memset(nd, 0, sizeof *nd);
@@ -313,7 +289,6 @@ static uint32_t tree_new(struct tree *tr, uint32_t parent, uint32_t nameid, uint
     nd->nameid = nameid;
     nd->parent = parent;
     ne->count++;
-    tr->hashes[id] = h;
     if (id) {
         struct node *p = &tr->v[parent];
         if (p->last)
@@ -356,30 +331,19 @@ static uint32_t tree_child(struct tree *tr, uint32_t parent, const char *name, s
         tr->v[p->last].rawlen = (uint32_t)len;
         return p->last;
     }
-    uint32_t h = child_hash(parent, nameid);
+    uint64_t h = child_hash(parent, nameid);
     if (!adjacent_only) {
-        for (size_t q = h & tr->mask;; q = (q + 1) & tr->mask) {
-            uint32_t e = tr->index[q];
-            if (!e)
-                break;
-            struct node *c = &tr->v[e - 1];
-            if (tr->hashes[e - 1] == h && c->parent == parent && c->nameid == nameid)
-                return e - 1;
-        }
+        struct fk_hiter it = fk_hindex_find(&tr->index, h);
+        uint32_t e;
+        while (fk_hindex_next(&it, &e))
+            if (tr->v[e].parent == parent && tr->v[e].nameid == nameid)
+                return e;
     }
-    uint32_t id = tree_new(tr, parent, nameid, h);
+    uint32_t id = tree_new(tr, parent, nameid);
     tr->v[id].raw = name;
     tr->v[id].rawlen = (uint32_t)len;
-    if (!adjacent_only) {
-        if (tr->n * 2 > tr->mask) {
-            tree_rehash(tr);
-        } else {
-            size_t q = h & tr->mask;
-            while (tr->index[q])
-                q = (q + 1) & tr->mask;
-            tr->index[q] = id + 1;
-        }
-    }
+    if (!adjacent_only)
+        fk_hindex_add(&tr->index, h, id);
     return id;
 }
 
@@ -493,8 +457,7 @@ static void tree_sort_children(struct tree *tr)
 static void tree_free(struct tree *tr)
 {
     free(tr->v);
-    free(tr->index);
-    free(tr->hashes);
+    fk_hindex_free(&tr->index);
     fk_stacktab_free(&tr->names);
     fk_stacktab_free(&tr->fulls);
     fk_buf_free(&tr->scratch);
@@ -1172,12 +1135,11 @@ static void build(struct ctx *c, const struct fk_stacktab *t)
 {
     const struct fk_svg_opts *o = c->o;
     c->tr.v = NULL;
-    tree_rehash(&c->tr);
     fk_stacktab_init(&c->tr.names);
     fk_stacktab_init(&c->tr.fulls);
     c->tr.short_names = !o->full_names;
     (void)fk_stacktab_add(&c->tr.names, "all", 3, 0);
-    tree_new(&c->tr, 0, 0, 0);
+    tree_new(&c->tr, 0, 0);
     struct fk_buf rev = FK_BUF_INIT;
     struct fk_stacktab rt;
     const struct fk_stacktab *src = t;

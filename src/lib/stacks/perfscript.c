@@ -106,43 +106,28 @@ static inline char *skip_blanks(char *s, char *end)
     return s;
 }
 
-/* The frame-line caches: entries in an array (their numbers stay put), an
- * open-addressing index of entry number + 1, keys in one buffer. Each entry
- * also remembers which line followed it last time (next): stacks repeat,
- * so the next line is usually that one, checked without hashing. */
+/* The frame-line caches: entries in an array (their numbers stay put),
+ * indexed by key hash (util/hindex.h), keys in one buffer. Each entry also
+ * remembers which line followed it last time (next): stacks repeat, so the
+ * next line is usually that one, checked without hashing. */
 struct fk_lc_entry {
     uint32_t koff, klen;
     uint32_t id;                /* LC_SKIP or a name id */
     uint32_t next;              /* entry number + 1 of the line after, 0 none */
-    uint32_t hash;
     uint32_t java;              /* seen in a java process (see add_frame) */
 };
 enum { LC_SKIP = UINT32_MAX - 1 };
-
-static void lc_index(struct fk_perfscript_cache *c, size_t slots)
-{
-    free(c->index);
-    c->index = fk_calloc(slots, sizeof *c->index);
-    c->mask = slots - 1;
-    for (size_t i = 0; i < c->n; i++) {
-        size_t k = c->e[i].hash & c->mask;
-        while (c->index[k])
-            k = (k + 1) & c->mask;
-        c->index[k] = (uint32_t)i + 1;
-    }
-}
 
 /* max: key bytes kept at most (beyond, new keys are not cached) */
 static void lc_init(struct fk_perfscript_cache *c, size_t max)
 {
     memset(c, 0, sizeof *c);
-    lc_index(c, 4096);
     c->max = max;
 }
 
 static void lc_free(struct fk_perfscript_cache *c)
 {
-    free(c->index);
+    fk_hindex_free(&c->index);
     free(c->e);
     fk_buf_free(&c->keys);
 }
@@ -158,11 +143,12 @@ static inline bool lc_is(const struct fk_perfscript_cache *c, uint32_t en, const
 static inline uint32_t lc_find(const struct fk_perfscript_cache *c, const char *key, size_t len,
                                uint64_t h, bool java)
 {
-    for (size_t i = h & c->mask;; i = (i + 1) & c->mask) {
-        uint32_t en = c->index[i];
-        if (!en || (c->e[en - 1].hash == (uint32_t)h && lc_is(c, en, key, len, java)))
-            return en;
-    }
+    struct fk_hiter it = fk_hindex_find(&c->index, h);
+    uint32_t i;
+    while (fk_hindex_next(&it, &i))
+        if (lc_is(c, i + 1, key, len, java))
+            return i + 1;
+    return 0;
 }
 
 /* Add key (not there yet); its entry number + 1, 0 when the cache is full. */
@@ -171,17 +157,11 @@ static uint32_t lc_put(struct fk_perfscript_cache *c, const char *key, size_t le
 {
     if (len > c->max || c->keys.len + len > c->max)
         return 0;
-    if ((c->n + 1) * 4 > (c->mask + 1) * 3)
-        lc_index(c, (c->mask + 1) * 2);
     c->e = fk_grow(c->e, &c->cap, c->n + 1, sizeof *c->e);
-    c->e[c->n] = (struct fk_lc_entry){ (uint32_t)c->keys.len, (uint32_t)len, id, 0,
-                                       (uint32_t)h, java };
+    c->e[c->n] = (struct fk_lc_entry){ (uint32_t)c->keys.len, (uint32_t)len, id, 0, java };
     fk_buf_add(&c->keys, key, len);
-    size_t k = h & c->mask;
-    while (c->index[k])
-        k = (k + 1) & c->mask;
-    c->index[k] = (uint32_t)++c->n;
-    return (uint32_t)c->n;
+    fk_hindex_add(&c->index, h, (uint32_t)c->n);
+    return (uint32_t)++c->n;
 }
 
 void fk_perfscript_init(struct fk_perfscript *p, const struct fk_perfscript_opts *o,
@@ -507,7 +487,7 @@ static inline bool is_java(const struct fk_perfscript *p)
 
 static inline uint64_t key_hash(const char *key, size_t len, bool java)
 {
-    return fk_key_hash(key, len) ^ (java ? 0x9e3779b97f4a7c15ULL : 0);
+    return fk_hash(key, len) ^ (java ? 0x9e3779b97f4a7c15ULL : 0);
 }
 
 /* The next frame line of this sample is the entry en (+ 1); its name id. */

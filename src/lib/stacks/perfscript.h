@@ -10,6 +10,7 @@
 #include "stacktab.h"
 #include "folded.h"
 #include "util/buf.h"
+#include "util/hindex.h"
 
 struct fk_perfscript_opts {
     bool pid;               /* process name becomes comm-PID */
@@ -52,8 +53,7 @@ struct fk_perfscript {
     struct fk_perfscript_cache {
         struct fk_lc_entry *e;
         size_t n, cap, max;
-        uint32_t *index;
-        size_t mask;
+        struct fk_hindex index;  /* key hash -> entry number */
         struct fk_buf keys;
     } line, cache;
     uint32_t lprev;             /* entry + 1 in line of the frame line before */

@@ -5,6 +5,7 @@
 #define FK_STACKTAB_H
 
 #include "util/fk.h"
+#include "util/hindex.h"
 
 struct fk_stack {
     const char *key;    /* "comm;outer;...;leaf", NUL-terminated */
@@ -17,9 +18,7 @@ struct fk_stack {
 struct fk_stacktab {
     struct fk_stack *v;     /* entries in insertion order */
     size_t n, cap;
-    uint32_t *index;        /* open addressing: entry index + 1, 0 = empty */
-    uint64_t *hashes;       /* hash per entry, for fast rehash/compare */
-    size_t mask;
+    struct fk_hindex index; /* fk_hash of the key -> entry index */
     struct fk_arena_block *arena;
     size_t arena_bytes;
     uint64_t total, total2;
@@ -41,9 +40,6 @@ struct fk_stack *fk_stacktab_find(const struct fk_stacktab *t, const char *key, 
 /* Entries sorted bytewise by key (the folded format's canonical order).
  * The array is the caller's to free; entries stay owned by the table. */
 struct fk_stack **fk_stacktab_sorted(const struct fk_stacktab *t);
-/* The table's hash of a key, for other tables of stack text (quick on long
- * keys; not stable across versions: never store it). */
-uint64_t fk_key_hash(const char *key, size_t len);
 /* Bytes of memory held by the table (for limits and benchmarks). */
 size_t fk_stacktab_bytes(const struct fk_stacktab *t);
 

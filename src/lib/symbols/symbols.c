@@ -4,6 +4,7 @@
 #include "symbols/cfi.h"
 #include "util/busguard.h"
 #include "util/dynlib.h"
+#include "util/hindex.h"
 #include "util/safeopen.h"
 
 #include <dirent.h>
@@ -42,24 +43,17 @@ struct thread {
     char comm[COMM_LEN];
 };
 
-/* Open addressing int -> index (+1; 0 = empty). */
-struct imap {
-    uint64_t *keys;
-    uint32_t *vals;
-    size_t cap, n;
-};
-
 struct fk_symbolizer {
     struct fk_sym_opts opts;
     struct proc *procs;
     size_t nprocs, procs_cap;
-    struct imap proc_idx;
+    struct fk_hindex proc_idx;  /* fk_hash_u64(pid) -> the pid's latest proc */
     struct thread *threads;
     size_t nthreads, threads_cap;
-    struct imap thread_idx;
+    struct fk_hindex thread_idx;    /* fk_hash_u64(tid) -> thread */
     struct dso *dsos;
     size_t ndsos, dsos_cap;
-    struct imap dso_idx;        /* key hash -> index (chains by probing) */
+    struct fk_hindex dso_idx;   /* dso_key (a hash) -> DSOs (callers compare) */
     uint32_t vdso_dso;
     size_t fds_open, fd_cap;
     bool kernel_loaded, kernel_hidden, kernel_warned, capture_ended;
@@ -71,82 +65,6 @@ struct fk_symbolizer {
     unsigned map_warnings;
     uint64_t locate_unknown, names_unresolved, names_fde, deleted_kept;
 };
-
-/* ---- int map ---- */
-
-static uint64_t mix(uint64_t k)
-{
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdULL;
-    k ^= k >> 33;
-    return k;
-}
-
-static void imap_put(struct imap *m, uint64_t key, uint32_t val);
-
-static void imap_grow(struct imap *m)
-{
-    struct imap old = *m;
-    m->cap = old.cap ? old.cap * 2 : 64;
-    m->keys = fk_calloc(m->cap, sizeof *m->keys);
-    m->vals = fk_calloc(m->cap, sizeof *m->vals);
-    m->n = 0;
-    for (size_t i = 0; i < old.cap; i++)
-        if (old.vals[i])
-            imap_put(m, old.keys[i], old.vals[i] - 1);
-    free(old.keys);
-    free(old.vals);
-}
-
-/* Insert (duplicates allowed for hashed keys: callers probe all). */
-static void imap_put(struct imap *m, uint64_t key, uint32_t val)
-{
-    if ((m->n + 1) * 2 > m->cap)
-        imap_grow(m);
-    size_t i = mix(key) & (m->cap - 1);
-    while (m->vals[i])
-        i = (i + 1) & (m->cap - 1);
-    m->keys[i] = key;
-    m->vals[i] = val + 1;
-    m->n++;
-}
-
-/* Iterate over values stored under key: *pos starts at SIZE_MAX. */
-static bool imap_next(const struct imap *m, uint64_t key, size_t *pos, uint32_t *val)
-{
-    if (!m->cap)
-        return false;
-    size_t i = *pos == SIZE_MAX ? mix(key) & (m->cap - 1) : (*pos + 1) & (m->cap - 1);
-    for (; m->vals[i]; i = (i + 1) & (m->cap - 1))
-        if (m->keys[i] == key) {
-            *pos = i;
-            *val = m->vals[i] - 1;
-            return true;
-        }
-    return false;
-}
-
-static bool imap_get(const struct imap *m, uint64_t key, uint32_t *val)
-{
-    size_t pos = SIZE_MAX;
-    return imap_next(m, key, &pos, val);
-}
-
-static void imap_set(struct imap *m, uint64_t key, uint32_t val)
-{
-    size_t pos = SIZE_MAX;
-    uint32_t old;
-    if (imap_next(m, key, &pos, &old))
-        m->vals[pos] = val + 1;
-    else
-        imap_put(m, key, val);
-}
-
-static void imap_free(struct imap *m)
-{
-    free(m->keys);
-    free(m->vals);
-}
 
 /* ---- DSOs ---- */
 
@@ -269,8 +187,8 @@ static uint64_t dso_key(uint64_t dev, uint64_t ino, const char *path,
 {
     uint64_t h = fk_hash(path, strlen(path));
     if (bid_len)
-        return h ^ mix(fk_hash(bid, bid_len));
-    return h ^ mix(dev * 0x9e3779b97f4a7c15ULL + ino);
+        return h ^ fk_hash(bid, bid_len) * 0x9e3779b97f4a7c15ULL;
+    return h ^ fk_hash_u64(dev * 0x9e3779b97f4a7c15ULL + ino);
 }
 
 /* DSO of a file mapping, created (and its file pinned) at first sight. */
@@ -288,9 +206,9 @@ static uint32_t dso_file(struct fk_symbolizer *s, pid_t pid, uint64_t start, uin
     if (bid_len > 20)
         bid_len = 20;
     uint64_t key = dso_key(dev, ino, path, bid, bid_len);
-    size_t pos = SIZE_MAX;
+    struct fk_hiter it = fk_hindex_find(&s->dso_idx, key);
     uint32_t idx;
-    while (imap_next(&s->dso_idx, key, &pos, &idx)) {
+    while (fk_hindex_next(&it, &idx)) {
         struct dso *d = &s->dsos[idx];
         if (strcmp(d->path, path) == 0 &&
             (bid_len ? d->build_id_len == bid_len && memcmp(d->build_id, bid, bid_len) == 0
@@ -321,7 +239,7 @@ static uint32_t dso_file(struct fk_symbolizer *s, pid_t pid, uint64_t start, uin
             s->fds_open++;
         }
     }
-    imap_put(&s->dso_idx, key, idx);
+    fk_hindex_add(&s->dso_idx, key, idx);
     return idx;
 }
 
@@ -521,50 +439,75 @@ static uint32_t dso_vdso(struct fk_symbolizer *s)
 static uint32_t dso_special(struct fk_symbolizer *s, const char *name)
 {
     uint64_t key = fk_hash(name, strlen(name)) ^ 0x5bd1e995;
-    size_t pos = SIZE_MAX;
+    struct fk_hiter it = fk_hindex_find(&s->dso_idx, key);
     uint32_t idx;
-    while (imap_next(&s->dso_idx, key, &pos, &idx))
+    while (fk_hindex_next(&it, &idx))
         if (s->dsos[idx].kind == DSO_SPECIAL && strcmp(s->dsos[idx].path, name) == 0)
             return idx;
     idx = dso_add(s, DSO_SPECIAL);
     s->dsos[idx].path = fk_strdup(name);
-    imap_put(&s->dso_idx, key, idx);
+    fk_hindex_add(&s->dso_idx, key, idx);
     return idx;
 }
 
 /* ---- processes ---- */
 
+/* Processes and threads are indexed by fk_hash_u64 of their pid/tid; a
+ * reused pid's new process takes the index entry of the old one. */
 static struct proc *proc_find(struct fk_symbolizer *s, pid_t pid)
 {
+    struct fk_hiter it = fk_hindex_find(&s->proc_idx, fk_hash_u64((uint32_t)pid));
     uint32_t i;
-    return imap_get(&s->proc_idx, (uint64_t)(uint32_t)pid, &i) ? &s->procs[i] : NULL;
+    while (fk_hindex_next(&it, &i))
+        if (s->procs[i].pid == pid)
+            return &s->procs[i];
+    return NULL;
 }
 
 static struct proc *proc_new(struct fk_symbolizer *s, pid_t pid)
 {
     s->procs = fk_grow(s->procs, &s->procs_cap, s->nprocs + 1, sizeof *s->procs);
-    struct proc *pr = &s->procs[s->nprocs];
+    uint32_t n = (uint32_t)s->nprocs++;
+    struct fk_hiter it = fk_hindex_find(&s->proc_idx, fk_hash_u64((uint32_t)pid));
+    uint32_t i;
+    bool reused = false;
+    while (!reused && fk_hindex_next(&it, &i))
+        if (s->procs[i].pid == pid) {
+            fk_hindex_set(&s->proc_idx, &it, n);
+            reused = true;
+        }
+    if (!reused)
+        fk_hindex_add(&s->proc_idx, fk_hash_u64((uint32_t)pid), n);
+    struct proc *pr = &s->procs[n];
     memset(pr, 0, sizeof *pr);
     pr->pid = pid;
     pr->anon_dso = JIT_NONE;
-    imap_set(&s->proc_idx, (uint64_t)(uint32_t)pid, (uint32_t)s->nprocs);
-    s->nprocs++;
     return pr;
+}
+
+static struct thread *thread_find(struct fk_symbolizer *s, pid_t tid)
+{
+    struct fk_hiter it = fk_hindex_find(&s->thread_idx, fk_hash_u64((uint32_t)tid));
+    uint32_t i;
+    while (fk_hindex_next(&it, &i))
+        if (s->threads[i].tid == tid)
+            return &s->threads[i];
+    return NULL;
 }
 
 static struct thread *thread_get(struct fk_symbolizer *s, pid_t tid, pid_t pid)
 {
-    uint32_t i;
-    if (imap_get(&s->thread_idx, (uint64_t)(uint32_t)tid, &i)) {
-        s->threads[i].pid = pid;
-        return &s->threads[i];
+    struct thread *t = thread_find(s, tid);
+    if (t) {
+        t->pid = pid;
+        return t;
     }
     s->threads = fk_grow(s->threads, &s->threads_cap, s->nthreads + 1, sizeof *s->threads);
-    struct thread *t = &s->threads[s->nthreads];
+    t = &s->threads[s->nthreads];
     memset(t, 0, sizeof *t);
     t->tid = tid;
     t->pid = pid;
-    imap_put(&s->thread_idx, (uint64_t)(uint32_t)tid, (uint32_t)s->nthreads);
+    fk_hindex_add(&s->thread_idx, fk_hash_u64((uint32_t)tid), (uint32_t)s->nthreads);
     s->nthreads++;
     return t;
 }
@@ -771,9 +714,9 @@ void fk_sym_free(struct fk_symbolizer *s)
     if (s->tmp_fd >= 0)
         close(s->tmp_fd);
     free(s->dsos);
-    imap_free(&s->proc_idx);
-    imap_free(&s->thread_idx);
-    imap_free(&s->dso_idx);
+    fk_hindex_free(&s->proc_idx);
+    fk_hindex_free(&s->thread_idx);
+    fk_hindex_free(&s->dso_idx);
     fk_symtab_free(&s->kernel);
     fk_symtab_free(&s->vdso);
     free(s);
@@ -823,9 +766,9 @@ void fk_sym_fork(struct fk_symbolizer *s, pid_t pid, pid_t ppid, pid_t tid, pid_
 {
     char comm[COMM_LEN];
     struct proc *parent = proc_get(s, ppid);
-    uint32_t pt;
-    if (imap_get(&s->thread_idx, (uint64_t)(uint32_t)ptid, &pt))
-        set_comm(comm, s->threads[pt].comm);
+    const struct thread *pt = thread_find(s, ptid);
+    if (pt)
+        set_comm(comm, pt->comm);
     else
         set_comm(comm, parent->comm);
     if (pid != ppid) {
@@ -951,9 +894,9 @@ struct fk_cfi *fk_sym_cfi_at(struct fk_symbolizer *s, pid_t pid, uint64_t ip, ui
 
 const char *fk_sym_comm_of(struct fk_symbolizer *s, pid_t pid, pid_t tid)
 {
-    uint32_t i;
-    if (imap_get(&s->thread_idx, (uint64_t)(uint32_t)tid, &i) && s->threads[i].comm[0])
-        return s->threads[i].comm;
+    const struct thread *t = thread_find(s, tid);
+    if (t && t->comm[0])
+        return t->comm;
     struct proc *pr = proc_find(s, pid);
     if (pr && pr->comm[0])
         return pr->comm;
@@ -1227,7 +1170,7 @@ size_t fk_sym_bytes(const struct fk_symbolizer *s)
     size_t b = sizeof *s;
     b += s->procs_cap * sizeof *s->procs + s->threads_cap * sizeof *s->threads;
     b += s->dsos_cap * sizeof *s->dsos;
-    b += (s->proc_idx.cap + s->thread_idx.cap + s->dso_idx.cap) * (sizeof(uint64_t) + sizeof(uint32_t));
+    b += fk_hindex_bytes(&s->proc_idx) + fk_hindex_bytes(&s->thread_idx) + fk_hindex_bytes(&s->dso_idx);
     for (size_t i = 0; i < s->nprocs; i++)
         b += s->procs[i].cap * sizeof(struct map);
     for (size_t i = 0; i < s->ndsos; i++) {

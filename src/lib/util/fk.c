@@ -257,35 +257,6 @@ bool fk_parse_size(const char *s, uint64_t *out)
     return mul_ok(v, m, out);
 }
 
-/* Multiply-xorshift over 8-byte words; good spread for stack strings. */
-static inline uint64_t mix(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 33;
-    return h;
-}
-
-uint64_t fk_hash(const void *data, size_t len)
-{
-    const unsigned char *p = data;
-    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (len * 0x100000001b3ULL);
-    while (len >= 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        h = (h ^ mix(w)) * 0x9fb21c651e98df25ULL;
-        h ^= h >> 29;
-        p += 8;
-        len -= 8;
-    }
-    uint64_t tail = 0;
-    memcpy(&tail, p, len);
-    h = (h ^ mix(tail ^ len)) * 0x9fb21c651e98df25ULL;
-    return mix(h);
-}
-
 uint64_t fk_now_ns(void)
 {
     struct timespec ts;

@@ -65,8 +65,54 @@ bool fk_parse_duration_ms(const char *s, uint64_t *out_ms);
 /* Sizes: "64", "64K", "16M", "1G" -> bytes. */
 bool fk_parse_size(const char *s, uint64_t *out);
 
-/* 64-bit hash for table keys. */
-uint64_t fk_hash(const void *data, size_t len);
+/* The hash family for table keys (util/hindex.h), all with a full final
+ * mix. Not stable across versions: never store one.
+ * fk_hash_u64: one integer (pids, inodes, packed pairs). */
+static inline uint64_t fk_hash_u64(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
+/* fk_hash: bytes. Keys are often long (whole stacks, frame lines: the
+ * collapse hot path), so two independent lanes of one multiply per word. */
+static inline uint64_t fk_hash(const void *data, size_t len)
+{
+    const uint64_t k1 = 0x9fb21c651e98df25ULL, k2 = 0xc2b2ae3d27d4eb4fULL;
+    const unsigned char *s = data;
+    uint64_t a = 0x9e3779b97f4a7c15ULL ^ len, b = 0x165667b19e3779f9ULL;
+    size_t n = len;
+    while (n >= 16) {
+        uint64_t w, x;
+        memcpy(&w, s, 8);
+        memcpy(&x, s + 8, 8);
+        a = (a ^ w) * k1;
+        b = (b ^ x) * k2;
+        a ^= a >> 29;
+        b ^= b >> 31;
+        s += 16;
+        n -= 16;
+    }
+    if (n >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        a = (a ^ w) * k1;
+        a ^= a >> 29;
+        s += 8;
+        n -= 8;
+    }
+    uint64_t tail = 0;
+    if (n && len >= 8)
+        memcpy(&tail, s + n - 8, 8);    /* the key's last 8 bytes: one load */
+    else
+        memcpy(&tail, s, n);
+    b = (b ^ tail ^ ((uint64_t)n << 56)) * k2;
+    return fk_hash_u64(a ^ (b >> 32 | b << 32));
+}
 
 /* Monotonic and wall clocks. */
 uint64_t fk_now_ns(void);

@@ -1,8 +1,9 @@
-# util: errors, allocation, atomic output files, line input (gzip-aware),
-# safe opening of process-controlled files, SIGBUS guards for reads through
-# file mappings, the option parser, the result
+# util: errors, allocation, the hash index, atomic output files, line input
+# (gzip-aware), safe opening of process-controlled files, SIGBUS guards for
+# reads through file mappings, the option parser, the result
 # contract (names, metadata), optional libraries loaded at run time
 libflamekit_a_SOURCES += src/lib/util/fk.c src/lib/util/fk.h \
+	src/lib/util/hindex.c src/lib/util/hindex.h \
 	src/lib/util/outfile.c src/lib/util/outfile.h \
 	src/lib/util/lineread.c src/lib/util/lineread.h \
 	src/lib/util/buf.c src/lib/util/buf.h \
