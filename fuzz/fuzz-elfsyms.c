@@ -4,6 +4,7 @@
  * .debug_frame), then lookups; every range found must hold what it names.
  * Seeds: fuzz/seed-elfsyms.sh (small real binaries, stripped and with
  * MiniDebugInfo). No debuginfod; debug-file paths lead nowhere. */
+#include "fuzz.h"
 #include "symbols/symbols-int.h"
 
 #include <stdlib.h>
@@ -12,17 +13,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    int fd = memfd_create("fuzz-elf", MFD_CLOEXEC);
+    int fd = fuzz_memfd("fuzz-elf", data, size);
     if (fd < 0)
         return 0;
-    for (size_t off = 0; off < size;) {
-        ssize_t n = write(fd, data + off, size - off);
-        if (n <= 0) {
-            close(fd);
-            return 0;
-        }
-        off += (size_t)n;
-    }
     struct dso d = { .kind = DSO_FILE, .fd = fd };
     d.path = fk_strdup("/nonexistent/fuzz.so");
     fk_dso_load_elf(&d, NULL, false);     /* closes fd */

@@ -4,6 +4,7 @@
  * a read cap and a memory budget taken from the input's first 4 bytes.
  * The table must come out sorted, every name inside its pool and
  * terminated, and the table within the budget. */
+#include "fuzz.h"
 #include "symbols/symbols-int.h"
 
 #include <stdlib.h>
@@ -19,17 +20,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint64_t max_read = data[2] & 1 ? (uint64_t)data[3] * 64 : UINT64_MAX;
     data += 4;
     size -= 4;
-    int fd = memfd_create("fuzz-perfmap", MFD_CLOEXEC);
+    int fd = fuzz_memfd("fuzz-perfmap", data, size);
     if (fd < 0)
         return 0;
-    for (size_t off = 0; off < size;) {
-        ssize_t n = write(fd, data + off, size - off);
-        if (n <= 0) {
-            close(fd);
-            return 0;
-        }
-        off += (size_t)n;
-    }
     struct fk_symtab t = { 0 };
     fk_symtab_add(&t, 1, 1, "before");      /* replaced by what is read */
     for (int pass = 0; pass < 2; pass++) {  /* read again, as at the end of a capture */

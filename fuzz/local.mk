@@ -1,6 +1,7 @@
 # fuzz targets (clang -fsanitize=fuzzer), built and run by fuzz/run
 # (fuzz/fuzz-NAME.c, seeds in fuzz/corpus/NAME/): one file per line.
 EXTRA_DIST += fuzz/run
+EXTRA_DIST += fuzz/fuzz.h
 EXTRA_DIST += fuzz/fuzz-perfscript.c
 EXTRA_DIST += fuzz/corpus/perfscript/default.txt
 EXTRA_DIST += fuzz/corpus/perfscript/fields.txt

@@ -15,15 +15,8 @@
 
 static const uint64_t K = 0x9fb21c651e98df25ULL;
 
-static uint64_t mix(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdULL;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ULL;
-    h ^= h >> 33;
-    return h;
-}
+/* the old hash's word mix is util's integer hash */
+#define mix fk_hash_u64
 
 /* fetchd's cache key hash before SHA-256 (util/fk.c's fk_hash then) */
 static uint64_t old_hash(const void *data, size_t len)
