@@ -1215,6 +1215,10 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
         r->target_count += cg_counting ? v : 0;
     }
     r->have_target_count = cg_counting;
+    /* A sample being written when the disable IPI arrived is in the count
+     * but reached the ring after the first drain (seen under load in a
+     * VM): drain once more, after the counts. */
+    read_rings(&e, evlist, UINT64_MAX);
     r->unique_stacks = e.raw.n;
     fk_sym_set_other_bytes(e.sym, fk_stacktab_bytes(&e.raw));
     uint64_t mem = fk_stacktab_bytes(&e.raw) + fk_sym_bytes(e.sym);
