@@ -140,6 +140,11 @@ if need xmllint; then
     "$FLAMEKIT" svg -o "$T/c.svg" "$T/c.folded"
     check_eq "collapse -> svg: 3 samples" 3 "$(svgtotal "$T/c.svg")"
     check_eq "collapse -> merge: 3 samples" 3 "$(sumfolded "$T/c.folded")"
+    # escapes are decided per name: a backslash in a middle frame, a frame
+    # ending in " DIGITS" mid-stack, a plain stack next to them
+    printf 'c 2 2.0: 1 cpu-clock:\n\t1 leaf (/x)\n\t2 C:\\w (/x)\n\t3 m 42 (/x)\n\nc 2 2.1: 1 cpu-clock:\n\t1 leaf (/x)\n\n' >"$T/esc.perf"
+    check_eq "collapse: escapes by name, in any position" 'c;leaf 1
+c;m\x2042;C:\\w;leaf 1' "$("$FLAMEKIT" collapse "$T/esc.perf")"
     "$FLAMEKIT" diff -o "$T/c-diff.svg" "$T/c.folded" "$T/c.folded"
     check "collapse -> diff (two files, one count each) draws" test -s "$T/c-diff.svg"
     # a real capture of a program whose function is named that way

@@ -192,21 +192,44 @@ bool fk_folded_read(const char *path, struct fk_stacktab *t, struct fk_parse_sta
     return fk_folded_foreach(path, false, st, fk_folded_to_table, t);
 }
 
-/* Most stacks need no escape: one pass tells. */
-bool fk_folded_needs_escape(const char *s, size_t n)
+unsigned fk_folded_name_escapes(const char *s, size_t n)
 {
-    size_t digits = 0;      /* digits just before position i */
+    unsigned f = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c == '\\' || c < 0x20 || c == 0x7f)
-            return true;
-        if (c == ';' && digits && i > digits && s[i - digits - 1] == ' ')
-            return true;
-        digits = c >= '0' && c <= '9' ? digits + 1 : 0;
+            f |= FK_ESC_ANY;
     }
-    if (n && (s[0] == '#' || s[n - 1] == ' '))
-        return true;    /* a comment line; a space the reader trims */
-    return digits && n > digits && s[n - digits - 1] == ' ';
+    size_t digits = 0;      /* a count the reader would take: " DIGITS" */
+    while (digits < n && s[n - 1 - digits] >= '0' && s[n - 1 - digits] <= '9')
+        digits++;
+    if (digits && n > digits && s[n - digits - 1] == ' ')
+        f |= FK_ESC_ANY;
+    if (n && s[0] == '#')
+        f |= FK_ESC_FIRST;  /* a comment line */
+    if (n && s[n - 1] == ' ')
+        f |= FK_ESC_LAST;   /* a space the reader trims */
+    return f;
+}
+
+/* Most stacks need no escape: name by name, the rules above. */
+bool fk_folded_needs_escape(const char *s, size_t n)
+{
+    const char *end = s + n, *name = s;
+    unsigned any = 0;
+    bool first = true;
+    for (;;) {
+        const char *semi = memchr(name, ';', (size_t)(end - name));
+        const char *stop = semi ? semi : end;
+        unsigned f = fk_folded_name_escapes(name, (size_t)(stop - name));
+        any |= f & FK_ESC_ANY;
+        if (first && (f & FK_ESC_FIRST))
+            return true;
+        first = false;
+        if (!semi)
+            return any || (f & FK_ESC_LAST);
+        name = semi + 1;
+    }
 }
 
 void fk_folded_escape(const char *s, size_t n, struct fk_buf *out)

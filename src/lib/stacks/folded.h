@@ -54,6 +54,11 @@ bool fk_folded_parse_line(char *line, size_t len, bool two, const char **stack,
 /* Does the stack text s[0..n) need the escapes above (a backslash, a
  * control byte, a frame ending in " DIGITS")? */
 bool fk_folded_needs_escape(const char *s, size_t n);
+/* The same question for one frame name (no ';'), answered once per name:
+ * a stack needs escapes when one of its names has FK_ESC_ANY, its first
+ * FK_ESC_FIRST or its last FK_ESC_LAST. */
+enum { FK_ESC_ANY = 1, FK_ESC_FIRST = 2, FK_ESC_LAST = 4 };
+unsigned fk_folded_name_escapes(const char *s, size_t n);
 /* s[0..n) with the escapes above, appended to out. */
 struct fk_buf;
 void fk_folded_escape(const char *s, size_t n, struct fk_buf *out);

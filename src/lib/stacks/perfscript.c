@@ -838,13 +838,19 @@ static int cmp_stack(const void *x, const void *y, void *arg)
     return cmp_text(arg, a->key, a->len / sizeof(uint32_t), b->key, b->len / sizeof(uint32_t));
 }
 
-/* The folded text of a stack appended to buf (room left for its count). */
-static void stack_text(const struct fk_perfscript *p, const struct fk_stack *e,
-                       struct fk_buf *buf)
+/* The folded text of a stack appended to buf (room left for its count).
+ * With esc (fk_folded_name_escapes of each name), says whether the text
+ * needs escapes; without, false. */
+static bool stack_text(const struct fk_perfscript *p, const struct fk_stack *e,
+                       const unsigned char *esc, struct fk_buf *buf)
 {
     size_t n = e->len / sizeof(uint32_t), len = n;
-    for (size_t k = 0; k < n; k++)
-        len += p->names.v[id_at(e->key, k)].len;
+    unsigned any = 0;
+    for (size_t k = 0; k < n; k++) {
+        uint32_t id = id_at(e->key, k);
+        len += p->names.v[id].len;
+        any |= esc ? esc[id] : 0;
+    }
     fk_buf_reserve(buf, len + 32);
     char *d = buf->data + buf->len;
     for (size_t k = 0; k < n; k++) {
@@ -855,6 +861,10 @@ static void stack_text(const struct fk_perfscript *p, const struct fk_stack *e,
         d += nm->len;
     }
     buf->len = (size_t)(d - buf->data);
+    if (!any)
+        return false;
+    return (any & FK_ESC_ANY) || (esc[id_at(e->key, 0)] & FK_ESC_FIRST) ||
+           (esc[id_at(e->key, n - 1)] & FK_ESC_LAST);
 }
 
 void fk_perfscript_finish(struct fk_perfscript *p)
@@ -865,7 +875,7 @@ void fk_perfscript_finish(struct fk_perfscript *p)
     struct fk_buf b = FK_BUF_INIT;
     for (size_t i = 0; i < p->stacks.n; i++) {
         fk_buf_reset(&b);
-        stack_text(p, &p->stacks.v[i], &b);
+        stack_text(p, &p->stacks.v[i], NULL, &b);
         fk_stacktab_add(p->tab, b.data ? b.data : "", b.len, p->stacks.v[i].count);
     }
     if (p->stacks.overflow)
@@ -881,14 +891,18 @@ bool fk_perfscript_write(const struct fk_perfscript *p,
     for (size_t i = 0; i < n; i++)
         v[i] = &p->stacks.v[i];
     qsort_r(v, n, sizeof *v, cmp_stack, (void *)&p->names);
+    /* escapes are a property of names: asked once per name, not per byte
+     * of the output (deep stacks repeat each name thousands of times) */
+    unsigned char *names_esc = fk_malloc(p->names.n ? p->names.n : 1);
+    for (size_t i = 0; i < p->names.n; i++)
+        names_esc[i] = (unsigned char)fk_folded_name_escapes(p->names.v[i].key, p->names.v[i].len);
     struct fk_buf b = FK_BUF_INIT;
     bool ok = true;
     /* lines gathered into blocks of ~1 MB: one write, no stdio copy */
     struct fk_buf esc = FK_BUF_INIT;
     for (size_t i = 0; i < n && ok; i++) {
         size_t at = b.len;
-        stack_text(p, v[i], &b);
-        if (fk_folded_needs_escape(b.data + at, b.len - at)) {
+        if (stack_text(p, v[i], names_esc, &b)) {
             /* a name ending in " DIGITS" or holding a control byte */
             fk_buf_reset(&esc);
             fk_folded_escape(b.data + at, b.len - at, &esc);
@@ -911,6 +925,7 @@ bool fk_perfscript_write(const struct fk_perfscript *p,
     }
     fk_buf_free(&b);
     fk_buf_free(&esc);
+    free(names_esc);
     free(v);
     return ok;
 }
