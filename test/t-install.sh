@@ -45,8 +45,8 @@ v=$("$FK" --version 2>&1)
 check_grep "installed flamekit --version: $want_version, libperf's source" \
     "^flamekit ${want_version//./\\.}([- ][^ ]*)? \(libperf from linux-source 6\.12\." "$v"
 needed=$(readelf -d "$FK" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
-check_nogrep "libcurl, libdebuginfod and gRPC are not linked (loaded when needed, or fetchd's)" \
-    'libcurl|libdebuginfod|libgrpc|libgpr' "$needed"
+check_nogrep "libcurl, libdebuginfod, libcrypto, libmicrohttpd, GnuTLS and gRPC are not linked (loaded when needed, or fetchd's)" \
+    'libcurl|libdebuginfod|libcrypto|libmicrohttpd|libgnutls|libgrpc|libgpr' "$needed"
 check_nogrep "every library flamekit needs is on this host" 'not found' "$(ldd "$FK" 2>&1)"
 
 if [ -n "${FK_DEB_DIR:-}" ]; then
@@ -54,7 +54,11 @@ if [ -n "${FK_DEB_DIR:-}" ]; then
     check_grep "flamekit Depends from shlibs (libelf, libdw, jansson)" 'libelf1.*|libdw1' "$dep"
     check_grep "flamekit Depends on jansson" 'libjansson4' "$dep"
     check_nogrep "flamekit does not Depend on libcurl" 'libcurl' "$dep"
-    check_grep "flamekit Recommends libcurl4 (for upload)" 'libcurl4' "$(dpkg-deb -f "$deb" Recommends)"
+    rec=$(dpkg-deb -f "$deb" Recommends)
+    check_grep "flamekit Recommends libcurl4 (for upload)" 'libcurl4' "$rec"
+    check_grep "flamekit Recommends libmicrohttpd12 and libgnutls30 (for serve)" 'libmicrohttpd12.*libgnutls30|libgnutls30.*libmicrohttpd12' "$rec"
+    check_grep "flamekit Recommends libssl3 (SHA-256 for upload and serve)" 'libssl3' "$rec"
+    check_nogrep "flamekit does not Depend on libmicrohttpd" 'libmicrohttpd' "$dep"
     check_grep "flamekit Built-Using names the kernel source of libperf" '^linux(-6\.12)? \(= 6\.12\.' \
         "$(dpkg-deb -f "$deb" Built-Using)"
     check_grep "flamekit-fetchd Depends on gRPC and git" 'libgrpc.*git|git.*libgrpc' "$(dpkg-deb -f "$fdeb" Depends)"

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* SigV4 helpers over OpenSSL's libcrypto (SHA-256, HMAC). */
+/* SigV4 helpers over OpenSSL's libcrypto (SHA-256, HMAC; util/crypto-dyn). */
 #include "deliver/sigv4.h"
+#include "util/crypto-dyn.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 
 static void to_hex(const unsigned char *d, size_t n, char *out)
 {
@@ -21,17 +21,13 @@ static void to_hex(const unsigned char *d, size_t n, char *out)
 void fk_sha256_hex(const void *data, size_t len, char out[65])
 {
     unsigned char md[32];
-    unsigned int mdlen = 0;
-    if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) || mdlen != 32)
-        fk_die("SHA-256 failed in libcrypto");
+    fk_sha256(data, len, md);
     to_hex(md, 32, out);
 }
 
 bool fk_sha256_file_hex(int fd, uint64_t off, uint64_t len, char out[65])
 {
-    EVP_MD_CTX *c = EVP_MD_CTX_new();
-    if (!c || !EVP_DigestInit_ex(c, EVP_sha256(), NULL))
-        fk_die("SHA-256 failed in libcrypto");
+    struct fk_sha256_ctx *c = fk_sha256_begin();
     size_t cap = 1 << 16;
     char *buf = fk_malloc(cap);
     bool ok = true;
@@ -46,17 +42,14 @@ bool fk_sha256_file_hex(int fd, uint64_t off, uint64_t len, char out[65])
             ok = false;
             break;
         }
-        EVP_DigestUpdate(c, buf, (size_t)r);
+        fk_sha256_update(c, buf, (size_t)r);
         off += (uint64_t)r;
         len -= (uint64_t)r;
     }
     unsigned char md[32];
-    unsigned int mdlen = 0;
-    if (ok && (!EVP_DigestFinal_ex(c, md, &mdlen) || mdlen != 32))
-        fk_die("SHA-256 failed in libcrypto");
+    fk_sha256_end(c, md);
     if (ok)
         to_hex(md, 32, out);
-    EVP_MD_CTX_free(c);
     free(buf);
     return ok;
 }
@@ -79,9 +72,7 @@ void fk_uri_encode(struct fk_buf *b, const char *s, bool keep_slash)
 
 static void hmac(const void *key, size_t keylen, const char *msg, unsigned char out[32])
 {
-    unsigned int n = 0;
-    if (!HMAC(EVP_sha256(), key, (int)keylen, (const unsigned char *)msg, strlen(msg), out, &n) || n != 32)
-        fk_die("HMAC-SHA256 failed in libcrypto");
+    fk_hmac_sha256(key, keylen, msg, strlen(msg), out);
 }
 
 char *fk_sigv4_presign(const char *method, const char *base_url, const char *host,

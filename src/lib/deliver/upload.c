@@ -5,6 +5,7 @@
 #include "deliver/upload.h"
 #include "deliver/s3creds.h"
 #include "deliver/sigv4.h"
+#include "util/crypto-dyn.h"
 #include "util/buf.h"
 #include "util/result.h"
 
@@ -149,8 +150,8 @@ static char *dup_or(const char *s)
 static bool curl_ready(void)
 {
     static int state;   /* 0 untried, 1 ok, -1 failed */
-    if (!state && !fk_curl_load())
-        state = -2;     /* fk_curl_load said why */
+    if (!state && (!fk_curl_load() || !fk_crypto_load()))
+        state = -2;     /* the loader said why */
     if (!state)
         state = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 1 : -1;
     if (state == -1)

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Tokens and client certificates for flamekit serve (see auth.h). */
 #include "auth.h"
+#include "util/crypto-dyn.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
-#include <openssl/crypto.h>
-#include <openssl/sha.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,9 +23,20 @@ static bool name_ok(const char *s, size_t n)
     return true;
 }
 
+/* Equal digests? Every byte is looked at, whatever differs first. */
+static bool digest_equal(const unsigned char a[32], const unsigned char b[32])
+{
+    volatile unsigned char diff = 0;
+    for (size_t i = 0; i < 32; i++)
+        diff |= a[i] ^ b[i];
+    return diff == 0;
+}
+
 bool fk_tokens_load(struct fk_tokens *t, const char *path)
 {
     memset(t, 0, sizeof *t);
+    if (!fk_crypto_load())
+        return false;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
@@ -77,10 +87,10 @@ bool fk_tokens_load(struct fk_tokens *t, const char *path)
         t->names = fk_realloc(t->names, (t->n + 1) * sizeof *t->names);
         t->digest = fk_realloc(t->digest, (t->n + 1) * sizeof *t->digest);
         t->names[t->n] = fk_strndup(s, (size_t)(colon - s));
-        SHA256((const unsigned char *)tok, tl, t->digest[t->n]);
+        fk_sha256(tok, tl, t->digest[t->n]);
         t->n++;
     }
-    OPENSSL_cleanse(line, sizeof line);
+    explicit_bzero(line, sizeof line);
     fclose(f);
     if (ok && !t->n) {
         fk_error("token file %s has no tokens (want NAME:TOKEN lines)", path);
@@ -97,7 +107,7 @@ void fk_tokens_free(struct fk_tokens *t)
         free(t->names[i]);
     free(t->names);
     if (t->digest)
-        OPENSSL_cleanse(t->digest, t->n * sizeof *t->digest);
+        explicit_bzero(t->digest, t->n * sizeof *t->digest);
     free(t->digest);
     memset(t, 0, sizeof *t);
 }
@@ -105,11 +115,11 @@ void fk_tokens_free(struct fk_tokens *t)
 const char *fk_tokens_check(const struct fk_tokens *t, const char *tok, size_t len)
 {
     unsigned char d[32];
-    SHA256((const unsigned char *)tok, len, d);
+    fk_sha256(tok, len, d);
     size_t hit = SIZE_MAX;
     for (size_t i = 0; i < t->n; i++) {
         /* every token compared, whatever matched */
-        size_t eq = (size_t)(CRYPTO_memcmp(d, t->digest[i], sizeof d) == 0);
+        size_t eq = digest_equal(d, t->digest[i]);
         hit = eq ? i : hit;
     }
     return hit == SIZE_MAX ? NULL : t->names[hit];

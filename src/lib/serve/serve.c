@@ -5,6 +5,7 @@
  * one gets 429 at once, never waits). */
 #include "serve.h"
 #include "auth.h"
+#include "mhd-dyn.h"
 #include "profile/profile.h"
 #include "util/buf.h"
 
@@ -688,6 +689,8 @@ int fk_serve_run(const struct fk_serve_opts *o)
     s.ca = o->client_ca != NULL;
     int rc = FK_EXIT_ERROR;
     struct MHD_Daemon *d = NULL;
+    if (!fk_mhd_load())
+        goto out;
     if (o->token_file && !fk_tokens_load(&s.tokens, o->token_file))
         goto out;
     if (tls && (!(s.cert = read_file(o->tls_cert, "certificate")) ||

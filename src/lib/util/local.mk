@@ -11,7 +11,8 @@ libflamekit_a_SOURCES += src/lib/util/fk.c src/lib/util/fk.h \
 	src/lib/util/busguard.c src/lib/util/busguard.h \
 	src/lib/util/opt.c src/lib/util/opt.h \
 	src/lib/util/result.c src/lib/util/result.h \
-	src/lib/util/dynlib.c src/lib/util/dynlib.h
+	src/lib/util/dynlib.c src/lib/util/dynlib.h \
+	src/lib/util/crypto-dyn.c src/lib/util/crypto-dyn.h
 # version.c: fk_version (scripts/version: configure.ac's fk_version refined by
 # git describe, or a tarball's .tarball-version) and fk_libperf_source. It is
 # checked on every make and rewritten only when it changes: a new commit

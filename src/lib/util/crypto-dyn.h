@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* SHA-256 and HMAC-SHA256 from OpenSSL's libcrypto, loaded with dlopen()
+ * the first time upload (SigV4) or serve (token digests) needs them.
+ * Linked, libcrypto's relocations cost every flamekit command ~3 ms of
+ * start-up: a collapse or an svg pays it for nothing.
+ * Invariant: fk_crypto_load() succeeded before any other call (they die
+ * otherwise: a caller that skipped the check is a bug, not bad input). */
+#ifndef FK_CRYPTO_DYN_H
+#define FK_CRYPTO_DYN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Load libcrypto once; false (and one error line naming the package to
+ * install) when it is missing. */
+bool fk_crypto_load(void);
+
+void fk_sha256(const void *data, size_t len, unsigned char md[32]);
+/* Incremental SHA-256: begin, any number of updates, end (frees it). */
+struct fk_sha256_ctx;
+struct fk_sha256_ctx *fk_sha256_begin(void);
+void fk_sha256_update(struct fk_sha256_ctx *c, const void *data, size_t len);
+void fk_sha256_end(struct fk_sha256_ctx *c, unsigned char md[32]);
+void fk_hmac_sha256(const void *key, size_t keylen, const void *msg, size_t len,
+                    unsigned char md[32]);
+
+#endif
