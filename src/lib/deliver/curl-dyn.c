@@ -13,8 +13,11 @@
 
 #include <stdarg.h>
 
+static struct fk_dynlib libcurl = {
+    .soname = "libcurl.so.4", .who = "uploading", .package = "libcurl4",
+    .newer = "libcurl4 7.75 or newer",
+};
 static struct {
-    int state;  /* 0 untried, 1 loaded, -1 unavailable */
     CURLcode (*global_init)(long);
     CURL *(*easy_init)(void);
     void (*easy_cleanup)(CURL *);
@@ -29,9 +32,6 @@ static struct {
 
 bool fk_curl_load(void)
 {
-    if (lib.state)
-        return lib.state > 0;
-    lib.state = -1;
     const struct fk_dynsym syms[] = {
         { "curl_global_init", (void **)&lib.global_init },
         { "curl_easy_init", (void **)&lib.easy_init },
@@ -44,17 +44,7 @@ bool fk_curl_load(void)
         { "curl_slist_append", (void **)&lib.slist_append },
         { "curl_slist_free_all", (void **)&lib.slist_free_all },
     };
-    const char *what;
-    switch (fk_dynlib_load("libcurl.so.4", syms, sizeof syms / sizeof syms[0], &what)) {
-    case FK_DYNLIB_NO_LIBRARY:
-        fk_error("uploading needs libcurl (%s); install it: apt-get install libcurl4", what);
-        return false;
-    case FK_DYNLIB_NO_SYMBOL:
-        fk_error("libcurl.so.4 lacks %s; install libcurl4 7.75 or newer", what);
-        return false;
-    }
-    lib.state = 1;
-    return true;
+    return fk_dynlib_once(&libcurl, syms, sizeof syms / sizeof syms[0]);
 }
 
 CURLcode curl_global_init(long flags)
@@ -69,25 +59,25 @@ CURL *curl_easy_init(void)
 
 void curl_easy_cleanup(CURL *c)
 {
-    if (lib.state > 0)
+    if (libcurl.state > 0)
         lib.easy_cleanup(c);
 }
 
 void curl_easy_reset(CURL *c)
 {
-    if (lib.state > 0)
+    if (libcurl.state > 0)
         lib.easy_reset(c);
 }
 
 CURLcode curl_easy_perform(CURL *c)
 {
-    return lib.state > 0 ? lib.easy_perform(c) : CURLE_FAILED_INIT;
+    return libcurl.state > 0 ? lib.easy_perform(c) : CURLE_FAILED_INIT;
 }
 
 /* The argument's type follows from the option's number range, as in curl. */
 CURLcode curl_easy_setopt(CURL *c, CURLoption opt, ...)
 {
-    if (lib.state <= 0)
+    if (libcurl.state <= 0)
         return CURLE_FAILED_INIT;
     va_list ap;
     va_start(ap, opt);
@@ -106,7 +96,7 @@ CURLcode curl_easy_setopt(CURL *c, CURLoption opt, ...)
 
 CURLcode curl_easy_getinfo(CURL *c, CURLINFO info, ...)
 {
-    if (lib.state <= 0)
+    if (libcurl.state <= 0)
         return CURLE_FAILED_INIT;
     va_list ap;
     va_start(ap, info);
@@ -117,7 +107,7 @@ CURLcode curl_easy_getinfo(CURL *c, CURLINFO info, ...)
 
 const char *curl_easy_strerror(CURLcode code)
 {
-    return lib.state > 0 ? lib.easy_strerror(code) : "libcurl is not available";
+    return libcurl.state > 0 ? lib.easy_strerror(code) : "libcurl is not available";
 }
 
 struct curl_slist *curl_slist_append(struct curl_slist *l, const char *s)
@@ -127,6 +117,6 @@ struct curl_slist *curl_slist_append(struct curl_slist *l, const char *s)
 
 void curl_slist_free_all(struct curl_slist *l)
 {
-    if (lib.state > 0)
+    if (libcurl.state > 0)
         lib.slist_free_all(l);
 }

@@ -17,8 +17,15 @@
 #include <microhttpd.h>
 #include <stdarg.h>
 
+static struct fk_dynlib libmhd = {
+    .soname = "libmicrohttpd.so.12", .who = "flamekit serve", .package = "libmicrohttpd12",
+    .newer = "libmicrohttpd12 0.9.71 or newer",
+};
+static struct fk_dynlib libgnutls = {
+    .soname = "libgnutls.so.30", .who = "flamekit serve", .package = "libgnutls30",
+    .newer = "libgnutls30 3.6 or newer",
+};
 static struct {
-    int state;  /* 0 untried, 1 loaded, -1 unavailable */
     struct MHD_Response *(*create_response_from_buffer)(size_t, void *,
                                                         enum MHD_ResponseMemoryMode);
     enum MHD_Result (*add_response_header)(struct MHD_Response *, const char *, const char *);
@@ -44,27 +51,8 @@ static struct {
     void (*x509_crt_deinit)(gnutls_x509_crt_t);
 } lib;
 
-static bool load(const char *soname, const char *package, const struct fk_dynsym *syms,
-                 size_t n)
-{
-    const char *what;
-    switch (fk_dynlib_load(soname, syms, n, &what)) {
-    case FK_DYNLIB_NO_LIBRARY:
-        fk_error("flamekit serve needs %s (%s); install it: apt-get install %s", soname, what,
-                 package);
-        return false;
-    case FK_DYNLIB_NO_SYMBOL:
-        fk_error("%s lacks %s; install a newer %s", soname, what, package);
-        return false;
-    }
-    return true;
-}
-
 bool fk_mhd_load(void)
 {
-    if (lib.state)
-        return lib.state > 0;
-    lib.state = -1;
     const struct fk_dynsym mhd[] = {
         { "MHD_create_response_from_buffer", (void **)&lib.create_response_from_buffer },
         { "MHD_add_response_header", (void **)&lib.add_response_header },
@@ -86,16 +74,13 @@ bool fk_mhd_load(void)
         { "gnutls_x509_crt_deinit", (void **)&lib.x509_crt_deinit },
     };
     /* libmicrohttpd brings in the GnuTLS it was built with: the same one */
-    if (!load("libmicrohttpd.so.12", "libmicrohttpd12", mhd, sizeof mhd / sizeof mhd[0]) ||
-        !load("libgnutls.so.30", "libgnutls30", tls, sizeof tls / sizeof tls[0]))
-        return false;
-    lib.state = 1;
-    return true;
+    return fk_dynlib_once(&libmhd, mhd, sizeof mhd / sizeof mhd[0]) &&
+           fk_dynlib_once(&libgnutls, tls, sizeof tls / sizeof tls[0]);
 }
 
 static void need(void)
 {
-    if (lib.state <= 0)
+    if (libmhd.state <= 0 || libgnutls.state <= 0)
         fk_die("internal error: libmicrohttpd used before fk_mhd_load()");
 }
 

@@ -15,8 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+static struct fk_dynlib libdebuginfod = {
+    .soname = DEBUGINFOD_SONAME, .who = "debuginfod", .package = "libdebuginfod1 (or unset "
+    DEBUGINFOD_URLS_ENV_VAR ")", .newer = "elfutils 0.179 or newer", .warn = true,
+};
 static struct {
-    int state;      /* 0 untried, 1 loaded, -1 unavailable */
     debuginfod_client *(*begin)(void);
     void (*end)(debuginfod_client *);
     int (*find_debuginfo)(debuginfod_client *, const unsigned char *, int, char **);
@@ -51,9 +54,6 @@ struct fk_debuginfod *fk_debuginfod_new(const char *urls, uint64_t budget_ms, ui
 
 static bool lib_load(void)
 {
-    if (lib.state)
-        return lib.state > 0;
-    lib.state = -1;
     const struct fk_dynsym syms[] = {
         { "debuginfod_begin", (void **)&lib.begin },
         { "debuginfod_end", (void **)&lib.end },
@@ -62,18 +62,7 @@ static bool lib_load(void)
         { "debuginfod_set_user_data", (void **)&lib.set_user_data },
         { "debuginfod_get_user_data", (void **)&lib.get_user_data },
     };
-    const char *what;
-    switch (fk_dynlib_load(DEBUGINFOD_SONAME, syms, sizeof syms / sizeof syms[0], &what)) {
-    case FK_DYNLIB_NO_LIBRARY:
-        fk_warn("debuginfod: %s; install it (apt-get install libdebuginfod1) or unset %s", what,
-                DEBUGINFOD_URLS_ENV_VAR);
-        return false;
-    case FK_DYNLIB_NO_SYMBOL:
-        fk_warn("debuginfod: %s lacks %s; install elfutils 0.179 or newer", DEBUGINFOD_SONAME, what);
-        return false;
-    }
-    lib.state = 1;
-    return true;
+    return fk_dynlib_once(&libdebuginfod, syms, sizeof syms / sizeof syms[0]);
 }
 
 static bool start(struct fk_debuginfod *c)

@@ -7,8 +7,11 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+static struct fk_dynlib libcrypto = {
+    .soname = "libcrypto.so.3", .who = "SHA-256 (upload, serve)", .package = "libssl3",
+    .newer = "libssl3 (OpenSSL 3)",
+};
 static struct {
-    int state;  /* 0 untried, 1 loaded, -1 unavailable */
     const EVP_MD *(*sha256)(void);
     int (*digest)(const void *, size_t, unsigned char *, unsigned int *, const EVP_MD *, ENGINE *);
     EVP_MD_CTX *(*ctx_new)(void);
@@ -22,9 +25,6 @@ static struct {
 
 bool fk_crypto_load(void)
 {
-    if (lib.state)
-        return lib.state > 0;
-    lib.state = -1;
     const struct fk_dynsym syms[] = {
         { "EVP_sha256", (void **)&lib.sha256 },
         { "EVP_Digest", (void **)&lib.digest },
@@ -35,23 +35,12 @@ bool fk_crypto_load(void)
         { "EVP_DigestFinal_ex", (void **)&lib.final },
         { "HMAC", (void **)&lib.hmac },
     };
-    const char *what;
-    switch (fk_dynlib_load("libcrypto.so.3", syms, sizeof syms / sizeof syms[0], &what)) {
-    case FK_DYNLIB_NO_LIBRARY:
-        fk_error("SHA-256 needs OpenSSL's libcrypto (%s); install it: apt-get install libssl3",
-                 what);
-        return false;
-    case FK_DYNLIB_NO_SYMBOL:
-        fk_error("libcrypto.so.3 lacks %s; install libssl3 (OpenSSL 3)", what);
-        return false;
-    }
-    lib.state = 1;
-    return true;
+    return fk_dynlib_once(&libcrypto, syms, sizeof syms / sizeof syms[0]);
 }
 
 static void need(void)
 {
-    if (lib.state <= 0)
+    if (libcrypto.state <= 0)
         fk_die("internal error: SHA-256 used before fk_crypto_load()");
 }
 

@@ -19,4 +19,15 @@ enum { FK_DYNLIB_OK = 0, FK_DYNLIB_NO_LIBRARY = -1, FK_DYNLIB_NO_SYMBOL = -2 };
  * *what is dlerror()'s text (no library) or the missing symbol's name. */
 int fk_dynlib_load(const char *soname, const struct fk_dynsym *syms, size_t n, const char **what);
 
+/* An optional library loaded once, on first use, with what to say when it
+ * cannot be: "WHO needs SONAME (dlerror); install it: apt-get install
+ * PACKAGE" or "SONAME lacks SYMBOL; install NEWER", as an error (a warning
+ * with warn). state: 0 untried, 1 loaded, -1 unavailable (said once). */
+struct fk_dynlib {
+    const char *soname, *who, *package, *newer;
+    bool warn;
+    int state;
+};
+bool fk_dynlib_once(struct fk_dynlib *l, const struct fk_dynsym *syms, size_t n);
+
 #endif
