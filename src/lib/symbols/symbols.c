@@ -1122,6 +1122,7 @@ void fk_sym_stats(const struct fk_symbolizer *s, struct fk_sym_stats *out)
     out->names_unresolved = s->names_unresolved;
     out->names_function_start = s->names_fde;
     out->deleted_files_kept = s->deleted_kept;
+    out->files_shrunk = fk_bus_caught();
     struct fk_debuginfod_stats ds;
     fk_debuginfod_stats(s->dbg, &ds);
     out->debuginfod = s->dbg != NULL;

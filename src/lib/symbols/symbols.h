@@ -123,6 +123,7 @@ struct fk_sym_stats {
     uint64_t names_function_start;  /* of those, named by the start of the function
                                        holding them (FDE), "[lib+0xSTART]" */
     uint64_t deleted_files_kept;    /* DSOs named from a kept file whose path was gone or replaced */
+    uint64_t files_shrunk;          /* reads through a mapping ended by SIGBUS (util/busguard.h) */
     bool debuginfod;                /* asked for ($DEBUGINFOD_URLS, --debuginfod) */
     uint64_t debuginfod_found, debuginfod_failed, debuginfod_timed_out;
     uint64_t debuginfod_skipped;    /* not asked: the time budget was spent */
