@@ -1194,7 +1194,6 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
     cg_counting = cg_counting && cgroup_counters_ioctl(cgfds, r->ncpus, PERF_EVENT_IOC_DISABLE);
     if (tty)
         fprintf(stderr, "\r\033[K");
-    read_rings(&e, evlist, UINT64_MAX);
 
     /* the event's own count, summed over every CPU and thread */
     int ncpu = perf_cpu_map__nr(cpus), nthr = perf_thread_map__nr(threads);
@@ -1215,9 +1214,8 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
         r->target_count += cg_counting ? v : 0;
     }
     r->have_target_count = cg_counting;
-    /* A sample being written when the disable IPI arrived is in the count
-     * but reached the ring after the first drain (seen under load in a
-     * VM): drain once more, after the counts. */
+    /* Drain the rings after the counts: a sample being written when the
+     * disable IPI arrived is in the count and must be read too. */
     read_rings(&e, evlist, UINT64_MAX);
     r->unique_stacks = e.raw.n;
     fk_sym_set_other_bytes(e.sym, fk_stacktab_bytes(&e.raw));
