@@ -107,18 +107,22 @@ static inline char *skip_blanks(char *s, char *end)
 }
 
 /* The frame-line caches: entries in an array (their numbers stay put),
- * indexed by key hash (util/hindex.h), keys in one buffer. Each entry also
- * remembers which line followed it last time (next): stacks repeat, so the
- * next line is usually that one, checked without hashing. */
+ * indexed by key hash (util/hindex.h), keys in one buffer. A line's text
+ * is its bytes up to the key (blanks and ip) followed by the key, which
+ * the other cache holds (rest): lines repeat one key at many addresses,
+ * and a key is kept once. Each line entry also remembers which line
+ * followed it last time (next): stacks repeat, so the next line is usually
+ * that one, checked without hashing. */
 struct fk_lc_entry {
-    uint32_t koff, klen;
+    uint32_t koff;
+    uint32_t kj;                /* key length << 1 | seen in a java process (see add_frame) */
     uint32_t id;                /* LC_SKIP or a name id */
     uint32_t next;              /* entry number + 1 of the line after, 0 none */
-    uint32_t java;              /* seen in a java process (see add_frame) */
+    uint32_t rest;              /* entry number + 1 in the key cache of the rest, 0 none */
 };
 enum { LC_SKIP = UINT32_MAX - 1 };
 
-/* max: key bytes kept at most (beyond, new keys are not cached) */
+/* max: bytes of keys and entries kept at most (beyond, nothing new is cached) */
 static void lc_init(struct fk_perfscript_cache *c, size_t max)
 {
     memset(c, 0, sizeof *c);
@@ -130,36 +134,55 @@ static void lc_free(struct fk_perfscript_cache *c)
     fk_hindex_free(&c->index);
     free(c->e);
     fk_buf_free(&c->keys);
+    memset(c, 0, sizeof *c);    /* max 0: caches nothing more */
 }
 
-static inline bool lc_is(const struct fk_perfscript_cache *c, uint32_t en, const char *key,
-                         size_t len, bool java)
+/* Is entry en (+ 1) of c the text key[0..len)? rc holds the rests of c's
+ * entries (the key cache for the line cache). */
+static inline bool lc_is(const struct fk_perfscript_cache *c, const struct fk_perfscript_cache *rc,
+                         uint32_t en, const char *key, size_t len, bool java)
 {
     const struct fk_lc_entry *e = &c->e[en - 1];
-    return e->klen == len && e->java == java && !memcmp(c->keys.data + e->koff, key, len);
+    size_t plen = e->kj >> 1;
+    if (!e->rest)
+        return e->kj == (len << 1 | java) && !memcmp(c->keys.data + e->koff, key, len);
+    const struct fk_lc_entry *r = &rc->e[e->rest - 1];
+    return (e->kj & 1) == java && plen + (r->kj >> 1) == len &&
+           !memcmp(c->keys.data + e->koff, key, plen) &&
+           !memcmp(rc->keys.data + r->koff, key + plen, len - plen);
 }
 
 /* The entry number + 1 of key, 0 if it is not there. */
-static inline uint32_t lc_find(const struct fk_perfscript_cache *c, const char *key, size_t len,
+static inline uint32_t lc_find(const struct fk_perfscript_cache *c,
+                               const struct fk_perfscript_cache *rc, const char *key, size_t len,
                                uint64_t h, bool java)
 {
     struct fk_hiter it = fk_hindex_find(&c->index, h);
     uint32_t i;
     while (fk_hindex_next(&it, &i))
-        if (lc_is(c, i + 1, key, len, java))
+        if (lc_is(c, rc, i + 1, key, len, java))
             return i + 1;
     return 0;
 }
 
-/* Add key (not there yet); its entry number + 1, 0 when the cache is full. */
-static uint32_t lc_put(struct fk_perfscript_cache *c, const char *key, size_t len, uint64_t h,
-                       bool java, uint32_t id)
+/* Would more key bytes (and an entry) go over max? */
+static inline bool lc_full(const struct fk_perfscript_cache *c, size_t more)
 {
-    if (len > c->max || c->keys.len + len > c->max)
+    return c->keys.len + more + (c->n + 1) * sizeof *c->e + fk_hindex_bytes(&c->index) > c->max;
+}
+
+/* Add key[0..len) (not there yet), of which the first plen bytes are kept
+ * here and the rest is entry rest (+ 1) of the other cache (0: all kept
+ * here, plen == len); its entry number + 1, 0 when the cache is full. */
+static uint32_t lc_put(struct fk_perfscript_cache *c, const char *key, size_t plen, uint64_t h,
+                       bool java, uint32_t id, uint32_t rest)
+{
+    if (plen > c->max || lc_full(c, plen))
         return 0;
     c->e = fk_grow(c->e, &c->cap, c->n + 1, sizeof *c->e);
-    c->e[c->n] = (struct fk_lc_entry){ (uint32_t)c->keys.len, (uint32_t)len, id, 0, java };
-    fk_buf_add(&c->keys, key, len);
+    c->e[c->n] = (struct fk_lc_entry){ (uint32_t)c->keys.len, (uint32_t)(plen << 1 | java), id, 0,
+                                       rest };
+    fk_buf_add(&c->keys, key, plen);
     fk_hindex_add(&c->index, h, (uint32_t)c->n);
     return (uint32_t)++c->n;
 }
@@ -178,7 +201,10 @@ void fk_perfscript_init(struct fk_perfscript *p, const struct fk_perfscript_opts
     p->stk_pos = p->stk_cap;
     fk_stacktab_init(&p->names);
     fk_stacktab_init(&p->stacks);
-    lc_init(&p->line, 2u << 20);
+    /* ~30k lines (~50 bytes each with their index) and ~40k keys: the
+     * line cache pays where stacks are deep (it predicts the next line);
+     * on shallow input the key cache does nearly as well */
+    lc_init(&p->line, 3u << 19);
     lc_init(&p->cache, 4u << 20);
     p->pname_id = UINT32_MAX;
 }
@@ -511,7 +537,7 @@ static bool frame_line(struct fk_perfscript *p, char *s, char *end, const char *
     size_t klen = (size_t)(end - key);
     bool java = is_java(p);
     uint64_t h = key_hash(key, klen, java);
-    uint32_t en = lc_find(&p->cache, key, klen, h, java), id;
+    uint32_t en = lc_find(&p->cache, NULL, key, klen, h, java), id;
     if (en) {
         id = p->cache.e[en - 1].id;
     } else {
@@ -519,10 +545,14 @@ static bool frame_line(struct fk_perfscript *p, char *s, char *end, const char *
         if (!add_frame(p, s, end))
             return false;
         id = p->have_frame ? intern(p, p->frame.data, p->frame.len) : LC_SKIP;
-        lc_put(&p->cache, key, klen, h, java, id);
+        en = lc_put(&p->cache, key, klen, h, java, id, 0);
     }
-    size_t len = line ? (size_t)(end - line) : 0;
-    uint32_t ln = line && !p->line_off ? lc_put(&p->line, line, len, key_hash(line, len, java), java, id) : 0;
+    uint32_t ln = 0;
+    if (line && !p->line_off) {
+        /* the line is kept up to its key when the key cache holds the key */
+        size_t len = (size_t)(end - line), plen = en ? (size_t)(key - line) : len;
+        ln = lc_put(&p->line, line, plen, key_hash(line, len, java), java, id, en);
+    }
     if (ln) {
         line_seen(p, ln);
     } else {
@@ -749,11 +779,11 @@ void fk_perfscript_line(struct fk_perfscript *p, char *line, size_t len, uint64_
          * try the line that followed the previous one last time */
         bool java = is_java(p);
         uint32_t en = p->lprev ? p->line.e[p->lprev - 1].next : 0;
-        if (!en || !lc_is(&p->line, en, line, len, java)) {
-            en = lc_find(&p->line, line, len, key_hash(line, len, java), java);
+        if (!en || !lc_is(&p->line, &p->cache, en, line, len, java)) {
+            en = lc_find(&p->line, &p->cache, line, len, key_hash(line, len, java), java);
             /* once full, the line cache must earn its lookups: when most
              * lines are new (many processes, few repeats) it is left off */
-            if (p->line.keys.len + 256 > p->line.max) {
+            if (lc_full(&p->line, 256)) {
                 p->line_tries++;
                 p->line_hits += en != 0;
                 if (p->line_tries == 65536) {
@@ -870,6 +900,10 @@ static bool stack_text(const struct fk_perfscript *p, const struct fk_stack *e,
 void fk_perfscript_finish(struct fk_perfscript *p)
 {
     flush_sample(p);
+    /* the caches are for reading only: their memory goes to the output */
+    lc_free(&p->line);
+    lc_free(&p->cache);
+    p->line_off = true;
     if (!p->tab)
         return;
     struct fk_buf b = FK_BUF_INIT;
@@ -898,7 +932,7 @@ bool fk_perfscript_write(const struct fk_perfscript *p,
         names_esc[i] = (unsigned char)fk_folded_name_escapes(p->names.v[i].key, p->names.v[i].len);
     struct fk_buf b = FK_BUF_INIT;
     bool ok = true;
-    /* lines gathered into blocks of ~1 MB: one write, no stdio copy */
+    /* lines gathered into blocks of ~256 KB: one write, no stdio copy */
     struct fk_buf esc = FK_BUF_INIT;
     for (size_t i = 0; i < n && ok; i++) {
         size_t at = b.len;
@@ -918,7 +952,7 @@ bool fk_perfscript_write(const struct fk_perfscript *p,
         while (c /= 10);
         *--d = ' ';
         fk_buf_add(&b, d, (size_t)(num + sizeof num - d));
-        if (b.len >= (1u << 20) || i + 1 == n) {
+        if (b.len >= (1u << 18) || i + 1 == n) {
             ok = sink(ctx, b.data, b.len);
             fk_buf_reset(&b);
         }
@@ -957,14 +991,25 @@ bool fk_perfscript_read_lines(struct fk_perfscript *p, struct fk_lineread *r)
             uint32_t en;
             while (p->lprev && (en = p->line.e[p->lprev - 1].next)) {
                 const struct fk_lc_entry *e = &p->line.e[en - 1];
-                if (e->klen >= avail || b[e->klen] != '\n' || e->java != java ||
-                    memcmp(b, p->line.keys.data + e->koff, e->klen))
+                size_t klen = e->kj >> 1;
+                if (klen >= avail || (e->kj & 1) != java)
                     break;
+                if (e->rest) {
+                    const struct fk_lc_entry *re = &p->cache.e[e->rest - 1];
+                    size_t rlen = re->kj >> 1;
+                    if (klen + rlen >= avail || b[klen + rlen] != '\n' ||
+                        memcmp(b, p->line.keys.data + e->koff, klen) ||
+                        memcmp(b + klen, p->cache.keys.data + re->koff, rlen))
+                        break;
+                    klen += rlen;
+                } else if (b[klen] != '\n' || memcmp(b, p->line.keys.data + e->koff, klen)) {
+                    break;
+                }
                 p->st->lines++;
                 line_seen(p, en);
-                fk_lineread_skip(r, e->klen + 1);
-                b += e->klen + 1;
-                avail -= e->klen + 1;
+                fk_lineread_skip(r, klen + 1);
+                b += klen + 1;
+                avail -= klen + 1;
             }
         }
         if (!(line = fk_lineread_next(r, &len)))

@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Keys live in large blocks: one allocation per ~1 MiB, not per stack. */
+/* Keys live in blocks, not one allocation per key: from 64 KiB, doubling
+ * to 1 MiB (a small table does not hold a mostly empty 1 MiB block). */
 struct fk_arena_block {
     struct fk_arena_block *next;
     size_t used, size;
@@ -15,7 +16,9 @@ static char *arena_copy(struct fk_stacktab *t, const char *s, size_t len)
 {
     struct fk_arena_block *b = t->arena;
     if (!b || b->size - b->used < len + 1) {
-        size_t size = len + 1 > (1u << 20) ? len + 1 : (1u << 20);
+        size_t size = !b ? (1u << 16) : b->size < (1u << 19) ? 2 * b->size : (1u << 20);
+        if (size < len + 1)
+            size = len + 1;
         b = fk_malloc(sizeof *b + size);
         b->next = t->arena;
         b->used = 0;
