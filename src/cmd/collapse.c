@@ -73,6 +73,7 @@ int cmd_collapse(int argc, char **argv)
         fk_args_free(&a);
         return rc;
     }
+    fk_heap_for_batch();
     const char *in = a.n ? a.v[0] : "-", *out = co.out;
     bool strict = co.strict;
     struct fk_perfscript_opts o = co.ps;

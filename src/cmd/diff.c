@@ -38,6 +38,7 @@ int cmd_diff(int argc, char **argv)
         fk_svg_cli_free(&c);
         return rc;
     }
+    fk_heap_for_batch();
     struct fk_stacktab t, a, b;
     fk_stacktab_init(&t);
     fk_stacktab_init(&a);

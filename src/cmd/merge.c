@@ -57,6 +57,7 @@ int cmd_merge(int argc, char **argv)
         fk_args_free(&a);
         return rc;
     }
+    fk_heap_for_batch();
     bool prefix = mo.prefix;
     const char *out = mo.out, *svg = mo.svg, *title = mo.title;
     struct fk_input_opts io = mo.io;

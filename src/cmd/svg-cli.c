@@ -132,13 +132,14 @@ int fk_svg_cli_finish(struct fk_svg_cli *c)
     return FK_OPT_CONTINUE;
 }
 
-bool fk_svg_cli_read(struct fk_svg_cli *c, const char *path, struct fk_stacktab *t)
+/* Read path's stacks into fn; reports as fk_svg_cli_read. */
+static bool read_stacks(struct fk_svg_cli *c, const char *path, fk_folded_fn fn, void *ctx)
 {
     struct fk_parse_stats st;
     memset(&st, 0, sizeof st);
     struct fk_input_opts io = { .sample_type = c->sample_type, .two_counts = c->two_counts };
     struct fk_input_info info;
-    bool ok = fk_input_read(path, &io, t, &st, &info);
+    bool ok = fk_input_foreach(path, &io, &st, fn, ctx, &info);
     /* pprof: the sample type's unit names the counts unless --countname did */
     if (ok && info.pprof && !c->countname_set) {
         const char *cn = strcmp(info.unit, "count") && info.unit[0] ? info.unit : info.type;
@@ -150,27 +151,69 @@ bool fk_svg_cli_read(struct fk_svg_cli *c, const char *path, struct fk_stacktab 
         if (k)
             c->opts.countname = c->countname_buf;
     }
-    const char *name = strcmp(path, "-") ? path : "stdin";
     if (ok)
-        ok = fk_parse_stats_report(&st, name, c->strict);
+        ok = fk_parse_stats_report(&st, strcmp(path, "-") ? path : "stdin", c->strict);
     fk_parse_stats_free(&st);
-    if (ok && t->overflow)
-        fk_warn("%s: some counts add up beyond 2^64 and were capped", name);
     return ok;
 }
 
-bool fk_svg_cli_write(struct fk_svg_cli *c, const struct fk_stacktab *t)
+static void warn_capped(const char *path)
+{
+    fk_warn("%s: some counts add up beyond 2^64 and were capped", strcmp(path, "-") ? path : "stdin");
+}
+
+bool fk_svg_cli_read(struct fk_svg_cli *c, const char *path, struct fk_stacktab *t)
+{
+    bool ok = read_stacks(c, path, fk_folded_to_table, t);
+    if (ok && t->overflow)
+        warn_capped(path);
+    return ok;
+}
+
+/* Open c->output, render into it, commit; false (reported) on failure. */
+static bool write_svg(struct fk_svg_cli *c, const struct fk_stacktab *t, struct fk_svg_builder *b)
 {
     struct fk_outfile out;
     if (!fk_outfile_open(&out, c->output, 0644))
         return false;
-    if (!fk_svg_write(&out, t, &c->opts)) {
+    if (!(b ? fk_svg_builder_write(&out, b) : fk_svg_write(&out, t, &c->opts))) {
         fk_error("%s: write failed: %s", strcmp(c->output, "-") ? c->output : "stdout",
                  strerror(errno));
         fk_outfile_abort(&out);
         return false;
     }
     return fk_outfile_commit(&out);
+}
+
+bool fk_svg_cli_write(struct fk_svg_cli *c, const struct fk_stacktab *t)
+{
+    return write_svg(c, t, NULL);
+}
+
+static void add_to_builder(void *ctx, const char *stack, size_t len, uint64_t count,
+                           uint64_t count2, bool has2)
+{
+    fk_svg_builder_add(ctx, stack, len, count, has2 ? count2 : 0);
+}
+
+bool fk_svg_cli_draw(struct fk_svg_cli *c, const char *path)
+{
+    struct fk_svg_builder *b = fk_svg_builder_new(&c->opts);
+    bool ok = read_stacks(c, path, add_to_builder, b);
+    uint64_t total;
+    bool capped;
+    uint64_t n = fk_svg_builder_stacks(b, &total, &capped);
+    if (ok && capped)
+        warn_capped(path);
+    if (ok && (!n || !total)) {
+        fk_error("%s: no stacks with a count above zero; nothing to draw (input should be "
+                 "folded lines like 'main;f;g 12')", strcmp(path, "-") ? path : "stdin");
+        ok = false;
+    }
+    if (ok)
+        ok = write_svg(c, NULL, b);
+    fk_svg_builder_free(b);
+    return ok;
 }
 
 void fk_svg_cli_free(struct fk_svg_cli *c)

@@ -37,6 +37,11 @@ int fk_svg_cli_finish(struct fk_svg_cli *c);
 bool fk_svg_cli_read(struct fk_svg_cli *c, const char *path, struct fk_stacktab *t);
 /* Render t to c->output atomically; false (reported) on failure. */
 bool fk_svg_cli_write(struct fk_svg_cli *c, const struct fk_stacktab *t);
+/* Read path (as fk_svg_cli_read) straight into the frame tree, keeping no
+ * stacks (big input, little memory), and render it to c->output; false
+ * (reported) on failure, also when no stack has a count. Not for
+ * flamechart (it merges only adjacent stacks of a table). */
+bool fk_svg_cli_draw(struct fk_svg_cli *c, const char *path);
 void fk_svg_cli_free(struct fk_svg_cli *c);
 
 #endif

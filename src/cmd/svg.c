@@ -33,10 +33,18 @@ int cmd_svg(int argc, char **argv)
         fk_svg_cli_free(&c);
         return rc;
     }
+    fk_heap_for_batch();
     const char *in = a.n ? a.v[0] : "-";
     struct fk_stacktab t;
     fk_stacktab_init(&t);
     rc = FK_EXIT_ERROR;
+    if (!c.opts.flamechart) {
+        /* stacks go straight into the frame tree: memory follows frames,
+         * not the input's size */
+        if (fk_svg_cli_draw(&c, in))
+            rc = FK_EXIT_OK;
+        goto out;
+    }
     if (!fk_svg_cli_read(&c, in, &t))
         goto out;
     if (!t.n || !t.total) {

@@ -249,7 +249,8 @@ static void w_esc_trunc(struct wr *w, const char *str, size_t len, size_t maxcp)
  * many nodes use it); children are found by (parent, name id). */
 struct node {
     const char *name;           /* interned: stable, NUL-terminated */
-    const char *raw;            /* the name as in the input (while building) */
+    const char *raw;            /* the name as in the input (while building;
+                                   interned: the input need not stay) */
     uint32_t rawlen;
     uint32_t nlen;
     uint32_t nameid;
@@ -300,17 +301,19 @@ static uint32_t tree_new(struct tree *tr, uint32_t parent, uint32_t nameid)
     return id;
 }
 
-/* The id of the name shown for frame s[0..len). */
-static uint32_t tree_name(struct tree *tr, const char *s, size_t len)
+/* The id of the name shown for frame s[0..len); *raw: a kept copy of s. */
+static uint32_t tree_name(struct tree *tr, const char *s, size_t len, const char **raw)
 {
     size_t n = len;
     const char *sh = tr->short_names ? fk_name_short(s, len, &tr->scratch, &n) : s;
     struct fk_stack *e = fk_stacktab_add(&tr->names, sh, n, 0);
     uint32_t id = (uint32_t)(e - tr->names.v);
+    *raw = e->key;
     if (sh != s || n != len) {
         struct fk_stack *f = fk_stacktab_add(&tr->fulls, s, len, 0);
         if (!f->aux)
             f->aux = id + 1;
+        *raw = f->key;
     }
     return id;
 }
@@ -325,9 +328,10 @@ static uint32_t tree_child(struct tree *tr, uint32_t parent, const char *name, s
         if (l->rawlen == len && !memcmp(l->raw, name, len))
             return p->last;
     }
-    uint32_t nameid = tree_name(tr, name, len);
+    const char *raw;
+    uint32_t nameid = tree_name(tr, name, len, &raw);
     if (p->last && tr->v[p->last].nameid == nameid) {
-        tr->v[p->last].raw = name;      /* another spelling of the same short name */
+        tr->v[p->last].raw = raw;       /* another spelling of the same short name */
         tr->v[p->last].rawlen = (uint32_t)len;
         return p->last;
     }
@@ -340,7 +344,7 @@ static uint32_t tree_child(struct tree *tr, uint32_t parent, const char *name, s
                 return e;
     }
     uint32_t id = tree_new(tr, parent, nameid);
-    tr->v[id].raw = name;
+    tr->v[id].raw = raw;
     tr->v[id].rawlen = (uint32_t)len;
     if (!adjacent_only)
         fk_hindex_add(&tr->index, h, id);
@@ -348,7 +352,8 @@ static uint32_t tree_child(struct tree *tr, uint32_t parent, const char *name, s
 }
 
 /* Adding stacks in order: frames inside the byte prefix shared with the
- * previous stack are the same nodes, so only the rest is looked up. */
+ * previous stack are the same nodes, so only the rest is looked up (prev
+ * must stay readable until the next stack is added). */
 struct adder {
     uint32_t *path;     /* node per depth of the previous stack */
     size_t *ends;       /* byte offset where that frame ended */
@@ -1130,59 +1135,97 @@ static void emit_legend(struct ctx *c)
     w_s(w, "</g>\n");
 }
 
-/* Build the tree from the table's stacks. */
-static void build(struct ctx *c, const struct fk_stacktab *t)
-{
-    const struct fk_svg_opts *o = c->o;
-    c->tr.v = NULL;
-    fk_stacktab_init(&c->tr.names);
-    fk_stacktab_init(&c->tr.fulls);
-    c->tr.short_names = !o->full_names;
-    (void)fk_stacktab_add(&c->tr.names, "all", 3, 0);
-    tree_new(&c->tr, 0, 0);
-    struct fk_buf rev = FK_BUF_INIT;
-    struct fk_stacktab rt;
-    const struct fk_stacktab *src = t;
-    if (o->reverse) {
-        /* reverse each stack's frames; re-merge in a table of our own */
-        fk_stacktab_init(&rt);
-        for (size_t i = 0; i < t->n; i++) {
-            const struct fk_stack *s = &t->v[i];
-            fk_buf_reset(&rev);
-            size_t end = s->len;
-            for (;;) {
-                const char *p = memrchr(s->key, ';', end);
-                size_t start = p ? (size_t)(p - s->key) + 1 : 0;
-                fk_buf_add(&rev, s->key + start, end - start);
-                if (!p)
-                    break;
-                fk_buf_addc(&rev, ';');
-                end = start - 1;
-            }
-            fk_stacktab_add2(&rt, rev.data, rev.len, s->count, s->count2);
-        }
-        src = &rt;
-    }
+/* A flame graph being built: the frame tree grows as stacks come in; the
+ * stacks themselves are not kept. */
+struct fk_svg_builder {
+    const struct fk_svg_opts *o;
+    struct tree tr;
     struct adder ad;
-    memset(&ad, 0, sizeof ad);
-    /* Insertion order: folded files are usually sorted already, so shared
-     * prefixes are reused; any order merges right through the hash, and
-     * children are put in name order afterwards. */
-    for (size_t i = 0; i < src->n; i++)
-        tree_add(&c->tr, &ad, src->v[i].key, src->v[i].len, src->v[i].count, src->v[i].count2,
-                 o->flamechart);
-    if (!o->flamechart)
-        tree_sort_children(&c->tr);
-    free(ad.path);
-    free(ad.ends);
-    fk_buf_free(&rev);
-    if (o->reverse)
-        fk_stacktab_free(&rt);  /* node names are interned: nothing points here */
+    struct fk_buf copy[2];      /* the last two stacks (the adder compares them) */
+    int cur;
+    struct fk_buf rev;          /* --reverse: the stack reversed */
+    uint64_t stacks, total;     /* lines added; sum of counts (saturated) */
+    bool overflow;
+};
+
+struct fk_svg_builder *fk_svg_builder_new(const struct fk_svg_opts *o)
+{
+    struct fk_svg_builder *b = fk_calloc(1, sizeof *b);
+    b->o = o;
+    fk_stacktab_init(&b->tr.names);
+    fk_stacktab_init(&b->tr.fulls);
+    b->tr.short_names = !o->full_names;
+    (void)fk_stacktab_add(&b->tr.names, "all", 3, 0);
+    tree_new(&b->tr, 0, 0);
+    return b;
 }
 
-bool fk_svg_render(const struct fk_stacktab *t, const struct fk_svg_opts *opts,
-                   fk_svg_sink sink, void *sinkctx)
+/* kept: key stays readable until the next add (a table's key) */
+static void builder_add(struct fk_svg_builder *b, const char *key, size_t len, uint64_t c1,
+                        uint64_t c2, bool kept)
 {
+    if (b->o->reverse) {
+        /* the frames in reverse order; the tree merges what becomes equal */
+        struct fk_buf *r = &b->rev;
+        fk_buf_reset(r);
+        size_t end = len;
+        for (;;) {
+            const char *p = memrchr(key, ';', end);
+            size_t start = p ? (size_t)(p - key) + 1 : 0;
+            fk_buf_add(r, key + start, end - start);
+            if (!p)
+                break;
+            fk_buf_addc(r, ';');
+            end = start - 1;
+        }
+        key = r->data ? r->data : "";
+        kept = false;
+    }
+    if (!kept) {
+        struct fk_buf *d = &b->copy[b->cur];
+        b->cur ^= 1;
+        fk_buf_reset(d);
+        fk_buf_add(d, key, len);
+        key = d->data ? d->data : "";
+    }
+    b->stacks++;
+    if (__builtin_add_overflow(b->total, c1, &b->total) ||
+        (b->o->diff && b->tr.v[0].c2 + c2 < c2)) {
+        b->total = UINT64_MAX;
+        b->overflow = true;
+    }
+    tree_add(&b->tr, &b->ad, key, len, c1, c2, b->o->flamechart);
+}
+
+void fk_svg_builder_add(struct fk_svg_builder *b, const char *stack, size_t len, uint64_t count,
+                        uint64_t count2)
+{
+    builder_add(b, stack, len, count, count2, false);
+}
+
+uint64_t fk_svg_builder_stacks(const struct fk_svg_builder *b, uint64_t *total, bool *overflow)
+{
+    *total = b->total;
+    *overflow = b->overflow;
+    return b->stacks;
+}
+
+void fk_svg_builder_free(struct fk_svg_builder *b)
+{
+    if (!b)
+        return;
+    tree_free(&b->tr);
+    free(b->ad.path);
+    free(b->ad.ends);
+    fk_buf_free(&b->copy[0]);
+    fk_buf_free(&b->copy[1]);
+    fk_buf_free(&b->rev);
+    free(b);
+}
+
+bool fk_svg_builder_render(struct fk_svg_builder *b, fk_svg_sink sink, void *sinkctx)
+{
+    const struct fk_svg_opts *opts = b->o;
     struct fk_svg_opts defaults;
     fk_svg_opts_init(&defaults);
     struct fk_svg_opts o = *opts;
@@ -1207,7 +1250,12 @@ bool fk_svg_render(const struct fk_stacktab *t, const struct fk_svg_opts *opts,
     c.pal = (enum pal)pal_find(o.colors);
     c.width = o.width;
     c.fh = o.height;
-    build(&c, t);
+    /* Insertion order: folded files are usually sorted already, so shared
+     * prefixes are reused; any order merges right through the hash, and
+     * children are put in name order here. */
+    if (!o.flamechart)
+        tree_sort_children(&b->tr);
+    c.tr = b->tr;               /* the builder's tree, freed with it */
 
     struct node *root = &c.tr.v[0];
     c.beforescale = c.afterscale = 1;
@@ -1300,12 +1348,22 @@ bool fk_svg_render(const struct fk_stacktab *t, const struct fk_svg_opts *opts,
     w_s(w, "</svg>\n");
     w_flush(w);
     bool ok = !w->err;
-    tree_free(&c.tr);
     free(c.ncol);
     free(c.vcol);
     free(c.newid);
     free(c.sf);
     free(w);
+    return ok;
+}
+
+bool fk_svg_render(const struct fk_stacktab *t, const struct fk_svg_opts *o, fk_svg_sink sink,
+                   void *ctx)
+{
+    struct fk_svg_builder *b = fk_svg_builder_new(o);
+    for (size_t i = 0; i < t->n; i++)
+        builder_add(b, t->v[i].key, t->v[i].len, t->v[i].count, t->v[i].count2, true);
+    bool ok = fk_svg_builder_render(b, sink, ctx);
+    fk_svg_builder_free(b);
     return ok;
 }
 
@@ -1318,4 +1376,9 @@ bool fk_svg_write(struct fk_outfile *out, const struct fk_stacktab *t,
                   const struct fk_svg_opts *o)
 {
     return fk_svg_render(t, o, outfile_sink, out);
+}
+
+bool fk_svg_builder_write(struct fk_outfile *out, struct fk_svg_builder *b)
+{
+    return fk_svg_builder_render(b, outfile_sink, out);
 }

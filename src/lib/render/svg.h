@@ -60,4 +60,19 @@ bool fk_svg_render(const struct fk_stacktab *t, const struct fk_svg_opts *o,
 bool fk_svg_write(struct fk_outfile *out, const struct fk_stacktab *t,
                   const struct fk_svg_opts *o);
 
+/* The same from stacks given one at a time, which are not kept (only the
+ * frame tree is): for input too big to hold as a table. Stacks merge as
+ * in a table, except with flamechart (adjacent ones only: pass a table).
+ * o must stay valid until render. */
+struct fk_svg_builder;
+struct fk_svg_builder *fk_svg_builder_new(const struct fk_svg_opts *o);
+void fk_svg_builder_add(struct fk_svg_builder *b, const char *stack, size_t len, uint64_t count,
+                        uint64_t count2);
+/* Stacks added so far; *total: sum of counts (capped: *overflow). */
+uint64_t fk_svg_builder_stacks(const struct fk_svg_builder *b, uint64_t *total, bool *overflow);
+/* Render once (as fk_svg_render); false only if the sink failed. */
+bool fk_svg_builder_render(struct fk_svg_builder *b, fk_svg_sink sink, void *ctx);
+bool fk_svg_builder_write(struct fk_outfile *out, struct fk_svg_builder *b);
+void fk_svg_builder_free(struct fk_svg_builder *b);
+
 #endif
