@@ -180,6 +180,8 @@ check_grep "--help says counts are samples" 'number of samples' "$(C --help)"
 # pages (a first touch of a 4 KiB page costs ~11 us in a VM; fk.h) ---
 if [ ! -r /sys/kernel/mm/transparent_hugepage/enabled ]; then
     skip "heap marked for huge pages" "kernel without transparent huge pages"
+elif grep -q '\[never\]' /sys/kernel/mm/transparent_hugepage/enabled; then
+    skip "heap marked for huge pages" "transparent huge pages set to never here"
 else
     mkfifo "$T/in.fifo"
     "$FLAMEKIT" collapse -o "$T/fifo.folded" "$T/in.fifo" 2>"$T/fifo.err" &

@@ -2,6 +2,7 @@
 #include "fk.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,9 +133,25 @@ static void huge_follow(void)
         huge_end = end;
 }
 
+/* Does the kernel give huge pages to a region that asks (the admin's
+ * setting is "always" or "madvise")? */
+static bool huge_pages_allowed(void)
+{
+    int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    char buf[128];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    return strstr(buf, "[always]") || strstr(buf, "[madvise]");
+}
+
 void fk_heap_for_batch(void)
 {
-    if (huge_end)
+    if (huge_end || !huge_pages_allowed())
         return;
     char *start = sbrk(0);
     if (start == (char *)-1)
