@@ -199,13 +199,25 @@ static void add_to_builder(void *ctx, const char *stack, size_t len, uint64_t co
 bool fk_svg_cli_draw(struct fk_svg_cli *c, const char *path)
 {
     struct fk_svg_builder *b = fk_svg_builder_new(&c->opts);
-    bool ok = read_stacks(c, path, add_to_builder, b);
-    uint64_t total;
-    bool capped;
-    uint64_t n = fk_svg_builder_stacks(b, &total, &capped);
-    if (ok && capped)
+    bool ok, capped = false;
+    if (c->opts.flamechart) {
+        /* it merges adjacent stacks only, of the input's distinct stacks
+         * in first-seen order: those of a table */
+        struct fk_stacktab t;
+        fk_stacktab_init(&t);
+        ok = read_stacks(c, path, fk_folded_to_table, &t);
+        capped = t.overflow;
+        for (size_t i = 0; ok && i < t.n; i++)
+            fk_svg_builder_add(b, t.v[i].key, t.v[i].len, t.v[i].count, t.v[i].count2);
+        fk_stacktab_free(&t);
+    } else {
+        ok = read_stacks(c, path, add_to_builder, b);
+    }
+    bool capped_sum;
+    uint64_t total = fk_svg_builder_total(b, &capped_sum);
+    if (ok && (capped || capped_sum))
         warn_capped(path);
-    if (ok && (!n || !total)) {
+    if (ok && !total) {
         fk_error("%s: no stacks with a count above zero; nothing to draw (input should be "
                  "folded lines like 'main;f;g 12')", strcmp(path, "-") ? path : "stdin");
         ok = false;

@@ -38,9 +38,9 @@ bool fk_svg_cli_read(struct fk_svg_cli *c, const char *path, struct fk_stacktab 
 /* Render t to c->output atomically; false (reported) on failure. */
 bool fk_svg_cli_write(struct fk_svg_cli *c, const struct fk_stacktab *t);
 /* Read path (as fk_svg_cli_read) straight into the frame tree, keeping no
- * stacks (big input, little memory), and render it to c->output; false
- * (reported) on failure, also when no stack has a count. Not for
- * flamechart (it merges only adjacent stacks of a table). */
+ * stacks (big input, little memory; --flamechart reads a table first, as
+ * it merges only adjacent distinct stacks), and render it to c->output;
+ * false (reported) on failure, also when no stack has a count. */
 bool fk_svg_cli_draw(struct fk_svg_cli *c, const char *path);
 void fk_svg_cli_free(struct fk_svg_cli *c);
 

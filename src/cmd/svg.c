@@ -34,28 +34,9 @@ int cmd_svg(int argc, char **argv)
         return rc;
     }
     fk_heap_for_batch();
-    const char *in = a.n ? a.v[0] : "-";
-    struct fk_stacktab t;
-    fk_stacktab_init(&t);
-    rc = FK_EXIT_ERROR;
-    if (!c.opts.flamechart) {
-        /* stacks go straight into the frame tree: memory follows frames,
-         * not the input's size */
-        if (fk_svg_cli_draw(&c, in))
-            rc = FK_EXIT_OK;
-        goto out;
-    }
-    if (!fk_svg_cli_read(&c, in, &t))
-        goto out;
-    if (!t.n || !t.total) {
-        fk_error("%s: no stacks with a count above zero; nothing to draw (input should be "
-                 "folded lines like 'main;f;g 12')", strcmp(in, "-") ? in : "stdin");
-        goto out;
-    }
-    if (fk_svg_cli_write(&c, &t))
-        rc = FK_EXIT_OK;
-out:
-    fk_stacktab_free(&t);
+    /* stacks go straight into the frame tree: memory follows frames, not
+     * the input's size */
+    rc = fk_svg_cli_draw(&c, a.n ? a.v[0] : "-") ? FK_EXIT_OK : FK_EXIT_ERROR;
     fk_svg_cli_free(&c);
     fk_args_free(&a);
     return rc;

@@ -1144,8 +1144,7 @@ struct fk_svg_builder {
     struct fk_buf copy[2];      /* the last two stacks (the adder compares them) */
     int cur;
     struct fk_buf rev;          /* --reverse: the stack reversed */
-    uint64_t stacks, total;     /* lines added; sum of counts (saturated) */
-    bool overflow;
+    bool overflow;              /* a count through the root was capped */
 };
 
 struct fk_svg_builder *fk_svg_builder_new(const struct fk_svg_opts *o)
@@ -1188,12 +1187,9 @@ static void builder_add(struct fk_svg_builder *b, const char *key, size_t len, u
         fk_buf_add(d, key, len);
         key = d->data ? d->data : "";
     }
-    b->stacks++;
-    if (__builtin_add_overflow(b->total, c1, &b->total) ||
-        (b->o->diff && b->tr.v[0].c2 + c2 < c2)) {
-        b->total = UINT64_MAX;
-        b->overflow = true;
-    }
+    const struct node *root = &b->tr.v[0];
+    if (root->c1 + c1 < c1 || root->c2 + c2 < c2)
+        b->overflow = true;     /* tree_add caps the sums */
     tree_add(&b->tr, &b->ad, key, len, c1, c2, b->o->flamechart);
 }
 
@@ -1203,11 +1199,10 @@ void fk_svg_builder_add(struct fk_svg_builder *b, const char *stack, size_t len,
     builder_add(b, stack, len, count, count2, false);
 }
 
-uint64_t fk_svg_builder_stacks(const struct fk_svg_builder *b, uint64_t *total, bool *overflow)
+uint64_t fk_svg_builder_total(const struct fk_svg_builder *b, bool *overflow)
 {
-    *total = b->total;
     *overflow = b->overflow;
-    return b->stacks;
+    return b->tr.v[0].c1;
 }
 
 void fk_svg_builder_free(struct fk_svg_builder *b)

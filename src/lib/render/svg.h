@@ -68,8 +68,8 @@ struct fk_svg_builder;
 struct fk_svg_builder *fk_svg_builder_new(const struct fk_svg_opts *o);
 void fk_svg_builder_add(struct fk_svg_builder *b, const char *stack, size_t len, uint64_t count,
                         uint64_t count2);
-/* Stacks added so far; *total: sum of counts (capped: *overflow). */
-uint64_t fk_svg_builder_stacks(const struct fk_svg_builder *b, uint64_t *total, bool *overflow);
+/* The sum of the counts added so far (capped at 2^64-1: *overflow). */
+uint64_t fk_svg_builder_total(const struct fk_svg_builder *b, bool *overflow);
 /* Render once (as fk_svg_render); false only if the sink failed. */
 bool fk_svg_builder_render(struct fk_svg_builder *b, fk_svg_sink sink, void *ctx);
 bool fk_svg_builder_write(struct fk_outfile *out, struct fk_svg_builder *b);

@@ -177,7 +177,7 @@ static inline bool lc_full(const struct fk_perfscript_cache *c, size_t more)
 static uint32_t lc_put(struct fk_perfscript_cache *c, const char *key, size_t plen, uint64_t h,
                        bool java, uint32_t id, uint32_t rest)
 {
-    if (plen > c->max || lc_full(c, plen))
+    if (lc_full(c, plen))
         return 0;
     c->e = fk_grow(c->e, &c->cap, c->n + 1, sizeof *c->e);
     c->e[c->n] = (struct fk_lc_entry){ (uint32_t)c->keys.len, (uint32_t)(plen << 1 | java), id, 0,

@@ -56,8 +56,9 @@ void *fk_grow(void *p, size_t *cap, size_t need, size_t size);
 size_t fk_grow_cap(size_t cap, size_t need);
 /* For commands that build big tables and exit (collapse, svg, diff, merge):
  * keep freed memory and put the heap on transparent huge pages where the
- * admin allows them ("always" or "madvise"; with "never" nothing changes). A first touch of a 4 KiB page costs ~11 us
- * in a VM, and svg touches thousands; one 2 MiB page replaces 512 faults.
+ * admin allows them ("always" or "madvise"; with "never" nothing changes).
+ * A first touch of a 4 KiB page costs ~11 us in a VM, and svg touches
+ * thousands; one 2 MiB page replaces 512 faults.
  * Peak RSS can grow by up to a few MiB (whole 2 MiB pages). Call once,
  * before the tables are built. */
 void fk_heap_for_batch(void);
