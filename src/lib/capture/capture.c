@@ -300,6 +300,8 @@ static void handle_side_band(struct fk_engine *e, const union perf_event *ev)
 static void handle_record(void *ctx, const union perf_event *ev)
 {
     struct fk_engine *e = ctx;
+    if (e->o->record_tap)
+        e->o->record_tap(e->o->record_tap_ctx, &e->fmt[0], ev, ev->header.size);
     if (ev->header.type == PERF_RECORD_SAMPLE)
         handle_sample(e, ev);
     else
@@ -337,17 +339,22 @@ static uint64_t track_memory(struct fk_engine *e)
     return mem;
 }
 
+static void engine_symbolizer(struct fk_engine *e)
+{
+    struct fk_sym_opts so = e->o->sym;
+    so.max_bytes = e->o->max_mem_bytes;
+    e->sym = fk_sym_new(&so);
+    if (e->mode == FK_CG_DWARF)
+        e->uw = fk_unwinder_new(e->sym);
+}
+
 /* Symbolizer and unwinder ready, events on, processes that exist now
  * read from /proc (side-band first: nothing between them is missed), a
  * run target released. Returns FK_EXIT_OK or the exit status. */
 static int engine_start(struct fk_engine *e)
 {
     const struct fk_target *t = e->o->target;
-    struct fk_sym_opts so = e->o->sym;
-    so.max_bytes = e->o->max_mem_bytes;
-    e->sym = fk_sym_new(&so);
-    if (e->mode == FK_CG_DWARF)
-        e->uw = fk_unwinder_new(e->sym);
+    engine_symbolizer(e);
     if (t->kind != FK_TARGET_RUN)
         perf_evlist__enable(e->evlist);
     fk_engine_cgroup_counters(e, PERF_EVENT_IOC_ENABLE);
@@ -469,6 +476,21 @@ static void engine_read_counts(struct fk_engine *e)
     r->have_target_count = counting;
 }
 
+/* After the window: name the unique stacks, collect the statistics. */
+static void engine_finish(struct fk_engine *e)
+{
+    struct fk_capture_result *r = e->r;
+    r->unique_stacks = e->raw.n;
+    track_memory(e);
+    uint64_t t_name = mono_ns();
+    fk_engine_name(e);
+    r->naming_ns = mono_ns() - t_name;
+    track_memory(e);    /* with maps read again */
+    fk_sym_stats(e->sym, &r->sym);
+    if (e->uw)
+        fk_unwinder_stats(e->uw, &r->unwind);
+}
+
 static void engine_free(struct fk_engine *e)
 {
     fk_engine_close(e);
@@ -509,15 +531,7 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
     read_rings(e, UINT64_MAX);
     if (e->kind->flush)
         e->kind->flush(e->kind_state, e, end_ns);
-    r->unique_stacks = e->raw.n;
-    track_memory(e);
-    uint64_t t_name = mono_ns();
-    fk_engine_name(e);
-    r->naming_ns = mono_ns() - t_name;
-    track_memory(e);    /* with maps read again */
-    fk_sym_stats(e->sym, &r->sym);
-    if (e->uw)
-        fk_unwinder_stats(e->uw, &r->unwind);
+    engine_finish(e);
     rc = FK_EXIT_OK;
 out:
     engine_free(e);
@@ -533,4 +547,62 @@ void fk_capture_result_free(struct fk_capture_result *r)
 {
     fk_stacktab_free(&r->stacks);
     fk_prof_free(&r->prof);
+}
+
+/* ---- replay (benchmarks) ------------------------------------------------ */
+
+struct fk_replay {
+    struct fk_engine e;
+    bool preloaded;
+};
+
+struct fk_replay *fk_replay_new(const struct fk_capture_opts *o, struct fk_capture_result *r)
+{
+    memset(r, 0, sizeof *r);
+    fk_stacktab_init(&r->stacks);
+    struct fk_replay *p = fk_calloc(1, sizeof *p);
+    struct fk_engine *e = &p->e;
+    e->o = o;
+    e->r = r;
+    fk_stacktab_init(&e->raw);
+    fk_target_filter_init(&e->filter, o->target);
+    if (!fk_engine_configure(e)) {
+        engine_free(e);
+        free(p);
+        return NULL;
+    }
+    engine_symbolizer(e);
+    if (o->target->kind == FK_TARGET_PID)
+        for (size_t i = 0; i < o->target->npids; i++)
+            fk_sym_scan_pid(e->sym, o->target->pids[i]);
+    else
+        fk_sym_scan_all(e->sym);
+    return p;
+}
+
+const struct fk_sample_format *fk_replay_format(const struct fk_replay *p)
+{
+    return &p->e.fmt[0];
+}
+
+void fk_replay_record(struct fk_replay *p, const void *rec, size_t len)
+{
+    if (len >= sizeof(struct perf_event_header) && ((const struct perf_event_header *)rec)->size == len)
+        handle_record(&p->e, rec);
+}
+
+void fk_replay_wakeup(struct fk_replay *p)
+{
+    if (!p->preloaded && !p->e.o->event.exclude_kernel)
+        fk_sym_preload_kernel(p->e.sym);
+    p->preloaded = true;
+    fk_sym_preload(p->e.sym, PRELOAD_NS);
+    track_memory(&p->e);
+}
+
+void fk_replay_finish(struct fk_replay *p)
+{
+    engine_finish(&p->e);
+    engine_free(&p->e);
+    free(p);
 }

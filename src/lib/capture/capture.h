@@ -70,6 +70,7 @@ typedef void (*fk_capture_progress_fn)(void *ctx, const struct fk_capture_progre
 
 struct fk_evkind;
 struct fk_stack_hook;
+struct fk_sample_format;
 
 struct fk_capture_opts {
     struct fk_event event;
@@ -97,6 +98,10 @@ struct fk_capture_opts {
     size_t nstack_hooks;
     volatile sig_atomic_t *stop;    /* non-zero: end the capture (signal handlers) */
     struct fk_sym_opts sym;         /* symbolizer options */
+    /* Benchmarks (bench/replay): every record as it is handed on, in time
+     * order, with its event's layout. NULL: none. */
+    void (*record_tap)(void *ctx, const struct fk_sample_format *f, const void *rec, size_t len);
+    void *record_tap_ctx;
 };
 void fk_capture_opts_init(struct fk_capture_opts *o);
 
@@ -155,6 +160,22 @@ struct fk_capture_result {
  * result with fk_capture_result_free. */
 int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r);
 void fk_capture_result_free(struct fk_capture_result *r);
+
+/* Replay (benchmarks): records saved by record_tap handled as a capture
+ * handles them -- decode, unwind, locate, aggregate -- without perf, then
+ * named into r. The engine is configured from o as a capture would be;
+ * the symbolizer scans /proc when made, so the recorded processes should
+ * still run. fk_replay_new returns NULL after one error line. */
+struct fk_replay;
+struct fk_replay *fk_replay_new(const struct fk_capture_opts *o, struct fk_capture_result *r);
+/* The sample layout the replay decodes (that of event 0). */
+const struct fk_sample_format *fk_replay_format(const struct fk_replay *p);
+/* One record (8-byte aligned, len = its header's size), in time order. */
+void fk_replay_record(struct fk_replay *p, const void *rec, size_t len);
+/* What the live loop does per wake-up besides records: symbol loading. */
+void fk_replay_wakeup(struct fk_replay *p);
+/* Name the stacks into r and free the engine; r as fk_capture_run's. */
+void fk_replay_finish(struct fk_replay *p);
 
 /* Facts about this machine for metadata (sysinfo.c): host, kernel, os,
  * cpu, memory, numa, set into the JSON object o. */

@@ -23,13 +23,45 @@ const char *fk_uw_reason_name(int reason)
     return reason >= 0 && reason < FK_UW_R_N ? reason_names[reason] : "?";
 }
 
-/* This thread's CPU time: preemption on a busy host is not unwinding cost,
- * and must not cut a stack short. */
-static uint64_t now_ns(void)
+/* Time per stack is read from the monotonic clock: the vDSO answers it
+ * without a system call (~25 ns), where this thread's CPU clock is one
+ * (~1 us in a VM: it was most of a stack's cost). */
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t cpu_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The time limit of one walk is CPU time -- preemption on a busy host is
+ * not unwinding cost and must not cut a stack short -- but the CPU clock
+ * is only read once a walk has taken SLOW_WALK_NS of wall time (a stack
+ * takes microseconds): from then on, CPU time since that first reading
+ * counts against the limit (so a walk may run up to SLOW_WALK_NS more). */
+#define SLOW_WALK_NS (1000 * 1000ull)
+struct walk_clock {
+    uint64_t wall0, cpu0;
+    bool slow;
+};
+
+static bool walk_over(struct walk_clock *c, uint64_t max_ns)
+{
+    if (mono_ns() - c->wall0 <= SLOW_WALK_NS)
+        return false;
+    uint64_t now = cpu_ns();
+    if (!c->slow) {
+        c->slow = true;
+        c->cpu0 = now;
+        return false;
+    }
+    return now - c->cpu0 > max_ns;
 }
 
 /* ---- memory and expressions ---- */
@@ -257,7 +289,7 @@ void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
     memset(res, 0, sizeof *res);
     struct regs r = { .valid = (1u << FK_UW_NREGS) - 1 };
     memcpy(r.v, regs, sizeof r.v);
-    uint64_t t0 = max_ns ? now_ns() : 0;
+    struct walk_clock clk = { max_ns ? mono_ns() : 0, 0, false };
     bool exact = true;
     unsigned signals = 0;
     res->status = FK_UW_FAILED;
@@ -270,7 +302,7 @@ void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
         uint64_t pc = r.v[FK_UW_IP];
         uint64_t look = exact ? pc : pc - 1;
         pcs[res->n++] = look;
-        if (max_ns && (res->n & 7) == 0 && now_ns() - t0 > max_ns) {
+        if (max_ns && (res->n & 7) == 0 && walk_over(&clk, max_ns)) {
             res->reason = FK_UW_R_TIME;
             return;
         }
@@ -367,7 +399,7 @@ unsigned fk_unwind_sample(struct fk_unwinder *u, pid_t pid, const uint64_t *regs
                           const unsigned char *stack, uint64_t size, uint64_t dyn,
                           struct fk_loc *locs)
 {
-    uint64_t t0 = now_ns();
+    uint64_t t0 = mono_ns();
     /* perf delivers the registers in bit order of the mask */
     uint64_t want[FK_UW_NREGS];
     for (int i = 0; i < FK_UW_NREGS; i++) {
@@ -397,7 +429,7 @@ unsigned fk_unwind_sample(struct fk_unwinder *u, pid_t pid, const uint64_t *regs
     u->st.cfi_frames += res.cfi_frames;
     u->st.fp_frames += res.fp_frames;
     u->st.stack_bytes += dyn;
-    uint64_t ns = now_ns() - t0;
+    uint64_t ns = mono_ns() - t0;  /* wall: a preempted stack counts its wait (rare: the median holds) */
     u->st.ns_total += ns;
     u->hist[ns / HIST_NS < HIST_N ? ns / HIST_NS : HIST_N - 1]++;
     return n;

@@ -82,7 +82,7 @@ struct fk_unwind_stats {
     uint64_t reasons[FK_UW_R_N];
     uint64_t stack_bytes;       /* stack bytes copied by the kernel */
     uint64_t ns_total;
-    double median_us;           /* unwind CPU time per sample */
+    double median_us;           /* unwind time per sample (monotonic clock) */
 };
 
 struct fk_unwinder;

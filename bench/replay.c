@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The capture engine's per-sample cost without perf's timing noise: a
+ * window's raw ring records are recorded once (bench input, not a product
+ * format), then replayed on one core through what the capture does to each
+ * -- decode, unwind, locate (symbolize), aggregate -- and the symbol
+ * loading of its wake-ups, then named as at a capture's end.
+ *
+ *   replay record FILE SECS [HZ [PIDS]]  capture host-wide (as 'flamekit
+ *                                    host -F HZ', dwarf stacks) or the
+ *                                    processes PIDS ("12,34"), saving every
+ *                                    record in the order it was handled
+ *   replay run FILE [REPEAT]         replay FILE REPEAT times (default 1)
+ *                                    into one engine; prints samples/s of
+ *                                    CPU, median and p99 us per sample,
+ *                                    naming ms, peak RSS
+ *
+ * The recorded processes must still run when replaying: the engine seeds
+ * address spaces from /proc, as a capture does at its start.
+ * File: "FKREPLAY", u64 sample_type, then the records as in the ring. */
+#include "capture/capture.h"
+#include "capture/sample.h"
+
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#define MAGIC "FKREPLAY"
+#define WAKEUP_NS (100 * 1000000ull)    /* the live loop's poll interval */
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static double cpu_s(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+struct rec_out {
+    FILE *f;
+    bool header;
+    bool failed;
+};
+
+static void tap(void *ctx, const struct fk_sample_format *fmt, const void *rec, size_t len)
+{
+    struct rec_out *o = ctx;
+    if (!o->header) {
+        o->header = true;
+        if (fwrite(MAGIC, 8, 1, o->f) != 1 || fwrite(&fmt->sample_type, 8, 1, o->f) != 1)
+            o->failed = true;
+    }
+    if (fwrite(rec, len, 1, o->f) != 1)
+        o->failed = true;
+}
+
+static void opts_host(struct fk_capture_opts *o, struct fk_target *t, uint64_t hz)
+{
+    fk_target_host(t);
+    fk_capture_opts_init(o);
+    fk_event_cpu_default(&o->event, hz);
+    o->target = t;
+    o->quiet = true;
+    o->max_mem_bytes = 1ull << 30;
+}
+
+static int record(const char *path, uint64_t secs, uint64_t hz, const char *pids)
+{
+    struct fk_target t;
+    struct fk_capture_opts o;
+    opts_host(&o, &t, hz);
+    if (pids) {
+        fk_target_free(&t);
+        if (!fk_target_pids(&t, pids))
+            return 1;
+    }
+    o.duration_ms = secs * 1000;
+    struct rec_out out = { fopen(path, "we"), false, false };
+    if (!out.f) {
+        fk_error("%s: %s", path, strerror(errno));
+        return 1;
+    }
+    o.record_tap = tap;
+    o.record_tap_ctx = &out;
+    struct fk_capture_result r;
+    int rc = fk_capture_run(&o, &r);
+    if (fclose(out.f) != 0 || out.failed) {
+        fk_error("%s: write failed", path);
+        rc = 1;
+    }
+    if (rc == 0)
+        printf("recorded %llu samples (%llu kept, %llu lost), %llu ring bytes into %s\n",
+               (unsigned long long)r.samples, (unsigned long long)r.samples_kept,
+               (unsigned long long)r.lost, (unsigned long long)r.ring_bytes, path);
+    fk_capture_result_free(&r);
+    fk_target_free(&t);
+    return rc;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 20, n = 0;
+    char *d = fk_malloc(cap);
+    size_t k;
+    while ((k = fread(d + n, 1, cap - n, f)) > 0) {
+        n += k;
+        if (n == cap)
+            d = fk_realloc(d, cap *= 2);
+    }
+    fclose(f);
+    *len = n;
+    return d;
+}
+
+static int run(const char *path, unsigned repeat)
+{
+    size_t len;
+    char *data = slurp(path, &len);
+    if (!data || len < 16 || memcmp(data, MAGIC, 8)) {
+        fk_error("%s: not a replay recording (make one with 'replay record')", path);
+        free(data);
+        return 1;
+    }
+    uint64_t st;
+    memcpy(&st, data + 8, 8);
+    struct fk_target t;
+    struct fk_capture_opts o;
+    opts_host(&o, &t, 999);
+    struct fk_capture_result r;
+    double c0 = cpu_s();
+    struct fk_replay *p = fk_replay_new(&o, &r);
+    if (!p)
+        return 1;
+    if (fk_replay_format(p)->sample_type != st) {
+        fk_error("%s: recorded with sample_type %#llx, this build configures %#llx", path,
+                 (unsigned long long)st, (unsigned long long)fk_replay_format(p)->sample_type);
+        return 1;
+    }
+    double c1 = cpu_s();
+    uint64_t *lat = NULL;
+    size_t nlat = 0, caplat = 0;
+    uint64_t *rec, *recbuf = NULL;  /* records are read in place; recbuf: an aligned copy of one that is not */
+    size_t caprec = 0;
+    uint64_t next_wakeup = 0;
+    for (unsigned round = 0; round < repeat; round++) {
+        for (size_t off = 16; off + sizeof(struct perf_event_header) <= len;) {
+            struct perf_event_header h;
+            memcpy(&h, data + off, sizeof h);
+            if (h.size < sizeof h || off + h.size > len)
+                break;
+            if ((off & 7) == 0) {
+                rec = (uint64_t *)(data + off);     /* as the ring reader keeps them */
+            } else {
+                rec = fk_grow(recbuf, &caprec, (h.size + 7) / 8, sizeof *rec);
+                recbuf = rec;
+                memcpy(rec, data + off, h.size);
+            }
+            off += h.size;
+            uint64_t tm = fk_record_time(fk_replay_format(p), rec, h.size);
+            if (tm >= next_wakeup) {
+                fk_replay_wakeup(p);
+                next_wakeup = tm + WAKEUP_NS;
+            }
+            if (h.type != PERF_RECORD_SAMPLE) {
+                fk_replay_record(p, rec, h.size);
+                continue;
+            }
+            uint64_t t0 = mono_ns();
+            fk_replay_record(p, rec, h.size);
+            lat = fk_grow(lat, &caplat, nlat + 1, sizeof *lat);
+            lat[nlat++] = mono_ns() - t0;
+        }
+        next_wakeup = 0;
+    }
+    double c2 = cpu_s();
+    uint64_t n0 = mono_ns();
+    fk_replay_finish(p);
+    double naming_ms = (double)(mono_ns() - n0) / 1e6;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    qsort(lat, nlat, sizeof *lat, cmp_u64);
+    double med = nlat ? (double)lat[nlat / 2] / 1e3 : 0, p99 = nlat ? (double)lat[nlat * 99 / 100] / 1e3 : 0;
+    printf("replay: %zu samples x%u in %.3f s CPU: %.0f samples/s/core; per sample median %.2f us, "
+           "p99 %.2f us; setup (/proc scan) %.3f s; naming %.1f ms; %llu unique stacks; "
+           "unwind median %.2f us; peak RSS %ld MB\n",
+           nlat, repeat, c2 - c1, nlat ? (double)nlat / (c2 - c1) : 0, med, p99, c1 - c0, naming_ms,
+           (unsigned long long)r.unique_stacks, r.unwind.median_us, ru.ru_maxrss / 1024);
+    printf("replay-figures: samples=%zu cpu_s=%.4f rate=%.0f median_us=%.3f p99_us=%.3f rss_mb=%ld "
+           "complete=%llu unwound=%llu\n",
+           nlat, c2 - c1, nlat ? (double)nlat / (c2 - c1) : 0, med, p99, ru.ru_maxrss / 1024,
+           (unsigned long long)r.unwind.complete, (unsigned long long)r.unwind.samples);
+    fk_capture_result_free(&r);
+    fk_target_free(&t);
+    free(lat);
+    free(recbuf);
+    free(data);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    fk_progname = "replay";
+    if (argc >= 4 && !strcmp(argv[1], "record"))
+        return record(argv[2], strtoull(argv[3], NULL, 10), argc > 4 ? strtoull(argv[4], NULL, 10) : 999,
+                      argc > 5 ? argv[5] : NULL);
+    if (argc >= 3 && !strcmp(argv[1], "run"))
+        return run(argv[2], argc > 3 ? (unsigned)strtoul(argv[3], NULL, 10) : 1);
+    fprintf(stderr, "usage: replay record FILE SECS [HZ [PIDS]] | replay run FILE [REPEAT]\n");
+    return 2;
+}
