@@ -199,6 +199,10 @@ const char *fk_py_name(const struct fk_py_walker *w, uint32_t id, size_t *len)
 #define NAME_NOMEM 0
 static uint32_t name_id(struct fk_py_walker *w, const char *s, size_t n)
 {
+    if (!n) {
+        s = "?";    /* an empty name would be an empty frame */
+        n = 1;
+    }
     uint64_t h = fk_hash(s, n);
     struct fk_hiter it = fk_hindex_find(&w->name_idx, h);
     uint32_t i;
