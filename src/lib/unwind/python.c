@@ -44,7 +44,7 @@ static const struct fk_py_layout layouts[] = {
         .version = 0x030b, .name = "3.11",
         .rt_interp_head = 40, .interp_next = 0, .interp_threads_head = 16,
         .ts_next = 8, .ts_cframe = 56, .ts_native_thread_id = 160, .ts_size = 168,
-        .cf_current_frame = 8,
+        .cf_current_frame = 8, .cf_previous = 16, .cf_size = 24,
         .fr_code = 32, .fr_previous = 48, .fr_prev_instr = 56, .fr_is_entry = 68,
         .fr_owner = 69, .fr_size = 72, .owner_generator = 1,
         .ob_type = 8, .ob_size = 16,
@@ -182,6 +182,11 @@ void fk_py_walker_free(struct fk_py_walker *w)
     fk_buf_free(&w->lt);
     fk_buf_free(&w->tmp);
     free(w);
+}
+
+const struct fk_py_layout *fk_py_walker_layout(const struct fk_py_walker *w)
+{
+    return w->lay;
 }
 
 const char *fk_py_name(const struct fk_py_walker *w, uint32_t id, size_t *len)
@@ -553,18 +558,76 @@ static void add_frame(struct fk_py_walker *w, struct fk_py_stack *out,
     out->segments += entry;
 }
 
-void fk_py_walk(struct fk_py_walker *w, uint64_t tid, struct fk_py_stack *out)
+/* Follow the chain from frame, appending to out; with one_segment, stop
+ * after its first entry frame. *next: the caller of the last frame read. */
+static uint8_t walk_chain(struct fk_py_walker *w, uint64_t frame, bool one_segment,
+                          struct fk_py_stack *out, uint64_t *next)
 {
     const struct fk_py_layout *L = w->lay;
+    /* Brent's cycle check: a hostile chain may loop */
+    uint64_t tortoise = frame, power = 1, lam = 0;
+    unsigned steps = 0;
+    *next = 0;
+    while (frame) {
+        if (out->n >= FK_PY_MAX_DEPTH || steps++ > 4 * FK_PY_MAX_DEPTH)
+            return FK_PY_LIMIT;
+        unsigned char fr[128], hdr[256];
+        if (!ptr_ok(frame, 8) || L->fr_size > sizeof fr || L->co_size > sizeof hdr)
+            return FK_PY_INVALID;
+        if (!rd(w, frame, fr, L->fr_size))
+            return w->over ? FK_PY_LIMIT : FK_PY_BAD_READ;
+        uint64_t code = get_u64(fr, L->fr_code), prev = get_u64(fr, L->fr_previous);
+        uint64_t pi = get_u64(fr, L->fr_prev_instr);
+        bool entry = fr[L->fr_is_entry] != 0;
+        unsigned owner = fr[L->fr_owner];
+        if (fr[L->fr_is_entry] > 1 || owner > 3)
+            return FK_PY_INVALID;
+        const struct code_entry *c = code_at(w, code, hdr);
+        if (!c)
+            return w->over ? FK_PY_LIMIT : FK_PY_INVALID;
+        /* a frame pushed but not started (3.11's _PyFrame_IsIncomplete)
+         * has run none of its code: not shown, but its entry mark counts */
+        uint64_t code0 = code + L->co_code;
+        int32_t ft = get_i32(hdr, L->co_firsttraceable);
+        bool incomplete = owner != L->owner_generator && pi < code0 + 2 * (uint64_t)ft;
+        if (!incomplete)
+            add_frame(w, out, c, pi, entry);
+        else if (entry && out->n && !out->f[out->n - 1].entry)
+            out->f[out->n - 1].entry = true, out->segments++;
+        *next = prev;
+        if (entry && one_segment)
+            return FK_PY_OK;
+        frame = prev;
+        if (frame == tortoise)
+            return FK_PY_INVALID;
+        if (++lam == power) {
+            tortoise = frame;
+            power *= 2;
+            lam = 0;
+        }
+    }
+    return FK_PY_OK;
+}
+
+static void walk_begin(struct fk_py_walker *w, struct fk_py_stack *out)
+{
     out->n = out->segments = 0;
     out->reads = out->read_bytes = 0;
+    out->anchored = false;
+    out->cframe = 0;
     w->cur = out;
     w->t0 = mono_ns();
     w->over = false;
+}
+
+void fk_py_walk(struct fk_py_walker *w, uint64_t tid, struct fk_py_stack *out)
+{
+    const struct fk_py_layout *L = w->lay;
+    walk_begin(w, out);
     bool refreshed = false;
     uint64_t ts = tstate_of(w, tid, &refreshed);
     uint8_t st = FK_PY_OK;
-    uint64_t cframe, frame = 0;
+    uint64_t cframe, frame = 0, next;
     if (!ts) {
         st = w->over ? FK_PY_LIMIT : FK_PY_NO_THREAD;
         goto done;
@@ -574,60 +637,12 @@ void fk_py_walk(struct fk_py_walker *w, uint64_t tid, struct fk_py_stack *out)
         st = w->over ? FK_PY_LIMIT : FK_PY_BAD_READ;
         goto done;
     }
+    out->cframe = cframe;
     if (!frame) {
         st = FK_PY_IDLE;
         goto done;
     }
-    /* Brent's cycle check: a hostile chain may loop */
-    uint64_t tortoise = frame, power = 1, lam = 0;
-    unsigned steps = 0;
-    while (frame) {
-        if (out->n >= FK_PY_MAX_DEPTH || steps++ > 4 * FK_PY_MAX_DEPTH) {
-            st = FK_PY_LIMIT;
-            break;
-        }
-        unsigned char fr[128], hdr[256];
-        if (!ptr_ok(frame, 8) || L->fr_size > sizeof fr || L->co_size > sizeof hdr) {
-            st = FK_PY_INVALID;
-            break;
-        }
-        if (!rd(w, frame, fr, L->fr_size)) {
-            st = w->over ? FK_PY_LIMIT : FK_PY_BAD_READ;
-            break;
-        }
-        uint64_t code = get_u64(fr, L->fr_code), prev = get_u64(fr, L->fr_previous);
-        uint64_t pi = get_u64(fr, L->fr_prev_instr);
-        bool entry = fr[L->fr_is_entry] != 0;
-        unsigned owner = fr[L->fr_owner];
-        if (fr[L->fr_is_entry] > 1 || owner > 3) {
-            st = FK_PY_INVALID;
-            break;
-        }
-        const struct code_entry *c = code_at(w, code, hdr);
-        if (!c) {
-            st = w->over ? FK_PY_LIMIT : FK_PY_INVALID;
-            break;
-        }
-        /* a frame pushed but not started (3.11's _PyFrame_IsIncomplete)
-         * has run none of its code: not shown, but its entry mark counts */
-        uint64_t code0 = code + L->co_code;
-        int32_t ft = get_i32(hdr, L->co_firsttraceable);
-        bool incomplete = owner != L->owner_generator && pi < code0 + 2 * (uint64_t)ft;
-        if (!incomplete)
-            add_frame(w, out, c, pi, entry);
-        else if (entry && out->n)
-            out->f[out->n - 1].entry = true, out->segments++;
-        frame = prev;
-        if (frame == tortoise) {
-            st = FK_PY_INVALID;
-            break;
-        }
-        if (++lam == power) {
-            tortoise = frame;
-            power *= 2;
-            lam = 0;
-        }
-    }
+    st = walk_chain(w, frame, false, out, &next);
     /* the root frame ends its segment even if its mark was unreadable */
     if (st == FK_PY_OK && out->n && !out->f[out->n - 1].entry) {
         out->f[out->n - 1].entry = true;
@@ -638,12 +653,76 @@ done:
     w->cur = NULL;
 }
 
+void fk_py_walk_from(struct fk_py_walker *w, const uint64_t *heads, unsigned nheads,
+                     struct fk_py_stack *out)
+{
+    walk_begin(w, out);
+    out->anchored = true;
+    uint8_t st = FK_PY_OK;
+    if (nheads > FK_PY_MAX_SEGMENTS)
+        nheads = FK_PY_MAX_SEGMENTS;
+    unsigned k = 0;
+    for (; k < nheads && st == FK_PY_OK; k++) {
+        unsigned before = out->n;
+        uint64_t next;
+        out->stale[k] = false;
+        st = walk_chain(w, heads[k], true, out, &next);
+        if (st != FK_PY_OK)
+            break;
+        /* the segment ends at its entry frame; its caller is the next head */
+        if (out->n > before && !out->f[out->n - 1].entry) {
+            out->f[out->n - 1].entry = true;
+            out->segments++;
+        }
+        out->stale[k] = out->n == before || (k + 1 < nheads && next != heads[k + 1]);
+        out->seg_end[k] = (uint16_t)out->n;
+    }
+    if (st == FK_PY_OK) {
+        out->segments = nheads;
+    } else {
+        /* a failed segment and those outside it are not known */
+        for (; k < nheads; k++) {
+            out->stale[k] = true;
+            out->seg_end[k] = (uint16_t)out->n;
+        }
+        out->segments = nheads;
+        if (st != FK_PY_LIMIT)
+            st = FK_PY_OK;      /* the stale marks carry it */
+    }
+    out->status = st;
+    w->cur = NULL;
+}
+
 /* ---- splicing ------------------------------------------------------------- */
 
 size_t fk_py_splice(const bool *native_eval, size_t nnative, bool native_complete,
                     const struct fk_py_stack *py, struct fk_py_item *out, size_t max,
                     enum fk_py_verdict *verdict)
 {
+    size_t nev = 0;
+    for (size_t i = 0; i < nnative; i++)
+        nev += native_eval[i];
+    if (py->anchored && py->segments == nev) {
+        /* one segment per eval frame, each from the sample's own head */
+        size_t n = 0, k = 0;
+        *verdict = FK_PY_CONSISTENT;
+        for (size_t i = 0; i < nnative && n < max; i++) {
+            if (!native_eval[i]) {
+                out[n++] = (struct fk_py_item){ FK_PY_NATIVE, (uint32_t)i };
+                continue;
+            }
+            unsigned a = k ? py->seg_end[k - 1] : 0, b = py->seg_end[k];
+            if (py->stale[k] || b <= a) {
+                *verdict = FK_PY_CHANGED_STACK;
+                out[n++] = (struct fk_py_item){ FK_PY_CHANGED, 0 };
+            } else {
+                for (unsigned j = a; j < b && n < max; j++)
+                    out[n++] = (struct fk_py_item){ FK_PY_PYFRAME, j };
+            }
+            k++;
+        }
+        return n;
+    }
     /* segments leaf first: seg_start[k] .. seg_end[k] (inclusive) in py->f */
     unsigned seg_start[FK_PY_MAX_DEPTH], seg_end[FK_PY_MAX_DEPTH];
     unsigned m = 0, s0 = 0;
@@ -654,9 +733,6 @@ size_t fk_py_splice(const bool *native_eval, size_t nnative, bool native_complet
             m++;
             s0 = i + 1;
         }
-    size_t nev = 0;
-    for (size_t i = 0; i < nnative; i++)
-        nev += native_eval[i];
     /* which native eval frame (counted leaf first) gets which segment:
      * seg_for(k) = segment index, or -1 for "[python: changed]" */
     long shift;     /* segment = eval index + shift */
@@ -721,6 +797,12 @@ struct py_proc {
     uint64_t checked_ns;
     uint32_t dso;           /* the binary holding the interpreter */
     uint64_t eval_lo, eval_hi;  /* _PyEval_EvalFrameDefault, as fk_loc addresses */
+    /* where each eval call keeps its _PyCFrame: CFA + cf_off (a constant
+     * of the binary's code generation), learned from the live
+     * tstate->cframe and confirmed by the copy's own links */
+    bool cf_known;
+    int64_t cf_off, cf_cand;
+    unsigned cf_votes;
     struct fk_py_walker *w;
     struct fk_loc *loc_of;  /* name id -> named location (dso 0: not made yet) */
     size_t caploc;
@@ -970,10 +1052,76 @@ static struct fk_loc named_loc(struct fk_python *p, struct py_proc *pp, uint32_t
     return pp->loc_of[id];
 }
 
-void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_loc *locs,
-                      unsigned *n, unsigned max, bool complete)
+/* The sample's segment heads from its stack copy, with the _PyCFrame of
+ * each eval frame at CFA + off; false unless every one is in the copy
+ * and each links to the next (cframe.previous). */
+static bool heads_from_copy(const struct fk_py_layout *L, const struct fk_py_native *nat,
+                            const bool *evals, unsigned n, int64_t off, uint64_t *heads,
+                            unsigned *nheads)
 {
-    if (pid <= 0 || !*n)
+    unsigned k = 0;
+    uint64_t prev_link = 0, prev_addr = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (!evals[i])
+            continue;
+        if (k >= FK_PY_MAX_SEGMENTS || i + 1 >= nat->nsps)
+            return false;
+        uint64_t addr = nat->sps[i + 1] + (uint64_t)off;
+        if (addr < nat->stack_base || addr - nat->stack_base > nat->stack_len ||
+            nat->stack_len - (addr - nat->stack_base) < L->cf_size)
+            return false;
+        const unsigned char *cf = nat->stack + (addr - nat->stack_base);
+        if (k && prev_link != addr)
+            return false;
+        heads[k++] = get_u64(cf, L->cf_current_frame);
+        prev_link = get_u64(cf, L->cf_previous);
+        prev_addr = addr;
+    }
+    (void)prev_addr;
+    *nheads = k;
+    return k > 0;
+}
+
+/* A live walk gave the thread's cframe: propose cf_off from the innermost
+ * eval frame, accept it when the copy's links confirm it (two or more
+ * eval frames) or four samples in a row agree (one). */
+static void learn_cframe(struct fk_python *p, struct py_proc *pp, const struct fk_py_native *nat,
+                         unsigned nev, uint64_t cframe)
+{
+    unsigned i0 = 0;
+    while (i0 < nat->n && !p->evals[i0])
+        i0++;
+    if (i0 + 1 >= nat->nsps)
+        return;
+    int64_t cand = (int64_t)(cframe - nat->sps[i0 + 1]);
+    if (cand >= 0 || cand < -65536 || cand % 8)
+        return;
+    if (nev >= 2) {
+        uint64_t heads[FK_PY_MAX_SEGMENTS];
+        unsigned nh;
+        if (heads_from_copy(fk_py_walker_layout(pp->w), nat, p->evals,
+                            nat->n, cand, heads, &nh) && nh == nev) {
+            pp->cf_known = true;
+            pp->cf_off = cand;
+            p->st.cframe_learned++;
+        }
+        return;
+    }
+    if (cand == pp->cf_cand) {
+        if (++pp->cf_votes >= 4) {
+            pp->cf_known = true;
+            pp->cf_off = cand;
+            p->st.cframe_learned++;
+        }
+    } else {
+        pp->cf_cand = cand;
+        pp->cf_votes = 1;
+    }
+}
+
+void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_native *nat)
+{
+    if (pid <= 0 || !nat->n)
         return;
     struct py_proc *pp = proc_of(p, pid);
     if (!pp)
@@ -981,38 +1129,51 @@ void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_loc *
     uint64_t t0 = mono_ns();
     if (pp->state == PS_NONE && (!pp->checked_ns || t0 - pp->checked_ns > RECHECK_NS)) {
         pp->checked_ns = t0;
-        detect(p, pp);
+        if (fk_python_bytes(p) < p->max_bytes / 2 || !p->max_bytes)
+            detect(p, pp);
     }
     if (pp->state != PS_PYTHON)
         return;
     p->st.samples++;
-    unsigned nn = *n < ITEMS_MAX ? *n : ITEMS_MAX;
+    unsigned nn = nat->n < ITEMS_MAX ? nat->n : ITEMS_MAX;
     unsigned nev = 0;
     for (unsigned i = 0; i < nn; i++) {
-        p->evals[i] = locs[i].dso == pp->dso && locs[i].addr >= pp->eval_lo &&
-                      locs[i].addr < pp->eval_hi;
+        p->evals[i] = nat->locs[i].dso == pp->dso && nat->locs[i].addr >= pp->eval_lo &&
+                      nat->locs[i].addr < pp->eval_hi;
         nev += p->evals[i];
     }
     if (nev) {
-        uint64_t ntid = ns_tid(pp, tid);
         struct fk_py_stack *s = &p->stack;
+        uint64_t heads[FK_PY_MAX_SEGMENTS];
+        unsigned nh = 0;
         s->n = 0;
         s->status = FK_PY_NO_THREAD;
         s->reads = s->read_bytes = 0;
-        if (ntid)
-            fk_py_walk(pp->w, ntid, s);
+        s->anchored = false;
+        if (pp->cf_known && nat->sps &&
+            heads_from_copy(fk_py_walker_layout(pp->w), nat, p->evals, nn, pp->cf_off, heads,
+                            &nh) && nh == nev) {
+            fk_py_walk_from(pp->w, heads, nh, s);
+            p->st.anchored++;
+        } else {
+            uint64_t ntid = ns_tid(pp, tid);
+            if (ntid)
+                fk_py_walk(pp->w, ntid, s);
+            if (!pp->cf_known && nat->sps && s->cframe)
+                learn_cframe(p, pp, nat, nev, s->cframe);
+        }
         p->st.status[s->status]++;
         p->st.reads += s->reads;
         p->st.read_bytes += s->read_bytes;
         if ((s->status == FK_PY_OK || s->status == FK_PY_LIMIT) && s->n) {
             enum fk_py_verdict v;
-            size_t ni = fk_py_splice(p->evals, nn, complete && s->status == FK_PY_OK, s,
+            size_t ni = fk_py_splice(p->evals, nn, nat->complete && s->status == FK_PY_OK, s,
                                      p->items, ITEMS_MAX, &v);
             unsigned out = 0;
-            for (size_t i = 0; i < ni && out < max && out < ITEMS_MAX; i++) {
+            for (size_t i = 0; i < ni && out < nat->max && out < ITEMS_MAX; i++) {
                 const struct fk_py_item *it = &p->items[i];
                 if (it->kind == FK_PY_NATIVE)
-                    p->tmp[out++] = locs[it->index];
+                    p->tmp[out++] = nat->locs[it->index];
                 else if (it->kind == FK_PY_CHANGED)
                     p->tmp[out++] = p->changed;
                 else {
@@ -1020,8 +1181,8 @@ void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_loc *
                     p->st.frames++;
                 }
             }
-            memcpy(locs, p->tmp, out * sizeof *locs);
-            *n = out;
+            memcpy(nat->locs, p->tmp, out * sizeof *nat->locs);
+            nat->n = out;
             p->st.spliced++;
             if (v == FK_PY_CONSISTENT)
                 p->st.consistent++;

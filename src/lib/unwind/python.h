@@ -46,7 +46,7 @@ struct fk_py_layout {
     uint16_t rt_interp_head, interp_next, interp_threads_head;
     uint16_t ts_next, ts_cframe, ts_native_thread_id, ts_size;
     /* _PyCFrame, _PyInterpreterFrame */
-    uint16_t cf_current_frame;
+    uint16_t cf_current_frame, cf_previous, cf_size;
     uint16_t fr_code, fr_previous, fr_prev_instr, fr_is_entry, fr_owner, fr_size;
     uint8_t owner_generator;        /* FRAME_OWNED_BY_GENERATOR */
     /* PyObject, PyCodeObject (a PyVarObject: ob_size = code units) */
@@ -76,6 +76,7 @@ typedef bool (*fk_py_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
 #define FK_PY_MAX_INTERPS 64
 #define FK_PY_NAME_MAX 256          /* characters of a name kept ("..." beyond) */
 #define FK_PY_LINETABLE_MAX (64u << 10)
+#define FK_PY_MAX_SEGMENTS 64       /* _PyEval_EvalFrameDefault calls per stack */
 
 struct fk_py_where {
     uint64_t runtime;               /* &_PyRuntime in the target */
@@ -106,6 +107,11 @@ struct fk_py_stack {
     unsigned n;
     unsigned segments;      /* entry frames in f[] */
     uint8_t status;
+    bool anchored;          /* walked from the sample's own heads (fk_py_walk_from) */
+    bool stale[FK_PY_MAX_SEGMENTS];     /* anchored: segment k's chain no longer
+                                           led to segment k+1's head when read */
+    uint16_t seg_end[FK_PY_MAX_SEGMENTS];   /* anchored: f[] index after segment k */
+    uint64_t cframe;        /* fk_py_walk: the thread's _PyCFrame when read */
     uint32_t reads;
     uint32_t read_bytes;
 };
@@ -121,13 +127,24 @@ void fk_py_walker_free(struct fk_py_walker *w);
 /* Walk thread tid's chain (tid as the target sees it: its own pid
  * namespace). */
 void fk_py_walk(struct fk_py_walker *w, uint64_t tid, struct fk_py_stack *out);
+/* Walk from the sample's own segment heads: heads[k] is the current frame
+ * of the k-th _PyEval_EvalFrameDefault call (leaf first) as its _PyCFrame
+ * in the sampled stack copy held it -- the state at the sample, not at the
+ * read. Segment k is followed from heads[k] to its entry frame, whose
+ * caller must be heads[k + 1]: where it is not, the thread moved on since
+ * the sample and segment k is marked stale. out->segments == nheads. */
+void fk_py_walk_from(struct fk_py_walker *w, const uint64_t *heads, unsigned nheads,
+                     struct fk_py_stack *out);
 /* A name by id (NUL-terminated, UTF-8, no ';' or control characters). */
 const char *fk_py_name(const struct fk_py_walker *w, uint32_t id, size_t *len);
 size_t fk_py_walker_bytes(const struct fk_py_walker *w);
+const struct fk_py_layout *fk_py_walker_layout(const struct fk_py_walker *w);
 
 /* ---- splicing ---- */
 
-/* One frame of the mixed stack, leaf first. */
+/* One frame of the mixed stack, leaf first. An anchored walk has one
+ * segment per eval frame by construction: stale segments become
+ * "[python: changed]". */
 struct fk_py_item {
     enum { FK_PY_NATIVE, FK_PY_PYFRAME, FK_PY_CHANGED } kind;
     uint32_t index;         /* NATIVE: native frame index; PYFRAME: index in the py stack */
@@ -154,6 +171,8 @@ size_t fk_py_splice(const bool *native_eval, size_t nnative, bool native_complet
 
 struct fk_python_stats {
     uint64_t processes;             /* processes found running CPython */
+    uint64_t anchored;              /* walks from the sample's own _PyCFrame heads */
+    uint64_t cframe_learned;        /* processes whose _PyCFrame offset was learned */
     uint64_t unknown_version;       /* ... of a version without a layout */
     uint64_t samples;               /* samples of those processes */
     uint64_t spliced;               /* samples with Python frames spliced in */
@@ -173,12 +192,23 @@ struct fk_python;
 /* lines: "qualname (file.py:LINE)"; max_bytes: the capture's budget share. */
 struct fk_python *fk_python_new(struct fk_symbolizer *sym, bool lines, uint64_t max_bytes);
 void fk_python_free(struct fk_python *p);
-/* Rewrite one sample's user frames (leaf first, locs[0..*n), room for
- * max) in place when pid runs CPython: Python frames become locations of
- * the symbolizer's named frames, "qualname_[p]". complete: the native
- * walk reached the root (no "[truncated]" frame). */
-void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_loc *locs,
-                      unsigned *n, unsigned max, bool complete);
+/* One sample's native user stack as the unwinder left it. */
+struct fk_py_native {
+    struct fk_loc *locs;        /* leaf first; rewritten in place */
+    unsigned n, max;            /* frames, room */
+    bool complete;              /* the walk reached the root (no "[truncated]") */
+    const uint64_t *sps;        /* DWARF mode: sps[i] is frame i's stack pointer
+                                   (fk_unwind_last_sps); NULL otherwise */
+    unsigned nsps;
+    const unsigned char *stack; /* the sample's stack copy, from stack_base */
+    uint64_t stack_base, stack_len;
+};
+/* Rewrite one sample's user frames in place when pid runs CPython: Python
+ * frames become locations of the symbolizer's named frames,
+ * "qualname_[p]". With the stack copy and frame stack pointers, each
+ * eval call's _PyCFrame is read from the copy, so the chain starts where
+ * it was at the sample; otherwise the live chain is read. */
+void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_native *nat);
 /* Thread tid's Python chain alone, root first, ';'-separated, into out
  * (tests, diagnostics); returns the walk's status, FK_PY_NO_THREAD when
  * pid runs no known CPython. */
