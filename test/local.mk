@@ -117,3 +117,4 @@ test_unit_python_LDADD = $(FK_LIBS)
 check_PROGRAMS += test/progs/pystack
 test_progs_pystack_CFLAGS = $(libflamekit_a_CFLAGS)
 test_progs_pystack_LDADD = $(FK_LIBS)
+EXTRA_DIST += test/t-python.sh test/progs/pytruth.py

@@ -99,7 +99,7 @@ static void test_basic(void)
 
     /* anchored: each segment from the sample's own head */
     uint64_t heads[2] = { f2, f1 };
-    fk_py_walk_from(w, heads, 2, &st);
+    fk_py_walk_from(w, heads, 2, true, &st);
     ok = st.status == FK_PY_OK && st.anchored && st.segments == 2 && !st.stale[0] &&
          !st.stale[1] && st.seg_end[0] == 1 && st.seg_end[1] == 3 &&
          strcmp(chain(w, &st), "<module>!;f;Klass.g!") == 0;
@@ -109,16 +109,22 @@ static void test_basic(void)
          it[3].index == 1 && it[4].index == 2;
     UNIT_CHECK("... and splices one segment per eval frame", ok);
     uint64_t moved[2] = { f2, f0 };     /* f1 returned since the sample */
-    fk_py_walk_from(w, moved, 2, &st);
+    fk_py_walk_from(w, moved, 2, true, &st);
     ok = st.status == FK_PY_OK && st.stale[0] && !st.stale[1];
     UNIT_CHECK("a segment that no longer leads to the next head is stale", ok);
     n = fk_py_splice(ev, 5, true, &st, it, 32, &v);
     ok = v == FK_PY_CHANGED_STACK && it[1].kind == FK_PY_CHANGED && it[3].kind == FK_PY_PYFRAME;
     UNIT_CHECK("... shown as [python: changed], the outer segment kept", ok);
     uint64_t bad[2] = { 0xdeadbeef0ull, f1 };
-    fk_py_walk_from(w, bad, 2, &st);
+    fk_py_walk_from(w, bad, 2, true, &st);
     UNIT_CHECK("an unreadable head marks its segment and the outer ones stale",
                st.stale[0] && st.stale[1]);
+    uint64_t notroot[1] = { f1 };
+    fk_py_walk_from(w, notroot, 1, false, &st);
+    UNIT_CHECK("a cut native stack: the last segment may have callers", !st.stale[0]);
+    uint64_t inner[1] = { f2 };     /* g's segment alone, its caller f1 */
+    fk_py_walk_from(w, inner, 1, true, &st);
+    UNIT_CHECK("a complete one: the root segment's entry must have no caller", st.stale[0]);
     fk_py_walker_free(w);
 }
 

@@ -123,6 +123,7 @@ struct fk_py_walker {
     struct code_entry scratch;  /* a code object read past the budget */
     /* per walk */
     struct fk_py_stack *cur;
+    const struct fk_py_snap *snap;  /* frames as read earlier, or NULL */
     uint64_t t0;
     bool over;              /* a bound was hit */
 };
@@ -558,6 +559,48 @@ static void add_frame(struct fk_py_walker *w, struct fk_py_stack *out,
     out->segments += entry;
 }
 
+static bool snap_frame(const struct fk_py_walker *w, uint64_t frame, unsigned char *fr)
+{
+    const struct fk_py_snap *s = w->snap;
+    for (unsigned i = 0; s && i < s->n && i < FK_PY_SNAP_FRAMES; i++)
+        if (s->addr[i] == frame) {
+            memcpy(fr, s->bytes[i], w->lay->fr_size);
+            return true;
+        }
+    return false;
+}
+
+void fk_py_use_snap(struct fk_py_walker *w, const struct fk_py_snap *snap)
+{
+    w->snap = snap;
+}
+
+bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *snap)
+{
+    const struct fk_py_layout *L = w->lay;
+    struct fk_py_stack tmp;     /* only its read counters are used */
+    snap->n = 0;
+    if (L->fr_size > FK_PY_FRAME_BYTES)
+        return false;
+    w->cur = &tmp;
+    tmp.reads = tmp.read_bytes = 0;
+    w->t0 = mono_ns();
+    w->over = false;
+    bool refreshed = false;
+    uint64_t ts = tstate_of(w, tid, &refreshed), cframe, frame;
+    if (ts && rd_ptr(w, ts + L->ts_cframe, &cframe) && ptr_ok(cframe, 8) &&
+        rd_ptr(w, cframe + L->cf_current_frame, &frame)) {
+        while (frame && ptr_ok(frame, 8) && snap->n < FK_PY_SNAP_FRAMES &&
+               rd(w, frame, snap->bytes[snap->n], L->fr_size)) {
+            snap->addr[snap->n] = frame;
+            frame = get_u64(snap->bytes[snap->n], L->fr_previous);
+            snap->n++;
+        }
+    }
+    w->cur = NULL;
+    return snap->n > 0;
+}
+
 /* Follow the chain from frame, appending to out; with one_segment, stop
  * after its first entry frame. *next: the caller of the last frame read. */
 static uint8_t walk_chain(struct fk_py_walker *w, uint64_t frame, bool one_segment,
@@ -574,7 +617,7 @@ static uint8_t walk_chain(struct fk_py_walker *w, uint64_t frame, bool one_segme
         unsigned char fr[128], hdr[256];
         if (!ptr_ok(frame, 8) || L->fr_size > sizeof fr || L->co_size > sizeof hdr)
             return FK_PY_INVALID;
-        if (!rd(w, frame, fr, L->fr_size))
+        if (!snap_frame(w, frame, fr) && !rd(w, frame, fr, L->fr_size))
             return w->over ? FK_PY_LIMIT : FK_PY_BAD_READ;
         uint64_t code = get_u64(fr, L->fr_code), prev = get_u64(fr, L->fr_previous);
         uint64_t pi = get_u64(fr, L->fr_prev_instr);
@@ -654,7 +697,7 @@ done:
 }
 
 void fk_py_walk_from(struct fk_py_walker *w, const uint64_t *heads, unsigned nheads,
-                     struct fk_py_stack *out)
+                     bool last_is_root, struct fk_py_stack *out)
 {
     walk_begin(w, out);
     out->anchored = true;
@@ -674,7 +717,8 @@ void fk_py_walk_from(struct fk_py_walker *w, const uint64_t *heads, unsigned nhe
             out->f[out->n - 1].entry = true;
             out->segments++;
         }
-        out->stale[k] = out->n == before || (k + 1 < nheads && next != heads[k + 1]);
+        out->stale[k] = out->n == before || (k + 1 < nheads && next != heads[k + 1]) ||
+                        (k + 1 == nheads && last_is_root && next != 0);
         out->seg_end[k] = (uint16_t)out->n;
     }
     if (st == FK_PY_OK) {
@@ -787,6 +831,9 @@ size_t fk_py_splice(const bool *native_eval, size_t nnative, bool native_complet
 #define RECHECK_NS (1000 * 1000000ull)  /* a process without Python: look again */
 #define MAX_PROCS 65536
 #define ITEMS_MAX 1024
+#define SNAP_SLOTS 128                  /* samples read but not yet spliced */
+#define DELAY_N 10000
+#define DELAY_NS 100000                 /* 0.1 ms buckets: 0 .. 1 s */
 
 enum py_state { PS_NONE, PS_PYTHON, PS_UNKNOWN_VERSION };
 
@@ -826,7 +873,10 @@ struct fk_python {
     bool evals[ITEMS_MAX];
     struct fk_loc tmp[ITEMS_MAX];
     struct fk_loc changed;
-    pid_t reading_pid;
+    struct fk_py_snap *snaps;   /* SNAP_SLOTS, a ring; made at the first early read */
+    unsigned snap_next;
+    uint32_t delay[DELAY_N];    /* sample -> chain read */
+    uint64_t ndelay, delay_max;
 };
 
 static bool ns_inode(pid_t pid, uint64_t *ino)
@@ -874,6 +924,7 @@ void fk_python_free(struct fk_python *p)
         free(p->procs[i]);
     }
     free(p->procs);
+    free(p->snaps);
     fk_hindex_free(&p->proc_idx);
     free(p);
 }
@@ -883,6 +934,8 @@ size_t fk_python_bytes(const struct fk_python *p)
     if (!p)
         return 0;
     size_t b = sizeof *p + p->capprocs * sizeof *p->procs + fk_hindex_bytes(&p->proc_idx);
+    if (p->snaps)
+        b += SNAP_SLOTS * sizeof *p->snaps;
     for (size_t i = 0; i < p->nprocs; i++) {
         const struct py_proc *pp = p->procs[i];
         b += sizeof *pp + fk_py_walker_bytes(pp->w) + pp->caploc * sizeof *pp->loc_of +
@@ -1119,6 +1172,63 @@ static void learn_cframe(struct fk_python *p, struct py_proc *pp, const struct f
     }
 }
 
+static struct py_proc *proc_known(struct fk_python *p, pid_t pid)
+{
+    struct fk_hiter it = fk_hindex_find(&p->proc_idx, fk_hash_u64((uint32_t)pid));
+    uint32_t i;
+    while (fk_hindex_next(&it, &i))
+        if (p->procs[i]->pid == pid)
+            return p->procs[i];
+    return NULL;
+}
+
+static void note_delay(struct fk_python *p, uint64_t time, uint64_t now)
+{
+    if (!time || now < time)
+        return;
+    uint64_t d = now - time;
+    p->delay[d / DELAY_NS < DELAY_N ? d / DELAY_NS : DELAY_N - 1]++;
+    p->ndelay++;
+    if (d > p->delay_max)
+        p->delay_max = d;
+}
+
+void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
+{
+    struct py_proc *pp = pid > 0 ? proc_known(p, pid) : NULL;
+    if (!pp || pp->state != PS_PYTHON)
+        return;
+    uint64_t t0 = mono_ns();
+    if (!p->snaps) {
+        if (p->max_bytes && fk_python_bytes(p) + SNAP_SLOTS * sizeof *p->snaps > p->max_bytes)
+            return;
+        p->snaps = fk_calloc(SNAP_SLOTS, sizeof *p->snaps);
+    }
+    struct fk_py_snap *s = &p->snaps[p->snap_next];
+    uint64_t ntid = ns_tid(pp, tid);
+    if (!ntid || !fk_py_snapshot(pp->w, ntid, s)) {
+        s->n = 0;
+        return;
+    }
+    s->tid = (uint64_t)tid;
+    s->time = time;
+    p->snap_next = (p->snap_next + 1) % SNAP_SLOTS;
+    p->st.snapshots++;
+    uint64_t now = mono_ns();
+    note_delay(p, time, now);
+    p->st.early_ns += now - t0;
+}
+
+static const struct fk_py_snap *snap_of(struct fk_python *p, pid_t tid, uint64_t time)
+{
+    for (unsigned i = 0; p->snaps && time && i < SNAP_SLOTS; i++) {
+        struct fk_py_snap *s = &p->snaps[(p->snap_next + SNAP_SLOTS - 1 - i) % SNAP_SLOTS];
+        if (s->n && s->time == time && s->tid == (uint64_t)tid)
+            return s;
+    }
+    return NULL;
+}
+
 void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_native *nat)
 {
     if (pid <= 0 || !nat->n)
@@ -1150,10 +1260,16 @@ void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_na
         s->status = FK_PY_NO_THREAD;
         s->reads = s->read_bytes = 0;
         s->anchored = false;
+        const struct fk_py_snap *snap = snap_of(p, tid, nat->time);
+        if (snap)
+            p->st.snapshots_used++;
+        else
+            note_delay(p, nat->time, t0);
+        fk_py_use_snap(pp->w, snap);
         if (pp->cf_known && nat->sps &&
             heads_from_copy(fk_py_walker_layout(pp->w), nat, p->evals, nn, pp->cf_off, heads,
                             &nh) && nh == nev) {
-            fk_py_walk_from(pp->w, heads, nh, s);
+            fk_py_walk_from(pp->w, heads, nh, nat->complete, s);
             p->st.anchored++;
         } else {
             uint64_t ntid = ns_tid(pp, tid);
@@ -1162,6 +1278,7 @@ void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_na
             if (!pp->cf_known && nat->sps && s->cframe)
                 learn_cframe(p, pp, nat, nev, s->cframe);
         }
+        fk_py_use_snap(pp->w, NULL);
         p->st.status[s->status]++;
         p->st.reads += s->reads;
         p->st.read_bytes += s->read_bytes;
@@ -1200,8 +1317,22 @@ void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_na
 void fk_python_stats(const struct fk_python *p, struct fk_python_stats *out)
 {
     *out = p->st;
+    uint64_t seen = 0;
+    out->delay_median_ms = out->delay_p90_ms = 0;
+    for (size_t i = 0; i < DELAY_N && p->ndelay; i++) {
+        seen += p->delay[i];
+        double ms = ((double)i + 0.5) * DELAY_NS / 1e6;
+        if (!out->delay_median_ms && seen * 2 >= p->ndelay)
+            out->delay_median_ms = ms;
+        if (seen * 10 >= p->ndelay * 9) {
+            out->delay_p90_ms = ms;
+            break;
+        }
+    }
+    out->delay_max_ms = (double)p->delay_max / 1e6;
     out->median_us = 0;
-    uint64_t seen = 0, half = (p->st.samples + 1) / 2;
+    uint64_t half = (p->st.samples + 1) / 2;
+    seen = 0;
     for (size_t i = 0; i < HIST_N && p->st.samples; i++) {
         seen += p->hist[i];
         if (seen >= half) {

@@ -132,9 +132,26 @@ void fk_py_walk(struct fk_py_walker *w, uint64_t tid, struct fk_py_stack *out);
  * in the sampled stack copy held it -- the state at the sample, not at the
  * read. Segment k is followed from heads[k] to its entry frame, whose
  * caller must be heads[k + 1]: where it is not, the thread moved on since
- * the sample and segment k is marked stale. out->segments == nheads. */
+ * the sample and segment k is marked stale. last_is_root: the last head's
+ * segment is the thread's first (the native stack reached its root), so
+ * its entry frame must have no caller. out->segments == nheads. */
 void fk_py_walk_from(struct fk_py_walker *w, const uint64_t *heads, unsigned nheads,
-                     struct fk_py_stack *out);
+                     bool last_is_root, struct fk_py_stack *out);
+/* A thread's frames as they were when its sample was read out of the
+ * ring, before it waits its turn to be unwound: the bytes of each frame of
+ * the live chain (code objects are named later; they do not change). */
+#define FK_PY_SNAP_FRAMES 64
+#define FK_PY_FRAME_BYTES 80
+struct fk_py_snap {
+    uint64_t tid, time;         /* the sample's, to find it again */
+    unsigned n;
+    uint64_t addr[FK_PY_SNAP_FRAMES];
+    unsigned char bytes[FK_PY_SNAP_FRAMES][FK_PY_FRAME_BYTES];
+};
+/* Record tid's live chain into snap; false when there is none. */
+bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *snap);
+/* Walks read frames from snap where it holds them (NULL: from the target). */
+void fk_py_use_snap(struct fk_py_walker *w, const struct fk_py_snap *snap);
 /* A name by id (NUL-terminated, UTF-8, no ';' or control characters). */
 const char *fk_py_name(const struct fk_py_walker *w, uint32_t id, size_t *len);
 size_t fk_py_walker_bytes(const struct fk_py_walker *w);
@@ -185,6 +202,10 @@ struct fk_python_stats {
     uint64_t tid_refreshes;         /* thread-table walks (a tid not cached) */
     uint64_t ns_total;              /* CPU time walking and splicing */
     double median_us;               /* per sample of a Python process */
+    uint64_t snapshots;             /* chains read as the sample left the ring */
+    uint64_t snapshots_used;        /* ... found again when the sample was spliced */
+    uint64_t early_ns;              /* CPU time taking them */
+    double delay_median_ms, delay_p90_ms, delay_max_ms; /* sample -> chain read */
     char versions[64];              /* "3.11" ... as found; unknown ones as "3.12?" */
 };
 
@@ -202,7 +223,13 @@ struct fk_py_native {
     unsigned nsps;
     const unsigned char *stack; /* the sample's stack copy, from stack_base */
     uint64_t stack_base, stack_len;
+    uint64_t time;              /* the sample's (CLOCK_MONOTONIC): its snapshot */
 };
+/* As soon as a sample of pid/tid is read out of its ring (time: the
+ * sample's, CLOCK_MONOTONIC): snapshot the thread's chain now, for
+ * fk_python_sample later. Only processes already known to run CPython;
+ * a few reads, no symbol work. */
+void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time);
 /* Rewrite one sample's user frames in place when pid runs CPython: Python
  * frames become locations of the symbolizer's named frames,
  * "qualname_[p]". With the stack copy and frame stack pointers, each
