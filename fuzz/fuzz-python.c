@@ -79,7 +79,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static struct fk_py_stack st;
     for (uint64_t tid = 10; tid <= 14; tid++)
         for (int again = 0; again < 2; again++) {
-            fk_py_walk(w, tid, &st);
+            if (again && data[0] & 8) {
+                uint64_t heads[3] = { 0, 0, 0 };
+                for (int k = 0; k < 3; k++)
+                    memcpy(&heads[k], data + (2 + 8 * k + tid) % (size > 8 ? size - 8 : 1),
+                           size >= 8 ? 8 : 0);
+                fk_py_walk_from(w, heads, 1 + tid % 3, data[0] & 16, &st);
+            } else {
+                fk_py_walk(w, tid, &st);
+            }
             if (st.status >= FK_PY_NSTATUS || st.n > FK_PY_MAX_DEPTH || st.reads > FK_PY_MAX_READS ||
                 st.read_bytes > FK_PY_MAX_READ_BYTES)
                 abort();
