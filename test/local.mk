@@ -108,3 +108,10 @@ test_unit_fetchd_SOURCES = test/unit/unit-fetchd.c test/unit/unit.h
 test_unit_fetchd_CFLAGS = $(FETCHD_CFLAGS)
 test_unit_fetchd_LDADD = $(FETCHD_LIBS)
 endif
+check_PROGRAMS += test/progs/offcpu-truth
+test_progs_offcpu_truth_CFLAGS = $(AM_CFLAGS) -O1 -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -mno-omit-leaf-frame-pointer -pthread
+test_progs_offcpu_truth_LDADD = -lpthread
+check_PROGRAMS += test/unit-offcpu
+test_unit_offcpu_SOURCES = test/unit/unit-offcpu.c test/unit/unit.h
+test_unit_offcpu_CFLAGS = $(libflamekit_a_CFLAGS)
+test_unit_offcpu_LDADD = $(FK_LIBS)
