@@ -115,3 +115,4 @@ check_PROGRAMS += test/unit-offcpu
 test_unit_offcpu_SOURCES = test/unit/unit-offcpu.c test/unit/unit.h
 test_unit_offcpu_CFLAGS = $(libflamekit_a_CFLAGS)
 test_unit_offcpu_LDADD = $(FK_LIBS)
+EXTRA_DIST += test/offcpu-ref.bt test/offcpu-keys.py

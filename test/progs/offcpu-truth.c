@@ -19,6 +19,9 @@
  *   offcpu-truth storm SECONDS      two threads ping-pong a byte through two
  *                                   pipes as fast as they can; prints the
  *                                   round trips per second
+ *   offcpu-truth spin SECONDS       two threads spin (spin_hot) without
+ *                                   blocking: on one CPU (taskset -c 0) each
+ *                                   waits runnable [R] half the time
  *   offcpu-truth threads N          N short-lived threads, each sleeping
  *                                   1 ms (tid churn)
  */
@@ -36,7 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NOINLINE __attribute__((noinline))
+#define NOINLINE __attribute__((noinline, noclone))
 
 static uint64_t now_ns(void)
 {
@@ -256,6 +259,24 @@ static void *storm_pong(void *arg)
     return NULL;
 }
 
+/* ---- runnable, never blocking ---- */
+
+static NOINLINE void spin_hot(void)
+{
+    volatile uint64_t x = 0;
+    while (now_ns() < deadline)
+        for (int i = 0; i < 1000; i++)
+            x += (uint64_t)i;
+}
+
+static void *spinner(void *arg)
+{
+    (void)arg;
+    name_thread("truth-spin");
+    spin_hot();
+    return NULL;
+}
+
 /* ---- thread churn ---- */
 
 static NOINLINE void *short_thread(void *arg)
@@ -285,7 +306,7 @@ static void print_truths(void)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: offcpu-truth sleeps|pipe|mutex|storm SECONDS | fsync SECONDS DIR"
+        fprintf(stderr, "usage: offcpu-truth sleeps|pipe|mutex|storm|spin SECONDS | fsync SECONDS DIR"
                         " | threads N\n");
         return 2;
     }
@@ -332,6 +353,11 @@ int main(int argc, char **argv)
         double el = (double)(now_ns() - t0) / 1e9;
         printf("round_trips %llu\nround_trips_per_s %.0f\n", (unsigned long long)trips,
                (double)trips / el);
+    } else if (!strcmp(mode, "spin")) {
+        start(&th[0], spinner);
+        start(&th[1], spinner);
+        pthread_join(th[0], NULL);
+        pthread_join(th[1], NULL);
     } else if (!strcmp(mode, "threads")) {
         int n = atoi(argv[2]);
         for (int i = 0; i < n; i++) {
