@@ -72,14 +72,14 @@ for mode in ratio recursion generators threads; do
     generators) a=gen_a b=consume_b ;;
     threads) a=thread_a b=thread_b ;;
     esac
-    if ! cap "$mode" -F 999 -- "$PY" "$TRUTH" "$mode" 4 "$T/$mode.truth"; then
+    if ! cap "$mode" -F 999 -- "$PY" "$TRUTH" "$mode" 2 "$T/$mode.truth"; then
         fail "$mode: capture failed" "$(cat "$T/$mode.log")"; continue
     fi
     want=$(truth "$T/$mode.truth" "$a" "$b")
     got=$(pick "$F" "$a" "$b" | awk 'NR == 1 { print $2 }')
     n=$(pick "$F" "$a" "$b" | awk '{ t += $1 } END { print t }')
     if [ "${n:-0}" -lt 800 ]; then
-        fail "$mode at 999 Hz: only $n Python samples (a loaded machine gives fewer; the share needs ~800)"
+        fail "$mode at 999 Hz: only $n samples in the two functions for 2 s of CPU (~800 needed for the share)"
     else
         near "$mode at 999 Hz: $a's share" "$got" "$want" 5
     fi
@@ -88,7 +88,7 @@ for mode in ratio recursion generators threads; do
 done
 check_grep "recursion: 30 levels of rec_a under one eval frame" \
     "$(printf 'rec_a_\\[p\\];%.0s' $(seq 30))" "$(zcat "$T/recursion/"*.folded.gz)"
-check_grep "generators: the generator's body under its consumer" 'consume_b_\[p\];gen_a_\[p\]' \
+check_grep "generators: the generator's body under its consumer" 'consume_b_\[p\];(.*;)?gen_a_\[p\]' \
     "$(zcat "$T/generators/"*.folded.gz)"
 
 # ---- 99 Hz: the same consistency (fewer samples: shares are checked at 999 Hz)

@@ -82,25 +82,25 @@ def py_loop():
 def main():
     mode, secs = sys.argv[1], float(sys.argv[2])
     out = sys.argv[3] if len(sys.argv) > 3 else None
-    end = time.monotonic() + secs
+    end = time.process_time() + secs
     counts = {}
     if mode == "ratio":
         n = 0
-        while time.monotonic() < end:
+        while time.process_time() < end:
             work_a()
             work_b()
             n += 1
         counts = {"work_a": 3 * n, "work_b": n}
     elif mode == "recursion":
         n = 0
-        while time.monotonic() < end:
+        while time.process_time() < end:
             rec_a(30)
             flat_b()
             n += 1
         counts = {"rec_a": n, "flat_b": n}
     elif mode == "generators":
         n = 0
-        while time.monotonic() < end:
+        while time.process_time() < end:
             consume_b(10)
             n += 10
         counts = {"gen_a": 3 * n, "consume_b": n}
@@ -111,13 +111,14 @@ def main():
               threading.Thread(target=thread_b, args=(stop, counts))]
         for t in ts:
             t.start()
-        time.sleep(secs)
+        while time.process_time() < end:
+            time.sleep(0.05)
         stop.set()
         for t in ts:
             t.join()
     elif mode == "extension":
         n = 0
-        while time.monotonic() < end:
+        while time.process_time() < end:
             py_compress()
             py_loop()
             n += 1

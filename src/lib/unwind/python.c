@@ -121,6 +121,7 @@ struct fk_py_walker {
     struct fk_buf lt;       /* line tables of cached code objects */
     struct fk_buf tmp;
     struct code_entry scratch;  /* a code object read past the budget */
+    uint64_t refreshes;         /* thread-table walks */
     /* per walk */
     struct fk_py_stack *cur;
     const struct fk_py_snap *snap;  /* frames as read earlier, or NULL */
@@ -519,6 +520,7 @@ static uint64_t tstate_of(struct fk_py_walker *w, uint64_t tid, bool *refreshed)
     if (ts && rd_ptr(w, ts + L->ts_native_thread_id, &got) && got == tid)
         return ts;
     *refreshed = true;
+    w->refreshes++;
     refresh_tids(w);
     return tid_lookup(w, tid);
 }
@@ -1330,6 +1332,9 @@ void fk_python_stats(const struct fk_python *p, struct fk_python_stats *out)
         }
     }
     out->delay_max_ms = (double)p->delay_max / 1e6;
+    for (size_t i = 0; i < p->nprocs; i++)
+        if (p->procs[i]->w)
+            out->tid_refreshes += p->procs[i]->w->refreshes;
     out->median_us = 0;
     uint64_t half = (p->st.samples + 1) / 2;
     seen = 0;
