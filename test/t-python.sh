@@ -43,14 +43,15 @@ pick() {
 truth() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); a=d[sys.argv[2]]; b=d[sys.argv[3]]; print("%.3f" % (a/(a+b)))' "$@"; }
 consistent() { "$PY" -c 'import json,sys; p=json.load(open(sys.argv[1]))["python"]; print("%.3f %d %.1f" % (p["consistent"]/max(p["spliced"],1), p["spliced"], p["read_delay"]["median_ms"]))' "$1"; }
 # check_consistent WHAT JSON: >= 95 % of the spliced samples consistent,
-# when flamekit read the chains soon after the samples (median <= 5 ms).
+# when flamekit read the chains soon after the samples (median <= 1 ms:
+# a generator here moves on within a millisecond).
 # On a host so loaded that flamekit waits longer for a CPU, the threads
 # have moved on by then: the changed share is then what the summary
 # reports, not a property of the reader (bench/python.sh measures it).
 check_consistent() {
     local cs cn dm
     read -r cs cn dm <<<"$(consistent "$2")"
-    if awk -v d="$dm" 'BEGIN { exit !(d > 5) }'; then
+    if awk -v d="$dm" 'BEGIN { exit !(d > 1) }'; then
         skip "$1" "reads came $dm ms after the samples (median): host too loaded to measure consistency"
     else
         check_range "$1: consistent share of $cn spliced samples (read $dm ms after)" "$cs" 0.95 1
@@ -97,7 +98,7 @@ for mode in ratio recursion generators threads; do
     dm=$(consistent "$J" | awk '{ print $3 }')
     if [ "${n:-0}" -lt 800 ]; then
         fail "$mode at 999 Hz: only $n samples in the two functions for 2 s of CPU (~800 needed for the share)"
-    elif awk -v d="$dm" 'BEGIN { exit !(d > 5) }'; then
+    elif awk -v d="$dm" 'BEGIN { exit !(d > 1) }'; then
         # changed samples are not spread evenly (deep calls move on more
         # often): the share of the consistent ones is then biased
         skip "$mode at 999 Hz: $a's share" "reads came $dm ms after the samples (median): host too loaded"
@@ -123,7 +124,14 @@ check_grep "zlib's compressor under py_compress" 'py_compress_\[p\];(.*;)?(defla
 check_nogrep "no eval frame left where a segment was spliced" '_PyEval_EvalFrameDefault;' "$(zcat "$F" | grep 'py_compress_\[p\]')"
 
 # ---- against cProfile on the same script: inclusive shares of the top functions
-if "$PY" -m cProfile -o "$T/prof.out" "$TRUTH" ratio 4 >/dev/null 2>&1 && cap cprof -F 999 -- "$PY" "$TRUTH" ratio 4; then
+# cProfile with a CPU-time timer, as flamekit's cpu-clock samples count: its
+# default wall clock gives a loaded host's waits to whatever ran before them
+if "$PY" -c 'import cProfile, runpy, sys, time
+sys.argv = sys.argv[2:]
+p = cProfile.Profile(time.process_time)
+p.runcall(runpy.run_path, sys.argv[0], run_name="__main__")
+p.dump_stats(sys.argv[-1])' x "$TRUTH" ratio 2 "$T/prof.out" \
+        >/dev/null 2>&1 && cap cprof -F 999 -- "$PY" "$TRUTH" ratio 2; then
     ref=$("$PY" -c '
 import pstats, sys
 s = pstats.Stats(sys.argv[1]).stats
