@@ -77,6 +77,7 @@ EXTRA_DIST += test/t-harden.sh
 EXTRA_DIST += test/t-remote.sh
 EXTRA_DIST += test/t-symbols.sh
 EXTRA_DIST += test/t-harden-read.sh
+EXTRA_DIST += test/t-harden-syms.sh
 EXTRA_DIST += test/t-unit.sh
 EXTRA_DIST += test/t-upload-systemd.sh
 EXTRA_DIST += test/t-upload.sh
@@ -108,3 +109,6 @@ test_unit_fetchd_SOURCES = test/unit/unit-fetchd.c test/unit/unit.h
 test_unit_fetchd_CFLAGS = $(FETCHD_CFLAGS)
 test_unit_fetchd_LDADD = $(FETCHD_LIBS)
 endif
+check_PROGRAMS += test/progs/symbomb
+test_progs_symbomb_CFLAGS = $(AM_CFLAGS) $(LZMA_CFLAGS)
+test_progs_symbomb_LDADD = $(LZMA_LIBS)
