@@ -78,6 +78,7 @@ EXTRA_DIST += test/t-remote.sh
 EXTRA_DIST += test/t-symbols.sh
 EXTRA_DIST += test/t-harden-read.sh
 EXTRA_DIST += test/t-harden-syms.sh
+EXTRA_DIST += test/t-harden-serve.sh
 EXTRA_DIST += test/t-unit.sh
 EXTRA_DIST += test/t-upload-systemd.sh
 EXTRA_DIST += test/t-upload.sh
