@@ -36,6 +36,31 @@ static void handle_signals(bool on)
     }
 }
 
+/* The countdown line on stderr while capturing, when it is a terminal. */
+static void progress_line(void *ctx, const struct fk_capture_progress *p)
+{
+    (void)ctx;
+    static int tty = -1;
+    if (tty < 0)
+        tty = isatty(STDERR_FILENO);
+    if (!tty)
+        return;
+    if (p->done) {
+        fprintf(stderr, "\r\033[K");
+        return;
+    }
+    if (p->duration_ns) {
+        uint64_t left = p->duration_ns > p->elapsed_ns ? p->duration_ns - p->elapsed_ns : 0;
+        fprintf(stderr, "\r%s: %llu s left, %llu samples, %llu lost \033[K", fk_progname,
+                (unsigned long long)((left + 999999999ull) / 1000000000ull),
+                (unsigned long long)p->samples_kept, (unsigned long long)p->lost);
+    } else {
+        fprintf(stderr, "\r%s: %llu s, %llu samples, %llu lost \033[K", fk_progname,
+                (unsigned long long)(p->elapsed_ns / 1000000000ull),
+                (unsigned long long)p->samples_kept, (unsigned long long)p->lost);
+    }
+}
+
 int fk_capture_cli_run(struct fk_profile_request *rq, int argc, char **argv)
 {
     char err[512];
@@ -48,6 +73,7 @@ int fk_capture_cli_run(struct fk_profile_request *rq, int argc, char **argv)
     rq->argv = argv;
     rq->stop = &stop_flag;
     rq->run_pid = &run_pid;
+    rq->progress = progress_line;
     /* Handlers stay through the final writes: a Ctrl-C then only ends
      * the capture, so no *.tmp.* file is left half written. */
     handle_signals(true);
