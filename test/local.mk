@@ -113,3 +113,11 @@ endif
 check_PROGRAMS += test/progs/symbomb
 test_progs_symbomb_CFLAGS = $(AM_CFLAGS) $(LZMA_CFLAGS)
 test_progs_symbomb_LDADD = $(LZMA_LIBS)
+check_PROGRAMS += test/progs/offcpu-truth
+test_progs_offcpu_truth_CFLAGS = $(AM_CFLAGS) -O1 -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -mno-omit-leaf-frame-pointer -pthread
+test_progs_offcpu_truth_LDADD = -lpthread
+check_PROGRAMS += test/unit-offcpu
+test_unit_offcpu_SOURCES = test/unit/unit-offcpu.c test/unit/unit.h
+test_unit_offcpu_CFLAGS = $(libflamekit_a_CFLAGS)
+test_unit_offcpu_LDADD = $(FK_LIBS)
+EXTRA_DIST += test/offcpu-ref.bt test/offcpu-keys.py

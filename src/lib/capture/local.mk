@@ -12,3 +12,5 @@ libflamekit_a_SOURCES += src/lib/capture/target.c src/lib/capture/target.h
 libflamekit_a_SOURCES += src/lib/capture/sysinfo.c
 libflamekit_a_SOURCES += src/lib/capture/period_check.c src/lib/capture/period_check.h
 libflamekit_a_SOURCES += src/lib/capture/swevent.c src/lib/capture/swevent.h
+libflamekit_a_SOURCES += src/lib/capture/tracefs.c src/lib/capture/tracefs.h
+libflamekit_a_SOURCES += src/lib/capture/blocktime.c src/lib/capture/blocktime.h
