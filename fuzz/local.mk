@@ -1,6 +1,6 @@
 # fuzz targets (clang -fsanitize=fuzzer), built and run by fuzz/run
 # (fuzz/fuzz-NAME.c, seeds in fuzz/corpus/NAME/): one file per line.
-EXTRA_DIST += fuzz/run
+EXTRA_DIST += fuzz/run fuzz/elfsyms.options
 EXTRA_DIST += fuzz/fuzz.h
 EXTRA_DIST += fuzz/fuzz-perfscript.c
 EXTRA_DIST += fuzz/corpus/perfscript/default.txt

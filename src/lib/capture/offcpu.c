@@ -58,15 +58,9 @@ struct offcpu {
 /* The number after key in a small /proc file, summed over its lines. */
 static bool proc_sum(const char *path, const char *const *keys, uint64_t *sum)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
     char buf[8192];
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
+    if (fk_read_small(path, buf, sizeof buf) <= 0)
         return false;
-    buf[n] = 0;
     for (const char *const *k = keys; *k; k++) {
         size_t kl = strlen(*k);
         for (char *p = buf; (p = strstr(p, *k)); p += kl)
