@@ -61,7 +61,9 @@ if offcpu sleeps run -- "$TRUTH" sleeps 3; then
     within "sleeps: truth-a's blocked total vs its clock (%)" "$(pct $((fa + fb)) $((a + b)))" 100 10
     fc=$(weight "$F" ';wait_50ms;'); c=$(truth "$T/sleeps.out" wait_50ms)
     within "sleeps: truth-b's blocked total vs its clock (%)" "$(pct "$fc" "$c")" 100 10
-    check_eq "sleeps: the blocked stacks are [S]" "$(weight "$F" ';wait_[135]0ms;')" "$(weight "$F" '^[^;]*;\[S\];.*;wait_[135]0ms;')"
+    # (a thread may also be preempted on its way in or out of a sleep: [R])
+    check_range "sleeps: the sleeps' blocked time is [S] (%)" \
+        "$(pct "$(weight "$F" '^[^;]*;\[S\];.*;wait_[135]0ms;')" "$(weight "$F" ';wait_[135]0ms;')" | cut -d. -f1)" 99 100
     check_grep "sleeps: the kernel part is there (do_nanosleep)" 'do_nanosleep_\[k\]' "$(zcat "$F")"
     check_eq "sleeps: metadata says profile offcpu" offcpu "$(jnum profile "$J")"
     check_eq "sleeps: folded counts are ns" ns "$(jnum weight_unit "$J")"
