@@ -171,9 +171,9 @@ static int offcpu_event(const struct fk_profile_request *rq, struct fk_event *ev
     return 0;
 }
 
-/* N from the rate measured before the window (the host's for a command
- * not yet started; the rate during the window is reported), and the stack
- * copy for blocked stacks (FK_OFFCPU_STACK_SIZE unless asked). */
+/* N from the rate measured before the window (the rate during the window
+ * is reported), and the stack copy for blocked stacks
+ * (FK_OFFCPU_STACK_SIZE unless asked). */
 static int offcpu_prepare(const struct fk_profile_request *rq, struct fk_profile_result *res,
                           struct fk_capture_opts *co)
 {
@@ -182,8 +182,11 @@ static int offcpu_prepare(const struct fk_profile_request *rq, struct fk_profile
     int64_t rate = -1;
     if (t->kind == FK_TARGET_PID)
         rate = fk_offcpu_switch_rate(t->pids, t->npids, FK_OFFCPU_RATE_PROBE_MS);
-    else    /* host-wide, an upper bound (a command to run has no rate yet) */
+    else if (t->kind != FK_TARGET_RUN)     /* host-wide: an upper bound for user, cgroup */
         rate = fk_offcpu_switch_rate(NULL, 0, FK_OFFCPU_RATE_PROBE_MS);
+    /* a command to run has no rate yet (the host's says nothing about it):
+     * every switch-out, unless --every says otherwise; ring overflow is
+     * counted and its blocks dropped */
     res->offcpu_rate_before = rate;
     uint64_t n = rq->one_in;
     if (!n)
@@ -284,7 +287,7 @@ static void offcpu_summary(FILE *out, const struct fk_profile_request *rq,
     const struct fk_offcpu_stats *o = &res->offcpu;
     const struct fk_bt_stats *b = &o->blocks;
     double secs = res->cap.duration_ns ? (double)res->cap.duration_ns / 1e9 : 1;
-    char before[48] = "unknown";
+    char before[48] = "unknown for a command";
     if (res->offcpu_rate_before >= 0)
         snprintf(before, sizeof before, "%lld/s%s", (long long)res->offcpu_rate_before,
                  rq->target == FK_TARGET_PID ? "" : " host-wide");
