@@ -64,7 +64,7 @@ check_eq "unknown page: 404" 404 "$(code -H "Authorization: Bearer $TOK_A" "$U/n
 check_eq "POST elsewhere: 405" 405 "$(code -X POST -H "Authorization: Bearer $TOK_A" "$U/profile")"
 
 # a real capture of our workload: SVG with the contract's file name
-"$FK_BUILD/test/progs/hot" 10 & hp=$!
+"$FK_BUILD/test/progs/hot" 60 & hp=$!   # outlives the four captures below on a loaded host
 fk_cleanup "kill $hp 2>/dev/null"
 c=$(code -H "Authorization: Bearer $TOK_A" "$U/profile?target=pid:$hp&seconds=2&format=svg")
 check_eq "pid capture as SVG: 200" 200 "$c"
