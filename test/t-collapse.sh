@@ -5,6 +5,20 @@
 . "$FK_SRC/test/lib.sh"
 C() { "$FLAMEKIT" collapse "$@"; }
 TAB=$(printf '\t')
+# FlameGraph and inferno, fetched outside the project: FLAMEGRAPH_DIR /
+# INFERNO_DIR (work trees), else ~/.cache/flamekit/{FlameGraph,inferno}, else
+# git mirrors at /work/.mirror/{brendangregg+FlameGraph,jonhoo+inferno}/repo.
+# Nothing is fetched here: without them the comparisons are skipped.
+suite_dir() {  # suite_dir NAME ENVDIR CACHE MIRROR -> prints a directory or nothing
+    local name=$1 env=$2 cache=$3 mirror=$4
+    if [ -n "$env" ] && [ -d "$env" ]; then echo "$env"; return; fi
+    if [ -d "$cache" ]; then echo "$cache"; return; fi
+    if [ -d "$mirror" ] && need git; then
+        mkdir -p "$T/$name" && git --git-dir="$mirror" archive HEAD | tar -x -C "$T/$name" 2>/dev/null && echo "$T/$name"
+    fi
+}
+fgd=$(suite_dir fg "${FLAMEGRAPH_DIR:-}" "$HOME/.cache/flamekit/FlameGraph" /work/.mirror/brendangregg+FlameGraph/repo)
+ifd=$(suite_dir inferno "${INFERNO_DIR:-}" "$HOME/.cache/flamekit/inferno" /work/.mirror/jonhoo+inferno/repo)
 
 # --- a real recording: perf record -F 999 -g of test/progs/collapse-spin ---
 spin=$FK_BUILD/test/progs/collapse-spin
@@ -55,14 +69,14 @@ else
         check_nogrep "--kernel marks nothing when perf printed no kernel frame" '_\[k\]' "$(C --kernel "$T/spin.txt")"
     fi
     # the Perl tool, when available, agrees with --period (it sums periods)
-    fg=${FLAMEGRAPH_DIR:-$HOME/.cache/flamekit/FlameGraph}
-    if [ -f "$fg/stackcollapse-perf.pl" ] && need perl; then
+    fg=$fgd
+    if [ -n "$fg" ] && [ -f "$fg/stackcollapse-perf.pl" ] && need perl; then
         perl "$fg/stackcollapse-perf.pl" "$T/spin.txt" >"$T/spin.perl" 2>/dev/null
         check_eq "--period output = stackcollapse-perf.pl's" "$(LC_ALL=C sort "$T/spin.perl")" "$(cat "$T/spin.period")"
         perl "$fg/stackcollapse-perf.pl" --kernel --pid "$T/spin.txt" >"$T/spin.perl" 2>/dev/null
         check_eq "--period --kernel --pid = stackcollapse-perf.pl's" "$(LC_ALL=C sort "$T/spin.perl")" "$(C --period --kernel --pid "$T/spin.txt")"
     else
-        skip "comparison with stackcollapse-perf.pl" "FlameGraph not in $fg"
+        skip "comparison with stackcollapse-perf.pl" "no FlameGraph copy: set FLAMEGRAPH_DIR to a clone of https://github.com/brendangregg/FlameGraph"
     fi
 fi
 
@@ -76,7 +90,7 @@ printf '%s\n' \
  "# ========" "# captured on    : Wed Dec  2 12:00:00 2026" "# cmdline : /usr/bin/perf record -g" "# ========" "#" \
  "my prog 100/101 [001] 10.000001:     250000 cpu-clock:ppp: " \
  "${TAB}    7f0000001234 std::vector<int, std::allocator<int> >::push_back(int const&)+0x24 (/usr/bin/my prog)" \
- "${TAB}    7f0000002000 (anonymous namespace)::helper(char const*) [clone .isra.0]+0x10 (/usr/bin/my prog)" \
+ "${TAB}    7f0000002000 ns::(anonymous namespace)::helper(char const*) [clone .isra.0]+0x10 (/usr/bin/my prog)" \
  "${TAB}    7f0000003000 operator new(unsigned long)+0x3 (/usr/lib/libstdc++.so.6)" \
  "${TAB}    7f0000004000 [unknown] (/usr/lib/libfoo.so.1 (deleted))" \
  "${TAB}    7f0000005000 do_it;now\"quoted\" (/tmp/old (deleted))" \
@@ -85,7 +99,7 @@ printf '%s\n' \
  "" \
  "my prog 100/101 [001] 10.001001:     250000 cpu-clock:ppp: " \
  "${TAB}    7f0000001234 std::vector<int, std::allocator<int> >::push_back(int const&)+0x99 (/usr/bin/my prog)" \
- "${TAB}    7f0000002000 (anonymous namespace)::helper(char const*) [clone .isra.0]+0x10 (/usr/bin/my prog)" \
+ "${TAB}    7f0000002000 ns::(anonymous namespace)::helper(char const*) [clone .isra.0]+0x10 (/usr/bin/my prog)" \
  "${TAB}    7f0000003000 operator new(unsigned long)+0x3 (/usr/lib/libstdc++.so.6)" \
  "${TAB}    7f0000004000 [unknown] (/usr/lib/libfoo.so.1 (deleted))" \
  "${TAB}    7f0000005000 do_it;now\"quoted\" (/tmp/old (deleted))" \
@@ -100,7 +114,7 @@ printf '%s\n' \
  "go 7 8.6:  1 page-faults: " \
  "${TAB}    4a0000 net/http.(*Client).Do+0x5 (/usr/bin/go)" >"$T/g1.txt"
 printf '%s' "${TAB}    4a2000 main.main+0x1 (/usr/bin/go)" >>"$T/g1.txt"   # no trailing newline
-stk='my_prog;[unknown];entry_SYSCALL_64;do_it:nowquoted;[libfoo.so.1];operator new;(anonymous namespace)::helper;std::vector<int, std::allocator<int> >::push_back'
+stk='my_prog;[unknown];entry_SYSCALL_64;do_it:nowquoted;[libfoo.so.1];operator new;ns::(anonymous namespace)::helper;std::vector<int, std::allocator<int> >::push_back'
 golden "headers, spaces, templates, [unknown], deleted, ';' and quotes" "$stk 2" --strict <"$T/g1.txt"
 golden "--kernel annotates only the kernel frame" "${stk/entry_SYSCALL_64/entry_SYSCALL_64_[k]} 2" --kernel <"$T/g1.txt"
 golden "--period weights by period" "$stk 500000" --period <"$T/g1.txt"
@@ -114,10 +128,10 @@ golden "--tag-inlined marks inlined frames _[i]" \
 go;main.main;net/http.(*Client).Do 1" --tag-inlined --event-filter=page-faults <"$T/g1.txt"
 golden "--event-filter=cpu-clock matches cpu-clock:ppp" "$stk 2" --event-filter=cpu-clock <"$T/g1.txt"
 golden "--addrs: addresses of unknown symbols, offsets stripped (as the Perl tool)" \
-    "my_prog;[unknown <0>];entry_SYSCALL_64;do_it:nowquoted;[libfoo.so.1 <7f0000004000>];operator new;(anonymous namespace)::helper;std::vector<int, std::allocator<int> >::push_back 2" --addrs <"$T/g1.txt"
+    "my_prog;[unknown <0>];entry_SYSCALL_64;do_it:nowquoted;[libfoo.so.1 <7f0000004000>];operator new;ns::(anonymous namespace)::helper;std::vector<int, std::allocator<int> >::push_back 2" --addrs <"$T/g1.txt"
 golden "--offsets keeps offsets" \
-    "my_prog;[unknown];entry_SYSCALL_64+0x10;do_it:nowquoted;[libfoo.so.1];operator new+0x3;(anonymous namespace)::helper+0x10;std::vector<int, std::allocator<int> >::push_back+0x24 1
-my_prog;[unknown];entry_SYSCALL_64+0x10;do_it:nowquoted;[libfoo.so.1];operator new+0x3;(anonymous namespace)::helper+0x10;std::vector<int, std::allocator<int> >::push_back+0x99 1" --offsets <"$T/g1.txt"
+    "my_prog;[unknown];entry_SYSCALL_64+0x10;do_it:nowquoted;[libfoo.so.1];operator new+0x3;ns::(anonymous namespace)::helper+0x10;std::vector<int, std::allocator<int> >::push_back+0x24 1
+my_prog;[unknown];entry_SYSCALL_64+0x10;do_it:nowquoted;[libfoo.so.1];operator new+0x3;ns::(anonymous namespace)::helper+0x10;std::vector<int, std::allocator<int> >::push_back+0x99 1" --offsets <"$T/g1.txt"
 # -F variants: no callchain (ip/sym on the header line), no time, no cpu, tid only
 printf '%s\n' \
  "sh 1234/1234 cpu-clock: 55d0 main+0x1 (/bin/sh)" \
@@ -138,6 +152,10 @@ golden "gzip on stdin" "a;f 1" <"$T/g3.gz"
 # Perl tool writes for it ---
 printf 'java 10 cycles:\nffff0001 leaf (/x)\nffff0002 main (/x)\n\n' >"$T/r1"
 golden "unindented frame lines are frames" "java;main;leaf 1" --strict <"$T/r1"
+printf 'cc1 cpu-clock: 55d0 main (/usr/bin/cc1)\ncc1 cpu-clock: 55d1 parse (/usr/bin/cc1)\n' >"$T/r1b"
+golden "... but a line whose second word is an event is a header (-F comm,event,ip,sym,dso)" \
+    "cc1;main 1
+cc1;parse 1" --strict <"$T/r1b"
 printf 'java 10 [000] 1.0: 1 cycles:\n\t7f01 Lpkg/A;::outer->Lpkg/B;::mid->Lpkg/C;::inner (/tmp/perf-10.map)\n\t7f02 Lpkg/Main;::main (/tmp/perf-10.map)\n\n' >"$T/r2"
 golden "'->' inline chains: frames, _[i] on the inlined, L stripped" \
     "java;pkg/Main:::main;pkg/A:::outer;pkg/B:::mid_[i];pkg/C:::inner_[i] 1" <"$T/r2"
@@ -154,6 +172,8 @@ golden "... with --addrs" "ab;main;[[vdso] <7fff01>];[[kernel.kallsyms] <fffffff
 printf 'go 7 1.0: 1 cpu-clock:\n\t4a1000 inlined_fn (inlined)\n\t4a2000 main.main+0x1 (/usr/bin/go)\n\n' >"$T/r6"
 golden "--all does not tag perf's (inlined) frames" "go;main.main;inlined_fn 1" --all <"$T/r6"
 printf 'ab 1 1.0: 1 cpu-clock:\n\t401000 std::function<int (int)>::operator()(int) const+0x10 (/x)\n\t401100 main (/x)\n\n' >"$T/r7"
+printf 'ab 1 1.0: 1 cpu-clock:\n\t401000 (anonymous namespace)::helper(int)+0x10 (/x)\n\t401100 main (/x)\n\n' >"$T/r10"
+golden "a symbol starting with '(' is dropped, (anonymous namespace) too" "ab;main 1" <"$T/r10"
 golden "a name cut at '(' keeps the blank before it" "ab;main;std::function<int  1" <"$T/r7"
 check_eq "... and merge reads that name back whole" "ab;main;std::function<int " \
     "$(C "$T/r7" | "$FLAMEKIT" merge - | sed 's/ [0-9]*$//')"
@@ -167,20 +187,7 @@ golden "--jit tags jitdump objects" "sp;main;fib_[j] 1" --jit <"$T/r9"
 # --- the public regression suites, side by side with today's Perl tool ---
 # FlameGraph's test.sh (every test/perf-*.txt x --pid --tid --kernel --jit
 # --all --addrs, and example-perf-stacks.txt.gz) and inferno's
-# tests/data/collapse-perf inputs, from copies fetched outside the project:
-# FLAMEGRAPH_DIR / INFERNO_DIR (work trees), else ~/.cache/flamekit/{FlameGraph,inferno},
-# else git mirrors at /work/.mirror/{brendangregg+FlameGraph,jonhoo+inferno}/repo.
-# Nothing is fetched here: without them this part is skipped.
-suite_dir() {  # suite_dir NAME ENVDIR CACHE MIRROR -> prints a directory or nothing
-    local name=$1 env=$2 cache=$3 mirror=$4
-    if [ -n "$env" ] && [ -d "$env" ]; then echo "$env"; return; fi
-    if [ -d "$cache" ]; then echo "$cache"; return; fi
-    if [ -d "$mirror" ] && need git; then
-        mkdir -p "$T/$name" && git --git-dir="$mirror" archive HEAD | tar -x -C "$T/$name" 2>/dev/null && echo "$T/$name"
-    fi
-}
-fgd=$(suite_dir fg "${FLAMEGRAPH_DIR:-}" "$HOME/.cache/flamekit/FlameGraph" /work/.mirror/brendangregg+FlameGraph/repo)
-ifd=$(suite_dir inferno "${INFERNO_DIR:-}" "$HOME/.cache/flamekit/inferno" /work/.mirror/jonhoo+inferno/repo)
+# tests/data/collapse-perf inputs (fgd, ifd: see the top).
 if ! need perl; then
     skip "public collapse suites" "perl not installed"
 elif [ -z "$fgd" ] || [ ! -f "$fgd/stackcollapse-perf.pl" ]; then
@@ -239,7 +246,7 @@ else
     check_range "public suites: FlameGraph's 78 pairs at least were run" "$pairs" 78 1000
     # the man page lists what remains
     man=$FK_SRC/man/flamekit-collapse.1
-    for what in 'last sample' 'empty symbol field' 'right-aligned' 'deleted' 'anonymous namespace' \
+    for what in 'last sample' 'empty symbol field' 'right-aligned' 'deleted' \
         'Fl -event-filter' 'Fl -inline' 'jitted-PID-N.so' 'Fl -offsets'; do
         check_grep "flamekit-collapse(1) lists the difference: $what" "$what" \
             "$(sed -n '/^\.Sh DIFFERENCES FROM STACKCOLLAPSE-PERF.PL/,/^\.Sh EXIT/p' "$man")"

@@ -494,8 +494,9 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
     }
     size_t offlen = p->o.offsets ? (size_t)(symend0 - off) : 0;
     size_t symlen = (size_t)(symend - sym);
-    if (symlen && sym[0] == '(' && !(symlen >= 21 && !memcmp(sym, "(anonymous namespace)", 21)))
-        return true;    /* perf's placeholders such as "(unknown)": the Perl tool drops them */
+    if (symlen && sym[0] == '(')
+        return true;    /* the Perl tool drops these frames: perf's "(unknown)", and
+                         * also "(anonymous namespace)::f" (files must merge) */
 
     const char *tag = NULL;
     if (inlined) {
@@ -512,7 +513,7 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
     }
     /* split on "->"; empty fields at the end are no frames (Perl's split) */
     const char *f = sym, *stop = sym + symlen;
-    while (stop - 2 >= f && stop[-1] == '>' && stop[-2] == '-')
+    while (stop - f >= 2 && stop[-1] == '>' && stop[-2] == '-')
         stop -= 2;
     if (stop == f)
         return true;    /* only arrows: Perl's split gives no field */
@@ -871,6 +872,15 @@ static bool perl_header(const char *s, const char *end)
     return false;
 }
 
+/* Is the second word an event ("comm cpu-clock: ...", perf script -F
+ * comm,event,ip,sym without a pid: one line per sample, no blank lines)?
+ * Then the line is a header even if its comm looks like an address. */
+static bool event_second(char *s, char *end)
+{
+    char *q = skip_blanks(find_blank(s, end), end), *e = find_blank(q, end);
+    return e - q >= 2 && e[-1] == ':';
+}
+
 void fk_perfscript_line(struct fk_perfscript *p, char *line, size_t len, uint64_t lineno)
 {
     p->st->lines++;
@@ -914,7 +924,7 @@ void fk_perfscript_line(struct fk_perfscript *p, char *line, size_t len, uint64_
         if (frame_line(p, s, end, line))
             return;
         /* perhaps a header with a right-aligned comm */
-    } else if (s == line && p->in_sample && !perl_header(s, end)) {
+    } else if (s == line && p->in_sample && !perl_header(s, end) && !event_second(s, end)) {
         /* an unindented frame line (perf-map-agent's tools write them):
          * the Perl tool takes a line for a header only when it has this
          * shape, anything else in a sample for a frame */
