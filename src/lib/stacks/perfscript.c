@@ -354,6 +354,8 @@ static bool kernel_object(const char *m, size_t n)
  * as inferno)? */
 static bool jit_object(const char *m, size_t n)
 {
+    if (!n)
+        return false;
     for (const char *q = m; (q = memmem(q, (size_t)(m + n - q), "/tmp/perf-", 10)); q++) {
         const char *d = q + 10;
         while (d < m + n && is_digit(*d))
