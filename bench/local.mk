@@ -15,3 +15,5 @@ FK_BENCHES += bench/unwind.sh
 EXTRA_DIST += bench/unwind.sh
 FK_BENCHES += bench/python.sh
 EXTRA_DIST += bench/python.sh
+FK_BENCHES += bench/offcpu.sh
+EXTRA_DIST += bench/offcpu.sh
