@@ -72,60 +72,77 @@ static struct bench_opts {
 
 #define BO(field) offsetof(struct bench_opts, field)
 
+/* A comma-separated option value, item by item: false when an item is bad
+ * (item() says so) or there is none; the caller says what the option wants. */
+static bool each_item(const char *val, struct bench_opts *o, bool (*item)(struct bench_opts *, const char *))
+{
+    char buf[256];
+    if (snprintf(buf, sizeof buf, "%s", val) >= (int)sizeof buf)
+        return false;
+    bool any = false;
+    for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), any = true)
+        if (!item(o, t))
+            return false;
+    return any;
+}
+
+static bool size_item(struct bench_opts *o, const char *t)
+{
+    uint64_t v;
+    if (o->nsizes == MAX_SIZES || !fk_parse_size(t, &v) || v < (1 << 20))
+        return false;
+    o->sizes[o->nsizes++] = v;
+    return true;
+}
+
 static bool parse_sizes(void *base, const char *val, char *err, size_t n)
 {
     struct bench_opts *o = base;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", val);
     o->nsizes = 0;
-    for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        uint64_t v;
-        if (o->nsizes == MAX_SIZES || !fk_parse_size(t, &v) || v < (1 << 20)) {
-            snprintf(err, n, "SIZE,SIZE (up to %d sizes of at least 1M, e.g. 4M,32M)", MAX_SIZES);
-            return false;
-        }
-        o->sizes[o->nsizes++] = v;
-    }
-    return o->nsizes > 0 || (snprintf(err, n, "SIZE,SIZE (e.g. 4M,32M)"), false);
+    if (each_item(val, o, size_item))
+        return true;
+    snprintf(err, n, "SIZE,SIZE (up to %d sizes of at least 1M, e.g. 4M,32M)", MAX_SIZES);
+    return false;
+}
+
+static bool clients_item(struct bench_opts *o, const char *t)
+{
+    char *end;
+    long v = strtol(t, &end, 10);
+    if (o->nclients == MAX_NCLIENTS || *end || v < 1 || v > 64)
+        return false;
+    o->clients[o->nclients++] = (int)v;
+    return true;
 }
 
 static bool parse_clients(void *base, const char *val, char *err, size_t n)
 {
     struct bench_opts *o = base;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", val);
     o->nclients = 0;
-    for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        char *end;
-        long v = strtol(t, &end, 10);
-        if (o->nclients == MAX_NCLIENTS || *end || v < 1 || v > 64) {
-            snprintf(err, n, "N,N,... (up to %d counts from 1 to 64, e.g. 1,2,4,8)", MAX_NCLIENTS);
-            return false;
-        }
-        o->clients[o->nclients++] = (int)v;
-    }
-    return o->nclients > 0 || (snprintf(err, n, "N,N,... (e.g. 1,2,4,8)"), false);
+    if (each_item(val, o, clients_item))
+        return true;
+    snprintf(err, n, "N,N,... (up to %d counts from 1 to 64, e.g. 1,2,4,8)", MAX_NCLIENTS);
+    return false;
+}
+
+static bool servers_item(struct bench_opts *o, const char *t)
+{
+    if (strcmp(t, "grpc") == 0)
+        return o->modes[M_GRPC_CONN] = o->modes[M_GRPC_SHARED] = true;
+    for (int m = 0; m < NMODES; m++)
+        if (strcmp(t, mode_name[m]) == 0)
+            return o->modes[m] = true;
+    return false;
 }
 
 static bool parse_servers(void *base, const char *val, char *err, size_t n)
 {
     struct bench_opts *o = base;
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", val);
     memset(o->modes, 0, sizeof o->modes);
-    bool any = false;
-    for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (strcmp(t, "grpc") == 0)
-            o->modes[M_GRPC_CONN] = o->modes[M_GRPC_SHARED] = true;
-        else if (strcmp(t, "sock") == 0 || strcmp(t, "grpc-conn") == 0 || strcmp(t, "grpc-shared") == 0)
-            o->modes[strcmp(t, "sock") == 0 ? M_SOCK : strcmp(t, "grpc-conn") == 0 ? M_GRPC_CONN : M_GRPC_SHARED] = true;
-        else {
-            snprintf(err, n, "a list of sock, grpc-conn, grpc-shared (grpc: both gRPC modes)");
-            return false;
-        }
-        any = true;
-    }
-    return any || (snprintf(err, n, "sock,grpc"), false);
+    if (each_item(val, o, servers_item))
+        return true;
+    snprintf(err, n, "a list of sock, grpc-conn, grpc-shared (grpc: both gRPC modes)");
+    return false;
 }
 
 static bool parse_cache(void *base, const char *val, char *err, size_t n)
