@@ -79,6 +79,7 @@ EXTRA_DIST += test/t-symbols.sh
 EXTRA_DIST += test/t-harden-read.sh
 EXTRA_DIST += test/t-harden-syms.sh
 EXTRA_DIST += test/t-harden-serve.sh
+EXTRA_DIST += test/t-serve-systemd.sh test/servers/debian-tree.sh
 EXTRA_DIST += test/t-unit.sh
 EXTRA_DIST += test/t-upload-systemd.sh
 EXTRA_DIST += test/t-upload.sh
