@@ -122,3 +122,4 @@ test_unit_offcpu_SOURCES = test/unit/unit-offcpu.c test/unit/unit.h
 test_unit_offcpu_CFLAGS = $(libflamekit_a_CFLAGS)
 test_unit_offcpu_LDADD = $(FK_LIBS)
 EXTRA_DIST += test/offcpu-ref.bt test/offcpu-keys.py
+EXTRA_DIST += test/t-offcpu.sh

@@ -6,7 +6,7 @@
 #include "serve.h"
 #include "auth.h"
 #include "mhd-dyn.h"
-#include "profile/profile.h"
+#include "profile/kinds.h"
 #include "util/buf.h"
 
 #include <arpa/inet.h>
@@ -527,8 +527,10 @@ static enum MHD_Result route_profile(struct server *s, struct MHD_Connection *c,
             kind = FK_PROFILE_CPU;
         else if (!strcmp(k, "faults"))
             kind = FK_PROFILE_FAULTS;
+        else if (!strcmp(k, "offcpu"))
+            kind = FK_PROFILE_OFFCPU;
         else
-            return text(c, r, "GET", url, 400, NULL, "kind=%s: want cpu or faults", k);
+            return text(c, r, "GET", url, 400, NULL, "kind=%s: want cpu, faults or offcpu", k);
         static const char *const fmts[] = { "svg", "folded", "pprof", "json" };
         f = F_SVG;
         if (fm) {
@@ -542,7 +544,7 @@ static enum MHD_Result route_profile(struct server *s, struct MHD_Connection *c,
         }
         char tv[101];
         snprintf(r->what, sizeof r->what, "target=%s kind=%s seconds=%llu format=%s",
-                 log_field(tv, sizeof tv, t ? t : "host"), kind == FK_PROFILE_CPU ? "cpu" : "faults",
+                 log_field(tv, sizeof tv, t ? t : "host"), fk_profile_ops(kind)->name,
                  (unsigned long long)secs, fmts[f]);
     } else {
         snprintf(r->what, sizeof r->what, "target=host kind=cpu seconds=%llu format=pprof",
