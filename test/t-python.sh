@@ -95,13 +95,13 @@ for mode in ratio recursion generators threads; do
     want=$(truth "$T/$mode.truth" "$a" "$b")
     got=$(pick "$F" "$a" "$b" | awk 'NR == 1 { print $2 }')
     n=$(pick "$F" "$a" "$b" | awk '{ t += $1 } END { print t }')
-    dm=$(consistent "$J" | awk '{ print $3 }')
+    cs=$(consistent "$J" | awk '{ print $1 }')
     if [ "${n:-0}" -lt 800 ]; then
         fail "$mode at 999 Hz: only $n samples in the two functions for 2 s of CPU (~800 needed for the share)"
-    elif awk -v d="$dm" 'BEGIN { exit !(d > 1) }'; then
-        # changed samples are not spread evenly (deep calls move on more
-        # often): the share of the consistent ones is then biased
-        skip "$mode at 999 Hz: $a's share" "reads came $dm ms after the samples (median): host too loaded"
+    elif awk -v c="$cs" 'BEGIN { exit !(c < 0.9) }'; then
+        # changed samples are not spread evenly (deep calls and generators
+        # move on more often): the others' shares are then biased
+        skip "$mode at 999 Hz: $a's share" "only $cs of the samples consistent (reads too late on this host)"
     else
         near "$mode at 999 Hz: $a's share" "$got" "$want" 5
     fi

@@ -842,6 +842,7 @@ enum py_state { PS_NONE, PS_PYTHON, PS_UNKNOWN_VERSION };
 struct py_proc {
     pid_t pid;
     uint8_t state;
+    bool early_checked;     /* looked for once as its first sample left the ring */
     bool other_ns;          /* its pid namespace is not ours: tids translated */
     uint64_t checked_ns;
     uint32_t dso;           /* the binary holding the interpreter */
@@ -1174,16 +1175,6 @@ static void learn_cframe(struct fk_python *p, struct py_proc *pp, const struct f
     }
 }
 
-static struct py_proc *proc_known(struct fk_python *p, pid_t pid)
-{
-    struct fk_hiter it = fk_hindex_find(&p->proc_idx, fk_hash_u64((uint32_t)pid));
-    uint32_t i;
-    while (fk_hindex_next(&it, &i))
-        if (p->procs[i]->pid == pid)
-            return p->procs[i];
-    return NULL;
-}
-
 static void note_delay(struct fk_python *p, uint64_t time, uint64_t now)
 {
     if (!time || now < time)
@@ -1195,12 +1186,32 @@ static void note_delay(struct fk_python *p, uint64_t time, uint64_t now)
         p->delay_max = d;
 }
 
+/* A process seen for the first time (or a second after it was found
+ * without Python): look for CPython now. */
+static void maybe_detect(struct fk_python *p, struct py_proc *pp, uint64_t now)
+{
+    if (pp->state == PS_NONE && (!pp->checked_ns || now - pp->checked_ns > RECHECK_NS)) {
+        pp->checked_ns = now;
+        if (fk_python_bytes(p) < p->max_bytes / 2 || !p->max_bytes)
+            detect(p, pp);
+    }
+}
+
 void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
 {
-    struct py_proc *pp = pid > 0 ? proc_known(p, pid) : NULL;
+    /* a short-lived interpreter may be gone when its first sample is
+     * handled: it is looked for here, once */
+    struct py_proc *pp = pid > 0 ? proc_of(p, pid) : NULL;
+    uint64_t t0 = mono_ns();
+    if (pp && pp->state == PS_NONE && !pp->early_checked) {
+        /* once: its maps may not be known yet (an exec's MMAP2 records
+         * wait in the ring), then the handled samples look again */
+        pp->early_checked = true;
+        if (fk_python_bytes(p) < p->max_bytes / 2 || !p->max_bytes)
+            detect(p, pp);
+    }
     if (!pp || pp->state != PS_PYTHON)
         return;
-    uint64_t t0 = mono_ns();
     if (!p->snaps) {
         if (p->max_bytes && fk_python_bytes(p) + SNAP_SLOTS * sizeof *p->snaps > p->max_bytes)
             return;
@@ -1239,11 +1250,7 @@ void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_na
     if (!pp)
         return;
     uint64_t t0 = mono_ns();
-    if (pp->state == PS_NONE && (!pp->checked_ns || t0 - pp->checked_ns > RECHECK_NS)) {
-        pp->checked_ns = t0;
-        if (fk_python_bytes(p) < p->max_bytes / 2 || !p->max_bytes)
-            detect(p, pp);
-    }
+    maybe_detect(p, pp, t0);
     if (pp->state != PS_PYTHON)
         return;
     p->st.samples++;

@@ -227,8 +227,9 @@ struct fk_py_native {
 };
 /* As soon as a sample of pid/tid is read out of its ring (time: the
  * sample's, CLOCK_MONOTONIC): snapshot the thread's chain now, for
- * fk_python_sample later. Only processes already known to run CPython;
- * a few reads, no symbol work. */
+ * fk_python_sample later: a few reads. A process seen for the first time
+ * is looked for CPython here (its binary's symbols, once), so short-lived
+ * interpreters are read before they exit. */
 void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time);
 /* Rewrite one sample's user frames in place when pid runs CPython: Python
  * frames become locations of the symbolizer's named frames,
