@@ -3,6 +3,7 @@
 #include "capture/capture.h"
 #include "util/buf.h"
 #include "util/hindex.h"
+#include "util/procfs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -32,6 +33,7 @@
 #define REORDER_SLACK_NS (20 * 1000000ull)
 #define POLL_MS 100
 #define PRELOAD_NS (20 * 1000000ull)
+#define DRAIN_NS (10 * 1000000ull)
 #define MAX_FRAMES 512
 
 static uint64_t read_sysctl(const char *name, uint64_t dflt)
@@ -542,6 +544,37 @@ static void read_rings(struct engine *e, struct perf_evlist *evlist, uint64_t cu
     struct fk_buf swap = e->pbuf;
     e->pbuf = e->pbuf2;
     e->pbuf2 = swap;
+}
+
+/* Every process that exists now, read from /proc, the rings copied out
+ * (not handled: a sample's process may not be read yet) every DRAIN_NS
+ * meanwhile: on a busy host or in a slow build reading /proc takes seconds,
+ * and rings left alone that long overflow, the event counted but its
+ * samples lost. The copies are bounded by half the memory limit. */
+struct scan_ctx {
+    struct engine *e;
+    struct perf_evlist *evlist;
+    uint64_t last_drain;
+};
+
+static bool scan_one(pid_t pid, void *arg)
+{
+    struct scan_ctx *c = arg;
+    fk_sym_scan_pid(c->e->sym, pid);
+    uint64_t now = mono_ns();
+    if (now - c->last_drain >= DRAIN_NS &&
+        (!c->e->o->max_mem_bytes || c->e->pbuf.len < c->e->o->max_mem_bytes / 2)) {
+        read_rings(c->e, c->evlist, 0);
+        c->last_drain = now;
+    }
+    return true;
+}
+
+static void scan_all_draining(struct engine *e, struct perf_evlist *evlist)
+{
+    struct scan_ctx c = { e, evlist, mono_ns() };
+    if (!fk_proc_for_each_pid(scan_one, &c))
+        fk_warn("cannot list /proc: %s", strerror(errno));
 }
 
 /* ---- opening ------------------------------------------------------------ */
@@ -1115,7 +1148,7 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
     else if (t->kind == FK_TARGET_RUN)
         fk_sym_scan_pid(e.sym, t->pids[0]);
     else
-        fk_sym_scan_all(e.sym);
+        scan_all_draining(&e, evlist);
     if (t->kind == FK_TARGET_RUN) {
         int xe;
         if (!fk_target_run_exec((struct fk_target *)t, &xe)) {
