@@ -187,6 +187,7 @@ for tgt in "host:host" "user:user root"; do
     name=${tgt%%:*}; args=${tgt#*:}
     "$LAB" -s 40M -r none -n 100000 --kv >/dev/null 2>&1 &
     lp=$!
+    fk_cleanup "kill $lp 2>/dev/null"
     # shellcheck disable=SC2086
     if fk_faults "t-$name" -d 2 $args; then
         files "t-$name"
@@ -213,6 +214,7 @@ if [ -n "$cg2" ] && mkdir "$cg2/fk-faults-$$" 2>/dev/null; then
     fk_cleanup "rmdir $cg2/fk-faults-$$"
     "$LAB" -s 40M -r none -n 100000 --kv >/dev/null 2>&1 &
     lp=$!
+    fk_cleanup "kill $lp 2>/dev/null"
     echo "$lp" >"$cg2/fk-faults-$$/cgroup.procs"
     if "$FLAMEKIT" faults -o "$T/t-cgroup" -d 2 cgroup "fk-faults-$$" >"$T/t-cgroup.out" 2>"$T/t-cgroup.err"; then
         files t-cgroup
