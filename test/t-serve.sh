@@ -149,6 +149,8 @@ serve mtls --tls-cert "$P/srv.pem" --tls-key "$P/srv.key" --client-ca "$P/ca.pem
 S=https://127.0.0.1:$PORT
 check_eq "mTLS: no client certificate: 401" 401 "$(code --cacert "$P/ca.pem" "$S/profile?seconds=1")"
 check_eq "mTLS: certificate of another CA: 401" 401 "$(code --cacert "$P/ca.pem" --cert "$P/mallory.pem" --key "$P/mallory.key" "$S/profile?seconds=1")"
+check_eq "mTLS: a server certificate of the same CA: 401" 401 "$(code --cacert "$P/ca.pem" --cert "$P/srv.pem" --key "$P/srv.key" "$S/profile?seconds=1")"
+check_grep "... says it is not made for clients" 'clientAuth' "$(cat "$T/body")"
 check_eq "mTLS: expired certificate: 401" 401 "$(code --cacert "$P/ca.pem" --cert "$P/old.pem" --key "$P/old.key" "$S/profile?seconds=1")"
 check_grep "... says expired" 'expired' "$(cat "$T/body")"
 check_eq "mTLS: valid certificate: 200" 200 "$(code --cacert "$P/ca.pem" --cert "$P/alice.pem" --key "$P/alice.key" "$S/profile?seconds=1&format=pprof")"

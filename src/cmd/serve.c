@@ -24,7 +24,8 @@ static const struct fk_opt serve_opts[] = {
     { "rate", 0, FK_OPT_UINT, SO(rate), "N",
       "requests per minute per client address (default 30)", "30", .min = 1, .max = 100000 },
     { "timeout", 0, FK_OPT_UINT, SO(timeout_s), "SECONDS",
-      "drop connections idle this long (default 15)", "15", .min = 1, .max = 3600 },
+      "drop connections idle this long, or whose request has not arrived\n"
+      "whole this long after connecting (default 15)", "15", .min = 1, .max = 3600 },
     { NULL },
 };
 

@@ -1,61 +1,33 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The capture engine (see capture.h). */
-#include "capture/capture.h"
+/* The capture engine (capture.h): fk_capture_run runs the phases of
+ * engine.h in order; this file holds the loop, what happens to each record
+ * (side-band to the symbolizer and the target filter, samples decoded once
+ * and turned into stacks for the event kind), and the final counts. */
+#include "capture/engine.h"
 #include "util/buf.h"
-#include "util/hindex.h"
 #include "util/procfs.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <linux/perf_event.h>
-#include <perf/core.h>
 #include <perf/cpumap.h>
 #include <perf/event.h>
 #include <perf/evlist.h>
 #include <perf/evsel.h>
-#include <perf/mmap.h>
 #include <perf/threadmap.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 /* Records newer than this are held back one pass so records from all CPU
- * rings are handled in time order (an exec's MMAP2 on one CPU before the
- * samples that follow on another). */
+ * rings are handled in time order (ring.h). */
 #define REORDER_SLACK_NS (20 * 1000000ull)
 #define POLL_MS 100
+/* symbol loading per wake-up, in the window (the rings hold a second) */
 #define PRELOAD_NS (20 * 1000000ull)
+/* copying the rings out while /proc is read at the start */
 #define DRAIN_NS (10 * 1000000ull)
-#define MAX_FRAMES 512
-
-static uint64_t read_sysctl(const char *name, uint64_t dflt)
-{
-    char path[128], buf[64];
-    snprintf(path, sizeof path, "/proc/sys/kernel/%s", name);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return dflt;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return dflt;
-    buf[n] = 0;
-    char *end;
-    long long v = strtoll(buf, &end, 10);
-    return end == buf ? dflt : (uint64_t)v;
-}
-
-uint64_t fk_perf_max_sample_rate(void) { return read_sysctl("perf_event_max_sample_rate", 100000); }
-uint64_t fk_perf_mlock_kb(void) { return read_sysctl("perf_event_mlock_kb", 516); }
-int fk_perf_paranoid(void) { return (int)(int64_t)read_sysctl("perf_event_paranoid", 2); }
 
 static uint64_t mono_ns(void)
 {
@@ -69,35 +41,6 @@ static uint64_t real_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-void fk_event_cpu_default(struct fk_event *ev, uint64_t freq)
-{
-    memset(ev, 0, sizeof *ev);
-    ev->freq = freq;
-    struct perf_event_attr a = { 0 };
-    a.size = sizeof a;
-    a.type = PERF_TYPE_HARDWARE;
-    a.config = PERF_COUNT_HW_CPU_CYCLES;
-    a.disabled = 1;
-    a.exclude_kernel = 1;
-    a.exclude_hv = 1;
-    int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-    if (fd >= 0) {
-        close(fd);
-        ev->type = PERF_TYPE_HARDWARE;
-        ev->config = PERF_COUNT_HW_CPU_CYCLES;
-        snprintf(ev->name, sizeof ev->name, "cycles");
-    } else {
-        ev->type = PERF_TYPE_SOFTWARE;
-        ev->config = PERF_COUNT_SW_CPU_CLOCK;
-        snprintf(ev->name, sizeof ev->name, "cpu-clock");
-    }
-}
-
-const char *fk_callgraph_name(enum fk_callgraph m)
-{
-    return m == FK_CG_DWARF ? "dwarf" : m == FK_CG_FP ? "fp" : "auto";
 }
 
 void fk_capture_opts_init(struct fk_capture_opts *o)
@@ -114,343 +57,224 @@ void fk_capture_opts_init(struct fk_capture_opts *o)
     o->sym.debuginfod_urls = getenv("DEBUGINFOD_URLS");   /* like gdb, perf: opt-in by the variable */
 }
 
-/* Small u64 -> u64 map: pairs in an array, indexed by util/hindex. */
-struct u64map {
-    struct u64pair { uint64_t key, val; } *v;
-    size_t n, cap;
-    struct fk_hindex index;
-};
+/* ---- what kinds and hooks call (evkind.h) ------------------------------- */
 
-/* key's value (created as 0 with add, else NULL when absent); valid until
- * the next add */
-static uint64_t *u64map_slot(struct u64map *m, uint64_t key, bool add)
+/* The aggregation key: comm NUL pid32 (dso, addr)... (naming.c reads it). */
+static void stack_key(struct fk_engine *e, const struct fk_stack_frames *st)
 {
-    uint64_t h = fk_hash_u64(key);
-    struct fk_hiter it = fk_hindex_find(&m->index, h);
-    uint32_t i;
-    while (fk_hindex_next(&it, &i))
-        if (m->v[i].key == key)
-            return &m->v[i].val;
-    if (!add)
-        return NULL;
-    m->v = fk_grow(m->v, &m->cap, m->n + 1, sizeof *m->v);
-    m->v[m->n] = (struct u64pair){ key, 0 };
-    fk_hindex_add(&m->index, h, (uint32_t)m->n);
-    return &m->v[m->n++].val;
-}
-
-static void u64map_free(struct u64map *m)
-{
-    free(m->v);
-    fk_hindex_free(&m->index);
-    memset(m, 0, sizeof *m);
-}
-
-/* A record copied out of a ring, waiting to be handled in time order. */
-struct pending {
-    uint64_t time;
-    uint64_t seq;       /* ring read order breaks ties */
-    size_t off;
-    uint32_t len;
-};
-
-struct engine {
-    const struct fk_capture_opts *o;
-    struct fk_capture_result *r;
-    struct fk_symbolizer *sym;
-    struct fk_unwinder *uw;         /* dwarf mode */
-    unsigned nregs;                 /* registers per PERF_SAMPLE_REGS_USER */
-    struct fk_loc ulocs[FK_UW_DEFAULT_MAX_FRAMES + 1];
-    struct fk_stacktab raw;         /* comm NUL pid locations... -> count */
-    uint64_t sample_type;
-    struct fk_buf key;
-    struct fk_buf pbuf, pbuf2;      /* pending record bytes */
-    struct pending *pv;
-    size_t npv, cappv;
-    uint64_t seq;
-    /* USER: pid -> (uid << 1 | 1), refreshed after exec, 0 = unknown */
-    struct u64map uids;
-    struct u64map uid_checked;      /* pid -> mono ns of last /proc check */
-    /* CGROUP: cgroup id -> 1 inside, 2 outside */
-    struct u64map cgroups;
-    uint64_t cgroup_rescan_ns;
-};
-
-/* ---- target filters ---------------------------------------------------- */
-
-static bool proc_euid(pid_t pid, uid_t *uid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return false;
-    bool ok = false;
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "Uid:", 4)) {
-            unsigned r, e;
-            if (sscanf(line + 4, "%u %u", &r, &e) == 2) {
-                *uid = e;
-                ok = true;
-            }
-            break;
-        }
-    fclose(f);
-    return ok;
-}
-
-/* USER: decide by effective uid, read from /proc at first sight of a pid and
- * again after exec or a second later (setuid() after fork is not a record);
- * a pid already gone inherits what its parent had at fork time. */
-static bool keep_user(struct engine *e, pid_t pid)
-{
-    uint64_t now = mono_ns();
-    uint64_t *v = u64map_slot(&e->uids, (uint64_t)pid, true);
-    uint64_t *c = u64map_slot(&e->uid_checked, (uint64_t)pid, true);
-    if (!*v || now - *c > 1000000000ull) {
-        uid_t uid;
-        if (proc_euid(pid, &uid))
-            *v = (uint64_t)uid << 1 | 1;
-        *c = now;
+    fk_buf_reset(&e->key);
+    fk_buf_adds(&e->key, st->pid == 0 ? "swapper" : fk_sym_comm_of(e->sym, st->pid, st->tid));
+    fk_buf_addc(&e->key, 0);
+    int32_t pid32 = (int32_t)st->pid;
+    fk_buf_add(&e->key, &pid32, sizeof pid32);
+    for (unsigned i = 0; i < st->n; i++) {
+        fk_buf_add(&e->key, &st->locs[i].dso, sizeof st->locs[i].dso);
+        fk_buf_add(&e->key, &st->locs[i].addr, sizeof st->locs[i].addr);
     }
-    return *v && (uid_t)(*v >> 1) == e->o->target->uid;
+    e->r->kernel_frames += st->user < st->n ? st->user : st->n;
+    e->r->user_frames += st->user < st->n ? st->n - st->user : 0;
 }
 
-static void scan_cgroup_tree(struct engine *e, const char *dir, int depth)
+void fk_engine_add(struct fk_engine *e, const struct fk_stack_frames *st, uint64_t nsamples,
+                   uint64_t weight)
 {
-    struct stat st;
-    if (stat(dir, &st) < 0)
+    stack_key(e, st);
+    fk_stacktab_add2(&e->raw, e->key.data, e->key.len, nsamples, weight);
+}
+
+uint32_t fk_engine_stack_ref(struct fk_engine *e, const struct fk_stack_frames *st)
+{
+    stack_key(e, st);
+    struct fk_stack *s = fk_stacktab_add2(&e->raw, e->key.data, e->key.len, 0, 0);
+    return (uint32_t)(s - e->raw.v);
+}
+
+void fk_engine_add_ref(struct fk_engine *e, uint32_t ref, uint64_t nsamples, uint64_t weight)
+{
+    if (ref >= e->raw.n)
         return;
-    *u64map_slot(&e->cgroups, (uint64_t)st.st_ino, true) = 1;
-    if (depth > 64)
-        return;
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (de->d_type != DT_DIR || de->d_name[0] == '.')
+    struct fk_stack *s = &e->raw.v[ref];
+    /* through the table, so its totals and saturation stay right */
+    fk_stacktab_add2(&e->raw, s->key, s->len, nsamples, weight);
+}
+
+struct fk_loc fk_engine_named_frame(struct fk_engine *e, const char *name)
+{
+    return fk_sym_special(e->sym, name);
+}
+
+struct fk_symbolizer *fk_engine_symbolizer(struct fk_engine *e)
+{
+    return e->sym;
+}
+
+const struct fk_evkind_values *fk_engine_values(const struct fk_engine *e)
+{
+    return &e->values;
+}
+
+/* ---- samples ------------------------------------------------------------ */
+
+static void add_loc(struct fk_stack_frames *st, struct fk_loc loc)
+{
+    if (st->n < st->cap)
+        st->locs[st->n++] = loc;
+}
+
+/* Frames of the kernel's callchain: kernel ones always, user ones in fp
+ * mode (in dwarf mode the unwinder gives those). */
+static void callchain_frames(struct fk_engine *e, const struct fk_sample *s,
+                             struct fk_stack_frames *st)
+{
+    bool first = true, skip = false, kctx = s->kernel;
+    for (uint64_t i = 0; i < s->nr && st->n < st->cap; i++) {
+        uint64_t a = s->ips[i];
+        if (a >= (uint64_t)PERF_CONTEXT_MAX) {
+            kctx = a == (uint64_t)PERF_CONTEXT_KERNEL;
+            skip = a != (uint64_t)PERF_CONTEXT_KERNEL && a != (uint64_t)PERF_CONTEXT_USER;
+            first = true;
             continue;
-        char *sub = fk_asprintf("%s/%s", dir, de->d_name);
-        scan_cgroup_tree(e, sub, depth + 1);
-        free(sub);
-    }
-    closedir(d);
-}
-
-/* CGROUP: a sample's cgroup id is in the target if it is the directory's
- * inode or one below it; unknown ids trigger a (rate-limited) rescan so
- * cgroups created during the capture count. */
-static bool keep_cgroup(struct engine *e, uint64_t id)
-{
-    uint64_t *v = u64map_slot(&e->cgroups, id, false);
-    if (v)
-        return *v == 1;
-    uint64_t now = mono_ns();
-    if (now - e->cgroup_rescan_ns > 50000000ull) {
-        e->cgroup_rescan_ns = now;
-        scan_cgroup_tree(e, e->o->target->cgroup_dir, 0);
-        v = u64map_slot(&e->cgroups, id, false);
-        if (v)
-            return *v == 1;
-        *u64map_slot(&e->cgroups, id, true) = 2;
-    }
-    return false;
-}
-
-/* ---- record handling ---------------------------------------------------- */
-
-static void add_frame(struct engine *e, struct fk_loc loc, bool kernel)
-{
-    fk_buf_add(&e->key, &loc.dso, sizeof loc.dso);
-    fk_buf_add(&e->key, &loc.addr, sizeof loc.addr);
-    if (kernel)
-        e->r->kernel_frames++;
-    else
-        e->r->user_frames++;
-}
-
-static void handle_sample(struct engine *e, const union perf_event *ev)
-{
-    const uint64_t *p = (const uint64_t *)ev->sample.array;
-    const uint64_t *end = (const uint64_t *)((const char *)ev + ev->header.size);
-    uint64_t st = e->sample_type;
-    size_t fixed = 4 + !!(st & PERF_SAMPLE_PERIOD) + !!(st & PERF_SAMPLE_CALLCHAIN);
-    if (p + fixed > end)
-        goto malformed;
-    uint64_t ip = *p++;
-    pid_t pid = (pid_t)(uint32_t)*p, tid = (pid_t)(uint32_t)(*p >> 32);
-    p++;
-    p++;    /* time */
-    p++;    /* cpu */
-    uint64_t period = 1;
-    if (st & PERF_SAMPLE_PERIOD)
-        period = *p++;
-    uint64_t nr = 0;
-    const uint64_t *ips = NULL;
-    if (st & PERF_SAMPLE_CALLCHAIN) {
-        nr = *p++;
-        if (nr > (uint64_t)(end - p))
-            goto malformed;
-        ips = p;
-        p += nr;
-    }
-    /* dwarf mode: the user registers (abi 0: none, a kernel thread) and
-     * the stack copy (size asked, data, bytes actually copied) */
-    const uint64_t *uregs = NULL;
-    if (st & PERF_SAMPLE_REGS_USER) {
-        if (p >= end)
-            goto malformed;
-        uint64_t abi = *p++;
-        if (abi) {
-            if (e->nregs > (uint64_t)(end - p))
-                goto malformed;
-            if (abi == PERF_SAMPLE_REGS_ABI_64)
-                uregs = p;
-            p += e->nregs;
         }
+        if (skip || (e->uw && !kctx))
+            continue;
+#ifdef __x86_64__
+        /* a frame-pointer walk through code without frame pointers ends
+         * on garbage; a user "address" in the kernel half is one */
+        if (!kctx && a >= 0x0000800000000000ull)
+            continue;
+#endif
+        if (!kctx && st->user == st->cap)
+            st->user = st->n;
+        /* return addresses point after the call: look up the call */
+        add_loc(st, fk_sym_locate(e->sym, s->pid, first ? a : a - 1, kctx));
+        first = false;
     }
-    const unsigned char *stack = NULL;
-    uint64_t ssize = 0, dyn = 0;
-    if (st & PERF_SAMPLE_STACK_USER) {
-        if (p >= end)
-            goto malformed;
-        ssize = *p++;
-        if (ssize) {
-            if (ssize % 8 || ssize / 8 + 1 > (uint64_t)(end - p))
-                goto malformed;
-            stack = (const unsigned char *)p;
-            p += ssize / 8;
-            dyn = *p++;
-        }
-    }
-    uint64_t cgroup = 0;
-    if (st & PERF_SAMPLE_CGROUP) {
-        if (p >= end)
-            goto malformed;
-        cgroup = *p++;
-    }
-    e->r->samples++;
-    e->r->period_sum += period;
+}
 
-    const struct fk_target *t = e->o->target;
-    if (t->kind == FK_TARGET_USER && !keep_user(e, pid))
+/* dwarf mode: user frames from the registers and the stack copy; a user
+ * ip that cannot be unwound keeps its leaf. */
+static void unwound_frames(struct fk_engine *e, const struct fk_sample *s,
+                           struct fk_stack_frames *st)
+{
+    if (s->regs && s->regs_abi == PERF_SAMPLE_REGS_ABI_64 && s->pid > 0) {
+        struct fk_loc ulocs[FK_UW_DEFAULT_MAX_FRAMES + 1];
+        unsigned n = fk_unwind_sample(e->uw, s->pid, s->regs, s->stack, s->stack_size,
+                                      s->stack_dyn, ulocs);
+        st->user = st->n;
+        st->user_unwound = true;
+        for (unsigned i = 0; i < n; i++)
+            add_loc(st, ulocs[i]);
         return;
-    if (t->kind == FK_TARGET_CGROUP && !keep_cgroup(e, cgroup))
+    }
+    fk_unwind_no_regs(e->uw);
+    if (!s->kernel || !st->n) {
+        if (!s->kernel)
+            st->user = st->n;
+        add_loc(st, fk_sym_locate(e->sym, s->pid, s->ip, s->kernel));
+    }
+}
+
+/* A kept sample's stack: kernel frames, then user frames, leaf first. */
+static void build_stack(struct fk_engine *e, const struct fk_sample *s, struct fk_stack_frames *st)
+{
+    *st = (struct fk_stack_frames){ .pid = s->pid, .tid = s->tid, .locs = e->frames,
+                                     .cap = FK_ENGINE_MAX_FRAMES, .user = FK_ENGINE_MAX_FRAMES };
+    if (!s->ips && !e->uw) {
+        if (!s->kernel)
+            st->user = 0;
+        add_loc(st, fk_sym_locate(e->sym, s->pid, s->ip, s->kernel));
+    } else if (s->ips) {
+        callchain_frames(e, s, st);
+    }
+    if (e->uw)
+        unwound_frames(e, s, st);
+    if (st->user > st->n)
+        st->user = st->n;
+}
+
+/* Which event of the kind wrote a sample (several events: by its id). */
+static bool event_of(struct fk_engine *e, const union perf_event *ev, unsigned *idx)
+{
+    *idx = 0;
+    if (e->nevents == 1)
+        return true;
+    /* PERF_SAMPLE_IDENTIFIER is the first word of every event's samples */
+    if (ev->header.size < sizeof ev->header + 8)
+        return false;
+    uint64_t *v = fk_u64map_slot(&e->event_of, ev->sample.array[0], false);
+    if (!v || !*v)
+        return false;
+    *idx = (unsigned)(*v - 1);
+    return true;
+}
+
+static void handle_sample(struct fk_engine *e, const union perf_event *ev)
+{
+    struct fk_sample s;
+    unsigned idx;
+    e->r->samples++;
+    if (!event_of(e, ev, &idx) || !fk_sample_parse(&e->fmt[idx], ev, ev->header.size, &s)) {
+        /* the kernel sent it: count it (one-in-N checks count samples) */
+        e->r->malformed++;
+        return;
+    }
+    e->r->period_sum += s.period;
+    if (!fk_target_keep(&e->filter, s.pid, s.cgroup))
         return;
     e->r->samples_kept++;
-
-    fk_buf_reset(&e->key);
-    const char *comm = pid == 0 ? "swapper" : fk_sym_comm_of(e->sym, pid, tid);
-    fk_buf_adds(&e->key, comm);
-    fk_buf_addc(&e->key, 0);
-    int32_t pid32 = (int32_t)pid;
-    fk_buf_add(&e->key, &pid32, sizeof pid32);
-
-    unsigned nframes = 0;
-    bool kernel = (ev->header.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
-    if (!ips && !e->uw) {
-        add_frame(e, fk_sym_locate(e->sym, pid, ip, kernel), kernel);
-        nframes = 1;
-    } else if (ips) {
-        bool first = true, skip = false;
-        bool kctx = kernel;
-        for (uint64_t i = 0; i < nr && nframes < MAX_FRAMES; i++) {
-            uint64_t a = ips[i];
-            if (a >= (uint64_t)PERF_CONTEXT_MAX) {
-                kctx = a == (uint64_t)PERF_CONTEXT_KERNEL;
-                skip = a != (uint64_t)PERF_CONTEXT_KERNEL && a != (uint64_t)PERF_CONTEXT_USER;
-                first = true;
-                continue;
-            }
-            /* dwarf: user frames come from the unwinder */
-            if (skip || (e->uw && !kctx))
-                continue;
-#ifdef __x86_64__
-            /* a frame-pointer walk through code without frame pointers ends
-             * on garbage; a user "address" in the kernel half is one */
-            if (!kctx && a >= 0x0000800000000000ull)
-                continue;
-#endif
-            /* return addresses point after the call: look up the call */
-            add_frame(e, fk_sym_locate(e->sym, pid, first ? a : a - 1, kctx), kctx);
-            first = false;
-            nframes++;
-        }
-    }
-    if (e->uw) {
-        if (uregs && pid > 0) {
-            unsigned n = fk_unwind_sample(e->uw, pid, uregs, stack, ssize, dyn, e->ulocs);
-            for (unsigned i = 0; i < n && nframes < MAX_FRAMES; i++, nframes++)
-                add_frame(e, e->ulocs[i], false);
-        } else {
-            fk_unwind_no_regs(e->uw);
-            if (!kernel || !nframes) {
-                /* a user ip we cannot unwind: keep the leaf */
-                add_frame(e, fk_sym_locate(e->sym, pid, ip, kernel), kernel);
-                nframes++;
-            }
-        }
-    }
-    uint64_t w = e->o->weight_by_period && !e->o->event.freq ? e->o->event.period : 1;
-    fk_stacktab_add(&e->raw, e->key.data, e->key.len, w);
-    return;
-malformed:
-    /* the kernel sent it: count it (one-in-N checks count samples) */
-    e->r->samples++;
-    e->r->malformed++;
+    struct fk_stack_frames st;
+    build_stack(e, &s, &st);
+    for (size_t i = 0; i < e->o->nstack_hooks; i++)
+        e->o->stack_hooks[i]->user_frames(e->o->stack_hooks[i]->state, e, &s, &st);
+    e->kind->sample(e->kind_state, e, idx, &s, &st);
 }
 
-static void handle_record(struct engine *e, const union perf_event *ev)
+/* ---- side-band ---------------------------------------------------------- */
+
+static void handle_mmap2(struct fk_engine *e, const union perf_event *ev)
+{
+    const struct perf_record_mmap2 *m = &ev->mmap2;
+    if (ev->header.size < offsetof(struct perf_record_mmap2, filename))
+        return;
+    char name[4096];
+    size_t max = ev->header.size - offsetof(struct perf_record_mmap2, filename);
+    if (max >= sizeof name)
+        max = sizeof name - 1;
+    memcpy(name, m->filename, max);
+    name[max] = 0;
+    if (ev->header.misc & PERF_RECORD_MISC_MMAP_BUILD_ID)
+        fk_sym_mmap(e->sym, (pid_t)m->pid, m->start, m->len, m->pgoff, 0, 0, 0, m->prot,
+                    m->flags, name, m->build_id, m->build_id_size <= 20 ? m->build_id_size : 20);
+    else
+        fk_sym_mmap(e->sym, (pid_t)m->pid, m->start, m->len, m->pgoff, m->maj, m->min, m->ino,
+                    m->prot, m->flags, name, NULL, 0);
+}
+
+static void handle_comm(struct fk_engine *e, const union perf_event *ev)
+{
+    char comm[17];
+    memcpy(comm, ev->comm.comm, 16);
+    comm[16] = 0;
+    bool exec = ev->header.misc & PERF_RECORD_MISC_COMM_EXEC;
+    fk_sym_comm(e->sym, (pid_t)ev->comm.pid, (pid_t)ev->comm.tid, comm, exec);
+    if (exec)
+        fk_target_filter_exec(&e->filter, (pid_t)ev->comm.pid);
+}
+
+static void handle_side_band(struct fk_engine *e, const union perf_event *ev)
 {
     switch (ev->header.type) {
-    case PERF_RECORD_SAMPLE:
-        handle_sample(e, ev);
+    case PERF_RECORD_MMAP2:
+        handle_mmap2(e, ev);
         break;
-    case PERF_RECORD_MMAP2: {
-        const struct perf_record_mmap2 *m = &ev->mmap2;
-        char name[4096];
-        size_t max = ev->header.size - offsetof(struct perf_record_mmap2, filename);
-        if (ev->header.size < offsetof(struct perf_record_mmap2, filename))
-            break;
-        if (max >= sizeof name)
-            max = sizeof name - 1;
-        memcpy(name, m->filename, max);
-        name[max] = 0;
-        if (ev->header.misc & PERF_RECORD_MISC_MMAP_BUILD_ID)
-            fk_sym_mmap(e->sym, (pid_t)m->pid, m->start, m->len, m->pgoff, 0, 0, 0, m->prot,
-                        m->flags, name, m->build_id,
-                        m->build_id_size <= 20 ? m->build_id_size : 20);
-        else
-            fk_sym_mmap(e->sym, (pid_t)m->pid, m->start, m->len, m->pgoff, m->maj, m->min,
-                        m->ino, m->prot, m->flags, name, NULL, 0);
+    case PERF_RECORD_COMM:
+        handle_comm(e, ev);
         break;
-    }
-    case PERF_RECORD_COMM: {
-        char comm[17];
-        memcpy(comm, ev->comm.comm, 16);
-        comm[16] = 0;
-        bool exec = ev->header.misc & PERF_RECORD_MISC_COMM_EXEC;
-        fk_sym_comm(e->sym, (pid_t)ev->comm.pid, (pid_t)ev->comm.tid, comm, exec);
-        if (exec && e->o->target->kind == FK_TARGET_USER) {
-            uint64_t *c = u64map_slot(&e->uid_checked, ev->comm.pid, false);
-            if (c)
-                *c = 0;     /* setuid binaries change uid at exec */
-        }
-        break;
-    }
     case PERF_RECORD_FORK:
         e->r->forks++;
         fk_sym_fork(e->sym, (pid_t)ev->fork.pid, (pid_t)ev->fork.ppid, (pid_t)ev->fork.tid,
                     (pid_t)ev->fork.ptid);
-        if (e->o->target->kind == FK_TARGET_USER && ev->fork.pid != ev->fork.ppid) {
-            uint64_t *pv = u64map_slot(&e->uids, ev->fork.ppid, false);
-            if (pv && *pv) {
-                uint64_t uid = *pv;
-                *u64map_slot(&e->uids, ev->fork.pid, true) = uid;
-                *u64map_slot(&e->uid_checked, ev->fork.pid, true) = mono_ns();
-            }
-        }
+        fk_target_filter_fork(&e->filter, (pid_t)ev->fork.pid, (pid_t)ev->fork.ppid);
         break;
     case PERF_RECORD_EXIT:
         fk_sym_exit(e->sym, (pid_t)ev->fork.pid, (pid_t)ev->fork.tid);
@@ -468,82 +292,52 @@ static void handle_record(struct engine *e, const union perf_event *ev)
     default:
         break;
     }
+    if (e->kind->record) {
+        struct fk_sample_id id;
+        if (!fk_sample_id_parse(&e->fmt[0], ev, ev->header.size, &id))
+            memset(&id, 0, sizeof id);
+        e->kind->record(e->kind_state, e, ev, &id);
+    }
 }
 
-/* Every record carries sample_id_all's TID, TIME, CPU; samples have TIME
- * third (IP, TID, TIME), other records 16 bytes before their end. */
-static uint64_t record_time(const union perf_event *ev)
+static void handle_record(void *ctx, const union perf_event *ev)
 {
-    if (ev->header.size < sizeof ev->header + 24)
-        return 0;
+    struct fk_engine *e = ctx;
     if (ev->header.type == PERF_RECORD_SAMPLE)
-        return ev->sample.array[2];
-    const char *end = (const char *)ev + ev->header.size;
-    uint64_t t;
-    memcpy(&t, end - 16, sizeof t);
-    return t;
+        handle_sample(e, ev);
+    else
+        handle_side_band(e, ev);
 }
 
-static int cmp_pending(const void *a, const void *b)
+/* Copy the rings out, then handle what is older than cutoff. */
+static void read_rings(struct fk_engine *e, uint64_t cutoff)
 {
-    const struct pending *x = a, *y = b;
-    if (x->time != y->time)
-        return x->time < y->time ? -1 : 1;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
+    fk_ringq_read(&e->ring, e->evlist, &e->fmt[0]);
+    fk_ringq_deliver(&e->ring, cutoff, handle_record, e);
+    e->r->ring_bytes = e->ring.bytes;
 }
 
-/* Copy everything out of the rings, then handle what is older than cutoff
- * in time order; keep the rest for the next pass. */
-static void read_rings(struct engine *e, struct perf_evlist *evlist, uint64_t cutoff)
+/* ---- the run ------------------------------------------------------------ */
+
+static void report_progress(struct fk_engine *e, uint64_t start, uint64_t now, bool done)
 {
-    struct perf_mmap *map;
-    perf_evlist__for_each_mmap(evlist, map, false) {
-        if (perf_mmap__read_init(map) < 0)
-            continue;
-        union perf_event *ev;
-        while ((ev = perf_mmap__read_event(map)) != NULL) {
-            e->pv = fk_grow(e->pv, &e->cappv, e->npv + 1, sizeof *e->pv);
-            struct pending *pe = &e->pv[e->npv++];
-            pe->time = record_time(ev);
-            pe->seq = e->seq++;
-            pe->off = e->pbuf.len;
-            pe->len = ev->header.size;
-            e->r->ring_bytes += ev->header.size;
-            fk_buf_add(&e->pbuf, ev, ev->header.size);
-            perf_mmap__consume(map);
-        }
-        perf_mmap__read_done(map);
-    }
-    if (!e->npv)
+    if (!e->o->progress)
         return;
-    qsort(e->pv, e->npv, sizeof *e->pv, cmp_pending);
-    size_t i = 0;
-    union perf_event *tmp = NULL;
-    size_t tmpcap = 0;
-    for (; i < e->npv && e->pv[i].time <= cutoff; i++) {
-        /* the buffer holds records unaligned: copy to an aligned one */
-        if (e->pv[i].len > tmpcap) {
-            tmpcap = e->pv[i].len < 4096 ? 4096 : e->pv[i].len;
-            free(tmp);
-            tmp = fk_malloc(tmpcap);
-        }
-        memcpy(tmp, e->pbuf.data + e->pv[i].off, e->pv[i].len);
-        handle_record(e, tmp);
-    }
-    free(tmp);
-    fk_buf_reset(&e->pbuf2);
-    size_t keep = 0;
-    for (; i < e->npv; i++) {
-        struct pending pe = e->pv[i];
-        size_t off = e->pbuf2.len;
-        fk_buf_add(&e->pbuf2, e->pbuf.data + pe.off, pe.len);
-        pe.off = off;
-        e->pv[keep++] = pe;
-    }
-    e->npv = keep;
-    struct fk_buf swap = e->pbuf;
-    e->pbuf = e->pbuf2;
-    e->pbuf2 = swap;
+    struct fk_capture_progress p = {
+        .elapsed_ns = now - start, .duration_ns = e->o->duration_ms * 1000000ull,
+        .samples_kept = e->r->samples_kept, .lost = e->r->lost, .done = done,
+    };
+    e->o->progress(e->o->progress_ctx, &p);
+}
+
+/* Table and symbolizer bytes, the peak kept in r->mem_bytes. */
+static uint64_t track_memory(struct fk_engine *e)
+{
+    fk_sym_set_other_bytes(e->sym, fk_stacktab_bytes(&e->raw));
+    uint64_t mem = fk_stacktab_bytes(&e->raw) + fk_sym_bytes(e->sym);
+    if (mem > e->r->mem_bytes)
+        e->r->mem_bytes = mem;
+    return mem;
 }
 
 /* Every process that exists now, read from /proc, the rings copied out
@@ -552,8 +346,7 @@ static void read_rings(struct engine *e, struct perf_evlist *evlist, uint64_t cu
  * and rings left alone that long overflow, the event counted but its
  * samples lost. The copies are bounded by half the memory limit. */
 struct scan_ctx {
-    struct engine *e;
-    struct perf_evlist *evlist;
+    struct fk_engine *e;
     uint64_t last_drain;
 };
 
@@ -563,608 +356,82 @@ static bool scan_one(pid_t pid, void *arg)
     fk_sym_scan_pid(c->e->sym, pid);
     uint64_t now = mono_ns();
     if (now - c->last_drain >= DRAIN_NS &&
-        (!c->e->o->max_mem_bytes || c->e->pbuf.len < c->e->o->max_mem_bytes / 2)) {
-        read_rings(c->e, c->evlist, 0);
+        (!c->e->o->max_mem_bytes || c->e->ring.buf.len < c->e->o->max_mem_bytes / 2)) {
+        fk_ringq_read(&c->e->ring, c->e->evlist, &c->e->fmt[0]);
         c->last_drain = now;
     }
     return true;
 }
 
-static void scan_all_draining(struct engine *e, struct perf_evlist *evlist)
+static void scan_all_draining(struct fk_engine *e)
 {
-    struct scan_ctx c = { e, evlist, mono_ns() };
+    struct scan_ctx c = { e, mono_ns() };
     if (!fk_proc_for_each_pid(scan_one, &c))
         fk_warn("cannot list /proc: %s", strerror(errno));
 }
 
-/* ---- opening ------------------------------------------------------------ */
-
-static int libperf_print(enum libperf_print_level level, const char *fmt, va_list ap)
+/* Symbolizer and unwinder ready, events on, processes that exist now
+ * read from /proc (side-band first: nothing between them is missed), a
+ * run target released. Returns FK_EXIT_OK or the exit status. */
+static int engine_start(struct fk_engine *e)
 {
-    (void)level;
-    (void)fmt;
-    (void)ap;
-    return 0;   /* we report errors from return codes, in our words */
-}
-
-static void open_error(const struct fk_capture_opts *o, int err)
-{
-    int paranoid = fk_perf_paranoid();
-    switch (err) {
-    case EACCES:
-    case EPERM:
-        fk_error("not allowed to open perf events (/proc/sys/kernel/perf_event_paranoid is %d): "
-                 "run as root, or give CAP_PERFMON, or lower it with "
-                 "'sysctl kernel.perf_event_paranoid=%d'",
-                 paranoid, o->target->kind == FK_TARGET_PID || o->target->kind == FK_TARGET_RUN ? 1 : -1);
-        break;
-    case ESRCH:
-        fk_error("the target process exited before the capture started");
-        break;
-    case EMFILE:
-    case ENFILE:
-        fk_error("out of file descriptors (one per thread per CPU): raise 'ulimit -n'");
-        break;
-    case ENOENT:
-    case EOPNOTSUPP:
-    case ENODEV:
-        fk_error("the event %s is not supported on this machine", o->event.name);
-        break;
-    case EINVAL:
-        fk_error("the kernel refused the event %s (invalid argument): frequency %llu Hz "
-                 "against perf_event_max_sample_rate %llu?",
-                 o->event.name, (unsigned long long)o->event.freq,
-                 (unsigned long long)fk_perf_max_sample_rate());
-        break;
-    default:
-        fk_error("perf_event_open: %s", strerror(err));
-    }
-}
-
-/* Can this kernel (and our privileges) sample user registers and stacks?
- * Probed on ourselves with a user-only software event, like perf. */
-static bool dwarf_supported(const struct fk_uw_arch *arch, uint32_t stack_size, int *err)
-{
-    struct perf_event_attr a = { 0 };
-    a.size = sizeof a;
-    a.type = PERF_TYPE_SOFTWARE;
-    a.config = PERF_COUNT_SW_DUMMY;
-    a.sample_period = 1;
-    a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
-    a.sample_regs_user = fk_uw_perf_mask(arch);
-    a.sample_stack_user = stack_size;
-    a.disabled = 1;
-    a.exclude_kernel = 1;
-    a.exclude_hv = 1;
-    int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-    if (fd < 0) {
-        *err = errno;
-        /* not allowed at all: let the real open report it in its words */
-        return errno == EACCES || errno == EPERM;
-    }
-    close(fd);
-    return true;
-}
-
-static bool add_tids(pid_t pid, pid_t **tids, size_t *n, size_t *cap)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-    DIR *d = opendir(path);
-    if (!d)
-        return false;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (de->d_name[0] < '0' || de->d_name[0] > '9')
-            continue;
-        *tids = fk_grow(*tids, cap, *n + 1, sizeof **tids);
-        (*tids)[(*n)++] = (pid_t)atoi(de->d_name);
-    }
-    closedir(d);
-    return true;
-}
-
-/* Without CAP_IPC_LOCK (or perf_event_paranoid -1) the kernel limits each
- * user's perf rings to perf_event_mlock_kb per CPU. */
-static bool mlock_unlimited(void)
-{
-    if (fk_perf_paranoid() == -1)
-        return true;
-    FILE *f = fopen("/proc/self/status", "re");
-    if (!f)
-        return false;
-    char line[256];
-    bool yes = false;
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, "CapEff:", 7) == 0) {
-            unsigned long long caps = strtoull(line + 7, NULL, 16);
-            yes = caps & (1ull << 14);      /* CAP_IPC_LOCK */
-            break;
-        }
-    fclose(f);
-    return yes;
-}
-
-/* Data pages per ring, a power of two. Frame-pointer samples are small:
- * 32 or 128 pages. With stack copies, at least a second of samples at the
- * rate (fixed-period events: assume 1000/s), at most 16 MiB: the reader
- * also scans /proc and loads symbols, and a busy host delays it. Unprivileged
- * runs are held to the mlock budget: *limited says so. */
-static unsigned ring_pages(const struct fk_capture_opts *o, uint64_t sample_bytes, bool *limited)
-{
-    long page = sysconf(_SC_PAGESIZE);
-    uint64_t budget = fk_perf_mlock_kb() * 1024 / (uint64_t)page;
-    unsigned want;
-    if (o->ring_pages)
-        want = o->ring_pages;
-    else if (!sample_bytes)
-        want = (o->event.freq && o->event.freq <= 200) ? 32 : 128;
-    else {
-        uint64_t rate = o->event.freq ? o->event.freq : 1000;
-        uint64_t pages = rate * sample_bytes / (uint64_t)page;
-        want = pages < 32 ? 32 : pages > 4096 ? 4096 : (unsigned)pages;
-    }
-    unsigned p = 1;
-    while (p < want && p < 4096)
-        p *= 2;
-    if (p > want && !sample_bytes)
-        p /= 2;     /* the fp sizes were floors of the request */
-    unsigned asked = p;
-    if (!sample_bytes || !mlock_unlimited())
-        while (p > 1 && p + 1 > budget)
-            p /= 2;
-    *limited = sample_bytes && p < asked;
-    return p;
-}
-
-static void raise_nofile(void)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
-}
-
-/* ---- naming ------------------------------------------------------------- */
-
-struct loc_key {
-    uint32_t dso;
-    uint64_t addr;
-} __attribute__((packed));
-
-/* One pass over the unique raw stacks: each new location is named once
- * (fk_sym_name) and becomes a pprof-style location with its function and
- * mapping; each raw stack becomes a sample labelled comm and pid. The
- * folded table is then drawn from that profile. */
-static void build_prof(struct engine *e)
-{
-    const struct fk_capture_opts *o = e->o;
-    struct fk_prof *p = &e->r->prof;
-    fk_prof_init(p);
-    uint64_t period = o->event.period ? o->event.period : 1;
-    bool freq = o->event.freq != 0;
-    int fold_type = 0;
-    fk_prof_add_type(p, "samples", "count");
-    if (freq) {
-        fk_prof_add_type(p, "cpu", "nanoseconds");
-        p->period_type = p->types[1];
-        p->period = (int64_t)(1000000000ull / o->event.freq);
-    } else {
-        const char *name = o->value_name ? o->value_name : o->event.name;
-        fk_prof_add_type(p, name, "count");
-        p->period_type = p->types[1];
-        p->period = (int64_t)period;
-        fold_type = o->weight_by_period ? 1 : 0;
-    }
-    p->time_nanos = (int64_t)e->r->start_realtime_ns;
-    p->duration_nanos = (int64_t)e->r->duration_ns;
-    uint32_t comm_k = fk_prof_strz(p, "comm"), pid_k = fk_prof_strz(p, "pid");
-
-    struct fk_stacktab locmap;  /* loc_key -> aux = location id */
-    fk_stacktab_init(&locmap);
-    uint32_t *func_of = NULL;   /* name string -> function id */
-    size_t capfunc = 0;
-    struct dso_map { uint32_t id; uint64_t lo, hi; bool offsets; } *dmap = NULL;
-    size_t capdmap = 0;
-    struct fk_buf one = FK_BUF_INIT;
-    uint64_t *ids = NULL;
-    size_t capids = 0;
-    bool weighted = !freq && o->weight_by_period;
-
-    for (size_t i = 0; i < e->raw.n; i++) {
-        const struct fk_stack *s = &e->raw.v[i];
-        size_t cl = strnlen(s->key, s->len);
-        int32_t pid;
-        memcpy(&pid, s->key + cl + 1, sizeof pid);
-        const char *lk = s->key + cl + 1 + sizeof pid;
-        size_t nloc = (s->len - cl - 1 - sizeof pid) / sizeof(struct loc_key);
-        ids = fk_grow(ids, &capids, nloc ? nloc : 1, sizeof *ids);
-        for (size_t j = 0; j < nloc; j++) {
-            struct loc_key lkj;
-            memcpy(&lkj, lk + j * sizeof lkj, sizeof lkj);
-            struct fk_stack *le = fk_stacktab_add(&locmap, (const char *)&lkj, sizeof lkj, 0);
-            if (!le->aux) {
-                fk_buf_reset(&one);
-                struct fk_loc loc = { lkj.dso, lkj.addr };
-                fk_sym_name(e->sym, loc, &one);
-                if (!one.len)
-                    fk_buf_adds(&one, "[unknown]");
-                fk_prof_frame_sanitize(one.data, one.len);
-                uint32_t name = fk_prof_str(p, one.data, one.len);
-                uint32_t mapping = 0;
-                struct fk_sym_dso di;
-                if (fk_sym_dso_info(e->sym, lkj.dso, &di)) {
-                    size_t oldcap = capdmap;
-                    dmap = fk_grow(dmap, &capdmap, (size_t)lkj.dso + 1, sizeof *dmap);
-                    memset(dmap + oldcap, 0, (capdmap - oldcap) * sizeof *dmap);
-                    struct dso_map *dm = &dmap[lkj.dso];
-                    if (!dm->id) {
-                        struct fk_prof_mapping m = { 0 };
-                        m.file = fk_prof_strz(p, di.path);
-                        char hex[2 * 64 + 1];
-                        size_t bl = di.build_id_len < 64 ? di.build_id_len : 64;
-                        for (size_t k = 0; k < bl; k++)
-                            snprintf(hex + 2 * k, 3, "%02x", di.build_id[k]);
-                        hex[2 * bl] = 0;
-                        m.build_id = fk_prof_strz(p, hex);
-                        m.has_functions = true;
-                        dm->id = fk_prof_add_mapping(p, &m);
-                        dm->lo = UINT64_MAX;
-                        dm->hi = 0;
-                        dm->offsets = di.file_offsets;
-                    }
-                    if (lkj.addr < dm->lo)
-                        dm->lo = lkj.addr;
-                    if (lkj.addr > dm->hi)
-                        dm->hi = lkj.addr;
-                    mapping = dm->id;
-                }
-                le->aux = fk_prof_add_loc(p, mapping, lkj.addr);
-                fk_prof_add_line(p, 0, 0);
-                p->lines[p->nlines - 1].func = name;    /* resolved below */
-            }
-            ids[j] = le->aux;
-        }
-        int64_t v[2];
-        uint64_t c = s->count;
-        if (freq) {
-            v[0] = (int64_t)c;
-            v[1] = (int64_t)(c * (uint64_t)p->period);
-        } else if (weighted) {
-            v[0] = (int64_t)(c / period);
-            v[1] = (int64_t)c;
-        } else {
-            v[0] = (int64_t)c;
-            v[1] = (int64_t)(c * period);
-        }
-        fk_prof_add_sample(p, ids, nloc, v);
-        fk_buf_reset(&one);
-        fk_buf_add(&one, s->key, cl);
-        fk_prof_frame_sanitize(one.data, one.len);
-        fk_prof_add_label(p, comm_k, fk_prof_str(p, one.data, one.len), 0, 0);
-        fk_prof_add_label(p, pid_k, 0, pid, 0);
-    }
-    /* functions: one per distinct name (lines held the name until now) */
-    func_of = fk_grow(func_of, &capfunc, p->strs.n + 1, sizeof *func_of);
-    memset(func_of, 0, capfunc * sizeof *func_of);
-    for (size_t i = 0; i < p->nlines; i++) {
-        uint32_t name = p->lines[i].func;
-        if (!func_of[name])
-            func_of[name] = fk_prof_add_func(p, name, name, 0, 0);
-        p->lines[i].func = func_of[name];
-    }
-    for (size_t d = 0; d < capdmap && dmap; d++) {
-        struct dso_map *dm = &dmap[d];
-        if (!dm->id)
-            continue;
-        struct fk_prof_mapping *m = &p->maps[dm->id - 1];
-        m->start = dm->lo;
-        m->limit = dm->hi == UINT64_MAX ? UINT64_MAX : dm->hi + 1;
-        m->offset = dm->offsets ? dm->lo : 0;
-    }
-    fk_prof_main_mapping_first(p);
-    fk_prof_fold(p, fold_type, SIZE_MAX, &e->r->stacks, NULL);
-    free(ids);
-    free(func_of);
-    free(dmap);
-    fk_buf_free(&one);
-    fk_stacktab_free(&locmap);
-}
-
-/* ---- the run ------------------------------------------------------------ */
-
-static void progress(const struct fk_capture_opts *o, struct engine *e, uint64_t start,
-                     uint64_t now, bool tty)
-{
-    if (!tty)
-        return;
-    uint64_t el = (now - start) / 1000000000ull;
-    if (o->duration_ms)
-        fprintf(stderr, "\r%s: %llu s left, %llu samples, %llu lost \033[K",
-                o->progress_label ? o->progress_label : "flamekit",
-                (unsigned long long)(o->duration_ms * 1000000ull > now - start
-                                         ? (o->duration_ms * 1000000ull - (now - start) + 999999999ull) / 1000000000ull
-                                         : 0),
-                (unsigned long long)e->r->samples_kept, (unsigned long long)e->r->lost);
-    else
-        fprintf(stderr, "\r%s: %llu s, %llu samples, %llu lost \033[K",
-                o->progress_label ? o->progress_label : "flamekit", (unsigned long long)el,
-                (unsigned long long)e->r->samples_kept, (unsigned long long)e->r->lost);
-}
-
-/* CGROUP: one counting event per CPU that the kernel limits to the cgroup
- * and its descendants (PERF_FLAG_PID_CGROUP), so the target's own count is
- * known exactly: the sampling event stays host-wide (libperf cannot open
- * cgroup events), its samples filtered by cgroup id. fds[i] = -1 on
- * failure; the count is then reported as unknown. */
-static int *open_cgroup_counters(const struct perf_event_attr *sample_attr, const char *dir,
-                                 struct perf_cpu_map *cpus)
-{
-    int n = perf_cpu_map__nr(cpus);
-    int *fds = fk_malloc((size_t)n * sizeof *fds);
-    for (int i = 0; i < n; i++)
-        fds[i] = -1;
-    int cg = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (cg < 0)
-        return fds;
-    struct perf_event_attr a = { 0 };
-    a.size = sizeof a;
-    a.type = sample_attr->type;
-    a.config = sample_attr->config;
-    a.exclude_kernel = sample_attr->exclude_kernel;
-    a.exclude_user = sample_attr->exclude_user;
-    a.exclude_hv = 1;
-    a.disabled = 1;
-    for (int i = 0; i < n; i++) {
-        int cpu = perf_cpu_map__cpu(cpus, i).cpu;
-        fds[i] = (int)syscall(SYS_perf_event_open, &a, cg, cpu, -1,
-                              PERF_FLAG_PID_CGROUP | PERF_FLAG_FD_CLOEXEC);
-        if (fds[i] < 0)
-            break;
-    }
-    close(cg);
-    return fds;
-}
-
-/* ioctl every counter (enable/disable); false if any is missing. */
-static bool cgroup_counters_ioctl(int *fds, int n, unsigned long req)
-{
-    bool ok = fds != NULL;
-    for (int i = 0; ok && i < n; i++)
-        ok = fds[i] >= 0 && ioctl(fds[i], req, 0) == 0;
-    return ok;
-}
-
-static void cgroup_counters_close(int *fds, int n)
-{
-    for (int i = 0; fds && i < n; i++)
-        if (fds[i] >= 0)
-            close(fds[i]);
-    free(fds);
-}
-
-int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
-{
-    static bool inited;
-    if (!inited) {
-        libperf_init(libperf_print);
-        inited = true;
-    }
-    memset(r, 0, sizeof *r);
-    fk_stacktab_init(&r->stacks);
-    const struct fk_target *t = o->target;
-    struct engine e = { .o = o, .r = r };
-    fk_stacktab_init(&e.raw);
-
-    /* user stacks: resolve auto, size the rings for the stack copies */
-    const struct fk_uw_arch *arch = fk_uw_arch();
-    enum fk_callgraph mode = o->callgraph;
-    uint32_t stack_size = o->stack_size ? o->stack_size : FK_STACK_SIZE_DEFAULT;
-    int probe_err = 0;
-    if (o->event.no_callchain || o->event.exclude_user) {
-        mode = FK_CG_FP;    /* no user stacks to unwind */
-    } else if (mode != FK_CG_FP && !arch) {
-        if (mode == FK_CG_DWARF) {
-            fk_error("--call-graph dwarf is not supported on this architecture yet; use --call-graph fp");
-            return FK_EXIT_ERROR;
-        }
-        snprintf(r->callgraph_note, sizeof r->callgraph_note,
-                 "frame pointers: DWARF unwinding is not supported on this architecture");
-        mode = FK_CG_FP;
-    } else if (mode != FK_CG_FP && !dwarf_supported(arch, stack_size, &probe_err)) {
-        if (mode == FK_CG_DWARF) {
-            fk_error("the kernel refused user register and stack sampling (%s); use --call-graph fp",
-                     strerror(probe_err));
-            return FK_EXIT_ERROR;
-        }
-        snprintf(r->callgraph_note, sizeof r->callgraph_note,
-                 "frame pointers: the kernel refused user stack sampling (%s)", strerror(probe_err));
-        mode = FK_CG_FP;
-    }
-    long page = sysconf(_SC_PAGESIZE);
-    uint64_t sample_bytes = 0;
-    bool limited = false;
-    unsigned pages;
-    if (mode != FK_CG_FP) {
-        /* header, ids, period, a kernel callchain, registers, stack copy */
-        sample_bytes = 8 + 6 * 8 + 64 * 8 + (1 + FK_UW_NREGS) * 8 + 16 + stack_size;
-        pages = ring_pages(o, sample_bytes, &limited);
-        uint64_t fits = (uint64_t)pages * (uint64_t)page / sample_bytes;
-        if (limited && fits < 8 && mode == FK_CG_AUTO) {
-            snprintf(r->callgraph_note, sizeof r->callgraph_note,
-                     "frame pointers: the perf rings are limited to %u KiB per CPU "
-                     "(kernel.perf_event_mlock_kb, no CAP_IPC_LOCK), fewer than 8 stack copies "
-                     "of %u bytes", pages * (unsigned)page / 1024, stack_size);
-            mode = FK_CG_FP;
-        } else if (limited && !o->quiet) {
-            uint64_t rate = o->event.freq ? o->event.freq : 1000;
-            fk_warn("unprivileged: perf rings limited to %u KiB per CPU by kernel.perf_event_mlock_kb; "
-                    "they hold %.2f s of %u-byte stack copies at %llu samples/s (lost records are "
-                    "counted); raise the sysctl, run as root, or lower --stack-size",
-                    pages * (unsigned)page / 1024, (double)fits / (double)rate, stack_size,
-                    (unsigned long long)rate);
-        }
-    }
-    if (mode == FK_CG_FP)
-        pages = ring_pages(o, 0, &limited);
-    if (r->callgraph_note[0] && !o->quiet)
-        fk_warn("user stacks by %s", r->callgraph_note);
-    if (mode == FK_CG_AUTO)
-        mode = FK_CG_DWARF;     /* resolved */
-    r->callgraph = mode;
-    r->stack_size = mode == FK_CG_DWARF ? stack_size : 0;
-
-    struct perf_event_attr attr = { 0 };
-    attr.size = sizeof attr;
-    attr.type = o->event.type;
-    attr.config = o->event.config;
-    e.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
-    if (!o->event.no_callchain)
-        e.sample_type |= PERF_SAMPLE_CALLCHAIN;
-    if (mode == FK_CG_DWARF) {
-        /* as perf's dwarf mode: the kernel's chain for kernel frames only,
-         * user frames from the registers and the stack copy */
-        e.sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
-        attr.sample_regs_user = fk_uw_perf_mask(arch);
-        attr.sample_stack_user = stack_size;
-        attr.exclude_callchain_user = 1;
-        e.nregs = FK_UW_NREGS;
-    }
-    if (o->event.freq) {
-        attr.freq = 1;
-        attr.sample_freq = o->event.freq;
-        e.sample_type |= PERF_SAMPLE_PERIOD;
-    } else {
-        attr.sample_period = o->event.period ? o->event.period : 1;
-    }
-    if (t->kind == FK_TARGET_CGROUP)
-        e.sample_type |= PERF_SAMPLE_CGROUP;
-    attr.sample_type = e.sample_type;
-    /* PERF_FORMAT_LOST: the samples the kernel could not write, exactly,
-     * including those not yet reported by a PERF_RECORD_LOST when the
-     * capture ends (Linux 6.0; retried without on older kernels). */
-    attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING |
-                       PERF_FORMAT_LOST;
-    attr.disabled = 1;
-    attr.sample_id_all = 1;
-    attr.mmap = 1;
-    attr.mmap2 = 1;
-    attr.comm = 1;
-    attr.comm_exec = 1;
-    attr.task = 1;
-    attr.exclude_kernel = o->event.exclude_kernel;
-    attr.exclude_callchain_kernel = o->event.exclude_kernel;
-    attr.exclude_user = o->event.exclude_user;
-    attr.exclude_hv = 1;
-    attr.use_clockid = 1;
-    attr.clockid = CLOCK_MONOTONIC;
-    bool per_task = t->kind == FK_TARGET_PID || t->kind == FK_TARGET_RUN;
-    attr.inherit = per_task;
-    attr.enable_on_exec = t->kind == FK_TARGET_RUN;
-    attr.watermark = 1;
-    attr.wakeup_watermark = (uint32_t)(pages * (unsigned)sysconf(_SC_PAGESIZE) / 4);
-
-    int rc = FK_EXIT_ERROR;
-    int *cgfds = NULL;          /* CGROUP: the target's own counters */
-    bool cg_counting = false;
-    struct perf_cpu_map *cpus = perf_cpu_map__new_online_cpus();
-    struct perf_thread_map *threads = NULL;
-    struct perf_evlist *evlist = NULL;
-    struct perf_evsel *evsel = NULL;
-    if (!cpus) {
-        fk_error("cannot read the online CPUs");
-        goto out;
-    }
-    r->ncpus = perf_cpu_map__nr(cpus);
-    if (per_task) {
-        pid_t *tids = NULL;
-        size_t n = 0, cap = 0;
-        for (size_t i = 0; i < t->npids; i++)
-            if (!add_tids(t->pids[i], &tids, &n, &cap)) {
-                fk_error("process %d exited before the capture started", (int)t->pids[i]);
-                free(tids);
-                goto out;
-            }
-        threads = perf_thread_map__new_array((int)n, tids);
-        free(tids);
-        raise_nofile();
-    } else {
-        threads = perf_thread_map__new_dummy();
-    }
-    evlist = perf_evlist__new();
-    evsel = perf_evsel__new(&attr);
-    if (!threads || !evlist || !evsel) {
-        fk_error("out of memory setting up the capture");
-        goto out;
-    }
-    perf_evlist__add(evlist, evsel);
-    perf_evlist__set_maps(evlist, cpus, threads);
-    int err = perf_evlist__open(evlist);
-    if (err == -EINVAL) {
-        perf_evsel__attr(evsel)->read_format &= ~(uint64_t)PERF_FORMAT_LOST;
-        err = perf_evlist__open(evlist);
-    }
-    if (err < 0) {
-        open_error(o, -err);
-        goto out;
-    }
-    /* the user's locked-memory budget may be partly used by other perf
-     * sessions: halve until it fits, and say so */
-    for (;;) {
-        errno = 0;
-        err = perf_evlist__mmap(evlist, (int)pages);
-        int me = errno ? errno : -err;
-        if (err >= 0)
-            break;
-        perf_evlist__munmap(evlist);
-        if (me != EPERM || pages <= 8) {
-            fk_error("cannot map the perf ring buffers (%u pages per CPU): %s; "
-                     "see /proc/sys/kernel/perf_event_mlock_kb", pages, strerror(me));
-            goto out;
-        }
-        pages /= 2;
-        if (!o->quiet)
-            fk_warn("locked memory for perf rings exhausted (kernel.perf_event_mlock_kb): "
-                    "retrying with %u KiB per CPU; records may be lost (they are counted)",
-                    pages * (unsigned)page / 1024);
-    }
-    r->ring_pages = pages;
-
-    struct fk_sym_opts so = o->sym;
-    so.max_bytes = o->max_mem_bytes;
-    e.sym = fk_sym_new(&so);
-    if (t->kind == FK_TARGET_CGROUP)
-        cgfds = open_cgroup_counters(&attr, t->cgroup_dir, cpus);
-    if (mode == FK_CG_DWARF)
-        e.uw = fk_unwinder_new(e.sym);
-    /* side-band first, then /proc: nothing between them is missed */
+    const struct fk_target *t = e->o->target;
+    struct fk_sym_opts so = e->o->sym;
+    so.max_bytes = e->o->max_mem_bytes;
+    e->sym = fk_sym_new(&so);
+    if (e->mode == FK_CG_DWARF)
+        e->uw = fk_unwinder_new(e->sym);
     if (t->kind != FK_TARGET_RUN)
-        perf_evlist__enable(evlist);
-    cg_counting = cgfds && cgroup_counters_ioctl(cgfds, r->ncpus, PERF_EVENT_IOC_ENABLE);
+        perf_evlist__enable(e->evlist);
+    fk_engine_cgroup_counters(e, PERF_EVENT_IOC_ENABLE);
     if (t->kind == FK_TARGET_PID)
         for (size_t i = 0; i < t->npids; i++)
-            fk_sym_scan_pid(e.sym, t->pids[i]);
+            fk_sym_scan_pid(e->sym, t->pids[i]);
     else if (t->kind == FK_TARGET_RUN)
-        fk_sym_scan_pid(e.sym, t->pids[0]);
+        fk_sym_scan_pid(e->sym, t->pids[0]);
     else
-        scan_all_draining(&e, evlist);
+        scan_all_draining(e);
     if (t->kind == FK_TARGET_RUN) {
         int xe;
         if (!fk_target_run_exec((struct fk_target *)t, &xe)) {
             int st;
             waitpid(t->pids[0], &st, 0);
-            r->child_exited = true;
-            r->child_status = st;
-            rc = xe == ENOENT ? 127 : 126;
-            goto out;
+            e->r->child_exited = true;
+            e->r->child_status = st;
+            return xe == ENOENT ? 127 : 126;
         }
     }
+    return FK_EXIT_OK;
+}
+
+/* Why the window should end now (NULL: go on), after a wake-up. */
+static const char *stop_reason(struct fk_engine *e, int polled)
+{
+    const struct fk_target *t = e->o->target;
+    if (t->kind == FK_TARGET_RUN) {
+        int st;
+        if (waitpid(t->pids[0], &st, WNOHANG) == t->pids[0]) {
+            e->r->child_exited = true;
+            e->r->child_status = st;
+            return "command exited";
+        }
+    }
+    if (t->kind == FK_TARGET_PID && polled > 0 &&
+        perf_evlist__filter_pollfd(e->evlist, POLLHUP | POLLERR) == 0)
+        return "target exited";
+    return NULL;
+}
+
+/* The window: wake up when a ring is a quarter full or every POLL_MS,
+ * read the rings, load symbols for what was sampled, enforce the limits. */
+static bool engine_loop(struct fk_engine *e)
+{
+    const struct fk_capture_opts *o = e->o;
+    struct fk_capture_result *r = e->r;
     uint64_t start = mono_ns();
     r->start_realtime_ns = real_ns();
     bool preloaded = o->event.exclude_kernel;
     uint64_t deadline = o->duration_ms ? start + o->duration_ms * 1000000ull : UINT64_MAX;
-    bool tty = o->progress && !o->quiet && isatty(STDERR_FILENO);
     uint64_t last_progress = 0;
     for (;;) {
         uint64_t now = mono_ns();
@@ -1177,113 +444,117 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
             break;
         }
         uint64_t wait = (deadline - now) / 1000000ull;
-        int n = perf_evlist__poll(evlist, wait < POLL_MS ? (int)wait + 1 : POLL_MS);
+        int n = perf_evlist__poll(e->evlist, wait < POLL_MS ? (int)wait + 1 : POLL_MS);
         if (n < 0 && errno != EINTR) {
             fk_error("poll: %s", strerror(errno));
-            goto out;
+            return false;
         }
         now = mono_ns();
-        read_rings(&e, evlist, now > REORDER_SLACK_NS ? now - REORDER_SLACK_NS : 0);
+        read_rings(e, now > REORDER_SLACK_NS ? now - REORDER_SLACK_NS : 0);
         if (!preloaded) {
             /* in the window, not after it; once the rings were drained
              * (and after a run target's exec, which it must not delay) */
-            fk_sym_preload_kernel(e.sym);
+            fk_sym_preload_kernel(e->sym);
             preloaded = true;
         }
-        /* symbols read in the window, not after it (a slice per wake-up:
-         * the rings hold a second) */
-        fk_sym_preload(e.sym, PRELOAD_NS);
-        fk_sym_set_other_bytes(e.sym, fk_stacktab_bytes(&e.raw));
-        uint64_t mem = fk_stacktab_bytes(&e.raw) + fk_sym_bytes(e.sym);
-        if (mem > r->mem_bytes)
-            r->mem_bytes = mem;
+        fk_sym_preload(e->sym, PRELOAD_NS);
+        uint64_t mem = track_memory(e);
         if (o->max_mem_bytes && mem > o->max_mem_bytes) {
             r->stop_reason = "memory limit";
             r->mem_limited = true;
             break;
         }
         if (now - last_progress >= 1000000000ull) {
-            progress(o, &e, start, now, tty);
+            report_progress(e, start, now, false);
             last_progress = now;
         }
-        if (t->kind == FK_TARGET_RUN) {
-            int st;
-            pid_t w = waitpid(t->pids[0], &st, WNOHANG);
-            if (w == t->pids[0]) {
-                r->child_exited = true;
-                r->child_status = st;
-                r->stop_reason = "command exited";
-                break;
-            }
-        }
-        if (t->kind == FK_TARGET_PID && n > 0 &&
-            perf_evlist__filter_pollfd(evlist, POLLHUP | POLLERR) == 0) {
-            r->stop_reason = "target exited";
+        if ((r->stop_reason = stop_reason(e, n)))
             break;
-        }
     }
     r->duration_ns = mono_ns() - start;
-    perf_evlist__disable(evlist);
-    cg_counting = cg_counting && cgroup_counters_ioctl(cgfds, r->ncpus, PERF_EVENT_IOC_DISABLE);
-    if (tty)
-        fprintf(stderr, "\r\033[K");
+    report_progress(e, start, mono_ns(), true);
+    return true;
+}
 
-    /* the event's own count, summed over every CPU and thread */
-    int ncpu = perf_cpu_map__nr(cpus), nthr = perf_thread_map__nr(threads);
+/* The events' own counts, summed over every CPU and thread, and the
+ * cgroup target's. */
+static void engine_read_counts(struct fk_engine *e)
+{
+    struct fk_capture_result *r = e->r;
+    int ncpu = perf_cpu_map__nr(e->cpus), nthr = perf_thread_map__nr(e->threads);
     r->counters = (uint64_t)ncpu * (uint64_t)nthr;
     for (int c = 0; c < ncpu; c++)
         for (int th = 0; th < nthr; th++) {
             struct perf_counts_values cv;
-            if (perf_evsel__read(evsel, c, th, &cv) == 0) {
+            if (perf_evsel__read(e->evsel[0], c, th, &cv) == 0) {
                 r->event_count += cv.val;
                 r->lost_samples += cv.lost;
                 r->time_enabled += cv.ena;
                 r->time_running += cv.run;
             }
         }
-    for (int c = 0; cg_counting && c < r->ncpus; c++) {
+    bool counting = e->cg_counting;
+    for (int c = 0; counting && c < r->ncpus; c++) {
         uint64_t v;
-        cg_counting = read(cgfds[c], &v, sizeof v) == (ssize_t)sizeof v;
-        r->target_count += cg_counting ? v : 0;
+        counting = read(e->cgfds[c], &v, sizeof v) == (ssize_t)sizeof v;
+        r->target_count += counting ? v : 0;
     }
-    r->have_target_count = cg_counting;
+    r->have_target_count = counting;
+}
+
+static void engine_free(struct fk_engine *e)
+{
+    fk_engine_close(e);
+    if (e->kind && e->kind->stop)
+        e->kind->stop(e->kind_state);
+    fk_unwinder_free(e->uw);
+    if (e->sym)
+        fk_sym_free(e->sym);
+    fk_ringq_free(&e->ring);
+    fk_stacktab_free(&e->raw);
+    fk_buf_free(&e->key);
+    fk_target_filter_free(&e->filter);
+}
+
+int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
+{
+    memset(r, 0, sizeof *r);
+    fk_stacktab_init(&r->stacks);
+    struct fk_engine *e = fk_calloc(1, sizeof *e);
+    e->o = o;
+    e->r = r;
+    fk_stacktab_init(&e->raw);
+    fk_target_filter_init(&e->filter, o->target);
+    int rc = FK_EXIT_ERROR;
+    if (!fk_engine_configure(e) || !fk_engine_open(e) || !fk_engine_mmap(e))
+        goto out;
+    if ((rc = engine_start(e)) != FK_EXIT_OK)
+        goto out;
+    rc = FK_EXIT_ERROR;
+    if (!engine_loop(e))
+        goto out;
+    perf_evlist__disable(e->evlist);
+    uint64_t end_ns = mono_ns();    /* the records' clock (CLOCK_MONOTONIC) */
+    fk_engine_cgroup_counters(e, PERF_EVENT_IOC_DISABLE);
+    engine_read_counts(e);
     /* Drain the rings after the counts: a sample being written when the
      * disable IPI arrived is in the count and must be read too. */
-    read_rings(&e, evlist, UINT64_MAX);
-    r->unique_stacks = e.raw.n;
-    fk_sym_set_other_bytes(e.sym, fk_stacktab_bytes(&e.raw));
-    uint64_t mem = fk_stacktab_bytes(&e.raw) + fk_sym_bytes(e.sym);
-    if (mem > r->mem_bytes)
-        r->mem_bytes = mem;
+    read_rings(e, UINT64_MAX);
+    if (e->kind->flush)
+        e->kind->flush(e->kind_state, e, end_ns);
+    r->unique_stacks = e->raw.n;
+    track_memory(e);
     uint64_t t_name = mono_ns();
-    build_prof(&e);
+    fk_engine_name(e);
     r->naming_ns = mono_ns() - t_name;
-    mem = fk_stacktab_bytes(&e.raw) + fk_sym_bytes(e.sym);    /* with maps read again */
-    if (mem > r->mem_bytes)
-        r->mem_bytes = mem;
-    fk_sym_stats(e.sym, &r->sym);
-    if (e.uw)
-        fk_unwinder_stats(e.uw, &r->unwind);
+    track_memory(e);    /* with maps read again */
+    fk_sym_stats(e->sym, &r->sym);
+    if (e->uw)
+        fk_unwinder_stats(e->uw, &r->unwind);
     rc = FK_EXIT_OK;
 out:
-    if (evlist)
-        perf_evlist__delete(evlist);    /* unmaps, closes, deletes its evsels */
-    else if (evsel)
-        perf_evsel__delete(evsel);
-    perf_thread_map__put(threads);
-    perf_cpu_map__put(cpus);
-    fk_unwinder_free(e.uw);
-    if (e.sym)
-        fk_sym_free(e.sym);
-    cgroup_counters_close(cgfds, r->ncpus);
-    fk_stacktab_free(&e.raw);
-    fk_buf_free(&e.key);
-    fk_buf_free(&e.pbuf);
-    fk_buf_free(&e.pbuf2);
-    free(e.pv);
-    u64map_free(&e.uids);
-    u64map_free(&e.uid_checked);
-    u64map_free(&e.cgroups);
+    engine_free(e);
+    free(e);
     if (rc != FK_EXIT_OK) {
         fk_stacktab_free(&r->stacks);
         fk_prof_free(&r->prof);

@@ -1,17 +1,20 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The capture engine: one sampling event opened through libperf on a target
- * (host, pids, user, cgroup, a command), per-CPU rings read in time order,
- * side-band records fed to the symbolizer, stacks aggregated at sample time
- * into a table keyed by (comm, pid, locations) -- memory grows with unique
- * stacks, not samples -- and named once at the end into a structured profile
- * (locations, mappings, functions: what pprof needs) from which the folded
- * stack table is drawn.
+/* The capture engine: the events of an event kind (evkind.h: CPU clock,
+ * one-in-N counted events, ...) opened through libperf on a target
+ * (target.h: host, pids, user, cgroup, a command), per-CPU rings read in
+ * time order (ring.h), each sample decoded once (sample.h), side-band
+ * records fed to the symbolizer, stacks aggregated at sample time into a
+ * table keyed by (comm, pid, locations) -- memory grows with unique
+ * stacks, not samples -- and named once at the end into a structured
+ * profile (locations, mappings, functions: what pprof needs) from which
+ * the folded stack table is drawn. The phases are in engine.h.
  *
- * Used by 'flamekit host|pid|user|cgroup|run' (record.c) and by any other
- * profile kind (page faults) that only needs a different event. */
+ * Used by the profile runner (profile/runner.c) for every capture
+ * command. */
 #ifndef FK_CAPTURE_H
 #define FK_CAPTURE_H
 
+#include "capture/target.h"
 #include "stacks/prof.h"
 #include "stacks/stacktab.h"
 #include "symbols/symbols.h"
@@ -21,43 +24,6 @@
 #include <jansson.h>
 #include <signal.h>
 #include <sys/types.h>
-
-enum fk_target_kind {
-    FK_TARGET_HOST,     /* all CPUs, every process */
-    FK_TARGET_PID,      /* listed processes, all threads, children via inherit */
-    FK_TARGET_USER,     /* all CPUs, samples of processes whose effective uid matches */
-    FK_TARGET_CGROUP,   /* all CPUs, samples whose cgroup v2 is the dir or below it */
-    FK_TARGET_RUN,      /* a child stopped before exec (see fk_target_run_*) */
-};
-
-struct fk_target {
-    enum fk_target_kind kind;
-    pid_t *pids;        /* PID: the processes; RUN: pids[0] = the child */
-    size_t npids;
-    uid_t uid;          /* USER */
-    char *user;         /* USER: name (or the number as given) */
-    char *cgroup_dir;   /* CGROUP: absolute path of the cgroup v2 directory */
-    char *cgroup_rel;   /* CGROUP: path below the cgroup2 mount ("/a/b") */
-    char *scope;        /* file-name part: host, pid-1234, user-www, cgroup-NAME, run-CMD */
-    char *desc;         /* one line for humans and metadata */
-    int run_go, run_err;    /* RUN: pipes to the waiting child (-1: closed) */
-};
-
-/* Resolve a target from the command line; on error print one line and
- * return false. arg is NULL for host. */
-bool fk_target_host(struct fk_target *t);
-bool fk_target_pids(struct fk_target *t, const char *list);      /* "12,34" */
-bool fk_target_user(struct fk_target *t, const char *user);      /* name or uid */
-bool fk_target_cgroup(struct fk_target *t, const char *arg);     /* path or container id */
-/* Fork argv[0] stopped before exec; fk_target_run_exec lets it go once the
- * events are open (called by the engine). stdout_to_stderr: the command's
- * stdout goes to stderr (a result stream owns stdout). Returns false on
- * error. */
-bool fk_target_run(struct fk_target *t, char **argv, bool stdout_to_stderr);
-/* Releases the child: it execs. false if exec failed (error printed,
- * *exec_errno set). */
-bool fk_target_run_exec(struct fk_target *t, int *exec_errno);
-void fk_target_free(struct fk_target *t);
 
 /* The sampling event. */
 struct fk_event {
@@ -93,6 +59,18 @@ const char *fk_callgraph_name(enum fk_callgraph m);     /* "auto", "dwarf", "fp"
 #define FK_STACK_SIZE_MIN 512
 #define FK_STACK_SIZE_MAX 65528
 
+/* The capture's progress, for a status line. */
+struct fk_capture_progress {
+    uint64_t elapsed_ns;
+    uint64_t duration_ns;           /* the window asked for; 0 = until stopped */
+    uint64_t samples_kept, lost;
+    bool done;                      /* the window ended: clear the line */
+};
+typedef void (*fk_capture_progress_fn)(void *ctx, const struct fk_capture_progress *p);
+
+struct fk_evkind;
+struct fk_stack_hook;
+
 struct fk_capture_opts {
     struct fk_event event;
     enum fk_callgraph callgraph;    /* default FK_CG_AUTO */
@@ -105,9 +83,18 @@ struct fk_capture_opts {
     const char *value_name;         /* fixed period: what one event is, in the
                                        structured profile ("faults"); NULL = the
                                        event's name */
-    bool progress;                  /* countdown line on stderr (only if a TTY) */
-    bool quiet;
-    const char *progress_label;     /* e.g. "flamekit host" */
+    bool quiet;                     /* no warnings about degraded modes */
+    /* Called about once a second during the window and once with done set
+     * after it (the library never writes to the terminal: the command
+     * draws). NULL: none. */
+    fk_capture_progress_fn progress;
+    void *progress_ctx;
+    /* The event kind (capture/evkind.h); NULL: fk_evkind_clock when
+     * event.freq is set, else fk_evkind_counted. */
+    const struct fk_evkind *kind;
+    /* Stack rewriters run on every kept sample after unwinding, in order. */
+    const struct fk_stack_hook *const *stack_hooks;
+    size_t nstack_hooks;
     volatile sig_atomic_t *stop;    /* non-zero: end the capture (signal handlers) */
     struct fk_sym_opts sym;         /* symbolizer options */
 };

@@ -4,6 +4,7 @@
 #include "capture/capture.h"
 #include "util/buf.h"
 #include "util/result.h"
+#include "util/safeopen.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -17,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef CGROUP2_SUPER_MAGIC
@@ -372,4 +374,118 @@ void fk_target_free(struct fk_target *t)
     free(t->scope);
     free(t->desc);
     memset(t, 0, sizeof *t);
+}
+
+/* ---- filters ------------------------------------------------------------ */
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void fk_target_filter_init(struct fk_target_filter *f, const struct fk_target *t)
+{
+    memset(f, 0, sizeof *f);
+    f->t = t;
+}
+
+void fk_target_filter_free(struct fk_target_filter *f)
+{
+    fk_u64map_free(&f->uids);
+    fk_u64map_free(&f->uid_checked);
+    fk_u64map_free(&f->cgroups);
+}
+
+/* USER: decide by effective uid, read from /proc at first sight of a pid and
+ * again after exec or a second later (setuid() after fork is not a record);
+ * a pid already gone inherits what its parent had at fork time. */
+static bool keep_user(struct fk_target_filter *f, pid_t pid)
+{
+    uint64_t now = mono_ns();
+    uint64_t *v = fk_u64map_slot(&f->uids, (uint64_t)pid, true);
+    uint64_t *c = fk_u64map_slot(&f->uid_checked, (uint64_t)pid, true);
+    if (!*v || now - *c > 1000000000ull) {
+        uid_t uids[2];
+        if (fk_proc_uids(pid, uids) == 2)
+            *v = (uint64_t)uids[1] << 1 | 1;
+        *c = now;
+    }
+    return *v && (uid_t)(*v >> 1) == f->t->uid;
+}
+
+static void scan_cgroup_tree(struct fk_target_filter *f, const char *dir, int depth)
+{
+    struct stat st;
+    if (stat(dir, &st) < 0)
+        return;
+    *fk_u64map_slot(&f->cgroups, (uint64_t)st.st_ino, true) = 1;
+    if (depth > 64)
+        return;
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_type != DT_DIR || de->d_name[0] == '.')
+            continue;
+        char *sub = fk_asprintf("%s/%s", dir, de->d_name);
+        scan_cgroup_tree(f, sub, depth + 1);
+        free(sub);
+    }
+    closedir(d);
+}
+
+/* CGROUP: a sample's cgroup id is in the target if it is the directory's
+ * inode or one below it; unknown ids trigger a (rate-limited) rescan so
+ * cgroups created during the capture count. */
+static bool keep_cgroup(struct fk_target_filter *f, uint64_t id)
+{
+    uint64_t *v = fk_u64map_slot(&f->cgroups, id, false);
+    if (v)
+        return *v == 1;
+    uint64_t now = mono_ns();
+    if (now - f->cgroup_rescan_ns > 50000000ull) {
+        f->cgroup_rescan_ns = now;
+        scan_cgroup_tree(f, f->t->cgroup_dir, 0);
+        v = fk_u64map_slot(&f->cgroups, id, false);
+        if (v)
+            return *v == 1;
+        *fk_u64map_slot(&f->cgroups, id, true) = 2;
+    }
+    return false;
+}
+
+bool fk_target_keep(struct fk_target_filter *f, pid_t pid, uint64_t cgroup)
+{
+    switch (f->t->kind) {
+    case FK_TARGET_USER:
+        return keep_user(f, pid);
+    case FK_TARGET_CGROUP:
+        return keep_cgroup(f, cgroup);
+    default:
+        return true;    /* the events themselves are limited to the target */
+    }
+}
+
+void fk_target_filter_exec(struct fk_target_filter *f, pid_t pid)
+{
+    if (f->t->kind != FK_TARGET_USER)
+        return;
+    uint64_t *c = fk_u64map_slot(&f->uid_checked, (uint64_t)pid, false);
+    if (c)
+        *c = 0;     /* setuid binaries change uid at exec */
+}
+
+void fk_target_filter_fork(struct fk_target_filter *f, pid_t pid, pid_t ppid)
+{
+    if (f->t->kind != FK_TARGET_USER || pid == ppid)
+        return;
+    uint64_t *pv = fk_u64map_slot(&f->uids, (uint64_t)ppid, false);
+    if (pv && *pv) {
+        uint64_t uid = *pv;
+        *fk_u64map_slot(&f->uids, (uint64_t)pid, true) = uid;
+        *fk_u64map_slot(&f->uid_checked, (uint64_t)pid, true) = mono_ns();
+    }
 }

@@ -86,6 +86,8 @@ struct fk_profile_request {
     int stream_fd;              /* >= 0: send the files as a result stream (stream.h)
                                    on this fd; RUN's stdout then goes to stderr */
     bool quiet;                 /* no progress line */
+    fk_capture_progress_fn progress;    /* the command's status line (capture.h); NULL: none */
+    void *progress_ctx;
     /* context, for metadata and messages */
     const char *command;        /* "host", "faults", "serve" */
     int argc;                   /* the invocation (argv[0] = the command) */

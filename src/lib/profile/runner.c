@@ -403,8 +403,8 @@ int fk_profile_run(const struct fk_profile_request *rq, struct fk_profile_result
     co.weight_by_period = res->event.freq == 0;
     co.value_name = res->unit;      /* pprof: faults/count, switches/count... */
     co.quiet = rq->quiet;
-    co.progress = !rq->quiet;
-    co.progress_label = fk_progname;
+    co.progress = rq->quiet ? NULL : rq->progress;
+    co.progress_ctx = rq->progress_ctx;
     co.stop = rq->stop;
     co.sym.kernel = !rq->no_kernel;
     co.callgraph = (enum fk_callgraph)rq->callgraph;

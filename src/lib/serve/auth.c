@@ -156,13 +156,24 @@ bool fk_cert_check(void *session, char *who, size_t wholen, const char **why)
         sz = wholen;
         ok = gnutls_x509_crt_get_dn(crt, who, &sz) >= 0;
     }
+    /* a certificate of the same CA made for another use (a server's) is
+     * no client's: the extended key usage must name TLS client auth */
+    bool client = false;
+    for (unsigned i = 0; ok && !client; i++) {
+        char oid[128];
+        size_t osz = sizeof oid;
+        if (gnutls_x509_crt_get_key_purpose_oid(crt, i, oid, &osz, NULL) < 0)
+            break;
+        client = !strcmp(oid, GNUTLS_KP_TLS_WWW_CLIENT);
+    }
     gnutls_x509_crt_deinit(crt);
     if (!ok) {
         *why = "client certificate unreadable";
         return false;
     }
-    for (char *c = who; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f || *c == ' ')
-            *c = '_';
-    return true;
+    if (!client) {
+        *why = "certificate not made for TLS clients (extendedKeyUsage lacks clientAuth)";
+        return false;
+    }
+    return true;    /* who: as the certificate says; the audit log cleans it */
 }

@@ -28,8 +28,10 @@ void fk_tokens_free(struct fk_tokens *t);
 const char *fk_tokens_check(const struct fk_tokens *t, const char *tok, size_t len);
 
 /* A TLS session's verified client certificate: true and its subject's CN
- * (or the whole DN) in who when the peer sent a certificate that chains to
- * the trusted CA and is within its validity; why says what was wrong
+ * (or the whole DN, raw: clean it before printing) in who when the peer
+ * sent a certificate that chains to the trusted CA, is within its validity
+ * and is marked for TLS client authentication (extendedKeyUsage
+ * clientAuth: a server certificate of the same CA is refused); why says what was wrong
  * otherwise ("no client certificate", "expired", ...). session is a
  * gnutls_session_t. */
 bool fk_cert_check(void *session, char *who, size_t wholen, const char **why);

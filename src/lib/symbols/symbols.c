@@ -63,8 +63,8 @@ struct fk_symbolizer {
     uint64_t dev_tmp, ino_tmp;
     int tmp_fd;                 /* our /tmp (O_PATH), where host JITs write their maps */
     uint64_t other_bytes;       /* the capture's own tables, toward opts.max_bytes */
-    unsigned map_warnings;
-    uint64_t locate_unknown, names_unresolved, names_fde, deleted_kept;
+    unsigned map_warnings, budget_warnings;
+    uint64_t locate_unknown, names_unresolved, names_fde, deleted_kept, over_budget;
 };
 
 /* ---- DSOs ---- */
@@ -146,6 +146,7 @@ static int open_mapped(struct fk_symbolizer *s, struct dso *d, pid_t pid,
 }
 
 static void dso_load(struct fk_symbolizer *s, struct dso *d);
+static size_t sym_left(struct fk_symbolizer *s);
 
 /* Its file shrank under a read through its mapping (SIGBUS, util/busguard.h):
  * drop what was read from it, keep the half-built libelf/libdw state
@@ -285,10 +286,20 @@ static void dso_load(struct fk_symbolizer *s, struct dso *d)
     struct fk_bus_guard g;
     fk_bus_push(&g);
     if (sigsetjmp(g.env, 0) == 0) {
-        fk_dso_load_elf(d, s->dbg, !s->capture_ended);
+        fk_dso_load_elf(d, s->dbg, !s->capture_ended, sym_left(s));
         fk_bus_pop(&g);
     } else {
         dso_truncated(d);
+    }
+    if (d->over_budget) {
+        s->over_budget++;
+        if (s->budget_warnings++ < 3)
+            fk_warn("symbols of %s skipped: its symbol table would pass its memory budget "
+                    "(4 times the file's size + 1 MiB, within half of --max-memory); "
+                    "its frames are named by file and address", d->path);
+        else if (s->budget_warnings == 4)
+            fk_warn("more files' symbols skipped for their memory budget: not reported "
+                    "(counted in the metadata, symbols.files_over_budget)");
     }
 }
 
@@ -352,13 +363,20 @@ static void dso_ensure_loaded(struct fk_symbolizer *s, struct dso *d)
         s->fds_open--;
 }
 
-/* What a perf map may still take under opts.max_bytes. */
-static size_t mem_left(struct fk_symbolizer *s)
+/* What a symbol table read from a file the target controls (a binary, a
+ * debug file, a perf map) may still take: the symbolizer stays within
+ * half of opts.max_bytes and the whole capture within all of it, so what
+ * a target planted can neither stop the capture at the memory limit nor
+ * take the stack table's room. */
+static size_t sym_left(struct fk_symbolizer *s)
 {
     if (!s->opts.max_bytes)
         return SIZE_MAX;
-    uint64_t used = s->other_bytes + fk_sym_bytes(s);
-    return used < s->opts.max_bytes ? (size_t)(s->opts.max_bytes - used) : 0;
+    uint64_t sym = fk_sym_bytes(s), used = s->other_bytes + sym, share = s->opts.max_bytes / 2;
+    if (used >= s->opts.max_bytes || sym >= share)
+        return 0;
+    uint64_t left = s->opts.max_bytes - used < share - sym ? s->opts.max_bytes - used : share - sym;
+    return left > SIZE_MAX ? SIZE_MAX : (size_t)left;
 }
 
 #define MAP_WARNINGS_MAX 5
@@ -408,7 +426,7 @@ static void read_perf_map(struct fk_symbolizer *s, struct dso *d, bool at_end)
         }
         return;
     }
-    if (fk_perfmap_load(&d->st, fd, JIT_MAP_MAX_SIZE, mem_left(s)) == FK_PERFMAP_TRUNCATED)
+    if (fk_perfmap_load(&d->st, fd, JIT_MAP_MAX_SIZE, sym_left(s)) == FK_PERFMAP_TRUNCATED)
         map_warn(s, d, name, "read in part: it reached the memory limit (--max-memory) "
                  "or its size limit; the rest of its code is unnamed");
     close(fd);
@@ -1117,6 +1135,7 @@ void fk_sym_stats(const struct fk_symbolizer *s, struct fk_sym_stats *out)
     out->names_unresolved = s->names_unresolved;
     out->names_function_start = s->names_fde;
     out->deleted_files_kept = s->deleted_kept;
+    out->files_over_budget = s->over_budget;
     out->files_shrunk = fk_bus_caught();
     struct fk_debuginfod_stats ds;
     fk_debuginfod_stats(s->dbg, &ds);
@@ -1151,11 +1170,6 @@ int fk_sym_debug_file(struct fk_symbolizer *s, uint32_t dso)
     return fd;
 }
 
-static size_t symtab_bytes(const struct fk_symtab *t)
-{
-    return t->cap * sizeof *t->syms + t->strs.cap;
-}
-
 void fk_sym_set_other_bytes(struct fk_symbolizer *s, uint64_t bytes)
 {
     s->other_bytes = bytes;
@@ -1173,9 +1187,9 @@ size_t fk_sym_bytes(const struct fk_symbolizer *s)
         const struct dso *d = &s->dsos[i];
         b += (d->path ? strlen(d->path) + 1 : 0) + d->nloads * sizeof *d->loads;
         b += d->nfdes * sizeof *d->fdes + (d->debug_path ? strlen(d->debug_path) + 1 : 0);
-        b += symtab_bytes(&d->st);
+        b += fk_symtab_bytes(&d->st);
         if (d->cfi)
             b += fk_cfi_bytes(d->cfi);
     }
-    return b + symtab_bytes(&s->kernel) + symtab_bytes(&s->vdso);
+    return b + fk_symtab_bytes(&s->kernel) + fk_symtab_bytes(&s->vdso);
 }

@@ -32,8 +32,10 @@ struct fk_sym_opts {
                                        fetch missing debug files from; NULL or "": never */
     uint32_t debuginfod_budget_ms;  /* all fetches together (0: FK_DEBUGINFOD_BUDGET_MS) */
     uint32_t debuginfod_request_ms; /* each fetch (0: FK_DEBUGINFOD_REQUEST_MS) */
-    uint64_t max_bytes;     /* --max-memory: perf maps are read only as far as this
-                               and fk_sym_set_other_bytes leave room; 0: no limit */
+    uint64_t max_bytes;     /* --max-memory: symbol tables from files the targets
+                               control (binaries, debug files, perf maps) are read
+                               only within half of it and what fk_sym_set_other_bytes
+                               leaves; 0: no limit */
 };
 
 #define FK_DEBUGINFOD_BUDGET_MS 30000
@@ -124,6 +126,8 @@ struct fk_sym_stats {
                                        holding them (FDE), "[lib+0xSTART]" */
     uint64_t deleted_files_kept;    /* DSOs named from a kept file whose path was gone or replaced */
     uint64_t files_shrunk;          /* reads through a mapping ended by SIGBUS (util/busguard.h) */
+    uint64_t files_over_budget;     /* files whose symbols were skipped: over their memory
+                                       budget (symbols-int.h, FK_SYM_FILE_BUDGET) */
     bool debuginfod;                /* asked for ($DEBUGINFOD_URLS, --debuginfod) */
     uint64_t debuginfod_found, debuginfod_failed, debuginfod_timed_out;
     uint64_t debuginfod_skipped;    /* not asked: the time budget was spent */

@@ -40,3 +40,26 @@ void fk_hindex_grow(struct fk_hindex *x)
     }
     free(o);
 }
+
+uint64_t *fk_u64map_slot(struct fk_u64map *m, uint64_t key, bool add)
+{
+    uint64_t h = fk_hash_u64(key);
+    struct fk_hiter it = fk_hindex_find(&m->index, h);
+    uint32_t i;
+    while (fk_hindex_next(&it, &i))
+        if (m->v[i].key == key)
+            return &m->v[i].val;
+    if (!add)
+        return NULL;
+    m->v = fk_grow(m->v, &m->cap, m->n + 1, sizeof *m->v);
+    m->v[m->n] = (struct fk_u64pair){ key, 0 };
+    fk_hindex_add(&m->index, h, (uint32_t)m->n);
+    return &m->v[m->n++].val;
+}
+
+void fk_u64map_free(struct fk_u64map *m)
+{
+    free(m->v);
+    fk_hindex_free(&m->index);
+    memset(m, 0, sizeof *m);
+}

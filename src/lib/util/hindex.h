@@ -90,4 +90,20 @@ static inline void fk_hindex_add(struct fk_hindex *x, uint64_t h, uint32_t id)
     x->n++;
 }
 
+/* A small u64 -> u64 map on the index (pids, cgroup ids, sample ids): pairs
+ * in an array. A zeroed struct is an empty map. */
+struct fk_u64map {
+    struct fk_u64pair { uint64_t key, val; } *v;
+    size_t n, cap;
+    struct fk_hindex index;
+};
+/* key's value, created as 0 when add is true, else NULL when absent;
+ * valid until the next add. */
+uint64_t *fk_u64map_slot(struct fk_u64map *m, uint64_t key, bool add);
+void fk_u64map_free(struct fk_u64map *m);
+static inline size_t fk_u64map_bytes(const struct fk_u64map *m)
+{
+    return m->cap * sizeof *m->v + fk_hindex_bytes(&m->index);
+}
+
 #endif

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* libFuzzer target: the ring-record decoder (capture/sample.h) and the
+ * time-ordering queue (capture/ring.h) on raw perf records.
+ *
+ * Input: u64 sample_type (masked to the fields the decoder knows), u64
+ * user-register mask, one flags byte (bit 0: sample_id_all), then records
+ * as they sit in a ring (perf_event_header, body; a header's size is
+ * taken as given, clamped to what is left). Every record is decoded as a
+ * sample and as a trailer, copied aligned as the ring reader keeps them;
+ * each pointer the decoder returns must lie inside its record (ASan sees
+ * any read past it: the copy is exactly the record's size). */
+#include "capture/ring.h"
+#include "capture/sample.h"
+
+#include <linux/perf_event.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KNOWN (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |  \
+               PERF_SAMPLE_ADDR | PERF_SAMPLE_ID | PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU |   \
+               PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_RAW |                 \
+               PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER | PERF_SAMPLE_WEIGHT |          \
+               PERF_SAMPLE_CGROUP)
+
+static void inside(const void *p, size_t n, const void *rec, size_t len)
+{
+    const char *a = p, *r = rec;
+    if (n && (a < r || a + n > r + len))
+        abort();
+}
+
+static uint64_t sum;
+
+static void deliver(void *ctx, const union perf_event *ev)
+{
+    const struct fk_sample_format *f = ctx;
+    const struct perf_event_header *h = (const void *)ev;
+    struct fk_sample s;
+    if (fk_sample_parse(f, ev, h->size, &s))
+        sum += s.ip + s.time + s.nr;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 17)
+        return 0;
+    uint64_t st, mask;
+    memcpy(&st, data, 8);
+    memcpy(&mask, data + 8, 8);
+    bool id_all = data[16] & 1;
+    struct fk_sample_format f;
+    if (!fk_sample_format_init(&f, st & KNOWN, mask, id_all))
+        abort();
+    if (fk_sample_format_init(&f, st | ~(uint64_t)KNOWN, mask, id_all))
+        abort();    /* unknown fields are refused */
+    fk_sample_format_init(&f, st & KNOWN, mask, id_all);
+    struct fk_ringq q = { 0 };
+    data += 17;
+    size -= 17;
+    while (size >= sizeof(struct perf_event_header)) {
+        struct perf_event_header h;
+        memcpy(&h, data, sizeof h);
+        size_t len = h.size < sizeof h ? sizeof h : h.size;
+        if (len > size)
+            len = size;
+        /* an aligned copy of exactly the record */
+        uint64_t *copy = malloc((len + 7) / 8 * 8);
+        memcpy(copy, data, len);
+        struct fk_sample s;
+        if (fk_sample_parse(&f, copy, len, &s)) {
+            inside(s.ips, s.nr * 8, copy, len);
+            inside(s.raw, s.raw_size, copy, len);
+            if (s.regs)
+                inside(s.regs, f.nregs * 8ull, copy, len);
+            inside(s.stack, s.stack_size, copy, len);
+            if (s.stack_dyn > s.stack_size)
+                abort();
+            for (uint64_t i = 0; i < s.nr; i++)
+                sum += s.ips[i];
+            for (uint32_t i = 0; i < s.raw_size; i++)
+                sum += s.raw[i];
+        }
+        struct fk_sample_id id;
+        if (fk_sample_id_parse(&f, copy, len, &id))
+            sum += id.time;
+        sum += fk_record_time(&f, copy, len);
+        if (h.size >= sizeof h && h.size <= len)
+            fk_ringq_push(&q, copy, h.size, &f);
+        free(copy);
+        data += len;
+        size -= len;
+    }
+    fk_ringq_deliver(&q, UINT64_MAX / 2, deliver, &f);
+    fk_ringq_deliver(&q, UINT64_MAX, deliver, &f);
+    if (q.n)
+        abort();    /* everything was delivered */
+    fk_ringq_free(&q);
+    return 0;
+}

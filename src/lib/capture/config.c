@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Configuring a capture (the engine's first phase, engine.h): the kernel's
+ * limits, the call-graph mode (auto resolved to dwarf or fp, with the note
+ * saying why), the ring size, and one perf_event_attr per event of the
+ * kind -- the engine's common bits first, then the kind's own. */
+#include "capture/engine.h"
+#include "capture/capture.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t read_sysctl(const char *name, uint64_t dflt)
+{
+    char path[128], buf[64];
+    snprintf(path, sizeof path, "/proc/sys/kernel/%s", name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return dflt;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return dflt;
+    buf[n] = 0;
+    char *end;
+    long long v = strtoll(buf, &end, 10);
+    return end == buf ? dflt : (uint64_t)v;
+}
+
+uint64_t fk_perf_max_sample_rate(void) { return read_sysctl("perf_event_max_sample_rate", 100000); }
+uint64_t fk_perf_mlock_kb(void) { return read_sysctl("perf_event_mlock_kb", 516); }
+int fk_perf_paranoid(void) { return (int)(int64_t)read_sysctl("perf_event_paranoid", 2); }
+
+void fk_event_cpu_default(struct fk_event *ev, uint64_t freq)
+{
+    memset(ev, 0, sizeof *ev);
+    ev->freq = freq;
+    struct perf_event_attr a = { 0 };
+    a.size = sizeof a;
+    a.type = PERF_TYPE_HARDWARE;
+    a.config = PERF_COUNT_HW_CPU_CYCLES;
+    a.disabled = 1;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd >= 0) {
+        close(fd);
+        ev->type = PERF_TYPE_HARDWARE;
+        ev->config = PERF_COUNT_HW_CPU_CYCLES;
+        snprintf(ev->name, sizeof ev->name, "cycles");
+    } else {
+        ev->type = PERF_TYPE_SOFTWARE;
+        ev->config = PERF_COUNT_SW_CPU_CLOCK;
+        snprintf(ev->name, sizeof ev->name, "cpu-clock");
+    }
+}
+
+const char *fk_callgraph_name(enum fk_callgraph m)
+{
+    return m == FK_CG_DWARF ? "dwarf" : m == FK_CG_FP ? "fp" : "auto";
+}
+
+/* Can this kernel (and our privileges) sample user registers and stacks?
+ * Probed on ourselves with a user-only software event, like perf. */
+static bool dwarf_supported(const struct fk_uw_arch *arch, uint32_t stack_size, int *err)
+{
+    struct perf_event_attr a = { 0 };
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_DUMMY;
+    a.sample_period = 1;
+    a.sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+    a.sample_regs_user = fk_uw_perf_mask(arch);
+    a.sample_stack_user = stack_size;
+    a.disabled = 1;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0) {
+        *err = errno;
+        /* not allowed at all: let the real open report it in its words */
+        return errno == EACCES || errno == EPERM;
+    }
+    close(fd);
+    return true;
+}
+
+/* Without CAP_IPC_LOCK (or perf_event_paranoid -1) the kernel limits each
+ * user's perf rings to perf_event_mlock_kb per CPU. */
+static bool mlock_unlimited(void)
+{
+    if (fk_perf_paranoid() == -1)
+        return true;
+    FILE *f = fopen("/proc/self/status", "re");
+    if (!f)
+        return false;
+    char line[256];
+    bool yes = false;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "CapEff:", 7) == 0) {
+            unsigned long long caps = strtoull(line + 7, NULL, 16);
+            yes = caps & (1ull << 14);      /* CAP_IPC_LOCK */
+            break;
+        }
+    fclose(f);
+    return yes;
+}
+
+/* Data pages per ring, a power of two. Frame-pointer samples are small:
+ * 32 or 128 pages. With stack copies, at least a second of samples at the
+ * rate (fixed-period events: assume 1000/s), at most 16 MiB: the reader
+ * also scans /proc and loads symbols, and a busy host delays it. Unprivileged
+ * runs are held to the mlock budget: *limited says so. */
+static unsigned ring_pages(const struct fk_capture_opts *o, uint64_t sample_bytes, bool *limited)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t budget = fk_perf_mlock_kb() * 1024 / (uint64_t)page;
+    unsigned want;
+    if (o->ring_pages)
+        want = o->ring_pages;
+    else if (!sample_bytes)
+        want = (o->event.freq && o->event.freq <= 200) ? 32 : 128;
+    else {
+        uint64_t rate = o->event.freq ? o->event.freq : 1000;
+        uint64_t pages = rate * sample_bytes / (uint64_t)page;
+        want = pages < 32 ? 32 : pages > 4096 ? 4096 : (unsigned)pages;
+    }
+    unsigned p = 1;
+    while (p < want && p < 4096)
+        p *= 2;
+    if (p > want && !sample_bytes)
+        p /= 2;     /* the fp sizes were floors of the request */
+    unsigned asked = p;
+    if (!sample_bytes || !mlock_unlimited())
+        while (p > 1 && p + 1 > budget)
+            p /= 2;
+    *limited = sample_bytes && p < asked;
+    return p;
+}
+
+/* --call-graph auto -> dwarf where the architecture and the kernel allow
+ * it, else fp, with r->callgraph_note saying why. false (error printed)
+ * when dwarf was asked for and cannot be had. */
+static bool choose_callgraph(struct fk_engine *e)
+{
+    const struct fk_capture_opts *o = e->o;
+    struct fk_capture_result *r = e->r;
+    e->arch = fk_uw_arch();
+    e->mode = o->callgraph;
+    e->stack_size = o->stack_size ? o->stack_size : FK_STACK_SIZE_DEFAULT;
+    int probe_err = 0;
+    if (o->event.no_callchain || o->event.exclude_user) {
+        e->mode = FK_CG_FP;     /* no user stacks to unwind */
+    } else if (e->mode != FK_CG_FP && !e->arch) {
+        if (e->mode == FK_CG_DWARF) {
+            fk_error("--call-graph dwarf is not supported on this architecture yet; use --call-graph fp");
+            return false;
+        }
+        snprintf(r->callgraph_note, sizeof r->callgraph_note,
+                 "frame pointers: DWARF unwinding is not supported on this architecture");
+        e->mode = FK_CG_FP;
+    } else if (e->mode != FK_CG_FP && !dwarf_supported(e->arch, e->stack_size, &probe_err)) {
+        if (e->mode == FK_CG_DWARF) {
+            fk_error("the kernel refused user register and stack sampling (%s); use --call-graph fp",
+                     strerror(probe_err));
+            return false;
+        }
+        snprintf(r->callgraph_note, sizeof r->callgraph_note,
+                 "frame pointers: the kernel refused user stack sampling (%s)", strerror(probe_err));
+        e->mode = FK_CG_FP;
+    }
+    return true;
+}
+
+/* The ring size for the mode; auto falls back to fp when the rings cannot
+ * hold 8 stack copies (unprivileged, small mlock budget). */
+static void size_rings(struct fk_engine *e)
+{
+    const struct fk_capture_opts *o = e->o;
+    struct fk_capture_result *r = e->r;
+    unsigned page = (unsigned)sysconf(_SC_PAGESIZE);
+    if (e->mode != FK_CG_FP) {
+        /* header, ids, period, a kernel callchain, registers, stack copy */
+        uint64_t sample_bytes = 8 + 6 * 8 + 64 * 8 + (1 + FK_UW_NREGS) * 8 + 16 + e->stack_size;
+        e->pages = ring_pages(o, sample_bytes, &e->ring_limited);
+        uint64_t fits = (uint64_t)e->pages * page / sample_bytes;
+        if (e->ring_limited && fits < 8 && e->mode == FK_CG_AUTO) {
+            snprintf(r->callgraph_note, sizeof r->callgraph_note,
+                     "frame pointers: the perf rings are limited to %u KiB per CPU "
+                     "(kernel.perf_event_mlock_kb, no CAP_IPC_LOCK), fewer than 8 stack copies "
+                     "of %u bytes", e->pages * page / 1024, e->stack_size);
+            e->mode = FK_CG_FP;
+        } else if (e->ring_limited && !o->quiet) {
+            uint64_t rate = o->event.freq ? o->event.freq : 1000;
+            fk_warn("unprivileged: perf rings limited to %u KiB per CPU by kernel.perf_event_mlock_kb; "
+                    "they hold %.2f s of %u-byte stack copies at %llu samples/s (lost records are "
+                    "counted); raise the sysctl, run as root, or lower --stack-size",
+                    e->pages * page / 1024, (double)fits / (double)rate, e->stack_size,
+                    (unsigned long long)rate);
+        }
+    }
+    if (e->mode == FK_CG_FP)
+        e->pages = ring_pages(o, 0, &e->ring_limited);
+    if (r->callgraph_note[0] && !o->quiet)
+        fk_warn("user stacks by %s", r->callgraph_note);
+    if (e->mode == FK_CG_AUTO)
+        e->mode = FK_CG_DWARF;      /* resolved */
+    r->callgraph = e->mode;
+    r->stack_size = e->mode == FK_CG_DWARF ? e->stack_size : 0;
+}
+
+/* What every event of the capture shares (evsel__config's common part);
+ * the side-band records come from event 0 only. */
+static void base_attr(struct fk_engine *e, unsigned i, struct perf_event_attr *a)
+{
+    const struct fk_capture_opts *o = e->o;
+    const struct fk_target *t = o->target;
+    memset(a, 0, sizeof *a);
+    a->size = sizeof *a;
+    a->type = o->event.type;
+    a->config = o->event.config;
+    a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+    if (e->nevents > 1)
+        a->sample_type |= PERF_SAMPLE_IDENTIFIER;
+    if (!o->event.no_callchain)
+        a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+    if (e->mode == FK_CG_DWARF && !o->event.no_callchain) {
+        /* as perf's dwarf mode: the kernel's chain for kernel frames only,
+         * user frames from the registers and the stack copy */
+        a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+        a->sample_regs_user = fk_uw_perf_mask(e->arch);
+        a->sample_stack_user = e->stack_size;
+        a->exclude_callchain_user = 1;
+    }
+    if (t->kind == FK_TARGET_CGROUP)
+        a->sample_type |= PERF_SAMPLE_CGROUP;
+    /* PERF_FORMAT_LOST: the samples the kernel could not write, exactly,
+     * including those not yet reported by a PERF_RECORD_LOST when the
+     * capture ends (Linux 6.0; retried without on older kernels). */
+    a->read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING |
+                     PERF_FORMAT_LOST;
+    if (e->nevents > 1)
+        a->read_format |= PERF_FORMAT_ID;
+    a->disabled = 1;
+    a->sample_id_all = 1;
+    if (i == 0) {
+        a->mmap = 1;
+        a->mmap2 = 1;
+        a->comm = 1;
+        a->comm_exec = 1;
+        a->task = 1;
+    }
+    a->exclude_kernel = o->event.exclude_kernel;
+    a->exclude_callchain_kernel = o->event.exclude_kernel;
+    a->exclude_user = o->event.exclude_user;
+    a->exclude_hv = 1;
+    a->use_clockid = 1;
+    a->clockid = CLOCK_MONOTONIC;
+    a->inherit = t->kind == FK_TARGET_PID || t->kind == FK_TARGET_RUN;
+    a->enable_on_exec = t->kind == FK_TARGET_RUN;
+    a->watermark = 1;
+    a->wakeup_watermark = (uint32_t)(e->pages * (unsigned)sysconf(_SC_PAGESIZE) / 4);
+}
+
+bool fk_engine_configure(struct fk_engine *e)
+{
+    const struct fk_capture_opts *o = e->o;
+    if (!choose_callgraph(e))
+        return false;
+    size_rings(e);
+    e->kind = o->kind ? o->kind : o->event.freq ? &fk_evkind_clock : &fk_evkind_counted;
+    char err[256] = "";
+    e->nevents = 1;
+    if (e->kind->start && !e->kind->start(o, &e->kind_state, &e->nevents, err, sizeof err)) {
+        fk_error("%s", err);
+        return false;
+    }
+    if (e->nevents < 1 || e->nevents > FK_EVKIND_MAX_EVENTS) {
+        fk_error("event kind %s asks for %u events (1 to %d)", e->kind->name, e->nevents,
+                 FK_EVKIND_MAX_EVENTS);
+        return false;
+    }
+    for (unsigned i = 0; i < e->nevents; i++) {
+        struct perf_event_attr *a = &e->attr[i];
+        base_attr(e, i, a);
+        if (e->kind->config && !e->kind->config(e->kind_state, o, i, a, err, sizeof err)) {
+            fk_error("%s", err);
+            return false;
+        }
+        /* one trailer layout for all: a record's time is read before
+         * knowing which event wrote it */
+        const uint64_t id_bits = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ID |
+                                 PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER;
+        if ((a->sample_type & id_bits) != (e->attr[0].sample_type & id_bits) || !a->sample_id_all) {
+            fk_error("event kind %s: event %u changed the sample id fields", e->kind->name, i);
+            return false;
+        }
+        if (!fk_sample_format_init(&e->fmt[i], a->sample_type, a->sample_regs_user,
+                                   a->sample_id_all)) {
+            fk_error("event kind %s: sample_type %#llx has fields the decoder cannot read",
+                     e->kind->name, (unsigned long long)a->sample_type);
+            return false;
+        }
+    }
+    e->kind->values(e->kind_state, o, &e->values);
+    return true;
+}

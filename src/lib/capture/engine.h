@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The capture engine's state and its phases, shared by the files of the
+ * engine only (capture.c runs them; config.c, open.c, naming.c are
+ * phases). The shape is perf's: configure the events (evsel__config),
+ * open them (record__open), map the rings (record__mmap), read records
+ * and decode each sample once (evsel__parse_sample, here sample.h), then
+ * read the counts and name the stacks.
+ *
+ * Phases in order, each a function of its own:
+ *   fk_engine_configure  call-graph mode, ring size, one attr per event
+ *   fk_engine_open       cpu/thread maps, the evlist, retries (no
+ *                        PERF_FORMAT_LOST on old kernels), sample ids
+ *   fk_engine_mmap       the rings, halved while locked memory is short
+ *   fk_engine_start      symbolizer, unwinder, enable, /proc scan
+ *   (loop)               poll, read the rings, hand records on in time order
+ *   fk_engine_read_counts  the events' own counts after disabling
+ *   fk_engine_name       unique stacks -> the structured profile */
+#ifndef FK_CAPTURE_ENGINE_H
+#define FK_CAPTURE_ENGINE_H
+
+#include "capture/capture.h"
+#include "capture/evkind.h"
+#include "capture/ring.h"
+#include "capture/sample.h"
+#include "capture/target.h"
+
+#include <linux/perf_event.h>
+
+/* Frames kept per stack (kernel + user). */
+#define FK_ENGINE_MAX_FRAMES 512
+
+struct perf_cpu_map;
+struct perf_thread_map;
+struct perf_evlist;
+struct perf_evsel;
+
+struct fk_engine {
+    const struct fk_capture_opts *o;
+    struct fk_capture_result *r;
+    /* configure */
+    const struct fk_uw_arch *arch;  /* NULL: no DWARF unwinding on this architecture */
+    enum fk_callgraph mode;         /* resolved: FK_CG_DWARF or FK_CG_FP */
+    uint32_t stack_size;
+    unsigned pages;                 /* data pages per ring */
+    bool ring_limited;              /* pages were cut to the mlock budget */
+    const struct fk_evkind *kind;
+    void *kind_state;
+    unsigned nevents;
+    struct perf_event_attr attr[FK_EVKIND_MAX_EVENTS];
+    struct fk_sample_format fmt[FK_EVKIND_MAX_EVENTS];
+    struct fk_evkind_values values;
+    /* open */
+    struct perf_cpu_map *cpus;
+    struct perf_thread_map *threads;
+    struct perf_evlist *evlist;
+    struct perf_evsel *evsel[FK_EVKIND_MAX_EVENTS];
+    struct fk_u64map event_of;      /* sample id -> event index + 1 (several events) */
+    int *cgfds;                     /* CGROUP: the target's own counters per CPU */
+    bool cg_counting;
+    /* reading */
+    struct fk_ringq ring;
+    struct fk_symbolizer *sym;
+    struct fk_unwinder *uw;         /* dwarf mode */
+    struct fk_target_filter filter;
+    /* aggregation: comm NUL pid32 (dso, addr)... -> samples, weight */
+    struct fk_stacktab raw;
+    struct fk_buf key;
+    struct fk_loc frames[FK_ENGINE_MAX_FRAMES];
+};
+
+/* config.c */
+bool fk_engine_configure(struct fk_engine *e);
+/* open.c */
+bool fk_engine_open(struct fk_engine *e);
+bool fk_engine_mmap(struct fk_engine *e);
+void fk_engine_cgroup_counters(struct fk_engine *e, unsigned long ioctl_req);
+void fk_engine_close(struct fk_engine *e);
+/* naming.c */
+void fk_engine_name(struct fk_engine *e);
+
+#endif

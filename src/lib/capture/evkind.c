@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The built-in event kinds (evkind.h): a clock sampled at a frequency, and
+ * a counted event sampled one hit in N. Both weigh a sample at once. */
+#include "capture/evkind.h"
+#include "capture/capture.h"
+#include "capture/period_check.h"
+
+#include <linux/perf_event.h>
+
+/* A sample of a fixed-rate kind weighs one period (ns of the clock, N
+ * events), now. */
+static void weigh_now(void *state, struct fk_engine *e, unsigned event,
+                      const struct fk_sample *s, const struct fk_stack_frames *st)
+{
+    (void)state;
+    (void)event;
+    (void)s;
+    fk_engine_add(e, st, 1, (uint64_t)fk_engine_values(e)->period);
+}
+
+/* ---- clock: cpu-clock or cycles at o->event.freq Hz ------------------- */
+
+static bool clock_config(void *state, const struct fk_capture_opts *o, unsigned i,
+                         struct perf_event_attr *a, char *err, size_t errlen)
+{
+    (void)state;
+    (void)i;
+    if (!o->event.freq) {
+        snprintf(err, errlen, "the clock kind needs a frequency");
+        return false;
+    }
+    a->freq = 1;
+    a->sample_freq = o->event.freq;
+    a->sample_type |= PERF_SAMPLE_PERIOD;
+    return true;
+}
+
+/* Each sample stands for one nominal period of the clock: pprof's
+ * cpu/nanoseconds = samples x 1e9 / Hz, as Go's profiles count. */
+static void clock_values(void *state, const struct fk_capture_opts *o, struct fk_evkind_values *v)
+{
+    (void)state;
+    v->type = "cpu";
+    v->unit = "nanoseconds";
+    v->period = (int64_t)(1000000000ull / o->event.freq);
+    v->fold_weight = false;
+}
+
+const struct fk_evkind fk_evkind_clock = {
+    .name = "clock",
+    .config = clock_config,
+    .values = clock_values,
+    .sample = weigh_now,
+};
+
+/* ---- counted: a software event or tracepoint, one hit in N ------------ */
+
+static bool counted_config(void *state, const struct fk_capture_opts *o, unsigned i,
+                           struct perf_event_attr *a, char *err, size_t errlen)
+{
+    (void)state;
+    (void)i;
+    (void)err;
+    (void)errlen;
+    a->freq = 0;
+    a->sample_period = o->event.period ? o->event.period : 1;
+    /* the talk's trap: with PERIOD in sample_type every hit is a sample */
+    fk_period_fix_attr(a);
+    return true;
+}
+
+static void counted_values(void *state, const struct fk_capture_opts *o,
+                           struct fk_evkind_values *v)
+{
+    (void)state;
+    v->type = o->value_name ? o->value_name : o->event.name;
+    v->unit = "count";
+    v->period = (int64_t)(o->event.period ? o->event.period : 1);
+    v->fold_weight = o->weight_by_period;
+}
+
+const struct fk_evkind fk_evkind_counted = {
+    .name = "counted",
+    .config = counted_config,
+    .values = counted_values,
+    .sample = weigh_now,
+};

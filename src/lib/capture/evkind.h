@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Event kinds: what a capture samples and what its samples mean, as a
+ * description the engine (capture.c) drives -- never another copy of the
+ * loop. A kind says
+ *   - which events to open (1..FK_EVKIND_MAX_EVENTS in one evlist) and how
+ *     each one's perf_event_attr differs from the engine's defaults (config);
+ *   - what the profile's second value is (values: "cpu"/"nanoseconds",
+ *     "faults"/"count", "off-cpu"/"nanoseconds") and which value the folded
+ *     stacks count;
+ *   - what each sample weighs (sample): now (CPU clock, one in N), or later
+ *     (off-CPU: the time until the thread runs again), by keeping a
+ *     reference to the sample's interned stack and adding to it afterwards;
+ *   - optionally, what it does with the other records (record: switch
+ *     records, its own side-band) and at the end of the window (flush).
+ *
+ * The engine calls every hook from its one thread, with records of all
+ * CPUs merged in time order (so a switch-out sample on one CPU comes before
+ * the switch-in record on another that follows it). Samples outside the
+ * target (user/cgroup filters) never reach a kind. Per-sample work must be
+ * small and bounded: the hooks run inside the capture window.
+ *
+ * Stack hooks (struct fk_stack_hook) are the other plug-in: they see every
+ * kept sample's stack after user-stack unwinding, before the kind, and may
+ * rewrite its user frames -- e.g. replace _PyEval_EvalFrameDefault frames
+ * by Python functions read from the process (fk_engine_named_frame makes a
+ * frame from a name). They apply to every event kind.
+ *
+ * Built in (evkind.c): fk_evkind_clock (a timer sampled at a frequency:
+ * cpu-clock or cycles, weight = the nominal period in ns) and
+ * fk_evkind_counted (any software event or tracepoint, one hit in N,
+ * weight = N). */
+#ifndef FK_CAPTURE_EVKIND_H
+#define FK_CAPTURE_EVKIND_H
+
+#include "capture/sample.h"
+#include "symbols/symbols.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct perf_event_attr;
+union perf_event;
+struct fk_capture_opts;
+struct fk_engine;               /* the running capture; kinds use the functions below */
+
+#define FK_EVKIND_MAX_EVENTS 4
+
+/* A kept sample's stack as the engine built it: kernel frames leaf first,
+ * then user frames leaf first (locs[user..n)). Hooks may rewrite
+ * locs[user..n) in place, up to cap frames. */
+struct fk_stack_frames {
+    pid_t pid, tid;
+    struct fk_loc *locs;
+    unsigned n;                 /* frames in locs */
+    unsigned user;              /* first user frame (== n: none) */
+    unsigned cap;               /* room in locs */
+    bool user_unwound;          /* user frames came from the DWARF unwinder (not
+                                   the kernel's frame-pointer chain) */
+};
+
+/* The profile's values for a kind: sample types "samples/count" and
+ * (type, unit); fold_weight: the folded stacks count weights (ns, events),
+ * else samples. period: pprof's period, in unit. */
+struct fk_evkind_values {
+    const char *type, *unit;
+    int64_t period;
+    bool fold_weight;
+};
+
+struct fk_evkind {
+    const char *name;
+    /* Start: make the kind's state for this capture (*state, may stay
+     * NULL) and say how many events it opens. false with one phrase in
+     * err (e.g. a tracepoint not found: name the fix). */
+    bool (*start)(const struct fk_capture_opts *o, void **state, unsigned *nevents,
+                  char *err, size_t errlen);
+    /* Event i's attr. The engine filled it first: type/config/sample
+     * rate from o->event, sample_type (TID, TIME, CPU, IP, CALLCHAIN and,
+     * in DWARF mode, REGS_USER + STACK_USER; IDENTIFIER when there are
+     * several events), the side-band bits (mmap2, comm, task) on event 0
+     * only, exclude_*, clock, disabled, watermark. A kind changes what
+     * differs: type/config (a tracepoint's id), PERIOD vs fixed period,
+     * PERF_SAMPLE_RAW, context_switch, or no callchain for an event whose
+     * stacks it does not need. The engine reads the layout back after
+     * this hook (fk_sample_format), so any decodable sample_type works. */
+    bool (*config)(void *state, const struct fk_capture_opts *o, unsigned i,
+                   struct perf_event_attr *attr, char *err, size_t errlen);
+    /* The profile's second value. */
+    void (*values)(void *state, const struct fk_capture_opts *o, struct fk_evkind_values *v);
+    /* A kept sample of event i and its stack (the leaf alone for an event
+     * opened without PERF_SAMPLE_CALLCHAIN). Aggregate with fk_engine_add
+     * now, or fk_engine_stack_ref + fk_engine_add_ref later. */
+    void (*sample)(void *state, struct fk_engine *e, unsigned event, const struct fk_sample *s,
+                   const struct fk_stack_frames *st);
+    /* Every other record (MMAP2, COMM, FORK, EXIT, SWITCH, SWITCH_CPU_WIDE,
+     * LOST...) after the engine handled it; id is its sample_id_all
+     * trailer (time, cpu, pid/tid). May be NULL. */
+    void (*record)(void *state, struct fk_engine *e, const union perf_event *ev,
+                   const struct fk_sample_id *id);
+    /* The window ended and every record was delivered: weigh what is
+     * pending (e.g. threads still off-CPU, up to end_time: when the events
+     * were disabled, in the records' clock, CLOCK_MONOTONIC ns). May be
+     * NULL. */
+    void (*flush)(void *state, struct fk_engine *e, uint64_t end_time);
+    void (*stop)(void *state);      /* free the state; may be NULL */
+};
+
+/* A stack rewriter run on every kept sample after user-stack unwinding. */
+struct fk_stack_hook {
+    const char *name;
+    void *state;
+    void (*user_frames)(void *state, struct fk_engine *e, const struct fk_sample *s,
+                        struct fk_stack_frames *st);
+};
+
+/* ---- what kinds and hooks may call ---- */
+
+/* Aggregate one stack: samples += nsamples, weight += weight. */
+void fk_engine_add(struct fk_engine *e, const struct fk_stack_frames *st, uint64_t nsamples,
+                   uint64_t weight);
+/* Intern a stack now (it counts nothing yet) and return a reference that
+ * stays valid for the whole capture, for fk_engine_add_ref later: a kind
+ * that weighs a sample after the fact keeps 4 bytes, not the stack.
+ * Stacks interned and never weighted are left out of the profile. */
+uint32_t fk_engine_stack_ref(struct fk_engine *e, const struct fk_stack_frames *st);
+void fk_engine_add_ref(struct fk_engine *e, uint32_t ref, uint64_t nsamples, uint64_t weight);
+/* A frame named as given ("[python] run_tasks (app.py)"), for hooks that
+ * splice frames the symbolizer cannot know. */
+struct fk_loc fk_engine_named_frame(struct fk_engine *e, const char *name);
+/* The symbolizer (comm of a thread, locations), for kinds that need it. */
+struct fk_symbolizer *fk_engine_symbolizer(struct fk_engine *e);
+/* The kind's values as its values hook set them (period: the weight of one
+ * sample of a fixed-rate kind). */
+const struct fk_evkind_values *fk_engine_values(const struct fk_engine *e);
+
+/* Built-in kinds. */
+extern const struct fk_evkind fk_evkind_clock;      /* o->event at o->event.freq Hz */
+extern const struct fk_evkind fk_evkind_counted;    /* o->event, one in o->event.period */
+
+#endif

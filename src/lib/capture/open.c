@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Opening a capture (engine.h): the CPU and thread maps for the target,
+ * the events in one evlist (retried without PERF_FORMAT_LOST on kernels
+ * before 6.0), the sample ids of several events, the rings (halved while
+ * the locked-memory budget is short), and the cgroup target's own
+ * counters. Errors are reported in our words, naming the fix. */
+#include "capture/engine.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <perf/core.h>
+#include <perf/cpumap.h>
+#include <perf/evlist.h>
+#include <perf/evsel.h>
+#include <perf/threadmap.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static int libperf_print(enum libperf_print_level level, const char *fmt, va_list ap)
+{
+    (void)level;
+    (void)fmt;
+    (void)ap;
+    return 0;   /* we report errors from return codes, in our words */
+}
+
+static void open_error(const struct fk_capture_opts *o, int err)
+{
+    int paranoid = fk_perf_paranoid();
+    switch (err) {
+    case EACCES:
+    case EPERM:
+        fk_error("not allowed to open perf events (/proc/sys/kernel/perf_event_paranoid is %d): "
+                 "run as root, or give CAP_PERFMON, or lower it with "
+                 "'sysctl kernel.perf_event_paranoid=%d'",
+                 paranoid, o->target->kind == FK_TARGET_PID || o->target->kind == FK_TARGET_RUN ? 1 : -1);
+        break;
+    case ESRCH:
+        fk_error("the target process exited before the capture started");
+        break;
+    case EMFILE:
+    case ENFILE:
+        fk_error("out of file descriptors (one per thread per CPU): raise 'ulimit -n'");
+        break;
+    case ENOENT:
+    case EOPNOTSUPP:
+    case ENODEV:
+        fk_error("the event %s is not supported on this machine", o->event.name);
+        break;
+    case EINVAL:
+        fk_error("the kernel refused the event %s (invalid argument): frequency %llu Hz "
+                 "against perf_event_max_sample_rate %llu?",
+                 o->event.name, (unsigned long long)o->event.freq,
+                 (unsigned long long)fk_perf_max_sample_rate());
+        break;
+    default:
+        fk_error("perf_event_open: %s", strerror(err));
+    }
+}
+
+static bool add_tids(pid_t pid, pid_t **tids, size_t *n, size_t *cap)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return false;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        *tids = fk_grow(*tids, cap, *n + 1, sizeof **tids);
+        (*tids)[(*n)++] = (pid_t)atoi(de->d_name);
+    }
+    closedir(d);
+    return true;
+}
+
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+/* Per-task targets: every thread of every listed process (children follow
+ * through inherit); the others: one event per CPU. */
+static struct perf_thread_map *target_threads(const struct fk_target *t)
+{
+    if (t->kind != FK_TARGET_PID && t->kind != FK_TARGET_RUN)
+        return perf_thread_map__new_dummy();
+    pid_t *tids = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; i < t->npids; i++)
+        if (!add_tids(t->pids[i], &tids, &n, &cap)) {
+            fk_error("process %d exited before the capture started", (int)t->pids[i]);
+            free(tids);
+            return NULL;
+        }
+    struct perf_thread_map *m = perf_thread_map__new_array((int)n, tids);
+    free(tids);
+    if (!m)
+        fk_error("out of memory setting up the capture");
+    raise_nofile();
+    return m;
+}
+
+/* Several events share the rings: each sample says which by its id. */
+static bool learn_sample_ids(struct fk_engine *e)
+{
+    int ncpu = perf_cpu_map__nr(e->cpus), nthr = perf_thread_map__nr(e->threads);
+    for (unsigned i = 0; i < e->nevents; i++)
+        for (int c = 0; c < ncpu; c++)
+            for (int th = 0; th < nthr; th++) {
+                struct perf_counts_values cv = { 0 };
+                if (perf_evsel__read(e->evsel[i], c, th, &cv) != 0) {
+                    fk_error("cannot read the id of event %u: %s", i, strerror(errno));
+                    return false;
+                }
+                *fk_u64map_slot(&e->event_of, cv.id, true) = i + 1;
+            }
+    return true;
+}
+
+bool fk_engine_open(struct fk_engine *e)
+{
+    static bool inited;
+    if (!inited) {
+        libperf_init(libperf_print);
+        inited = true;
+    }
+    e->cpus = perf_cpu_map__new_online_cpus();
+    if (!e->cpus) {
+        fk_error("cannot read the online CPUs");
+        return false;
+    }
+    e->r->ncpus = perf_cpu_map__nr(e->cpus);
+    e->threads = target_threads(e->o->target);
+    if (!e->threads)
+        return false;
+    e->evlist = perf_evlist__new();
+    if (!e->evlist) {
+        fk_error("out of memory setting up the capture");
+        return false;
+    }
+    for (unsigned i = 0; i < e->nevents; i++) {
+        e->evsel[i] = perf_evsel__new(&e->attr[i]);
+        if (!e->evsel[i]) {
+            fk_error("out of memory setting up the capture");
+            return false;
+        }
+        perf_evlist__add(e->evlist, e->evsel[i]);
+    }
+    perf_evlist__set_maps(e->evlist, e->cpus, e->threads);
+    int err = perf_evlist__open(e->evlist);
+    if (err == -EINVAL) {
+        for (unsigned i = 0; i < e->nevents; i++)
+            perf_evsel__attr(e->evsel[i])->read_format &= ~(uint64_t)PERF_FORMAT_LOST;
+        err = perf_evlist__open(e->evlist);
+    }
+    if (err < 0) {
+        open_error(e->o, -err);
+        return false;
+    }
+    return e->nevents == 1 || learn_sample_ids(e);
+}
+
+bool fk_engine_mmap(struct fk_engine *e)
+{
+    unsigned page = (unsigned)sysconf(_SC_PAGESIZE);
+    /* the user's locked-memory budget may be partly used by other perf
+     * sessions: halve until it fits, and say so */
+    for (;;) {
+        errno = 0;
+        int err = perf_evlist__mmap(e->evlist, (int)e->pages);
+        int me = errno ? errno : -err;
+        if (err >= 0)
+            break;
+        perf_evlist__munmap(e->evlist);
+        if (me != EPERM || e->pages <= 8) {
+            fk_error("cannot map the perf ring buffers (%u pages per CPU): %s; "
+                     "see /proc/sys/kernel/perf_event_mlock_kb", e->pages, strerror(me));
+            return false;
+        }
+        e->pages /= 2;
+        if (!e->o->quiet)
+            fk_warn("locked memory for perf rings exhausted (kernel.perf_event_mlock_kb): "
+                    "retrying with %u KiB per CPU; records may be lost (they are counted)",
+                    e->pages * page / 1024);
+    }
+    e->r->ring_pages = e->pages;
+    return true;
+}
+
+/* CGROUP: one counting event per CPU that the kernel limits to the cgroup
+ * and its descendants (PERF_FLAG_PID_CGROUP), so the target's own count is
+ * known exactly: the sampling event stays host-wide (libperf cannot open
+ * cgroup events), its samples filtered by cgroup id. fds[i] = -1 on
+ * failure; the count is then reported as unknown. */
+static int *open_cgroup_counters(const struct perf_event_attr *sample_attr, const char *dir,
+                                 struct perf_cpu_map *cpus)
+{
+    int n = perf_cpu_map__nr(cpus);
+    int *fds = fk_malloc((size_t)n * sizeof *fds);
+    for (int i = 0; i < n; i++)
+        fds[i] = -1;
+    int cg = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (cg < 0)
+        return fds;
+    struct perf_event_attr a = { 0 };
+    a.size = sizeof a;
+    a.type = sample_attr->type;
+    a.config = sample_attr->config;
+    a.exclude_kernel = sample_attr->exclude_kernel;
+    a.exclude_user = sample_attr->exclude_user;
+    a.exclude_hv = 1;
+    a.disabled = 1;
+    for (int i = 0; i < n; i++) {
+        int cpu = perf_cpu_map__cpu(cpus, i).cpu;
+        fds[i] = (int)syscall(SYS_perf_event_open, &a, cg, cpu, -1,
+                              PERF_FLAG_PID_CGROUP | PERF_FLAG_FD_CLOEXEC);
+        if (fds[i] < 0)
+            break;
+    }
+    close(cg);
+    return fds;
+}
+
+/* ioctl every counter (enable/disable); false if any is missing. */
+static bool cgroup_counters_ioctl(int *fds, int n, unsigned long req)
+{
+    bool ok = fds != NULL;
+    for (int i = 0; ok && i < n; i++)
+        ok = fds[i] >= 0 && ioctl(fds[i], req, 0) == 0;
+    return ok;
+}
+
+/* Open (first enable), enable or disable the cgroup target's counters;
+ * e->cg_counting says whether they count the whole window. */
+void fk_engine_cgroup_counters(struct fk_engine *e, unsigned long req)
+{
+    if (e->o->target->kind != FK_TARGET_CGROUP)
+        return;
+    if (req == PERF_EVENT_IOC_ENABLE) {
+        e->cgfds = open_cgroup_counters(&e->attr[0], e->o->target->cgroup_dir, e->cpus);
+        e->cg_counting = cgroup_counters_ioctl(e->cgfds, e->r->ncpus, req);
+    } else {
+        e->cg_counting = e->cg_counting && cgroup_counters_ioctl(e->cgfds, e->r->ncpus, req);
+    }
+}
+
+void fk_engine_close(struct fk_engine *e)
+{
+    if (e->evlist)
+        perf_evlist__delete(e->evlist);     /* unmaps, closes, deletes its evsels */
+    else
+        for (unsigned i = 0; i < e->nevents; i++)
+            if (e->evsel[i])
+                perf_evsel__delete(e->evsel[i]);
+    e->evlist = NULL;
+    memset(e->evsel, 0, sizeof e->evsel);
+    perf_thread_map__put(e->threads);
+    perf_cpu_map__put(e->cpus);
+    e->threads = NULL;
+    e->cpus = NULL;
+    for (int i = 0; e->cgfds && i < e->r->ncpus; i++)
+        if (e->cgfds[i] >= 0)
+            close(e->cgfds[i]);
+    free(e->cgfds);
+    e->cgfds = NULL;
+    fk_u64map_free(&e->event_of);
+}

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Decoding perf ring records (see sample.h). The field order is the
+ * kernel's (include/uapi/linux/perf_event.h, PERF_RECORD_SAMPLE): each
+ * field is present when its bit is set; every read is checked against the
+ * record's end first. */
+#include "capture/sample.h"
+
+#include <linux/perf_event.h>
+#include <string.h>
+
+/* Fields this decoder walks, in a sample and in the id trailer. */
+#define SAMPLE_KNOWN (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |        \
+                      PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR | PERF_SAMPLE_ID |             \
+                      PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD |     \
+                      PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_RAW | PERF_SAMPLE_REGS_USER |  \
+                      PERF_SAMPLE_STACK_USER | PERF_SAMPLE_WEIGHT | PERF_SAMPLE_CGROUP)
+#define ID_FIELDS (PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ID | PERF_SAMPLE_STREAM_ID | \
+                   PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER)
+
+bool fk_sample_format_init(struct fk_sample_format *f, uint64_t sample_type,
+                           uint64_t regs_user_mask, bool sample_id_all)
+{
+    memset(f, 0, sizeof *f);
+    if (sample_type & ~(uint64_t)SAMPLE_KNOWN)
+        return false;
+    f->sample_type = sample_type;
+    f->nregs = (sample_type & PERF_SAMPLE_REGS_USER) ? (unsigned)__builtin_popcountll(regs_user_mask) : 0;
+    f->sample_id_all = sample_id_all;
+    return true;
+}
+
+/* A cursor over a record's u64 words. */
+struct cur {
+    const uint64_t *p, *end;
+};
+
+static bool take(struct cur *c, uint64_t *v)
+{
+    if (c->p >= c->end)
+        return false;
+    *v = *c->p++;
+    return true;
+}
+
+/* n words as an array (pointer into the record) */
+static bool take_n(struct cur *c, uint64_t n, const uint64_t **out)
+{
+    if (n > (uint64_t)(c->end - c->p))
+        return false;
+    *out = c->p;
+    c->p += n;
+    return true;
+}
+
+static bool split_tid(struct cur *c, pid_t *pid, pid_t *tid)
+{
+    uint64_t v;
+    if (!take(c, &v))
+        return false;
+    *pid = (pid_t)(uint32_t)v;
+    *tid = (pid_t)(uint32_t)(v >> 32);
+    return true;
+}
+
+bool fk_sample_parse(const struct fk_sample_format *f, const void *rec, size_t len,
+                     struct fk_sample *s)
+{
+    memset(s, 0, sizeof *s);
+    s->period = 1;
+    const struct perf_event_header *h = rec;
+    if (((uintptr_t)rec & 7) || len < sizeof *h || h->size > len || h->size < sizeof *h)
+        return false;
+    s->misc = h->misc;
+    s->kernel = (h->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL;
+    struct cur c = { (const uint64_t *)(h + 1), (const uint64_t *)((const char *)rec + (h->size & ~7u)) };
+    uint64_t st = f->sample_type, v;
+    if ((st & PERF_SAMPLE_IDENTIFIER) && !take(&c, &s->identifier))
+        return false;
+    if ((st & PERF_SAMPLE_IP) && !take(&c, &s->ip))
+        return false;
+    if ((st & PERF_SAMPLE_TID) && !split_tid(&c, &s->pid, &s->tid))
+        return false;
+    if ((st & PERF_SAMPLE_TIME) && !take(&c, &s->time))
+        return false;
+    if ((st & PERF_SAMPLE_ADDR) && !take(&c, &s->addr))
+        return false;
+    if (st & PERF_SAMPLE_ID) {
+        if (!take(&c, &v))
+            return false;
+        if (!(st & PERF_SAMPLE_IDENTIFIER))
+            s->identifier = v;
+    }
+    if ((st & PERF_SAMPLE_STREAM_ID) && !take(&c, &s->stream_id))
+        return false;
+    if (st & PERF_SAMPLE_CPU) {
+        if (!take(&c, &v))
+            return false;
+        s->cpu = (uint32_t)v;
+    }
+    if ((st & PERF_SAMPLE_PERIOD) && !take(&c, &s->period))
+        return false;
+    if (st & PERF_SAMPLE_CALLCHAIN) {
+        if (!take(&c, &s->nr) || !take_n(&c, s->nr, &s->ips))
+            return false;
+    }
+    if (st & PERF_SAMPLE_RAW) {
+        /* u32 size, then size bytes; the kernel pads so that both end on
+         * a u64 boundary */
+        if (c.p >= c.end)
+            return false;
+        uint32_t rs;
+        memcpy(&rs, c.p, sizeof rs);
+        uint64_t words = ((uint64_t)rs + 4 + 7) / 8;
+        const uint64_t *w;
+        if (!take_n(&c, words, &w))
+            return false;
+        s->raw_size = rs;
+        s->raw = (const unsigned char *)w + 4;
+    }
+    if (st & PERF_SAMPLE_REGS_USER) {
+        if (!take(&c, &s->regs_abi))
+            return false;
+        if (s->regs_abi && !take_n(&c, f->nregs, &s->regs))
+            return false;
+    }
+    if (st & PERF_SAMPLE_STACK_USER) {
+        if (!take(&c, &s->stack_size))
+            return false;
+        if (s->stack_size) {
+            const uint64_t *w;
+            if (s->stack_size % 8 || !take_n(&c, s->stack_size / 8, &w) || !take(&c, &s->stack_dyn))
+                return false;
+            if (s->stack_dyn > s->stack_size)
+                return false;
+            s->stack = (const unsigned char *)w;
+        }
+    }
+    if ((st & PERF_SAMPLE_WEIGHT) && !take(&c, &s->weight))
+        return false;
+    if ((st & PERF_SAMPLE_CGROUP) && !take(&c, &s->cgroup))
+        return false;
+    return true;
+}
+
+static unsigned id_words(uint64_t st)
+{
+    return (unsigned)__builtin_popcountll(st & ID_FIELDS);
+}
+
+bool fk_sample_id_parse(const struct fk_sample_format *f, const void *rec, size_t len,
+                        struct fk_sample_id *id)
+{
+    memset(id, 0, sizeof *id);
+    const struct perf_event_header *h = rec;
+    uint64_t st = f->sample_type;
+    unsigned n = id_words(st);
+    if (!f->sample_id_all || !n || ((uintptr_t)rec & 7) || len < sizeof *h || h->size > len ||
+        h->size < sizeof *h + 8 * n)
+        return false;
+    struct cur c;
+    c.end = (const uint64_t *)((const char *)rec + (h->size & ~7u));
+    c.p = c.end - n;
+    if (c.p < (const uint64_t *)(h + 1))
+        return false;
+    uint64_t v;
+    if (st & PERF_SAMPLE_TID)
+        split_tid(&c, &id->pid, &id->tid);
+    if (st & PERF_SAMPLE_TIME)
+        take(&c, &id->time);
+    if (st & PERF_SAMPLE_ID)
+        take(&c, &id->id);
+    if (st & PERF_SAMPLE_STREAM_ID)
+        take(&c, &id->stream_id);
+    if ((st & PERF_SAMPLE_CPU) && take(&c, &v))
+        id->cpu = (uint32_t)v;
+    if (st & PERF_SAMPLE_IDENTIFIER)
+        take(&c, &id->identifier);
+    else
+        id->identifier = id->id;
+    return true;
+}
+
+uint64_t fk_record_time(const struct fk_sample_format *f, const void *rec, size_t len)
+{
+    const struct perf_event_header *h = rec;
+    uint64_t st = f->sample_type;
+    if (!(st & PERF_SAMPLE_TIME) || len < sizeof *h || h->size > len)
+        return 0;
+    if (h->type == PERF_RECORD_SAMPLE) {
+        /* IDENTIFIER, IP, TID come before TIME */
+        size_t at = sizeof *h + 8 * (size_t)__builtin_popcountll(
+                        st & (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID));
+        uint64_t t = 0;
+        if (at + 8 <= h->size)
+            memcpy(&t, (const char *)rec + at, sizeof t);
+        return t;
+    }
+    /* the trailer: TID, then TIME */
+    unsigned n = id_words(st);
+    size_t at = (size_t)h->size - 8 * (size_t)n + ((st & PERF_SAMPLE_TID) ? 8 : 0);
+    if (!f->sample_id_all || h->size < sizeof *h + 8 * (size_t)n)
+        return 0;
+    uint64_t t;
+    memcpy(&t, (const char *)rec + at, sizeof t);
+    return t;
+}
