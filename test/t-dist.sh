@@ -6,7 +6,7 @@
 # fragment of its directory fails here, with the line to add.
 # The versions in configure.ac, debian/changelog and the ChangeLog's release
 # line agree.
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 # Tracked but not shipped, each for a reason:
 #   .gitignore, .gitattributes: git's own settings, meaningless in a tarball.

@@ -2,7 +2,7 @@
 # flamekit-fault-lab and flamekit faults: known faults, counted and sampled
 # one in N, attributed to the touching function; --user-only; bad input.
 # timeout: 480
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 LAB=$FK_BUILD/flamekit-fault-lab
 
 # kv VALUE-OF KEY from the lab's line for STEP: kv FILE STEP KEY
@@ -221,7 +221,7 @@ if [ -n "$cg2" ] && mkdir "$cg2/fk-faults-$$" 2>/dev/null; then
         tc=$(jnum faults.target_count "$J"); est=$(jnum faults.estimate_of_target "$J"); max=$(jnum faults.estimate_of_target_max "$J")
         check_range "faults cgroup: the cgroup's own count has the lab's loops" "${tc:-0}" 10240 100000000
         check_range "faults cgroup: the estimate of the cgroup agrees with its own count (ratio, lost samples either way)" \
-            "$(awk -v e="$est" -v m="${max:-0}" -v c="${tc:-0}" 'BEGIN { print !c ? 0 : e > c ? e / c : m < c ? m / c : 1 }')" \
+            "$(awk -v e="$est" -v m="${max:-0}" -v c="${tc:-0}" 'BEGIN { print (!c ? 0 : e > c ? e / c : m < c ? m / c : 1) }')" \
             "$(awk -v c="${tc:-1}" 'BEGIN { print 0.9 - 20 * 100 / c }')" "$(awk -v c="${tc:-1}" 'BEGIN { print 1.1 + 20 * 100 / c }')"
         check_eq "faults cgroup: everything in the graph is the lab's" "$(total "$F")" "$(weight "$F" '^flamekit-fault-')"
         check_eq "faults cgroup: the metadata says the check covers the host" host "$(jnum faults.checked_on "$J")"

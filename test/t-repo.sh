@@ -2,7 +2,7 @@
 # Repository hygiene: only the product is tracked. A tracked editor backup,
 # swap file, merge leftover or personal note fails here; only the ChangeLog
 # is merged with merge=union (a union merge duplicates lines of code lists).
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 # stray NAME...: the names that look like editor/backup/merge/note files.
 stray() {
