@@ -12,7 +12,7 @@
 #   .gitignore, .gitattributes: git's own settings, meaningless in a tarball.
 GIT_ONLY='.gitignore .gitattributes'
 # Shipped but not tracked: what autoreconf and 'make dist' generate.
-GENERATED='configure Makefile.in aclocal.m4 config.h.in .tarball-version
+GENERATED='configure Makefile.in aclocal.m4 .tarball-version
  build-aux/ar-lib build-aux/compile build-aux/depcomp build-aux/install-sh build-aux/missing'
 
 src_real=$(cd "$FK_SRC" && pwd -P)
