@@ -13,3 +13,5 @@ FK_BENCHES += bench/pprof.sh
 EXTRA_DIST += bench/pprof.sh
 FK_BENCHES += bench/unwind.sh
 EXTRA_DIST += bench/unwind.sh
+FK_BENCHES += bench/offcpu.sh
+EXTRA_DIST += bench/offcpu.sh

@@ -139,6 +139,23 @@ if [ -n "$cg2" ] && mkdir "$cg2/fk-test-$$" 2>/dev/null; then
     wait "$cp_" "$rp" 2>/dev/null
     o=$("$FLAMEKIT" cgroup -d 1 /no/such/cgroup 2>&1)
     check_eq "cgroup: bad path exits 1" 1 "$?"
+    # a container's scope as runtimes name it: matched by its full id,
+    # never by a part of a path component
+    id=$(printf '%064x' $$)
+    if mkdir "$cg2/fk-test-$$/docker-$id.scope" 2>/dev/null; then
+        fk_cleanup "rmdir $cg2/fk-test-$$/docker-$id.scope"
+        sleep 30 & sp=$!
+        fk_cleanup "kill $sp 2>/dev/null"
+        echo "$sp" >"$cg2/fk-test-$$/docker-$id.scope/cgroup.procs"
+        o=$("$FLAMEKIT" cgroup -q -d 1 --no-svg -o "$T/cgid" "$id" 2>&1)
+        check_eq "cgroup:ID: a full container id names its scope" 0 "$?"
+        check_grep "... that scope" "docker-$id\\.scope" "$(cat "$T"/cgid/*.json 2>/dev/null)"
+        o=$("$FLAMEKIT" cgroup -q -d 1 --no-svg -o "$T/cgpart" "test-$$" 2>&1)
+        check_eq "cgroup: part of a path component names nothing (exit 1)" 1 "$?"
+        o=$("$FLAMEKIT" cgroup -q -d 1 --no-svg -o "$T/cgshort" "${id:52}" 2>&1)
+        check_eq "cgroup: part of a container id names nothing (exit 1)" 1 "$?"
+        kill "$sp" 2>/dev/null; wait "$sp" 2>/dev/null
+    fi
 else
     skip "cgroup" "no writable cgroup2 mount"
 fi

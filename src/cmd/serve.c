@@ -40,7 +40,7 @@ int cmd_serve(int argc, char **argv)
         .usage = "flamekit serve [--listen ADDR:PORT] --token-file FILE\n"
                  "flamekit serve --listen ADDR:PORT --tls-cert F --tls-key F (--client-ca F | --token-file FILE)",
         .about = "Serve flame graphs on demand: GET / (a page: pick, click, download),\n"
-                 "GET /profile?target=host|pid:N|user:NAME|cgroup:PATH&seconds=N&kind=cpu|faults\n"
+                 "GET /profile?target=host|pid:N|user:NAME|cgroup:PATH&seconds=N&kind=cpu|faults|offcpu\n"
                  "&format=svg|folded|pprof|json, and GET /debug/pprof/profile?seconds=N (Go's:\n"
                  "go tool pprof, Parca, Pyroscope). One capture at a time.",
         .footer = "Every request is authenticated (token or client certificate) and logged\n"

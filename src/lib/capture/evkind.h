@@ -58,10 +58,11 @@ struct fk_stack_frames {
                                    the kernel's frame-pointer chain) */
 };
 
-/* The profile's values for a kind: sample types "samples/count" and
+/* The profile's values for a kind: sample types "COUNT_TYPE/count" and
  * (type, unit); fold_weight: the folded stacks count weights (ns, events),
  * else samples. period: pprof's period, in unit. */
 struct fk_evkind_values {
+    const char *count_type;     /* what nsamples counts ("switches"); NULL: "samples" */
     const char *type, *unit;
     int64_t period;
     bool fold_weight;

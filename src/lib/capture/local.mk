@@ -14,3 +14,4 @@ libflamekit_a_SOURCES += src/lib/capture/period_check.c src/lib/capture/period_c
 libflamekit_a_SOURCES += src/lib/capture/swevent.c src/lib/capture/swevent.h
 libflamekit_a_SOURCES += src/lib/capture/tracefs.c src/lib/capture/tracefs.h
 libflamekit_a_SOURCES += src/lib/capture/blocktime.c src/lib/capture/blocktime.h
+libflamekit_a_SOURCES += src/lib/capture/offcpu.c src/lib/capture/offcpu.h

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Tracepoint ids and record layouts from tracefs: see tracefs.h. */
 #include "capture/tracefs.h"
+#include "util/fk.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -145,28 +146,6 @@ bool fk_tp_get(const struct fk_tp_field *f, const void *raw, size_t rawlen, int6
     }
 }
 
-/* Read a small tracefs file whole (at most cap - 1 bytes). */
-static ssize_t read_small(const char *path, char *buf, size_t cap)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    size_t n = 0;
-    while (n + 1 < cap) {
-        ssize_t r = read(fd, buf + n, cap - 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
-    int e = errno;
-    close(fd);
-    errno = e;
-    buf[n] = 0;
-    return (ssize_t)n;
-}
-
 bool fk_tp_format_load(const char *system, const char *name, struct fk_tp_format *fmt,
                        char *err, size_t errlen)
 {
@@ -180,14 +159,14 @@ bool fk_tp_format_load(const char *system, const char *name, struct fk_tp_format
     }
     char path[512], buf[8192];
     snprintf(path, sizeof path, "%s/events/%s/%s/id", root, system, name);
-    if (read_small(path, buf, sizeof buf) <= 0) {
+    if (fk_read_small(path, buf, sizeof buf) <= 0) {
         snprintf(err, errlen, "tracepoint %s: cannot read %s: %s (a kernel without "
                  "CONFIG_TRACEPOINTS?)", fmt->name, path, strerror(errno));
         return false;
     }
     fmt->id = strtoull(buf, NULL, 10);
     snprintf(path, sizeof path, "%s/events/%s/%s/format", root, system, name);
-    ssize_t n = read_small(path, buf, sizeof buf);
+    ssize_t n = fk_read_small(path, buf, sizeof buf);
     if (n <= 0 || !fk_tp_format_parse(buf, (size_t)n, fmt)) {
         snprintf(err, errlen, "tracepoint %s: cannot read its record layout from %s", fmt->name,
                  path);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The metadata of a capture, schema 1 (flamekit-metadata(5)): the same
+/* The metadata of a capture, schema FK_RESULT_SCHEMA (flamekit-metadata(5)): the same
  * keys for every profile; what only one profile has goes into an object
  * named after it ("faults": {...}). Keep the man page in step. */
 #include "profile/kinds.h"

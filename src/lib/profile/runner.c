@@ -60,7 +60,7 @@ int fk_profile_check(struct fk_profile_request *rq, char *err, size_t errlen)
     }
     if (!rq->max_mem_bytes)
         rq->max_mem_bytes = FK_PROFILE_DEFAULT_MEM;
-    if (rq->kind == FK_PROFILE_CPU) {
+    if (rq->kind == FK_PROFILE_CPU || (rq->kind == FK_PROFILE_OFFCPU && rq->with_cpu)) {
         if (!rq->freq)
             rq->freq = FK_PROFILE_DEFAULT_FREQ;
         uint64_t kmax = fk_perf_max_sample_rate();
@@ -75,7 +75,7 @@ int fk_profile_check(struct fk_profile_request *rq, char *err, size_t errlen)
                      (unsigned long long)rq->freq, (unsigned long long)kmax);
             return FK_EXIT_USAGE;
         }
-    } else {
+    } else if (rq->kind == FK_PROFILE_FAULTS) {
         if (!rq->period)
             rq->period = FK_PROFILE_DEFAULT_PERIOD;
         if (rq->period < FK_PROFILE_MIN_PERIOD && !rq->unsafe_limits) {
@@ -414,6 +414,10 @@ int fk_profile_run(const struct fk_profile_request *rq, struct fk_profile_result
         co.sym.debuginfod_urls = NULL;
     else if (rq->debuginfod)
         co.sym.debuginfod_urls = rq->debuginfod;
+    if (ops->prepare && ops->prepare(rq, res, &co) != 0) {
+        undo_files(res, dir_created);
+        return res->status;
+    }
     int rc = fk_capture_run(&co, &res->cap);
     if (rc != FK_EXIT_OK) {
         if (rq->run_pid)
@@ -480,15 +484,18 @@ static int cmp_leaf_count(const void *a, const void *b)
 }
 
 /* The leaf frames (where the time or the events went), by share. */
-static void print_top(FILE *out, const struct fk_stacktab *t, int n)
+static void print_top(FILE *out, const struct fk_profile_ops *ops, const struct fk_stacktab *t,
+                      int n)
 {
     if (!t->total)
         return;
     struct leaf *v = fk_calloc(t->n ? t->n : 1, sizeof *v);
     for (size_t i = 0; i < t->n; i++) {
-        const char *k = t->v[i].key, *semi = memrchr(k, ';', t->v[i].len);
+        const char *k = t->v[i].key;
+        size_t len = ops->top_end ? ops->top_end(k, t->v[i].len) : t->v[i].len;
+        const char *semi = memrchr(k, ';', len);
         v[i].name = semi ? semi + 1 : k;
-        v[i].len = t->v[i].len - (size_t)(v[i].name - k);
+        v[i].len = len - (size_t)(v[i].name - k);
         v[i].count = t->v[i].count;
     }
     qsort(v, t->n, sizeof *v, cmp_leaf_name);
@@ -558,7 +565,7 @@ void fk_profile_summary(FILE *out, const struct fk_profile_request *rq,
                 (unsigned long long)(rq->max_mem_bytes >> 20));
     if (r->stop_reason && !strcmp(r->stop_reason, "signal"))
         fprintf(out, "  stopped early by a signal; the files cover the time captured\n");
-    print_top(out, &r->stacks, 10);
+    print_top(out, ops, &r->stacks, 10);
     if (rq->target == FK_TARGET_RUN && r->child_exited && wait_status_code(r->child_status))
         fprintf(out, "  the command exited with status %d\n", wait_status_code(r->child_status));
     if (rq->stream_fd < 0)

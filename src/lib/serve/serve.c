@@ -6,7 +6,7 @@
 #include "serve.h"
 #include "auth.h"
 #include "mhd-dyn.h"
-#include "profile/profile.h"
+#include "profile/kinds.h"
 #include "util/buf.h"
 
 #include <arpa/inet.h>
@@ -42,8 +42,10 @@ extern const size_t fk_serve_page_len;
 #define CONN_PER_IP 8
 #define CONN_RESERVE 8
 
+/* A request budget: of an identity ("token:NAME", "cert:CN") for
+ * authenticated requests, of an address for everything else. */
 struct bucket {
-    char ip[INET6_ADDRSTRLEN];
+    char key[160];
     double tokens;
     uint64_t last_ns;
 };
@@ -67,6 +69,7 @@ struct server {
     pthread_mutex_t lock;           /* the fields below */
     uint64_t capture_end_ns;        /* when the running capture should end */
     struct bucket buckets[BUCKETS];
+    struct fk_sessions sessions;    /* the page's sign-ins */
     struct conn conns;              /* list head: open connections, oldest first */
     size_t npending;                /* of them, still sending their request */
     char *page;                     /* the page with the cap filled in */
@@ -78,6 +81,7 @@ struct req {
     bool post;
     char ip[INET6_ADDRSTRLEN];
     char who[128];
+    char id[160];               /* its budget's key once authenticated ("token:NAME", "cert:CN") */
     char what[256];             /* target=... for the audit line */
     uint64_t t0;
 };
@@ -220,23 +224,23 @@ static enum MHD_Result text(struct MHD_Connection *c, struct req *r, const char 
                    headers);
 }
 
-/* Request budget per client address: rate per minute, refilled smoothly.
- * Returns 0, or the seconds to wait. */
-static unsigned spend(struct server *s, const char *ip, double cost)
+/* Request budget per key (struct bucket): rate per minute, refilled
+ * smoothly. Returns 0, or the seconds to wait. */
+static unsigned spend(struct server *s, const char *key, double cost)
 {
     uint64_t now = mono_ns();
     double rate = (double)s->o->rate / 60e9;    /* per ns */
     pthread_mutex_lock(&s->lock);
     struct bucket *b = NULL, *oldest = &s->buckets[0];
     for (int i = 0; i < BUCKETS && !b; i++) {
-        if (!strcmp(s->buckets[i].ip, ip))
+        if (!strcmp(s->buckets[i].key, key))
             b = &s->buckets[i];
         else if (s->buckets[i].last_ns < oldest->last_ns)
             oldest = &s->buckets[i];
     }
     if (!b) {
         b = oldest;
-        snprintf(b->ip, sizeof b->ip, "%s", ip);
+        snprintf(b->key, sizeof b->key, "%s", key);
         b->tokens = (double)s->o->rate;
         b->last_ns = now;
     }
@@ -289,7 +293,7 @@ static char *form_value(const char *body, size_t len, const char *name)
 
 /* ---- authentication ------------------------------------------------------ */
 
-static const char *cookie_name = "fk_token";
+static const char *cookie_name = "fk_session";
 
 /* Who is asking, or NULL. Cookies count only from our own pages: browsers
  * send SameSite=Strict cookies only same-site, and Sec-Fetch-Site (when
@@ -305,6 +309,7 @@ static bool authenticate(struct server *s, struct MHD_Connection *c, struct req 
         const char *cwhy;
         if (ci && fk_cert_check(ci->tls_session, cn, sizeof cn, &cwhy)) {
             snprintf(r->who, sizeof r->who, "cert:%s", cn);
+            snprintf(r->id, sizeof r->id, "cert:%s", cn);
             return true;
         }
         *why = cwhy;
@@ -316,6 +321,7 @@ static bool authenticate(struct server *s, struct MHD_Connection *c, struct req 
         const char *name = fk_tokens_check(&s->tokens, h + 7, strlen(h + 7));
         if (name) {
             snprintf(r->who, sizeof r->who, "token:%s", name);
+            snprintf(r->id, sizeof r->id, "token:%s", name);
             return true;
         }
         *why = "wrong token";
@@ -328,12 +334,15 @@ static bool authenticate(struct server *s, struct MHD_Connection *c, struct req 
             *why = "cookie sent from another site";
             return false;
         }
-        const char *name = fk_tokens_check(&s->tokens, ck, strlen(ck));
+        pthread_mutex_lock(&s->lock);
+        const char *name = fk_session_check(&s->sessions, ck, strlen(ck), mono_ns());
+        pthread_mutex_unlock(&s->lock);
         if (name) {
             snprintf(r->who, sizeof r->who, "cookie:%s", name);
+            snprintf(r->id, sizeof r->id, "token:%s", name);
             return true;
         }
-        *why = "wrong token in cookie";
+        *why = "unknown or expired sign-in (sign in again)";
     }
     return false;
 }
@@ -518,8 +527,10 @@ static enum MHD_Result route_profile(struct server *s, struct MHD_Connection *c,
             kind = FK_PROFILE_CPU;
         else if (!strcmp(k, "faults"))
             kind = FK_PROFILE_FAULTS;
+        else if (!strcmp(k, "offcpu"))
+            kind = FK_PROFILE_OFFCPU;
         else
-            return text(c, r, "GET", url, 400, NULL, "kind=%s: want cpu or faults", k);
+            return text(c, r, "GET", url, 400, NULL, "kind=%s: want cpu, faults or offcpu", k);
         static const char *const fmts[] = { "svg", "folded", "pprof", "json" };
         f = F_SVG;
         if (fm) {
@@ -533,7 +544,7 @@ static enum MHD_Result route_profile(struct server *s, struct MHD_Connection *c,
         }
         char tv[101];
         snprintf(r->what, sizeof r->what, "target=%s kind=%s seconds=%llu format=%s",
-                 log_field(tv, sizeof tv, t ? t : "host"), kind == FK_PROFILE_CPU ? "cpu" : "faults",
+                 log_field(tv, sizeof tv, t ? t : "host"), fk_profile_ops(kind)->name,
                  (unsigned long long)secs, fmts[f]);
     } else {
         snprintf(r->what, sizeof r->what, "target=host kind=cpu seconds=%llu format=pprof",
@@ -668,14 +679,22 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         return MHD_YES;
     }
     conn_arrived(s, c);
-    unsigned wait = spend(s, r->ip, 1);
+    /* who is asking first (a digest compare): an authenticated request
+     * spends its identity's budget, never its address's, so others on the
+     * same address (a shared host, an ssh -L tunnel) cannot spend it */
+    bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+    const char *why = NULL;
+    bool authed = get && strcmp(url, "/login") && strcmp(url, "/favicon.ico") &&
+                  authenticate(s, c, r, &why);
+    const char *key = authed ? r->id : r->ip;
+    unsigned wait = spend(s, key, 1);
     if (wait) {
         char ra[16];
         snprintf(ra, sizeof ra, "%u", wait);
         const char *h[] = { "Retry-After", ra, NULL };
-        return text(c, r, method, url, 429, h, "too many requests from %s; retry in %u s", r->ip, wait);
+        return text(c, r, method, url, 429, h, "too many requests from %s; retry in %u s",
+                    authed ? r->who : r->ip, wait);
     }
-    bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
     if (!strcmp(url, "/login")) {
         if (!r->post)
             return text(c, r, method, url, 405, NULL, "POST the token form of / here");
@@ -695,19 +714,20 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
                           sizeof login_page - 1, false, html_headers);
         } else {
             snprintf(r->who, sizeof r->who, "login:%s", name);
-            /* the cookie holds the token: HttpOnly keeps scripts away from it */
-            bool printable = true;
-            for (const char *p = tok; *p; p++)
-                if ((unsigned char)*p <= ' ' || *p == ';' || *p == ',' || *p == '"' || *p == '\\')
-                    printable = false;
-            char *ck = fk_asprintf("%s=%s; Path=/; HttpOnly; SameSite=Strict; Max-Age=43200%s",
-                                   cookie_name, tok, s->tls ? "; Secure" : "");
+            /* the cookie holds a random session id, never the token;
+             * HttpOnly keeps scripts away from it */
+            char sid[65];
+            pthread_mutex_lock(&s->lock);
+            bool made = fk_session_new(&s->sessions, name, mono_ns(), sid);
+            pthread_mutex_unlock(&s->lock);
+            char *ck = fk_asprintf("%s=%s; Path=/; HttpOnly; SameSite=Strict; Max-Age=%d%s",
+                                   cookie_name, sid, FK_AUTH_SESSION_S, s->tls ? "; Secure" : "");
             const char *h[] = { "Set-Cookie", ck, "Location", "/", NULL };
-            if (printable)
+            if (made)
                 ret = text(c, r, method, url, 303, h, "signed in");
             else
-                ret = text(c, r, method, url, 400, NULL,
-                           "this token cannot be kept in a cookie; use curl with a bearer token");
+                ret = text(c, r, method, url, 500, NULL, "no random bytes for a session id; retry");
+            explicit_bzero(sid, sizeof sid);
             free(ck);
         }
         free(tok);
@@ -717,8 +737,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         return text(c, r, method, url, 405, NULL, "only GET (and POST /login) here");
     if (!strcmp(url, "/favicon.ico"))     /* browsers ask; not worth a 401 */
         return text(c, r, method, url, 404, NULL, "no icon");
-    const char *why;
-    if (!authenticate(s, c, r, &why)) {
+    if (!authed) {
         if (!strcmp(url, "/") && s->tokens.n)
             return respond(c, r, method, url, 200, "text/html; charset=utf-8", (void *)login_page,
                            sizeof login_page - 1, false, html_headers);

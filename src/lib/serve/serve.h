@@ -7,7 +7,7 @@
  *   GET  /debug/pprof/profile?seconds=N   Go-compatible: host CPU profile, pprof
  *   GET  /profile?target=&seconds=&kind=&format=   any target, svg|folded|pprof|json
  *   GET  /                                 the page (or the token login page)
- *   POST /login                            token -> HttpOnly SameSite=Strict cookie
+ *   POST /login                            token -> a session id in an HttpOnly SameSite=Strict cookie
  *
  * Invariants: nothing is answered before authentication (bearer token,
  * cookie from the login page, or a client certificate of the client CA);
