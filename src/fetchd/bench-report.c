@@ -420,8 +420,9 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                 "%s", us1.med, shared ? why : "");
         struct stat3 cpu0 = ratio_stat(T[1][0], T[0][0], R_CPU), cpu1 = ratio_stat(T[1][1], T[0][1], R_CPU);
         verdict(&md, jv, "The talk: gRPC spends more CPU queueing messages than writing them, i.e. more server "
-                "CPU per byte than the socket server.", cpu0.min > 1 && cpu1.min > 1 ? AGREES : DISAGREES,
-                "here %s without the cache and %s with it.", rcell(cpu0, b1, sizeof b1), rcell(cpu1, b2, sizeof b2));
+                "CPU per byte than the socket server.", cpu0.med > 1 && cpu1.med > 1 ? AGREES : DISAGREES,
+                "here %s without the cache and %s with it%s.", rcell(cpu0, b1, sizeof b1), rcell(cpu1, b2, sizeof b2),
+                cpu0.min <= 1 || cpu1.min <= 1 ? " (the median; not in every round)" : "");
         if (T[1][1]->o[0].alloc_counted && T[0][1]->o[0].alloc_counted) {
             struct stat3 ag = fig_stat(T[1][0], F_ALLOC_B_GIB);
             verdict(&md, jv, "The talk: gRPC allocates in proportion to the bytes sent (115 GB in 30 s).",
