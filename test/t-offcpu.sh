@@ -90,15 +90,15 @@ fi
 
 ## Preempted while runnable: two spinners on one CPU never block, so all
 ## their off-CPU time is [R]; with --with-cpu on + off CPU per thread add up
-## to the time captured.
+## to the thread's lifetime (as it measured it).
 if offcpu spin --with-cpu -F 499 run -- taskset -c 0 "$TRUTH" spin 3; then
     off=$(weight "$F" '^truth-spin;\[[SDR]\]|^truth-spin;\[other\]')
     r=$(weight "$F" '^truth-spin;\[R\];')
     within "spin: [R] is the spinners' off-CPU time (%)" "$(pct "$r" "$off")" 100 5
     on=$(weight "$F" '^truth-spin;\[on-CPU\];')
-    wall=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["duration_s"] * 1e9))' "$J")
-    within "spin: on + off CPU of the two spinners vs 2 x the time captured (%)" \
-        "$(pct $((on + off)) $((2 * wall)))" 100 10
+    life=$(truth "$T/spin.out" spin_hot)
+    within "spin: on + off CPU of the two spinners vs their lifetimes (%)" \
+        "$(pct $((on + off)) "$life")" 100 10
     check "spin: --with-cpu counts CPU samples" test "$(jnum offcpu.cpu_samples "$J")" -gt 100
 fi
 

@@ -58,7 +58,7 @@ static uint64_t deadline;
 static atomic_bool done;
 
 struct truth { const char *name; _Atomic uint64_t ns, n; };
-static struct truth truths[8];
+static struct truth truths[12];
 static int ntruths;
 
 static struct truth *truth(const char *name)
@@ -269,11 +269,14 @@ static NOINLINE void spin_hot(void)
             x += (uint64_t)i;
 }
 
+/* its truth: the thread's lifetime, on and off CPU */
 static void *spinner(void *arg)
 {
     (void)arg;
     name_thread("truth-spin");
+    uint64_t t = now_ns();
     spin_hot();
+    account(truth("spin_hot"), t);
     return NULL;
 }
 
@@ -316,7 +319,8 @@ int main(int argc, char **argv)
     deadline = t0 + (uint64_t)(secs * 1e9);
     /* the truths exist before any thread looks them up */
     static const char *const names[] = { "wait_10ms", "wait_30ms", "wait_50ms", "produce",
-                                         "consume_slowly", "take_lock", "hold_lock", "sync_write" };
+                                         "consume_slowly", "take_lock", "hold_lock", "sync_write",
+                                         "spin_hot" };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         truth(names[i]);
     pthread_t th[4];
