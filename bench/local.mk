@@ -13,5 +13,7 @@ FK_BENCHES += bench/pprof.sh
 EXTRA_DIST += bench/pprof.sh
 FK_BENCHES += bench/unwind.sh
 EXTRA_DIST += bench/unwind.sh
+FK_BENCHES += bench/python.sh
+EXTRA_DIST += bench/python.sh
 FK_BENCHES += bench/offcpu.sh
 EXTRA_DIST += bench/offcpu.sh

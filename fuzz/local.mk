@@ -35,5 +35,6 @@ EXTRA_DIST += fuzz/corpus/perfmap/small-budget.map
 EXTRA_DIST += fuzz/fuzz-gopclntab.c
 EXTRA_DIST += fuzz/seed-gopclntab.sh
 EXTRA_DIST += fuzz/corpus/gopclntab/spdelta-overflow.bin
+EXTRA_DIST += fuzz/fuzz-python.c
 EXTRA_DIST += fuzz/fuzz-record.c
 EXTRA_DIST += fuzz/seed-record.sh

@@ -93,9 +93,11 @@
     var FAM = { hot: [205, 50, 0, 230, 0, 55], mem: [0, 0, 190, 50, 0, 60], io: [80, 60, 80, 60, 190, 55],
         red: [200, 55, 50, 80, 50, 80], green: [50, 60, 190, 60, 50, 60], blue: [80, 60, 80, 60, 205, 50],
         aqua: [50, 60, 165, 55, 165, 55], yellow: [175, 55, 175, 55, 50, 60], purple: [190, 65, 80, 60, 190, 65],
-        orange: [190, 65, 90, 65, 0, 55], wakeup: [0, 0, 110, 60, 200, 55] };
+        orange: [190, 65, 90, 65, 0, 55], wakeup: [0, 0, 110, 60, 200, 55], python: [45, 40, 110, 50, 175, 60] };
     function has(s, x) { return s.indexOf(x) >= 0; }
     function family(pal, s) {
+        if ((pal === "hot" || pal === "java" || pal === "js" || pal === "perl") && s.slice(-4) === "_[p]")
+            return "python";
         if (pal !== "java" && pal !== "js" && pal !== "perl")
             return FAM[pal] ? pal : "hot";
         var tail = s.length > 4 ? s.slice(-4) : "";
@@ -123,7 +125,7 @@
     }
     function nameColor(pal, s) {
         var n = s.length, h = 0x811c9dc5;
-        if (n > 4 && /_\[[kji]\]$/.test(s))
+        if (n > 4 && /_\[[kjip]\]$/.test(s))
             n -= 4;
         for (var i = 0; i < n; i++) {
             var c = s.codePointAt(i);

@@ -111,6 +111,16 @@ test_unit_fetchd_SOURCES = test/unit/unit-fetchd.c test/unit/unit.h
 test_unit_fetchd_CFLAGS = $(FETCHD_CFLAGS)
 test_unit_fetchd_LDADD = $(FETCHD_LIBS)
 endif
+# Python frames (unwind/python.c): the walker over fake memory, the splice;
+# pystack prints a live process's chains
+check_PROGRAMS += test/unit-python
+test_unit_python_SOURCES = test/unit/unit-python.c test/unit/unit.h test/unit/fakepy.h
+test_unit_python_CFLAGS = $(libflamekit_a_CFLAGS)
+test_unit_python_LDADD = $(FK_LIBS)
+check_PROGRAMS += test/progs/pystack
+test_progs_pystack_CFLAGS = $(libflamekit_a_CFLAGS)
+test_progs_pystack_LDADD = $(FK_LIBS)
+EXTRA_DIST += test/t-python.sh test/progs/pytruth.py
 check_PROGRAMS += test/progs/symbomb
 test_progs_symbomb_CFLAGS = $(AM_CFLAGS) $(LZMA_CFLAGS)
 test_progs_symbomb_LDADD = $(LZMA_LIBS)

@@ -17,11 +17,16 @@ dir=${1:-}
 stamp=$dir/.flamekit-tree
 want="bookworm minbase systemd systemd-sysv dbus libmicrohttpd12 libgnutls30 libssl3 coreutils"
 [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && exit 0
+mkdir -p "$(dirname "$dir")" || exit 1
+# scripts/run-tests starts a build early, in the background, so the test that
+# boots the tree finds it ready: one builder at a time, the others wait for it
+exec 9>"$dir.lock" || exit 1
+flock 9 || exit 1
+[ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && exit 0
 command -v debootstrap >/dev/null || { echo "debootstrap not installed (apt-get install debootstrap)" >&2; exit 77; }
 [ "$(id -u)" = 0 ] || { echo "debootstrap needs root" >&2; exit 77; }
 mirror=$(sed -n 's/^URIs: *\(http[^ ]*\/debian\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n 1)
 mirror=${mirror:-http://deb.debian.org/debian}
-mkdir -p "$(dirname "$dir")" || exit 1
 rm -rf "$dir.tmp" "$dir"
 if ! timeout 1200 debootstrap --variant=minbase \
         --include=systemd,systemd-sysv,dbus,libmicrohttpd12,libgnutls30,libssl3 \

@@ -105,6 +105,11 @@ struct fk_symbolizer *fk_engine_symbolizer(struct fk_engine *e)
     return e->sym;
 }
 
+struct fk_unwinder *fk_engine_unwinder(struct fk_engine *e)
+{
+    return e->uw;
+}
+
 const struct fk_evkind_values *fk_engine_values(const struct fk_engine *e)
 {
     return &e->values;
@@ -306,6 +311,22 @@ static void handle_record(void *ctx, const union perf_event *ev)
         handle_side_band(e, ev);
 }
 
+/* The ring reader's tap: samples to the stack hooks that read the target
+ * early (struct fk_stack_hook.early), as they leave the ring. */
+static void early_tap(void *ctx, const void *rec, size_t len)
+{
+    struct fk_engine *e = ctx;
+    const union perf_event *ev = rec;
+    struct fk_sample s;
+    unsigned idx;
+    if (ev->header.type != PERF_RECORD_SAMPLE || !event_of(e, ev, &idx) ||
+        !fk_sample_parse(&e->fmt[idx], rec, len, &s) || s.pid <= 0)
+        return;
+    for (size_t i = 0; i < e->o->nstack_hooks; i++)
+        if (e->o->stack_hooks[i]->early)
+            e->o->stack_hooks[i]->early(e->o->stack_hooks[i]->state, e, &s);
+}
+
 /* Copy the rings out, then handle what is older than cutoff. */
 static void read_rings(struct fk_engine *e, uint64_t cutoff)
 {
@@ -327,11 +348,15 @@ static void report_progress(struct fk_engine *e, uint64_t start, uint64_t now, b
     e->o->progress(e->o->progress_ctx, &p);
 }
 
-/* Table and symbolizer bytes, the peak kept in r->mem_bytes. */
+/* Table, symbolizer and stack-hook bytes, the peak kept in r->mem_bytes. */
 static uint64_t track_memory(struct fk_engine *e)
 {
-    fk_sym_set_other_bytes(e->sym, fk_stacktab_bytes(&e->raw));
-    uint64_t mem = fk_stacktab_bytes(&e->raw) + fk_sym_bytes(e->sym);
+    uint64_t hooks = 0;
+    for (size_t i = 0; i < e->o->nstack_hooks; i++)
+        if (e->o->stack_hooks[i]->bytes)
+            hooks += e->o->stack_hooks[i]->bytes(e->o->stack_hooks[i]->state);
+    fk_sym_set_other_bytes(e->sym, fk_stacktab_bytes(&e->raw) + hooks);
+    uint64_t mem = fk_stacktab_bytes(&e->raw) + fk_sym_bytes(e->sym) + hooks;
     if (mem > e->r->mem_bytes)
         e->r->mem_bytes = mem;
     return mem;
@@ -348,6 +373,11 @@ static int engine_start(struct fk_engine *e)
     e->sym = fk_sym_new(&so);
     if (e->mode == FK_CG_DWARF)
         e->uw = fk_unwinder_new(e->sym);
+    for (size_t i = 0; i < e->o->nstack_hooks && !e->ring.tap; i++)
+        if (e->o->stack_hooks[i]->early) {
+            e->ring.tap = early_tap;
+            e->ring.tap_ctx = e;
+        }
     if (t->kind != FK_TARGET_RUN)
         perf_evlist__enable(e->evlist);
     fk_engine_cgroup_counters(e, PERF_EVENT_IOC_ENABLE);

@@ -3,6 +3,8 @@
 # kinds, targets and their filters, host facts, software events and the
 # one-in-N check
 libflamekit_a_SOURCES += src/lib/capture/capture.c src/lib/capture/capture.h
+# the Python stack hook (unwind/python.h through capture/evkind.h)
+libflamekit_a_SOURCES += src/lib/capture/pyframes.c src/lib/capture/pyframes.h
 libflamekit_a_SOURCES += src/lib/capture/engine.h src/lib/capture/config.c
 libflamekit_a_SOURCES += src/lib/capture/open.c src/lib/capture/naming.c
 libflamekit_a_SOURCES += src/lib/capture/sample.c src/lib/capture/sample.h

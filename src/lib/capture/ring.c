@@ -23,8 +23,8 @@ void fk_ringq_push(struct fk_ringq *q, const void *rec, size_t len, const struct
     fk_buf_add(&q->buf, rec, len);
     if (len % 8)
         fk_buf_add(&q->buf, &zero_pad, 8 - len % 8);   /* the next copy stays aligned */
-    if (q->tap)
-        q->tap(q->tap_ctx, rec, len);
+    if (q->tap)     /* the aligned copy: decoders read it in place */
+        q->tap(q->tap_ctx, q->buf.data + r->off, len);
 }
 
 void fk_ringq_read(struct fk_ringq *q, struct perf_evlist *evlist, const struct fk_sample_format *f)

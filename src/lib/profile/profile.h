@@ -23,6 +23,7 @@
 #include "capture/capture.h"
 #include "capture/offcpu.h"
 #include "capture/period_check.h"
+#include "unwind/python.h"
 #include "util/result.h"
 
 #include <jansson.h>
@@ -76,6 +77,7 @@ struct fk_profile_request {
     bool no_kernel;             /* user space only: no kernel stacks; faults: user-mode hits */
     int callgraph;              /* user stacks: enum fk_callgraph (auto, dwarf, fp) */
     uint64_t stack_size;        /* dwarf: stack bytes copied per sample (32K) */
+    int python;                 /* CPython frames: FK_PYTHON_ON (default), _LINES, _OFF */
     bool strict;                /* FAULTS: a failed one-in-N check is an error */
     /* OFFCPU */
     uint64_t min_block_ns;      /* drop blocks shorter than this */
@@ -114,6 +116,11 @@ struct fk_profile_request {
     volatile pid_t *run_pid;    /* RUN: set to the command's pid while it may run */
 };
 
+/* --python MODE, in the order of its choices "on|lines|off". */
+enum { FK_PYTHON_ON, FK_PYTHON_LINES, FK_PYTHON_OFF };
+/* The request's --python as a word. */
+const char *fk_python_mode_name(int mode);
+
 /* Zero the request, with stream_fd -1. */
 void fk_profile_request_init(struct fk_profile_request *rq);
 
@@ -136,6 +143,7 @@ struct fk_profile_result {
     const char *countname;      /* the same for the SVG ("page faults") */
     struct fk_period_result check;  /* FAULTS: one in N verified */
     bool checked;
+    struct fk_python_stats python;  /* CPython frames read (zero: off or none) */
     struct fk_offcpu_stats offcpu;  /* OFFCPU: switches, blocks, states, N */
     struct fk_offcpu_opts offcpu_opts;  /* OFFCPU: the event kind's options */
     int64_t offcpu_rate_before;     /* OFFCPU: switches/s measured before (-1: unknown) */

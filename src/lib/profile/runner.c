@@ -4,6 +4,7 @@
  * deliver. The output location is checked before the capture starts, and
  * whatever a failed run created (files, directories) is removed. */
 #include "profile/kinds.h"
+#include "capture/pyframes.h"
 #include "deliver/stream.h"
 #include "deliver/upload.h"
 #include "render/pprof.h"
@@ -27,6 +28,11 @@ void fk_profile_request_init(struct fk_profile_request *rq)
 {
     memset(rq, 0, sizeof *rq);
     rq->stream_fd = -1;
+}
+
+const char *fk_python_mode_name(int mode)
+{
+    return mode == FK_PYTHON_OFF ? "off" : mode == FK_PYTHON_LINES ? "lines" : "on";
 }
 
 int fk_profile_check(struct fk_profile_request *rq, char *err, size_t errlen)
@@ -418,7 +424,23 @@ int fk_profile_run(const struct fk_profile_request *rq, struct fk_profile_result
         undo_files(res, dir_created);
         return res->status;
     }
+    /* CPython frames: a stack hook with its share of --max-memory, after
+     * any the profile kind set */
+    struct fk_pyframes pyf;
+    const struct fk_stack_hook *hooks[8];
+    bool python = false;
+    if (rq->python != FK_PYTHON_OFF && co.nstack_hooks < 8) {
+        python = true;
+        for (size_t i = 0; i < co.nstack_hooks; i++)
+            hooks[i] = co.stack_hooks[i];
+        fk_pyframes_init(&pyf, rq->python == FK_PYTHON_LINES, rq->max_mem_bytes / 8);
+        hooks[co.nstack_hooks] = &pyf.hook;
+        co.stack_hooks = hooks;
+        co.nstack_hooks++;
+    }
     int rc = fk_capture_run(&co, &res->cap);
+    if (python)
+        fk_pyframes_finish(&pyf, &res->python);
     if (rc != FK_EXIT_OK) {
         if (rq->run_pid)
             *rq->run_pid = 0;
@@ -557,6 +579,22 @@ void fk_profile_summary(FILE *out, const struct fk_profile_request *rq,
     } else if (r->callgraph_note[0]) {
         fprintf(out, "  user stacks by %s\n", r->callgraph_note);
     }
+    const struct fk_python_stats *py = &res->python;
+    if (py->processes) {
+        double sp = py->spliced ? (double)py->spliced : 1;
+        fprintf(out, "  python %s in %llu process%s: %llu of %llu samples with Python frames, "
+                "%.1f%% consistent (%llu [python: changed], %llu on cut native stacks); "
+                "%.1f us median per sample, read %.1f ms after it (median; p90 %.1f ms)\n",
+                py->versions, (unsigned long long)py->processes, py->processes == 1 ? "" : "es",
+                (unsigned long long)py->spliced, (unsigned long long)py->samples,
+                100.0 * (double)py->consistent / sp, (unsigned long long)py->changed,
+                (unsigned long long)py->native_cut, py->median_us, py->delay_median_ms,
+                py->delay_p90_ms);
+    }
+    if (py->unknown_version)
+        fprintf(out, "  python: %llu process%s of a version without a layout (%s): native "
+                "stacks only\n", (unsigned long long)py->unknown_version,
+                py->unknown_version == 1 ? "" : "es", py->versions);
     if (r->lost)
         fprintf(out, "  WARNING: the kernel dropped %llu records (ring full); shares may be skewed\n",
                 (unsigned long long)r->lost);

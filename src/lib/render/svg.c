@@ -471,7 +471,7 @@ static void tree_free(struct tree *tr)
 /* ---- colours ------------------------------------------------------------ */
 
 enum pal { P_HOT, P_MEM, P_IO, P_JAVA, P_JS, P_PERL, P_RED, P_GREEN, P_BLUE, P_AQUA,
-           P_YELLOW, P_PURPLE, P_ORANGE, P_WAKEUP, P_CHAIN, P_COLD };
+           P_YELLOW, P_PURPLE, P_ORANGE, P_WAKEUP, P_CHAIN, P_COLD, P_PYTHON };
 static const char *const pal_names[] = { "hot", "mem", "io", "java", "js", "perl", "red",
                                          "green", "blue", "aqua", "yellow", "purple",
                                          "orange", "wakeup", "chain", "cold" };
@@ -501,6 +501,7 @@ static const struct family fam[] = {
     [P_PURPLE] = { 190, 65, 80, 60, 190, 65 },
     [P_ORANGE] = { 190, 65, 90, 65, 0, 55 },
     [P_WAKEUP] = { 0, 0, 110, 60, 200, 55 },
+    [P_PYTHON] = { 45, 40, 110, 50, 175, 60 },  /* Python's blue, apart from every other family */
 };
 
 static bool ends_with(const char *s, size_t n, const char *suf)
@@ -533,6 +534,9 @@ static enum zone marker_zone(const char *s, size_t n)
 /* Which family a frame gets under a language-aware or positional palette. */
 static enum pal classify(enum pal p, const char *s, size_t n, enum zone z)
 {
+    /* Python functions (unwind/python.c) stand out under the name palettes */
+    if ((p == P_HOT || p == P_JAVA || p == P_JS || p == P_PERL) && ends_with(s, n, "_[p]"))
+        return P_PYTHON;
     switch (p) {
     case P_JAVA:
     case P_JS:

@@ -907,3 +907,59 @@ enum fk_perfmap_rc fk_perfmap_load(struct fk_symtab *t, int fd, uint64_t max_rea
     *t = fresh;
     return rc;
 }
+
+static bool symbol_in(Elf *e, Elf64_Word type, const char *name, uint64_t *vaddr, uint64_t *size)
+{
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(e, scn))) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || sh.sh_entsize == 0)
+            continue;
+        Elf_Data *data = elf_getdata(scn, NULL);
+        if (!data)
+            continue;
+        size_t n = sh.sh_size / sh.sh_entsize;
+        for (size_t i = 0; i < n; i++) {
+            GElf_Sym sym;
+            if (!gelf_getsym(data, (int)i, &sym))
+                break;
+            if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE)
+                continue;
+            const char *nm = elf_strptr(e, sh.sh_link, sym.st_name);
+            if (nm && strcmp(nm, name) == 0) {
+                *vaddr = sym.st_value;
+                *size = sym.st_size;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+bool fk_elf_symbol(Elf *e, const char *name, uint64_t *vaddr, uint64_t *size)
+{
+    return symbol_in(e, SHT_SYMTAB, name, vaddr, size) ||
+           symbol_in(e, SHT_DYNSYM, name, vaddr, size);
+}
+
+bool fk_elf_read_vaddr(Elf *e, uint64_t vaddr, void *buf, size_t len)
+{
+    size_t fsize = 0, phnum = 0;
+    const char *raw = elf_rawfile(e, &fsize);
+    if (!raw || elf_getphdrnum(e, &phnum) != 0)
+        return false;
+    for (size_t i = 0; i < phnum; i++) {
+        GElf_Phdr ph;
+        if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+            continue;
+        if (vaddr < ph.p_vaddr || vaddr - ph.p_vaddr >= ph.p_filesz ||
+            len > ph.p_filesz - (vaddr - ph.p_vaddr))
+            continue;
+        uint64_t off = ph.p_offset + (vaddr - ph.p_vaddr);
+        if (off > fsize || len > fsize - off)
+            return false;
+        memcpy(buf, raw + off, len);
+        return true;
+    }
+    return false;
+}

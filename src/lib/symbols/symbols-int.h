@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/types.h>
 
-enum dso_kind { DSO_UNKNOWN, DSO_KERNEL, DSO_FILE, DSO_ANON, DSO_VDSO, DSO_SPECIAL };
+enum dso_kind { DSO_UNKNOWN, DSO_KERNEL, DSO_FILE, DSO_ANON, DSO_VDSO, DSO_SPECIAL, DSO_NAMED };
 
 /* Reserved DSO indices. */
 enum { DSO_IDX_UNKNOWN = 0, DSO_IDX_KERNEL = 1 };
@@ -51,6 +51,8 @@ struct fde_range {
 struct dso {
     enum dso_kind kind;
     char *path;             /* as mapped, " (deleted)" stripped */
+    const char *suffix;     /* DSO_NAMED: the annotation its names get ("_[p]") */
+    enum fk_frame_kind named_kind;  /* DSO_NAMED: what its frames are */
     pid_t root_pid;         /* opened inside this process's root (not ours), or 0 */
     uint64_t root_dev, root_ino;    /* that root, to tell a reused pid */
     uid_t uid;              /* owner of the file: debug files must be its or root's */
@@ -118,6 +120,10 @@ Elf *fk_dso_elf(struct dso *d);
  * and d->over_budget set (frames are named by file and offset). */
 #define FK_SYM_FILE_BUDGET(size) (4 * (size_t)(size) + ((size_t)1 << 20))
 void fk_dso_load_elf(struct dso *d, struct fk_debuginfod *dbg, bool keep_elf, size_t budget);
+/* A symbol of any type by name: .symtab, else .dynsym (fk_sym_dso_lookup). */
+bool fk_elf_symbol(Elf *e, const char *name, uint64_t *vaddr, uint64_t *size);
+/* len bytes at vaddr from the file part of a PT_LOAD segment. */
+bool fk_elf_read_vaddr(Elf *e, uint64_t vaddr, void *buf, size_t len);
 /* Our own vDSO image (same kernel: the same as every 64-bit task's). */
 Elf *fk_vdso_elf(void);
 /* Function ranges of d's ELF from its .eh_frame (else .debug_frame) FDEs,

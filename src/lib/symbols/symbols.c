@@ -54,6 +54,7 @@ struct fk_symbolizer {
     struct dso *dsos;
     size_t ndsos, dsos_cap;
     struct fk_hindex dso_idx;   /* dso_key (a hash) -> DSOs (callers compare) */
+    struct fk_hindex named_idx; /* hash(name) ^ dso -> offset of a DSO_NAMED's name */
     uint32_t vdso_dso;
     size_t fds_open, fd_cap;
     bool kernel_loaded, kernel_hidden, kernel_warned, capture_ended;
@@ -468,6 +469,44 @@ static uint32_t dso_special(struct fk_symbolizer *s, const char *name)
     return idx;
 }
 
+static uint32_t dso_named(struct fk_symbolizer *s, const char *label, const char *suffix)
+{
+    uint64_t key = fk_hash(label, strlen(label)) ^ 0x6e616d6564ull;
+    struct fk_hiter it = fk_hindex_find(&s->dso_idx, key);
+    uint32_t idx;
+    while (fk_hindex_next(&it, &idx))
+        if (s->dsos[idx].kind == DSO_NAMED && strcmp(s->dsos[idx].path, label) == 0)
+            return idx;
+    idx = dso_add(s, DSO_NAMED);
+    s->dsos[idx].path = fk_strdup(label);
+    s->dsos[idx].suffix = suffix;
+    s->dsos[idx].loaded = true;
+    fk_buf_addc(&s->dsos[idx].st.strs, 0);    /* offset 0: no name */
+    fk_hindex_add(&s->dso_idx, key, idx);
+    return idx;
+}
+
+struct fk_loc fk_sym_named(struct fk_symbolizer *s, const char *label, const char *suffix,
+                           enum fk_frame_kind kind, const char *name, size_t len)
+{
+    uint32_t di = dso_named(s, label, suffix);
+    struct dso *d = &s->dsos[di];
+    d->named_kind = kind;
+    uint64_t h = fk_hash(name, len) ^ di;
+    struct fk_hiter it = fk_hindex_find(&s->named_idx, h);
+    uint32_t off;
+    while (fk_hindex_next(&it, &off)) {
+        const char *t = d->st.strs.data + off;
+        if (strncmp(t, name, len) == 0 && t[len] == 0)
+            return (struct fk_loc){ di, off };
+    }
+    off = (uint32_t)d->st.strs.len;
+    fk_buf_add(&d->st.strs, name, len);
+    fk_buf_addc(&d->st.strs, 0);
+    fk_hindex_add(&s->named_idx, h, off);
+    return (struct fk_loc){ di, off };
+}
+
 /* ---- processes ---- */
 
 /* Processes and threads are indexed by fk_hash_u64 of their pid/tid; a
@@ -735,6 +774,7 @@ void fk_sym_free(struct fk_symbolizer *s)
     fk_hindex_free(&s->proc_idx);
     fk_hindex_free(&s->thread_idx);
     fk_hindex_free(&s->dso_idx);
+    fk_hindex_free(&s->named_idx);
     fk_symtab_free(&s->kernel);
     fk_symtab_free(&s->vdso);
     free(s);
@@ -1090,6 +1130,14 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
     case DSO_SPECIAL:
         fk_buf_adds(out, d->path);
         return FK_FRAME_USER;
+    case DSO_NAMED:
+        if (loc.addr && loc.addr < d->st.strs.len)
+            fk_buf_adds(out, d->st.strs.data + loc.addr);
+        else
+            fk_buf_adds(out, "[unknown]");
+        if (s->opts.annotate && d->suffix)
+            fk_buf_adds(out, d->suffix);
+        return d->named_kind;
     default:
         s->names_unresolved++;
         fk_buf_adds(out, "[unknown]");
@@ -1120,6 +1168,9 @@ bool fk_sym_dso_info(struct fk_symbolizer *s, uint32_t dso, struct fk_sym_dso *o
         break;
     case DSO_SPECIAL:
         out->kind = FK_FRAME_USER;
+        break;
+    case DSO_NAMED:
+        out->kind = d->named_kind;
         break;
     default:
         return false;
@@ -1186,6 +1237,7 @@ size_t fk_sym_bytes(const struct fk_symbolizer *s)
     b += s->procs_cap * sizeof *s->procs + s->threads_cap * sizeof *s->threads;
     b += s->dsos_cap * sizeof *s->dsos;
     b += fk_hindex_bytes(&s->proc_idx) + fk_hindex_bytes(&s->thread_idx) + fk_hindex_bytes(&s->dso_idx);
+    b += fk_hindex_bytes(&s->named_idx);
     for (size_t i = 0; i < s->nprocs; i++)
         b += s->procs[i].cap * sizeof(struct map);
     for (size_t i = 0; i < s->ndsos; i++) {
@@ -1197,4 +1249,98 @@ size_t fk_sym_bytes(const struct fk_symbolizer *s)
             b += fk_cfi_bytes(d->cfi);
     }
     return b + fk_symtab_bytes(&s->kernel) + fk_symtab_bytes(&s->vdso);
+}
+
+/* ---- for readers of a process's runtime ---- */
+
+/* A file DSO with its program headers read (its Elf kept during the
+ * capture), or NULL. */
+static struct dso *file_dso(struct fk_symbolizer *s, uint32_t dso)
+{
+    if (dso >= s->ndsos || s->dsos[dso].kind != DSO_FILE)
+        return NULL;
+    struct dso *d = &s->dsos[dso];
+    dso_ensure_loaded(s, d);
+    return d->elf_ok ? d : NULL;
+}
+
+size_t fk_sym_proc_files(struct fk_symbolizer *s, pid_t pid, bool (*want)(const char *path),
+                         struct fk_sym_file *out, size_t max)
+{
+    struct proc *pr = proc_find(s, pid);
+    if (!pr)
+        pr = proc_get(s, pid);
+    size_t n = 0;
+    for (size_t i = 0; i < pr->nmaps && n < max; i++) {
+        const struct map *m = &pr->maps[i];
+        const struct dso *d0 = &s->dsos[m->dso];
+        if (d0->kind != DSO_FILE || !d0->path || !want(d0->path))
+            continue;
+        bool seen = false;
+        for (size_t k = 0; k < n && !seen; k++)
+            seen = out[k].dso == m->dso;
+        struct dso *d = seen ? NULL : file_dso(s, m->dso);
+        if (!d)
+            continue;
+        /* the PT_LOAD holding the mapping's first byte gives the bias */
+        for (size_t k = 0; k < d->nloads; k++) {
+            const struct load_seg *l = &d->loads[k];
+            if (m->pgoff >= l->off && m->pgoff - l->off < (l->filesz ? l->filesz : 1)) {
+                out[n].dso = m->dso;
+                out[n].path = d->path;
+                out[n].bias = m->start - (l->vaddr + (m->pgoff - l->off));
+                n++;
+                break;
+            }
+        }
+    }
+    return n;
+}
+
+bool fk_sym_dso_lookup(struct fk_symbolizer *s, uint32_t dso, const char *name,
+                       uint64_t *vaddr, uint64_t *size)
+{
+    struct dso *d = file_dso(s, dso);
+    Elf *e = d ? dso_elf(d) : NULL;
+    if (!e)
+        return false;
+    struct fk_bus_guard g;
+    fk_bus_push(&g);
+    if (sigsetjmp(g.env, 0) == 0) {
+        bool ok = fk_elf_symbol(e, name, vaddr, size);
+        fk_bus_pop(&g);
+        return ok;
+    }
+    dso_truncated(d);
+    return false;
+}
+
+bool fk_sym_dso_read(struct fk_symbolizer *s, uint32_t dso, uint64_t vaddr, void *buf, size_t len)
+{
+    struct dso *d = file_dso(s, dso);
+    Elf *e = d ? dso_elf(d) : NULL;
+    if (!e)
+        return false;
+    struct fk_bus_guard g;
+    fk_bus_push(&g);
+    if (sigsetjmp(g.env, 0) == 0) {
+        bool ok = fk_elf_read_vaddr(e, vaddr, buf, len);
+        fk_bus_pop(&g);
+        return ok;
+    }
+    dso_truncated(d);
+    return false;
+}
+
+bool fk_sym_dso_loc_addr(struct fk_symbolizer *s, uint32_t dso, uint64_t vaddr, uint64_t *addr)
+{
+    struct dso *d = file_dso(s, dso);
+    for (size_t i = 0; d && i < d->nloads; i++) {
+        const struct load_seg *l = &d->loads[i];
+        if (vaddr >= l->vaddr && vaddr - l->vaddr < l->filesz) {
+            *addr = vaddr - l->vaddr + l->off;
+            return true;
+        }
+    }
+    return false;
 }
