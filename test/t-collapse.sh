@@ -2,7 +2,7 @@
 # flamekit collapse: a real perf recording of a known workload, golden
 # inputs for the perf script formats, and bad input.
 # timeout: 200
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 C() { "$FLAMEKIT" collapse "$@"; }
 TAB=$(printf '\t')
 # FlameGraph and inferno, fetched outside the project: FLAMEGRAPH_DIR /

@@ -4,7 +4,7 @@
 # (slow, non-reading, trickling, many from one address), cache-key
 # collisions and repositories that point out of --repo-root.
 # timeout: 420
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 B=$FK_BUILD
 [ -x "$B/fetchd-sock" ] || { skip "fetchd" "fetch servers not built: configure found no gRPC/protobuf-c, or --disable-fetchd"; exit 0; }
 need git || { skip "fetchd" "git not installed"; exit 0; }

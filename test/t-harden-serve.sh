@@ -6,7 +6,7 @@
 # and methods carrying terminal escapes into the audit log before
 # authentication.
 # timeout: 150
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 need python3 || { skip "serve under slow clients" "python3 not installed"; exit 0; }
 need curl || { skip "serve under slow clients" "curl not installed"; exit 0; }
 TOK=harden-serve-token-0123456789abcdef

@@ -8,7 +8,7 @@
 # Each capture must run its whole duration within --max-memory, the files
 # over their budget skipped and counted, serve must outlive the request.
 # timeout: 200
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 GEN=$FK_BUILD/test/progs/symbomb
 
 [ "$(id -u)" = 0 ] || { skip "crafted symbol tables" "needs root (captures, nobody)"; exit 0; }

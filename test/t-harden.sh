@@ -5,7 +5,7 @@
 # (svg, merge and collapse must agree on its counts), C1 controls in a
 # summary, http://127.attacker.example, secrets on a command line.
 # timeout: 300
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 # ---- 1. output paths ---------------------------------------------------
 printf 'main;a 3\nmain;b 1\n' >"$T/in.folded"

@@ -6,7 +6,7 @@
 # --with-cpu, thread churn, pprof and SVG units; side by side with the
 # bpftrace reference (test/offcpu-ref.bt); bad input.
 # timeout: 420
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 TRUTH=$FK_BUILD/test/progs/offcpu-truth
 KEYS="python3 $FK_SRC/test/offcpu-keys.py"
 

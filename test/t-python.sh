@@ -6,7 +6,7 @@
 # (compileall, pydoc, unittest) show their function names; --python off;
 # a fake "python" with a _PyRuntime symbol and an unknown version.
 # timeout: 480
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3.11
 TRUTH=$FK_SRC/test/progs/pytruth.py
 PYSTACK=$FK_BUILD/test/progs/pystack

@@ -7,7 +7,7 @@
 # with @debug and left no capabilities under SecureBits=noroot-locked),
 # and systemd-analyze security rates the running unit.
 # timeout: 1500
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 UNIT=${FK_SERVE_UNIT:-$FK_SRC/share/systemd/flamekit-serve.service}
 BIN=$FK_BUILD/flamekit-portable
 TREE=${FK_DEBIAN_TREE:-/var/cache/flamekit-test/bookworm}

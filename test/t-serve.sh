@@ -3,7 +3,7 @@
 # matrix), go tool pprof over mutual TLS (Go's /debug/pprof/profile), and
 # headless Chromium clicking the page's button.
 # timeout: 280
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 need curl || { skip "serve" "curl not installed"; exit 0; }
 need openssl || { skip "serve" "openssl not installed"; exit 0; }
 TOK_A=alice-token-0123456789abcdef

@@ -2,7 +2,7 @@
 # timeout: 180
 # flamekit upload against a real S3 server: Ceph radosgw started on
 # 127.0.0.1 (test/servers/radosgw.sh), plus a stalling and a 503 server.
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 # Options that need a value say so (they used to be "unknown option").
 o=$("$FLAMEKIT" upload --endpoint 2>&1); rc=$?
 check_eq "--endpoint without its value: usage error" 2 "$rc"

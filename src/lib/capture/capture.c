@@ -5,6 +5,7 @@
  * and turned into stacks for the event kind), and the final counts. */
 #include "capture/engine.h"
 #include "util/buf.h"
+#include "util/procfs.h"
 
 #include <errno.h>
 #include <perf/cpumap.h>
@@ -25,6 +26,8 @@
 #define POLL_MS 100
 /* symbol loading per wake-up, in the window (the rings hold a second) */
 #define PRELOAD_NS (20 * 1000000ull)
+/* copying the rings out while /proc is read at the start */
+#define DRAIN_NS (10 * 1000000ull)
 
 static uint64_t mono_ns(void)
 {
@@ -362,6 +365,36 @@ static uint64_t track_memory(struct fk_engine *e)
     return mem;
 }
 
+/* Every process that exists now, read from /proc, the rings copied out
+ * (not handled: a sample's process may not be read yet) every DRAIN_NS
+ * meanwhile: on a busy host or in a slow build reading /proc takes seconds,
+ * and rings left alone that long overflow, the event counted but its
+ * samples lost. The copies are bounded by half the memory limit. */
+struct scan_ctx {
+    struct fk_engine *e;
+    uint64_t last_drain;
+};
+
+static bool scan_one(pid_t pid, void *arg)
+{
+    struct scan_ctx *c = arg;
+    fk_sym_scan_pid(c->e->sym, pid);
+    uint64_t now = mono_ns();
+    if (now - c->last_drain >= DRAIN_NS &&
+        (!c->e->o->max_mem_bytes || c->e->ring.buf.len < c->e->o->max_mem_bytes / 2)) {
+        fk_ringq_read(&c->e->ring, c->e->evlist, &c->e->fmt[0]);
+        c->last_drain = now;
+    }
+    return true;
+}
+
+static void scan_all_draining(struct fk_engine *e)
+{
+    struct scan_ctx c = { e, mono_ns() };
+    if (!fk_proc_for_each_pid(scan_one, &c))
+        fk_warn("cannot list /proc: %s", strerror(errno));
+}
+
 /* Symbolizer and unwinder ready, events on, processes that exist now
  * read from /proc (side-band first: nothing between them is missed), a
  * run target released. Returns FK_EXIT_OK or the exit status. */
@@ -387,7 +420,7 @@ static int engine_start(struct fk_engine *e)
     else if (t->kind == FK_TARGET_RUN)
         fk_sym_scan_pid(e->sym, t->pids[0]);
     else
-        fk_sym_scan_all(e->sym);
+        scan_all_draining(e);
     if (t->kind == FK_TARGET_RUN) {
         int xe;
         if (!fk_target_run_exec((struct fk_target *)t, &xe)) {

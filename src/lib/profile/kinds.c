@@ -99,6 +99,17 @@ static char *faults_subtitle(const struct fk_profile_request *rq, const struct f
     return fk_strdup(res->check.summary);
 }
 
+/* CGROUP: samples lost host-wide may have been the cgroup's: its estimate
+ * is the folded total, at most that plus every lost sample. */
+static uint64_t target_estimate_max(const struct fk_profile_result *res)
+{
+    const struct fk_capture_result *r = &res->cap;
+    uint64_t lost = r->lost > r->lost_samples ? r->lost : r->lost_samples;
+    uint64_t k = res->event.period ? res->event.period : 1;
+    return r->stacks.total + (lost > (UINT64_MAX - r->stacks.total) / k
+                              ? UINT64_MAX - r->stacks.total : lost * k);
+}
+
 static json_t *faults_meta(const struct fk_profile_request *rq, const struct fk_profile_result *res)
 {
     (void)rq;
@@ -121,8 +132,11 @@ static json_t *faults_meta(const struct fk_profile_request *rq, const struct fk_
                         json_pack("[I, I]", (json_int_t)pr->lo, (json_int_t)pr->hi));
     bool host_wide = rq->target == FK_TARGET_USER || rq->target == FK_TARGET_CGROUP;
     json_object_set_new(f, "checked_on", json_string(host_wide ? "host" : "target"));
-    if (r->have_target_count)
+    if (r->have_target_count) {
         json_object_set_new(f, "target_count", json_integer((json_int_t)r->target_count));
+        json_object_set_new(f, "estimate_of_target_max",
+                            json_integer((json_int_t)target_estimate_max(res)));
+    }
     json_object_set_new(f, "sample_period_in_sample_type", json_false());
     json_object_set_new(f, "unit", json_string(res->unit));
     return f;
@@ -137,10 +151,15 @@ static void faults_summary(FILE *out, const struct fk_profile_request *rq,
         fprintf(out, "  %llu of the samples belong to %s (%llu %s); the check covers the host\n",
                 (unsigned long long)r->samples_kept, res->target.scope,
                 (unsigned long long)r->stacks.total, res->unit);
-    if (r->have_target_count)
-        fprintf(out, "  the cgroup's own count: %llu %s (its samples estimate %.1f%% of it)\n",
-                (unsigned long long)r->target_count, res->unit,
-                r->target_count ? 100.0 * (double)r->stacks.total / (double)r->target_count : 0.0);
+    if (r->have_target_count) {
+        double c = r->target_count ? (double)r->target_count : 1.0;
+        uint64_t max = target_estimate_max(res);
+        fprintf(out, "  the cgroup's own count: %llu %s (its samples estimate %.1f%% of it",
+                (unsigned long long)r->target_count, res->unit, 100.0 * (double)r->stacks.total / c);
+        if (max > r->stacks.total)
+            fprintf(out, "; up to %.1f%% with the samples lost host-wide", 100.0 * (double)max / c);
+        fprintf(out, ")\n");
+    }
 }
 
 /* ---- offcpu ------------------------------------------------------- */

@@ -57,7 +57,7 @@ enum fk_profile_kind {
 #define FK_OFFCPU_MAX_BUDGET 100000         /* unsafe: any */
 #define FK_OFFCPU_DEFAULT_MIN_BLOCK_NS 0
 #define FK_OFFCPU_RATE_PROBE_MS 200         /* the rate measured before the window */
-#define FK_OFFCPU_STACK_SIZE (16 * 1024)    /* blocked stacks: 99.4% complete on python3
+#define FK_OFFCPU_STACK_SIZE (16 * 1024)    /* blocked stacks: 98.7% complete on python3
                                                (bench/offcpu.sh), half of 32K's bytes */
 
 /* Bit of one output kind in fk_profile_request.outputs. */

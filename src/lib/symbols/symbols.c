@@ -5,6 +5,7 @@
 #include "util/busguard.h"
 #include "util/dynlib.h"
 #include "util/hindex.h"
+#include "util/procfs.h"
 #include "util/safeopen.h"
 
 #include <dirent.h>
@@ -788,22 +789,16 @@ void fk_sym_scan_pid(struct fk_symbolizer *s, pid_t pid)
     scan_into(s, pr);
 }
 
+static bool scan_one(pid_t pid, void *s)
+{
+    fk_sym_scan_pid(s, pid);
+    return true;
+}
+
 void fk_sym_scan_all(struct fk_symbolizer *s)
 {
-    DIR *dir = opendir("/proc");
-    if (!dir) {
+    if (!fk_proc_for_each_pid(scan_one, s))
         fk_warn("cannot list /proc: %s", strerror(errno));
-        return;
-    }
-    struct dirent *de;
-    while ((de = readdir(dir))) {
-        char *end;
-        long pid = strtol(de->d_name, &end, 10);
-        if (*end || pid <= 0)
-            continue;
-        fk_sym_scan_pid(s, (pid_t)pid);
-    }
-    closedir(dir);
 }
 
 void fk_sym_comm(struct fk_symbolizer *s, pid_t pid, pid_t tid, const char *comm, bool exec)
