@@ -169,7 +169,7 @@ static void run_walk(struct mod *m, int n, const uint8_t *data, size_t size, uin
     uint64_t pcs[64];
     struct fk_uw_result res;
     struct env e = { m, n };
-    fk_uw_walk(fk_uw_arch(), regs, &st, resolve, &e, 64, FK_UW_DEFAULT_MAX_NS, pcs, &res);
+    fk_uw_walk(fk_uw_arch(), regs, &st, resolve, &e, 64, FK_UW_DEFAULT_MAX_NS, pcs, NULL, &res);
     if (res.n < 1 || res.n > 64 || res.status > FK_UW_FAILED || res.reason >= FK_UW_R_N)
         abort();
 }

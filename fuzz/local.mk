@@ -1,6 +1,6 @@
 # fuzz targets (clang -fsanitize=fuzzer), built and run by fuzz/run
 # (fuzz/fuzz-NAME.c, seeds in fuzz/corpus/NAME/): one file per line.
-EXTRA_DIST += fuzz/run
+EXTRA_DIST += fuzz/run fuzz/elfsyms.options
 EXTRA_DIST += fuzz/fuzz.h
 EXTRA_DIST += fuzz/fuzz-perfscript.c
 EXTRA_DIST += fuzz/corpus/perfscript/default.txt
@@ -35,5 +35,6 @@ EXTRA_DIST += fuzz/corpus/perfmap/small-budget.map
 EXTRA_DIST += fuzz/fuzz-gopclntab.c
 EXTRA_DIST += fuzz/seed-gopclntab.sh
 EXTRA_DIST += fuzz/corpus/gopclntab/spdelta-overflow.bin
+EXTRA_DIST += fuzz/fuzz-python.c
 EXTRA_DIST += fuzz/fuzz-record.c
 EXTRA_DIST += fuzz/seed-record.sh

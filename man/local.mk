@@ -2,6 +2,7 @@
 dist_man_MANS += man/flamekit.1
 dist_man_MANS += man/flamekit-fault-lab.1
 dist_man_MANS += man/flamekit-faults.1
+dist_man_MANS += man/flamekit-offcpu.1
 dist_man_MANS += man/flamekit-record.1
 dist_man_MANS += man/flamekit-host.1
 dist_man_MANS += man/flamekit-pid.1

@@ -30,6 +30,20 @@
             s = s.slice(0, i) + "," + s.slice(i);
         return (neg ? "-" : "") + s;
     }
+    /* Counts that are times (countname ns, us, ms, s or pprof's unit
+     * words: flamekit offcpu's nanoseconds) read as durations. */
+    var TIME_UNITS = { ns: 1, nanoseconds: 1, us: 1e3, microseconds: 1e3, ms: 1e6, milliseconds: 1e6,
+        s: 1e9, seconds: 1e9 };
+    function fmtDur(ns) {
+        var a = Math.abs(ns), u = a >= 1e9 ? [1e9, " s"] : a >= 1e6 ? [1e6, " ms"] : a >= 1e3 ? [1e3, " us"] : [1, " ns"];
+        var v = ns / u[0], av = Math.abs(v);
+        return (u[0] === 1 ? String(Math.round(v)) : v.toFixed(av >= 100 ? 0 : av >= 10 ? 1 : 2)) + u[1];
+    }
+    /* n counts as text with their unit: "1,234 samples" or "12.5 ms" */
+    function fmtCount(n, countname) {
+        var scale = TIME_UNITS[countname];
+        return scale ? fmtDur(n * scale) : fmtInt(n) + " " + countname;
+    }
     /* A share with the digits the data can carry: one decimal from 10%,
      * three significant digits from 1%, two below. */
     function pctNum(v) {
@@ -79,9 +93,11 @@
     var FAM = { hot: [205, 50, 0, 230, 0, 55], mem: [0, 0, 190, 50, 0, 60], io: [80, 60, 80, 60, 190, 55],
         red: [200, 55, 50, 80, 50, 80], green: [50, 60, 190, 60, 50, 60], blue: [80, 60, 80, 60, 205, 50],
         aqua: [50, 60, 165, 55, 165, 55], yellow: [175, 55, 175, 55, 50, 60], purple: [190, 65, 80, 60, 190, 65],
-        orange: [190, 65, 90, 65, 0, 55], wakeup: [0, 0, 110, 60, 200, 55] };
+        orange: [190, 65, 90, 65, 0, 55], wakeup: [0, 0, 110, 60, 200, 55], python: [45, 40, 110, 50, 175, 60] };
     function has(s, x) { return s.indexOf(x) >= 0; }
     function family(pal, s) {
+        if ((pal === "hot" || pal === "java" || pal === "js" || pal === "perl") && s.slice(-4) === "_[p]")
+            return "python";
         if (pal !== "java" && pal !== "js" && pal !== "perl")
             return FAM[pal] ? pal : "hot";
         var tail = s.length > 4 ? s.slice(-4) : "";
@@ -109,7 +125,7 @@
     }
     function nameColor(pal, s) {
         var n = s.length, h = 0x811c9dc5;
-        if (n > 4 && /_\[[kji]\]$/.test(s))
+        if (n > 4 && /_\[[kjip]\]$/.test(s))
             n -= 4;
         for (var i = 0; i < n; i++) {
             var c = s.codePointAt(i);
@@ -744,8 +760,8 @@
 
     Graph.prototype.show = function (v, i, target) {
         var t = v.t, nameId = v.nameIds ? v.nameIds[i] : t.name[i], name = this.names[nameId];
-        var total = this.t.w[0], s = this.nametype + " " + name + " (" + fmtInt(t.w[i]) + " " +
-            this.countname + ", " + pct(t.w[i], total) + ")";
+        var total = this.t.w[0], s = this.nametype + " " + name + " (" + fmtCount(t.w[i], this.countname) +
+            ", " + pct(t.w[i], total) + ")";
         if (v === this.main) {
             this.hovered = i;
             var z = v.zoom;
@@ -942,7 +958,7 @@
             this.message("");
             return;
         }
-        var all = this.matchedIn(t, 0, t.n, nm), s = "Matched: " + fmtInt(all) + " " + this.countname +
+        var all = this.matchedIn(t, 0, t.n, nm), s = "Matched: " + fmtCount(all, this.countname) +
             ", " + pct(all, t.w[0]);
         var z = this.main.zoom;
         if (z > 0 && this.mode === "graph") {
@@ -952,7 +968,8 @@
                     inZ = t.w[z];
             if (!inZ)
                 inZ = this.matchedIn(t, z, t.end[z], nm);
-            s += " (" + pct(inZ, t.w[z]) + " of zoom: " + fmtInt(inZ) + ")";
+            s += " (" + pct(inZ, t.w[z]) + " of zoom: " + (TIME_UNITS[this.countname] ?
+                fmtCount(inZ, this.countname) : fmtInt(inZ)) + ")";
         }
         this.message(s);
     };
@@ -1153,9 +1170,9 @@
         var first = this.topPage * per, shown = ft.rows.slice(first, first + per);
         var focusedRow = this.doc.activeElement && this.doc.activeElement.fkRow;
         this.openPanel("top", null, function (p) {
-            var W = g.W, x0 = XPAD + 8, y = 20;
+            var W = g.W, x0 = XPAD + 8, y = 20, timed = !!TIME_UNITS[g.countname];
             var head = "Top functions" + (ft.zoom ? " in zoomed " + cut(names[g.t.name[ft.zoom]], 40) : "") + ": " +
-                fmtInt(ft.rows.length) + " functions, " + fmtInt(ft.all) + " " + g.countname +
+                fmtInt(ft.rows.length) + " functions, " + fmtCount(ft.all, g.countname) +
                 " \u2014 click a row to search it, \u21c5 for callers and callees";
             el("text", { x: x0, y: y }, p, cut(head, Math.floor((W - 40) / 7.3)));
             y += 22;
@@ -1194,9 +1211,9 @@
                 row.fkName = r.id;
                 el("rect", { x: XPAD + 2, y: y - 13, width: W - 2 * XPAD - 4, height: 17 }, row);
                 el("text", { "class": "fk-num", x: x0 + 70, y: y }, row, pct(r.self, ft.all));
-                el("text", { "class": "fk-num", x: x0 + 150, y: y }, row, fmtInt(r.self));
+                el("text", { "class": "fk-num", x: x0 + 150, y: y }, row, timed ? fmtCount(r.self, g.countname) : fmtInt(r.self));
                 el("text", { "class": "fk-num", x: x0 + 220, y: y }, row, pct(r.total, ft.all));
-                el("text", { "class": "fk-num", x: x0 + 300, y: y }, row, fmtInt(r.total));
+                el("text", { "class": "fk-num", x: x0 + 300, y: y }, row, timed ? fmtCount(r.total, g.countname) : fmtInt(r.total));
                 if (diff) {
                     var neg = g.diffMode === 2, after = (neg ? r.ototal : r.total) * g.scale2,
                         before = (neg ? r.total : r.ototal) * g.scale1;
@@ -1357,7 +1374,7 @@
         this.redraw();
         this.updateMatched();
         var W = this.W;
-        this.details.textContent = cut(this.names[nameId] + ": " + fmtInt(a.t.w[0]) + " " + this.countname + " (" +
+        this.details.textContent = cut(this.names[nameId] + ": " + fmtCount(a.t.w[0], this.countname) + " (" +
             pct(a.t.w[0], this.t.w[0]) + "), callers above, callees below", Math.floor((W - 2 * XPAD) * 0.66 / CHAR_W));
         /* show where the two halves meet */
         if (this.standalone) {

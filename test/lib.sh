@@ -1,7 +1,32 @@
 # Sourced by every test/t-*.sh. Results are lines "PASS: name: what",
 # "FAIL: name: what", "SKIP: name: what (why)"; test/run counts them.
+# A file also runs on its own, from anywhere, like git's t/tNNNN-*.sh:
+#   test/t-NAME.sh [--build=DIR] [--run=SPEC] [-i] [-v]
+# --build: the build tree (default: $FK_BUILD, else build/ in the source
+# tree); --run: only the checks SPEC selects (numbers as the file counts
+# them, ranges a-b, a- or -b, or words of their description, comma
+# separated; a leading ! excludes), the others are SKIPped without running
+# what they check; -i: stop at the first failure; -v: the checks' numbers.
 set -u
-: "${FLAMEKIT:?run tests through test/run}"
+FK_SRC=${FK_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+_fk_run='' _fk_immediate='' _fk_verbose=''
+for _fk_a in "$@"; do
+    case $_fk_a in
+    --build=*) FK_BUILD=$(cd "${_fk_a#--build=}" && pwd) || exit 2; FLAMEKIT=$FK_BUILD/flamekit ;;
+    --run=*) _fk_run=${_fk_a#--run=} ;;
+    -i|--immediate) _fk_immediate=1 ;;
+    -v|--verbose) _fk_verbose=1 ;;
+    -h|--help) sed -n '3,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "$(basename "$0"): unknown option $_fk_a (--build=DIR, --run=SPEC, -i, -v)" >&2; exit 2 ;;
+    esac
+done
+if [ -z "${FK_BUILD:-}" ]; then
+    if [ -x "$FK_SRC/build/flamekit" ]; then FK_BUILD=$FK_SRC/build; else FK_BUILD=$FK_SRC; fi
+fi
+FLAMEKIT=${FLAMEKIT:-$FK_BUILD/flamekit}
+[ -x "$FLAMEKIT" ] || { echo "$(basename "$0"): $FLAMEKIT not built (--build=DIR, or make first)" >&2; exit 2; }
+export FK_SRC FK_BUILD FLAMEKIT
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$FK_SRC/test/lsan.supp:print_suppressions=0}
 TNAME=${FK_TEST_NAME:-$(basename "$0" .sh)}
 T=$(mktemp -d "${TMPDIR:-/tmp}/fk-$TNAME.XXXXXX")
 _fk_cleanups=()
@@ -13,19 +38,65 @@ _fk_exit() {
 }
 trap _fk_exit EXIT
 
-pass() { echo "PASS: $TNAME: $1"; }
-fail() { echo "FAIL: $TNAME: $1"; [ $# -gt 1 ] && printf '%s\n' "$2" | head -n 20 | sed 's/^/    /'; return 0; }
-skip() { echo "SKIP: $TNAME: $1 (${2:-skipped})"; }
+# Checks are numbered in the order they report (--run). After skip_rest
+# WHY (a setup step failed, or what the rest needs is missing) every later
+# check reports SKIP instead of running.
+_fk_n=0 _fk_rest=''
+# _fk_selected N WHAT: whether --run selects check N. Items are read in
+# order, each selecting (or with a leading !, deselecting) what it names;
+# a first item that deselects starts from everything selected.
+_fk_selected() {
+    [ -z "$_fk_run" ] && return 0
+    local item neg lo hi sel=0 hit
+    case $_fk_run in '!'*) sel=1 ;; esac
+    local IFS=,
+    for item in $_fk_run; do
+        neg=0; case $item in '!'*) neg=1; item=${item#!} ;; esac
+        hit=0
+        case $item in
+        '') ;;
+        *[!0-9-]*) case $2 in *"$item"*) hit=1 ;; esac ;;
+        *-*) lo=${item%-*} hi=${item#*-}; [ "$1" -ge "${lo:-1}" ] && [ "$1" -le "${hi:-999999}" ] && hit=1 ;;
+        *) [ "$1" -eq "$item" ] && hit=1 ;;
+        esac
+        [ $hit = 1 ] && sel=$((1 - neg))
+    done
+    [ $sel = 1 ]
+}
+# _fk_gate WHAT: numbers the next check; false (and SKIP reported) when
+# --run leaves it out or skip_rest was called.
+_fk_gate() {
+    _fk_n=$((_fk_n + 1))
+    if [ -n "$_fk_rest" ]; then echo "SKIP: $TNAME: $1 ($_fk_rest)"; return 1; fi
+    if ! _fk_selected "$_fk_n" "$1"; then echo "SKIP: $TNAME: $1 (--run)"; return 1; fi
+    [ -z "$_fk_verbose" ] || echo "# $_fk_n"
+    return 0
+}
+_fk_pass() { echo "PASS: $TNAME: $1"; }
+_fk_fail() {
+    echo "FAIL: $TNAME: $1"; [ $# -gt 1 ] && printf '%s\n' "$2" | head -n 20 | sed 's/^/    /'
+    [ -z "$_fk_immediate" ] || exit 1
+    return 0
+}
+pass() { _fk_gate "$1" && _fk_pass "$1"; return 0; }
+fail() { _fk_gate "$1" && _fk_fail "$@"; return 0; }
+skip() { _fk_n=$((_fk_n + 1)); echo "SKIP: $TNAME: $1 (${2:-skipped})"; }
+skip_rest() { _fk_rest=$1; }
 
 # check WHAT CMD...: passes when CMD exits 0.
-check() { local w=$1; shift; local o; if o=$("$@" 2>&1); then pass "$w"; else fail "$w" "$o"; fi; }
+check() {
+    local w=$1; shift; local o
+    _fk_gate "$w" || return 0
+    if o=$("$@" 2>&1); then _fk_pass "$w"; else _fk_fail "$w" "$o"; fi
+}
 # check_fails WHAT CMD...: passes when CMD exits non-zero (and did not crash).
 check_fails() {
     local w=$1; shift; local o rc
+    _fk_gate "$w" || return 0
     o=$("$@" 2>&1); rc=$?
-    if [ $rc -eq 0 ]; then fail "$w (exited 0)" "$o"
-    elif [ $rc -ge 128 ]; then fail "$w (killed by signal $((rc - 128)))" "$o"
-    else pass "$w"; fi
+    if [ $rc -eq 0 ]; then _fk_fail "$w (exited 0)" "$o"
+    elif [ $rc -ge 128 ]; then _fk_fail "$w (killed by signal $((rc - 128)))" "$o"
+    else _fk_pass "$w"; fi
 }
 check_eq() { if [ "$2" = "$3" ]; then pass "$1"; else fail "$1" "expected: $2
      got: $3"; fi; }

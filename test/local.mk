@@ -77,6 +77,9 @@ EXTRA_DIST += test/t-harden.sh
 EXTRA_DIST += test/t-remote.sh
 EXTRA_DIST += test/t-symbols.sh
 EXTRA_DIST += test/t-harden-read.sh
+EXTRA_DIST += test/t-harden-syms.sh
+EXTRA_DIST += test/t-harden-serve.sh
+EXTRA_DIST += test/t-serve-systemd.sh test/servers/debian-tree.sh
 EXTRA_DIST += test/t-unit.sh
 EXTRA_DIST += test/t-upload-systemd.sh
 EXTRA_DIST += test/t-upload.sh
@@ -108,3 +111,25 @@ test_unit_fetchd_SOURCES = test/unit/unit-fetchd.c test/unit/unit.h
 test_unit_fetchd_CFLAGS = $(FETCHD_CFLAGS)
 test_unit_fetchd_LDADD = $(FETCHD_LIBS)
 endif
+# Python frames (unwind/python.c): the walker over fake memory, the splice;
+# pystack prints a live process's chains
+check_PROGRAMS += test/unit-python
+test_unit_python_SOURCES = test/unit/unit-python.c test/unit/unit.h test/unit/fakepy.h
+test_unit_python_CFLAGS = $(libflamekit_a_CFLAGS)
+test_unit_python_LDADD = $(FK_LIBS)
+check_PROGRAMS += test/progs/pystack
+test_progs_pystack_CFLAGS = $(libflamekit_a_CFLAGS)
+test_progs_pystack_LDADD = $(FK_LIBS)
+EXTRA_DIST += test/t-python.sh test/progs/pytruth.py
+check_PROGRAMS += test/progs/symbomb
+test_progs_symbomb_CFLAGS = $(AM_CFLAGS) $(LZMA_CFLAGS)
+test_progs_symbomb_LDADD = $(LZMA_LIBS)
+check_PROGRAMS += test/progs/offcpu-truth
+test_progs_offcpu_truth_CFLAGS = $(AM_CFLAGS) -O1 -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -mno-omit-leaf-frame-pointer -pthread
+test_progs_offcpu_truth_LDADD = -lpthread
+check_PROGRAMS += test/unit-offcpu
+test_unit_offcpu_SOURCES = test/unit/unit-offcpu.c test/unit/unit.h
+test_unit_offcpu_CFLAGS = $(libflamekit_a_CFLAGS)
+test_unit_offcpu_LDADD = $(FK_LIBS)
+EXTRA_DIST += test/offcpu-ref.bt test/offcpu-keys.py
+EXTRA_DIST += test/t-offcpu.sh

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The dispatcher: help, version, unknown commands.
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 check_grep "--help lists commands" '^Commands:' "$("$FLAMEKIT" --help)"
 # The version: scripts/version's (configure.ac's release refined by git
 # describe), then what libperf was built from (configure, build-libperf's stamp).

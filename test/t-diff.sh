@@ -3,7 +3,7 @@
 # per-frame relative change, new and vanished frames, label contrast,
 # --normalize, --negate, two-column input, bad input.
 # timeout: 300
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 xp() { xmllint --xpath "string($2)" "$1" 2>/dev/null; }
 dattr() { xp "$1" "//*[local-name()='metadata'][@class='fk-data']/@$2"; }

@@ -6,13 +6,13 @@
 # fragment of its directory fails here, with the line to add.
 # The versions in configure.ac, debian/changelog and the ChangeLog's release
 # line agree.
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 # Tracked but not shipped, each for a reason:
 #   .gitignore, .gitattributes: git's own settings, meaningless in a tarball.
 GIT_ONLY='.gitignore .gitattributes'
 # Shipped but not tracked: what autoreconf and 'make dist' generate.
-GENERATED='configure Makefile.in aclocal.m4 config.h.in .tarball-version
+GENERATED='configure Makefile.in aclocal.m4 .tarball-version
  build-aux/ar-lib build-aux/compile build-aux/depcomp build-aux/install-sh build-aux/missing'
 
 src_real=$(cd "$FK_SRC" && pwd -P)

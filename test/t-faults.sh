@@ -2,7 +2,7 @@
 # flamekit-fault-lab and flamekit faults: known faults, counted and sampled
 # one in N, attributed to the touching function; --user-only; bad input.
 # timeout: 480
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 LAB=$FK_BUILD/flamekit-fault-lab
 
 # kv VALUE-OF KEY from the lab's line for STEP: kv FILE STEP KEY
@@ -187,6 +187,7 @@ for tgt in "host:host" "user:user root"; do
     name=${tgt%%:*}; args=${tgt#*:}
     "$LAB" -s 40M -r none -n 100000 --kv >/dev/null 2>&1 &
     lp=$!
+    fk_cleanup "kill $lp 2>/dev/null"
     # shellcheck disable=SC2086
     if fk_faults "t-$name" -d 2 $args; then
         files "t-$name"
@@ -203,19 +204,24 @@ done
 # fault count, and the estimate from its samples must agree with it. The
 # samples come from host-wide counters, so which task takes a sample at a
 # period boundary is a matter of interleaving: a sound bound is 10% (runs
-# here are within 1-2%), plus 20 periods for small counts.
+# here are within 1-2%), plus 20 periods for small counts. Samples the
+# kernel could not write (a slow or starved reader) may have been the
+# cgroup's: the estimate then lies between the folded total and that plus
+# every lost sample (estimate_of_target_max), and the count must agree with
+# that range.
 cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
 if [ -n "$cg2" ] && mkdir "$cg2/fk-faults-$$" 2>/dev/null; then
     fk_cleanup "rmdir $cg2/fk-faults-$$"
     "$LAB" -s 40M -r none -n 100000 --kv >/dev/null 2>&1 &
     lp=$!
+    fk_cleanup "kill $lp 2>/dev/null"
     echo "$lp" >"$cg2/fk-faults-$$/cgroup.procs"
     if "$FLAMEKIT" faults -o "$T/t-cgroup" -d 2 cgroup "fk-faults-$$" >"$T/t-cgroup.out" 2>"$T/t-cgroup.err"; then
         files t-cgroup
-        tc=$(jnum faults.target_count "$J"); est=$(jnum faults.estimate_of_target "$J")
+        tc=$(jnum faults.target_count "$J"); est=$(jnum faults.estimate_of_target "$J"); max=$(jnum faults.estimate_of_target_max "$J")
         check_range "faults cgroup: the cgroup's own count has the lab's loops" "${tc:-0}" 10240 100000000
-        check_range "faults cgroup: the estimate of the cgroup agrees with its own count (ratio)" \
-            "$(awk -v e="$est" -v c="${tc:-0}" 'BEGIN { print c ? e / c : 0 }')" \
+        check_range "faults cgroup: the estimate of the cgroup agrees with its own count (ratio, lost samples either way)" \
+            "$(awk -v e="$est" -v m="${max:-0}" -v c="${tc:-0}" 'BEGIN { print (!c ? 0 : e > c ? e / c : m < c ? m / c : 1) }')" \
             "$(awk -v c="${tc:-1}" 'BEGIN { print 0.9 - 20 * 100 / c }')" "$(awk -v c="${tc:-1}" 'BEGIN { print 1.1 + 20 * 100 / c }')"
         check_eq "faults cgroup: everything in the graph is the lab's" "$(total "$F")" "$(weight "$F" '^flamekit-fault-')"
         check_eq "faults cgroup: the metadata says the check covers the host" host "$(jnum faults.checked_on "$J")"

@@ -6,7 +6,7 @@
 # reproduces an attack on a real capture; none may hang, read a host file
 # or open a device.
 # timeout: 240
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 PROG=$FK_BUILD/test/progs/symprog
 
 [ "$(id -u)" = 0 ] || { skip "hostile files" "needs root (captures, chroot, nobody)"; exit 0; }

@@ -6,7 +6,7 @@
 # binary runs and captures from there and needs no library the host may
 # lack, its man pages render, the bash completion loads and completes, the
 # systemd units are in place, parse and are not enabled.
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 R=$T/root
 mkdir -p "$R"
 fetchd=0

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every command has a man page; every man page is mandoc -Tlint clean;
 # make install puts them (and the binary) in place.
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 for c in $("$FLAMEKIT" --help | awk '/^Commands:/ { on = 1; next } on && /^  [a-z]/ { print $1 }'); do
     [ "$c" = version ] && continue
     if [ -f "$FK_SRC/man/flamekit-$c.1" ]; then pass "man page for $c"; else fail "man page for $c missing (man/flamekit-$c.1)"; fi

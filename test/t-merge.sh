@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # flamekit merge: folded profiles (plain and gzip) into one, host frames, SVG.
 # timeout: 60
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 printf 'app;main;work 30\napp;main;idle 10\n' > "$T/db1.example.com.20261202_151500_UTC.pid-42.folded"
 printf 'app;main;work 5\nbad line\napp;main;io 7\n' | gzip > "$T/db2.20261202_151501_UTC.host.folded.gz"
 printf 'app;main;work 1\n' > "$T/plain.folded"

@@ -4,7 +4,7 @@
 # (.gnu_debugdata), debug files from a real debuginfod server, and JIT maps
 # written late (java -XX:+DumpPerfMapAtExit, jcmd Compiler.perfmap, node).
 # timeout: 420
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 LOOKUP=$FK_BUILD/test/progs/symlookup
 PROG=$FK_BUILD/test/progs/symprog
 unset DEBUGINFOD_URLS   # only the debuginfod part below uses a server

@@ -2,7 +2,7 @@
 # pprof out: every capture also writes .pb.gz; Go's own pprof (go tool pprof,
 # Debian's golang-go) must read it and agree with the folded output.
 # timeout: 240
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 need go || { skip "pprof out" "go not installed (apt-get install golang-go)"; exit 0; }
 export GOCACHE=$T/gocache GOFLAGS= GO111MODULE=off HOME=$T
 HOT=$FK_BUILD/test/progs/hot

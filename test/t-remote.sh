@@ -3,7 +3,7 @@
 # round trip, --deploy, two hosts in parallel, ssh and remote failures, a
 # stream cut mid-file, Ctrl-C, unknown host keys.
 # timeout: 120
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 for p in /usr/sbin/sshd ssh ssh-keygen xmllint; do
     need "$p" || { skip "remote tests" "$p not installed"; exit 0; }
 done

@@ -3,7 +3,7 @@
 # matrix), go tool pprof over mutual TLS (Go's /debug/pprof/profile), and
 # headless Chromium clicking the page's button.
 # timeout: 280
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 need curl || { skip "serve" "curl not installed"; exit 0; }
 need openssl || { skip "serve" "openssl not installed"; exit 0; }
 TOK_A=alice-token-0123456789abcdef
@@ -64,7 +64,7 @@ check_eq "unknown page: 404" 404 "$(code -H "Authorization: Bearer $TOK_A" "$U/n
 check_eq "POST elsewhere: 405" 405 "$(code -X POST -H "Authorization: Bearer $TOK_A" "$U/profile")"
 
 # a real capture of our workload: SVG with the contract's file name
-"$FK_BUILD/test/progs/hot" 10 & hp=$!
+"$FK_BUILD/test/progs/hot" 60 & hp=$!   # outlives the four captures below on a loaded host
 fk_cleanup "kill $hp 2>/dev/null"
 c=$(code -H "Authorization: Bearer $TOK_A" "$U/profile?target=pid:$hp&seconds=2&format=svg")
 check_eq "pid capture as SVG: 200" 200 "$c"
@@ -102,6 +102,10 @@ check_eq "sign-in: 303 to the page" 303 "$c"
 ck=$(hdr Set-Cookie)
 check_grep "... cookie HttpOnly, SameSite=Strict" 'HttpOnly.*SameSite=Strict' "$ck"
 cv=$(printf '%s' "$ck" | sed 's/;.*//')
+check_nogrep "... holding a session id, never the token" "$TOK_B" "$ck"
+check_grep "... of 64 random hex digits" '^fk_session=[0-9a-f]{64}$' "$cv"
+check_eq "the token itself as a cookie: 401" 401 "$(code -H "Cookie: fk_session=$TOK_B" "$U/profile?seconds=1")"
+check_eq "... nor under the old cookie name" 401 "$(code -H "Cookie: fk_token=$TOK_B" "$U/profile?seconds=1")"
 check_eq "page with the cookie: 200" 200 "$(code -H "Cookie: $cv" "$U/")"
 check_grep "... is the capture page" 'id="go"' "$T/body"
 check_eq "cookie sent cross-site: 401" 401 "$(code -H "Cookie: $cv" -H 'Sec-Fetch-Site: cross-site' "$U/profile?seconds=1")"
@@ -123,6 +127,13 @@ R=http://127.0.0.1:$PORT
 for i in 1 2 3 4 5; do code -H "Authorization: Bearer $TOK_A" "$R/nope" >/dev/null; done
 check_eq "rate limit: the 6th request in a minute gets 429" 429 "$(code -H "Authorization: Bearer $TOK_A" "$R/nope")"
 check_grep "... with Retry-After" '^[0-9]+$' "$(hdr Retry-After)"
+# failed attempts spend their address's budget, not a token holder's on
+# the same address (another local user, an ssh -L tunnel)
+serve rate2 --token-file "$T/tokens" --rate 5 || exit 0
+R=http://127.0.0.1:$PORT
+for i in 1 2 3; do code -H "Authorization: Bearer wrong-token-0123456789" "$R/nope" >/dev/null; done
+check_eq "rate: wrong tokens from an address run out its budget" 429 "$(code "$R/nope")"
+check_eq "... a token holder on that address is still served" 404 "$(code -H "Authorization: Bearer $TOK_A" "$R/nope")"
 
 # ---- mutual TLS: a throw-away CA, server and client certificates
 mkdir -p "$T/pki" && cd "$T/pki" || exit 0
@@ -149,6 +160,8 @@ serve mtls --tls-cert "$P/srv.pem" --tls-key "$P/srv.key" --client-ca "$P/ca.pem
 S=https://127.0.0.1:$PORT
 check_eq "mTLS: no client certificate: 401" 401 "$(code --cacert "$P/ca.pem" "$S/profile?seconds=1")"
 check_eq "mTLS: certificate of another CA: 401" 401 "$(code --cacert "$P/ca.pem" --cert "$P/mallory.pem" --key "$P/mallory.key" "$S/profile?seconds=1")"
+check_eq "mTLS: a server certificate of the same CA: 401" 401 "$(code --cacert "$P/ca.pem" --cert "$P/srv.pem" --key "$P/srv.key" "$S/profile?seconds=1")"
+check_grep "... says it is not made for clients" 'clientAuth' "$(cat "$T/body")"
 check_eq "mTLS: expired certificate: 401" 401 "$(code --cacert "$P/ca.pem" --cert "$P/old.pem" --key "$P/old.key" "$S/profile?seconds=1")"
 check_grep "... says expired" 'expired' "$(cat "$T/body")"
 check_eq "mTLS: valid certificate: 200" 200 "$(code --cacert "$P/ca.pem" --cert "$P/alice.pem" --key "$P/alice.key" "$S/profile?seconds=1&format=pprof")"

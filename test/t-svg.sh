@@ -5,7 +5,7 @@
 # the first screen at 1280x800, inline HTML, <object>/<iframe>, the top
 # functions table, callers/callees, keyboard access, names.
 # timeout: 600
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 svg() { "$FLAMEKIT" svg "$@"; }
 # xp FILE XPATH: string value (namespace-free XPath via local-name()).

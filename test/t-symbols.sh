@@ -3,7 +3,7 @@
 # a process in another mount namespace, a JIT perf map; through symlookup
 # (scan at first sight, locate, name after exit).
 # timeout: 240
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 LOOKUP=$FK_BUILD/test/progs/symlookup
 PROG=$FK_BUILD/test/progs/symprog
 

@@ -3,7 +3,7 @@
 # own PASS/FAIL lines count, and so does how they end: a program that exits
 # non-zero or dies by a signal (an ASan report after some PASS lines) is a
 # FAIL even if it printed none.
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 
 # run_unit PROGRAM: its lines, then a FAIL line unless it exited 0.
 run_unit() {

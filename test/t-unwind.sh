@@ -6,7 +6,7 @@
 # on disk mid-capture, corrupt CFI. Each workload is also captured with
 # --call-graph fp, where the same checks fail: the difference is the point.
 # timeout: 300
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 NOFP=$FK_BUILD/test/progs/nofp
 NOFP2=$FK_BUILD/test/progs/nofp2
 [ -x "$NOFP" ] && [ -x "$NOFP2" ] || { fail "test/progs/nofp not built"; exit 0; }

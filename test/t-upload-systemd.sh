@@ -2,7 +2,7 @@
 # timeout: 60
 # share/systemd: the periodic host-profile service and timer are valid
 # units, keep secrets in a mode-0600 EnvironmentFile and stay hardened.
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 S=$FK_SRC/share/systemd/flamekit-host-profile.service
 TM=$FK_SRC/share/systemd/flamekit-host-profile.timer
 check_grep "service reads secrets from an EnvironmentFile" '^EnvironmentFile=/etc/flamekit/upload.env$' "$S"

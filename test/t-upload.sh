@@ -2,7 +2,7 @@
 # timeout: 180
 # flamekit upload against a real S3 server: Ceph radosgw started on
 # 127.0.0.1 (test/servers/radosgw.sh), plus a stalling and a 503 server.
-. "$FK_SRC/test/lib.sh"
+. "$(dirname "$0")/lib.sh"
 # Options that need a value say so (they used to be "unknown option").
 o=$("$FLAMEKIT" upload --endpoint 2>&1); rc=$?
 check_eq "--endpoint without its value: usage error" 2 "$rc"
@@ -135,6 +135,15 @@ check_eq "--presign exits 0" 0 "$rc"
 check_grep "--presign prints a SigV4 query-signed URL" "^$E/fkt/shared/$base\.json\?X-Amz-Algorithm=AWS4-HMAC-SHA256&.*&X-Amz-Signature=[0-9a-f]{64}$" "$url"
 o=$(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY "$FLAMEKIT" upload "$D/$base.json" "$url" 2>&1); rc=$?
 check_eq "upload to a presigned URL without credentials: exit 0, URL without query" "0 $E/fkt/shared/$base.json" "$rc $o"
+# the URL kept out of the command line (/proc/PID/cmdline is world-readable)
+printf '%s\n' "$url" >"$T/url.txt"
+o=$(env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY "$FLAMEKIT" upload --to-from "$T/url.txt" "$D/$base.json" 2>&1); rc=$?
+check_eq "presigned URL from a file (--to-from FILE): exit 0" "0 $E/fkt/shared/$base.json" "$rc $o"
+o=$(printf '%s\n' "$url" | env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY "$FLAMEKIT" upload --to-from - "$D/$base.json" 2>&1); rc=$?
+check_eq "presigned URL from standard input (--to-from -): exit 0" "0 $E/fkt/shared/$base.json" "$rc $o"
+o=$("$FLAMEKIT" upload --to-from /dev/null "$D/$base.json" 2>&1); rc=$?
+check_eq "--to-from an empty file: usage error (exit 2)" 2 "$rc"
+check_grep "... naming what it wants" 'want the destination' "$o"
 get=$(up --endpoint "$E" --presign=get --expires 10m s3://fkt/shared/$base.json)
 curl -s --max-time 20 -o "$T/dl" "$get"
 check "presigned GET downloads the same bytes" cmp "$T/dl" "$D/$base.json"

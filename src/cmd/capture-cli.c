@@ -92,6 +92,59 @@ int fk_capture_cli_run(struct fk_profile_request *rq, int argc, char **argv)
     return rc;
 }
 
+/* ---- TARGET operands (faults, offcpu) -------------------------------- */
+
+const char fk_capture_cli_targets_help[] =
+    "Targets:\n"
+    "  host                  every process on every CPU\n"
+    "  pid PID[,PID...]      these processes (all threads, children included)\n"
+    "  user USER|UID         processes of this user (host-wide event, filtered)\n"
+    "  cgroup PATH|ID        processes in this cgroup v2 subtree (e.g.\n"
+    "                        /system.slice/foo.service) or container\n"
+    "  run [--] CMD [ARGS]   run CMD and profile it (children included) until it\n"
+    "                        exits; the exit status is CMD's\n";
+
+/* Everything after "run" is the command (options may sit between). */
+bool fk_capture_cli_rest_is_command(const struct fk_args *a)
+{
+    return a->n >= 1 && !strcmp(a->v[0], "run");
+}
+
+static const struct {
+    const char *word;
+    enum fk_target_kind kind;
+    bool arg;
+} target_words[] = {
+    { "host", FK_TARGET_HOST, false }, { "pid", FK_TARGET_PID, true },
+    { "user", FK_TARGET_USER, true }, { "cgroup", FK_TARGET_CGROUP, true },
+    { "run", FK_TARGET_RUN, false },
+};
+
+int fk_capture_cli_target(struct fk_profile_request *rq, const struct fk_args *a)
+{
+    if (!a->n)
+        return fk_opt_error("no target: say host, pid PID, user USER, cgroup PATH or run -- CMD");
+    size_t i = 0;
+    while (i < sizeof target_words / sizeof target_words[0] && strcmp(a->v[0], target_words[i].word))
+        i++;
+    if (i == sizeof target_words / sizeof target_words[0])
+        return fk_opt_error("unknown target '%s': want host, pid, user, cgroup or run", a->v[0]);
+    rq->target = target_words[i].kind;
+    if (rq->target == FK_TARGET_RUN) {
+        if (a->n < 2)
+            return fk_opt_error("run: no command; say run -- CMD [ARGS]");
+        rq->run_argv = a->v + 1;
+        return FK_OPT_CONTINUE;
+    }
+    if (target_words[i].arg && a->n < 2)
+        return fk_opt_error("'%s' needs an argument", a->v[0]);
+    int want = target_words[i].arg ? 2 : 1;
+    if (a->n > want)
+        return fk_opt_error("unexpected argument '%s'", a->v[want]);
+    rq->target_arg = target_words[i].arg ? a->v[1] : NULL;
+    return FK_OPT_CONTINUE;
+}
+
 /* ---- host, pid, user, cgroup, run ----------------------------------- */
 
 static const struct {

@@ -22,7 +22,7 @@ static bool set_all(void *base, const char *val, char *err, size_t n)
 {
     (void)val, (void)err, (void)n;
     struct collapse_opts *o = base;
-    o->ps.kernel = o->ps.jit = o->ps.inline_mark = true;
+    o->ps.kernel = o->ps.jit = true;
     return true;
 }
 
@@ -32,12 +32,14 @@ static const struct fk_opt collapse_optset[] = {
     { "event-filter", 0, FK_OPT_STR, CO(ps.event), "EV", "count only event EV (default: the first event seen)", "cpu-clock" },
     { "pid", 0, FK_OPT_FLAG, CO(ps.pid), NULL, "name processes comm-PID" },
     { "tid", 0, FK_OPT_FLAG, CO(ps.tid), NULL, "name processes comm-PID/TID" },
-    { "kernel", 0, FK_OPT_FLAG, CO(ps.kernel), NULL, "append _[k] to kernel frames" },
-    { "jit", 0, FK_OPT_FLAG, CO(ps.jit), NULL, "append _[j] to JIT (perf-PID.map) frames" },
-    { "all", 0, FK_OPT_CALL, 0, NULL, "--kernel --jit, and _[i] on inlined frames", .call = set_all },
+    { "kernel", 0, FK_OPT_FLAG, CO(ps.kernel), NULL, "append _[k] to kernel frames (vmlinux, modules)" },
+    { "jit", 0, FK_OPT_FLAG, CO(ps.jit), NULL, "append _[j] to JIT frames (perf-PID.map, jitted-*.so)" },
+    { "all", 0, FK_OPT_CALL, 0, NULL, "--kernel --jit", .call = set_all },
+    { "tag-inlined", 0, FK_OPT_FLAG, CO(ps.tag_inlined), NULL, "append _[i] to frames perf marks (inlined)" },
     { "inline", 0, FK_OPT_CLEAR, CO(ps.no_inline), NULL, "keep frames perf marks (inlined) (default)" },
     { "no-inline", 0, FK_OPT_FLAG, CO(ps.no_inline), NULL, "drop them" },
-    { "addrs", 0, FK_OPT_FLAG, CO(ps.addrs), NULL, "keep +0x offsets; show addresses of unknown frames" },
+    { "addrs", 0, FK_OPT_FLAG, CO(ps.addrs), NULL, "name unknown symbols [object <ADDRESS>]" },
+    { "offsets", 0, FK_OPT_FLAG, CO(ps.offsets), NULL, "keep +0x symbol offsets (a frame per call site)" },
     { "strict", 0, FK_OPT_FLAG, CO(strict), NULL, "malformed lines are an error, not a warning" },
     { "sample-type", 0, FK_OPT_STR, CO(io.sample_type), "T",
       "pprof input: the sample type, by name or index (default: the profile's last, like pprof)",

@@ -32,48 +32,6 @@ static const struct fk_opt faults_optset[] = {
     { NULL },
 };
 
-/* Everything after "run" is the command (options may sit between). */
-static bool rest_is_command(const struct fk_args *a)
-{
-    return a->n >= 1 && !strcmp(a->v[0], "run");
-}
-
-static const struct {
-    const char *word;
-    enum fk_target_kind kind;
-    bool arg;
-} targets[] = {
-    { "host", FK_TARGET_HOST, false }, { "pid", FK_TARGET_PID, true },
-    { "user", FK_TARGET_USER, true }, { "cgroup", FK_TARGET_CGROUP, true },
-    { "run", FK_TARGET_RUN, false },
-};
-
-/* TARGET operands -> rq; FK_OPT_CONTINUE or a usage error. */
-static int parse_target(struct fk_profile_request *rq, const struct fk_args *a)
-{
-    if (!a->n)
-        return fk_opt_error("no target: say host, pid PID, user USER, cgroup PATH or run -- CMD");
-    size_t i = 0;
-    while (i < sizeof targets / sizeof targets[0] && strcmp(a->v[0], targets[i].word))
-        i++;
-    if (i == sizeof targets / sizeof targets[0])
-        return fk_opt_error("unknown target '%s': want host, pid, user, cgroup or run", a->v[0]);
-    rq->target = targets[i].kind;
-    if (rq->target == FK_TARGET_RUN) {
-        if (a->n < 2)
-            return fk_opt_error("run: no command; say run -- CMD [ARGS]");
-        rq->run_argv = a->v + 1;
-        return FK_OPT_CONTINUE;
-    }
-    if (targets[i].arg && a->n < 2)
-        return fk_opt_error("'%s' needs an argument", a->v[0]);
-    int want = targets[i].arg ? 2 : 1;
-    if (a->n > want)
-        return fk_opt_error("unexpected argument '%s'", a->v[want]);
-    rq->target_arg = targets[i].arg ? a->v[1] : NULL;
-    return FK_OPT_CONTINUE;
-}
-
 int cmd_faults(int argc, char **argv)
 {
     struct faults_opts o;
@@ -82,27 +40,19 @@ int cmd_faults(int argc, char **argv)
     o.rq.kind = FK_PROFILE_FAULTS;
     o.rq.command = "faults";
     char *footer = fk_asprintf(
-        "Targets:\n"
-        "  host                  every process on every CPU\n"
-        "  pid PID[,PID...]      these processes (all threads, children included)\n"
-        "  user USER|UID         processes of this user (host-wide event, filtered)\n"
-        "  cgroup PATH|ID        processes in this cgroup v2 subtree (e.g.\n"
-        "                        /system.slice/foo.service) or container\n"
-        "  run [--] CMD [ARGS]   run CMD and profile it (children included) until it\n"
-        "                        exits; the exit status is CMD's\n"
-        "\n"
+        "%s\n"
         "Events for -e: %s (e.g. sched:sched_switch).\n"
         "\n"
         "Writes HOST.YYYYMMDD_HHMMSS_UTC.SCOPE.faults.{flamegraph.svg,folded.gz,json};\n"
         "folded counts are samples x N (estimated events). See flamekit-faults(1).",
-        fk_swevent_list());
+        fk_capture_cli_targets_help, fk_swevent_list());
     const struct fk_cmdline cl = {
         "flamekit faults [OPTIONS] TARGET [OPTIONS]",
         "Page-fault flame graph: sample one page fault in N (default 100) with user\n"
         "and kernel stacks, weight each sample by N, and check the estimate against\n"
         "the event's own count. Options may come before and after TARGET (before\n"
         "run's command).",
-        footer, rest_is_command,
+        footer, fk_capture_cli_rest_is_command,
     };
     const struct fk_optsec secs[] = {
         { "Faults", faults_optset, &o }, { "Capture", fk_optset_capture, &o.rq },
@@ -113,7 +63,7 @@ int cmd_faults(int argc, char **argv)
     if (rc == FK_OPT_CONTINUE && o.minor + o.major + (o.rq.event != NULL) > 1)
         rc = fk_opt_error("one event per capture: --minor, --major and -e exclude each other");
     if (rc == FK_OPT_CONTINUE)
-        rc = parse_target(&o.rq, &a);
+        rc = fk_capture_cli_target(&o.rq, &a);
     if (rc == FK_OPT_CONTINUE) {
         if (o.minor)
             o.rq.event = "minor-faults";

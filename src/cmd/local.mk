@@ -9,6 +9,7 @@ flamekit_SOURCES += src/cmd/collapse.c
 flamekit_SOURCES += src/cmd/upload.c
 flamekit_SOURCES += src/cmd/merge.c
 flamekit_SOURCES += src/cmd/faults.c
+flamekit_SOURCES += src/cmd/offcpu.c
 flamekit_SOURCES += src/cmd/host.c
 flamekit_SOURCES += src/cmd/pid.c
 flamekit_SOURCES += src/cmd/user.c

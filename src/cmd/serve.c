@@ -24,7 +24,8 @@ static const struct fk_opt serve_opts[] = {
     { "rate", 0, FK_OPT_UINT, SO(rate), "N",
       "requests per minute per client address (default 30)", "30", .min = 1, .max = 100000 },
     { "timeout", 0, FK_OPT_UINT, SO(timeout_s), "SECONDS",
-      "drop connections idle this long (default 15)", "15", .min = 1, .max = 3600 },
+      "drop connections idle this long, or whose request has not arrived\n"
+      "whole this long after connecting (default 15)", "15", .min = 1, .max = 3600 },
     { NULL },
 };
 
@@ -39,7 +40,7 @@ int cmd_serve(int argc, char **argv)
         .usage = "flamekit serve [--listen ADDR:PORT] --token-file FILE\n"
                  "flamekit serve --listen ADDR:PORT --tls-cert F --tls-key F (--client-ca F | --token-file FILE)",
         .about = "Serve flame graphs on demand: GET / (a page: pick, click, download),\n"
-                 "GET /profile?target=host|pid:N|user:NAME|cgroup:PATH&seconds=N&kind=cpu|faults\n"
+                 "GET /profile?target=host|pid:N|user:NAME|cgroup:PATH&seconds=N&kind=cpu|faults|offcpu\n"
                  "&format=svg|folded|pprof|json, and GET /debug/pprof/profile?seconds=N (Go's:\n"
                  "go tool pprof, Parca, Pyroscope). One capture at a time.",
         .footer = "Every request is authenticated (token or client certificate) and logged\n"

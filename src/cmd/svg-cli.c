@@ -73,11 +73,11 @@ const struct fk_opt fk_optset_svg[] = {
       "0.5%", .call = parse_minwidth },
     { "colors", 0, FK_OPT_CALL, 0, "NAME",
       "palette: hot (default), mem, io, java, js, perl, red, green, blue, aqua, yellow, purple, "
-      "orange, wakeup, chain", "mem", .call = parse_colors },
+      "orange, wakeup, chain, cold (off-CPU; on-CPU warm)", "mem", .call = parse_colors },
     { "colours", 0, FK_OPT_CALL, 0, "NAME", NULL, "mem", .call = parse_colors },
     { "hash", 0, FK_OPT_FLAG, SC(opts.hash), NULL, "colour by name (the default: same name, same colour)" },
     { "rand", 0, FK_OPT_FLAG, SC(opts.rand), NULL, "vary colours per frame (still reproducible)" },
-    { "countname", 0, FK_OPT_CALL, 0, "TEXT", "unit of the counts in tooltips (default \"samples\")", "faults",
+    { "countname", 0, FK_OPT_CALL, 0, "TEXT", "unit of the counts in tooltips (default \"samples\"; ns, us, ms or s: shown as durations)", "faults",
       .call = parse_countname },
     { "nametype", 0, FK_OPT_STR, SC(opts.nametype), "TEXT", "status-bar prefix (default \"Function:\")", "Frame:" },
     { "inverted", 0, FK_OPT_FLAG, SC(opts.inverted), NULL, "icicle graph: roots at the top" },

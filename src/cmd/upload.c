@@ -3,6 +3,8 @@
 #include "deliver/upload.h"
 #include "util/opt.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -12,7 +14,35 @@ struct upload_cli {
     struct fk_strv meta;
     const char *presign;
     uint64_t expires_ms;
+    const char *dest_from;      /* --to-from FILE|-: the destination read from there */
 };
+
+#define DEST_MAX 16384
+
+/* The destination from the first line of path ("-": standard input), so
+ * a presigned URL never sits in the command line, which every local user
+ * can read in /proc/PID/cmdline. NULL after an error line. */
+static char *read_dest(const char *path)
+{
+    FILE *f = strcmp(path, "-") ? fopen(path, "re") : stdin;
+    if (!f) {
+        fk_error("--to-from %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    char *line = fk_malloc(DEST_MAX + 2);
+    bool ok = fgets(line, DEST_MAX + 2, f) != NULL;
+    if (f != stdin)
+        fclose(f);
+    size_t n = ok ? strcspn(line, "\r\n") : 0;
+    if (!ok || n == 0 || n > DEST_MAX) {
+        fk_error("--to-from %s: want the destination (s3://, gs:// or a presigned https:// URL) "
+                 "on the first line, at most %d bytes", path, DEST_MAX);
+        free(line);
+        return NULL;
+    }
+    line[n] = 0;
+    return line;
+}
 
 #define UO(field) offsetof(struct upload_cli, field)
 
@@ -74,6 +104,9 @@ static const struct fk_opt upload_optset[] = {
     { "expires", 0, FK_OPT_DURATION, UO(expires_ms), "DUR",
       "lifetime of a presigned URL (default 1h, at most 168h)", "1h" },
     { "quiet", 'q', FK_OPT_FLAG, UO(o.quiet), NULL, "no retry messages" },
+    { "to-from", 0, FK_OPT_STR, UO(dest_from), "FILE",
+      "read the destination from FILE's first line (-: standard input), not\n"
+      "the command line, where every local user can read a presigned URL", "url.txt" },
     { NULL },
 };
 
@@ -81,6 +114,7 @@ static const struct fk_cmdline cmdline = {
     "flamekit upload [OPTIONS] FILE... s3://BUCKET/PREFIX/\n"
     "flamekit upload [OPTIONS] FILE... gs://BUCKET/PREFIX/\n"
     "flamekit upload [OPTIONS] FILE 'https://...?X-Amz-Signature=...'\n"
+    "flamekit upload [OPTIONS] --to-from URLFILE|- FILE...\n"
     "flamekit upload --presign[=put|get] [--expires DUR] s3://BUCKET/KEY",
     "Upload flame graphs, folded stacks and JSON to object storage (AWS S3, GCS XML API "
     "with HMAC keys, MinIO, Ceph RGW) and print each object's URL. Credentials: "
@@ -147,12 +181,26 @@ int cmd_upload(int argc, char **argv)
         if (!eq || eq == c.meta.v[i])
             rc = fk_opt_error("option '--meta' wants KEY=VALUE, not '%s'", c.meta.v[i]);
     }
+    if (rc == FK_OPT_CONTINUE && c.presign && c.dest_from)
+        rc = fk_opt_error("--presign takes its s3://BUCKET/KEY on the command line, not --to-from");
     if (rc == FK_OPT_CONTINUE && c.presign && a.n != 1)
         rc = fk_opt_error("--presign wants one object URL s3://BUCKET/KEY");
-    if (rc == FK_OPT_CONTINUE && !c.presign && a.n < 2)
-        rc = fk_opt_error("want FILE... and a destination s3://BUCKET/PREFIX/");
-    if (rc == FK_OPT_CONTINUE)
+    if (rc == FK_OPT_CONTINUE && !c.presign && a.n < (c.dest_from ? 1 : 2))
+        rc = fk_opt_error(c.dest_from ? "want FILE... to upload" :
+                          "want FILE... and a destination s3://BUCKET/PREFIX/");
+    char *dest = NULL;
+    if (rc == FK_OPT_CONTINUE && c.dest_from && !(dest = read_dest(c.dest_from)))
+        rc = FK_EXIT_USAGE;
+    if (rc == FK_OPT_CONTINUE && dest) {
+        char **v = fk_calloc(a.n + 1, sizeof *v);
+        memcpy(v, a.v, a.n * sizeof *v);
+        v[a.n] = dest;
+        rc = upload_files(&c, (int)a.n + 1, v);
+        free(v);
+    } else if (rc == FK_OPT_CONTINUE) {
         rc = upload_files(&c, a.n, a.v);
+    }
+    free(dest);
     fk_strv_free(&c.meta);
     fk_args_free(&a);
     return rc;

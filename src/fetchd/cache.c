@@ -12,8 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 struct entry {
     char key[FD_CACHE_KEY];
     uint64_t size;
@@ -63,6 +61,8 @@ struct fd_cache *fd_cache_open(const char *dir, uint64_t max_bytes)
 {
     if (!dir || max_bytes == 0)
         return NULL;
+    if (!fk_crypto_load())
+        exit(1);    /* said which package to install */
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         fk_die("cannot create cache directory %s: %s", dir, strerror(errno));
     DIR *d = opendir(dir);
@@ -121,19 +121,19 @@ void fd_cache_close(struct fd_cache *c)
  * response served for that one. Pieces are length-prefixed. */
 void fd_cache_key(char out[FD_CACHE_KEY], const char *gitdir, const void *body, size_t len)
 {
-    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    struct fk_sha256_ctx c;
     uint64_t l;
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned mdlen = 0;
-    if (!c || !EVP_DigestInit_ex(c, EVP_sha256(), NULL) ||
-        !EVP_DigestUpdate(c, "fetchd-cache-2", 15) ||
-        !EVP_DigestUpdate(c, (l = strlen(gitdir), &l), sizeof l) || !EVP_DigestUpdate(c, gitdir, l))
-        fk_die("SHA-256 failed in libcrypto");
-    fd_repo_refstate(c, gitdir);
-    if (!EVP_DigestUpdate(c, (l = len, &l), sizeof l) || !EVP_DigestUpdate(c, body, len) ||
-        !EVP_DigestFinal_ex(c, md, &mdlen) || mdlen != 32)
-        fk_die("SHA-256 failed in libcrypto");
-    EVP_MD_CTX_free(c);
+    unsigned char md[32];
+    if (!fk_crypto_load())      /* once; fd_cache_open made sure it loads */
+        exit(1);
+    fk_sha256_begin(&c);
+    fk_sha256_update(&c, "fetchd-cache-2", 15);
+    fk_sha256_update(&c, (l = strlen(gitdir), &l), sizeof l);
+    fk_sha256_update(&c, gitdir, l);
+    fd_repo_refstate(&c, gitdir);
+    fk_sha256_update(&c, (l = len, &l), sizeof l);
+    fk_sha256_update(&c, body, len);
+    fk_sha256_end(&c, md);
     for (unsigned i = 0; i < 32; i++)
         snprintf(out + 2 * i, 3, "%02x", md[i]);
 }

@@ -23,6 +23,7 @@ struct fd_client {
     char *host, *port;
     grpc_channel *chan;
     grpc_completion_queue *cq;
+    bool borrowed;          /* chan belongs to another client (fd_client_share) */
 };
 
 bool fd_client_small_window;
@@ -61,12 +62,27 @@ struct fd_client *fd_client_new(enum fd_transport t, const char *addr, char *err
     return c;
 }
 
+struct fd_client *fd_client_share(struct fd_client *c)
+{
+    struct fd_client *s = fk_calloc(1, sizeof *s);
+    s->t = c->t;
+    s->host = fk_strdup(c->host);
+    s->port = fk_strdup(c->port);
+    if (c->chan) {
+        s->chan = c->chan;
+        s->borrowed = true;
+        s->cq = grpc_completion_queue_create_for_pluck(NULL);
+    }
+    return s;
+}
+
 void fd_client_free(struct fd_client *c)
 {
     if (!c)
         return;
     if (c->chan) {
-        grpc_channel_destroy(c->chan);
+        if (!c->borrowed)
+            grpc_channel_destroy(c->chan);
         grpc_completion_queue_shutdown(c->cq);
         while (grpc_completion_queue_pluck(c->cq, NULL, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN)
             ;

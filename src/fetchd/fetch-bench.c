@@ -1,56 +1,171 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* fetch-bench: the talk's experiment on one machine. N concurrent fetch
- * clients for T seconds against fetchd-grpc and fetchd-sock, each without
- * and with the pack cache; server CPU (own vs git children), load, peak
- * RSS, allocations per GiB served (fetchd-malloc.so preloaded into the
- * server), optionally a flamekit CPU flame graph of each server. */
-#include "fetchd/fetchd.h"
+/* fetch-bench: the talk's experiment on one machine, as fixed work.
+ * fetchd-grpc and fetchd-sock, each without and with the pack cache, serve
+ * generated repositories of two sizes to 1, 2, 4, 8 clients; gRPC either
+ * with one connection per client or with all clients' calls multiplexed on
+ * one shared connection. Every run: each client makes one warm-up fetch,
+ * then all start together and make a set number of fetches. Rounds repeat
+ * every setting, interleaved, so a change in the machine's load meets every
+ * setting alike; figures are medians and ranges over the rounds, ratios
+ * are taken within a round.
+ *
+ * Clients are forked processes (this program never initialises gRPC
+ * itself, so the children may). CPU is counted apart for the server's own
+ * threads, its git children and the clients: task-clock counters opened on
+ * every server thread with inherit_thread (the server) and with inherit
+ * (server and git; git is the difference), each client's getrusage around
+ * its timed fetches. Allocations are counted in the server by
+ * fetchd-malloc.so; peak RSS per run after clearing VmHWM. The report is
+ * bench-report.c's (the model both share: bench.h). */
+#include "fetchd/bench.h"
 #include "util/opt.h"
-#include "util/outfile.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <jansson.h>
 #include <libgen.h>
 #include <limits.h>
+#include <linux/perf_event.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 extern char **environ;
 
-static struct bench_opts {
-    const char *repo, *out, *shim, *servers;
-    uint64_t repo_size, chunk;
-    int clients;
-    uint64_t dur_ms;
-    bool profile;
-} opt = { .out = "fetch-bench.out", .repo_size = 300ull << 20, .chunk = 32 << 10,
-          .clients = 4, .dur_ms = 10000, .servers = "grpc,sock" };
+/* ---- options ---- */
 
-static char exedir[PATH_MAX];
+struct bench_opts opt = { .out = "fetch-bench.out", .sizes = { 4ull << 20, 32ull << 20 }, .nsizes = 2,
+                          .clients = { 1, 2, 4, 8 }, .nclients = 4, .modes = { true, true, true },
+                          .cache_modes = { true, true }, .work = 48ull << 20, .chunk = 32 << 10,
+                          .profile_ms = 10000, .rounds = 5 };
+int ncpus;
 
 #define BO(field) offsetof(struct bench_opts, field)
 
+/* A comma-separated option value, item by item: false when an item is bad
+ * (item() says so) or there is none; the caller says what the option wants. */
+static bool each_item(const char *val, struct bench_opts *o, bool (*item)(struct bench_opts *, const char *))
+{
+    char buf[256];
+    if (snprintf(buf, sizeof buf, "%s", val) >= (int)sizeof buf)
+        return false;
+    bool any = false;
+    for (char *save, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), any = true)
+        if (!item(o, t))
+            return false;
+    return any;
+}
+
+static bool size_item(struct bench_opts *o, const char *t)
+{
+    uint64_t v;
+    if (o->nsizes == MAX_SIZES || !fk_parse_size(t, &v) || v < (1 << 20))
+        return false;
+    o->sizes[o->nsizes++] = v;
+    return true;
+}
+
+static bool parse_sizes(void *base, const char *val, char *err, size_t n)
+{
+    struct bench_opts *o = base;
+    o->nsizes = 0;
+    if (each_item(val, o, size_item))
+        return true;
+    snprintf(err, n, "SIZE,SIZE (up to %d sizes of at least 1M, e.g. 4M,32M)", MAX_SIZES);
+    return false;
+}
+
+static bool clients_item(struct bench_opts *o, const char *t)
+{
+    char *end;
+    long v = strtol(t, &end, 10);
+    if (o->nclients == MAX_NCLIENTS || *end || v < 1 || v > 64)
+        return false;
+    o->clients[o->nclients++] = (int)v;
+    return true;
+}
+
+static bool parse_clients(void *base, const char *val, char *err, size_t n)
+{
+    struct bench_opts *o = base;
+    o->nclients = 0;
+    if (each_item(val, o, clients_item))
+        return true;
+    snprintf(err, n, "N,N,... (up to %d counts from 1 to 64, e.g. 1,2,4,8)", MAX_NCLIENTS);
+    return false;
+}
+
+static bool servers_item(struct bench_opts *o, const char *t)
+{
+    if (strcmp(t, "grpc") == 0)
+        return o->modes[M_GRPC_CONN] = o->modes[M_GRPC_SHARED] = true;
+    for (int m = 0; m < NMODES; m++)
+        if (strcmp(t, mode_name[m]) == 0)
+            return o->modes[m] = true;
+    return false;
+}
+
+static bool parse_servers(void *base, const char *val, char *err, size_t n)
+{
+    struct bench_opts *o = base;
+    memset(o->modes, 0, sizeof o->modes);
+    if (each_item(val, o, servers_item))
+        return true;
+    snprintf(err, n, "a list of sock, grpc-conn, grpc-shared (grpc: both gRPC modes)");
+    return false;
+}
+
+static bool parse_cache(void *base, const char *val, char *err, size_t n)
+{
+    struct bench_opts *o = base;
+    bool off = strcmp(val, "off") == 0 || strcmp(val, "both") == 0;
+    bool on = strcmp(val, "on") == 0 || strcmp(val, "both") == 0;
+    if (!off && !on) {
+        snprintf(err, n, "off, on or both");
+        return false;
+    }
+    o->cache_modes[0] = off;
+    o->cache_modes[1] = on;
+    return true;
+}
+
 static const struct fk_opt bench_optset[] = {
-    { "repo", 'r', FK_OPT_STR, BO(repo), "GITDIR", "repository to serve (default: generate one)", "repo.git" },
-    { "repo-size", 'S', FK_OPT_SIZE, BO(repo_size), "SIZE",
-      "size of the generated repository's content (default 300M)", "300M", .min = 1 << 20 },
-    { "clients", 'n', FK_OPT_INT, BO(clients), "N", "concurrent fetch clients (default 4)", "4",
-      .min = 1, .max = 256 },
-    { "duration", 't', FK_OPT_DURATION, BO(dur_ms), "T", "time per run (default 10s)", "10s", .min = 100 },
+    { "repo", 'r', FK_OPT_STR, BO(repo), "GITDIR", "serve this repository (one fetch size) instead of generated ones",
+      "repo.git" },
+    { "repo-size", 'S', FK_OPT_CALL, 0, "SIZE,...",
+      "content sizes of the generated repositories, one fetch size each (default 4M,32M)", "4M,32M",
+      .call = parse_sizes },
+    { "clients", 'n', FK_OPT_CALL, 0, "N,...", "client counts to sweep (default 1,2,4,8)", "1,2,4,8",
+      .call = parse_clients },
+    { "servers", 's', FK_OPT_CALL, 0, "LIST",
+      "sock, grpc-conn (a connection per client), grpc-shared (one connection for all clients), grpc (both); "
+      "default all", "sock,grpc", .call = parse_servers },
+    { "cache", 'c', FK_OPT_CALL, 0, "WHICH", "runs without (off), with (on) the pack cache, or both (default)",
+      "both", .call = parse_cache },
+    { "work", 'w', FK_OPT_SIZE, BO(work), "SIZE",
+      "bytes to fetch per run, split over the clients (default 48M); each client makes at least one fetch",
+      "48M", .min = 1 << 20 },
+    { "fetches", 'f', FK_OPT_INT, BO(fetches), "N", "fetches per client per run, instead of --work", "4",
+      .min = 1, .max = 100000 },
+    { "rounds", 'R', FK_OPT_INT, BO(rounds), "N", "repetitions of every setting (default 5)", "5", .min = 1,
+      .max = 1000 },
     { "chunk-size", 'k', FK_OPT_SIZE, BO(chunk), "SIZE", "fetchd-grpc message size (default 32K)", "32K",
       .min = 1024, .max = 4 << 20 },
-    { "servers", 's', FK_OPT_STR, BO(servers), "LIST", "grpc,sock (default both)", "grpc,sock" },
     { "output", 'o', FK_OPT_STR, BO(out), "DIR",
-      "report.md, report.json, flame graphs (default fetch-bench.out)", "fetch-bench.out" },
-    { "profile", 'p', FK_OPT_FLAG, BO(profile), NULL, "flame graph of each server (flamekit pid)" },
+      "report.md, report.json, logs, flame graphs (default fetch-bench.out)", "fetch-bench.out" },
+    { "profile", 'p', FK_OPT_FLAG, BO(profile), NULL,
+      "after the rounds, a flame graph of each server (flamekit pid) under load, linked from report.md" },
+    { "profile-time", 0, FK_OPT_DURATION, BO(profile_ms), "DUR", "length of each --profile capture (default 10s)",
+      "10s", .min = 1000, .max = 300000 },
     { "malloc-shim", 0, FK_OPT_STR, BO(shim), "PATH", "fetchd-malloc.so to preload into the servers",
       "fetchd-malloc.so" },
     { "version", 'V', FK_OPT_VERSION, 0, NULL, "print the version" },
@@ -59,40 +174,49 @@ static const struct fk_opt bench_optset[] = {
 
 static const struct fk_cmdline cmdline = {
     "fetch-bench [OPTIONS]",
-    "Benchmark fetchd-grpc against fetchd-sock serving git fetches.",
+    "Benchmark fetchd-grpc against fetchd-sock serving git fetches: fixed work,\n"
+    "swept over client counts, gRPC connection modes and fetch sizes.",
     "See fetch-bench(1).",
     NULL,
 };
 
-/* ---- the generated repository ---- */
+static char exedir[PATH_MAX];
 
-static uint64_t rng = 0x2545F4914F6CDD1DULL;
+/* ---- the generated repositories ---- */
+
+static uint64_t rng;
 static uint64_t next(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
 
-static char *generate_repo(void)
+static const char *cache_base(char *dir, size_t n)
 {
     const char *base = getenv("FLAMEKIT_CACHE");
-    char dir[PATH_MAX];
     if (base && *base)
-        snprintf(dir, sizeof dir, "%s/fetch-bench", base);
+        snprintf(dir, n, "%s/fetch-bench", base);
     else
-        snprintf(dir, sizeof dir, "%s/.cache/flamekit/fetch-bench", getenv("HOME") ? getenv("HOME") : "/tmp");
-    char *path = fk_asprintf("%s/repo-%lluM.git", dir, (unsigned long long)(opt.repo_size >> 20));
+        snprintf(dir, n, "%s/.cache/flamekit/fetch-bench", getenv("HOME") ? getenv("HOME") : "/tmp");
+    return dir;
+}
+
+/* SIZE bytes of word-like text (compressible like source) in one commit,
+ * packed with a bitmap the way a server's housekeeping leaves a repository
+ * (git then reuses the pack instead of searching for deltas per fetch). */
+static char *generate_repo(const char *dir, uint64_t size)
+{
+    char *path = fk_asprintf("%s/packed-%lluM.git", dir, (unsigned long long)(size >> 20));
     struct stat st;
     if (stat(path, &st) == 0)
         return path;
-    char cmd[PATH_MAX * 2];
+    char cmd[PATH_MAX * 3];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
     if (system(cmd) != 0)
         fk_die("cannot create %s", dir);
     char *tmp = fk_asprintf("%s.tmp.%d", path, (int)getpid());
     snprintf(cmd, sizeof cmd, "git init -q --bare '%s' && git -C '%s' fast-import --quiet", tmp, tmp);
-    fprintf(stderr, "fetch-bench: generating a %lluM test repository in %s\n",
-            (unsigned long long)(opt.repo_size >> 20), path);
+    fprintf(stderr, "fetch-bench: generating a %lluM test repository in %s\n", (unsigned long long)(size >> 20), path);
     FILE *fi = popen(cmd, "w");
     if (!fi)
         fk_die("cannot run git fast-import: %s", strerror(errno));
-    /* Random words from a small vocabulary: compressible like source text. */
+    rng = 0x2545F4914F6CDD1DULL;
     char words[1024][12];
     for (int i = 0; i < 1024; i++) {
         int l = 2 + (int)(next() % 9);
@@ -101,7 +225,7 @@ static char *generate_repo(void)
         words[i][l] = 0;
     }
     const size_t blob = 256 << 10;
-    size_t nblobs = (size_t)(opt.repo_size / blob) + 1;
+    size_t nblobs = (size_t)(size / blob) + 1;
     char *b = fk_malloc(blob + 64);
     for (size_t k = 0; k < nblobs; k++) {
         size_t n = 0;
@@ -123,10 +247,36 @@ static char *generate_repo(void)
     fprintf(fi, "\n");
     if (pclose(fi) != 0)
         fk_die("git fast-import failed");
+    snprintf(cmd, sizeof cmd, "git -C '%s' repack -a -d -q --write-bitmap-index", tmp);
+    if (system(cmd) != 0)
+        fk_die("git repack failed in %s", tmp);
     if (rename(tmp, path) != 0)
         fk_die("cannot rename %s: %s", tmp, strerror(errno));
     free(tmp);
     return path;
+}
+
+/* The want-all request for gitdir, from git's own advertisement. */
+static void build_request(const char *gitdir, struct fk_buf *req)
+{
+    struct fd_child ch;
+    if (!fd_child_start(&ch, FD_OP_ADVERTISE, gitdir, "", 0))
+        fk_die("cannot run git upload-pack --advertise-refs %s", gitdir);
+    struct fk_buf adv = FK_BUF_INIT;
+    char b[65536];
+    ssize_t n;
+    while ((n = read(ch.out, b, sizeof b)) > 0 || (n < 0 && errno == EINTR))
+        if (n > 0)
+            fk_buf_add(&adv, b, (size_t)n);
+    if (!fd_child_finish(&ch))
+        fk_die("git upload-pack --advertise-refs %s failed", gitdir);
+    struct fd_refs refs = { 0 };
+    char err[512];
+    if (!fd_parse_advertisement(adv.data ? adv.data : "", adv.len, &refs, err, sizeof err) ||
+        !fd_build_request(&refs, NULL, 0, req, err, sizeof err))
+        fk_die("%s: %s", gitdir, err);
+    fd_refs_free(&refs);
+    fk_buf_free(&adv);
 }
 
 /* ---- processes ---- */
@@ -139,129 +289,6 @@ static char *find_prog(const char *name)
     free(p);
     return fk_strdup(name);     /* from PATH */
 }
-
-struct procstat { double user, sys, cuser, csys; };
-
-static bool read_stat(pid_t pid, struct procstat *ps)
-{
-    char path[64], buf[4096];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return false;
-    buf[n] = 0;
-    char *p = strrchr(buf, ')');
-    if (!p)
-        return false;
-    unsigned long long ut, st;
-    long long cut, cst;
-    /* fields after the command: state(3) ... utime(14) stime(15) cutime(16) cstime(17) */
-    if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld", &ut, &st, &cut, &cst) != 4)
-        return false;
-    double hz = (double)sysconf(_SC_CLK_TCK);
-    ps->user = (double)ut / hz;
-    ps->sys = (double)st / hz;
-    ps->cuser = (double)cut / hz;
-    ps->csys = (double)cst / hz;
-    return true;
-}
-
-static double vm_hwm_mb(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "re");
-    double kb = 0;
-    if (!f)
-        return 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %lf kB", &kb) == 1)
-            break;
-    fclose(f);
-    return kb / 1024;
-}
-
-static double loadavg1(void)
-{
-    FILE *f = fopen("/proc/loadavg", "re");
-    double l = 0;
-    if (f) {
-        if (fscanf(f, "%lf", &l) != 1)
-            l = 0;
-        fclose(f);
-    }
-    return l;
-}
-
-struct counters { uint64_t magic, calls, bytes; };
-
-static bool adv_sink(void *arg, const void *data, size_t len)
-{
-    fk_buf_add(arg, data, len);
-    return true;
-}
-
-/* ---- clients ---- */
-
-struct run {
-    const char *kind;           /* grpc / sock */
-    bool cache;
-    char addr[64];
-    const char *repo;
-    struct fk_buf *req;
-    uint64_t deadline;
-    pthread_mutex_t mu;
-    uint64_t requests, bytes, errors;
-    char err[256];
-};
-
-static bool count_sink(void *arg, const void *data, size_t len)
-{
-    (void)data;
-    *(uint64_t *)arg += len;
-    return true;
-}
-
-static void *client_thread(void *arg)
-{
-    struct run *r = arg;
-    char err[256];
-    struct fd_client *c = fd_client_new(strcmp(r->kind, "grpc") == 0 ? FD_GRPC : FD_SOCK, r->addr, err, sizeof err);
-    uint64_t reqs = 0, bytes = 0, errors = 0;
-    while (c && fk_now_ns() < r->deadline) {
-        uint64_t got = 0;
-        if (fd_client_call(c, FD_OP_UPLOAD_PACK, r->repo, r->req->data, r->req->len, count_sink, &got, err, sizeof err)) {
-            reqs++;
-            bytes += got;
-        } else {
-            errors++;
-            pthread_mutex_lock(&r->mu);
-            snprintf(r->err, sizeof r->err, "%s", err);
-            pthread_mutex_unlock(&r->mu);
-            usleep(10000);
-        }
-    }
-    fd_client_free(c);
-    pthread_mutex_lock(&r->mu);
-    r->requests += reqs;
-    r->bytes += bytes;
-    r->errors += errors;
-    pthread_mutex_unlock(&r->mu);
-    return NULL;
-}
-
-struct result {
-    char name[32];
-    double secs, rps, mbps, cpu_pct, child_pct, load, rss_mb, alloc_per_gib, calls_per_gib;
-    double cpu_s_per_gib, child_s_per_gib, gib;
-    uint64_t requests, errors;
-    bool alloc_counted;
-    char profile[PATH_MAX];
-};
 
 static pid_t spawn(char **argv, char **envp, const char *log)
 {
@@ -294,15 +321,191 @@ static bool flamekit_has_pid(const char *fk)
     return system(cmd) == 0;
 }
 
-static void run_one(const char *kind, bool cache, const char *repo_root, const char *repo_name,
-                    struct result *res, const char *fk)
+/* ---- CPU accounting of a server ---- */
+
+/* Task-clock counters on every thread the server had when it became ready;
+ * threads it creates later inherit them (their counts fold into these when
+ * they exit, and a read includes the live ones). self: inherit_thread, so
+ * threads only; all: every descendant, git included. */
+#define MAX_TASKS 256
+struct srv_cpu {
+    int n;
+    int self[MAX_TASKS], all[MAX_TASKS];
+    bool perf;      /* else /proc ticks */
+};
+
+static int open_clock(pid_t tid, bool threads_only)
 {
-    char name[32], portf[PATH_MAX], log[PATH_MAX], cdir[PATH_MAX], stats[PATH_MAX], chunk[32];
-    snprintf(name, sizeof name, "%s%s", kind, cache ? "+cache" : "");
-    snprintf(portf, sizeof portf, "%s/%s.port", opt.out, name);
-    snprintf(log, sizeof log, "%s/%s.log", opt.out, name);
-    snprintf(cdir, sizeof cdir, "%s/cache-%s", opt.out, kind);
-    snprintf(stats, sizeof stats, "%s/%s.malloc", opt.out, name);
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = PERF_TYPE_SOFTWARE;
+    a.config = PERF_COUNT_SW_TASK_CLOCK;
+    a.inherit = 1;
+    a.inherit_thread = threads_only;
+    return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static void srv_cpu_open(struct srv_cpu *c, pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    c->n = 0;
+    c->perf = d != NULL;
+    struct dirent *e;
+    while (c->perf && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        if (c->n == MAX_TASKS) {
+            c->perf = false;
+            break;
+        }
+        pid_t tid = (pid_t)atoi(e->d_name);
+        c->self[c->n] = open_clock(tid, true);
+        c->all[c->n] = open_clock(tid, false);
+        if (c->self[c->n] < 0 || c->all[c->n] < 0) {
+            fk_warn("perf_event_open on the server's thread %d: %s; CPU from /proc ticks (10 ms steps)",
+                    (int)tid, strerror(errno));
+            c->perf = false;
+        }
+        c->n++;
+    }
+    if (d)
+        closedir(d);
+    if (!c->perf) {
+        for (int i = 0; i < c->n; i++) {
+            if (c->self[i] >= 0)
+                close(c->self[i]);
+            if (c->all[i] >= 0)
+                close(c->all[i]);
+        }
+        c->n = 0;
+    }
+}
+
+static double read_clock(int fd)
+{
+    uint64_t v = 0;
+    if (read(fd, &v, sizeof v) != (ssize_t)sizeof v)
+        fk_die("reading a task-clock counter: %s", strerror(errno));
+    return (double)v / 1e9;
+}
+
+/* Seconds of CPU so far: the server's own threads, and its git children. */
+static void srv_cpu_read(const struct srv_cpu *c, pid_t pid, double *server, double *git)
+{
+    *server = *git = 0;
+    if (c->perf) {
+        double all = 0;
+        for (int i = 0; i < c->n; i++) {
+            *server += read_clock(c->self[i]);
+            all += read_clock(c->all[i]);
+        }
+        *git = all > *server ? all - *server : 0;   /* read a moment apart */
+        return;
+    }
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return;
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    unsigned long long ut, st;
+    long long cut, cst;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %lld %lld", &ut, &st, &cut,
+                     &cst) != 4)
+        return;
+    double hz = (double)sysconf(_SC_CLK_TCK);
+    *server = (double)(ut + st) / hz;
+    *git = (double)(cut + cst) / hz;
+}
+
+static double vm_hwm_mib(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "re");
+    double kb = 0;
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %lf kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb / 1024;
+}
+
+/* Peak RSS from now on (clear_refs 5 resets VmHWM). */
+static void reset_hwm(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/clear_refs", (int)pid);
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)!write(fd, "5", 1);
+        close(fd);
+    }
+}
+
+static double loadavg1(void)
+{
+    FILE *f = fopen("/proc/loadavg", "re");
+    double l = 0;
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = 0;
+        fclose(f);
+    }
+    return l;
+}
+
+/* Busy and total jiffies of all CPUs (/proc/stat), for the machine's
+ * utilisation by everyone: this is a shared machine. */
+static void machine_jiffies(double *busy, double *total)
+{
+    unsigned long long v[8] = { 0 };
+    *busy = *total = 0;
+    FILE *f = fopen("/proc/stat", "re");
+    if (!f)
+        return;
+    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+               &v[7]) == 8) {
+        for (int i = 0; i < 8; i++)
+            *total += (double)v[i];
+        *busy = *total - (double)v[3] - (double)v[4];     /* less idle and iowait */
+    }
+    fclose(f);
+}
+
+/* ---- servers ---- */
+
+struct counters { uint64_t magic, calls, bytes; };
+
+struct server {
+    bool grpc, cache;
+    char name[32];
+    pid_t pid;
+    char addr[64];
+    struct counters *cnt;       /* the shim's counters, or NULL */
+    struct srv_cpu cpu;
+};
+
+static void server_start(struct server *s, bool grpc, bool cache, const char *root)
+{
+    memset(s, 0, sizeof *s);
+    s->grpc = grpc;
+    s->cache = cache;
+    snprintf(s->name, sizeof s->name, "%s%s", grpc ? "grpc" : "sock", cache ? "+cache" : "");
+    char portf[PATH_MAX], log[PATH_MAX], cdir[PATH_MAX], stats[PATH_MAX], chunk[32];
+    snprintf(portf, sizeof portf, "%s/%s.port", opt.out, s->name);
+    snprintf(log, sizeof log, "%s/%s.log", opt.out, s->name);
+    snprintf(cdir, sizeof cdir, "%s/cache-%s", opt.out, s->name);
+    snprintf(stats, sizeof stats, "%s/%s.malloc", opt.out, s->name);
     snprintf(chunk, sizeof chunk, "%llu", (unsigned long long)opt.chunk);
     char rmcmd[PATH_MAX + 16];
     snprintf(rmcmd, sizeof rmcmd, "rm -rf '%s'", cdir);
@@ -310,18 +513,17 @@ static void run_one(const char *kind, bool cache, const char *repo_root, const c
         fk_warn("cannot clear %s", cdir);
     unlink(portf);
     unlink(stats);
-    char *prog = find_prog(strcmp(kind, "grpc") == 0 ? "fetchd-grpc" : "fetchd-sock");
-    char *argv[20];
+    char *prog = find_prog(grpc ? "fetchd-grpc" : "fetchd-sock");
+    char *argv[24];
     int a = 0;
     argv[a++] = prog;
-    argv[a++] = "--repo-root"; argv[a++] = (char *)repo_root;
+    argv[a++] = "--repo-root"; argv[a++] = (char *)root;
     argv[a++] = "--port-file"; argv[a++] = portf;
-    argv[a++] = "--max-conns"; argv[a++] = "64";
-    argv[a++] = "--max-per-peer"; argv[a++] = "64";     /* every client is local */
-    if (strcmp(kind, "grpc") == 0) { argv[a++] = "--chunk-size"; argv[a++] = chunk; }
+    argv[a++] = "--max-conns"; argv[a++] = "128";
+    argv[a++] = "--max-per-peer"; argv[a++] = "128";    /* every client is local */
+    if (grpc) { argv[a++] = "--chunk-size"; argv[a++] = chunk; }
     if (cache) { argv[a++] = "--cache-dir"; argv[a++] = cdir; argv[a++] = "--cache-size"; argv[a++] = "4G"; }
     argv[a] = NULL;
-    /* The environment plus the allocation counter. */
     size_t ne = 0;
     while (environ[ne])
         ne++;
@@ -335,203 +537,406 @@ static void run_one(const char *kind, bool cache, const char *repo_root, const c
         fk_warn("%s is built with AddressSanitizer: allocations not counted", prog);
         counting = false;
     }
+    char *pre = NULL, *st = NULL;
     if (counting) {
-        envp[k++] = fk_asprintf("LD_PRELOAD=%s", opt.shim);
-        envp[k++] = fk_asprintf("FETCHD_MALLOC_STATS=%s", stats);
+        envp[k++] = pre = fk_asprintf("LD_PRELOAD=%s", opt.shim);
+        envp[k++] = st = fk_asprintf("FETCHD_MALLOC_STATS=%s", stats);
     }
-    pid_t pid = spawn(argv, envp, log);
-    for (int i = 0; i < 200 && access(portf, R_OK) != 0; i++)
+    s->pid = spawn(argv, envp, log);
+    free(pre);
+    free(st);
+    free(envp);
+    for (int i = 0; i < 400 && access(portf, R_OK) != 0; i++) {
+        int wst;
+        if (waitpid(s->pid, &wst, WNOHANG) == s->pid)
+            fk_die("%s exited at start; see %s", prog, log);
         usleep(25000);
+    }
     FILE *pf = fopen(portf, "re");
     int port = 0;
     if (!pf || fscanf(pf, "%d", &port) != 1)
-        fk_die("%s did not start; see %s", prog, log);
+        fk_die("%s did not start within 10 s; see %s", prog, log);
     fclose(pf);
-
-    struct run r;
-    memset(&r, 0, sizeof r);
-    pthread_mutex_init(&r.mu, NULL);
-    r.kind = kind;
-    r.cache = cache;
-    snprintf(r.addr, sizeof r.addr, "127.0.0.1:%d", port);
-    r.repo = repo_name;
-    /* The request: all refs from the advertisement. */
-    char err[512];
-    struct fd_client *c = fd_client_new(strcmp(kind, "grpc") == 0 ? FD_GRPC : FD_SOCK, r.addr, err, sizeof err);
-    struct fk_buf adv = FK_BUF_INIT, req = FK_BUF_INIT;
-    struct fd_refs refs = { 0 };
-    if (!c || !fd_client_call(c, FD_OP_ADVERTISE, repo_name, "", 0, adv_sink, &adv, err, sizeof err) ||
-        !fd_parse_advertisement(adv.data ? adv.data : "", adv.len, &refs, err, sizeof err) ||
-        !fd_build_request(&refs, NULL, 0, &req, err, sizeof err))
-        fk_die("%s: advertisement: %s", name, err);
-    r.req = &req;
-    /* Warm-up: one fetch (fills the cache in cache mode). */
-    uint64_t got = 0;
-    if (!fd_client_call(c, FD_OP_UPLOAD_PACK, repo_name, req.data, req.len, count_sink, &got, err, sizeof err))
-        fk_die("%s: warm-up fetch: %s", name, err);
-    fd_client_free(c);
-
-    struct procstat s0, s1;
-    struct counters *cnt = NULL, m0 = { 0 };
+    free(prog);
+    snprintf(s->addr, sizeof s->addr, "127.0.0.1:%d", port);
     if (counting) {
         int fd = open(stats, O_RDONLY | O_CLOEXEC);
         if (fd >= 0) {
             void *m = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
             close(fd);
-            if (m != MAP_FAILED)
-                cnt = m;
+            if (m != MAP_FAILED && ((struct counters *)m)->magic)
+                s->cnt = m;
+            else if (m != MAP_FAILED)
+                munmap(m, 4096);
         }
-        if (cnt && cnt->magic)
-            m0 = *cnt;
+        if (!s->cnt)
+            fk_warn("%s: the allocation counter did not start: allocations not counted", s->name);
     }
-    pid_t prof = -1;
-    res->profile[0] = 0;
-    if (opt.profile && fk) {
-        char pidarg[32], durarg[32];
-        snprintf(pidarg, sizeof pidarg, "%d", (int)pid);
-        snprintf(durarg, sizeof durarg, "%llu", (unsigned long long)((opt.dur_ms + 999) / 1000));
-        snprintf(res->profile, sizeof res->profile, "%s/profile-%s", opt.out, name);
-        char plog[PATH_MAX + 8];
-        snprintf(plog, sizeof plog, "%s.log", res->profile);
-        char *pargv[] = { (char *)fk, "pid", "-d", durarg, "-o", res->profile, pidarg, NULL };
-        prof = spawn(pargv, environ, plog);
-    }
-    read_stat(pid, &s0);
-    uint64_t t0 = fk_now_ns();
-    r.deadline = t0 + opt.dur_ms * 1000000ull;
-    pthread_t *th = fk_calloc((size_t)opt.clients, sizeof *th);
-    for (int i = 0; i < opt.clients; i++)
-        if (pthread_create(&th[i], NULL, client_thread, &r) != 0)
-            fk_die("cannot start client threads");
-    for (int i = 0; i < opt.clients; i++)
-        pthread_join(th[i], NULL);
-    free(th);
-    uint64_t t1 = fk_now_ns();
-    read_stat(pid, &s1);
-    res->load = loadavg1();
-    res->rss_mb = vm_hwm_mb(pid);
-    struct counters m1 = { 0 };
-    if (cnt)
-        m1 = *cnt;
-    if (prof > 0) {
-        int st;
-        waitpid(prof, &st, 0);
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-            fk_warn("%s: flamekit pid failed; see %s.log", name, res->profile);
-            res->profile[0] = 0;
-        }
-    }
-    kill(pid, SIGTERM);
+    srv_cpu_open(&s->cpu, s->pid);
+}
+
+static void server_stop(struct server *s)
+{
+    kill(s->pid, SIGTERM);
     int st;
-    waitpid(pid, &st, 0);
+    waitpid(s->pid, &st, 0);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        fk_warn("%s: server did not exit cleanly; see %s", name, log);
-    if (r.requests == 0)
-        fk_die("%s: no fetch completed (%s)", name, r.err);
-    if (r.errors)
-        fk_warn("%s: %llu failed requests (last: %s)", name, (unsigned long long)r.errors, r.err);
-
-    snprintf(res->name, sizeof res->name, "%s", name);
-    res->secs = (double)(t1 - t0) / 1e9;
-    res->requests = r.requests;
-    res->errors = r.errors;
-    res->gib = (double)r.bytes / (double)(1ull << 30);
-    res->rps = (double)r.requests / res->secs;
-    res->mbps = (double)r.bytes / (1 << 20) / res->secs;
-    double cpu = (s1.user + s1.sys) - (s0.user + s0.sys);
-    double child = (s1.cuser + s1.csys) - (s0.cuser + s0.csys);
-    res->cpu_pct = 100 * cpu / res->secs;
-    res->child_pct = 100 * child / res->secs;
-    res->cpu_s_per_gib = cpu / res->gib;
-    res->child_s_per_gib = child / res->gib;
-    res->alloc_counted = cnt && m0.magic;
-    res->alloc_per_gib = res->alloc_counted ? (double)(m1.bytes - m0.bytes) / res->gib : 0;
-    res->calls_per_gib = res->alloc_counted ? (double)(m1.calls - m0.calls) / res->gib : 0;
-    if (cnt)
-        munmap(cnt, 4096);
-    fd_refs_free(&refs);
-    fk_buf_free(&adv);
-    fk_buf_free(&req);
-    free(prog);
-    free(envp);
-}
-
-static const char *human(double v, char *buf, size_t n)
-{
-    const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-    int i = 0;
-    while (v >= 1024 && i < 4) {
-        v /= 1024;
-        i++;
+        fk_warn("%s did not exit cleanly; see %s/%s.log", s->name, opt.out, s->name);
+    for (int i = 0; i < s->cpu.n; i++) {
+        close(s->cpu.self[i]);
+        close(s->cpu.all[i]);
     }
-    snprintf(buf, n, "%.1f %s", v, u[i]);
-    return buf;
+    if (s->cnt)
+        munmap(s->cnt, 4096);
 }
 
-static void table(FILE *f, struct result *rs, int n, bool md)
+/* ---- clients ---- */
+
+/* One client process's report, in memory shared with the parent. */
+struct client_report {
+    uint64_t fetches, bytes, errors;
+    uint64_t t_end;             /* fk_now_ns() after its last fetch */
+    double cpu;                 /* seconds of CPU (all its threads) over the timed fetches */
+    char err[256];
+};
+
+struct client_job {
+    enum fd_transport tr;
+    const char *addr, *repo;
+    const struct fk_buf *req;
+    int threads;                /* calls in flight on one connection (grpc-shared), else 1 */
+    int fetches;                /* per thread; 0: until *stop */
+    volatile int *stop;
+    struct client_report *rep;
+    int ready_w, go_r, done_w;
+};
+
+struct fetch_state {
+    struct fd_demux dm;
+    uint64_t bytes;
+};
+
+static bool drop_sink(void *arg, const void *data, size_t len)
 {
-    const char *hdr[] = { "server", "req/s", "MiB/s", "CPU% server", "CPU% git", "load1",
-                          "peak RSS MiB", "alloc/GiB", "allocs/GiB", "CPU s/GiB server", "CPU s/GiB git" };
-    if (md) {
-        for (int i = 0; i < 11; i++)
-            fprintf(f, "| %s ", hdr[i]);
-        fprintf(f, "|\n");
-        for (int i = 0; i < 11; i++)
-            fprintf(f, "|---");
-        fprintf(f, "|\n");
-    } else
-        fprintf(f, "%-12s %7s %8s %11s %8s %5s %12s %11s %10s %16s %13s\n", hdr[0], hdr[1], hdr[2], hdr[3],
-                hdr[4], hdr[5], hdr[6], hdr[7], hdr[8], hdr[9], hdr[10]);
-    for (int i = 0; i < n; i++) {
-        struct result *r = &rs[i];
-        char a[32], calls[32];
-        if (r->alloc_counted) {
-            human(r->alloc_per_gib, a, sizeof a);
-            snprintf(calls, sizeof calls, "%.0f", r->calls_per_gib);
-        } else {
-            snprintf(a, sizeof a, "n/a");
-            snprintf(calls, sizeof calls, "n/a");
-        }
-        if (md)
-            fprintf(f, "| %s | %.2f | %.1f | %.1f | %.1f | %.2f | %.1f | %s | %s | %.3f | %.3f |\n", r->name, r->rps,
-                    r->mbps, r->cpu_pct, r->child_pct, r->load, r->rss_mb, a, calls, r->cpu_s_per_gib,
-                    r->child_s_per_gib);
-        else
-            fprintf(f, "%-12s %7.2f %8.1f %11.1f %8.1f %5.2f %12.1f %11s %10s %16.3f %13.3f\n", r->name, r->rps,
-                    r->mbps, r->cpu_pct, r->child_pct, r->load, r->rss_mb, a, calls, r->cpu_s_per_gib,
-                    r->child_s_per_gib);
+    (void)arg, (void)data, (void)len;
+    return true;
+}
+
+static bool resp_sink(void *arg, const void *data, size_t len)
+{
+    struct fetch_state *f = arg;
+    f->bytes += len;
+    return fd_demux_feed(&f->dm, data, len);
+}
+
+/* One complete fetch: the response demultiplexed, its final flush seen. */
+static bool fetch_once(struct fd_client *c, const struct client_job *j, uint64_t *bytes, char *err, size_t errlen)
+{
+    struct fetch_state f;
+    memset(&f, 0, sizeof f);
+    fd_demux_init(&f.dm, drop_sink, NULL);
+    bool ok = fd_client_call(c, FD_OP_UPLOAD_PACK, j->repo, j->req->data, j->req->len, resp_sink, &f, err, errlen);
+    if (ok && (f.dm.failed || !f.dm.done || f.dm.pack_bytes == 0)) {
+        snprintf(err, errlen, "%s", f.dm.failed ? f.dm.err : "response truncated or without a pack");
+        ok = false;
     }
+    *bytes = f.bytes;
+    return ok;
 }
 
-static struct result *find(struct result *rs, int n, const char *name)
+struct client_thread {
+    const struct client_job *j;
+    struct fd_client *c;
+    pthread_barrier_t *warm, *go;
+    uint64_t fetches, bytes, errors;
+    char err[256];
+};
+
+static void *client_thread_main(void *arg)
 {
-    for (int i = 0; i < n; i++)
-        if (strcmp(rs[i].name, name) == 0)
-            return &rs[i];
+    struct client_thread *t = arg;
+    uint64_t b;
+    if (!fetch_once(t->c, t->j, &b, t->err, sizeof t->err))     /* warm-up, not counted */
+        t->errors++;
+    pthread_barrier_wait(t->warm);
+    pthread_barrier_wait(t->go);
+    for (int i = 0; t->errors == 0 && (t->j->fetches ? i < t->j->fetches : !*t->j->stop); i++) {
+        if (fetch_once(t->c, t->j, &b, t->err, sizeof t->err)) {
+            t->fetches++;
+            t->bytes += b;
+        } else
+            t->errors++;
+    }
     return NULL;
 }
 
-static void ratios(FILE *f, struct result *rs, int n, json_t *j)
+static double self_cpu(void)
 {
-    const char *modes[] = { "", "+cache" };
-    for (int m = 0; m < 2; m++) {
-        char g[32], s[32];
-        snprintf(g, sizeof g, "grpc%s", modes[m]);
-        snprintf(s, sizeof s, "sock%s", modes[m]);
-        struct result *a = find(rs, n, g), *b = find(rs, n, s);
-        if (!a || !b || b->cpu_s_per_gib <= 0)
-            continue;
-        double cpu = a->cpu_s_per_gib / b->cpu_s_per_gib, thr = b->mbps / a->mbps;
-        fprintf(f, "%s vs %s: server CPU per GiB %.2fx (gRPC/socket), throughput %.2fx (socket/gRPC)", g, s, cpu, thr);
-        json_t *o = json_pack("{s:f,s:f}", "cpu_per_gib_grpc_over_sock", cpu, "throughput_sock_over_grpc", thr);
-        if (a->alloc_counted && b->alloc_counted) {
-            double al = b->alloc_per_gib > 0 ? a->alloc_per_gib / b->alloc_per_gib : 0;
-            fprintf(f, ", allocated bytes per GiB %.0fx", al);
-            json_object_set_new(o, "alloc_per_gib_grpc_over_sock", json_real(al));
-        }
-        fprintf(f, "\n");
-        json_object_set_new(j, m ? "cache" : "no_cache", o);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* A client process: its threads warm up, it says ready, waits for go (the
+ * parent closes the pipe), runs the timed fetches and reports. */
+static _Noreturn void client_process(const struct client_job *j)
+{
+    char err[256];
+    struct fd_client *base = fd_client_new(j->tr, j->addr, err, sizeof err);
+    if (!base) {
+        snprintf(j->rep->err, sizeof j->rep->err, "%s", err);
+        j->rep->errors = 1;
+        _exit(1);
     }
+    int n = j->threads;
+    struct client_thread *t = fk_calloc((size_t)n, sizeof *t);
+    pthread_t *th = fk_calloc((size_t)n, sizeof *th);
+    pthread_barrier_t warm, go;
+    pthread_barrier_init(&warm, NULL, (unsigned)n + 1);
+    pthread_barrier_init(&go, NULL, (unsigned)n + 1);
+    for (int i = 0; i < n; i++) {
+        t[i].j = j;
+        t[i].c = i == 0 ? base : fd_client_share(base);
+        t[i].warm = &warm;
+        t[i].go = &go;
+        if (pthread_create(&th[i], NULL, client_thread_main, &t[i]) != 0)
+            _exit(1);
+    }
+    pthread_barrier_wait(&warm);
+    char x = 1;
+    if (write(j->ready_w, &x, 1) != 1)
+        _exit(1);
+    while (read(j->go_r, &x, 1) < 0 && errno == EINTR)
+        ;
+    double c0 = self_cpu();
+    pthread_barrier_wait(&go);
+    for (int i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+    uint64_t t_end = fk_now_ns();
+    double c1 = self_cpu();
+    struct client_report *r = j->rep;
+    for (int i = 0; i < n; i++) {
+        r->fetches += t[i].fetches;
+        r->bytes += t[i].bytes;
+        r->errors += t[i].errors;
+        if (t[i].errors && !r->err[0])
+            snprintf(r->err, sizeof r->err, "%s", t[i].err);
+    }
+    r->t_end = t_end;
+    r->cpu = c1 - c0;
+    if (write(j->done_w, &x, 1) != 1)
+        _exit(1);
+    _exit(0);   /* no gRPC shutdown: nothing of it is measured */
+}
+
+/* ---- one run ---- */
+
+
+/* Read exactly n bytes of tokens from fd, within 10 minutes. */
+static bool read_tokens(int fd, int n)
+{
+    uint64_t until = fk_now_ns() + 600ull * 1000000000ull;
+    while (n > 0) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        int r = poll(&p, 1, 1000);
+        if (r < 0 && errno != EINTR)
+            return false;
+        if (r > 0) {
+            char b[64];
+            ssize_t m = read(fd, b, (size_t)n < sizeof b ? (size_t)n : sizeof b);
+            if (m <= 0)
+                return false;   /* every writer gone: a client died */
+            n -= (int)m;
+        }
+        if (fk_now_ns() > until)
+            return false;
+    }
+    return true;
+}
+
+/* nclients clients of mode against s fetch repo; fetches per client (0:
+ * until *stop, set by the caller's hook after start). */
+static void run(struct server *s, enum mode m, int nclients, const char *repo, const struct fk_buf *req,
+                int fetches, struct obs *o, void (*during)(void *), void *during_arg)
+{
+    int nproc = m == M_GRPC_SHARED ? 1 : nclients;
+    struct client_report *reps = mmap(NULL, sizeof *reps * (size_t)nproc + sizeof(int), PROT_READ | PROT_WRITE,
+                                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (reps == MAP_FAILED)
+        fk_die("mmap: %s", strerror(errno));
+    volatile int *stop = (volatile int *)(reps + nproc);
+    int ready[2], go[2], done[2];
+    if (pipe2(ready, O_CLOEXEC) != 0 || pipe2(go, O_CLOEXEC) != 0 || pipe2(done, O_CLOEXEC) != 0)
+        fk_die("pipe: %s", strerror(errno));
+    reset_hwm(s->pid);
+    pid_t *pids = fk_calloc((size_t)nproc, sizeof *pids);
+    fflush(NULL);
+    for (int i = 0; i < nproc; i++) {
+        pids[i] = fork();
+        if (pids[i] < 0)
+            fk_die("fork: %s", strerror(errno));
+        if (pids[i] == 0) {
+            close(ready[0]);
+            close(go[1]);
+            close(done[0]);
+            struct client_job j = {
+                .tr = s->grpc ? FD_GRPC : FD_SOCK, .addr = s->addr, .repo = repo, .req = req,
+                .threads = m == M_GRPC_SHARED ? nclients : 1, .fetches = fetches, .stop = stop,
+                .rep = &reps[i], .ready_w = ready[1], .go_r = go[0], .done_w = done[1],
+            };
+            client_process(&j);
+        }
+    }
+    close(ready[1]);
+    close(go[0]);
+    close(done[1]);
+    if (!read_tokens(ready[0], nproc)) {
+        for (int i = 0; i < nproc; i++)
+            kill(pids[i], SIGKILL);
+        const char *e = "";
+        for (int i = 0; i < nproc && !*e; i++)
+            e = reps[i].err;
+        fk_die("%s, %s, %d clients: a client failed before the timed fetches: %s", s->name, mode_name[m],
+               nclients, *e ? e : "(it died)");
+    }
+    double sc0, gc0, sc1, gc1;
+    struct counters m0 = { 0 }, m1 = { 0 };
+    if (s->cnt)
+        m0 = *s->cnt;
+    srv_cpu_read(&s->cpu, s->pid, &sc0, &gc0);
+    double mb0, mt0, mb1, mt1;
+    machine_jiffies(&mb0, &mt0);
+    uint64_t t0 = fk_now_ns();
+    close(go[1]);       /* go */
+    if (during)
+        during(during_arg);
+    if (!fetches)
+        *stop = 1;
+    bool ok = read_tokens(done[0], nproc);
+    machine_jiffies(&mb1, &mt1);
+    srv_cpu_read(&s->cpu, s->pid, &sc1, &gc1);
+    if (s->cnt)
+        m1 = *s->cnt;
+    o->rss_mib = vm_hwm_mib(s->pid);
+    o->load1 = loadavg1();
+    o->machine_busy = mt1 > mt0 ? 100 * (mb1 - mb0) / (mt1 - mt0) : 0;
+    for (int i = 0; i < nproc; i++) {
+        if (!ok)
+            kill(pids[i], SIGKILL);
+        int st;
+        while (waitpid(pids[i], &st, 0) < 0 && errno == EINTR)
+            ;
+    }
+    close(ready[0]);
+    close(done[0]);
+    memset(o, 0, offsetof(struct obs, rss_mib));
+    uint64_t t_end = t0;
+    const char *err = NULL;
+    uint64_t errors = 0;
+    for (int i = 0; i < nproc; i++) {
+        o->fetches += (double)reps[i].fetches;
+        o->bytes += (double)reps[i].bytes;
+        o->client_cpu += reps[i].cpu;
+        errors += reps[i].errors;
+        if (reps[i].errors && !err)
+            err = reps[i].err;
+        if (reps[i].t_end > t_end)
+            t_end = reps[i].t_end;
+    }
+    if (!ok || errors)
+        fk_die("%s, %s, %d clients: %llu fetch(es) failed: %s", s->name, mode_name[m], nclients,
+               (unsigned long long)errors, err && *err ? err : "a client died");
+    o->wall = (double)(t_end - t0) / 1e9;
+    o->server_cpu = sc1 - sc0;
+    o->git_cpu = gc1 > gc0 ? gc1 - gc0 : 0;
+    o->alloc_counted = s->cnt != NULL;
+    o->alloc_calls = (double)(m1.calls - m0.calls);
+    o->alloc_bytes = (double)(m1.bytes - m0.bytes);
+    munmap(reps, sizeof *reps * (size_t)nproc + sizeof(int));
+    free(pids);
+}
+
+/* ---- the whole benchmark ---- */
+
+struct repo repos[MAX_SIZES];
+int nrepos;
+struct setting *settings;
+int nsettings;
+struct pair *pairs;
+int npairs;
+static struct server servers[2][2];     /* [grpc][cache] */
+static bool server_up[2][2];
+
+static uint64_t probe_fetch(struct server *s, struct repo *r)
+{
+    char err[512];
+    struct fd_client *c = fd_client_new(FD_SOCK, s->addr, err, sizeof err);
+    struct client_job j = { .repo = r->name, .req = &r->req };
+    uint64_t b = 0;
+    if (!c || !fetch_once(c, &j, &b, err, sizeof err))
+        fk_die("%s: fetch of %s failed: %s", s->name, r->name, err);
+    fd_client_free(c);
+    return b;
+}
+
+static uint64_t git_fetch_bytes(struct repo *r)
+{
+    struct fd_child ch;
+    if (!fd_child_start(&ch, FD_OP_UPLOAD_PACK, r->path, r->req.data, r->req.len))
+        fk_die("cannot run git upload-pack %s", r->path);
+    uint64_t total = 0;
+    char b[65536];
+    ssize_t n;
+    while ((n = read(ch.out, b, sizeof b)) > 0 || (n < 0 && errno == EINTR))
+        if (n > 0)
+            total += (uint64_t)n;
+    if (!fd_child_finish(&ch))
+        fk_die("git upload-pack %s failed", r->path);
+    return total;
+}
+
+
+/* ---- profiles ---- */
+
+struct prof_arg {
+    const char *fk;
+    struct server *s;
+    char dir[PATH_MAX];
+    bool ok;
+};
+
+static void profile_during(void *arg)
+{
+    struct prof_arg *p = arg;
+    char pidarg[32], durarg[32], log[PATH_MAX + 8];
+    snprintf(pidarg, sizeof pidarg, "%d", (int)p->s->pid);
+    snprintf(durarg, sizeof durarg, "%llums", (unsigned long long)opt.profile_ms);
+    snprintf(log, sizeof log, "%s.log", p->dir);
+    char *argv[] = { (char *)p->fk, "pid", "-d", durarg, "-o", p->dir, pidarg, NULL };
+    pid_t pid = spawn(argv, environ, log);
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    p->ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    if (!p->ok)
+        fk_warn("%s: flamekit pid failed; see %s", p->s->name, log);
+}
+
+/* The SVG flamekit pid wrote into dir (relative to the output directory). */
+static char *find_svg(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return NULL;
+    struct dirent *e;
+    char *r = NULL;
+    while (!r && (e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l > 4 && strcmp(e->d_name + l - 4, ".svg") == 0)
+            r = fk_asprintf("%s/%s", strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir, e->d_name);
+    }
+    closedir(d);
+    return r;
 }
 
 int main(int argc, char **argv)
@@ -545,9 +950,8 @@ int main(int argc, char **argv)
     fk_args_free(&a);
     if (rc != FK_OPT_CONTINUE)
         return rc;
-    bool want_grpc = strstr(opt.servers, "grpc") != NULL, want_sock = strstr(opt.servers, "sock") != NULL;
-    if (!want_grpc && !want_sock)
-        return fk_opt_error("option '--servers' wants grpc, sock or grpc,sock, not '%s'", opt.servers);
+    if (opt.rounds > 1000)
+        return fk_opt_error("--rounds: at most 1000");
     ssize_t n = readlink("/proc/self/exe", exedir, sizeof exedir - 1);
     if (n > 0) {
         exedir[n] = 0;
@@ -569,6 +973,7 @@ int main(int argc, char **argv)
     if (mkdir(opt.out, 0755) != 0 && errno != EEXIST)
         fk_die("cannot create output directory %s: %s", opt.out, strerror(errno));
     signal(SIGPIPE, SIG_IGN);
+    ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
     char *fk = NULL;
     if (opt.profile) {
         fk = find_prog("flamekit");
@@ -577,91 +982,154 @@ int main(int argc, char **argv)
                     "running without flame graphs", fk);
             free(fk);
             fk = NULL;
+            opt.profile = false;
         }
     }
-    char *repo = opt.repo ? fk_strdup(opt.repo) : generate_repo();
-    char real[PATH_MAX];
-    if (!realpath(repo, real))
-        fk_die("repository %s: %s", repo, strerror(errno));
-    char *root = fk_strdup(real), *base = fk_strdup(real);
-    char *rootd = dirname(root), *name = basename(base);
-    struct result rs[4];
-    int nr = 0;
-    for (int s = 0; s < 2; s++) {
-        const char *kind = s == 0 ? "grpc" : "sock";
-        if ((s == 0 && !want_grpc) || (s == 1 && !want_sock))
-            continue;
-        for (int c = 0; c < 2; c++) {
-            fprintf(stderr, "fetch-bench: %s%s: %d clients for %.1f s\n", kind, c ? "+cache" : "", opt.clients,
-                    (double)opt.dur_ms / 1000);
-            run_one(kind, c == 1, rootd, name, &rs[nr++], fk);
+    uint64_t start = fk_now_ns();
+
+    /* Repositories: all under one root the servers serve. */
+    char root[PATH_MAX], dir[PATH_MAX];
+    if (opt.repo) {
+        char real[PATH_MAX];
+        if (!realpath(opt.repo, real))
+            fk_die("repository %s: %s", opt.repo, strerror(errno));
+        char *r = fk_strdup(real), *b = fk_strdup(real);
+        snprintf(root, sizeof root, "%s", dirname(r));
+        repos[0].path = fk_strdup(real);
+        repos[0].name = fk_strdup(basename(b));
+        free(r);
+        free(b);
+        nrepos = 1;
+    } else {
+        cache_base(dir, sizeof dir);
+        for (int i = 0; i < opt.nsizes; i++)
+            for (int k = i + 1; k < opt.nsizes; k++)
+                if (opt.sizes[i] >> 20 == opt.sizes[k] >> 20)
+                    return fk_opt_error("--repo-size: %lluM given twice", (unsigned long long)(opt.sizes[i] >> 20));
+        /* smallest first */
+        for (int i = 0; i < opt.nsizes; i++)
+            for (int k = i + 1; k < opt.nsizes; k++)
+                if (opt.sizes[k] < opt.sizes[i]) {
+                    uint64_t t = opt.sizes[i];
+                    opt.sizes[i] = opt.sizes[k];
+                    opt.sizes[k] = t;
+                }
+        for (int i = 0; i < opt.nsizes; i++) {
+            repos[i].path = generate_repo(dir, opt.sizes[i]);
+            char *b = fk_strdup(repos[i].path);
+            repos[i].name = fk_strdup(basename(b));
+            free(b);
         }
+        nrepos = opt.nsizes;
+        if (!realpath(dir, root))
+            fk_die("%s: %s", dir, strerror(errno));
     }
-    free(root);
-    free(base);
-    free(repo);
+    for (int i = 0; i < nrepos; i++)
+        build_request(repos[i].path, &repos[i].req);
+
+    /* Servers, kept for all rounds. */
+    bool want_grpc = opt.modes[M_GRPC_CONN] || opt.modes[M_GRPC_SHARED];
+    for (int g = 0; g < 2; g++)
+        for (int c = 0; c < 2; c++)
+            if ((g ? want_grpc : opt.modes[M_SOCK]) && opt.cache_modes[c]) {
+                server_start(&servers[g][c], g, c, root);
+                server_up[g][c] = true;
+            }
+    const char *cpu_source = "task-clock counters (perf_event_open) of the server's threads and of its children";
+    for (int g = 0; g < 2; g++)
+        for (int c = 0; c < 2; c++)
+            if (server_up[g][c] && !servers[g][c].cpu.perf)
+                cpu_source = "/proc/PID/stat utime+stime and reaped children's cutime+cstime (10 ms steps; "
+                             "perf_event_open was refused)";
+    /* The size of one fetch, through a socket server (no gRPC in this
+     * process); without one, git's own response. */
+    struct server *probe = server_up[0][0] ? &servers[0][0] : server_up[0][1] ? &servers[0][1] : NULL;
+    for (int i = 0; i < nrepos; i++)
+        repos[i].fetch_bytes = probe ? probe_fetch(probe, &repos[i]) : git_fetch_bytes(&repos[i]);
+
+    /* Settings, in the order each round runs them. */
+    settings = fk_calloc((size_t)(nrepos * 2 * opt.nclients * NMODES), sizeof *settings);
+    for (int i = 0; i < nrepos; i++)
+        for (int c = 0; c < 2; c++)
+            for (int q = 0; q < opt.nclients; q++)
+                for (int m = 0; m < NMODES; m++) {
+                    int nc = opt.clients[q];
+                    if (!opt.cache_modes[c] || !opt.modes[m] || (m == M_GRPC_SHARED && nc == 1 && opt.modes[M_GRPC_CONN]))
+                        continue;   /* one client: one connection either way */
+                    struct setting *s = &settings[nsettings++];
+                    s->size = i;
+                    s->cache = c;
+                    s->nclients = nc;
+                    s->mode = (enum mode)m;
+                    if (opt.fetches)
+                        s->fetches = opt.fetches;
+                    else {
+                        double f = (double)opt.work / ((double)nc * (double)repos[i].fetch_bytes);
+                        s->fetches = f < 1 ? 1 : (int)(f + 0.5);
+                    }
+                    s->o = fk_calloc((size_t)opt.rounds, sizeof *s->o);
+                }
+    pairs = fk_calloc((size_t)nsettings, sizeof *pairs);
+    for (int i = 0; i < nsettings; i++) {
+        struct setting *g = &settings[i], *so = find_setting(g->size, g->cache, g->nclients, M_SOCK);
+        if (g->mode != M_SOCK && so)
+            pairs[npairs++] = (struct pair){ g, so };
+    }
+    fprintf(stderr, "fetch-bench: %d settings × %d rounds (output in %s)\n", nsettings, opt.rounds, opt.out);
+    for (int r = 0; r < opt.rounds; r++) {
+        uint64_t t = fk_now_ns();
+        for (int i = 0; i < nsettings; i++) {
+            struct setting *s = &settings[i];
+            run(&servers[s->mode != M_SOCK][s->cache], s->mode, s->nclients, repos[s->size].name,
+                &repos[s->size].req, s->fetches, &s->o[r], NULL, NULL);
+        }
+        fprintf(stderr, "fetch-bench: round %d/%d done in %.1f s\n", r + 1, opt.rounds, (double)(fk_now_ns() - t) / 1e9);
+    }
+
+    /* Flame graphs under the headline load, after the rounds. */
+    char *profiles[2][2] = { { NULL, NULL }, { NULL, NULL } };
+    if (opt.profile) {
+        int hs, hn;
+        enum mode hg;
+        headline(&hs, &hn, &hg);
+        for (int g = 0; g < 2; g++)
+            for (int c = 0; c < 2; c++) {
+                if (!server_up[g][c])
+                    continue;
+                struct prof_arg p = { .fk = fk, .s = &servers[g][c] };
+                snprintf(p.dir, sizeof p.dir, "%s/profile-%s", opt.out, servers[g][c].name);
+                char rm[PATH_MAX + 16];
+                snprintf(rm, sizeof rm, "rm -rf '%s'", p.dir);
+                if (system(rm) != 0)
+                    fk_warn("cannot clear %s", p.dir);
+                fprintf(stderr, "fetch-bench: flame graph of %s\n", servers[g][c].name);
+                struct obs o;
+                run(&servers[g][c], g ? hg : M_SOCK, hn, repos[hs].name, &repos[hs].req, 0, &o, profile_during, &p);
+                if (p.ok && !(profiles[g][c] = find_svg(p.dir)))
+                    fk_warn("%s: flamekit pid wrote no SVG into %s", servers[g][c].name, p.dir);
+            }
+    }
+    for (int g = 0; g < 2; g++)
+        for (int c = 0; c < 2; c++)
+            if (server_up[g][c])
+                server_stop(&servers[g][c]);
+
+    bench_check_figures();
+    bench_write_reports(cpu_source, profiles, (double)(fk_now_ns() - start) / 1e9);
+    bench_print_summary();
+    printf("report: %s/report.md, %s/report.json\n", opt.out, opt.out);
+    for (int g = 0; g < 2; g++)
+        for (int c = 0; c < 2; c++)
+            free(profiles[g][c]);
+    for (int i = 0; i < nsettings; i++)
+        free(settings[i].o);
+    free(settings);
+    free(pairs);
+    for (int i = 0; i < nrepos; i++) {
+        free(repos[i].path);
+        free(repos[i].name);
+        fk_buf_free(&repos[i].req);
+    }
     free(fk);
-    table(stdout, rs, nr, false);
-    json_t *jr = json_object();
-    ratios(stdout, rs, nr, jr);
-
-    char path[PATH_MAX + 16];
-    struct fk_outfile md;
-    snprintf(path, sizeof path, "%s/report.md", opt.out);
-    if (!fk_outfile_open(&md, path, 0644)) {
-        json_decref(jr);
-        return 1;
-    }
-    fk_outfile_printf(&md, "# fetch-bench\n\nRepository: %s; %d clients, %.1f s per run, gRPC chunk %llu bytes.\n"
-                      "Client threads run on the same machine. CPU%% server = the server process; CPU%% git = its "
-                      "reaped git children (cutime+cstime). Allocations are counted in the server process only.\n\n",
-                      real, opt.clients, (double)opt.dur_ms / 1000, (unsigned long long)opt.chunk);
-    table(md.fp, rs, nr, true);
-    fk_outfile_printf(&md, "\n");
-    json_t *tmpj = json_object();
-    ratios(md.fp, rs, nr, tmpj);
-    json_decref(tmpj);
-    for (int i = 0; i < nr; i++)
-        if (rs[i].profile[0])
-            fk_outfile_printf(&md, "\nFlame graph of %s: %s\n", rs[i].name, rs[i].profile);
-    if (!fk_outfile_commit(&md)) {
-        json_decref(jr);
-        return 1;
-    }
-
-    json_t *j = json_pack("{s:s,s:i,s:f,s:I}", "repository", real, "clients", (int)opt.clients, "duration_s",
-                          (double)opt.dur_ms / 1000, "chunk_size", (json_int_t)opt.chunk);
-    json_t *arr = json_array();
-    for (int i = 0; i < nr; i++) {
-        struct result *r = &rs[i];
-        json_t *o = json_pack("{s:s,s:f,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "server", r->name, "seconds",
-                              r->secs, "requests", (json_int_t)r->requests, "errors", (json_int_t)r->errors,
-                              "gib_served", r->gib, "requests_per_s", r->rps, "mib_per_s", r->mbps,
-                              "server_cpu_pct", r->cpu_pct, "git_cpu_pct", r->child_pct, "load1", r->load,
-                              "peak_rss_mib", r->rss_mb, "server_cpu_s_per_gib", r->cpu_s_per_gib,
-                              "git_cpu_s_per_gib", r->child_s_per_gib);
-        if (r->alloc_counted) {
-            json_object_set_new(o, "alloc_bytes_per_gib", json_real(r->alloc_per_gib));
-            json_object_set_new(o, "alloc_calls_per_gib", json_real(r->calls_per_gib));
-        }
-        if (r->profile[0])
-            json_object_set_new(o, "profile", json_string(r->profile));
-        json_array_append_new(arr, o);
-    }
-    json_object_set_new(j, "runs", arr);
-    json_object_set_new(j, "ratios", jr);
-    char *js = json_dumps(j, JSON_INDENT(2));
-    struct fk_outfile jf;
-    snprintf(path, sizeof path, "%s/report.json", opt.out);
-    bool ok = fk_outfile_open(&jf, path, 0644);
-    if (ok && !(fk_outfile_printf(&jf, "%s\n", js) && fk_outfile_commit(&jf))) {
-        fk_outfile_abort(&jf);
-        ok = false;
-    }
-    free(js);
-    json_decref(j);
-    if (!ok)
-        return 1;
-    fprintf(stdout, "report: %s/report.md, %s/report.json\n", opt.out, opt.out);
     return 0;
 }

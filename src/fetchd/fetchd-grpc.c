@@ -565,6 +565,8 @@ int main(int argc, char **argv)
         peer_name(p);
         pthread_t t;
         enum fd_admit adm = fd_gate_enter(&gate, p->peer);
+        if (adm == FD_ADMIT && opt.verbose)
+            fd_log("%s: %s call admitted", p->peer, op == FD_OP_ADVERTISE ? "advertise" : "upload-pack");
         if (adm != FD_ADMIT)
             reject(p, adm);
         else if (pthread_create(&t, &at, worker_thread, p) != 0) {

@@ -6,6 +6,7 @@
 
 #include "util/fk.h"
 #include "util/buf.h"
+#include "util/crypto-dyn.h"
 #include <pthread.h>
 #include <sys/types.h>
 
@@ -23,9 +24,12 @@ enum fd_op { FD_OP_ADVERTISE, FD_OP_UPLOAD_PACK };
  * names that are absolute, contain "..", or resolve outside root are refused;
  * a missing or non-git directory is "repository not found". */
 char *fd_repo_resolve(const char *root, const char *name, char *err, size_t errlen);
-/* Feed the repository's ref state (HEAD, packed-refs, loose refs, in a
- * fixed order, each length-prefixed) into a SHA-256 context (an EVP_MD_CTX *). */
-void fd_repo_refstate(void *sha256_ctx, const char *gitdir);
+/* Feed the repository's ref state (HEAD, packed-refs, then every loose ref
+ * in directory order; names and contents length-prefixed) into a SHA-256
+ * context. Allocates nothing. Two different states never feed the same
+ * bytes; the same state read in another directory order (a directory
+ * rewritten) feeds other bytes: a cache miss, never a wrong hit. */
+void fd_repo_refstate(struct fk_sha256_ctx *c, const char *gitdir);
 
 /* --- the git child (child.c) --- */
 struct fd_child {
@@ -43,7 +47,9 @@ void fd_child_kill(struct fd_child *c);
 
 /* --- the pack cache (cache.c) --- */
 struct fd_cache;
-/* dir is created if missing; max_bytes 0 disables the cache (returns NULL). */
+/* dir is created if missing; max_bytes 0 disables the cache (returns NULL).
+ * Loads libcrypto (util/crypto-dyn) for the keys: a server without a cache
+ * never maps it. */
 struct fd_cache *fd_cache_open(const char *dir, uint64_t max_bytes);
 void fd_cache_close(struct fd_cache *c);
 /* The key of a response: SHA-256 (hex) of the repository, its ref state and
@@ -97,6 +103,10 @@ struct fd_client;
 extern bool fd_client_small_window;
 /* addr: HOST:PORT. NULL with a message on failure. */
 struct fd_client *fd_client_new(enum fd_transport t, const char *addr, char *err, size_t errlen);
+/* Another client on c's connection: for gRPC the same channel (one HTTP/2
+ * connection, calls multiplexed on it) with its own completion queue, so
+ * each thread has one; c must be freed after it. */
+struct fd_client *fd_client_share(struct fd_client *c);
 void fd_client_free(struct fd_client *c);
 /* Perform one request; every response piece goes to sink. Returns true on a
  * complete response; false with the server's error or a transport error. */

@@ -4,8 +4,8 @@
 EXTRA_DIST += src/fetchd/fetchd.proto
 if FK_FETCHD
 noinst_LIBRARIES += libfetchd.a
-FETCHD_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/src -I$(top_builddir)/src $(GRPC_CFLAGS) $(PROTOBUF_C_CFLAGS) $(LIBCRYPTO_CFLAGS)
-FETCHD_LIBS = libfetchd.a libflamekit.a $(GRPC_LIBS) $(PROTOBUF_C_LIBS) $(ZLIB_LIBS) $(LIBCRYPTO_LIBS) -lpthread
+FETCHD_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/src -I$(top_builddir)/src $(GRPC_CFLAGS) $(PROTOBUF_C_CFLAGS)
+FETCHD_LIBS = libfetchd.a libflamekit.a $(GRPC_LIBS) $(PROTOBUF_C_LIBS) $(ZLIB_LIBS) -lpthread
 libfetchd_a_CFLAGS = $(FETCHD_CFLAGS)
 libfetchd_a_SOURCES = src/fetchd/fetchd.h src/fetchd/repo.c src/fetchd/child.c \
 	src/fetchd/cache.c src/fetchd/pkt.c src/fetchd/client.c src/fetchd/server.c
@@ -30,7 +30,7 @@ fetchd_sock_LDADD = $(FETCHD_LIBS)
 fetchd_client_SOURCES = src/fetchd/fetchd-client.c
 fetchd_client_CFLAGS = $(FETCHD_CFLAGS)
 fetchd_client_LDADD = $(FETCHD_LIBS)
-fetch_bench_SOURCES = src/fetchd/fetch-bench.c
+fetch_bench_SOURCES = src/fetchd/fetch-bench.c src/fetchd/bench.h src/fetchd/bench-report.c
 fetch_bench_CFLAGS = $(FETCHD_CFLAGS) $(JANSSON_CFLAGS) -DFK_PKGLIBEXECDIR='"$(pkglibexecdir)"'
 fetch_bench_LDADD = $(FETCHD_LIBS) $(JANSSON_LIBS) -lm
 

@@ -12,8 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 static bool is_gitdir(const char *d)
 {
     struct stat st;
@@ -36,6 +34,19 @@ static bool under_root(const char *rroot, const char *path, char out[PATH_MAX])
     if (rl == 1 && rroot[0] == '/')
         return true;
     return strncmp(real, rroot, rl) == 0 && (real[rl] == '/' || real[rl] == 0);
+}
+
+/* fopen(path) only when it exists: fopen allocates its FILE before it
+ * tries, and most git directories have no commondir or alternates. */
+static FILE *open_if_present(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return NULL;
+    FILE *f = fdopen(fd, "r");
+    if (!f)
+        close(fd);
+    return f;
 }
 
 /* The parts of a git directory that git itself follows (objects, refs, a
@@ -62,7 +73,7 @@ static bool parts_under_root(const char *rroot, const char *gitdir, int depth, c
     }
     /* commondir: a linked worktree's git directory shares another's. */
     snprintf(p, sizeof p, "%s/commondir", gitdir);
-    FILE *f = fopen(p, "re");
+    FILE *f = open_if_present(p);
     if (f) {
         char line[PATH_MAX], target[PATH_MAX * 2 + 2];
         bool ok = true;
@@ -78,7 +89,7 @@ static bool parts_under_root(const char *rroot, const char *gitdir, int depth, c
             return false;
     }
     snprintf(p, sizeof p, "%s/objects/info/alternates", gitdir);
-    f = fopen(p, "re");
+    f = open_if_present(p);
     if (!f)
         return true;
     char line[PATH_MAX], target[PATH_MAX * 2 + 16];
@@ -170,16 +181,16 @@ char *fd_repo_resolve(const char *root, const char *name, char *err, size_t errl
 }
 
 /* SHA-256 input, unambiguous: every piece is length-prefixed. */
-static void feed(EVP_MD_CTX *c, const void *data, size_t len)
+static void feed(struct fk_sha256_ctx *c, const void *data, size_t len)
 {
     uint64_t l = len;
-    if (!EVP_DigestUpdate(c, &l, sizeof l) || !EVP_DigestUpdate(c, data, len))
-        fk_die("SHA-256 failed in libcrypto");
+    fk_sha256_update(c, &l, sizeof l);
+    fk_sha256_update(c, data, len);
 }
 
 /* A file's name and contents (in length-prefixed pieces, ending with an
  * empty one); regular files only: a FIFO planted in refs/ must not hang us. */
-static void feed_file(EVP_MD_CTX *c, const char *path)
+static void feed_file(struct fk_sha256_ctx *c, const char *path)
 {
     feed(c, path, strlen(path));
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
@@ -192,7 +203,7 @@ static void feed_file(EVP_MD_CTX *c, const char *path)
         feed(c, "-", 1);    /* missing or not a file: differs from any contents */
         return;
     }
-    char buf[8192];
+    char buf[4096];
     ssize_t r;
     while ((r = read(fd, buf, sizeof buf)) > 0)
         feed(c, buf, (size_t)r);
@@ -200,36 +211,42 @@ static void feed_file(EVP_MD_CTX *c, const char *path)
     feed(c, "", 0);
 }
 
-static int by_name(const struct dirent **a, const struct dirent **b)
+/* Every file under path (a PATH_MAX buffer holding the directory's name,
+ * extended and restored here), in directory order: getdents64 into a
+ * buffer on the stack, where opendir/scandir would allocate 32 KiB and a
+ * copy of every entry per request. Depth and path length are bounded. */
+static void feed_dir(struct fk_sha256_ctx *c, char *path, int depth)
 {
-    return strcmp((*a)->d_name, (*b)->d_name);
-}
-
-/* Every file under dir, in name order. */
-static void feed_dir(EVP_MD_CTX *c, const char *dir, int depth)
-{
-    struct dirent **v;
-    int n = depth > 32 ? -1 : scandir(dir, &v, NULL, by_name);
-    if (n < 0)
+    size_t plen = strlen(path);
+    int fd = depth > 32 ? -1 : open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
         return;
-    for (int i = 0; i < n; i++) {
-        if (v[i]->d_name[0] != '.') {
-            char p[PATH_MAX];
-            snprintf(p, sizeof p, "%s/%s", dir, v[i]->d_name);
+    _Alignas(8) char buf[1024];
+    ssize_t n;
+    while ((n = getdents64(fd, buf, sizeof buf)) > 0) {
+        for (ssize_t off = 0; off < n; ) {
+            const struct dirent64 *e = (const struct dirent64 *)(buf + off);
+            off += e->d_reclen;
+            size_t nl = strlen(e->d_name);
+            if (e->d_name[0] == '.' || plen + 1 + nl >= PATH_MAX)
+                continue;
+            path[plen] = '/';
+            memcpy(path + plen + 1, e->d_name, nl + 1);
             struct stat st;
-            if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
-                feed_dir(c, p, depth + 1);
-            else if (lstat(p, &st) == 0)
-                feed_file(c, p);
+            bool dir = e->d_type == DT_DIR ||
+                       (e->d_type == DT_UNKNOWN && lstat(path, &st) == 0 && S_ISDIR(st.st_mode));
+            if (dir)
+                feed_dir(c, path, depth + 1);
+            else
+                feed_file(c, path);
+            path[plen] = 0;
         }
-        free(v[i]);
     }
-    free(v);
+    close(fd);
 }
 
-void fd_repo_refstate(void *sha256_ctx, const char *gitdir)
+void fd_repo_refstate(struct fk_sha256_ctx *c, const char *gitdir)
 {
-    EVP_MD_CTX *c = sha256_ctx;
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/HEAD", gitdir);
     feed_file(c, p);

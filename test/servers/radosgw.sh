@@ -44,7 +44,7 @@ start) ;;
 esac
 
 for b in ceph ceph-mon ceph-osd radosgw radosgw-admin monmaptool; do
-    command -v "$b" >/dev/null 2>&1 || { echo "radosgw.sh: $b not installed (scripts/install-deps installs radosgw ceph-mon ceph-osd ceph-common)" >&2; exit 77; }
+    command -v "$b" >/dev/null 2>&1 || { echo "radosgw.sh: $b not installed (scripts/install-deps --tests installs radosgw ceph-mon ceph-osd ceph-common)" >&2; exit 77; }
 done
 [ "$(id -u)" -eq 0 ] || { echo "radosgw.sh: needs root (ceph daemons)" >&2; exit 77; }
 

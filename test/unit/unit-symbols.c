@@ -427,6 +427,36 @@ static void test_symtab_labels(void)
     fk_symtab_free(&t);
 }
 
+/* Names a hostile file repeats are stored once, long ones cut, and a
+ * table with a budget refuses what would pass it. */
+static void test_symtab_budget(void)
+{
+    size_t big = 1 << 20;
+    char *name = malloc(big + 1);
+    memset(name, 'x', big);
+    name[big] = 0;
+    struct fk_symtab t = { 0 };
+    for (uint64_t i = 0; i < 5000; i++)
+        fk_symtab_add(&t, 0x1000 + i, 1, name);
+    UNIT_CHECK("symtab: 5000 symbols naming one 1 MiB string hold one name",
+               t.strs.len == FK_SYM_NAME_MAX + 1);
+    UNIT_CHECK("symtab: ... cut at FK_SYM_NAME_MAX", strlen(t.strs.data) == FK_SYM_NAME_MAX);
+    UNIT_CHECK("symtab: ... and under 256 KiB", fk_symtab_bytes(&t) < 256 * 1024);
+    fk_symtab_sort(&t);
+    UNIT_CHECK("symtab: sorted: every symbol kept, the interning index dropped",
+               t.n == 5000 && t.names.slot == NULL);
+    fk_symtab_free(&t);
+    struct fk_symtab b = { .budget = 64 * 1024 };
+    size_t added = 0;
+    for (uint64_t i = 0; i < 5000 && fk_symtab_add(&b, 0x1000 + i, 1, name + i); i++)
+        added++;
+    UNIT_CHECK("symtab: distinct names stop at the budget", b.over && added > 0 && added < 5000);
+    UNIT_CHECK("symtab: ... within it", fk_symtab_bytes(&b) <= 64 * 1024);
+    UNIT_CHECK("symtab: ... and refuse every later add", !fk_symtab_add(&b, 1, 1, "x") && b.n == added);
+    fk_symtab_free(&b);
+    free(name);
+}
+
 int main(void)
 {
     unit_name = "unit-symbols";
@@ -443,6 +473,7 @@ int main(void)
     signal(SIGPIPE, SIG_IGN);
 
     test_symtab_labels();
+    test_symtab_budget();
     test_self();
     test_deleted("deleted after first sight, fd kept", true, false, false);
     test_deleted("replaced after first sight, fd kept", true, true, false);

@@ -44,7 +44,7 @@ static struct fk_uw_result walk(struct env *e, uint64_t ip, uint64_t sp, uint64_
     regs[FK_UW_FP] = fp;
     struct fk_uw_stack st = { (const unsigned char *)stack + (sp - BASE), sp, len, full };
     struct fk_uw_result res;
-    fk_uw_walk(fk_uw_arch(), regs, &st, resolve, e, max, FK_UW_DEFAULT_MAX_NS, pcs, &res);
+    fk_uw_walk(fk_uw_arch(), regs, &st, resolve, e, max, FK_UW_DEFAULT_MAX_NS, pcs, NULL, &res);
     return res;
 }
 

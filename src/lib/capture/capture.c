@@ -5,6 +5,7 @@
  * and turned into stacks for the event kind), and the final counts. */
 #include "capture/engine.h"
 #include "util/buf.h"
+#include "util/procfs.h"
 
 #include <errno.h>
 #include <perf/cpumap.h>
@@ -25,6 +26,8 @@
 #define POLL_MS 100
 /* symbol loading per wake-up, in the window (the rings hold a second) */
 #define PRELOAD_NS (20 * 1000000ull)
+/* copying the rings out while /proc is read at the start */
+#define DRAIN_NS (10 * 1000000ull)
 
 static uint64_t mono_ns(void)
 {
@@ -103,6 +106,11 @@ struct fk_loc fk_engine_named_frame(struct fk_engine *e, const char *name)
 struct fk_symbolizer *fk_engine_symbolizer(struct fk_engine *e)
 {
     return e->sym;
+}
+
+struct fk_unwinder *fk_engine_unwinder(struct fk_engine *e)
+{
+    return e->uw;
 }
 
 const struct fk_evkind_values *fk_engine_values(const struct fk_engine *e)
@@ -308,6 +316,22 @@ static void handle_record(void *ctx, const union perf_event *ev)
         handle_side_band(e, ev);
 }
 
+/* The ring reader's tap: samples to the stack hooks that read the target
+ * early (struct fk_stack_hook.early), as they leave the ring. */
+static void early_tap(void *ctx, const void *rec, size_t len)
+{
+    struct fk_engine *e = ctx;
+    const union perf_event *ev = rec;
+    struct fk_sample s;
+    unsigned idx;
+    if (ev->header.type != PERF_RECORD_SAMPLE || !event_of(e, ev, &idx) ||
+        !fk_sample_parse(&e->fmt[idx], rec, len, &s) || s.pid <= 0)
+        return;
+    for (size_t i = 0; i < e->o->nstack_hooks; i++)
+        if (e->o->stack_hooks[i]->early)
+            e->o->stack_hooks[i]->early(e->o->stack_hooks[i]->state, e, &s);
+}
+
 /* Copy the rings out, then handle what is older than cutoff. */
 static void read_rings(struct fk_engine *e, uint64_t cutoff)
 {
@@ -329,11 +353,15 @@ static void report_progress(struct fk_engine *e, uint64_t start, uint64_t now, b
     e->o->progress(e->o->progress_ctx, &p);
 }
 
-/* Table and symbolizer bytes, the peak kept in r->mem_bytes. */
+/* Table, symbolizer and stack-hook bytes, the peak kept in r->mem_bytes. */
 static uint64_t track_memory(struct fk_engine *e)
 {
-    fk_sym_set_other_bytes(e->sym, fk_stacktab_bytes(&e->raw));
-    uint64_t mem = fk_stacktab_bytes(&e->raw) + fk_sym_bytes(e->sym);
+    uint64_t hooks = 0;
+    for (size_t i = 0; i < e->o->nstack_hooks; i++)
+        if (e->o->stack_hooks[i]->bytes)
+            hooks += e->o->stack_hooks[i]->bytes(e->o->stack_hooks[i]->state);
+    fk_sym_set_other_bytes(e->sym, fk_stacktab_bytes(&e->raw) + hooks);
+    uint64_t mem = fk_stacktab_bytes(&e->raw) + fk_sym_bytes(e->sym) + hooks;
     if (mem > e->r->mem_bytes)
         e->r->mem_bytes = mem;
     return mem;
@@ -348,6 +376,36 @@ static void engine_symbolizer(struct fk_engine *e)
         e->uw = fk_unwinder_new(e->sym);
 }
 
+/* Every process that exists now, read from /proc, the rings copied out
+ * (not handled: a sample's process may not be read yet) every DRAIN_NS
+ * meanwhile: on a busy host or in a slow build reading /proc takes seconds,
+ * and rings left alone that long overflow, the event counted but its
+ * samples lost. The copies are bounded by half the memory limit. */
+struct scan_ctx {
+    struct fk_engine *e;
+    uint64_t last_drain;
+};
+
+static bool scan_one(pid_t pid, void *arg)
+{
+    struct scan_ctx *c = arg;
+    fk_sym_scan_pid(c->e->sym, pid);
+    uint64_t now = mono_ns();
+    if (now - c->last_drain >= DRAIN_NS &&
+        (!c->e->o->max_mem_bytes || c->e->ring.buf.len < c->e->o->max_mem_bytes / 2)) {
+        fk_ringq_read(&c->e->ring, c->e->evlist, &c->e->fmt[0]);
+        c->last_drain = now;
+    }
+    return true;
+}
+
+static void scan_all_draining(struct fk_engine *e)
+{
+    struct scan_ctx c = { e, mono_ns() };
+    if (!fk_proc_for_each_pid(scan_one, &c))
+        fk_warn("cannot list /proc: %s", strerror(errno));
+}
+
 /* Symbolizer and unwinder ready, events on, processes that exist now
  * read from /proc (side-band first: nothing between them is missed), a
  * run target released. Returns FK_EXIT_OK or the exit status. */
@@ -355,6 +413,11 @@ static int engine_start(struct fk_engine *e)
 {
     const struct fk_target *t = e->o->target;
     engine_symbolizer(e);
+    for (size_t i = 0; i < e->o->nstack_hooks && !e->ring.tap; i++)
+        if (e->o->stack_hooks[i]->early) {
+            e->ring.tap = early_tap;
+            e->ring.tap_ctx = e;
+        }
     if (t->kind != FK_TARGET_RUN)
         perf_evlist__enable(e->evlist);
     fk_engine_cgroup_counters(e, PERF_EVENT_IOC_ENABLE);
@@ -364,7 +427,7 @@ static int engine_start(struct fk_engine *e)
     else if (t->kind == FK_TARGET_RUN)
         fk_sym_scan_pid(e->sym, t->pids[0]);
     else
-        fk_sym_scan_all(e->sym);
+        scan_all_draining(e);
     if (t->kind == FK_TARGET_RUN) {
         int xe;
         if (!fk_target_run_exec((struct fk_target *)t, &xe)) {

@@ -93,6 +93,8 @@ struct fk_capture_opts {
     /* The event kind (capture/evkind.h); NULL: fk_evkind_clock when
      * event.freq is set, else fk_evkind_counted. */
     const struct fk_evkind *kind;
+    const void *kind_opts;          /* the kind's own options (struct fk_offcpu_opts
+                                       for fk_evkind_offcpu); NULL: none */
     /* Stack rewriters run on every kept sample after unwinding, in order. */
     const struct fk_stack_hook *const *stack_hooks;
     size_t nstack_hooks;

@@ -264,6 +264,18 @@ static void base_attr(struct fk_engine *e, unsigned i, struct perf_event_attr *a
     a->enable_on_exec = t->kind == FK_TARGET_RUN;
     a->watermark = 1;
     a->wakeup_watermark = (uint32_t)(e->pages * (unsigned)sysconf(_SC_PAGESIZE) / 4);
+    /* a stack hook that reads the target as samples leave the ring wants
+     * them soon: wake up every sample up to 1000 Hz (the limit without
+     * --unsafe-limits; beyond, every freq/1000 samples), not at a quarter
+     * ring: a Python generator moves on within a millisecond */
+    bool early = false;
+    for (size_t k = 0; k < o->nstack_hooks; k++)
+        early = early || o->stack_hooks[k]->early;
+    if (early) {
+        uint64_t rate = o->event.freq ? o->event.freq : 1000;
+        a->watermark = 0;
+        a->wakeup_events = rate > 1000 ? (uint32_t)(rate / 1000) : 1;
+    }
 }
 
 bool fk_engine_configure(struct fk_engine *e)

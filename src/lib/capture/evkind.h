@@ -58,10 +58,11 @@ struct fk_stack_frames {
                                    the kernel's frame-pointer chain) */
 };
 
-/* The profile's values for a kind: sample types "samples/count" and
+/* The profile's values for a kind: sample types "COUNT_TYPE/count" and
  * (type, unit); fold_weight: the folded stacks count weights (ns, events),
  * else samples. period: pprof's period, in unit. */
 struct fk_evkind_values {
+    const char *count_type;     /* what nsamples counts ("switches"); NULL: "samples" */
     const char *type, *unit;
     int64_t period;
     bool fold_weight;
@@ -111,6 +112,13 @@ struct fk_stack_hook {
     void *state;
     void (*user_frames)(void *state, struct fk_engine *e, const struct fk_sample *s,
                         struct fk_stack_frames *st);
+    /* Optional: each sample as it is copied out of its ring, before it
+     * waits (REORDER_SLACK) to be handled in time order and before any
+     * filter: for state of the target that must be read as soon after the
+     * sample as possible (a Python thread's frames). Must be cheap. */
+    void (*early)(void *state, struct fk_engine *e, const struct fk_sample *s);
+    /* Optional: bytes the hook holds, counted toward --max-memory. */
+    size_t (*bytes)(void *state);
 };
 
 /* ---- what kinds and hooks may call ---- */
@@ -129,6 +137,9 @@ void fk_engine_add_ref(struct fk_engine *e, uint32_t ref, uint64_t nsamples, uin
 struct fk_loc fk_engine_named_frame(struct fk_engine *e, const char *name);
 /* The symbolizer (comm of a thread, locations), for kinds that need it. */
 struct fk_symbolizer *fk_engine_symbolizer(struct fk_engine *e);
+/* The DWARF unwinder (NULL in frame-pointer mode): for stack hooks that
+ * read the last sample's frame stack pointers (fk_unwind_last_sps). */
+struct fk_unwinder *fk_engine_unwinder(struct fk_engine *e);
 /* The kind's values as its values hook set them (period: the weight of one
  * sample of a fixed-rate kind). */
 const struct fk_evkind_values *fk_engine_values(const struct fk_engine *e);

@@ -3,6 +3,8 @@
 # kinds, targets and their filters, host facts, software events and the
 # one-in-N check
 libflamekit_a_SOURCES += src/lib/capture/capture.c src/lib/capture/capture.h
+# the Python stack hook (unwind/python.h through capture/evkind.h)
+libflamekit_a_SOURCES += src/lib/capture/pyframes.c src/lib/capture/pyframes.h
 libflamekit_a_SOURCES += src/lib/capture/engine.h src/lib/capture/config.c
 libflamekit_a_SOURCES += src/lib/capture/open.c src/lib/capture/naming.c
 libflamekit_a_SOURCES += src/lib/capture/sample.c src/lib/capture/sample.h
@@ -12,3 +14,6 @@ libflamekit_a_SOURCES += src/lib/capture/target.c src/lib/capture/target.h
 libflamekit_a_SOURCES += src/lib/capture/sysinfo.c
 libflamekit_a_SOURCES += src/lib/capture/period_check.c src/lib/capture/period_check.h
 libflamekit_a_SOURCES += src/lib/capture/swevent.c src/lib/capture/swevent.h
+libflamekit_a_SOURCES += src/lib/capture/tracefs.c src/lib/capture/tracefs.h
+libflamekit_a_SOURCES += src/lib/capture/blocktime.c src/lib/capture/blocktime.h
+libflamekit_a_SOURCES += src/lib/capture/offcpu.c src/lib/capture/offcpu.h

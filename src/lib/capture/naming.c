@@ -40,7 +40,7 @@ struct namer {
 /* samples/count and the kind's value; pprof's period */
 static void set_sample_types(struct fk_prof *p, const struct fk_evkind_values *v)
 {
-    fk_prof_add_type(p, "samples", "count");
+    fk_prof_add_type(p, v->count_type ? v->count_type : "samples", "count");
     fk_prof_add_type(p, v->type, v->unit);
     p->period_type = p->types[1];
     p->period = v->period;

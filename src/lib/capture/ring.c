@@ -23,8 +23,8 @@ void fk_ringq_push(struct fk_ringq *q, const void *rec, size_t len, const struct
     fk_buf_add(&q->buf, rec, len);
     if (len % 8)
         fk_buf_add(&q->buf, &zero_pad, 8 - len % 8);   /* the next copy stays aligned */
-    if (q->tap)
-        q->tap(q->tap_ctx, rec, len);
+    if (q->tap)     /* the aligned copy: decoders read it in place */
+        q->tap(q->tap_ctx, q->buf.data + r->off, len);
 }
 
 void fk_ringq_read(struct fk_ringq *q, struct perf_evlist *evlist, const struct fk_sample_format *f)
@@ -38,7 +38,12 @@ void fk_ringq_read(struct fk_ringq *q, struct perf_evlist *evlist, const struct 
             fk_ringq_push(q, ev, ev->header.size, f);
             perf_mmap__consume(map);
         }
-        perf_mmap__read_done(map);
+        /* No perf_mmap__read_done: it sets the read position to the head
+         * as it is now, past any record the kernel wrote since the last
+         * perf_mmap__read_event saw the ring empty; those were skipped,
+         * counted by the event but lost without a trace (a few samples a
+         * capture when the reader is slow, failing the one-in-N check).
+         * It is for overwrite rings; ours already stand where they read. */
     }
 }
 

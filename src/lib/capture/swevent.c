@@ -1,15 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Software events and tracepoints by name: see swevent.h. */
 #include "capture/swevent.h"
+#include "capture/tracefs.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 static const struct {
     const char *name, *alias;
@@ -31,28 +29,6 @@ const char *fk_swevent_list(void)
            "cpu-migrations (migrations), alignment-faults, emulation-faults, SUBSYSTEM:TRACEPOINT";
 }
 
-static bool dir_has(const char *dir, const char *entry)
-{
-    char p[512];
-    struct stat st;
-    snprintf(p, sizeof p, "%s/%s", dir, entry);
-    return stat(p, &st) == 0;
-}
-
-/* tracefs root with an events/ directory; mounts it (root only) if absent. */
-static const char *tracefs_root(void)
-{
-    static const char *const roots[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
-    for (size_t i = 0; i < sizeof roots / sizeof roots[0]; i++)
-        if (dir_has(roots[i], "events"))
-            return roots[i];
-    /* Not mounted (perf mounts it the same way); failure just means "not found". */
-    if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) == 0 &&
-        dir_has("/sys/kernel/tracing", "events"))
-        return "/sys/kernel/tracing";
-    return NULL;
-}
-
 static bool valid_tp_part(const char *s, size_t n)
 {
     if (n == 0)
@@ -72,7 +48,7 @@ static bool resolve_tracepoint(const char *spec, const char *colon, struct fk_sw
         snprintf(err, errlen, "bad tracepoint '%s': want SUBSYSTEM:NAME, e.g. sched:sched_switch", spec);
         return false;
     }
-    const char *root = tracefs_root();
+    const char *root = fk_tracefs_root();
     if (!root) {
         snprintf(err, errlen, "tracepoint '%s': tracefs is not mounted and could not be "
                  "(mount -t tracefs nodev /sys/kernel/tracing, as root)", spec);

@@ -167,7 +167,31 @@ static bool is_cgroup2_dir(const char *path)
            sf.f_type == CGROUP2_SUPER_MAGIC;
 }
 
-/* Container id -> the cgroup path component naming it, from /proc/ANY/cgroup. */
+/* Whether the cgroup path component c[0..n) names id: the component
+ * itself, or a full container id (64 hex digits) in it as runtimes write
+ * it, between a non-alphanumeric byte or its start and ".scope" or its
+ * end (docker-ID.scope, libpod-ID.scope, cri-containerd-ID.scope, ID).
+ * Never a part of a name: "slice" names no "system.slice". */
+static bool component_names(const char *c, size_t n, const char *id)
+{
+    size_t il = strlen(id);
+    if (n == il && !memcmp(c, id, n))
+        return true;
+    if (il != 64 || strspn(id, "0123456789abcdef") != 64)
+        return false;
+    for (size_t i = 0; i + il <= n; i++) {
+        if (memcmp(c + i, id, il) || (i && isalnum((unsigned char)c[i - 1])))
+            continue;
+        const char *rest = c + i + il;
+        size_t left = n - i - il;
+        if (!left || (left == 6 && !memcmp(rest, ".scope", 6)))
+            return true;
+    }
+    return false;
+}
+
+/* Container id -> the cgroup path down to the component naming it
+ * (component_names), from /proc/ANY/cgroup. */
 static char *cgroup_of_container(const char *id)
 {
     DIR *d = opendir("/proc");
@@ -192,11 +216,12 @@ static char *cgroup_of_container(const char *id)
                 continue;
             char *p = line + 3;
             p[strcspn(p, "\n")] = 0;
-            char *hit = strstr(p, id);
-            if (!hit || hit == p)
-                continue;
-            char *end = strchr(hit, '/');
-            found = end ? fk_strndup(p, (size_t)(end - p)) : fk_strdup(p);
+            for (char *c = p; *c == '/' && !found;) {
+                size_t n = strcspn(c + 1, "/");
+                if (component_names(c + 1, n, id))
+                    found = fk_strndup(p, (size_t)(c + 1 + n - p));
+                c += 1 + n;
+            }
         }
         free(line);
         fclose(f);

@@ -27,7 +27,8 @@ void fk_sha256_hex(const void *data, size_t len, char out[65])
 
 bool fk_sha256_file_hex(int fd, uint64_t off, uint64_t len, char out[65])
 {
-    struct fk_sha256_ctx *c = fk_sha256_begin();
+    struct fk_sha256_ctx c;
+    fk_sha256_begin(&c);
     size_t cap = 1 << 16;
     char *buf = fk_malloc(cap);
     bool ok = true;
@@ -42,12 +43,12 @@ bool fk_sha256_file_hex(int fd, uint64_t off, uint64_t len, char out[65])
             ok = false;
             break;
         }
-        fk_sha256_update(c, buf, (size_t)r);
+        fk_sha256_update(&c, buf, (size_t)r);
         off += (uint64_t)r;
         len -= (uint64_t)r;
     }
     unsigned char md[32];
-    fk_sha256_end(c, md);
+    fk_sha256_end(&c, md);
     if (ok)
         to_hex(md, 32, out);
     free(buf);

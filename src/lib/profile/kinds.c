@@ -99,6 +99,17 @@ static char *faults_subtitle(const struct fk_profile_request *rq, const struct f
     return fk_strdup(res->check.summary);
 }
 
+/* CGROUP: samples lost host-wide may have been the cgroup's: its estimate
+ * is the folded total, at most that plus every lost sample. */
+static uint64_t target_estimate_max(const struct fk_profile_result *res)
+{
+    const struct fk_capture_result *r = &res->cap;
+    uint64_t lost = r->lost > r->lost_samples ? r->lost : r->lost_samples;
+    uint64_t k = res->event.period ? res->event.period : 1;
+    return r->stacks.total + (lost > (UINT64_MAX - r->stacks.total) / k
+                              ? UINT64_MAX - r->stacks.total : lost * k);
+}
+
 static json_t *faults_meta(const struct fk_profile_request *rq, const struct fk_profile_result *res)
 {
     (void)rq;
@@ -121,8 +132,11 @@ static json_t *faults_meta(const struct fk_profile_request *rq, const struct fk_
                         json_pack("[I, I]", (json_int_t)pr->lo, (json_int_t)pr->hi));
     bool host_wide = rq->target == FK_TARGET_USER || rq->target == FK_TARGET_CGROUP;
     json_object_set_new(f, "checked_on", json_string(host_wide ? "host" : "target"));
-    if (r->have_target_count)
+    if (r->have_target_count) {
         json_object_set_new(f, "target_count", json_integer((json_int_t)r->target_count));
+        json_object_set_new(f, "estimate_of_target_max",
+                            json_integer((json_int_t)target_estimate_max(res)));
+    }
     json_object_set_new(f, "sample_period_in_sample_type", json_false());
     json_object_set_new(f, "unit", json_string(res->unit));
     return f;
@@ -137,10 +151,212 @@ static void faults_summary(FILE *out, const struct fk_profile_request *rq,
         fprintf(out, "  %llu of the samples belong to %s (%llu %s); the check covers the host\n",
                 (unsigned long long)r->samples_kept, res->target.scope,
                 (unsigned long long)r->stacks.total, res->unit);
-    if (r->have_target_count)
-        fprintf(out, "  the cgroup's own count: %llu %s (its samples estimate %.1f%% of it)\n",
-                (unsigned long long)r->target_count, res->unit,
-                r->target_count ? 100.0 * (double)r->stacks.total / (double)r->target_count : 0.0);
+    if (r->have_target_count) {
+        double c = r->target_count ? (double)r->target_count : 1.0;
+        uint64_t max = target_estimate_max(res);
+        fprintf(out, "  the cgroup's own count: %llu %s (its samples estimate %.1f%% of it",
+                (unsigned long long)r->target_count, res->unit, 100.0 * (double)r->stacks.total / c);
+        if (max > r->stacks.total)
+            fprintf(out, "; up to %.1f%% with the samples lost host-wide", 100.0 * (double)max / c);
+        fprintf(out, ")\n");
+    }
+}
+
+/* ---- offcpu ------------------------------------------------------- */
+
+static int offcpu_event(const struct fk_profile_request *rq, struct fk_event *ev,
+                        const char **unit, const char **countname, char *err, size_t errlen)
+{
+    const char *lift = rq->unsafe_limits ? "" : "; add --unsafe-limits to go beyond";
+    if (rq->switch_budget > FK_OFFCPU_MAX_BUDGET && !rq->unsafe_limits) {
+        snprintf(err, errlen, "--switch-budget %llu is above the limit of %d switch-outs "
+                 "per second%s", (unsigned long long)rq->switch_budget, FK_OFFCPU_MAX_BUDGET, lift);
+        return FK_EXIT_USAGE;
+    }
+    if (rq->one_in && rq->switch_budget) {
+        snprintf(err, errlen, "--every and --switch-budget exclude each other (--every fixes N)");
+        return FK_EXIT_USAGE;
+    }
+    struct fk_swevent sw;
+    if (!fk_swevent_resolve("sched:sched_switch", &sw, err, errlen))
+        return FK_EXIT_ERROR;
+    memset(ev, 0, sizeof *ev);
+    ev->type = sw.type;
+    ev->config = sw.config;
+    ev->period = rq->one_in ? rq->one_in : 1;     /* settled by offcpu_prepare */
+    snprintf(ev->name, sizeof ev->name, "sched:sched_switch");
+    *unit = "ns";
+    *countname = "ns";
+    return 0;
+}
+
+/* N from the rate measured before the window (the rate during the window
+ * is reported), and the stack copy for blocked stacks
+ * (FK_OFFCPU_STACK_SIZE unless asked). */
+static int offcpu_prepare(const struct fk_profile_request *rq, struct fk_profile_result *res,
+                          struct fk_capture_opts *co)
+{
+    const struct fk_target *t = &res->target;
+    uint64_t budget = rq->switch_budget ? rq->switch_budget : FK_OFFCPU_DEFAULT_BUDGET;
+    int64_t rate = -1;
+    if (t->kind == FK_TARGET_PID)
+        rate = fk_offcpu_switch_rate(t->pids, t->npids, FK_OFFCPU_RATE_PROBE_MS);
+    else if (t->kind != FK_TARGET_RUN)     /* host-wide: an upper bound for user, cgroup */
+        rate = fk_offcpu_switch_rate(NULL, 0, FK_OFFCPU_RATE_PROBE_MS);
+    /* a command to run has no rate yet (the host's says nothing about it):
+     * every switch-out, unless --every says otherwise; ring overflow is
+     * counted and its blocks dropped */
+    res->offcpu_rate_before = rate;
+    uint64_t n = rq->one_in;
+    if (!n)
+        n = rate > (int64_t)budget ? ((uint64_t)rate + budget - 1) / budget : 1;
+    res->event.period = n;
+    co->event.period = n;
+    struct fk_offcpu_opts *oo = &res->offcpu_opts;
+    memset(oo, 0, sizeof *oo);
+    oo->one_in = n;
+    oo->min_block_ns = rq->min_block_ns;
+    oo->wakers = rq->wakers;
+    oo->with_cpu = rq->with_cpu;
+    oo->cpu_freq = rq->freq;
+    oo->stats = &res->offcpu;
+    co->kind = &fk_evkind_offcpu;
+    co->kind_opts = oo;
+    co->weight_by_period = false;
+    if (!rq->stack_size)
+        co->stack_size = FK_OFFCPU_STACK_SIZE;
+    return 0;
+}
+
+static char *offcpu_title(const struct fk_profile_request *rq, const struct fk_profile_result *res)
+{
+    return fk_asprintf("%s: %s", rq->with_cpu ? "On- and off-CPU time" : rq->wakers
+                       ? "Off-CPU time with wakers" : "Off-CPU time", res->target.scope);
+}
+
+static char *offcpu_subtitle(const struct fk_profile_request *rq, const struct fk_profile_result *res)
+{
+    (void)rq;
+    const struct fk_offcpu_stats *o = &res->offcpu;
+    const struct fk_bt_stats *b = &o->blocks;
+    return fk_asprintf("%s, %.1f s, %.2f s blocked (S %.2f, D %.2f, R %.2f), "
+                       "1 in %llu switch-outs recorded%s%s",
+                       res->host, (double)res->cap.duration_ns / 1e9,
+                       (double)(b->ns_by_state[0] + b->ns_by_state[1] + b->ns_by_state[2] +
+                                b->ns_by_state[3]) / 1e9,
+                       (double)b->ns_by_state[FK_BT_SLEEPING] / 1e9,
+                       (double)b->ns_by_state[FK_BT_DISK] / 1e9,
+                       (double)b->ns_by_state[FK_BT_RUNNABLE] / 1e9,
+                       (unsigned long long)o->one_in, res->cap.lost ? ", SOME LOST" : "",
+                       b->lost_in ? ", switch-ins lost" : "");
+}
+
+static json_t *offcpu_meta(const struct fk_profile_request *rq, const struct fk_profile_result *res)
+{
+    const struct fk_offcpu_stats *o = &res->offcpu;
+    const struct fk_bt_stats *b = &o->blocks;
+    json_t *f = json_object();
+    json_object_set_new(f, "one_in", json_integer((json_int_t)o->one_in));
+    json_object_set_new(f, "switch_budget", json_integer((json_int_t)(rq->switch_budget ?
+                        rq->switch_budget : rq->one_in ? 0 : FK_OFFCPU_DEFAULT_BUDGET)));
+    json_object_set_new(f, "switch_rate_before", json_integer((json_int_t)res->offcpu_rate_before));
+    json_object_set_new(f, "switch_rate_peak", json_integer((json_int_t)o->peak_rate));
+    json_object_set_new(f, "switches_seen", json_integer((json_int_t)o->switch_outs));
+    json_object_set_new(f, "switch_ins_seen", json_integer((json_int_t)o->switch_ins));
+    json_object_set_new(f, "switches_recorded", json_integer((json_int_t)o->recorded));
+    json_object_set_new(f, "switches_sampled_one_in", json_integer((json_int_t)o->one_in));
+    json_object_set_new(f, "min_block_ns", json_integer((json_int_t)rq->min_block_ns));
+    json_object_set_new(f, "blocks", json_integer((json_int_t)b->blocks));
+    json_object_set_new(f, "blocks_open_at_end", json_integer((json_int_t)b->open));
+    json_object_set_new(f, "blocks_short", json_integer((json_int_t)b->short_blocks));
+    json_object_set_new(f, "blocks_short_ns", json_integer((json_int_t)b->short_ns));
+    json_object_set_new(f, "switch_ins_lost", json_integer((json_int_t)b->lost_in));
+    json_object_set_new(f, "reordered", json_integer((json_int_t)b->reordered));
+    json_object_set_new(f, "stale_switch_ins", json_integer((json_int_t)b->stale_in));
+    json_object_set_new(f, "tid_reused", json_integer((json_int_t)b->tid_reused));
+    json_object_set_new(f, "threads_over_limit", json_integer((json_int_t)b->table_full));
+    json_object_set_new(f, "threads_peak", json_integer((json_int_t)b->peak_threads));
+    json_object_set_new(f, "raw_mismatch", json_integer((json_int_t)o->raw_mismatch));
+    json_t *ns = json_object(), *cnt = json_object();
+    for (int s = 0; s < FK_BT_NSTATES; s++) {
+        json_object_set_new(ns, fk_bt_state_name((enum fk_bt_state)s),
+                            json_integer((json_int_t)b->ns_by_state[s]));
+        json_object_set_new(cnt, fk_bt_state_name((enum fk_bt_state)s),
+                            json_integer((json_int_t)b->blocks_by_state[s]));
+    }
+    json_object_set_new(f, "blocked_ns_by_state", ns);
+    json_object_set_new(f, "blocks_by_state", cnt);
+    if (rq->wakers) {
+        json_object_set_new(f, "wakeups_recorded", json_integer((json_int_t)o->wakeups_recorded));
+        json_object_set_new(f, "wakeups_matched", json_integer((json_int_t)b->wakeups_matched));
+        json_object_set_new(f, "blocks_without_waker", json_integer((json_int_t)o->waker_unmatched));
+    }
+    if (rq->with_cpu) {
+        json_object_set_new(f, "cpu_samples", json_integer((json_int_t)o->cpu_samples));
+        json_object_set_new(f, "cpu_ns", json_integer((json_int_t)o->cpu_ns));
+        json_object_set_new(f, "cpu_frequency_hz", json_integer((json_int_t)rq->freq));
+    }
+    json_object_set_new(f, "accounting_bytes", json_integer((json_int_t)o->bytes));
+    return f;
+}
+
+static void offcpu_summary(FILE *out, const struct fk_profile_request *rq,
+                           const struct fk_profile_result *res)
+{
+    const struct fk_offcpu_stats *o = &res->offcpu;
+    const struct fk_bt_stats *b = &o->blocks;
+    double secs = res->cap.duration_ns ? (double)res->cap.duration_ns / 1e9 : 1;
+    char before[48] = "unknown for a command";
+    if (res->offcpu_rate_before >= 0)
+        snprintf(before, sizeof before, "%lld/s%s", (long long)res->offcpu_rate_before,
+                 rq->target == FK_TARGET_PID ? "" : " host-wide");
+    fprintf(out, "  switch-outs: %llu seen (%.0f/s; before the window: %s), %llu recorded "
+            "(1 in %llu)\n", (unsigned long long)o->switch_outs, (double)o->switch_outs / secs,
+            before, (unsigned long long)o->recorded, (unsigned long long)o->one_in);
+    fprintf(out, "  blocked: S %.3f s, D %.3f s, R %.3f s, other %.3f s; %llu blocks still open "
+            "at the end (counted to it)\n",
+            (double)b->ns_by_state[FK_BT_SLEEPING] / 1e9, (double)b->ns_by_state[FK_BT_DISK] / 1e9,
+            (double)b->ns_by_state[FK_BT_RUNNABLE] / 1e9, (double)b->ns_by_state[FK_BT_OTHER] / 1e9,
+            (unsigned long long)b->open);
+    if (b->short_blocks)
+        fprintf(out, "  %llu blocks under --min-block dropped (%.3f s)\n",
+                (unsigned long long)b->short_blocks, (double)b->short_ns / 1e9);
+    if (b->lost_in || b->table_full)
+        fprintf(out, "  WARNING: %llu blocks dropped, their switch-in lost; %llu over the "
+                "thread limit (no time was guessed for them)\n",
+                (unsigned long long)b->lost_in, (unsigned long long)b->table_full);
+    if (rq->wakers)
+        fprintf(out, "  wakers: %llu wakeups recorded, %llu matched to a block, %llu blocks "
+                "without a recorded waker\n", (unsigned long long)o->wakeups_recorded,
+                (unsigned long long)b->wakeups_matched, (unsigned long long)o->waker_unmatched);
+    if (rq->with_cpu)
+        fprintf(out, "  on CPU: %llu samples at %llu Hz (%.3f s)\n",
+                (unsigned long long)o->cpu_samples, (unsigned long long)rq->freq,
+                (double)o->cpu_ns / 1e9);
+}
+
+/* Where a thread waits: the blocked part (not the waker's), without the
+ * open-at-end mark and the scheduler's own frames (schedule, __schedule,
+ * io_schedule, schedule_timeout...: every block ends in them). */
+static size_t offcpu_top_end(const char *stack, size_t len)
+{
+    const char *sep = memmem(stack, len, ";" FK_OFFCPU_WAKER_SEP ";", 4);
+    if (sep)
+        len = (size_t)(sep - stack);
+    for (;;) {
+        const char *semi = memrchr(stack, ';', len);
+        if (!semi)
+            return len;
+        const char *f = semi + 1;
+        size_t fl = len - (size_t)(f - stack);
+        bool kernel = fl > 4 && !memcmp(f + fl - 4, "_[k]", 4);
+        bool sched = kernel && (memmem(f, fl, "schedule", 8) || memmem(f, fl, "cond_resched", 12));
+        bool open = fl == sizeof FK_OFFCPU_OPEN_FRAME - 1 &&
+                    !memcmp(f, FK_OFFCPU_OPEN_FRAME, fl);
+        if (!sched && !open)
+            return len;
+        len = (size_t)(semi - stack);
+    }
 }
 
 /* ---- table -------------------------------------------------------- */
@@ -154,6 +370,11 @@ static const struct fk_profile_ops ops[] = {
         .name = "faults", .colors = "mem", .event = faults_event, .after = faults_after,
         .ok = faults_ok, .title = faults_title, .subtitle = faults_subtitle,
         .meta = faults_meta, .summary = faults_summary,
+    },
+    [FK_PROFILE_OFFCPU] = {
+        .name = "offcpu", .colors = "cold", .event = offcpu_event, .prepare = offcpu_prepare,
+        .title = offcpu_title, .subtitle = offcpu_subtitle, .meta = offcpu_meta,
+        .top_end = offcpu_top_end, .summary = offcpu_summary,
     },
 };
 

@@ -13,6 +13,10 @@ struct fk_profile_ops {
     /* The sampling event for rq: 0, or FK_EXIT_USAGE with one phrase in err. */
     int (*event)(const struct fk_profile_request *rq, struct fk_event *ev, const char **unit,
                  const char **countname, char *err, size_t errlen);
+    /* Before the capture (may be NULL): the kind's capture options (an
+     * event kind and its options, measured before the window), kept in res. */
+    int (*prepare)(const struct fk_profile_request *rq, struct fk_profile_result *res,
+                   struct fk_capture_opts *co);
     /* After the capture (may be NULL): e.g. verify one in N. */
     void (*after)(const struct fk_profile_request *rq, struct fk_profile_result *res);
     /* False when the result must not count as a success (--strict). */
@@ -22,6 +26,9 @@ struct fk_profile_ops {
     char *(*subtitle)(const struct fk_profile_request *rq, const struct fk_profile_result *res);
     /* The profile's own metadata object (may be NULL: none). */
     json_t *(*meta)(const struct fk_profile_request *rq, const struct fk_profile_result *res);
+    /* The summary's top frames: how much of a folded stack to look at, its
+     * last frame being the one shown (may be NULL: all of it, the leaf). */
+    size_t (*top_end)(const char *stack, size_t len);
     /* Summary lines after the common ones (may be NULL). */
     void (*summary)(FILE *out, const struct fk_profile_request *rq,
                     const struct fk_profile_result *res);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The metadata of a capture, schema 1 (flamekit-metadata(5)): the same
+/* The metadata of a capture, schema FK_RESULT_SCHEMA (flamekit-metadata(5)): the same
  * keys for every profile; what only one profile has goes into an object
  * named after it ("faults": {...}). Keep the man page in step. */
 #include "profile/kinds.h"
@@ -24,6 +24,48 @@ static const char *target_kinds[] = {
     [FK_TARGET_HOST] = "host", [FK_TARGET_PID] = "pid", [FK_TARGET_USER] = "user",
     [FK_TARGET_CGROUP] = "cgroup", [FK_TARGET_RUN] = "run",
 };
+
+/* "python": CPython frames read from the targets (unwind/python.h). */
+static json_t *python_json(const struct fk_profile_request *rq, const struct fk_profile_result *res)
+{
+    const struct fk_python_stats *p = &res->python;
+    json_t *o = json_object();
+    json_object_set_new(o, "mode", json_string(fk_python_mode_name(rq->python)));
+    if (rq->python == FK_PYTHON_OFF)
+        return o;
+    json_object_set_new(o, "versions", json_string(p->versions));
+    json_object_set_new(o, "processes", json_integer((json_int_t)p->processes));
+    json_object_set_new(o, "unknown_versions", json_string(p->unknown_version ? p->versions : ""));
+    json_object_set_new(o, "processes_unknown_version", json_integer((json_int_t)p->unknown_version));
+    json_object_set_new(o, "samples", json_integer((json_int_t)p->samples));
+    json_object_set_new(o, "spliced", json_integer((json_int_t)p->spliced));
+    json_object_set_new(o, "consistent", json_integer((json_int_t)p->consistent));
+    json_object_set_new(o, "changed", json_integer((json_int_t)p->changed));
+    json_object_set_new(o, "native_cut", json_integer((json_int_t)p->native_cut));
+    json_object_set_new(o, "consistent_share",
+                        json_real(p->spliced ? (double)p->consistent / (double)p->spliced : 0));
+    json_object_set_new(o, "anchored", json_integer((json_int_t)p->anchored));
+    json_object_set_new(o, "cframe_offsets_learned", json_integer((json_int_t)p->cframe_learned));
+    json_object_set_new(o, "snapshots", json_integer((json_int_t)p->snapshots));
+    json_object_set_new(o, "snapshots_used", json_integer((json_int_t)p->snapshots_used));
+    json_t *w = json_object();
+    for (int i = 0; i < FK_PY_NSTATUS; i++)
+        json_object_set_new(w, fk_py_status_name(i), json_integer((json_int_t)p->status[i]));
+    json_object_set_new(o, "walks", w);
+    json_object_set_new(o, "frames", json_integer((json_int_t)p->frames));
+    json_object_set_new(o, "reads", json_integer((json_int_t)p->reads));
+    json_object_set_new(o, "read_bytes", json_integer((json_int_t)p->read_bytes));
+    json_object_set_new(o, "thread_table_walks", json_integer((json_int_t)p->tid_refreshes));
+    json_object_set_new(o, "median_us", json_real(p->median_us));
+    json_object_set_new(o, "mean_us", json_real(p->samples ? (double)(p->ns_total + p->early_ns) /
+                                                             1e3 / (double)p->samples : 0));
+    json_t *d = json_object();
+    json_object_set_new(d, "median_ms", json_real(p->delay_median_ms));
+    json_object_set_new(d, "p90_ms", json_real(p->delay_p90_ms));
+    json_object_set_new(d, "max_ms", json_real(p->delay_max_ms));
+    json_object_set_new(o, "read_delay", d);
+    return o;
+}
 
 /* "callgraph": the user-stack mode asked and used, why auto chose frame
  * pointers, ring traffic, and the unwinder's counts. */
@@ -181,6 +223,7 @@ json_t *fk_profile_metadata(const struct fk_profile_request *rq,
     json_object_set_new(m, "memory_limited", json_boolean(r->mem_limited));
     json_object_set_new(m, "ring_pages_per_cpu", json_integer(r->ring_pages));
     json_object_set_new(m, "callgraph", callgraph_json(rq, res));
+    json_object_set_new(m, "python", python_json(rq, res));
     json_object_set_new(m, "target", target_json(rq, res));
 
     json_t *lim = json_object();
@@ -201,6 +244,7 @@ json_t *fk_profile_metadata(const struct fk_profile_request *rq,
     json_object_set_new(sy, "names_function_start", json_integer((json_int_t)r->sym.names_function_start));
     json_object_set_new(sy, "deleted_files_kept", json_integer((json_int_t)r->sym.deleted_files_kept));
     json_object_set_new(sy, "files_shrunk", json_integer((json_int_t)r->sym.files_shrunk));
+    json_object_set_new(sy, "files_over_budget", json_integer((json_int_t)r->sym.files_over_budget));
     if (r->sym.debuginfod) {
         json_t *di = json_object();
         json_object_set_new(di, "found", json_integer((json_int_t)r->sym.debuginfod_found));

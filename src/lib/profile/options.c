@@ -34,6 +34,11 @@ const struct fk_opt fk_optset_capture[] = {
       "stack bytes copied per sample in dwarf mode (default 32K, 512 to 65528); "
       "deeper stacks end in a [truncated] frame", "16K",
       .min = FK_STACK_SIZE_MIN, .max = FK_STACK_SIZE_MAX },
+    { "python", 0, FK_OPT_CHOICE, RQ(python), "MODE",
+      "CPython 3.11 frames in the stacks, read from the process without stopping "
+      "it: on (the default: each Python function as qualname_[p]), lines (with "
+      "its file.py:LINE), off (the interpreter's C frames as they are)", "off",
+      .choices = "on|lines|off" },
     { "debuginfod", 0, FK_OPT_STR, RQ(debuginfod), "URLS",
       "fetch missing debug files by build-id from these debuginfod servers "
       "(default: $DEBUGINFOD_URLS; 10 s per file, 30 s in all)", "http://127.0.0.1:8002" },

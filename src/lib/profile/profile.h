@@ -21,7 +21,9 @@
 #define FK_PROFILE_H
 
 #include "capture/capture.h"
+#include "capture/offcpu.h"
 #include "capture/period_check.h"
+#include "unwind/python.h"
 #include "util/result.h"
 
 #include <jansson.h>
@@ -46,7 +48,17 @@ struct fk_pprof_job;
 enum fk_profile_kind {
     FK_PROFILE_CPU,         /* on-CPU stacks at a frequency */
     FK_PROFILE_FAULTS,      /* one software event / tracepoint hit in N, verified */
+    FK_PROFILE_OFFCPU,      /* blocked time: switch-out stacks weighted by the ns
+                               until the thread runs again (capture/offcpu.h) */
 };
+
+/* Off-CPU defaults (flamekit-offcpu(1) gives the measurements behind them). */
+#define FK_OFFCPU_DEFAULT_BUDGET 2000       /* recorded switch-outs per second */
+#define FK_OFFCPU_MAX_BUDGET 100000         /* unsafe: any */
+#define FK_OFFCPU_DEFAULT_MIN_BLOCK_NS 0
+#define FK_OFFCPU_RATE_PROBE_MS 200         /* the rate measured before the window */
+#define FK_OFFCPU_STACK_SIZE (16 * 1024)    /* blocked stacks: 98.7% complete on python3
+                                               (bench/offcpu.sh), half of 32K's bytes */
 
 /* Bit of one output kind in fk_profile_request.outputs. */
 #define FK_OUTPUT(kind) (1u << (kind))
@@ -65,7 +77,15 @@ struct fk_profile_request {
     bool no_kernel;             /* user space only: no kernel stacks; faults: user-mode hits */
     int callgraph;              /* user stacks: enum fk_callgraph (auto, dwarf, fp) */
     uint64_t stack_size;        /* dwarf: stack bytes copied per sample (32K) */
+    int python;                 /* CPython frames: FK_PYTHON_ON (default), _LINES, _OFF */
     bool strict;                /* FAULTS: a failed one-in-N check is an error */
+    /* OFFCPU */
+    uint64_t min_block_ns;      /* drop blocks shorter than this */
+    bool wakers;                /* also the waker's stack: blocked;--;waker */
+    bool with_cpu;              /* also on-CPU samples at freq: one wall-clock tree */
+    uint64_t switch_budget;     /* switch-outs recorded per second at most (2,000):
+                                   N = the measured rate / budget, rounded up */
+    uint64_t one_in;            /* > 0: sample one switch-out in N, whatever the rate */
     const char *debuginfod;     /* debuginfod servers for missing debug files;
                                    NULL: $DEBUGINFOD_URLS (unset: none) */
     bool no_debuginfod;         /* none, whatever $DEBUGINFOD_URLS says */
@@ -96,6 +116,11 @@ struct fk_profile_request {
     volatile pid_t *run_pid;    /* RUN: set to the command's pid while it may run */
 };
 
+/* --python MODE, in the order of its choices "on|lines|off". */
+enum { FK_PYTHON_ON, FK_PYTHON_LINES, FK_PYTHON_OFF };
+/* The request's --python as a word. */
+const char *fk_python_mode_name(int mode);
+
 /* Zero the request, with stream_fd -1. */
 void fk_profile_request_init(struct fk_profile_request *rq);
 
@@ -118,6 +143,10 @@ struct fk_profile_result {
     const char *countname;      /* the same for the SVG ("page faults") */
     struct fk_period_result check;  /* FAULTS: one in N verified */
     bool checked;
+    struct fk_python_stats python;  /* CPython frames read (zero: off or none) */
+    struct fk_offcpu_stats offcpu;  /* OFFCPU: switches, blocks, states, N */
+    struct fk_offcpu_opts offcpu_opts;  /* OFFCPU: the event kind's options */
+    int64_t offcpu_rate_before;     /* OFFCPU: switches/s measured before (-1: unknown) */
 };
 
 /* Fill in defaults and check the request against the limits: 0, or

@@ -4,6 +4,7 @@
  * deliver. The output location is checked before the capture starts, and
  * whatever a failed run created (files, directories) is removed. */
 #include "profile/kinds.h"
+#include "capture/pyframes.h"
 #include "deliver/stream.h"
 #include "deliver/upload.h"
 #include "render/pprof.h"
@@ -27,6 +28,11 @@ void fk_profile_request_init(struct fk_profile_request *rq)
 {
     memset(rq, 0, sizeof *rq);
     rq->stream_fd = -1;
+}
+
+const char *fk_python_mode_name(int mode)
+{
+    return mode == FK_PYTHON_OFF ? "off" : mode == FK_PYTHON_LINES ? "lines" : "on";
 }
 
 int fk_profile_check(struct fk_profile_request *rq, char *err, size_t errlen)
@@ -60,7 +66,7 @@ int fk_profile_check(struct fk_profile_request *rq, char *err, size_t errlen)
     }
     if (!rq->max_mem_bytes)
         rq->max_mem_bytes = FK_PROFILE_DEFAULT_MEM;
-    if (rq->kind == FK_PROFILE_CPU) {
+    if (rq->kind == FK_PROFILE_CPU || (rq->kind == FK_PROFILE_OFFCPU && rq->with_cpu)) {
         if (!rq->freq)
             rq->freq = FK_PROFILE_DEFAULT_FREQ;
         uint64_t kmax = fk_perf_max_sample_rate();
@@ -75,7 +81,7 @@ int fk_profile_check(struct fk_profile_request *rq, char *err, size_t errlen)
                      (unsigned long long)rq->freq, (unsigned long long)kmax);
             return FK_EXIT_USAGE;
         }
-    } else {
+    } else if (rq->kind == FK_PROFILE_FAULTS) {
         if (!rq->period)
             rq->period = FK_PROFILE_DEFAULT_PERIOD;
         if (rq->period < FK_PROFILE_MIN_PERIOD && !rq->unsafe_limits) {
@@ -414,7 +420,27 @@ int fk_profile_run(const struct fk_profile_request *rq, struct fk_profile_result
         co.sym.debuginfod_urls = NULL;
     else if (rq->debuginfod)
         co.sym.debuginfod_urls = rq->debuginfod;
+    if (ops->prepare && ops->prepare(rq, res, &co) != 0) {
+        undo_files(res, dir_created);
+        return res->status;
+    }
+    /* CPython frames: a stack hook with its share of --max-memory, after
+     * any the profile kind set */
+    struct fk_pyframes pyf;
+    const struct fk_stack_hook *hooks[8];
+    bool python = false;
+    if (rq->python != FK_PYTHON_OFF && co.nstack_hooks < 8) {
+        python = true;
+        for (size_t i = 0; i < co.nstack_hooks; i++)
+            hooks[i] = co.stack_hooks[i];
+        fk_pyframes_init(&pyf, rq->python == FK_PYTHON_LINES, rq->max_mem_bytes / 8);
+        hooks[co.nstack_hooks] = &pyf.hook;
+        co.stack_hooks = hooks;
+        co.nstack_hooks++;
+    }
     int rc = fk_capture_run(&co, &res->cap);
+    if (python)
+        fk_pyframes_finish(&pyf, &res->python);
     if (rc != FK_EXIT_OK) {
         if (rq->run_pid)
             *rq->run_pid = 0;
@@ -480,15 +506,18 @@ static int cmp_leaf_count(const void *a, const void *b)
 }
 
 /* The leaf frames (where the time or the events went), by share. */
-static void print_top(FILE *out, const struct fk_stacktab *t, int n)
+static void print_top(FILE *out, const struct fk_profile_ops *ops, const struct fk_stacktab *t,
+                      int n)
 {
     if (!t->total)
         return;
     struct leaf *v = fk_calloc(t->n ? t->n : 1, sizeof *v);
     for (size_t i = 0; i < t->n; i++) {
-        const char *k = t->v[i].key, *semi = memrchr(k, ';', t->v[i].len);
+        const char *k = t->v[i].key;
+        size_t len = ops->top_end ? ops->top_end(k, t->v[i].len) : t->v[i].len;
+        const char *semi = memrchr(k, ';', len);
         v[i].name = semi ? semi + 1 : k;
-        v[i].len = t->v[i].len - (size_t)(v[i].name - k);
+        v[i].len = len - (size_t)(v[i].name - k);
         v[i].count = t->v[i].count;
     }
     qsort(v, t->n, sizeof *v, cmp_leaf_name);
@@ -550,6 +579,22 @@ void fk_profile_summary(FILE *out, const struct fk_profile_request *rq,
     } else if (r->callgraph_note[0]) {
         fprintf(out, "  user stacks by %s\n", r->callgraph_note);
     }
+    const struct fk_python_stats *py = &res->python;
+    if (py->processes) {
+        double sp = py->spliced ? (double)py->spliced : 1;
+        fprintf(out, "  python %s in %llu process%s: %llu of %llu samples with Python frames, "
+                "%.1f%% consistent (%llu [python: changed], %llu on cut native stacks); "
+                "%.1f us median per sample, read %.1f ms after it (median; p90 %.1f ms)\n",
+                py->versions, (unsigned long long)py->processes, py->processes == 1 ? "" : "es",
+                (unsigned long long)py->spliced, (unsigned long long)py->samples,
+                100.0 * (double)py->consistent / sp, (unsigned long long)py->changed,
+                (unsigned long long)py->native_cut, py->median_us, py->delay_median_ms,
+                py->delay_p90_ms);
+    }
+    if (py->unknown_version)
+        fprintf(out, "  python: %llu process%s of a version without a layout (%s): native "
+                "stacks only\n", (unsigned long long)py->unknown_version,
+                py->unknown_version == 1 ? "" : "es", py->versions);
     if (r->lost)
         fprintf(out, "  WARNING: the kernel dropped %llu records (ring full); shares may be skewed\n",
                 (unsigned long long)r->lost);
@@ -558,7 +603,7 @@ void fk_profile_summary(FILE *out, const struct fk_profile_request *rq,
                 (unsigned long long)(rq->max_mem_bytes >> 20));
     if (r->stop_reason && !strcmp(r->stop_reason, "signal"))
         fprintf(out, "  stopped early by a signal; the files cover the time captured\n");
-    print_top(out, &r->stacks, 10);
+    print_top(out, ops, &r->stacks, 10);
     if (rq->target == FK_TARGET_RUN && r->child_exited && wait_status_code(r->child_status))
         fprintf(out, "  the command exited with status %d\n", wait_status_code(r->child_status));
     if (rq->stream_fd < 0)

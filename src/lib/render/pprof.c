@@ -21,7 +21,8 @@
 static const char *const comment_keys[] = {
     "invocation", "host", "kernel.release", "target.description", "event.name",
     "event.frequency_hz", "faults.period", "start_time", "duration_s", "samples", "lost",
-    "faults.summary", "stop_reason",
+    "faults.summary", "offcpu.one_in", "offcpu.switches_seen", "offcpu.switch_ins_lost",
+    "stop_reason",
 };
 #define COMMENT_MAX 1024
 

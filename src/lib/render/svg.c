@@ -471,10 +471,10 @@ static void tree_free(struct tree *tr)
 /* ---- colours ------------------------------------------------------------ */
 
 enum pal { P_HOT, P_MEM, P_IO, P_JAVA, P_JS, P_PERL, P_RED, P_GREEN, P_BLUE, P_AQUA,
-           P_YELLOW, P_PURPLE, P_ORANGE, P_WAKEUP, P_CHAIN };
+           P_YELLOW, P_PURPLE, P_ORANGE, P_WAKEUP, P_CHAIN, P_COLD, P_PYTHON };
 static const char *const pal_names[] = { "hot", "mem", "io", "java", "js", "perl", "red",
                                          "green", "blue", "aqua", "yellow", "purple",
-                                         "orange", "wakeup", "chain" };
+                                         "orange", "wakeup", "chain", "cold" };
 #define NPAL (sizeof pal_names / sizeof pal_names[0])
 
 static int pal_find(const char *name)
@@ -501,6 +501,7 @@ static const struct family fam[] = {
     [P_PURPLE] = { 190, 65, 80, 60, 190, 65 },
     [P_ORANGE] = { 190, 65, 90, 65, 0, 55 },
     [P_WAKEUP] = { 0, 0, 110, 60, 200, 55 },
+    [P_PYTHON] = { 45, 40, 110, 50, 175, 60 },  /* Python's blue, apart from every other family */
 };
 
 static bool ends_with(const char *s, size_t n, const char *suf)
@@ -514,9 +515,28 @@ static bool contains(const char *s, size_t n, const char *needle)
     return memmem(s, n, needle, strlen(needle)) != NULL;
 }
 
-/* Which family a frame gets under a language-aware palette. */
-static enum pal classify(enum pal p, const char *s, size_t n, bool after_chain)
+/* Where a frame sits in a stack, for the palettes that colour by position:
+ * below any marker, above an off-CPU state frame ([S], [D], [R], [other])
+ * or the on-CPU frame ([on-CPU]) of flamekit offcpu, or above a "--" frame
+ * (a wakeup chain's waker). */
+enum zone { Z_PLAIN, Z_OFFCPU, Z_ONCPU, Z_WAKER };
+
+static enum zone marker_zone(const char *s, size_t n)
 {
+    if ((n == 3 && s[0] == '[' && s[2] == ']' && (s[1] == 'S' || s[1] == 'D' || s[1] == 'R')) ||
+        (n == 7 && !memcmp(s, "[other]", 7)))
+        return Z_OFFCPU;
+    if (n == 8 && !memcmp(s, "[on-CPU]", 8))
+        return Z_ONCPU;
+    return Z_PLAIN;
+}
+
+/* Which family a frame gets under a language-aware or positional palette. */
+static enum pal classify(enum pal p, const char *s, size_t n, enum zone z)
+{
+    /* Python functions (unwind/python.c) stand out under the name palettes */
+    if ((p == P_HOT || p == P_JAVA || p == P_JS || p == P_PERL) && ends_with(s, n, "_[p]"))
+        return P_PYTHON;
     switch (p) {
     case P_JAVA:
     case P_JS:
@@ -543,7 +563,9 @@ static enum pal classify(enum pal p, const char *s, size_t n, bool after_chain)
             return P_GREEN;
         return P_RED;
     case P_CHAIN:
-        return after_chain ? P_BLUE : P_AQUA;
+        return z == Z_WAKER ? P_BLUE : P_AQUA;
+    case P_COLD:        /* off-CPU blue, wakers aqua, on-CPU (--with-cpu) warm */
+        return z == Z_WAKER ? P_AQUA : z == Z_ONCPU ? P_HOT : P_BLUE;
     default:
         return p;
     }
@@ -606,9 +628,9 @@ static uint64_t name_bits(const char *str, size_t n)
 }
 
 /* Colour by name (the script computes the same from the name). */
-static uint32_t name_color(enum pal p, const char *s, size_t n, bool chain)
+static uint32_t name_color(enum pal p, const char *s, size_t n, enum zone z)
 {
-    return family_color(classify(p, s, n, chain), name_bits(s, n));
+    return family_color(classify(p, s, n, z), name_bits(s, n));
 }
 
 /* WCAG relative luminance of an sRGB colour, then the label colour with the
@@ -992,34 +1014,43 @@ static void compute_colors(struct ctx *c)
         c->colors = COL_DIFF;
         return;
     }
-    if (!o->rand && c->pal != P_CHAIN) {
+    bool positional = c->pal == P_CHAIN || c->pal == P_COLD;
+    if (!o->rand && !positional) {
         c->colors = COL_NAME;
         c->ncol = fk_malloc((c->tr.names.n ? c->tr.names.n : 1) * sizeof *c->ncol);
         for (size_t i = 0; i < c->tr.names.n; i++)
-            c->ncol[i] = name_color(c->pal, c->tr.names.v[i].key, c->tr.names.v[i].len, false);
+            c->ncol[i] = name_color(c->pal, c->tr.names.v[i].key, c->tr.names.v[i].len, Z_PLAIN);
         return;
     }
     c->colors = COL_NODE;
     c->vcol = fk_malloc(c->tr.n * sizeof *c->vcol);
-    /* chain[d]: a "--" frame (a wakeup chain's separator) at depth <= d */
-    bool *chain = fk_calloc(1, sizeof *chain);
+    /* zone[d]: the zone of the frame at depth d (a "--" or state frame at
+     * depth <= d moves it up) */
+    uint8_t *chain = fk_calloc(1, sizeof *chain);
     size_t chaincap = 1;
     uint64_t seed = 0x666c616d656b6974ULL;   /* fixed: --rand is reproducible */
     unsigned up;
     size_t depth = 0;
-    c->vcol[0] = name_color(c->pal, "all", 3, false);
-    chain[0] = false;
+    c->vcol[0] = name_color(c->pal, "all", 3, Z_PLAIN);
+    chain[0] = Z_PLAIN;
     for (uint32_t i = preorder_next(&c->tr, 0, &up); i; i = preorder_next(&c->tr, i, &up)) {
         depth = depth + 1 - up;
         chain = fk_grow(chain, &chaincap, depth + 1, sizeof *chain);
         const struct node *nd = &c->tr.v[i];
-        bool after = chain[depth - 1];
-        chain[depth] = after || (nd->nlen == 2 && !memcmp(nd->name, "--", 2));
+        enum zone after = (enum zone)chain[depth - 1];
+        if (nd->nlen == 2 && !memcmp(nd->name, "--", 2))
+            chain[depth] = Z_WAKER;
+        else if (after == Z_PLAIN)
+            chain[depth] = (uint8_t)marker_zone(nd->name, nd->nlen);
+        else
+            chain[depth] = (uint8_t)after;
+        /* a "--" takes its parent's colour, a state frame its own zone's */
+        enum zone z = chain[depth] == Z_WAKER ? after : (enum zone)chain[depth];
         if (o->rand)
-            c->vcol[i] = family_color(classify(c->pal, nd->name, nd->nlen, after),
+            c->vcol[i] = family_color(classify(c->pal, nd->name, nd->nlen, z),
                                       mix64(seed ^ (uint64_t)i * 0x2545f4914f6cdd1dULL));
         else
-            c->vcol[i] = name_color(c->pal, nd->name, nd->nlen, after);
+            c->vcol[i] = name_color(c->pal, nd->name, nd->nlen, z);
     }
     free(chain);
 }

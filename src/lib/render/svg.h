@@ -14,11 +14,14 @@ struct fk_svg_opts {
     const char *title;      /* default "Flame Graph" ("Icicle Graph" inverted,
                                "Differential Flame Graph" with diff) */
     const char *subtitle;   /* NULL: none */
-    const char *countname;  /* default "samples" */
+    const char *countname;  /* default "samples"; "ns", "us", "ms" or "s": the
+                               counts are times, shown as durations (12.5 ms) */
     const char *nametype;   /* default "Function:" (status-bar prefix) */
     const char *colors;     /* palette: hot (default), mem, io, java, js, perl,
                                red, green, blue, aqua, yellow, purple, orange,
-                               wakeup, chain; fk_svg_palette_ok() checks */
+                               wakeup, chain, cold (off-CPU: blue; frames above
+                               "--", the wakers, aqua; above "[on-CPU]" warm);
+                               fk_svg_palette_ok() checks */
     int width;              /* image width in px, default 1200 */
     int height;             /* frame height in px, default 16 */
     double minwidth;        /* prune frames narrower than this, default 0.1 */

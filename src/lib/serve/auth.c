@@ -9,6 +9,7 @@
 #include <gnutls/x509.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -125,6 +126,40 @@ const char *fk_tokens_check(const struct fk_tokens *t, const char *tok, size_t l
     return hit == SIZE_MAX ? NULL : t->names[hit];
 }
 
+bool fk_session_new(struct fk_sessions *s, const char *name, uint64_t now_ns, char id[65])
+{
+    unsigned char raw[32];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+        return false;
+    for (size_t i = 0; i < sizeof raw; i++)
+        snprintf(id + 2 * i, 3, "%02x", raw[i]);
+    explicit_bzero(raw, sizeof raw);
+    /* expired ones out; full: the oldest (the first) goes */
+    size_t w = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->v[i].expires_ns > now_ns)
+            s->v[w++] = s->v[i];
+    s->n = w;
+    if (s->n == FK_AUTH_MAX_SESSIONS)
+        memmove(s->v, s->v + 1, --s->n * sizeof *s->v);
+    struct fk_session *e = &s->v[s->n++];
+    fk_sha256(id, 64, e->digest);
+    e->name = name;
+    e->expires_ns = now_ns + FK_AUTH_SESSION_S * 1000000000ull;
+    return true;
+}
+
+const char *fk_session_check(struct fk_sessions *s, const char *id, size_t len, uint64_t now_ns)
+{
+    unsigned char d[32];
+    fk_sha256(id, len, d);
+    const char *name = NULL;
+    for (size_t i = 0; i < s->n; i++)
+        if (digest_equal(d, s->v[i].digest) && s->v[i].expires_ns > now_ns)
+            name = s->v[i].name;
+    return name;
+}
+
 bool fk_cert_check(void *session, char *who, size_t wholen, const char **why)
 {
     gnutls_session_t s = session;
@@ -156,13 +191,24 @@ bool fk_cert_check(void *session, char *who, size_t wholen, const char **why)
         sz = wholen;
         ok = gnutls_x509_crt_get_dn(crt, who, &sz) >= 0;
     }
+    /* a certificate of the same CA made for another use (a server's) is
+     * no client's: the extended key usage must name TLS client auth */
+    bool client = false;
+    for (unsigned i = 0; ok && !client; i++) {
+        char oid[128];
+        size_t osz = sizeof oid;
+        if (gnutls_x509_crt_get_key_purpose_oid(crt, i, oid, &osz, NULL) < 0)
+            break;
+        client = !strcmp(oid, GNUTLS_KP_TLS_WWW_CLIENT);
+    }
     gnutls_x509_crt_deinit(crt);
     if (!ok) {
         *why = "client certificate unreadable";
         return false;
     }
-    for (char *c = who; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f || *c == ' ')
-            *c = '_';
-    return true;
+    if (!client) {
+        *why = "certificate not made for TLS clients (extendedKeyUsage lacks clientAuth)";
+        return false;
+    }
+    return true;    /* who: as the certificate says; the audit log cleans it */
 }

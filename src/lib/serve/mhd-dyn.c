@@ -49,6 +49,7 @@ static struct {
                                   void *, size_t *);
     int (*x509_crt_get_dn)(gnutls_x509_crt_t, char *, size_t *);
     void (*x509_crt_deinit)(gnutls_x509_crt_t);
+    int (*x509_crt_get_key_purpose_oid)(gnutls_x509_crt_t, unsigned, void *, size_t *, unsigned *);
 } lib;
 
 bool fk_mhd_load(void)
@@ -72,6 +73,7 @@ bool fk_mhd_load(void)
         { "gnutls_x509_crt_get_dn_by_oid", (void **)&lib.x509_crt_get_dn_by_oid },
         { "gnutls_x509_crt_get_dn", (void **)&lib.x509_crt_get_dn },
         { "gnutls_x509_crt_deinit", (void **)&lib.x509_crt_deinit },
+        { "gnutls_x509_crt_get_key_purpose_oid", (void **)&lib.x509_crt_get_key_purpose_oid },
     };
     /* libmicrohttpd brings in the GnuTLS it was built with: the same one */
     return fk_dynlib_once(&libmhd, mhd, sizeof mhd / sizeof mhd[0]) &&
@@ -192,4 +194,11 @@ void gnutls_x509_crt_deinit(gnutls_x509_crt_t crt)
 {
     need();
     lib.x509_crt_deinit(crt);
+}
+
+int gnutls_x509_crt_get_key_purpose_oid(gnutls_x509_crt_t crt, unsigned indx, void *oid,
+                                        size_t *oid_size, unsigned *critical)
+{
+    need();
+    return lib.x509_crt_get_key_purpose_oid(crt, indx, oid, oid_size, critical);
 }

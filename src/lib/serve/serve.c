@@ -6,7 +6,7 @@
 #include "serve.h"
 #include "auth.h"
 #include "mhd-dyn.h"
-#include "profile/profile.h"
+#include "profile/kinds.h"
 #include "util/buf.h"
 
 #include <arpa/inet.h>
@@ -19,6 +19,7 @@
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,11 +31,33 @@ extern const size_t fk_serve_page_len;
 #define MAX_RESULT (512u << 20) /* a result file served from memory */
 #define BUCKETS 256
 #define AUTH_FAIL_COST 4        /* a 401 spends this many requests of the budget */
+/* Connections: libmicrohttpd refuses new ones at CONN_LIMIT, and per
+ * address at CONN_PER_IP (4 addresses take half the slots). It accepts
+ * before anyone is known, so the reserve is kept by closing the oldest
+ * connection still sending its request when more than CONN_LIMIT -
+ * CONN_RESERVE are; a request that has arrived whole is never closed.
+ * Each request must arrive whole (headers and body, TLS handshake
+ * included) within --timeout seconds of its connection's accept. */
+#define CONN_LIMIT 64
+#define CONN_PER_IP 8
+#define CONN_RESERVE 8
 
+/* A request budget: of an identity ("token:NAME", "cert:CN") for
+ * authenticated requests, of an address for everything else. */
 struct bucket {
-    char ip[INET6_ADDRSTRLEN];
+    char key[160];
     double tokens;
     uint64_t last_ns;
+};
+
+/* One open connection (libmicrohttpd's socket context). */
+struct conn {
+    struct conn *prev, *next;   /* oldest first */
+    int fd;
+    uint64_t t0;                /* accepted */
+    bool pending;               /* its request has not arrived whole yet */
+    bool closing;               /* shut down by us: deadline or reserve */
+    char ip[INET6_ADDRSTRLEN];
 };
 
 struct server {
@@ -46,6 +69,9 @@ struct server {
     pthread_mutex_t lock;           /* the fields below */
     uint64_t capture_end_ns;        /* when the running capture should end */
     struct bucket buckets[BUCKETS];
+    struct fk_sessions sessions;    /* the page's sign-ins */
+    struct conn conns;              /* list head: open connections, oldest first */
+    size_t npending;                /* of them, still sending their request */
     char *page;                     /* the page with the cap filled in */
 };
 
@@ -55,6 +81,7 @@ struct req {
     bool post;
     char ip[INET6_ADDRSTRLEN];
     char who[128];
+    char id[160];               /* its budget's key once authenticated ("token:NAME", "cert:CN") */
     char what[256];             /* target=... for the audit line */
     uint64_t t0;
 };
@@ -101,29 +128,51 @@ static char *read_file(const char *path, const char *what)
     return b;
 }
 
-static void audit(const struct req *r, const char *method, const char *url, unsigned status,
-                  size_t bytes)
+/* One field of an audit line from what a client sent (method, path,
+ * query values, certificate names): blanks and controls become '_' so it
+ * stays one field, then the terminal-text cleaner (util/fk.h) takes C1
+ * controls and broken UTF-8; cut to n - 1 bytes. */
+static const char *log_field(char *dst, size_t n, const char *src)
+{
+    size_t k = 0;
+    for (const char *c = src; *c && k + 1 < n; c++)
+        dst[k++] = (unsigned char)*c <= ' ' || *c == 0x7f ? '_' : *c;
+    dst[k] = 0;
+    fk_text_sanitize(dst);
+    return dst;
+}
+
+/* Methods are logged as sent only from this list (the 405 answer comes
+ * before authentication: anything else is a client's text). */
+static const char *log_method(const char *m)
+{
+    static const char *const known[] = { "GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS",
+                                         "PATCH", "TRACE", "CONNECT" };
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (!strcmp(m, known[i]))
+            return known[i];
+    return "(other-method)";
+}
+
+static void log_time(char *ts, size_t n)
 {
     time_t now = time(NULL);
     struct tm tm;
-    char ts[32];
     gmtime_r(&now, &tm);
-    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    /* what clients sent (path, decoded query values) cannot forge lines */
-    char u[160], w[sizeof r->what];
-    size_t k = 0;
-    for (const char *c = url; *c && k + 1 < sizeof u; c++)
-        u[k++] = (unsigned char)*c < 0x21 || *c == 0x7f ? '_' : *c;
-    u[k] = 0;
-    k = 0;
-    for (const char *c = r->what; *c && k + 1 < sizeof w; c++)
-        w[k++] = (unsigned char)*c < 0x20 || *c == 0x7f ? '_' : *c;
-    w[k] = 0;
-    fk_text_sanitize(u);    /* and no C1 control or broken UTF-8 either */
-    fk_text_sanitize(w);
+    strftime(ts, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void audit(const struct req *r, const char *method, const char *url, unsigned status,
+                  size_t bytes)
+{
+    char ts[32], ip[sizeof r->ip], who[sizeof r->who], u[160];
+    log_time(ts, sizeof ts);
+    /* what = "k=v k=v": its blanks are ours, each value was cleaned */
     fprintf(stderr, "%s: audit %s client=%s who=%s %s %s%s%s status=%u bytes=%zu ms=%llu\n",
-            fk_progname, ts, r->ip, r->who[0] ? r->who : "-", method, u, w[0] ? " " : "",
-            w, status, bytes, (unsigned long long)((mono_ns() - r->t0) / 1000000u));
+            fk_progname, ts, log_field(ip, sizeof ip, r->ip),
+            r->who[0] ? log_field(who, sizeof who, r->who) : "-", log_method(method),
+            log_field(u, sizeof u, url), r->what[0] ? " " : "", r->what, status, bytes,
+            (unsigned long long)((mono_ns() - r->t0) / 1000000u));
 }
 
 static enum MHD_Result respond(struct MHD_Connection *c, struct req *r, const char *method,
@@ -144,6 +193,8 @@ static enum MHD_Result respond(struct MHD_Connection *c, struct req *r, const ch
     /* same-origin: no-referrer would make browsers send "Origin: null" with
      * the sign-in form, which the cross-site check must refuse */
     MHD_add_response_header(resp, "Referrer-Policy", "same-origin");
+    /* one request per connection: its deadline runs from accept */
+    MHD_add_response_header(resp, "Connection", "close");
     for (size_t i = 0; headers && headers[i]; i += 2)
         MHD_add_response_header(resp, headers[i], headers[i + 1]);
     enum MHD_Result ret = MHD_queue_response(c, status, resp);
@@ -173,23 +224,23 @@ static enum MHD_Result text(struct MHD_Connection *c, struct req *r, const char 
                    headers);
 }
 
-/* Request budget per client address: rate per minute, refilled smoothly.
- * Returns 0, or the seconds to wait. */
-static unsigned spend(struct server *s, const char *ip, double cost)
+/* Request budget per key (struct bucket): rate per minute, refilled
+ * smoothly. Returns 0, or the seconds to wait. */
+static unsigned spend(struct server *s, const char *key, double cost)
 {
     uint64_t now = mono_ns();
     double rate = (double)s->o->rate / 60e9;    /* per ns */
     pthread_mutex_lock(&s->lock);
     struct bucket *b = NULL, *oldest = &s->buckets[0];
     for (int i = 0; i < BUCKETS && !b; i++) {
-        if (!strcmp(s->buckets[i].ip, ip))
+        if (!strcmp(s->buckets[i].key, key))
             b = &s->buckets[i];
         else if (s->buckets[i].last_ns < oldest->last_ns)
             oldest = &s->buckets[i];
     }
     if (!b) {
         b = oldest;
-        snprintf(b->ip, sizeof b->ip, "%s", ip);
+        snprintf(b->key, sizeof b->key, "%s", key);
         b->tokens = (double)s->o->rate;
         b->last_ns = now;
     }
@@ -242,7 +293,7 @@ static char *form_value(const char *body, size_t len, const char *name)
 
 /* ---- authentication ------------------------------------------------------ */
 
-static const char *cookie_name = "fk_token";
+static const char *cookie_name = "fk_session";
 
 /* Who is asking, or NULL. Cookies count only from our own pages: browsers
  * send SameSite=Strict cookies only same-site, and Sec-Fetch-Site (when
@@ -258,6 +309,7 @@ static bool authenticate(struct server *s, struct MHD_Connection *c, struct req 
         const char *cwhy;
         if (ci && fk_cert_check(ci->tls_session, cn, sizeof cn, &cwhy)) {
             snprintf(r->who, sizeof r->who, "cert:%s", cn);
+            snprintf(r->id, sizeof r->id, "cert:%s", cn);
             return true;
         }
         *why = cwhy;
@@ -269,6 +321,7 @@ static bool authenticate(struct server *s, struct MHD_Connection *c, struct req 
         const char *name = fk_tokens_check(&s->tokens, h + 7, strlen(h + 7));
         if (name) {
             snprintf(r->who, sizeof r->who, "token:%s", name);
+            snprintf(r->id, sizeof r->id, "token:%s", name);
             return true;
         }
         *why = "wrong token";
@@ -281,12 +334,15 @@ static bool authenticate(struct server *s, struct MHD_Connection *c, struct req 
             *why = "cookie sent from another site";
             return false;
         }
-        const char *name = fk_tokens_check(&s->tokens, ck, strlen(ck));
+        pthread_mutex_lock(&s->lock);
+        const char *name = fk_session_check(&s->sessions, ck, strlen(ck), mono_ns());
+        pthread_mutex_unlock(&s->lock);
         if (name) {
             snprintf(r->who, sizeof r->who, "cookie:%s", name);
+            snprintf(r->id, sizeof r->id, "token:%s", name);
             return true;
         }
-        *why = "wrong token in cookie";
+        *why = "unknown or expired sign-in (sign in again)";
     }
     return false;
 }
@@ -471,8 +527,10 @@ static enum MHD_Result route_profile(struct server *s, struct MHD_Connection *c,
             kind = FK_PROFILE_CPU;
         else if (!strcmp(k, "faults"))
             kind = FK_PROFILE_FAULTS;
+        else if (!strcmp(k, "offcpu"))
+            kind = FK_PROFILE_OFFCPU;
         else
-            return text(c, r, "GET", url, 400, NULL, "kind=%s: want cpu or faults", k);
+            return text(c, r, "GET", url, 400, NULL, "kind=%s: want cpu, faults or offcpu", k);
         static const char *const fmts[] = { "svg", "folded", "pprof", "json" };
         f = F_SVG;
         if (fm) {
@@ -484,8 +542,9 @@ static enum MHD_Result route_profile(struct server *s, struct MHD_Connection *c,
                             "format=%s: want svg, folded, pprof or json", fm);
             f = (enum fmt)i;
         }
-        snprintf(r->what, sizeof r->what, "target=%.100s kind=%s seconds=%llu format=%s",
-                 t ? t : "host", kind == FK_PROFILE_CPU ? "cpu" : "faults",
+        char tv[101];
+        snprintf(r->what, sizeof r->what, "target=%s kind=%s seconds=%llu format=%s",
+                 log_field(tv, sizeof tv, t ? t : "host"), fk_profile_ops(kind)->name,
                  (unsigned long long)secs, fmts[f]);
     } else {
         snprintf(r->what, sizeof r->what, "target=host kind=cpu seconds=%llu format=pprof",
@@ -496,6 +555,101 @@ static enum MHD_Result route_profile(struct server *s, struct MHD_Connection *c,
     if (miss)
         return text(c, r, "GET", url, 404, NULL, "%s", miss);
     return capture(s, c, r, url, kind, tk, targ, secs, f, go_style);
+}
+
+/* ---- connections: deadline and reserve (CONN_LIMIT) ----------------------- */
+
+static void client_ip(struct MHD_Connection *c, char *ip, size_t n)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+    if (sa && sa->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, ip, (socklen_t)n);
+    else if (sa && sa->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, ip, (socklen_t)n);
+    else
+        snprintf(ip, n, "?");
+}
+
+/* Close a connection still sending its request (s->lock held). shutdown()
+ * wakes its thread, which ends it; libmicrohttpd closes the socket only
+ * after conn_notify(CLOSED), which waits for the lock: the fd is still
+ * this connection's here. */
+static void conn_cut(struct server *s, struct conn *k, const char *why)
+{
+    if (k->closing || !k->pending)
+        return;
+    k->closing = true;
+    s->npending--;
+    if (k->fd >= 0)
+        shutdown(k->fd, SHUT_RDWR);
+    char ts[32];
+    log_time(ts, sizeof ts);
+    fprintf(stderr, "%s: audit %s client=%s closed: %s\n", fk_progname, ts, k->ip, why);
+}
+
+static void conn_notify(void *cls, struct MHD_Connection *c, void **ctx,
+                        enum MHD_ConnectionNotificationCode code)
+{
+    struct server *s = cls;
+    struct conn *k = *ctx;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        k = fk_calloc(1, sizeof *k);
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        k->fd = ci ? ci->connect_fd : -1;
+        k->t0 = mono_ns();
+        k->pending = true;
+        client_ip(c, k->ip, sizeof k->ip);
+        pthread_mutex_lock(&s->lock);
+        k->prev = s->conns.prev;
+        k->next = &s->conns;
+        s->conns.prev->next = k;
+        s->conns.prev = k;
+        s->npending++;
+        for (struct conn *o = s->conns.next; o != &s->conns && s->npending > CONN_LIMIT - CONN_RESERVE;
+             o = o->next)
+            conn_cut(s, o, "the oldest of too many requests still arriving (slots kept free)");
+        pthread_mutex_unlock(&s->lock);
+        *ctx = k;
+    } else if (k) {
+        pthread_mutex_lock(&s->lock);
+        k->prev->next = k->next;
+        k->next->prev = k->prev;
+        if (k->pending && !k->closing)
+            s->npending--;
+        pthread_mutex_unlock(&s->lock);
+        free(k);
+        *ctx = NULL;
+    }
+}
+
+/* The request arrived whole: from now on it runs its course. */
+static void conn_arrived(struct server *s, struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct conn *k = ci ? ci->socket_context : NULL;
+    pthread_mutex_lock(&s->lock);
+    if (k && k->pending && !k->closing) {
+        k->pending = false;
+        s->npending--;
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Every connection whose request has not arrived whole within --timeout
+ * seconds of its accept is closed (slow headers, slow bodies, stalled
+ * TLS handshakes alike). */
+static void conn_deadlines(struct server *s)
+{
+    uint64_t now = mono_ns(), limit = s->o->timeout_s * 1000000000ull;
+    char why[96];
+    snprintf(why, sizeof why, "request not complete within %llu s of connecting (--timeout)",
+             (unsigned long long)s->o->timeout_s);
+    pthread_mutex_lock(&s->lock);
+    for (struct conn *k = s->conns.next; k != &s->conns; k = k->next)
+        if (now - k->t0 > limit)
+            conn_cut(s, k, why);
+    pthread_mutex_unlock(&s->lock);
 }
 
 /* ---- the request handler -------------------------------------------------- */
@@ -510,15 +664,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     if (!r) {
         r = fk_calloc(1, sizeof *r);
         r->t0 = mono_ns();
-        const union MHD_ConnectionInfo *ci =
-            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-        const struct sockaddr *sa = ci ? ci->client_addr : NULL;
-        if (sa && sa->sa_family == AF_INET)
-            inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, r->ip, sizeof r->ip);
-        else if (sa && sa->sa_family == AF_INET6)
-            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, r->ip, sizeof r->ip);
-        else
-            snprintf(r->ip, sizeof r->ip, "?");
+        client_ip(c, r->ip, sizeof r->ip);
         r->post = !strcmp(method, "POST");
         *con_cls = r;
         if (r->post)
@@ -532,14 +678,23 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         *upload_size = 0;
         return MHD_YES;
     }
-    unsigned wait = spend(s, r->ip, 1);
+    conn_arrived(s, c);
+    /* who is asking first (a digest compare): an authenticated request
+     * spends its identity's budget, never its address's, so others on the
+     * same address (a shared host, an ssh -L tunnel) cannot spend it */
+    bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+    const char *why = NULL;
+    bool authed = get && strcmp(url, "/login") && strcmp(url, "/favicon.ico") &&
+                  authenticate(s, c, r, &why);
+    const char *key = authed ? r->id : r->ip;
+    unsigned wait = spend(s, key, 1);
     if (wait) {
         char ra[16];
         snprintf(ra, sizeof ra, "%u", wait);
         const char *h[] = { "Retry-After", ra, NULL };
-        return text(c, r, method, url, 429, h, "too many requests from %s; retry in %u s", r->ip, wait);
+        return text(c, r, method, url, 429, h, "too many requests from %s; retry in %u s",
+                    authed ? r->who : r->ip, wait);
     }
-    bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
     if (!strcmp(url, "/login")) {
         if (!r->post)
             return text(c, r, method, url, 405, NULL, "POST the token form of / here");
@@ -559,19 +714,20 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
                           sizeof login_page - 1, false, html_headers);
         } else {
             snprintf(r->who, sizeof r->who, "login:%s", name);
-            /* the cookie holds the token: HttpOnly keeps scripts away from it */
-            bool printable = true;
-            for (const char *p = tok; *p; p++)
-                if ((unsigned char)*p <= ' ' || *p == ';' || *p == ',' || *p == '"' || *p == '\\')
-                    printable = false;
-            char *ck = fk_asprintf("%s=%s; Path=/; HttpOnly; SameSite=Strict; Max-Age=43200%s",
-                                   cookie_name, tok, s->tls ? "; Secure" : "");
+            /* the cookie holds a random session id, never the token;
+             * HttpOnly keeps scripts away from it */
+            char sid[65];
+            pthread_mutex_lock(&s->lock);
+            bool made = fk_session_new(&s->sessions, name, mono_ns(), sid);
+            pthread_mutex_unlock(&s->lock);
+            char *ck = fk_asprintf("%s=%s; Path=/; HttpOnly; SameSite=Strict; Max-Age=%d%s",
+                                   cookie_name, sid, FK_AUTH_SESSION_S, s->tls ? "; Secure" : "");
             const char *h[] = { "Set-Cookie", ck, "Location", "/", NULL };
-            if (printable)
+            if (made)
                 ret = text(c, r, method, url, 303, h, "signed in");
             else
-                ret = text(c, r, method, url, 400, NULL,
-                           "this token cannot be kept in a cookie; use curl with a bearer token");
+                ret = text(c, r, method, url, 500, NULL, "no random bytes for a session id; retry");
+            explicit_bzero(sid, sizeof sid);
             free(ck);
         }
         free(tok);
@@ -581,8 +737,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         return text(c, r, method, url, 405, NULL, "only GET (and POST /login) here");
     if (!strcmp(url, "/favicon.ico"))     /* browsers ask; not worth a 401 */
         return text(c, r, method, url, 404, NULL, "no icon");
-    const char *why;
-    if (!authenticate(s, c, r, &why)) {
+    if (!authed) {
         if (!strcmp(url, "/") && s->tokens.n)
             return respond(c, r, method, url, 200, "text/html; charset=utf-8", (void *)login_page,
                            sizeof login_page - 1, false, html_headers);
@@ -701,6 +856,7 @@ int fk_serve_run(const struct fk_serve_opts *o)
     pthread_mutex_init(&s.capture, NULL);
     pthread_mutex_init(&s.lock, NULL);
     s.page = make_page(o);
+    s.conns.prev = s.conns.next = &s.conns;
 
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0);
@@ -708,8 +864,9 @@ int fk_serve_run(const struct fk_serve_opts *o)
         { MHD_OPTION_SOCK_ADDR, 0, &sa },
         { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, NULL },
         { MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)o->timeout_s, NULL },
-        { MHD_OPTION_CONNECTION_LIMIT, 64, NULL },
-        { MHD_OPTION_PER_IP_CONNECTION_LIMIT, 16, NULL },
+        { MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)conn_notify, &s },
+        { MHD_OPTION_CONNECTION_LIMIT, CONN_LIMIT, NULL },
+        { MHD_OPTION_PER_IP_CONNECTION_LIMIT, CONN_PER_IP, NULL },
         { MHD_OPTION_CONNECTION_MEMORY_LIMIT, 64 * 1024, NULL },
         { tls ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, s.cert },
         { MHD_OPTION_HTTPS_MEM_KEY, 0, s.key },
@@ -730,8 +887,10 @@ int fk_serve_run(const struct fk_serve_opts *o)
             o->token_file ? "tokens" : "", o->token_file && s.ca ? " or " : "",
             s.ca ? "client certificates" : "", (unsigned long long)o->max_seconds);
     fflush(stderr);
-    while (!*o->stop)
+    while (!*o->stop) {
         usleep(100000);
+        conn_deadlines(&s);
+    }
     fprintf(stderr, "%s: stopping\n", fk_progname);
     rc = FK_EXIT_OK;
 out:

@@ -7,7 +7,7 @@
  *   GET  /debug/pprof/profile?seconds=N   Go-compatible: host CPU profile, pprof
  *   GET  /profile?target=&seconds=&kind=&format=   any target, svg|folded|pprof|json
  *   GET  /                                 the page (or the token login page)
- *   POST /login                            token -> HttpOnly SameSite=Strict cookie
+ *   POST /login                            token -> a session id in an HttpOnly SameSite=Strict cookie
  *
  * Invariants: nothing is answered before authentication (bearer token,
  * cookie from the login page, or a client certificate of the client CA);
@@ -29,7 +29,8 @@ struct fk_serve_opts {
     uint64_t max_seconds;       /* cap on seconds= (default 60, at most 300) */
     uint64_t default_seconds;   /* /debug/pprof/profile without seconds= (30, like Go) */
     uint64_t rate;              /* requests per minute per client (default 30) */
-    uint64_t timeout_s;         /* idle connection timeout (default 15) */
+    uint64_t timeout_s;         /* idle connection timeout, and the deadline from accept
+                                   for a whole request (default 15) */
     uint64_t freq;              /* sampling frequency (default 99) */
     bool allow_remote_plain;    /* never set from the command line: tests only */
     volatile sig_atomic_t *stop;    /* set by the caller's signal handler */

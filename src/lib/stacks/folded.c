@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Folded stacks (folded.h): reading with one count (two only when the
- * caller asks, for diff input), writing with the escapes that keep every
- * name unambiguous: a frame name ending in " DIGITS" or holding a newline
- * would otherwise be read back as a count or split a line. */
+ * caller asks, for diff input) and writing, byte for byte as
+ * stackcollapse-perf.pl and flamegraph.pl do: the format has no escapes. */
 #include "folded.h"
 #include "util/buf.h"
 #include "util/lineread.h"
@@ -50,19 +49,13 @@ void fk_parse_stats_free(struct fk_parse_stats *st)
     memset(st, 0, sizeof *st);
 }
 
-static int hexval(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-         : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
 /* Trailing unsigned decimal before position end; returns its start or NULL. */
 static char *trailing_number(char *s, size_t end, uint64_t *v, bool *overflow)
 {
     size_t i = end;
     while (i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9')
         i--;
-    if (i == end || i == 0 || s[i - 1] != ' ')
+    if (i == end || i == 0 || (s[i - 1] != ' ' && s[i - 1] != '\t'))
         return NULL;
     uint64_t x = 0;
     for (size_t j = i; j < end; j++) {
@@ -75,31 +68,6 @@ static char *trailing_number(char *s, size_t end, uint64_t *v, bool *overflow)
     }
     *v = x;
     return s + i - 1;   /* the separating space */
-}
-
-/* Undo the writer's escapes in s[0..n) in place; returns the new length.
- * Only "\\" and "\xHH" are escapes: any other backslash is kept as it is,
- * so folded text from other tools reads as before. */
-static size_t unescape(char *s, size_t n)
-{
-    char *bs = memchr(s, '\\', n);
-    if (!bs)
-        return n;
-    size_t w = (size_t)(bs - s);
-    for (size_t r = w; r < n;) {
-        int hi, lo;
-        if (s[r] == '\\' && r + 1 < n && s[r + 1] == '\\') {
-            s[w++] = '\\';
-            r += 2;
-        } else if (s[r] == '\\' && r + 3 < n && s[r + 1] == 'x' &&
-                   (hi = hexval(s[r + 2])) >= 0 && (lo = hexval(s[r + 3])) >= 0) {
-            s[w++] = (char)(hi << 4 | lo);
-            r += 4;
-        } else {
-            s[w++] = s[r++];
-        }
-    }
-    return w;
 }
 
 bool fk_folded_parse_line(char *line, size_t len, bool two, const char **stack,
@@ -132,13 +100,12 @@ bool fk_folded_parse_line(char *line, size_t len, bool two, const char **stack,
         *count = c1;
         *count2 = 0;
     }
-    while (rest && line[rest - 1] == ' ')
-        rest--;
+    /* one blank separates the count, as flamegraph.pl reads it: a name
+     * may end in a space ("std::function<int " from "...<int (int)>") */
     if (!rest) {
         *why = "empty stack";
         return false;
     }
-    rest = unescape(line, rest);
     if (memchr(line, '\0', rest)) {
         *why = "NUL byte in stack";
         return false;
@@ -192,71 +159,6 @@ bool fk_folded_read(const char *path, struct fk_stacktab *t, struct fk_parse_sta
     return fk_folded_foreach(path, false, st, fk_folded_to_table, t);
 }
 
-unsigned fk_folded_name_escapes(const char *s, size_t n)
-{
-    unsigned f = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '\\' || c < 0x20 || c == 0x7f)
-            f |= FK_ESC_ANY;
-    }
-    size_t digits = 0;      /* a count the reader would take: " DIGITS" */
-    while (digits < n && s[n - 1 - digits] >= '0' && s[n - 1 - digits] <= '9')
-        digits++;
-    if (digits && n > digits && s[n - digits - 1] == ' ')
-        f |= FK_ESC_ANY;
-    if (n && s[0] == '#')
-        f |= FK_ESC_FIRST;  /* a comment line */
-    if (n && s[n - 1] == ' ')
-        f |= FK_ESC_LAST;   /* a space the reader trims */
-    return f;
-}
-
-/* Most stacks need no escape: name by name, the rules above. */
-bool fk_folded_needs_escape(const char *s, size_t n)
-{
-    const char *end = s + n, *name = s;
-    unsigned any = 0;
-    bool first = true;
-    for (;;) {
-        const char *semi = memchr(name, ';', (size_t)(end - name));
-        const char *stop = semi ? semi : end;
-        unsigned f = fk_folded_name_escapes(name, (size_t)(stop - name));
-        any |= f & FK_ESC_ANY;
-        if (first && (f & FK_ESC_FIRST))
-            return true;
-        first = false;
-        if (!semi)
-            return any || (f & FK_ESC_LAST);
-        name = semi + 1;
-    }
-}
-
-void fk_folded_escape(const char *s, size_t n, struct fk_buf *out)
-{
-    static const char hex[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        bool esc = c < 0x20 || c == 0x7f;
-        if (c == ' ') {
-            size_t j = i + 1;
-            while (j < n && s[j] >= '0' && s[j] <= '9')
-                j++;
-            esc = (j > i + 1 && (j == n || s[j] == ';')) || i + 1 == n;
-        }
-        if (i == 0 && c == '#')
-            esc = true;
-        if (c == '\\') {
-            fk_buf_add(out, "\\\\", 2);
-        } else if (esc) {
-            char e[4] = { '\\', 'x', hex[c >> 4], hex[c & 15] };
-            fk_buf_add(out, e, 4);
-        } else {
-            fk_buf_addc(out, (char)c);
-        }
-    }
-}
-
 bool fk_folded_write(struct fk_outfile *o, const struct fk_stacktab *t)
 {
     struct fk_stack **s = fk_stacktab_sorted(t);
@@ -274,11 +176,15 @@ bool fk_folded_write(struct fk_outfile *o, const struct fk_stacktab *t)
         *--d = ' ';
         const char *key = s[i]->key;
         size_t len = s[i]->len;
-        if (fk_folded_needs_escape(key, len)) {
+        if (memchr(key, '\n', len)) {
+            /* a newline (from a binary's symbol table or a pprof file)
+             * would split the line: folded text has no escapes */
             fk_buf_reset(&esc);
-            fk_folded_escape(key, len, &esc);
+            fk_buf_add(&esc, key, len);
+            for (size_t k = 0; k < len; k++)
+                if (esc.data[k] == '\n')
+                    esc.data[k] = '?';
             key = esc.data;
-            len = esc.len;
         }
         ok = fk_outfile_write(o, key, len)
              && fk_outfile_write(o, d, (size_t)(num + sizeof num - d));

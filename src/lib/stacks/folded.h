@@ -1,12 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The folded format: one "frame;frame;...;frame COUNT" line per stack
- * (differential files, read only by diff: "STACK COUNT1 COUNT2").
- * flamekit writes names unambiguously: a backslash as "\\", a control byte
- * (newline, tab, ESC...) as "\xHH", and the space of a frame that ends in
- * " DIGITS" as "\x20" ("evil 1000000000" -> "evil\x201000000000"), so the
- * only trailing number is the count; also a leading '#' ("\x23", not a
- * comment) and a final space ("\x20", not trimmed). Readers undo exactly these two
- * escapes; any other backslash is kept. See flamekit-collapse(1). */
+ * (differential files, read only by diff: "STACK COUNT1 COUNT2"), as
+ * FlameGraph's tools write and read it: no escapes, the count is the last
+ * number after one blank (a name may end in a space or in " DIGITS"), a
+ * newline in a name is written as '?'. See flamekit-collapse(1). */
 #ifndef FK_FOLDED_H
 #define FK_FOLDED_H
 
@@ -47,22 +44,11 @@ bool fk_folded_foreach_lines(struct fk_lineread *r, bool two, struct fk_parse_st
 /* An fk_folded_fn adding each stack to the fk_stacktab ctx (both counts). */
 void fk_folded_to_table(void *ctx, const char *stack, size_t len, uint64_t count,
                         uint64_t count2, bool has2);
-/* Parse one line (unescaped in place); false if malformed (why says what). */
+/* Parse one line; false if malformed (why says what). */
 bool fk_folded_parse_line(char *line, size_t len, bool two, const char **stack,
                           size_t *stack_len, uint64_t *count, uint64_t *count2, bool *has2,
                           const char **why);
-/* Does the stack text s[0..n) need the escapes above (a backslash, a
- * control byte, a frame ending in " DIGITS")? */
-bool fk_folded_needs_escape(const char *s, size_t n);
-/* The same question for one frame name (no ';'), answered once per name:
- * a stack needs escapes when one of its names has FK_ESC_ANY, its first
- * FK_ESC_FIRST or its last FK_ESC_LAST. */
-enum { FK_ESC_ANY = 1, FK_ESC_FIRST = 2, FK_ESC_LAST = 4 };
-unsigned fk_folded_name_escapes(const char *s, size_t n);
-/* s[0..n) with the escapes above, appended to out. */
-struct fk_buf;
-void fk_folded_escape(const char *s, size_t n, struct fk_buf *out);
-/* Write t sorted, one line per stack, to o, names escaped as above. */
+/* Write t sorted, one line per stack, to o. */
 bool fk_folded_write(struct fk_outfile *o, const struct fk_stacktab *t);
 
 #endif

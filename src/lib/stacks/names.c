@@ -9,6 +9,7 @@
 
 static const struct { const char *suf; enum fk_name_kind kind; } annotations[] = {
     { "_[k]", FK_NAME_KERNEL }, { "_[j]", FK_NAME_JIT }, { "_[i]", FK_NAME_INLINED },
+    { "_[p]", FK_NAME_PYTHON },
 };
 
 size_t fk_name_base(const char *s, size_t n, enum fk_name_kind *kind)
@@ -151,6 +152,7 @@ void fk_name_display(const char *s, size_t n, struct fk_buf *out)
     case FK_NAME_KERNEL: fk_buf_adds(out, " (kernel)"); break;
     case FK_NAME_JIT: fk_buf_adds(out, " (JIT)"); break;
     case FK_NAME_INLINED: fk_buf_adds(out, " (inlined)"); break;
+    case FK_NAME_PYTHON: fk_buf_adds(out, " (python)"); break;
     case FK_NAME_PLAIN: break;
     }
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* How frame names are shown. A folded frame may end in an annotation
  * ("_[k]" kernel, "_[j]" JIT, "_[i]" inlined: stackcollapse-perf.pl's
- * convention) and, when it comes from a C++ or Rust demangler, carry a
+ * convention; "_[p]" a Python function, flamekit's own, read from the
+ * interpreter by unwind/python.c) and, when it comes from a C++ or Rust demangler, carry a
  * parameter list, qualifiers, "[clone .isra.0]" suffixes or a Rust hash.
  * Renderers and summaries show the short form; nothing here changes what
  * is stored. */
@@ -10,7 +11,7 @@
 
 #include "util/buf.h"
 
-enum fk_name_kind { FK_NAME_PLAIN, FK_NAME_KERNEL, FK_NAME_JIT, FK_NAME_INLINED };
+enum fk_name_kind { FK_NAME_PLAIN, FK_NAME_KERNEL, FK_NAME_JIT, FK_NAME_INLINED, FK_NAME_PYTHON };
 
 /* Length of s[0..n) without its annotation suffix; *kind says which it was. */
 size_t fk_name_base(const char *s, size_t n, enum fk_name_kind *kind);

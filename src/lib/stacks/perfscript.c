@@ -120,7 +120,7 @@ struct fk_lc_entry {
     uint32_t next;              /* entry number + 1 of the line after, 0 none */
     uint32_t rest;              /* entry number + 1 in the key cache of the rest, 0 none */
 };
-enum { LC_SKIP = UINT32_MAX - 1 };
+enum { LC_CHAIN = 1u << 31, LC_SKIP = UINT32_MAX - 1 };
 
 /* max: bytes of keys and entries kept at most (beyond, nothing new is cached) */
 static void lc_init(struct fk_perfscript_cache *c, size_t max)
@@ -216,6 +216,7 @@ void fk_perfscript_free(struct fk_perfscript *p)
     free(p->stk);
     fk_buf_free(&p->pname);
     fk_buf_free(&p->frame);
+    free(p->chains);
     fk_stacktab_free(&p->names);
     fk_stacktab_free(&p->stacks);
     lc_free(&p->cache);
@@ -251,32 +252,13 @@ static inline void stk_push(struct fk_perfscript *p, uint32_t id)
 static uint32_t intern(struct fk_perfscript *p, const char *name, size_t len)
 {
     struct fk_stack *e = fk_stacktab_add(&p->names, name, len, 0);
+    if (e - p->names.v >= LC_CHAIN)
+        fk_die("more than 2^31 distinct frame names");
     return (uint32_t)(e - p->names.v);
-}
-
-/* The frame's text is name + suffix. */
-static void stk_prepend(struct fk_perfscript *p, const char *name, size_t len,
-                        const char *suffix, size_t slen)
-{
-    fk_buf_reset(&p->frame);
-    fk_buf_add(&p->frame, name, len);
-    fk_buf_add(&p->frame, suffix, slen);
-    p->have_frame = true;
-}
-
-/* The frame's text is the concatenation of n pieces. */
-static void stk_prepend_parts(struct fk_perfscript *p, const char *const *part,
-                              const size_t *plen, int n)
-{
-    fk_buf_reset(&p->frame);
-    for (int i = 0; i < n; i++)
-        fk_buf_add(&p->frame, part[i], plen[i]);
-    p->have_frame = true;
 }
 
 /* Word-at-a-time test for the bytes a frame name may not keep as they are
  * (';' '"' '\'' NUL), so clean names (nearly all) are copied just once. */
-
 static bool needs_tidy(const char *s, size_t n)
 {
     uint64_t w;
@@ -339,10 +321,120 @@ static bool ends_with(const char *s, size_t len, const char *suf)
     return len >= n && !memcmp(s + len - n, suf, n);
 }
 
-/* One frame "ip sym (dso)" (the ip is at s, leading blanks skipped). Returns
- * false when the text is not a frame. */
+/* A java process: its names lose the 'L' of "Lpkg/Class;" */
+static inline bool is_java(const struct fk_perfscript *p)
+{
+    return p->pname.len >= 4 && !memcmp(p->pname.data, "java", 4);
+}
+
+/* Does the object name a kernel file? stackcollapse-perf.pl's rule (a
+ * "[...]" object or one ending in "vmlinux", never one mentioning
+ * "unknown"), widened as inferno's: versioned "vmlinux-5.4.0-x" files and
+ * ".ko" modules. */
+static bool kernel_object(const char *m, size_t n)
+{
+    if (!n || memmem(m, n, "unknown", 7))
+        return false;
+    if (m[0] == '[' || ends_with(m, n, ".ko"))
+        return true;
+    const char *v = NULL;
+    for (const char *q = m; (q = memmem(q, (size_t)(m + n - q), "vmlinux", 7)); q++)
+        v = q;
+    if (!v)
+        return false;
+    for (const char *q = v + 7; q < m + n; q++)
+        if (!((*q >= 'a' && *q <= 'z') || (*q >= 'A' && *q <= 'Z') || is_digit(*q) || *q == '-' ||
+              *q == '.' || *q == '_'))
+            return false;
+    return true;
+}
+
+/* Does the object hold JIT code: a perf map ("/tmp/perf-PID.map" anywhere
+ * in it, as the Perl tool matches) or a jitdump object ("/tmp/jitted-PID-N.so",
+ * as inferno)? */
+static bool jit_object(const char *m, size_t n)
+{
+    if (!n)
+        return false;
+    for (const char *q = m; (q = memmem(q, (size_t)(m + n - q), "/tmp/perf-", 10)); q++) {
+        const char *d = q + 10;
+        while (d < m + n && is_digit(*d))
+            d++;
+        if (d > q + 10 && (size_t)(m + n - d) >= 4 && !memcmp(d, ".map", 4))
+            return true;
+    }
+    return memmem(m, n, "/jitted-", 8) && ends_with(m, n, ".so");
+}
+
+/* Append one frame name to p->frame (NUL-terminated), tidied as
+ * stackcollapse-perf.pl tidies each function: ';' becomes ':', what
+ * follows the first '(' goes (C++ and Java signatures) unless it opens
+ * "(anonymous namespace)" or the name is a Go method "pkg.(*T).M", quotes
+ * go, and in a java process a leading 'L' of a name with '/' goes. NUL
+ * bytes become '?' (a name is a C string here). */
+static void put_name(struct fk_perfscript *p, const char *f, size_t n, const char *off,
+                     size_t offlen, const char *tag)
+{
+    struct fk_buf *o = &p->frame;
+    const char *dp = NULL;      /* Go: ".(" ... ")." */
+    for (const char *q = f; (q = memmem(q, (size_t)(f + n - q), ".(", 2)); q++) {
+        dp = q;
+        break;
+    }
+    bool go = false;
+    if (dp)
+        for (const char *q = dp + 2; q + 1 < f + n && !go; q++)
+            go = q[0] == ')' && q[1] == '.';
+    if (!go) {
+        for (const char *q = f; (q = memchr(q, '(', (size_t)(f + n - q))); q++) {
+            if ((size_t)(f + n - q) >= 21 && !memcmp(q, "(anonymous namespace)", 21))
+                continue;
+            n = (size_t)(q - f);
+            break;
+        }
+    }
+    if (n > 1 && f[0] == 'L' && is_java(p) && memchr(f, '/', n)) {
+        f++;
+        n--;
+    }
+    size_t at = o->len;
+    fk_buf_reserve(o, n + 8);
+    char *d = o->data + at;
+    if (!needs_tidy(f, n)) {
+        memcpy(d, f, n);
+        d += n;
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            char c = f[i];
+            if (cclass[(unsigned char)c] & C_TIDY) {
+                if (c == '"' || c == '\'')
+                    continue;
+                c = c == ';' ? ':' : '?';
+            }
+            *d++ = c;
+        }
+    }
+    o->len = (size_t)(d - o->data);
+    fk_buf_add(o, off, offlen);     /* --offsets: "+0x1f" after the tidied name */
+    if (tag)
+        fk_buf_adds(o, tag);
+    fk_buf_addc(o, '\0');
+    p->nparts++;
+}
+
+/* One frame line "ip sym (dso)" (s at the ip): its names into p->frame,
+ * root first (nparts of them; none for a frame that is dropped). The
+ * split is the Perl tool's: the object is what lies between the last
+ * " (" and the last ')' of the line, the symbol everything before, its
+ * "+0x1f" offset stripped (--offsets keeps it); "a->b->c" (perf-map-agent's
+ * inline chains) are frames a;b_[i];c_[i]. Where that split loses data
+ * flamekit differs, as flamekit-collapse(1) lists: an empty symbol is
+ * the object's "[name]"; an object "(/x (deleted))" is /x; a line with no
+ * "(object)" is its symbol. False when the text is not a frame. */
 static bool add_frame(struct fk_perfscript *p, char *s, char *end)
 {
+    fk_buf_reset(&p->frame);
+    p->nparts = 0;
     char *ip = s;
     s = find_blank(s, end);
     if (s == ip)
@@ -351,180 +443,168 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
     if (!hex_token(ip, iplen, end))
         return false;
     s = skip_blanks(s, end);
-    while (end > s && is_space(end[-1]))
-        end--;
-    /* The dso is the last parenthesised group: "(/usr/lib/x (deleted))". */
-    char *sym = s, *symend = end, *dso = NULL, *dsoend = NULL;
-    if (end > s && end[-1] == ')') {
-        char *q = memrchr(s, '(', (size_t)(end - 1 - s));
-        if (q && memchr(q + 1, ')', (size_t)(end - 2 - q))) {
-            /* nested parentheses: match them the slow way */
-            int depth = 0;
-            for (q = end - 1; q >= s; q--) {
-                if (*q == ')')
-                    depth++;
-                else if (*q == '(' && --depth == 0)
-                    break;
+    char *sym = s, *symend = end, *mod = NULL, *modend = NULL;
+    char *rp = s < end ? memrchr(s, ')', (size_t)(end - s)) : NULL;
+    if (rp) {
+        char *open = NULL;      /* the '(' of the last " (" before rp */
+        for (char *q = rp - 1; q >= s + 2; q--)
+            if (*q == '(' && q[-1] == ' ') {
+                open = q;
+                break;
             }
-        }
-        if (q && q >= s && (q == s || is_space(q[-1]))) {
-            dso = q + 1;
-            dsoend = end - 1;
-            symend = q;
-            while (symend > sym && is_space(symend[-1]))
-                symend--;
+        if (open && rp - open == 9 && !memcmp(open, "(deleted)", 8)) {
+            /* "(/path (deleted))": the object is /path */
+            char *outer = NULL;
+            for (char *q = open - 2; q >= s + 2; q--)
+                if (*q == '(' && q[-1] == ' ') {
+                    outer = q;
+                    break;
+                }
+            if (outer) {
+                mod = outer + 1;
+                modend = open - 1;
+                symend = outer - 1;
+            } else {
+                mod = open + 1;
+                modend = rp;
+                symend = open - 1;
+            }
+        } else if (open) {
+            mod = open + 1;
+            modend = rp;
+            symend = open - 1;
+        } else if (*s == '(') {
+            mod = s + 1;        /* "ip (dso)": no symbol */
+            modend = rp;
+            symend = s;
         }
     }
-    size_t dsolen = dso ? (size_t)(dsoend - dso) : 0;
-    bool inlined = dso && dsolen == 7 && !memcmp(dso, "inlined", 7);
+    size_t modlen = mod ? (size_t)(modend - mod) : 0;
+    bool inlined = mod && modlen == 7 && !memcmp(mod, "inlined", 7);
     if (inlined && p->o.no_inline)
         return true;
-    if (dso && dsolen > 10 && dso[dsolen - 1] == ')' && ends_with(dso, dsolen, " (deleted)"))
-        dsolen -= 10;
-
-    /* "+0x1f": dropped (one function at different offsets is one frame)
-     * unless --addrs, which puts it back after the name is tidied. */
-    char *off = NULL, *offend = symend;
+    if (!mod)       /* no object: trailing blanks are not part of the symbol */
+        while (symend > sym && is_space(symend[-1]))
+            symend--;
+    const char *off = symend, *symend0 = symend;
     {
         char *q = symend;
-        while (q > sym && is_hex(q[-1]))
+        while (q > sym && (is_digit(q[-1]) || (q[-1] >= 'a' && q[-1] <= 'f')))
             q--;
-        if (q < symend && q - sym >= 3 && q[-1] == 'x' && q[-2] == '0' && q[-3] == '+') {
-            off = q - 3;
-            symend = off;
-        }
+        if (q < symend && q - sym >= 3 && q[-1] == 'x' && q[-2] == '0' && q[-3] == '+')
+            off = symend = q - 3;
     }
+    size_t offlen = p->o.offsets ? (size_t)(symend0 - off) : 0;
     size_t symlen = (size_t)(symend - sym);
-    if (symlen && sym[0] == '(' && !(symlen >= 21 && !memcmp(sym, "(anonymous namespace)", 21)))
-        return true;    /* perf's placeholders such as "(unknown)" hide nothing useful */
+    if (symlen && sym[0] == '(')
+        return true;    /* the Perl tool drops these frames: perf's "(unknown)", and
+                         * also "(anonymous namespace)::f" (files must merge) */
 
-    const char *suffix = "";
+    const char *tag = NULL;
     if (inlined) {
-        if (p->o.inline_mark)
-            suffix = "_[i]";
-    } else if (p->o.kernel && dso && dsolen && (dso[0] == '[' || ends_with(dso, dsolen, "vmlinux"))
-               && !memmem(dso, dsolen, "unknown", 7)) {
-        suffix = "_[k]";
-    } else if (p->o.jit && dso && memmem(dso, dsolen, "/tmp/perf-", 10)
-               && ends_with(dso, dsolen, ".map")) {
-        suffix = "_[j]";
+        if (p->o.tag_inlined)
+            tag = "_[i]";
+    } else if (p->o.kernel && kernel_object(mod, modlen)) {
+        tag = "_[k]";
+    } else if (p->o.jit && jit_object(mod, modlen)) {
+        tag = "_[j]";
     }
-    size_t suflen = strlen(suffix);
-    struct fk_buf *nb = &p->pname;  /* scratch after pname's bytes */
-    size_t mark = nb->len;
-    if (symlen == 0 || (symlen == 9 && !memcmp(sym, "[unknown]", 9))) {
-        if (dso && dsolen && !p->o.addrs && !(dsolen == 9 && !memcmp(dso, "[unknown]", 9))) {
-            size_t bl;
-            const char *b = base_name(dso, dsolen, &bl);
-            if (bl && b[0] != '[' && !needs_tidy(b, bl)) {
-                const char *part[] = { "[", b, "]", suffix };
-                size_t plen[] = { 1, bl, 1, suflen };
-                stk_prepend_parts(p, part, plen, 4);
-                return true;
+    if (symlen == 0) {
+        sym = "[unknown]";
+        symlen = 9;
+    }
+    /* split on "->"; empty fields at the end are no frames (Perl's split) */
+    const char *f = sym, *stop = sym + symlen;
+    while (stop - f >= 2 && stop[-1] == '>' && stop[-2] == '-')
+        stop -= 2;
+    if (stop == f)
+        return true;    /* only arrows: Perl's split gives no field */
+    for (bool first = true;; first = false) {
+        const char *arrow = f + 1 < stop ? memmem(f, (size_t)(stop - f), "->", 2) : NULL;
+        const char *fe = arrow ? arrow : stop;
+        size_t fl = (size_t)(fe - f);
+        const char *t = first ? tag : memmem(f, fl, "_[i]", 4) ? NULL : "_[i]";
+        if (first && tag && tag[2] == 'j' && memmem(f, fl, "_[j]", 4))
+            t = NULL;
+        if (fl == 9 && !memcmp(f, "[unknown]", 9)) {
+            /* the object's file name instead, "[name]" (with --addrs "[name <ip>]") */
+            struct fk_buf *nb = &p->pname;  /* scratch after pname's bytes */
+            size_t mark = nb->len;
+            fk_buf_addc(nb, '[');
+            if (mod && !(modlen == 9 && !memcmp(mod, "[unknown]", 9))) {
+                size_t bl;
+                const char *b = base_name(mod, modlen, &bl);
+                fk_buf_add(nb, b, bl);
+            } else {
+                fk_buf_adds(nb, "unknown");
             }
-        }
-        fk_buf_addc(nb, '[');
-        if (dso && dsolen && !(dsolen == 9 && !memcmp(dso, "[unknown]", 9))) {
-            size_t bl;
-            const char *b = base_name(dso, dsolen, &bl);
-            if (bl && b[0] == '[' && b[bl - 1] == ']') {
-                b++;
-                bl -= 2;
+            if (p->o.addrs) {
+                fk_buf_adds(nb, " <");
+                fk_buf_add(nb, ip, iplen);
+                fk_buf_addc(nb, '>');
             }
-            fk_buf_reserve(nb, bl);
-            for (size_t i = 0; i < bl; i++)
-                nb->data[nb->len++] = b[i] == ';' ? ':' : b[i] == '\0' ? '?' : b[i];
+            fk_buf_addc(nb, ']');
+            put_name(p, nb->data + mark, nb->len - mark, "", 0, t);
+            nb->len = mark;
         } else {
-            fk_buf_adds(nb, "unknown");
+            put_name(p, f, fl, off, arrow ? 0 : offlen, t);
         }
-        if (p->o.addrs) {
-            fk_buf_adds(nb, " <");
-            fk_buf_add(nb, ip, iplen);
-            fk_buf_addc(nb, '>');
-        }
-        fk_buf_addc(nb, ']');
-    } else {
-        /* Arguments after the first '(' are noise (C++/Java signatures),
-         * except "(anonymous namespace)" and Go's "pkg.(*T).Method". */
-        char *paren = memchr(sym, '(', symlen);
-        while (paren) {
-            size_t rest = (size_t)(symend - paren);
-            if (rest >= 21 && !memcmp(paren, "(anonymous namespace)", 21)) {
-                paren = memchr(paren + 21, '(', rest - 21);
-                continue;
-            }
-            if (paren > sym && paren[-1] == '.') {
-                char *close = memchr(paren, ')', rest);
-                if (close && close + 1 < symend && close[1] == '.')
-                    break;  /* Go method: keep everything */
-            }
-            symend = paren;
+        if (!arrow)
             break;
-        }
-        symlen = (size_t)(symend - sym);
-        if (symlen > 1 && sym[0] == 'L' && p->pname.len >= 4 && !memcmp(p->pname.data, "java", 4)
-            && memchr(sym, '/', symlen)) {
-            sym++;
-            symlen--;
-        }
-        while (symlen && is_space(sym[symlen - 1]))
-            symlen--;
-        if (symlen && !(off && p->o.addrs) && !needs_tidy(sym, symlen)) {
-            const char *part[] = { sym, suffix };
-            size_t plen[] = { symlen, suflen };
-            stk_prepend_parts(p, part, plen, 2);
-            return true;
-        }
-        fk_buf_reserve(nb, symlen + 32);
-        char *d = nb->data + nb->len;
-        size_t n = 0;
-        for (size_t i = 0; i < symlen; i++) {
-            char c = sym[i];
-            if (cclass[(unsigned char)c] & C_TIDY) {
-                if (c == '"' || c == '\'')
-                    continue;
-                c = c == ';' ? ':' : '?';   /* ';' separates frames; NUL ends strings */
-            }
-            d[n++] = c;
-        }
-        while (n && is_space(d[n - 1]))
-            n--;
-        if (n == 0) {
-            memcpy(d, "[unknown]", 9);
-            n = 9;
-        }
-        nb->len += n;
-        if (off && p->o.addrs)
-            fk_buf_add(nb, off, (size_t)(offend - off));
+        f = arrow + 2;
     }
-    stk_prepend(p, nb->data + mark, nb->len - mark, suffix, suflen);
-    nb->len = mark;
     return true;
 }
 
-/* A frame line (s at its ip): its name id from the cache, else parsed by
- * add_frame and cached. The name depends on the text after the ip (the ip
- * too with --addrs) and, for Java's "Lpkg/Class;" names, on whether the
- * process is java. False when the line is not a frame. */
-static inline bool is_java(const struct fk_perfscript *p)
-{
-    return p->pname.len >= 4 && !memcmp(p->pname.data, "java", 4);
-}
 
 static inline uint64_t key_hash(const char *key, size_t len, bool java)
 {
     return fk_hash(key, len) ^ (java ? 0x9e3779b97f4a7c15ULL : 0);
 }
 
-/* The next frame line of this sample is the entry en (+ 1); its name id. */
+/* The frames of one line: LC_SKIP (none), a name id, or LC_CHAIN | the
+ * offset in p->chains of "n, ids..." (an inline chain, leaf first). */
+static inline void push_frames(struct fk_perfscript *p, uint32_t id)
+{
+    if (id < LC_CHAIN) {
+        stk_push(p, id);
+    } else if (id != LC_SKIP) {
+        const uint32_t *c = p->chains + (id - LC_CHAIN);
+        for (uint32_t i = 1; i <= c[0]; i++)
+            stk_push(p, c[i]);
+    }
+}
+
+/* The next frame line of this sample is the entry en (+ 1); its frames. */
 static inline void line_seen(struct fk_perfscript *p, uint32_t en)
 {
     if (p->lprev)
         p->line.e[p->lprev - 1].next = en;
     p->lprev = en;
-    uint32_t id = p->line.e[en - 1].id;
-    if (id != LC_SKIP)
-        stk_push(p, id);
+    push_frames(p, p->line.e[en - 1].id);
+}
+
+/* The names add_frame left in p->frame as one entry for push_frames. */
+static uint32_t frames_id(struct fk_perfscript *p)
+{
+    if (p->nparts == 0)
+        return LC_SKIP;
+    if (p->nparts == 1)
+        return intern(p, p->frame.data, p->frame.len - 1);
+    if (p->nchains + 1 + p->nparts >= LC_SKIP - LC_CHAIN)
+        fk_die("too many inline chains");
+    p->chains = fk_grow(p->chains, &p->chains_cap, p->nchains + 1 + p->nparts, sizeof *p->chains);
+    uint32_t off = (uint32_t)p->nchains, *c = p->chains + off;
+    c[0] = p->nparts;
+    /* the names are root first; frames are pushed leaf first */
+    const char *n = p->frame.data, *end = n + p->frame.len;
+    for (uint32_t i = p->nparts; i >= 1 && n < end; i--) {
+        size_t l = strlen(n);
+        c[i] = intern(p, n, l);
+        n += l + 1;
+    }
+    p->nchains += 1 + p->nparts;
+    return LC_CHAIN + off;
 }
 
 /* line: the whole line, to remember it by (NULL: not a line of its own) */
@@ -541,10 +621,9 @@ static bool frame_line(struct fk_perfscript *p, char *s, char *end, const char *
     if (en) {
         id = p->cache.e[en - 1].id;
     } else {
-        p->have_frame = false;
         if (!add_frame(p, s, end))
             return false;
-        id = p->have_frame ? intern(p, p->frame.data, p->frame.len) : LC_SKIP;
+        id = frames_id(p);
         en = lc_put(&p->cache, key, klen, h, java, id, 0);
     }
     uint32_t ln = 0;
@@ -557,8 +636,7 @@ static bool frame_line(struct fk_perfscript *p, char *s, char *end, const char *
         line_seen(p, ln);
     } else {
         p->lprev = 0;
-        if (id != LC_SKIP)
-            stk_push(p, id);
+        push_frames(p, id);
     }
     return true;
 }
@@ -770,6 +848,41 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
     return true;
 }
 
+/* Has an unindented line the shape the Perl tool takes for a sample
+ * header, "COMM  PID[/TID] ..." (two characters at least, blanks, digits
+ * with perhaps "/TID", a blank)? */
+static bool perl_header(const char *s, const char *end)
+{
+    for (const char *q = s + 2; q < end; q++) {
+        if (!is_space(*q))
+            continue;
+        while (q < end && is_space(*q))
+            q++;
+        const char *d = q;
+        while (q < end && is_digit(*q))
+            q++;
+        if (q == d)
+            continue;
+        while (q < end && *q == '/')
+            q++;
+        while (q < end && is_digit(*q))
+            q++;
+        if (q < end && is_space(*q))
+            return true;
+        q--;
+    }
+    return false;
+}
+
+/* Is the second word an event ("comm cpu-clock: ...", perf script -F
+ * comm,event,ip,sym without a pid: one line per sample, no blank lines)?
+ * Then the line is a header even if its comm looks like an address. */
+static bool event_second(char *s, char *end)
+{
+    char *q = skip_blanks(find_blank(s, end), end), *e = find_blank(q, end);
+    return e - q >= 2 && e[-1] == ':';
+}
+
 void fk_perfscript_line(struct fk_perfscript *p, char *line, size_t len, uint64_t lineno)
 {
     p->st->lines++;
@@ -813,6 +926,12 @@ void fk_perfscript_line(struct fk_perfscript *p, char *line, size_t len, uint64_
         if (frame_line(p, s, end, line))
             return;
         /* perhaps a header with a right-aligned comm */
+    } else if (s == line && p->in_sample && !perl_header(s, end) && !event_second(s, end)) {
+        /* an unindented frame line (perf-map-agent's tools write them):
+         * the Perl tool takes a line for a header only when it has this
+         * shape, anything else in a sample for a frame */
+        if (!p->keep || frame_line(p, s, end, line))
+            return;
     }
     if (parse_header(p, s, end, &why))
         return;
@@ -868,19 +987,12 @@ static int cmp_stack(const void *x, const void *y, void *arg)
     return cmp_text(arg, a->key, a->len / sizeof(uint32_t), b->key, b->len / sizeof(uint32_t));
 }
 
-/* The folded text of a stack appended to buf (room left for its count).
- * With esc (fk_folded_name_escapes of each name), says whether the text
- * needs escapes; without, false. */
-static bool stack_text(const struct fk_perfscript *p, const struct fk_stack *e,
-                       const unsigned char *esc, struct fk_buf *buf)
+/* The folded text of a stack appended to buf (room left for its count). */
+static void stack_text(const struct fk_perfscript *p, const struct fk_stack *e, struct fk_buf *buf)
 {
     size_t n = e->len / sizeof(uint32_t), len = n;
-    unsigned any = 0;
-    for (size_t k = 0; k < n; k++) {
-        uint32_t id = id_at(e->key, k);
-        len += p->names.v[id].len;
-        any |= esc ? esc[id] : 0;
-    }
+    for (size_t k = 0; k < n; k++)
+        len += p->names.v[id_at(e->key, k)].len;
     fk_buf_reserve(buf, len + 32);
     char *d = buf->data + buf->len;
     for (size_t k = 0; k < n; k++) {
@@ -891,10 +1003,6 @@ static bool stack_text(const struct fk_perfscript *p, const struct fk_stack *e,
         d += nm->len;
     }
     buf->len = (size_t)(d - buf->data);
-    if (!any)
-        return false;
-    return (any & FK_ESC_ANY) || (esc[id_at(e->key, 0)] & FK_ESC_FIRST) ||
-           (esc[id_at(e->key, n - 1)] & FK_ESC_LAST);
 }
 
 void fk_perfscript_finish(struct fk_perfscript *p)
@@ -909,7 +1017,7 @@ void fk_perfscript_finish(struct fk_perfscript *p)
     struct fk_buf b = FK_BUF_INIT;
     for (size_t i = 0; i < p->stacks.n; i++) {
         fk_buf_reset(&b);
-        stack_text(p, &p->stacks.v[i], NULL, &b);
+        stack_text(p, &p->stacks.v[i], &b);
         fk_stacktab_add(p->tab, b.data ? b.data : "", b.len, p->stacks.v[i].count);
     }
     if (p->stacks.overflow)
@@ -925,24 +1033,11 @@ bool fk_perfscript_write(const struct fk_perfscript *p,
     for (size_t i = 0; i < n; i++)
         v[i] = &p->stacks.v[i];
     qsort_r(v, n, sizeof *v, cmp_stack, (void *)&p->names);
-    /* escapes are a property of names: asked once per name, not per byte
-     * of the output (deep stacks repeat each name thousands of times) */
-    unsigned char *names_esc = fk_malloc(p->names.n ? p->names.n : 1);
-    for (size_t i = 0; i < p->names.n; i++)
-        names_esc[i] = (unsigned char)fk_folded_name_escapes(p->names.v[i].key, p->names.v[i].len);
     struct fk_buf b = FK_BUF_INIT;
     bool ok = true;
     /* lines gathered into blocks of ~256 KB: one write, no stdio copy */
-    struct fk_buf esc = FK_BUF_INIT;
     for (size_t i = 0; i < n && ok; i++) {
-        size_t at = b.len;
-        if (stack_text(p, v[i], names_esc, &b)) {
-            /* a name ending in " DIGITS" or holding a control byte */
-            fk_buf_reset(&esc);
-            fk_folded_escape(b.data + at, b.len - at, &esc);
-            b.len = at;
-            fk_buf_add(&b, esc.data, esc.len);
-        }
+        stack_text(p, v[i], &b);
         /* " COUNT\n" by hand, as fk_folded_write */
         char num[32], *d = num + sizeof num;
         *--d = '\n';
@@ -958,8 +1053,6 @@ bool fk_perfscript_write(const struct fk_perfscript *p,
         }
     }
     fk_buf_free(&b);
-    fk_buf_free(&esc);
-    free(names_esc);
     free(v);
     return ok;
 }

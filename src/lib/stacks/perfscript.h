@@ -17,9 +17,10 @@ struct fk_perfscript_opts {
     bool tid;               /* comm-PID/TID */
     bool kernel;            /* append _[k] to kernel frames */
     bool jit;               /* append _[j] to perf-PID.map frames */
-    bool inline_mark;       /* append _[i] to inlined frames */
+    bool tag_inlined;       /* append _[i] to frames perf marks "(inlined)" */
     bool no_inline;         /* drop frames perf marks "(inlined)" */
-    bool addrs;             /* keep +0x offsets, show addresses of unknown frames */
+    bool addrs;             /* "[object <ip>]" for unknown symbols (the Perl tool's --addrs) */
+    bool offsets;           /* keep "+0x1f" symbol offsets (one frame per call site) */
     bool period;            /* weight by the sample period, not 1 per sample */
     const char *event;      /* count only this event; NULL = the first seen */
 };
@@ -39,8 +40,10 @@ struct fk_perfscript {
     uint32_t *stk;              /* frame name ids, written backwards from the end */
     size_t stk_cap, stk_pos;
     struct fk_buf pname;
-    struct fk_buf frame;        /* the text of the frame being parsed */
-    bool have_frame;
+    struct fk_buf frame;        /* the names of the frame line being parsed, each NUL-ended */
+    uint32_t nparts;            /* how many (an inline chain "a->b" has several) */
+    uint32_t *chains;           /* inline chains' name ids: n, ids (leaf first) */
+    size_t nchains, chains_cap;
     uint64_t nframes;
     /* Stacks are kept as name ids: memory follows unique names and stacks,
      * not stack text (deep stacks repeat long names). */

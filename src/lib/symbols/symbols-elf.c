@@ -19,14 +19,66 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-void fk_symtab_add(struct fk_symtab *t, uint64_t addr, uint64_t size, const char *name)
+size_t fk_symtab_bytes(const struct fk_symtab *t)
 {
+    return t->cap * sizeof *t->syms + t->strs.cap + fk_hindex_bytes(&t->names);
+}
+
+bool fk_symtab_fits(struct fk_symtab *t, size_t n)
+{
+    if (t->over)
+        return false;
+    size_t held = fk_symtab_bytes(t) + t->transient;
+    if (!t->budget || (held <= t->budget && n <= t->budget - held))
+        return true;
+    t->over = true;
+    return false;
+}
+
+/* The offset of a stored name equal to name[0..len), or UINT32_MAX. */
+static uint32_t interned(const struct fk_symtab *t, uint64_t h, const char *name, size_t len)
+{
+    struct fk_hiter it = fk_hindex_find(&t->names, h);
+    uint32_t off;
+    while (fk_hindex_next(&it, &off))
+        if (memcmp(t->strs.data + off, name, len) == 0 && t->strs.data[off + len] == '\0')
+            return off;
+    return UINT32_MAX;
+}
+
+bool fk_symtab_add(struct fk_symtab *t, uint64_t addr, uint64_t size, const char *name)
+{
+    if (t->over)
+        return false;
+    size_t len = strnlen(name, FK_SYM_NAME_MAX), grow = 0;
+    uint64_t h = fk_hash(name, len);
+    uint32_t off = interned(t, h, name, len);
+    if (t->n + 1 > t->cap)
+        grow += (fk_grow_cap(t->cap, t->n + 1) - t->cap) * sizeof *t->syms;
+    if (off == UINT32_MAX) {
+        /* offsets are 32-bit: a table that big is over any budget */
+        if (t->strs.len + len + 2 > UINT32_MAX) {
+            t->over = true;
+            return false;
+        }
+        grow += fk_grow_cap(t->strs.cap, t->strs.len + len + 2) - t->strs.cap;
+        if ((t->names.n + 1) * 4 > (t->names.mask + 1) * 3)     /* (fk_hindex_add grows it) */
+            grow += (t->names.slot ? 2 * (t->names.mask + 1) : 64) * sizeof *t->names.slot;
+    }
+    if (grow && !fk_symtab_fits(t, grow))
+        return false;
+    if (off == UINT32_MAX) {
+        off = (uint32_t)t->strs.len;
+        fk_buf_add(&t->strs, name, len);
+        fk_buf_addc(&t->strs, '\0');
+        fk_hindex_add(&t->names, h, off);
+    }
     t->syms = fk_grow(t->syms, &t->cap, t->n + 1, sizeof *t->syms);
     t->syms[t->n].addr = addr;
     t->syms[t->n].size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
-    t->syms[t->n].name = (uint32_t)t->strs.len;
-    fk_buf_add(&t->strs, name, strlen(name) + 1);
+    t->syms[t->n].name = off;
     t->n++;
+    return true;
 }
 
 static int sym_cmp(const void *a, const void *b)
@@ -42,6 +94,7 @@ static int sym_cmp(const void *a, const void *b)
 
 void fk_symtab_sort(struct fk_symtab *t)
 {
+    fk_hindex_free(&t->names);
     if (t->n == 0)
         return;
     qsort(t->syms, t->n, sizeof *t->syms, sym_cmp);
@@ -97,6 +150,7 @@ void fk_symtab_free(struct fk_symtab *t)
 {
     free(t->syms);
     fk_buf_free(&t->strs);
+    fk_hindex_free(&t->names);
     memset(t, 0, sizeof *t);
 }
 
@@ -109,20 +163,29 @@ static void elf_init(void)
     }
 }
 
-/* Function symbols of one symbol-table section kind; returns how many. */
+/* Function symbols of one symbol-table section kind; returns how many.
+ * The section and its string table count toward t's budget while read
+ * (libelf may copy them); t->over: stopped there. */
 static size_t read_syms(Elf *e, Elf64_Word type, struct fk_symtab *t)
 {
     size_t added = 0;
     Elf_Scn *scn = NULL;
-    while ((scn = elf_nextscn(e, scn))) {
-        GElf_Shdr sh;
+    while (!t->over && (scn = elf_nextscn(e, scn))) {
+        GElf_Shdr sh, ssh;
         if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || sh.sh_entsize == 0)
             continue;
+        Elf_Scn *strs = elf_getscn(e, sh.sh_link);
+        uint64_t read = sh.sh_size;
+        if (strs && gelf_getshdr(strs, &ssh) && ssh.sh_type != SHT_NOBITS)
+            read += ssh.sh_size;
+        if (read > SIZE_MAX / 2 || !fk_symtab_fits(t, (size_t)read))
+            break;
         Elf_Data *data = elf_getdata(scn, NULL);
         if (!data)
             continue;
+        t->transient += (size_t)read;
         size_t n = sh.sh_size / sh.sh_entsize;
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n && !t->over; i++) {
             GElf_Sym sym;
             if (!gelf_getsym(data, (int)i, &sym))
                 break;
@@ -143,9 +206,9 @@ static size_t read_syms(Elf *e, Elf64_Word type, struct fk_symtab *t)
                     !gelf_getshdr(text, &ts) || !(ts.sh_flags & SHF_EXECINSTR))
                     continue;
             }
-            fk_symtab_add(t, sym.st_value, sym.st_size, name);
-            added++;
+            added += fk_symtab_add(t, sym.st_value, sym.st_size, name);
         }
+        t->transient -= (size_t)read;
     }
     return added;
 }
@@ -176,9 +239,19 @@ static Elf_Scn *section_named(Elf *e, const char *want, GElf_Shdr *sh)
     return NULL;
 }
 
+/* A table about to be filled from a file of `size` bytes, under `share`
+ * (what the caller's --max-memory share leaves; SIZE_MAX: no limit). */
+static void set_budget(struct fk_symtab *t, size_t share, uint64_t size)
+{
+    size_t own = size > SIZE_MAX / 8 ? SIZE_MAX : FK_SYM_FILE_BUDGET(size);
+    t->budget = share < own ? share : own;
+    if (!t->budget)
+        t->over = true;     /* (0 would mean no limit) */
+}
+
 /* Take one candidate debug file (fd, consumed): it must carry a .symtab
  * and, when both sides have one, the same build-id. */
-static bool try_debug_fd(struct dso *d, int fd, const char *path, bool in_root)
+static bool try_debug_fd(struct dso *d, int fd, const char *path, bool in_root, size_t share)
 {
     if (fd < 0)
         return false;
@@ -189,8 +262,10 @@ static bool try_debug_fd(struct dso *d, int fd, const char *path, bool in_root)
         const void *bid;
         ssize_t n = dwelf_elf_gnu_build_id(e, &bid);
         if (d->build_id_len == 0 || n <= 0 ||
-            ((size_t)n == d->build_id_len && memcmp(bid, d->build_id, (size_t)n) == 0))
+            ((size_t)n == d->build_id_len && memcmp(bid, d->build_id, (size_t)n) == 0)) {
+            set_budget(&d->st, share, (uint64_t)st.st_size);
             ok = read_syms(e, SHT_SYMTAB, &d->st) > 0;
+        }
     }
     if (e)
         elf_end(e);
@@ -207,11 +282,13 @@ static bool try_debug_fd(struct dso *d, int fd, const char *path, bool in_root)
 /* path inside rootfd, through the safe-open helper (util/safeopen.h),
  * owned by root, the binary's owner or us: paths beside the binary are its
  * owner's to plant. */
-static bool try_debug_file(struct dso *d, int rootfd, bool in_root, const char *path, unsigned flags)
+static bool try_debug_file(struct dso *d, int rootfd, bool in_root, const char *path, unsigned flags,
+                           size_t share)
 {
     const uid_t owners[2] = { d->uid, geteuid() };
     const struct fk_safe_opts o = { .flags = flags, .owners = owners, .nowners = 2 };
-    return rootfd >= 0 && try_debug_fd(d, fk_safe_openat(rootfd, path, &o, NULL, NULL), path, in_root);
+    return rootfd >= 0 &&
+           try_debug_fd(d, fk_safe_openat(rootfd, path, &o, NULL, NULL), path, in_root, share);
 }
 
 int fk_dso_root_open(const struct dso *d)
@@ -227,11 +304,11 @@ int fk_dso_root_open(const struct dso *d)
 }
 
 /* By build-id from debuginfod, within its time budget. */
-static bool load_debuginfod(struct dso *d, struct fk_debuginfod *dbg)
+static bool load_debuginfod(struct dso *d, struct fk_debuginfod *dbg, size_t share)
 {
     char *path = NULL;
     int fd = dbg && d->build_id_len ? fk_debuginfod_find(dbg, d->build_id, d->build_id_len, &path) : -1;
-    bool ok = try_debug_fd(d, fd, path ? path : "", false);
+    bool ok = try_debug_fd(d, fd, path ? path : "", false, share);
     free(path);
     return ok;
 }
@@ -243,7 +320,7 @@ static bool load_debuginfod(struct dso *d, struct fk_debuginfod *dbg)
  * the paths beside its binary are its own, not ours. /usr/lib/debug trees
  * hold symlinks (.build-id): followed, inside the root; beside the binary
  * none is (the kernel named it by its resolved path). */
-static bool load_debug_file(struct dso *d, Elf *e)
+static bool load_debug_file(struct dso *d, Elf *e, size_t share)
 {
     int roots[2] = { -1, -1 };
     bool in_root[2] = { false, false };
@@ -255,23 +332,23 @@ static bool load_debug_file(struct dso *d, Elf *e)
     roots[nroots++] = fk_root_open(0, NULL);
     struct fk_buf p = FK_BUF_INIT;
     bool ok = false;
-    for (int r = 0; r < nroots && !ok && d->build_id_len > 1; r++) {
+    for (int r = 0; r < nroots && !ok && !d->st.over && d->build_id_len > 1; r++) {
         fk_buf_reset(&p);
         fk_buf_printf(&p, "/usr/lib/debug/.build-id/%02x/", d->build_id[0]);
         for (size_t i = 1; i < d->build_id_len; i++)
             fk_buf_printf(&p, "%02x", d->build_id[i]);
         fk_buf_adds(&p, ".debug");
-        ok = try_debug_file(d, roots[r], in_root[r], fk_buf_cstr(&p), FK_SAFE_FOLLOW);
+        ok = try_debug_file(d, roots[r], in_root[r], fk_buf_cstr(&p), FK_SAFE_FOLLOW, share);
     }
     GElf_Word crc;
-    const char *link = ok ? NULL : dwelf_elf_gnu_debuglink(e, &crc);
+    const char *link = ok || d->st.over ? NULL : dwelf_elf_gnu_debuglink(e, &crc);
     if (link && !strchr(link, '/')) {
         const char *slash = strrchr(d->path, '/');
         int dirlen = slash ? (int)(slash - d->path) : 0;
-        for (int r = 0; r < nroots && !ok; r++) {
+        for (int r = 0; r < nroots && !ok && !d->st.over; r++) {
             static const char *const subdirs[3][2] = { { "", "" }, { "", "/.debug" },
                                                         { "/usr/lib/debug", "" } };
-            for (int f = 0; f < 3 && !ok; f++) {
+            for (int f = 0; f < 3 && !ok && !d->st.over; f++) {
                 bool beside = f < 2;
                 if (beside && d->root_pid && !in_root[r])
                     continue;
@@ -279,7 +356,7 @@ static bool load_debug_file(struct dso *d, Elf *e)
                 fk_buf_printf(&p, "%s%.*s%s/%s", subdirs[f][0], dirlen, d->path, subdirs[f][1], link);
                 if (strcmp(fk_buf_cstr(&p), d->path) != 0)
                     ok = try_debug_file(d, roots[r], in_root[r], p.data,
-                                        beside ? FK_SAFE_NO_SYMLINKS : FK_SAFE_FOLLOW);
+                                        beside ? FK_SAFE_NO_SYMLINKS : FK_SAFE_FOLLOW, share);
             }
         }
     }
@@ -311,13 +388,12 @@ static size_t read_gopclntab(Elf *e, struct fk_symtab *t)
     if (!data || !fk_gopcln_open(&g, data->d_buf, data->d_size))
         return 0;
     size_t added = 0;
-    for (uint64_t i = 0; i < g.nfunc; i++) {
+    for (uint64_t i = 0; i < g.nfunc && !t->over; i++) {
         uint64_t entry, end, func;
         const char *fname;
         if (!fk_gopcln_func(&g, i, &entry, &end, &func) || !(fname = fk_gopcln_name(&g, func)))
             continue;
-        fk_symtab_add(t, entry, end - entry, fname);
-        added++;
+        added += fk_symtab_add(t, entry, end - entry, fname);
     }
     return added;
 }
@@ -470,8 +546,20 @@ void fk_dso_load_fde_names(struct dso *d, Elf *e)
             !rd_encoded((uint8_t)(enc & 0x0f), &p, end, asize, be, 0, &len) ||
             start == 0 || len == 0 || len > UINT32_MAX)
             continue;
-        d->fdes = fk_grow(d->fdes, &cap, d->nfdes + 1, sizeof *d->fdes);
+        if (d->nfdes + 1 > cap) {   /* held with the symbols: within their budget */
+            size_t more = (fk_grow_cap(cap, d->nfdes + 1) - cap) * sizeof *d->fdes;
+            if (!fk_symtab_fits(&d->st, more))
+                break;
+            d->st.transient += more;
+            d->fdes = fk_grow(d->fdes, &cap, d->nfdes + 1, sizeof *d->fdes);
+        }
         d->fdes[d->nfdes++] = (struct fde_range){ start, (uint32_t)len };
+    }
+    d->st.transient -= cap * sizeof *d->fdes;
+    if (d->st.over) {
+        free(d->fdes);
+        d->fdes = NULL;
+        d->nfdes = 0;
     }
     if (d->nfdes == 0)
         return;
@@ -497,53 +585,74 @@ const struct fde_range *fk_dso_fde_find(const struct dso *d, uint64_t vaddr)
 /* ---- MiniDebugInfo ----
  * .gnu_debugdata (Fedora, RHEL, CentOS...): an xz-compressed ELF whose
  * .symtab holds the function symbols .dynsym lacks. Decompressed in memory
- * within a decoder memory limit and an output cap, read, then freed. */
+ * within a decoder memory limit and an output cap, read, then freed; the
+ * output counts toward the table's budget as it grows (a few KiB of xz
+ * can decompress to 64 MiB), the decoder toward the share. */
 
 #define MINIDEBUG_MEMLIMIT (64u << 20)
 #define MINIDEBUG_MAX_OUT (64u << 20)
 
-bool fk_dso_load_minidebuginfo(struct dso *d, Elf *e)
+bool fk_dso_load_minidebuginfo(struct dso *d, Elf *e, size_t share)
 {
     GElf_Shdr sh;
     Elf_Scn *scn = section_named(e, ".gnu_debugdata", &sh);
     Elf_Data *data = scn && sh.sh_type == SHT_PROGBITS ? elf_rawdata(scn, NULL) : NULL;
     if (!data || !data->d_buf || data->d_size == 0)
         return false;
+    struct fk_symtab *t = &d->st;
+    /* the decoder's own memory (its dictionary, as the stream announces:
+     * xz's default is 8 MiB, whatever the size) within what the share
+     * leaves; its output within the table's budget */
+    size_t held = fk_symtab_bytes(t) + t->transient, memlimit = MINIDEBUG_MEMLIMIT;
+    if (share < held + memlimit)
+        memlimit = share > held ? share - held : 0;
     lzma_stream z = LZMA_STREAM_INIT;
-    if (lzma_stream_decoder(&z, MINIDEBUG_MEMLIMIT, 0) != LZMA_OK)
+    if (!memlimit || !fk_symtab_fits(t, 0)) {
+        t->over = true;
+        return false;
+    }
+    if (lzma_stream_decoder(&z, memlimit, 0) != LZMA_OK)
         return false;
     z.next_in = data->d_buf;
     z.avail_in = data->d_size;
     unsigned char *out = NULL;
-    size_t cap = 0, len = 0;
+    size_t cap = 0, len = 0, base = t->transient;
     lzma_ret r = LZMA_OK;
     while (r == LZMA_OK) {
         if (len == cap) {
-            if (cap >= MINIDEBUG_MAX_OUT)
+            size_t more = cap ? cap : 64 * 1024;
+            if (cap + more > MINIDEBUG_MAX_OUT)
+                more = MINIDEBUG_MAX_OUT - cap;
+            if (!more || !fk_symtab_fits(t, more))
                 break;
-            cap = cap ? cap * 2 : 64 * 1024;
-            if (cap > MINIDEBUG_MAX_OUT)
-                cap = MINIDEBUG_MAX_OUT;
+            cap += more;
             out = fk_realloc(out, cap);
         }
         z.next_out = out + len;
         z.avail_out = cap - len;
         r = lzma_code(&z, LZMA_FINISH);
         len = cap - z.avail_out;
+        t->transient = base + cap;
+        if (!fk_symtab_fits(t, 0))
+            break;
     }
     lzma_end(&z);
+    if (r == LZMA_MEMLIMIT_ERROR && memlimit < MINIDEBUG_MEMLIMIT)
+        t->over = true;     /* (over 64 MiB: no MiniDebugInfo, not a budget matter) */
+    t->transient = base + cap;
     bool ok = false;
-    if (r == LZMA_STREAM_END) {
+    if (r == LZMA_STREAM_END && !t->over) {
         Elf *in = elf_memory((char *)out, len);
         if (in && elf_kind(in) == ELF_K_ELF)
-            ok = read_syms(in, SHT_SYMTAB, &d->st) > 0;
+            ok = read_syms(in, SHT_SYMTAB, t) > 0;
         if (in)
             elf_end(in);
     }
     free(out);
+    t->transient = base;
     if (ok)     /* it holds only what .dynsym lacks */
-        read_syms(e, SHT_DYNSYM, &d->st);
-    return ok;
+        read_syms(e, SHT_DYNSYM, t);
+    return ok && !t->over;
 }
 
 Elf *fk_dso_elf(struct dso *d)
@@ -565,7 +674,7 @@ Elf *fk_dso_elf(struct dso *d)
     return e;
 }
 
-void fk_dso_load_elf(struct dso *d, struct fk_debuginfod *dbg, bool keep_elf)
+void fk_dso_load_elf(struct dso *d, struct fk_debuginfod *dbg, bool keep_elf, size_t budget)
 {
     d->loaded = true;
     Elf *e = fk_dso_elf(d);
@@ -592,14 +701,36 @@ void fk_dso_load_elf(struct dso *d, struct fk_debuginfod *dbg, bool keep_elf)
             }
         }
         d->elf_ok = d->nloads > 0;
-        if (!(has_section(e, SHT_SYMTAB) && read_syms(e, SHT_SYMTAB, &d->st) > 0) &&
-            !load_debug_file(d, e) && !fk_dso_load_minidebuginfo(d, e) &&
-            read_gopclntab(e, &d->st) == 0 && !load_debuginfod(d, dbg)) {
-            /* exported names only: the rest is named by function start */
-            read_syms(e, SHT_DYNSYM, &d->st);
-            fk_dso_load_fde_names(d, e);
+        /* each source within the budget of the file it reads; the first
+         * one over it ends the search (struct fk_symtab) */
+        size_t size = 0;
+        elf_rawfile(e, &size);
+        struct fk_symtab *t = &d->st;
+        set_budget(t, budget, size);
+        bool got = has_section(e, SHT_SYMTAB) && read_syms(e, SHT_SYMTAB, t) > 0;
+        if (!got && !t->over)
+            got = load_debug_file(d, e, budget);
+        if (!got && !t->over) {
+            set_budget(t, budget, size);
+            got = fk_dso_load_minidebuginfo(d, e, budget) || (!t->over && read_gopclntab(e, t) > 0);
         }
-        fk_symtab_sort(&d->st);
+        if (!got && !t->over)
+            got = load_debuginfod(d, dbg, budget);
+        if (!got && !t->over) {
+            /* exported names only: the rest is named by function start */
+            set_budget(t, budget, size);
+            read_syms(e, SHT_DYNSYM, t);
+            if (!t->over)
+                fk_dso_load_fde_names(d, e);
+        }
+        if (t->over) {
+            d->over_budget = true;
+            fk_symtab_free(t);
+            free(d->fdes);
+            d->fdes = NULL;
+            d->nfdes = 0;
+        }
+        fk_symtab_sort(t);
     }
     if (e && !keep_elf && !d->cfi) {
         elf_end(e);
@@ -695,15 +826,6 @@ bool fk_kallsyms_load(struct fk_symtab *t, bool *hidden)
     return true;
 }
 
-/* Memory t would hold after adding a name of nlen bytes. */
-static size_t symtab_bytes_after(const struct fk_symtab *t, size_t nlen)
-{
-    size_t syms = fk_grow_cap(t->cap, t->n + 1), strs = fk_grow_cap(t->strs.cap, t->strs.len + nlen + 2);
-    if (syms > SIZE_MAX / 2 / sizeof *t->syms)
-        return SIZE_MAX;
-    return syms * sizeof *t->syms + strs;
-}
-
 static void perfmap_line(struct fk_symtab *t, char *line)
 {
     char *end, *end2;
@@ -718,7 +840,9 @@ static void perfmap_line(struct fk_symtab *t, char *line)
 
 enum fk_perfmap_rc fk_perfmap_load(struct fk_symtab *t, int fd, uint64_t max_read, size_t max_mem)
 {
-    struct fk_symtab fresh = { 0 };
+    /* the table as it grows, and this buffer */
+    struct fk_symtab fresh = { .budget = max_mem - FK_PERFMAP_LINE_MAX,
+                               .over = max_mem <= FK_PERFMAP_LINE_MAX };
     char *buf = fk_malloc(FK_PERFMAP_LINE_MAX + 1);
     size_t have = 0;
     uint64_t total = 0;
@@ -754,15 +878,12 @@ enum fk_perfmap_rc fk_perfmap_load(struct fk_symtab *t, int fd, uint64_t max_rea
             if (!nl)
                 break;
             *nl = '\0';
-            size_t len = (size_t)(nl - (buf + pos));
             if (!skipping) {
-                /* the table as it would grow, and this buffer */
-                if (max_mem < FK_PERFMAP_LINE_MAX ||
-                    symtab_bytes_after(&fresh, len) > max_mem - FK_PERFMAP_LINE_MAX) {
+                perfmap_line(&fresh, buf + pos);
+                if (fresh.over) {
                     rc = FK_PERFMAP_TRUNCATED;
                     break;
                 }
-                perfmap_line(&fresh, buf + pos);
             }
             skipping = false;
             pos = (size_t)(nl - buf) + 1;
@@ -780,7 +901,65 @@ enum fk_perfmap_rc fk_perfmap_load(struct fk_symtab *t, int fd, uint64_t max_rea
         return rc;
     }
     fk_symtab_sort(&fresh);
+    fresh.budget = 0;
+    fresh.over = false;
     fk_symtab_free(t);
     *t = fresh;
     return rc;
+}
+
+static bool symbol_in(Elf *e, Elf64_Word type, const char *name, uint64_t *vaddr, uint64_t *size)
+{
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(e, scn))) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh) || sh.sh_type != type || sh.sh_entsize == 0)
+            continue;
+        Elf_Data *data = elf_getdata(scn, NULL);
+        if (!data)
+            continue;
+        size_t n = sh.sh_size / sh.sh_entsize;
+        for (size_t i = 0; i < n; i++) {
+            GElf_Sym sym;
+            if (!gelf_getsym(data, (int)i, &sym))
+                break;
+            if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE)
+                continue;
+            const char *nm = elf_strptr(e, sh.sh_link, sym.st_name);
+            if (nm && strcmp(nm, name) == 0) {
+                *vaddr = sym.st_value;
+                *size = sym.st_size;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+bool fk_elf_symbol(Elf *e, const char *name, uint64_t *vaddr, uint64_t *size)
+{
+    return symbol_in(e, SHT_SYMTAB, name, vaddr, size) ||
+           symbol_in(e, SHT_DYNSYM, name, vaddr, size);
+}
+
+bool fk_elf_read_vaddr(Elf *e, uint64_t vaddr, void *buf, size_t len)
+{
+    size_t fsize = 0, phnum = 0;
+    const char *raw = elf_rawfile(e, &fsize);
+    if (!raw || elf_getphdrnum(e, &phnum) != 0)
+        return false;
+    for (size_t i = 0; i < phnum; i++) {
+        GElf_Phdr ph;
+        if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+            continue;
+        if (vaddr < ph.p_vaddr || vaddr - ph.p_vaddr >= ph.p_filesz ||
+            len > ph.p_filesz - (vaddr - ph.p_vaddr))
+            continue;
+        uint64_t off = ph.p_offset + (vaddr - ph.p_vaddr);
+        if (off > fsize || len > fsize - off)
+            return false;
+        memcpy(buf, raw + off, len);
+        return true;
+    }
+    return false;
 }

@@ -5,13 +5,14 @@
 
 #include "symbols/debuginfod.h"
 #include "symbols/symbols.h"
+#include "util/hindex.h"
 
 #include <libelf.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/types.h>
 
-enum dso_kind { DSO_UNKNOWN, DSO_KERNEL, DSO_FILE, DSO_ANON, DSO_VDSO, DSO_SPECIAL };
+enum dso_kind { DSO_UNKNOWN, DSO_KERNEL, DSO_FILE, DSO_ANON, DSO_VDSO, DSO_SPECIAL, DSO_NAMED };
 
 /* Reserved DSO indices. */
 enum { DSO_IDX_UNKNOWN = 0, DSO_IDX_KERNEL = 1 };
@@ -22,11 +23,21 @@ struct fk_sym {
     uint32_t name;      /* offset in the owner's string pool */
 };
 
-/* A sorted symbol table with its names. */
+/* A sorted symbol table with its names. Names are interned while it is
+ * filled (equal names stored once: a hostile file may point thousands of
+ * symbols at one long string) and cut at FK_SYM_NAME_MAX bytes. A table
+ * filled from what a process controls has a budget: every byte it would
+ * hold, and what is read to fill it (transient), counted before it is
+ * allocated; an add past it is refused and marks the table over. */
+#define FK_SYM_NAME_MAX 4096
 struct fk_symtab {
     struct fk_sym *syms;
     size_t n, cap;
     struct fk_buf strs;
+    struct fk_hindex names;     /* while filling: fk_hash(name) -> its offset in strs */
+    size_t budget;              /* bytes it may take while filled; 0: no limit */
+    size_t transient;           /* bytes read to fill it, held now (counted in budget) */
+    bool over;                  /* an add was refused for the budget */
 };
 
 struct load_seg { uint64_t off, filesz, vaddr; };
@@ -40,6 +51,8 @@ struct fde_range {
 struct dso {
     enum dso_kind kind;
     char *path;             /* as mapped, " (deleted)" stripped */
+    const char *suffix;     /* DSO_NAMED: the annotation its names get ("_[p]") */
+    enum fk_frame_kind named_kind;  /* DSO_NAMED: what its frames are */
     pid_t root_pid;         /* opened inside this process's root (not ours), or 0 */
     uint64_t root_dev, root_ino;    /* that root, to tell a reused pid */
     uid_t uid;              /* owner of the file: debug files must be its or root's */
@@ -69,10 +82,18 @@ struct dso {
     uint64_t debug_dev, debug_ino;
     struct fde_range *fdes; /* sorted by start; only when st lacks local symbols */
     size_t nfdes;
+    bool over_budget;       /* its symbols would pass their memory budget: none read */
 };
 
 /* symtab helpers (symbols-elf.c) */
-void fk_symtab_add(struct fk_symtab *t, uint64_t addr, uint64_t size, const char *name);
+/* False (nothing added, t->over set) when it would pass t's budget. */
+bool fk_symtab_add(struct fk_symtab *t, uint64_t addr, uint64_t size, const char *name);
+/* Whether n more bytes held elsewhere for the table fit its budget now. */
+bool fk_symtab_fits(struct fk_symtab *t, size_t n);
+/* Bytes held (syms, names, the interning index). */
+size_t fk_symtab_bytes(const struct fk_symtab *t);
+/* Sorts, one symbol per address, drops the interning index and slack: the
+ * table is final. */
 void fk_symtab_sort(struct fk_symtab *t);
 const struct fk_sym *fk_symtab_find(const struct fk_symtab *t, uint64_t addr, uint64_t slack);
 void fk_symtab_free(struct fk_symtab *t);
@@ -92,17 +113,28 @@ Elf *fk_dso_elf(struct dso *d);
 /* Read the ELF behind d->fd (program headers and symbols), then close the
  * fd; the mapping is dropped too unless keep_elf or its CFI uses it.
  * Symbols: .symtab, else a local debug file, MiniDebugInfo, .gopclntab, a
- * debug file from debuginfod (dbg may be NULL), else .dynsym + FDE ranges. */
-void fk_dso_load_elf(struct dso *d, struct fk_debuginfod *dbg, bool keep_elf);
+ * debug file from debuginfod (dbg may be NULL), else .dynsym + FDE ranges.
+ * Memory: what one source's table (and what is read to fill it) may take
+ * is the smaller of `budget` (0: no limit) and FK_SYM_FILE_BUDGET of the
+ * file it is read from; a source over it ends the load with no symbols
+ * and d->over_budget set (frames are named by file and offset). */
+#define FK_SYM_FILE_BUDGET(size) (4 * (size_t)(size) + ((size_t)1 << 20))
+void fk_dso_load_elf(struct dso *d, struct fk_debuginfod *dbg, bool keep_elf, size_t budget);
+/* A symbol of any type by name: .symtab, else .dynsym (fk_sym_dso_lookup). */
+bool fk_elf_symbol(Elf *e, const char *name, uint64_t *vaddr, uint64_t *size);
+/* len bytes at vaddr from the file part of a PT_LOAD segment. */
+bool fk_elf_read_vaddr(Elf *e, uint64_t vaddr, void *buf, size_t len);
 /* Our own vDSO image (same kernel: the same as every 64-bit task's). */
 Elf *fk_vdso_elf(void);
 /* Function ranges of d's ELF from its .eh_frame (else .debug_frame) FDEs,
  * into d->fdes; and the range covering vaddr, or NULL. */
 void fk_dso_load_fde_names(struct dso *d, Elf *e);
 const struct fde_range *fk_dso_fde_find(const struct dso *d, uint64_t vaddr);
-/* Symbols from .gnu_debugdata (xz-compressed ELF) plus .dynsym; false
- * (nothing added) when there is none or it is unreadable. */
-bool fk_dso_load_minidebuginfo(struct dso *d, Elf *e);
+/* Symbols from .gnu_debugdata (xz-compressed ELF) plus .dynsym, within
+ * d->st's budget (the decoder within share, SIZE_MAX: no limit); false
+ * (nothing added) when there is none, it is unreadable or over budget
+ * (d->st.over then). */
+bool fk_dso_load_minidebuginfo(struct dso *d, Elf *e, size_t share);
 /* Symbols of this process's vDSO (same kernel: same image for 64-bit tasks). */
 void fk_vdso_load(struct fk_symtab *t);
 /* /proc/kallsyms; returns false when addresses are hidden. */

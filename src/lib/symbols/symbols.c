@@ -5,6 +5,7 @@
 #include "util/busguard.h"
 #include "util/dynlib.h"
 #include "util/hindex.h"
+#include "util/procfs.h"
 #include "util/safeopen.h"
 
 #include <dirent.h>
@@ -54,6 +55,7 @@ struct fk_symbolizer {
     struct dso *dsos;
     size_t ndsos, dsos_cap;
     struct fk_hindex dso_idx;   /* dso_key (a hash) -> DSOs (callers compare) */
+    struct fk_hindex named_idx; /* hash(name) ^ dso -> offset of a DSO_NAMED's name */
     uint32_t vdso_dso;
     size_t fds_open, fd_cap;
     bool kernel_loaded, kernel_hidden, kernel_warned, capture_ended;
@@ -62,8 +64,8 @@ struct fk_symbolizer {
     uint64_t dev_tmp, ino_tmp;
     int tmp_fd;                 /* our /tmp (O_PATH), where host JITs write their maps */
     uint64_t other_bytes;       /* the capture's own tables, toward opts.max_bytes */
-    unsigned map_warnings;
-    uint64_t locate_unknown, names_unresolved, names_fde, deleted_kept;
+    unsigned map_warnings, budget_warnings;
+    uint64_t locate_unknown, names_unresolved, names_fde, deleted_kept, over_budget;
 };
 
 /* ---- DSOs ---- */
@@ -145,6 +147,7 @@ static int open_mapped(struct fk_symbolizer *s, struct dso *d, pid_t pid,
 }
 
 static void dso_load(struct fk_symbolizer *s, struct dso *d);
+static size_t sym_left(struct fk_symbolizer *s);
 
 /* Its file shrank under a read through its mapping (SIGBUS, util/busguard.h):
  * drop what was read from it, keep the half-built libelf/libdw state
@@ -284,10 +287,20 @@ static void dso_load(struct fk_symbolizer *s, struct dso *d)
     struct fk_bus_guard g;
     fk_bus_push(&g);
     if (sigsetjmp(g.env, 0) == 0) {
-        fk_dso_load_elf(d, s->dbg, !s->capture_ended);
+        fk_dso_load_elf(d, s->dbg, !s->capture_ended, sym_left(s));
         fk_bus_pop(&g);
     } else {
         dso_truncated(d);
+    }
+    if (d->over_budget) {
+        s->over_budget++;
+        if (s->budget_warnings++ < 3)
+            fk_warn("symbols of %s skipped: its symbol table would pass its memory budget "
+                    "(4 times the file's size + 1 MiB, within half of --max-memory); "
+                    "its frames are named by file and address", d->path);
+        else if (s->budget_warnings == 4)
+            fk_warn("more files' symbols skipped for their memory budget: not reported "
+                    "(counted in the metadata, symbols.files_over_budget)");
     }
 }
 
@@ -351,13 +364,20 @@ static void dso_ensure_loaded(struct fk_symbolizer *s, struct dso *d)
         s->fds_open--;
 }
 
-/* What a perf map may still take under opts.max_bytes. */
-static size_t mem_left(struct fk_symbolizer *s)
+/* What a symbol table read from a file the target controls (a binary, a
+ * debug file, a perf map) may still take: the symbolizer stays within
+ * half of opts.max_bytes and the whole capture within all of it, so what
+ * a target planted can neither stop the capture at the memory limit nor
+ * take the stack table's room. */
+static size_t sym_left(struct fk_symbolizer *s)
 {
     if (!s->opts.max_bytes)
         return SIZE_MAX;
-    uint64_t used = s->other_bytes + fk_sym_bytes(s);
-    return used < s->opts.max_bytes ? (size_t)(s->opts.max_bytes - used) : 0;
+    uint64_t sym = fk_sym_bytes(s), used = s->other_bytes + sym, share = s->opts.max_bytes / 2;
+    if (used >= s->opts.max_bytes || sym >= share)
+        return 0;
+    uint64_t left = s->opts.max_bytes - used < share - sym ? s->opts.max_bytes - used : share - sym;
+    return left > SIZE_MAX ? SIZE_MAX : (size_t)left;
 }
 
 #define MAP_WARNINGS_MAX 5
@@ -407,7 +427,7 @@ static void read_perf_map(struct fk_symbolizer *s, struct dso *d, bool at_end)
         }
         return;
     }
-    if (fk_perfmap_load(&d->st, fd, JIT_MAP_MAX_SIZE, mem_left(s)) == FK_PERFMAP_TRUNCATED)
+    if (fk_perfmap_load(&d->st, fd, JIT_MAP_MAX_SIZE, sym_left(s)) == FK_PERFMAP_TRUNCATED)
         map_warn(s, d, name, "read in part: it reached the memory limit (--max-memory) "
                  "or its size limit; the rest of its code is unnamed");
     close(fd);
@@ -448,6 +468,44 @@ static uint32_t dso_special(struct fk_symbolizer *s, const char *name)
     s->dsos[idx].path = fk_strdup(name);
     fk_hindex_add(&s->dso_idx, key, idx);
     return idx;
+}
+
+static uint32_t dso_named(struct fk_symbolizer *s, const char *label, const char *suffix)
+{
+    uint64_t key = fk_hash(label, strlen(label)) ^ 0x6e616d6564ull;
+    struct fk_hiter it = fk_hindex_find(&s->dso_idx, key);
+    uint32_t idx;
+    while (fk_hindex_next(&it, &idx))
+        if (s->dsos[idx].kind == DSO_NAMED && strcmp(s->dsos[idx].path, label) == 0)
+            return idx;
+    idx = dso_add(s, DSO_NAMED);
+    s->dsos[idx].path = fk_strdup(label);
+    s->dsos[idx].suffix = suffix;
+    s->dsos[idx].loaded = true;
+    fk_buf_addc(&s->dsos[idx].st.strs, 0);    /* offset 0: no name */
+    fk_hindex_add(&s->dso_idx, key, idx);
+    return idx;
+}
+
+struct fk_loc fk_sym_named(struct fk_symbolizer *s, const char *label, const char *suffix,
+                           enum fk_frame_kind kind, const char *name, size_t len)
+{
+    uint32_t di = dso_named(s, label, suffix);
+    struct dso *d = &s->dsos[di];
+    d->named_kind = kind;
+    uint64_t h = fk_hash(name, len) ^ di;
+    struct fk_hiter it = fk_hindex_find(&s->named_idx, h);
+    uint32_t off;
+    while (fk_hindex_next(&it, &off)) {
+        const char *t = d->st.strs.data + off;
+        if (strncmp(t, name, len) == 0 && t[len] == 0)
+            return (struct fk_loc){ di, off };
+    }
+    off = (uint32_t)d->st.strs.len;
+    fk_buf_add(&d->st.strs, name, len);
+    fk_buf_addc(&d->st.strs, 0);
+    fk_hindex_add(&s->named_idx, h, off);
+    return (struct fk_loc){ di, off };
 }
 
 /* ---- processes ---- */
@@ -717,6 +775,7 @@ void fk_sym_free(struct fk_symbolizer *s)
     fk_hindex_free(&s->proc_idx);
     fk_hindex_free(&s->thread_idx);
     fk_hindex_free(&s->dso_idx);
+    fk_hindex_free(&s->named_idx);
     fk_symtab_free(&s->kernel);
     fk_symtab_free(&s->vdso);
     free(s);
@@ -730,22 +789,16 @@ void fk_sym_scan_pid(struct fk_symbolizer *s, pid_t pid)
     scan_into(s, pr);
 }
 
+static bool scan_one(pid_t pid, void *s)
+{
+    fk_sym_scan_pid(s, pid);
+    return true;
+}
+
 void fk_sym_scan_all(struct fk_symbolizer *s)
 {
-    DIR *dir = opendir("/proc");
-    if (!dir) {
+    if (!fk_proc_for_each_pid(scan_one, s))
         fk_warn("cannot list /proc: %s", strerror(errno));
-        return;
-    }
-    struct dirent *de;
-    while ((de = readdir(dir))) {
-        char *end;
-        long pid = strtol(de->d_name, &end, 10);
-        if (*end || pid <= 0)
-            continue;
-        fk_sym_scan_pid(s, (pid_t)pid);
-    }
-    closedir(dir);
 }
 
 void fk_sym_comm(struct fk_symbolizer *s, pid_t pid, pid_t tid, const char *comm, bool exec)
@@ -1072,6 +1125,14 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
     case DSO_SPECIAL:
         fk_buf_adds(out, d->path);
         return FK_FRAME_USER;
+    case DSO_NAMED:
+        if (loc.addr && loc.addr < d->st.strs.len)
+            fk_buf_adds(out, d->st.strs.data + loc.addr);
+        else
+            fk_buf_adds(out, "[unknown]");
+        if (s->opts.annotate && d->suffix)
+            fk_buf_adds(out, d->suffix);
+        return d->named_kind;
     default:
         s->names_unresolved++;
         fk_buf_adds(out, "[unknown]");
@@ -1103,6 +1164,9 @@ bool fk_sym_dso_info(struct fk_symbolizer *s, uint32_t dso, struct fk_sym_dso *o
     case DSO_SPECIAL:
         out->kind = FK_FRAME_USER;
         break;
+    case DSO_NAMED:
+        out->kind = d->named_kind;
+        break;
     default:
         return false;
     }
@@ -1122,6 +1186,7 @@ void fk_sym_stats(const struct fk_symbolizer *s, struct fk_sym_stats *out)
     out->names_unresolved = s->names_unresolved;
     out->names_function_start = s->names_fde;
     out->deleted_files_kept = s->deleted_kept;
+    out->files_over_budget = s->over_budget;
     out->files_shrunk = fk_bus_caught();
     struct fk_debuginfod_stats ds;
     fk_debuginfod_stats(s->dbg, &ds);
@@ -1156,11 +1221,6 @@ int fk_sym_debug_file(struct fk_symbolizer *s, uint32_t dso)
     return fd;
 }
 
-static size_t symtab_bytes(const struct fk_symtab *t)
-{
-    return t->cap * sizeof *t->syms + t->strs.cap;
-}
-
 void fk_sym_set_other_bytes(struct fk_symbolizer *s, uint64_t bytes)
 {
     s->other_bytes = bytes;
@@ -1172,15 +1232,110 @@ size_t fk_sym_bytes(const struct fk_symbolizer *s)
     b += s->procs_cap * sizeof *s->procs + s->threads_cap * sizeof *s->threads;
     b += s->dsos_cap * sizeof *s->dsos;
     b += fk_hindex_bytes(&s->proc_idx) + fk_hindex_bytes(&s->thread_idx) + fk_hindex_bytes(&s->dso_idx);
+    b += fk_hindex_bytes(&s->named_idx);
     for (size_t i = 0; i < s->nprocs; i++)
         b += s->procs[i].cap * sizeof(struct map);
     for (size_t i = 0; i < s->ndsos; i++) {
         const struct dso *d = &s->dsos[i];
         b += (d->path ? strlen(d->path) + 1 : 0) + d->nloads * sizeof *d->loads;
         b += d->nfdes * sizeof *d->fdes + (d->debug_path ? strlen(d->debug_path) + 1 : 0);
-        b += symtab_bytes(&d->st);
+        b += fk_symtab_bytes(&d->st);
         if (d->cfi)
             b += fk_cfi_bytes(d->cfi);
     }
-    return b + symtab_bytes(&s->kernel) + symtab_bytes(&s->vdso);
+    return b + fk_symtab_bytes(&s->kernel) + fk_symtab_bytes(&s->vdso);
+}
+
+/* ---- for readers of a process's runtime ---- */
+
+/* A file DSO with its program headers read (its Elf kept during the
+ * capture), or NULL. */
+static struct dso *file_dso(struct fk_symbolizer *s, uint32_t dso)
+{
+    if (dso >= s->ndsos || s->dsos[dso].kind != DSO_FILE)
+        return NULL;
+    struct dso *d = &s->dsos[dso];
+    dso_ensure_loaded(s, d);
+    return d->elf_ok ? d : NULL;
+}
+
+size_t fk_sym_proc_files(struct fk_symbolizer *s, pid_t pid, bool (*want)(const char *path),
+                         struct fk_sym_file *out, size_t max)
+{
+    struct proc *pr = proc_find(s, pid);
+    if (!pr)
+        pr = proc_get(s, pid);
+    size_t n = 0;
+    for (size_t i = 0; i < pr->nmaps && n < max; i++) {
+        const struct map *m = &pr->maps[i];
+        const struct dso *d0 = &s->dsos[m->dso];
+        if (d0->kind != DSO_FILE || !d0->path || !want(d0->path))
+            continue;
+        bool seen = false;
+        for (size_t k = 0; k < n && !seen; k++)
+            seen = out[k].dso == m->dso;
+        struct dso *d = seen ? NULL : file_dso(s, m->dso);
+        if (!d)
+            continue;
+        /* the PT_LOAD holding the mapping's first byte gives the bias */
+        for (size_t k = 0; k < d->nloads; k++) {
+            const struct load_seg *l = &d->loads[k];
+            if (m->pgoff >= l->off && m->pgoff - l->off < (l->filesz ? l->filesz : 1)) {
+                out[n].dso = m->dso;
+                out[n].path = d->path;
+                out[n].bias = m->start - (l->vaddr + (m->pgoff - l->off));
+                n++;
+                break;
+            }
+        }
+    }
+    return n;
+}
+
+bool fk_sym_dso_lookup(struct fk_symbolizer *s, uint32_t dso, const char *name,
+                       uint64_t *vaddr, uint64_t *size)
+{
+    struct dso *d = file_dso(s, dso);
+    Elf *e = d ? dso_elf(d) : NULL;
+    if (!e)
+        return false;
+    struct fk_bus_guard g;
+    fk_bus_push(&g);
+    if (sigsetjmp(g.env, 0) == 0) {
+        bool ok = fk_elf_symbol(e, name, vaddr, size);
+        fk_bus_pop(&g);
+        return ok;
+    }
+    dso_truncated(d);
+    return false;
+}
+
+bool fk_sym_dso_read(struct fk_symbolizer *s, uint32_t dso, uint64_t vaddr, void *buf, size_t len)
+{
+    struct dso *d = file_dso(s, dso);
+    Elf *e = d ? dso_elf(d) : NULL;
+    if (!e)
+        return false;
+    struct fk_bus_guard g;
+    fk_bus_push(&g);
+    if (sigsetjmp(g.env, 0) == 0) {
+        bool ok = fk_elf_read_vaddr(e, vaddr, buf, len);
+        fk_bus_pop(&g);
+        return ok;
+    }
+    dso_truncated(d);
+    return false;
+}
+
+bool fk_sym_dso_loc_addr(struct fk_symbolizer *s, uint32_t dso, uint64_t vaddr, uint64_t *addr)
+{
+    struct dso *d = file_dso(s, dso);
+    for (size_t i = 0; d && i < d->nloads; i++) {
+        const struct load_seg *l = &d->loads[i];
+        if (vaddr >= l->vaddr && vaddr - l->vaddr < l->filesz) {
+            *addr = vaddr - l->vaddr + l->off;
+            return true;
+        }
+    }
+    return false;
 }

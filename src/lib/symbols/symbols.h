@@ -32,8 +32,10 @@ struct fk_sym_opts {
                                        fetch missing debug files from; NULL or "": never */
     uint32_t debuginfod_budget_ms;  /* all fetches together (0: FK_DEBUGINFOD_BUDGET_MS) */
     uint32_t debuginfod_request_ms; /* each fetch (0: FK_DEBUGINFOD_REQUEST_MS) */
-    uint64_t max_bytes;     /* --max-memory: perf maps are read only as far as this
-                               and fk_sym_set_other_bytes leave room; 0: no limit */
+    uint64_t max_bytes;     /* --max-memory: symbol tables from files the targets
+                               control (binaries, debug files, perf maps) are read
+                               only within half of it and what fk_sym_set_other_bytes
+                               leaves; 0: no limit */
 };
 
 #define FK_DEBUGINFOD_BUDGET_MS 30000
@@ -45,7 +47,8 @@ struct fk_loc {
     uint64_t addr;      /* file offset in the DSO, or the absolute address (kernel, JIT) */
 };
 
-enum fk_frame_kind { FK_FRAME_UNKNOWN, FK_FRAME_USER, FK_FRAME_KERNEL, FK_FRAME_JIT };
+enum fk_frame_kind { FK_FRAME_UNKNOWN, FK_FRAME_USER, FK_FRAME_KERNEL, FK_FRAME_JIT,
+                     FK_FRAME_PYTHON };
 
 struct fk_symbolizer *fk_sym_new(const struct fk_sym_opts *opts);
 void fk_sym_free(struct fk_symbolizer *s);
@@ -65,6 +68,13 @@ void fk_sym_mmap(struct fk_symbolizer *s, pid_t pid, uint64_t start, uint64_t le
 
 /* Phase 1. kernel says the ip came from kernel context (PERF_CONTEXT_KERNEL). */
 struct fk_loc fk_sym_locate(struct fk_symbolizer *s, pid_t pid, uint64_t ip, bool kernel);
+/* A frame named by the capture itself, not by an address: an interpreter's
+ * function (unwind/python.c). label names the group in structured output
+ * ("[python]"); suffix is the annotation its frames get when annotating
+ * ("_[p]"; a static string). One location per (label, name), named as
+ * given; names are charged to the symbolizer's bytes. */
+struct fk_loc fk_sym_named(struct fk_symbolizer *s, const char *label, const char *suffix,
+                           enum fk_frame_kind kind, const char *name, size_t len);
 /* A location for a synthetic frame, e.g. "[truncated]" (named as given). */
 struct fk_loc fk_sym_special(struct fk_symbolizer *s, const char *name);
 
@@ -124,6 +134,8 @@ struct fk_sym_stats {
                                        holding them (FDE), "[lib+0xSTART]" */
     uint64_t deleted_files_kept;    /* DSOs named from a kept file whose path was gone or replaced */
     uint64_t files_shrunk;          /* reads through a mapping ended by SIGBUS (util/busguard.h) */
+    uint64_t files_over_budget;     /* files whose symbols were skipped: over their memory
+                                       budget (symbols-int.h, FK_SYM_FILE_BUDGET) */
     bool debuginfod;                /* asked for ($DEBUGINFOD_URLS, --debuginfod) */
     uint64_t debuginfod_found, debuginfod_failed, debuginfod_timed_out;
     uint64_t debuginfod_skipped;    /* not asked: the time budget was spent */
@@ -136,6 +148,32 @@ void fk_sym_stats(const struct fk_symbolizer *s, struct fk_sym_stats *out);
  * not done yet. -1 when its symbols came from the binary itself (which then
  * carries its own .debug_frame, if any) or no debug file was found. */
 int fk_sym_debug_file(struct fk_symbolizer *s, uint32_t dso);
+
+/* ---- for readers of a process's runtime (unwind/python.c) ----
+ * They find an interpreter's tables through its binary's symbols, then read
+ * the process's memory themselves. */
+
+/* The file DSOs with an executable mapping in pid whose path want()
+ * accepts (want(NULL-terminated path)), each once, with its load bias:
+ * ELF vaddr + bias = address in pid. Returns how many were written (at
+ * most max). */
+struct fk_sym_file {
+    uint32_t dso;
+    const char *path;       /* valid until fk_sym_free */
+    uint64_t bias;
+};
+size_t fk_sym_proc_files(struct fk_symbolizer *s, pid_t pid, bool (*want)(const char *path),
+                         struct fk_sym_file *out, size_t max);
+/* A symbol of any type (data too) by name in a file DSO: its .symtab,
+ * else its .dynsym. False when absent or the file is unreadable. */
+bool fk_sym_dso_lookup(struct fk_symbolizer *s, uint32_t dso, const char *name,
+                       uint64_t *vaddr, uint64_t *size);
+/* len bytes of a file DSO's image at ELF vaddr, from the file's part of a
+ * PT_LOAD segment (initialised data, code): false past it. */
+bool fk_sym_dso_read(struct fk_symbolizer *s, uint32_t dso, uint64_t vaddr, void *buf, size_t len);
+/* fk_loc.addr of a file DSO's ELF vaddr (a file offset), to compare
+ * locations with a symbol's range. */
+bool fk_sym_dso_loc_addr(struct fk_symbolizer *s, uint32_t dso, uint64_t vaddr, uint64_t *addr);
 
 /* Bytes held (for the memory cap). */
 size_t fk_sym_bytes(const struct fk_symbolizer *s);

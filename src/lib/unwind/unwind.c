@@ -284,7 +284,8 @@ static enum rd fp_step(const struct fk_uw_arch *a, const struct regs *r,
 
 void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
                 const struct fk_uw_stack *st, fk_uw_resolve_fn resolve, void *ctx,
-                unsigned max_frames, uint64_t max_ns, uint64_t *pcs, struct fk_uw_result *res)
+                unsigned max_frames, uint64_t max_ns, uint64_t *pcs, uint64_t *sps,
+                struct fk_uw_result *res)
 {
     memset(res, 0, sizeof *res);
     struct regs r = { .valid = (1u << FK_UW_NREGS) - 1 };
@@ -301,6 +302,8 @@ void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
         }
         uint64_t pc = r.v[FK_UW_IP];
         uint64_t look = exact ? pc : pc - 1;
+        if (sps)
+            sps[res->n] = r.v[FK_UW_SP];
         pcs[res->n++] = look;
         if (max_ns && (res->n & 7) == 0 && walk_over(&clk, max_ns)) {
             res->reason = FK_UW_R_TIME;
@@ -371,6 +374,8 @@ struct fk_unwinder {
     struct fk_unwind_stats st;
     uint32_t hist[HIST_N];      /* unwind time per sample, 50 ns buckets */
     uint64_t pcs[FK_UW_DEFAULT_MAX_FRAMES];
+    uint64_t sps[FK_UW_DEFAULT_MAX_FRAMES];
+    unsigned nsps;
 };
 
 struct fk_unwinder *fk_unwinder_new(struct fk_symbolizer *s)
@@ -414,7 +419,8 @@ unsigned fk_unwind_sample(struct fk_unwinder *u, pid_t pid, const uint64_t *regs
     u->pid = pid;
     struct fk_uw_result res;
     fk_uw_walk(u->arch, want, &st, resolve_sym, u, FK_UW_DEFAULT_MAX_FRAMES,
-               FK_UW_DEFAULT_MAX_NS, u->pcs, &res);
+               FK_UW_DEFAULT_MAX_NS, u->pcs, u->sps, &res);
+    u->nsps = res.n;
     for (unsigned i = 0; i < res.n; i++)
         locs[i] = fk_sym_locate(u->sym, pid, u->pcs[i], false);
     unsigned n = res.n;
@@ -435,8 +441,15 @@ unsigned fk_unwind_sample(struct fk_unwinder *u, pid_t pid, const uint64_t *regs
     return n;
 }
 
+const uint64_t *fk_unwind_last_sps(const struct fk_unwinder *u, unsigned *n)
+{
+    *n = u->nsps;
+    return u->sps;
+}
+
 void fk_unwind_no_regs(struct fk_unwinder *u)
 {
+    u->nsps = 0;
     u->st.no_regs++;
 }
 

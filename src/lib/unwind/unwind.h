@@ -67,10 +67,12 @@ struct fk_uw_result {
 
 /* Walk one stack. pcs[0] is regs' ip; pcs[i > 0] are call sites (return
  * address - 1; the exact pc of a frame interrupted by a signal), ready for
- * fk_sym_locate. pcs has room for max_frames. */
+ * fk_sym_locate. pcs has room for max_frames; so has sps unless NULL:
+ * sps[i] is frame i's stack pointer (sps[i + 1] its CFA). */
 void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
                 const struct fk_uw_stack *st, fk_uw_resolve_fn resolve, void *ctx,
-                unsigned max_frames, uint64_t max_ns, uint64_t *pcs, struct fk_uw_result *res);
+                unsigned max_frames, uint64_t max_ns, uint64_t *pcs, uint64_t *sps,
+                struct fk_uw_result *res);
 
 /* ---- the capture's unwinder ---- */
 
@@ -97,6 +99,10 @@ void fk_unwinder_free(struct fk_unwinder *u);
 unsigned fk_unwind_sample(struct fk_unwinder *u, pid_t pid, const uint64_t *regs,
                           const unsigned char *stack, uint64_t size, uint64_t dyn,
                           struct fk_loc *locs);
+/* The stack pointers of the last fk_unwind_sample's unwound frames
+ * (sps[i] for locs[i]; frame i's CFA is sps[i + 1]) and how many: for
+ * readers of interpreter state kept in native frames (unwind/python.h). */
+const uint64_t *fk_unwind_last_sps(const struct fk_unwinder *u, unsigned *n);
 /* A sample that had no user registers. */
 void fk_unwind_no_regs(struct fk_unwinder *u);
 void fk_unwinder_stats(const struct fk_unwinder *u, struct fk_unwind_stats *out);

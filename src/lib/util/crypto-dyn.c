@@ -6,19 +6,20 @@
 
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/sha.h>
+
+_Static_assert(sizeof(SHA256_CTX) <= sizeof(struct fk_sha256_ctx), "fk_sha256_ctx too small");
 
 static struct fk_dynlib libcrypto = {
-    .soname = "libcrypto.so.3", .who = "SHA-256 (upload, serve)", .package = "libssl3",
+    .soname = "libcrypto.so.3", .who = "SHA-256 (upload, serve, fetchd's pack cache)", .package = "libssl3",
     .newer = "libssl3 (OpenSSL 3)",
 };
 static struct {
     const EVP_MD *(*sha256)(void);
-    int (*digest)(const void *, size_t, unsigned char *, unsigned int *, const EVP_MD *, ENGINE *);
-    EVP_MD_CTX *(*ctx_new)(void);
-    void (*ctx_free)(EVP_MD_CTX *);
-    int (*init)(EVP_MD_CTX *, const EVP_MD *, ENGINE *);
-    int (*update)(EVP_MD_CTX *, const void *, size_t);
-    int (*final)(EVP_MD_CTX *, unsigned char *, unsigned int *);
+    /* Deprecated since OpenSSL 3.0 but exported: no initialisation, no heap. */
+    int (*init)(SHA256_CTX *);
+    int (*update)(SHA256_CTX *, const void *, size_t);
+    int (*final)(unsigned char *, SHA256_CTX *);
     unsigned char *(*hmac)(const EVP_MD *, const void *, int, const unsigned char *, size_t,
                            unsigned char *, unsigned int *);
 } lib;
@@ -27,12 +28,9 @@ bool fk_crypto_load(void)
 {
     const struct fk_dynsym syms[] = {
         { "EVP_sha256", (void **)&lib.sha256 },
-        { "EVP_Digest", (void **)&lib.digest },
-        { "EVP_MD_CTX_new", (void **)&lib.ctx_new },
-        { "EVP_MD_CTX_free", (void **)&lib.ctx_free },
-        { "EVP_DigestInit_ex", (void **)&lib.init },
-        { "EVP_DigestUpdate", (void **)&lib.update },
-        { "EVP_DigestFinal_ex", (void **)&lib.final },
+        { "SHA256_Init", (void **)&lib.init },
+        { "SHA256_Update", (void **)&lib.update },
+        { "SHA256_Final", (void **)&lib.final },
         { "HMAC", (void **)&lib.hmac },
     };
     return fk_dynlib_once(&libcrypto, syms, sizeof syms / sizeof syms[0]);
@@ -46,33 +44,29 @@ static void need(void)
 
 void fk_sha256(const void *data, size_t len, unsigned char md[32])
 {
-    need();
-    unsigned int n = 0;
-    if (!lib.digest(data, len, md, &n, lib.sha256(), NULL) || n != 32)
-        fk_die("SHA-256 failed in libcrypto");
+    struct fk_sha256_ctx c;
+    fk_sha256_begin(&c);
+    fk_sha256_update(&c, data, len);
+    fk_sha256_end(&c, md);
 }
 
-struct fk_sha256_ctx *fk_sha256_begin(void)
+void fk_sha256_begin(struct fk_sha256_ctx *c)
 {
     need();
-    EVP_MD_CTX *c = lib.ctx_new();
-    if (!c || !lib.init(c, lib.sha256(), NULL))
+    if (!lib.init((SHA256_CTX *)c->state))
         fk_die("SHA-256 failed in libcrypto");
-    return (struct fk_sha256_ctx *)c;
 }
 
 void fk_sha256_update(struct fk_sha256_ctx *c, const void *data, size_t len)
 {
-    if (!lib.update((EVP_MD_CTX *)c, data, len))
+    if (!lib.update((SHA256_CTX *)c->state, data, len))
         fk_die("SHA-256 failed in libcrypto");
 }
 
 void fk_sha256_end(struct fk_sha256_ctx *c, unsigned char md[32])
 {
-    unsigned int n = 0;
-    if (!lib.final((EVP_MD_CTX *)c, md, &n) || n != 32)
+    if (!lib.final(md, (SHA256_CTX *)c->state))
         fk_die("SHA-256 failed in libcrypto");
-    lib.ctx_free((EVP_MD_CTX *)c);
 }
 
 void fk_hmac_sha256(const void *key, size_t keylen, const void *msg, size_t len,

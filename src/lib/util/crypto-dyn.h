@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* SHA-256 and HMAC-SHA256 from OpenSSL's libcrypto, loaded with dlopen()
- * the first time upload (SigV4) or serve (token digests) needs them.
- * Linked, libcrypto's relocations cost every flamekit command ~3 ms of
- * start-up: a collapse or an svg pays it for nothing.
+ * the first time upload (SigV4), serve (token digests) or a fetch server's
+ * pack cache (keys) needs them. Linked, libcrypto's relocations cost every
+ * flamekit command ~3 ms of start-up and every process ~1.7 MiB of RSS: a
+ * collapse, an svg or a fetch server without a cache pays it for nothing.
+ * SHA-256 goes through libcrypto's low-level SHA256_* functions in a
+ * context the caller holds: the EVP route allocates per digest and, on
+ * first use, initialises OpenSSL (configuration, providers: ~2 MiB).
  * Invariant: fk_crypto_load() succeeded before any other call (they die
  * otherwise: a caller that skipped the check is a bug, not bad input). */
 #ifndef FK_CRYPTO_DYN_H
@@ -16,9 +20,10 @@
 bool fk_crypto_load(void);
 
 void fk_sha256(const void *data, size_t len, unsigned char md[32]);
-/* Incremental SHA-256: begin, any number of updates, end (frees it). */
-struct fk_sha256_ctx;
-struct fk_sha256_ctx *fk_sha256_begin(void);
+/* Incremental SHA-256: begin, any number of updates, end; the context is
+ * the caller's (a local: nothing is allocated). */
+struct fk_sha256_ctx { _Alignas(8) unsigned char state[128]; };
+void fk_sha256_begin(struct fk_sha256_ctx *c);
 void fk_sha256_update(struct fk_sha256_ctx *c, const void *data, size_t len);
 void fk_sha256_end(struct fk_sha256_ctx *c, unsigned char md[32]);
 void fk_hmac_sha256(const void *key, size_t keylen, const void *msg, size_t len,

@@ -133,19 +133,34 @@ static void huge_follow(void)
         huge_end = end;
 }
 
+ssize_t fk_read_small(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t n = 0;
+    while (n + 1 < cap) {
+        ssize_t r = read(fd, buf + n, cap - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        n += (size_t)r;
+    }
+    int e = errno;
+    close(fd);
+    errno = e;
+    buf[n] = 0;
+    return (ssize_t)n;
+}
+
 /* Does the kernel give huge pages to a region that asks (the admin's
  * setting is "always" or "madvise")? */
 static bool huge_pages_allowed(void)
 {
-    int fd = open("/sys/kernel/mm/transparent_hugepage/enabled", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
     char buf[128];
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
+    if (fk_read_small("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf) <= 0)
         return false;
-    buf[n] = '\0';
     return strstr(buf, "[always]") || strstr(buf, "[madvise]");
 }
 

@@ -67,6 +67,10 @@ char *fk_strndup(const char *s, size_t n);
 char *fk_asprintf(const char *fmt, ...) FK_PRINTF(1, 2);
 
 /* Parse an unsigned decimal with optional bounds; false on garbage/overflow. */
+/* A small file (/proc, /sys, tracefs) read whole into buf, NUL-terminated,
+ * at most cap - 1 bytes: the bytes read, or -1 (errno set). */
+ssize_t fk_read_small(const char *path, char *buf, size_t cap);
+
 bool fk_parse_u64(const char *s, uint64_t *out);
 /* Durations: "30", "30s", "2m", "500ms" -> milliseconds. */
 bool fk_parse_duration_ms(const char *s, uint64_t *out_ms);

@@ -1,5 +1,5 @@
 # util: errors, allocation, the hash index, atomic output files, line input
-# (gzip-aware), safe opening of process-controlled files, SIGBUS guards for
+# (gzip-aware), safe opening of process-controlled files, /proc readers, SIGBUS guards for
 # reads through file mappings, the option parser, the result
 # contract (names, metadata), optional libraries loaded at run time
 libflamekit_a_SOURCES += src/lib/util/fk.c src/lib/util/fk.h \
@@ -8,6 +8,7 @@ libflamekit_a_SOURCES += src/lib/util/fk.c src/lib/util/fk.h \
 	src/lib/util/lineread.c src/lib/util/lineread.h \
 	src/lib/util/buf.c src/lib/util/buf.h \
 	src/lib/util/safeopen.c src/lib/util/safeopen.h \
+	src/lib/util/procfs.c src/lib/util/procfs.h \
 	src/lib/util/busguard.c src/lib/util/busguard.h \
 	src/lib/util/opt.c src/lib/util/opt.h \
 	src/lib/util/result.c src/lib/util/result.h \

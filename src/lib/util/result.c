@@ -20,7 +20,7 @@ static const char *const exts[FK_RESULT_NKINDS] = {
 static const char *const other_exts[] = { ".folded", ".svg", ".txt", ".gz" };
 
 /* Profiles that name themselves after the scope; CPU profiles do not. */
-static const char *const profiles[] = { "faults" };
+static const char *const profiles[] = { "faults", "offcpu" };
 
 const char *fk_result_ext(enum fk_result_kind k)
 {

@@ -17,8 +17,9 @@
 
 #include <jansson.h>
 
-/* The metadata schema version written into every .json ("schema": 1). */
-#define FK_RESULT_SCHEMA 1
+/* The metadata schema version written into every .json ("schema": 2; 2: off-CPU
+ * profiles, whose counts are nanoseconds). */
+#define FK_RESULT_SCHEMA 2
 
 /* The files of one result, in the order they are written. A new kind is
  * one line here and one in result.c's extension table. */

@@ -1,0 +1,622 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* fetch-bench's report: medians and ranges of each setting's figures and
+ * of the gRPC/socket ratios (taken within a round), report.md (the talk's
+ * table, a sentence per row, the verdicts against the talk, the sweeps,
+ * the ratios, the flame graphs), report.json (every run and figure) and
+ * the summary on stdout. See bench.h. */
+#include "fetchd/bench.h"
+#include "util/outfile.h"
+
+#include <jansson.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+const char *const mode_name[NMODES] = { "sock", "grpc-conn", "grpc-shared" };
+static const char *const mode_label[NMODES] = { "socket", "gRPC, a connection per client",
+                                                "gRPC, one shared connection" };
+
+/* ---- statistics ---- */
+
+struct stat3 { double med, min, max; };
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static struct stat3 stat_of(const double *v, int n)
+{
+    double *s = fk_calloc((size_t)n, sizeof *s);
+    memcpy(s, v, sizeof *s * (size_t)n);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    struct stat3 r = { n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2, s[0], s[n - 1] };
+    free(s);
+    return r;
+}
+
+/* The figures of a run, by name: what the tables and report.json show. */
+enum fig {
+    F_MIBS, F_CAP_MIBS, F_FETCHES_S, F_UTIL, F_SERVER_PCT, F_SERVER_S_GIB, F_GIT_S_GIB, F_CLIENT_S_GIB, F_ALLOC_B_GIB,
+    F_ALLOC_CALLS_GIB, F_ALLOC_CALLS_FETCH, F_ALLOC_B_FETCH, F_RSS, F_LOAD, F_MACHINE, NFIGS
+};
+static const struct {
+    const char *key, *label;
+    bool alloc;
+} figs[NFIGS] = {
+    [F_MIBS] = { "throughput_mib_s", "throughput MiB/s (wall clock)", false },
+    [F_CAP_MIBS] = { "cpu_bound_throughput_mib_s", "throughput MiB/s if CPU-bound", false },
+    [F_FETCHES_S] = { "fetches_per_s", "fetches/s", false },
+    [F_UTIL] = { "cpu_utilisation_pct", "CPU utilisation % (server+git+clients, of all CPUs)", false },
+    [F_SERVER_PCT] = { "server_cpu_pct", "server CPU % of one CPU", false },
+    [F_SERVER_S_GIB] = { "server_cpu_s_per_gib", "server CPU s/GiB", false },
+    [F_GIT_S_GIB] = { "git_cpu_s_per_gib", "git CPU s/GiB", false },
+    [F_CLIENT_S_GIB] = { "client_cpu_s_per_gib", "clients CPU s/GiB", false },
+    [F_ALLOC_B_GIB] = { "alloc_bytes_per_gib", "allocated bytes/GiB", true },
+    [F_ALLOC_CALLS_GIB] = { "alloc_calls_per_gib", "allocations/GiB", true },
+    [F_ALLOC_CALLS_FETCH] = { "alloc_calls_per_fetch", "allocations/fetch", true },
+    [F_ALLOC_B_FETCH] = { "alloc_bytes_per_fetch", "allocated bytes/fetch", true },
+    [F_RSS] = { "peak_rss_mib", "server peak RSS MiB", false },
+    [F_LOAD] = { "load1", "load1 after the run", false },
+    [F_MACHINE] = { "machine_busy_pct", "machine busy % (everyone's work)", false },
+};
+
+
+static double figure(const struct obs *o, enum fig f)
+{
+    double gib = o->bytes / (double)(1ull << 30);
+    switch (f) {
+    case F_MIBS: return o->bytes / (1 << 20) / o->wall;
+    case F_CAP_MIBS: return o->bytes / (1 << 20) * ncpus / (o->server_cpu + o->git_cpu + o->client_cpu);
+    case F_FETCHES_S: return o->fetches / o->wall;
+    case F_UTIL: return 100 * (o->server_cpu + o->git_cpu + o->client_cpu) / (o->wall * ncpus);
+    case F_SERVER_PCT: return 100 * o->server_cpu / o->wall;
+    case F_SERVER_S_GIB: return o->server_cpu / gib;
+    case F_GIT_S_GIB: return o->git_cpu / gib;
+    case F_CLIENT_S_GIB: return o->client_cpu / gib;
+    case F_ALLOC_B_GIB: return o->alloc_bytes / gib;
+    case F_ALLOC_CALLS_GIB: return o->alloc_calls / gib;
+    case F_ALLOC_CALLS_FETCH: return o->alloc_calls / o->fetches;
+    case F_ALLOC_B_FETCH: return o->alloc_bytes / o->fetches;
+    case F_RSS: return o->rss_mib;
+    case F_LOAD: return o->load1;
+    case F_MACHINE: return o->machine_busy;
+    default: return 0;
+    }
+}
+
+
+/* Ratios of gRPC (a mode) to the socket server, within each round. */
+enum ratio { R_CPU, R_CAP, R_THR, R_ALLOC, NRATIOS };
+static const struct {
+    const char *key, *label;
+} ratio_info[NRATIOS] = {
+    [R_CPU] = { "server_cpu_per_gib_grpc_over_sock", "server CPU/GiB gRPC/socket" },
+    [R_CAP] = { "cpu_bound_throughput_sock_over_grpc", "throughput if CPU-bound socket/gRPC" },
+    [R_THR] = { "throughput_sock_over_grpc", "throughput (wall clock) socket/gRPC" },
+    [R_ALLOC] = { "alloc_bytes_per_gib_grpc_over_sock", "allocated bytes/GiB gRPC/socket" },
+};
+
+static double ratio_of(const struct obs *g, const struct obs *s, enum ratio r)
+{
+    switch (r) {
+    case R_CPU: return figure(g, F_SERVER_S_GIB) / figure(s, F_SERVER_S_GIB);
+    case R_CAP: return figure(s, F_CAP_MIBS) / figure(g, F_CAP_MIBS);
+    case R_THR: return figure(s, F_MIBS) / figure(g, F_MIBS);
+    default: return figure(g, F_ALLOC_B_GIB) / figure(s, F_ALLOC_B_GIB);
+    }
+}
+
+static struct stat3 ratio_stat(const struct setting *g, const struct setting *s, enum ratio r)
+{
+    double v[1000];
+    for (int i = 0; i < opt.rounds; i++)
+        v[i] = ratio_of(&g->o[i], &s->o[i], r);
+    return stat_of(v, opt.rounds);
+}
+
+static struct stat3 fig_stat(const struct setting *st, enum fig f)
+{
+    double v[1000];
+    for (int i = 0; i < opt.rounds; i++)
+        v[i] = figure(&st->o[i], f);
+    return stat_of(v, opt.rounds);
+}
+
+/* ---- formatting ---- */
+
+static const char *human(double v, char *buf, size_t n)
+{
+    const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+    int i = 0;
+    while (v >= 1024 && i < 4) {
+        v /= 1024;
+        i++;
+    }
+    snprintf(buf, n, i == 0 ? "%.0f %s" : "%.1f %s", v, u[i]);
+    return buf;
+}
+
+/* A number with about three significant digits. */
+static const char *num(double v, char *buf, size_t n)
+{
+    double a = fabs(v);
+    snprintf(buf, n, a >= 100 ? "%.0f" : a >= 10 ? "%.1f" : a >= 1 ? "%.2f" : "%.3f", v);
+    return buf;
+}
+
+static const char *cell(enum fig f, struct stat3 s, char *buf, size_t n)
+{
+    char a[32], b[32], c[32];
+    bool bytes = f == F_ALLOC_B_GIB || f == F_ALLOC_B_FETCH;
+    if (bytes)
+        snprintf(buf, n, "%s (%s–%s)", human(s.med, a, sizeof a), human(s.min, b, sizeof b), human(s.max, c, sizeof c));
+    else
+        snprintf(buf, n, "%s (%s–%s)", num(s.med, a, sizeof a), num(s.min, b, sizeof b), num(s.max, c, sizeof c));
+    return buf;
+}
+
+static const char *rcell(struct stat3 s, char *buf, size_t n)
+{
+    char a[32], b[32], c[32];
+    snprintf(buf, n, "%s× (%s–%s)", num(s.med, a, sizeof a), num(s.min, b, sizeof b), num(s.max, c, sizeof c));
+    return buf;
+}
+
+static json_t *jstat(struct stat3 s)
+{
+    return json_pack("{s:f,s:f,s:f}", "median", s.med, "min", s.min, "max", s.max);
+}
+
+struct setting *find_setting(int size, int cache, int n, enum mode m)
+{
+    for (int i = 0; i < nsettings; i++)
+        if (settings[i].size == size && settings[i].cache == cache && settings[i].nclients == n &&
+            settings[i].mode == m)
+            return &settings[i];
+    return NULL;
+}
+
+void headline(int *size, int *n, enum mode *gm)
+{
+    *size = nrepos - 1;
+    *n = opt.clients[opt.nclients - 1];
+    for (int i = 0; i < opt.nclients; i++)
+        if (opt.clients[i] == 4)
+            *n = 4;
+    *gm = opt.modes[M_GRPC_SHARED] && *n > 1 ? M_GRPC_SHARED : M_GRPC_CONN;
+}
+
+/* ---- report ---- */
+
+static const char *size_label(int i, char *buf, size_t n)
+{
+    char h[32];
+    snprintf(buf, n, "%s fetch", human((double)repos[i].fetch_bytes, h, sizeof h));
+    return buf;
+}
+
+/* A verdict line of "where the data disagrees with the talk". */
+enum agree { DISAGREES, AGREES, CANNOT_TELL };
+static void verdict(struct fk_outfile *md, json_t *arr, const char *claim, enum agree agrees, const char *fmt, ...)
+    FK_PRINTF(5, 6);
+static void verdict(struct fk_outfile *md, json_t *arr, const char *claim, enum agree agrees, const char *fmt, ...)
+{
+    static const char *const word[] = { "disagrees", "agrees", "cannot tell" };
+    char what[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    fk_outfile_printf(md, "- %s **%c%s.** — %s\n", claim, word[agrees][0] - 'a' + 'A', word[agrees] + 1, what);
+    json_array_append_new(arr, json_pack("{s:s,s:s,s:s}", "claim", claim, "verdict", word[agrees], "data", what));
+}
+
+/* Every figure of every run is a finite number, or the run was broken
+ * (no bytes, no time, no CPU counted): never a report with holes. */
+void bench_check_figures(void)
+{
+    for (int i = 0; i < nsettings; i++)
+        for (int r = 0; r < opt.rounds; r++)
+            for (int f = 0; f < NFIGS; f++) {
+                double v = figure(&settings[i].o[r], (enum fig)f);
+                if ((!figs[f].alloc || settings[i].o[r].alloc_counted) && (!isfinite(v) || v < 0))
+                    fk_die("%s, %d clients, %s cache, round %d: %s is %g (no bytes, time or CPU counted?)",
+                           mode_name[settings[i].mode], settings[i].nclients, settings[i].cache ? "with" : "no", r + 1,
+                           figs[f].key, v);
+            }
+}
+
+void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double secs_total)
+{
+    char path[PATH_MAX + 16], b1[160], b2[160], b3[160], b4[160];
+    struct fk_outfile md;
+    snprintf(path, sizeof path, "%s/report.md", opt.out);
+    if (!fk_outfile_open(&md, path, 0644))
+        exit(1);
+    json_t *jr = json_object();
+    struct utsname un;
+    uname(&un);
+    fk_outfile_printf(&md, "# fetch-bench: gRPC against a plain socket, serving git fetches\n\n");
+    fk_outfile_printf(&md,
+                      "Machine: %d CPUs, Linux %s; the clients run on the same machine. %d rounds; in each, every "
+                      "setting runs once, in the same order, so a change in the machine's load meets all "
+                      "settings alike. Each client makes one warm-up fetch (not counted), then all clients start "
+                      "together and make a set number of fetches. Figures are median (min–max) over the rounds; "
+                      "ratios are taken within a round, then summarised. The benchmark took %.0f s.\n\n",
+                      ncpus, un.release, opt.rounds, secs_total);
+    fk_outfile_printf(&md, "Repositories (generated text, one commit, packed with a bitmap, so git reuses the "
+                      "pack):");
+    for (int i = 0; i < nrepos; i++)
+        fk_outfile_printf(&md, "%s `%s` (%s per fetch)", i ? ";" : "", repos[i].name,
+                          human((double)repos[i].fetch_bytes, b1, sizeof b1));
+    fk_outfile_printf(&md, ". gRPC messages of %llu bytes.\n\n", (unsigned long long)opt.chunk);
+    fk_outfile_printf(&md, "CPU: %s. Server = the server process's own threads; git = its git upload-pack "
+                      "children; clients = the client processes over their timed fetches. CPU utilisation = "
+                      "(server + git + clients) / (wall time × %d CPUs). Allocations: calls and bytes of "
+                      "malloc/calloc/realloc in the server process (fetchd-malloc.so). Peak RSS: the server's "
+                      "VmHWM during the run (reset before it).\n\n", cpu_source, ncpus);
+
+    int hs, hn;
+    enum mode hg;
+    headline(&hs, &hn, &hg);
+    bool have_both = opt.modes[M_SOCK] && (opt.modes[M_GRPC_CONN] || opt.modes[M_GRPC_SHARED]);
+    struct setting *T[2][2] = { { NULL, NULL }, { NULL, NULL } };     /* [grpc][cache] */
+    for (int c = 0; c < 2; c++) {
+        T[0][c] = opt.cache_modes[c] ? find_setting(hs, c, hn, M_SOCK) : NULL;
+        T[1][c] = opt.cache_modes[c] ? find_setting(hs, c, hn, hg) : NULL;
+    }
+    char sl[64];
+    fk_outfile_printf(&md, "## The talk's table\n\n%s, %d client%s, %s against the socket server.\n\n",
+                      size_label(hs, sl, sizeof sl), hn, hn > 1 ? "s" : "", mode_label[hg]);
+    static const enum fig rows[] = { F_MIBS, F_CAP_MIBS, F_UTIL, F_MACHINE, F_SERVER_PCT, F_SERVER_S_GIB,
+                                     F_ALLOC_B_GIB, F_ALLOC_CALLS_GIB, F_RSS };
+    static const char *const colname[2][2] = { { "socket", "socket + cache" }, { "gRPC", "gRPC + cache" } };
+    fk_outfile_printf(&md, "| |");
+    for (int g = 1; g >= 0; g--)
+        for (int c = 0; c < 2; c++)
+            if (T[g][c])
+                fk_outfile_printf(&md, " %s |", colname[g][c]);
+    fk_outfile_printf(&md, "\n|---|");
+    for (int g = 1; g >= 0; g--)
+        for (int c = 0; c < 2; c++)
+            if (T[g][c])
+                fk_outfile_printf(&md, "---|");
+    fk_outfile_printf(&md, "\n");
+    for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
+        enum fig f = rows[r];
+        fk_outfile_printf(&md, "| %s |", figs[f].label);
+        for (int g = 1; g >= 0; g--)
+            for (int c = 0; c < 2; c++)
+                if (T[g][c])
+                    fk_outfile_printf(&md, " %s |", figs[f].alloc && !T[g][c]->o[0].alloc_counted
+                                                        ? "not counted" : cell(f, fig_stat(T[g][c], f), b1, sizeof b1));
+        fk_outfile_printf(&md, "\n");
+    }
+    fk_outfile_printf(&md, "\n");
+    /* One sentence per row: what it shows, from the ratios. */
+    json_t *jsent = json_object();
+    enum { NROWS = sizeof rows / sizeof rows[0] };
+    char sent[NROWS][1200];
+    for (size_t r = 0; r < NROWS; r++)
+        sent[r][0] = 0;
+    for (int c = 0; c < 2 && have_both; c++) {
+        if (!T[0][c] || !T[1][c])
+            continue;
+        struct setting *G = T[1][c], *S = T[0][c];
+        const char *w = c ? "With the pack cache" : "Without the cache";
+        for (size_t r = 0; r < NROWS; r++) {
+            enum fig f = rows[r];
+            struct stat3 g = fig_stat(G, f), so = fig_stat(S, f);
+            char x[600] = "";
+            switch (f) {
+            case F_MIBS:
+                snprintf(x, sizeof x, "%s, the socket server moved %s the bytes per second of gRPC (wall clock: "
+                         "what the machine's other load left to the benchmark).", w,
+                         rcell(ratio_stat(G, S, R_THR), b1, sizeof b1));
+                break;
+            case F_CAP_MIBS:
+                snprintf(x, sizeof x, "%s, on CPUs given to the benchmark alone it would move %s (bytes per CPU "
+                         "second of server, git and clients, times %d CPUs).", w,
+                         rcell(ratio_stat(G, S, R_CAP), b1, sizeof b1), ncpus);
+                break;
+            case F_UTIL:
+                snprintf(x, sizeof x, "%s, the benchmark's processes kept %.0f%% of the CPUs busy with gRPC and "
+                         "%.0f%% with the socket server%s.", w, g.med, so.med,
+                         g.med < 80 || so.med < 80 ? " (below 100%: waiting on git's start-up, or other work on "
+                         "this shared machine took the rest)" : "");
+                break;
+            case F_MACHINE:
+                snprintf(x, sizeof x, "%s, the machine was %.0f%% busy during the gRPC runs and %.0f%% during the "
+                         "socket runs, counting everyone's work%s.", w, g.med, so.med,
+                         g.med >= 90 || so.med >= 90 ? ": other work took what the benchmark did not use" : "");
+                break;
+            case F_SERVER_PCT:
+                snprintf(x, sizeof x, "%s, the gRPC server process itself used %.0f%% of a CPU and the socket "
+                         "server %.0f%%.", w, g.med, so.med);
+                break;
+            case F_SERVER_S_GIB:
+                snprintf(x, sizeof x, "%s, gRPC's server spent %s the socket server's CPU per GiB served.", w,
+                         rcell(ratio_stat(G, S, R_CPU), b1, sizeof b1));
+                break;
+            case F_ALLOC_B_GIB:
+                if (G->o[0].alloc_counted && S->o[0].alloc_counted)
+                    snprintf(x, sizeof x, "%s, gRPC allocated %s per GiB served, %s the socket server, which "
+                             "allocated %s per fetch.", w, human(g.med, b1, sizeof b1),
+                             rcell(ratio_stat(G, S, R_ALLOC), b2, sizeof b2),
+                             human(fig_stat(S, F_ALLOC_B_FETCH).med, b3, sizeof b3));
+                else
+                    snprintf(x, sizeof x, "%s, allocations were not counted (servers built with AddressSanitizer, "
+                             "or no fetchd-malloc.so).", w);
+                break;
+            case F_ALLOC_CALLS_GIB:
+                if (G->o[0].alloc_counted && S->o[0].alloc_counted)
+                    snprintf(x, sizeof x, "%s, gRPC made %s allocations per %llu-byte message and the socket "
+                             "server %s per fetch.", w,
+                             num(g.med / ((double)(1ull << 30) / (double)opt.chunk), b1, sizeof b1),
+                             (unsigned long long)opt.chunk, num(fig_stat(S, F_ALLOC_CALLS_FETCH).med, b2, sizeof b2));
+                else
+                    snprintf(x, sizeof x, "%s, allocations were not counted.", w);
+                break;
+            case F_RSS:
+                snprintf(x, sizeof x, "%s, the gRPC server peaked at %.1f MiB resident and the socket server at "
+                         "%.1f MiB.", w, g.med, so.med);
+                break;
+            default:
+                break;
+            }
+            if (x[0])
+                snprintf(sent[r] + strlen(sent[r]), sizeof sent[r] - strlen(sent[r]), "%s%s", sent[r][0] ? " " : "",
+                         x);
+        }
+    }
+    for (size_t r = 0; r < NROWS; r++)
+        if (sent[r][0]) {
+            fk_outfile_printf(&md, "- **%s.** %s\n", figs[rows[r]].label, sent[r]);
+            json_object_set_new(jsent, figs[rows[r]].key, json_string(sent[r]));
+        }
+    fk_outfile_printf(&md, "\n");
+    json_object_set_new(jr, "table_sentences", jsent);
+
+    /* Where the data disagrees with the talk. */
+    json_t *jv = json_array();
+    if (have_both && T[0][0] && T[1][0] && T[0][1] && T[1][1]) {
+        fk_outfile_printf(&md, "## Against the talk\n\n");
+        struct stat3 thr0 = ratio_stat(T[1][0], T[0][0], R_THR), cap0 = ratio_stat(T[1][0], T[0][0], R_CAP);
+        verdict(&md, jv, "The talk: the socket server (rpctest) doubles throughput without the cache.",
+                cap0.med >= 1.6 && cap0.med <= 2.5 ? AGREES : DISAGREES,
+                "here %s on CPUs given to the benchmark alone (%s by the wall clock); without the cache git "
+                "upload-pack's CPU dominates both.", rcell(cap0, b1, sizeof b1), rcell(thr0, b2, sizeof b2));
+        struct stat3 g0 = fig_stat(T[1][0], F_CAP_MIBS), g1 = fig_stat(T[1][1], F_CAP_MIBS);
+        verdict(&md, jv, "The talk: adding the pack cache gives gRPC more throughput.", g1.med > g0.med * 1.1 ? AGREES : DISAGREES,
+                "here %s MiB/s with the cache against %s without, if CPU-bound.", num(g1.med, b1, sizeof b1),
+                num(g0.med, b2, sizeof b2));
+        /* Utilisation says something only when the benchmark had the
+         * machine: when others kept it busy, they decided the share. */
+        struct stat3 ug0 = fig_stat(T[1][0], F_UTIL), ug1 = fig_stat(T[1][1], F_UTIL);
+        struct stat3 us0 = fig_stat(T[0][0], F_UTIL), us1 = fig_stat(T[0][1], F_UTIL);
+        double busy = 0;
+        for (int g = 0; g < 2; g++)
+            for (int c = 0; c < 2; c++)
+                if (fig_stat(T[g][c], F_MACHINE).med > busy)
+                    busy = fig_stat(T[g][c], F_MACHINE).med;
+        bool shared = busy >= 90;
+        char why[300];
+        snprintf(why, sizeof why, " The machine was up to %.0f%% busy with everyone's work (load1 %.1f): other work "
+                 "took what the benchmark did not, so its share says nothing about saturation.", busy,
+                 fig_stat(T[0][1], F_LOAD).med);
+        verdict(&md, jv, "The talk: with the cache gRPC's machine is slightly less utilised (about 77%), "
+                "still nearly saturated.", shared ? CANNOT_TELL : ug1.med < ug0.med && ug1.med >= 60 ? AGREES : DISAGREES,
+                "here %.0f%% with the cache against %.0f%% without.%s", ug1.med, ug0.med, shared ? why : "");
+        verdict(&md, jv, "The talk: the socket server without the cache saturates the CPUs (about 100%).",
+                shared ? CANNOT_TELL : us0.med >= 90 ? AGREES : DISAGREES, "here %.0f%%.%s", us0.med, shared ? why : "");
+        verdict(&md, jv, "The talk: the socket server with the cache does not saturate the CPUs (load about 0.6).",
+                shared ? CANNOT_TELL : us1.med < 90 ? AGREES : DISAGREES,
+                "here %.0f%%; the clients run on the same CPUs as the server, so a faster server makes them busier."
+                "%s", us1.med, shared ? why : "");
+        struct stat3 cpu0 = ratio_stat(T[1][0], T[0][0], R_CPU), cpu1 = ratio_stat(T[1][1], T[0][1], R_CPU);
+        verdict(&md, jv, "The talk: gRPC spends more CPU queueing messages than writing them, i.e. more server "
+                "CPU per byte than the socket server.", cpu0.med > 1 && cpu1.med > 1 ? AGREES : DISAGREES,
+                "here %s without the cache and %s with it%s.", rcell(cpu0, b1, sizeof b1), rcell(cpu1, b2, sizeof b2),
+                cpu0.min <= 1 || cpu1.min <= 1 ? " (the median; not in every round)" : "");
+        if (T[1][1]->o[0].alloc_counted && T[0][1]->o[0].alloc_counted) {
+            struct stat3 ag = fig_stat(T[1][0], F_ALLOC_B_GIB);
+            verdict(&md, jv, "The talk: gRPC allocates in proportion to the bytes sent (115 GB in 30 s).",
+                    ag.med >= 0.5 * (double)(1ull << 30) ? AGREES : DISAGREES, "here %s allocated per GiB served.",
+                    human(ag.med, b1, sizeof b1));
+            /* Per fetch, the socket server across sizes. */
+            double lo = 1e300, hi = 0;
+            for (int i = 0; i < nrepos; i++) {
+                struct setting *s = find_setting(i, 1, hn, M_SOCK);
+                if (s) {
+                    double v = fig_stat(s, F_ALLOC_B_FETCH).med;
+                    lo = v < lo ? v : lo;
+                    hi = v > hi ? v : hi;
+                }
+            }
+            verdict(&md, jv, "The talk: the socket server with the cache allocates a constant amount per request "
+                    "(5 MB in 30 s).", nrepos < 2 || hi <= lo * 1.1 ? AGREES : DISAGREES,
+                    "here %s to %s per fetch over fetches of %s to %s.", human(lo, b1, sizeof b1),
+                    human(hi, b2, sizeof b2), human((double)repos[0].fetch_bytes, b3, sizeof b3),
+                    human((double)repos[nrepos - 1].fetch_bytes, b4, sizeof b4));
+        }
+        fk_outfile_printf(&md, "\n");
+    }
+    json_object_set_new(jr, "talk", jv);
+
+    /* Sweeps. */
+    fk_outfile_printf(&md, "## Sweeps\n\nEach setting: median (min–max) over %d rounds.\n\n", opt.rounds);
+    static const enum fig sweep_figs[] = { F_MIBS, F_CAP_MIBS, F_SERVER_S_GIB, F_GIT_S_GIB, F_CLIENT_S_GIB, F_UTIL,
+                                           F_ALLOC_B_GIB, F_ALLOC_CALLS_FETCH, F_RSS };
+    for (int i = 0; i < nrepos; i++)
+        for (int c = 0; c < 2; c++) {
+            if (!opt.cache_modes[c])
+                continue;
+            fk_outfile_printf(&md, "### %s, %s\n\n| clients | server | fetches/client |", size_label(i, sl, sizeof sl),
+                              c ? "pack cache" : "no cache");
+            for (size_t k = 0; k < sizeof sweep_figs / sizeof sweep_figs[0]; k++)
+                fk_outfile_printf(&md, " %s |", figs[sweep_figs[k]].label);
+            fk_outfile_printf(&md, "\n|---|---|---|");
+            for (size_t k = 0; k < sizeof sweep_figs / sizeof sweep_figs[0]; k++)
+                fk_outfile_printf(&md, "---|");
+            fk_outfile_printf(&md, "\n");
+            for (int q = 0; q < opt.nclients; q++)
+                for (int m = 0; m < NMODES; m++) {
+                    struct setting *s = find_setting(i, c, opt.clients[q], (enum mode)m);
+                    if (!s)
+                        continue;
+                    fk_outfile_printf(&md, "| %d | %s | %d |", s->nclients, mode_name[m], s->fetches);
+                    for (size_t k = 0; k < sizeof sweep_figs / sizeof sweep_figs[0]; k++) {
+                        enum fig f = sweep_figs[k];
+                        fk_outfile_printf(&md, " %s |", figs[f].alloc && !s->o[0].alloc_counted
+                                                            ? "not counted" : cell(f, fig_stat(s, f), b1, sizeof b1));
+                    }
+                    fk_outfile_printf(&md, "\n");
+                }
+            fk_outfile_printf(&md, "\n");
+        }
+
+    /* Ratios. */
+    json_t *jratios = json_array();
+    if (have_both) {
+        fk_outfile_printf(&md, "## Ratios, gRPC against the socket server\n\nWithin each round, then median "
+                          "(min–max).\n\n| fetch | cache | clients | gRPC | %s | %s | %s | %s |\n"
+                          "|---|---|---|---|---|---|---|---|\n", ratio_info[R_CPU].label, ratio_info[R_CAP].label,
+                          ratio_info[R_THR].label, ratio_info[R_ALLOC].label);
+        for (int k = 0; k < npairs; k++) {
+            struct setting *g = pairs[k].g, *s = pairs[k].s;
+            int i = g->size, c = g->cache;
+            json_t *o = json_pack("{s:I,s:b,s:i,s:s}", "fetch_bytes", (json_int_t)repos[i].fetch_bytes, "cache", c,
+                                  "clients", g->nclients, "grpc_mode", mode_name[g->mode]);
+            fk_outfile_printf(&md, "| %s | %s | %d | %s |", human((double)repos[i].fetch_bytes, b1, sizeof b1),
+                              c ? "yes" : "no", g->nclients, mode_name[g->mode]);
+            for (int r = 0; r < NRATIOS; r++) {
+                if (r == R_ALLOC && !(g->o[0].alloc_counted && s->o[0].alloc_counted)) {
+                    fk_outfile_printf(&md, " not counted |");
+                    continue;
+                }
+                struct stat3 st = ratio_stat(g, s, (enum ratio)r);
+                fk_outfile_printf(&md, " %s |", rcell(st, b2, sizeof b2));
+                json_object_set_new(o, ratio_info[r].key, jstat(st));
+            }
+            fk_outfile_printf(&md, "\n");
+            json_array_append_new(jratios, o);
+        }
+        fk_outfile_printf(&md, "\n");
+    }
+    json_object_set_new(jr, "ratios", jratios);
+
+    /* Socket allocations per fetch across sizes. */
+    if (opt.modes[M_SOCK] && nrepos > 1 && find_setting(0, opt.cache_modes[0] ? 0 : 1, opt.clients[0], M_SOCK)->o[0].alloc_counted) {
+        fk_outfile_printf(&md, "## The socket server's allocations per fetch, by fetch size\n\n| cache | clients |");
+        for (int i = 0; i < nrepos; i++)
+            fk_outfile_printf(&md, " %s |", size_label(i, sl, sizeof sl));
+        fk_outfile_printf(&md, "\n|---|---|");
+        for (int i = 0; i < nrepos; i++)
+            fk_outfile_printf(&md, "---|");
+        fk_outfile_printf(&md, "\n");
+        for (int c = 0; c < 2; c++)
+            for (int q = 0; q < opt.nclients && opt.cache_modes[c]; q++) {
+                fk_outfile_printf(&md, "| %s | %d |", c ? "yes" : "no", opt.clients[q]);
+                for (int i = 0; i < nrepos; i++) {
+                    struct setting *s = find_setting(i, c, opt.clients[q], M_SOCK);
+                    struct stat3 n = fig_stat(s, F_ALLOC_CALLS_FETCH), b = fig_stat(s, F_ALLOC_B_FETCH);
+                    fk_outfile_printf(&md, " %s calls, %s |", num(n.med, b1, sizeof b1), human(b.med, b2, sizeof b2));
+                }
+                fk_outfile_printf(&md, "\n");
+            }
+        fk_outfile_printf(&md, "\n");
+    }
+
+    /* Flame graphs. */
+    json_t *jprof = json_object();
+    if (opt.profile) {
+        fk_outfile_printf(&md, "## Flame graphs\n\nCaptured with `flamekit pid` in separate runs after the rounds "
+                          "(%s, %d clients), so the profiler's cost is in none of the figures above.\n\n",
+                          size_label(hs, sl, sizeof sl), hn);
+        for (int g = 1; g >= 0; g--)
+            for (int c = 0; c < 2; c++)
+                if (fk_profiles[g][c]) {
+                    fk_outfile_printf(&md, "- [%s](%s)\n", colname[g][c], fk_profiles[g][c]);
+                    json_object_set_new(jprof, colname[g][c], json_string(fk_profiles[g][c]));
+                }
+        fk_outfile_printf(&md, "\n");
+    }
+    json_object_set_new(jr, "profiles", jprof);
+    if (!fk_outfile_commit(&md))
+        exit(1);
+
+    /* report.json: every run, and every figure's median and range. */
+    json_t *j = json_pack("{s:i,s:s,s:s,s:i,s:I}", "cpus", ncpus, "kernel", un.release, "cpu_accounting", cpu_source,
+                          "rounds", opt.rounds, "chunk_size", (json_int_t)opt.chunk);
+    json_t *jrepos = json_array();
+    for (int i = 0; i < nrepos; i++)
+        json_array_append_new(jrepos, json_pack("{s:s,s:I}", "repository", repos[i].path, "fetch_bytes",
+                                                (json_int_t)repos[i].fetch_bytes));
+    json_object_set_new(j, "repositories", jrepos);
+    json_object_set_new(j, "headline", json_pack("{s:I,s:i,s:s}", "fetch_bytes", (json_int_t)repos[hs].fetch_bytes,
+                                                 "clients", hn, "grpc_mode", mode_name[hg]));
+    json_t *jset = json_array();
+    for (int i = 0; i < nsettings; i++) {
+        struct setting *s = &settings[i];
+        json_t *o = json_pack("{s:I,s:b,s:i,s:s,s:i}", "fetch_bytes", (json_int_t)repos[s->size].fetch_bytes, "cache",
+                              s->cache, "clients", s->nclients, "server", mode_name[s->mode], "fetches_per_client",
+                              s->fetches);
+        json_t *runs = json_array();
+        for (int r = 0; r < opt.rounds; r++) {
+            struct obs *b = &s->o[r];
+            json_t *x = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "wall_s", b->wall, "bytes", b->bytes,
+                                  "fetches", b->fetches, "server_cpu_s", b->server_cpu, "git_cpu_s", b->git_cpu,
+                                  "client_cpu_s", b->client_cpu, "peak_rss_mib", b->rss_mib, "load1", b->load1);
+            if (b->alloc_counted) {
+                json_object_set_new(x, "alloc_calls", json_real(b->alloc_calls));
+                json_object_set_new(x, "alloc_bytes", json_real(b->alloc_bytes));
+            }
+            json_array_append_new(runs, x);
+        }
+        json_object_set_new(o, "runs", runs);
+        json_t *sum = json_object();
+        for (int f = 0; f < NFIGS; f++)
+            if (!figs[f].alloc || s->o[0].alloc_counted)
+                json_object_set_new(sum, figs[f].key, jstat(fig_stat(s, (enum fig)f)));
+        json_object_set_new(o, "figures", sum);
+        json_array_append_new(jset, o);
+    }
+    json_object_set_new(j, "settings", jset);
+    json_object_update(j, jr);
+    json_decref(jr);
+    char *js = json_dumps(j, JSON_INDENT(2));
+    struct fk_outfile jf;
+    snprintf(path, sizeof path, "%s/report.json", opt.out);
+    bool ok = fk_outfile_open(&jf, path, 0644);
+    if (ok && !(fk_outfile_printf(&jf, "%s\n", js) && fk_outfile_commit(&jf))) {
+        fk_outfile_abort(&jf);
+        ok = false;
+    }
+    free(js);
+    json_decref(j);
+    if (!ok)
+        exit(1);
+}
+
+void bench_print_summary(void)
+{
+    char b1[160], b2[160], b3[160], b4[160], sl[64];
+    printf("gRPC against the socket server (median (min-max) of %d rounds): server CPU per GiB gRPC/socket, "
+           "throughput socket/gRPC if CPU-bound and by the wall clock, allocated bytes per GiB gRPC/socket\n",
+           opt.rounds);
+    for (int k = 0; k < npairs; k++) {
+        struct setting *g = pairs[k].g, *s = pairs[k].s;
+        printf("%-14s %-8s %d clients %-11s server CPU/GiB %s  throughput %s (wall clock %s)",
+               size_label(g->size, sl, sizeof sl), g->cache ? "cache" : "no cache", g->nclients, mode_name[g->mode],
+               rcell(ratio_stat(g, s, R_CPU), b1, sizeof b1), rcell(ratio_stat(g, s, R_CAP), b2, sizeof b2),
+               rcell(ratio_stat(g, s, R_THR), b4, sizeof b4));
+        if (g->o[0].alloc_counted && s->o[0].alloc_counted)
+            printf("  alloc/GiB %s", rcell(ratio_stat(g, s, R_ALLOC), b3, sizeof b3));
+        printf("\n");
+    }
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* fetch-bench's model, shared by the runner (fetch-bench.c: repositories,
+ * servers, clients, rounds) and the report (bench-report.c: statistics,
+ * report.md, report.json, the summary): the options, the settings and the
+ * observations of each round. */
+#ifndef FETCHD_BENCH_H
+#define FETCHD_BENCH_H
+
+#include "fetchd/fetchd.h"
+
+#define MAX_SIZES 4
+#define MAX_NCLIENTS 8
+enum mode { M_SOCK, M_GRPC_CONN, M_GRPC_SHARED, NMODES };
+extern const char *const mode_name[NMODES];
+
+struct bench_opts {
+    const char *repo, *out, *shim;
+    uint64_t sizes[MAX_SIZES];
+    int nsizes;
+    int clients[MAX_NCLIENTS];
+    int nclients;
+    bool modes[NMODES];
+    bool cache_modes[2];        /* [0] without, [1] with the pack cache */
+    uint64_t work, chunk, profile_ms;
+    int fetches, rounds;
+    bool profile;
+};
+extern struct bench_opts opt;
+
+/* One run: what was moved, in what time, at what cost. */
+struct obs {
+    double wall, bytes, fetches, server_cpu, git_cpu, client_cpu, alloc_calls, alloc_bytes, rss_mib, load1;
+    double machine_busy;        /* %, every process on the machine */
+    bool alloc_counted;
+};
+
+/* A setting: one fetch size, cache or not, a client count, a mode. */
+struct setting {
+    int size, cache, nclients;
+    enum mode mode;
+    int fetches;                /* per client */
+    struct obs *o;              /* [rounds] */
+};
+
+struct repo {
+    char *path, *name;
+    struct fk_buf req;
+    uint64_t fetch_bytes;       /* one response */
+};
+
+/* A gRPC setting and the socket setting it is compared with. */
+struct pair { struct setting *g, *s; };
+
+extern struct repo repos[MAX_SIZES];
+extern int nrepos;
+extern struct setting *settings;
+extern int nsettings;
+extern struct pair *pairs;
+extern int npairs;
+extern int ncpus;
+
+struct setting *find_setting(int size, int cache, int n, enum mode m);
+/* The setting the talk's table shows: the largest fetch, 4 clients (or the
+ * largest count), gRPC on one shared connection (how gRPC multiplexes). */
+void headline(int *size, int *n, enum mode *gm);
+/* Dies unless every figure of every run is a finite number. */
+void bench_check_figures(void);
+/* report.md and report.json in opt.out; profiles[grpc][cache]: flame graph
+ * paths relative to it, or NULL. Exits on a write error. */
+void bench_write_reports(const char *cpu_source, char *profiles[2][2], double secs_total);
+/* The gRPC/socket ratios on stdout. */
+void bench_print_summary(void);
+
+#endif

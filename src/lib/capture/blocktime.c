@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Block accounting for off-CPU profiles: see blocktime.h. */
+#include "capture/blocktime.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct fk_bt_thread {
+    pid_t tid;              /* 0: reclaimed (tids <= 0 are never tracked) */
+    uint8_t state;
+    bool pending;           /* a recorded switch-out waits for its switch-in */
+    bool confirmed;         /* ... and its own switch-out record was seen */
+    bool in_fresh;          /* in_time is a switch-in no block has used */
+    uint64_t out_time, in_time;
+    uint64_t stack, waker;
+};
+
+#define DEFAULT_MAX_THREADS 65536
+
+static const char *const frames[FK_BT_NSTATES] = { "[S]", "[D]", "[R]", "[other]" };
+static const char *const names[FK_BT_NSTATES] = { "S", "D", "R", "other" };
+
+const char *fk_bt_state_frame(enum fk_bt_state s) { return frames[s]; }
+const char *fk_bt_state_name(enum fk_bt_state s) { return names[s]; }
+
+enum fk_bt_state fk_bt_state_of(int64_t prev_state, const struct fk_bt_statebits *b)
+{
+    uint64_t st = (uint64_t)prev_state;
+    uint64_t states = b->preempt ? b->preempt - 1 : ~0ull;
+    if ((b->preempt && (st & b->preempt)) || !(st & states))
+        return FK_BT_RUNNABLE;
+    if (st & b->disk)
+        return FK_BT_DISK;
+    if (st & b->sleeping)
+        return FK_BT_SLEEPING;
+    return FK_BT_OTHER;
+}
+
+void fk_bt_init(struct fk_blocktime *bt, const struct fk_bt_opts *o)
+{
+    memset(bt, 0, sizeof *bt);
+    bt->o = *o;
+    if (!bt->o.one_in)
+        bt->o.one_in = 1;
+    if (!bt->o.max_threads)
+        bt->o.max_threads = DEFAULT_MAX_THREADS;
+}
+
+void fk_bt_free(struct fk_blocktime *bt)
+{
+    free(bt->v);
+    fk_hindex_free(&bt->index);
+    memset(bt, 0, sizeof *bt);
+}
+
+size_t fk_bt_bytes(const struct fk_blocktime *bt)
+{
+    return bt->cap * sizeof *bt->v + fk_hindex_bytes(&bt->index);
+}
+
+static struct fk_bt_thread *find(struct fk_blocktime *bt, pid_t tid)
+{
+    if (tid <= 0)
+        return NULL;
+    struct fk_hiter it = fk_hindex_find(&bt->index, fk_hash_u64((uint64_t)tid));
+    uint32_t i;
+    while (fk_hindex_next(&it, &i))
+        if (bt->v[i].tid == tid)
+            return &bt->v[i];
+    return NULL;
+}
+
+/* Keep the entries still needed (all live ones, or with evict_idle only
+ * those holding a block or a fresh switch-in) and rebuild the index. */
+static void compact(struct fk_blocktime *bt, bool evict_idle)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < bt->n; i++) {
+        struct fk_bt_thread *e = &bt->v[i];
+        if (!e->tid || (evict_idle && !e->pending && !e->in_fresh))
+            continue;
+        bt->v[k++] = *e;
+    }
+    bt->n = bt->live = k;
+    fk_hindex_free(&bt->index);
+    for (size_t i = 0; i < k; i++)
+        fk_hindex_add(&bt->index, fk_hash_u64((uint64_t)bt->v[i].tid), (uint32_t)i);
+}
+
+static struct fk_bt_thread *find_or_add(struct fk_blocktime *bt, pid_t tid)
+{
+    struct fk_bt_thread *e = find(bt, tid);
+    if (e || tid <= 0)
+        return e;
+    if (bt->n >= bt->o.max_threads) {
+        compact(bt, bt->live >= bt->o.max_threads);
+        if (bt->n >= bt->o.max_threads)
+            return NULL;
+    }
+    bt->v = fk_grow(bt->v, &bt->cap, bt->n + 1, sizeof *bt->v);
+    e = &bt->v[bt->n];
+    memset(e, 0, sizeof *e);
+    e->tid = tid;
+    e->waker = FK_BT_NO_STACK;
+    fk_hindex_add(&bt->index, fk_hash_u64((uint64_t)tid), (uint32_t)bt->n);
+    bt->n++;
+    bt->live++;
+    if (bt->live > bt->st.peak_threads)
+        bt->st.peak_threads = bt->live;
+    return e;
+}
+
+static void emit(struct fk_blocktime *bt, const struct fk_bt_thread *e, uint64_t ns, bool open)
+{
+    uint64_t n = bt->o.one_in;
+    if (ns < bt->o.min_block_ns) {
+        bt->st.short_blocks += n;
+        bt->st.short_ns += ns * n;
+        return;
+    }
+    struct fk_block b = {
+        .tid = e->tid, .state = (enum fk_bt_state)e->state, .stack = e->stack,
+        .waker = e->waker, .ns = ns * n, .switches = n, .open = open,
+    };
+    bt->st.blocks++;
+    bt->st.open += open;
+    bt->st.ns_by_state[b.state] += b.ns;
+    bt->st.blocks_by_state[b.state] += n;
+    if (bt->o.sink)
+        bt->o.sink(bt->o.ctx, &b);
+}
+
+void fk_bt_out(struct fk_blocktime *bt, pid_t tid, uint64_t time, enum fk_bt_state state,
+               uint64_t stack)
+{
+    if (tid <= 0)
+        return;     /* the idle task */
+    bt->st.outs++;
+    struct fk_bt_thread *e = find_or_add(bt, tid);
+    if (!e) {
+        bt->st.table_full++;
+        return;
+    }
+    if (e->pending) {
+        if (time < e->out_time) {
+            /* older than the block already pending: its switch-in was
+             * compared with that one and cannot be told apart */
+            bt->st.reordered++;
+            return;
+        }
+        bt->st.lost_in++;       /* the pending one never saw its switch-in */
+        e->pending = false;
+    }
+    e->state = (uint8_t)state;
+    e->stack = stack;
+    e->waker = FK_BT_NO_STACK;
+    e->out_time = time;
+    e->confirmed = false;
+    if (e->in_fresh && e->in_time >= time) {
+        /* its switch-in was read first (another CPU's ring) */
+        e->in_fresh = false;
+        bt->st.reordered++;
+        emit(bt, e, e->in_time - time, false);
+        return;
+    }
+    e->in_fresh = false;
+    e->pending = true;
+}
+
+void fk_bt_out_seen(struct fk_blocktime *bt, pid_t tid, uint64_t time)
+{
+    struct fk_bt_thread *e = find(bt, tid);
+    if (!e || !e->pending || time < e->out_time)
+        return;
+    if (!e->confirmed) {
+        e->confirmed = true;    /* the recorded switch-out itself */
+        return;
+    }
+    bt->st.lost_in++;
+    e->pending = false;
+}
+
+void fk_bt_in(struct fk_blocktime *bt, pid_t tid, uint64_t time)
+{
+    struct fk_bt_thread *e = find(bt, tid);
+    if (!e)
+        return;
+    if (e->pending) {
+        if (time < e->out_time) {
+            bt->st.stale_in++;  /* an earlier block's, read late */
+            return;
+        }
+        e->pending = false;
+        e->in_time = time;
+        e->in_fresh = false;
+        emit(bt, e, time - e->out_time, false);
+    } else if (time > e->in_time) {
+        e->in_time = time;
+        e->in_fresh = true;
+    }
+}
+
+void fk_bt_wake(struct fk_blocktime *bt, pid_t tid, uint64_t time, uint64_t waker)
+{
+    bt->st.wakeups++;
+    struct fk_bt_thread *e = find(bt, tid);
+    if (e && e->pending && time >= e->out_time) {
+        e->waker = waker;       /* the last wakeup before the switch-in */
+        bt->st.wakeups_matched++;
+    }
+}
+
+void fk_bt_new_thread(struct fk_blocktime *bt, pid_t tid)
+{
+    struct fk_bt_thread *e = find(bt, tid);
+    if (!e)
+        return;
+    if (e->pending)
+        bt->st.tid_reused++;
+    e->pending = e->in_fresh = false;
+}
+
+void fk_bt_exit(struct fk_blocktime *bt, pid_t tid)
+{
+    struct fk_bt_thread *e = find(bt, tid);
+    if (!e)
+        return;
+    if (e->pending)
+        bt->st.lost_in++;
+    e->tid = 0;
+    bt->live--;
+    if (bt->n >= 1024 && bt->live < bt->n / 2)
+        compact(bt, false);
+}
+
+void fk_bt_finish(struct fk_blocktime *bt, uint64_t time)
+{
+    for (size_t i = 0; i < bt->n; i++) {
+        struct fk_bt_thread *e = &bt->v[i];
+        if (!e->tid || !e->pending)
+            continue;
+        e->pending = false;
+        emit(bt, e, time > e->out_time ? time - e->out_time : 0, true);
+    }
+}

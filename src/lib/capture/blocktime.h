@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Block accounting for off-CPU profiles: switch-outs (with the stack the
+ * caller recorded) and switch-ins of threads become blocks weighted by the
+ * nanoseconds the thread did not run. Pure: no perf, no clocks; the
+ * capture feeds it decoded records in (mostly) time order and takes the
+ * finished blocks through a callback.
+ *
+ * Invariants:
+ *  - Time is never invented: a block ends at the thread's own switch-in.
+ *    A switch-out whose switch-in was lost (a second switch-out came, or
+ *    the thread exited, or its tid was reused) is dropped and counted.
+ *  - Blocks still open when the window ends are counted to the end and
+ *    marked (fk_block.open).
+ *  - Records may arrive out of time order across CPUs: a switch-in seen
+ *    before its switch-out closes the block when the switch-out comes.
+ *  - Memory is one entry per thread with a block or a switch-in pending
+ *    (not per switch), at most max_threads entries; entries of threads
+ *    that exited are reclaimed.
+ *  - One in N: each recorded switch-out stands for N (weight and count
+ *    scaled by N; the caller samples).
+ *  - Stacks are the caller's tokens (e.g. ids in its stack table): a
+ *    token is only stored and handed back. */
+#ifndef FK_BLOCKTIME_H
+#define FK_BLOCKTIME_H
+
+#include "util/hindex.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Why a thread was off CPU (sched_switch's prev_state). */
+enum fk_bt_state {
+    FK_BT_SLEEPING,         /* [S] interruptible sleep: waiting for an event */
+    FK_BT_DISK,             /* [D] uninterruptible: disk I/O, some locks */
+    FK_BT_RUNNABLE,         /* [R] preempted (or yielded) while runnable */
+    FK_BT_OTHER,            /* [I] idle kernel waits, [T] stopped, [P] parked... */
+    FK_BT_NSTATES
+};
+/* "[S]", "[D]", "[R]", "[other]"; short: "S", "D", "R", "other" */
+const char *fk_bt_state_frame(enum fk_bt_state s);
+const char *fk_bt_state_name(enum fk_bt_state s);
+
+#define FK_BT_NO_STACK UINT64_MAX
+
+/* A finished block. */
+struct fk_block {
+    pid_t tid;
+    enum fk_bt_state state;
+    uint64_t stack;         /* the switched-out stack's token */
+    uint64_t waker;         /* the waker's stack token, FK_BT_NO_STACK: none */
+    uint64_t ns;            /* blocked time x N */
+    uint64_t switches;      /* N */
+    bool open;              /* still blocked at the window's end */
+};
+
+typedef void (*fk_bt_sink)(void *ctx, const struct fk_block *b);
+
+struct fk_bt_opts {
+    uint64_t min_block_ns;  /* shorter blocks are dropped (counted) */
+    uint64_t one_in;        /* N >= 1: each recorded switch-out stands for N */
+    size_t max_threads;     /* entries held at most (0: 65536); beyond, new
+                               blocks are dropped and counted */
+    fk_bt_sink sink;
+    void *ctx;
+};
+
+struct fk_bt_stats {
+    uint64_t outs;              /* switch-outs recorded (with a stack) */
+    uint64_t blocks;            /* blocks emitted (open ones included) */
+    uint64_t open;              /* ... still blocked at the end */
+    uint64_t short_blocks;      /* below min_block_ns, dropped */
+    uint64_t short_ns;          /* their time (x N) */
+    uint64_t lost_in;           /* switch-ins lost: block dropped, no time given */
+    uint64_t reordered;         /* switch-ins that arrived before their switch-out */
+    uint64_t stale_in;          /* switch-ins older than the pending switch-out */
+    uint64_t tid_reused;        /* pending blocks dropped: the tid was reused */
+    uint64_t table_full;        /* switch-outs dropped at max_threads */
+    uint64_t wakeups;           /* wakeups with a waker stack seen */
+    uint64_t wakeups_matched;   /* ... attached to a pending block */
+    uint64_t ns_by_state[FK_BT_NSTATES];    /* emitted time (x N) */
+    uint64_t blocks_by_state[FK_BT_NSTATES];
+    uint64_t peak_threads;      /* entries held at most */
+};
+
+struct fk_bt_thread;
+
+struct fk_blocktime {
+    struct fk_bt_opts o;
+    struct fk_bt_thread *v;     /* entries; free ones chained through .tid = 0 */
+    size_t n, cap, live;
+    struct fk_hindex index;     /* tid -> entry */
+    struct fk_bt_stats st;
+};
+
+void fk_bt_init(struct fk_blocktime *bt, const struct fk_bt_opts *o);
+void fk_bt_free(struct fk_blocktime *bt);
+
+/* The bits of sched_switch's prev_state, as the format file gives them:
+ * the state letters' bits (__print_flags "S", "D") and the preemption bit
+ * (one above the highest state flag: 0x100 since Linux 4.14). */
+struct fk_bt_statebits { uint64_t sleeping, disk, preempt; };
+/* prev_state -> state: preempted or no state bit: [R]. */
+enum fk_bt_state fk_bt_state_of(int64_t prev_state, const struct fk_bt_statebits *b);
+
+/* A recorded (sampled) switch-out of tid at time with its stack. */
+void fk_bt_out(struct fk_blocktime *bt, pid_t tid, uint64_t time, enum fk_bt_state state,
+               uint64_t stack);
+/* Any switch-out of tid (sampled or not; e.g. PERF_RECORD_SWITCH): the
+ * second one after a recorded switch-out without a switch-in between
+ * proves the switch-in was lost. */
+void fk_bt_out_seen(struct fk_blocktime *bt, pid_t tid, uint64_t time);
+/* A switch-in of tid at time. */
+void fk_bt_in(struct fk_blocktime *bt, pid_t tid, uint64_t time);
+/* tid was woken at time by a thread whose stack is waker. */
+void fk_bt_wake(struct fk_blocktime *bt, pid_t tid, uint64_t time, uint64_t waker);
+/* tid was created (FORK): anything pending under that tid was another
+ * thread's. */
+void fk_bt_new_thread(struct fk_blocktime *bt, pid_t tid);
+/* tid exited: a block still pending lost its switch-in. */
+void fk_bt_exit(struct fk_blocktime *bt, pid_t tid);
+/* The window ended at time: pending blocks are counted to it, marked open. */
+void fk_bt_finish(struct fk_blocktime *bt, uint64_t time);
+
+/* Bytes held (for --max-memory). */
+size_t fk_bt_bytes(const struct fk_blocktime *bt);
+
+#endif

@@ -1,0 +1,465 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The off-CPU event kind: see offcpu.h. The hooks decode what the engine
+ * hands them (raw tracepoint fields by the layout tracefs gives, switch
+ * records) and feed the block accounting (blocktime.h), whose finished
+ * blocks are added to the stacks they were interned as. */
+#include "capture/offcpu.h"
+#include "capture/capture.h"
+#include "capture/evkind.h"
+#include "capture/tracefs.h"
+#include "util/hindex.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <perf/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Frames of one stack kept here: the blocked stack (with its state frame)
+ * and, with wakers, the waker's and the separator. */
+#define MAX_FRAMES 512
+#define NO_EVENT 0xffffffffu
+
+struct offcpu {
+    struct fk_offcpu_opts o;
+    struct fk_offcpu_stats st;
+    struct fk_engine *e;            /* the running capture (the sink adds to it) */
+    unsigned ev_switch, ev_wake, ev_cpu, nevents;
+    struct fk_tp_format sw, wk;
+    const struct fk_tp_field *prev_pid, *prev_state, *woken_pid;
+    struct fk_bt_statebits bits;
+    struct fk_blocktime bt;
+    /* named frames, made once */
+    struct fk_loc state_loc[FK_BT_NSTATES], oncpu_loc, sep_loc, open_loc;
+    bool named;
+    uint64_t cpu_period_ns;
+    /* stacks by id (frames kept here: a block's stack is combined with its
+     * waker's, or marked open, only when the block ends), and the engine's
+     * reference of each (blocked, open, waker) combination */
+    struct fk_stacktab store;       /* pid32 tid32 locs... -> aux = id + 1 */
+    struct { uint32_t off, n; pid_t pid, tid; } *ids;
+    struct fk_loc *locs;
+    size_t nids, capids, nlocs, caplocs;
+    struct fk_u64map refs;          /* (blocked id << 33 | open << 32 | waker id + 1)
+                                       -> engine ref + 1 */
+    /* rate per second, by record time */
+    uint64_t sec_start, sec_count;
+    uint64_t last_time;             /* the latest record's time */
+    struct fk_loc scratch[2 * MAX_FRAMES + 4];
+};
+
+/* ---- the rate before the window ---------------------------------------- */
+
+/* The number after key in a small /proc file, summed over its lines. */
+static bool proc_sum(const char *path, const char *const *keys, uint64_t *sum)
+{
+    char buf[8192];
+    if (fk_read_small(path, buf, sizeof buf) <= 0)
+        return false;
+    for (const char *const *k = keys; *k; k++) {
+        size_t kl = strlen(*k);
+        for (char *p = buf; (p = strstr(p, *k)); p += kl)
+            if (p == buf || p[-1] == '\n') {
+                *sum += strtoull(p + kl, NULL, 10);
+                break;
+            }
+    }
+    return true;
+}
+
+/* Switches so far: the host's (/proc/stat ctxt) or the threads' of pids. */
+static bool switches_now(const pid_t *pids, size_t npids, uint64_t *sum)
+{
+    *sum = 0;
+    if (!pids) {
+        static const char *const ctxt[] = { "ctxt ", NULL };
+        return proc_sum("/proc/stat", ctxt, sum);
+    }
+    static const char *const keys[] = { "voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:", NULL };
+    bool any = false;
+    unsigned tasks = 0;
+    for (size_t i = 0; i < npids; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/task", (int)pids[i]);
+        DIR *d = opendir(path);
+        if (!d)
+            continue;
+        struct dirent *de;
+        while ((de = readdir(d)) && tasks < 16384) {
+            if (de->d_name[0] < '0' || de->d_name[0] > '9')
+                continue;
+            char sp[96];
+            snprintf(sp, sizeof sp, "/proc/%d/task/%.16s/status", (int)pids[i], de->d_name);
+            any |= proc_sum(sp, keys, sum);
+            tasks++;
+        }
+        closedir(d);
+    }
+    return any;
+}
+
+int64_t fk_offcpu_switch_rate(const pid_t *pids, size_t npids, unsigned ms)
+{
+    uint64_t a, b;
+    struct timespec t0, t1, d = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (!switches_now(pids, npids, &a))
+        return -1;
+    while (nanosleep(&d, &d) < 0 && errno == EINTR)
+        ;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (!switches_now(pids, npids, &b))
+        return -1;
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    /* threads that exited in between take their counts with them */
+    return b > a && secs > 0 ? (int64_t)((double)(b - a) / secs) : 0;
+}
+
+/* ---- stacks ------------------------------------------------------------- */
+
+static void name_frames(struct offcpu *k)
+{
+    if (k->named)
+        return;
+    for (int s = 0; s < FK_BT_NSTATES; s++)
+        k->state_loc[s] = fk_engine_named_frame(k->e, fk_bt_state_frame((enum fk_bt_state)s));
+    k->oncpu_loc = fk_engine_named_frame(k->e, FK_OFFCPU_ONCPU_FRAME);
+    k->sep_loc = fk_engine_named_frame(k->e, FK_OFFCPU_WAKER_SEP);
+    k->open_loc = fk_engine_named_frame(k->e, FK_OFFCPU_OPEN_FRAME);
+    k->named = true;
+}
+
+/* st's frames and one more at the root end (a state frame, [on-CPU], the
+ * waker's process name) in k->scratch. */
+static struct fk_stack_frames with_root(struct offcpu *k, const struct fk_stack_frames *st,
+                                        struct fk_loc root)
+{
+    unsigned n = st->n < MAX_FRAMES ? st->n : MAX_FRAMES;
+    memcpy(k->scratch, st->locs, n * sizeof *k->scratch);
+    k->scratch[n] = root;
+    struct fk_stack_frames f = {
+        .pid = st->pid, .tid = st->tid, .locs = k->scratch, .n = n + 1,
+        .user = st->user < n ? st->user : n + 1, .cap = n + 1, .user_unwound = st->user_unwound,
+    };
+    return f;
+}
+
+/* Keep f's frames under an id (the same frames, the same id). */
+static uint32_t store_stack(struct offcpu *k, const struct fk_stack_frames *f)
+{
+    /* the key: pid, tid, then each frame's dso and address (no padding) */
+    char buf[8 + (MAX_FRAMES + 1) * 12];
+    int32_t ids[2] = { f->pid, f->tid };
+    memcpy(buf, ids, 8);
+    size_t len = 8;
+    for (unsigned i = 0; i < f->n && i < MAX_FRAMES + 1; i++) {
+        memcpy(buf + len, &f->locs[i].dso, 4);
+        memcpy(buf + len + 4, &f->locs[i].addr, 8);
+        len += 12;
+    }
+    struct fk_stack *s = fk_stacktab_add(&k->store, buf, len, 0);
+    if (s->aux)
+        return (uint32_t)(s->aux - 1);
+    k->ids = fk_grow(k->ids, &k->capids, k->nids + 1, sizeof *k->ids);
+    k->locs = fk_grow(k->locs, &k->caplocs, k->nlocs + f->n, sizeof *k->locs);
+    memcpy(k->locs + k->nlocs, f->locs, f->n * sizeof *f->locs);
+    k->ids[k->nids].off = (uint32_t)k->nlocs;
+    k->ids[k->nids].n = f->n;
+    k->ids[k->nids].pid = f->pid;
+    k->ids[k->nids].tid = f->tid;
+    k->nlocs += f->n;
+    s->aux = ++k->nids;
+    return (uint32_t)(k->nids - 1);
+}
+
+/* The engine's reference for a block's stack: blocked alone, or
+ * blocked;--;waker (waker frames leaf-first above the "--"), with an
+ * "[open at end]" leaf when the thread was still off CPU at the end. */
+static uint32_t block_ref(struct offcpu *k, uint32_t blocked, uint64_t waker, bool open)
+{
+    uint64_t key = (uint64_t)blocked << 33 | (uint64_t)open << 32 |
+                   (waker == FK_BT_NO_STACK ? 0 : waker + 1);
+    uint64_t *slot = fk_u64map_slot(&k->refs, key, true);
+    if (*slot)
+        return (uint32_t)(*slot - 1);
+    unsigned n = 0;
+    if (waker != FK_BT_NO_STACK) {
+        const struct fk_loc *w = k->locs + k->ids[waker].off;
+        for (unsigned i = k->ids[waker].n; i-- > 0 && n < MAX_FRAMES + 1;)
+            k->scratch[n++] = w[i];
+        k->scratch[n++] = k->sep_loc;
+    }
+    if (open)
+        k->scratch[n++] = k->open_loc;
+    const struct fk_loc *b = k->locs + k->ids[blocked].off;
+    for (unsigned i = 0; i < k->ids[blocked].n && n < 2 * MAX_FRAMES + 4; i++)
+        k->scratch[n++] = b[i];
+    struct fk_stack_frames f = {
+        .pid = k->ids[blocked].pid, .tid = k->ids[blocked].tid, .locs = k->scratch, .n = n,
+        .user = n, .cap = n,
+    };
+    uint32_t ref = fk_engine_stack_ref(k->e, &f);
+    slot = fk_u64map_slot(&k->refs, key, true);
+    *slot = (uint64_t)ref + 1;
+    return ref;
+}
+
+/* A finished block: its time goes to its stack. */
+static void block_done(void *ctx, const struct fk_block *b)
+{
+    struct offcpu *k = ctx;
+    if (k->o.wakers && b->waker == FK_BT_NO_STACK && b->state != FK_BT_RUNNABLE)
+        k->st.waker_unmatched++;
+    fk_engine_add_ref(k->e, block_ref(k, (uint32_t)b->stack, b->waker, b->open), b->switches,
+                      b->ns);
+}
+
+/* ---- hooks -------------------------------------------------------------- */
+
+static bool offcpu_start(const struct fk_capture_opts *o, void **state, unsigned *nevents,
+                         char *err, size_t errlen)
+{
+    const struct fk_offcpu_opts *oo = o->kind_opts;
+    if (!oo) {
+        snprintf(err, errlen, "off-CPU capture without its options");
+        return false;
+    }
+    struct offcpu *k = fk_calloc(1, sizeof *k);
+    k->o = *oo;
+    if (!k->o.one_in)
+        k->o.one_in = 1;
+    if (!fk_tp_format_load("sched", "sched_switch", &k->sw, err, errlen))
+        goto fail;
+    k->prev_pid = fk_tp_field(&k->sw, "prev_pid");
+    k->prev_state = fk_tp_field(&k->sw, "prev_state");
+    if (!k->prev_pid || !k->prev_state) {
+        snprintf(err, errlen, "sched:sched_switch has no prev_pid/prev_state field in its "
+                 "tracefs format: this kernel's layout is not one flamekit knows");
+        goto fail;
+    }
+    /* the state letters' bits and the preemption bit above them */
+    uint64_t top = 0;
+    for (unsigned i = 0; i < k->sw.nflags; i++) {
+        if (!strcmp(k->sw.flags[i].letter, "S"))
+            k->bits.sleeping = k->sw.flags[i].bit;
+        if (!strcmp(k->sw.flags[i].letter, "D"))
+            k->bits.disk = k->sw.flags[i].bit;
+        if (k->sw.flags[i].bit > top)
+            top = k->sw.flags[i].bit;
+    }
+    if (!k->bits.sleeping)
+        k->bits.sleeping = 1;       /* TASK_INTERRUPTIBLE since Linux 2.6 */
+    if (!k->bits.disk)
+        k->bits.disk = 2;
+    k->bits.preempt = top ? top << 1 : 0x100;
+    if (k->o.wakers) {
+        if (!fk_tp_format_load("sched", "sched_wakeup", &k->wk, err, errlen))
+            goto fail;
+        k->woken_pid = fk_tp_field(&k->wk, "pid");
+        if (!k->woken_pid) {
+            snprintf(err, errlen, "sched:sched_wakeup has no pid field in its tracefs format");
+            goto fail;
+        }
+    }
+    unsigned n = 0;
+    k->ev_switch = n++;
+    k->ev_wake = k->o.wakers ? n++ : NO_EVENT;
+    k->ev_cpu = k->o.with_cpu ? n++ : NO_EVENT;
+    k->nevents = n;
+    if (k->o.with_cpu)
+        k->cpu_period_ns = 1000000000ull / (k->o.cpu_freq ? k->o.cpu_freq : 99);
+    struct fk_bt_opts bo = {
+        .min_block_ns = k->o.min_block_ns, .one_in = k->o.one_in, .sink = block_done, .ctx = k,
+    };
+    fk_bt_init(&k->bt, &bo);
+    fk_stacktab_init(&k->store);
+    *state = k;
+    *nevents = n;
+    return true;
+fail:
+    free(k);
+    return false;
+}
+
+static bool offcpu_config(void *state, const struct fk_capture_opts *o, unsigned i,
+                          struct perf_event_attr *attr, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    struct offcpu *k = state;
+    if (i == k->ev_cpu) {
+        struct fk_event cpu;
+        fk_event_cpu_default(&cpu, k->o.cpu_freq ? k->o.cpu_freq : 99);
+        attr->type = PERF_TYPE_SOFTWARE;    /* a timer: its period is time */
+        attr->config = PERF_COUNT_SW_CPU_CLOCK;
+        attr->freq = 1;
+        attr->sample_freq = cpu.freq;
+        attr->sample_type |= PERF_SAMPLE_PERIOD;
+        return true;
+    }
+    /* tracepoints: one hit in N, never PERF_SAMPLE_PERIOD (it would make
+     * every hit a sample); kernel stacks as asked (the event itself is
+     * the kernel's) */
+    attr->type = PERF_TYPE_TRACEPOINT;
+    attr->config = i == k->ev_switch ? k->sw.id : k->wk.id;
+    attr->freq = 0;
+    attr->sample_period = k->o.one_in;
+    attr->sample_type &= ~(uint64_t)PERF_SAMPLE_PERIOD;
+    attr->sample_type |= PERF_SAMPLE_RAW;
+    attr->exclude_callchain_kernel = o->event.exclude_kernel;
+    attr->exclude_kernel = 0;
+    if (i == k->ev_switch)
+        attr->context_switch = 1;   /* every switch-in, sampled or not */
+    return true;
+}
+
+static void offcpu_values(void *state, const struct fk_capture_opts *o, struct fk_evkind_values *v)
+{
+    struct offcpu *k = state;
+    (void)o;
+    /* blocks count switches (each recorded one standing for N); with
+     * --with-cpu the CPU samples count too */
+    v->count_type = k->o.with_cpu ? "events" : "switches";
+    v->type = "off_cpu";
+    v->unit = "nanoseconds";
+    v->period = 1;
+    v->fold_weight = true;
+}
+
+static void offcpu_sample(void *state, struct fk_engine *e, unsigned event,
+                          const struct fk_sample *s, const struct fk_stack_frames *st)
+{
+    struct offcpu *k = state;
+    k->e = e;
+    name_frames(k);
+    if (!st)
+        return;
+    if (event == k->ev_cpu) {
+        struct fk_stack_frames f = with_root(k, st, k->oncpu_loc);
+        fk_engine_add(e, &f, 1, k->cpu_period_ns);
+        k->st.cpu_samples++;
+        k->st.cpu_ns += k->cpu_period_ns;
+        return;
+    }
+    if (event == k->ev_wake) {
+        int64_t woken;
+        if (!s->raw || !fk_tp_get(k->woken_pid, s->raw, s->raw_size, &woken) || woken <= 0) {
+            k->st.raw_mismatch++;
+            return;
+        }
+        k->st.wakeups_recorded++;
+        const char *comm = fk_sym_comm_of(fk_engine_symbolizer(e), st->pid, st->tid);
+        struct fk_stack_frames f = with_root(k, st, fk_engine_named_frame(e, comm ? comm : "?"));
+        fk_bt_wake(&k->bt, (pid_t)woken, s->time, store_stack(k, &f));
+        return;
+    }
+    int64_t prev, pstate;
+    if (!s->raw || !fk_tp_get(k->prev_pid, s->raw, s->raw_size, &prev) ||
+        !fk_tp_get(k->prev_state, s->raw, s->raw_size, &pstate) || prev != s->tid) {
+        k->st.raw_mismatch++;
+        return;
+    }
+    if (prev <= 0)
+        return;     /* the idle task */
+    k->st.recorded++;
+    enum fk_bt_state state_ = fk_bt_state_of(pstate, &k->bits);
+    struct fk_stack_frames f = with_root(k, st, k->state_loc[state_]);
+    fk_bt_out(&k->bt, s->tid, s->time, state_, store_stack(k, &f));
+}
+
+static void count_rate(struct offcpu *k, uint64_t time)
+{
+    if (time > k->last_time)
+        k->last_time = time;
+    if (!k->sec_start)
+        k->sec_start = time;
+    k->sec_count++;
+    if (time - k->sec_start >= 1000000000ull) {
+        uint64_t rate = k->sec_count * 1000000000ull / (time - k->sec_start);
+        if (rate > k->st.peak_rate)
+            k->st.peak_rate = rate;
+        k->sec_start = time;
+        k->sec_count = 0;
+    }
+}
+
+static void offcpu_record(void *state, struct fk_engine *e, const union perf_event *ev,
+                          const struct fk_sample_id *id)
+{
+    struct offcpu *k = state;
+    k->e = e;
+    switch (ev->header.type) {
+    case PERF_RECORD_SWITCH:
+    case PERF_RECORD_SWITCH_CPU_WIDE:
+        if (!id || id->tid <= 0)
+            return;         /* the idle task */
+        if (ev->header.misc & PERF_RECORD_MISC_SWITCH_OUT) {
+            k->st.switch_outs++;
+            count_rate(k, id->time);
+            fk_bt_out_seen(&k->bt, id->tid, id->time);
+        } else {
+            k->st.switch_ins++;
+            if (id->time > k->last_time)
+                k->last_time = id->time;
+            name_frames(k);
+            fk_bt_in(&k->bt, id->tid, id->time);
+        }
+        break;
+    case PERF_RECORD_FORK:
+        if (ev->fork.tid != ev->fork.ptid)
+            fk_bt_new_thread(&k->bt, (pid_t)ev->fork.tid);
+        break;
+    case PERF_RECORD_EXIT:
+        fk_bt_exit(&k->bt, (pid_t)ev->fork.tid);
+        break;
+    default:
+        break;
+    }
+}
+
+static void offcpu_flush(void *state, struct fk_engine *e, uint64_t end_time)
+{
+    struct offcpu *k = state;
+    k->e = e;
+    if (end_time == UINT64_MAX)
+        end_time = k->last_time;   /* no window end given: the last record's time */
+    name_frames(k);
+    fk_bt_finish(&k->bt, end_time);
+    k->st.blocks = k->bt.st;
+    k->st.one_in = k->o.one_in;
+    k->st.cpu_period_ns = k->cpu_period_ns;
+    k->st.bytes = fk_bt_bytes(&k->bt) + fk_stacktab_bytes(&k->store) +
+                  k->capids * sizeof *k->ids + k->caplocs * sizeof *k->locs +
+                  fk_u64map_bytes(&k->refs);
+    if (k->o.stats)
+        *k->o.stats = k->st;
+}
+
+static void offcpu_stop(void *state)
+{
+    struct offcpu *k = state;
+    if (!k)
+        return;
+    fk_bt_free(&k->bt);
+    fk_stacktab_free(&k->store);
+    fk_u64map_free(&k->refs);
+    free(k->ids);
+    free(k->locs);
+    free(k);
+}
+
+const struct fk_evkind fk_evkind_offcpu = {
+    .name = "offcpu",
+    .start = offcpu_start,
+    .config = offcpu_config,
+    .values = offcpu_values,
+    .sample = offcpu_sample,
+    .record = offcpu_record,
+    .flush = offcpu_flush,
+    .stop = offcpu_stop,
+};

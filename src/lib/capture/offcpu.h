@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The off-CPU event kind (capture/evkind.h): where threads wait, weighted
+ * by how long, and optionally who woke them and where they ran.
+ *
+ * Events, in one evlist:
+ *   0  sched:sched_switch, one hit in N, with the switched-out thread's
+ *      stack (kernel callchain + user stack as in CPU mode) and its raw
+ *      record (prev_pid, prev_state: the layout read from tracefs), plus
+ *      context-switch records (PERF_RECORD_SWITCH per task, or
+ *      SWITCH_CPU_WIDE per CPU) for every switch: each thread's switch-in
+ *      time, whether or not its switch-out was sampled.
+ *   1  --wakers: sched:sched_wakeup, one hit in N, with the waker's stack
+ *      and the woken pid.
+ *   2  --with-cpu: the CPU clock at a frequency, as 'flamekit host'.
+ * A sampled switch-out becomes a block (capture/blocktime.h) ended by the
+ * thread's next switch-in; its stack gets the blocked nanoseconds x N under
+ * a state frame right above the process name:
+ *   comm;[S];main;...;read;...;schedule                         (blocked)
+ *   comm;[S];...;pipe_write;...;schedule;--;pipe_read;...;main;waker-comm
+ *   comm;[S];main;...;schedule;[open at end]     (still off CPU at the end)
+ *   comm;[on-CPU];main;...                                      (--with-cpu)
+ * so a graph splits by state first, and per thread the widths add up to
+ * the time captured. */
+#ifndef FK_CAPTURE_OFFCPU_H
+#define FK_CAPTURE_OFFCPU_H
+
+#include "capture/blocktime.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define FK_OFFCPU_ONCPU_FRAME "[on-CPU]"
+#define FK_OFFCPU_WAKER_SEP "--"
+#define FK_OFFCPU_OPEN_FRAME "[open at end]"
+
+/* What a capture reports (filled at the end of the window). */
+struct fk_offcpu_stats {
+    struct fk_bt_stats blocks;  /* accounting: lost switch-ins, open blocks, by state */
+    uint64_t one_in;            /* N */
+    uint64_t switch_outs;       /* switch-outs of every thread seen (switch records) */
+    uint64_t switch_ins;
+    uint64_t recorded;          /* sampled switch-outs (stacks) of the target */
+    uint64_t raw_mismatch;      /* samples whose raw record did not parse or name
+                                   another thread: not counted */
+    uint64_t wakeups_recorded;  /* --wakers: sampled wakeups */
+    uint64_t waker_unmatched;   /* blocks without a recorded wakeup ("--;[no waker
+                                   recorded]") */
+    uint64_t cpu_samples;       /* --with-cpu */
+    uint64_t cpu_ns;
+    uint64_t cpu_period_ns;
+    uint64_t peak_rate;         /* switch-outs per second, highest one-second window */
+    uint64_t window_ns;
+    size_t bytes;               /* accounting memory at the end */
+};
+
+struct fk_offcpu_opts {
+    uint64_t one_in;            /* N >= 1: sample one switch-out (and wakeup) in N */
+    uint64_t min_block_ns;      /* shorter blocks dropped (counted) */
+    bool wakers;
+    bool with_cpu;
+    uint64_t cpu_freq;          /* --with-cpu: Hz */
+    struct fk_offcpu_stats *stats;  /* filled when the capture ends; may be NULL */
+};
+
+struct fk_evkind;
+/* The kind; its options come through fk_capture_opts.kind_opts (a struct
+ * fk_offcpu_opts). */
+extern const struct fk_evkind fk_evkind_offcpu;
+
+/* Switches per second of a target before the window, for choosing N: the
+ * kernel's own counters (/proc/PID/task/TID/status voluntary and
+ * nonvoluntary switches for pids, /proc/stat ctxt for the host), sampled
+ * over ms milliseconds. pids NULL: the host. -1 when unreadable. */
+int64_t fk_offcpu_switch_rate(const pid_t *pids, size_t npids, unsigned ms);
+
+#endif

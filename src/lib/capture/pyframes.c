@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The Python stack hook (see pyframes.h). */
+#include "capture/pyframes.h"
+
+#include <string.h>
+
+static struct fk_python *reader(struct fk_pyframes *h, struct fk_engine *e)
+{
+    if (!h->py)
+        h->py = fk_python_new(fk_engine_symbolizer(e), h->lines, h->max_bytes);
+    return h->py;
+}
+
+static void early(void *state, struct fk_engine *e, const struct fk_sample *s)
+{
+    struct fk_pyframes *h = state;
+    fk_python_early(reader(h, e), s->pid, s->tid, s->time);
+}
+
+static void user_frames(void *state, struct fk_engine *e, const struct fk_sample *s,
+                        struct fk_stack_frames *st)
+{
+    struct fk_pyframes *h = state;
+    if (st->user >= st->n)
+        return;
+    struct fk_python *py = reader(h, e);
+    struct fk_py_native nat = {
+        .locs = st->locs + st->user, .n = st->n - st->user, .max = st->cap - st->user,
+        .complete = true, .time = s->time,
+    };
+    struct fk_loc trunc = fk_sym_special(fk_engine_symbolizer(e), "[truncated]");
+    const struct fk_loc *last = &nat.locs[nat.n - 1];
+    if (last->dso == trunc.dso && last->addr == trunc.addr)
+        nat.complete = false;
+    struct fk_unwinder *uw = fk_engine_unwinder(e);
+    if (st->user_unwound && uw) {
+        nat.sps = fk_unwind_last_sps(uw, &nat.nsps);
+        if (nat.nsps && s->stack) {
+            nat.stack = s->stack;
+            nat.stack_base = nat.sps[0];
+            nat.stack_len = s->stack_dyn;
+        }
+    }
+    fk_python_sample(py, st->pid, st->tid, &nat);
+    st->n = st->user + nat.n;
+}
+
+static size_t bytes(void *state)
+{
+    const struct fk_pyframes *h = state;
+    return fk_python_bytes(h->py);
+}
+
+void fk_pyframes_init(struct fk_pyframes *h, bool lines, uint64_t max_bytes)
+{
+    memset(h, 0, sizeof *h);
+    h->lines = lines;
+    h->max_bytes = max_bytes;
+    h->hook.name = "python";
+    h->hook.state = h;
+    h->hook.user_frames = user_frames;
+    h->hook.early = early;
+    h->hook.bytes = bytes;
+}
+
+void fk_pyframes_finish(struct fk_pyframes *h, struct fk_python_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (h->py)
+        fk_python_stats(h->py, out);
+    fk_python_free(h->py);
+    h->py = NULL;
+}

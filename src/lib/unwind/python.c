@@ -1,0 +1,1377 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* CPython frames for native stacks (see python.h). */
+#include "unwind/python.h"
+#include "util/hindex.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+
+/* ---- layouts --------------------------------------------------------------
+ * 3.11 (Debian 12's python3.11 3.11.2, x86-64). Verified three ways, not
+ * taken on trust from py-spy's or the OpenTelemetry profiler's tables:
+ *  - offsetof() over Debian's own headers (python3.11-dev, Py_BUILD_CORE,
+ *    internal/pycore_{runtime,interp,frame,code}.h) -- the headers the
+ *    binary was built from;
+ *  - the binary itself (gdb -batch -ex 'disassemble F' /usr/bin/python3.11,
+ *    exported accessors): PyInterpreterState_Head reads _PyRuntime+40,
+ *    PyInterpreterState_Next (%rdi)+0, PyInterpreterState_ThreadHead +0x10,
+ *    PyThreadState_Next +0x8, PyThreadState_GetFrame reads tstate+0x38
+ *    (cframe), +0x8 (current_frame), frame+0x45 (owner == 1: generator),
+ *    +0x20 (f_code), code+0xa8 (_co_firsttraceable), +0xb8 (co_code_adaptive),
+ *    frame+0x38 (prev_instr); Py_Version in .rodata holds 0x030b02f0;
+ *  - a live python3.11 read through this walker (test/t-python.sh): the
+ *    names of the running functions come out.
+ * native_thread_id (160) is set by the thread's own bootstrap, so it is the
+ * tid in the target's pid namespace.
+ *
+ * Adding a version: 3.12 keeps the cframe indirection but moves fields
+ * (PyThreadState grew, _PyInterpreterFrame's f_code stays first-class, the
+ * line table and co_code offsets move): add a row verified the same way
+ * against that build's headers and binary. 3.13 drops cframe
+ * (tstate->current_frame) and its _PyRuntime starts with _Py_DebugOffsets
+ * (cookie "xdebugpy", a version and the offsets of these very fields): for
+ * 3.13+ fill a layout from that table read out of the target -- after
+ * checking the cookie and bounding every offset by the struct sizes it
+ * also gives -- instead of adding rows; fr_size/co_size/ts_size then come
+ * from its size fields. */
+static const struct fk_py_layout layouts[] = {
+    {
+        .version = 0x030b, .name = "3.11",
+        .rt_interp_head = 40, .interp_next = 0, .interp_threads_head = 16,
+        .ts_next = 8, .ts_cframe = 56, .ts_native_thread_id = 160, .ts_size = 168,
+        .cf_current_frame = 8, .cf_previous = 16, .cf_size = 24,
+        .fr_code = 32, .fr_previous = 48, .fr_prev_instr = 56, .fr_is_entry = 68,
+        .fr_owner = 69, .fr_size = 72, .owner_generator = 1,
+        .ob_type = 8, .ob_size = 16,
+        .co_firstlineno = 72, .co_filename = 112, .co_qualname = 128, .co_linetable = 136,
+        .co_firsttraceable = 168, .co_code = 184, .co_size = 192,
+        .str_length = 16, .str_state = 32, .str_ascii_data = 48, .str_compact_data = 72,
+        .bytes_size = 16, .bytes_data = 32,
+    },
+};
+
+const struct fk_py_layout *fk_py_layout_for(uint16_t version)
+{
+#ifdef __x86_64__
+    for (size_t i = 0; i < sizeof layouts / sizeof *layouts; i++)
+        if (layouts[i].version == version)
+            return &layouts[i];
+#else
+    (void)layouts;
+    (void)version;
+#endif
+    return NULL;
+}
+
+static const char *const status_names[FK_PY_NSTATUS] = {
+    "ok", "no-thread", "idle", "bad-read", "invalid", "limit",
+};
+
+const char *fk_py_status_name(int status)
+{
+    return status >= 0 && status < FK_PY_NSTATUS ? status_names[status] : "?";
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the walker ----------------------------------------------------------- */
+
+/* A code object as last read: reused when its address and identity fields
+ * still match (code objects are freed and their memory reused). */
+struct code_entry {
+    uint64_t addr, qualname, filename, linetable;
+    int32_t firstlineno;
+    uint32_t name;          /* qualname's id; UINT32_MAX: unreadable */
+    uint32_t file;          /* short file name's id (lines) */
+    uint32_t lt_off, lt_len;/* line table bytes in w->lt (lines); lt_len 0: none */
+};
+
+struct tid_entry { uint64_t tid, tstate; };
+
+struct fk_py_walker {
+    const struct fk_py_layout *lay;
+    struct fk_py_where where;
+    fk_py_read_fn read;
+    void *ctx;
+    bool lines;
+    uint64_t max_bytes;
+    /* tid -> thread state */
+    struct tid_entry *tids;
+    size_t ntids, captids;
+    struct fk_hindex tid_idx;
+    /* code objects */
+    struct code_entry *codes;
+    size_t ncodes, capcodes;
+    struct fk_hindex code_idx;
+    /* names: NUL-terminated strings at offsets in pool */
+    struct fk_buf pool;
+    uint32_t *name_off;
+    size_t nnames, capnames;
+    struct fk_hindex name_idx;
+    struct fk_buf lt;       /* line tables of cached code objects */
+    struct fk_buf tmp;
+    struct code_entry scratch;  /* a code object read past the budget */
+    uint64_t refreshes;         /* thread-table walks */
+    /* per walk */
+    struct fk_py_stack *cur;
+    const struct fk_py_snap *snap;  /* frames as read earlier, or NULL */
+    uint64_t t0;
+    bool over;              /* a bound was hit */
+};
+
+static size_t walker_bytes(const struct fk_py_walker *w)
+{
+    return sizeof *w + w->captids * sizeof *w->tids + fk_hindex_bytes(&w->tid_idx) +
+           w->capcodes * sizeof *w->codes + fk_hindex_bytes(&w->code_idx) + w->pool.cap +
+           w->capnames * sizeof *w->name_off + fk_hindex_bytes(&w->name_idx) + w->lt.cap +
+           w->tmp.cap;
+}
+
+size_t fk_py_walker_bytes(const struct fk_py_walker *w)
+{
+    return w ? walker_bytes(w) : 0;
+}
+
+/* Tables grow by doubling: keep them under half the budget so the next
+ * growth cannot pass it. */
+static bool room(const struct fk_py_walker *w, size_t more)
+{
+    return !w->max_bytes || 2 * (walker_bytes(w) + more) <= w->max_bytes;
+}
+
+struct fk_py_walker *fk_py_walker_new(const struct fk_py_layout *lay,
+                                      const struct fk_py_where *where, fk_py_read_fn read,
+                                      void *ctx, bool lines, uint64_t max_bytes)
+{
+    struct fk_py_walker *w = fk_calloc(1, sizeof *w);
+    w->lay = lay;
+    w->where = *where;
+    w->read = read;
+    w->ctx = ctx;
+    w->lines = lines;
+    w->max_bytes = max_bytes;
+    fk_buf_addc(&w->pool, 0);   /* offset 0: no name */
+    /* id 0: what a name past the budget is called */
+    w->name_off = fk_grow(w->name_off, &w->capnames, 1, sizeof *w->name_off);
+    w->name_off[0] = (uint32_t)w->pool.len;
+    fk_buf_adds(&w->pool, "[python: memory limit]");
+    fk_buf_addc(&w->pool, 0);
+    w->nnames = 1;
+    return w;
+}
+
+void fk_py_walker_free(struct fk_py_walker *w)
+{
+    if (!w)
+        return;
+    free(w->tids);
+    fk_hindex_free(&w->tid_idx);
+    free(w->codes);
+    fk_hindex_free(&w->code_idx);
+    fk_buf_free(&w->pool);
+    free(w->name_off);
+    fk_hindex_free(&w->name_idx);
+    fk_buf_free(&w->lt);
+    fk_buf_free(&w->tmp);
+    free(w);
+}
+
+const struct fk_py_layout *fk_py_walker_layout(const struct fk_py_walker *w)
+{
+    return w->lay;
+}
+
+const char *fk_py_name(const struct fk_py_walker *w, uint32_t id, size_t *len)
+{
+    if (id >= w->nnames) {
+        *len = 9;
+        return "[unknown]";
+    }
+    const char *s = w->pool.data + w->name_off[id];
+    *len = strlen(s);
+    return s;
+}
+
+/* The id of name s[0..n) (made on first sight); NAME_NOMEM past the budget. */
+#define NAME_NOMEM 0
+static uint32_t name_id(struct fk_py_walker *w, const char *s, size_t n)
+{
+    if (!n) {
+        s = "?";    /* an empty name would be an empty frame */
+        n = 1;
+    }
+    uint64_t h = fk_hash(s, n);
+    struct fk_hiter it = fk_hindex_find(&w->name_idx, h);
+    uint32_t i;
+    while (fk_hindex_next(&it, &i)) {
+        const char *t = w->pool.data + w->name_off[i];
+        if (strlen(t) == n && memcmp(t, s, n) == 0)
+            return i;
+    }
+    if (!room(w, n + 1 + 64))
+        return NAME_NOMEM;
+    w->name_off = fk_grow(w->name_off, &w->capnames, w->nnames + 1, sizeof *w->name_off);
+    w->name_off[w->nnames] = (uint32_t)w->pool.len;
+    fk_buf_add(&w->pool, s, n);
+    fk_buf_addc(&w->pool, 0);
+    fk_hindex_add(&w->name_idx, h, (uint32_t)w->nnames);
+    return (uint32_t)w->nnames++;
+}
+
+/* User-space pointers only (x86-64: below the canonical hole), aligned. */
+static bool ptr_ok(uint64_t p, unsigned align)
+{
+    return p >= 4096 && p < 0x0000800000000000ull && p % align == 0;
+}
+
+/* One bounded read for the current walk. */
+static bool rd(struct fk_py_walker *w, uint64_t addr, void *buf, size_t len)
+{
+    struct fk_py_stack *s = w->cur;
+    if (s->reads >= FK_PY_MAX_READS || s->read_bytes + len > FK_PY_MAX_READ_BYTES ||
+        ((s->reads & 15) == 15 && mono_ns() - w->t0 > FK_PY_MAX_NS)) {
+        w->over = true;
+        return false;
+    }
+    s->reads++;
+    s->read_bytes += (uint32_t)len;
+    if (addr + len < addr)
+        return false;
+    return w->read(w->ctx, addr, buf, len);
+}
+
+static bool rd_ptr(struct fk_py_walker *w, uint64_t addr, uint64_t *out)
+{
+    return rd(w, addr, out, sizeof *out);
+}
+
+static uint64_t get_u64(const unsigned char *b, size_t off)
+{
+    uint64_t v;
+    memcpy(&v, b + off, sizeof v);
+    return v;
+}
+
+static int32_t get_i32(const unsigned char *b, size_t off)
+{
+    int32_t v;
+    memcpy(&v, b + off, sizeof v);
+    return v;
+}
+
+/* UTF-8 of one code point into out; what a frame name must not carry
+ * (controls, surrogates, non-characters past U+10FFFF) becomes '?'. */
+static void put_cp(struct fk_buf *out, uint32_t c)
+{
+    if (c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) || (c >= 0xd800 && c < 0xe000) ||
+        c > 0x10ffff || c == ';') {
+        fk_buf_addc(out, c == ';' ? ':' : '?');
+    } else if (c < 0x80) {
+        fk_buf_addc(out, (char)c);
+    } else if (c < 0x800) {
+        fk_buf_addc(out, (char)(0xc0 | c >> 6));
+        fk_buf_addc(out, (char)(0x80 | (c & 0x3f)));
+    } else if (c < 0x10000) {
+        fk_buf_addc(out, (char)(0xe0 | c >> 12));
+        fk_buf_addc(out, (char)(0x80 | (c >> 6 & 0x3f)));
+        fk_buf_addc(out, (char)(0x80 | (c & 0x3f)));
+    } else {
+        fk_buf_addc(out, (char)(0xf0 | c >> 18));
+        fk_buf_addc(out, (char)(0x80 | (c >> 12 & 0x3f)));
+        fk_buf_addc(out, (char)(0x80 | (c >> 6 & 0x3f)));
+        fk_buf_addc(out, (char)(0x80 | (c & 0x3f)));
+    }
+}
+
+/* A str object's text, as UTF-8, appended to out: compact strings only
+ * (code objects' names and file names are), at most FK_PY_NAME_MAX
+ * characters ("..." after a cut). False if it is no valid str. */
+static bool read_str(struct fk_py_walker *w, uint64_t addr, struct fk_buf *out)
+{
+    const struct fk_py_layout *L = w->lay;
+    unsigned char h[128];
+    size_t hl = L->str_compact_data;
+    if (!ptr_ok(addr, 8) || hl > sizeof h || !rd(w, addr, h, hl))
+        return false;
+    if (get_u64(h, L->ob_type) != w->where.unicode_type)
+        return false;
+    int64_t len = (int64_t)get_u64(h, L->str_length);
+    unsigned state = h[L->str_state];
+    unsigned kind = state >> 2 & 7, compact = state >> 5 & 1, ascii = state >> 6 & 1;
+    if (len < 0 || !compact || (kind != 1 && kind != 2 && kind != 4) || (ascii && kind != 1))
+        return false;
+    uint64_t data = addr + (ascii ? L->str_ascii_data : L->str_compact_data);
+    size_t n = len > FK_PY_NAME_MAX ? FK_PY_NAME_MAX : (size_t)len;
+    unsigned char raw[FK_PY_NAME_MAX * 4];
+    if (n && !rd(w, data, raw, n * kind))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t c;
+        if (kind == 1)
+            c = raw[i];
+        else if (kind == 2)
+            c = (uint32_t)raw[2 * i] | (uint32_t)raw[2 * i + 1] << 8;
+        else
+            c = (uint32_t)raw[4 * i] | (uint32_t)raw[4 * i + 1] << 8 |
+                (uint32_t)raw[4 * i + 2] << 16 | (uint32_t)raw[4 * i + 3] << 24;
+        if (ascii && c >= 0x80)
+            c = 0xfffd0000;     /* an ascii string with a high byte: hostile, '?' */
+        put_cp(out, c);
+    }
+    if ((size_t)len > n)
+        fk_buf_adds(out, "...");
+    return true;
+}
+
+/* The last one or two components of a path: "mod.py", or "pkg/__init__.py"
+ * when the file alone says little. */
+static void short_file(const char *p, size_t n, struct fk_buf *out)
+{
+    size_t b = n;
+    while (b > 0 && p[b - 1] != '/')
+        b--;
+    if (b > 1 && n - b >= 2 && p[b] == '_' && p[b + 1] == '_') {
+        size_t c = b - 1;
+        while (c > 0 && p[c - 1] != '/')
+            c--;
+        b = c;
+    }
+    fk_buf_add(out, p + b, n - b);
+}
+
+/* The code object at addr: validated and named (cached). NULL if invalid. */
+static const struct code_entry *code_at(struct fk_py_walker *w, uint64_t addr,
+                                        unsigned char *hdr)
+{
+    const struct fk_py_layout *L = w->lay;
+    if (!ptr_ok(addr, 8) || !rd(w, addr, hdr, L->co_size))
+        return NULL;
+    if (get_u64(hdr, L->ob_type) != w->where.code_type)
+        return NULL;
+    int64_t units = (int64_t)get_u64(hdr, L->ob_size);
+    int32_t ft = get_i32(hdr, L->co_firsttraceable);
+    if (units <= 0 || units > (1 << 24) || ft < 0 || ft > units)
+        return NULL;
+    uint64_t qn = get_u64(hdr, L->co_qualname), fn = get_u64(hdr, L->co_filename);
+    uint64_t lt = get_u64(hdr, L->co_linetable);
+    int32_t first = get_i32(hdr, L->co_firstlineno);
+    uint64_t h = fk_hash_u64(addr);
+    struct fk_hiter it = fk_hindex_find(&w->code_idx, h);
+    uint32_t i;
+    while (fk_hindex_next(&it, &i)) {
+        struct code_entry *c = &w->codes[i];
+        if (c->addr == addr && c->qualname == qn && c->filename == fn && c->linetable == lt &&
+            c->firstlineno == first)
+            return c;
+    }
+    /* new (or changed): read its names */
+    struct code_entry ce = { .addr = addr, .qualname = qn, .filename = fn, .linetable = lt,
+                             .firstlineno = first, .file = UINT32_MAX };
+    fk_buf_reset(&w->tmp);
+    if (!read_str(w, qn, &w->tmp))
+        return NULL;
+    ce.name = name_id(w, w->tmp.data, w->tmp.len);
+    if (w->lines) {
+        fk_buf_reset(&w->tmp);
+        struct fk_buf full = FK_BUF_INIT;
+        if (read_str(w, fn, &full)) {
+            short_file(full.data, full.len, &w->tmp);
+            ce.file = name_id(w, w->tmp.data, w->tmp.len);
+        }
+        fk_buf_free(&full);
+        unsigned char bh[64];
+        if (ptr_ok(lt, 8) && rd(w, lt, bh, L->bytes_data) &&
+            get_u64(bh, L->ob_type) == w->where.bytes_type) {
+            int64_t bl = (int64_t)get_u64(bh, L->bytes_size);
+            if (bl > 0 && bl <= FK_PY_LINETABLE_MAX && room(w, (size_t)bl + sizeof ce)) {
+                size_t off = w->lt.len;
+                fk_buf_reserve(&w->lt, (size_t)bl);
+                if (rd(w, lt + L->bytes_data, w->lt.data + off, (size_t)bl)) {
+                    w->lt.len += (size_t)bl;
+                    ce.lt_off = (uint32_t)off;
+                    ce.lt_len = (uint32_t)bl;
+                }
+            }
+        }
+    }
+    if (!room(w, sizeof ce + 16)) {
+        /* past the budget: used once, not kept */
+        w->scratch = ce;
+        return &w->scratch;
+    }
+    w->codes = fk_grow(w->codes, &w->capcodes, w->ncodes + 1, sizeof *w->codes);
+    w->codes[w->ncodes] = ce;
+    fk_hindex_add(&w->code_idx, h, (uint32_t)w->ncodes);
+    return &w->codes[w->ncodes++];
+}
+
+/* 3.11 location table (Objects/locations.md): the line of code unit idx,
+ * or -1. Entries: a first byte 1CCCCLLL (code C, L+1 code units), then
+ * per code: 15 none; 14 long (svarint line delta, 3 varints); 13 no
+ * column (svarint line delta); 10-12 one line (delta C-10, 2 bytes);
+ * 0-9 short (delta 0, 1 byte). Varints: 6 bits per byte, bit 6 = more. */
+static int line_of(const unsigned char *t, size_t n, int first, uint64_t idx)
+{
+    size_t i = 0;
+    int64_t line = first;
+    uint64_t unit = 0;
+    unsigned steps = 0;
+    while (i < n && steps++ < 100000) {
+        unsigned b = t[i++];
+        if (!(b & 0x80))
+            return -1;
+        unsigned code = b >> 3 & 15, len = (b & 7) + 1;
+        int64_t delta = 0;
+        bool none = false;
+        /* varint reader */
+#define VARINT(out) do { \
+            uint64_t v_ = 0; unsigned sh_ = 0, c_; \
+            do { if (i >= n || sh_ > 60) return -1; c_ = t[i++]; v_ |= (uint64_t)(c_ & 63) << sh_; sh_ += 6; } \
+            while (c_ & 64); \
+            (out) = v_; } while (0)
+        if (code == 15) {
+            none = true;
+        } else if (code == 14 || code == 13) {
+            uint64_t u;
+            VARINT(u);
+            delta = (u & 1) ? -(int64_t)(u >> 1) : (int64_t)(u >> 1);
+            if (code == 14) {
+                uint64_t skip;
+                VARINT(skip);
+                VARINT(skip);
+                VARINT(skip);
+                (void)skip;
+            }
+        } else if (code >= 10) {
+            delta = code - 10;
+            i += 2;
+        } else {
+            i += 1;
+        }
+#undef VARINT
+        line += delta;
+        if (idx < unit + len)
+            return none || line < 0 || line > 100000000 ? -1 : (int)line;
+        unit += len;
+    }
+    return -1;
+}
+
+/* Thread states by native_thread_id, into the cache. */
+static void refresh_tids(struct fk_py_walker *w)
+{
+    const struct fk_py_layout *L = w->lay;
+    w->ntids = 0;
+    fk_hindex_free(&w->tid_idx);
+    uint64_t interp;
+    if (!rd_ptr(w, w->where.runtime + L->rt_interp_head, &interp))
+        return;
+    unsigned nthreads = 0;
+    for (unsigned ni = 0; ni < FK_PY_MAX_INTERPS && ptr_ok(interp, 8); ni++) {
+        uint64_t ts;
+        if (!rd_ptr(w, interp + L->interp_threads_head, &ts))
+            return;
+        uint64_t first = ts;
+        while (ptr_ok(ts, 8) && nthreads++ < FK_PY_MAX_THREADS) {
+            unsigned char t[256];
+            if (L->ts_size > sizeof t || !rd(w, ts, t, L->ts_size))
+                return;
+            uint64_t ntid = get_u64(t, L->ts_native_thread_id);
+            if (ntid && room(w, sizeof(struct tid_entry) * 2 + 16)) {
+                w->tids = fk_grow(w->tids, &w->captids, w->ntids + 1, sizeof *w->tids);
+                w->tids[w->ntids] = (struct tid_entry){ ntid, ts };
+                fk_hindex_add(&w->tid_idx, fk_hash_u64(ntid), (uint32_t)w->ntids++);
+            }
+            ts = get_u64(t, L->ts_next);
+            if (ts == first)
+                break;
+        }
+        if (!rd_ptr(w, interp + L->interp_next, &interp))
+            return;
+    }
+}
+
+static uint64_t tid_lookup(const struct fk_py_walker *w, uint64_t tid)
+{
+    struct fk_hiter it = fk_hindex_find(&w->tid_idx, fk_hash_u64(tid));
+    uint32_t i;
+    while (fk_hindex_next(&it, &i))
+        if (w->tids[i].tid == tid)
+            return w->tids[i].tstate;
+    return 0;
+}
+
+/* The thread state of tid: cached, confirmed by its native_thread_id (the
+ * state may have been freed and reused), else the table walked again. */
+static uint64_t tstate_of(struct fk_py_walker *w, uint64_t tid, bool *refreshed)
+{
+    const struct fk_py_layout *L = w->lay;
+    uint64_t ts = tid_lookup(w, tid), got;
+    if (ts && rd_ptr(w, ts + L->ts_native_thread_id, &got) && got == tid)
+        return ts;
+    *refreshed = true;
+    w->refreshes++;
+    refresh_tids(w);
+    return tid_lookup(w, tid);
+}
+
+static void add_frame(struct fk_py_walker *w, struct fk_py_stack *out,
+                      const struct code_entry *c, uint64_t prev_instr, bool entry)
+{
+    uint32_t name = c->name;
+    if (w->lines) {
+        int line = -1;
+        uint64_t code0 = c->addr + w->lay->co_code;
+        if (c->lt_len && prev_instr >= code0 && (prev_instr - code0) % 2 == 0)
+            line = line_of((const unsigned char *)w->lt.data + c->lt_off, c->lt_len,
+                           c->firstlineno, (prev_instr - code0) / 2);
+        size_t nl, fl;
+        const char *nm = fk_py_name(w, c->name, &nl);
+        const char *fn = c->file != UINT32_MAX ? fk_py_name(w, c->file, &fl) : "?";
+        if (c->file == UINT32_MAX)
+            fl = 1;
+        char num[16];
+        if (line >= 0)
+            snprintf(num, sizeof num, "%d", line);
+        else
+            snprintf(num, sizeof num, "?");
+        struct fk_buf b = FK_BUF_INIT;
+        fk_buf_add(&b, nm, nl);
+        fk_buf_adds(&b, " (");
+        fk_buf_add(&b, fn, fl);
+        fk_buf_addc(&b, ':');
+        fk_buf_adds(&b, num);
+        fk_buf_addc(&b, ')');
+        name = name_id(w, b.data, b.len);
+        fk_buf_free(&b);
+    }
+    out->f[out->n].name = name;
+    out->f[out->n].entry = entry;
+    out->n++;
+    out->segments += entry;
+}
+
+static bool snap_frame(const struct fk_py_walker *w, uint64_t frame, unsigned char *fr)
+{
+    const struct fk_py_snap *s = w->snap;
+    for (unsigned i = 0; s && i < s->n && i < FK_PY_SNAP_FRAMES; i++)
+        if (s->addr[i] == frame) {
+            memcpy(fr, s->bytes[i], w->lay->fr_size);
+            return true;
+        }
+    return false;
+}
+
+void fk_py_use_snap(struct fk_py_walker *w, const struct fk_py_snap *snap)
+{
+    w->snap = snap;
+}
+
+bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *snap)
+{
+    const struct fk_py_layout *L = w->lay;
+    struct fk_py_stack tmp;     /* only its read counters are used */
+    snap->n = 0;
+    if (L->fr_size > FK_PY_FRAME_BYTES)
+        return false;
+    w->cur = &tmp;
+    tmp.reads = tmp.read_bytes = 0;
+    w->t0 = mono_ns();
+    w->over = false;
+    bool refreshed = false;
+    uint64_t ts = tstate_of(w, tid, &refreshed), cframe, frame;
+    if (ts && rd_ptr(w, ts + L->ts_cframe, &cframe) && ptr_ok(cframe, 8) &&
+        rd_ptr(w, cframe + L->cf_current_frame, &frame)) {
+        while (frame && ptr_ok(frame, 8) && snap->n < FK_PY_SNAP_FRAMES &&
+               rd(w, frame, snap->bytes[snap->n], L->fr_size)) {
+            snap->addr[snap->n] = frame;
+            frame = get_u64(snap->bytes[snap->n], L->fr_previous);
+            snap->n++;
+        }
+    }
+    w->cur = NULL;
+    return snap->n > 0;
+}
+
+/* Follow the chain from frame, appending to out; with one_segment, stop
+ * after its first entry frame. *next: the caller of the last frame read. */
+static uint8_t walk_chain(struct fk_py_walker *w, uint64_t frame, bool one_segment,
+                          struct fk_py_stack *out, uint64_t *next)
+{
+    const struct fk_py_layout *L = w->lay;
+    /* Brent's cycle check: a hostile chain may loop */
+    uint64_t tortoise = frame, power = 1, lam = 0;
+    unsigned steps = 0;
+    *next = 0;
+    while (frame) {
+        if (out->n >= FK_PY_MAX_DEPTH || steps++ > 4 * FK_PY_MAX_DEPTH)
+            return FK_PY_LIMIT;
+        unsigned char fr[128], hdr[256];
+        if (!ptr_ok(frame, 8) || L->fr_size > sizeof fr || L->co_size > sizeof hdr)
+            return FK_PY_INVALID;
+        if (!snap_frame(w, frame, fr) && !rd(w, frame, fr, L->fr_size))
+            return w->over ? FK_PY_LIMIT : FK_PY_BAD_READ;
+        uint64_t code = get_u64(fr, L->fr_code), prev = get_u64(fr, L->fr_previous);
+        uint64_t pi = get_u64(fr, L->fr_prev_instr);
+        bool entry = fr[L->fr_is_entry] != 0;
+        unsigned owner = fr[L->fr_owner];
+        if (fr[L->fr_is_entry] > 1 || owner > 3)
+            return FK_PY_INVALID;
+        const struct code_entry *c = code_at(w, code, hdr);
+        if (!c)
+            return w->over ? FK_PY_LIMIT : FK_PY_INVALID;
+        /* a frame pushed but not started (3.11's _PyFrame_IsIncomplete)
+         * has run none of its code: not shown, but its entry mark counts */
+        uint64_t code0 = code + L->co_code;
+        int32_t ft = get_i32(hdr, L->co_firsttraceable);
+        bool incomplete = owner != L->owner_generator && pi < code0 + 2 * (uint64_t)ft;
+        if (!incomplete)
+            add_frame(w, out, c, pi, entry);
+        else if (entry && out->n && !out->f[out->n - 1].entry)
+            out->f[out->n - 1].entry = true, out->segments++;
+        *next = prev;
+        if (entry && one_segment)
+            return FK_PY_OK;
+        frame = prev;
+        if (frame == tortoise)
+            return FK_PY_INVALID;
+        if (++lam == power) {
+            tortoise = frame;
+            power *= 2;
+            lam = 0;
+        }
+    }
+    return FK_PY_OK;
+}
+
+static void walk_begin(struct fk_py_walker *w, struct fk_py_stack *out)
+{
+    out->n = out->segments = 0;
+    out->reads = out->read_bytes = 0;
+    out->anchored = false;
+    out->cframe = 0;
+    w->cur = out;
+    w->t0 = mono_ns();
+    w->over = false;
+}
+
+void fk_py_walk(struct fk_py_walker *w, uint64_t tid, struct fk_py_stack *out)
+{
+    const struct fk_py_layout *L = w->lay;
+    walk_begin(w, out);
+    bool refreshed = false;
+    uint64_t ts = tstate_of(w, tid, &refreshed);
+    uint8_t st = FK_PY_OK;
+    uint64_t cframe, frame = 0, next;
+    if (!ts) {
+        st = w->over ? FK_PY_LIMIT : FK_PY_NO_THREAD;
+        goto done;
+    }
+    if (!rd_ptr(w, ts + L->ts_cframe, &cframe) || !ptr_ok(cframe, 8) ||
+        !rd_ptr(w, cframe + L->cf_current_frame, &frame)) {
+        st = w->over ? FK_PY_LIMIT : FK_PY_BAD_READ;
+        goto done;
+    }
+    out->cframe = cframe;
+    if (!frame) {
+        st = FK_PY_IDLE;
+        goto done;
+    }
+    st = walk_chain(w, frame, false, out, &next);
+    /* the root frame ends its segment even if its mark was unreadable */
+    if (st == FK_PY_OK && out->n && !out->f[out->n - 1].entry) {
+        out->f[out->n - 1].entry = true;
+        out->segments++;
+    }
+done:
+    out->status = st;
+    w->cur = NULL;
+}
+
+void fk_py_walk_from(struct fk_py_walker *w, const uint64_t *heads, unsigned nheads,
+                     bool last_is_root, struct fk_py_stack *out)
+{
+    walk_begin(w, out);
+    out->anchored = true;
+    uint8_t st = FK_PY_OK;
+    if (nheads > FK_PY_MAX_SEGMENTS)
+        nheads = FK_PY_MAX_SEGMENTS;
+    unsigned k = 0;
+    for (; k < nheads && st == FK_PY_OK; k++) {
+        unsigned before = out->n;
+        uint64_t next;
+        out->stale[k] = false;
+        st = walk_chain(w, heads[k], true, out, &next);
+        if (st != FK_PY_OK)
+            break;
+        /* the segment ends at its entry frame; its caller is the next head */
+        if (out->n > before && !out->f[out->n - 1].entry) {
+            out->f[out->n - 1].entry = true;
+            out->segments++;
+        }
+        out->stale[k] = out->n == before || (k + 1 < nheads && next != heads[k + 1]) ||
+                        (k + 1 == nheads && last_is_root && next != 0);
+        out->seg_end[k] = (uint16_t)out->n;
+    }
+    if (st == FK_PY_OK) {
+        out->segments = nheads;
+    } else {
+        /* a failed segment and those outside it are not known */
+        for (; k < nheads; k++) {
+            out->stale[k] = true;
+            out->seg_end[k] = (uint16_t)out->n;
+        }
+        out->segments = nheads;
+        if (st != FK_PY_LIMIT)
+            st = FK_PY_OK;      /* the stale marks carry it */
+    }
+    out->status = st;
+    w->cur = NULL;
+}
+
+/* ---- splicing ------------------------------------------------------------- */
+
+size_t fk_py_splice(const bool *native_eval, size_t nnative, bool native_complete,
+                    const struct fk_py_stack *py, struct fk_py_item *out, size_t max,
+                    enum fk_py_verdict *verdict)
+{
+    size_t nev = 0;
+    for (size_t i = 0; i < nnative; i++)
+        nev += native_eval[i];
+    if (py->anchored && py->segments == nev) {
+        /* one segment per eval frame, each from the sample's own head */
+        size_t n = 0, k = 0;
+        *verdict = FK_PY_CONSISTENT;
+        for (size_t i = 0; i < nnative && n < max; i++) {
+            if (!native_eval[i]) {
+                out[n++] = (struct fk_py_item){ FK_PY_NATIVE, (uint32_t)i };
+                continue;
+            }
+            unsigned a = k ? py->seg_end[k - 1] : 0, b = py->seg_end[k];
+            if (py->stale[k] || b <= a) {
+                *verdict = FK_PY_CHANGED_STACK;
+                out[n++] = (struct fk_py_item){ FK_PY_CHANGED, 0 };
+            } else {
+                for (unsigned j = a; j < b && n < max; j++)
+                    out[n++] = (struct fk_py_item){ FK_PY_PYFRAME, j };
+            }
+            k++;
+        }
+        return n;
+    }
+    /* segments leaf first: seg_start[k] .. seg_end[k] (inclusive) in py->f */
+    unsigned seg_start[FK_PY_MAX_DEPTH], seg_end[FK_PY_MAX_DEPTH];
+    unsigned m = 0, s0 = 0;
+    for (unsigned i = 0; i < py->n && m < FK_PY_MAX_DEPTH; i++)
+        if (py->f[i].entry) {
+            seg_start[m] = s0;
+            seg_end[m] = i;
+            m++;
+            s0 = i + 1;
+        }
+    /* which native eval frame (counted leaf first) gets which segment:
+     * seg_for(k) = segment index, or -1 for "[python: changed]" */
+    long shift;     /* segment = eval index + shift */
+    size_t first_ok, last_ok;   /* eval indices spliced: [first_ok, last_ok) */
+    if (!native_complete) {
+        *verdict = FK_PY_NATIVE_CUT;
+        shift = 0;      /* from the leaf: the root part is missing anyway */
+        first_ok = 0;
+        last_ok = nev < m ? nev : m;
+    } else if (nev == m) {
+        *verdict = FK_PY_CONSISTENT;
+        shift = 0;
+        first_ok = 0;
+        last_ok = nev;
+    } else {
+        /* from the root: eval nev-1 <-> segment m-1; the innermost pair
+         * of the overlap is not trusted either (its segment may have
+         * gained or lost frames) */
+        *verdict = FK_PY_CHANGED_STACK;
+        shift = (long)m - (long)nev;
+        size_t overlap = nev < m ? nev : m;
+        last_ok = nev;
+        first_ok = nev - overlap + (overlap ? 1 : 0);
+        if (first_ok > nev)
+            first_ok = nev;
+    }
+    size_t n = 0, ev = 0;
+    for (size_t i = 0; i < nnative && n < max; i++) {
+        if (!native_eval[i]) {
+            out[n++] = (struct fk_py_item){ FK_PY_NATIVE, (uint32_t)i };
+            continue;
+        }
+        size_t k = ev++;
+        if (k < first_ok || k >= last_ok) {
+            if (*verdict == FK_PY_NATIVE_CUT)
+                out[n++] = (struct fk_py_item){ FK_PY_NATIVE, (uint32_t)i };
+            else
+                out[n++] = (struct fk_py_item){ FK_PY_CHANGED, 0 };
+            continue;
+        }
+        long sg = (long)k + shift;
+        for (unsigned j = seg_start[sg]; j <= seg_end[sg] && n < max; j++)
+            out[n++] = (struct fk_py_item){ FK_PY_PYFRAME, j };
+    }
+    return n;
+}
+
+/* ---- the capture's glue --------------------------------------------------- */
+
+#define HIST_N 4096
+#define HIST_NS 100                     /* 0.1 us buckets: 0 .. 409.6 us */
+#define RECHECK_NS (1000 * 1000000ull)  /* a process without Python: look again */
+#define MAX_PROCS 65536
+#define ITEMS_MAX 1024
+#define SNAP_SLOTS 128                  /* samples read but not yet spliced */
+#define DELAY_N 10000
+#define DELAY_NS 100000                 /* 0.1 ms buckets: 0 .. 1 s */
+
+enum py_state { PS_NONE, PS_PYTHON, PS_UNKNOWN_VERSION };
+
+struct py_proc {
+    pid_t pid;
+    uint8_t state;
+    bool early_checked;     /* looked for once as its first sample left the ring */
+    bool other_ns;          /* its pid namespace is not ours: tids translated */
+    uint64_t checked_ns;
+    uint32_t dso;           /* the binary holding the interpreter */
+    uint64_t eval_lo, eval_hi;  /* _PyEval_EvalFrameDefault, as fk_loc addresses */
+    /* where each eval call keeps its _PyCFrame: CFA + cf_off (a constant
+     * of the binary's code generation), learned from the live
+     * tstate->cframe and confirmed by the copy's own links */
+    bool cf_known;
+    int64_t cf_off, cf_cand;
+    unsigned cf_votes;
+    struct fk_py_walker *w;
+    struct fk_loc *loc_of;  /* name id -> named location (dso 0: not made yet) */
+    size_t caploc;
+    struct u64pairs { uint64_t k, v; } *nstids;     /* tid -> tid in its namespace */
+    size_t nnstids, capnstids;
+    struct fk_hindex nstid_idx;
+};
+
+struct fk_python {
+    struct fk_symbolizer *sym;
+    bool lines;
+    uint64_t max_bytes;
+    struct py_proc **procs;     /* each its own allocation: walkers point at them */
+    size_t nprocs, capprocs;
+    struct fk_hindex proc_idx;
+    uint64_t ns_ino;        /* our pid namespace */
+    struct fk_python_stats st;
+    uint32_t hist[HIST_N];
+    struct fk_py_stack stack;
+    struct fk_py_item items[ITEMS_MAX];
+    bool evals[ITEMS_MAX];
+    struct fk_loc tmp[ITEMS_MAX];
+    struct fk_loc changed;
+    struct fk_py_snap *snaps;   /* SNAP_SLOTS, a ring; made at the first early read */
+    unsigned snap_next;
+    uint32_t delay[DELAY_N];    /* sample -> chain read */
+    uint64_t ndelay, delay_max;
+};
+
+static bool ns_inode(pid_t pid, uint64_t *ino)
+{
+    char p[64];
+    struct stat st;
+    if (pid)
+        snprintf(p, sizeof p, "/proc/%d/ns/pid", (int)pid);
+    else
+        snprintf(p, sizeof p, "/proc/self/ns/pid");
+    if (stat(p, &st) != 0)
+        return false;
+    *ino = (uint64_t)st.st_ino;
+    return true;
+}
+
+struct fk_python *fk_python_new(struct fk_symbolizer *sym, bool lines, uint64_t max_bytes)
+{
+    struct fk_python *p = fk_calloc(1, sizeof *p);
+    p->sym = sym;
+    p->lines = lines;
+    p->max_bytes = max_bytes;
+    ns_inode(0, &p->ns_ino);
+    p->changed = fk_sym_special(sym, FK_PY_CHANGED_NAME);
+    return p;
+}
+
+static void proc_clear(struct py_proc *pp)
+{
+    fk_py_walker_free(pp->w);
+    free(pp->loc_of);
+    free(pp->nstids);
+    fk_hindex_free(&pp->nstid_idx);
+    pid_t pid = pp->pid;
+    memset(pp, 0, sizeof *pp);
+    pp->pid = pid;
+}
+
+void fk_python_free(struct fk_python *p)
+{
+    if (!p)
+        return;
+    for (size_t i = 0; i < p->nprocs; i++) {
+        proc_clear(p->procs[i]);
+        free(p->procs[i]);
+    }
+    free(p->procs);
+    free(p->snaps);
+    fk_hindex_free(&p->proc_idx);
+    free(p);
+}
+
+size_t fk_python_bytes(const struct fk_python *p)
+{
+    if (!p)
+        return 0;
+    size_t b = sizeof *p + p->capprocs * sizeof *p->procs + fk_hindex_bytes(&p->proc_idx);
+    if (p->snaps)
+        b += SNAP_SLOTS * sizeof *p->snaps;
+    for (size_t i = 0; i < p->nprocs; i++) {
+        const struct py_proc *pp = p->procs[i];
+        b += sizeof *pp + fk_py_walker_bytes(pp->w) + pp->caploc * sizeof *pp->loc_of +
+             pp->capnstids * sizeof *pp->nstids + fk_hindex_bytes(&pp->nstid_idx);
+    }
+    return b;
+}
+
+/* process_vm_readv: the target runs on; a page that is gone fails the read. */
+static bool vm_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    const struct py_proc *pp = ctx;
+    struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
+    ssize_t n = process_vm_readv(pp->pid, &local, 1, &remote, 1, 0);
+    return n == (ssize_t)len;
+}
+
+/* python3.11, python3, libpython3.11.so.1.0, ... */
+static bool python_path(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    return strncmp(b, "python", 6) == 0 || strncmp(b, "libpython", 9) == 0;
+}
+
+/* Find CPython in pid: its binary, version, tables; a layout or a note. */
+static void detect(struct fk_python *p, struct py_proc *pp)
+{
+    struct fk_sym_file files[4];
+    size_t nf = fk_sym_proc_files(p->sym, pp->pid, python_path, files, 4);
+    for (size_t i = 0; i < nf; i++) {
+        uint64_t rt, rts, ver = 0, vs, vsz, lo, los;
+        uint32_t d = files[i].dso;
+        if (!fk_sym_dso_lookup(p->sym, d, "_PyRuntime", &rt, &rts) ||
+            !fk_sym_dso_lookup(p->sym, d, "_PyEval_EvalFrameDefault", &lo, &los) || !los)
+            continue;
+        /* Py_Version (3.11+): PY_VERSION_HEX, from the file */
+        uint16_t version = 0;
+        if (fk_sym_dso_lookup(p->sym, d, "Py_Version", &vs, &vsz) &&
+            fk_sym_dso_read(p->sym, d, vs, &ver, sizeof ver))
+            version = (uint16_t)(ver >> 16);
+        const struct fk_py_layout *lay = version ? fk_py_layout_for(version) : NULL;
+        if (!lay) {
+            pp->state = PS_UNKNOWN_VERSION;
+            p->st.unknown_version++;
+            char v[16];
+            if (version)
+                snprintf(v, sizeof v, "%u.%u?", version >> 8, version & 0xff);
+            else
+                snprintf(v, sizeof v, "<3.11?");
+            if (!strstr(p->st.versions, v) &&
+                strlen(p->st.versions) + strlen(v) + 2 < sizeof p->st.versions) {
+                if (p->st.versions[0])
+                    strcat(p->st.versions, " ");
+                strcat(p->st.versions, v);
+            }
+            return;
+        }
+        struct fk_py_where wh = { .runtime = rt + files[i].bias };
+        uint64_t a, sz;
+        if (!fk_sym_dso_lookup(p->sym, d, "PyCode_Type", &a, &sz))
+            continue;
+        wh.code_type = a + files[i].bias;
+        if (!fk_sym_dso_lookup(p->sym, d, "PyUnicode_Type", &a, &sz))
+            continue;
+        wh.unicode_type = a + files[i].bias;
+        if (!fk_sym_dso_lookup(p->sym, d, "PyBytes_Type", &a, &sz))
+            continue;
+        wh.bytes_type = a + files[i].bias;
+        uint64_t l0, l1;
+        if (!fk_sym_dso_loc_addr(p->sym, d, lo, &l0) ||
+            !fk_sym_dso_loc_addr(p->sym, d, lo + los - 1, &l1))
+            continue;
+        pp->dso = d;
+        pp->eval_lo = l0;
+        pp->eval_hi = l1 + 1;
+        pp->w = fk_py_walker_new(lay, &wh, vm_read, pp, p->lines, p->max_bytes);
+        uint64_t ino;
+        pp->other_ns = ns_inode(pp->pid, &ino) && ino != p->ns_ino;
+        pp->state = PS_PYTHON;
+        p->st.processes++;
+        if (!strstr(p->st.versions, lay->name) &&
+            strlen(p->st.versions) + strlen(lay->name) + 2 < sizeof p->st.versions) {
+            if (p->st.versions[0])
+                strcat(p->st.versions, " ");
+            strcat(p->st.versions, lay->name);
+        }
+        return;
+    }
+}
+
+static struct py_proc *proc_of(struct fk_python *p, pid_t pid)
+{
+    uint64_t h = fk_hash_u64((uint32_t)pid);
+    struct fk_hiter it = fk_hindex_find(&p->proc_idx, h);
+    uint32_t i;
+    while (fk_hindex_next(&it, &i))
+        if (p->procs[i]->pid == pid)
+            return p->procs[i];
+    if (p->nprocs >= MAX_PROCS)
+        return NULL;
+    p->procs = fk_grow(p->procs, &p->capprocs, p->nprocs + 1, sizeof *p->procs);
+    struct py_proc *pp = fk_calloc(1, sizeof *pp);
+    p->procs[p->nprocs] = pp;
+    pp->pid = pid;
+    fk_hindex_add(&p->proc_idx, h, (uint32_t)p->nprocs++);
+    return pp;
+}
+
+void fk_python_forget(struct fk_python *p, pid_t pid)
+{
+    uint64_t h = fk_hash_u64((uint32_t)pid);
+    struct fk_hiter it = fk_hindex_find(&p->proc_idx, h);
+    uint32_t i;
+    while (fk_hindex_next(&it, &i))
+        if (p->procs[i]->pid == pid) {
+            proc_clear(p->procs[i]);   /* detected again at its next sample */
+            return;
+        }
+}
+
+/* tid as the target sees it: the last NSpid field of its status. */
+static uint64_t ns_tid(struct py_proc *pp, pid_t tid)
+{
+    if (!pp->other_ns)
+        return (uint64_t)tid;
+    uint64_t h = fk_hash_u64((uint32_t)tid);
+    struct fk_hiter it = fk_hindex_find(&pp->nstid_idx, h);
+    uint32_t i;
+    while (fk_hindex_next(&it, &i))
+        if (pp->nstids[i].k == (uint64_t)tid)
+            return pp->nstids[i].v;
+    char path[96];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)pp->pid, (int)tid);
+    FILE *f = fopen(path, "re");
+    uint64_t v = 0;
+    if (f) {
+        char line[256];
+        while (fgets(line, sizeof line, f))
+            if (strncmp(line, "NSpid:", 6) == 0) {
+                char *last = strrchr(line, '\t');
+                v = strtoull(last ? last + 1 : line + 6, NULL, 10);
+                break;
+            }
+        fclose(f);
+    }
+    if (v) {
+        pp->nstids = fk_grow(pp->nstids, &pp->capnstids, pp->nnstids + 1, sizeof *pp->nstids);
+        pp->nstids[pp->nnstids] = (struct u64pairs){ (uint64_t)tid, v };
+        fk_hindex_add(&pp->nstid_idx, h, (uint32_t)pp->nnstids++);
+    }
+    return v;
+}
+
+static struct fk_loc named_loc(struct fk_python *p, struct py_proc *pp, uint32_t id)
+{
+    if (id >= pp->caploc) {
+        size_t old = pp->caploc;
+        pp->loc_of = fk_grow(pp->loc_of, &pp->caploc, (size_t)id + 1, sizeof *pp->loc_of);
+        memset(pp->loc_of + old, 0, (pp->caploc - old) * sizeof *pp->loc_of);
+    }
+    if (!pp->loc_of[id].dso) {
+        size_t len;
+        const char *name = fk_py_name(pp->w, id, &len);
+        pp->loc_of[id] = fk_sym_named(p->sym, "[python]", FK_PY_SUFFIX, FK_FRAME_PYTHON, name, len);
+    }
+    return pp->loc_of[id];
+}
+
+/* The sample's segment heads from its stack copy, with the _PyCFrame of
+ * each eval frame at CFA + off; false unless every one is in the copy
+ * and each links to the next (cframe.previous). */
+static bool heads_from_copy(const struct fk_py_layout *L, const struct fk_py_native *nat,
+                            const bool *evals, unsigned n, int64_t off, uint64_t *heads,
+                            unsigned *nheads)
+{
+    unsigned k = 0;
+    uint64_t prev_link = 0, prev_addr = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (!evals[i])
+            continue;
+        if (k >= FK_PY_MAX_SEGMENTS || i + 1 >= nat->nsps)
+            return false;
+        uint64_t addr = nat->sps[i + 1] + (uint64_t)off;
+        if (addr < nat->stack_base || addr - nat->stack_base > nat->stack_len ||
+            nat->stack_len - (addr - nat->stack_base) < L->cf_size)
+            return false;
+        const unsigned char *cf = nat->stack + (addr - nat->stack_base);
+        if (k && prev_link != addr)
+            return false;
+        heads[k++] = get_u64(cf, L->cf_current_frame);
+        prev_link = get_u64(cf, L->cf_previous);
+        prev_addr = addr;
+    }
+    (void)prev_addr;
+    *nheads = k;
+    return k > 0;
+}
+
+/* A live walk gave the thread's cframe: propose cf_off from the innermost
+ * eval frame, accept it when the copy's links confirm it (two or more
+ * eval frames) or four samples in a row agree (one). */
+static void learn_cframe(struct fk_python *p, struct py_proc *pp, const struct fk_py_native *nat,
+                         unsigned nev, uint64_t cframe)
+{
+    unsigned i0 = 0;
+    while (i0 < nat->n && !p->evals[i0])
+        i0++;
+    if (i0 + 1 >= nat->nsps)
+        return;
+    int64_t cand = (int64_t)(cframe - nat->sps[i0 + 1]);
+    if (cand >= 0 || cand < -65536 || cand % 8)
+        return;
+    if (nev >= 2) {
+        uint64_t heads[FK_PY_MAX_SEGMENTS];
+        unsigned nh;
+        if (heads_from_copy(fk_py_walker_layout(pp->w), nat, p->evals,
+                            nat->n, cand, heads, &nh) && nh == nev) {
+            pp->cf_known = true;
+            pp->cf_off = cand;
+            p->st.cframe_learned++;
+        }
+        return;
+    }
+    if (cand == pp->cf_cand) {
+        if (++pp->cf_votes >= 4) {
+            pp->cf_known = true;
+            pp->cf_off = cand;
+            p->st.cframe_learned++;
+        }
+    } else {
+        pp->cf_cand = cand;
+        pp->cf_votes = 1;
+    }
+}
+
+static void note_delay(struct fk_python *p, uint64_t time, uint64_t now)
+{
+    if (!time || now < time)
+        return;
+    uint64_t d = now - time;
+    p->delay[d / DELAY_NS < DELAY_N ? d / DELAY_NS : DELAY_N - 1]++;
+    p->ndelay++;
+    if (d > p->delay_max)
+        p->delay_max = d;
+}
+
+/* A process seen for the first time (or a second after it was found
+ * without Python): look for CPython now. */
+static void maybe_detect(struct fk_python *p, struct py_proc *pp, uint64_t now)
+{
+    if (pp->state == PS_NONE && (!pp->checked_ns || now - pp->checked_ns > RECHECK_NS)) {
+        pp->checked_ns = now;
+        if (fk_python_bytes(p) < p->max_bytes / 2 || !p->max_bytes)
+            detect(p, pp);
+    }
+}
+
+void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
+{
+    /* a short-lived interpreter may be gone when its first sample is
+     * handled: it is looked for here, once */
+    struct py_proc *pp = pid > 0 ? proc_of(p, pid) : NULL;
+    uint64_t t0 = mono_ns();
+    if (pp && pp->state == PS_NONE && !pp->early_checked) {
+        /* once: its maps may not be known yet (an exec's MMAP2 records
+         * wait in the ring), then the handled samples look again */
+        pp->early_checked = true;
+        if (fk_python_bytes(p) < p->max_bytes / 2 || !p->max_bytes)
+            detect(p, pp);
+    }
+    if (!pp || pp->state != PS_PYTHON)
+        return;
+    if (!p->snaps) {
+        if (p->max_bytes && fk_python_bytes(p) + SNAP_SLOTS * sizeof *p->snaps > p->max_bytes)
+            return;
+        p->snaps = fk_calloc(SNAP_SLOTS, sizeof *p->snaps);
+    }
+    struct fk_py_snap *s = &p->snaps[p->snap_next];
+    uint64_t ntid = ns_tid(pp, tid);
+    if (!ntid || !fk_py_snapshot(pp->w, ntid, s)) {
+        s->n = 0;
+        return;
+    }
+    s->tid = (uint64_t)tid;
+    s->time = time;
+    p->snap_next = (p->snap_next + 1) % SNAP_SLOTS;
+    p->st.snapshots++;
+    uint64_t now = mono_ns();
+    note_delay(p, time, now);
+    p->st.early_ns += now - t0;
+}
+
+static const struct fk_py_snap *snap_of(struct fk_python *p, pid_t tid, uint64_t time)
+{
+    for (unsigned i = 0; p->snaps && time && i < SNAP_SLOTS; i++) {
+        struct fk_py_snap *s = &p->snaps[(p->snap_next + SNAP_SLOTS - 1 - i) % SNAP_SLOTS];
+        if (s->n && s->time == time && s->tid == (uint64_t)tid)
+            return s;
+    }
+    return NULL;
+}
+
+void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_native *nat)
+{
+    if (pid <= 0 || !nat->n)
+        return;
+    struct py_proc *pp = proc_of(p, pid);
+    if (!pp)
+        return;
+    uint64_t t0 = mono_ns();
+    maybe_detect(p, pp, t0);
+    if (pp->state != PS_PYTHON)
+        return;
+    p->st.samples++;
+    unsigned nn = nat->n < ITEMS_MAX ? nat->n : ITEMS_MAX;
+    unsigned nev = 0;
+    for (unsigned i = 0; i < nn; i++) {
+        p->evals[i] = nat->locs[i].dso == pp->dso && nat->locs[i].addr >= pp->eval_lo &&
+                      nat->locs[i].addr < pp->eval_hi;
+        nev += p->evals[i];
+    }
+    if (nev) {
+        struct fk_py_stack *s = &p->stack;
+        uint64_t heads[FK_PY_MAX_SEGMENTS];
+        unsigned nh = 0;
+        s->n = 0;
+        s->status = FK_PY_NO_THREAD;
+        s->reads = s->read_bytes = 0;
+        s->anchored = false;
+        const struct fk_py_snap *snap = snap_of(p, tid, nat->time);
+        if (snap)
+            p->st.snapshots_used++;
+        else
+            note_delay(p, nat->time, t0);
+        fk_py_use_snap(pp->w, snap);
+        if (pp->cf_known && nat->sps &&
+            heads_from_copy(fk_py_walker_layout(pp->w), nat, p->evals, nn, pp->cf_off, heads,
+                            &nh) && nh == nev) {
+            fk_py_walk_from(pp->w, heads, nh, nat->complete, s);
+            p->st.anchored++;
+        } else {
+            uint64_t ntid = ns_tid(pp, tid);
+            if (ntid)
+                fk_py_walk(pp->w, ntid, s);
+            if (!pp->cf_known && nat->sps && s->cframe)
+                learn_cframe(p, pp, nat, nev, s->cframe);
+        }
+        fk_py_use_snap(pp->w, NULL);
+        p->st.status[s->status]++;
+        p->st.reads += s->reads;
+        p->st.read_bytes += s->read_bytes;
+        if ((s->status == FK_PY_OK || s->status == FK_PY_LIMIT) && s->n) {
+            enum fk_py_verdict v;
+            size_t ni = fk_py_splice(p->evals, nn, nat->complete && s->status == FK_PY_OK, s,
+                                     p->items, ITEMS_MAX, &v);
+            unsigned out = 0;
+            for (size_t i = 0; i < ni && out < nat->max && out < ITEMS_MAX; i++) {
+                const struct fk_py_item *it = &p->items[i];
+                if (it->kind == FK_PY_NATIVE)
+                    p->tmp[out++] = nat->locs[it->index];
+                else if (it->kind == FK_PY_CHANGED)
+                    p->tmp[out++] = p->changed;
+                else {
+                    p->tmp[out++] = named_loc(p, pp, s->f[it->index].name);
+                    p->st.frames++;
+                }
+            }
+            memcpy(nat->locs, p->tmp, out * sizeof *nat->locs);
+            nat->n = out;
+            p->st.spliced++;
+            if (v == FK_PY_CONSISTENT)
+                p->st.consistent++;
+            else if (v == FK_PY_CHANGED_STACK)
+                p->st.changed++;
+            else
+                p->st.native_cut++;
+        }
+    }
+    uint64_t ns = mono_ns() - t0;
+    p->st.ns_total += ns;
+    p->hist[ns / HIST_NS < HIST_N ? ns / HIST_NS : HIST_N - 1]++;
+}
+
+void fk_python_stats(const struct fk_python *p, struct fk_python_stats *out)
+{
+    *out = p->st;
+    uint64_t seen = 0;
+    out->delay_median_ms = out->delay_p90_ms = 0;
+    for (size_t i = 0; i < DELAY_N && p->ndelay; i++) {
+        seen += p->delay[i];
+        double ms = ((double)i + 0.5) * DELAY_NS / 1e6;
+        if (!out->delay_median_ms && seen * 2 >= p->ndelay)
+            out->delay_median_ms = ms;
+        if (seen * 10 >= p->ndelay * 9) {
+            out->delay_p90_ms = ms;
+            break;
+        }
+    }
+    out->delay_max_ms = (double)p->delay_max / 1e6;
+    for (size_t i = 0; i < p->nprocs; i++)
+        if (p->procs[i]->w)
+            out->tid_refreshes += p->procs[i]->w->refreshes;
+    out->median_us = 0;
+    uint64_t half = (p->st.samples + 1) / 2;
+    seen = 0;
+    for (size_t i = 0; i < HIST_N && p->st.samples; i++) {
+        seen += p->hist[i];
+        if (seen >= half) {
+            out->median_us = ((double)i + 0.5) * HIST_NS / 1000.0;
+            break;
+        }
+    }
+}
+
+int fk_python_thread(struct fk_python *p, pid_t pid, pid_t tid, struct fk_buf *out)
+{
+    struct py_proc *pp = proc_of(p, pid);
+    if (pp && pp->state == PS_NONE)
+        detect(p, pp);
+    if (!pp || pp->state != PS_PYTHON)
+        return FK_PY_NO_THREAD;
+    struct fk_py_stack *s = &p->stack;
+    uint64_t ntid = ns_tid(pp, tid);
+    if (!ntid)
+        return FK_PY_NO_THREAD;
+    fk_py_walk(pp->w, ntid, s);
+    for (unsigned i = s->n; i-- > 0;) {
+        size_t len;
+        const char *name = fk_py_name(pp->w, s->f[i].name, &len);
+        fk_buf_add(out, name, len);
+        if (i)
+            fk_buf_addc(out, ';');
+    }
+    return s->status;
+}

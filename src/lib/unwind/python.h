@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* CPython frames for native stacks (the unwind stage, above symbols/).
+ *
+ * A sample of a Python process unwinds to a tower of
+ * _PyEval_EvalFrameDefault frames: the interpreter's C loop. Which Python
+ * functions ran is in the interpreter's own frame chain, in the target's
+ * memory. This module reads that chain after the sample -- with
+ * process_vm_readv, never stopping, tracing or signalling the target --
+ * and splices it into the native stack: each "entry" segment of the chain
+ * (the Python frames one C call of _PyEval_EvalFrameDefault ran) replaces
+ * that native frame, so C extensions, the GC and system calls stay where
+ * they were called.
+ *
+ * Layers, each usable alone (tests and the fuzz target use the first two
+ * over a fake address space):
+ *   - fk_py_layout: one table of struct offsets per CPython version.
+ *   - fk_py_walker: one process's interpreter, read through a callback:
+ *     thread -> thread state, the frame chain, code objects, names, lines.
+ *   - fk_py_splice: native frames + a walked chain -> one mixed stack.
+ *   - fk_python: the capture's glue: detection per process through the
+ *     symbolizer, process_vm_readv, statistics, memory.
+ *
+ * The target can fake every byte: every pointer is checked for alignment
+ * and range before it is followed, every object's type pointer against the
+ * binary's own PyCode_Type/PyUnicode_Type, every size against a bound;
+ * chains are cycle-checked and bounded in depth, bytes read and time per
+ * sample. Garbage gives a failed or "[python: changed]" sample, never a
+ * crash, a hang or memory past the budget. */
+#ifndef FK_UNWIND_PYTHON_H
+#define FK_UNWIND_PYTHON_H
+
+#include "symbols/symbols.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* ---- layouts ---- */
+
+/* Offsets (bytes) of what the walker reads, for one CPython version on
+ * x86-64 (the only architecture whose layout is in the table). */
+struct fk_py_layout {
+    uint16_t version;               /* 0x030b: 3.11 */
+    const char *name;               /* "3.11" */
+    /* _PyRuntimeState, PyInterpreterState, PyThreadState */
+    uint16_t rt_interp_head, interp_next, interp_threads_head;
+    uint16_t ts_next, ts_cframe, ts_native_thread_id, ts_size;
+    /* _PyCFrame, _PyInterpreterFrame */
+    uint16_t cf_current_frame, cf_previous, cf_size;
+    uint16_t fr_code, fr_previous, fr_prev_instr, fr_is_entry, fr_owner, fr_size;
+    uint8_t owner_generator;        /* FRAME_OWNED_BY_GENERATOR */
+    /* PyObject, PyCodeObject (a PyVarObject: ob_size = code units) */
+    uint16_t ob_type, ob_size;
+    uint16_t co_firstlineno, co_filename, co_qualname, co_linetable;
+    uint16_t co_firsttraceable, co_code, co_size;
+    /* PyASCIIObject / PyCompactUnicodeObject, PyBytesObject */
+    uint16_t str_length, str_state, str_ascii_data, str_compact_data;
+    uint16_t bytes_size, bytes_data;
+};
+
+/* The layout of version (PY_VERSION_HEX >> 16, e.g. 0x030b), or NULL:
+ * an unknown version is never read with guessed offsets. */
+const struct fk_py_layout *fk_py_layout_for(uint16_t version);
+
+/* ---- the walker ---- */
+
+/* Read len bytes of the target at addr; false unless all were read. */
+typedef bool (*fk_py_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
+
+/* Bounds per sample (and per thread-table refresh). */
+#define FK_PY_MAX_DEPTH 256         /* Python frames kept per stack */
+#define FK_PY_MAX_READS 2048        /* reads per sample */
+#define FK_PY_MAX_READ_BYTES (256u << 10)
+#define FK_PY_MAX_NS (2 * 1000 * 1000ull)
+#define FK_PY_MAX_THREADS 4096      /* thread states walked per refresh */
+#define FK_PY_MAX_INTERPS 64
+#define FK_PY_NAME_MAX 256          /* characters of a name kept ("..." beyond) */
+#define FK_PY_LINETABLE_MAX (64u << 10)
+#define FK_PY_MAX_SEGMENTS 64       /* _PyEval_EvalFrameDefault calls per stack */
+
+struct fk_py_where {
+    uint64_t runtime;               /* &_PyRuntime in the target */
+    uint64_t code_type;             /* &PyCode_Type */
+    uint64_t unicode_type;          /* &PyUnicode_Type */
+    uint64_t bytes_type;            /* &PyBytes_Type */
+};
+
+/* Why a walk gave no (or a partial) chain. */
+enum fk_py_status {
+    FK_PY_OK,               /* frames[] holds the chain, root reached */
+    FK_PY_NO_THREAD,        /* the thread has no Python thread state */
+    FK_PY_IDLE,             /* it has one, but runs no Python code now */
+    FK_PY_BAD_READ,         /* memory that could not be read (freed, unmapped) */
+    FK_PY_INVALID,          /* an object failed validation (type, bounds, cycle) */
+    FK_PY_LIMIT,            /* depth, bytes or time bound: the chain is cut */
+    FK_PY_NSTATUS
+};
+const char *fk_py_status_name(int status);  /* "ok", "no-thread", ... */
+
+struct fk_py_frame {
+    uint32_t name;          /* fk_py_name id */
+    bool entry;             /* outermost frame of its _PyEval_EvalFrameDefault call */
+};
+
+struct fk_py_stack {
+    struct fk_py_frame f[FK_PY_MAX_DEPTH];  /* leaf first */
+    unsigned n;
+    unsigned segments;      /* entry frames in f[] */
+    uint8_t status;
+    bool anchored;          /* walked from the sample's own heads (fk_py_walk_from) */
+    bool stale[FK_PY_MAX_SEGMENTS];     /* anchored: segment k's chain no longer
+                                           led to segment k+1's head when read */
+    uint16_t seg_end[FK_PY_MAX_SEGMENTS];   /* anchored: f[] index after segment k */
+    uint64_t cframe;        /* fk_py_walk: the thread's _PyCFrame when read */
+    uint32_t reads;
+    uint32_t read_bytes;
+};
+
+struct fk_py_walker;
+/* lines: name frames "qualname (file.py:LINE)" instead of "qualname".
+ * max_bytes: what the walker's caches may hold (0: no limit); beyond it
+ * names are no longer cached (each walk then costs more, nothing grows). */
+struct fk_py_walker *fk_py_walker_new(const struct fk_py_layout *lay,
+                                      const struct fk_py_where *where, fk_py_read_fn read,
+                                      void *ctx, bool lines, uint64_t max_bytes);
+void fk_py_walker_free(struct fk_py_walker *w);
+/* Walk thread tid's chain (tid as the target sees it: its own pid
+ * namespace). */
+void fk_py_walk(struct fk_py_walker *w, uint64_t tid, struct fk_py_stack *out);
+/* Walk from the sample's own segment heads: heads[k] is the current frame
+ * of the k-th _PyEval_EvalFrameDefault call (leaf first) as its _PyCFrame
+ * in the sampled stack copy held it -- the state at the sample, not at the
+ * read. Segment k is followed from heads[k] to its entry frame, whose
+ * caller must be heads[k + 1]: where it is not, the thread moved on since
+ * the sample and segment k is marked stale. last_is_root: the last head's
+ * segment is the thread's first (the native stack reached its root), so
+ * its entry frame must have no caller. out->segments == nheads. */
+void fk_py_walk_from(struct fk_py_walker *w, const uint64_t *heads, unsigned nheads,
+                     bool last_is_root, struct fk_py_stack *out);
+/* A thread's frames as they were when its sample was read out of the
+ * ring, before it waits its turn to be unwound: the bytes of each frame of
+ * the live chain (code objects are named later; they do not change). */
+#define FK_PY_SNAP_FRAMES 64
+#define FK_PY_FRAME_BYTES 80
+struct fk_py_snap {
+    uint64_t tid, time;         /* the sample's, to find it again */
+    unsigned n;
+    uint64_t addr[FK_PY_SNAP_FRAMES];
+    unsigned char bytes[FK_PY_SNAP_FRAMES][FK_PY_FRAME_BYTES];
+};
+/* Record tid's live chain into snap; false when there is none. */
+bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *snap);
+/* Walks read frames from snap where it holds them (NULL: from the target). */
+void fk_py_use_snap(struct fk_py_walker *w, const struct fk_py_snap *snap);
+/* A name by id (NUL-terminated, UTF-8, no ';' or control characters). */
+const char *fk_py_name(const struct fk_py_walker *w, uint32_t id, size_t *len);
+size_t fk_py_walker_bytes(const struct fk_py_walker *w);
+const struct fk_py_layout *fk_py_walker_layout(const struct fk_py_walker *w);
+
+/* ---- splicing ---- */
+
+/* One frame of the mixed stack, leaf first. An anchored walk has one
+ * segment per eval frame by construction: stale segments become
+ * "[python: changed]". */
+struct fk_py_item {
+    enum { FK_PY_NATIVE, FK_PY_PYFRAME, FK_PY_CHANGED } kind;
+    uint32_t index;         /* NATIVE: native frame index; PYFRAME: index in the py stack */
+};
+
+enum fk_py_verdict {
+    FK_PY_CONSISTENT,       /* one entry segment per native eval frame */
+    FK_PY_CHANGED_STACK,    /* counts disagree: the outer agreeing part is spliced,
+                               the rest is "[python: changed]" */
+    FK_PY_NATIVE_CUT,       /* the native stack did not reach its root: spliced
+                               from the leaf, as far as it goes */
+    FK_PY_NVERDICT
+};
+
+/* native_eval[i]: native frame i (leaf first) is _PyEval_EvalFrameDefault.
+ * native_complete: the native stack reached its root. py: a walk with
+ * status FK_PY_OK or FK_PY_LIMIT. Writes at most max items; returns how
+ * many, *verdict says how the two agreed. */
+size_t fk_py_splice(const bool *native_eval, size_t nnative, bool native_complete,
+                    const struct fk_py_stack *py, struct fk_py_item *out, size_t max,
+                    enum fk_py_verdict *verdict);
+
+/* ---- the capture's glue ---- */
+
+struct fk_python_stats {
+    uint64_t processes;             /* processes found running CPython */
+    uint64_t anchored;              /* walks from the sample's own _PyCFrame heads */
+    uint64_t cframe_learned;        /* processes whose _PyCFrame offset was learned */
+    uint64_t unknown_version;       /* ... of a version without a layout */
+    uint64_t samples;               /* samples of those processes */
+    uint64_t spliced;               /* samples with Python frames spliced in */
+    uint64_t consistent;            /* ... every entry segment matched */
+    uint64_t changed;               /* ... "[python: changed]" */
+    uint64_t native_cut;            /* ... native stack did not reach its root */
+    uint64_t status[FK_PY_NSTATUS]; /* walks by outcome */
+    uint64_t frames;                /* Python frames spliced */
+    uint64_t reads, read_bytes;
+    uint64_t tid_refreshes;         /* thread-table walks (a tid not cached) */
+    uint64_t ns_total;              /* CPU time walking and splicing */
+    double median_us;               /* per sample of a Python process */
+    uint64_t snapshots;             /* chains read as the sample left the ring */
+    uint64_t snapshots_used;        /* ... found again when the sample was spliced */
+    uint64_t early_ns;              /* CPU time taking them */
+    double delay_median_ms, delay_p90_ms, delay_max_ms; /* sample -> chain read */
+    char versions[64];              /* "3.11" ... as found; unknown ones as "3.12?" */
+};
+
+struct fk_python;
+/* lines: "qualname (file.py:LINE)"; max_bytes: the capture's budget share. */
+struct fk_python *fk_python_new(struct fk_symbolizer *sym, bool lines, uint64_t max_bytes);
+void fk_python_free(struct fk_python *p);
+/* One sample's native user stack as the unwinder left it. */
+struct fk_py_native {
+    struct fk_loc *locs;        /* leaf first; rewritten in place */
+    unsigned n, max;            /* frames, room */
+    bool complete;              /* the walk reached the root (no "[truncated]") */
+    const uint64_t *sps;        /* DWARF mode: sps[i] is frame i's stack pointer
+                                   (fk_unwind_last_sps); NULL otherwise */
+    unsigned nsps;
+    const unsigned char *stack; /* the sample's stack copy, from stack_base */
+    uint64_t stack_base, stack_len;
+    uint64_t time;              /* the sample's (CLOCK_MONOTONIC): its snapshot */
+};
+/* As soon as a sample of pid/tid is read out of its ring (time: the
+ * sample's, CLOCK_MONOTONIC): snapshot the thread's chain now, for
+ * fk_python_sample later: a few reads. A process seen for the first time
+ * is looked for CPython here (its binary's symbols, once), so short-lived
+ * interpreters are read before they exit. */
+void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time);
+/* Rewrite one sample's user frames in place when pid runs CPython: Python
+ * frames become locations of the symbolizer's named frames,
+ * "qualname_[p]". With the stack copy and frame stack pointers, each
+ * eval call's _PyCFrame is read from the copy, so the chain starts where
+ * it was at the sample; otherwise the live chain is read. */
+void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_native *nat);
+/* Thread tid's Python chain alone, root first, ';'-separated, into out
+ * (tests, diagnostics); returns the walk's status, FK_PY_NO_THREAD when
+ * pid runs no known CPython. */
+int fk_python_thread(struct fk_python *p, pid_t pid, pid_t tid, struct fk_buf *out);
+/* The process exec'ed or exited: forget what was found about it. */
+void fk_python_forget(struct fk_python *p, pid_t pid);
+void fk_python_stats(const struct fk_python *p, struct fk_python_stats *out);
+size_t fk_python_bytes(const struct fk_python *p);
+
+/* The suffix marking Python frames in folded output (like "_[j]" for JIT
+ * frames); flamegraph.pl shows it as part of the name. */
+#define FK_PY_SUFFIX "_[p]"
+#define FK_PY_CHANGED_NAME "[python: changed]"
+
+#endif

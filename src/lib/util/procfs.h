@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Reading the kernel's own files under /proc: the processes that exist.
+ * What /proc says about a process is made by the kernel, but a process
+ * may exit between two reads: every reader reports "gone" as a value. */
+#ifndef FK_PROCFS_H
+#define FK_PROCFS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+/* Call fn(pid, ctx) for every process in /proc, in directory order, until
+ * fn returns false. Returns false (errno set) if /proc cannot be listed. */
+bool fk_proc_for_each_pid(bool (*fn)(pid_t pid, void *ctx), void *ctx);
+
+#endif

@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Blocking workloads with known answers, for flamekit offcpu's tests and
+ * bench/offcpu.sh. Each blocks in functions of its own (noinline, frame
+ * pointers) and, at exit, prints what it measured itself around each
+ * blocking call ("truth FUNCTION NS COUNT" lines on stdout), so a test
+ * compares the profile with the workload's own clock, not with a guess.
+ *
+ *   offcpu-truth sleeps SECONDS     two threads: truth-a alternates 10 ms and
+ *                                   30 ms sleeps (wait_10ms, wait_30ms: 1:3),
+ *                                   truth-b sleeps 50 ms (wait_50ms)
+ *   offcpu-truth pipe SECONDS       truth-prod writes 64 KiB chunks into a
+ *                                   pipe (blocks in pipe_write); truth-cons
+ *                                   reads 4 KiB then sleeps 2 ms (slow)
+ *   offcpu-truth mutex SECONDS      4 threads take one mutex and sleep 5 ms
+ *                                   holding it (hold_lock): one holder at a
+ *                                   time, so waiting (take_lock) is 3/4
+ *   offcpu-truth fsync SECONDS DIR  write 4 KiB + fdatasync in a loop on a
+ *                                   file in DIR (a disk, not tmpfs): [D]
+ *   offcpu-truth storm SECONDS      two threads ping-pong a byte through two
+ *                                   pipes as fast as they can; prints the
+ *                                   round trips per second
+ *   offcpu-truth spin SECONDS       two threads spin (spin_hot) without
+ *                                   blocking: on one CPU (taskset -c 0) each
+ *                                   waits runnable [R] half the time
+ *   offcpu-truth threads N          N short-lived threads, each sleeping
+ *                                   1 ms (tid churn)
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NOINLINE __attribute__((noinline, noclone))
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "offcpu-truth: %s: %s\n", what, strerror(errno));
+    exit(1);
+}
+
+static uint64_t deadline;
+static atomic_bool done;
+
+struct truth { const char *name; _Atomic uint64_t ns, n; };
+static struct truth truths[12];
+static int ntruths;
+
+static struct truth *truth(const char *name)
+{
+    for (int i = 0; i < ntruths; i++)
+        if (!strcmp(truths[i].name, name))
+            return &truths[i];
+    truths[ntruths].name = name;
+    return &truths[ntruths++];
+}
+
+static void account(struct truth *t, uint64_t t0)
+{
+    atomic_fetch_add(&t->ns, now_ns() - t0);
+    atomic_fetch_add(&t->n, 1);
+}
+
+static void sleep_ms(unsigned ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static void name_thread(const char *name)
+{
+    prctl(PR_SET_NAME, name, 0, 0, 0);
+}
+
+/* ---- sleeps ---- */
+
+static NOINLINE void wait_10ms(void) { sleep_ms(10); }
+static NOINLINE void wait_30ms(void) { sleep_ms(30); }
+static NOINLINE void wait_50ms(void) { sleep_ms(50); }
+
+static void *sleeper_a(void *arg)
+{
+    (void)arg;
+    name_thread("truth-a");
+    struct truth *a = truth("wait_10ms"), *b = truth("wait_30ms");
+    while (now_ns() < deadline) {
+        uint64_t t = now_ns();
+        wait_10ms();
+        account(a, t);
+        t = now_ns();
+        wait_30ms();
+        account(b, t);
+    }
+    return NULL;
+}
+
+static void *sleeper_b(void *arg)
+{
+    (void)arg;
+    name_thread("truth-b");
+    struct truth *c = truth("wait_50ms");
+    while (now_ns() < deadline) {
+        uint64_t t = now_ns();
+        wait_50ms();
+        account(c, t);
+    }
+    return NULL;
+}
+
+/* ---- pipe: a fast producer, a slow consumer ---- */
+
+static int pfd[2];
+
+static NOINLINE void produce(const char *buf, size_t len)
+{
+    size_t off = 0;
+    while (off < len) {
+        ssize_t n = write(pfd[1], buf + off, len - off);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return;     /* the consumer is gone */
+        }
+        off += (size_t)n;
+    }
+}
+
+static void *producer(void *arg)
+{
+    (void)arg;
+    name_thread("truth-prod");
+    static char buf[65536];
+    memset(buf, 'x', sizeof buf);
+    struct truth *p = truth("produce");
+    while (now_ns() < deadline) {
+        uint64_t t = now_ns();
+        produce(buf, sizeof buf);
+        account(p, t);
+    }
+    close(pfd[1]);
+    return NULL;
+}
+
+static NOINLINE void consume_slowly(void) { sleep_ms(2); }
+
+static void *consumer(void *arg)
+{
+    (void)arg;
+    name_thread("truth-cons");
+    char buf[4096];
+    struct truth *c = truth("consume_slowly");
+    for (;;) {
+        ssize_t n = read(pfd[0], buf, sizeof buf);
+        if (n == 0 || (n < 0 && errno != EINTR))
+            break;
+        uint64_t t = now_ns();
+        consume_slowly();
+        account(c, t);
+    }
+    return NULL;
+}
+
+/* ---- mutex convoy ---- */
+
+static pthread_mutex_t convoy = PTHREAD_MUTEX_INITIALIZER;
+
+static NOINLINE void take_lock(void) { pthread_mutex_lock(&convoy); }
+static NOINLINE void hold_lock(void) { sleep_ms(5); }
+
+static void *convoy_thread(void *arg)
+{
+    (void)arg;
+    name_thread("truth-lock");
+    struct truth *w = truth("take_lock"), *h = truth("hold_lock");
+    while (now_ns() < deadline) {
+        uint64_t t = now_ns();
+        take_lock();
+        account(w, t);
+        t = now_ns();
+        hold_lock();
+        account(h, t);
+        pthread_mutex_unlock(&convoy);
+    }
+    return NULL;
+}
+
+/* ---- fsync ---- */
+
+static NOINLINE void sync_write(int fd, const char *buf)
+{
+    if (pwrite(fd, buf, 4096, 0) != 4096)
+        die("pwrite");
+    if (fdatasync(fd) < 0)
+        die("fdatasync");
+}
+
+static void run_fsync(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/offcpu-truth.%ld", dir, (long)getpid());
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        die(path);
+    unlink(path);
+    static char buf[4096];
+    struct truth *s = truth("sync_write");
+    unsigned i = 0;
+    while (now_ns() < deadline) {
+        buf[0] = (char)i++;
+        uint64_t t = now_ns();
+        sync_write(fd, buf);
+        account(s, t);
+    }
+    close(fd);
+}
+
+/* ---- switch storm ---- */
+
+static int ping[2], pong[2];
+static _Atomic uint64_t trips;
+
+static NOINLINE void storm_ping(void)
+{
+    char c = 0;
+    while (!atomic_load(&done)) {
+        if (write(ping[1], &c, 1) != 1 || read(pong[0], &c, 1) != 1)
+            break;
+        atomic_fetch_add_explicit(&trips, 1, memory_order_relaxed);
+        if ((trips & 1023) == 0 && now_ns() >= deadline)
+            atomic_store(&done, true);
+    }
+    close(ping[1]);
+}
+
+static void *storm_pong(void *arg)
+{
+    (void)arg;
+    name_thread("truth-pong");
+    char c;
+    while (read(ping[0], &c, 1) == 1)
+        if (write(pong[1], &c, 1) != 1)
+            break;
+    return NULL;
+}
+
+/* ---- runnable, never blocking ---- */
+
+static NOINLINE void spin_hot(void)
+{
+    volatile uint64_t x = 0;
+    while (now_ns() < deadline)
+        for (int i = 0; i < 1000; i++)
+            x += (uint64_t)i;
+}
+
+/* its truth: the thread's lifetime, on and off CPU */
+static void *spinner(void *arg)
+{
+    (void)arg;
+    name_thread("truth-spin");
+    uint64_t t = now_ns();
+    spin_hot();
+    account(truth("spin_hot"), t);
+    return NULL;
+}
+
+/* ---- thread churn ---- */
+
+static NOINLINE void *short_thread(void *arg)
+{
+    (void)arg;
+    sleep_ms(1);
+    return NULL;
+}
+
+static void start(pthread_t *t, void *(*fn)(void *))
+{
+    int e = pthread_create(t, NULL, fn, NULL);
+    if (e) {
+        errno = e;
+        die("pthread_create");
+    }
+}
+
+static void print_truths(void)
+{
+    for (int i = 0; i < ntruths; i++)
+        if (truths[i].n)
+            printf("truth %s %llu %llu\n", truths[i].name, (unsigned long long)truths[i].ns,
+               (unsigned long long)truths[i].n);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: offcpu-truth sleeps|pipe|mutex|storm|spin SECONDS | fsync SECONDS DIR"
+                        " | threads N\n");
+        return 2;
+    }
+    const char *mode = argv[1];
+    double secs = atof(argv[2]);
+    uint64_t t0 = now_ns();
+    deadline = t0 + (uint64_t)(secs * 1e9);
+    /* the truths exist before any thread looks them up */
+    static const char *const names[] = { "wait_10ms", "wait_30ms", "wait_50ms", "produce",
+                                         "consume_slowly", "take_lock", "hold_lock", "sync_write",
+                                         "spin_hot" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        truth(names[i]);
+    pthread_t th[4];
+    if (!strcmp(mode, "sleeps")) {
+        start(&th[0], sleeper_a);
+        start(&th[1], sleeper_b);
+        pthread_join(th[0], NULL);
+        pthread_join(th[1], NULL);
+    } else if (!strcmp(mode, "pipe")) {
+        if (pipe(pfd) < 0)
+            die("pipe");
+        start(&th[0], producer);
+        start(&th[1], consumer);
+        pthread_join(th[0], NULL);
+        pthread_join(th[1], NULL);
+    } else if (!strcmp(mode, "mutex")) {
+        for (int i = 0; i < 4; i++)
+            start(&th[i], convoy_thread);
+        for (int i = 0; i < 4; i++)
+            pthread_join(th[i], NULL);
+    } else if (!strcmp(mode, "fsync")) {
+        if (argc < 4) {
+            fprintf(stderr, "offcpu-truth: fsync needs a directory on a disk\n");
+            return 2;
+        }
+        run_fsync(argv[3]);
+    } else if (!strcmp(mode, "storm")) {
+        if (pipe(ping) < 0 || pipe(pong) < 0)
+            die("pipe");
+        name_thread("truth-ping");
+        start(&th[0], storm_pong);
+        storm_ping();
+        pthread_join(th[0], NULL);
+        double el = (double)(now_ns() - t0) / 1e9;
+        printf("round_trips %llu\nround_trips_per_s %.0f\n", (unsigned long long)trips,
+               (double)trips / el);
+    } else if (!strcmp(mode, "spin")) {
+        start(&th[0], spinner);
+        start(&th[1], spinner);
+        pthread_join(th[0], NULL);
+        pthread_join(th[1], NULL);
+    } else if (!strcmp(mode, "threads")) {
+        int n = atoi(argv[2]);
+        for (int i = 0; i < n; i++) {
+            start(&th[0], short_thread);
+            pthread_join(th[0], NULL);
+        }
+    } else {
+        fprintf(stderr, "offcpu-truth: unknown mode '%s'\n", mode);
+        return 2;
+    }
+    print_truths();
+    printf("wall_ns %llu\n", (unsigned long long)(now_ns() - t0));
+    return 0;
+}

@@ -1,0 +1,135 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Python workloads with known shares, for test/t-python.sh and
+# bench/python.sh. usage: python3.11 pytruth.py MODE SECONDS [OUT.json]
+# Every mode spends its time in functions named for the test, in a known
+# ratio, and writes what it did (counts per function) to OUT.json:
+#   ratio      work_a : work_b = 3 : 1 (same loop, 3x the iterations)
+#   recursion  rec_a (recursive, depth 30) : flat_b = 1 : 1
+#   generators gen_a (a generator's body) : consume_b (its consumer) = 3 : 1
+#   threads    two threads, thread_a and thread_b, each counting its work
+#   extension  zlib.compress called from py_compress : py_loop = ~1 : 1
+# The work unit is a fixed loop, so counts give the truth shares.
+import json
+import sys
+import threading
+import time
+import zlib
+
+UNIT = 10000
+
+
+def spin(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+
+
+def work_a():
+    return spin(3 * UNIT)
+
+
+def work_b():
+    return spin(UNIT)
+
+
+def rec_a(depth):
+    if depth == 0:
+        return spin(UNIT)
+    return rec_a(depth - 1)
+
+
+def flat_b():
+    return spin(UNIT)
+
+
+def gen_a(n):
+    for _ in range(n):
+        yield spin(3 * UNIT)
+
+
+def consume_b(n):
+    t = 0
+    for v in gen_a(n):
+        t += v
+        spin(UNIT)
+    return t
+
+
+def thread_a(stop, counts):
+    while not stop.is_set():
+        spin(UNIT)
+        counts["thread_a"] += 1
+
+
+def thread_b(stop, counts):
+    while not stop.is_set():
+        spin(UNIT)
+        counts["thread_b"] += 1
+
+
+DATA = bytes(range(256)) * 2048
+
+
+def py_compress():
+    return zlib.compress(DATA, 6)
+
+
+def py_loop():
+    return spin(UNIT)
+
+
+def main():
+    mode, secs = sys.argv[1], float(sys.argv[2])
+    out = sys.argv[3] if len(sys.argv) > 3 else None
+    end = time.process_time() + secs
+    counts = {}
+    if mode == "ratio":
+        n = 0
+        while time.process_time() < end:
+            for _ in range(8):      # the clock read (a system call) stays rare
+                work_a()
+                work_b()
+            n += 8
+        counts = {"work_a": 3 * n, "work_b": n}
+    elif mode == "recursion":
+        n = 0
+        while time.process_time() < end:
+            rec_a(30)
+            flat_b()
+            n += 1
+        counts = {"rec_a": n, "flat_b": n}
+    elif mode == "generators":
+        n = 0
+        while time.process_time() < end:
+            consume_b(10)
+            n += 10
+        counts = {"gen_a": 3 * n, "consume_b": n}
+    elif mode == "threads":
+        counts = {"thread_a": 0, "thread_b": 0}
+        stop = threading.Event()
+        ts = [threading.Thread(target=thread_a, args=(stop, counts)),
+              threading.Thread(target=thread_b, args=(stop, counts))]
+        for t in ts:
+            t.start()
+        while time.process_time() < end:
+            time.sleep(0.05)
+        stop.set()
+        for t in ts:
+            t.join()
+    elif mode == "extension":
+        n = 0
+        while time.process_time() < end:
+            py_compress()
+            py_loop()
+            n += 1
+        counts = {"py_compress": n, "py_loop": n}
+    else:
+        sys.exit("unknown mode " + mode)
+    if out:
+        with open(out, "w") as f:
+            json.dump(counts, f)
+
+
+if __name__ == "__main__":
+    main()

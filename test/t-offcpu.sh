@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# flamekit offcpu on real blocking workloads with known answers
+# (test/progs/offcpu-truth prints what it measured around each blocking
+# call): shares of named functions, totals against wall time x threads,
+# the state frames [S] [D] [R], threads still off CPU at the end, wakers,
+# --with-cpu, thread churn, pprof and SVG units; side by side with the
+# bpftrace reference (test/offcpu-ref.bt); bad input.
+# timeout: 420
+. "$(dirname "$0")/lib.sh"
+TRUTH=$FK_BUILD/test/progs/offcpu-truth
+KEYS="python3 $FK_SRC/test/offcpu-keys.py"
+
+jnum() { python3 -c 'import json,sys; v=json.load(open(sys.argv[2]))
+for k in sys.argv[1].split("."): v=v[k]
+print(str(v).lower() if isinstance(v, bool) else v)' "$1" "$2" 2>/dev/null; }
+# weight FOLDED.gz REGEX [FILTER]: ns of the stacks matching REGEX (and FILTER)
+weight() { zcat "$1" | awk -v re="$2" -v f="${3:-.}" '{ n = $NF; s = $0; sub(/ [0-9]+$/, "", s); if (s ~ re && s ~ f) t += n } END { printf "%.0f\n", t }'; }
+# truth FILE NAME: ns the workload measured around NAME's calls
+truth() { awk -v n="$2" '$1 == "truth" && $2 == n { print $3 }' "$1"; }
+# pts A B: |A - B| * 100 / (sum), as points of a share (A, B in one unit)
+pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f\n", b ? 100 * a / b : 0 }'; }
+within() {  # within WHAT GOT WANT TOLERANCE(points): |GOT - WANT| <= TOL
+    if awk -v g="$2" -v w="$3" -v t="$4" 'BEGIN { d = g - w; exit !(d <= t && -d <= t) }'; then
+        pass "$1 ($2 vs $3)"
+    else
+        fail "$1" "got $2, want $3 +- $4"
+    fi
+}
+# offcpu NAME ARGS...: capture into $T/NAME; the command's stdout in $T/NAME.out
+offcpu() {
+    local n=$1; shift
+    rm -rf "$T/$n"
+    "$FLAMEKIT" offcpu -q -o "$T/$n" "$@" >"$T/$n.out" 2>"$T/$n.err"
+    local rc=$?
+    F=$(ls "$T/$n"/*.offcpu.folded.gz 2>/dev/null | head -1)
+    J=$(ls "$T/$n"/*.offcpu.json 2>/dev/null | head -1)
+    S=$(ls "$T/$n"/*.offcpu.flamegraph.svg 2>/dev/null | head -1)
+    P=$(ls "$T/$n"/*.offcpu.pb.gz 2>/dev/null | head -1)
+    [ $rc -eq 0 ] && [ -n "$F" ] && [ -n "$J" ] && return 0
+    fail "$n: capture failed (status $rc)" "$(cat "$T/$n.err")"
+    return 1
+}
+
+## Bad input: one line naming the fix, status 2, nothing written.
+check_fails "--min-block garbage is refused" "$FLAMEKIT" offcpu --min-block 3parsecs -o "$T/bad" host
+o=$("$FLAMEKIT" offcpu --min-block 3parsecs host 2>&1); check_grep "--min-block error names the form" "want a duration" "$o"
+o=$("$FLAMEKIT" offcpu -F 99 host 2>&1); check_grep "-F without --with-cpu is refused" "add --with-cpu" "$o"
+o=$("$FLAMEKIT" offcpu --every 5 --switch-budget 100 host 2>&1); check_grep "--every and --switch-budget exclude each other" "exclude each other" "$o"
+o=$("$FLAMEKIT" offcpu --switch-budget 10000000 host 2>&1); check_grep "a budget above the limit is refused" "unsafe-limits" "$o"
+o=$("$FLAMEKIT" offcpu 2>&1); check_grep "no target" "no target" "$o"
+check_eq "nothing written by refused runs" "" "$(ls -d "$T"/bad* 2>/dev/null)"
+check_grep "--help lists the states" '\[D\] uninterruptible' "$("$FLAMEKIT" offcpu --help)"
+
+## Sleeps of known lengths in named functions: wait_10ms:wait_30ms is the
+## workload's own 1:3, and each thread's blocked time is its wall time.
+if offcpu sleeps run -- "$TRUTH" sleeps 3; then
+    a=$(truth "$T/sleeps.out" wait_10ms); b=$(truth "$T/sleeps.out" wait_30ms)
+    fa=$(weight "$F" ';wait_10ms;'); fb=$(weight "$F" ';wait_30ms;')
+    within "sleeps: wait_10ms's share of truth-a's blocked time (points)" \
+        "$(pct "$fa" $((fa + fb)))" "$(pct "$a" $((a + b)))" 5
+    within "sleeps: truth-a's blocked total vs its clock (%)" "$(pct $((fa + fb)) $((a + b)))" 100 10
+    fc=$(weight "$F" ';wait_50ms;'); c=$(truth "$T/sleeps.out" wait_50ms)
+    within "sleeps: truth-b's blocked total vs its clock (%)" "$(pct "$fc" "$c")" 100 10
+    # (a thread may also be preempted on its way in or out of a sleep: [R])
+    check_range "sleeps: the sleeps' blocked time is [S] (%)" \
+        "$(pct "$(weight "$F" '^[^;]*;\[S\];.*;wait_[135]0ms;')" "$(weight "$F" ';wait_[135]0ms;')" | cut -d. -f1)" 99 100
+    check_grep "sleeps: the kernel part is there (do_nanosleep)" 'do_nanosleep_\[k\]' "$(zcat "$F")"
+    check_eq "sleeps: metadata says profile offcpu" offcpu "$(jnum profile "$J")"
+    check_eq "sleeps: folded counts are ns" ns "$(jnum weight_unit "$J")"
+    check_eq "sleeps: no switch-in lost" 0 "$(jnum offcpu.switch_ins_lost "$J")"
+    check_grep "sleeps: the SVG uses the cold palette" 'data-colors="node"' "$(head -c 200000 "$S")"
+    check_grep "sleeps: the SVG counts nanoseconds" 'data-countname="ns"' "$(head -c 200000 "$S")"
+    if need go && [ -n "$P" ]; then
+        o=$(cd "$T" && timeout 60 go tool pprof -raw "$P" 2>&1 | grep -v '^Comment:' | head -8)
+        check_grep "sleeps: go tool pprof reads switches/count and off_cpu/nanoseconds" 'switches/count off_cpu/nanoseconds' "$o"
+    else
+        skip "sleeps: go tool pprof" "go not installed"
+    fi
+fi
+
+## A mutex convoy: one holder at a time, so waiting (take_lock) is about
+## three quarters of the four threads' blocked time -- as the workload saw it.
+if offcpu mutex run -- "$TRUTH" mutex 3; then
+    a=$(truth "$T/mutex.out" take_lock); b=$(truth "$T/mutex.out" hold_lock)
+    fa=$(weight "$F" ';take_lock;'); fb=$(weight "$F" ';hold_lock;')
+    within "mutex: take_lock's share (points)" "$(pct "$fa" $((fa + fb)))" "$(pct "$a" $((a + b)))" 5
+    within "mutex: blocked total vs the threads' clocks (%)" "$(pct $((fa + fb)) $((a + b)))" 100 10
+    check_grep "mutex: waiting for the lock is a futex wait" 'take_lock;.*futex_wait' "$(zcat "$F")"
+fi
+
+## Preempted while runnable: two spinners on one CPU never block, so all
+## their off-CPU time is [R]; with --with-cpu on + off CPU per thread add up
+## to the thread's lifetime (as it measured it).
+if offcpu spin --with-cpu -F 499 run -- taskset -c 0 "$TRUTH" spin 3; then
+    off=$(weight "$F" '^truth-spin;\[[SDR]\]|^truth-spin;\[other\]')
+    r=$(weight "$F" '^truth-spin;\[R\];')
+    within "spin: [R] is the spinners' off-CPU time (%)" "$(pct "$r" "$off")" 100 5
+    on=$(weight "$F" '^truth-spin;\[on-CPU\];')
+    life=$(truth "$T/spin.out" spin_hot)
+    within "spin: on + off CPU of the two spinners vs their lifetimes (%)" \
+        "$(pct $((on + off)) "$life")" 100 10
+    check "spin: --with-cpu counts CPU samples" test "$(jnum offcpu.cpu_samples "$J")" -gt 100
+fi
+
+## A fast producer and a slow consumer: the producer waits in pipe_write,
+## woken by the consumer's read (--wakers: blocked;--;waker).
+if offcpu pipe --wakers run -- "$TRUTH" pipe 3; then
+    # (the compiler may clone produce: produce.constprop.0)
+    prod=$(weight "$F" ';produce[.;]')
+    pw=$(weight "$F" ';produce[.;].*pipe_write_\[k\]')
+    within "pipe: the producer waits in pipe_write (%)" "$(pct "$pw" "$prod")" 100 5
+    woke=$(weight "$F" ';produce[.;].*;--;.*pipe_read_\[k\].*;truth-cons$')
+    check_range "pipe: the consumer's read woke the producer (% of its wait)" "$(pct "$woke" "$prod" | cut -d. -f1)" 80 100
+    check "pipe: wakeups were matched" test "$(jnum offcpu.wakeups_matched "$J")" -gt 0
+fi
+
+## Uninterruptible: fdatasync on a disk (not tmpfs) waits in [D].
+dir=/var/tmp
+if [ "$(stat -f -c %T "$dir" 2>/dev/null)" = tmpfs ]; then
+    skip "fsync: [D]" "/var/tmp is tmpfs"
+elif offcpu fsync run -- "$TRUTH" fsync 3 "$dir"; then
+    sw=$(weight "$F" ';sync_write;'); d=$(weight "$F" '^[^;]*;\[D\];.*;sync_write;')
+    check_range "fsync: most of sync_write's wait is [D] (%)" "$(pct "$d" "$sw" | cut -d. -f1)" 50 100
+fi
+
+## Still off CPU when the window ends: counted to the end, marked.
+if offcpu open -d 2 run -- sleep 4; then
+    check "open: the block is marked open" test "$(jnum offcpu.blocks_open_at_end "$J")" -ge 1
+    o=$(weight "$F" ';\[open at end\]$')
+    wall=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["duration_s"] * 1e9))' "$J")
+    within "open: counted to the end (% of the window)" "$(pct "$o" "$wall")" 100 10
+fi
+
+## Thousands of short threads: bounded accounting, nothing lost or guessed.
+if offcpu churn run -- "$TRUTH" threads 3000; then
+    check "churn: threads held at most stays small" test "$(jnum offcpu.threads_peak "$J")" -lt 200
+    check_eq "churn: no thread over the limit" 0 "$(jnum offcpu.threads_over_limit "$J")"
+fi
+
+## Side by side with bpftrace, same workload, same time: the top-10 kernel
+## stacks' shares within 5 points.
+if ! need bpftrace; then
+    skip "bpftrace reference" "bpftrace not installed (scripts/install-deps)"
+else
+    "$TRUTH" mutex 12 >"$T/ref.truth" &
+    W=$!
+    fk_cleanup "kill $W 2>/dev/null"
+    timeout 20 bpftrace "$FK_SRC/test/offcpu-ref.bt" $W >"$T/ref.bt" 2>"$T/ref.bterr" &
+    B=$!
+    for i in $(seq 100); do grep -q Attaching "$T/ref.bt" && break; sleep 0.1; done
+    if offcpu ref -d 5 pid $W; then
+        kill -INT $B; wait $B
+        d=$($KEYS compare "$F" "$T/ref.bt" 10)
+        worst=$(echo "$d" | head -1)
+        if awk -v w="$worst" 'BEGIN { exit !(w <= 5) }'; then pass "bpftrace: top-10 kernel stack shares within 5 points (worst $worst)"
+        else fail "bpftrace: top-10 kernel stack shares within 5 points" "$d"; fi
+    fi
+    kill $W 2>/dev/null; wait $W 2>/dev/null
+fi

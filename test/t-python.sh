@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# Python frames (unwind/python.c): Debian's own python3.11 read live
+# without being stopped; truth workloads (3:1, recursion, generators,
+# threads, a C extension) whose shares and consistency are known, at 999
+# and 99 Hz; the same script under cProfile; Debian's own tools
+# (compileall, pydoc, unittest) show their function names; --python off;
+# a fake "python" with a _PyRuntime symbol and an unknown version.
+# timeout: 480
+. "$(dirname "$0")/lib.sh"
+PY=/usr/bin/python3.11
+TRUTH=$FK_SRC/test/progs/pytruth.py
+PYSTACK=$FK_BUILD/test/progs/pystack
+[ -x "$PY" ] || { skip "python frames" "no /usr/bin/python3.11 (apt-get install python3.11)"; exit 0; }
+[ -x "$PYSTACK" ] || { fail "test/progs/pystack not built"; exit 0; }
+chmod 755 "$T"
+cd "$T" || exit 0
+
+jget() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); v=d
+for k in sys.argv[2].split("."): v=v[k]
+print(v)' "$1" "$2" 2>/dev/null; }
+# cap NAME FLAMEKIT-RUN-ARGS... -- CMD: a run capture into $T/NAME; sets F, J
+cap() {
+    local name=$1; shift
+    F= J=
+    rm -rf "$T/$name"
+    "$FLAMEKIT" run -q --no-svg -o "$T/$name" "$@" >"$T/$name.log" 2>&1 || return 1
+    F=$(ls "$T/$name"/*.folded.gz 2>/dev/null | head -1)
+    J=$(ls "$T/$name"/*.json 2>/dev/null | head -1)
+    [ -n "$F" ] && [ -n "$J" ]
+}
+# pick FOLDED NAME...: for each sample, the first of NAME (a Python
+# function, leaf-most wins) its stack holds; prints "count share" per NAME
+# in order, shares among the samples that hold one of them
+pick() {
+    local f=$1; shift
+    zcat "$f" | awk -v names="$*" '
+        BEGIN { k = split(names, nm, " ") }
+        { n = $NF; s = $0; sub(/ [0-9]+$/, "", s); m = split(s, fr, ";")
+          for (i = m; i >= 1; i--) { for (j = 1; j <= k; j++) if (fr[i] == nm[j] "_[p]") { c[j] += n; t += n; i = 0; break } } }
+        END { for (j = 1; j <= k; j++) printf "%d %.3f\n", c[j], t ? c[j] / t : 0 }'
+}
+# truth JSON A B: A's share of A+B in what the workload counted
+truth() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); a=d[sys.argv[2]]; b=d[sys.argv[3]]; print("%.3f" % (a/(a+b)))' "$@"; }
+consistent() { "$PY" -c 'import json,sys; p=json.load(open(sys.argv[1]))["python"]; print("%.3f %d %.1f" % (p["consistent"]/max(p["spliced"],1), p["spliced"], p["read_delay"]["median_ms"]))' "$1"; }
+# check_consistent WHAT JSON: >= 95 % of the spliced samples consistent,
+# when flamekit read the chains soon after the samples (median <= 1 ms:
+# a generator here moves on within a millisecond).
+# On a host so loaded that flamekit waits longer for a CPU, the threads
+# have moved on by then: the changed share is then what the summary
+# reports, not a property of the reader (bench/python.sh measures it).
+check_consistent() {
+    local cs cn dm
+    read -r cs cn dm <<<"$(consistent "$2")"
+    if awk -v d="$dm" 'BEGIN { exit !(d > 1) }'; then
+        skip "$1" "reads came $dm ms after the samples (median): host too loaded to measure consistency"
+    else
+        check_range "$1: consistent share of $cn spliced samples (read $dm ms after)" "$cs" 0.95 1
+    fi
+    # whatever the load: every spliced sample is consistent, changed (marked) or cut
+    check_eq "$1: spliced = consistent + changed + cut" "0" "$("$PY" -c 'import json,sys; p=json.load(open(sys.argv[1]))["python"]; print(p["spliced"] - p["consistent"] - p["changed"] - p["native_cut"])' "$2")"
+}
+near() {    # near WHAT GOT WANT POINTS
+    awk -v g="$2" -v w="$3" -v p="$4" 'BEGIN { d = (g - w) * 100; if (d < 0) d = -d; exit !(d <= p) }' \
+        && pass "$1 ($2 vs $3)" || fail "$1" "share $2, truth $3: more than $4 points apart"
+}
+
+# ---- the walker on a live process, which is never stopped
+"$PY" "$TRUTH" threads 20 >/dev/null 2>&1 &
+LIVE=$!
+fk_cleanup "kill $LIVE 2>/dev/null"
+sleep 0.5
+out=$("$PYSTACK" "$LIVE" 20 5 2>&1)
+check_grep "live read: thread states found, chains reach the thread bootstrap" \
+    '^[0-9]+ ok Thread._bootstrap;Thread._bootstrap_inner;Thread.run;thread_a' "$out"
+check_grep "live read: the second thread's own chain" 'Thread.run;thread_b(;spin)?$' "$out"
+check_grep "live read: the main thread waits in Event.wait/sleep" '^[0-9]+ ok <module>;main' "$out"
+out=$("$PYSTACK" --lines "$LIVE" 1 2>&1)
+check_grep "--lines: file.py:LINE from the location table" 'thread_a \(pytruth.py:[0-9]+\)' "$out"
+# the reads never stop the target: no ptrace, no signals; it stays R/S
+st=$(awk '{print $3}' "/proc/$LIVE/stat")
+check_grep "the target is never stopped (state $st)" '^[RSD]$' "$st"
+kill "$LIVE" 2>/dev/null; wait "$LIVE" 2>/dev/null
+
+# ---- truth workloads at 999 Hz: shares within 5 points, >= 95 % consistent
+for mode in ratio recursion generators threads; do
+    case $mode in
+    ratio) a=work_a b=work_b ;;
+    recursion) a=rec_a b=flat_b ;;
+    generators) a=gen_a b=consume_b ;;
+    threads) a=thread_a b=thread_b ;;
+    esac
+    if ! cap "$mode" -F 999 -- "$PY" "$TRUTH" "$mode" 2 "$T/$mode.truth"; then
+        fail "$mode: capture failed" "$(cat "$T/$mode.log")"; continue
+    fi
+    want=$(truth "$T/$mode.truth" "$a" "$b")
+    got=$(pick "$F" "$a" "$b" | awk 'NR == 1 { print $2 }')
+    n=$(pick "$F" "$a" "$b" | awk '{ t += $1 } END { print t }')
+    cs=$(consistent "$J" | awk '{ print $1 }')
+    if [ "${n:-0}" -lt 800 ]; then
+        fail "$mode at 999 Hz: only $n samples in the two functions for 2 s of CPU (~800 needed for the share)"
+    elif awk -v c="$cs" 'BEGIN { exit !(c < 0.9) }'; then
+        # changed samples are not spread evenly (deep calls and generators
+        # move on more often): the others' shares are then biased
+        skip "$mode at 999 Hz: $a's share" "only $cs of the samples consistent (reads too late on this host)"
+    else
+        near "$mode at 999 Hz: $a's share" "$got" "$want" 5
+    fi
+    check_consistent "$mode at 999 Hz" "$J"
+done
+check_grep "recursion: 30 levels of rec_a under one eval frame" \
+    "$(printf 'rec_a_\\[p\\];%.0s' $(seq 30))" "$(zcat "$T/recursion/"*.folded.gz)"
+check_grep "generators: the generator's body under its consumer" 'consume_b_\[p\];(.*;)?gen_a_\[p\]' \
+    "$(zcat "$T/generators/"*.folded.gz)"
+
+# ---- 99 Hz: the same consistency (fewer samples: shares are checked at 999 Hz)
+for mode in ratio generators threads; do
+    cap "$mode-99" -F 99 -- "$PY" "$TRUTH" "$mode" 3 || { fail "$mode at 99 Hz: capture failed" "$(cat "$T/$mode-99.log")"; continue; }
+    check_consistent "$mode at 99 Hz" "$J"
+done
+
+# ---- a C extension stays in place under the Python function that called it
+cap extension -F 999 -- "$PY" "$TRUTH" extension 3
+check_grep "zlib's compressor under py_compress" 'py_compress_\[p\];(.*;)?(deflate|zlib|compress)' "$(zcat "$F")"
+check_nogrep "no eval frame left where a segment was spliced" '_PyEval_EvalFrameDefault;' "$(zcat "$F" | grep 'py_compress_\[p\]')"
+
+# ---- against cProfile on the same script: inclusive shares of the top
+# functions within the workload's main()
+# cProfile with a CPU-time timer, as flamekit's cpu-clock samples count: its
+# default wall clock gives a loaded host's waits to whatever ran before them
+if "$PY" -c 'import cProfile, runpy, sys, time
+sys.argv = sys.argv[2:]
+p = cProfile.Profile(time.process_time)
+p.runcall(runpy.run_path, sys.argv[0], run_name="__main__")
+p.dump_stats(sys.argv[-1])' x "$TRUTH" ratio 2 "$T/prof.out" \
+        >/dev/null 2>&1 && cap cprof -F 999 -- "$PY" "$TRUTH" ratio 2; then
+    ref=$("$PY" -c '
+import pstats, sys
+s = pstats.Stats(sys.argv[1]).stats
+tot = sum(v[3] for k, v in s.items() if k[2] == "main")     # the workload, not start-up
+for want in ("work_a", "work_b", "spin"):
+    print("%.3f" % (sum(v[3] for k, v in s.items() if k[2] == want) / tot))' "$T/prof.out")
+    i=0
+    for fn in work_a work_b spin; do
+        i=$((i + 1))
+        want=$(echo "$ref" | sed -n "${i}p")
+        got=$(zcat "$F" | awk -v f="$fn" '{ n = $NF; if (!index($0, ";main_[p]")) next; t += n; if (index($0, ";" f "_[p]")) h += n }
+                                          END { printf "%.3f", t ? h / t : 0 }')
+        near "cProfile: $fn's inclusive share" "$got" "$want" 5
+    done
+else
+    fail "cProfile comparison: a run failed" "$(cat "$T/cprof.log" 2>/dev/null)"
+fi
+
+# ---- Debian's own tools show their own function names
+mkdir -p "$T/lib"
+cp -r /usr/lib/python3.11/email /usr/lib/python3.11/json /usr/lib/python3.11/asyncio "$T/lib/"
+if cap compileall -F 999 -- "$PY" -m compileall -q -f "$T/lib"; then
+    check_grep "compileall: compile_dir and compile_file" 'compile_dir_\[p\];(.*;)?compile_file_\[p\]' "$(zcat "$F")"
+else
+    fail "compileall: capture failed" "$(cat "$T/compileall.log")"
+fi
+if cap pydoc -F 999 -- "$PY" -m pydoc -w json.decoder email.message; then
+    check_grep "pydoc -w: writedoc and HTMLDoc's methods" 'writedoc_\[p\];(.*;)?HTMLDoc\.' "$(zcat "$F")"
+else
+    fail "pydoc: capture failed" "$(cat "$T/pydoc.log")"
+fi
+cat >"$T/test_work.py" <<'EOF'
+import difflib, json, unittest
+class Work(unittest.TestCase):
+    def test_json(self):
+        for _ in range(300):
+            self.assertEqual(json.loads(json.dumps({"k": list(range(300))}))["k"][-1], 299)
+    def test_diff(self):
+        a = ["line %d\n" % i for i in range(2000)]
+        b = a[::2] + a[1::2]
+        self.assertTrue(list(difflib.unified_diff(a, b)))
+EOF
+if cap unittest -F 999 -- "$PY" -m unittest -q test_work; then
+    check_grep "unittest: the runner's and the tests' names" 'TestCase.run_\[p\];(.*;)?Work.test_(json|diff)_\[p\]' "$(zcat "$F")"
+else
+    fail "unittest: capture failed" "$(cat "$T/unittest.log")"
+fi
+
+# ---- --python off: native stacks only
+cap off -F 999 --python off -- "$PY" "$TRUTH" ratio 1
+check_nogrep "--python off: no Python frames" '_\[p\]' "$(zcat "$F")"
+check_grep "--python off: the eval loop as it is" '_PyEval_EvalFrameDefault' "$(zcat "$F")"
+check_eq "--python off: said in the metadata" "off" "$(jget "$J" python.mode)"
+
+# ---- not CPython 3.11: a binary named python3.12 with the symbols, no layout
+cat >"$T/fake.c" <<'EOF'
+/* _PyRuntime, Py_Version 3.12 and an eval loop that spins: never read */
+const unsigned long Py_Version = 0x030c00f0;
+char _PyRuntime[4096];
+unsigned long PyCode_Type[64], PyUnicode_Type[64], PyBytes_Type[64];
+__attribute__((noinline)) long _PyEval_EvalFrameDefault(long n) { volatile long s = 0; for (long i = 0; i < n; i++) s += i; return s; }
+int main(void) { for (int i = 0; i < 200; i++) _PyEval_EvalFrameDefault(5000000); return 0; }
+EOF
+if gcc -O1 -rdynamic -o "$T/python3.12" "$T/fake.c" 2>"$T/fake.err"; then
+    cap fake -F 999 --duration 2 -- "$T/python3.12"
+    check_grep "unknown version: native stacks" '_PyEval_EvalFrameDefault' "$(zcat "$F")"
+    check_nogrep "unknown version: never read with guessed offsets" '_\[p\]|python: changed' "$(zcat "$F")"
+    check_grep "unknown version: a note in the metadata" '3\.12' "$(jget "$J" python.unknown_versions)"
+else
+    skip "unknown version" "gcc failed: $(head -c 200 "$T/fake.err")"
+fi

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* Off-CPU accounting (capture/blocktime.h) and tracepoint layouts
+ * (capture/tracefs.h): blocks weighted by the time to the thread's own
+ * switch-in; open blocks counted to the end and marked; lost switch-ins
+ * never given time; switch-ins read before their switch-out; tid reuse;
+ * memory bounded by threads across a million switches; --min-block; one in
+ * N; wakers matched to the woken thread's block; prev_state decoding;
+ * format files parsed, not assumed (a made-up layout with other offsets). */
+#include "unit.h"
+#include "capture/blocktime.h"
+#include "capture/tracefs.h"
+
+#include <stdlib.h>
+
+#define MS 1000000ull
+
+struct got {
+    struct fk_block v[64];
+    size_t n;
+    uint64_t ns;
+};
+
+static void sink(void *ctx, const struct fk_block *b)
+{
+    struct got *g = ctx;
+    if (g->n < 64)
+        g->v[g->n] = *b;
+    g->n++;
+    g->ns += b->ns;
+}
+
+static void init(struct fk_blocktime *bt, struct got *g, uint64_t min_ns, uint64_t n)
+{
+    memset(g, 0, sizeof *g);
+    struct fk_bt_opts o = { .min_block_ns = min_ns, .one_in = n, .sink = sink, .ctx = g };
+    fk_bt_init(bt, &o);
+}
+
+static const char sched_switch_fmt[] =
+    "name: sched_switch\nID: 372\nformat:\n"
+    "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+    "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+    "\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
+    "\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n"
+    "\tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n"
+    "\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n\n"
+    "print fmt: \"prev_state=%s%s\", (REC->prev_state & 0xff) ? __print_flags(REC->prev_state & 0xff, \"|\", "
+    "{ 0x00000001, \"S\" }, { 0x00000002, \"D\" }, { 0x00000004, \"T\" }, { 0x00000080, \"I\" }) : \"R\", "
+    "REC->prev_state & 0x100 ? \"+\" : \"\"\n";
+
+/* an older layout: prev_state an int at another offset */
+static const char old_fmt[] =
+    "format:\n\tfield:pid_t prev_pid;\toffset:20;\tsize:4;\tsigned:1;\n"
+    "\tfield:int prev_state;\toffset:28;\tsize:4;\tsigned:1;\n";
+
+int main(void)
+{
+    unit_name = "unit-offcpu";
+    struct fk_blocktime bt;
+    struct got g;
+
+    /* a plain block: switch-out with a stack, switch-in 7 ms later */
+    init(&bt, &g, 0, 1);
+    fk_bt_out(&bt, 100, 1000 * MS, FK_BT_SLEEPING, 5);
+    fk_bt_in(&bt, 100, 1007 * MS);
+    UNIT_CHECK("a block weighs the time to the thread's switch-in",
+               g.n == 1 && g.v[0].ns == 7 * MS && g.v[0].stack == 5 && g.v[0].tid == 100 &&
+               g.v[0].switches == 1 && !g.v[0].open && g.v[0].waker == FK_BT_NO_STACK);
+    fk_bt_in(&bt, 100, 1010 * MS);
+    UNIT_CHECK("a switch-in without a recorded switch-out adds nothing", g.n == 1);
+    UNIT_CHECK("time is counted by state", bt.st.ns_by_state[FK_BT_SLEEPING] == 7 * MS &&
+               bt.st.blocks_by_state[FK_BT_SLEEPING] == 1);
+    UNIT_CHECK("the idle task (tid 0) is never tracked",
+               (fk_bt_out(&bt, 0, 1020 * MS, FK_BT_SLEEPING, 1), bt.live == 1));
+
+    /* still blocked at the end: counted to the end, marked */
+    fk_bt_out(&bt, 101, 1100 * MS, FK_BT_DISK, 6);
+    fk_bt_finish(&bt, 1150 * MS);
+    UNIT_CHECK("a thread still blocked at the end is counted to the end and marked",
+               g.n == 2 && g.v[1].ns == 50 * MS && g.v[1].open && g.v[1].state == FK_BT_DISK &&
+               bt.st.open == 1);
+    fk_bt_finish(&bt, 1200 * MS);
+    UNIT_CHECK("finishing twice counts nothing twice", g.n == 2);
+    fk_bt_free(&bt);
+
+    /* lost switch-in: a second switch-out while one is pending */
+    init(&bt, &g, 0, 1);
+    fk_bt_out(&bt, 200, 10 * MS, FK_BT_SLEEPING, 1);
+    fk_bt_out(&bt, 200, 30 * MS, FK_BT_SLEEPING, 2);
+    fk_bt_in(&bt, 200, 31 * MS);
+    UNIT_CHECK("a lost switch-in is counted and its block gets no time",
+               g.n == 1 && g.v[0].stack == 2 && g.v[0].ns == 1 * MS && bt.st.lost_in == 1);
+    /* lost switch-in proven by the switch records (one in N: the second
+     * switch-out was not recorded with a stack) */
+    fk_bt_out(&bt, 201, 40 * MS, FK_BT_SLEEPING, 3);
+    fk_bt_out_seen(&bt, 201, 40 * MS + 1000);      /* the same switch's record */
+    fk_bt_out_seen(&bt, 201, 45 * MS);             /* a later one: the in was lost */
+    fk_bt_in(&bt, 201, 46 * MS);
+    UNIT_CHECK("a switch record after the block's own proves the switch-in lost",
+               g.n == 1 && bt.st.lost_in == 2);
+    fk_bt_out(&bt, 202, 50 * MS, FK_BT_SLEEPING, 4);
+    fk_bt_out_seen(&bt, 202, 50 * MS + 500);
+    fk_bt_in(&bt, 202, 52 * MS);
+    UNIT_CHECK("the block's own switch record is not a loss", g.n == 2 && bt.st.lost_in == 2 &&
+               g.v[1].ns == 2 * MS);
+    /* a thread that exits with a block pending */
+    fk_bt_out(&bt, 203, 60 * MS, FK_BT_SLEEPING, 4);
+    fk_bt_exit(&bt, 203);
+    fk_bt_finish(&bt, 100 * MS);
+    UNIT_CHECK("a thread that exits with a block pending gets no time", g.n == 2 &&
+               bt.st.lost_in == 3);
+    fk_bt_free(&bt);
+
+    /* out of time order across CPUs */
+    init(&bt, &g, 0, 1);
+    fk_bt_out(&bt, 300, 1 * MS, FK_BT_SLEEPING, 1);
+    fk_bt_in(&bt, 300, 2 * MS);                    /* known thread now */
+    fk_bt_in(&bt, 300, 9 * MS);                    /* read before its switch-out */
+    fk_bt_out(&bt, 300, 4 * MS, FK_BT_SLEEPING, 7);
+    UNIT_CHECK("a switch-in read before its switch-out still closes the block",
+               g.n == 2 && g.v[1].ns == 5 * MS && g.v[1].stack == 7 && bt.st.reordered == 1);
+    fk_bt_out(&bt, 300, 20 * MS, FK_BT_SLEEPING, 8);
+    fk_bt_in(&bt, 300, 15 * MS);                   /* an earlier block's, read late */
+    fk_bt_in(&bt, 300, 23 * MS);
+    UNIT_CHECK("a stale switch-in is skipped, the right one closes the block",
+               g.n == 3 && g.v[2].ns == 3 * MS && bt.st.stale_in == 1);
+    fk_bt_free(&bt);
+
+    /* tid reuse: a new thread with the tid of one whose block is pending */
+    init(&bt, &g, 0, 1);
+    fk_bt_out(&bt, 400, 1 * MS, FK_BT_SLEEPING, 1);
+    fk_bt_new_thread(&bt, 400);
+    fk_bt_in(&bt, 400, 500 * MS);
+    UNIT_CHECK("a reused tid does not inherit the old thread's block",
+               g.n == 0 && bt.st.tid_reused == 1);
+    fk_bt_free(&bt);
+
+    /* --min-block */
+    init(&bt, &g, 1 * MS, 1);
+    fk_bt_out(&bt, 500, 0, FK_BT_SLEEPING, 1);
+    fk_bt_in(&bt, 500, MS / 2);
+    fk_bt_out(&bt, 500, 1 * MS, FK_BT_SLEEPING, 1);
+    fk_bt_in(&bt, 500, 3 * MS);
+    UNIT_CHECK("--min-block drops short blocks and counts them",
+               g.n == 1 && g.ns == 2 * MS && bt.st.short_blocks == 1 && bt.st.short_ns == MS / 2);
+    fk_bt_free(&bt);
+
+    /* one in N */
+    init(&bt, &g, 0, 10);
+    fk_bt_out(&bt, 600, 0, FK_BT_RUNNABLE, 1);
+    fk_bt_in(&bt, 600, 3 * MS);
+    UNIT_CHECK("one in N weighs each recorded block N times",
+               g.n == 1 && g.v[0].ns == 30 * MS && g.v[0].switches == 10 &&
+               bt.st.ns_by_state[FK_BT_RUNNABLE] == 30 * MS);
+    fk_bt_free(&bt);
+
+    /* wakers */
+    init(&bt, &g, 0, 1);
+    fk_bt_wake(&bt, 700, 1 * MS, 77);              /* nothing pending: no match */
+    fk_bt_out(&bt, 700, 2 * MS, FK_BT_SLEEPING, 1);
+    fk_bt_wake(&bt, 700, 5 * MS, 88);
+    fk_bt_in(&bt, 700, 6 * MS);
+    fk_bt_out(&bt, 700, 7 * MS, FK_BT_SLEEPING, 1);
+    fk_bt_in(&bt, 700, 8 * MS);
+    UNIT_CHECK("a waker is matched to the woken thread's pending block",
+               g.n == 2 && g.v[0].waker == 88 && g.v[1].waker == FK_BT_NO_STACK &&
+               bt.st.wakeups == 2 && bt.st.wakeups_matched == 1);
+    fk_bt_free(&bt);
+
+    /* memory: a million switches of 8 threads hold 8 entries; 100,000
+     * threads that come and go do not accumulate */
+    init(&bt, &g, 0, 1);
+    uint64_t t = 0;
+    for (int i = 0; i < 1000000; i++) {
+        pid_t tid = 1000 + i % 8;
+        fk_bt_out(&bt, tid, t, FK_BT_SLEEPING, (uint64_t)(i % 3));
+        t += 1000;
+        fk_bt_in(&bt, tid, t);
+    }
+    UNIT_CHECK("a million switches of 8 threads: 8 entries, every block counted",
+               bt.n == 8 && bt.st.blocks == 1000000 && g.ns == 1000000ull * 1000);
+    size_t before = fk_bt_bytes(&bt);
+    for (int i = 0; i < 100000; i++) {
+        pid_t tid = 100000 + i;
+        fk_bt_new_thread(&bt, tid);
+        fk_bt_out(&bt, tid, t, FK_BT_SLEEPING, 1);
+        fk_bt_in(&bt, tid, t + 10);
+        fk_bt_exit(&bt, tid);
+        t += 20;
+    }
+    UNIT_CHECK("100,000 short-lived threads: entries reclaimed as they exit",
+               bt.n < 2100 && bt.live == 8 && bt.st.peak_threads < 20);
+    (void)before;
+    fk_bt_free(&bt);
+
+    /* a bounded table: more threads blocked at once than it holds */
+    memset(&g, 0, sizeof g);
+    struct fk_bt_opts small = { .one_in = 1, .max_threads = 100, .sink = sink, .ctx = &g };
+    fk_bt_init(&bt, &small);
+    for (int i = 0; i < 150; i++)
+        fk_bt_out(&bt, 5000 + i, 1 * MS, FK_BT_SLEEPING, 1);
+    fk_bt_finish(&bt, 2 * MS);
+    UNIT_CHECK("beyond max_threads blocks are dropped and counted, memory stays bounded",
+               bt.n == 100 && bt.st.table_full == 50 && g.n == 100);
+    fk_bt_free(&bt);
+
+    /* prev_state */
+    struct fk_bt_statebits sb = { .sleeping = 1, .disk = 2, .preempt = 0x100 };
+    UNIT_CHECK("prev_state 1 is [S]", fk_bt_state_of(1, &sb) == FK_BT_SLEEPING);
+    UNIT_CHECK("prev_state 2 is [D]", fk_bt_state_of(2, &sb) == FK_BT_DISK);
+    UNIT_CHECK("prev_state 0 is [R]", fk_bt_state_of(0, &sb) == FK_BT_RUNNABLE);
+    UNIT_CHECK("the preemption bit is [R] (R+)", fk_bt_state_of(0x100, &sb) == FK_BT_RUNNABLE);
+    UNIT_CHECK("idle (I, 0x80) is other", fk_bt_state_of(0x80, &sb) == FK_BT_OTHER);
+    UNIT_CHECK("state frames", !strcmp(fk_bt_state_frame(FK_BT_DISK), "[D]") &&
+               !strcmp(fk_bt_state_frame(FK_BT_RUNNABLE), "[R]"));
+
+    /* format files */
+    struct fk_tp_format fmt;
+    memset(&fmt, 0, sizeof fmt);
+    bool ok = fk_tp_format_parse(sched_switch_fmt, sizeof sched_switch_fmt - 1, &fmt);
+    const struct fk_tp_field *ps = fk_tp_field(&fmt, "prev_state"),
+                             *pp = fk_tp_field(&fmt, "prev_pid"),
+                             *pc = fk_tp_field(&fmt, "prev_comm");
+    UNIT_CHECK("sched_switch's format: fields with offsets and sizes",
+               ok && ps && ps->offset == 32 && ps->size == 8 && ps->is_signed && pp &&
+               pp->offset == 24 && pp->size == 4 && pc && pc->offset == 8 && pc->size == 16);
+    UNIT_CHECK("sched_switch's format: state letters from __print_flags",
+               fmt.nflags == 4 && fmt.flags[0].bit == 1 && !strcmp(fmt.flags[0].letter, "S") &&
+               fmt.flags[1].bit == 2 && !strcmp(fmt.flags[1].letter, "D") &&
+               fmt.flags[3].bit == 0x80 && !strcmp(fmt.flags[3].letter, "I"));
+    unsigned char raw[64];
+    memset(raw, 0, sizeof raw);
+    int32_t pid = 4242;
+    int64_t state = 2;
+    memcpy(raw + 24, &pid, 4);
+    memcpy(raw + 32, &state, 8);
+    int64_t v1 = 0, v2 = 0;
+    UNIT_CHECK("fields read from a raw record",
+               fk_tp_get(pp, raw, sizeof raw, &v1) && v1 == 4242 &&
+               fk_tp_get(ps, raw, sizeof raw, &v2) && v2 == 2);
+    UNIT_CHECK("a record too short for the field is refused", !fk_tp_get(ps, raw, 36, &v2));
+    UNIT_CHECK("a missing field is NULL", fk_tp_field(&fmt, "next_comm") == NULL);
+    memset(&fmt, 0, sizeof fmt);
+    ok = fk_tp_format_parse(old_fmt, sizeof old_fmt - 1, &fmt);
+    ps = fk_tp_field(&fmt, "prev_state");
+    pid = -1;
+    memcpy(raw + 28, &pid, 4);
+    UNIT_CHECK("another layout is read as given (int prev_state at 28, sign-extended)",
+               ok && ps && ps->offset == 28 && ps->size == 4 && fk_tp_get(ps, raw, 64, &v1) &&
+               v1 == -1);
+    memset(&fmt, 0, sizeof fmt);
+    UNIT_CHECK("garbage is not a format", !fk_tp_format_parse("field:;;;\n\x01\x02", 12, &fmt));
+    return UNIT_END();
+}

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* unit/python: the CPython walker over a fake 3.11 address space (names in
+ * every string kind, hostile names, lines, threads, cycles, bad types,
+ * bounds, the memory budget) and the splice of its chains into native
+ * stacks. */
+#include "fakepy.h"
+#include "unit.h"
+#include "util/buf.h"
+
+#include <stdlib.h>
+
+static unsigned char *mem;
+
+/* The chain, root first, ';'-separated. */
+static const char *chain(struct fk_py_walker *w, const struct fk_py_stack *s)
+{
+    static struct fk_buf b;
+    fk_buf_reset(&b);
+    for (unsigned i = s->n; i-- > 0;) {
+        size_t len;
+        const char *n = fk_py_name(w, s->f[i].name, &len);
+        fk_buf_add(&b, n, len);
+        if (s->f[i].entry)
+            fk_buf_addc(&b, '!');
+        if (i)
+            fk_buf_addc(&b, ';');
+    }
+    return fk_buf_cstr(&b);
+}
+
+static struct fk_py_stack st;
+
+static void test_basic(void)
+{
+    struct fakepy f;
+    fakepy_init(&f, mem);
+    uint64_t file = fakepy_ascii(&f, "/srv/app/main.py");
+    static const unsigned char lt[] = { 0xe9, 0x02, 0xea, 0x04 };  /* +1 x2, +2 x3 */
+    uint64_t ltb = fakepy_bytes(&f, lt, sizeof lt);
+    uint64_t cmod = fakepy_code(&f, fakepy_ascii(&f, "<module>"), file, 1, ltb, 5);
+    uint64_t cf = fakepy_code(&f, fakepy_ascii(&f, "f"), file, 10, ltb, 5);
+    uint64_t cg = fakepy_code(&f, fakepy_ascii(&f, "Klass.g"), file, 20, ltb, 5);
+    uint64_t f0 = fakepy_frame(&f, cmod, 0, 0, true);
+    uint64_t f1 = fakepy_frame(&f, cf, f0, 3, false);
+    uint64_t f2 = fakepy_frame(&f, cg, f1, 1, true);    /* called from C: its own segment */
+    uint64_t tids[2] = { 100, 101 }, frames[2] = { f2, 0 };
+    fakepy_threads(&f, tids, frames, 2);
+
+    struct fk_py_walker *w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
+    fk_py_walk(w, 100, &st);
+    UNIT_CHECK("a thread's chain is walked to its root", st.status == FK_PY_OK && st.n == 3);
+    UNIT_CHECK("names from co_qualname, entry frames marked",
+               strcmp(chain(w, &st), "<module>!;f;Klass.g!") == 0);
+    UNIT_CHECK("two entry segments", st.segments == 2);
+    fk_py_walk(w, 101, &st);
+    UNIT_CHECK("a thread without Python code is idle", st.status == FK_PY_IDLE && st.n == 0);
+    fk_py_walk(w, 999, &st);
+    UNIT_CHECK("an unknown thread has no state", st.status == FK_PY_NO_THREAD);
+    fk_py_walker_free(w);
+
+    w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, true, 0);
+    fk_py_walk(w, 100, &st);
+    UNIT_CHECK("lines from the 3.11 location table at prev_instr",
+               strcmp(chain(w, &st), "<module> (main.py:2)!;f (main.py:13)!" ) != 0 &&
+               strcmp(chain(w, &st), "<module> (main.py:2)!;f (main.py:13);Klass.g (main.py:21)!") == 0);
+    fk_py_walker_free(w);
+
+    /* splice: native leaf first: libc, eval(g), ext, eval(<module>, f), main */
+    bool ev[5] = { false, true, false, true, false };
+    struct fk_py_item it[32];
+    enum fk_py_verdict v;
+    w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
+    fk_py_walk(w, 100, &st);
+    size_t n = fk_py_splice(ev, 5, true, &st, it, 32, &v);
+    /* expected leaf first: N0, g, N2, f, <module>, N4 */
+    bool ok = n == 6 && v == FK_PY_CONSISTENT && it[0].kind == FK_PY_NATIVE && it[0].index == 0 &&
+              it[1].kind == FK_PY_PYFRAME && it[1].index == 0 && it[2].kind == FK_PY_NATIVE &&
+              it[2].index == 2 && it[3].kind == FK_PY_PYFRAME && it[3].index == 1 &&
+              it[4].kind == FK_PY_PYFRAME && it[4].index == 2 && it[5].kind == FK_PY_NATIVE &&
+              it[5].index == 4;
+    UNIT_CHECK("each entry segment replaces its eval frame; C frames stay in place", ok);
+    bool ev1[3] = { false, true, false };
+    n = fk_py_splice(ev1, 3, true, &st, it, 32, &v);
+    /* one eval frame, two segments: root pair not trusted either -> changed */
+    UNIT_CHECK("fewer eval frames than segments: [python: changed], counted",
+               v == FK_PY_CHANGED_STACK && n == 3 && it[1].kind == FK_PY_CHANGED);
+    bool ev3[4] = { true, true, true, false };
+    n = fk_py_splice(ev3, 4, true, &st, it, 32, &v);
+    /* three eval frames, two segments: outermost pair spliced from the root */
+    ok = v == FK_PY_CHANGED_STACK && it[0].kind == FK_PY_CHANGED && it[1].kind == FK_PY_CHANGED;
+    ok = ok && n == 5 && it[2].kind == FK_PY_PYFRAME && it[2].index == 1 &&
+         it[3].kind == FK_PY_PYFRAME && it[3].index == 2 && it[4].kind == FK_PY_NATIVE;
+    UNIT_CHECK("more eval frames than segments: root part spliced, the rest marked", ok);
+    n = fk_py_splice(ev, 3, false, &st, it, 32, &v);
+    ok = v == FK_PY_NATIVE_CUT && n == 3 && it[1].kind == FK_PY_PYFRAME && it[1].index == 0;
+    UNIT_CHECK("a cut native stack is spliced from the leaf", ok);
+    n = fk_py_splice(ev, 5, true, &st, it, 3, &v);
+    UNIT_CHECK("the splice never writes past its room", n == 3);
+
+    /* anchored: each segment from the sample's own head */
+    uint64_t heads[2] = { f2, f1 };
+    fk_py_walk_from(w, heads, 2, true, &st);
+    ok = st.status == FK_PY_OK && st.anchored && st.segments == 2 && !st.stale[0] &&
+         !st.stale[1] && st.seg_end[0] == 1 && st.seg_end[1] == 3 &&
+         strcmp(chain(w, &st), "<module>!;f;Klass.g!") == 0;
+    UNIT_CHECK("an anchored walk follows each segment from its head", ok);
+    n = fk_py_splice(ev, 5, true, &st, it, 32, &v);
+    ok = n == 6 && v == FK_PY_CONSISTENT && it[1].kind == FK_PY_PYFRAME && it[1].index == 0 &&
+         it[3].index == 1 && it[4].index == 2;
+    UNIT_CHECK("... and splices one segment per eval frame", ok);
+    uint64_t moved[2] = { f2, f0 };     /* f1 returned since the sample */
+    fk_py_walk_from(w, moved, 2, true, &st);
+    ok = st.status == FK_PY_OK && st.stale[0] && !st.stale[1];
+    UNIT_CHECK("a segment that no longer leads to the next head is stale", ok);
+    n = fk_py_splice(ev, 5, true, &st, it, 32, &v);
+    ok = v == FK_PY_CHANGED_STACK && it[1].kind == FK_PY_CHANGED && it[3].kind == FK_PY_PYFRAME;
+    UNIT_CHECK("... shown as [python: changed], the outer segment kept", ok);
+    uint64_t bad[2] = { 0xdeadbeef0ull, f1 };
+    fk_py_walk_from(w, bad, 2, true, &st);
+    UNIT_CHECK("an unreadable head marks its segment and the outer ones stale",
+               st.stale[0] && st.stale[1]);
+    uint64_t notroot[1] = { f1 };
+    fk_py_walk_from(w, notroot, 1, false, &st);
+    UNIT_CHECK("a cut native stack: the last segment may have callers", !st.stale[0]);
+    uint64_t inner[1] = { f2 };     /* g's segment alone, its caller f1 */
+    fk_py_walk_from(w, inner, 1, true, &st);
+    UNIT_CHECK("a complete one: the root segment's entry must have no caller", st.stale[0]);
+    fk_py_walker_free(w);
+}
+
+static void test_strings(void)
+{
+    struct fakepy f;
+    fakepy_init(&f, mem);
+    uint32_t latin[] = { 'c', 0xe9 }, ucs2[] = { 0x20ac, 'x' }, ucs4[] = { 0x1f40d };
+    uint32_t evil[] = { 'a', ';', '\n', 0x85, 'b' };
+    uint32_t surro[] = { 0xd800, 'z' }, big4[] = { 0x110000 };
+    uint64_t names[] = {
+        fakepy_str(&f, latin, 2, 1, false), fakepy_str(&f, ucs2, 2, 2, false),
+        fakepy_str(&f, ucs4, 1, 4, false), fakepy_str(&f, evil, 5, 1, false),
+        fakepy_str(&f, surro, 2, 2, false), fakepy_str(&f, big4, 1, 4, false),
+    };
+    const char *want[] = { "c\xc3\xa9", "\xe2\x82\xac" "x", "\xf0\x9f\x90\x8d", "a:??b", "?z", "?" };
+    uint32_t hi[] = { 'o', 0xff };
+    uint64_t bad_ascii = fakepy_str(&f, hi, 2, 1, true);
+    uint64_t file = fakepy_ascii(&f, "x.py");
+    size_t nn = sizeof names / sizeof *names;
+    uint64_t prev = 0;
+    for (size_t i = nn; i-- > 0;)
+        prev = fakepy_frame(&f, fakepy_code(&f, names[i], file, 1, 0, 4), prev, 0, i == nn - 1);
+    uint64_t leaf = fakepy_frame(&f, fakepy_code(&f, bad_ascii, file, 1, 0, 4), prev, 0, false);
+    uint64_t tid = 7;
+    fakepy_threads(&f, &tid, &leaf, 1);
+    struct fk_py_walker *w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
+    fk_py_walk(w, 7, &st);
+    bool ok = st.status == FK_PY_OK && st.n == nn + 1;
+    UNIT_CHECK("latin-1, UCS-2 and UCS-4 names walk", ok);
+    for (size_t i = 0; ok && i < nn; i++) {
+        size_t len;
+        const char *s = fk_py_name(w, st.f[i + 1].name, &len);
+        if (strcmp(s, want[i]) != 0) {
+            printf("# name %zu: '%s' want '%s'\n", i, s, want[i]);
+            ok = false;
+        }
+    }
+    UNIT_CHECK("names become UTF-8; ';', controls, surrogates and bad code points are replaced", ok);
+    size_t len;
+    UNIT_CHECK("an 'ascii' string with a high byte is not trusted",
+               ok && strcmp(fk_py_name(w, st.f[0].name, &len), "o?") == 0);
+    fk_py_walker_free(w);
+
+    /* a giant name: capped */
+    fakepy_init(&f, mem);
+    static uint32_t many[100000];
+    for (size_t i = 0; i < 100000; i++)
+        many[i] = 'n';
+    uint64_t giant = fakepy_str(&f, many, 100000, 1, true);
+    /* claims far more than the memory holds */
+    fakepy_u64(&f, giant, f.L->str_length, 1ull << 40);
+    leaf = fakepy_frame(&f, fakepy_code(&f, giant, fakepy_ascii(&f, "x.py"), 1, 0, 4), 0, 0, true);
+    fakepy_threads(&f, &tid, &leaf, 1);
+    w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
+    fk_py_walk(w, 7, &st);
+    ok = st.status == FK_PY_OK && st.n == 1;
+    const char *g = ok ? fk_py_name(w, st.f[0].name, &len) : "";
+    UNIT_CHECK("a giant name is cut at FK_PY_NAME_MAX characters with '...'",
+               ok && len == FK_PY_NAME_MAX + 3 && strcmp(g + FK_PY_NAME_MAX, "...") == 0);
+    fk_py_walker_free(w);
+}
+
+static void test_hostile(void)
+{
+    struct fakepy f;
+    fakepy_init(&f, mem);
+    uint64_t file = fakepy_ascii(&f, "x.py");
+    uint64_t c = fakepy_code(&f, fakepy_ascii(&f, "loop"), file, 1, 0, 4);
+    /* a cycle of three frames, none an entry */
+    uint64_t a = fakepy_frame(&f, c, 0, 0, false);
+    uint64_t b = fakepy_frame(&f, c, a, 0, false);
+    uint64_t d = fakepy_frame(&f, c, b, 0, false);
+    fakepy_u64(&f, a, f.L->fr_previous, d);
+    uint64_t tid = 9;
+    fakepy_threads(&f, &tid, &d, 1);
+    struct fk_py_walker *w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
+    fk_py_walk(w, 9, &st);
+    UNIT_CHECK("a cycle in previous ends the walk (invalid)", st.status == FK_PY_INVALID);
+    UNIT_CHECK("... after a bounded number of frames", st.n <= 16);
+    fk_py_walker_free(w);
+
+    /* a self-loop */
+    fakepy_u64(&f, d, f.L->fr_previous, d);
+    w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
+    fk_py_walk(w, 9, &st);
+    UNIT_CHECK("a frame that is its own caller is invalid", st.status == FK_PY_INVALID);
+    fk_py_walker_free(w);
+
+    /* a deep chain: cut at FK_PY_MAX_DEPTH */
+    fakepy_init(&f, mem);
+    c = fakepy_code(&f, fakepy_ascii(&f, "rec"), fakepy_ascii(&f, "x.py"), 1, 0, 4);
+    uint64_t prev = 0;
+    for (int i = 0; i < FK_PY_MAX_DEPTH + 50; i++)
+        prev = fakepy_frame(&f, c, prev, 0, i == 0);
+    fakepy_threads(&f, &tid, &prev, 1);
+    w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
+    fk_py_walk(w, 9, &st);
+    UNIT_CHECK("a chain deeper than the bound is cut (limit)",
+               st.status == FK_PY_LIMIT && st.n == FK_PY_MAX_DEPTH);
+    fk_py_walker_free(w);
+
+    /* a code object whose type is not PyCode_Type */
+    fakepy_init(&f, mem);
+    c = fakepy_code(&f, fakepy_ascii(&f, "fake"), fakepy_ascii(&f, "x.py"), 1, 0, 4);
+    fakepy_u64(&f, c, f.L->ob_type, f.where.unicode_type);
+    a = fakepy_frame(&f, c, 0, 0, true);
+    fakepy_threads(&f, &tid, &a, 1);
+    w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
+    fk_py_walk(w, 9, &st);
+    UNIT_CHECK("a code object of the wrong type is invalid", st.status == FK_PY_INVALID && !st.n);
+    fk_py_walker_free(w);
+
+    /* unmapped and misaligned pointers */
+    fakepy_init(&f, mem);
+    a = fakepy_frame(&f, 0xdead0000ull, 0, 0, true);
+    fakepy_threads(&f, &tid, &a, 1);
+    w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
+    fk_py_walk(w, 9, &st);
+    UNIT_CHECK("an unmapped code pointer fails the walk", st.status == FK_PY_INVALID);
+    fk_py_walker_free(w);
+    fakepy_init(&f, mem);
+    uint64_t odd = FAKE_BASE + 4099;
+    fakepy_threads(&f, &tid, &odd, 1);
+    w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
+    fk_py_walk(w, 9, &st);
+    UNIT_CHECK("a misaligned frame pointer is invalid", st.status == FK_PY_INVALID);
+    fk_py_walker_free(w);
+
+    /* a thread list that loops: the refresh is bounded */
+    fakepy_init(&f, mem);
+    uint64_t tids[2] = { 1, 2 }, fr[2] = { 0, 0 };
+    fakepy_threads(&f, tids, fr, 2);
+    uint64_t interp, ts1, ts2;
+    memcpy(&interp, f.mem + (f.where.runtime - FAKE_BASE) + f.L->rt_interp_head, 8);
+    memcpy(&ts1, f.mem + (interp - FAKE_BASE) + f.L->interp_threads_head, 8);
+    memcpy(&ts2, f.mem + (ts1 - FAKE_BASE) + f.L->ts_next, 8);
+    fakepy_u64(&f, ts2, f.L->ts_next, ts2);     /* the second thread loops on itself */
+    fakepy_u64(&f, interp, f.L->interp_next, interp);  /* and so do the interpreters */
+    w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
+    fk_py_walk(w, 3, &st);
+    UNIT_CHECK("looping thread and interpreter lists end (bounded)",
+               st.status == FK_PY_NO_THREAD || st.status == FK_PY_LIMIT);
+    fk_py_walker_free(w);
+}
+
+static void test_budget(void)
+{
+    struct fakepy f;
+    fakepy_init(&f, mem);
+    uint64_t file = fakepy_ascii(&f, "x.py");
+    uint64_t prev = 0;
+    char nm[32];
+    for (int i = 0; i < 200; i++) {
+        snprintf(nm, sizeof nm, "function_%d", i);
+        prev = fakepy_frame(&f, fakepy_code(&f, fakepy_ascii(&f, nm), file, 1, 0, 4), prev, 0,
+                            i == 0);
+    }
+    uint64_t tid = 5;
+    fakepy_threads(&f, &tid, &prev, 1);
+    size_t cap = 8192;
+    struct fk_py_walker *w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, false, cap);
+    for (int k = 0; k < 3; k++)
+        fk_py_walk(w, 5, &st);
+    printf("# walker bytes %zu of %zu, status %s, %u frames\n", fk_py_walker_bytes(w), cap,
+           fk_py_status_name(st.status), st.n);
+    UNIT_CHECK("under a small budget the walker's caches stay within it",
+               fk_py_walker_bytes(w) <= cap);
+    size_t len;
+    UNIT_CHECK("... and the walk still completes, names past it shown as the limit",
+               st.status == FK_PY_OK && st.n == 200 &&
+               strcmp(fk_py_name(w, st.f[st.n - 1].name, &len), "[python: memory limit]") == 0);
+    fk_py_walker_free(w);
+    UNIT_CHECK("3.11 has a layout; 3.12 and 3.10 have none (never guessed)",
+               fk_py_layout_for(0x030b) && !fk_py_layout_for(0x030c) && !fk_py_layout_for(0x030a));
+}
+
+int main(void)
+{
+    unit_name = "unit-python";
+    mem = calloc(1, FAKE_SIZE);
+    if (!fk_py_layout_for(0x030b)) {
+        printf("SKIP: unit-python: no CPython layout on this architecture\n");
+        free(mem);
+        return 0;
+    }
+    test_basic();
+    test_strings();
+    test_hostile();
+    test_budget();
+    free(mem);
+    return UNIT_END();
+}
