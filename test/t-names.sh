@@ -67,14 +67,16 @@ if need objcopy && need xz && need nm; then
         start_prog addrs "$d/$v" addrs
         read -r a b <<<"$addrs"
         start=$(date +%s%N)
-        out=$("$LOOKUP" "$PROG_PID" "$a" "$(printf '%x' $((0x$b + 3)))" 2>&1 | tr '\n' ' ')
+        out=$("$LOOKUP" "$PROG_PID" "$a" "$(printf '%x' $((0x$b + 3)))" 2>"$d/$v.err" | tr '\n' ' ')
         ms=$(( ($(date +%s%N) - start) / 1000000 ))
         stop_prog
         case $v in
         symprog) check_eq "MiniDebugInfo: local functions named" "fk_symprog_alpha fk_symprog_beta " "$out" ;;
         *) check_eq "MiniDebugInfo: $v: function starts only" \
                "[$v+0x$(vaddr fk_symprog_alpha)] [$v+0x$(vaddr fk_symprog_beta)] " "$out"
-           [ $v = bomb ] && check_range "MiniDebugInfo: oversized section given up (ms)" "$ms" 0 5000 ;;
+           [ $v = bomb ] && check_range "MiniDebugInfo: oversized section given up (ms)" "$ms" 0 5000
+           [ $v = bomb ] && check_grep "MiniDebugInfo: bomb: the section given up is said" \
+               "symbols of .*/bomb skipped: .*memory budget" "$(cat "$d/$v.err")" ;;
         esac
     done
 fi

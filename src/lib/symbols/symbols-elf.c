@@ -623,8 +623,17 @@ bool fk_dso_load_minidebuginfo(struct dso *d, Elf *e, size_t share)
             size_t more = cap ? cap : 64 * 1024;
             if (cap + more > MINIDEBUG_MAX_OUT)
                 more = MINIDEBUG_MAX_OUT - cap;
-            if (!more || !fk_symtab_fits(t, more))
+            if (!more)
                 break;
+            if (!fk_symtab_fits(t, more)) {
+                /* the output alone would pass the file's budget: this
+                 * section is given up (counted and said, as a file over
+                 * its budget is), the file's cheaper sources (.dynsym,
+                 * function starts) stay within what it has */
+                t->over = false;
+                d->over_budget = true;
+                break;
+            }
             cap += more;
             out = fk_realloc(out, cap);
         }
