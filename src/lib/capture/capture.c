@@ -29,13 +29,6 @@
 /* copying the rings out while /proc is read at the start */
 #define DRAIN_NS (10 * 1000000ull)
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t real_ns(void)
 {
     struct timespec ts;
@@ -390,7 +383,7 @@ static bool scan_one(pid_t pid, void *arg)
 {
     struct scan_ctx *c = arg;
     fk_sym_scan_pid(c->e->sym, pid);
-    uint64_t now = mono_ns();
+    uint64_t now = fk_now_ns();
     if (now - c->last_drain >= DRAIN_NS &&
         (!c->e->o->max_mem_bytes || c->e->ring.buf.len < c->e->o->max_mem_bytes / 2)) {
         fk_ringq_read(&c->e->ring, c->e->evlist, &c->e->fmt[0]);
@@ -401,7 +394,7 @@ static bool scan_one(pid_t pid, void *arg)
 
 static void scan_all_draining(struct fk_engine *e)
 {
-    struct scan_ctx c = { e, mono_ns() };
+    struct scan_ctx c = { e, fk_now_ns() };
     if (!fk_proc_for_each_pid(scan_one, &c))
         fk_warn("cannot list /proc: %s", strerror(errno));
 }
@@ -465,13 +458,13 @@ static bool engine_loop(struct fk_engine *e)
 {
     const struct fk_capture_opts *o = e->o;
     struct fk_capture_result *r = e->r;
-    uint64_t start = mono_ns();
+    uint64_t start = fk_now_ns();
     r->start_realtime_ns = real_ns();
     bool preloaded = o->event.exclude_kernel;
     uint64_t deadline = o->duration_ms ? start + o->duration_ms * 1000000ull : UINT64_MAX;
     uint64_t last_progress = 0;
     for (;;) {
-        uint64_t now = mono_ns();
+        uint64_t now = fk_now_ns();
         if (o->stop && *o->stop) {
             r->stop_reason = "signal";
             break;
@@ -486,7 +479,7 @@ static bool engine_loop(struct fk_engine *e)
             fk_error("poll: %s", strerror(errno));
             return false;
         }
-        now = mono_ns();
+        now = fk_now_ns();
         read_rings(e, now > REORDER_SLACK_NS ? now - REORDER_SLACK_NS : 0);
         if (!preloaded) {
             /* in the window, not after it; once the rings were drained
@@ -508,8 +501,8 @@ static bool engine_loop(struct fk_engine *e)
         if ((r->stop_reason = stop_reason(e, n)))
             break;
     }
-    r->duration_ns = mono_ns() - start;
-    report_progress(e, start, mono_ns(), true);
+    r->duration_ns = fk_now_ns() - start;
+    report_progress(e, start, fk_now_ns(), true);
     return true;
 }
 
@@ -545,9 +538,9 @@ static void engine_finish(struct fk_engine *e)
     struct fk_capture_result *r = e->r;
     r->unique_stacks = e->raw.n;
     track_memory(e);
-    uint64_t t_name = mono_ns();
+    uint64_t t_name = fk_now_ns();
     fk_engine_name(e);
-    r->naming_ns = mono_ns() - t_name;
+    r->naming_ns = fk_now_ns() - t_name;
     track_memory(e);    /* with maps read again */
     fk_sym_stats(e->sym, &r->sym);
     if (e->uw)
@@ -586,7 +579,7 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
     if (!engine_loop(e))
         goto out;
     perf_evlist__disable(e->evlist);
-    uint64_t end_ns = mono_ns();    /* the records' clock (CLOCK_MONOTONIC) */
+    uint64_t end_ns = fk_now_ns();    /* the records' clock (CLOCK_MONOTONIC) */
     fk_engine_cgroup_counters(e, PERF_EVENT_IOC_DISABLE);
     engine_read_counts(e);
     /* Drain the rings after the counts: a sample being written when the

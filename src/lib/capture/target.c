@@ -403,13 +403,6 @@ void fk_target_free(struct fk_target *t)
 
 /* ---- filters ------------------------------------------------------------ */
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void fk_target_filter_init(struct fk_target_filter *f, const struct fk_target *t)
 {
     memset(f, 0, sizeof *f);
@@ -428,7 +421,7 @@ void fk_target_filter_free(struct fk_target_filter *f)
  * a pid already gone inherits what its parent had at fork time. */
 static bool keep_user(struct fk_target_filter *f, pid_t pid)
 {
-    uint64_t now = mono_ns();
+    uint64_t now = fk_now_ns();
     uint64_t *v = fk_u64map_slot(&f->uids, (uint64_t)pid, true);
     uint64_t *c = fk_u64map_slot(&f->uid_checked, (uint64_t)pid, true);
     if (!*v || now - *c > 1000000000ull) {
@@ -470,7 +463,7 @@ static bool keep_cgroup(struct fk_target_filter *f, uint64_t id)
     uint64_t *v = fk_u64map_slot(&f->cgroups, id, false);
     if (v)
         return *v == 1;
-    uint64_t now = mono_ns();
+    uint64_t now = fk_now_ns();
     if (now - f->cgroup_rescan_ns > 50000000ull) {
         f->cgroup_rescan_ns = now;
         scan_cgroup_tree(f, f->t->cgroup_dir, 0);
@@ -511,6 +504,6 @@ void fk_target_filter_fork(struct fk_target_filter *f, pid_t pid, pid_t ppid)
     if (pv && *pv) {
         uint64_t uid = *pv;
         *fk_u64map_slot(&f->uids, (uint64_t)pid, true) = uid;
-        *fk_u64map_slot(&f->uid_checked, (uint64_t)pid, true) = mono_ns();
+        *fk_u64map_slot(&f->uid_checked, (uint64_t)pid, true) = fk_now_ns();
     }
 }

@@ -86,13 +86,6 @@ struct req {
     uint64_t t0;
 };
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void fk_serve_opts_init(struct fk_serve_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -172,7 +165,7 @@ static void audit(const struct req *r, const char *method, const char *url, unsi
             fk_progname, ts, log_field(ip, sizeof ip, r->ip),
             r->who[0] ? log_field(who, sizeof who, r->who) : "-", log_method(method),
             log_field(u, sizeof u, url), r->what[0] ? " " : "", r->what, status, bytes,
-            (unsigned long long)((mono_ns() - r->t0) / 1000000u));
+            (unsigned long long)((fk_now_ns() - r->t0) / 1000000u));
 }
 
 static enum MHD_Result respond(struct MHD_Connection *c, struct req *r, const char *method,
@@ -228,7 +221,7 @@ static enum MHD_Result text(struct MHD_Connection *c, struct req *r, const char 
  * smoothly. Returns 0, or the seconds to wait. */
 static unsigned spend(struct server *s, const char *key, double cost)
 {
-    uint64_t now = mono_ns();
+    uint64_t now = fk_now_ns();
     double rate = (double)s->o->rate / 60e9;    /* per ns */
     pthread_mutex_lock(&s->lock);
     struct bucket *b = NULL, *oldest = &s->buckets[0];
@@ -335,7 +328,7 @@ static bool authenticate(struct server *s, struct MHD_Connection *c, struct req 
             return false;
         }
         pthread_mutex_lock(&s->lock);
-        const char *name = fk_session_check(&s->sessions, ck, strlen(ck), mono_ns());
+        const char *name = fk_session_check(&s->sessions, ck, strlen(ck), fk_now_ns());
         pthread_mutex_unlock(&s->lock);
         if (name) {
             snprintf(r->who, sizeof r->who, "cookie:%s", name);
@@ -414,7 +407,7 @@ static enum MHD_Result capture(struct server *s, struct MHD_Connection *c, struc
 {
     if (pthread_mutex_trylock(&s->capture) != 0) {
         pthread_mutex_lock(&s->lock);
-        uint64_t now = mono_ns(), end = s->capture_end_ns;
+        uint64_t now = fk_now_ns(), end = s->capture_end_ns;
         pthread_mutex_unlock(&s->lock);
         char ra[32];
         snprintf(ra, sizeof ra, "%llu", (unsigned long long)(end > now ? (end - now) / 1000000000u + 2 : 2));
@@ -423,7 +416,7 @@ static enum MHD_Result capture(struct server *s, struct MHD_Connection *c, struc
                     "another capture is running (one at a time); retry in %s s", ra);
     }
     pthread_mutex_lock(&s->lock);
-    s->capture_end_ns = mono_ns() + secs * 1000000000ull;
+    s->capture_end_ns = fk_now_ns() + secs * 1000000000ull;
     pthread_mutex_unlock(&s->lock);
 
     static const enum fk_result_kind kinds[] = { FK_RESULT_SVG, FK_RESULT_FOLDED,
@@ -597,7 +590,7 @@ static void conn_notify(void *cls, struct MHD_Connection *c, void **ctx,
         k = fk_calloc(1, sizeof *k);
         const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         k->fd = ci ? ci->connect_fd : -1;
-        k->t0 = mono_ns();
+        k->t0 = fk_now_ns();
         k->pending = true;
         client_ip(c, k->ip, sizeof k->ip);
         pthread_mutex_lock(&s->lock);
@@ -641,7 +634,7 @@ static void conn_arrived(struct server *s, struct MHD_Connection *c)
  * TLS handshakes alike). */
 static void conn_deadlines(struct server *s)
 {
-    uint64_t now = mono_ns(), limit = s->o->timeout_s * 1000000000ull;
+    uint64_t now = fk_now_ns(), limit = s->o->timeout_s * 1000000000ull;
     char why[96];
     snprintf(why, sizeof why, "request not complete within %llu s of connecting (--timeout)",
              (unsigned long long)s->o->timeout_s);
@@ -663,7 +656,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     struct req *r = *con_cls;
     if (!r) {
         r = fk_calloc(1, sizeof *r);
-        r->t0 = mono_ns();
+        r->t0 = fk_now_ns();
         client_ip(c, r->ip, sizeof r->ip);
         r->post = !strcmp(method, "POST");
         *con_cls = r;
@@ -718,7 +711,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
              * HttpOnly keeps scripts away from it */
             char sid[65];
             pthread_mutex_lock(&s->lock);
-            bool made = fk_session_new(&s->sessions, name, mono_ns(), sid);
+            bool made = fk_session_new(&s->sessions, name, fk_now_ns(), sid);
             pthread_mutex_unlock(&s->lock);
             char *ck = fk_asprintf("%s=%s; Path=/; HttpOnly; SameSite=Strict; Max-Age=%d%s",
                                    cookie_name, sid, FK_AUTH_SESSION_S, s->tls ? "; Secure" : "");

@@ -77,13 +77,6 @@ const char *fk_py_status_name(int status)
     return status >= 0 && status < FK_PY_NSTATUS ? status_names[status] : "?";
 }
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- the walker ----------------------------------------------------------- */
 
 /* A code object as last read: reused when its address and identity fields
@@ -239,7 +232,7 @@ static bool rd(struct fk_py_walker *w, uint64_t addr, void *buf, size_t len)
 {
     struct fk_py_stack *s = w->cur;
     if (s->reads >= FK_PY_MAX_READS || s->read_bytes + len > FK_PY_MAX_READ_BYTES ||
-        ((s->reads & 15) == 15 && mono_ns() - w->t0 > FK_PY_MAX_NS)) {
+        ((s->reads & 15) == 15 && fk_now_ns() - w->t0 > FK_PY_MAX_NS)) {
         w->over = true;
         return false;
     }
@@ -586,7 +579,7 @@ bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *sna
         return false;
     w->cur = &tmp;
     tmp.reads = tmp.read_bytes = 0;
-    w->t0 = mono_ns();
+    w->t0 = fk_now_ns();
     w->over = false;
     bool refreshed = false;
     uint64_t ts = tstate_of(w, tid, &refreshed), cframe, frame;
@@ -661,7 +654,7 @@ static void walk_begin(struct fk_py_walker *w, struct fk_py_stack *out)
     out->anchored = false;
     out->cframe = 0;
     w->cur = out;
-    w->t0 = mono_ns();
+    w->t0 = fk_now_ns();
     w->over = false;
 }
 
@@ -1202,7 +1195,7 @@ void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
     /* a short-lived interpreter may be gone when its first sample is
      * handled: it is looked for here, once */
     struct py_proc *pp = pid > 0 ? proc_of(p, pid) : NULL;
-    uint64_t t0 = mono_ns();
+    uint64_t t0 = fk_now_ns();
     if (pp && pp->state == PS_NONE && !pp->early_checked) {
         /* once: its maps may not be known yet (an exec's MMAP2 records
          * wait in the ring), then the handled samples look again */
@@ -1227,7 +1220,7 @@ void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
     s->time = time;
     p->snap_next = (p->snap_next + 1) % SNAP_SLOTS;
     p->st.snapshots++;
-    uint64_t now = mono_ns();
+    uint64_t now = fk_now_ns();
     note_delay(p, time, now);
     p->st.early_ns += now - t0;
 }
@@ -1249,7 +1242,7 @@ void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_na
     struct py_proc *pp = proc_of(p, pid);
     if (!pp)
         return;
-    uint64_t t0 = mono_ns();
+    uint64_t t0 = fk_now_ns();
     maybe_detect(p, pp, t0);
     if (pp->state != PS_PYTHON)
         return;
@@ -1318,7 +1311,7 @@ void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_na
                 p->st.native_cut++;
         }
     }
-    uint64_t ns = mono_ns() - t0;
+    uint64_t ns = fk_now_ns() - t0;
     p->st.ns_total += ns;
     p->hist[ns / HIST_NS < HIST_N ? ns / HIST_NS : HIST_N - 1]++;
 }

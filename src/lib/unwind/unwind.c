@@ -23,16 +23,9 @@ const char *fk_uw_reason_name(int reason)
     return reason >= 0 && reason < FK_UW_R_N ? reason_names[reason] : "?";
 }
 
-/* Time per stack is read from the monotonic clock: the vDSO answers it
- * without a system call (~25 ns), where this thread's CPU clock is one
- * (~1 us in a VM: it was most of a stack's cost). */
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
+/* Time per stack is read from the monotonic clock (fk_now_ns): the vDSO
+ * answers it without a system call (~25 ns), where this thread's CPU clock
+ * is one (~1 us in a VM: it was most of a stack's cost). */
 static uint64_t cpu_ns(void)
 {
     struct timespec ts;
@@ -53,7 +46,7 @@ struct walk_clock {
 
 static bool walk_over(struct walk_clock *c, uint64_t max_ns)
 {
-    if (mono_ns() - c->wall0 <= SLOW_WALK_NS)
+    if (fk_now_ns() - c->wall0 <= SLOW_WALK_NS)
         return false;
     uint64_t now = cpu_ns();
     if (!c->slow) {
@@ -290,7 +283,7 @@ void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
     memset(res, 0, sizeof *res);
     struct regs r = { .valid = (1u << FK_UW_NREGS) - 1 };
     memcpy(r.v, regs, sizeof r.v);
-    struct walk_clock clk = { max_ns ? mono_ns() : 0, 0, false };
+    struct walk_clock clk = { max_ns ? fk_now_ns() : 0, 0, false };
     bool exact = true;
     unsigned signals = 0;
     res->status = FK_UW_FAILED;
@@ -404,7 +397,7 @@ unsigned fk_unwind_sample(struct fk_unwinder *u, pid_t pid, const uint64_t *regs
                           const unsigned char *stack, uint64_t size, uint64_t dyn,
                           struct fk_loc *locs)
 {
-    uint64_t t0 = mono_ns();
+    uint64_t t0 = fk_now_ns();
     /* perf delivers the registers in bit order of the mask */
     uint64_t want[FK_UW_NREGS];
     for (int i = 0; i < FK_UW_NREGS; i++) {
@@ -435,7 +428,7 @@ unsigned fk_unwind_sample(struct fk_unwinder *u, pid_t pid, const uint64_t *regs
     u->st.cfi_frames += res.cfi_frames;
     u->st.fp_frames += res.fp_frames;
     u->st.stack_bytes += dyn;
-    uint64_t ns = mono_ns() - t0;  /* wall: a preempted stack counts its wait (rare: the median holds) */
+    uint64_t ns = fk_now_ns() - t0;  /* wall: a preempted stack counts its wait (rare: the median holds) */
     u->st.ns_total += ns;
     u->hist[ns / HIST_NS < HIST_N ? ns / HIST_NS : HIST_N - 1]++;
     return n;
