@@ -7,6 +7,9 @@
 #   recursion  rec_a (recursive, depth 30) : flat_b = 1 : 1
 #   generators gen_a (a generator's body) : consume_b (its consumer) = 3 : 1
 #   threads    two threads, thread_a and thread_b, each counting its work
+#              and its own CPU seconds (thread_a_cpu, thread_b_cpu): the GIL
+#              gives them about equal CPU, but a vCPU the host steals from
+#              makes one thread's units dearer, so CPU is their truth
 #   extension  zlib.compress called from py_compress : py_loop = ~1 : 1
 # The work unit is a fixed loop, so counts give the truth shares.
 import json
@@ -60,12 +63,14 @@ def thread_a(stop, counts):
     while not stop.is_set():
         spin(UNIT)
         counts["thread_a"] += 1
+    counts["thread_a_cpu"] = time.thread_time()
 
 
 def thread_b(stop, counts):
     while not stop.is_set():
         spin(UNIT)
         counts["thread_b"] += 1
+    counts["thread_b_cpu"] = time.thread_time()
 
 
 DATA = bytes(range(256)) * 2048
