@@ -161,19 +161,28 @@ else
 fi
 
 # ---- Debian's own tools show their own function names
-mkdir -p "$T/lib"
-cp -r /usr/lib/python3.11/email /usr/lib/python3.11/json /usr/lib/python3.11/asyncio "$T/lib/"
-if cap compileall -F 999 -- "$PY" -m compileall -q -f "$T/lib"; then
-    check_grep "compileall: compile_dir and compile_file" 'compile_dir_\[p\];(.*;)?compile_file_\[p\]' "$(zcat "$F")"
+if ldd "$FLAMEKIT" 2>/dev/null | grep -q libasan; then
+    # these interpreters live well under a second: a sanitized flamekit
+    # handles their samples after they exited and loses them (known, the
+    # ring and symbol-loading delay of issue 27); the plain build checks them
+    for what in "compileall: compile_dir and compile_file" "pydoc -w: writedoc and HTMLDoc's methods" \
+                "unittest: the runner's and the tests' names"; do
+        skip "$what" "sanitizer build: checked in the plain build"
+    done
 else
-    fail "compileall: capture failed" "$(cat "$T/compileall.log")"
-fi
-if cap pydoc -F 999 -- "$PY" -m pydoc -w json.decoder email.message; then
-    check_grep "pydoc -w: writedoc and HTMLDoc's methods" 'writedoc_\[p\];(.*;)?HTMLDoc\.' "$(zcat "$F")"
-else
-    fail "pydoc: capture failed" "$(cat "$T/pydoc.log")"
-fi
-cat >"$T/test_work.py" <<'EOF'
+    mkdir -p "$T/lib"
+    cp -r /usr/lib/python3.11/email /usr/lib/python3.11/json /usr/lib/python3.11/asyncio "$T/lib/"
+    if cap compileall -F 999 -- "$PY" -m compileall -q -f "$T/lib"; then
+        check_grep "compileall: compile_dir and compile_file" 'compile_dir_\[p\];(.*;)?compile_file_\[p\]' "$(zcat "$F")"
+    else
+        fail "compileall: capture failed" "$(cat "$T/compileall.log")"
+    fi
+    if cap pydoc -F 999 -- "$PY" -m pydoc -w json.decoder email.message; then
+        check_grep "pydoc -w: writedoc and HTMLDoc's methods" 'writedoc_\[p\];(.*;)?HTMLDoc\.' "$(zcat "$F")"
+    else
+        fail "pydoc: capture failed" "$(cat "$T/pydoc.log")"
+    fi
+    cat >"$T/test_work.py" <<'EOF'
 import difflib, json, unittest
 class Work(unittest.TestCase):
     def test_json(self):
@@ -184,10 +193,12 @@ class Work(unittest.TestCase):
         b = a[::2] + a[1::2]
         self.assertTrue(list(difflib.unified_diff(a, b)))
 EOF
-if cap unittest -F 999 -- "$PY" -m unittest -q test_work; then
-    check_grep "unittest: the runner's and the tests' names" 'TestCase.run_\[p\];(.*;)?Work.test_(json|diff)_\[p\]' "$(zcat "$F")"
-else
-    fail "unittest: capture failed" "$(cat "$T/unittest.log")"
+    if cap unittest -F 999 -- "$PY" -m unittest -q test_work; then
+        check_grep "unittest: the runner's and the tests' names" 'TestCase.run_\[p\];(.*;)?Work.test_(json|diff)_\[p\]' "$(zcat "$F")"
+    else
+        fail "unittest: capture failed" "$(cat "$T/unittest.log")"
+    fi
+
 fi
 
 # ---- --python off: native stacks only

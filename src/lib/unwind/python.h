@@ -71,7 +71,10 @@ typedef bool (*fk_py_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
 #define FK_PY_MAX_DEPTH 256         /* Python frames kept per stack */
 #define FK_PY_MAX_READS 2048        /* reads per sample */
 #define FK_PY_MAX_READ_BYTES (256u << 10)
-#define FK_PY_MAX_NS (2 * 1000 * 1000ull)
+/* A backstop behind the read and byte bounds, on the wall clock: a
+ * process's first walk fills the caches (thread table, names), and a
+ * sanitizer build runs several times slower; 2 ms cut those short */
+#define FK_PY_MAX_NS (20 * 1000 * 1000ull)
 #define FK_PY_MAX_THREADS 4096      /* thread states walked per refresh */
 #define FK_PY_MAX_INTERPS 64
 #define FK_PY_NAME_MAX 256          /* characters of a name kept ("..." beyond) */
