@@ -99,7 +99,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     abort();
                 segs += st.f[k].entry;
             }
-            if (segs != st.segments)
+            /* an anchored walk has one segment per head (an eval frame of
+             * the native stack), some of them empty and marked stale */
+            if (st.anchored ? segs > st.segments : segs != st.segments)
                 abort();
             bool ev[12];
             for (int k = 0; k < 12; k++)

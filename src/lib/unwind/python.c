@@ -330,6 +330,8 @@ static bool read_str(struct fk_py_walker *w, uint64_t addr, struct fk_buf *out)
  * when the file alone says little. */
 static void short_file(const char *p, size_t n, struct fk_buf *out)
 {
+    if (!n)     /* (p may be NULL then) */
+        return;
     size_t b = n;
     while (b > 0 && p[b - 1] != '/')
         b--;
