@@ -290,7 +290,7 @@ static char *find_prog(const char *name)
     return fk_strdup(name);     /* from PATH */
 }
 
-static pid_t spawn(char **argv, char **envp, const char *log)
+static pid_t spawn(const char *const *argv, char **envp, const char *log)
 {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -299,7 +299,8 @@ static pid_t spawn(char **argv, char **envp, const char *log)
         posix_spawn_file_actions_adddup2(&fa, 2, 1);
     }
     pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, envp);
+    /* exec's argv type predates const; it writes nothing */
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, envp);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0)
         fk_die("cannot run %s: %s", argv[0], strerror(rc));
@@ -514,10 +515,10 @@ static void server_start(struct server *s, bool grpc, bool cache, const char *ro
     unlink(portf);
     unlink(stats);
     char *prog = find_prog(grpc ? "fetchd-grpc" : "fetchd-sock");
-    char *argv[24];
+    const char *argv[24];
     int a = 0;
     argv[a++] = prog;
-    argv[a++] = "--repo-root"; argv[a++] = (char *)root;
+    argv[a++] = "--repo-root"; argv[a++] = root;
     argv[a++] = "--port-file"; argv[a++] = portf;
     argv[a++] = "--max-conns"; argv[a++] = "128";
     argv[a++] = "--max-per-peer"; argv[a++] = "128";    /* every client is local */
@@ -912,7 +913,7 @@ static void profile_during(void *arg)
     snprintf(pidarg, sizeof pidarg, "%d", (int)p->s->pid);
     snprintf(durarg, sizeof durarg, "%llums", (unsigned long long)opt.profile_ms);
     snprintf(log, sizeof log, "%s.log", p->dir);
-    char *argv[] = { (char *)p->fk, "pid", "-d", durarg, "-o", p->dir, pidarg, NULL };
+    const char *argv[] = { p->fk, "pid", "-d", durarg, "-o", p->dir, pidarg, NULL };
     pid_t pid = spawn(argv, environ, log);
     int st;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
