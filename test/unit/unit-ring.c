@@ -133,6 +133,7 @@ int main(void)
     /* one ring read backwards (every record older than the last): still
      * sorted, one run per record */
     struct fk_ringq b = { 0 };
+    free(s.got);
     memset(&s, 0, sizeof s);
     s.got = calloc(max, 1);
     s.cutoff = UINT64_MAX;
