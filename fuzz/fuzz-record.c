@@ -9,6 +9,7 @@
  * sample and as a trailer, copied aligned as the ring reader keeps them;
  * each pointer the decoder returns must lie inside its record (ASan sees
  * any read past it: the copy is exactly the record's size). */
+#include "fuzz.h"
 #include "capture/ring.h"
 #include "capture/sample.h"
 
