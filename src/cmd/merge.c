@@ -39,12 +39,6 @@ static const struct fk_cmdline cmdline = {
     NULL,
 };
 
-static bool ends_with(const char *s, const char *sfx)
-{
-    size_t a = strlen(s), b = strlen(sfx);
-    return a >= b && !strcmp(s + a - b, sfx);
-}
-
 int cmd_merge(int argc, char **argv)
 {
     struct merge_opts mo = { .title = "Merged Flame Graph" };
@@ -104,7 +98,7 @@ int cmd_merge(int argc, char **argv)
     struct fk_outfile fo, so;
     bool have_fo = false;
     if (out) {
-        if (!(ends_with(out, ".gz") ? fk_outfile_open_gz(&fo, out, 0644)
+        if (!(fk_ends_with(out, strlen(out), ".gz") ? fk_outfile_open_gz(&fo, out, 0644)
                                     : fk_outfile_open(&fo, out, 0644)))
             goto done;
         have_fo = true;

@@ -2,8 +2,9 @@
 /* flamekit serve: profiles on demand over HTTP(S) (src/lib/serve). */
 #include "serve/serve.h"
 #include "util/opt.h"
+#include "util/stopsig.h"
 
-#include <signal.h>
+#include <errno.h>
 #include <string.h>
 
 #define SO(field) offsetof(struct fk_serve_opts, field)
@@ -29,9 +30,6 @@ static const struct fk_opt serve_opts[] = {
     { NULL },
 };
 
-static volatile sig_atomic_t stop_flag;
-static void on_signal(int sig) { stop_flag = sig; }
-
 int cmd_serve(int argc, char **argv)
 {
     struct fk_serve_opts o;
@@ -54,13 +52,10 @@ int cmd_serve(int argc, char **argv)
     fk_args_free(&a);
     if (rc != FK_OPT_CONTINUE)
         return rc;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
-    o.stop = &stop_flag;
+    if (!fk_stop_on_signals()) {
+        fk_error("cannot set the signal handlers: %s", strerror(errno));
+        return FK_EXIT_ERROR;
+    }
+    o.stop = &fk_stop_signal;
     return fk_serve_run(&o);
 }

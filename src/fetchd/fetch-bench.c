@@ -290,7 +290,9 @@ static char *find_prog(const char *name)
     return fk_strdup(name);     /* from PATH */
 }
 
-static pid_t spawn(char **argv, char **envp, const char *log)
+/* argv[0] with its stdout and stderr into log (if given), and fd3 (>= 0,
+ * not 3 itself) as its file descriptor 3. */
+static pid_t spawn(char **argv, char **envp, const char *log, int fd3)
 {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -298,6 +300,8 @@ static pid_t spawn(char **argv, char **envp, const char *log)
         posix_spawn_file_actions_addopen(&fa, 2, log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         posix_spawn_file_actions_adddup2(&fa, 2, 1);
     }
+    if (fd3 >= 0)
+        posix_spawn_file_actions_adddup2(&fa, fd3, 3);
     pid_t pid;
     int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, envp);
     posix_spawn_file_actions_destroy(&fa);
@@ -542,7 +546,7 @@ static void server_start(struct server *s, bool grpc, bool cache, const char *ro
         envp[k++] = pre = fk_asprintf("LD_PRELOAD=%s", opt.shim);
         envp[k++] = st = fk_asprintf("FETCHD_MALLOC_STATS=%s", stats);
     }
-    s->pid = spawn(argv, envp, log);
+    s->pid = spawn(argv, envp, log, -1);
     free(pre);
     free(st);
     free(envp);
@@ -754,10 +758,19 @@ static bool read_tokens(int fd, int n)
     return true;
 }
 
+/* What a run without a set number of fetches does around its clients:
+ * before_go once they are warmed up and waiting (false: they are sent home
+ * without fetching), during once they fetch; they stop when it returns. */
+struct run_hooks {
+    bool (*before_go)(void *arg);
+    void (*during)(void *arg);
+    void *arg;
+};
+
 /* nclients clients of mode against s fetch repo; fetches per client (0:
- * until *stop, set by the caller's hook after start). */
+ * until the hooks' during returns). */
 static void run(struct server *s, enum mode m, int nclients, const char *repo, const struct fk_buf *req,
-                int fetches, struct obs *o, void (*during)(void *), void *during_arg)
+                int fetches, struct obs *o, const struct run_hooks *h)
 {
     int nproc = m == M_GRPC_SHARED ? 1 : nclients;
     struct client_report *reps = mmap(NULL, sizeof *reps * (size_t)nproc + sizeof(int), PROT_READ | PROT_WRITE,
@@ -806,10 +819,13 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     srv_cpu_read(&s->cpu, s->pid, &sc0, &gc0);
     double mb0, mt0, mb1, mt1;
     machine_jiffies(&mb0, &mt0);
+    bool going = !h || !h->before_go || h->before_go(h->arg);
+    if (!going)
+        *stop = 1;
     uint64_t t0 = fk_now_ns();
     close(go[1]);       /* go */
-    if (during)
-        during(during_arg);
+    if (going && h && h->during)
+        h->during(h->arg);
     if (!fetches)
         *stop = 1;
     bool ok = read_tokens(done[0], nproc);
@@ -901,25 +917,93 @@ static uint64_t git_fetch_bytes(struct repo *r)
 struct prof_arg {
     const char *fk;
     struct server *s;
-    char dir[PATH_MAX];
+    char dir[PATH_MAX], log[PATH_MAX + 8];
+    pid_t pid;
     bool ok;
 };
 
-static void profile_during(void *arg)
+/* How long flamekit may take to open its capture (a sanitizer build on a
+ * loaded machine takes seconds to read the server's maps). */
+#define PROFILE_READY_S 60
+#define FK_STR_(x) #x
+#define FK_STR(x) FK_STR_(x)
+
+static int wait_exit(pid_t pid)
 {
-    struct prof_arg *p = arg;
-    char pidarg[32], durarg[32], log[PATH_MAX + 8];
-    snprintf(pidarg, sizeof pidarg, "%d", (int)p->s->pid);
-    snprintf(durarg, sizeof durarg, "%llums", (unsigned long long)opt.profile_ms);
-    snprintf(log, sizeof log, "%s.log", p->dir);
-    char *argv[] = { (char *)p->fk, "pid", "-d", durarg, "-o", p->dir, pidarg, NULL };
-    pid_t pid = spawn(argv, environ, log);
     int st;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
+    return st;
+}
+
+/* flamekit pid on the server, its clients warmed up and waiting; true
+ * once its capture runs (it says "ready" on its --ready-fd), so the whole
+ * window is under load and no client's connection comes or goes while it
+ * opens its events on the server's threads. */
+static bool profile_start(void *arg)
+{
+    struct prof_arg *p = arg;
+    char pidarg[32], durarg[32];
+    snprintf(pidarg, sizeof pidarg, "%d", (int)p->s->pid);
+    snprintf(durarg, sizeof durarg, "%llums", (unsigned long long)opt.profile_ms);
+    snprintf(p->log, sizeof p->log, "%s.log", p->dir);
+    int pfd[2];
+    if (pipe2(pfd, O_CLOEXEC) != 0)
+        fk_die("pipe: %s", strerror(errno));
+    int w = fcntl(pfd[1], F_DUPFD_CLOEXEC, 4);     /* not 3: dup2 onto itself keeps FD_CLOEXEC */
+    if (w < 0)
+        fk_die("fcntl: %s", strerror(errno));
+    close(pfd[1]);
+    char *argv[] = { (char *)p->fk, "pid", "-d", durarg, "--ready-fd", "3", "-o", p->dir, pidarg, NULL };
+    p->pid = spawn(argv, environ, p->log, w);
+    close(w);
+    char buf[16];
+    size_t got = 0;
+    uint64_t until = fk_now_ns() + PROFILE_READY_S * 1000000000ull;
+    const char *why = NULL;
+    while (!why) {
+        uint64_t now = fk_now_ns();
+        struct pollfd pl = { .fd = pfd[0], .events = POLLIN };
+        int r = now < until ? poll(&pl, 1, (int)((until - now) / 1000000ull) + 1) : 0;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r == 0) {
+            why = "did not start its capture within " FK_STR(PROFILE_READY_S) " s";
+            kill(p->pid, SIGTERM);
+            break;
+        }
+        ssize_t n = r < 0 ? -1 : read(pfd[0], buf + got, sizeof buf - 1 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            why = "failed before its capture started";
+            break;
+        }
+        got += (size_t)n;
+        if (memchr(buf, '\n', got) || got == sizeof buf - 1)
+            break;
+    }
+    close(pfd[0]);
+    buf[got] = 0;
+    if (!why && strcmp(buf, "ready\n") != 0)
+        why = "said something other than \"ready\" on --ready-fd";
+    if (why) {
+        wait_exit(p->pid);
+        fk_warn("%s: flamekit pid %s; see %s", p->s->name, why, p->log);
+        p->ok = false;
+        return false;
+    }
+    return true;
+}
+
+/* Until the capture ends. */
+static void profile_during(void *arg)
+{
+    struct prof_arg *p = arg;
+    int st = wait_exit(p->pid);
     p->ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
     if (!p->ok)
-        fk_warn("%s: flamekit pid failed; see %s", p->s->name, log);
+        fk_warn("%s: flamekit pid failed; see %s", p->s->name, p->log);
 }
 
 /* The SVG flamekit pid wrote into dir (relative to the output directory). */
@@ -1081,13 +1165,14 @@ int main(int argc, char **argv)
         for (int i = 0; i < nsettings; i++) {
             struct setting *s = &settings[i];
             run(&servers[s->mode != M_SOCK][s->cache], s->mode, s->nclients, repos[s->size].name,
-                &repos[s->size].req, s->fetches, &s->o[r], NULL, NULL);
+                &repos[s->size].req, s->fetches, &s->o[r], NULL);
         }
         fprintf(stderr, "fetch-bench: round %d/%d done in %.1f s\n", r + 1, opt.rounds, (double)(fk_now_ns() - t) / 1e9);
     }
 
     /* Flame graphs under the headline load, after the rounds. */
     char *profiles[2][2] = { { NULL, NULL }, { NULL, NULL } };
+    int profiles_failed = 0;
     if (opt.profile) {
         int hs, hn;
         enum mode hg;
@@ -1104,9 +1189,11 @@ int main(int argc, char **argv)
                     fk_warn("cannot clear %s", p.dir);
                 fprintf(stderr, "fetch-bench: flame graph of %s\n", servers[g][c].name);
                 struct obs o;
-                run(&servers[g][c], g ? hg : M_SOCK, hn, repos[hs].name, &repos[hs].req, 0, &o, profile_during, &p);
+                const struct run_hooks h = { profile_start, profile_during, &p };
+                run(&servers[g][c], g ? hg : M_SOCK, hn, repos[hs].name, &repos[hs].req, 0, &o, &h);
                 if (p.ok && !(profiles[g][c] = find_svg(p.dir)))
                     fk_warn("%s: flamekit pid wrote no SVG into %s", servers[g][c].name, p.dir);
+                profiles_failed += !profiles[g][c];
             }
     }
     for (int g = 0; g < 2; g++)
@@ -1131,5 +1218,10 @@ int main(int argc, char **argv)
         fk_buf_free(&repos[i].req);
     }
     free(fk);
+    if (profiles_failed) {
+        fk_error("--profile: %d of the flame graphs failed (see the warnings above); the report is complete "
+                 "without them", profiles_failed);
+        return 1;
+    }
     return 0;
 }

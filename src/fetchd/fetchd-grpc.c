@@ -543,7 +543,7 @@ int main(int argc, char **argv)
     struct pending shutdown_tag = { .kind = 2 };
     bool shutting = false;
     for (;;) {
-        if (fd_stopping && !shutting) {
+        if (fk_stop_signal && !shutting) {
             /* Drain: stop accepting; in-flight calls finish first. */
             if (opt.verbose)
                 fd_log("stopping: waiting for %u call(s)", fd_gate_active(&gate));

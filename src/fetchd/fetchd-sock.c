@@ -396,7 +396,7 @@ int main(int argc, char **argv)
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
     pthread_attr_setstacksize(&at, 256 << 10);
-    while (!fd_stopping) {
+    while (!fk_stop_signal) {
         struct pollfd p = { .fd = lfd, .events = POLLIN };
         if (poll(&p, 1, 200) <= 0)
             continue;

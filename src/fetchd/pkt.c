@@ -6,19 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-}
-
 static long pkt_len(const char *h)
 {
     long n = 0;
     for (int i = 0; i < 4; i++) {
-        int v = hexval(h[i]);
+        int v = fk_hexval(h[i]);
         if (v < 0)
             return -1;
         n = n * 16 + v;

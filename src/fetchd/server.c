@@ -3,14 +3,13 @@
 #include "fetchd/fetchd.h"
 #include "util/opt.h"
 #include "util/outfile.h"
+#include "util/stopsig.h"
 
+#include <errno.h>
 #include <stdarg.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-volatile int fd_stopping;
 
 void fd_log(const char *fmt, ...)
 {
@@ -22,21 +21,10 @@ void fd_log(const char *fmt, ...)
     fprintf(stderr, "%s: %s\n", fk_progname, line);
 }
 
-static void on_stop(int sig)
-{
-    (void)sig;
-    fd_stopping = 1;
-}
-
 void fd_server_signals(void)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    if (!fk_stop_on_signals())
+        fk_die("cannot set the signal handlers: %s", strerror(errno));
 }
 
 #define SO(field) offsetof(struct fd_server_opts, field)
@@ -146,7 +134,7 @@ bool fd_check_request(const char *body, size_t len, char *err, size_t errlen)
         long n = 0;
         for (int i = 0; i < 4; i++) {
             char c = off + 4 <= len ? body[off + i] : 'x';
-            int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+            int d = fk_hexval(c);
             if (d < 0) {
                 snprintf(err, errlen, "malformed request: bad pkt-line header at byte %zu", off);
                 return false;

@@ -315,6 +315,19 @@ static bool offcpu_config(void *state, const struct fk_capture_opts *o, unsigned
     attr->exclude_kernel = 0;
     if (i == k->ev_switch)
         attr->context_switch = 1;   /* every switch-in, sampled or not */
+    /* A stack hook that reads the target as samples leave the ring (the
+     * Python frames) has the engine woken per sample: at the budget that
+     * is thousands of wake-ups a second, each a context switch of
+     * flamekit's own (a quarter of its CPU at a switch storm). A blocked
+     * thread's frames stay as they are until it runs again, so about every
+     * 10 ms at the expected rate is early enough for the blocks that
+     * weigh; the switch records do not count toward it (only samples do),
+     * and the poll timeout bounds the rest. */
+    if (!attr->watermark && attr->wakeup_events) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        uint64_t per_10ms = k->o.expected_rate / (uint64_t)(cpus > 0 ? cpus : 1) / 100;
+        attr->wakeup_events = (uint32_t)(per_10ms < 1 ? 1 : per_10ms > 1000 ? 1000 : per_10ms);
+    }
     return true;
 }
 

@@ -59,6 +59,8 @@ struct fk_offcpu_opts {
     bool wakers;
     bool with_cpu;
     uint64_t cpu_freq;          /* --with-cpu: Hz */
+    uint64_t expected_rate;     /* recorded switch-outs per second expected (the rate
+                                   before the window / N, or the budget); 0: unknown */
     struct fk_offcpu_stats *stats;  /* filled when the capture ends; may be NULL */
 };
 

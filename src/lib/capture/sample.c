@@ -26,6 +26,12 @@ bool fk_sample_format_init(struct fk_sample_format *f, uint64_t sample_type,
     f->sample_type = sample_type;
     f->nregs = (sample_type & PERF_SAMPLE_REGS_USER) ? (unsigned)__builtin_popcountll(regs_user_mask) : 0;
     f->sample_id_all = sample_id_all;
+    f->id_words = (unsigned)__builtin_popcountll(sample_type & ID_FIELDS);
+    /* IDENTIFIER, IP, TID come before TIME */
+    if (sample_type & PERF_SAMPLE_TIME)
+        f->sample_time_at = (unsigned)(sizeof(struct perf_event_header) +
+                            8 * __builtin_popcountll(sample_type & (PERF_SAMPLE_IDENTIFIER |
+                                                     PERF_SAMPLE_IP | PERF_SAMPLE_TID)));
     return true;
 }
 
@@ -142,18 +148,13 @@ bool fk_sample_parse(const struct fk_sample_format *f, const void *rec, size_t l
     return true;
 }
 
-static unsigned id_words(uint64_t st)
-{
-    return (unsigned)__builtin_popcountll(st & ID_FIELDS);
-}
-
 bool fk_sample_id_parse(const struct fk_sample_format *f, const void *rec, size_t len,
                         struct fk_sample_id *id)
 {
     memset(id, 0, sizeof *id);
     const struct perf_event_header *h = rec;
     uint64_t st = f->sample_type;
-    unsigned n = id_words(st);
+    unsigned n = f->id_words;
     if (!f->sample_id_all || !n || ((uintptr_t)rec & 7) || len < sizeof *h || h->size > len ||
         h->size < sizeof *h + 8 * n)
         return false;
@@ -183,24 +184,50 @@ bool fk_sample_id_parse(const struct fk_sample_format *f, const void *rec, size_
 uint64_t fk_record_time(const struct fk_sample_format *f, const void *rec, size_t len)
 {
     const struct perf_event_header *h = rec;
-    uint64_t st = f->sample_type;
-    if (!(st & PERF_SAMPLE_TIME) || len < sizeof *h || h->size > len)
+    if (!(f->sample_type & PERF_SAMPLE_TIME) || len < sizeof *h || h->size > len)
         return 0;
+    uint64_t t = 0;
     if (h->type == PERF_RECORD_SAMPLE) {
-        /* IDENTIFIER, IP, TID come before TIME */
-        size_t at = sizeof *h + 8 * (size_t)__builtin_popcountll(
-                        st & (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID));
-        uint64_t t = 0;
-        if (at + 8 <= h->size)
-            memcpy(&t, (const char *)rec + at, sizeof t);
+        if (f->sample_time_at + 8u <= h->size)
+            memcpy(&t, (const char *)rec + f->sample_time_at, sizeof t);
         return t;
     }
     /* the trailer: TID, then TIME */
-    unsigned n = id_words(st);
-    size_t at = (size_t)h->size - 8 * (size_t)n + ((st & PERF_SAMPLE_TID) ? 8 : 0);
+    unsigned n = f->id_words;
     if (!f->sample_id_all || h->size < sizeof *h + 8 * (size_t)n)
         return 0;
-    uint64_t t;
+    size_t at = (size_t)h->size - 8 * (size_t)n + ((f->sample_type & PERF_SAMPLE_TID) ? 8 : 0);
     memcpy(&t, (const char *)rec + at, sizeof t);
     return t;
+}
+
+size_t fk_sample_cut_stack(const struct fk_sample_format *f, const void *rec, size_t len,
+                           void *out)
+{
+    const struct perf_event_header *h = rec;
+    struct fk_sample s;
+    if (!(f->sample_type & PERF_SAMPLE_STACK_USER) || len < sizeof *h ||
+        h->type != PERF_RECORD_SAMPLE || !fk_sample_parse(f, rec, len, &s) || !s.stack)
+        return 0;
+    /* keep what the kernel copied, and one word more when it copied less
+     * than asked, so "copied < asked" (the stack ended) stays true */
+    uint64_t keep = (s.stack_dyn + 7) & ~(uint64_t)7;
+    if (s.stack_dyn < s.stack_size)
+        keep += 8;
+    if (keep >= s.stack_size)
+        return 0;
+    const unsigned char *r = rec, *data = s.stack;
+    size_t head = (size_t)(data - r) - 8;               /* up to the size word */
+    size_t tail_at = (size_t)(data - r) + s.stack_size; /* the dyn word and after */
+    size_t tail = len - tail_at;
+    size_t n = head + 8 + keep + tail;
+    unsigned char *o = out;
+    memcpy(o, r, head);
+    memcpy(o + head, &keep, 8);
+    memcpy(o + head + 8, data, keep);
+    memcpy(o + head + 8 + keep, r + tail_at, tail);
+    struct perf_event_header nh = *h;
+    nh.size = (uint16_t)n;
+    memcpy(o, &nh, sizeof nh);
+    return n;
 }

@@ -25,6 +25,10 @@ struct fk_sample_format {
     uint64_t sample_type;       /* PERF_SAMPLE_* */
     unsigned nregs;             /* registers in PERF_SAMPLE_REGS_USER (popcount of the mask) */
     bool sample_id_all;         /* non-sample records carry the id trailer */
+    /* the layout, worked out once (every record asks: 130,000/s at a
+     * switch storm): words of the id trailer, where a sample's time is */
+    unsigned id_words;
+    unsigned sample_time_at;    /* byte offset; 0: no time */
 };
 
 /* false if sample_type holds a field the decoder cannot walk. */
@@ -71,6 +75,15 @@ struct fk_sample_id {
 /* false when the record carries no trailer or is too short for it. */
 bool fk_sample_id_parse(const struct fk_sample_format *f, const void *rec, size_t len,
                         struct fk_sample_id *id);
+
+/* A copy of a sample whose user stack copy is cut to the bytes the
+ * kernel really copied (and one word more when that was less than asked,
+ * so the decoder still tells a stack that ended from one cut short): the
+ * same sample for the decoder and the unwinder, often a tenth of the
+ * size. out holds len bytes. Returns the copy's length, or 0 when there
+ * is nothing to cut (not a sample, no stack copy, or already tight). */
+size_t fk_sample_cut_stack(const struct fk_sample_format *f, const void *rec, size_t len,
+                           void *out);
 
 /* A record's time for ordering (samples and trailers alike); 0 when it
  * has none (the record is then handled first). */

@@ -128,11 +128,9 @@ static void set_status(struct host *h, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char tmp[512];
-    vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
     free(h->status);
-    h->status = fk_strdup(tmp);
+    h->status = fk_vasprintf(fmt, ap);
+    va_end(ap);
 }
 
 /* ---- output: live lines on a TTY, one line per event otherwise -------- */

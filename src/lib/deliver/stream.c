@@ -173,11 +173,9 @@ static enum fk_stream_state broken(struct fk_stream_reader *r, const char *fmt, 
     if (r->state != FK_STREAM_BROKEN) {
         va_list ap;
         va_start(ap, fmt);
-        char tmp[512];
-        vsnprintf(tmp, sizeof tmp, fmt, ap);
-        va_end(ap);
         free(r->error);
-        r->error = fk_strdup(tmp);
+        r->error = fk_vasprintf(fmt, ap);
+        va_end(ap);
     }
     r->state = FK_STREAM_BROKEN;
     r->phase = PH_BROKEN;

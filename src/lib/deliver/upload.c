@@ -91,8 +91,9 @@ bool fk_upload_is_loopback(const char *host)
 }
 
 /* Split "scheme://host[:port][/]" into scheme and host; "host" alone
- * means https. */
-static bool parse_endpoint(const char *ep, char **scheme, char **host)
+ * means https. Plain http only to loopback or with allow_http: keys and
+ * signed requests must not cross a network in clear text. */
+static bool parse_endpoint(const char *ep, bool allow_http, char **scheme, char **host)
 {
     const char *p = strstr(ep, "://");
     if (p) {
@@ -112,6 +113,13 @@ static bool parse_endpoint(const char *ep, char **scheme, char **host)
         return false;
     }
     *host = fk_strndup(p, n);
+    if (!strcmp(*scheme, "http") && !fk_upload_is_loopback(*host) && !allow_http) {
+        fk_error("refusing plain http to %s: use https, or --allow-http on a trusted network", *host);
+        free(*scheme);
+        free(*host);
+        *host = NULL;
+        return false;
+    }
     return true;
 }
 
@@ -208,15 +216,10 @@ static bool up_init(struct up *u, const char *dest, const struct fk_upload_opts 
         u->presigned = fk_strdup(dest);
         u->presigned_noquery = fk_strndup(dest, strcspn(dest, "?"));
         char *ep = fk_strndup(dest, strcspn(dest + 8, "/?") + 8);
-        bool ok = parse_endpoint(ep, &scheme, &u->host);
+        bool ok = parse_endpoint(ep, o->allow_http, &scheme, &u->host);
         free(ep);
         if (!ok)
             return false;
-        if (!strcmp(scheme, "http") && !fk_upload_is_loopback(u->host) && !o->allow_http) {
-            fk_error("refusing plain http to %s: use https, or --allow-http on a trusted network", u->host);
-            free(scheme);
-            return false;
-        }
         free(scheme);
         u->ca_file = o->ca_file ? fk_strdup(o->ca_file) : NULL;
         return true;
@@ -238,15 +241,10 @@ static bool up_init(struct up *u, const char *dest, const struct fk_upload_opts 
     if (!ep)
         ep = epbuf = u->kind == DEST_GS ? fk_strdup("https://storage.googleapis.com")
                                         : fk_asprintf("https://s3.%s.amazonaws.com", region);
-    bool ok = parse_endpoint(ep, &scheme, &u->host);
+    bool ok = parse_endpoint(ep, o->allow_http, &scheme, &u->host);
     free(epbuf);
     if (!ok)
         return false;
-    if (!strcmp(scheme, "http") && !fk_upload_is_loopback(u->host) && !o->allow_http) {
-        fk_error("refusing plain http to %s: use https, or --allow-http on a trusted network", u->host);
-        free(scheme);
-        return false;
-    }
     int addressing = o->addressing ? o->addressing : u->s.addressing;
     if (addressing == 0)
         /* AWS prefers virtual hosts; custom endpoints and GCS work path style. */

@@ -219,6 +219,7 @@ static int offcpu_prepare(const struct fk_profile_request *rq, struct fk_profile
     oo->wakers = rq->wakers;
     oo->with_cpu = rq->with_cpu;
     oo->cpu_freq = rq->freq;
+    oo->expected_rate = rate > 0 ? (uint64_t)rate / n : rq->one_in ? 0 : budget;
     oo->stats = &res->offcpu;
     co->kind = &fk_evkind_offcpu;
     co->kind_opts = oo;

@@ -504,12 +504,6 @@ static const struct family fam[] = {
     [P_PYTHON] = { 45, 40, 110, 50, 175, 60 },  /* Python's blue, apart from every other family */
 };
 
-static bool ends_with(const char *s, size_t n, const char *suf)
-{
-    size_t k = strlen(suf);
-    return n >= k && !memcmp(s + n - k, suf, k);
-}
-
 static bool contains(const char *s, size_t n, const char *needle)
 {
     return memmem(s, n, needle, strlen(needle)) != NULL;
@@ -535,17 +529,17 @@ static enum zone marker_zone(const char *s, size_t n)
 static enum pal classify(enum pal p, const char *s, size_t n, enum zone z)
 {
     /* Python functions (unwind/python.c) stand out under the name palettes */
-    if ((p == P_HOT || p == P_JAVA || p == P_JS || p == P_PERL) && ends_with(s, n, "_[p]"))
+    if ((p == P_HOT || p == P_JAVA || p == P_JS || p == P_PERL) && fk_ends_with(s, n, "_[p]"))
         return P_PYTHON;
     switch (p) {
     case P_JAVA:
     case P_JS:
     case P_PERL:
-        if (ends_with(s, n, "_[k]"))
+        if (fk_ends_with(s, n, "_[k]"))
             return P_ORANGE;
-        if (ends_with(s, n, "_[j]"))
+        if (fk_ends_with(s, n, "_[j]"))
             return P_GREEN;
-        if (ends_with(s, n, "_[i]"))
+        if (fk_ends_with(s, n, "_[i]"))
             return P_AQUA;
         if (p == P_PERL)
             return (contains(s, n, "::") || contains(s, n, ".pl") || contains(s, n, ".pm"))

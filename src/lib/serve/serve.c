@@ -250,12 +250,6 @@ static unsigned spend(struct server *s, const char *key, double cost)
     return wait;
 }
 
-static int unhex(char c)
-{
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-         : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
 /* The value of field name in an application/x-www-form-urlencoded body. */
 static char *form_value(const char *body, size_t len, const char *name)
 {
@@ -270,8 +264,8 @@ static char *form_value(const char *body, size_t len, const char *name)
             for (size_t j = i + nl + 1; j < e; j++) {
                 if (body[j] == '+')
                     v[k++] = ' ';
-                else if (body[j] == '%' && j + 2 < e && unhex(body[j + 1]) >= 0 && unhex(body[j + 2]) >= 0) {
-                    v[k++] = (char)(unhex(body[j + 1]) * 16 + unhex(body[j + 2]));
+                else if (body[j] == '%' && j + 2 < e && fk_hexval(body[j + 1]) >= 0 && fk_hexval(body[j + 2]) >= 0) {
+                    v[k++] = (char)(fk_hexval(body[j + 1]) * 16 + fk_hexval(body[j + 2]));
                     j += 2;
                 } else
                     v[k++] = body[j];

@@ -159,37 +159,57 @@ bool fk_folded_read(const char *path, struct fk_stacktab *t, struct fk_parse_sta
     return fk_folded_foreach(path, false, st, fk_folded_to_table, t);
 }
 
-bool fk_folded_write(struct fk_outfile *o, const struct fk_stacktab *t)
+bool fk_folded_write_lines(size_t n, uint64_t (*stack)(void *ctx, size_t i, struct fk_buf *b),
+                           void *ctx, bool (*sink)(void *sink_ctx, const void *data, size_t len),
+                           void *sink_ctx)
 {
-    struct fk_stack **s = fk_stacktab_sorted(t);
-    struct fk_buf esc = FK_BUF_INIT;
+    struct fk_buf b = FK_BUF_INIT;
     bool ok = true;
-    char num[32];
-    for (size_t i = 0; i < t->n && ok; i++) {
+    for (size_t i = 0; i < n && ok; i++) {
+        size_t start = b.len;
+        uint64_t c = stack(ctx, i, &b);
+        /* a newline (from a binary's symbol table or a pprof file) */
+        for (size_t k = start; k < b.len; k++) {
+            char *nl = memchr(b.data + k, '\n', b.len - k);
+            if (!nl)
+                break;
+            *nl = '?';
+            k = (size_t)(nl - b.data);
+        }
         /* " COUNT\n" by hand: snprintf costs more than the rest of the line */
-        char *d = num + sizeof num;
+        char num[32], *d = num + sizeof num;
         *--d = '\n';
-        uint64_t c = s[i]->count;
         do
             *--d = (char)('0' + c % 10);
         while (c /= 10);
         *--d = ' ';
-        const char *key = s[i]->key;
-        size_t len = s[i]->len;
-        if (memchr(key, '\n', len)) {
-            /* a newline (from a binary's symbol table or a pprof file)
-             * would split the line: folded text has no escapes */
-            fk_buf_reset(&esc);
-            fk_buf_add(&esc, key, len);
-            for (size_t k = 0; k < len; k++)
-                if (esc.data[k] == '\n')
-                    esc.data[k] = '?';
-            key = esc.data;
+        fk_buf_add(&b, d, (size_t)(num + sizeof num - d));
+        /* lines gathered into blocks: one write, no stdio copy */
+        if (b.len >= (1u << 18) || i + 1 == n) {
+            ok = sink(sink_ctx, b.data, b.len);
+            fk_buf_reset(&b);
         }
-        ok = fk_outfile_write(o, key, len)
-             && fk_outfile_write(o, d, (size_t)(num + sizeof num - d));
     }
-    fk_buf_free(&esc);
+    fk_buf_free(&b);
+    return ok;
+}
+
+static uint64_t table_stack(void *ctx, size_t i, struct fk_buf *b)
+{
+    struct fk_stack **s = ctx;
+    fk_buf_add(b, s[i]->key, s[i]->len);
+    return s[i]->count;
+}
+
+static bool outfile_sink(void *ctx, const void *data, size_t len)
+{
+    return fk_outfile_write(ctx, data, len);
+}
+
+bool fk_folded_write(struct fk_outfile *o, const struct fk_stacktab *t)
+{
+    struct fk_stack **s = fk_stacktab_sorted(t);
+    bool ok = fk_folded_write_lines(t->n, table_stack, s, outfile_sink, o);
     free(s);
     return ok;
 }

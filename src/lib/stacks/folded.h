@@ -50,5 +50,14 @@ bool fk_folded_parse_line(char *line, size_t len, bool two, const char **stack,
                           const char **why);
 /* Write t sorted, one line per stack, to o. */
 bool fk_folded_write(struct fk_outfile *o, const struct fk_stacktab *t);
+/* The one folded writer (fk_folded_write and perf script's collapse use
+ * it): n lines "STACK COUNT\n" in the order given. stack(ctx, i, b)
+ * appends line i's stack to b and returns its count; a newline in it is
+ * written as '?' (it would split the line: folded text has no escapes).
+ * The lines go to sink in blocks of about 256 KiB. */
+struct fk_buf;
+bool fk_folded_write_lines(size_t n, uint64_t (*stack)(void *ctx, size_t i, struct fk_buf *b),
+                           void *ctx, bool (*sink)(void *sink_ctx, const void *data, size_t len),
+                           void *sink_ctx);
 
 #endif

@@ -26,11 +26,6 @@ size_t fk_name_base(const char *s, size_t n, enum fk_name_kind *kind)
     return n;
 }
 
-static bool ends_with(const char *s, size_t n, const char *suf, size_t k)
-{
-    return n >= k && !memcmp(s + n - k, suf, k);
-}
-
 static size_t trim(const char *s, size_t n)
 {
     while (n && s[n - 1] == ' ')
@@ -88,7 +83,7 @@ static size_t strip_params(const char *s, size_t n)
         again = false;
         for (size_t i = 0; i < sizeof quals / sizeof quals[0]; i++) {
             size_t k = quals[i].n;
-            if (m > k && ends_with(s, m, quals[i].s, k)) {
+            if (m > k && fk_ends_with(s, m, quals[i].s)) {
                 m = trim(s, m - k);
                 again = true;
                 break;
@@ -111,7 +106,7 @@ static size_t strip_params(const char *s, size_t n)
     if (m - i == sizeof anon - 1 && !memcmp(s + i, anon, sizeof anon - 1))
         return n;
     /* "operator()" keeps its own parentheses: the list is the one after */
-    if (ends_with(s, i, "operator", 8))
+    if (fk_ends_with(s, i, "operator"))
         return n;
     return trim(s, i);
 }

@@ -12,6 +12,7 @@
  * Invariant: a cached result is what add_frame gives for those bytes in a
  * process of the same java-ness (the only state it reads). */
 #include "perfscript.h"
+#include "folded.h"
 #include "util/lineread.h"
 
 #include <stdlib.h>
@@ -315,12 +316,6 @@ static const char *base_name(const char *s, size_t len, size_t *blen)
     return b;
 }
 
-static bool ends_with(const char *s, size_t len, const char *suf)
-{
-    size_t n = strlen(suf);
-    return len >= n && !memcmp(s + len - n, suf, n);
-}
-
 /* A java process: its names lose the 'L' of "Lpkg/Class;" */
 static inline bool is_java(const struct fk_perfscript *p)
 {
@@ -335,7 +330,7 @@ static bool kernel_object(const char *m, size_t n)
 {
     if (!n || memmem(m, n, "unknown", 7))
         return false;
-    if (m[0] == '[' || ends_with(m, n, ".ko"))
+    if (m[0] == '[' || fk_ends_with(m, n, ".ko"))
         return true;
     const char *v = NULL;
     for (const char *q = m; (q = memmem(q, (size_t)(m + n - q), "vmlinux", 7)); q++)
@@ -363,7 +358,7 @@ static bool jit_object(const char *m, size_t n)
         if (d > q + 10 && (size_t)(m + n - d) >= 4 && !memcmp(d, ".map", 4))
             return true;
     }
-    return memmem(m, n, "/jitted-", 8) && ends_with(m, n, ".so");
+    return memmem(m, n, "/jitted-", 8) && fk_ends_with(m, n, ".so");
 }
 
 /* Append one frame name to p->frame (NUL-terminated), tidied as
@@ -1025,6 +1020,18 @@ void fk_perfscript_finish(struct fk_perfscript *p)
     fk_buf_free(&b);
 }
 
+struct sorted_stacks {
+    const struct fk_perfscript *p;
+    const struct fk_stack **v;
+};
+
+static uint64_t sorted_stack(void *ctx, size_t i, struct fk_buf *b)
+{
+    const struct sorted_stacks *ss = ctx;
+    stack_text(ss->p, ss->v[i], b);
+    return ss->v[i]->count;
+}
+
 bool fk_perfscript_write(const struct fk_perfscript *p,
                          bool (*sink)(void *ctx, const void *data, size_t len), void *ctx)
 {
@@ -1033,26 +1040,8 @@ bool fk_perfscript_write(const struct fk_perfscript *p,
     for (size_t i = 0; i < n; i++)
         v[i] = &p->stacks.v[i];
     qsort_r(v, n, sizeof *v, cmp_stack, (void *)&p->names);
-    struct fk_buf b = FK_BUF_INIT;
-    bool ok = true;
-    /* lines gathered into blocks of ~256 KB: one write, no stdio copy */
-    for (size_t i = 0; i < n && ok; i++) {
-        stack_text(p, v[i], &b);
-        /* " COUNT\n" by hand, as fk_folded_write */
-        char num[32], *d = num + sizeof num;
-        *--d = '\n';
-        uint64_t c = v[i]->count;
-        do
-            *--d = (char)('0' + c % 10);
-        while (c /= 10);
-        *--d = ' ';
-        fk_buf_add(&b, d, (size_t)(num + sizeof num - d));
-        if (b.len >= (1u << 18) || i + 1 == n) {
-            ok = sink(ctx, b.data, b.len);
-            fk_buf_reset(&b);
-        }
-    }
-    fk_buf_free(&b);
+    struct sorted_stacks ss = { p, v };
+    bool ok = fk_folded_write_lines(n, sorted_stack, &ss, sink, ctx);
     free(v);
     return ok;
 }

@@ -1292,39 +1292,52 @@ size_t fk_sym_proc_files(struct fk_symbolizer *s, pid_t pid, bool (*want)(const 
     return n;
 }
 
+/* One read of a file DSO's ELF for a caller outside symbols/, under a
+ * SIGBUS guard (the file can be truncated under its mapping). */
+struct dso_access {
+    Elf *e;
+    const char *name;           /* lookup */
+    uint64_t vaddr, *vaddr_out, *size_out;
+    void *buf;                  /* read */
+    size_t len;
+};
+
+static bool access_symbol(void *ctx)
+{
+    struct dso_access *a = ctx;
+    return fk_elf_symbol(a->e, a->name, a->vaddr_out, a->size_out);
+}
+
+static bool access_read(void *ctx)
+{
+    struct dso_access *a = ctx;
+    return fk_elf_read_vaddr(a->e, a->vaddr, a->buf, a->len);
+}
+
+static bool dso_access(struct fk_symbolizer *s, uint32_t dso, bool (*fn)(void *ctx),
+                       struct dso_access *a)
+{
+    struct dso *d = file_dso(s, dso);
+    a->e = d ? dso_elf(d) : NULL;
+    if (!a->e)
+        return false;
+    int rc = fk_bus_call(fn, a);
+    if (rc < 0)
+        dso_truncated(d);
+    return rc > 0;
+}
+
 bool fk_sym_dso_lookup(struct fk_symbolizer *s, uint32_t dso, const char *name,
                        uint64_t *vaddr, uint64_t *size)
 {
-    struct dso *d = file_dso(s, dso);
-    Elf *e = d ? dso_elf(d) : NULL;
-    if (!e)
-        return false;
-    struct fk_bus_guard g;
-    fk_bus_push(&g);
-    if (sigsetjmp(g.env, 0) == 0) {
-        bool ok = fk_elf_symbol(e, name, vaddr, size);
-        fk_bus_pop(&g);
-        return ok;
-    }
-    dso_truncated(d);
-    return false;
+    struct dso_access a = { .name = name, .vaddr_out = vaddr, .size_out = size };
+    return dso_access(s, dso, access_symbol, &a);
 }
 
 bool fk_sym_dso_read(struct fk_symbolizer *s, uint32_t dso, uint64_t vaddr, void *buf, size_t len)
 {
-    struct dso *d = file_dso(s, dso);
-    Elf *e = d ? dso_elf(d) : NULL;
-    if (!e)
-        return false;
-    struct fk_bus_guard g;
-    fk_bus_push(&g);
-    if (sigsetjmp(g.env, 0) == 0) {
-        bool ok = fk_elf_read_vaddr(e, vaddr, buf, len);
-        fk_bus_pop(&g);
-        return ok;
-    }
-    dso_truncated(d);
-    return false;
+    struct dso_access a = { .vaddr = vaddr, .buf = buf, .len = len };
+    return dso_access(s, dso, access_read, &a);
 }
 
 bool fk_sym_dso_loc_addr(struct fk_symbolizer *s, uint32_t dso, uint64_t vaddr, uint64_t *addr)

@@ -31,19 +31,25 @@ void fk_buf_adds(struct fk_buf *b, const char *s)
     fk_buf_add(b, s, strlen(s));
 }
 
+void fk_buf_vprintf(struct fk_buf *b, const char *fmt, va_list ap)
+{
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    if (n < 0)
+        fk_die("formatting failed");
+    fk_buf_reserve(b, (size_t)n);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, again);
+    va_end(again);
+    b->len += (size_t)n;
+}
+
 void fk_buf_printf(struct fk_buf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    fk_buf_vprintf(b, fmt, ap);
     va_end(ap);
-    if (n < 0)
-        fk_die("formatting failed");
-    fk_buf_reserve(b, (size_t)n);
-    va_start(ap, fmt);
-    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
 }
 
 const char *fk_buf_cstr(struct fk_buf *b)

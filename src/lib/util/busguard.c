@@ -44,6 +44,18 @@ void fk_bus_pop(struct fk_bus_guard *g)
     top = g->prev;
 }
 
+int fk_bus_call(bool (*fn)(void *ctx), void *ctx)
+{
+    struct fk_bus_guard g;
+    fk_bus_push(&g);
+    if (sigsetjmp(g.env, 0) == 0) {
+        bool ok = fn(ctx);
+        fk_bus_pop(&g);
+        return ok;
+    }
+    return -1;
+}
+
 unsigned long fk_bus_caught(void)
 {
     return (unsigned long)caught;

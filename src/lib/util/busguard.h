@@ -22,6 +22,7 @@
 #define FK_BUSGUARD_H
 
 #include <setjmp.h>
+#include <stdbool.h>
 
 struct fk_bus_guard {
     sigjmp_buf env;
@@ -30,6 +31,9 @@ struct fk_bus_guard {
 
 void fk_bus_push(struct fk_bus_guard *g);
 void fk_bus_pop(struct fk_bus_guard *g);
+/* The pattern above for a single call: fn(ctx) under a guard. Its result
+ * (1 or 0), or -1 when a SIGBUS ended it. */
+int fk_bus_call(bool (*fn)(void *ctx), void *ctx);
 /* SIGBUS caught so far (for tests and the summary). */
 unsigned long fk_bus_caught(void);
 /* Keep what a caught SIGBUS left half-built (a libelf or libdw handle):

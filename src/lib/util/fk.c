@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #include "fk.h"
+#include "buf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -265,17 +266,20 @@ char *fk_strndup(const char *s, size_t n)
     return d;
 }
 
+char *fk_vasprintf(const char *fmt, va_list ap)
+{
+    struct fk_buf b = FK_BUF_INIT;
+    fk_buf_vprintf(&b, fmt, ap);
+    fk_buf_reserve(&b, 0);      /* "" has a buffer too */
+    b.data[b.len] = '\0';
+    return b.data;
+}
+
 char *fk_asprintf(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0)
-        fk_die("formatting failed");
-    char *s = fk_malloc((size_t)n + 1);
-    va_start(ap, fmt);
-    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    char *s = fk_vasprintf(fmt, ap);
     va_end(ap);
     return s;
 }

@@ -65,6 +65,26 @@ void fk_heap_for_batch(void);
 char *fk_strdup(const char *s);
 char *fk_strndup(const char *s, size_t n);
 char *fk_asprintf(const char *fmt, ...) FK_PRINTF(1, 2);
+char *fk_vasprintf(const char *fmt, va_list ap) FK_PRINTF(1, 0);
+
+/* Whether the n bytes at s end with the string suf. */
+static inline bool fk_ends_with(const char *s, size_t n, const char *suf)
+{
+    size_t k = strlen(suf);
+    return n >= k && !memcmp(s + n - k, suf, k);
+}
+
+/* The value of one hexadecimal digit (either case), or -1. */
+static inline int fk_hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
 
 /* Parse an unsigned decimal with optional bounds; false on garbage/overflow. */
 /* A small file (/proc, /sys, tracefs) read whole into buf, NUL-terminated,

@@ -1,6 +1,6 @@
 # util: errors, allocation, the hash index, atomic output files, line input
 # (gzip-aware), safe opening of process-controlled files, /proc readers, SIGBUS guards for
-# reads through file mappings, the option parser, the result
+# reads through file mappings, the stop signals of servers, the option parser, the result
 # contract (names, metadata), optional libraries loaded at run time
 libflamekit_a_SOURCES += src/lib/util/fk.c src/lib/util/fk.h \
 	src/lib/util/hindex.c src/lib/util/hindex.h \
@@ -10,6 +10,7 @@ libflamekit_a_SOURCES += src/lib/util/fk.c src/lib/util/fk.h \
 	src/lib/util/safeopen.c src/lib/util/safeopen.h \
 	src/lib/util/procfs.c src/lib/util/procfs.h \
 	src/lib/util/busguard.c src/lib/util/busguard.h \
+	src/lib/util/stopsig.c src/lib/util/stopsig.h \
 	src/lib/util/opt.c src/lib/util/opt.h \
 	src/lib/util/result.c src/lib/util/result.h \
 	src/lib/util/dynlib.c src/lib/util/dynlib.h \

@@ -76,12 +76,6 @@ static bool digits(const char *p, size_t n)
     return true;
 }
 
-static bool ends_with(const char *s, size_t n, const char *sfx)
-{
-    size_t l = strlen(sfx);
-    return n > l && !memcmp(s + n - l, sfx, l);
-}
-
 bool fk_result_parse(const char *path, struct fk_result_name *n)
 {
     memset(n, 0, sizeof *n);
@@ -101,12 +95,12 @@ bool fk_result_parse(const char *path, struct fk_result_name *n)
     size_t rn = strlen(rest);
     n->kind = -1;
     for (int k = 0; k < FK_RESULT_NKINDS && n->kind < 0; k++)
-        if (ends_with(rest, rn, exts[k])) {
+        if (fk_ends_with(rest, rn, exts[k])) {
             n->kind = k;
             rn -= strlen(exts[k]);
         }
     for (size_t i = 0; n->kind < 0 && i < sizeof other_exts / sizeof other_exts[0]; i++)
-        if (ends_with(rest, rn, other_exts[i])) {
+        if (fk_ends_with(rest, rn, other_exts[i])) {
             rn -= strlen(other_exts[i]);
             break;
         }
