@@ -37,6 +37,9 @@ struct proc {
     struct map *maps;
     size_t nmaps, cap;
     uint32_t anon_dso;      /* DSO_ANON for this process, or JIT_NONE */
+    /* fk_sym_proc_gen: image is new for each program the pid runs (a new
+     * process, a fork's copy, an exec), maps for each mapping added */
+    uint64_t image, maps_gen;
 };
 
 struct thread {
@@ -66,6 +69,7 @@ struct fk_symbolizer {
     uint64_t other_bytes;       /* the capture's own tables, toward opts.max_bytes */
     unsigned map_warnings, budget_warnings;
     uint64_t locate_unknown, names_unresolved, names_fde, deleted_kept, over_budget;
+    uint64_t images;            /* the last proc.image given */
 };
 
 /* ---- DSOs ---- */
@@ -540,6 +544,7 @@ static struct proc *proc_new(struct fk_symbolizer *s, pid_t pid)
     memset(pr, 0, sizeof *pr);
     pr->pid = pid;
     pr->anon_dso = JIT_NONE;
+    pr->image = ++s->images;
     return pr;
 }
 
@@ -634,6 +639,7 @@ static void add_mapping(struct fk_symbolizer *s, struct proc *pr, uint64_t start
     else
         dso = dso_anon(s, pr);      /* "", "//anon", "[heap]", "[anon:...]" */
     maps_insert(pr, start, end, pgoff, dso);
+    pr->maps_gen++;
 }
 
 static bool read_comm(const char *path, char comm[COMM_LEN])
@@ -807,6 +813,7 @@ void fk_sym_comm(struct fk_symbolizer *s, pid_t pid, pid_t tid, const char *comm
     if (exec) {
         /* the new image's mmaps follow this record */
         pr->nmaps = 0;
+        pr->image = ++s->images;
         pr->anon_dso = JIT_NONE;
         pr->exited = false;
     }
@@ -833,6 +840,8 @@ void fk_sym_fork(struct fk_symbolizer *s, pid_t pid, pid_t ppid, pid_t tid, pid_
         pr->scanned = true;
         pr->exited = false;
         pr->anon_dso = JIT_NONE;
+        pr->image = ++s->images;
+        pr->maps_gen++;
         pr->maps = fk_grow(pr->maps, &pr->cap, parent->nmaps + 1, sizeof *pr->maps);
         for (size_t i = 0; i < parent->nmaps; i++) {
             pr->maps[i] = parent->maps[i];
@@ -1257,6 +1266,13 @@ static struct dso *file_dso(struct fk_symbolizer *s, uint32_t dso)
     struct dso *d = &s->dsos[dso];
     dso_ensure_loaded(s, d);
     return d->elf_ok ? d : NULL;
+}
+
+void fk_sym_proc_gen(struct fk_symbolizer *s, pid_t pid, struct fk_sym_gen *out)
+{
+    const struct proc *pr = proc_find(s, pid);
+    out->image = pr ? pr->image : 0;
+    out->maps = pr ? pr->maps_gen : 0;
 }
 
 size_t fk_sym_proc_files(struct fk_symbolizer *s, pid_t pid, bool (*want)(const char *path),

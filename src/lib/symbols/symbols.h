@@ -164,6 +164,15 @@ struct fk_sym_file {
 };
 size_t fk_sym_proc_files(struct fk_symbolizer *s, pid_t pid, bool (*want)(const char *path),
                          struct fk_sym_file *out, size_t max);
+/* Which address space of pid the records handled so far describe: image
+ * changes when the pid becomes another program (a new process, pid reuse,
+ * an exec), maps whenever a mapping is added (the exec's own mmaps follow
+ * its COMM record; dlopen). What was found in pid holds while both stay.
+ * 0, 0: never heard of. */
+struct fk_sym_gen {
+    uint64_t image, maps;
+};
+void fk_sym_proc_gen(struct fk_symbolizer *s, pid_t pid, struct fk_sym_gen *out);
 /* A symbol of any type (data too) by name in a file DSO: its .symtab,
  * else its .dynsym. False when absent or the file is unreadable. */
 bool fk_sym_dso_lookup(struct fk_symbolizer *s, uint32_t dso, const char *name,
