@@ -105,8 +105,12 @@ const char *fk_sym_comm_of(struct fk_symbolizer *s, pid_t pid, pid_t tid);
  * (from the FDE covering it), or of the address itself when no FDE does. */
 enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struct fk_buf *out);
 
-/* Read /proc/kallsyms now (during the capture) rather than at the first
- * kernel frame named: ~0.1 s less between the window's end and the files. */
+/* Start reading /proc/kallsyms now, during the capture, on a thread of its
+ * own, rather than at the first kernel frame named: ~0.1 s less between
+ * the window's end and the files, and on a loaded host the seconds it may
+ * take are not the engine thread's (its samples, and the Python chains
+ * read as they leave the rings, would wait). The first kernel name waits
+ * for it. */
 void fk_sym_preload_kernel(struct fk_symbolizer *s);
 /* In the capture window: read the symbols of DSOs that samples fell in,
  * until budget_ns has passed (at least one DSO per call), so naming after
