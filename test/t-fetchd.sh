@@ -325,7 +325,7 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
                 and (($alloc | not) or (.alloc_bytes_per_gib_grpc_over_sock | stat and .min > 0)))
         and (.talk | length) == 8
         and all(.talk[]; (.claim | length) > 0 and (.verdict | IN("agrees", "disagrees", "cannot tell")))
-        and (.table_sentences | length) == 9' "$d/report.json" >/dev/null || { echo "report.json malformed"; return 1; }
+        and (.table_sentences | length) == 9 and (.pinning | length) > 0' "$d/report.json" >/dev/null || { echo "report.json malformed"; return 1; }
     # The talk's table: a header of four columns, nine rows, every cell "M (A–B)".
     awk -v cell="^ $cell \$" '/^## The talk.s table/ { t = 1; next } t && /^## / { t = 0 }
          t && /^\| \|/ { hdr = ($0 ~ /gRPC \| gRPC \+ cache \| socket \| socket \+ cache \|$/) }

@@ -161,7 +161,7 @@ else
 fi
 
 # ---- Debian's own tools show their own function names
-if ldd "$FLAMEKIT" 2>/dev/null | grep -q libasan; then
+if sanitized; then
     # these interpreters live well under a second: a sanitized flamekit
     # handles their samples after they exited and loses them (known, the
     # ring and symbol-loading delay of issue 27); the plain build checks them
