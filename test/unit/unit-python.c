@@ -276,6 +276,99 @@ static void test_hostile(void)
     fk_py_walker_free(w);
 }
 
+/* A frame of code in a fake data stack slot at a. */
+static void put_frame(struct fakepy *f, uint64_t a, uint64_t code, uint64_t previous, bool entry)
+{
+    const struct fk_py_layout *L = f->L;
+    memset(f->mem + (a - FAKE_BASE), 0, L->fr_size);
+    fakepy_u64(f, a, L->fr_code, code);
+    fakepy_u64(f, a, L->fr_previous, previous);
+    fakepy_u64(f, a, L->fr_prev_instr, code + L->co_code + 2);
+    unsigned char e = entry;
+    fakepy_put(f, a, L->fr_is_entry, &e, 1);
+}
+
+/* The early snapshot: the data stack's top in one read, so the walk from
+ * the sample's head sees the frames as they were then, whatever the
+ * thread did before the sample was spliced. */
+static void test_window(void)
+{
+    static struct fk_py_snap snap;
+    struct fakepy f;
+    fakepy_init(&f, mem);
+    const struct fk_py_layout *L = f.L;
+    uint64_t file = fakepy_ascii(&f, "w.py");
+    uint64_t ca = fakepy_code(&f, fakepy_ascii(&f, "outer"), file, 1, 0, 4);
+    uint64_t cb = fakepy_code(&f, fakepy_ascii(&f, "inner"), file, 1, 0, 4);
+    uint64_t cc = fakepy_code(&f, fakepy_ascii(&f, "other"), file, 1, 0, 4);
+    uint64_t chunk = fakepy_alloc(&f, 8192), data = chunk + L->chunk_data;
+    uint64_t f0 = data, f1 = data + 128, f2 = data + 256;    /* f2: popped */
+    put_frame(&f, f0, ca, 0, true);
+    put_frame(&f, f1, cb, f0, false);
+    put_frame(&f, f2, cc, f1, false);
+    uint64_t tid = 7;
+    fakepy_threads(&f, &tid, &f1, 1);
+    uint64_t interp, ts, cf;
+    fakepy_read(&f, f.where.runtime + L->rt_interp_head, &interp, 8);
+    fakepy_read(&f, interp + L->interp_threads_head, &ts, 8);
+    fakepy_read(&f, ts + L->ts_cframe, &cf, 8);
+    fakepy_u64(&f, ts, L->ts_datastack_chunk, chunk);
+    fakepy_u64(&f, ts, L->ts_datastack_top, f1 + 128);
+    fakepy_u64(&f, ts, L->ts_datastack_limit, chunk + 8192);
+
+    struct fk_py_walker *w = fk_py_walker_new(L, &f.where, fakepy_read, &f, false, 0);
+    bool ok = fk_py_snapshot(w, 7, &snap);
+    UNIT_CHECK("a snapshot holds the data stack's top in one window",
+               ok && snap.win_len > 0 && snap.win_addr <= f0 && snap.n == 0);
+    /* after the sample: inner returned, other was called in its slot
+     * with a link into the middle of outer's frame, outer's link torn */
+    put_frame(&f, f1, cc, f0 + 8, false);
+    fakepy_u64(&f, f0, L->fr_previous, f0 + 40);
+    fakepy_u64(&f, f2, L->fr_code, 0x5555);
+    uint64_t head = f1;
+    fk_py_walk_from(w, &head, 1, true, &st);
+    UNIT_CHECK("read live, the moved-on chain is stale", st.stale[0]);
+    fk_py_use_snap(w, &snap);
+    fk_py_walk_from(w, &head, 1, true, &st);
+    UNIT_CHECK("read from the snapshot, the sample's own chain, consistent",
+               st.status == FK_PY_OK && !st.stale[0] && strcmp(chain(w, &st), "outer!;inner") == 0);
+    head = f2;
+    fk_py_walk_from(w, &head, 1, true, &st);
+    UNIT_CHECK("a frame popped before the snapshot is read from the window above the top",
+               !st.stale[0] && strcmp(chain(w, &st), "outer!;inner;other") == 0);
+    fk_py_use_snap(w, NULL);
+
+    /* hostile data stack fields: no window, never a read past them */
+    uint64_t bad[][3] = {
+        { chunk, data - 8, chunk + 8192 },          /* top below the chunk's data */
+        { chunk, f1 + 128, f1 },                    /* limit below top */
+        { chunk, f1 + 128, chunk + (1ull << 40) },  /* a chunk of a terabyte */
+        { 0, f1, chunk + 8192 },                    /* no chunk */
+        { chunk + 3, f1 + 128, chunk + 8192 },      /* misaligned */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        fakepy_u64(&f, ts, L->ts_datastack_chunk, bad[i][0]);
+        fakepy_u64(&f, ts, L->ts_datastack_top, bad[i][1]);
+        fakepy_u64(&f, ts, L->ts_datastack_limit, bad[i][2]);
+        fk_py_snapshot(w, 7, &snap);
+        UNIT_CHECK("hostile data stack bounds give no window", snap.win_len == 0);
+    }
+    /* a cycle inside the window: the snapshot and the walk both end */
+    fakepy_u64(&f, ts, L->ts_datastack_chunk, chunk);
+    fakepy_u64(&f, ts, L->ts_datastack_top, f1 + 128);
+    fakepy_u64(&f, ts, L->ts_datastack_limit, chunk + 8192);
+    put_frame(&f, f0, ca, f1, false);
+    put_frame(&f, f1, cb, f0, false);
+    ok = fk_py_snapshot(w, 7, &snap);
+    fk_py_use_snap(w, &snap);
+    head = f1;
+    fk_py_walk_from(w, &head, 1, true, &st);
+    UNIT_CHECK("a cycle in the window: the snapshot ends, the walk marks it",
+               ok && snap.win_len > 0 && (st.status == FK_PY_LIMIT || st.stale[0]));
+    fk_py_use_snap(w, NULL);
+    fk_py_walker_free(w);
+}
+
 static void test_budget(void)
 {
     struct fakepy f;
@@ -379,6 +472,7 @@ int main(void)
     test_strings();
     test_hostile();
     test_budget();
+    test_window();
     test_exec();
     free(mem);
     return UNIT_END();

@@ -44,6 +44,8 @@ static const struct fk_py_layout layouts[] = {
         .version = 0x030b, .name = "3.11",
         .rt_interp_head = 40, .interp_next = 0, .interp_threads_head = 16,
         .ts_next = 8, .ts_cframe = 56, .ts_native_thread_id = 160, .ts_size = 168,
+        .ts_datastack_chunk = 296, .ts_datastack_top = 304, .ts_datastack_limit = 312,
+        .chunk_data = 24,
         .cf_current_frame = 8, .cf_previous = 16, .cf_size = 24,
         .fr_code = 32, .fr_previous = 48, .fr_prev_instr = 56, .fr_is_entry = 68,
         .fr_owner = 69, .fr_size = 72, .owner_generator = 1,
@@ -559,6 +561,11 @@ static void add_frame(struct fk_py_walker *w, struct fk_py_stack *out,
 static bool snap_frame(const struct fk_py_walker *w, uint64_t frame, unsigned char *fr)
 {
     const struct fk_py_snap *s = w->snap;
+    if (s && s->win_len && frame >= s->win_addr && s->win_len <= FK_PY_SNAP_WINDOW &&
+        frame - s->win_addr <= s->win_len && s->win_len - (frame - s->win_addr) >= w->lay->fr_size) {
+        memcpy(fr, s->win + (frame - s->win_addr), w->lay->fr_size);
+        return true;
+    }
     for (unsigned i = 0; s && i < s->n && i < FK_PY_SNAP_FRAMES; i++)
         if (s->addr[i] == frame) {
             memcpy(fr, s->bytes[i], w->lay->fr_size);
@@ -572,11 +579,35 @@ void fk_py_use_snap(struct fk_py_walker *w, const struct fk_py_snap *snap)
     w->snap = snap;
 }
 
+/* The top of the thread's data stack, from its thread state's bytes ts
+ * (offsets from ts_cframe on), in one read: [lo, hi) inside its chunk,
+ * at most FK_PY_SNAP_ABOVE of it above datastack_top. */
+static void snap_window(struct fk_py_walker *w, const unsigned char *ts, struct fk_py_snap *snap)
+{
+    const struct fk_py_layout *L = w->lay;
+    uint64_t chunk = get_u64(ts, L->ts_datastack_chunk - L->ts_cframe);
+    uint64_t top = get_u64(ts, L->ts_datastack_top - L->ts_cframe);
+    uint64_t limit = get_u64(ts, L->ts_datastack_limit - L->ts_cframe);
+    uint64_t data = chunk + L->chunk_data;
+    if (!ptr_ok(chunk, 8) || !ptr_ok(top, 8) || !ptr_ok(limit, 8) || top < data || limit < top ||
+        limit - chunk > (1ull << 32))
+        return;
+    uint64_t hi = limit - top > FK_PY_SNAP_ABOVE ? top + FK_PY_SNAP_ABOVE : limit;
+    uint64_t lo = hi - data > FK_PY_SNAP_WINDOW ? hi - FK_PY_SNAP_WINDOW : data;
+    if (hi - lo < FK_PY_SNAP_WINDOW)    /* a shallow stack: more of what was popped */
+        hi = limit - lo > FK_PY_SNAP_WINDOW ? lo + FK_PY_SNAP_WINDOW : limit;
+    if (hi > lo && rd(w, lo, snap->win, (size_t)(hi - lo))) {
+        snap->win_addr = lo;
+        snap->win_len = (uint32_t)(hi - lo);
+    }
+}
+
 bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *snap)
 {
     const struct fk_py_layout *L = w->lay;
     struct fk_py_stack tmp;     /* only its read counters are used */
     snap->n = 0;
+    snap->win_len = 0;
     if (L->fr_size > FK_PY_FRAME_BYTES)
         return false;
     w->cur = &tmp;
@@ -584,18 +615,36 @@ bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *sna
     w->t0 = fk_now_ns();
     w->over = false;
     bool refreshed = false;
-    uint64_t ts = tstate_of(w, tid, &refreshed), cframe, frame;
-    if (ts && rd_ptr(w, ts + L->ts_cframe, &cframe) && ptr_ok(cframe, 8) &&
-        rd_ptr(w, cframe + L->cf_current_frame, &frame)) {
-        while (frame && ptr_ok(frame, 8) && snap->n < FK_PY_SNAP_FRAMES &&
-               rd(w, frame, snap->bytes[snap->n], L->fr_size)) {
-            snap->addr[snap->n] = frame;
-            frame = get_u64(snap->bytes[snap->n], L->fr_previous);
-            snap->n++;
+    /* the thread state from its cframe pointer to its data stack's limit,
+     * in one read: both describe the same moment */
+    unsigned char ts[512];
+    size_t tsl = (size_t)L->ts_datastack_limit + 8 - L->ts_cframe;
+    uint64_t t = tstate_of(w, tid, &refreshed), cframe, frame;
+    if (t && L->ts_datastack_limit > L->ts_cframe && tsl <= sizeof ts &&
+        rd(w, t + L->ts_cframe, ts, tsl)) {
+        snap_window(w, ts, snap);
+        cframe = get_u64(ts, 0);
+        const struct fk_py_snap *was = w->snap;
+        w->snap = snap;     /* the chain's frames from the window where it has them */
+        if (ptr_ok(cframe, 8) && rd_ptr(w, cframe + L->cf_current_frame, &frame)) {
+            for (unsigned steps = 0; frame && ptr_ok(frame, 8) && snap->n < FK_PY_SNAP_FRAMES &&
+                                     steps < FK_PY_MAX_DEPTH; steps++) {
+                unsigned char fr[FK_PY_FRAME_BYTES];
+                if (snap_frame(w, frame, fr)) {
+                    frame = get_u64(fr, L->fr_previous);
+                    continue;
+                }
+                if (!rd(w, frame, snap->bytes[snap->n], L->fr_size))
+                    break;
+                snap->addr[snap->n] = frame;
+                frame = get_u64(snap->bytes[snap->n], L->fr_previous);
+                snap->n++;
+            }
         }
+        w->snap = was;
     }
     w->cur = NULL;
-    return snap->n > 0;
+    return snap->n > 0 || snap->win_len > 0;
 }
 
 /* Follow the chain from frame, appending to out; with one_segment, stop
@@ -1220,6 +1269,7 @@ void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
     s->image = pp->gen.image;
     p->snap_next = (p->snap_next + 1) % SNAP_SLOTS;
     p->st.snapshots++;
+    p->st.snapshot_windows += s->win_len > 0;
     uint64_t now = fk_now_ns();
     note_delay(p, time, now);
     p->st.early_ns += now - t0;
@@ -1232,7 +1282,8 @@ static const struct fk_py_snap *snap_of(struct fk_python *p, const struct py_pro
 {
     for (unsigned i = 0; p->snaps && time && i < SNAP_SLOTS; i++) {
         struct fk_py_snap *s = &p->snaps[(p->snap_next + SNAP_SLOTS - 1 - i) % SNAP_SLOTS];
-        if (s->n && s->time == time && s->tid == (uint64_t)tid && s->image == pp->gen.image)
+        if ((s->n || s->win_len) && s->time == time && s->tid == (uint64_t)tid &&
+            s->image == pp->gen.image)
             return s;
     }
     return NULL;
