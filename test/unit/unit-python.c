@@ -2,12 +2,17 @@
 /* unit/python: the CPython walker over a fake 3.11 address space (names in
  * every string kind, hostile names, lines, threads, cycles, bad types,
  * bounds, the memory budget) and the splice of its chains into native
- * stacks. */
+ * stacks; finding CPython again when a pid execs (Debian's python3.11). */
 #include "fakepy.h"
 #include "unit.h"
 #include "util/buf.h"
 
+#include <limits.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 static unsigned char *mem;
 
@@ -395,6 +400,65 @@ static void test_budget(void)
                fk_py_layout_for(0x030b) && !fk_py_layout_for(0x030c) && !fk_py_layout_for(0x030a));
 }
 
+/* One sample of pid P through fk_python_sample; the stats after it. */
+static void sample_of(struct fk_python *py, struct fk_symbolizer *sym, pid_t P,
+                      struct fk_python_stats *out)
+{
+    struct fk_loc loc = fk_sym_special(sym, "[unit]");
+    struct fk_py_native nat = { .locs = &loc, .n = 1, .max = 1, .complete = true };
+    fk_python_sample(py, P, P, &nat);
+    fk_python_stats(py, out);
+}
+
+/* What was found in a pid holds for the image it was found in: a process
+ * that execs CPython is looked at as soon as the interpreter is mapped
+ * (the exec's COMM record comes before its mmaps, and a sample may fall
+ * between them), and one that execs away from it is no longer read with
+ * the old image's tables. Symbolizer records as the capture hands them. */
+static void test_exec(void)
+{
+    const char *python = "/usr/bin/python3.11";
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    struct stat ps, ss;
+    if (n <= 0 || stat(python, &ps) != 0 || !S_ISREG(ps.st_mode)) {
+        printf("SKIP: unit-python: exec (no %s)\n", python);
+        return;
+    }
+    self[n] = 0;
+    if (stat(self, &ss) != 0)
+        return;
+    pid_t P = 4190011;      /* near pid_max: not alive, files found by inode */
+    struct fk_symbolizer *sym = fk_sym_new(&(struct fk_sym_opts){ 0 });
+    struct fk_python *py = fk_python_new(sym, false, 0);
+    struct fk_python_stats pst;
+    uint64_t base = 0x400000;
+#define MAP(path, s) fk_sym_mmap(sym, P, base, 0x1000, 0, major((s).st_dev), minor((s).st_dev), \
+                                 (s).st_ino, PROT_READ | PROT_EXEC, MAP_PRIVATE, path, NULL, 0)
+    fk_sym_comm(sym, P, P, "sh", false);
+    MAP(self, ss);
+    sample_of(py, sym, P, &pst);
+    UNIT_CHECK("exec: a process without CPython is not one", pst.processes == 0 && pst.samples == 0);
+    fk_sym_comm(sym, P, P, "python3.11", true);
+    sample_of(py, sym, P, &pst);     /* in the exec: the interpreter not mapped yet */
+    UNIT_CHECK("exec: not yet mapped, not yet found", pst.processes == 0);
+    MAP(python, ps);
+    sample_of(py, sym, P, &pst);
+    UNIT_CHECK("exec: CPython found at the first sample after its mmap",
+               pst.processes == 1 && pst.samples == 1);
+    fk_sym_comm(sym, P, P, "sh", true);
+    MAP(self, ss);
+    sample_of(py, sym, P, &pst);
+    UNIT_CHECK("exec away: no longer read as CPython", pst.samples == 1);
+    fk_sym_comm(sym, P, P, "python3.11", true);
+    MAP(python, ps);
+    sample_of(py, sym, P, &pst);
+    UNIT_CHECK("exec back: found again in the new image", pst.processes == 2 && pst.samples == 2);
+#undef MAP
+    fk_python_free(py);
+    fk_sym_free(sym);
+}
+
 int main(void)
 {
     unit_name = "unit-python";
@@ -409,6 +473,7 @@ int main(void)
     test_hostile();
     test_budget();
     test_window();
+    test_exec();
     free(mem);
     return UNIT_END();
 }

@@ -874,7 +874,6 @@ size_t fk_py_splice(const bool *native_eval, size_t nnative, bool native_complet
 
 #define HIST_N 4096
 #define HIST_NS 100                     /* 0.1 us buckets: 0 .. 409.6 us */
-#define RECHECK_NS (1000 * 1000000ull)  /* a process without Python: look again */
 #define MAX_PROCS 65536
 #define ITEMS_MAX 1024
 #define SNAP_SLOTS 128                  /* samples read but not yet spliced */
@@ -888,7 +887,11 @@ struct py_proc {
     uint8_t state;
     bool early_checked;     /* looked for once as its first sample left the ring */
     bool other_ns;          /* its pid namespace is not ours: tids translated */
-    uint64_t checked_ns;
+    /* the address space looked at (fk_sym_proc_gen): what was found holds
+     * while its image does; without Python, looked at again when a
+     * mapping was added (an exec's own mmaps come after its COMM record) */
+    bool looked;
+    struct fk_sym_gen gen;
     uint32_t dso;           /* the binary holding the interpreter */
     uint64_t eval_lo, eval_hi;  /* _PyEval_EvalFrameDefault, as fk_loc addresses */
     /* where each eval call keeps its _PyCFrame: CFA + cf_off (a constant
@@ -1008,9 +1011,14 @@ static bool python_path(const char *path)
     return strncmp(b, "python", 6) == 0 || strncmp(b, "libpython", 9) == 0;
 }
 
-/* Find CPython in pid: its binary, version, tables; a layout or a note. */
+/* Find CPython in pid as the symbolizer knows it now: its binary,
+ * version, tables; a layout or a note. */
 static void detect(struct fk_python *p, struct py_proc *pp)
 {
+    pp->looked = true;
+    fk_sym_proc_gen(p->sym, pp->pid, &pp->gen);
+    if (p->max_bytes && fk_python_bytes(p) >= p->max_bytes / 2)
+        return;
     struct fk_sym_file files[4];
     size_t nf = fk_sym_proc_files(p->sym, pp->pid, python_path, files, 4);
     for (size_t i = 0; i < nf; i++) {
@@ -1090,18 +1098,6 @@ static struct py_proc *proc_of(struct fk_python *p, pid_t pid)
     pp->pid = pid;
     fk_hindex_add(&p->proc_idx, h, (uint32_t)p->nprocs++);
     return pp;
-}
-
-void fk_python_forget(struct fk_python *p, pid_t pid)
-{
-    uint64_t h = fk_hash_u64((uint32_t)pid);
-    struct fk_hiter it = fk_hindex_find(&p->proc_idx, h);
-    uint32_t i;
-    while (fk_hindex_next(&it, &i))
-        if (p->procs[i]->pid == pid) {
-            proc_clear(p->procs[i]);   /* detected again at its next sample */
-            return;
-        }
 }
 
 /* tid as the target sees it: the last NSpid field of its status. */
@@ -1230,15 +1226,17 @@ static void note_delay(struct fk_python *p, uint64_t time, uint64_t now)
         p->delay_max = d;
 }
 
-/* A process seen for the first time (or a second after it was found
- * without Python): look for CPython now. */
-static void maybe_detect(struct fk_python *p, struct py_proc *pp, uint64_t now)
+/* pid as the records handled so far describe it: another program there
+ * (an exec, a reused pid) is looked at afresh, as is one without Python
+ * once a mapping was added; otherwise what was found holds. */
+static void refresh(struct fk_python *p, struct py_proc *pp)
 {
-    if (pp->state == PS_NONE && (!pp->checked_ns || now - pp->checked_ns > RECHECK_NS)) {
-        pp->checked_ns = now;
-        if (fk_python_bytes(p) < p->max_bytes / 2 || !p->max_bytes)
-            detect(p, pp);
-    }
+    struct fk_sym_gen g;
+    fk_sym_proc_gen(p->sym, pp->pid, &g);
+    if (pp->looked && g.image != pp->gen.image)
+        proc_clear(pp);
+    if (pp->state == PS_NONE && (!pp->looked || g.maps != pp->gen.maps))
+        detect(p, pp);
 }
 
 void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
@@ -1248,11 +1246,10 @@ void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
     struct py_proc *pp = pid > 0 ? proc_of(p, pid) : NULL;
     uint64_t t0 = fk_now_ns();
     if (pp && pp->state == PS_NONE && !pp->early_checked) {
-        /* once: its maps may not be known yet (an exec's MMAP2 records
-         * wait in the ring), then the handled samples look again */
+        /* once: its maps may not be known yet (an exec's records wait in
+         * the ring), then the handled samples look again (refresh) */
         pp->early_checked = true;
-        if (fk_python_bytes(p) < p->max_bytes / 2 || !p->max_bytes)
-            detect(p, pp);
+        detect(p, pp);
     }
     if (!pp || pp->state != PS_PYTHON)
         return;
@@ -1269,6 +1266,7 @@ void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
     }
     s->tid = (uint64_t)tid;
     s->time = time;
+    s->image = pp->gen.image;
     p->snap_next = (p->snap_next + 1) % SNAP_SLOTS;
     p->st.snapshots++;
     p->st.snapshot_windows += s->win_len > 0;
@@ -1277,11 +1275,15 @@ void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
     p->st.early_ns += now - t0;
 }
 
-static const struct fk_py_snap *snap_of(struct fk_python *p, pid_t tid, uint64_t time)
+/* The sample's snapshot, if it was read with the walker of the image its
+ * process still runs (not one read through a pre-exec image's tables). */
+static const struct fk_py_snap *snap_of(struct fk_python *p, const struct py_proc *pp, pid_t tid,
+                                        uint64_t time)
 {
     for (unsigned i = 0; p->snaps && time && i < SNAP_SLOTS; i++) {
         struct fk_py_snap *s = &p->snaps[(p->snap_next + SNAP_SLOTS - 1 - i) % SNAP_SLOTS];
-        if ((s->n || s->win_len) && s->time == time && s->tid == (uint64_t)tid)
+        if ((s->n || s->win_len) && s->time == time && s->tid == (uint64_t)tid &&
+            s->image == pp->gen.image)
             return s;
     }
     return NULL;
@@ -1295,7 +1297,7 @@ void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_na
     if (!pp)
         return;
     uint64_t t0 = fk_now_ns();
-    maybe_detect(p, pp, t0);
+    refresh(p, pp);
     if (pp->state != PS_PYTHON)
         return;
     p->st.samples++;
@@ -1314,7 +1316,7 @@ void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_na
         s->status = FK_PY_NO_THREAD;
         s->reads = s->read_bytes = 0;
         s->anchored = false;
-        const struct fk_py_snap *snap = snap_of(p, tid, nat->time);
+        const struct fk_py_snap *snap = snap_of(p, pp, tid, nat->time);
         if (snap)
             p->st.snapshots_used++;
         else
@@ -1402,8 +1404,8 @@ void fk_python_stats(const struct fk_python *p, struct fk_python_stats *out)
 int fk_python_thread(struct fk_python *p, pid_t pid, pid_t tid, struct fk_buf *out)
 {
     struct py_proc *pp = proc_of(p, pid);
-    if (pp && pp->state == PS_NONE)
-        detect(p, pp);
+    if (pp)
+        refresh(p, pp);
     if (!pp || pp->state != PS_PYTHON)
         return FK_PY_NO_THREAD;
     struct fk_py_stack *s = &p->stack;

@@ -162,6 +162,7 @@ void fk_py_walk_from(struct fk_py_walker *w, const uint64_t *heads, unsigned nhe
 #define FK_PY_SNAP_ABOVE (4u << 10)     /* ... of them above datastack_top */
 struct fk_py_snap {
     uint64_t tid, time;         /* the sample's, to find it again */
+    uint64_t image;             /* read through this image's tables (fk_sym_gen) */
     unsigned n;
     uint64_t addr[FK_PY_SNAP_FRAMES];
     unsigned char bytes[FK_PY_SNAP_FRAMES][FK_PY_FRAME_BYTES];
@@ -258,14 +259,14 @@ void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time);
  * frames become locations of the symbolizer's named frames,
  * "qualname_[p]". With the stack copy and frame stack pointers, each
  * eval call's _PyCFrame is read from the copy, so the chain starts where
- * it was at the sample; otherwise the live chain is read. */
+ * it was at the sample; otherwise the live chain is read. What was found
+ * in a pid holds while its image (fk_sym_proc_gen) does: after an exec or
+ * a pid's reuse it is looked for afresh. */
 void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_native *nat);
 /* Thread tid's Python chain alone, root first, ';'-separated, into out
  * (tests, diagnostics); returns the walk's status, FK_PY_NO_THREAD when
  * pid runs no known CPython. */
 int fk_python_thread(struct fk_python *p, pid_t pid, pid_t tid, struct fk_buf *out);
-/* The process exec'ed or exited: forget what was found about it. */
-void fk_python_forget(struct fk_python *p, pid_t pid);
 void fk_python_stats(const struct fk_python *p, struct fk_python_stats *out);
 size_t fk_python_bytes(const struct fk_python *p);
 
