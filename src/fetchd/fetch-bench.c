@@ -301,7 +301,7 @@ static char *find_prog(const char *name)
 
 /* argv[0] with its stdout and stderr into log (if given), and fd3 (>= 0,
  * not 3 itself) as its file descriptor 3. */
-static pid_t spawn(char **argv, char **envp, const char *log, int fd3)
+static pid_t spawn(const char *const *argv, char **envp, const char *log, int fd3)
 {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -312,7 +312,8 @@ static pid_t spawn(char **argv, char **envp, const char *log, int fd3)
     if (fd3 >= 0)
         posix_spawn_file_actions_adddup2(&fa, fd3, 3);
     pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, envp);
+    /* exec's argv type predates const; it writes nothing */
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, envp);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0)
         fk_die("cannot run %s: %s", argv[0], strerror(rc));
@@ -568,10 +569,10 @@ static void server_start(struct server *s, bool grpc, bool cache, const char *ro
     unlink(portf);
     unlink(stats);
     char *prog = find_prog(grpc ? "fetchd-grpc" : "fetchd-sock");
-    char *argv[24];
+    const char *argv[24];
     int a = 0;
     argv[a++] = prog;
-    argv[a++] = "--repo-root"; argv[a++] = (char *)root;
+    argv[a++] = "--repo-root"; argv[a++] = root;
     argv[a++] = "--port-file"; argv[a++] = portf;
     argv[a++] = "--max-conns"; argv[a++] = "128";
     argv[a++] = "--max-per-peer"; argv[a++] = "128";    /* every client is local */
@@ -1007,7 +1008,7 @@ static bool profile_start(void *arg)
     if (w < 0)
         fk_die("fcntl: %s", strerror(errno));
     close(pfd[1]);
-    char *argv[] = { (char *)p->fk, "pid", "-d", durarg, "--ready-fd", "3", "-o", p->dir, pidarg, NULL };
+    const char *argv[] = { p->fk, "pid", "-d", durarg, "--ready-fd", "3", "-o", p->dir, pidarg, NULL };
     p->pid = spawn(argv, environ, p->log, w);
     close(w);
     char buf[16];
