@@ -38,6 +38,11 @@ EXTRA_DIST += fuzz/corpus/gopclntab/spdelta-overflow.bin
 EXTRA_DIST += fuzz/fuzz-python.c
 EXTRA_DIST += fuzz/fuzz-record.c
 EXTRA_DIST += fuzz/seed-record.sh
+EXTRA_DIST += fuzz/fuzz-tracefs.c
+EXTRA_DIST += fuzz/corpus/tracefs/sched_switch.txt
+EXTRA_DIST += fuzz/corpus/tracefs/sched_waking.txt
+EXTRA_DIST += fuzz/corpus/tracefs/sched_switch-int-flags.txt
+EXTRA_DIST += fuzz/corpus/tracefs/old-int-state.txt
 
 # make check replays each target's committed seeds, without libFuzzer
 # (fuzz/replay.c, test/t-fuzz-seeds.sh): one program per target.
@@ -63,3 +68,5 @@ check_PROGRAMS += fuzz/replay-svg
 fuzz_replay_svg_SOURCES = fuzz/fuzz-svg.c fuzz/replay.c fuzz/fuzz.h
 check_PROGRAMS += fuzz/replay-unwind
 fuzz_replay_unwind_SOURCES = fuzz/fuzz-unwind.c fuzz/replay.c fuzz/fuzz.h
+check_PROGRAMS += fuzz/replay-tracefs
+fuzz_replay_tracefs_SOURCES = fuzz/fuzz-tracefs.c fuzz/replay.c fuzz/fuzz.h
