@@ -37,6 +37,7 @@ struct proc {
     struct map *maps;
     size_t nmaps, cap;
     uint32_t anon_dso;      /* DSO_ANON for this process, or JIT_NONE */
+    uint64_t version;       /* of the address space (fk_sym_space_version) */
 };
 
 struct thread {
@@ -46,6 +47,7 @@ struct thread {
 
 struct fk_symbolizer {
     struct fk_sym_opts opts;
+    uint64_t versions;      /* address-space versions handed out */
     struct proc *procs;
     size_t nprocs, procs_cap;
     struct fk_hindex proc_idx;  /* fk_hash_u64(pid) -> the pid's latest proc */
@@ -433,6 +435,14 @@ static void read_perf_map(struct fk_symbolizer *s, struct dso *d, bool at_end)
     close(fd);
 }
 
+/* Anything fk_sym_locate or fk_sym_cfi_at could answer differently for
+ * pr's addresses from now on gives its address space a new version, one
+ * no process had before (callers cache answers per version). */
+static void space_changed(struct fk_symbolizer *s, struct proc *pr)
+{
+    pr->version = ++s->versions;
+}
+
 static uint32_t dso_anon(struct fk_symbolizer *s, struct proc *pr)
 {
     if (pr->anon_dso != JIT_NONE)
@@ -444,6 +454,7 @@ static uint32_t dso_anon(struct fk_symbolizer *s, struct proc *pr)
         jit_locate(s, &s->dsos[idx]);
     read_perf_map(s, &s->dsos[idx], false);
     pr->anon_dso = idx;
+    space_changed(s, pr);
     return idx;
 }
 
@@ -540,6 +551,7 @@ static struct proc *proc_new(struct fk_symbolizer *s, pid_t pid)
     memset(pr, 0, sizeof *pr);
     pr->pid = pid;
     pr->anon_dso = JIT_NONE;
+    space_changed(s, pr);
     return pr;
 }
 
@@ -634,6 +646,7 @@ static void add_mapping(struct fk_symbolizer *s, struct proc *pr, uint64_t start
     else
         dso = dso_anon(s, pr);      /* "", "//anon", "[heap]", "[anon:...]" */
     maps_insert(pr, start, end, pgoff, dso);
+    space_changed(s, pr);
 }
 
 static bool read_comm(const char *path, char comm[COMM_LEN])
@@ -663,6 +676,7 @@ static void scan_into(struct fk_symbolizer *s, struct proc *pr)
     if (!f)
         return;
     pr->nmaps = 0;
+    space_changed(s, pr);
     char *line = NULL;
     size_t cap = 0;
     while (getline(&line, &cap, f) > 0) {
@@ -809,6 +823,7 @@ void fk_sym_comm(struct fk_symbolizer *s, pid_t pid, pid_t tid, const char *comm
         pr->nmaps = 0;
         pr->anon_dso = JIT_NONE;
         pr->exited = false;
+        space_changed(s, pr);
     }
     if (pid == tid || exec)
         set_comm(pr->comm, comm);
@@ -840,6 +855,7 @@ void fk_sym_fork(struct fk_symbolizer *s, pid_t pid, pid_t ppid, pid_t tid, pid_
                 pr->maps[i].dso = dso_anon(s, pr);
         }
         pr->nmaps = parent->nmaps;
+        space_changed(s, pr);
         set_comm(pr->comm, comm);
     }
     set_comm(thread_get(s, tid, pid)->comm, comm);
@@ -943,6 +959,16 @@ struct fk_cfi *fk_sym_cfi_at(struct fk_symbolizer *s, pid_t pid, uint64_t ip, ui
     if (!c || !fk_cfi_off_to_vaddr(c, ip - m->start + m->pgoff, vaddr))
         return NULL;
     return c;
+}
+
+uint64_t fk_sym_space_version(struct fk_symbolizer *s, pid_t pid)
+{
+    if (s->capture_ended)
+        return 0;   /* the CFI is given back (end_capture) */
+    struct proc *pr = proc_find(s, pid);
+    if (!pr)
+        pr = proc_get(s, pid);
+    return pr->version;
 }
 
 const char *fk_sym_comm_of(struct fk_symbolizer *s, pid_t pid, pid_t tid)

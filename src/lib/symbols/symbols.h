@@ -84,10 +84,19 @@ struct fk_loc fk_sym_special(struct fk_symbolizer *s, const char *name);
  * executable mapping. NULL when the code has no CFI (anonymous/JIT memory,
  * [vsyscall], a file that could not be kept open). The CFI is parsed once
  * per DSO -- a DSO is one file (dev, inode, build-id), so a binary
- * replaced on disk gets its own -- and lives until fk_sym_free. */
+ * replaced on disk gets its own -- and lives until the capture ends (the
+ * first fk_sym_name). */
 struct fk_cfi;
 struct fk_cfi *fk_sym_cfi_at(struct fk_symbolizer *s, pid_t pid, uint64_t ip, uint64_t *vaddr,
                              bool *mapped);
+
+/* The version of pid's address space as fk_sym_locate and fk_sym_cfi_at
+ * see it: it changes whenever their answers for an address of pid could
+ * (a mapping added or replaced, an exec, a fork's copy, a reused pid, a
+ * JIT map found), and no two processes ever share one. Callers may cache
+ * those answers per (version, address). 0: do not cache (the capture has
+ * ended and the CFI was given back). */
+uint64_t fk_sym_space_version(struct fk_symbolizer *s, pid_t pid);
 
 /* Current command name of a thread (falls back to the process's, then "[unknown]"). */
 const char *fk_sym_comm_of(struct fk_symbolizer *s, pid_t pid, pid_t tid);
