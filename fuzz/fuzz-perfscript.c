@@ -1,11 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* libFuzzer target: perf-script text parser. The first byte picks options. */
+/* libFuzzer target: perf-script text parser. The first byte picks options.
+ * The text is parsed line by line, and again through the reader
+ * (fk_perfscript_read_lines, which checks predicted frame lines in its
+ * buffer): both must give the same bytes. */
 #include "stacks/folded.h"
 #include "stacks/perfscript.h"
 #include "util/buf.h"
+#include "util/lineread.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static bool collect(void *ctx, const void *data, size_t len)
 {
@@ -74,6 +81,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(sorted);
     if (w.len != f.len || (w.len && memcmp(w.data, f.data, w.len)))
         abort();
+    /* the same text through the reader (not gzip data: the reader inflates it) */
+    int fd = size >= 2 && data[0] == 0x1f && data[1] == 0x8b ? -1 : memfd_create("fuzz", 0);
+    if (fd >= 0) {
+        if (write(fd, data, size) != (ssize_t)size)
+            abort();
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+        struct fk_lineread r;
+        struct fk_parse_stats st2 = { 0 };
+        struct fk_perfscript p2;
+        fk_perfscript_init(&p2, &o, NULL, &st2);
+        if (!fk_lineread_open(&r, path))
+            abort();
+        if (!fk_perfscript_read_lines(&p2, &r))
+            abort();
+        fk_lineread_close(&r);
+        close(fd);
+        struct fk_buf w2 = FK_BUF_INIT;
+        if (!fk_perfscript_write(&p2, collect, &w2))
+            abort();
+        if (w2.len != w.len || (w.len && memcmp(w.data, w2.data, w.len)) ||
+            p2.samples != p.samples || st2.lines != st.lines || st2.bad != st.bad ||
+            st2.first_bad_lineno != st.first_bad_lineno)
+            abort();
+        fk_buf_free(&w2);
+        fk_perfscript_free(&p2);
+        fk_parse_stats_free(&st2);
+    }
     fk_buf_free(&w);
     fk_buf_free(&f);
     fk_perfscript_free(&p);

@@ -40,8 +40,9 @@ check_grep "run: missing command is named" 'cannot run /nonexistent/cmd' "$o"
 "$HOT" 3 fork & hp=$!
 fk_cleanup "kill $hp 2>/dev/null"
 sleep 0.1
-"$FLAMEKIT" pid -q -F 499 -d 2 -o "$T/pid" "$hp" >/dev/null 2>&1
+"$FLAMEKIT" pid -q -F 499 -d 2 --ready-fd 3 -o "$T/pid" "$hp" >/dev/null 2>&1 3>"$T/pid.ready"
 check_eq "pid: capture succeeds" 0 "$?"
+check_eq "pid --ready-fd 3: says ready (even with -q)" ready "$(cat "$T/pid.ready")"
 f=$(folded "$T/pid")
 if [ -n "$f" ]; then
     read -r s n <<<"$(share "$f")"
@@ -68,8 +69,12 @@ j=$(ls "$T"/pidexit/*.json 2>/dev/null)
 [ -n "$j" ] && check_eq "pid exits mid-capture: stop reason" "target exited" "$(jget "$j" stop_reason)" || fail "pid exits: no json"
 wait "$hp" 2>/dev/null
 
-o=$("$FLAMEKIT" pid -d 1 999999 2>&1); rc=$?
+o=$("$FLAMEKIT" pid -d 1 --ready-fd 3 999999 2>&1 3>"$T/none.ready"); rc=$?
 check_eq "nonexistent pid: exit 1" 1 "$rc"
+check_eq "nonexistent pid: --ready-fd closed without ready" "" "$(cat "$T/none.ready")"
+o2=$("$FLAMEKIT" pid -d 1 --ready-fd 7 $$ 2>&1); rc=$?
+check_eq "--ready-fd of a closed descriptor: usage error" 2 "$rc"
+check_grep "--ready-fd of a closed descriptor: named" 'ready-fd 7: not an open file descriptor' "$o2"
 check_eq "nonexistent pid: one line" 1 "$(printf '%s\n' "$o" | wc -l)"
 check_grep "nonexistent pid: named" 'no process with pid 999999' "$o"
 

@@ -135,10 +135,12 @@ done
 # ---- hostile clients (issue 12)
 # A repository whose pack (8 MB of random data) is larger than what the
 # socket buffers of a client that stops reading absorb.
+# Written straight into a pack, uncompressed (random data does not
+# compress; zlib on it took seconds on a loaded machine).
 git init -q --bare "$T/repos/big.git"
-git init -q "$T/bw"
-(cd "$T/bw" && head -c 8000000 /dev/urandom >blob && git add blob &&
- git -c user.email=t@t -c user.name=t commit -qm big && git push -q "$T/repos/big.git" HEAD:refs/heads/main) ||
+{ printf 'blob\nmark :1\ndata 8000000\n'; head -c 8000000 /dev/urandom
+  printf '\ncommit refs/heads/main\ncommitter t <t@t> 1700000000 +0000\ndata 4\nbig\nM 100644 :1 blob\n\n'; } |
+    git -C "$T/repos/big.git" -c core.compression=0 -c pack.compression=0 fast-import --quiet ||
     fail "make the big repository"
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f\n", b - a }'; }
@@ -211,8 +213,9 @@ check_grep "grpc: all slots held by the two attackers" "busy.*max-conns" "$o"
 took=$(served_within 20 --grpc "$hgrpc_addr" -o "$T/hgrpc.pack" r.git)
 check_range "grpc: a legitimate fetch is served while attackers hold every slot (seconds)" "$took" 0 10
 check "grpc: ... and it is the right pack" cmp "$T/hgrpc.pack" "$T/sock.pack"
+for _ in $(seq 1 140); do [ "$(grep -c "dropped: client too slow" "$T/hgrpc.log")" -ge 2 ] && break; sleep 0.1; done
 check_eq "grpc: the non-reading and the slow reader are dropped by --min-rate" 2 \
-    "$(wait_grep "$T/hgrpc.log" "dropped: client too slow.*" 10; sleep 4; grep -c "dropped: client too slow" "$T/hgrpc.log")"
+    "$(grep -c "dropped: client too slow" "$T/hgrpc.log")"
 check_nogrep "grpc: the slow reader was not served in full" "big.git: pack served" "$T/hgrpc.log"
 kill $ghold $gslow 2>/dev/null; wait $ghold $gslow 2>/dev/null
 check_eq "grpc: no git children left after the drops" 0 "$(children $hgrpc_pid)"
@@ -323,9 +326,9 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
         and all(.ratios[]; all(.server_cpu_per_gib_grpc_over_sock, .cpu_bound_throughput_sock_over_grpc,
                                .throughput_sock_over_grpc; stat and .min > 0)
                 and (($alloc | not) or (.alloc_bytes_per_gib_grpc_over_sock | stat and .min > 0)))
-        and (.talk | length) >= 7
+        and (.talk | length) == 8
         and all(.talk[]; (.claim | length) > 0 and (.verdict | IN("agrees", "disagrees", "cannot tell")))
-        and (.table_sentences | length) == 9' "$d/report.json" >/dev/null || { echo "report.json malformed"; return 1; }
+        and (.table_sentences | length) == 9 and (.pinning | length) > 0' "$d/report.json" >/dev/null || { echo "report.json malformed"; return 1; }
     # The talk's table: a header of four columns, nine rows, every cell "M (A–B)".
     awk -v cell="^ $cell \$" '/^## The talk.s table/ { t = 1; next } t && /^## / { t = 0 }
          t && /^\| \|/ { hdr = ($0 ~ /gRPC \| gRPC \+ cache \| socket \| socket \+ cache \|$/) }
@@ -337,8 +340,6 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
         && grep -q '^## Ratios' "$d/report.md" || { echo "report.md lacks a section"; return 1; }
 }
 
-sanitized=0
-ldd "$B/fetchd-sock" 2>/dev/null | grep -q libasan && sanitized=1
 # A small sweep: two sizes, 1 and 2 clients, every server and gRPC mode,
 # with and without the cache, three rounds (the first warms the servers'
 # thread stacks; a median of three is not moved by it), one fetch per client.
@@ -348,12 +349,7 @@ if FLAMEKIT_CACHE="$T/fkcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 1,2 -R 3
     alloc=$(jq '.settings[0].figures | has("alloc_bytes_per_gib")' "$T/bench/report.json")
     check "fetch-bench: repositories generated and packed" test -f "$(ls "$T"/fkcache/fetch-bench/packed-2M.git/objects/pack/*.bitmap)"
     # 2 sizes x 2 cache modes x (sock 1, 2; grpc-conn 1, 2; grpc-shared 2); ratios: the 3 gRPC ones.
-    if [ "$sanitized" = 1 ]; then
-        # no allocation figures, and servers too slow for the figures to mean anything
-        skip "fetch-bench: report.json and report.md complete and well-formed" "sanitizer build: checked in the plain build"
-    else
-        check "fetch-bench: report.json and report.md complete and well-formed" check_report "$T/bench" 20 12 3 "$alloc"
-    fi
+    check "fetch-bench: report.json and report.md complete and well-formed" check_report "$T/bench" 20 12 3 "$alloc"
     check_eq "fetch-bench: a summary line per ratio" 12 "$(grep -c 'server CPU/GiB .*throughput ' "$T/bench.out")"
     # The check fails on a report with a figure missing, or a cell malformed.
     mkdir -p "$T/bad1" "$T/bad2"
@@ -363,14 +359,19 @@ if FLAMEKIT_CACHE="$T/fkcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 1,2 -R 3
     check_fails "fetch-bench: the check finds a malformed cell" check_report "$T/bad2" 20 12 3 "$alloc"
     # The socket server's state is per request: the same allocations per fetch for both sizes.
     for c in false true; do
-        [ "$alloc" = true ] || break
+        [ "$alloc" = true ] || { skip "fetch-bench: socket allocations per fetch, cache $c, 2M against 1M repository" \
+                                      "allocations not counted: $(grep -m1 'not counted' "$T/bench.err")"; continue; }
         calls=$(jq -r --argjson c $c '[.settings[] | select(.server == "sock" and .cache == $c and .clients == 1)
                                        | .figures.alloc_calls_per_fetch.median] | "\(.[0]) \(.[1])"' "$T/bench/report.json")
         check_range "fetch-bench: socket allocations per fetch, cache $c, 2M against 1M repository" \
             "$(echo "$calls" | awk '{ print $2 / $1 }')" 0.9 1.1
     done
-    [ "$alloc" = true ] && check_range "fetch-bench: gRPC allocates about a byte per byte served" \
-        "$(jq '[.settings[] | select(.server != "sock") | .figures.alloc_bytes_per_gib.median] | min / 1073741824' "$T/bench/report.json")" 0.8 2
+    if [ "$alloc" = true ]; then
+        check_range "fetch-bench: gRPC allocates about a byte per byte served" \
+            "$(jq '[.settings[] | select(.server != "sock") | .figures.alloc_bytes_per_gib.median] | min / 1073741824' "$T/bench/report.json")" 0.8 2
+    else
+        skip "fetch-bench: gRPC allocates about a byte per byte served" "allocations not counted: $(grep -m1 'not counted' "$T/bench.err")"
+    fi
 else
     fail "fetch-bench runs" "$(cat "$T/bench.err")"
 fi
@@ -378,11 +379,7 @@ check_fails "fetch-bench: bad --repo-size" "$B/fetch-bench" -S 4M,x
 check_fails "fetch-bench: bad --servers" "$B/fetch-bench" -s grpc,tcp
 
 # -p: a flame graph of each server, linked from report.md.
-if [ "$sanitized" = 1 ]; then
-    # a sanitized flamekit starts slower than the sweep it profiles lasts
-    # (known: fetch-bench does not wait for the capture to start)
-    skip "fetch-bench -p: two flame graphs linked" "sanitizer build: checked in the plain build"
-elif "$B/flamekit" pid --help >/dev/null 2>&1; then
+if "$B/flamekit" pid --help >/dev/null 2>&1; then
     if FLAMEKIT_CACHE="$T/fkcache" timeout 120 "$B/fetch-bench" -S 1M -n 2 -R 1 -f 1 -c on -s sock,grpc-shared -p \
             --profile-time 2s -o "$T/benchp" >"$T/benchp.out" 2>"$T/benchp.err"; then
         links=$(grep -o '](profile-[^)]*\.svg)' "$T/benchp/report.md" | tr -d '()]' | sort -u)

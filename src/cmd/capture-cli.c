@@ -3,6 +3,8 @@
  * signals, summary, delivery. The work is the profile runner's. */
 #include "capture-cli.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,10 +38,30 @@ static void handle_signals(bool on)
     }
 }
 
-/* The countdown line on stderr while capturing, when it is a terminal. */
+/* --ready-fd: "ready" once the window is open, then the fd is closed (a
+ * reader waiting for it sees end of file instead when the capture fails). */
+static void say_ready(struct fk_profile_request *rq)
+{
+    if (rq->ready_fd < 0)
+        return;
+    static const char line[] = "ready\n";
+    struct sigaction ign = { .sa_handler = SIG_IGN }, old;
+    sigaction(SIGPIPE, &ign, &old);     /* a reader gone is no reason to die */
+    if (write(rq->ready_fd, line, sizeof line - 1) != (ssize_t)(sizeof line - 1))
+        fk_warn("--ready-fd %d: %s", rq->ready_fd, strerror(errno));
+    sigaction(SIGPIPE, &old, NULL);
+    close(rq->ready_fd);
+    rq->ready_fd = -1;
+}
+
+/* The ready signal, and the countdown line on stderr while capturing when
+ * it is a terminal. */
 static void progress_line(void *ctx, const struct fk_capture_progress *p)
 {
-    (void)ctx;
+    struct fk_profile_request *rq = ctx;
+    say_ready(rq);
+    if (rq->quiet)
+        return;
     static int tty = -1;
     if (tty < 0)
         tty = isatty(STDERR_FILENO);
@@ -73,7 +95,15 @@ int fk_capture_cli_run(struct fk_profile_request *rq, int argc, char **argv)
     rq->argv = argv;
     rq->stop = &stop_flag;
     rq->run_pid = &run_pid;
+    if (rq->ready_fd >= 0) {
+        int fl = fcntl(rq->ready_fd, F_GETFD);
+        if (fl < 0)
+            return fk_opt_error("--ready-fd %d: not an open file descriptor (say e.g. "
+                                "--ready-fd 3 3>FILE)", rq->ready_fd);
+        fcntl(rq->ready_fd, F_SETFD, fl | FD_CLOEXEC);     /* not run's command's */
+    }
     rq->progress = progress_line;
+    rq->progress_ctx = rq;
     /* Handlers stay through the final writes: a Ctrl-C then only ends
      * the capture, so no *.tmp.* file is left half written. */
     handle_signals(true);

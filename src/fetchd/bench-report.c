@@ -200,6 +200,16 @@ static const char *size_label(int i, char *buf, size_t n)
     return buf;
 }
 
+/* How --work and --min-run-time sized the runs. */
+static const char *work_note(char *buf, size_t n)
+{
+    char w[32];
+    snprintf(buf, n, " (%s per run, more where the first round's run took under %.1f s: sized then to last "
+             "about that long, the same in every round)", human((double)opt.work, w, sizeof w),
+             (double)opt.min_run_ms / 1000);
+    return buf;
+}
+
 /* A verdict line of "where the data disagrees with the talk". */
 enum agree { DISAGREES, AGREES, CANNOT_TELL };
 static void verdict(struct fk_outfile *md, json_t *arr, const char *claim, enum agree agrees, const char *fmt, ...)
@@ -246,9 +256,10 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                       "Machine: %d CPUs, Linux %s; the clients run on the same machine. %d rounds; in each, every "
                       "setting runs once, in the same order, so a change in the machine's load meets all "
                       "settings alike. Each client makes one warm-up fetch (not counted), then all clients start "
-                      "together and make a set number of fetches. Figures are median (min–max) over the rounds; "
-                      "ratios are taken within a round, then summarised. The benchmark took %.0f s.\n\n",
-                      ncpus, un.release, opt.rounds, secs_total);
+                      "together and make a set number of fetches%s. Figures are median (min–max) over the rounds; "
+                      "ratios are taken within a round, then summarised. CPUs: %s. The benchmark took %.0f s.\n\n",
+                      ncpus, un.release, opt.rounds, opt.fetches ? "" : work_note(b1, sizeof b1), pin_desc,
+                      secs_total);
     fk_outfile_printf(&md, "Repositories (generated text, one commit, packed with a bitmap, so git reuses the "
                       "pack):");
     for (int i = 0; i < nrepos; i++)
@@ -423,9 +434,18 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                 "CPU per byte than the socket server.", cpu0.med > 1 && cpu1.med > 1 ? AGREES : DISAGREES,
                 "here %s without the cache and %s with it%s.", rcell(cpu0, b1, sizeof b1), rcell(cpu1, b2, sizeof b2),
                 cpu0.min <= 1 || cpu1.min <= 1 ? " (the median; not in every round)" : "");
-        if (T[1][1]->o[0].alloc_counted && T[0][1]->o[0].alloc_counted) {
+        static const char alloc_claim[] = "The talk: gRPC allocates in proportion to the bytes sent (115 GB in 30 s).",
+                          sock_claim[] = "The talk: the socket server with the cache allocates a constant amount "
+                                         "per request (5 MB in 30 s).";
+        if (!T[1][0]->o[0].alloc_counted || !T[0][1]->o[0].alloc_counted) {
+            const char *uncounted = "allocations were not counted: fetchd-malloc.so was not found, or the "
+                                    "servers are built with AddressSanitizer, whose allocator a preloaded one "
+                                    "cannot replace";
+            verdict(&md, jv, alloc_claim, CANNOT_TELL, "%s.", uncounted);
+            verdict(&md, jv, sock_claim, CANNOT_TELL, "%s.", uncounted);
+        } else {
             struct stat3 ag = fig_stat(T[1][0], F_ALLOC_B_GIB);
-            verdict(&md, jv, "The talk: gRPC allocates in proportion to the bytes sent (115 GB in 30 s).",
+            verdict(&md, jv, alloc_claim,
                     ag.med >= 0.5 * (double)(1ull << 30) ? AGREES : DISAGREES, "here %s allocated per GiB served.",
                     human(ag.med, b1, sizeof b1));
             /* Per fetch, the socket server across sizes. */
@@ -438,8 +458,7 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                     hi = v > hi ? v : hi;
                 }
             }
-            verdict(&md, jv, "The talk: the socket server with the cache allocates a constant amount per request "
-                    "(5 MB in 30 s).", nrepos < 2 || hi <= lo * 1.1 ? AGREES : DISAGREES,
+            verdict(&md, jv, sock_claim, nrepos < 2 || hi <= lo * 1.1 ? AGREES : DISAGREES,
                     "here %s to %s per fetch over fetches of %s to %s.", human(lo, b1, sizeof b1),
                     human(hi, b2, sizeof b2), human((double)repos[0].fetch_bytes, b3, sizeof b3),
                     human((double)repos[nrepos - 1].fetch_bytes, b4, sizeof b4));
@@ -551,8 +570,8 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
         exit(1);
 
     /* report.json: every run, and every figure's median and range. */
-    json_t *j = json_pack("{s:i,s:s,s:s,s:i,s:I}", "cpus", ncpus, "kernel", un.release, "cpu_accounting", cpu_source,
-                          "rounds", opt.rounds, "chunk_size", (json_int_t)opt.chunk);
+    json_t *j = json_pack("{s:i,s:s,s:s,s:i,s:I,s:s}", "cpus", ncpus, "kernel", un.release, "cpu_accounting",
+                          cpu_source, "rounds", opt.rounds, "chunk_size", (json_int_t)opt.chunk, "pinning", pin_desc);
     json_t *jrepos = json_array();
     for (int i = 0; i < nrepos; i++)
         json_array_append_new(jrepos, json_pack("{s:s,s:I}", "repository", repos[i].path, "fetch_bytes",

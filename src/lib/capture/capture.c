@@ -462,7 +462,8 @@ static bool engine_loop(struct fk_engine *e)
     r->start_realtime_ns = real_ns();
     bool preloaded = o->event.exclude_kernel;
     uint64_t deadline = o->duration_ms ? start + o->duration_ms * 1000000ull : UINT64_MAX;
-    uint64_t last_progress = 0;
+    report_progress(e, start, start, false);    /* the window is open (--ready-fd) */
+    uint64_t last_progress = start;
     for (;;) {
         uint64_t now = fk_now_ns();
         if (o->stop && *o->stop) {

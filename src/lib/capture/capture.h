@@ -59,7 +59,8 @@ const char *fk_callgraph_name(enum fk_callgraph m);     /* "auto", "dwarf", "fp"
 #define FK_STACK_SIZE_MIN 512
 #define FK_STACK_SIZE_MAX 65528
 
-/* The capture's progress, for a status line. */
+/* The capture's progress, for a status line: reported when the window
+ * opens (elapsed 0: the capture runs), about every second, and at its end. */
 struct fk_capture_progress {
     uint64_t elapsed_ns;
     uint64_t duration_ns;           /* the window asked for; 0 = until stopped */
@@ -85,9 +86,9 @@ struct fk_capture_opts {
                                        structured profile ("faults"); NULL = the
                                        event's name */
     bool quiet;                     /* no warnings about degraded modes */
-    /* Called about once a second during the window and once with done set
-     * after it (the library never writes to the terminal: the command
-     * draws). NULL: none. */
+    /* Called once as the window opens, about once a second during it and
+     * once with done set after it (the library never writes to the
+     * terminal: the command draws). NULL: none. */
     fk_capture_progress_fn progress;
     void *progress_ctx;
     /* The event kind (capture/evkind.h); NULL: fk_evkind_clock when

@@ -129,6 +129,19 @@ static bool learn_sample_ids(struct fk_engine *e)
     return true;
 }
 
+/* Open every event on the maps; without PERF_FORMAT_LOST on kernels
+ * before 6.0 (EINVAL). 0 or -errno. */
+static int open_events(struct fk_engine *e)
+{
+    int err = perf_evlist__open(e->evlist);
+    if (err == -EINVAL) {
+        for (unsigned i = 0; i < e->nevents; i++)
+            perf_evsel__attr(e->evsel[i])->read_format &= ~(uint64_t)PERF_FORMAT_LOST;
+        err = perf_evlist__open(e->evlist);
+    }
+    return err;
+}
+
 bool fk_engine_open(struct fk_engine *e)
 {
     static bool inited;
@@ -159,11 +172,18 @@ bool fk_engine_open(struct fk_engine *e)
         perf_evlist__add(e->evlist, e->evsel[i]);
     }
     perf_evlist__set_maps(e->evlist, e->cpus, e->threads);
-    int err = perf_evlist__open(e->evlist);
-    if (err == -EINVAL) {
-        for (unsigned i = 0; i < e->nevents; i++)
-            perf_evsel__attr(e->evsel[i])->read_format &= ~(uint64_t)PERF_FORMAT_LOST;
-        err = perf_evlist__open(e->evlist);
+    int err = open_events(e);
+    /* A thread that exits between the listing and its event's opening
+     * (ESRCH; a server's per-connection threads under load do) is no
+     * reason to give up: list the tasks again, a bounded number of times. */
+    for (int tries = 0; err == -ESRCH && perf_thread_map__nr(e->threads) > 1 && tries < 16; tries++) {
+        struct perf_thread_map *m = target_threads(e->o->target);
+        if (!m)
+            return false;       /* the process itself is gone: said */
+        perf_evlist__set_maps(e->evlist, e->cpus, m);
+        perf_thread_map__put(e->threads);
+        e->threads = m;
+        err = open_events(e);
     }
     if (err < 0) {
         open_error(e->o, -err);

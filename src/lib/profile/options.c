@@ -2,6 +2,7 @@
 /* The capture request's option sets (see options.h). */
 #include "profile/options.h"
 
+#include <limits.h>
 #include <unistd.h>
 
 #define RQ(field) offsetof(struct fk_profile_request, field)
@@ -80,5 +81,10 @@ const struct fk_opt fk_optset_output[] = {
       "then upload the files to s3://BUCKET/PREFIX/ or gs://BUCKET/PREFIX/ "
       "(credentials and endpoint: see flamekit-upload(1))", "s3://bucket/prefix/" },
     { "quiet", 'q', FK_OPT_FLAG, RQ(quiet), NULL, "no progress line and no summary" },
+    { "ready-fd", 0, FK_OPT_INT, RQ(ready_fd), "FD",
+      "once the capture runs (events on, the target's memory maps read), write "
+      "\"ready\" and a newline to file descriptor FD (3 or above) and close it: "
+      "for scripts that start a load only then; closed without it when the "
+      "capture fails first", "3", .min = 3, .max = INT_MAX },
     { NULL },
 };

@@ -106,7 +106,10 @@ struct fk_profile_request {
     int stream_fd;              /* >= 0: send the files as a result stream (stream.h)
                                    on this fd; RUN's stdout then goes to stderr */
     bool quiet;                 /* no progress line */
-    fk_capture_progress_fn progress;    /* the command's status line (capture.h); NULL: none */
+    int ready_fd;               /* >= 0: the command says "ready" on it when the
+                                   window opens (--ready-fd); -1: none */
+    fk_capture_progress_fn progress;    /* the command's status line and ready signal
+                                           (capture.h), also when quiet; NULL: none */
     void *progress_ctx;
     /* context, for metadata and messages */
     const char *command;        /* "host", "faults", "serve" */
@@ -121,7 +124,7 @@ enum { FK_PYTHON_ON, FK_PYTHON_LINES, FK_PYTHON_OFF };
 /* The request's --python as a word. */
 const char *fk_python_mode_name(int mode);
 
-/* Zero the request, with stream_fd -1. */
+/* Zero the request, with stream_fd and ready_fd -1. */
 void fk_profile_request_init(struct fk_profile_request *rq);
 
 struct fk_profile_result {

@@ -28,6 +28,7 @@ void fk_profile_request_init(struct fk_profile_request *rq)
 {
     memset(rq, 0, sizeof *rq);
     rq->stream_fd = -1;
+    rq->ready_fd = -1;
 }
 
 const char *fk_python_mode_name(int mode)
@@ -409,7 +410,7 @@ int fk_profile_run(const struct fk_profile_request *rq, struct fk_profile_result
     co.weight_by_period = res->event.freq == 0;
     co.value_name = res->unit;      /* pprof: faults/count, switches/count... */
     co.quiet = rq->quiet;
-    co.progress = rq->quiet ? NULL : rq->progress;
+    co.progress = rq->progress;
     co.progress_ctx = rq->progress_ctx;
     co.stop = rq->stop;
     co.sym.kernel = !rq->no_kernel;

@@ -6,11 +6,14 @@
  * Which header fields appear depends on `perf script -F`; we classify the
  * header's tokens by shape instead of assuming positions.
  * Frame lines repeat (deep stacks: ~2% of them are distinct), so a frame
- * line is parsed once: two bounded caches map a whole line, or its text
- * after the ip, to the frame's name id, and each cached line remembers the
- * line that followed it, which is checked in place before anything else.
- * Invariant: a cached result is what add_frame gives for those bytes in a
- * process of the same java-ness (the only state it reads). */
+ * line's text after its ip (its key) is parsed once: a bounded table maps
+ * keys to their frames' name ids, and each key remembers the key that
+ * followed it, which is checked in the reader's buffer before anything is
+ * scanned or hashed (3 frame lines in 4 on shallow host-wide input, 6 in
+ * 7 on deep stacks). A sample's stack is its name ids, hashed as they are
+ * pushed, and the folded text is made once, at the end.
+ * Invariant: a kept key's frames are what add_frame gives for those bytes
+ * in a process of the same java-ness (the only state it reads). */
 #include "perfscript.h"
 #include "folded.h"
 #include "util/lineread.h"
@@ -107,85 +110,85 @@ static inline char *skip_blanks(char *s, char *end)
     return s;
 }
 
-/* The frame-line caches: entries in an array (their numbers stay put),
- * indexed by key hash (util/hindex.h), keys in one buffer. A line's text
- * is its bytes up to the key (blanks and ip) followed by the key, which
- * the other cache holds (rest): lines repeat one key at many addresses,
- * and a key is kept once. Each line entry also remembers which line
- * followed it last time (next): stacks repeat, so the next line is usually
- * that one, checked without hashing. */
-struct fk_lc_entry {
-    uint32_t koff;
-    uint32_t kj;                /* key length << 1 | seen in a java process (see add_frame) */
-    uint32_t id;                /* LC_SKIP or a name id */
-    uint32_t next;              /* entry number + 1 of the line after, 0 none */
-    uint32_t rest;              /* entry number + 1 in the key cache of the rest, 0 none */
-};
+/* The frame keys: a frame line's text after its ip (with --addrs from the
+ * ip on), in records of 32-bit words in one array, indexed by key hash
+ * (util/hindex.h): a lookup touches an index slot and one record.
+ *   KR_KJ    key length << 1 | seen in a java process (see add_frame)
+ *   KR_ID    the frames: LC_SKIP, a name id or LC_CHAIN | chain offset
+ *   KR_NEXT  record offset + 1 of the key that followed it last time, 0 none
+ *   then the key's bytes, padded to a word.
+ * Records are named by offset + 1 (0: none) and never move. */
+enum { KR_KJ, KR_ID, KR_NEXT, KR_HEAD };
 enum { LC_CHAIN = 1u << 31, LC_SKIP = UINT32_MAX - 1 };
 
-/* max: bytes of keys and entries kept at most (beyond, nothing new is cached) */
-static void lc_init(struct fk_perfscript_cache *c, size_t max)
+static inline const char *kr_key(const struct fk_perfscript_keys *c, uint32_t r)
 {
-    memset(c, 0, sizeof *c);
-    c->max = max;
+    return (const char *)(c->w + r - 1 + KR_HEAD);
 }
 
-static void lc_free(struct fk_perfscript_cache *c)
+/* Is record r the key key[0..len) (of a process of this java-ness)? */
+static inline bool kr_is(const struct fk_perfscript_keys *c, uint32_t r, const char *key,
+                         size_t len, bool java)
 {
-    fk_hindex_free(&c->index);
-    free(c->e);
-    fk_buf_free(&c->keys);
-    memset(c, 0, sizeof *c);    /* max 0: caches nothing more */
+    return c->w[r - 1 + KR_KJ] == (uint32_t)(len << 1 | java) && !memcmp(kr_key(c, r), key, len);
 }
 
-/* Is entry en (+ 1) of c the text key[0..len)? rc holds the rests of c's
- * entries (the key cache for the line cache). */
-static inline bool lc_is(const struct fk_perfscript_cache *c, const struct fk_perfscript_cache *rc,
-                         uint32_t en, const char *key, size_t len, bool java)
-{
-    const struct fk_lc_entry *e = &c->e[en - 1];
-    size_t plen = e->kj >> 1;
-    if (!e->rest)
-        return e->kj == (len << 1 | java) && !memcmp(c->keys.data + e->koff, key, len);
-    const struct fk_lc_entry *r = &rc->e[e->rest - 1];
-    return (e->kj & 1) == java && plen + (r->kj >> 1) == len &&
-           !memcmp(c->keys.data + e->koff, key, plen) &&
-           !memcmp(rc->keys.data + r->koff, key + plen, len - plen);
-}
-
-/* The entry number + 1 of key, 0 if it is not there. */
-static inline uint32_t lc_find(const struct fk_perfscript_cache *c,
-                               const struct fk_perfscript_cache *rc, const char *key, size_t len,
+/* The record of key, 0 if there is none. */
+static inline uint32_t kr_find(const struct fk_perfscript_keys *c, const char *key, size_t len,
                                uint64_t h, bool java)
 {
     struct fk_hiter it = fk_hindex_find(&c->index, h);
     uint32_t i;
     while (fk_hindex_next(&it, &i))
-        if (lc_is(c, rc, i + 1, key, len, java))
+        if (kr_is(c, i + 1, key, len, java))
             return i + 1;
     return 0;
 }
 
-/* Would more key bytes (and an entry) go over max? */
-static inline bool lc_full(const struct fk_perfscript_cache *c, size_t more)
+/* Add key (not there yet) with its frames id; its record, 0 when the
+ * records would pass c->max words (then nothing new is kept). */
+static uint32_t kr_put(struct fk_perfscript_keys *c, const char *key, size_t len, uint64_t h,
+                       bool java, uint32_t id)
 {
-    return c->keys.len + more + (c->n + 1) * sizeof *c->e + fk_hindex_bytes(&c->index) > c->max;
+    size_t words = KR_HEAD + (len + 3) / 4;
+    if (len >= UINT32_MAX / 2 || c->len + words + fk_hindex_bytes(&c->index) / 4 > c->max)
+        return 0;
+    c->w = fk_grow(c->w, &c->cap, c->len + words, sizeof *c->w);
+    uint32_t *r = c->w + c->len;
+    r[KR_KJ] = (uint32_t)(len << 1 | java);
+    r[KR_ID] = id;
+    r[KR_NEXT] = 0;
+    if (words > KR_HEAD)
+        r[words - 1] = 0;   /* the padding */
+    memcpy(r + KR_HEAD, key, len);
+    fk_hindex_add(&c->index, h, (uint32_t)c->len);
+    c->len += words;
+    return (uint32_t)(r - c->w) + 1;
 }
 
-/* Add key[0..len) (not there yet), of which the first plen bytes are kept
- * here and the rest is entry rest (+ 1) of the other cache (0: all kept
- * here, plen == len); its entry number + 1, 0 when the cache is full. */
-static uint32_t lc_put(struct fk_perfscript_cache *c, const char *key, size_t plen, uint64_t h,
-                       bool java, uint32_t id, uint32_t rest)
+static void kr_free(struct fk_perfscript_keys *c)
 {
-    if (lc_full(c, plen))
-        return 0;
-    c->e = fk_grow(c->e, &c->cap, c->n + 1, sizeof *c->e);
-    c->e[c->n] = (struct fk_lc_entry){ (uint32_t)c->keys.len, (uint32_t)(plen << 1 | java), id, 0,
-                                       rest };
-    fk_buf_add(&c->keys, key, plen);
-    fk_hindex_add(&c->index, h, (uint32_t)c->n);
-    return (uint32_t)++c->n;
+    fk_hindex_free(&c->index);
+    free(c->w);
+    memset(c, 0, sizeof *c);    /* max 0: keeps nothing more */
+}
+
+/* Stack records (see perfscript.h): SR_COUNT (2 words), SR_N, ids. */
+enum { SR_COUNT, SR_N = 2, SR_HEAD };
+
+static inline uint64_t sr_count(const uint32_t *r)
+{
+    uint64_t c;
+    memcpy(&c, r + SR_COUNT, sizeof c);
+    return c;
+}
+
+/* The hash of a stack's ids, pushed one by one leaf first: one multiply
+ * per frame as it is read, mixed once at the end (fk_hash_u64). */
+static inline uint64_t ids_step(uint64_t h, uint32_t id)
+{
+    h = (h ^ id) * 0x9fb21c651e98df25ULL;
+    return h ^ (h >> 29);
 }
 
 void fk_perfscript_init(struct fk_perfscript *p, const struct fk_perfscript_opts *o,
@@ -201,12 +204,8 @@ void fk_perfscript_init(struct fk_perfscript *p, const struct fk_perfscript_opts
     p->stk = fk_malloc(p->stk_cap * sizeof *p->stk);
     p->stk_pos = p->stk_cap;
     fk_stacktab_init(&p->names);
-    fk_stacktab_init(&p->stacks);
-    /* ~30k lines (~50 bytes each with their index) and ~40k keys: the
-     * line cache pays where stacks are deep (it predicts the next line);
-     * on shallow input the key cache does nearly as well */
-    lc_init(&p->line, 3u << 19);
-    lc_init(&p->cache, 4u << 20);
+    /* 4 MB of keys and their index: ~40k keys of ~80 bytes */
+    p->keys.max = (4u << 20) / sizeof *p->keys.w;
     p->pname_id = UINT32_MAX;
 }
 
@@ -219,9 +218,9 @@ void fk_perfscript_free(struct fk_perfscript *p)
     fk_buf_free(&p->frame);
     free(p->chains);
     fk_stacktab_free(&p->names);
-    fk_stacktab_free(&p->stacks);
-    lc_free(&p->cache);
-    lc_free(&p->line);
+    free(p->stacks.w);
+    fk_hindex_free(&p->stacks.index);
+    kr_free(&p->keys);
     memset(p, 0, sizeof *p);
 }
 
@@ -247,6 +246,7 @@ static inline void stk_push(struct fk_perfscript *p, uint32_t id)
     if (p->stk_pos == 0)
         stk_grow(p);
     p->stk[--p->stk_pos] = id;
+    p->stk_hash = ids_step(p->stk_hash, id);
     p->nframes++;
 }
 
@@ -274,6 +274,43 @@ static bool needs_tidy(const char *s, size_t n)
     return false;
 }
 
+/* Count the stack in p->stk (its hash p->stk_hash) weight times. */
+static void add_stack(struct fk_perfscript *p, uint64_t weight)
+{
+    struct fk_perfscript_stacks *t = &p->stacks;
+    const uint32_t *ids = p->stk + p->stk_pos;
+    size_t n = p->stk_cap - p->stk_pos;
+    uint64_t h = fk_hash_u64(p->stk_hash ^ n);
+    struct fk_hiter it = fk_hindex_find(&t->index, h);
+    uint32_t at;
+    uint32_t *r = NULL;
+    while (fk_hindex_next(&it, &at)) {
+        uint32_t *c = t->w + at;
+        if (c[SR_N] == n && !memcmp(c + SR_HEAD, ids, n * sizeof *ids)) {
+            r = c;
+            break;
+        }
+    }
+    if (!r) {
+        if (n >= UINT32_MAX || t->len + SR_HEAD + n >= UINT32_MAX)
+            fk_die("more than 16 GB of stacks");
+        t->w = fk_grow(t->w, &t->cap, t->len + SR_HEAD + n, sizeof *t->w);
+        r = t->w + t->len;
+        memset(r, 0, SR_HEAD * sizeof *r);
+        r[SR_N] = (uint32_t)n;
+        memcpy(r + SR_HEAD, ids, n * sizeof *ids);
+        fk_hindex_add(&t->index, h, (uint32_t)t->len);
+        t->len += SR_HEAD + n;
+        t->n++;
+    }
+    uint64_t c = sr_count(r);
+    if (__builtin_add_overflow(c, weight, &c)) {
+        t->overflow = true;
+        c = UINT64_MAX;
+    }
+    memcpy(r + SR_COUNT, &c, sizeof c);
+}
+
 static void flush_sample(struct fk_perfscript *p)
 {
     if (p->in_sample && p->keep) {
@@ -282,14 +319,14 @@ static void flush_sample(struct fk_perfscript *p)
         if (!last || last->len != p->pname.len || (last->len && memcmp(last->key, p->pname.data, last->len)))
             p->pname_id = intern(p, p->pname.data ? p->pname.data : "", p->pname.len);
         stk_push(p, p->pname_id);
-        fk_stacktab_add(&p->stacks, (const char *)(p->stk + p->stk_pos),
-                        (p->stk_cap - p->stk_pos) * sizeof *p->stk, p->weight);
+        add_stack(p, p->weight);
         p->samples++;
     }
     p->in_sample = false;
     p->stk_pos = p->stk_cap;
+    p->stk_hash = 0;
     p->nframes = 0;
-    p->lprev = 0;
+    p->kprev = 0;
 }
 
 static bool event_matches(const char *want, const char *ev, size_t len)
@@ -438,19 +475,19 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
     if (!hex_token(ip, iplen, end))
         return false;
     s = skip_blanks(s, end);
-    char *sym = s, *symend = end, *mod = NULL, *modend = NULL;
-    char *rp = s < end ? memrchr(s, ')', (size_t)(end - s)) : NULL;
+    const char *sym = s, *symend = end, *mod = NULL, *modend = NULL;
+    const char *rp = s < end ? memrchr(s, ')', (size_t)(end - s)) : NULL;
     if (rp) {
-        char *open = NULL;      /* the '(' of the last " (" before rp */
-        for (char *q = rp - 1; q >= s + 2; q--)
+        const char *open = NULL;      /* the '(' of the last " (" before rp */
+        for (const char *q = rp - 1; q >= s + 2; q--)
             if (*q == '(' && q[-1] == ' ') {
                 open = q;
                 break;
             }
         if (open && rp - open == 9 && !memcmp(open, "(deleted)", 8)) {
             /* "(/path (deleted))": the object is /path */
-            char *outer = NULL;
-            for (char *q = open - 2; q >= s + 2; q--)
+            const char *outer = NULL;
+            for (const char *q = open - 2; q >= s + 2; q--)
                 if (*q == '(' && q[-1] == ' ') {
                     outer = q;
                     break;
@@ -483,7 +520,7 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
             symend--;
     const char *off = symend, *symend0 = symend;
     {
-        char *q = symend;
+        const char *q = symend;
         while (q > sym && (is_digit(q[-1]) || (q[-1] >= 'a' && q[-1] <= 'f')))
             q--;
         if (q < symend && q - sym >= 3 && q[-1] == 'x' && q[-2] == '0' && q[-3] == '+')
@@ -570,13 +607,13 @@ static inline void push_frames(struct fk_perfscript *p, uint32_t id)
     }
 }
 
-/* The next frame line of this sample is the entry en (+ 1); its frames. */
-static inline void line_seen(struct fk_perfscript *p, uint32_t en)
+/* The next frame line of this sample has the key of record r; its frames. */
+static inline void key_seen(struct fk_perfscript *p, uint32_t r)
 {
-    if (p->lprev)
-        p->line.e[p->lprev - 1].next = en;
-    p->lprev = en;
-    push_frames(p, p->line.e[en - 1].id);
+    if (p->kprev)
+        p->keys.w[p->kprev - 1 + KR_NEXT] = r;
+    p->kprev = r;
+    push_frames(p, p->keys.w[r - 1 + KR_ID]);
 }
 
 /* The names add_frame left in p->frame as one entry for push_frames. */
@@ -602,8 +639,9 @@ static uint32_t frames_id(struct fk_perfscript *p)
     return LC_CHAIN + off;
 }
 
-/* line: the whole line, to remember it by (NULL: not a line of its own) */
-static bool frame_line(struct fk_perfscript *p, char *s, char *end, const char *line)
+/* A frame line "ip sym (dso)" from s to end; own_line: a line of its own
+ * (not the end of a sample header), so it may be predicted. */
+static bool frame_line(struct fk_perfscript *p, char *s, char *end, bool own_line)
 {
     char *ipend = find_blank(s, end);
     if (ipend == s || !hex_token(s, (size_t)(ipend - s), end))
@@ -611,27 +649,31 @@ static bool frame_line(struct fk_perfscript *p, char *s, char *end, const char *
     const char *key = p->o.addrs ? s : skip_blanks(ipend, end);
     size_t klen = (size_t)(end - key);
     bool java = is_java(p);
-    uint64_t h = key_hash(key, klen, java);
-    uint32_t en = lc_find(&p->cache, NULL, key, klen, h, java), id;
-    if (en) {
-        id = p->cache.e[en - 1].id;
-    } else {
-        if (!add_frame(p, s, end))
-            return false;
-        id = frames_id(p);
-        en = lc_put(&p->cache, key, klen, h, java, id, 0);
+    /* the key that followed the previous one last time, then the index */
+    uint32_t r = p->kprev ? p->keys.w[p->kprev - 1 + KR_NEXT] : 0;
+    if (!r || !kr_is(&p->keys, r, key, klen, java)) {
+        uint64_t h = key_hash(key, klen, java);
+        r = kr_find(&p->keys, key, klen, h, java);
+        if (!r) {
+            if (!add_frame(p, s, end))
+                return false;
+            uint32_t id = frames_id(p);
+            r = kr_put(&p->keys, key, klen, h, java, id);
+            if (!r) {
+                /* not kept: nor is its chain (memory follows what is kept) */
+                p->kprev = 0;
+                push_frames(p, id);
+                if (id >= LC_CHAIN && id != LC_SKIP)
+                    p->nchains = id - LC_CHAIN;
+                return true;
+            }
+        }
     }
-    uint32_t ln = 0;
-    if (line && !p->line_off) {
-        /* the line is kept up to its key when the key cache holds the key */
-        size_t len = (size_t)(end - line), plen = en ? (size_t)(key - line) : len;
-        ln = lc_put(&p->line, line, plen, key_hash(line, len, java), java, id, en);
-    }
-    if (ln) {
-        line_seen(p, ln);
+    if (own_line) {
+        key_seen(p, r);
     } else {
-        p->lprev = 0;
-        push_frames(p, id);
+        p->kprev = 0;
+        push_frames(p, p->keys.w[r - 1 + KR_ID]);
     }
     return true;
 }
@@ -838,7 +880,7 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
         while (r < end && is_space(*r))
             r++;
         if (r < end && is_hex(*r) && end[-1] == ')')
-            frame_line(p, r, end, NULL);
+            frame_line(p, r, end, false);
     }
     return true;
 }
@@ -882,29 +924,6 @@ void fk_perfscript_line(struct fk_perfscript *p, char *line, size_t len, uint64_
 {
     p->st->lines++;
     char *end = line + len, *s = line;
-    if (len && is_space(line[0]) && p->in_sample && p->keep && !p->line_off) {
-        /* a frame line seen before: its name id, nothing to parse; first
-         * try the line that followed the previous one last time */
-        bool java = is_java(p);
-        uint32_t en = p->lprev ? p->line.e[p->lprev - 1].next : 0;
-        if (!en || !lc_is(&p->line, &p->cache, en, line, len, java)) {
-            en = lc_find(&p->line, &p->cache, line, len, key_hash(line, len, java), java);
-            /* once full, the line cache must earn its lookups: when most
-             * lines are new (many processes, few repeats) it is left off */
-            if (lc_full(&p->line, 256)) {
-                p->line_tries++;
-                p->line_hits += en != 0;
-                if (p->line_tries == 65536) {
-                    p->line_off = p->line_hits * 2 < p->line_tries;
-                    p->line_tries = p->line_hits = 0;
-                }
-            }
-        }
-        if (en) {
-            line_seen(p, en);
-            return;
-        }
-    }
     if (s < end && is_space(*s))
         s = skip_blanks(s + 1, end);
     if (s == end) {
@@ -918,14 +937,14 @@ void fk_perfscript_line(struct fk_perfscript *p, char *line, size_t len, uint64_
     if (s != line && p->in_sample) {
         if (!p->keep)
             return;
-        if (frame_line(p, s, end, line))
+        if (frame_line(p, s, end, true))
             return;
         /* perhaps a header with a right-aligned comm */
     } else if (s == line && p->in_sample && !perl_header(s, end) && !event_second(s, end)) {
         /* an unindented frame line (perf-map-agent's tools write them):
          * the Perl tool takes a line for a header only when it has this
          * shape, anything else in a sample for a frame */
-        if (!p->keep || frame_line(p, s, end, line))
+        if (!p->keep || frame_line(p, s, end, true))
             return;
     }
     if (parse_header(p, s, end, &why))
@@ -933,36 +952,27 @@ void fk_perfscript_line(struct fk_perfscript *p, char *line, size_t len, uint64_
     fk_parse_stats_bad(p->st, lineno, line, len, why);
 }
 
-/* A stack key is name ids, root first, at any alignment (the table packs
- * keys): read them with memcpy. */
-static inline uint32_t id_at(const char *key, size_t k)
-{
-    uint32_t v;
-    memcpy(&v, key + k * sizeof v, sizeof v);
-    return v;
-}
-
-/* Two stacks in the order of their folded text (frame names joined by ';',
- * compared bytewise as fk_folded_write sorts), without writing the text
- * out. Names never hold ';' (add_frame and the process name turn it into
- * ':'), and equal names have equal ids. */
-static int cmp_text(const struct fk_stacktab *names, const char *a, size_t na, const char *b,
-                    size_t nb)
+/* Two stacks (their ids, root first) in the order of their folded text
+ * (frame names joined by ';', compared bytewise as fk_folded_write sorts),
+ * without writing the text out. Names never hold ';' (add_frame and the
+ * process name turn it into ':'), and equal names have equal ids. */
+static int cmp_text(const struct fk_stacktab *names, const uint32_t *a, size_t na,
+                    const uint32_t *b, size_t nb)
 {
     size_t m = na < nb ? na : nb, k = 0;
     while (k + 2 <= m) {
         uint64_t x, y;
-        memcpy(&x, a + k * 4, 8);
-        memcpy(&y, b + k * 4, 8);
+        memcpy(&x, a + k, 8);
+        memcpy(&y, b + k, 8);
         if (x != y)
             break;
         k += 2;
     }
-    while (k < m && id_at(a, k) == id_at(b, k))
+    while (k < m && a[k] == b[k])
         k++;
     if (k == m)     /* one goes on with ';' where the other ends */
         return (na > m) - (nb > m);
-    const struct fk_stack *x = &names->v[id_at(a, k)], *y = &names->v[id_at(b, k)];
+    const struct fk_stack *x = &names->v[a[k]], *y = &names->v[b[k]];
     size_t l = x->len < y->len ? x->len : y->len;
     int c = memcmp(x->key, y->key, l);
     if (c || x->len == y->len)
@@ -977,21 +987,22 @@ static int cmp_text(const struct fk_stacktab *names, const char *a, size_t na, c
 
 static int cmp_stack(const void *x, const void *y, void *arg)
 {
-    const struct fk_stack *a = *(const struct fk_stack *const *)x;
-    const struct fk_stack *b = *(const struct fk_stack *const *)y;
-    return cmp_text(arg, a->key, a->len / sizeof(uint32_t), b->key, b->len / sizeof(uint32_t));
+    const uint32_t *a = *(const uint32_t *const *)x, *b = *(const uint32_t *const *)y;
+    return cmp_text(arg, a + SR_HEAD, a[SR_N], b + SR_HEAD, b[SR_N]);
 }
 
-/* The folded text of a stack appended to buf (room left for its count). */
-static void stack_text(const struct fk_perfscript *p, const struct fk_stack *e, struct fk_buf *buf)
+/* The folded text of stack record r appended to buf (room left for its
+ * count). */
+static void stack_text(const struct fk_perfscript *p, const uint32_t *r, struct fk_buf *buf)
 {
-    size_t n = e->len / sizeof(uint32_t), len = n;
+    size_t n = r[SR_N], len = n;
+    const uint32_t *ids = r + SR_HEAD;
     for (size_t k = 0; k < n; k++)
-        len += p->names.v[id_at(e->key, k)].len;
+        len += p->names.v[ids[k]].len;
     fk_buf_reserve(buf, len + 32);
     char *d = buf->data + buf->len;
     for (size_t k = 0; k < n; k++) {
-        const struct fk_stack *nm = &p->names.v[id_at(e->key, k)];
+        const struct fk_stack *nm = &p->names.v[ids[k]];
         if (k)
             *d++ = ';';
         memcpy(d, nm->key, nm->len);
@@ -1000,21 +1011,32 @@ static void stack_text(const struct fk_perfscript *p, const struct fk_stack *e, 
     buf->len = (size_t)(d - buf->data);
 }
 
+/* The stack records, in the order they were first seen. */
+static const uint32_t **stack_list(const struct fk_perfscript *p)
+{
+    const uint32_t **v = fk_malloc((p->stacks.n ? p->stacks.n : 1) * sizeof *v);
+    size_t i = 0;
+    for (size_t at = 0; at < p->stacks.len; at += SR_HEAD + p->stacks.w[at + SR_N])
+        v[i++] = p->stacks.w + at;
+    return v;
+}
+
 void fk_perfscript_finish(struct fk_perfscript *p)
 {
     flush_sample(p);
-    /* the caches are for reading only: their memory goes to the output */
-    lc_free(&p->line);
-    lc_free(&p->cache);
-    p->line_off = true;
+    /* the key records are for reading only: their memory goes to the output */
+    kr_free(&p->keys);
+    p->kprev = 0;
     if (!p->tab)
         return;
     struct fk_buf b = FK_BUF_INIT;
+    const uint32_t **v = stack_list(p);
     for (size_t i = 0; i < p->stacks.n; i++) {
         fk_buf_reset(&b);
-        stack_text(p, &p->stacks.v[i], &b);
-        fk_stacktab_add(p->tab, b.data ? b.data : "", b.len, p->stacks.v[i].count);
+        stack_text(p, v[i], &b);
+        fk_stacktab_add(p->tab, b.data ? b.data : "", b.len, sr_count(v[i]));
     }
+    free(v);
     if (p->stacks.overflow)
         p->tab->overflow = true;
     fk_buf_free(&b);
@@ -1022,23 +1044,21 @@ void fk_perfscript_finish(struct fk_perfscript *p)
 
 struct sorted_stacks {
     const struct fk_perfscript *p;
-    const struct fk_stack **v;
+    const uint32_t **v;
 };
 
 static uint64_t sorted_stack(void *ctx, size_t i, struct fk_buf *b)
 {
     const struct sorted_stacks *ss = ctx;
     stack_text(ss->p, ss->v[i], b);
-    return ss->v[i]->count;
+    return sr_count(ss->v[i]);
 }
 
 bool fk_perfscript_write(const struct fk_perfscript *p,
                          bool (*sink)(void *ctx, const void *data, size_t len), void *ctx)
 {
     size_t n = p->stacks.n;
-    const struct fk_stack **v = fk_malloc((n ? n : 1) * sizeof *v);
-    for (size_t i = 0; i < n; i++)
-        v[i] = &p->stacks.v[i];
+    const uint32_t **v = stack_list(p);
     qsort_r(v, n, sizeof *v, cmp_stack, (void *)&p->names);
     struct sorted_stacks ss = { p, v };
     bool ok = fk_folded_write_lines(n, sorted_stack, &ss, sink, ctx);
@@ -1056,44 +1076,49 @@ bool fk_perfscript_read(struct fk_perfscript *p, const char *path)
     return ok;
 }
 
+/* Frame lines whose key is the one predicted (the key that followed the
+ * previous line's last time), checked in the reader's buffer: no scan for
+ * the newline, no hash. As frame_line would take them: blanks, a hex ip,
+ * blanks, the key, the newline. Not a key ending in '\r' (the reader drops
+ * one before a newline, which this check would not). */
+static void predicted_lines(struct fk_perfscript *p, struct fk_lineread *r)
+{
+    size_t avail;
+    bool eof;
+    const char *b = fk_lineread_peek(r, 0, &avail, &eof);     /* what is buffered */
+    if (!b)
+        return;
+    const char *e = b + avail;
+    bool java = is_java(p);
+    uint32_t kr;
+    while ((kr = p->keys.w[p->kprev - 1 + KR_NEXT])) {
+        const char *s = b;
+        if (s == e || !is_space(*s))
+            break;
+        s = skip_blanks((char *)s + 1, (char *)e);
+        const char *ipend = find_blank((char *)s, (char *)e);
+        if (ipend == s || ipend == e || !hex_token(s, (size_t)(ipend - s), e))
+            break;
+        const char *key = p->o.addrs ? s : skip_blanks((char *)ipend, (char *)e);
+        size_t klen = p->keys.w[kr - 1 + KR_KJ] >> 1;
+        if ((size_t)(e - key) <= klen || key[klen] != '\n' || (klen && key[klen - 1] == '\r') ||
+            !kr_is(&p->keys, kr, key, klen, java))
+            break;
+        p->st->lines++;
+        key_seen(p, kr);
+        size_t n = (size_t)(key + klen + 1 - b);
+        fk_lineread_skip(r, n);
+        b += n;
+    }
+}
+
 bool fk_perfscript_read_lines(struct fk_perfscript *p, struct fk_lineread *r)
 {
     char *line;
     size_t len;
     for (;;) {
-        /* Lines the cache predicts (the line that followed the previous one
-         * last time) are checked in place: no scan for the newline. */
-        if (p->lprev && p->keep) {
-            size_t avail;
-            bool eof;
-            const char *b = fk_lineread_peek(r, 0, &avail, &eof);  /* what is buffered */
-            if (!b)
-                break;
-            bool java = is_java(p);
-            uint32_t en;
-            while (p->lprev && (en = p->line.e[p->lprev - 1].next)) {
-                const struct fk_lc_entry *e = &p->line.e[en - 1];
-                size_t klen = e->kj >> 1;
-                if (klen >= avail || (e->kj & 1) != java)
-                    break;
-                if (e->rest) {
-                    const struct fk_lc_entry *re = &p->cache.e[e->rest - 1];
-                    size_t rlen = re->kj >> 1;
-                    if (klen + rlen >= avail || b[klen + rlen] != '\n' ||
-                        memcmp(b, p->line.keys.data + e->koff, klen) ||
-                        memcmp(b + klen, p->cache.keys.data + re->koff, rlen))
-                        break;
-                    klen += rlen;
-                } else if (b[klen] != '\n' || memcmp(b, p->line.keys.data + e->koff, klen)) {
-                    break;
-                }
-                p->st->lines++;
-                line_seen(p, en);
-                fk_lineread_skip(r, klen + 1);
-                b += klen + 1;
-                avail -= klen + 1;
-            }
-        }
+        if (p->kprev && p->keep && p->in_sample)
+            predicted_lines(p, r);
         if (!(line = fk_lineread_next(r, &len)))
             break;
         fk_perfscript_line(p, line, len, r->lineno);

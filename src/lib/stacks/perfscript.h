@@ -45,23 +45,31 @@ struct fk_perfscript {
     uint32_t *chains;           /* inline chains' name ids: n, ids (leaf first) */
     size_t nchains, chains_cap;
     uint64_t nframes;
+    uint64_t stk_hash;          /* of the ids pushed so far (fk_hash_ids order) */
     /* Stacks are kept as name ids: memory follows unique names and stacks,
      * not stack text (deep stacks repeat long names). */
     struct fk_stacktab names;   /* frame name -> id (its index) */
-    struct fk_stacktab stacks;  /* id sequence (root first) -> count */
-    /* Frame lines repeat (the same function in every sample): each distinct
-     * line maps straight to its name id (line), and so does each distinct
-     * "sym+off (dso)" after the ip (cache: the same code in another process
-     * or at another address). */
-    struct fk_perfscript_cache {
-        struct fk_lc_entry *e;
-        size_t n, cap, max;
-        struct fk_hindex index;  /* key hash -> entry number */
-        struct fk_buf keys;
-    } line, cache;
-    uint32_t lprev;             /* entry + 1 in line of the frame line before */
-    bool line_off;              /* line cache not worth its lookups here */
-    uint32_t line_tries, line_hits;
+    /* Unique stacks: records of 32-bit words, "count (2 words), n, n name
+     * ids root first", indexed by the hash of the ids (kept as the frames
+     * are pushed, so a sample's stack is hashed with no second pass). */
+    struct fk_perfscript_stacks {
+        uint32_t *w;
+        size_t len, cap;        /* words */
+        size_t n;               /* stacks */
+        struct fk_hindex index; /* id hash -> record's word offset */
+        bool overflow;          /* some count saturated at UINT64_MAX */
+    } stacks;
+    /* Frame lines repeat (the same function in every sample): the text
+     * after a line's ip (its key) maps to its frames, and each key
+     * remembers the key that followed it last time, checked in place
+     * before anything is hashed (stacks repeat). Bounded: beyond max
+     * words nothing new is kept. */
+    struct fk_perfscript_keys {
+        uint32_t *w;            /* records (see perfscript.c) */
+        size_t len, cap, max;   /* words */
+        struct fk_hindex index; /* key hash -> record's word offset */
+    } keys;
+    uint32_t kprev;             /* record offset + 1 of this sample's last frame line, 0 none */
     uint32_t pname_id;          /* name id of the last process name */
 };
 

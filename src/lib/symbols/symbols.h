@@ -90,14 +90,6 @@ struct fk_cfi;
 struct fk_cfi *fk_sym_cfi_at(struct fk_symbolizer *s, pid_t pid, uint64_t ip, uint64_t *vaddr,
                              bool *mapped);
 
-/* The version of pid's address space as fk_sym_locate and fk_sym_cfi_at
- * see it: it changes whenever their answers for an address of pid could
- * (a mapping added or replaced, an exec, a fork's copy, a reused pid, a
- * JIT map found), and no two processes ever share one. Callers may cache
- * those answers per (version, address). 0: do not cache (the capture has
- * ended and the CFI was given back). */
-uint64_t fk_sym_space_version(struct fk_symbolizer *s, pid_t pid);
-
 /* Current command name of a thread (falls back to the process's, then "[unknown]"). */
 const char *fk_sym_comm_of(struct fk_symbolizer *s, pid_t pid, pid_t tid);
 
@@ -114,8 +106,12 @@ const char *fk_sym_comm_of(struct fk_symbolizer *s, pid_t pid, pid_t tid);
  * (from the FDE covering it), or of the address itself when no FDE does. */
 enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struct fk_buf *out);
 
-/* Read /proc/kallsyms now (during the capture) rather than at the first
- * kernel frame named: ~0.1 s less between the window's end and the files. */
+/* Start reading /proc/kallsyms now, during the capture, on a thread of its
+ * own, rather than at the first kernel frame named: ~0.1 s less between
+ * the window's end and the files, and on a loaded host the seconds it may
+ * take are not the engine thread's (its samples, and the Python chains
+ * read as they leave the rings, would wait). The first kernel name waits
+ * for it. */
 void fk_sym_preload_kernel(struct fk_symbolizer *s);
 /* In the capture window: read the symbols of DSOs that samples fell in,
  * until budget_ns has passed (at least one DSO per call), so naming after
@@ -173,6 +169,19 @@ struct fk_sym_file {
 };
 size_t fk_sym_proc_files(struct fk_symbolizer *s, pid_t pid, bool (*want)(const char *path),
                          struct fk_sym_file *out, size_t max);
+/* Which address space of pid the records handled so far describe: image
+ * changes when the pid becomes another program (a new process, pid reuse,
+ * an exec), maps whenever a mapping is added (the exec's own mmaps follow
+ * its COMM record; dlopen) or the maps are read again from /proc. What was
+ * found in pid holds while both stay -- so do fk_sym_locate's and
+ * fk_sym_cfi_at's answers for its addresses, until the capture ends (the
+ * CFI is given back then). image is unique across processes; 0, 0: never
+ * heard of. */
+struct fk_sym_gen {
+    uint64_t image, maps;
+    bool capture_ended;
+};
+void fk_sym_proc_gen(struct fk_symbolizer *s, pid_t pid, struct fk_sym_gen *out);
 /* A symbol of any type (data too) by name in a file DSO: its .symtab,
  * else its .dynsym. False when absent or the file is unreadable. */
 bool fk_sym_dso_lookup(struct fk_symbolizer *s, uint32_t dso, const char *name,

@@ -365,9 +365,9 @@ void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
  * thousand. ~150 KiB, allocated with the unwinder. */
 #define PC_CACHE_SLOTS 1024
 
-/* What one pc of one address-space version resolves to. */
+/* What one pc of one address space (fk_sym_proc_gen) resolves to. */
 struct pc_entry {
-    uint64_t version;           /* 0: empty */
+    uint64_t image, maps;       /* image 0: empty */
     uint64_t pc;
     struct fk_loc loc;          /* fk_sym_locate's answer */
     struct fk_uw_code code;     /* fk_sym_cfi_at's (code.row: NULL, row below) */
@@ -379,7 +379,7 @@ struct fk_unwinder {
     struct fk_symbolizer *sym;
     const struct fk_uw_arch *arch;
     pid_t pid;
-    uint64_t version;           /* of pid's address space, for this sample */
+    struct fk_sym_gen gen;      /* pid's address space, for this sample; image 0: no caching */
     unsigned resolved;          /* resolve calls in this walk: pcs[i]'s is i */
     struct fk_unwind_stats st;
     uint32_t hist[HIST_N];      /* unwind time per sample, 50 ns buckets */
@@ -407,9 +407,10 @@ void fk_unwinder_free(struct fk_unwinder *u)
     free(u);
 }
 
-static struct pc_entry *cache_slot(struct fk_unwinder *u, uint64_t version, uint64_t pc)
+static struct pc_entry *cache_slot(struct fk_unwinder *u, uint64_t pc)
 {
-    return &u->cache[fk_hash_u64(version * 0x9e3779b97f4a7c15ull ^ pc) & (PC_CACHE_SLOTS - 1)];
+    uint64_t space = u->gen.image * 0x9e3779b97f4a7c15ull ^ u->gen.maps << 40;
+    return &u->cache[fk_hash_u64(space ^ pc) & (PC_CACHE_SLOTS - 1)];
 }
 
 /* The walker's question about pc, and the location of the frame: from the
@@ -419,8 +420,8 @@ static void resolve_sym(void *ctx, uint64_t pc, struct fk_uw_code *out)
 {
     struct fk_unwinder *u = ctx;
     unsigned i = u->resolved++;
-    struct pc_entry *c = u->version ? cache_slot(u, u->version, pc) : NULL;
-    if (c && c->version == u->version && c->pc == pc) {
+    struct pc_entry *c = u->gen.image ? cache_slot(u, pc) : NULL;
+    if (c && c->pc == pc && c->image == u->gen.image && c->maps == u->gen.maps) {
         u->st.pc_cache_hits++;
         *out = c->code;
         out->row = c->have_row ? &c->row : NULL;
@@ -435,7 +436,8 @@ static void resolve_sym(void *ctx, uint64_t pc, struct fk_uw_code *out)
         return;
     u->st.pc_cache_misses++;
     const struct fk_uw_row *row = out->cfi ? fk_cfi_find(out->cfi, out->vaddr) : NULL;
-    c->version = u->version;
+    c->image = u->gen.image;
+    c->maps = u->gen.maps;
     c->pc = pc;
     c->loc = fk_sym_locate(u->sym, u->pid, pc, false);
     c->code = *out;
@@ -464,7 +466,9 @@ unsigned fk_unwind_sample(struct fk_unwinder *u, pid_t pid, const uint64_t *regs
         dyn = size;
     struct fk_uw_stack st = { stack, want[FK_UW_SP], dyn, dyn == size };
     u->pid = pid;
-    u->version = fk_sym_space_version(u->sym, pid);
+    fk_sym_proc_gen(u->sym, pid, &u->gen);
+    if (u->gen.capture_ended)
+        u->gen.image = 0;       /* the CFI the entries point to is given back */
     u->resolved = 0;
     struct fk_uw_result res;
     fk_uw_walk(u->arch, want, &st, resolve_sym, u, FK_UW_DEFAULT_MAX_FRAMES,

@@ -13,13 +13,12 @@
  *
  * fk_unwinder ties the walker to the symbolizer's address spaces and
  * keeps the statistics the metadata reports. What it learns about a pc --
- * its location, its CFI row -- is cached per (address-space version, pc),
- * as samply's framehop caches rules per address: a stack's frames are
- * mostly the same few hundred pcs, each otherwise looked up twice (map,
- * CFI row; map, location) per sample. The symbolizer gives an address
- * space a new version whenever an answer could change (exec, a mapping
- * added or replaced, a reused pid: fk_sym_space_version), so an entry of
- * an older one is never used. */
+ * its location, its CFI row -- is cached per (address space, pc), as
+ * samply's framehop caches rules per address: a stack's frames are mostly
+ * the same few hundred pcs, each otherwise looked up twice (map, CFI row;
+ * map, location) per sample. The symbolizer names a new address space
+ * whenever an answer could change (exec, a mapping added or replaced, a
+ * reused pid: fk_sym_proc_gen), so an entry of an older one is never used. */
 #ifndef FK_UNWIND_H
 #define FK_UNWIND_H
 
