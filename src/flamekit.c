@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* flamekit: one binary, git-style subcommands. */
-#include "commands.h"
+#include "cmd/commands.h"
 #include "util/fk.h"
 
 #include <stdio.h>
@@ -48,7 +48,8 @@ int main(int argc, char **argv)
     if (!strcmp(name, "-h") || !strcmp(name, "--help") || !strcmp(name, "help")) {
         if (argc > 2 && strcmp(name, "help") == 0) {
             /* "flamekit help CMD" == "flamekit CMD --help" */
-            char *av[] = { argv[2], "--help", NULL };
+            char help[] = "--help";
+            char *av[] = { argv[2], help, NULL };
             for (size_t i = 0; i < NCOMMANDS; i++)
                 if (!strcmp(commands[i].name, argv[2])) {
                     fk_progname = fk_asprintf("flamekit %s", argv[2]);

@@ -72,7 +72,12 @@ _fk_gate() {
     [ -z "$_fk_verbose" ] || echo "# $_fk_n"
     return 0
 }
-_fk_pass() { echo "PASS: $TNAME: $1"; }
+# FK_TEST_TIMES=FILE: each check's second (bash's $SECONDS since the file
+# started) goes to FILE, to find where a test file spends its time.
+_fk_pass() {
+    echo "PASS: $TNAME: $1"
+    [ -z "${FK_TEST_TIMES:-}" ] || echo "$SECONDS $TNAME: $1" >>"$FK_TEST_TIMES"
+}
 _fk_fail() {
     echo "FAIL: $TNAME: $1"; [ $# -gt 1 ] && printf '%s\n' "$2" | head -n 20 | sed 's/^/    /'
     [ -z "$_fk_immediate" ] || exit 1
@@ -122,6 +127,10 @@ need() { command -v "$1" >/dev/null 2>&1; }
 # DevTools pipe: browser STEP... runs test/svg-scenarios.js steps and prints
 # their "name=value" lines; val FILE NAME reads one back.
 chromium_bin() { local c; for c in "${FK_CHROMIUM:-}" /usr/bin/chromium /usr/bin/chromium-browser; do [ -n "$c" ] && [ -x "$c" ] && { echo "$c"; return 0; }; done; return 1; }
+# sanitized: flamekit is an AddressSanitizer build (slower, and its runtime
+# maps libasan); checks of what does not depend on the build run only in the
+# plain build's suite.
+sanitized() { ldd "$FLAMEKIT" 2>/dev/null | grep -q libasan; }
 have_browser() { need node && chromium_bin >/dev/null; }
 browser() { FK_CHROMIUM=$(chromium_bin) timeout 150 node "$FK_SRC/test/browser.js" "$FK_SRC/test/svg-scenarios.js" "$@"; }
 val() { awk -v k="$2=" 'index($0, k) == 1 { print substr($0, length(k) + 1); exit }' "$1"; }

@@ -6,6 +6,9 @@
 # --disable-fetchd needs nothing; a tarball made from such a build still
 # ships the fetch servers' sources.
 . "$(dirname "$0")/lib.sh"
+# configure's outcome does not depend on how the build under test was
+# compiled: the plain build's suite runs it, the sanitizer suite need not.
+if sanitized; then skip "configure" "sanitizer build: configure is checked in the plain build"; exit 0; fi
 [ -x "$FK_SRC/configure" ] || { skip "configure" "no configure in $FK_SRC (autoreconf -fi)"; exit 0; }
 need pkg-config || { skip "configure" "pkg-config not installed"; exit 0; }
 

@@ -39,7 +39,7 @@ bomb() {
 # a sanitizer build reserves terabytes of shadow: its RSS is the bound
 # (and its runtime, shadow and quarantine, adds 70-130 MB of RSS here)
 vlimit=3000000 rss_max=131072
-ldd "$FLAMEKIT" 2>/dev/null | grep -q libasan && vlimit=unlimited rss_max=262144
+sanitized && vlimit=unlimited rss_max=262144
 # capture NAME ARGS...: flamekit ARGS under that limit, its peak RSS in
 # $rss (KiB), exit code in $rc, metadata in $J, folded stacks in $FOLDED
 capture() {

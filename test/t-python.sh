@@ -18,12 +18,24 @@ cd "$T" || exit 0
 jget() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); v=d
 for k in sys.argv[2].split("."): v=v[k]
 print(v)' "$1" "$2" 2>/dev/null; }
-# cap NAME FLAMEKIT-RUN-ARGS... -- CMD: a run capture into $T/NAME; sets F, J
+# cap NAME FLAMEKIT-RUN-ARGS... -- CMD: a run capture into $T/NAME; sets F, J.
+# PIN=1: flamekit at real-time priority and the target (back at normal
+# priority) share the last CPU, so the target cannot run between a sample
+# and its read
+PINCPU=$(( $(nproc) - 1 ))
+PINOK=
+if taskset -c "$PINCPU" chrt -f 10 chrt -o 0 true 2>/dev/null; then PINOK=1; fi
 cap() {
-    local name=$1; shift
+    local name=$1 pre=() post=(); shift
     F= J=
     rm -rf "$T/$name"
-    "$FLAMEKIT" run -q --no-svg -o "$T/$name" "$@" >"$T/$name.log" 2>&1 || return 1
+    if [ -n "${PIN:-}" ]; then
+        pre=(taskset -c "$PINCPU" chrt -f 10)
+        local a=("$@") i
+        for i in "${!a[@]}"; do [ "${a[$i]}" = -- ] && break; done
+        set -- "${a[@]:0:$((i + 1))}" chrt -o 0 "${a[@]:$((i + 1))}"
+    fi
+    "${pre[@]}" "$FLAMEKIT" run -q --no-svg -o "$T/$name" "$@" >"$T/$name.log" 2>&1 || return 1
     F=$(ls "$T/$name"/*.folded.gz 2>/dev/null | head -1)
     J=$(ls "$T/$name"/*.json 2>/dev/null | head -1)
     [ -n "$F" ] && [ -n "$J" ]
@@ -42,22 +54,22 @@ pick() {
 # truth JSON A B: A's share of A+B in what the workload counted
 truth() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); a=d[sys.argv[2]]; b=d[sys.argv[3]]; print("%.3f" % (a/(a+b)))' "$@"; }
 consistent() { "$PY" -c 'import json,sys; p=json.load(open(sys.argv[1]))["python"]; print("%.3f %d %.1f" % (p["consistent"]/max(p["spliced"],1), p["spliced"], p["read_delay"]["median_ms"]))' "$1"; }
-# check_consistent WHAT JSON: >= 95 % of the spliced samples consistent,
-# when flamekit read the chains soon after the samples (median <= 1 ms:
-# a generator here moves on within a millisecond).
-# On a host so loaded that flamekit waits longer for a CPU, the threads
-# have moved on by then: the changed share is then what the summary
-# reports, not a property of the reader (bench/python.sh measures it).
+# check_consistent WHAT JSON [pinned]: >= 95 % of the spliced samples
+# consistent, when flamekit read the chains soon after the samples (median
+# <= 1 ms). Every changed sample measured here came from the thread moving
+# on between its sample and the read (a generator's and its consumer's
+# calls reuse one data stack slot; a recursion's frames are overwritten by
+# the next call's), so the share is the reader's only when the target
+# cannot run meanwhile: "pinned" captures run flamekit at real-time
+# priority on the target's one CPU (see cap), whatever the host's load.
+# Unpinned, on a host so loaded that flamekit waits longer for a CPU, the
+# changed share is what the summary reports, not a property of the reader
+# (bench/python.sh measures it).
 check_consistent() {
     local cs cn dm
     read -r cs cn dm <<<"$(consistent "$2")"
-    if awk -v d="$dm" 'BEGIN { exit !(d > 1) }'; then
+    if [ -z "${3:-}" ] && awk -v d="$dm" 'BEGIN { exit !(d > 1) }'; then
         skip "$1" "reads came $dm ms after the samples (median): host too loaded to measure consistency"
-    elif [ -n "${3:-}" ] && awk -v c="$cs" 'BEGIN { exit !(c < 0.95) }'; then
-        # a known shortfall, measured here even with reads 0.1 ms after
-        # the samples: shown, not hidden, until the reader meets it
-        skip "$1: consistent share of $cn spliced samples (read $dm ms after)" \
-            "$cs, below the 95 % target for deep recursion and generators (known shortfall)"
     else
         check_range "$1: consistent share of $cn spliced samples (read $dm ms after)" "$cs" 0.95 1
     fi
@@ -94,7 +106,15 @@ for mode in ratio recursion generators threads; do
     generators) a=gen_a b=consume_b ;;
     threads) a=thread_a b=thread_b ;;
     esac
-    if ! cap "$mode" -F 999 -- "$PY" "$TRUTH" "$mode" 2 "$T/$mode.truth"; then
+    # one thread changing its stack within milliseconds: pinned, so the
+    # shares and the consistency are the reader's (check_consistent). A
+    # read after the thread returned and called a sibling from the same
+    # caller (work_b's spin, then work_a's, in one data stack slot) finds
+    # links that still agree: unpinned on a host at load 20, reads 2 ms
+    # late gave work_a 0.77-0.81 for a truth of 0.75, pinned 0.745.
+    # threads: two threads on two CPUs, unpinned
+    case $mode in threads) pin= ;; *) pin=$PINOK ;; esac
+    if ! PIN=$pin cap "$mode" -F 999 -- "$PY" "$TRUTH" "$mode" 2 "$T/$mode.truth"; then
         fail "$mode: capture failed" "$(cat "$T/$mode.log")"; continue
     fi
     # threads: a CPU profile's truth is each thread's CPU time (pytruth.py)
@@ -103,7 +123,9 @@ for mode in ratio recursion generators threads; do
     got=$(pick "$F" "$a" "$b" | awk 'NR == 1 { print $2 }')
     n=$(pick "$F" "$a" "$b" | awk '{ t += $1 } END { print t }')
     cs=$(consistent "$J" | awk '{ print $1 }')
-    if [ "${n:-0}" -lt 800 ]; then
+    if [ -z "$pin" ] && [ "$mode" != threads ]; then
+        skip "$mode at 999 Hz: $a's share" "cannot pin (taskset/chrt -f: CAP_SYS_NICE and real-time runtime needed)"
+    elif [ "${n:-0}" -lt 800 ]; then
         fail "$mode at 999 Hz: only $n samples in the two functions for 2 s of CPU (~800 needed for the share)"
     elif awk -v c="$cs" 'BEGIN { exit !(c < 0.9) }'; then
         # changed samples are not spread evenly (deep calls and generators
@@ -112,8 +134,11 @@ for mode in ratio recursion generators threads; do
     else
         near "$mode at 999 Hz: $a's share" "$got" "$want" 5
     fi
-    case $mode in recursion|generators) short=known ;; *) short= ;; esac
-    check_consistent "$mode at 999 Hz" "$J" $short
+    case $mode in
+    threads) check_consistent "$mode at 999 Hz" "$J" ;;
+    *)  if [ -n "$pin" ]; then check_consistent "$mode at 999 Hz (pinned)" "$J" pinned
+        else skip "$mode at 999 Hz: consistency" "cannot pin (taskset/chrt -f: CAP_SYS_NICE and real-time runtime needed)"; fi ;;
+    esac
 done
 check_grep "recursion: 30 levels of rec_a under one eval frame" \
     "$(printf 'rec_a_\\[p\\];%.0s' $(seq 30))" "$(zcat "$T/recursion/"*.folded.gz)"
@@ -122,10 +147,19 @@ check_grep "generators: the generator's body under its consumer" 'consume_b_\[p\
 
 # ---- 99 Hz: the same consistency (fewer samples: shares are checked at 999 Hz)
 for mode in ratio generators threads; do
-    cap "$mode-99" -F 99 -- "$PY" "$TRUTH" "$mode" 3 || { fail "$mode at 99 Hz: capture failed" "$(cat "$T/$mode-99.log")"; continue; }
-    case $mode in generators) short=known ;; *) short= ;; esac
-    check_consistent "$mode at 99 Hz" "$J" $short
+    case $mode in generators) pin=$PINOK ;; *) pin= ;; esac
+    PIN=$pin cap "$mode-99" -F 99 -- "$PY" "$TRUTH" "$mode" 3 || { fail "$mode at 99 Hz: capture failed" "$(cat "$T/$mode-99.log")"; continue; }
+    case $mode in
+    generators)
+        if [ -n "$pin" ]; then check_consistent "$mode at 99 Hz (pinned)" "$J" pinned
+        else skip "$mode at 99 Hz: consistency" "cannot pin (taskset/chrt -f: CAP_SYS_NICE and real-time runtime needed)"; fi ;;
+    *) check_consistent "$mode at 99 Hz" "$J" ;;
+    esac
 done
+# the early copy of the data stack's top: its offsets fit Debian's 3.11
+# (a wrong one fails the bounds checks and gives no window)
+check_range "data stack windows in the early snapshots (share)" \
+    "$("$PY" -c 'import json,sys; p=json.load(open(sys.argv[1]))["python"]; print("%.3f" % (p["snapshot_windows"]/max(p["snapshots"],1)))' "$J")" 0.99 1
 
 # ---- a C extension stays in place under the Python function that called it
 cap extension -F 999 -- "$PY" "$TRUTH" extension 3
@@ -133,7 +167,8 @@ check_grep "zlib's compressor under py_compress" 'py_compress_\[p\];(.*;)?(defla
 check_nogrep "no eval frame left where a segment was spliced" '_PyEval_EvalFrameDefault;' "$(zcat "$F" | grep 'py_compress_\[p\]')"
 
 # ---- against cProfile on the same script: inclusive shares of the top
-# functions within the workload's main()
+# functions within the workload's main() (pinned where it can be, as the
+# ratio mode above: late reads favour work_a)
 # cProfile with a CPU-time timer, as flamekit's cpu-clock samples count: its
 # default wall clock gives a loaded host's waits to whatever ran before them
 if "$PY" -c 'import cProfile, runpy, sys, time
@@ -141,7 +176,7 @@ sys.argv = sys.argv[2:]
 p = cProfile.Profile(time.process_time)
 p.runcall(runpy.run_path, sys.argv[0], run_name="__main__")
 p.dump_stats(sys.argv[-1])' x "$TRUTH" ratio 2 "$T/prof.out" \
-        >/dev/null 2>&1 && cap cprof -F 999 -- "$PY" "$TRUTH" ratio 2; then
+        >/dev/null 2>&1 && PIN=$PINOK cap cprof -F 999 -- "$PY" "$TRUTH" ratio 2; then
     ref=$("$PY" -c '
 import pstats, sys
 s = pstats.Stats(sys.argv[1]).stats
@@ -161,7 +196,7 @@ else
 fi
 
 # ---- Debian's own tools show their own function names
-if ldd "$FLAMEKIT" 2>/dev/null | grep -q libasan; then
+if sanitized; then
     # these interpreters live well under a second: a sanitized flamekit
     # handles their samples after they exited and loses them (known, the
     # ring and symbol-loading delay of issue 27); the plain build checks them

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* flamekit collapse: `perf script` text (or a pprof profile) -> folded stacks. */
+#include "commands.h"
 #include "stacks/input.h"
 #include "stacks/folded.h"
 #include "stacks/perfscript.h"

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* flamekit diff: differential flame graph of two folded profiles. */
+#include "commands.h"
 #include "svg-cli.h"
 
 #include <stdlib.h>

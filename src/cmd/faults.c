@@ -4,6 +4,7 @@
  * and verified against the event's own count. What is about faults lives
  * here (the event options, the TARGET words); the rest is every capture's
  * (capture-cli.c, the profile runner). */
+#include "commands.h"
 #include "capture-cli.h"
 #include "capture/swevent.h"
 

@@ -1,6 +1,6 @@
 # subcommands: one file each, and the capture commands' shared front end;
-# commands.def is the table src/flamekit.c includes
-flamekit_SOURCES += src/cmd/commands.def
+# commands.def is the table src/flamekit.c includes (commands.h declares it)
+flamekit_SOURCES += src/cmd/commands.def src/cmd/commands.h
 flamekit_SOURCES += src/cmd/capture-cli.c src/cmd/capture-cli.h
 flamekit_SOURCES += src/cmd/svg-cli.c src/cmd/svg-cli.h
 flamekit_SOURCES += src/cmd/svg.c

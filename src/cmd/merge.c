@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* flamekit merge: several folded profiles (e.g. one per host) into one, and
  * optionally one SVG of it (stacks/merge.h). */
+#include "commands.h"
 #include "render/svg.h"
 #include "stacks/merge.h"
 #include "util/opt.h"

@@ -3,6 +3,7 @@
  * command wait, weighted by how long (capture/offcpu.h). What is about
  * off-CPU time lives here (its options); the rest is every capture's
  * (capture-cli.c, the profile runner). */
+#include "commands.h"
 #include "capture-cli.h"
 
 #include <errno.h>

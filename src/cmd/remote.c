@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* flamekit remote HOST [HOST...] -- CAPTURE-ARGS */
+#include "commands.h"
 #include "deliver/remote.h"
 
 #include "util/opt.h"

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* flamekit serve: profiles on demand over HTTP(S) (src/lib/serve). */
+#include "commands.h"
 #include "serve/serve.h"
 #include "util/opt.h"
 #include "util/stopsig.h"

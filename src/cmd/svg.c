@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* flamekit svg: folded stacks -> interactive SVG flame graph. */
+#include "commands.h"
 #include "svg-cli.h"
 
 #include <stdlib.h>

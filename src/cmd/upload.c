@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* flamekit upload: put result files into S3/GCS-compatible object storage. */
+#include "commands.h"
 #include "deliver/upload.h"
 #include "util/opt.h"
 

@@ -200,6 +200,16 @@ static const char *size_label(int i, char *buf, size_t n)
     return buf;
 }
 
+/* How --work and --min-run-time sized the runs. */
+static const char *work_note(char *buf, size_t n)
+{
+    char w[32];
+    snprintf(buf, n, " (%s per run, more where the first round's run took under %.1f s: sized then to last "
+             "about that long, the same in every round)", human((double)opt.work, w, sizeof w),
+             (double)opt.min_run_ms / 1000);
+    return buf;
+}
+
 /* A verdict line of "where the data disagrees with the talk". */
 enum agree { DISAGREES, AGREES, CANNOT_TELL };
 static void verdict(struct fk_outfile *md, json_t *arr, const char *claim, enum agree agrees, const char *fmt, ...)
@@ -246,9 +256,10 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                       "Machine: %d CPUs, Linux %s; the clients run on the same machine. %d rounds; in each, every "
                       "setting runs once, in the same order, so a change in the machine's load meets all "
                       "settings alike. Each client makes one warm-up fetch (not counted), then all clients start "
-                      "together and make a set number of fetches. Figures are median (min–max) over the rounds; "
-                      "ratios are taken within a round, then summarised. The benchmark took %.0f s.\n\n",
-                      ncpus, un.release, opt.rounds, secs_total);
+                      "together and make a set number of fetches%s. Figures are median (min–max) over the rounds; "
+                      "ratios are taken within a round, then summarised. CPUs: %s. The benchmark took %.0f s.\n\n",
+                      ncpus, un.release, opt.rounds, opt.fetches ? "" : work_note(b1, sizeof b1), pin_desc,
+                      secs_total);
     fk_outfile_printf(&md, "Repositories (generated text, one commit, packed with a bitmap, so git reuses the "
                       "pack):");
     for (int i = 0; i < nrepos; i++)
@@ -559,8 +570,8 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
         exit(1);
 
     /* report.json: every run, and every figure's median and range. */
-    json_t *j = json_pack("{s:i,s:s,s:s,s:i,s:I}", "cpus", ncpus, "kernel", un.release, "cpu_accounting", cpu_source,
-                          "rounds", opt.rounds, "chunk_size", (json_int_t)opt.chunk);
+    json_t *j = json_pack("{s:i,s:s,s:s,s:i,s:I,s:s}", "cpus", ncpus, "kernel", un.release, "cpu_accounting",
+                          cpu_source, "rounds", opt.rounds, "chunk_size", (json_int_t)opt.chunk, "pinning", pin_desc);
     json_t *jrepos = json_array();
     for (int i = 0; i < nrepos; i++)
         json_array_append_new(jrepos, json_pack("{s:s,s:I}", "repository", repos[i].path, "fetch_bytes",

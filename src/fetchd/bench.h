@@ -22,8 +22,11 @@ struct bench_opts {
     bool modes[NMODES];
     bool cache_modes[2];        /* [0] without, [1] with the pack cache */
     uint64_t work, chunk, profile_ms;
+    uint64_t min_run_ms;        /* --work: a run shorter than this in the first
+                                   round gets more fetches, and runs again */
     int fetches, rounds;
     bool profile;
+    bool no_pin;                /* else servers and clients on CPUs of their own */
 };
 extern struct bench_opts opt;
 
@@ -58,6 +61,7 @@ extern int nsettings;
 extern struct pair *pairs;
 extern int npairs;
 extern int ncpus;
+extern char pin_desc[192];   /* where servers and clients run (--no-pin) */
 
 struct setting *find_setting(int size, int cache, int n, enum mode m);
 /* The setting the talk's table shows: the largest fetch, 4 clients (or the

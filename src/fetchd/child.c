@@ -65,17 +65,18 @@ bool fd_child_start(struct fd_child *c, enum fd_op op, const char *gitdir,
     sigemptyset(&none);
     posix_spawnattr_setsigmask(&at, &none);
     posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
-    char *argv[6];
+    const char *argv[6];
     int i = 0;
     argv[i++] = "git";
     argv[i++] = "upload-pack";
     argv[i++] = "--stateless-rpc";
     if (op == FD_OP_ADVERTISE)
         argv[i++] = "--advertise-refs";
-    argv[i++] = (char *)gitdir;
+    argv[i++] = gitdir;
     argv[i] = NULL;
     pid_t pid;
-    int rc = posix_spawnp(&pid, "git", &fa, &at, argv, environ);
+    /* exec's argv type predates const; it writes nothing */
+    int rc = posix_spawnp(&pid, "git", &fa, &at, (char *const *)argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     close(in);

@@ -44,14 +44,18 @@ struct fd_client *fd_client_new(enum fd_transport t, const char *addr, char *err
     c->port = fk_strdup(colon + 1);
     if (t == FD_GRPC) {
         pthread_once(&grpc_once, grpc_start);
+        /* grpc_arg's key is a char *, which a string literal is not */
+        static char max_receive[] = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
+                    bdp_probe[] = GRPC_ARG_HTTP2_BDP_PROBE,
+                    lookahead[] = GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES;
         grpc_arg a[3];
         a[0].type = a[1].type = a[2].type = GRPC_ARG_INTEGER;
-        a[0].key = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
+        a[0].key = max_receive;
         a[0].value.integer = -1;
         /* No BDP probing: the window stays at 64K, not grown to megabytes. */
-        a[1].key = GRPC_ARG_HTTP2_BDP_PROBE;
+        a[1].key = bdp_probe;
         a[1].value.integer = 0;
-        a[2].key = GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES;
+        a[2].key = lookahead;
         a[2].value.integer = 64 << 10;
         grpc_channel_args args = { fd_client_small_window ? 3 : 1, a };
         grpc_channel_credentials *cr = grpc_insecure_credentials_create();

@@ -25,8 +25,10 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <math.h>
 #include <linux/perf_event.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -46,7 +48,7 @@ extern char **environ;
 struct bench_opts opt = { .out = "fetch-bench.out", .sizes = { 4ull << 20, 32ull << 20 }, .nsizes = 2,
                           .clients = { 1, 2, 4, 8 }, .nclients = 4, .modes = { true, true, true },
                           .cache_modes = { true, true }, .work = 48ull << 20, .chunk = 32 << 10,
-                          .profile_ms = 10000, .rounds = 5 };
+                          .profile_ms = 10000, .rounds = 5, .min_run_ms = 1000 };
 int ncpus;
 
 #define BO(field) offsetof(struct bench_opts, field)
@@ -152,12 +154,19 @@ static const struct fk_opt bench_optset[] = {
     { "cache", 'c', FK_OPT_CALL, 0, "WHICH", "runs without (off), with (on) the pack cache, or both (default)",
       "both", .call = parse_cache },
     { "work", 'w', FK_OPT_SIZE, BO(work), "SIZE",
-      "bytes to fetch per run, split over the clients (default 48M); each client makes at least one fetch",
+      "bytes to fetch per run, split over the clients (default 48M); each client makes at least one fetch; "
+      "more where a run would be shorter than --min-run-time",
       "48M", .min = 1 << 20 },
+    { "min-run-time", 0, FK_OPT_DURATION, BO(min_run_ms), "DUR",
+      "with --work: a setting whose first run is shorter gets the fetches to last about this long, fixed for "
+      "every round (default 1s)", "1s", .min = 1, .max = 600000 },
     { "fetches", 'f', FK_OPT_INT, BO(fetches), "N", "fetches per client per run, instead of --work", "4",
       .min = 1, .max = 100000 },
     { "rounds", 'R', FK_OPT_INT, BO(rounds), "N", "repetitions of every setting (default 5)", "5", .min = 1,
       .max = 1000 },
+    { "no-pin", 0, FK_OPT_FLAG, BO(no_pin), NULL,
+      "let servers and clients run on any CPU (default: the servers and git on the first half of the CPUs, "
+      "the clients on the other half)" },
     { "chunk-size", 'k', FK_OPT_SIZE, BO(chunk), "SIZE", "fetchd-grpc message size (default 32K)", "32K",
       .min = 1024, .max = 4 << 20 },
     { "output", 'o', FK_OPT_STR, BO(out), "DIR",
@@ -292,7 +301,7 @@ static char *find_prog(const char *name)
 
 /* argv[0] with its stdout and stderr into log (if given), and fd3 (>= 0,
  * not 3 itself) as its file descriptor 3. */
-static pid_t spawn(char **argv, char **envp, const char *log, int fd3)
+static pid_t spawn(const char *const *argv, char **envp, const char *log, int fd3)
 {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
@@ -303,7 +312,8 @@ static pid_t spawn(char **argv, char **envp, const char *log, int fd3)
     if (fd3 >= 0)
         posix_spawn_file_actions_adddup2(&fa, fd3, 3);
     pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, envp);
+    /* exec's argv type predates const; it writes nothing */
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, envp);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0)
         fk_die("cannot run %s: %s", argv[0], strerror(rc));
@@ -323,6 +333,47 @@ static bool flamekit_has_pid(const char *fk)
     char cmd[PATH_MAX + 64];
     snprintf(cmd, sizeof cmd, "'%s' pid --help >/dev/null 2>&1", fk);
     return system(cmd) == 0;
+}
+
+/* ---- CPUs ---- */
+
+/* Unless --no-pin: the servers and their git children on the first half of
+ * the CPUs this program may use, the client processes on the other half,
+ * so that neither takes the other's CPU and the caches stay warm. */
+static cpu_set_t all_cpus, server_cpus, client_cpus;
+static bool pinning;
+char pin_desc[192] = "none (--no-pin, or a single CPU)";
+
+static void cpus_list(const cpu_set_t *set, char *buf, size_t n)
+{
+    size_t k = 0;
+    buf[0] = 0;
+    for (int c = 0; c < CPU_SETSIZE && k < n; c++)
+        if (CPU_ISSET(c, set))
+            k += (size_t)snprintf(buf + k, n - k, "%s%d", k ? "," : "", c);
+}
+
+static void pin_setup(void)
+{
+    if (opt.no_pin || sched_getaffinity(0, sizeof all_cpus, &all_cpus) != 0 || CPU_COUNT(&all_cpus) < 2)
+        return;
+    int n = CPU_COUNT(&all_cpus), k = 0;
+    CPU_ZERO(&server_cpus);
+    CPU_ZERO(&client_cpus);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &all_cpus))
+            CPU_SET(c, k++ < n / 2 ? &server_cpus : &client_cpus);
+    char a[64], b[64];
+    cpus_list(&server_cpus, a, sizeof a);
+    cpus_list(&client_cpus, b, sizeof b);
+    snprintf(pin_desc, sizeof pin_desc, "servers and git on CPU %s, clients on CPU %s", a, b);
+    pinning = true;
+}
+
+static void pin_self(const cpu_set_t *set)
+{
+    if (pinning && sched_setaffinity(0, sizeof *set, set) != 0)
+        fk_warn("sched_setaffinity: %s", strerror(errno));
 }
 
 /* ---- CPU accounting of a server ---- */
@@ -518,10 +569,10 @@ static void server_start(struct server *s, bool grpc, bool cache, const char *ro
     unlink(portf);
     unlink(stats);
     char *prog = find_prog(grpc ? "fetchd-grpc" : "fetchd-sock");
-    char *argv[24];
+    const char *argv[24];
     int a = 0;
     argv[a++] = prog;
-    argv[a++] = "--repo-root"; argv[a++] = (char *)root;
+    argv[a++] = "--repo-root"; argv[a++] = root;
     argv[a++] = "--port-file"; argv[a++] = portf;
     argv[a++] = "--max-conns"; argv[a++] = "128";
     argv[a++] = "--max-per-peer"; argv[a++] = "128";    /* every client is local */
@@ -546,7 +597,9 @@ static void server_start(struct server *s, bool grpc, bool cache, const char *ro
         envp[k++] = pre = fk_asprintf("LD_PRELOAD=%s", opt.shim);
         envp[k++] = st = fk_asprintf("FETCHD_MALLOC_STATS=%s", stats);
     }
+    pin_self(&server_cpus);     /* inherited by the server, its threads and git */
     s->pid = spawn(argv, envp, log, -1);
+    pin_self(&all_cpus);
     free(pre);
     free(st);
     free(envp);
@@ -685,6 +738,7 @@ static double self_cpu(void)
  * parent closes the pipe), runs the timed fetches and reports. */
 static _Noreturn void client_process(const struct client_job *j)
 {
+    pin_self(&client_cpus);
     char err[256];
     struct fd_client *base = fd_client_new(j->tr, j->addr, err, sizeof err);
     if (!base) {
@@ -954,7 +1008,7 @@ static bool profile_start(void *arg)
     if (w < 0)
         fk_die("fcntl: %s", strerror(errno));
     close(pfd[1]);
-    char *argv[] = { (char *)p->fk, "pid", "-d", durarg, "--ready-fd", "3", "-o", p->dir, pidarg, NULL };
+    const char *argv[] = { p->fk, "pid", "-d", durarg, "--ready-fd", "3", "-o", p->dir, pidarg, NULL };
     p->pid = spawn(argv, environ, p->log, w);
     close(w);
     char buf[16];
@@ -1058,6 +1112,7 @@ int main(int argc, char **argv)
         fk_die("cannot create output directory %s: %s", opt.out, strerror(errno));
     signal(SIGPIPE, SIG_IGN);
     ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    pin_setup();
     char *fk = NULL;
     if (opt.profile) {
         fk = find_prog("flamekit");
@@ -1164,8 +1219,17 @@ int main(int argc, char **argv)
         uint64_t t = fk_now_ns();
         for (int i = 0; i < nsettings; i++) {
             struct setting *s = &settings[i];
-            run(&servers[s->mode != M_SOCK][s->cache], s->mode, s->nclients, repos[s->size].name,
-                &repos[s->size].req, s->fetches, &s->o[r], NULL);
+            struct server *sv = &servers[s->mode != M_SOCK][s->cache];
+            run(sv, s->mode, s->nclients, repos[s->size].name, &repos[s->size].req, s->fetches, &s->o[r], NULL);
+            /* Too short a run measures its start and the scheduler's
+             * whims (a sock+cache run of --work took 50 ms): size the work
+             * from the first one, then keep it for every round. */
+            double want = (double)opt.min_run_ms / 1000;
+            if (r == 0 && !opt.fetches && s->o[0].wall < want) {
+                double f = ceil((double)s->fetches * want * 1.1 / (s->o[0].wall > 1e-3 ? s->o[0].wall : 1e-3));
+                s->fetches = f > 100000 ? 100000 : (int)f;
+                run(sv, s->mode, s->nclients, repos[s->size].name, &repos[s->size].req, s->fetches, &s->o[0], NULL);
+            }
         }
         fprintf(stderr, "fetch-bench: round %d/%d done in %.1f s\n", r + 1, opt.rounds, (double)(fk_now_ns() - t) / 1e9);
     }

@@ -11,6 +11,14 @@
 
 static volatile unsigned long sink;
 
+/* Global on purpose: the tests look these names up in flame graphs and
+ * symbol tables, and the compiler may clone a file-local function under
+ * another name (.constprop, .isra) or fold identical ones into one. */
+void spin_loop(unsigned long n);
+void spin_twice(void);
+void spin_once(void);
+void spin_outer(double ms);
+
 /* noinline/noclone and the work after each call keep every function a real
  * frame at -O2 (no inlining, no tail calls). */
 /* The alloca forces a frame pointer even in this leaf function, so its

@@ -17,6 +17,13 @@
 
 static volatile unsigned long sink;
 
+/* Global on purpose: the tests look these names up in flame graphs and
+ * symbol tables, and the compiler may clone a file-local function under
+ * another name (.constprop, .isra) or fold identical ones into one. */
+void hot_three(void);
+void hot_one(void);
+void child_burn(double until);
+
 static double now(void)
 {
     struct timespec ts;

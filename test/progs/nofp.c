@@ -12,6 +12,14 @@
 
 static volatile unsigned long sink;
 
+/* Global on purpose: the tests look these names up in flame graphs and
+ * symbol tables, and the compiler may clone a file-local function under
+ * another name (.constprop, .isra) or fold identical ones into one. */
+unsigned long nofp_pad(unsigned long x);
+unsigned long nofp_leaf(unsigned n);
+unsigned long nofp_middle(unsigned depth, unsigned n);
+void nofp_outer(double secs, unsigned depth);
+
 #if VARIANT == 2
 /* shifts every function below to other addresses */
 __attribute__((noinline)) unsigned long nofp_pad(unsigned long x)

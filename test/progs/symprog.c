@@ -32,6 +32,12 @@
 
 volatile uint64_t fk_symprog_sink;
 
+/* Global on purpose: the tests look these names up in flame graphs and
+ * symbol tables, and the compiler may clone a file-local function under
+ * another name (.constprop, .isra) or fold identical ones into one. */
+void fk_symprog_alpha(uint64_t n);
+void fk_symprog_beta(uint64_t n);
+
 __attribute__((noinline)) void fk_symprog_alpha(uint64_t n)
 {
     for (uint64_t i = 0; i < n; i++)

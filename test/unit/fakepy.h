@@ -139,7 +139,7 @@ static void fakepy_threads(struct fakepy *f, const uint64_t *tids, const uint64_
     fakepy_u64(f, f->where.runtime, L->rt_interp_head, interp);
     uint64_t prev = 0;
     for (size_t i = n; i-- > 0;) {
-        uint64_t ts = fakepy_alloc(f, L->ts_size + 8);
+        uint64_t ts = fakepy_alloc(f, (size_t)L->ts_datastack_limit + 8);
         uint64_t cf = fakepy_alloc(f, 32);
         fakepy_u64(f, cf, L->cf_current_frame, frames[i]);
         fakepy_u64(f, ts, L->ts_cframe, cf);

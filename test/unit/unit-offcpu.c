@@ -167,6 +167,32 @@ int main(void)
                bt.st.wakeups == 2 && bt.st.wakeups_matched == 1);
     fk_bt_free(&bt);
 
+    /* sched_waking fires in the waker, possibly while the sleeper is still
+     * switching out: a wakeup just before a sleeping switch-out (after the
+     * thread last ran) is that block's; one before the thread's last
+     * switch-in, one too long before, or one before a preemption is not */
+    init(&bt, &g, 0, 1);
+    fk_bt_out(&bt, 710, 1 * MS, FK_BT_SLEEPING, 1);
+    fk_bt_in(&bt, 710, 2 * MS);
+    fk_bt_wake(&bt, 710, 2 * MS + 500, 91);         /* while switching out */
+    fk_bt_out(&bt, 710, 2 * MS + 505, FK_BT_SLEEPING, 1);
+    fk_bt_in(&bt, 710, 4 * MS);
+    fk_bt_wake(&bt, 710, 4 * MS + 10, 92);          /* too long before */
+    fk_bt_out(&bt, 710, 6 * MS, FK_BT_SLEEPING, 1);
+    fk_bt_in(&bt, 710, 7 * MS);
+    fk_bt_wake(&bt, 710, 7 * MS + 10, 93);          /* before a preemption */
+    fk_bt_out(&bt, 710, 7 * MS + 20, FK_BT_RUNNABLE, 1);
+    fk_bt_in(&bt, 710, 8 * MS);
+    fk_bt_wake(&bt, 710, 8 * MS + 10, 94);          /* ... which it does not */
+    fk_bt_in(&bt, 710, 8 * MS + 20);                /* outlive (a later switch-in) */
+    fk_bt_out(&bt, 710, 8 * MS + 30, FK_BT_SLEEPING, 1);
+    fk_bt_in(&bt, 710, 9 * MS);
+    UNIT_CHECK("a wakeup while the sleeper switches out is its block's, only then",
+               g.n == 5 && g.v[1].waker == 91 && g.v[2].waker == FK_BT_NO_STACK &&
+               g.v[3].waker == FK_BT_NO_STACK && g.v[4].waker == FK_BT_NO_STACK &&
+               bt.st.wakeups_early == 1 && bt.st.wakeups_matched == 1);
+    fk_bt_free(&bt);
+
     /* memory: a million switches of 8 threads hold 8 entries; 100,000
      * threads that come and go do not accumulate */
     init(&bt, &g, 0, 1);

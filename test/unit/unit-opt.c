@@ -197,7 +197,8 @@ int main(void)
     FILE *tmp = tmpfile();
     int saved = dup(1);
     dup2(fileno(tmp), 1);
-    char *hv[] = { "prog", "x", "--help", NULL };
+    char prog[] = "prog", x[] = "x", help[] = "--help";
+    char *hv[] = { prog, x, help, NULL };
     memset(&o, 0, sizeof o);
     struct fk_optsec secs[] = { { "Options", opts, &o }, { NULL } };
     rc = fk_opt_parse(&cl, secs, 3, hv, &a);

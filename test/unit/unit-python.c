@@ -2,12 +2,17 @@
 /* unit/python: the CPython walker over a fake 3.11 address space (names in
  * every string kind, hostile names, lines, threads, cycles, bad types,
  * bounds, the memory budget) and the splice of its chains into native
- * stacks. */
+ * stacks; finding CPython again when a pid execs (Debian's python3.11). */
 #include "fakepy.h"
 #include "unit.h"
 #include "util/buf.h"
 
+#include <limits.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 static unsigned char *mem;
 
@@ -271,6 +276,99 @@ static void test_hostile(void)
     fk_py_walker_free(w);
 }
 
+/* A frame of code in a fake data stack slot at a. */
+static void put_frame(struct fakepy *f, uint64_t a, uint64_t code, uint64_t previous, bool entry)
+{
+    const struct fk_py_layout *L = f->L;
+    memset(f->mem + (a - FAKE_BASE), 0, L->fr_size);
+    fakepy_u64(f, a, L->fr_code, code);
+    fakepy_u64(f, a, L->fr_previous, previous);
+    fakepy_u64(f, a, L->fr_prev_instr, code + L->co_code + 2);
+    unsigned char e = entry;
+    fakepy_put(f, a, L->fr_is_entry, &e, 1);
+}
+
+/* The early snapshot: the data stack's top in one read, so the walk from
+ * the sample's head sees the frames as they were then, whatever the
+ * thread did before the sample was spliced. */
+static void test_window(void)
+{
+    static struct fk_py_snap snap;
+    struct fakepy f;
+    fakepy_init(&f, mem);
+    const struct fk_py_layout *L = f.L;
+    uint64_t file = fakepy_ascii(&f, "w.py");
+    uint64_t ca = fakepy_code(&f, fakepy_ascii(&f, "outer"), file, 1, 0, 4);
+    uint64_t cb = fakepy_code(&f, fakepy_ascii(&f, "inner"), file, 1, 0, 4);
+    uint64_t cc = fakepy_code(&f, fakepy_ascii(&f, "other"), file, 1, 0, 4);
+    uint64_t chunk = fakepy_alloc(&f, 8192), data = chunk + L->chunk_data;
+    uint64_t f0 = data, f1 = data + 128, f2 = data + 256;    /* f2: popped */
+    put_frame(&f, f0, ca, 0, true);
+    put_frame(&f, f1, cb, f0, false);
+    put_frame(&f, f2, cc, f1, false);
+    uint64_t tid = 7;
+    fakepy_threads(&f, &tid, &f1, 1);
+    uint64_t interp, ts, cf;
+    fakepy_read(&f, f.where.runtime + L->rt_interp_head, &interp, 8);
+    fakepy_read(&f, interp + L->interp_threads_head, &ts, 8);
+    fakepy_read(&f, ts + L->ts_cframe, &cf, 8);
+    fakepy_u64(&f, ts, L->ts_datastack_chunk, chunk);
+    fakepy_u64(&f, ts, L->ts_datastack_top, f1 + 128);
+    fakepy_u64(&f, ts, L->ts_datastack_limit, chunk + 8192);
+
+    struct fk_py_walker *w = fk_py_walker_new(L, &f.where, fakepy_read, &f, false, 0);
+    bool ok = fk_py_snapshot(w, 7, &snap);
+    UNIT_CHECK("a snapshot holds the data stack's top in one window",
+               ok && snap.win_len > 0 && snap.win_addr <= f0 && snap.n == 0);
+    /* after the sample: inner returned, other was called in its slot
+     * with a link into the middle of outer's frame, outer's link torn */
+    put_frame(&f, f1, cc, f0 + 8, false);
+    fakepy_u64(&f, f0, L->fr_previous, f0 + 40);
+    fakepy_u64(&f, f2, L->fr_code, 0x5555);
+    uint64_t head = f1;
+    fk_py_walk_from(w, &head, 1, true, &st);
+    UNIT_CHECK("read live, the moved-on chain is stale", st.stale[0]);
+    fk_py_use_snap(w, &snap);
+    fk_py_walk_from(w, &head, 1, true, &st);
+    UNIT_CHECK("read from the snapshot, the sample's own chain, consistent",
+               st.status == FK_PY_OK && !st.stale[0] && strcmp(chain(w, &st), "outer!;inner") == 0);
+    head = f2;
+    fk_py_walk_from(w, &head, 1, true, &st);
+    UNIT_CHECK("a frame popped before the snapshot is read from the window above the top",
+               !st.stale[0] && strcmp(chain(w, &st), "outer!;inner;other") == 0);
+    fk_py_use_snap(w, NULL);
+
+    /* hostile data stack fields: no window, never a read past them */
+    uint64_t bad[][3] = {
+        { chunk, data - 8, chunk + 8192 },          /* top below the chunk's data */
+        { chunk, f1 + 128, f1 },                    /* limit below top */
+        { chunk, f1 + 128, chunk + (1ull << 40) },  /* a chunk of a terabyte */
+        { 0, f1, chunk + 8192 },                    /* no chunk */
+        { chunk + 3, f1 + 128, chunk + 8192 },      /* misaligned */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        fakepy_u64(&f, ts, L->ts_datastack_chunk, bad[i][0]);
+        fakepy_u64(&f, ts, L->ts_datastack_top, bad[i][1]);
+        fakepy_u64(&f, ts, L->ts_datastack_limit, bad[i][2]);
+        fk_py_snapshot(w, 7, &snap);
+        UNIT_CHECK("hostile data stack bounds give no window", snap.win_len == 0);
+    }
+    /* a cycle inside the window: the snapshot and the walk both end */
+    fakepy_u64(&f, ts, L->ts_datastack_chunk, chunk);
+    fakepy_u64(&f, ts, L->ts_datastack_top, f1 + 128);
+    fakepy_u64(&f, ts, L->ts_datastack_limit, chunk + 8192);
+    put_frame(&f, f0, ca, f1, false);
+    put_frame(&f, f1, cb, f0, false);
+    ok = fk_py_snapshot(w, 7, &snap);
+    fk_py_use_snap(w, &snap);
+    head = f1;
+    fk_py_walk_from(w, &head, 1, true, &st);
+    UNIT_CHECK("a cycle in the window: the snapshot ends, the walk marks it",
+               ok && snap.win_len > 0 && (st.status == FK_PY_LIMIT || st.stale[0]));
+    fk_py_use_snap(w, NULL);
+    fk_py_walker_free(w);
+}
+
 static void test_budget(void)
 {
     struct fakepy f;
@@ -302,6 +400,65 @@ static void test_budget(void)
                fk_py_layout_for(0x030b) && !fk_py_layout_for(0x030c) && !fk_py_layout_for(0x030a));
 }
 
+/* One sample of pid P through fk_python_sample; the stats after it. */
+static void sample_of(struct fk_python *py, struct fk_symbolizer *sym, pid_t P,
+                      struct fk_python_stats *out)
+{
+    struct fk_loc loc = fk_sym_special(sym, "[unit]");
+    struct fk_py_native nat = { .locs = &loc, .n = 1, .max = 1, .complete = true };
+    fk_python_sample(py, P, P, &nat);
+    fk_python_stats(py, out);
+}
+
+/* What was found in a pid holds for the image it was found in: a process
+ * that execs CPython is looked at as soon as the interpreter is mapped
+ * (the exec's COMM record comes before its mmaps, and a sample may fall
+ * between them), and one that execs away from it is no longer read with
+ * the old image's tables. Symbolizer records as the capture hands them. */
+static void test_exec(void)
+{
+    const char *python = "/usr/bin/python3.11";
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    struct stat ps, ss;
+    if (n <= 0 || stat(python, &ps) != 0 || !S_ISREG(ps.st_mode)) {
+        printf("SKIP: unit-python: exec (no %s)\n", python);
+        return;
+    }
+    self[n] = 0;
+    if (stat(self, &ss) != 0)
+        return;
+    pid_t P = 4190011;      /* near pid_max: not alive, files found by inode */
+    struct fk_symbolizer *sym = fk_sym_new(&(struct fk_sym_opts){ 0 });
+    struct fk_python *py = fk_python_new(sym, false, 0);
+    struct fk_python_stats pst;
+    uint64_t base = 0x400000;
+#define MAP(path, s) fk_sym_mmap(sym, P, base, 0x1000, 0, major((s).st_dev), minor((s).st_dev), \
+                                 (s).st_ino, PROT_READ | PROT_EXEC, MAP_PRIVATE, path, NULL, 0)
+    fk_sym_comm(sym, P, P, "sh", false);
+    MAP(self, ss);
+    sample_of(py, sym, P, &pst);
+    UNIT_CHECK("exec: a process without CPython is not one", pst.processes == 0 && pst.samples == 0);
+    fk_sym_comm(sym, P, P, "python3.11", true);
+    sample_of(py, sym, P, &pst);     /* in the exec: the interpreter not mapped yet */
+    UNIT_CHECK("exec: not yet mapped, not yet found", pst.processes == 0);
+    MAP(python, ps);
+    sample_of(py, sym, P, &pst);
+    UNIT_CHECK("exec: CPython found at the first sample after its mmap",
+               pst.processes == 1 && pst.samples == 1);
+    fk_sym_comm(sym, P, P, "sh", true);
+    MAP(self, ss);
+    sample_of(py, sym, P, &pst);
+    UNIT_CHECK("exec away: no longer read as CPython", pst.samples == 1);
+    fk_sym_comm(sym, P, P, "python3.11", true);
+    MAP(python, ps);
+    sample_of(py, sym, P, &pst);
+    UNIT_CHECK("exec back: found again in the new image", pst.processes == 2 && pst.samples == 2);
+#undef MAP
+    fk_python_free(py);
+    fk_sym_free(sym);
+}
+
 int main(void)
 {
     unit_name = "unit-python";
@@ -315,6 +472,8 @@ int main(void)
     test_strings();
     test_hostile();
     test_budget();
+    test_window();
+    test_exec();
     free(mem);
     return UNIT_END();
 }

@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-__attribute__((noinline)) int unit_sym_target(int x)
+__attribute__((noinline)) static int unit_sym_target(int x)
 {
     return x * 3 + 1;
 }
@@ -46,7 +46,7 @@ struct child {
 };
 
 /* Start argv with pipes; read one line of its output into line. */
-static bool spawn(struct child *c, char *const argv[], char *line, size_t len)
+static bool spawn(struct child *c, const char *const argv[], char *line, size_t len)
 {
     int pin[2], pout[2];
     if (pipe(pin) || pipe(pout))
@@ -57,7 +57,7 @@ static bool spawn(struct child *c, char *const argv[], char *line, size_t len)
         dup2(pout[1], 1);
         close(pin[1]);
         close(pout[0]);
-        execvp(argv[0], argv);
+        execvp(argv[0], (char *const *)argv);   /* exec's argv type predates const */
         _exit(127);
     }
     close(pin[0]);
@@ -135,7 +135,7 @@ static void test_deleted(const char *what, bool no_map_files, bool replace, bool
         return;
     }
     struct child c;
-    char *argv[] = { path, "addrs", NULL };
+    const char *argv[] = { path, "addrs", NULL };
     bool ok = spawn(&c, argv, line, sizeof line);
     unsigned long alpha = 0, beta = 0;
     snprintf(msg, sizeof msg, "%s: child printed addresses", what);
@@ -185,7 +185,7 @@ static void test_mount_ns(void)
     snprintf(script, sizeof script,
              "mount -t tmpfs fk-ns '%s' && cp '%s' '%s/inner' && exec '%s/inner' addrs",
              dir, symprog, dir, dir);
-    char *argv[] = { "unshare", "-m", "--propagation", "private", "sh", "-c", script, NULL };
+    const char *argv[] = { "unshare", "-m", "--propagation", "private", "sh", "-c", script, NULL };
     struct child c;
     unsigned long alpha = 0, beta = 0;
     bool ok = spawn(&c, argv, line, sizeof line) && sscanf(line, "%lx %lx", &alpha, &beta) == 2;
@@ -207,7 +207,7 @@ static void test_mount_ns(void)
 static void test_jit(void)
 {
     char line[128], map[64];
-    char *argv[] = { symprog, "jit", NULL };
+    const char *argv[] = { symprog, "jit", NULL };
     struct child c;
     unsigned long code = 0;
     bool ok = spawn(&c, argv, line, sizeof line) && sscanf(line, "%lx", &code) == 1;
@@ -247,7 +247,7 @@ static void test_jit(void)
     unlink(map);
     fk_sym_free(s);
 
-    char *argv2[] = { symprog, "jit", "nomap", NULL };
+    const char *argv2[] = { symprog, "jit", "nomap", NULL };
     ok = spawn(&c, argv2, line, sizeof line) && sscanf(line, "%lx", &code) == 1;
     s = fk_sym_new(&(struct fk_sym_opts){ .jit = true });
     fk_sym_scan_pid(s, c.pid);

@@ -13,6 +13,7 @@ struct fk_bt_thread {
     bool in_fresh;          /* in_time is a switch-in no block has used */
     uint64_t out_time, in_time;
     uint64_t stack, waker;
+    uint64_t early_time, early_waker;   /* a wakeup with no block pending */
 };
 
 #define DEFAULT_MAX_THREADS 65536
@@ -101,7 +102,7 @@ static struct fk_bt_thread *find_or_add(struct fk_blocktime *bt, pid_t tid)
     e = &bt->v[bt->n];
     memset(e, 0, sizeof *e);
     e->tid = tid;
-    e->waker = FK_BT_NO_STACK;
+    e->waker = e->early_waker = FK_BT_NO_STACK;
     fk_hindex_add(&bt->index, fk_hash_u64((uint64_t)tid), (uint32_t)bt->n);
     bt->n++;
     bt->live++;
@@ -154,6 +155,13 @@ void fk_bt_out(struct fk_blocktime *bt, pid_t tid, uint64_t time, enum fk_bt_sta
     e->state = (uint8_t)state;
     e->stack = stack;
     e->waker = FK_BT_NO_STACK;
+    if (e->early_waker != FK_BT_NO_STACK && state != FK_BT_RUNNABLE && e->early_time <= time &&
+        time - e->early_time <= FK_BT_WAKING_EARLY_NS && e->early_time >= e->in_time) {
+        e->waker = e->early_waker;  /* woken while switching out */
+        bt->st.wakeups_matched++;
+        bt->st.wakeups_early++;
+    }
+    e->early_waker = FK_BT_NO_STACK;
     e->out_time = time;
     e->confirmed = false;
     if (e->in_fresh && e->in_time >= time) {
@@ -207,6 +215,9 @@ void fk_bt_wake(struct fk_blocktime *bt, pid_t tid, uint64_t time, uint64_t wake
     if (e && e->pending && time >= e->out_time) {
         e->waker = waker;       /* the last wakeup before the switch-in */
         bt->st.wakeups_matched++;
+    } else if (e && !e->pending) {
+        e->early_time = time;   /* perhaps the next switch-out's (see .h) */
+        e->early_waker = waker;
     }
 }
 
@@ -218,6 +229,7 @@ void fk_bt_new_thread(struct fk_blocktime *bt, pid_t tid)
     if (e->pending)
         bt->st.tid_reused++;
     e->pending = e->in_fresh = false;
+    e->early_waker = FK_BT_NO_STACK;
 }
 
 void fk_bt_exit(struct fk_blocktime *bt, pid_t tid)

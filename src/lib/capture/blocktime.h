@@ -78,6 +78,8 @@ struct fk_bt_stats {
     uint64_t table_full;        /* switch-outs dropped at max_threads */
     uint64_t wakeups;           /* wakeups with a waker stack seen */
     uint64_t wakeups_matched;   /* ... attached to a pending block */
+    uint64_t wakeups_early;     /* ... of them timed just before the switch-out
+                                   (FK_BT_WAKING_EARLY_NS) */
     uint64_t ns_by_state[FK_BT_NSTATES];    /* emitted time (x N) */
     uint64_t blocks_by_state[FK_BT_NSTATES];
     uint64_t peak_threads;      /* entries held at most */
@@ -112,7 +114,13 @@ void fk_bt_out(struct fk_blocktime *bt, pid_t tid, uint64_t time, enum fk_bt_sta
 void fk_bt_out_seen(struct fk_blocktime *bt, pid_t tid, uint64_t time);
 /* A switch-in of tid at time. */
 void fk_bt_in(struct fk_blocktime *bt, pid_t tid, uint64_t time);
-/* tid was woken at time by a thread whose stack is waker. */
+/* tid was woken at time by a thread whose stack is waker: the last
+ * wakeup between a recorded switch-out and the switch-in is the block's.
+ * sched_waking fires in the waker as it starts the wakeup, which may be
+ * while the sleeper is still switching out (dequeued, its switch-out not
+ * yet traced): a wakeup at most FK_BT_WAKING_EARLY_NS before a sleeping
+ * switch-out, and after the thread's last switch-in, is that block's. */
+#define FK_BT_WAKING_EARLY_NS 1000000ull
 void fk_bt_wake(struct fk_blocktime *bt, pid_t tid, uint64_t time, uint64_t waker);
 /* tid was created (FORK): anything pending under that tid was another
  * thread's. */

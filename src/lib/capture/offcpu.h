@@ -9,8 +9,8 @@
  *      context-switch records (PERF_RECORD_SWITCH per task, or
  *      SWITCH_CPU_WIDE per CPU) for every switch: each thread's switch-in
  *      time, whether or not its switch-out was sampled.
- *   1  --wakers: sched:sched_wakeup, one hit in N, with the waker's stack
- *      and the woken pid.
+ *   1  --wakers: sched:sched_waking (sched_wakeup before Linux 4.3), one
+ *      hit in N, with the waker's stack and the woken pid.
  *   2  --with-cpu: the CPU clock at a frequency, as 'flamekit host'.
  * A sampled switch-out becomes a block (capture/blocktime.h) ended by the
  * thread's next switch-in; its stack gets the blocked nanoseconds x N under
@@ -43,6 +43,7 @@ struct fk_offcpu_stats {
     uint64_t raw_mismatch;      /* samples whose raw record did not parse or name
                                    another thread: not counted */
     uint64_t wakeups_recorded;  /* --wakers: sampled wakeups */
+    const char *waker_event;    /* "sched_waking" (or "sched_wakeup", older kernels) */
     uint64_t waker_unmatched;   /* blocks without a recorded wakeup ("--;[no waker
                                    recorded]") */
     uint64_t cpu_samples;       /* --with-cpu */

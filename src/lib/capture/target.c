@@ -240,7 +240,8 @@ bool fk_target_cgroup(struct fk_target *t, const char *arg)
                  "'mount -t cgroup2 none /sys/fs/cgroup' or use 'flamekit pid'");
         return false;
     }
-    char *dir = NULL, *how = "path";
+    char *dir = NULL;
+    const char *how = "path";
     char real[PATH_MAX];
     if (arg[0] == '/' && is_cgroup2_dir(arg) && realpath(arg, real)) {
         dir = fk_strdup(real);

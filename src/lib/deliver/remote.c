@@ -242,7 +242,7 @@ static bool spawn(const struct fk_remote_opts *o, struct host *h, const char *co
         return false;
     }
     size_t argc = 0;
-    char **argv = fk_calloc(o->nssh_cmd + 2 * o->nssh_opts + 5, sizeof *argv);
+    const char **argv = fk_calloc(o->nssh_cmd + 2 * o->nssh_opts + 5, sizeof *argv);
     for (size_t i = 0; i < o->nssh_cmd; i++)
         argv[argc++] = o->ssh_cmd[i];
     for (size_t i = 0; i < o->nssh_opts; i++) {
@@ -251,8 +251,8 @@ static bool spawn(const struct fk_remote_opts *o, struct host *h, const char *co
     }
     argv[argc++] = "-T";
     argv[argc++] = "--";
-    argv[argc++] = (char *)h->name;
-    argv[argc++] = (char *)command;
+    argv[argc++] = h->name;
+    argv[argc++] = command;
     argv[argc] = NULL;
     fflush(NULL);
     pid_t pid = fork();
@@ -267,7 +267,7 @@ static bool spawn(const struct fk_remote_opts *o, struct host *h, const char *co
         signal(SIGTERM, SIG_DFL);
         if (dup2(in[0], 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
             _exit(126);
-        execvp(argv[0], argv);
+        execvp(argv[0], (char *const *)argv);   /* exec's argv type predates const; it writes nothing */
         dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(errno == ENOENT ? 127 : 126);
     }

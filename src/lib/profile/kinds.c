@@ -290,6 +290,8 @@ static json_t *offcpu_meta(const struct fk_profile_request *rq, const struct fk_
     if (rq->wakers) {
         json_object_set_new(f, "wakeups_recorded", json_integer((json_int_t)o->wakeups_recorded));
         json_object_set_new(f, "wakeups_matched", json_integer((json_int_t)b->wakeups_matched));
+        json_object_set_new(f, "wakeups_while_switching_out", json_integer((json_int_t)b->wakeups_early));
+        json_object_set_new(f, "waker_event", json_string(o->waker_event ? o->waker_event : ""));
         json_object_set_new(f, "blocks_without_waker", json_integer((json_int_t)o->waker_unmatched));
     }
     if (rq->with_cpu) {

@@ -47,6 +47,7 @@ static json_t *python_json(const struct fk_profile_request *rq, const struct fk_
     json_object_set_new(o, "anchored", json_integer((json_int_t)p->anchored));
     json_object_set_new(o, "cframe_offsets_learned", json_integer((json_int_t)p->cframe_learned));
     json_object_set_new(o, "snapshots", json_integer((json_int_t)p->snapshots));
+    json_object_set_new(o, "snapshot_windows", json_integer((json_int_t)p->snapshot_windows));
     json_object_set_new(o, "snapshots_used", json_integer((json_int_t)p->snapshots_used));
     json_t *w = json_object();
     for (int i = 0; i < FK_PY_NSTATUS; i++)

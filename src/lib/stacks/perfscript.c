@@ -475,19 +475,19 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
     if (!hex_token(ip, iplen, end))
         return false;
     s = skip_blanks(s, end);
-    char *sym = s, *symend = end, *mod = NULL, *modend = NULL;
-    char *rp = s < end ? memrchr(s, ')', (size_t)(end - s)) : NULL;
+    const char *sym = s, *symend = end, *mod = NULL, *modend = NULL;
+    const char *rp = s < end ? memrchr(s, ')', (size_t)(end - s)) : NULL;
     if (rp) {
-        char *open = NULL;      /* the '(' of the last " (" before rp */
-        for (char *q = rp - 1; q >= s + 2; q--)
+        const char *open = NULL;      /* the '(' of the last " (" before rp */
+        for (const char *q = rp - 1; q >= s + 2; q--)
             if (*q == '(' && q[-1] == ' ') {
                 open = q;
                 break;
             }
         if (open && rp - open == 9 && !memcmp(open, "(deleted)", 8)) {
             /* "(/path (deleted))": the object is /path */
-            char *outer = NULL;
-            for (char *q = open - 2; q >= s + 2; q--)
+            const char *outer = NULL;
+            for (const char *q = open - 2; q >= s + 2; q--)
                 if (*q == '(' && q[-1] == ' ') {
                     outer = q;
                     break;
@@ -520,7 +520,7 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
             symend--;
     const char *off = symend, *symend0 = symend;
     {
-        char *q = symend;
+        const char *q = symend;
         while (q > sym && (is_digit(q[-1]) || (q[-1] >= 'a' && q[-1] <= 'f')))
             q--;
         if (q < symend && q - sym >= 3 && q[-1] == 'x' && q[-2] == '0' && q[-3] == '+')

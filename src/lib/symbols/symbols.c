@@ -11,6 +11,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -37,6 +39,9 @@ struct proc {
     struct map *maps;
     size_t nmaps, cap;
     uint32_t anon_dso;      /* DSO_ANON for this process, or JIT_NONE */
+    /* fk_sym_proc_gen: image is new for each program the pid runs (a new
+     * process, a fork's copy, an exec), maps for each mapping added */
+    uint64_t image, maps_gen;
 };
 
 struct thread {
@@ -60,12 +65,20 @@ struct fk_symbolizer {
     size_t fds_open, fd_cap;
     bool kernel_loaded, kernel_hidden, kernel_warned, capture_ended;
     struct fk_symtab kernel, vdso;
+    /* /proc/kallsyms read on a thread of its own (fk_sym_preload_kernel):
+     * its table is the thread's until joined, then moves to kernel */
+    struct {
+        pthread_t thread;
+        bool running, hidden;
+        struct fk_symtab tab;
+    } kload;
     struct fk_debuginfod *dbg;  /* NULL unless asked for */
     uint64_t dev_tmp, ino_tmp;
     int tmp_fd;                 /* our /tmp (O_PATH), where host JITs write their maps */
     uint64_t other_bytes;       /* the capture's own tables, toward opts.max_bytes */
     unsigned map_warnings, budget_warnings;
     uint64_t locate_unknown, names_unresolved, names_fde, deleted_kept, over_budget;
+    uint64_t images;            /* the last proc.image given */
 };
 
 /* ---- DSOs ---- */
@@ -540,6 +553,7 @@ static struct proc *proc_new(struct fk_symbolizer *s, pid_t pid)
     memset(pr, 0, sizeof *pr);
     pr->pid = pid;
     pr->anon_dso = JIT_NONE;
+    pr->image = ++s->images;
     return pr;
 }
 
@@ -634,6 +648,7 @@ static void add_mapping(struct fk_symbolizer *s, struct proc *pr, uint64_t start
     else
         dso = dso_anon(s, pr);      /* "", "//anon", "[heap]", "[anon:...]" */
     maps_insert(pr, start, end, pgoff, dso);
+    pr->maps_gen++;
 }
 
 static bool read_comm(const char *path, char comm[COMM_LEN])
@@ -776,6 +791,9 @@ void fk_sym_free(struct fk_symbolizer *s)
     fk_hindex_free(&s->thread_idx);
     fk_hindex_free(&s->dso_idx);
     fk_hindex_free(&s->named_idx);
+    if (s->kload.running)
+        pthread_join(s->kload.thread, NULL);
+    fk_symtab_free(&s->kload.tab);
     fk_symtab_free(&s->kernel);
     fk_symtab_free(&s->vdso);
     free(s);
@@ -807,6 +825,7 @@ void fk_sym_comm(struct fk_symbolizer *s, pid_t pid, pid_t tid, const char *comm
     if (exec) {
         /* the new image's mmaps follow this record */
         pr->nmaps = 0;
+        pr->image = ++s->images;
         pr->anon_dso = JIT_NONE;
         pr->exited = false;
     }
@@ -833,6 +852,8 @@ void fk_sym_fork(struct fk_symbolizer *s, pid_t pid, pid_t ppid, pid_t tid, pid_
         pr->scanned = true;
         pr->exited = false;
         pr->anon_dso = JIT_NONE;
+        pr->image = ++s->images;
+        pr->maps_gen++;
         pr->maps = fk_grow(pr->maps, &pr->cap, parent->nmaps + 1, sizeof *pr->maps);
         for (size_t i = 0; i < parent->nmaps; i++) {
             pr->maps[i] = parent->maps[i];
@@ -1007,19 +1028,59 @@ static bool off_to_vaddr(const struct dso *d, uint64_t off, uint64_t *vaddr)
     return false;
 }
 
-void fk_sym_preload_kernel(struct fk_symbolizer *s)
+static void *kernel_load_main(void *arg)
+{
+    struct fk_symbolizer *s = arg;
+    fk_kallsyms_load(&s->kload.tab, &s->kload.hidden);
+    return NULL;
+}
+
+/* The background read's table becomes s->kernel (counted from then on). */
+static void kernel_adopt(struct fk_symbolizer *s)
+{
+    s->kload.running = false;
+    s->kernel_loaded = true;
+    s->kernel = s->kload.tab;
+    s->kernel_hidden = s->kload.hidden;
+    memset(&s->kload.tab, 0, sizeof s->kload.tab);
+}
+
+/* The kernel's symbols in s->kernel: the background read's once it ended,
+ * else read here. */
+static void kernel_wait(struct fk_symbolizer *s)
 {
     if (s->kernel_loaded)
         return;
+    if (s->kload.running) {
+        pthread_join(s->kload.thread, NULL);
+        kernel_adopt(s);
+        return;
+    }
     s->kernel_loaded = true;
     if (s->opts.kernel)
         fk_kallsyms_load(&s->kernel, &s->kernel_hidden);
+}
+
+void fk_sym_preload_kernel(struct fk_symbolizer *s)
+{
+    if (s->kernel_loaded || s->kload.running || !s->opts.kernel)
+        return;
+    /* signals (Ctrl-C, the window's end) stay the engine thread's: the
+     * thread starts with every one blocked */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    s->kload.running = pthread_create(&s->kload.thread, NULL, kernel_load_main, s) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    /* if it could not start: read at the first kernel frame named */
 }
 
 size_t fk_sym_preload(struct fk_symbolizer *s, uint64_t budget_ns)
 {
     if (s->capture_ended)
         return 0;
+    if (s->kload.running && pthread_tryjoin_np(s->kload.thread, NULL) == 0)
+        kernel_adopt(s);
     uint64_t t0 = fk_now_ns(), t = t0;
     size_t loaded = 0;
     for (size_t i = 0; i < s->ndsos && t - t0 < budget_ns; i++) {
@@ -1064,7 +1125,7 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
     const struct fk_sym *y;
     switch (d->kind) {
     case DSO_KERNEL:
-        fk_sym_preload_kernel(s);
+        kernel_wait(s);
         if (s->kernel_hidden && !s->kernel_warned) {
             s->kernel_warned = true;
             fk_warn("kernel symbols hidden: /proc/kallsyms shows zero addresses "
@@ -1257,6 +1318,13 @@ static struct dso *file_dso(struct fk_symbolizer *s, uint32_t dso)
     struct dso *d = &s->dsos[dso];
     dso_ensure_loaded(s, d);
     return d->elf_ok ? d : NULL;
+}
+
+void fk_sym_proc_gen(struct fk_symbolizer *s, pid_t pid, struct fk_sym_gen *out)
+{
+    const struct proc *pr = proc_find(s, pid);
+    out->image = pr ? pr->image : 0;
+    out->maps = pr ? pr->maps_gen : 0;
 }
 
 size_t fk_sym_proc_files(struct fk_symbolizer *s, pid_t pid, bool (*want)(const char *path),

@@ -105,8 +105,12 @@ const char *fk_sym_comm_of(struct fk_symbolizer *s, pid_t pid, pid_t tid);
  * (from the FDE covering it), or of the address itself when no FDE does. */
 enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struct fk_buf *out);
 
-/* Read /proc/kallsyms now (during the capture) rather than at the first
- * kernel frame named: ~0.1 s less between the window's end and the files. */
+/* Start reading /proc/kallsyms now, during the capture, on a thread of its
+ * own, rather than at the first kernel frame named: ~0.1 s less between
+ * the window's end and the files, and on a loaded host the seconds it may
+ * take are not the engine thread's (its samples, and the Python chains
+ * read as they leave the rings, would wait). The first kernel name waits
+ * for it. */
 void fk_sym_preload_kernel(struct fk_symbolizer *s);
 /* In the capture window: read the symbols of DSOs that samples fell in,
  * until budget_ns has passed (at least one DSO per call), so naming after
@@ -164,6 +168,15 @@ struct fk_sym_file {
 };
 size_t fk_sym_proc_files(struct fk_symbolizer *s, pid_t pid, bool (*want)(const char *path),
                          struct fk_sym_file *out, size_t max);
+/* Which address space of pid the records handled so far describe: image
+ * changes when the pid becomes another program (a new process, pid reuse,
+ * an exec), maps whenever a mapping is added (the exec's own mmaps follow
+ * its COMM record; dlopen). What was found in pid holds while both stay.
+ * 0, 0: never heard of. */
+struct fk_sym_gen {
+    uint64_t image, maps;
+};
+void fk_sym_proc_gen(struct fk_symbolizer *s, pid_t pid, struct fk_sym_gen *out);
 /* A symbol of any type (data too) by name in a file DSO: its .symtab,
  * else its .dynsym. False when absent or the file is unreadable. */
 bool fk_sym_dso_lookup(struct fk_symbolizer *s, uint32_t dso, const char *name,

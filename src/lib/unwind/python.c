@@ -44,6 +44,8 @@ static const struct fk_py_layout layouts[] = {
         .version = 0x030b, .name = "3.11",
         .rt_interp_head = 40, .interp_next = 0, .interp_threads_head = 16,
         .ts_next = 8, .ts_cframe = 56, .ts_native_thread_id = 160, .ts_size = 168,
+        .ts_datastack_chunk = 296, .ts_datastack_top = 304, .ts_datastack_limit = 312,
+        .chunk_data = 24,
         .cf_current_frame = 8, .cf_previous = 16, .cf_size = 24,
         .fr_code = 32, .fr_previous = 48, .fr_prev_instr = 56, .fr_is_entry = 68,
         .fr_owner = 69, .fr_size = 72, .owner_generator = 1,
@@ -559,6 +561,11 @@ static void add_frame(struct fk_py_walker *w, struct fk_py_stack *out,
 static bool snap_frame(const struct fk_py_walker *w, uint64_t frame, unsigned char *fr)
 {
     const struct fk_py_snap *s = w->snap;
+    if (s && s->win_len && frame >= s->win_addr && s->win_len <= FK_PY_SNAP_WINDOW &&
+        frame - s->win_addr <= s->win_len && s->win_len - (frame - s->win_addr) >= w->lay->fr_size) {
+        memcpy(fr, s->win + (frame - s->win_addr), w->lay->fr_size);
+        return true;
+    }
     for (unsigned i = 0; s && i < s->n && i < FK_PY_SNAP_FRAMES; i++)
         if (s->addr[i] == frame) {
             memcpy(fr, s->bytes[i], w->lay->fr_size);
@@ -572,11 +579,35 @@ void fk_py_use_snap(struct fk_py_walker *w, const struct fk_py_snap *snap)
     w->snap = snap;
 }
 
+/* The top of the thread's data stack, from its thread state's bytes ts
+ * (offsets from ts_cframe on), in one read: [lo, hi) inside its chunk,
+ * at most FK_PY_SNAP_ABOVE of it above datastack_top. */
+static void snap_window(struct fk_py_walker *w, const unsigned char *ts, struct fk_py_snap *snap)
+{
+    const struct fk_py_layout *L = w->lay;
+    uint64_t chunk = get_u64(ts, L->ts_datastack_chunk - L->ts_cframe);
+    uint64_t top = get_u64(ts, L->ts_datastack_top - L->ts_cframe);
+    uint64_t limit = get_u64(ts, L->ts_datastack_limit - L->ts_cframe);
+    uint64_t data = chunk + L->chunk_data;
+    if (!ptr_ok(chunk, 8) || !ptr_ok(top, 8) || !ptr_ok(limit, 8) || top < data || limit < top ||
+        limit - chunk > (1ull << 32))
+        return;
+    uint64_t hi = limit - top > FK_PY_SNAP_ABOVE ? top + FK_PY_SNAP_ABOVE : limit;
+    uint64_t lo = hi - data > FK_PY_SNAP_WINDOW ? hi - FK_PY_SNAP_WINDOW : data;
+    if (hi - lo < FK_PY_SNAP_WINDOW)    /* a shallow stack: more of what was popped */
+        hi = limit - lo > FK_PY_SNAP_WINDOW ? lo + FK_PY_SNAP_WINDOW : limit;
+    if (hi > lo && rd(w, lo, snap->win, (size_t)(hi - lo))) {
+        snap->win_addr = lo;
+        snap->win_len = (uint32_t)(hi - lo);
+    }
+}
+
 bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *snap)
 {
     const struct fk_py_layout *L = w->lay;
     struct fk_py_stack tmp;     /* only its read counters are used */
     snap->n = 0;
+    snap->win_len = 0;
     if (L->fr_size > FK_PY_FRAME_BYTES)
         return false;
     w->cur = &tmp;
@@ -584,18 +615,36 @@ bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *sna
     w->t0 = fk_now_ns();
     w->over = false;
     bool refreshed = false;
-    uint64_t ts = tstate_of(w, tid, &refreshed), cframe, frame;
-    if (ts && rd_ptr(w, ts + L->ts_cframe, &cframe) && ptr_ok(cframe, 8) &&
-        rd_ptr(w, cframe + L->cf_current_frame, &frame)) {
-        while (frame && ptr_ok(frame, 8) && snap->n < FK_PY_SNAP_FRAMES &&
-               rd(w, frame, snap->bytes[snap->n], L->fr_size)) {
-            snap->addr[snap->n] = frame;
-            frame = get_u64(snap->bytes[snap->n], L->fr_previous);
-            snap->n++;
+    /* the thread state from its cframe pointer to its data stack's limit,
+     * in one read: both describe the same moment */
+    unsigned char ts[512];
+    size_t tsl = (size_t)L->ts_datastack_limit + 8 - L->ts_cframe;
+    uint64_t t = tstate_of(w, tid, &refreshed), cframe, frame;
+    if (t && L->ts_datastack_limit > L->ts_cframe && tsl <= sizeof ts &&
+        rd(w, t + L->ts_cframe, ts, tsl)) {
+        snap_window(w, ts, snap);
+        cframe = get_u64(ts, 0);
+        const struct fk_py_snap *was = w->snap;
+        w->snap = snap;     /* the chain's frames from the window where it has them */
+        if (ptr_ok(cframe, 8) && rd_ptr(w, cframe + L->cf_current_frame, &frame)) {
+            for (unsigned steps = 0; frame && ptr_ok(frame, 8) && snap->n < FK_PY_SNAP_FRAMES &&
+                                     steps < FK_PY_MAX_DEPTH; steps++) {
+                unsigned char fr[FK_PY_FRAME_BYTES];
+                if (snap_frame(w, frame, fr)) {
+                    frame = get_u64(fr, L->fr_previous);
+                    continue;
+                }
+                if (!rd(w, frame, snap->bytes[snap->n], L->fr_size))
+                    break;
+                snap->addr[snap->n] = frame;
+                frame = get_u64(snap->bytes[snap->n], L->fr_previous);
+                snap->n++;
+            }
         }
+        w->snap = was;
     }
     w->cur = NULL;
-    return snap->n > 0;
+    return snap->n > 0 || snap->win_len > 0;
 }
 
 /* Follow the chain from frame, appending to out; with one_segment, stop
@@ -825,7 +874,6 @@ size_t fk_py_splice(const bool *native_eval, size_t nnative, bool native_complet
 
 #define HIST_N 4096
 #define HIST_NS 100                     /* 0.1 us buckets: 0 .. 409.6 us */
-#define RECHECK_NS (1000 * 1000000ull)  /* a process without Python: look again */
 #define MAX_PROCS 65536
 #define ITEMS_MAX 1024
 #define SNAP_SLOTS 128                  /* samples read but not yet spliced */
@@ -839,7 +887,11 @@ struct py_proc {
     uint8_t state;
     bool early_checked;     /* looked for once as its first sample left the ring */
     bool other_ns;          /* its pid namespace is not ours: tids translated */
-    uint64_t checked_ns;
+    /* the address space looked at (fk_sym_proc_gen): what was found holds
+     * while its image does; without Python, looked at again when a
+     * mapping was added (an exec's own mmaps come after its COMM record) */
+    bool looked;
+    struct fk_sym_gen gen;
     uint32_t dso;           /* the binary holding the interpreter */
     uint64_t eval_lo, eval_hi;  /* _PyEval_EvalFrameDefault, as fk_loc addresses */
     /* where each eval call keeps its _PyCFrame: CFA + cf_off (a constant
@@ -959,9 +1011,14 @@ static bool python_path(const char *path)
     return strncmp(b, "python", 6) == 0 || strncmp(b, "libpython", 9) == 0;
 }
 
-/* Find CPython in pid: its binary, version, tables; a layout or a note. */
+/* Find CPython in pid as the symbolizer knows it now: its binary,
+ * version, tables; a layout or a note. */
 static void detect(struct fk_python *p, struct py_proc *pp)
 {
+    pp->looked = true;
+    fk_sym_proc_gen(p->sym, pp->pid, &pp->gen);
+    if (p->max_bytes && fk_python_bytes(p) >= p->max_bytes / 2)
+        return;
     struct fk_sym_file files[4];
     size_t nf = fk_sym_proc_files(p->sym, pp->pid, python_path, files, 4);
     for (size_t i = 0; i < nf; i++) {
@@ -1041,18 +1098,6 @@ static struct py_proc *proc_of(struct fk_python *p, pid_t pid)
     pp->pid = pid;
     fk_hindex_add(&p->proc_idx, h, (uint32_t)p->nprocs++);
     return pp;
-}
-
-void fk_python_forget(struct fk_python *p, pid_t pid)
-{
-    uint64_t h = fk_hash_u64((uint32_t)pid);
-    struct fk_hiter it = fk_hindex_find(&p->proc_idx, h);
-    uint32_t i;
-    while (fk_hindex_next(&it, &i))
-        if (p->procs[i]->pid == pid) {
-            proc_clear(p->procs[i]);   /* detected again at its next sample */
-            return;
-        }
 }
 
 /* tid as the target sees it: the last NSpid field of its status. */
@@ -1181,15 +1226,17 @@ static void note_delay(struct fk_python *p, uint64_t time, uint64_t now)
         p->delay_max = d;
 }
 
-/* A process seen for the first time (or a second after it was found
- * without Python): look for CPython now. */
-static void maybe_detect(struct fk_python *p, struct py_proc *pp, uint64_t now)
+/* pid as the records handled so far describe it: another program there
+ * (an exec, a reused pid) is looked at afresh, as is one without Python
+ * once a mapping was added; otherwise what was found holds. */
+static void refresh(struct fk_python *p, struct py_proc *pp)
 {
-    if (pp->state == PS_NONE && (!pp->checked_ns || now - pp->checked_ns > RECHECK_NS)) {
-        pp->checked_ns = now;
-        if (fk_python_bytes(p) < p->max_bytes / 2 || !p->max_bytes)
-            detect(p, pp);
-    }
+    struct fk_sym_gen g;
+    fk_sym_proc_gen(p->sym, pp->pid, &g);
+    if (pp->looked && g.image != pp->gen.image)
+        proc_clear(pp);
+    if (pp->state == PS_NONE && (!pp->looked || g.maps != pp->gen.maps))
+        detect(p, pp);
 }
 
 void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
@@ -1199,11 +1246,10 @@ void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
     struct py_proc *pp = pid > 0 ? proc_of(p, pid) : NULL;
     uint64_t t0 = fk_now_ns();
     if (pp && pp->state == PS_NONE && !pp->early_checked) {
-        /* once: its maps may not be known yet (an exec's MMAP2 records
-         * wait in the ring), then the handled samples look again */
+        /* once: its maps may not be known yet (an exec's records wait in
+         * the ring), then the handled samples look again (refresh) */
         pp->early_checked = true;
-        if (fk_python_bytes(p) < p->max_bytes / 2 || !p->max_bytes)
-            detect(p, pp);
+        detect(p, pp);
     }
     if (!pp || pp->state != PS_PYTHON)
         return;
@@ -1220,18 +1266,24 @@ void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
     }
     s->tid = (uint64_t)tid;
     s->time = time;
+    s->image = pp->gen.image;
     p->snap_next = (p->snap_next + 1) % SNAP_SLOTS;
     p->st.snapshots++;
+    p->st.snapshot_windows += s->win_len > 0;
     uint64_t now = fk_now_ns();
     note_delay(p, time, now);
     p->st.early_ns += now - t0;
 }
 
-static const struct fk_py_snap *snap_of(struct fk_python *p, pid_t tid, uint64_t time)
+/* The sample's snapshot, if it was read with the walker of the image its
+ * process still runs (not one read through a pre-exec image's tables). */
+static const struct fk_py_snap *snap_of(struct fk_python *p, const struct py_proc *pp, pid_t tid,
+                                        uint64_t time)
 {
     for (unsigned i = 0; p->snaps && time && i < SNAP_SLOTS; i++) {
         struct fk_py_snap *s = &p->snaps[(p->snap_next + SNAP_SLOTS - 1 - i) % SNAP_SLOTS];
-        if (s->n && s->time == time && s->tid == (uint64_t)tid)
+        if ((s->n || s->win_len) && s->time == time && s->tid == (uint64_t)tid &&
+            s->image == pp->gen.image)
             return s;
     }
     return NULL;
@@ -1245,7 +1297,7 @@ void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_na
     if (!pp)
         return;
     uint64_t t0 = fk_now_ns();
-    maybe_detect(p, pp, t0);
+    refresh(p, pp);
     if (pp->state != PS_PYTHON)
         return;
     p->st.samples++;
@@ -1264,7 +1316,7 @@ void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_na
         s->status = FK_PY_NO_THREAD;
         s->reads = s->read_bytes = 0;
         s->anchored = false;
-        const struct fk_py_snap *snap = snap_of(p, tid, nat->time);
+        const struct fk_py_snap *snap = snap_of(p, pp, tid, nat->time);
         if (snap)
             p->st.snapshots_used++;
         else
@@ -1352,8 +1404,8 @@ void fk_python_stats(const struct fk_python *p, struct fk_python_stats *out)
 int fk_python_thread(struct fk_python *p, pid_t pid, pid_t tid, struct fk_buf *out)
 {
     struct py_proc *pp = proc_of(p, pid);
-    if (pp && pp->state == PS_NONE)
-        detect(p, pp);
+    if (pp)
+        refresh(p, pp);
     if (!pp || pp->state != PS_PYTHON)
         return FK_PY_NO_THREAD;
     struct fk_py_stack *s = &p->stack;

@@ -45,6 +45,10 @@ struct fk_py_layout {
     /* _PyRuntimeState, PyInterpreterState, PyThreadState */
     uint16_t rt_interp_head, interp_next, interp_threads_head;
     uint16_t ts_next, ts_cframe, ts_native_thread_id, ts_size;
+    /* the thread's data stack (3.11+): frames not owned by a generator
+     * live in chunks [chunk + chunk_data, datastack_limit), pushed at
+     * datastack_top and popped by moving it down (their bytes stay) */
+    uint16_t ts_datastack_chunk, ts_datastack_top, ts_datastack_limit, chunk_data;
     /* _PyCFrame, _PyInterpreterFrame */
     uint16_t cf_current_frame, cf_previous, cf_size;
     uint16_t fr_code, fr_previous, fr_prev_instr, fr_is_entry, fr_owner, fr_size;
@@ -141,17 +145,33 @@ void fk_py_walk(struct fk_py_walker *w, uint64_t tid, struct fk_py_stack *out);
 void fk_py_walk_from(struct fk_py_walker *w, const uint64_t *heads, unsigned nheads,
                      bool last_is_root, struct fk_py_stack *out);
 /* A thread's frames as they were when its sample was read out of the
- * ring, before it waits its turn to be unwound: the bytes of each frame of
- * the live chain (code objects are named later; they do not change). */
+ * ring, before it waits its turn to be unwound (code objects are named
+ * later; they do not change):
+ *  - window: the top of the thread's data stack in one read -- the live
+ *    frames below datastack_top and, above it, the frames popped since the
+ *    sample, whose bytes stay until a call reuses them. One copy, so a
+ *    thread that runs on meanwhile cannot tear it as frame-by-frame reads
+ *    can (a chain read 30 frames deep took ~50 us: a return and a new call
+ *    in between left a link into the middle of a newer frame);
+ *  - addr/bytes: frames of the live chain outside the window (generators'
+ *    frames live in their generator objects, deep stacks in older
+ *    chunks). */
 #define FK_PY_SNAP_FRAMES 64
 #define FK_PY_FRAME_BYTES 80
+#define FK_PY_SNAP_WINDOW (12u << 10)   /* bytes of data stack per sample */
+#define FK_PY_SNAP_ABOVE (4u << 10)     /* ... of them above datastack_top */
 struct fk_py_snap {
     uint64_t tid, time;         /* the sample's, to find it again */
+    uint64_t image;             /* read through this image's tables (fk_sym_gen) */
     unsigned n;
     uint64_t addr[FK_PY_SNAP_FRAMES];
     unsigned char bytes[FK_PY_SNAP_FRAMES][FK_PY_FRAME_BYTES];
+    uint64_t win_addr;          /* the window's address in the target */
+    uint32_t win_len;           /* 0: none */
+    unsigned char win[FK_PY_SNAP_WINDOW];
 };
-/* Record tid's live chain into snap; false when there is none. */
+/* Record tid's data stack window and live chain into snap; false when
+ * there is neither. */
 bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *snap);
 /* Walks read frames from snap where it holds them (NULL: from the target). */
 void fk_py_use_snap(struct fk_py_walker *w, const struct fk_py_snap *snap);
@@ -206,6 +226,7 @@ struct fk_python_stats {
     uint64_t ns_total;              /* CPU time walking and splicing */
     double median_us;               /* per sample of a Python process */
     uint64_t snapshots;             /* chains read as the sample left the ring */
+    uint64_t snapshot_windows;      /* ... with the data stack's top in one read */
     uint64_t snapshots_used;        /* ... found again when the sample was spliced */
     uint64_t early_ns;              /* CPU time taking them */
     double delay_median_ms, delay_p90_ms, delay_max_ms; /* sample -> chain read */
@@ -238,14 +259,14 @@ void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time);
  * frames become locations of the symbolizer's named frames,
  * "qualname_[p]". With the stack copy and frame stack pointers, each
  * eval call's _PyCFrame is read from the copy, so the chain starts where
- * it was at the sample; otherwise the live chain is read. */
+ * it was at the sample; otherwise the live chain is read. What was found
+ * in a pid holds while its image (fk_sym_proc_gen) does: after an exec or
+ * a pid's reuse it is looked for afresh. */
 void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_native *nat);
 /* Thread tid's Python chain alone, root first, ';'-separated, into out
  * (tests, diagnostics); returns the walk's status, FK_PY_NO_THREAD when
  * pid runs no known CPython. */
 int fk_python_thread(struct fk_python *p, pid_t pid, pid_t tid, struct fk_buf *out);
-/* The process exec'ed or exited: forget what was found about it. */
-void fk_python_forget(struct fk_python *p, pid_t pid);
 void fk_python_stats(const struct fk_python *p, struct fk_python_stats *out);
 size_t fk_python_bytes(const struct fk_python *p);
 

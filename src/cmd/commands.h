@@ -11,7 +11,7 @@ struct fk_command {
 };
 
 #define FK_CMD(name, fn, summary) int fn(int argc, char **argv);
-#include "cmd/commands.def"
+#include "commands.def"
 #undef FK_CMD
 
 #endif
