@@ -8,7 +8,8 @@
  * taken as given, clamped to what is left). Every record is decoded as a
  * sample and as a trailer, copied aligned as the ring reader keeps them;
  * each pointer the decoder returns must lie inside its record (ASan sees
- * any read past it: the copy is exactly the record's size). */
+ * any read past it: the copy is exactly the record's size). The queue
+ * must deliver every record once, in time order. */
 #include "capture/ring.h"
 #include "capture/sample.h"
 
@@ -29,12 +30,17 @@ static void inside(const void *p, size_t n, const void *rec, size_t len)
         abort();
 }
 
-static uint64_t sum;
+static uint64_t sum, last_time;
 
 static void deliver(void *ctx, const union perf_event *ev)
 {
     const struct fk_sample_format *f = ctx;
     const struct perf_event_header *h = (const void *)ev;
+    /* the queue hands records on in time order, whatever order they came */
+    uint64_t t = fk_record_time(f, ev, h->size);
+    if (t < last_time)
+        abort();
+    last_time = t;
     struct fk_sample s;
     if (fk_sample_parse(f, ev, h->size, &s))
         sum += s.ip + s.time + s.nr;
@@ -55,6 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();    /* unknown fields are refused */
     fk_sample_format_init(&f, st & KNOWN, mask, id_all);
     struct fk_ringq q = { 0 };
+    last_time = 0;
     data += 17;
     size -= 17;
     while (size >= sizeof(struct perf_event_header)) {

@@ -139,6 +139,27 @@ if offcpu open -d 2 run -- sleep 4; then
     within "open: counted to the end (% of the window)" "$(pct "$o" "$wall")" 100 10
 fi
 
+## Hostile thread names (';', a newline, bytes that are not UTF-8, markup,
+## 15 bytes, longer ones the kernel cut to 15): each thread's stack under
+## its name made safe, in folded text, the SVG (XML, UTF-8) and pprof.
+if offcpu names run -- "$TRUTH" names 1; then
+    roots=$(zcat "$F" | LC_ALL=C grep -a ';wait_named;' | cut -d';' -f1 | LC_ALL=C sort -u)
+    check_eq "names: every line is a stack and a count" 0 "$(zcat "$F" | LC_ALL=C grep -acv ' [0-9][0-9]*$')"
+    for want in 'semi:colon' 'new line' '<b>&amp:"'"'" 'exactly15bytes!' 'longer-than-fif' ' spaced 7'; do
+        check "names: '$want' names its thread's stacks" grep -Fxq -- "$want" <<<"$roots"
+    done
+    check_grep "names: bytes that are not UTF-8 stay the thread's (folded text is bytes)" '^bad' "$(LC_ALL=C grep -a '^bad' <<<"$roots")"
+    check "names: the SVG is UTF-8" python3 -c 'import sys; open(sys.argv[1], "rb").read().decode("utf-8")' "$S"
+    if need xmllint; then check "names: the SVG is XML" xmllint --noout "$S"; fi
+    check_grep "names: the SVG shows the names" 'semi:colon' "$S"
+    if need go && [ -n "$P" ]; then
+        o=$(cd "$T" && timeout 60 go tool pprof -raw "$P" 2>&1)
+        check_grep "names: go tool pprof reads the names" 'comm:\[semi:colon\]' "$o"
+    else
+        skip "names: go tool pprof" "go not installed"
+    fi
+fi
+
 ## Thousands of short threads: bounded accounting, nothing lost or guessed.
 if offcpu churn run -- "$TRUTH" threads 3000; then
     check "churn: threads held at most stays small" test "$(jnum offcpu.threads_peak "$J")" -lt 200

@@ -122,6 +122,14 @@ if "$FLAMEKIT" run --help 2>&1 | grep -q -- '--stdout'; then
     check_eq "real capture with --deploy exits 0" 0 "$rc"
     check_grep "real capture with --deploy: the workload's function" 'remote_spin_hot' "$(zcat "$T"/out/*.folded.gz 2>&1)"
     check_eq "real capture with --deploy: deployed copy removed" "$before" "$(find "$T/rtmp" -maxdepth 1 -name 'flamekit.??????' | sort)"
+    # off-CPU over ssh: blocked time of a known workload, the same files
+    fresh
+    "$FLAMEKIT" remote --status lines --remote-path "$FLAMEKIT" -o "$T/out" h1 -- \
+        offcpu run -- "$FK_BUILD/test/progs/offcpu-truth" sleeps 0.5 >/dev/null 2>"$T/err"; rc=$?
+    check_eq "remote offcpu exits 0" 0 "$rc"
+    check_grep "remote offcpu: the sleeps' blocked time under [S]" '^truth-a;\[S\];.*;wait_10ms;' \
+        "$(zcat "$T"/out/*.offcpu.folded.gz 2>&1)"
+    check_eq "remote offcpu: SVG, folded.gz, pb.gz and JSON land locally" 4 "$(nfiles)"
     HAVE_REAL=1
 else
     skip "real capture round trip" "this build has no 'run --stdout' yet"

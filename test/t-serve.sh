@@ -79,6 +79,10 @@ cp "$T/body" "$T/cap.pb.gz"
 check_grep "... flamekit reads it back" ';hot_(three|one)' "$("$FLAMEKIT" collapse "$T/cap.pb.gz")"
 c=$(code --compressed -H "Authorization: Bearer $TOK_A" "$U/profile?target=pid:$hp&seconds=1&format=folded&kind=faults")
 check_eq "faults as folded: 200" 200 "$c"
+c=$(code -H "Authorization: Bearer $TOK_A" "$U/profile?target=pid:$hp&seconds=1&format=json&kind=offcpu")
+check_eq "offcpu as JSON: 200" 200 "$c"
+check_grep "... an off-CPU capture" '"profile": "offcpu"' "$T/body"
+check_grep "... with its switch accounting" '"switches_seen": [0-9]+' "$T/body"
 c=$(code -H "Authorization: Bearer $TOK_A" "$U/profile?target=pid:$hp&seconds=1&format=json")
 check_eq "metadata as JSON: 200" 200 "$c"
 check_grep "... the capture's metadata, command serve" '"command": "serve"' "$T/body"

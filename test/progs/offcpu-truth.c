@@ -24,6 +24,11 @@
  *                                   waits runnable [R] half the time
  *   offcpu-truth threads N          N short-lived threads, each sleeping
  *                                   1 ms (tid churn)
+ *   offcpu-truth names SECONDS      threads with hostile names (';', a
+ *                                   newline, bytes that are not UTF-8,
+ *                                   markup, 15 bytes, longer: cut to 15 by
+ *                                   the kernel), each sleeping 7 ms at a
+ *                                   time in wait_named
  */
 
 #include <errno.h>
@@ -289,6 +294,24 @@ static NOINLINE void *short_thread(void *arg)
     return NULL;
 }
 
+/* ---- hostile thread names ---- */
+
+static const char *const hostile[] = {
+    "semi;colon", "new\nline", "bad\xff\xfe\xc3", "<b>&amp;\"'", "exactly15bytes!",
+    "longer-than-fifteen-bytes", " spaced 7",
+};
+#define NHOSTILE (sizeof hostile / sizeof hostile[0])
+
+static NOINLINE void wait_named(void) { sleep_ms(7); }
+
+static void *named_thread(void *arg)
+{
+    name_thread(arg);
+    while (now_ns() < deadline)
+        wait_named();
+    return NULL;
+}
+
 static void start(pthread_t *t, void *(*fn)(void *))
 {
     int e = pthread_create(t, NULL, fn, NULL);
@@ -309,7 +332,7 @@ static void print_truths(void)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: offcpu-truth sleeps|pipe|mutex|storm|spin SECONDS | fsync SECONDS DIR"
+        fprintf(stderr, "usage: offcpu-truth sleeps|pipe|mutex|storm|spin|names SECONDS | fsync SECONDS DIR"
                         " | threads N\n");
         return 2;
     }
@@ -362,6 +385,13 @@ int main(int argc, char **argv)
         start(&th[1], spinner);
         pthread_join(th[0], NULL);
         pthread_join(th[1], NULL);
+    } else if (!strcmp(mode, "names")) {
+        pthread_t nt[NHOSTILE];
+        for (size_t i = 0; i < NHOSTILE; i++)
+            if ((errno = pthread_create(&nt[i], NULL, named_thread, (void *)hostile[i])))
+                die("pthread_create");
+        for (size_t i = 0; i < NHOSTILE; i++)
+            pthread_join(nt[i], NULL);
     } else if (!strcmp(mode, "threads")) {
         int n = atoi(argv[2]);
         for (int i = 0; i < n; i++) {

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,16 +34,32 @@ const char *fk_tracefs_root(void)
     return NULL;
 }
 
-/* The number after key ("offset:") up to the next ';' in [p, end). */
+/* A number at p (base 10, or 0 for C's 0x/0 prefixes), read no further
+ * than end: the text need not be NUL-terminated. *after: where it ended. */
+static bool num_at(const char *p, const char *end, int base, unsigned long long *v,
+                   const char **after)
+{
+    char tmp[32];
+    size_t n = (size_t)(end - p) < sizeof tmp - 1 ? (size_t)(end - p) : sizeof tmp - 1;
+    memcpy(tmp, p, n);
+    tmp[n] = 0;
+    char *e;
+    *v = strtoull(tmp, &e, base);
+    *after = p + (e - tmp);
+    return e != tmp;
+}
+
+/* The number after key ("offset:") in [p, end). */
 static bool field_num(const char *p, const char *end, const char *key, unsigned long *v)
 {
     size_t kl = strlen(key);
     const char *k = memmem(p, (size_t)(end - p), key, kl);
-    if (!k)
+    unsigned long long x;
+    const char *after;
+    if (!k || !num_at(k + kl, end, 10, &x, &after) || x > ULONG_MAX)
         return false;
-    char *e;
-    *v = strtoul(k + kl, &e, 10);
-    return e != k + kl && e <= end;
+    *v = (unsigned long)x;
+    return true;
 }
 
 /* One "field:TYPE NAME[N];\toffset:O;\tsize:S;\tsigned:X;" line. */
@@ -60,6 +77,10 @@ static void parse_field(const char *p, const char *end, struct fk_tp_format *fmt
     while (nb > p && nb[-1] != ' ' && nb[-1] != '\t' && nb[-1] != ':')
         nb--;
     unsigned long off, size, sgn = 0;
+    for (const char *c = nb; c < ne; c++)
+        if (!(*c == '_' || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+              (*c >= '0' && *c <= '9')))
+            return;     /* a C identifier, or not a field flamekit reads */
     if (nb == ne || (size_t)(ne - nb) >= sizeof fmt->f[0].name ||
         !field_num(semi, end, "offset:", &off) || !field_num(semi, end, "size:", &size) ||
         off > 0xffff || size > 0xffff)
@@ -83,11 +104,13 @@ static void parse_flags(const char *p, const char *end, struct fk_tp_format *fmt
         const char *b = memchr(q, '{', (size_t)(end - q));
         if (!b)
             break;
-        char *e;
-        unsigned long long bit = strtoull(b + 1, &e, 0);
+        const char *e;
+        unsigned long long bit;
+        if (!num_at(b + 1, end, 0, &bit, &e))
+            break;
         const char *quote = e < end ? memchr(e, '"', (size_t)(end - e)) : NULL;
         const char *close = quote ? memchr(quote + 1, '"', (size_t)(end - quote - 1)) : NULL;
-        if (e == b + 1 || !quote || !close || close - quote - 1 >= 4 || close - quote - 1 < 1)
+        if (!quote || !close || close - quote - 1 >= 4 || close - quote - 1 < 1)
             break;
         fmt->flags[fmt->nflags].bit = bit;
         memcpy(fmt->flags[fmt->nflags].letter, quote + 1, (size_t)(close - quote - 1));

@@ -266,6 +266,13 @@ static json_t *offcpu_meta(const struct fk_profile_request *rq, const struct fk_
     json_object_set_new(f, "switch_ins_seen", json_integer((json_int_t)o->switch_ins));
     json_object_set_new(f, "switches_recorded", json_integer((json_int_t)o->recorded));
     json_object_set_new(f, "switches_sampled_one_in", json_integer((json_int_t)o->one_in));
+    /* N is chosen once, before the window: a target that switches faster
+     * later is recorded above the budget, and says so */
+    double secs = res->cap.duration_ns ? (double)res->cap.duration_ns / 1e9 : 0;
+    uint64_t budget = rq->switch_budget ? rq->switch_budget : rq->one_in ? 0 : FK_OFFCPU_DEFAULT_BUDGET;
+    double per_s = secs > 0 ? (double)o->recorded / secs : 0;
+    json_object_set_new(f, "switches_recorded_per_s", json_real(per_s));
+    json_object_set_new(f, "over_budget", json_boolean(budget && per_s > (double)budget));
     json_object_set_new(f, "min_block_ns", json_integer((json_int_t)rq->min_block_ns));
     json_object_set_new(f, "blocks", json_integer((json_int_t)b->blocks));
     json_object_set_new(f, "blocks_open_at_end", json_integer((json_int_t)b->open));
@@ -316,6 +323,11 @@ static void offcpu_summary(FILE *out, const struct fk_profile_request *rq,
     fprintf(out, "  switch-outs: %llu seen (%.0f/s; before the window: %s), %llu recorded "
             "(1 in %llu)\n", (unsigned long long)o->switch_outs, (double)o->switch_outs / secs,
             before, (unsigned long long)o->recorded, (unsigned long long)o->one_in);
+    uint64_t budget = rq->switch_budget ? rq->switch_budget : rq->one_in ? 0 : FK_OFFCPU_DEFAULT_BUDGET;
+    if (budget && (double)o->recorded / secs > (double)budget)
+        fprintf(out, "  NOTE: %.0f switch-outs recorded per second, above the budget of %llu: the "
+                "rate rose after N was chosen (N is fixed for the window; --every sets it)\n",
+                (double)o->recorded / secs, (unsigned long long)budget);
     fprintf(out, "  blocked: S %.3f s, D %.3f s, R %.3f s, other %.3f s; %llu blocks still open "
             "at the end (counted to it)\n",
             (double)b->ns_by_state[FK_BT_SLEEPING] / 1e9, (double)b->ns_by_state[FK_BT_DISK] / 1e9,
