@@ -16,7 +16,9 @@
 # memory.
 # env: FLAMEKIT (binary), FLAMEGRAPH_DIR (default ~/.cache/flamekit/FlameGraph),
 #      FK_BENCH_RUNS (alternating pairs, default and minimum 5),
-#      FK_BENCH_INPUTS (default "deep deep2 shallow").
+#      FK_BENCH_INPUTS (default "deep deep2 shallow"; an item with a '/' is
+#      a file of `perf script` text of your own, e.g. a fresh held-out
+#      capture: perf record -g -- WORKLOAD; perf script > /tmp/held.txt).
 set -euo pipefail
 src=${FK_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 fk=${FLAMEKIT:-$src/build/flamekit}
@@ -89,7 +91,11 @@ pairs() {
 
 fail=0
 for kind in ${FK_BENCH_INPUTS:-deep deep2 shallow}; do
-    { read -r txt; read -r _folded; } < <(FLAMEKIT=$fk "$src/bench/make-input.sh" "$kind")
+    case $kind in
+    */*) [ -f "$kind" ] || { echo "bench/collapse: no input file $kind" >&2; exit 2; }
+         txt=$kind ;;
+    *) { read -r txt; read -r _folded; } < <(FLAMEKIT=$fk "$src/bench/make-input.sh" "$kind") ;;
+    esac
     mb=$(awk -v b="$(stat -c %s "$txt")" 'BEGIN{printf "%.1f", b / 1048576}')
     pairs "$runs" "$txt"
     rss_once "$fk" collapse "$txt"; fk_r=$rss

@@ -11,8 +11,8 @@
  *                                    record in the order it was handled
  *   replay run FILE [REPEAT]         replay FILE REPEAT times (default 1)
  *                                    into one engine; prints samples/s of
- *                                    CPU, median and p99 us per sample,
- *                                    naming ms, peak RSS
+ *                                    CPU, median and p99 us per sample
+ *                                    (wall time), naming ms, peak RSS
  *
  * The recorded processes must still run when replaying: the engine seeds
  * address spaces from /proc, as a capture does at its start.
@@ -199,11 +199,14 @@ static int run(const char *path, unsigned repeat)
     getrusage(RUSAGE_SELF, &ru);
     qsort(lat, nlat, sizeof *lat, cmp_u64);
     double med = nlat ? (double)lat[nlat / 2] / 1e3 : 0, p99 = nlat ? (double)lat[nlat * 99 / 100] / 1e3 : 0;
-    printf("replay: %zu samples x%u in %.3f s CPU: %.0f samples/s/core; per sample median %.2f us, "
-           "p99 %.2f us; setup (/proc scan) %.3f s; naming %.1f ms; %llu unique stacks; "
-           "unwind median %.2f us; peak RSS %ld MB\n",
+    /* samples/s is CPU time; median and p99 per sample are wall time */
+    printf("replay: %zu samples x%u in %.3f s CPU: %.0f samples/s/core; per sample (wall) median "
+           "%.2f us, p99 %.2f us; setup (/proc scan) %.3f s; naming %.1f ms; %llu unique stacks; "
+           "unwind median %.2f us; pc cache %llu hits, %llu misses; peak RSS %ld MB\n",
            nlat, repeat, c2 - c1, nlat ? (double)nlat / (c2 - c1) : 0, med, p99, c1 - c0, naming_ms,
-           (unsigned long long)r.unique_stacks, r.unwind.median_us, ru.ru_maxrss / 1024);
+           (unsigned long long)r.unique_stacks, r.unwind.median_us,
+           (unsigned long long)r.unwind.pc_cache_hits, (unsigned long long)r.unwind.pc_cache_misses,
+           ru.ru_maxrss / 1024);
     printf("replay-figures: samples=%zu cpu_s=%.4f rate=%.0f median_us=%.3f p99_us=%.3f rss_mb=%ld "
            "complete=%llu unwound=%llu\n",
            nlat, c2 - c1, nlat ? (double)nlat / (c2 - c1) : 0, med, p99, ru.ru_maxrss / 1024,

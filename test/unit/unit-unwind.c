@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The stack walker on made-up stacks: frame-pointer chains that complete,
- * loop, leave the copy or exceed the frame limit; then random registers
- * and stacks against a real binary's CFI (test/progs/nofp) must always
- * end, within the limits, with the stack pointer growing at every step. */
+ * loop, leave the copy or exceed the frame limit; the capture's unwinder's
+ * per-pc cache, which must never answer for an address space that changed
+ * (exec, a mapping replaced, a fork into a known pid, another process);
+ * then random registers and stacks against a real binary's CFI
+ * (test/progs/nofp) must always end, within the limits, with the stack
+ * pointer growing at every step. */
 #include "unit.h"
 #include "unwind/unwind.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define BASE 0x7ff000000000ull
@@ -46,6 +52,116 @@ static struct fk_uw_result walk(struct env *e, uint64_t ip, uint64_t sp, uint64_
     struct fk_uw_result res;
     fk_uw_walk(fk_uw_arch(), regs, &st, resolve, e, max, FK_UW_DEFAULT_MAX_NS, pcs, NULL, &res);
     return res;
+}
+
+/* ---- the capture's unwinder and its per-pc cache ---- */
+
+#define CODE 0x10000000ull
+#define CSTACK 0x7ffd00000000ull
+
+static uint64_t cstack[16];
+
+/* Map a plain file (no ELF: no CFI, frame-pointer steps) as pid's code. */
+static bool map_file(struct fk_symbolizer *s, pid_t pid, const char *path, uint64_t pgoff)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return false;
+    fk_sym_mmap(s, pid, CODE, 0x100000, pgoff, major(st.st_dev), minor(st.st_dev), st.st_ino,
+                PROT_READ | PROT_EXEC, MAP_PRIVATE, path, NULL, 0);
+    return true;
+}
+
+/* Unwind pid's three-frame chain (CODE+0x100, called from +0x200, from
+ * +0x300); locs gets the frames. */
+static unsigned unwind3(struct fk_unwinder *u, pid_t pid, struct fk_loc *locs)
+{
+    memset(cstack, 0, sizeof cstack);
+    cstack[2] = CSTACK + 0x30;      /* [sp + 0x10]: fp chain */
+    cstack[3] = CODE + 0x201;
+    cstack[6] = CSTACK + 0x50;
+    cstack[7] = CODE + 0x301;
+    cstack[10] = 0;
+    cstack[11] = 0;                 /* a zero return address ends it */
+    const struct fk_uw_arch *a = fk_uw_arch();
+    uint64_t want[FK_UW_NREGS], regs[FK_UW_NREGS];
+    want[FK_UW_IP] = CODE + 0x100;
+    want[FK_UW_SP] = CSTACK;
+    want[FK_UW_FP] = CSTACK + 0x10;
+    for (int i = 0; i < FK_UW_NREGS; i++) {     /* perf's order: by register number */
+        unsigned pos = 0;
+        for (int j = 0; j < FK_UW_NREGS; j++)
+            pos += a->perf_reg[j] < a->perf_reg[i];
+        regs[pos] = want[i];
+    }
+    return fk_unwind_sample(u, pid, regs, (const unsigned char *)cstack, sizeof cstack,
+                            sizeof cstack, locs);
+}
+
+static bool same_locs(const struct fk_loc *x, const struct fk_loc *y, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (x[i].dso != y[i].dso || x[i].addr != y[i].addr)
+            return false;
+    return true;
+}
+
+static void test_pc_cache(void)
+{
+    pid_t P = 4190011, Q = 4190012, C = 4190013;    /* near pid_max: not alive */
+    const char *f1 = "/etc/passwd", *f2 = "/etc/group";
+    struct fk_symbolizer *s = fk_sym_new(&(struct fk_sym_opts){ 0 });
+    struct fk_unwinder *u = fk_unwinder_new(s);
+    struct fk_loc a[FK_UW_DEFAULT_MAX_FRAMES + 1], b[FK_UW_DEFAULT_MAX_FRAMES + 1];
+    struct fk_unwind_stats st0, st1;
+    if (!map_file(s, P, f1, 0) || !map_file(s, Q, f2, 0)) {
+        printf("SKIP: unit-unwind: the per-pc cache (no %s or %s)\n", f1, f2);
+        fk_unwinder_free(u);
+        fk_sym_free(s);
+        return;
+    }
+    unsigned n = unwind3(u, P, a);
+    UNIT_CHECK("cache: a three-frame chain unwinds through a mapped file",
+               n == 3 && a[0].addr == 0x100 && a[1].addr == 0x200 && a[2].addr == 0x300);
+    fk_unwinder_stats(u, &st0);
+    unsigned n2 = unwind3(u, P, b);
+    fk_unwinder_stats(u, &st1);
+    UNIT_CHECK("cache: the same stack again is answered from the cache, unchanged",
+               n2 == n && same_locs(a, b, n) && st0.pc_cache_misses == n &&
+               st1.pc_cache_hits - st0.pc_cache_hits == n && st1.pc_cache_misses == st0.pc_cache_misses);
+
+    /* another process, the same addresses, another file */
+    n2 = unwind3(u, Q, b);
+    UNIT_CHECK("cache: another process's same pcs are its own",
+               n2 == 3 && b[0].dso != a[0].dso && b[0].addr == 0x100);
+
+    /* a mapping replaced (munmap + mmap, as MMAP2 records show it) */
+    map_file(s, P, f1, 0x1000);
+    n2 = unwind3(u, P, b);
+    UNIT_CHECK("cache: a replaced mapping is seen at once",
+               n2 == 3 && b[0].dso == a[0].dso && b[0].addr == 0x1100 && b[2].addr == 0x1300);
+
+    /* exec: the old image's answers must go */
+    fk_sym_comm(s, P, P, "newimage", true);
+    map_file(s, P, f2, 0x2000);
+    n2 = unwind3(u, P, b);
+    UNIT_CHECK("cache: after exec, the new image's frames",
+               n2 == 3 && b[0].dso != a[0].dso && b[0].addr == 0x2100);
+    fk_sym_comm(s, P, P, "empty", true);
+    n2 = unwind3(u, P, b);
+    UNIT_CHECK("cache: after exec into nothing mapped, no frame from before",
+               n2 >= 1 && b[0].dso != a[0].dso && b[0].addr != 0x2100);
+
+    /* a pid seen before, forked anew from Q: Q's maps */
+    n = unwind3(u, Q, a);
+    map_file(s, C, f1, 0x3000);
+    unwind3(u, C, b);
+    fk_sym_exit(s, C, C);
+    fk_sym_fork(s, C, Q, C, Q);
+    n2 = unwind3(u, C, b);
+    UNIT_CHECK("cache: a reused pid gets its new parent's frames", n2 == n && same_locs(a, b, n));
+    fk_unwinder_free(u);
+    fk_sym_free(s);
 }
 
 int main(void)
@@ -121,6 +237,8 @@ int main(void)
     r = walk(&e, TEXT + 0x100, BASE, BASE + 0x10, sizeof stack, true, 8, pcs);
     UNIT_CHECK("frame limit: truncated at the limit", r.status == FK_UW_TRUNCATED &&
                r.reason == FK_UW_R_MAX_FRAMES && r.n == 8);
+
+    test_pc_cache();
 
     /* random registers and stacks against real CFI */
     const char *build = getenv("FK_BUILD");

@@ -678,6 +678,7 @@ static void scan_into(struct fk_symbolizer *s, struct proc *pr)
     if (!f)
         return;
     pr->nmaps = 0;
+    pr->maps_gen++;     /* even if none is added back */
     char *line = NULL;
     size_t cap = 0;
     while (getline(&line, &cap, f) > 0) {
@@ -1325,6 +1326,7 @@ void fk_sym_proc_gen(struct fk_symbolizer *s, pid_t pid, struct fk_sym_gen *out)
     const struct proc *pr = proc_find(s, pid);
     out->image = pr ? pr->image : 0;
     out->maps = pr ? pr->maps_gen : 0;
+    out->capture_ended = s->capture_ended;
 }
 
 size_t fk_sym_proc_files(struct fk_symbolizer *s, pid_t pid, bool (*want)(const char *path),

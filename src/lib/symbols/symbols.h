@@ -84,7 +84,8 @@ struct fk_loc fk_sym_special(struct fk_symbolizer *s, const char *name);
  * executable mapping. NULL when the code has no CFI (anonymous/JIT memory,
  * [vsyscall], a file that could not be kept open). The CFI is parsed once
  * per DSO -- a DSO is one file (dev, inode, build-id), so a binary
- * replaced on disk gets its own -- and lives until fk_sym_free. */
+ * replaced on disk gets its own -- and lives until the capture ends (the
+ * first fk_sym_name). */
 struct fk_cfi;
 struct fk_cfi *fk_sym_cfi_at(struct fk_symbolizer *s, pid_t pid, uint64_t ip, uint64_t *vaddr,
                              bool *mapped);
@@ -171,10 +172,14 @@ size_t fk_sym_proc_files(struct fk_symbolizer *s, pid_t pid, bool (*want)(const 
 /* Which address space of pid the records handled so far describe: image
  * changes when the pid becomes another program (a new process, pid reuse,
  * an exec), maps whenever a mapping is added (the exec's own mmaps follow
- * its COMM record; dlopen). What was found in pid holds while both stay.
- * 0, 0: never heard of. */
+ * its COMM record; dlopen) or the maps are read again from /proc. What was
+ * found in pid holds while both stay -- so do fk_sym_locate's and
+ * fk_sym_cfi_at's answers for its addresses, until the capture ends (the
+ * CFI is given back then). image is unique across processes; 0, 0: never
+ * heard of. */
 struct fk_sym_gen {
     uint64_t image, maps;
+    bool capture_ended;
 };
 void fk_sym_proc_gen(struct fk_symbolizer *s, pid_t pid, struct fk_sym_gen *out);
 /* A symbol of any type (data too) by name in a file DSO: its .symtab,

@@ -12,7 +12,13 @@
  * hostile CFI or stacks give a short stack, never a loop.
  *
  * fk_unwinder ties the walker to the symbolizer's address spaces and
- * keeps the statistics the metadata reports. */
+ * keeps the statistics the metadata reports. What it learns about a pc --
+ * its location, its CFI row -- is cached per (address space, pc), as
+ * samply's framehop caches rules per address: a stack's frames are mostly
+ * the same few hundred pcs, each otherwise looked up twice (map, CFI row;
+ * map, location) per sample. The symbolizer names a new address space
+ * whenever an answer could change (exec, a mapping added or replaced, a
+ * reused pid: fk_sym_proc_gen), so an entry of an older one is never used. */
 #ifndef FK_UNWIND_H
 #define FK_UNWIND_H
 
@@ -52,6 +58,9 @@ struct fk_uw_code {
     struct fk_cfi *cfi;     /* NULL: no CFI (anonymous/JIT memory, no ELF) */
     uint64_t vaddr;         /* pc in the cfi's ELF address space */
     bool mapped;            /* false: the pc is in no executable mapping */
+    /* fk_cfi_find(cfi, vaddr) when the resolver has it at hand (a cache),
+     * valid until its next call; NULL: the walker looks it up */
+    const struct fk_uw_row *row;
 };
 typedef void (*fk_uw_resolve_fn)(void *ctx, uint64_t pc, struct fk_uw_code *out);
 
@@ -83,6 +92,7 @@ struct fk_unwind_stats {
     uint64_t frames, cfi_frames, fp_frames;
     uint64_t reasons[FK_UW_R_N];
     uint64_t stack_bytes;       /* stack bytes copied by the kernel */
+    uint64_t pc_cache_hits, pc_cache_misses;    /* frames answered by the per-pc cache, or asked */
     uint64_t ns_total;
     double median_us;           /* unwind time per sample (monotonic clock) */
 };
