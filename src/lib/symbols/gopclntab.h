@@ -4,8 +4,8 @@
  * tables. Present even in binaries linked with -s -w, so it names and
  * unwinds Go code without symbols or DWARF. The section bytes are hostile:
  * every offset is checked against the section's size. */
-#ifndef FK_UNWIND_GOPCLNTAB_H
-#define FK_UNWIND_GOPCLNTAB_H
+#ifndef FK_SYMBOLS_GOPCLNTAB_H
+#define FK_SYMBOLS_GOPCLNTAB_H
 
 #include <stdbool.h>
 #include <stddef.h>
