@@ -21,5 +21,3 @@ FK_BENCHES += bench/replay.sh
 EXTRA_DIST += bench/replay.sh
 check_PROGRAMS += bench/replay
 bench_replay_SOURCES = bench/replay.c
-bench_replay_CFLAGS = $(libflamekit_a_CFLAGS)
-bench_replay_LDADD = $(FK_LIBS)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* libFuzzer target: folded-line parser and stack table round trip. */
+#include "fuzz.h"
 #include "stacks/folded.h"
 #include "util/buf.h"
 

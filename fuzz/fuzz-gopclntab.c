@@ -4,6 +4,7 @@
  * end is a sanitizer error): every function's record, name, flag and SP
  * deltas, lookups, and accessors given offsets the bytes chose. Seeds:
  * fuzz/seed-gopclntab.sh (the section of a small Go program). */
+#include "fuzz.h"
 #include "symbols/gopclntab.h"
 
 #include <stdlib.h>

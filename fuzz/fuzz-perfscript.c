@@ -3,6 +3,7 @@
  * The text is parsed line by line, and again through the reader
  * (fk_perfscript_read_lines, which checks predicted frame lines in its
  * buffer): both must give the same bytes. */
+#include "fuzz.h"
 #include "stacks/folded.h"
 #include "stacks/perfscript.h"
 #include "util/buf.h"

@@ -4,6 +4,7 @@
  * they accept must keep the structured profile's invariants (every
  * reference in range), fold, and survive a round trip: encoded again by the
  * pprof writer and decoded, it must fold to the very same stacks. */
+#include "fuzz.h"
 #include "render/pprof.h"
 #include "stacks/pprof-read.h"
 #include "util/buf.h"

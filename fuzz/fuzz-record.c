@@ -10,6 +10,7 @@
  * each pointer the decoder returns must lie inside its record (ASan sees
  * any read past it: the copy is exactly the record's size). The queue
  * must deliver every record once, in time order. */
+#include "fuzz.h"
 #include "capture/ring.h"
 #include "capture/sample.h"
 

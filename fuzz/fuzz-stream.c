@@ -4,6 +4,7 @@
  * must leave only committed files (never a temporary) in its directory,
  * may commit only streams that end with a valid end record, and only
  * files named as a capture names its results (no Makefile). */
+#include "fuzz.h"
 #include "deliver/stream.h"
 #include "util/result.h"
 

@@ -4,6 +4,7 @@
  * characters but newline and tab, and no markup from the input (no "<script"
  * after the embedded script, every '<' starting one of the renderer's own
  * tags). */
+#include "fuzz.h"
 #include "render/svg.h"
 #include "stacks/folded.h"
 #include "util/buf.h"

@@ -10,6 +10,7 @@
  * 3 characters; the counts stay within their arrays; fk_tp_get never reads
  * outside the raw record it is given, and succeeds only for 1, 2, 4 or 8
  * byte fields inside it. */
+#include "fuzz.h"
 #include "capture/tracefs.h"
 
 #include <stdlib.h>

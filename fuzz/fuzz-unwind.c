@@ -6,6 +6,7 @@
  * walk goes deep. A second mode patches the input's bytes into a copy of
  * xz's .eh_frame_hdr/.eh_frame and walks with that hostile CFI (parsed by
  * libdw). Every walk must end within its limits. */
+#include "fuzz.h"
 #include "unwind/unwind.h"
 
 #include <fcntl.h>

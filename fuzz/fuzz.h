@@ -8,6 +8,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/* What each target defines: libFuzzer calls it (fuzz/run), and so does
+ * make check's replay of the committed seeds (fuzz/replay.c). */
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 /* The input as a file (memfd), for readers that take an fd; -1 on failure. */
 static inline int fuzz_memfd(const char *name, const uint8_t *data, size_t size)
 {

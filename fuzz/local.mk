@@ -43,3 +43,30 @@ EXTRA_DIST += fuzz/corpus/tracefs/sched_switch.txt
 EXTRA_DIST += fuzz/corpus/tracefs/sched_waking.txt
 EXTRA_DIST += fuzz/corpus/tracefs/sched_switch-int-flags.txt
 EXTRA_DIST += fuzz/corpus/tracefs/old-int-state.txt
+
+# make check replays each target's committed seeds, without libFuzzer
+# (fuzz/replay.c, test/t-fuzz-seeds.sh): one program per target.
+check_PROGRAMS += fuzz/replay-elfsyms
+fuzz_replay_elfsyms_SOURCES = fuzz/fuzz-elfsyms.c fuzz/replay.c fuzz/fuzz.h
+check_PROGRAMS += fuzz/replay-folded
+fuzz_replay_folded_SOURCES = fuzz/fuzz-folded.c fuzz/replay.c fuzz/fuzz.h
+check_PROGRAMS += fuzz/replay-gopclntab
+fuzz_replay_gopclntab_SOURCES = fuzz/fuzz-gopclntab.c fuzz/replay.c fuzz/fuzz.h
+check_PROGRAMS += fuzz/replay-perfmap
+fuzz_replay_perfmap_SOURCES = fuzz/fuzz-perfmap.c fuzz/replay.c fuzz/fuzz.h
+check_PROGRAMS += fuzz/replay-perfscript
+fuzz_replay_perfscript_SOURCES = fuzz/fuzz-perfscript.c fuzz/replay.c fuzz/fuzz.h
+check_PROGRAMS += fuzz/replay-pprof
+fuzz_replay_pprof_SOURCES = fuzz/fuzz-pprof.c fuzz/replay.c fuzz/fuzz.h
+check_PROGRAMS += fuzz/replay-python
+fuzz_replay_python_SOURCES = fuzz/fuzz-python.c fuzz/replay.c fuzz/fuzz.h
+check_PROGRAMS += fuzz/replay-record
+fuzz_replay_record_SOURCES = fuzz/fuzz-record.c fuzz/replay.c fuzz/fuzz.h
+check_PROGRAMS += fuzz/replay-stream
+fuzz_replay_stream_SOURCES = fuzz/fuzz-stream.c fuzz/replay.c fuzz/fuzz.h
+check_PROGRAMS += fuzz/replay-svg
+fuzz_replay_svg_SOURCES = fuzz/fuzz-svg.c fuzz/replay.c fuzz/fuzz.h
+check_PROGRAMS += fuzz/replay-unwind
+fuzz_replay_unwind_SOURCES = fuzz/fuzz-unwind.c fuzz/replay.c fuzz/fuzz.h
+check_PROGRAMS += fuzz/replay-tracefs
+fuzz_replay_tracefs_SOURCES = fuzz/fuzz-tracefs.c fuzz/replay.c fuzz/fuzz.h

@@ -3,6 +3,7 @@ bin_PROGRAMS += flamekit-fault-lab
 flamekit_fault_lab_SOURCES = share/fault-lab.c
 flamekit_fault_lab_CFLAGS = $(FK_LAB_CFLAGS)
 flamekit_fault_lab_LDFLAGS =
+flamekit_fault_lab_LDADD =
 # The lab is a measuring instrument: never sanitizer-instrumented (shadow memory
 # would add faults), frame pointers (no shrink-wrapping or tail calls, so the
 # frame exists from the first instruction) so stacks name every function.

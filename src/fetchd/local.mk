@@ -39,4 +39,5 @@ pkglibexec_PROGRAMS = fetchd-malloc.so
 fetchd_malloc_so_SOURCES = src/fetchd/malloc-count.c
 fetchd_malloc_so_CFLAGS = -std=gnu11 -O2 -Wall -Wextra -fPIC -D_GNU_SOURCE
 fetchd_malloc_so_LDFLAGS = -shared
+fetchd_malloc_so_LDADD =
 endif
