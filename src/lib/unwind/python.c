@@ -29,16 +29,29 @@
  * native_thread_id (160) is set by the thread's own bootstrap, so it is the
  * tid in the target's pid namespace.
  *
- * Adding a version: 3.12 keeps the cframe indirection but moves fields
- * (PyThreadState grew, _PyInterpreterFrame's f_code stays first-class, the
- * line table and co_code offsets move): add a row verified the same way
- * against that build's headers and binary. 3.13 drops cframe
- * (tstate->current_frame) and its _PyRuntime starts with _Py_DebugOffsets
- * (cookie "xdebugpy", a version and the offsets of these very fields): for
- * 3.13+ fill a layout from that table read out of the target -- after
- * checking the cookie and bounding every offset by the struct sizes it
- * also gives -- instead of adding rows; fr_size/co_size/ts_size then come
- * from its size fields. */
+ * Adding a version (facts from CPython's headers of each version, to be
+ * verified against that build's headers and binary as above):
+ *  - 3.12 keeps tstate->cframe->current_frame and the data stack fields,
+ *    but _PyInterpreterFrame starts with f_code (0) and previous (8), and
+ *    is_entry is gone: each _PyEval_EvalFrameDefault call links a shim
+ *    frame, a local of its C stack, into the chain (entry_frame: owner
+ *    FRAME_OWNED_BY_CSTACK, 3; f_code the interpreter's trampoline code),
+ *    so segments end at those shims -- a row plus a "segment ends at an
+ *    owner-3 frame, which is not shown" rule in walk_chain; PyCodeObject and
+ *    PyThreadState offsets move.
+ *  - 3.13 drops _PyCFrame (tstate->current_frame; heads_from_copy needs
+ *    another anchor: each call's entry_frame, in the stack copy, has the
+ *    outer call's head as its previous link), and f_code becomes
+ *    f_executable (check its type before naming). 3.14 renumbers the
+ *    owners (FRAME_OWNED_BY_INTERPRETER = 3 marks the shim, CSTACK is 4).
+ *    3.13's _PyRuntime starts with _Py_DebugOffsets (cookie
+ *    "xdebugpy", a version, and per struct a size and the offsets of these
+ *    very fields): for 3.13+ fill a layout from that table read out of the
+ *    target -- after checking the cookie and the version and bounding every
+ *    offset by the size it also gives -- instead of adding rows;
+ *    fr_size/co_size/ts_size come from its size fields. A field the table
+ *    does not give (the data stack's top and limit for the early window)
+ *    stays 0: fk_py_snapshot then copies the chain frame by frame. */
 static const struct fk_py_layout layouts[] = {
     {
         .version = 0x030b, .name = "3.11",
@@ -618,11 +631,12 @@ bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *sna
     /* the thread state from its cframe pointer to its data stack's limit,
      * in one read: both describe the same moment */
     unsigned char ts[512];
-    size_t tsl = (size_t)L->ts_datastack_limit + 8 - L->ts_cframe;
+    bool window = L->ts_datastack_limit > L->ts_cframe;    /* 0: not in the layout */
+    size_t tsl = window ? (size_t)L->ts_datastack_limit + 8 - L->ts_cframe : 8;
     uint64_t t = tstate_of(w, tid, &refreshed), cframe, frame;
-    if (t && L->ts_datastack_limit > L->ts_cframe && tsl <= sizeof ts &&
-        rd(w, t + L->ts_cframe, ts, tsl)) {
-        snap_window(w, ts, snap);
+    if (t && tsl <= sizeof ts && rd(w, t + L->ts_cframe, ts, tsl)) {
+        if (window)
+            snap_window(w, ts, snap);
         cframe = get_u64(ts, 0);
         const struct fk_py_snap *was = w->snap;
         w->snap = snap;     /* the chain's frames from the window where it has them */
