@@ -112,6 +112,13 @@ static void parse_flags(const char *p, const char *end, struct fk_tp_format *fmt
         const char *close = quote ? memchr(quote + 1, '"', (size_t)(end - quote - 1)) : NULL;
         if (!quote || !close || close - quote - 1 >= 4 || close - quote - 1 < 1)
             break;
+        /* a state's letters are printable (a NUL would make an empty or
+         * cut name, a control byte would reach the folded text) */
+        bool printable = true;
+        for (const char *c = quote + 1; c < close; c++)
+            printable &= *c > ' ' && *c < 0x7f;
+        if (!printable)
+            break;
         fmt->flags[fmt->nflags].bit = bit;
         memcpy(fmt->flags[fmt->nflags].letter, quote + 1, (size_t)(close - quote - 1));
         fmt->flags[fmt->nflags].letter[close - quote - 1] = 0;
