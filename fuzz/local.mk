@@ -43,6 +43,7 @@ EXTRA_DIST += fuzz/corpus/tracefs/sched_switch.txt
 EXTRA_DIST += fuzz/corpus/tracefs/sched_waking.txt
 EXTRA_DIST += fuzz/corpus/tracefs/sched_switch-int-flags.txt
 EXTRA_DIST += fuzz/corpus/tracefs/old-int-state.txt
+EXTRA_DIST += fuzz/corpus/tracefs/state-letter-not-printable.txt
 
 # make check replays each target's committed seeds, without libFuzzer
 # (fuzz/replay.c, test/t-fuzz-seeds.sh): one program per target.
