@@ -108,7 +108,7 @@ if run_capture short sh -c "i=0; while [ \$i -lt 150 ]; do '$PROG' spin 0.01; i=
     check_range "short-lived: share with unresolved program frames" "$p" 0 0.01
     # Start-up (the dynamic linker) takes a part of each 10 ms life that
     # grows with the host's load: the program's own share is read under main.
-    if ldd "$PROG" 2>/dev/null | grep -q libasan; then
+    if sanitized; then
         # The sanitizer runtime's interceptors run inside main: leave them out.
         a=$(zcat "$FOLDED" | awk '{ n = $NF; s = $0; sub(/ [0-9]+$/, "", s) }
             s ~ /^symprog;(.*;)?main;/ && s !~ /__(sanitizer|lsan|asan|ubsan|interceptor)/ {
