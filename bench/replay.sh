@@ -53,7 +53,7 @@ kill -STOP "${pids[@]}"
 steady() {  # steady FIG1 FIG10 -> "RATE FIXED_MS"
     awk -v n1="$(val "$1" samples)" -v c1="$(val "$1" cpu_s)" -v n10="$(val "$2" samples)" \
         -v c10="$(val "$2" cpu_s)" 'BEGIN { r = c10 > c1 ? (n10 - n1) / (c10 - c1) : 0
-        printf "%.0f %.1f\n", r, r > 0 ? 1e3 * (c1 - n1 / r) : 0 }'
+        printf "%.0f %.1f\n", r, (r > 0 ? 1e3 * (c1 - n1 / r) : 0) }'
 }
 echo "(1) python3.11 input: $(sed 's/^recorded //' "$work/py.log")"
 "$replay" run "$work/py.rec" 1 >"$work/py1.out"
@@ -103,5 +103,5 @@ if [ -n "${FK_BASELINE:-}" ]; then
     END { split("samples/s/core,median us per sample,steady samples/s/core,first-pass fixed ms", name, ",")
           for (k = 1; k <= 4; k++) { for (i = 1; i <= n; i++) { x[i] = b[k, i]; y[i] = w[k, i] }
               mb = med(x, n); mn = med(y, n)
-              printf "    %-28s base %10.2f new %10.2f ratio new/base %.2fx\n", name[k], mb, mn, mb > 0 ? mn / mb : 0 } }'
+              printf "    %-28s base %10.2f new %10.2f ratio new/base %.2fx\n", name[k], mb, mn, (mb > 0 ? mn / mb : 0) } }'
 fi
