@@ -16,7 +16,7 @@
 # only this build's figures are printed.
 # env: FLAMEKIT, FK_BASELINE (a baseline build directory holding flamekit,
 #      e.g. main built in /tmp/base/build), FK_BENCH_PAIRS (default 3),
-#      FK_BENCH_SHORT (s, default 2), FK_BENCH_LONG (s, default 12),
+#      FK_BENCH_SHORT (s, default 2), FK_BENCH_LONG (s, default 12; 0 skips (1)),
 #      FK_BENCH_LONG99 (s, default 60; 0 skips (2)).
 set -euo pipefail
 src=${FK_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -64,8 +64,11 @@ declare -A figs
 for ((p = 0; p < pairs; p++)); do
     for b in "${builds[@]}"; do
         bin=$fk; [ "$b" = base ] && bin=$base
-        read -r cs ns < <(run "$bin" 999 "$short")
-        read -r cl nl < <(run "$bin" 999 "$long")
+        cs=0 ns=0 cl=0 nl=0
+        if [ "$long" -gt 0 ]; then
+            read -r cs ns < <(run "$bin" 999 "$short")
+            read -r cl nl < <(run "$bin" 999 "$long")
+        fi
         c99=0
         [ "$long99" -gt 0 ] && read -r c99 _ < <(run "$bin" 99 "$long99")
         figs[$b]+="$cs $ns $cl $nl $c99"$'\n'
@@ -85,9 +88,10 @@ declare -A s
 for b in "${builds[@]}"; do
     s[$b]=$(printf '%s' "${figs[$b]}" | summary)
     read -r w ps fx pc <<<"${s[$b]}"
-    printf '(%s) 999 Hz: %s us CPU/sample over a %ss run (target <= 4); per sample %s us + fixed %s ms' \
-        "$b" "$w" "$long" "$ps" "$fx"
-    [ "$long99" -gt 0 ] && printf '; 99 Hz %ss: %s %% of a core (target <= 1)' "$long99" "$pc"
+    printf '(%s)' "$b"
+    [ "$long" -gt 0 ] && printf ' 999 Hz: %s us CPU/sample over a %ss run (target <= 4); per sample %s us + fixed %s ms;' \
+        "$w" "$long" "$ps" "$fx"
+    [ "$long99" -gt 0 ] && printf ' 99 Hz %ss: %s %% of a core (target <= 1)' "$long99" "$pc"
     echo
     printf '%s' "${figs[$b]}" | sed "s/^/    ($b) cpu_s samples (${short}s), cpu_s samples (${long}s), cpu_s (99 Hz): /"
 done
