@@ -107,5 +107,5 @@ test_unit_offcpu_SOURCES = test/unit/unit-offcpu.c test/unit/unit.h
 check_PROGRAMS += test/unit-ring
 test_unit_ring_SOURCES = test/unit/unit-ring.c test/unit/unit.h
 EXTRA_DIST += test/offcpu-ref.bt test/offcpu-keys.py
-EXTRA_DIST += test/t-offcpu.sh
+EXTRA_DIST += test/t-offcpu.sh test/t-children.sh
 EXTRA_DIST += test/t-fuzz-seeds.sh

@@ -2,6 +2,7 @@
 /* The capture commands' front end (capture-cli.h): options -> request,
  * signals, summary, delivery. The work is the profile runner's. */
 #include "capture-cli.h"
+#include "util/stopsig.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,34 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static volatile sig_atomic_t stop_flag;
-static volatile pid_t run_pid;
-
-/* End the capture; run: pass the signal on, unless the terminal sent it
- * (then the command, in the same process group, already has it). */
-static void on_signal(int sig, siginfo_t *si, void *uc)
-{
-    (void)uc;
-    stop_flag = sig;
-    if (run_pid > 0 && (!si || si->si_code != SI_KERNEL))
-        kill(run_pid, sig);
-}
-
-static void handle_signals(bool on)
-{
-    static const int sigs[] = { SIGINT, SIGTERM, SIGHUP };
-    struct sigaction sa = { 0 };
-    sa.sa_sigaction = on_signal;
-    sa.sa_flags = SA_SIGINFO;
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
-        if (on)
-            sigaction(sigs[i], &sa, NULL);
-        else
-            signal(sigs[i], SIG_DFL);
-    }
-}
 
 /* --ready-fd: "ready" once the window is open, then the fd is closed (a
  * reader waiting for it sees end of file instead when the capture fails). */
@@ -93,8 +66,8 @@ int fk_capture_cli_run(struct fk_profile_request *rq, int argc, char **argv)
         return fk_opt_error("%s", err);
     rq->argc = argc;
     rq->argv = argv;
-    rq->stop = &stop_flag;
-    rq->run_pid = &run_pid;
+    rq->stop = &fk_stop_signal;
+    rq->run_pid = &fk_stop_forward_pid;
     if (rq->ready_fd >= 0) {
         int fl = fcntl(rq->ready_fd, F_GETFD);
         if (fl < 0)
@@ -106,19 +79,21 @@ int fk_capture_cli_run(struct fk_profile_request *rq, int argc, char **argv)
     rq->progress_ctx = rq;
     /* Handlers stay through the final writes: a Ctrl-C then only ends
      * the capture, so no *.tmp.* file is left half written. */
-    handle_signals(true);
+    if (!fk_stop_on_signals(0))
+        fk_warn("cannot set the signal handlers (%s): a Ctrl-C ends flamekit without its files",
+                strerror(errno));
     struct fk_profile_result res;
     fk_profile_run(rq, &res);
     bool streaming = rq->stream_fd >= 0;
     if (!streaming)
-        handle_signals(false);      /* an upload may be interrupted: the files are complete */
+        fk_stop_restore();          /* an upload may be interrupted: the files are complete */
     if (!rq->quiet)
         fk_profile_summary(streaming ? stderr : stdout, rq, &res);
     if (streaming)
         signal(SIGPIPE, SIG_IGN);   /* a reader gone: EPIPE, and the temporary goes */
     int rc = fk_profile_deliver(rq, &res);
     fk_profile_result_free(&res);
-    handle_signals(false);
+    fk_stop_restore();
     return rc;
 }
 

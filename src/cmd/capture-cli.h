@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The capture commands' shared front end (host, pid, user, cgroup, run,
  * faults): signals, the summary and delivery around the profile runner
- * (profile/profile.h); their options are profile/options.h's sets. */
+ * (profile/profile.h); their options are capture-options.h's sets. */
 #ifndef FK_CMD_CAPTURE_CLI_H
 #define FK_CMD_CAPTURE_CLI_H
 
-#include "profile/options.h"
+#include "capture-options.h"
 #include "profile/profile.h"
 #include "util/opt.h"
 

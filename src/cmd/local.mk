@@ -2,6 +2,7 @@
 # commands.def is the table src/flamekit.c includes (commands.h declares it)
 flamekit_SOURCES += src/cmd/commands.def src/cmd/commands.h
 flamekit_SOURCES += src/cmd/capture-cli.c src/cmd/capture-cli.h
+flamekit_SOURCES += src/cmd/capture-options.c src/cmd/capture-options.h
 flamekit_SOURCES += src/cmd/svg-cli.c src/cmd/svg-cli.h
 flamekit_SOURCES += src/cmd/svg.c
 flamekit_SOURCES += src/cmd/diff.c

@@ -1,17 +1,30 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* flamekit remote HOST [HOST...] -- CAPTURE-ARGS */
+/* flamekit remote HOST [HOST...] -- CAPTURE-ARGS: the terminal side of
+ * deliver/remote.h. The library runs ssh and receives the files; here are
+ * the options, the signals, the live lines (on a terminal) or one line per
+ * event, the summary and the list of local files on stdout. */
 #include "commands.h"
 #include "deliver/remote.h"
 
 #include "util/opt.h"
+#include "util/outfile.h"
+#include "util/result.h"
+#include "util/stopsig.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 struct remote_cli {
     struct fk_remote_opts o;
     struct fk_strv ssh_opts;
     int status;
+    bool open;                  /* open each SVG with xdg-open/open */
 };
 
 #define RO(field) offsetof(struct remote_cli, field)
@@ -38,7 +51,7 @@ static const struct fk_opt remote_optset[] = {
       "flamekit-portable", .call = set_deploy_binary },
     { "ssh-opt", 0, FK_OPT_LIST, RO(ssh_opts), "OPT", "pass '-o OPT' to ssh (repeatable)",
       "ConnectTimeout=5" },
-    { "open", 0, FK_OPT_FLAG, RO(o.open), NULL, "open each SVG (xdg-open or open)" },
+    { "open", 0, FK_OPT_FLAG, RO(open), NULL, "open each SVG (xdg-open or open)" },
     { "status", 0, FK_OPT_CHOICE, RO(status), "MODE",
       "auto, live (TTY lines) or lines (one line per event)", "lines", .choices = "auto|live|lines" },
     { NULL },
@@ -74,9 +87,196 @@ static char **split_words(const char *s, size_t *n)
     return v;
 }
 
+/* ---- output: live lines on a terminal, one line per event otherwise ---- */
+
+struct ui {
+    bool tty;
+    size_t drawn;                 /* lines currently on screen */
+    uint64_t last_draw_ns;
+    size_t width;
+};
+
+static void ui_line(void *ctx, const struct fk_remote_host *h, const char *text)
+{
+    const struct ui *u = ctx;
+    if (!u->tty)
+        fprintf(stderr, "%s: %s\n", h->name, text);
+}
+
+static void ui_draw(struct ui *u, const struct fk_remote *r, bool force)
+{
+    if (!u->tty)
+        return;
+    uint64_t now = fk_now_ns();
+    if (!force && now - u->last_draw_ns < 100000000ull)
+        return;
+    u->last_draw_ns = now;
+    if (u->drawn)
+        fprintf(stderr, "\033[%zuA", u->drawn);
+    for (size_t i = 0; i < r->nhosts; i++) {
+        char line[1024];
+        const struct fk_remote_host *h = &r->hosts[i];
+        if (h->finished)
+            snprintf(line, sizeof line, "%s: %s", h->name, h->status ? h->status : "");
+        else
+            snprintf(line, sizeof line, "%s [%llus]: %s", h->name,
+                     (unsigned long long)((now - h->start_ns) / 1000000000ull),
+                     h->status ? h->status : "");
+        size_t max = u->width > 1 ? u->width - 1 : 79;
+        if (strlen(line) > max)
+            line[max] = '\0';
+        fk_text_sanitize(line);     /* the cut may split a UTF-8 sequence */
+        fprintf(stderr, "\r\033[K%s\n", line);
+    }
+    u->drawn = r->nhosts;
+    fflush(stderr);
+}
+
+static char *default_outdir(void)
+{
+    const char *home = getenv("HOME");
+    if (home && *home) {
+        char *d = fk_asprintf("%s/Downloads", home);
+        struct stat st;
+        if (stat(d, &st) == 0 && S_ISDIR(st.st_mode))
+            return d;
+        free(d);
+    }
+    return fk_strdup(".");
+}
+
+static void open_file(const char *path)
+{
+#ifdef __APPLE__
+    const char *opener = "open";
+#else
+    const char *opener = "xdg-open";
+#endif
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fk_warn("cannot open %s: %s", path, strerror(errno));
+        return;
+    }
+    if (pid == 0) {
+        /* Double fork: the viewer may outlive us; nobody waits for it. */
+        if (fork() != 0)
+            _exit(0);
+        setsid();
+        int dn = open("/dev/null", O_RDWR);
+        if (dn >= 0) {
+            dup2(dn, 0);
+            dup2(dn, 1);
+        }
+        execlp(opener, opener, path, (char *)NULL);
+        dprintf(2, "%s: cannot run %s to open %s: %s\n", fk_progname, opener, path, strerror(errno));
+        _exit(127);
+    }
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+}
+
+/* Summary: on a terminal the live lines already show it; the remote
+ * error output of failed hosts follows, verbatim. Then the local files,
+ * one per line on stdout. */
+static void report(const struct ui *u, const struct fk_remote *r, bool open, size_t *nok)
+{
+    size_t n = r->nhosts;
+    *nok = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct fk_remote_host *h = &r->hosts[i];
+        if (h->ok) {
+            ++*nok;
+            continue;
+        }
+        const char *l;
+        for (size_t k = 0; u->tty && (l = fk_remote_err_line(h, k)); k++)
+            fprintf(stderr, "%s: %s\n", h->name, l);
+    }
+    if (n > 1 || *nok < n) {
+        fprintf(stderr, "%zu of %zu host%s succeeded\n", *nok, n, n == 1 ? "" : "s");
+        for (size_t i = 0; i < n; i++)
+            if (!r->hosts[i].ok)
+                fprintf(stderr, "%s: FAILED: %s\n", r->hosts[i].name,
+                        r->hosts[i].reason ? r->hosts[i].reason : "unknown");
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct fk_remote_host *h = &r->hosts[i];
+        if (!h->ok)
+            continue;
+        const char *svg = NULL;
+        for (size_t f = 0; f < h->rd.nfiles; f++) {
+            printf("%s\n", h->rd.files[f].path);
+            struct fk_result_name rn;
+            if (!svg && fk_result_parse(h->rd.files[f].path, &rn)) {
+                if (rn.kind == FK_RESULT_SVG)
+                    svg = h->rd.files[f].path;
+                fk_result_name_free(&rn);
+            }
+        }
+        if (open && svg) {
+            fflush(stdout);
+            open_file(svg);
+        }
+    }
+    fflush(stdout);
+}
+
+/* Run every host to the end (or the first stop signal); the exit code. */
+static int run_hosts(struct fk_remote_opts *o, int tty, bool open)
+{
+    char *outdir = o->outdir ? fk_strdup(o->outdir) : default_outdir();
+    if (!fk_outdir_check(outdir, true)) {
+        free(outdir);
+        return FK_EXIT_ERROR;
+    }
+    if (access(outdir, W_OK | X_OK) != 0) {
+        fk_error("output directory %s is not a writable directory; create it or choose "
+                 "another with -o", outdir);
+        free(outdir);
+        return FK_EXIT_ERROR;
+    }
+    o->outdir = outdir;
+    struct ui u = { .tty = tty < 0 ? isatty(STDERR_FILENO) : tty, .width = 80 };
+    struct winsize ws;
+    if (u.tty && ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col)
+        u.width = ws.ws_col;
+    o->line = ui_line;
+    o->ctx = &u;
+    if (!fk_stop_on_signals(FK_STOP_IGNORE_SIGPIPE))
+        fk_warn("cannot set the signal handlers (%s): a Ctrl-C leaves the hosts' captures "
+                "to their watchers", strerror(errno));
+    struct fk_remote r;
+    char err[512];
+    if (!fk_remote_start(&r, o, err, sizeof err)) {
+        fk_error("%s", err);
+        fk_stop_restore();
+        free(outdir);
+        return FK_EXIT_ERROR;
+    }
+    ui_draw(&u, &r, true);
+    while (!fk_stop_signal && fk_remote_step(&r, u.tty ? 200 : -1, err, sizeof err))
+        ui_draw(&u, &r, false);
+    if (err[0])
+        fk_error("%s", err);
+    if (fk_stop_signal)
+        fk_remote_cancel(&r);
+    ui_draw(&u, &r, true);
+    size_t nok;
+    report(&u, &r, open, &nok);
+    int sig = fk_stop_signal;
+    bool all = nok == r.nhosts;
+    fk_remote_free(&r);
+    fk_stop_restore();
+    free(outdir);
+    if (sig)
+        return 128 + sig;
+    return all ? FK_EXIT_OK : FK_EXIT_ERROR;
+}
+
 int cmd_remote(int argc, char **argv)
 {
-    struct remote_cli c = { .o = { .tty = -1 } };
+    struct remote_cli c = { 0 };
     const struct fk_optsec secs[] = { { "Options", remote_optset, &c }, { NULL } };
     struct fk_args a;
     int rc = fk_opt_parse(&cmdline, secs, argc, argv, &a);
@@ -100,7 +300,6 @@ int cmd_remote(int argc, char **argv)
     }
     struct fk_remote_opts o = c.o;
     static const int tty_modes[] = { -1, 1, 0 };   /* auto, live, lines */
-    o.tty = tty_modes[c.status];
     o.ssh_opts = (char **)c.ssh_opts.v;
     o.nssh_opts = c.ssh_opts.n;
     if (o.deploy && o.remote_path) {
@@ -131,7 +330,7 @@ int cmd_remote(int argc, char **argv)
         fk_opt_error("FLAMEKIT_SSH is blank; unset it or name the ssh command");
         goto out;
     }
-    rc = fk_remote_run(&o);
+    rc = run_hosts(&o, tty_modes[c.status], c.open);
     for (size_t i = 0; i < o.nssh_cmd; i++)
         free(o.ssh_cmd[i]);
     free(o.ssh_cmd);

@@ -53,7 +53,7 @@ int cmd_serve(int argc, char **argv)
     fk_args_free(&a);
     if (rc != FK_OPT_CONTINUE)
         return rc;
-    if (!fk_stop_on_signals()) {
+    if (!fk_stop_on_signals(FK_STOP_IGNORE_SIGPIPE)) {
         fk_error("cannot set the signal handlers: %s", strerror(errno));
         return FK_EXIT_ERROR;
     }

@@ -187,7 +187,7 @@ void fd_pace_moved(struct fd_pace *p, uint64_t bytes);
  * is dropped ("request deadline passed (--timeout)", "client too slow
  * (--min-rate)"). */
 const char *fd_pace_check(struct fd_pace *p, uint64_t waited_ns);
-/* SIGTERM/SIGINT set fk_stop_signal (util/stopsig.h); servers poll it. */
+/* SIGTERM/SIGINT/SIGHUP set fk_stop_signal (util/stopsig.h); servers poll it. */
 void fd_server_signals(void);
 /* Validate an upload-pack request body (pkt-lines with wants and done). */
 bool fd_check_request(const char *body, size_t len, char *err, size_t errlen);

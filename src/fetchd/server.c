@@ -23,7 +23,7 @@ void fd_log(const char *fmt, ...)
 
 void fd_server_signals(void)
 {
-    if (!fk_stop_on_signals())
+    if (!fk_stop_on_signals(FK_STOP_IGNORE_SIGPIPE))
         fk_die("cannot set the signal handlers: %s", strerror(errno));
 }
 

@@ -275,6 +275,7 @@ static void handle_side_band(struct fk_engine *e, const union perf_event *ev)
         fk_target_filter_fork(&e->filter, (pid_t)ev->fork.pid, (pid_t)ev->fork.ppid);
         break;
     case PERF_RECORD_EXIT:
+        e->r->exits += ev->fork.pid == ev->fork.tid;
         fk_sym_exit(e->sym, (pid_t)ev->fork.pid, (pid_t)ev->fork.tid);
         break;
     case PERF_RECORD_LOST:
@@ -325,11 +326,10 @@ static void early_tap(void *ctx, const void *rec, size_t len)
             e->o->stack_hooks[i]->early(e->o->stack_hooks[i]->state, e, &s);
 }
 
-/* Copy the rings out, then handle what is older than cutoff. */
+/* Handle what is older than cutoff, where it lies in the rings. */
 static void read_rings(struct fk_engine *e, uint64_t cutoff)
 {
-    fk_ringq_read(&e->ring, e->evlist, &e->fmt[0]);
-    fk_ringq_deliver(&e->ring, cutoff, handle_record, e);
+    fk_ringq_read_deliver(&e->ring, e->evlist, &e->fmt[0], cutoff, handle_record, e);
     e->r->ring_bytes = e->ring.bytes;
 }
 
@@ -411,8 +411,8 @@ static int engine_start(struct fk_engine *e)
             e->ring.tap = early_tap;
             e->ring.tap_ctx = e;
         }
-    if (t->kind != FK_TARGET_RUN)
-        perf_evlist__enable(e->evlist);
+    if (t->kind != FK_TARGET_RUN || e->tree_cgroup)
+        perf_evlist__enable(e->evlist);     /* per-task RUN events: at the exec */
     fk_engine_cgroup_counters(e, PERF_EVENT_IOC_ENABLE);
     if (t->kind == FK_TARGET_PID)
         for (size_t i = 0; i < t->npids; i++)
@@ -574,6 +574,8 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
     int rc = FK_EXIT_ERROR;
     if (!fk_engine_configure(e) || !fk_engine_open(e) || !fk_engine_mmap(e))
         goto out;
+    if (e->tree_cgroup)
+        r->tree_cgroup = fk_strdup(e->tree_cgroup);
     if ((rc = engine_start(e)) != FK_EXIT_OK)
         goto out;
     rc = FK_EXIT_ERROR;
@@ -593,10 +595,8 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
 out:
     engine_free(e);
     free(e);
-    if (rc != FK_EXIT_OK) {
-        fk_stacktab_free(&r->stacks);
-        fk_prof_free(&r->prof);
-    }
+    if (rc != FK_EXIT_OK)
+        fk_capture_result_free(r);
     return rc;
 }
 
@@ -604,6 +604,8 @@ void fk_capture_result_free(struct fk_capture_result *r)
 {
     fk_stacktab_free(&r->stacks);
     fk_prof_free(&r->prof);
+    free(r->tree_cgroup);
+    r->tree_cgroup = NULL;
 }
 
 /* ---- replay (benchmarks) ------------------------------------------------ */

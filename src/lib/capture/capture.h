@@ -152,6 +152,16 @@ struct fk_capture_result {
      * which keeps its own remainder below the period. */
     uint64_t counters;
     uint64_t forks;
+    uint64_t exits;                 /* PERF_RECORD_EXIT of processes (not threads) */
+    /* PID, RUN: how the target's processes were followed: "cgroup" (per-CPU
+     * events the kernel limits to a cgroup: every process is sampled from
+     * its first instruction, CPU-wide periods do not restart per child) or
+     * "per-task" (inherited per-task events: each child starts its period
+     * from zero, so a child that runs less than one is never sampled);
+     * tree_note says why not "cgroup". NULL for the other targets. */
+    const char *tree_mode;
+    char *tree_cgroup;              /* "cgroup": its directory */
+    char tree_note[320];
     /* CGROUP: the event counted in the cgroup alone (per-CPU cgroup
      * counters), when they could be opened. */
     uint64_t target_count;

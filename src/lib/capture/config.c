@@ -260,8 +260,14 @@ static void base_attr(struct fk_engine *e, unsigned i, struct perf_event_attr *a
     a->exclude_hv = 1;
     a->use_clockid = 1;
     a->clockid = CLOCK_MONOTONIC;
-    a->inherit = t->kind == FK_TARGET_PID || t->kind == FK_TARGET_RUN;
-    a->enable_on_exec = t->kind == FK_TARGET_RUN;
+    /* per-task events follow the tree through inherited copies (a RUN
+     * target from its exec); cgroup events are per CPU and enabled before
+     * the command is let go */
+    bool per_task = (t->kind == FK_TARGET_PID || t->kind == FK_TARGET_RUN) && !e->tree_cgroup;
+    a->inherit = per_task;
+    a->enable_on_exec = per_task && t->kind == FK_TARGET_RUN;
+    if (e->tree_cgroup)
+        a->read_format |= PERF_FORMAT_ID;   /* open.c finds libperf's fds by their ids */
     a->watermark = 1;
     a->wakeup_watermark = (uint32_t)(e->pages * (unsigned)sysconf(_SC_PAGESIZE) / 4);
     /* a stack hook that reads the target as samples leave the ring wants
@@ -278,6 +284,32 @@ static void base_attr(struct fk_engine *e, unsigned i, struct perf_event_attr *a
     }
 }
 
+/* PID, RUN: per-CPU events in the target's cgroup (fk_target_run made
+ * one for the command) where there is one and the kind counts samples as
+ * they come (CPU clock, one in N); kinds with records of their own (off-CPU
+ * switch accounting) keep the per-task events they were built on. The
+ * mode and why are in the result. */
+static void choose_tree_mode(struct fk_engine *e)
+{
+    const struct fk_target *t = e->o->target;
+    struct fk_capture_result *r = e->r;
+    if (t->kind != FK_TARGET_PID && t->kind != FK_TARGET_RUN)
+        return;
+    r->tree_mode = "per-task";
+    if (e->kind != &fk_evkind_clock && e->kind != &fk_evkind_counted)
+        snprintf(r->tree_note, sizeof r->tree_note,
+                 "the %s kind follows tasks through inherited per-task events", e->kind->name);
+    else if (t->kind == FK_TARGET_RUN && !t->run_cgroup)
+        snprintf(r->tree_note, sizeof r->tree_note, "%s",
+                 t->run_cgroup_note ? t->run_cgroup_note : "no cgroup for the command");
+    else if (t->kind == FK_TARGET_PID)
+        snprintf(r->tree_note, sizeof r->tree_note, "pid targets are followed per task");
+    else {
+        e->tree_cgroup = t->run_cgroup;
+        r->tree_mode = "cgroup";
+    }
+}
+
 bool fk_engine_configure(struct fk_engine *e)
 {
     const struct fk_capture_opts *o = e->o;
@@ -285,6 +317,7 @@ bool fk_engine_configure(struct fk_engine *e)
         return false;
     size_rings(e);
     e->kind = o->kind ? o->kind : o->event.freq ? &fk_evkind_clock : &fk_evkind_counted;
+    choose_tree_mode(e);
     char err[256] = "";
     e->nevents = 1;
     if (e->kind->start && !e->kind->start(o, &e->kind_state, &e->nevents, err, sizeof err)) {

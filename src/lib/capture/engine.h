@@ -49,6 +49,9 @@ struct fk_engine {
     struct perf_event_attr attr[FK_EVKIND_MAX_EVENTS];
     struct fk_sample_format fmt[FK_EVKIND_MAX_EVENTS];
     struct fk_evkind_values values;
+    /* PID, RUN: per-CPU events the kernel limits to a cgroup
+     * (PERF_FLAG_PID_CGROUP) instead of inherited per-task events */
+    const char *tree_cgroup;        /* its directory; NULL: per-task */
     /* open */
     struct perf_cpu_map *cpus;
     struct perf_thread_map *threads;

@@ -91,10 +91,12 @@ static void raise_nofile(void)
 }
 
 /* Per-task targets: every thread of every listed process (children follow
- * through inherit); the others: one event per CPU. */
-static struct perf_thread_map *target_threads(const struct fk_target *t)
+ * through inherit); the others, and trees followed in a cgroup: one event
+ * per CPU. */
+static struct perf_thread_map *target_threads(const struct fk_engine *e)
 {
-    if (t->kind != FK_TARGET_PID && t->kind != FK_TARGET_RUN)
+    const struct fk_target *t = e->o->target;
+    if ((t->kind != FK_TARGET_PID && t->kind != FK_TARGET_RUN) || e->tree_cgroup)
         return perf_thread_map__new_dummy();
     pid_t *tids = NULL;
     size_t n = 0, cap = 0;
@@ -129,6 +131,83 @@ static bool learn_sample_ids(struct fk_engine *e)
     return true;
 }
 
+/* The fd libperf holds for each (event, CPU), found by event id: libperf
+ * opens with flags 0 and has no call that hands out or adopts an fd.
+ * fds[i * ncpu + c]; false if one is not found. */
+static bool libperf_fds(struct fk_engine *e, int ncpu, int *fds)
+{
+    struct fk_u64map slot = { 0 };
+    bool ok = true;
+    for (unsigned i = 0; ok && i < e->nevents; i++)
+        for (int c = 0; ok && c < ncpu; c++) {
+            struct perf_counts_values cv = { 0 };
+            ok = perf_evsel__read(e->evsel[i], c, 0, &cv) == 0;
+            *fk_u64map_slot(&slot, cv.id, true) = i * (unsigned)ncpu + (unsigned)c + 1;
+            fds[i * (unsigned)ncpu + (unsigned)c] = -1;
+        }
+    DIR *d = ok ? opendir("/proc/self/fd") : NULL;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        char link[64];
+        ssize_t n = readlinkat(dirfd(d), de->d_name, link, sizeof link - 1);
+        if (n <= 0)
+            continue;
+        link[n] = 0;
+        uint64_t id;
+        int fd = atoi(de->d_name);
+        if (strcmp(link, "anon_inode:[perf_event]") || ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0)
+            continue;
+        uint64_t *v = fk_u64map_slot(&slot, id, false);
+        if (v && *v)
+            fds[*v - 1] = fd;
+    }
+    if (d)
+        closedir(d);
+    for (unsigned k = 0; ok && k < e->nevents * (unsigned)ncpu; k++)
+        ok = fds[k] >= 0;
+    fk_u64map_free(&slot);
+    return ok;
+}
+
+/* Trees in a cgroup: libperf's events were opened disabled on each CPU for
+ * every task; each is replaced, under the same fd number, by the same
+ * event limited to the cgroup (PERF_FLAG_PID_CGROUP, as perf's -G).
+ * 0 or -errno; *what names the step that failed. */
+static int adopt_cgroup_events(struct fk_engine *e, const char **what)
+{
+    int ncpu = perf_cpu_map__nr(e->cpus);
+    int *fds = fk_malloc((size_t)ncpu * e->nevents * sizeof *fds);
+    int err = 0;
+    int cg = open(e->tree_cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (cg < 0) {
+        err = -errno;
+        *what = "cannot open the cgroup";
+    } else if (!libperf_fds(e, ncpu, fds)) {
+        err = -ENOENT;
+        *what = "cannot find libperf's events";
+    }
+    for (unsigned i = 0; !err && i < e->nevents; i++)
+        for (int c = 0; !err && c < ncpu; c++) {
+            int fd = (int)syscall(SYS_perf_event_open, perf_evsel__attr(e->evsel[i]), cg,
+                                  perf_cpu_map__cpu(e->cpus, c).cpu, -1,
+                                  PERF_FLAG_PID_CGROUP | PERF_FLAG_FD_CLOEXEC);
+            if (fd < 0) {
+                err = -errno;
+                *what = "perf_event_open in the cgroup";
+            } else {
+                if (dup3(fd, fds[i * (unsigned)ncpu + (unsigned)c], O_CLOEXEC) < 0) {
+                    err = -errno;
+                    *what = "dup3";
+                }
+                close(fd);
+            }
+        }
+    if (cg >= 0)
+        close(cg);
+    free(fds);
+    return err;
+}
+
 /* Open every event on the maps; without PERF_FORMAT_LOST on kernels
  * before 6.0 (EINVAL). 0 or -errno. */
 static int open_events(struct fk_engine *e)
@@ -140,6 +219,33 @@ static int open_events(struct fk_engine *e)
         err = perf_evlist__open(e->evlist);
     }
     return err;
+}
+
+/* A tree whose cgroup events the kernel refused (no perf_event controller
+ * on cgroup v2, not allowed CPU-wide events): inherited per-task events,
+ * the reason kept for the summary and the metadata. */
+static bool per_task_instead(struct fk_engine *e, int err, const char *what)
+{
+    snprintf(e->r->tree_note, sizeof e->r->tree_note, "cgroup events refused (%s: %s)", what,
+             strerror(-err));
+    e->r->tree_mode = "per-task";
+    e->tree_cgroup = NULL;
+    perf_evlist__close(e->evlist);
+    const struct fk_target *t = e->o->target;
+    for (unsigned i = 0; i < e->nevents; i++) {
+        struct perf_event_attr *a = perf_evsel__attr(e->evsel[i]);
+        a->inherit = 1;
+        a->enable_on_exec = t->kind == FK_TARGET_RUN;
+        if (e->nevents == 1)
+            a->read_format &= ~(uint64_t)PERF_FORMAT_ID;
+    }
+    struct perf_thread_map *m = target_threads(e);
+    if (!m)
+        return false;
+    perf_evlist__set_maps(e->evlist, e->cpus, m);
+    perf_thread_map__put(e->threads);
+    e->threads = m;
+    return true;
 }
 
 bool fk_engine_open(struct fk_engine *e)
@@ -155,7 +261,7 @@ bool fk_engine_open(struct fk_engine *e)
         return false;
     }
     e->r->ncpus = perf_cpu_map__nr(e->cpus);
-    e->threads = target_threads(e->o->target);
+    e->threads = target_threads(e);
     if (!e->threads)
         return false;
     e->evlist = perf_evlist__new();
@@ -173,11 +279,17 @@ bool fk_engine_open(struct fk_engine *e)
     }
     perf_evlist__set_maps(e->evlist, e->cpus, e->threads);
     int err = open_events(e);
+    const char *what = "perf_event_open";
+    if (e->tree_cgroup && (err < 0 || (err = adopt_cgroup_events(e, &what)) < 0)) {
+        if (!per_task_instead(e, err, what))
+            return false;
+        err = open_events(e);
+    }
     /* A thread that exits between the listing and its event's opening
      * (ESRCH; a server's per-connection threads under load do) is no
      * reason to give up: list the tasks again, a bounded number of times. */
     for (int tries = 0; err == -ESRCH && perf_thread_map__nr(e->threads) > 1 && tries < 16; tries++) {
-        struct perf_thread_map *m = target_threads(e->o->target);
+        struct perf_thread_map *m = target_threads(e);
         if (!m)
             return false;       /* the process itself is gone: said */
         perf_evlist__set_maps(e->evlist, e->cpus, m);

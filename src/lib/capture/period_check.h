@@ -52,7 +52,7 @@ struct fk_period_result {
     uint64_t lo, hi;        /* accepted range for the estimate */
     double one_in;          /* observed: count / samples (0 without samples) */
     char summary[256];      /* "206 samples ≈ 20600 faults (1 in 100); counted 20667 (99.7%)" */
-    char warning[320];      /* empty when the verdict is OK */
+    char warning[768];      /* empty when the verdict is OK */
 };
 
 void fk_period_verify(const struct fk_period_in *in, struct fk_period_result *out);

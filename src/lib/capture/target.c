@@ -190,6 +190,32 @@ static bool component_names(const char *c, size_t n, const char *id)
     return false;
 }
 
+/* The cgroup v2 path of pid ("/a/b", below the cgroup2 mount) from
+ * /proc/PID/cgroup's "0::" line (0 for self), or NULL. Whole lines: the
+ * kernel bounds them by PATH_MAX, and a fixed buffer would split a long
+ * path, whose rest could pose as a line. */
+static char *proc_cgroup2_path(pid_t pid)
+{
+    char path[64];
+    if (pid)
+        snprintf(path, sizeof path, "/proc/%d/cgroup", (int)pid);
+    else
+        snprintf(path, sizeof path, "/proc/self/cgroup");
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return NULL;
+    char *line = NULL, *found = NULL;
+    size_t cap = 0;
+    while (!found && getline(&line, &cap, f) > 0)
+        if (!strncmp(line, "0::/", 4)) {
+            line[strcspn(line, "\n")] = 0;
+            found = fk_strdup(line + 3);
+        }
+    free(line);
+    fclose(f);
+    return found;
+}
+
 /* Container id -> the cgroup path down to the component naming it
  * (component_names), from /proc/ANY/cgroup. */
 static char *cgroup_of_container(const char *id)
@@ -202,29 +228,14 @@ static char *cgroup_of_container(const char *id)
     while (!found && (de = readdir(d))) {
         if (!isdigit((unsigned char)de->d_name[0]))
             continue;
-        char path[300];
-        snprintf(path, sizeof path, "/proc/%s/cgroup", de->d_name);
-        FILE *f = fopen(path, "re");
-        if (!f)
-            continue;
-        /* whole lines (the kernel bounds them by PATH_MAX): a fixed buffer
-         * would split a long cgroup path, whose rest could pose as a line */
-        char *line = NULL;
-        size_t cap = 0;
-        while (!found && getline(&line, &cap, f) > 0) {
-            if (strncmp(line, "0::", 3))
-                continue;
-            char *p = line + 3;
-            p[strcspn(p, "\n")] = 0;
-            for (char *c = p; *c == '/' && !found;) {
-                size_t n = strcspn(c + 1, "/");
-                if (component_names(c + 1, n, id))
-                    found = fk_strndup(p, (size_t)(c + 1 + n - p));
-                c += 1 + n;
-            }
+        char *p = proc_cgroup2_path((pid_t)atoi(de->d_name));
+        for (char *c = p; c && *c == '/' && !found;) {
+            size_t n = strcspn(c + 1, "/");
+            if (component_names(c + 1, n, id))
+                found = fk_strndup(p, (size_t)(c + 1 + n - p));
+            c += 1 + n;
         }
-        free(line);
-        fclose(f);
+        free(p);
     }
     closedir(d);
     return found;
@@ -284,6 +295,117 @@ bool fk_target_cgroup(struct fk_target *t, const char *arg)
     return true;
 }
 
+/* RUN: the command's own cgroup (target.h), made below flamekit's and
+ * joined by the waiting child. NULL with *note set when it cannot be. */
+static char *run_cgroup_make(pid_t child, char **note)
+{
+    char *mnt = cgroup2_mount();
+    char *own = mnt ? proc_cgroup2_path(0) : NULL;
+    if (!mnt || !own) {
+        *note = fk_strdup(mnt ? "flamekit's own cgroup v2 is not in /proc/self/cgroup"
+                              : "no cgroup2 file system is mounted");
+        free(mnt);
+        return NULL;
+    }
+    char *dir = fk_asprintf("%s%s/flamekit-run.%d.%d", mnt, strcmp(own, "/") ? own : "",
+                            (int)getpid(), (int)child);
+    free(mnt);
+    free(own);
+    if (mkdir(dir, 0755) < 0) {
+        *note = fk_asprintf("cannot make the cgroup %s: %s", dir, strerror(errno));
+        free(dir);
+        return NULL;
+    }
+    char *procs = fk_asprintf("%s/cgroup.procs", dir);
+    int fd = open(procs, O_WRONLY | O_CLOEXEC);
+    free(procs);
+    char num[32];
+    int len = snprintf(num, sizeof num, "%d", (int)child);
+    bool joined = fd >= 0 && write(fd, num, (size_t)len) == len;
+    int err = errno;
+    if (fd >= 0)
+        close(fd);
+    if (!joined) {
+        *note = fk_asprintf("cannot move the command into the cgroup %s: %s", dir, strerror(err));
+        rmdir(dir);
+        free(dir);
+        return NULL;
+    }
+    return dir;
+}
+
+/* Move every process listed in dir/cgroup.procs to the cgroup to (a
+ * cgroup.procs file open for writing). Returns how many were listed. */
+static size_t cgroup_move_procs(const char *dir, int to)
+{
+    char *procs = fk_asprintf("%s/cgroup.procs", dir);
+    FILE *f = fopen(procs, "re");
+    free(procs);
+    if (!f)
+        return 0;
+    size_t n = 0;
+    char line[32];
+    while (fgets(line, sizeof line, f)) {
+        size_t len = strcspn(line, "\n");
+        n++;
+        if (to >= 0 && write(to, line, len) < 0)
+            continue;   /* it exited meanwhile: rmdir waits for its reaping */
+    }
+    fclose(f);
+    return n;
+}
+
+/* Remove a cgroup flamekit made and the cgroups the command made below it
+ * (depth-bounded), moving what still runs there to parent_procs: the
+ * command's leftovers keep running where flamekit runs. Exited tasks
+ * leave a cgroup when reaped, so an EBUSY is retried for a second. */
+static bool cgroup_remove(const char *dir, int parent_procs, int depth)
+{
+    if (depth < 16) {
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+            if (de->d_type != DT_DIR || de->d_name[0] == '.')
+                continue;
+            char *sub = fk_asprintf("%s/%s", dir, de->d_name);
+            cgroup_remove(sub, parent_procs, depth + 1);
+            free(sub);
+        }
+        if (d)
+            closedir(d);
+    }
+    for (int tries = 0; tries < 100; tries++) {
+        if (rmdir(dir) == 0 || errno == ENOENT)
+            return true;
+        if (errno != EBUSY)
+            return false;
+        if (!cgroup_move_procs(dir, parent_procs) || tries > 0) {
+            struct timespec ts = { 0, 10 * 1000000L };
+            nanosleep(&ts, NULL);
+        }
+    }
+    return false;
+}
+
+static void run_cgroup_free(struct fk_target *t)
+{
+    if (!t->run_cgroup)
+        return;
+    char *parent = fk_strdup(t->run_cgroup);
+    *strrchr(parent, '/') = 0;
+    char *procs = fk_asprintf("%s/cgroup.procs", parent);
+    int fd = open(procs, O_WRONLY | O_CLOEXEC);
+    if (!cgroup_remove(t->run_cgroup, fd, 0))
+        fk_warn("cannot remove the command's cgroup %s: %s; remove it with 'rmdir %s' once "
+                "its processes have exited", t->run_cgroup, strerror(errno), t->run_cgroup);
+    if (fd >= 0)
+        close(fd);
+    free(procs);
+    free(parent);
+    free(t->run_cgroup);
+    t->run_cgroup = NULL;
+}
+
 /* RUN: the child blocks reading run_go until we write; exec errors come
  * back through run_err (close-on-exec, so EOF means exec worked). */
 bool fk_target_run(struct fk_target *t, char **argv, bool stdout_to_stderr)
@@ -340,6 +462,7 @@ bool fk_target_run(struct fk_target *t, char **argv, bool stdout_to_stderr)
     close(err[1]);
     t->run_go = go[1];
     t->run_err = err[0];
+    t->run_cgroup = run_cgroup_make(pid, &t->run_cgroup_note);
     t->pids = fk_malloc(sizeof *t->pids);
     t->pids[0] = pid;
     t->npids = 1;
@@ -383,6 +506,75 @@ bool fk_target_run_exec(struct fk_target *t, int *exec_errno)
     return true;
 }
 
+/* Processes in dir and the cgroups below it, counting up to max + 1. */
+static size_t cgroup_nprocs(const char *dir, size_t max, int depth)
+{
+    char *procs = fk_asprintf("%s/cgroup.procs", dir);
+    FILE *f = fopen(procs, "re");
+    free(procs);
+    size_t n = 0;
+    char line[32];
+    while (f && n <= max && fgets(line, sizeof line, f))
+        n++;
+    if (f)
+        fclose(f);
+    DIR *d = depth < 16 && n <= max ? opendir(dir) : NULL;
+    struct dirent *de;
+    while (d && n <= max && (de = readdir(d))) {
+        if (de->d_type != DT_DIR || de->d_name[0] == '.')
+            continue;
+        char *sub = fk_asprintf("%s/%s", dir, de->d_name);
+        n += cgroup_nprocs(sub, max - n, depth + 1);
+        free(sub);
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+char *fk_target_pid_cgroup(const struct fk_target *t, char *why, size_t whylen)
+{
+    char *mnt = cgroup2_mount();
+    if (!mnt) {
+        snprintf(why, whylen, "no cgroup2 file system is mounted");
+        return NULL;
+    }
+    char *rel = NULL;
+    for (size_t i = 0; i < t->npids; i++) {
+        char *r = proc_cgroup2_path(t->pids[i]);
+        if (!r || (rel && strcmp(r, rel))) {
+            snprintf(why, whylen, r ? "the processes are in different cgroups"
+                                    : "process %d has no cgroup v2", (int)t->pids[i]);
+            free(r);
+            free(rel);
+            free(mnt);
+            return NULL;
+        }
+        free(rel);
+        rel = r;
+    }
+    char *dir = NULL;
+    if (!rel || !strcmp(rel, "/")) {
+        snprintf(why, whylen, "the target is in the root cgroup (the whole host)");
+    } else {
+        dir = fk_asprintf("%s%s", mnt, rel);
+        size_t n = cgroup_nprocs(dir, FK_TARGET_TREE_CGROUP_MAX, 0);
+        if (n > FK_TARGET_TREE_CGROUP_MAX) {
+            snprintf(why, whylen, "its cgroup %s holds more than %d processes", rel,
+                     FK_TARGET_TREE_CGROUP_MAX);
+            free(dir);
+            dir = NULL;
+        } else if (!n) {
+            snprintf(why, whylen, "cannot read the processes of its cgroup %s", rel);
+            free(dir);
+            dir = NULL;
+        }
+    }
+    free(rel);
+    free(mnt);
+    return dir;
+}
+
 void fk_target_free(struct fk_target *t)
 {
     if (t->kind == FK_TARGET_RUN && t->run_go >= 0) {
@@ -393,6 +585,8 @@ void fk_target_free(struct fk_target *t)
     }
     if (t->kind == FK_TARGET_RUN && t->run_err >= 0)
         close(t->run_err);
+    run_cgroup_free(t);
+    free(t->run_cgroup_note);
     free(t->pids);
     free(t->user);
     free(t->cgroup_dir);

@@ -33,6 +33,9 @@ struct fk_target {
     char *scope;        /* file-name part: host, pid-1234, user-www, cgroup-NAME, run-CMD */
     char *desc;         /* one line for humans and metadata */
     int run_go, run_err;    /* RUN: pipes to the waiting child (-1: closed) */
+    char *run_cgroup;       /* RUN: the cgroup v2 directory made for the command
+                               (the child is in it before its exec); NULL: none */
+    char *run_cgroup_note;  /* RUN: why there is none (one phrase); NULL: there is */
 };
 
 /* Resolve a target from the command line; on error print one line and
@@ -44,11 +47,28 @@ bool fk_target_cgroup(struct fk_target *t, const char *arg);     /* path or cont
 /* Fork argv[0] stopped before exec; fk_target_run_exec lets it go once the
  * events are open (called by the engine). stdout_to_stderr: the command's
  * stdout goes to stderr (a result stream owns stdout). Returns false on
- * error. */
+ * error.
+ *
+ * The waiting child is put in a cgroup v2 of its own (run_cgroup), made
+ * below flamekit's own cgroup (the command keeps every limit flamekit runs
+ * under) and named flamekit-run.PID.CHILD: the engine samples it per CPU in
+ * cgroup mode, so the kernel keeps the command's tree and a short-lived
+ * child is sampled from its first instruction. Without cgroup2, or when
+ * the directory cannot be made or joined (unprivileged, read-only),
+ * run_cgroup_note says why and the engine uses inherited per-task events.
+ * fk_target_free removes the directory: processes the command left
+ * behind are moved back to flamekit's cgroup first. */
 bool fk_target_run(struct fk_target *t, char **argv, bool stdout_to_stderr);
 /* Releases the child: it execs. false if exec failed (error printed,
  * *exec_errno set). */
 bool fk_target_run_exec(struct fk_target *t, int *exec_errno);
+/* PID: the cgroup v2 directory the processes share, when it is small
+ * enough to sample per CPU in cgroup mode and keep the target's tree by
+ * its FORK/EXIT records (a service's or a container's cgroup): not the
+ * root, at most FK_TARGET_TREE_CGROUP_MAX processes in it and below.
+ * NULL with why (one phrase) otherwise. The target is never moved. */
+#define FK_TARGET_TREE_CGROUP_MAX 64
+char *fk_target_pid_cgroup(const struct fk_target *t, char *why, size_t whylen);
 void fk_target_free(struct fk_target *t);
 
 /* ---- filters (engine side) ---- */

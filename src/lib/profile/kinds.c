@@ -64,13 +64,16 @@ static int faults_event(const struct fk_profile_request *rq, struct fk_event *ev
     return 0;
 }
 
-/* One in N, checked: each counter instance (one per fd, one more per
- * child forked under an inherited counter) keeps a remainder below N. */
+/* One in N, checked on the whole target: each counter opened (one per
+ * CPU, or per task and CPU) keeps a remainder below N. Inherited per-task
+ * counters also make a copy per child, each starting from zero: what
+ * those copies never reached is samples the capture missed (a tree of
+ * short children is never sampled), not slack, and the check says so. */
 static void faults_after(const struct fk_profile_request *rq, struct fk_profile_result *res)
 {
+    (void)rq;
     const struct fk_capture_result *r = &res->cap;
-    bool inherited = rq->target == FK_TARGET_PID || rq->target == FK_TARGET_RUN;
-    uint64_t instances = r->counters + (inherited ? r->forks * (uint64_t)r->ncpus : 0);
+    uint64_t instances = r->counters;
     struct fk_period_in in = {
         .event = res->event.name, .unit = res->unit, .period = res->event.period,
         .samples = r->samples, .lost = r->lost > r->lost_samples ? r->lost : r->lost_samples,
@@ -79,6 +82,15 @@ static void faults_after(const struct fk_profile_request *rq, struct fk_profile_
     };
     fk_period_verify(&in, &res->check);
     res->checked = true;
+    struct fk_period_result *pr = &res->check;
+    if (pr->verdict == FK_PERIOD_TOO_FEW && r->tree_mode && !r->tree_cgroup && r->forks) {
+        size_t len = strlen(pr->warning);
+        snprintf(pr->warning + len, sizeof pr->warning - len,
+                 "; on inherited per-task events (%s) each of the %llu children counted from "
+                 "zero: those that ran less than %llu %s were never sampled",
+                 r->tree_note, (unsigned long long)r->forks, (unsigned long long)in.period,
+                 in.unit ? in.unit : "events");
+    }
 }
 
 static bool faults_ok(const struct fk_profile_request *rq, const struct fk_profile_result *res)
@@ -115,7 +127,6 @@ static json_t *faults_meta(const struct fk_profile_request *rq, const struct fk_
     (void)rq;
     const struct fk_capture_result *r = &res->cap;
     const struct fk_period_result *pr = &res->check;
-    bool inherited = rq->target == FK_TARGET_PID || rq->target == FK_TARGET_RUN;
     json_t *f = json_object();
     json_object_set_new(f, "verdict", json_string(fk_period_verdict_name(pr->verdict)));
     json_object_set_new(f, "summary", json_string(pr->summary));
@@ -125,8 +136,7 @@ static json_t *faults_meta(const struct fk_profile_request *rq, const struct fk_
     json_object_set_new(f, "counted", json_integer((json_int_t)r->event_count));
     json_object_set_new(f, "estimate", json_integer((json_int_t)pr->estimate));
     json_object_set_new(f, "estimate_of_target", json_integer((json_int_t)r->stacks.total));
-    json_object_set_new(f, "counters", json_integer((json_int_t)(r->counters +
-                        (inherited ? r->forks * (uint64_t)r->ncpus : 0))));
+    json_object_set_new(f, "counters", json_integer((json_int_t)r->counters));
     json_object_set_new(f, "forks", json_integer((json_int_t)r->forks));
     json_object_set_new(f, "accepted_estimate_range",
                         json_pack("[I, I]", (json_int_t)pr->lo, (json_int_t)pr->hi));

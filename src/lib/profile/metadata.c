@@ -151,6 +151,18 @@ static json_t *target_json(const struct fk_profile_request *rq, const struct fk_
             json_array_append_new(pids, json_integer(t->pids[i]));
         json_object_set_new(tg, "pids", pids);
     }
+    if (r->tree_mode) {
+        json_t *tr = json_object();
+        json_object_set_new(tr, "mode", json_string(r->tree_mode));
+        if (r->tree_cgroup)
+            json_object_set_new(tr, "cgroup_dir", json_string(r->tree_cgroup));
+        if (r->tree_note[0])
+            json_object_set_new(tr, "why_not_cgroup", json_string(r->tree_note));
+        json_object_set_new(tr, "short_children_may_be_missed", json_boolean(!r->tree_cgroup));
+        json_object_set_new(tr, "forks", json_integer((json_int_t)r->forks));
+        json_object_set_new(tr, "exits", json_integer((json_int_t)r->exits));
+        json_object_set_new(tg, "tree", tr);
+    }
     if (t->kind == FK_TARGET_USER) {
         json_object_set_new(tg, "user", json_string(t->user));
         json_object_set_new(tg, "uid", json_integer(t->uid));

@@ -567,6 +567,14 @@ void fk_profile_summary(FILE *out, const struct fk_profile_request *rq,
     fprintf(out, "  lost %llu records, throttled %llu times, %zu unique stacks, %.1f MB peak\n",
             (unsigned long long)r->lost, (unsigned long long)r->throttled, r->stacks.n,
             (double)r->mem_bytes / 1048576.0);
+    if (r->tree_cgroup)
+        fprintf(out, "  tree: per-CPU events in the cgroup %s, every process from its start; "
+                "%llu forks, %llu exits\n", r->tree_cgroup, (unsigned long long)r->forks,
+                (unsigned long long)r->exits);
+    else if (r->tree_mode)
+        fprintf(out, "  tree: inherited per-task events (%s): %llu forks, %llu exits; a child "
+                "that runs less than one period is not sampled\n", r->tree_note,
+                (unsigned long long)r->forks, (unsigned long long)r->exits);
     const struct fk_profile_ops *ops = fk_profile_ops(rq->kind);
     if (ops->summary)
         ops->summary(out, rq, res);

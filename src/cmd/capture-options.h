@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The capture request's command-line options: sets of lines bound to the
+/* The capture commands' options: sets of lines bound to the
  * fields of struct fk_profile_request, shared by every capture command
  * (host, pid, user, cgroup, run, faults). A new capture option is one line
  * here plus a field in the request; --help, the errors and bash completion
  * follow from the line. */
-#ifndef FK_PROFILE_OPTIONS_H
-#define FK_PROFILE_OPTIONS_H
+#ifndef FK_CMD_CAPTURE_OPTIONS_H
+#define FK_CMD_CAPTURE_OPTIONS_H
 
 #include "profile/profile.h"
 #include "util/opt.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The capture request's option sets (see options.h). */
-#include "profile/options.h"
+/* The capture request's option sets (see capture-options.h). */
+#include "capture-options.h"
 
 #include <limits.h>
 #include <unistd.h>
