@@ -23,3 +23,5 @@ FK_BENCHES += bench/replay.sh
 EXTRA_DIST += bench/replay.sh
 check_PROGRAMS += bench/replay
 bench_replay_SOURCES = bench/replay.c
+FK_BENCHES += bench/engine.sh
+EXTRA_DIST += bench/engine.sh

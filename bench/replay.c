@@ -50,6 +50,7 @@ struct rec_out {
     FILE *f;
     bool header;
     bool failed;
+    unsigned char cut[65536];   /* a record's largest size */
 };
 
 static void tap(void *ctx, const struct fk_sample_format *fmt, const void *rec, size_t len)
@@ -59,6 +60,13 @@ static void tap(void *ctx, const struct fk_sample_format *fmt, const void *rec, 
         o->header = true;
         if (fwrite(MAGIC, 8, 1, o->f) != 1 || fwrite(&fmt->sample_type, 8, 1, o->f) != 1)
             o->failed = true;
+    }
+    /* records are handed on where they lie in the ring, stack copies
+     * whole: the file keeps what the kernel filled, as a kept record */
+    size_t cut = (fmt->sample_type & PERF_SAMPLE_IDENTIFIER) ? 0 : fk_sample_cut_stack(fmt, rec, len, o->cut);
+    if (cut) {
+        rec = o->cut;
+        len = cut;
     }
     if (fwrite(rec, len, 1, o->f) != 1)
         o->failed = true;
@@ -85,16 +93,22 @@ static int record(const char *path, uint64_t secs, uint64_t hz, const char *pids
             return 1;
     }
     o.duration_ms = secs * 1000;
-    struct rec_out out = { fopen(path, "we"), false, false };
-    if (!out.f) {
+    struct rec_out *out = fk_calloc(1, sizeof *out);
+    out->f = fopen(path, "we");
+    if (!out->f) {
         fk_error("%s: %s", path, strerror(errno));
+        free(out);
         return 1;
     }
     o.record_tap = tap;
-    o.record_tap_ctx = &out;
+    o.record_tap_ctx = out;
     struct fk_capture_result r;
     int rc = fk_capture_run(&o, &r);
-    if (fclose(out.f) != 0 || out.failed) {
+    bool failed = out->failed;
+    if (fclose(out->f) != 0)
+        failed = true;
+    free(out);
+    if (failed) {
         fk_error("%s: write failed", path);
         rc = 1;
     }

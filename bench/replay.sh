@@ -10,11 +10,21 @@
 #  (3) a 128-CPU host at 99 Hz for 60 s (12,700 samples/s): the host input
 #      replayed into one engine until it holds 762,000 samples: RSS
 #      (target <= 128 MB) and whether one core keeps up (rate >= 12,700/s).
-# samples/s/core is CPU time of the replaying thread; median and p99 per
-# sample are wall time (monotonic clock around each sample: a preempted
-# sample counts its wait, so read them on a quiet machine). The first pass includes
-# reading each binary's CFI and symbols, the later passes are steady state.
-# env: FK_BUILD (build dir), FK_BENCH_REPLAY_SECS (recorded window, default 10)
+# samples/s/core is the process's CPU time (the replaying thread and the
+# kallsyms reader); median and p99 per sample are wall time (monotonic
+# clock around each sample: a preempted sample counts its wait, so read
+# them on a quiet machine). The first pass includes reading each binary's
+# CFI and symbols and kallsyms, the later passes are steady state: the
+# steady rate is the extra samples of 10 passes over 1 per extra CPU second,
+# the first pass's fixed cost what 1 pass took beyond that.
+# The workers are stopped (SIGSTOP) once recorded: replays run on a machine
+# they do not load, and their address spaces stay for the /proc scan.
+#  (4) with FK_BASELINE (a baseline build directory holding bench/replay,
+#      e.g. main built in /tmp/base/build): (1) by both builds, alternating
+#      FK_BENCH_PAIRS times (default 3) on the same recording; ratios
+#      new/base of the medians.
+# env: FK_BUILD (build dir), FK_BENCH_REPLAY_SECS (recorded window, default 10),
+#      FK_BASELINE, FK_BENCH_PAIRS
 set -euo pipefail
 src=${FK_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 build=${FK_BUILD:-$src/build}
@@ -25,7 +35,7 @@ PY=/usr/bin/python3.11
 command -v "$PY" >/dev/null || { echo "bench/replay: SKIP: $PY not found"; exit 0; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/fk-bench-replay.XXXXXX")
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+cleanup() { for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 echo "bench/replay: load average at start: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
 # the deep-stack workload of bench/unwind.sh
@@ -38,6 +48,13 @@ val() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p"; }
 
 "$replay" record "$work/py.rec" "$secs" 999 "$list" >"$work/py.log"
 "$replay" record "$work/host.rec" "$secs" 999 >"$work/host.log"
+kill -STOP "${pids[@]}"
+# steady rate and first-pass fixed ms from a 1-pass and a 10-pass run
+steady() {  # steady FIG1 FIG10 -> "RATE FIXED_MS"
+    awk -v n1="$(val "$1" samples)" -v c1="$(val "$1" cpu_s)" -v n10="$(val "$2" samples)" \
+        -v c10="$(val "$2" cpu_s)" 'BEGIN { r = c10 > c1 ? (n10 - n1) / (c10 - c1) : 0
+        printf "%.0f %.1f\n", r, (r > 0 ? 1e3 * (c1 - n1 / r) : 0) }'
+}
 echo "(1) python3.11 input: $(sed 's/^recorded //' "$work/py.log")"
 "$replay" run "$work/py.rec" 1 >"$work/py1.out"
 "$replay" run "$work/py.rec" 10 >"$work/py10.out"
@@ -46,6 +63,8 @@ for r in py1 py10; do
     printf '    %-14s %8s samples/s/core (target >= 250000); median %s us, p99 %s us per sample (wall); RSS %s MB\n' \
         "${r/py/passes: }" "$(val "$f" rate)" "$(val "$f" median_us)" "$(val "$f" p99_us)" "$(val "$f" rss_mb)"
 done
+read -r rate fixed < <(steady "$(fig "$work/py1.out")" "$(fig "$work/py10.out")")
+echo "    steady state: $rate samples/s/core; first pass's fixed cost $fixed ms (kallsyms, CFI, symbols)"
 f=$(fig "$work/py1.out")
 echo "    complete user stacks: $(val "$f" complete) of $(val "$f" unwound)"
 echo "(2) host input: $(sed 's/^recorded //' "$work/host.log")"
@@ -59,3 +78,30 @@ rounds=$(( n > 0 ? (762000 * 3 + n - 1) / n : 1 ))
 f=$(fig "$work/big.out")
 echo "(3) 128 CPUs x 99 Hz x 60 s = 762,000 samples: the host input x$rounds into one engine: $(val "$f" samples) samples,"
 printf '    %s samples/s/core (needs >= 12700), RSS %s MB (target <= 128)\n' "$(val "$f" rate)" "$(val "$f" rss_mb)"
+
+if [ -n "${FK_BASELINE:-}" ]; then
+    breplay=$FK_BASELINE/bench/replay
+    [ -x "$breplay" ] || { echo "bench/replay: FK_BASELINE has no bench/replay ($breplay)" >&2; exit 2; }
+    pairs=${FK_BENCH_PAIRS:-3}
+    rows=()
+    for ((p = 0; p < pairs; p++)); do
+        row=
+        for bin in "$breplay" "$replay"; do
+            "$bin" run "$work/py.rec" 1 >"$work/b1.out"
+            "$bin" run "$work/py.rec" 10 >"$work/b10.out"
+            f1=$(fig "$work/b1.out"); f10=$(fig "$work/b10.out")
+            row+="$(val "$f10" rate) $(val "$f10" median_us) $(steady "$f1" "$f10") "
+        done
+        rows+=("$row")
+    done
+    echo "(4) python3.11 input, $pairs alternating pairs (base then new; 10 passes): rate, median us, steady rate, first-pass ms"
+    printf '    base %s %s %s %s | new %s %s %s %s\n' ${rows[@]}
+    printf '%s\n' "${rows[@]}" | awk '
+    function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+                                   return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+    { n++; for (k = 1; k <= 4; k++) { b[k, n] = $k; w[k, n] = $(k + 4) } }
+    END { split("samples/s/core,median us per sample,steady samples/s/core,first-pass fixed ms", name, ",")
+          for (k = 1; k <= 4; k++) { for (i = 1; i <= n; i++) { x[i] = b[k, i]; y[i] = w[k, i] }
+              mb = med(x, n); mn = med(y, n)
+              printf "    %-28s base %10.2f new %10.2f ratio new/base %.2fx\n", name[k], mb, mn, (mb > 0 ? mn / mb : 0) } }'
+fi

@@ -9,7 +9,10 @@
  * sample and as a trailer, copied aligned as the ring reader keeps them;
  * each pointer the decoder returns must lie inside its record (ASan sees
  * any read past it: the copy is exactly the record's size). The queue
- * must deliver every record once, in time order. */
+ * must deliver every record once, in time order; every other record is
+ * pushed by reference (as a pass over the rings does) and its copy freed
+ * after the first delivery, so ASan sees the queue keep one that it did
+ * not copy (or cut wrongly). */
 #include "fuzz.h"
 #include "capture/ring.h"
 #include "capture/sample.h"
@@ -63,6 +66,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fk_sample_format_init(&f, st & KNOWN, mask, id_all);
     struct fk_ringq q = { 0 };
     last_time = 0;
+    uint64_t **refs = NULL;
+    size_t nrefs = 0, caprefs = 0, nrec = 0;
     data += 17;
     size -= 17;
     while (size >= sizeof(struct perf_event_header)) {
@@ -92,13 +97,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (fk_sample_id_parse(&f, copy, len, &id))
             sum += id.time;
         sum += fk_record_time(&f, copy, len);
-        if (h.size >= sizeof h && h.size <= len)
+        bool whole = h.size >= sizeof h && h.size <= len;
+        if (whole && nrec++ % 2 == 0) {
+            refs = fk_grow(refs, &caprefs, nrefs + 1, sizeof *refs);
+            refs[nrefs++] = copy;       /* freed after the delivery */
+            fk_ringq_push_ref(&q, copy, h.size, &f);
+            copy = NULL;
+        } else if (whole) {
             fk_ringq_push(&q, copy, h.size, &f);
+        }
         free(copy);
         data += len;
         size -= len;
     }
     fk_ringq_deliver(&q, UINT64_MAX / 2, deliver, &f);
+    for (size_t i = 0; i < nrefs; i++)
+        free(refs[i]);
+    free(refs);
     fk_ringq_deliver(&q, UINT64_MAX, deliver, &f);
     if (q.n)
         abort();    /* everything was delivered */

@@ -2,7 +2,9 @@
 # flamekit remote against real private sshds on 127.0.0.1 (ports 17100-17199):
 # round trip, --deploy, two hosts in parallel, ssh and remote failures, a
 # stream cut mid-file, Ctrl-C, unknown host keys.
-# timeout: 120
+# timeout: 300
+# (a hang guard, not a speed bound: 33-49 s on a quiet 2-CPU CI, 121 s at
+# load 16 when its ~100 checks each wait for real sshds and captures)
 . "$(dirname "$0")/lib.sh"
 for p in /usr/sbin/sshd ssh ssh-keygen xmllint; do
     need "$p" || { skip "remote tests" "$p not installed"; exit 0; }

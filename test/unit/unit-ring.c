@@ -3,8 +3,10 @@
  * several rings read them (each ring in time order, sometimes going back;
  * the rings interleaved in time) come out in (time, read order) exactly
  * as a full sort would give, each once, across many deliveries with a
- * moving cutoff; what is kept is kept whole (the record's bytes), and the
- * buffer stays bounded by what is pending, not by what went through. */
+ * moving cutoff; what is kept is kept whole (the record's bytes), also
+ * when it was pushed by reference (as a pass over the rings does: the
+ * place it lay in is overwritten after the delivery), and the buffer stays
+ * bounded by what is pending, not by what went through. */
 #include "unit.h"
 #include "capture/ring.h"
 #include "capture/sample.h"
@@ -71,8 +73,12 @@ int main(void)
     struct fk_ringq q = { 0 };
     uint64_t clock[NRINGS] = { 0 }, serial = 0, pushed = 0, now = 100000;
     size_t peak_buf = 0;
+    /* a pass's records pushed by reference lie here (a ring's data) */
+    static uint64_t arena[NRINGS * 40 * (sizeof(struct rec) + 16) / 8];
     srand(7);
     for (int pass = 0; pass < PASSES; pass++) {
+        size_t used = 0;
+        bool by_ref = pass % 3 != 0;
         now += 1000 + (uint64_t)(rand() % 3000);
         for (int ring = 0; ring < NRINGS; ring++) {
             int k = rand() % 40;
@@ -103,7 +109,13 @@ int main(void)
                 ((struct rec *)buf)->time = t;
                 times[serial] = t;
                 order[serial] = pushed++;
-                fk_ringq_push(&q, buf, r.h.size, &f);
+                if (by_ref) {
+                    memcpy((char *)arena + used, buf, r.h.size);
+                    fk_ringq_push_ref(&q, (char *)arena + used, r.h.size, &f);
+                    used += (r.h.size + 7u) & ~7u;
+                } else {
+                    fk_ringq_push(&q, buf, r.h.size, &f);
+                }
                 serial++;
             }
         }
@@ -115,6 +127,7 @@ int main(void)
             now += 10000;
         }
         fk_ringq_deliver(&q, s.cutoff, take, &s);
+        memset(arena, 0xa5, used);  /* the ring's space reused */
         if (q.buf.cap > peak_buf)
             peak_buf = q.buf.cap;
     }

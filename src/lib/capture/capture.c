@@ -338,11 +338,10 @@ static void early_tap(void *ctx, const void *rec, size_t len)
             e->o->stack_hooks[i]->early(e->o->stack_hooks[i]->state, e, &s);
 }
 
-/* Copy the rings out, then handle what is older than cutoff. */
+/* Handle what is older than cutoff, where it lies in the rings. */
 static void read_rings(struct fk_engine *e, uint64_t cutoff)
 {
-    fk_ringq_read(&e->ring, e->evlist, &e->fmt[0]);
-    fk_ringq_deliver(&e->ring, cutoff, handle_record, e);
+    fk_ringq_read_deliver(&e->ring, e->evlist, &e->fmt[0], cutoff, handle_record, e);
     e->r->ring_bytes = e->ring.bytes;
     if (e->tree_resync) {
         fk_tree_resync(&e->tree);

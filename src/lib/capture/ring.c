@@ -9,47 +9,82 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const uint64_t zero_pad;
+/* Stack copies are cut to what the kernel filled (a blocked thread's
+ * stack is a few KiB of the 32 asked) as records are copied; several
+ * events (an identifier first) may lay samples out differently: only one
+ * layout is cut. NULL: nothing to cut. */
+static const struct fk_sample_format *cut_format(const struct fk_sample_format *f)
+{
+    return (f->sample_type & PERF_SAMPLE_STACK_USER) && !(f->sample_type & PERF_SAMPLE_IDENTIFIER)
+           ? f : NULL;
+}
 
-void fk_ringq_push(struct fk_ringq *q, const void *rec, size_t len, const struct fk_sample_format *f)
+/* A new entry for a record of len bytes (its place set by the caller). */
+static struct fk_ring_rec *new_rec(struct fk_ringq *q, const void *rec, size_t len,
+                                   const struct fk_sample_format *f)
 {
     q->v = fk_grow(q->v, &q->cap, q->n + 1, sizeof *q->v);
     struct fk_ring_rec *r = &q->v[q->n++];
     r->time = fk_record_time(f, rec, len);
     r->seq = q->seq++;
-    r->off = q->buf.len;
+    r->ref = NULL;
+    r->off = 0;
     r->len = (uint32_t)len;
     q->bytes += len;
-    fk_buf_add(&q->buf, rec, len);
-    if (len % 8)
-        fk_buf_add(&q->buf, &zero_pad, 8 - len % 8);   /* the next copy stays aligned */
+    return r;
+}
+
+/* Copy a record into buf, 8-byte aligned (the next copy stays aligned),
+ * its stack copy cut by cut (NULL: whole); r's place and length set. */
+static void copy_in(struct fk_ringq *q, struct fk_ring_rec *r, const void *rec, size_t len,
+                    const struct fk_sample_format *cut)
+{
+    fk_buf_reserve(&q->buf, len + 8);
+    unsigned char *dst = (unsigned char *)q->buf.data + q->buf.len;
+    size_t n = cut ? fk_sample_cut_stack(cut, rec, len, dst) : 0;
+    if (!n) {
+        memcpy(dst, rec, len);
+        n = len;
+    }
+    size_t padded = (n + 7) & ~(size_t)7;
+    memset(dst + n, 0, padded - n);
+    r->ref = NULL;
+    r->off = q->buf.len;
+    r->len = (uint32_t)n;
+    q->buf.len += padded;
+}
+
+void fk_ringq_push(struct fk_ringq *q, const void *rec, size_t len, const struct fk_sample_format *f)
+{
+    struct fk_ring_rec *r = new_rec(q, rec, len, f);
+    copy_in(q, r, rec, len, NULL);
     if (q->tap)     /* the aligned copy: decoders read it in place */
-        q->tap(q->tap_ctx, q->buf.data + r->off, len);
+        q->tap(q->tap_ctx, q->buf.data + r->off, r->len);
+}
+
+void fk_ringq_push_ref(struct fk_ringq *q, const void *rec, size_t len,
+                       const struct fk_sample_format *f)
+{
+    struct fk_ring_rec *r = new_rec(q, rec, len, f);
+    r->ref = rec;
+    q->cut_fmt = cut_format(f);
+    if (q->tap)
+        q->tap(q->tap_ctx, rec, len);
 }
 
 void fk_ringq_read(struct fk_ringq *q, struct perf_evlist *evlist, const struct fk_sample_format *f)
 {
-    /* several events (an identifier first) may lay samples out
-     * differently: only one layout is cut */
-    bool cut_stacks = (f->sample_type & PERF_SAMPLE_STACK_USER) &&
-                      !(f->sample_type & PERF_SAMPLE_IDENTIFIER);
-    if (cut_stacks && !q->cutbuf)
-        q->cutbuf = fk_malloc(65536);      /* a record's largest size */
+    const struct fk_sample_format *cut = cut_format(f);
     struct perf_mmap *map;
     perf_evlist__for_each_mmap(evlist, map, false) {
         if (perf_mmap__read_init(map) < 0)
             continue;
         union perf_event *ev;
         while ((ev = perf_mmap__read_event(map)) != NULL) {
-            /* stack copies are queued as far as the kernel filled them
-             * (a blocked thread's stack is a few KiB of the 16 asked) */
-            size_t cut = cut_stacks ? fk_sample_cut_stack(f, ev, ev->header.size, q->cutbuf) : 0;
-            if (cut) {
-                fk_ringq_push(q, q->cutbuf, cut, f);
-                q->bytes += ev->header.size - cut;  /* bytes read from the ring */
-            } else {
-                fk_ringq_push(q, ev, ev->header.size, f);
-            }
+            struct fk_ring_rec *r = new_rec(q, ev, ev->header.size, f);
+            copy_in(q, r, ev, ev->header.size, cut);
+            if (q->tap)
+                q->tap(q->tap_ctx, q->buf.data + r->off, r->len);
             perf_mmap__consume(map);
         }
         /* No perf_mmap__read_done: it sets the read position to the head
@@ -59,6 +94,37 @@ void fk_ringq_read(struct fk_ringq *q, struct perf_evlist *evlist, const struct 
          * capture when the reader is slow, failing the one-in-N check).
          * It is for overwrite rings; ours already stand where they read. */
     }
+}
+
+void fk_ringq_read_deliver(struct fk_ringq *q, struct perf_evlist *evlist,
+                           const struct fk_sample_format *f, uint64_t cutoff,
+                           void (*fn)(void *ctx, const union perf_event *ev), void *ctx)
+{
+    /* Nothing is released while records are read and handed on: the
+     * kernel writes no further than the space released at the last pass,
+     * so what a pass reads stays where it is (and at most one record per
+     * ring, the one across the ring's end, lies in libperf's copy, which
+     * only the next such record overwrites). */
+    size_t nread = 0;
+    struct perf_mmap *map;
+    perf_evlist__for_each_mmap(evlist, map, false) {
+        if (perf_mmap__read_init(map) < 0)
+            continue;
+        union perf_event *ev;
+        bool any = false;
+        while ((ev = perf_mmap__read_event(map)) != NULL) {
+            fk_ringq_push_ref(q, ev, ev->header.size, f);
+            any = true;
+        }
+        if (any) {
+            q->maps = fk_grow(q->maps, &q->capmaps, nread + 1, sizeof *q->maps);
+            q->maps[nread++] = map;
+        }
+    }
+    fk_ringq_deliver(q, cutoff, fn, ctx);   /* copies what it keeps */
+    /* only rings that gave records: one that did not may be unmapped */
+    for (size_t i = 0; i < nread; i++)
+        perf_mmap__consume(q->maps[i]);
 }
 
 /* (time, read order): the order records are handed on in */
@@ -164,6 +230,16 @@ static void compact(struct fk_ringq *q, size_t pending)
     q->spare = swap;
 }
 
+/* The pending records pushed by reference, copied (before their space in
+ * the ring is released). */
+static void keep_refs(struct fk_ringq *q)
+{
+    for (size_t k = 0; k < q->nruns; k++)
+        for (size_t i = q->runs[k].at; i < q->runs[k].end; i++)
+            if (q->v[i].ref)
+                copy_in(q, &q->v[i], q->v[i].ref, q->v[i].len, q->cut_fmt);
+}
+
 void fk_ringq_deliver(struct fk_ringq *q, uint64_t cutoff,
                       void (*fn)(void *ctx, const union perf_event *ev), void *ctx)
 {
@@ -180,8 +256,12 @@ void fk_ringq_deliver(struct fk_ringq *q, uint64_t cutoff,
             next = &q->v[q->runs[q->heap[hn > 2 && run_before(q, q->heap[2], q->heap[1]) ? 2 : 1]].at];
         do {
             const struct fk_ring_rec *r = &q->v[run->at++];
-            q->spent += (r->len + 7u) & ~(size_t)7;
-            fn(ctx, (const union perf_event *)(q->buf.data + r->off));
+            if (r->ref) {
+                fn(ctx, r->ref);
+            } else {
+                q->spent += (r->len + 7u) & ~(size_t)7;
+                fn(ctx, (const union perf_event *)(q->buf.data + r->off));
+            }
         } while (run->at < run->end && q->v[run->at].time <= cutoff &&
                  (!next || rec_before(&q->v[run->at], next)));
         if (run->at == run->end)
@@ -196,6 +276,7 @@ void fk_ringq_deliver(struct fk_ringq *q, uint64_t cutoff,
             q->runs[keep++] = q->runs[r];
         }
     q->nruns = keep;
+    keep_refs(q);
     if (!pending) {
         q->n = q->scanned = 0;
         q->spent = 0;
@@ -219,6 +300,6 @@ void fk_ringq_free(struct fk_ringq *q)
     free(q->runs);
     free(q->tmp);
     free(q->heap);
-    free(q->cutbuf);
+    free(q->maps);
     memset(q, 0, sizeof *q);
 }

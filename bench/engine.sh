@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# The capture engine's live cost (issue 20's targets), this build against a
+# baseline build in the same run, captures alternating (base, new, base,
+# new...) while python3.11 runs deep stacks on every CPU:
+#  (1) 'flamekit host -F 999' (dwarf stacks, --python off so Python frame
+#      reads, bench/python.sh's subject, stay out; --no-svg: rendering is
+#      not the engine's): flamekit's CPU (user+sys) per sample over the
+#      whole run (target <= 4 us), and split into a fixed cost (kallsyms,
+#      the /proc scan, naming, files) and a per-sample cost: two windows,
+#      SHORT and LONG seconds; per sample = extra CPU / extra samples,
+#      fixed = the short run's CPU less its samples' share.
+#  (2) 'flamekit host -F 99 -d LONG99' (the default frequency, dwarf):
+#      share of one core (target <= 1 % for 60 s).
+# Ratios are new/base of the medians over the pairs. Without FK_BASELINE
+# only this build's figures are printed.
+# env: FLAMEKIT, FK_BASELINE (a baseline build directory holding flamekit,
+#      e.g. main built in /tmp/base/build), FK_BENCH_PAIRS (default 3),
+#      FK_BENCH_SHORT (s, default 2), FK_BENCH_LONG (s, default 12; 0 skips (1)),
+#      FK_BENCH_LONG99 (s, default 60; 0 skips (2)).
+set -euo pipefail
+src=${FK_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+fk=${FLAMEKIT:-${FK_BUILD:-$src/build}/flamekit}
+base=${FK_BASELINE:+$FK_BASELINE/flamekit}
+pairs=${FK_BENCH_PAIRS:-3}
+short=${FK_BENCH_SHORT:-2}
+long=${FK_BENCH_LONG:-12}
+long99=${FK_BENCH_LONG99:-60}
+PY=/usr/bin/python3.11
+command -v "$PY" >/dev/null || { echo "bench/engine: SKIP: $PY not found"; exit 0; }
+if [ -n "$base" ] && [ ! -x "$base" ]; then
+    echo "bench/engine: FK_BASELINE has no flamekit ($base)" >&2
+    exit 2
+fi
+work=$(mktemp -d "${TMPDIR:-/tmp}/fk-bench-engine.XXXXXX")
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+echo "bench/engine: load average at start: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
+sed -n '/^cat >busy.py <<.EOF.$/,/^EOF$/p' "$src/bench/unwind.sh" | sed '1d;$d' >"$work/busy.py"
+nb=1; [ -n "$base" ] && nb=2
+total=$(( pairs * nb * (short + long + long99 + 30) ))
+for ((i = 0; i < $(nproc); i++)); do "$PY" "$work/busy.py" "$total" & pids+=($!); done
+sleep 1
+
+# one capture: prints "CPU_S SAMPLES"
+run() {  # run FLAMEKIT HZ SECS
+    local out=$work/out.$RANDOM
+    python3 - "$1" "$2" "$3" "$out" <<'PY'
+import glob, json, resource, subprocess, sys
+fk, hz, secs, out = sys.argv[1:5]
+subprocess.run([fk, "host", "-q", "--python", "off", "--no-svg", "-F", hz, "-d", secs + "s",
+                "-o", out], check=True)
+ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+d = json.load(open(glob.glob(out + "/*.json")[0]))
+print("%.4f %d" % (ru.ru_utime + ru.ru_stime, d["samples"]))
+PY
+    rm -rf "$out"
+}
+
+builds=(new)
+[ -n "$base" ] && builds=(base new)
+declare -A figs
+for ((p = 0; p < pairs; p++)); do
+    for b in "${builds[@]}"; do
+        bin=$fk; [ "$b" = base ] && bin=$base
+        cs=0 ns=0 cl=0 nl=0
+        if [ "$long" -gt 0 ]; then
+            read -r cs ns < <(run "$bin" 999 "$short")
+            read -r cl nl < <(run "$bin" 999 "$long")
+        fi
+        c99=0
+        [ "$long99" -gt 0 ] && read -r c99 _ < <(run "$bin" 99 "$long99")
+        figs[$b]+="$cs $ns $cl $nl $c99"$'\n'
+    done
+done
+# per build: medians of whole-run us/sample, per-sample us, fixed ms, 99 Hz %
+summary() {
+    awk -v short="$short" -v long99="$long99" '
+    function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+                                   return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+    NF == 5 { n++; whole[n] = 1e6 * $3 / ($4 ? $4 : 1)
+              per = ($4 > $2) ? ($3 - $1) / ($4 - $2) : 0; ps[n] = 1e6 * per
+              fx[n] = 1e3 * ($1 - per * $2); pc[n] = long99 ? 100 * $5 / long99 : 0 }
+    END { printf "%.2f %.2f %.0f %.3f\n", med(whole, n), med(ps, n), med(fx, n), med(pc, n) }'
+}
+declare -A s
+for b in "${builds[@]}"; do
+    s[$b]=$(printf '%s' "${figs[$b]}" | summary)
+    read -r w ps fx pc <<<"${s[$b]}"
+    printf '(%s)' "$b"
+    [ "$long" -gt 0 ] && printf ' 999 Hz: %s us CPU/sample over a %ss run (target <= 4); per sample %s us + fixed %s ms;' \
+        "$w" "$long" "$ps" "$fx"
+    [ "$long99" -gt 0 ] && printf ' 99 Hz %ss: %s %% of a core (target <= 1)' "$long99" "$pc"
+    echo
+    printf '%s' "${figs[$b]}" | sed "s/^/    ($b) cpu_s samples (${short}s), cpu_s samples (${long}s), cpu_s (99 Hz): /"
+done
+if [ -n "$base" ]; then
+    read -r bw bps bfx bpc <<<"${s[base]}"
+    read -r nw nps nfx npc <<<"${s[new]}"
+    awk -v bw="$bw" -v nw="$nw" -v bps="$bps" -v nps="$nps" -v bfx="$bfx" -v nfx="$nfx" \
+        -v bpc="$bpc" -v npc="$npc" -v long99="$long99" 'function r(a, b) { return a > 0 ? b / a : 0 }
+        BEGIN { printf "ratio new/base (medians of %s pairs): us/sample %.2fx, per sample %.2fx, fixed %.2fx", '"$pairs"', r(bw, nw), r(bps, nps), r(bfx, nfx)
+                if (long99 > 0) printf ", 99 Hz core share %.2fx", r(bpc, npc)
+                printf "\n" }'
+fi
