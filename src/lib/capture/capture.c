@@ -55,15 +55,24 @@ void fk_capture_opts_init(struct fk_capture_opts *o)
 /* The aggregation key: comm NUL pid32 (dso, addr)... (naming.c reads it). */
 static void stack_key(struct fk_engine *e, const struct fk_stack_frames *st)
 {
+    const char *comm = st->pid == 0 ? "swapper" : fk_sym_comm_of(e->sym, st->pid, st->tid);
+    size_t cl = strlen(comm);
+    const size_t frame = sizeof st->locs[0].dso + sizeof st->locs[0].addr;
+    /* one reservation, then plain stores: this runs for every sample */
     fk_buf_reset(&e->key);
-    fk_buf_adds(&e->key, st->pid == 0 ? "swapper" : fk_sym_comm_of(e->sym, st->pid, st->tid));
-    fk_buf_addc(&e->key, 0);
+    fk_buf_reserve(&e->key, cl + 1 + sizeof(int32_t) + frame * (size_t)st->n);
+    char *k = e->key.data;
+    memcpy(k, comm, cl + 1);
+    k += cl + 1;
     int32_t pid32 = (int32_t)st->pid;
-    fk_buf_add(&e->key, &pid32, sizeof pid32);
+    memcpy(k, &pid32, sizeof pid32);
+    k += sizeof pid32;
     for (unsigned i = 0; i < st->n; i++) {
-        fk_buf_add(&e->key, &st->locs[i].dso, sizeof st->locs[i].dso);
-        fk_buf_add(&e->key, &st->locs[i].addr, sizeof st->locs[i].addr);
+        memcpy(k, &st->locs[i].dso, sizeof st->locs[i].dso);
+        memcpy(k + sizeof st->locs[i].dso, &st->locs[i].addr, sizeof st->locs[i].addr);
+        k += frame;
     }
+    e->key.len = (size_t)(k - e->key.data);
     e->r->kernel_frames += st->user < st->n ? st->user : st->n;
     e->r->user_frames += st->user < st->n ? st->n - st->user : 0;
 }

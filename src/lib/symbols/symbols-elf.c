@@ -97,7 +97,12 @@ void fk_symtab_sort(struct fk_symtab *t)
     fk_hindex_free(&t->names);
     if (t->n == 0)
         return;
-    qsort(t->syms, t->n, sizeof *t->syms, sym_cmp);
+    /* /proc/kallsyms (120,000 symbols) comes sorted: a check, not a sort */
+    size_t sorted = 1;
+    while (sorted < t->n && sym_cmp(&t->syms[sorted - 1], &t->syms[sorted]) <= 0)
+        sorted++;
+    if (sorted < t->n)
+        qsort(t->syms, t->n, sizeof *t->syms, sym_cmp);
     size_t w = 1;   /* one symbol per address */
     for (size_t r = 1; r < t->n; r++)
         if (t->syms[r].addr != t->syms[w - 1].addr)
