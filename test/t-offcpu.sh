@@ -166,6 +166,41 @@ if offcpu churn run -- "$TRUTH" threads 3000; then
     check_eq "churn: no thread over the limit" 0 "$(jnum offcpu.threads_over_limit "$J")"
 fi
 
+## N follows the rate within the window: truth-sleep sleeps 1 ms at a time
+## throughout; truth-ping and truth-pong (there before the window) storm
+## for 1 s once it is open. N must rise for the storm and come back after
+## it, and each block weigh the N it was sampled at: the sleeper's blocked
+## time (samples at N = 1 before and after the storm, at the storm's N
+## during it) adds up to the window -- with the N at the end for all of
+## them it would miss about the storm's second -- and every recorded
+## switch-out times its N adds up to the switch-outs seen.
+rm -f "$T/go"; mkfifo "$T/go"
+"$TRUTH" phases 30 1 <"$T/go" >"$T/phases.out" &
+W=$!
+exec 7>"$T/go"
+fk_cleanup "kill $W 2>/dev/null"
+for i in $(seq 100); do [ "$(ls /proc/$W/task 2>/dev/null | wc -l)" -ge 4 ] && break; sleep 0.05; done
+rm -rf "$T/phases"
+"$FLAMEKIT" offcpu -q -o "$T/phases" -d 4 --ready-fd 8 pid $W >"$T/phases.sum" 2>"$T/phases.err" 8>"$T/phases.ready" &
+P=$!
+for i in $(seq 400); do grep -q ready "$T/phases.ready" 2>/dev/null && break; sleep 0.05; done
+echo go >&7
+wait $P; rc=$?
+exec 7>&-
+kill $W 2>/dev/null; wait $W 2>/dev/null
+F=$(ls "$T"/phases/*.offcpu.folded.gz 2>/dev/null | head -1); J=$(ls "$T"/phases/*.offcpu.json 2>/dev/null | head -1)
+if [ $rc -ne 0 ] || [ -z "$J" ]; then
+    fail "phases: capture failed (status $rc)" "$(cat "$T/phases.err")"
+else
+    nmax=$(jnum offcpu.one_in_max "$J"); nlast=$(jnum offcpu.one_in_last "$J")
+    check "phases: N rose for the storm (max N $nmax)" test "$nmax" -ge 4
+    check "phases: N came back after it (N at the end $nlast of max $nmax)" test $((nlast * 2)) -le "$nmax"
+    wall=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["duration_s"] * 1e9))' "$J")
+    within "phases: the sleeper's blocked total vs the window (%)" "$(pct "$(weight "$F" '^truth-sleep;')" "$wall")" 100 10
+    within "phases: recorded switch-outs x their N vs switch-outs seen (%)" \
+        "$(pct "$(jnum offcpu.switches_estimated "$J")" "$(jnum offcpu.switches_seen "$J")")" 100 5
+fi
+
 ## Side by side with bpftrace, same workload, same time: the top-10 kernel
 ## stacks' shares within 5 points.
 if ! need bpftrace; then
