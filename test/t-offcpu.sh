@@ -166,6 +166,36 @@ if offcpu churn run -- "$TRUTH" threads 3000; then
     check_eq "churn: no thread over the limit" 0 "$(jnum offcpu.threads_over_limit "$J")"
 fi
 
+## The other targets: host, user and cgroup see a sleeper's waits (one
+## workload in a cgroup of its own, another outside it); --stdout streams
+## the four files.
+"$TRUTH" sleeps 30 >/dev/null & SW=$!
+"$TRUTH" pipe 30 >/dev/null & OW=$!
+fk_cleanup "kill $SW $OW 2>/dev/null"
+if offcpu host -d 1 --no-svg host; then
+    check_grep "host: the sleeper's wait under [S]" '^truth-a;\[S\];.*;wait_10ms;' "$(zcat "$F")"
+    check_grep "host: the other workload too" '^truth-prod;' "$(zcat "$F")"
+fi
+if offcpu user -d 1 --no-svg user root; then
+    check_grep "user: the sleeper's wait under [S]" '^truth-a;\[S\];.*;wait_10ms;' "$(zcat "$F")"
+fi
+cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+if [ -n "$cg2" ] && mkdir "$cg2/fk-offcpu-$$" 2>/dev/null; then
+    fk_cleanup "rmdir $cg2/fk-offcpu-$$"
+    echo "$SW" >"$cg2/fk-offcpu-$$/cgroup.procs"
+    if offcpu cgroup -d 1 --no-svg cgroup "fk-offcpu-$$"; then
+        check_grep "cgroup: the sleeper inside" '^truth-a;\[S\];.*;wait_10ms;' "$(zcat "$F")"
+        check_nogrep "cgroup: the workload outside absent" '^truth-prod;' "$(zcat "$F")"
+    fi
+else
+    skip "cgroup" "no cgroup v2 directory to make"
+fi
+"$FLAMEKIT" offcpu -q -d 1 --stdout pid $SW >"$T/stream" 2>"$T/stream.err"
+check_eq "--stdout: exit 0" 0 "$?"
+check_eq "--stdout: the stream's magic" FKS1 "$(head -c 4 "$T/stream")"
+check_eq "--stdout: the four offcpu files in it" 4 "$(LC_ALL=C grep -aoE '\.offcpu\.(flamegraph\.svg|folded\.gz|pb\.gz|json)' "$T/stream" | sort -u | wc -l)"
+kill $SW $OW 2>/dev/null; wait $SW $OW 2>/dev/null || true
+
 ## N follows the rate within the window: truth-sleep sleeps 1 ms at a time
 ## throughout; truth-ping and truth-pong (there before the window) storm
 ## for 1 s once it is open. N must rise for the storm and come back after
@@ -187,7 +217,7 @@ for i in $(seq 400); do grep -q ready "$T/phases.ready" 2>/dev/null && break; sl
 echo go >&7
 wait $P; rc=$?
 exec 7>&-
-kill $W 2>/dev/null; wait $W 2>/dev/null
+kill $W 2>/dev/null; wait $W 2>/dev/null || true
 F=$(ls "$T"/phases/*.offcpu.folded.gz 2>/dev/null | head -1); J=$(ls "$T"/phases/*.offcpu.json 2>/dev/null | head -1)
 if [ $rc -ne 0 ] || [ -z "$J" ]; then
     fail "phases: capture failed (status $rc)" "$(cat "$T/phases.err")"
