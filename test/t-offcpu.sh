@@ -70,6 +70,15 @@ if offcpu sleeps run -- "$TRUTH" sleeps 3; then
     check_eq "sleeps: no switch-in lost" 0 "$(jnum offcpu.switch_ins_lost "$J")"
     check_grep "sleeps: the SVG uses the cold palette" 'data-colors="node"' "$(head -c 200000 "$S")"
     check_grep "sleeps: the SVG counts nanoseconds" 'data-countname="ns"' "$(head -c 200000 "$S")"
+    if have_browser; then
+        # (the viewer reads ns as durations: hover, search and the top table)
+        o=$(browser "open:$S" "hover:wait_30ms" "search:wait_10ms" "top:3" 2>&1)
+        check_grep "sleeps: hovering a frame shows its time in ms/s" '^details\.wait_30ms=.*[0-9] m?s\b' "$o"
+        check_grep "sleeps: a search's match is a time" '^matched=Matched: [0-9.]+ m?s\b' "$o"
+        check_grep "sleeps: the top table counts time" '^top\.1=[^|]*\|[0-9.]+ m?s\|' "$o"
+    else
+        skip "sleeps: the SVG in a browser" "node or chromium not found"
+    fi
     if need go && [ -n "$P" ]; then
         o=$(cd "$T" && timeout 60 go tool pprof -raw "$P" 2>&1 | grep -v '^Comment:' | head -8)
         check_grep "sleeps: go tool pprof reads switches/count and off_cpu/nanoseconds" 'switches/count off_cpu/nanoseconds' "$o"
