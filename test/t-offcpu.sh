@@ -206,13 +206,14 @@ check_eq "--stdout: the four offcpu files in it" 4 "$(LC_ALL=C grep -aoE '\.offc
 kill $SW $OW 2>/dev/null; wait $SW $OW 2>/dev/null || true
 
 ## N follows the rate within the window: truth-sleep sleeps 1 ms at a time
-## throughout; truth-ping and truth-pong (there before the window) storm
-## for 1 s once it is open. N must rise for the storm and come back after
-## it, and each block weigh the N it was sampled at: the sleeper's blocked
-## time (samples at N = 1 before and after the storm, at the storm's N
-## during it) adds up to the window -- with the N at the end for all of
-## them it would miss about the storm's second -- and every recorded
-## switch-out times its N adds up to the switch-outs seen.
+## throughout; truth-ping and truth-pong (there before the window) ping-pong
+## every 50 us for 1 s once it is open (tens of thousands of switches a
+## second against a budget of 500). N must rise for the storm and come back after
+## it, and each block weigh the N it was sampled at: the sleeper's time in
+## wait_1ms (samples at a small N before and after the storm, at the
+## storm's N during it) matches its own clock over the window -- with the N
+## at the end for all of them it would miss most of the storm's second --
+## and every recorded switch-out times its N adds up to the switch-outs seen.
 rm -f "$T/go"; mkfifo "$T/go"
 "$TRUTH" phases 30 1 <"$T/go" >"$T/phases.out" &
 W=$!
@@ -220,9 +221,10 @@ exec 7>"$T/go"
 fk_cleanup "kill $W 2>/dev/null"
 for i in $(seq 100); do [ "$(ls /proc/$W/task 2>/dev/null | wc -l)" -ge 4 ] && break; sleep 0.05; done
 rm -rf "$T/phases"
-"$FLAMEKIT" offcpu -q -o "$T/phases" -d 4 --ready-fd 8 pid $W >"$T/phases.sum" 2>"$T/phases.err" 8>"$T/phases.ready" &
+"$FLAMEKIT" offcpu -q -o "$T/phases" -d 4 --switch-budget 500 --ready-fd 8 pid $W >"$T/phases.sum" 2>"$T/phases.err" 8>"$T/phases.ready" &
 P=$!
-for i in $(seq 400); do grep -q ready "$T/phases.ready" 2>/dev/null && break; sleep 0.05; done
+for i in $(seq 400); do grep -q ready "$T/phases.ready" 2>/dev/null && break; sleep 0.01; done
+t_open=$(date +%s%N)
 echo go >&7
 wait $P; rc=$?
 exec 7>&-
@@ -235,7 +237,12 @@ else
     check "phases: N rose for the storm (max N $nmax)" test "$nmax" -ge 4
     check "phases: N came back after it (N at the end $nlast of max $nmax)" test $((nlast * 2)) -le "$nmax"
     wall=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["duration_s"] * 1e9))' "$J")
-    within "phases: the sleeper's blocked total vs the window (%)" "$(pct "$(weight "$F" '^truth-sleep;')" "$wall")" 100 10
+    # the sleeper's own time in wait_1ms over the window (its 50 ms reports)
+    slept=$(awk -v a="$t_open" -v b="$((t_open + wall))" '$1 == "sleep_at" && $2 >= a && !t0 { t0 = $2; n0 = $3 }
+        $1 == "sleep_at" && $2 <= b { t1 = $2; n1 = $3 }
+        END { printf "%.0f\n", (t1 > t0 ? (n1 - n0) * (b - a) / (t1 - t0) : 0) }' "$T/phases.out")
+    within "phases: the sleeper's wait_1ms time vs its own clock (%; records lost: $(jnum lost "$J"))" \
+        "$(pct "$(weight "$F" '^truth-sleep;.*;wait_1ms;')" "$slept")" 100 10
     within "phases: recorded switch-outs x their N vs switch-outs seen (%)" \
         "$(pct "$(jnum offcpu.switches_estimated "$J")" "$(jnum offcpu.switches_seen "$J")")" 100 5
 fi

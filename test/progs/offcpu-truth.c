@@ -23,11 +23,14 @@
  *                                   over a window of its own)
  *   offcpu-truth phases SECONDS STORM_SECONDS
  *                                   truth-sleep sleeps 1 ms at a time
- *                                   (wait_1ms) throughout; truth-ping and
+ *                                   (wait_1ms) throughout, and says every
+ *                                   50 ms "sleep_at REALTIME_NS NS" (its time
+ *                                   in wait_1ms so far); truth-ping and
  *                                   truth-pong, started at once, wait for a
- *                                   line on stdin, then storm for
- *                                   STORM_SECONDS and stop: a switch rate
- *                                   that jumps and falls within a window
+ *                                   line on stdin, then ping-pong a round
+ *                                   trip every 50 us for STORM_SECONDS and
+ *                                   stop: a switch rate that jumps and falls
+ *                                   within a window
  *   offcpu-truth spin SECONDS       two threads spin (spin_hot) without
  *                                   blocking: on one CPU (taskset -c 0) each
  *                                   waits runnable [R] half the time
@@ -298,10 +301,19 @@ static void *phase_sleeper(void *arg)
     (void)arg;
     name_thread("truth-sleep");
     struct truth *a = truth("wait_1ms");
+    uint64_t report = 0;
     while (now_ns() < deadline) {
         uint64_t t = now_ns();
         wait_1ms();
         account(a, t);
+        if (now_ns() >= report) {   /* its time in wait_1ms so far, on the wall clock */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            printf("sleep_at %llu %llu\n", (unsigned long long)ts.tv_sec * 1000000000ull +
+                   (unsigned long long)ts.tv_nsec, (unsigned long long)atomic_load(&a->ns));
+            fflush(stdout);
+            report = now_ns() + 50000000ull;
+        }
     }
     return NULL;
 }
@@ -319,7 +331,19 @@ static void *phase_ping(void *arg)
     }
     uint64_t t0 = now_ns();
     storm_deadline = t0 + (uint64_t)(storm_secs * 1e9);
-    storm_ping();
+    /* a round trip every 50 us at most: tens of thousands of switches a
+     * second, a storm N must follow, not one that overflows the rings of
+     * a profiler slowed by sanitizers */
+    char c = 0;
+    while (now_ns() < storm_deadline) {
+        uint64_t next = now_ns() + 50000;
+        if (write(ping[1], &c, 1) != 1 || read(pong[0], &c, 1) != 1)
+            break;
+        atomic_fetch_add_explicit(&trips, 1, memory_order_relaxed);
+        while (now_ns() < next)
+            ;
+    }
+    close(ping[1]);
     printf("storm_round_trips %llu\nstorm_ns %llu\n", (unsigned long long)trips,
            (unsigned long long)(now_ns() - t0));
     return NULL;
