@@ -9,16 +9,21 @@
  *                                    host -F HZ', dwarf stacks) or the
  *                                    processes PIDS ("12,34"), saving every
  *                                    record in the order it was handled
- *   replay run FILE [REPEAT]         replay FILE REPEAT times (default 1)
+ *   replay run FILE [REPEAT [FOLDED]]  replay FILE REPEAT times (default 1)
  *                                    into one engine; prints samples/s of
  *                                    CPU, median and p99 us per sample
- *                                    (wall time), naming ms, peak RSS
+ *                                    (wall time), naming ms, peak RSS;
+ *                                    writes the folded stacks to FOLDED
+ *                                    (to check that a change keeps every
+ *                                    output byte: cmp two builds' files)
  *
  * The recorded processes must still run when replaying: the engine seeds
  * address spaces from /proc, as a capture does at its start.
  * File: "FKREPLAY", u64 sample_type, then the records as in the ring. */
 #include "capture/capture.h"
 #include "capture/sample.h"
+#include "stacks/folded.h"
+#include "util/outfile.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -145,7 +150,7 @@ static char *slurp(const char *path, size_t *len)
     return d;
 }
 
-static int run(const char *path, unsigned repeat)
+static int run(const char *path, unsigned repeat, const char *folded)
 {
     size_t len;
     char *data = slurp(path, &len);
@@ -225,12 +230,24 @@ static int run(const char *path, unsigned repeat)
            "complete=%llu unwound=%llu\n",
            nlat, c2 - c1, nlat ? (double)nlat / (c2 - c1) : 0, med, p99, ru.ru_maxrss / 1024,
            (unsigned long long)r.unwind.complete, (unsigned long long)r.unwind.samples);
+    int rc = 0;
+    if (folded) {
+        struct fk_outfile of;
+        if (!fk_outfile_open(&of, folded, 0644))
+            rc = 1;
+        else if (!fk_folded_write(&of, &r.stacks)) {
+            fk_outfile_abort(&of);
+            rc = 1;
+        } else if (!fk_outfile_commit(&of)) {
+            rc = 1;
+        }
+    }
     fk_capture_result_free(&r);
     fk_target_free(&t);
     free(lat);
     free(recbuf);
     free(data);
-    return 0;
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -240,7 +257,7 @@ int main(int argc, char **argv)
         return record(argv[2], strtoull(argv[3], NULL, 10), argc > 4 ? strtoull(argv[4], NULL, 10) : 999,
                       argc > 5 ? argv[5] : NULL);
     if (argc >= 3 && !strcmp(argv[1], "run"))
-        return run(argv[2], argc > 3 ? (unsigned)strtoul(argv[3], NULL, 10) : 1);
-    fprintf(stderr, "usage: replay record FILE SECS [HZ [PIDS]] | replay run FILE [REPEAT]\n");
+        return run(argv[2], argc > 3 ? (unsigned)strtoul(argv[3], NULL, 10) : 1, argc > 4 ? argv[4] : NULL);
+    fprintf(stderr, "usage: replay record FILE SECS [HZ [PIDS]] | replay run FILE [REPEAT [FOLDED]]\n");
     return 2;
 }

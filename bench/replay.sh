@@ -22,7 +22,8 @@
 #  (4) with FK_BASELINE (a baseline build directory holding bench/replay,
 #      e.g. main built in /tmp/base/build): (1) by both builds, alternating
 #      FK_BENCH_PAIRS times (default 3) on the same recording; ratios
-#      new/base of the medians.
+#      new/base of the medians; and whether one pass's folded output is
+#      byte-identical (replay run FILE 1 FOLDED).
 # env: FK_BUILD (build dir), FK_BENCH_REPLAY_SECS (recorded window, default 10),
 #      FK_BASELINE, FK_BENCH_PAIRS
 set -euo pipefail
@@ -94,6 +95,15 @@ if [ -n "${FK_BASELINE:-}" ]; then
         done
         rows+=("$row")
     done
+    "$breplay" run "$work/py.rec" 1 "$work/base.folded" >/dev/null
+    "$replay" run "$work/py.rec" 1 "$work/new.folded" >/dev/null
+    if [ ! -f "$work/base.folded" ]; then
+        echo "(4) folded output: not compared (the baseline's replay does not write it)"
+    elif cmp -s "$work/base.folded" "$work/new.folded"; then
+        echo "(4) folded output of one pass: identical ($(wc -l <"$work/new.folded") stacks)"
+    else
+        echo "(4) folded output of one pass: DIFFERS from the baseline's"
+    fi
     echo "(4) python3.11 input, $pairs alternating pairs (base then new; 10 passes): rate, median us, steady rate, first-pass ms"
     printf '    base %s %s %s %s | new %s %s %s %s\n' ${rows[@]}
     printf '%s\n' "${rows[@]}" | awk '

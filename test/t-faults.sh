@@ -164,11 +164,15 @@ if fk_faults uuser --user-only run -- "$LAB" -s 40M -r none --kv; then
     check_range "--user-only: user-mode touches still counted" "$(jnum faults.counted "$J")" 10240 11000
 fi
 
-# pid: attach to a running lab (it waits 500 ms before touching).
-"$LAB" -s 40M -r none -d 500 --kv >"$T/pid.lab" 2>&1 &
+# pid: attach to a running process that becomes the lab (exec: same pid)
+# once flamekit says its events are on (--ready-fd). A lab that started
+# touching on a timer raced the attach: under ASan at load 17 the attach
+# took longer than its 500 ms and 8560 of the 10240 touches were counted.
+mkfifo "$T/pid.go"
+sh -c 'read -r _ && exec "$@"' lab "$LAB" -s 40M -r none --kv <"$T/pid.go" >"$T/pid.lab" 2>&1 &
 labpid=$!
 fk_cleanup "kill $labpid 2>/dev/null"
-if fk_faults pid -d 20 pid "$labpid"; then
+if fk_faults pid -d 20 --ready-fd 3 pid "$labpid" 3>"$T/pid.go"; then
     files pid
     check_range "faults pid: the touches after attach are counted" "$(jnum faults.counted "$J")" 10240 11000
     check_verdict "faults pid: ends when the process exits, verdict ok" "$J"

@@ -35,6 +35,7 @@ static json_t *python_json(const struct fk_profile_request *rq, const struct fk_
         return o;
     json_object_set_new(o, "versions", json_string(p->versions));
     json_object_set_new(o, "processes", json_integer((json_int_t)p->processes));
+    json_object_set_new(o, "processes_forgotten", json_integer((json_int_t)p->forgotten));
     json_object_set_new(o, "unknown_versions", json_string(p->unknown_version ? p->versions : ""));
     json_object_set_new(o, "processes_unknown_version", json_integer((json_int_t)p->unknown_version));
     json_object_set_new(o, "samples", json_integer((json_int_t)p->samples));
@@ -49,6 +50,9 @@ static json_t *python_json(const struct fk_profile_request *rq, const struct fk_
     json_object_set_new(o, "snapshots", json_integer((json_int_t)p->snapshots));
     json_object_set_new(o, "snapshot_windows", json_integer((json_int_t)p->snapshot_windows));
     json_object_set_new(o, "snapshots_used", json_integer((json_int_t)p->snapshots_used));
+    json_object_set_new(o, "snapshot_reads", json_integer((json_int_t)p->snapshot_reads));
+    json_object_set_new(o, "snapshot_read_bytes",
+                        json_integer((json_int_t)p->snapshot_read_bytes));
     json_t *w = json_object();
     for (int i = 0; i < FK_PY_NSTATUS; i++)
         json_object_set_new(w, fk_py_status_name(i), json_integer((json_int_t)p->status[i]));
@@ -159,8 +163,22 @@ static json_t *target_json(const struct fk_profile_request *rq, const struct fk_
         if (r->tree_note[0])
             json_object_set_new(tr, "why_not_cgroup", json_string(r->tree_note));
         json_object_set_new(tr, "short_children_may_be_missed", json_boolean(!r->tree_cgroup));
-        json_object_set_new(tr, "forks", json_integer((json_int_t)r->forks));
-        json_object_set_new(tr, "exits", json_integer((json_int_t)r->exits));
+        if (r->tree_followed) {
+            /* the target's own processes in its cgroup (capture/tree.h) */
+            const struct fk_tree_stats *ts = &r->tree;
+            json_object_set_new(tr, "followed_by", json_string("fork/exit records"));
+            json_object_set_new(tr, "processes", json_integer((json_int_t)ts->processes));
+            json_object_set_new(tr, "forks", json_integer((json_int_t)ts->forks));
+            json_object_set_new(tr, "threads", json_integer((json_int_t)ts->threads));
+            json_object_set_new(tr, "exits", json_integer((json_int_t)ts->exits));
+            json_object_set_new(tr, "live", json_integer((json_int_t)ts->live));
+            json_object_set_new(tr, "peak_live", json_integer((json_int_t)ts->peak_live));
+            json_object_set_new(tr, "resyncs", json_integer((json_int_t)ts->resyncs));
+            json_object_set_new(tr, "samples_outside", json_integer((json_int_t)r->samples_outside));
+        } else {
+            json_object_set_new(tr, "forks", json_integer((json_int_t)r->forks));
+            json_object_set_new(tr, "exits", json_integer((json_int_t)r->exits));
+        }
         json_object_set_new(tg, "tree", tr);
     }
     if (t->kind == FK_TARGET_USER) {

@@ -220,6 +220,8 @@ void fk_perfscript_free(struct fk_perfscript *p)
     fk_stacktab_free(&p->names);
     free(p->stacks.w);
     fk_hindex_free(&p->stacks.index);
+    free(p->stacks.pend[0].ids);
+    free(p->stacks.pend[1].ids);
     kr_free(&p->keys);
     memset(p, 0, sizeof *p);
 }
@@ -274,21 +276,26 @@ static bool needs_tidy(const char *s, size_t n)
     return false;
 }
 
-/* Count the stack in p->stk (its hash p->stk_hash) weight times. */
-static void add_stack(struct fk_perfscript *p, uint64_t weight)
+/* Count a stack weight times: its record (cand: offset + 1 of a likely
+ * one, 0 none), made when there is none. */
+static void count_stack(struct fk_perfscript_stacks *t, const uint32_t *ids, size_t n,
+                        uint64_t h, uint64_t weight, uint32_t cand)
 {
-    struct fk_perfscript_stacks *t = &p->stacks;
-    const uint32_t *ids = p->stk + p->stk_pos;
-    size_t n = p->stk_cap - p->stk_pos;
-    uint64_t h = fk_hash_u64(p->stk_hash ^ n);
-    struct fk_hiter it = fk_hindex_find(&t->index, h);
-    uint32_t at;
     uint32_t *r = NULL;
-    while (fk_hindex_next(&it, &at)) {
-        uint32_t *c = t->w + at;
-        if (c[SR_N] == n && !memcmp(c + SR_HEAD, ids, n * sizeof *ids)) {
+    if (cand) {
+        uint32_t *c = t->w + cand - 1;
+        if (c[SR_N] == n && !memcmp(c + SR_HEAD, ids, n * sizeof *ids))
             r = c;
-            break;
+    }
+    if (!r) {
+        struct fk_hiter it = fk_hindex_find(&t->index, h);
+        uint32_t at;
+        while (fk_hindex_next(&it, &at)) {
+            uint32_t *c = t->w + at;
+            if (c[SR_N] == n && !memcmp(c + SR_HEAD, ids, n * sizeof *ids)) {
+                r = c;
+                break;
+            }
         }
     }
     if (!r) {
@@ -309,6 +316,61 @@ static void add_stack(struct fk_perfscript *p, uint64_t weight)
         c = UINT64_MAX;
     }
     memcpy(r + SR_COUNT, &c, sizeof c);
+}
+
+/* The pending stack whose slot was fetched: the record its slot names
+ * (the first with its hash; the rest are rare) is fetched now. */
+static void pend_probe(struct fk_perfscript_stacks *t, struct fk_pending_stack *q)
+{
+    struct fk_hiter it = fk_hindex_find(&t->index, q->h);
+    uint32_t at;
+    q->cand = fk_hindex_next(&it, &at) ? at + 1 : 0;
+    if (q->cand)
+        __builtin_prefetch(t->w + at);
+}
+
+static void pend_count(struct fk_perfscript_stacks *t, struct fk_pending_stack *q)
+{
+    count_stack(t, q->ids, q->n, q->h, q->weight, q->cand);
+    q->used = false;
+}
+
+/* Count the stack in p->stk (its hash p->stk_hash) weight times, two
+ * samples from now: count the oldest pending one, fetch the next one's
+ * record, and this one's slot. The order keeps what each finds exact: a
+ * stack is looked up after every earlier one was counted. */
+static void add_stack(struct fk_perfscript *p, uint64_t weight)
+{
+    struct fk_perfscript_stacks *t = &p->stacks;
+    struct fk_pending_stack *a = &t->pend[0], *b = &t->pend[1];
+    if (b->used)
+        pend_count(t, b);
+    if (a->used) {
+        pend_probe(t, a);
+        struct fk_pending_stack x = *a;
+        *a = *b;
+        *b = x;
+    }
+    size_t n = p->stk_cap - p->stk_pos;
+    a->ids = fk_grow(a->ids, &a->cap, n, sizeof *a->ids);
+    memcpy(a->ids, p->stk + p->stk_pos, n * sizeof *a->ids);
+    a->n = n;
+    a->h = fk_hash_u64(p->stk_hash ^ n);
+    a->weight = weight;
+    a->used = true;
+    if (t->index.slot)
+        __builtin_prefetch(&t->index.slot[(uint32_t)a->h & t->index.mask]);
+}
+
+/* Count what is pending (before the table is read). */
+static void drain_stacks(struct fk_perfscript_stacks *t)
+{
+    if (t->pend[1].used)
+        pend_count(t, &t->pend[1]);
+    if (t->pend[0].used) {
+        pend_probe(t, &t->pend[0]);
+        pend_count(t, &t->pend[0]);
+    }
 }
 
 static void flush_sample(struct fk_perfscript *p)
@@ -1024,6 +1086,7 @@ static const uint32_t **stack_list(const struct fk_perfscript *p)
 void fk_perfscript_finish(struct fk_perfscript *p)
 {
     flush_sample(p);
+    drain_stacks(&p->stacks);
     /* the key records are for reading only: their memory goes to the output */
     kr_free(&p->keys);
     p->kprev = 0;

@@ -58,6 +58,16 @@ struct fk_perfscript {
         size_t n;               /* stacks */
         struct fk_hindex index; /* id hash -> record's word offset */
         bool overflow;          /* some count saturated at UINT64_MAX */
+        /* A sample is counted two samples late, so that its two look-ups
+         * (index slot, then record) are fetched while the next samples are
+         * read: [0] waits for its slot, [1] for its record. */
+        struct fk_pending_stack {
+            uint32_t *ids;      /* a copy of the sample's ids */
+            size_t n, cap;
+            uint64_t h, weight;
+            uint32_t cand;      /* [1]: record offset + 1 the slot named, 0 none */
+            bool used;
+        } pend[2];
     } stacks;
     /* Frame lines repeat (the same function in every sample): the text
      * after a line's ip (its key) maps to its frames, and each key

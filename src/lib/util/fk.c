@@ -115,7 +115,7 @@ static _Noreturn void oom(size_t n)
  * for huge pages, NULL while the process keeps the default policy. */
 static char *huge_end;
 
-enum { HUGE_PAGE = 2 << 20, HUGE_PAD = 64 << 20 };
+enum { HUGE_PAGE = 2 << 20, HUGE_PAD = 64 << 20, MMAP_FROM = 32 << 20 };
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE 25        /* Linux 6.1; glibc 2.36's headers lack it */
 #endif
@@ -165,19 +165,36 @@ static bool huge_pages_allowed(void)
     return strstr(buf, "[always]") || strstr(buf, "[madvise]");
 }
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FK_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define FK_ASAN 1
+#endif
+
 void fk_heap_for_batch(void)
 {
+#ifdef FK_ASAN
+    return;     /* ASan's malloc takes none of these hints (and would keep
+                 * the big block below in its quarantine) */
+#endif
     if (huge_end || !huge_pages_allowed())
         return;
     char *start = sbrk(0);
-    if (start == (char *)-1)
+    long small = sysconf(_SC_PAGESIZE);
+    if (start == (char *)-1 || small < 4096 || small >= HUGE_PAGE)
         return;
     /* The heap goes on from a huge-page boundary, so its pages are whole
-     * huge pages from the first byte (peak RSS is the heap rounded up
-     * once, and the same in every run). The gap is address space only,
-     * never touched; glibc's malloc allows another user of sbrk. */
-    uintptr_t at = ((uintptr_t)start + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
-    if (at > (uintptr_t)start && sbrk((intptr_t)(at - (uintptr_t)start)) == (void *)-1)
+     * huge pages (peak RSS is the heap rounded up once, and the same in
+     * every run). The break is set a small page short of the boundary:
+     * malloc writes its headers there, in one small page, and the first
+     * huge page is untouched when it is marked (else it stays small
+     * pages, 512 faults, or costs a collapse). The gap is address space
+     * only, never touched; glibc's malloc allows another user of sbrk. */
+    uintptr_t at = ((uintptr_t)start + (uintptr_t)small + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
+    if (sbrk((intptr_t)(at - (uintptr_t)small - (uintptr_t)start)) == (void *)-1)
         return;     /* no address space to spare: keep the default */
     /* Big tables stay in the heap (not one mmap each, unmapped and faulted
      * in again when they grow or are freed), freed memory is kept for
@@ -185,19 +202,30 @@ void fk_heap_for_batch(void)
      * pages are touched as used). 32 MB is glibc's largest mmap threshold
      * on 64-bit. Each setting is a hint: a malloc that ignores it (ASan's)
      * only misses the speed-up. */
-    (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    (void)mallopt(M_MMAP_THRESHOLD, MMAP_FROM);
     (void)mallopt(M_TRIM_THRESHOLD, 1 << 30);
     (void)mallopt(M_TOP_PAD, HUGE_PAD);
     huge_end = (char *)at;
-    /* grow the heap now, so the first tables land on marked pages
+    /* Grow the heap now, so the first tables land on marked pages. A
+     * block this big comes from the top of the heap (not a free list): its
+     * header goes in the small page and the header after it 30 MB on,
+     * which leaves the first huge pages untouched until they are marked
+     * (a huge page touched before is small pages for good: 512 faults).
      * (volatile: a compiler may drop a malloc whose block is unused) */
-    void *volatile grow = malloc(1 << 20);
+    void *volatile grow = malloc(MMAP_FROM - 2 * HUGE_PAGE);
     free(grow);
     huge_follow();
-    /* malloc wrote its headers into the first huge page before it was
-     * marked, which leaves that one on small pages: make it one now
-     * (Linux 6.1+; elsewhere the hint fails and nothing changes) */
-    if (huge_end >= (char *)at + HUGE_PAGE)
+    /* a malloc that wrote there anyway: make that huge page now (Linux
+     * 6.1+; elsewhere the hint fails and nothing changes) */
+    unsigned char resident[HUGE_PAGE / 4096];
+    size_t pages = (size_t)(HUGE_PAGE / small), touched = 0;
+    if (huge_end >= (char *)at + HUGE_PAGE &&
+        mincore((char *)at, HUGE_PAGE, resident) == 0)
+        for (size_t i = 0; i < pages; i++)
+            touched += resident[i] & 1;
+    else
+        touched = 1;
+    if (touched)
         (void)madvise((char *)at, HUGE_PAGE, MADV_COLLAPSE);
 }
 
