@@ -6,7 +6,9 @@
 # faults holds there and says "too few" on inherited per-task events (the
 # issue: 12 samples for 45,841 faults, verdict "ok"); the cgroup is gone
 # after every exit (the command done, Ctrl-C, a daemon left behind, a
-# command that cannot start).
+# command that cannot start). 'pid' on a process in a small cgroup of its
+# own follows its tree there (a busy outsider in the same cgroup dropped),
+# elsewhere it keeps per-task events and says short children may be missed.
 # The frame-pointer call graph keeps the rings small at 999 Hz: what is
 # tested here is which samples are kept, not how stacks are unwound.
 . "$FK_SRC/test/lib.sh"
@@ -144,3 +146,80 @@ fk=$!
 wait $fk
 check_eq "no command: exit 127" 127 $?
 check_eq "no command: no cgroup left behind" 0 "$(leftover $fk)"
+
+## pid: a running shell loop in a small cgroup of its own (a service's),
+## with a busy outsider beside it: per-CPU events in that cgroup, the
+## loop's tree kept by its fork/exit records, the outsider dropped. The
+## tree's CPU in the window comes from /proc/PID/stat (its own time and its
+## reaped children's) read every 0.1 s. The target is never moved.
+svc=$CG2/fk-children-$$
+if mkdir "$svc" 2>/dev/null; then
+    fk_cleanup "rmdir $svc 2>/dev/null"
+    "$LOOP" -c "echo \$\$ >$svc/cgroup.procs; exec $LOOP -c 'while :; do $TRUE; done'" &
+    lp=$!
+    fk_cleanup "kill $lp 2>/dev/null"
+    cp /bin/sh "$T/fkout$tag"
+    "$T/fkout$tag" -c "echo \$\$ >$svc/cgroup.procs; while :; do :; done" &
+    op=$!
+    fk_cleanup "kill $op 2>/dev/null"
+    ( while kill -0 "$lp" 2>/dev/null; do
+          echo "$(date +%s%N) $(awk '{ print $14 + $15 + $16 + $17 }' "/proc/$lp/stat" 2>/dev/null)"
+          sleep 0.1
+      done ) >"$T/pidcpu" 2>/dev/null &
+    sp=$!
+    fk_cleanup "kill $sp 2>/dev/null"
+    sleep 0.5
+    if "$FLAMEKIT" pid -F $F --call-graph fp -d 3 -o "$T/pid" "$lp" >"$T/pid.out" 2>&1; then
+        keys pid
+        s0=$(jnum pid start_unix_ns); d=$(jnum pid duration_s)
+        # ticks (USER_HZ 100) at the window's start and end, nearest readings
+        ticks=$(awk -v s="$s0" -v d="$d" 'BEGIN { e = s + d * 1e9 }
+            { t = $1; if (a == "" || (t <= s)) a = $2; if (t <= e) b = $2 } END { print b - a }' "$T/pidcpu")
+        want=$(awk -v t="$ticks" -v f=$F 'BEGIN { printf "%d\n", t / 100 * f }')
+        n=$(jnum pid samples)
+        # the reference is in ticks of 10 ms read 0.1 s apart: +-2 ticks at
+        # either end of the window, on top of the samples' own spread
+        q=$(awk -v t="$ticks" 'BEGIN { print 2 / (t > 1 ? t : 1) }')
+        check_eq "pid: followed in its own small cgroup" "cgroup:$svc" \
+            "$(jnum pid target.tree.mode):$(jnum pid target.tree.cgroup_dir)"
+        check_range "pid: samples >= 90% of the tree's CPU in the window x $F Hz ($n for $ticks ticks)" \
+            "$(ratio "$n" "$want")" "$(awk -v f="$(floor_ratio "$want")" -v q="$q" 'BEGIN { print f - q }')" \
+            "$(awk -v w="$want" -v q="$q" 'BEGIN { print 1 + 5 / sqrt(w > 1 ? w : 1) + q }')"
+        check_range "pid: the children forked in the window are followed" "$(jnum pid target.tree.forks)" 10 100000000
+        check_range "pid: the short children have their share" "$(comm_samples "$(folded pid)" "^fktrue$tag")" \
+            $((want / 20)) 100000000
+        check_range "pid: the outsider's samples are dropped, and counted" \
+            "$(jnum pid target.tree.samples_outside)" 1 100000000
+        check_eq "pid: ... none in the graph" 0 "$(comm_samples "$(folded pid)" "^fkout$tag")"
+        check_eq "pid: the target was not moved" "${svc#"$CG2"}" "$(sed -n 's/^0:://p' "/proc/$lp/cgroup")"
+    else
+        fail "pid: capture of a running loop in its cgroup" "$(head -5 "$T/pid.out")"
+    fi
+    kill "$op" 2>/dev/null
+    ## the tree's end ends the capture
+    ( sleep 1; kill "$lp" ) &
+    "$FLAMEKIT" pid -q --call-graph fp -d 20 -o "$T/pidend" "$lp" >"$T/pidend.out" 2>&1
+    keys pidend
+    check_eq "pid: the capture ends when the tree has exited" "target exited" "$(jnum pidend stop_reason)"
+    kill "$sp" 2>/dev/null; wait "$lp" "$op" "$sp" 2>/dev/null
+else
+    skip "pid: in a cgroup of its own" "cannot make a cgroup under $CG2"
+fi
+
+## pid in a cgroup that is not small (here the root): per-task events, and
+## the metadata says short children may be missed.
+"$LOOP" -c "sleep 3" &
+rp=$!
+cgof=$(sed -n 's/^0:://p' "/proc/$rp/cgroup")
+"$FLAMEKIT" pid -q --call-graph fp -d 1 -o "$T/pidroot" "$rp" >"$T/pidroot.out" 2>&1
+keys pidroot
+if [ "$cgof" = / ]; then
+    check_eq "pid in the root cgroup: per-task" "per-task" "$(jnum pidroot target.tree.mode)"
+    check_eq "pid in the root cgroup: short children may be missed" true \
+        "$(jnum pidroot target.tree.short_children_may_be_missed)"
+    check_eq "pid in the root cgroup: why" "the target is in the root cgroup (the whole host)" \
+        "$(jnum pidroot target.tree.why_not_cgroup)"
+else
+    check_range "pid outside the root cgroup: a mode is said" "$(jnum pidroot target.tree.mode | wc -c)" 5 100
+fi
+kill "$rp" 2>/dev/null; wait "$rp" 2>/dev/null

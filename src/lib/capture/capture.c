@@ -226,6 +226,10 @@ static void handle_sample(struct fk_engine *e, const union perf_event *ev)
         return;
     }
     e->r->period_sum += s.period;
+    if (e->follow_tree && !fk_tree_has(&e->tree, s.pid)) {
+        e->r->samples_outside++;    /* the cgroup's, not the target's */
+        return;
+    }
     if (!fk_target_keep(&e->filter, s.pid, s.cgroup))
         return;
     e->r->samples_kept++;
@@ -266,6 +270,8 @@ static void handle_comm(struct fk_engine *e, const union perf_event *ev)
     fk_sym_comm(e->sym, (pid_t)ev->comm.pid, (pid_t)ev->comm.tid, comm, exec);
     if (exec)
         fk_target_filter_exec(&e->filter, (pid_t)ev->comm.pid);
+    if (exec && e->follow_tree)
+        fk_tree_exec(&e->tree, (pid_t)ev->comm.pid, (pid_t)ev->comm.tid);
 }
 
 static void handle_side_band(struct fk_engine *e, const union perf_event *ev)
@@ -282,14 +288,20 @@ static void handle_side_band(struct fk_engine *e, const union perf_event *ev)
         fk_sym_fork(e->sym, (pid_t)ev->fork.pid, (pid_t)ev->fork.ppid, (pid_t)ev->fork.tid,
                     (pid_t)ev->fork.ptid);
         fk_target_filter_fork(&e->filter, (pid_t)ev->fork.pid, (pid_t)ev->fork.ppid);
+        if (e->follow_tree)
+            fk_tree_fork(&e->tree, (pid_t)ev->fork.pid, (pid_t)ev->fork.ppid,
+                         (pid_t)ev->fork.tid, (pid_t)ev->fork.ptid);
         break;
     case PERF_RECORD_EXIT:
         e->r->exits += ev->fork.pid == ev->fork.tid;
         fk_sym_exit(e->sym, (pid_t)ev->fork.pid, (pid_t)ev->fork.tid);
+        if (e->follow_tree)
+            fk_tree_exit(&e->tree, (pid_t)ev->fork.pid, (pid_t)ev->fork.tid);
         break;
     case PERF_RECORD_LOST:
         e->r->lost += ev->lost.lost;
         e->r->lost_events++;
+        e->tree_resync = e->follow_tree;    /* a FORK or EXIT may be among them */
         break;
     case PERF_RECORD_THROTTLE:
         e->r->throttled++;
@@ -340,6 +352,10 @@ static void read_rings(struct fk_engine *e, uint64_t cutoff)
 {
     fk_ringq_read_deliver(&e->ring, e->evlist, &e->fmt[0], cutoff, handle_record, e);
     e->r->ring_bytes = e->ring.bytes;
+    if (e->tree_resync) {
+        fk_tree_resync(&e->tree);
+        e->tree_resync = false;
+    }
 }
 
 /* ---- the run ------------------------------------------------------------ */
@@ -362,6 +378,7 @@ static uint64_t track_memory(struct fk_engine *e)
     for (size_t i = 0; i < e->o->nstack_hooks; i++)
         if (e->o->stack_hooks[i]->bytes)
             hooks += e->o->stack_hooks[i]->bytes(e->o->stack_hooks[i]->state);
+    hooks += fk_tree_bytes(&e->tree);
     fk_sym_set_other_bytes(e->sym, fk_stacktab_bytes(&e->raw) + hooks);
     uint64_t mem = fk_stacktab_bytes(&e->raw) + fk_sym_bytes(e->sym) + hooks;
     if (mem > e->r->mem_bytes)
@@ -408,6 +425,22 @@ static void scan_all_draining(struct fk_engine *e)
         fk_warn("cannot list /proc: %s", strerror(errno));
 }
 
+/* PID in cgroup mode, once the events are on: the target's processes,
+ * all their threads, and their descendants running now, from /proc (a
+ * process that forks meanwhile is seen twice, which is harmless, rather
+ * than never); each read for the symbolizer. */
+static void seed_tree(struct fk_engine *e)
+{
+    const struct fk_target *t = e->o->target;
+    for (size_t i = 0; i < t->npids; i++)
+        fk_tree_add_process(&e->tree, t->pids[i]);
+    fk_tree_add_descendants(&e->tree);
+    for (size_t i = 0; i < e->tree.procs.n; i++)
+        if (e->tree.procs.v[i].val)
+            fk_sym_scan_pid(e->sym, (pid_t)e->tree.procs.v[i].key);
+    e->r->tree_followed = true;
+}
+
 /* Symbolizer and unwinder ready, events on, processes that exist now
  * read from /proc (side-band first: nothing between them is missed), a
  * run target released. Returns FK_EXIT_OK or the exit status. */
@@ -423,7 +456,9 @@ static int engine_start(struct fk_engine *e)
     if (t->kind != FK_TARGET_RUN || e->tree_cgroup)
         perf_evlist__enable(e->evlist);     /* per-task RUN events: at the exec */
     fk_engine_cgroup_counters(e, PERF_EVENT_IOC_ENABLE);
-    if (t->kind == FK_TARGET_PID)
+    if (e->follow_tree)
+        seed_tree(e);
+    else if (t->kind == FK_TARGET_PID)
         for (size_t i = 0; i < t->npids; i++)
             fk_sym_scan_pid(e->sym, t->pids[i]);
     else if (t->kind == FK_TARGET_RUN)
@@ -455,7 +490,9 @@ static const char *stop_reason(struct fk_engine *e, int polled)
             return "command exited";
         }
     }
-    if (t->kind == FK_TARGET_PID && polled > 0 &&
+    if (e->follow_tree && fk_tree_empty(&e->tree))
+        return "target exited";
+    if (t->kind == FK_TARGET_PID && !e->follow_tree && polled > 0 &&
         perf_evlist__filter_pollfd(e->evlist, POLLHUP | POLLERR) == 0)
         return "target exited";
     return NULL;
@@ -553,6 +590,7 @@ static void engine_finish(struct fk_engine *e)
     r->naming_ns = fk_now_ns() - t_name;
     track_memory(e);    /* with maps read again */
     fk_sym_stats(e->sym, &r->sym);
+    r->tree = e->tree.st;
     if (e->uw)
         fk_unwinder_stats(e->uw, &r->unwind);
 }
@@ -569,6 +607,8 @@ static void engine_free(struct fk_engine *e)
     fk_stacktab_free(&e->raw);
     fk_buf_free(&e->key);
     fk_target_filter_free(&e->filter);
+    fk_tree_free(&e->tree);
+    free(e->pid_cgroup);
 }
 
 int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)

@@ -15,6 +15,7 @@
 #define FK_CAPTURE_H
 
 #include "capture/target.h"
+#include "capture/tree.h"
 #include "stacks/prof.h"
 #include "stacks/stacktab.h"
 #include "symbols/symbols.h"
@@ -162,6 +163,12 @@ struct fk_capture_result {
     const char *tree_mode;
     char *tree_cgroup;              /* "cgroup": its directory */
     char tree_note[320];
+    /* PID in cgroup mode: the target's processes followed from the
+     * records (capture/tree.h); samples of the cgroup's other processes
+     * are dropped before unwinding and counted */
+    bool tree_followed;
+    struct fk_tree_stats tree;
+    uint64_t samples_outside;
     /* CGROUP: the event counted in the cgroup alone (per-CPU cgroup
      * counters), when they could be opened. */
     uint64_t target_count;

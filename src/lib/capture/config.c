@@ -285,10 +285,11 @@ static void base_attr(struct fk_engine *e, unsigned i, struct perf_event_attr *a
 }
 
 /* PID, RUN: per-CPU events in the target's cgroup (fk_target_run made
- * one for the command) where there is one and the kind counts samples as
- * they come (CPU clock, one in N); kinds with records of their own (off-CPU
- * switch accounting) keep the per-task events they were built on. The
- * mode and why are in the result. */
+ * one for the command; a pid's own when small, fk_target_pid_cgroup)
+ * where there is one and the kind counts samples as they come (CPU clock,
+ * one in N); kinds with records of their own (off-CPU switch accounting)
+ * keep the per-task events they were built on. The mode and why are in
+ * the result. */
 static void choose_tree_mode(struct fk_engine *e)
 {
     const struct fk_target *t = e->o->target;
@@ -302,9 +303,18 @@ static void choose_tree_mode(struct fk_engine *e)
     else if (t->kind == FK_TARGET_RUN && !t->run_cgroup)
         snprintf(r->tree_note, sizeof r->tree_note, "%s",
                  t->run_cgroup_note ? t->run_cgroup_note : "no cgroup for the command");
-    else if (t->kind == FK_TARGET_PID)
-        snprintf(r->tree_note, sizeof r->tree_note, "pid targets are followed per task");
-    else {
+    else if (t->kind == FK_TARGET_PID) {
+        /* never moved: its own cgroup, if small, and the tree kept by pid */
+        char why[256];
+        e->pid_cgroup = fk_target_pid_cgroup(t, why, sizeof why);
+        if (!e->pid_cgroup) {
+            snprintf(r->tree_note, sizeof r->tree_note, "%s", why);
+            return;
+        }
+        e->tree_cgroup = e->pid_cgroup;
+        e->follow_tree = true;
+        r->tree_mode = "cgroup";
+    } else {
         e->tree_cgroup = t->run_cgroup;
         r->tree_mode = "cgroup";
     }

@@ -23,6 +23,7 @@
 #include "capture/ring.h"
 #include "capture/sample.h"
 #include "capture/target.h"
+#include "capture/tree.h"
 
 #include <linux/perf_event.h>
 
@@ -52,6 +53,12 @@ struct fk_engine {
     /* PID, RUN: per-CPU events the kernel limits to a cgroup
      * (PERF_FLAG_PID_CGROUP) instead of inherited per-task events */
     const char *tree_cgroup;        /* its directory; NULL: per-task */
+    char *pid_cgroup;               /* PID: the target's cgroup (tree_cgroup), owned */
+    /* PID in cgroup mode: the cgroup holds others too; samples are kept
+     * by the target's process tree, followed from the records */
+    bool follow_tree;
+    bool tree_resync;               /* records were lost: check against /proc */
+    struct fk_tree tree;
     /* open */
     struct perf_cpu_map *cpus;
     struct perf_thread_map *threads;

@@ -11,6 +11,8 @@ libflamekit_a_SOURCES += src/lib/capture/sample.c src/lib/capture/sample.h
 libflamekit_a_SOURCES += src/lib/capture/ring.c src/lib/capture/ring.h
 libflamekit_a_SOURCES += src/lib/capture/evkind.c src/lib/capture/evkind.h
 libflamekit_a_SOURCES += src/lib/capture/target.c src/lib/capture/target.h
+# a pid target's process tree followed from FORK/EXIT records (cgroup mode)
+libflamekit_a_SOURCES += src/lib/capture/tree.c src/lib/capture/tree.h
 libflamekit_a_SOURCES += src/lib/capture/sysinfo.c
 libflamekit_a_SOURCES += src/lib/capture/period_check.c src/lib/capture/period_check.h
 libflamekit_a_SOURCES += src/lib/capture/swevent.c src/lib/capture/swevent.h

@@ -5,6 +5,7 @@
  * the locked-memory budget is short), and the cgroup target's own
  * counters. Errors are reported in our words, naming the fix. */
 #include "capture/engine.h"
+#include "util/procfs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -63,21 +64,16 @@ static void open_error(const struct fk_capture_opts *o, int err)
     }
 }
 
-static bool add_tids(pid_t pid, pid_t **tids, size_t *n, size_t *cap)
+struct tid_list {
+    pid_t *v;
+    size_t n, cap;
+};
+
+static bool add_tid(pid_t tid, void *arg)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-    DIR *d = opendir(path);
-    if (!d)
-        return false;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        if (de->d_name[0] < '0' || de->d_name[0] > '9')
-            continue;
-        *tids = fk_grow(*tids, cap, *n + 1, sizeof **tids);
-        (*tids)[(*n)++] = (pid_t)atoi(de->d_name);
-    }
-    closedir(d);
+    struct tid_list *l = arg;
+    l->v = fk_grow(l->v, &l->cap, l->n + 1, sizeof *l->v);
+    l->v[l->n++] = tid;
     return true;
 }
 
@@ -98,16 +94,15 @@ static struct perf_thread_map *target_threads(const struct fk_engine *e)
     const struct fk_target *t = e->o->target;
     if ((t->kind != FK_TARGET_PID && t->kind != FK_TARGET_RUN) || e->tree_cgroup)
         return perf_thread_map__new_dummy();
-    pid_t *tids = NULL;
-    size_t n = 0, cap = 0;
+    struct tid_list tids = { 0 };
     for (size_t i = 0; i < t->npids; i++)
-        if (!add_tids(t->pids[i], &tids, &n, &cap)) {
+        if (!fk_proc_for_each_tid(t->pids[i], add_tid, &tids)) {
             fk_error("process %d exited before the capture started", (int)t->pids[i]);
-            free(tids);
+            free(tids.v);
             return NULL;
         }
-    struct perf_thread_map *m = perf_thread_map__new_array((int)n, tids);
-    free(tids);
+    struct perf_thread_map *m = perf_thread_map__new_array((int)tids.n, tids.v);
+    free(tids.v);
     if (!m)
         fk_error("out of memory setting up the capture");
     raise_nofile();
@@ -230,6 +225,7 @@ static bool per_task_instead(struct fk_engine *e, int err, const char *what)
              strerror(-err));
     e->r->tree_mode = "per-task";
     e->tree_cgroup = NULL;
+    e->follow_tree = false;
     perf_evlist__close(e->evlist);
     const struct fk_target *t = e->o->target;
     for (unsigned i = 0; i < e->nevents; i++) {

@@ -141,7 +141,9 @@ static json_t *faults_meta(const struct fk_profile_request *rq, const struct fk_
     json_object_set_new(f, "accepted_estimate_range",
                         json_pack("[I, I]", (json_int_t)pr->lo, (json_int_t)pr->hi));
     bool host_wide = rq->target == FK_TARGET_USER || rq->target == FK_TARGET_CGROUP;
-    json_object_set_new(f, "checked_on", json_string(host_wide ? "host" : "target"));
+    /* a pid followed in its cgroup: the counters count the whole cgroup */
+    json_object_set_new(f, "checked_on", json_string(host_wide ? "host"
+                                                     : r->tree_followed ? "cgroup" : "target"));
     if (r->have_target_count) {
         json_object_set_new(f, "target_count", json_integer((json_int_t)r->target_count));
         json_object_set_new(f, "estimate_of_target_max",
@@ -160,6 +162,10 @@ static void faults_summary(FILE *out, const struct fk_profile_request *rq,
     if (rq->target == FK_TARGET_USER || rq->target == FK_TARGET_CGROUP)
         fprintf(out, "  %llu of the samples belong to %s (%llu %s); the check covers the host\n",
                 (unsigned long long)r->samples_kept, res->target.scope,
+                (unsigned long long)r->stacks.total, res->unit);
+    else if (r->tree_followed)
+        fprintf(out, "  %llu of the samples belong to the target's processes (%llu %s); the "
+                "check covers its cgroup\n", (unsigned long long)r->samples_kept,
                 (unsigned long long)r->stacks.total, res->unit);
     if (r->have_target_count) {
         double c = r->target_count ? (double)r->target_count : 1.0;

@@ -159,8 +159,22 @@ static json_t *target_json(const struct fk_profile_request *rq, const struct fk_
         if (r->tree_note[0])
             json_object_set_new(tr, "why_not_cgroup", json_string(r->tree_note));
         json_object_set_new(tr, "short_children_may_be_missed", json_boolean(!r->tree_cgroup));
-        json_object_set_new(tr, "forks", json_integer((json_int_t)r->forks));
-        json_object_set_new(tr, "exits", json_integer((json_int_t)r->exits));
+        if (r->tree_followed) {
+            /* the target's own processes in its cgroup (capture/tree.h) */
+            const struct fk_tree_stats *ts = &r->tree;
+            json_object_set_new(tr, "followed_by", json_string("fork/exit records"));
+            json_object_set_new(tr, "processes", json_integer((json_int_t)ts->processes));
+            json_object_set_new(tr, "forks", json_integer((json_int_t)ts->forks));
+            json_object_set_new(tr, "threads", json_integer((json_int_t)ts->threads));
+            json_object_set_new(tr, "exits", json_integer((json_int_t)ts->exits));
+            json_object_set_new(tr, "live", json_integer((json_int_t)ts->live));
+            json_object_set_new(tr, "peak_live", json_integer((json_int_t)ts->peak_live));
+            json_object_set_new(tr, "resyncs", json_integer((json_int_t)ts->resyncs));
+            json_object_set_new(tr, "samples_outside", json_integer((json_int_t)r->samples_outside));
+        } else {
+            json_object_set_new(tr, "forks", json_integer((json_int_t)r->forks));
+            json_object_set_new(tr, "exits", json_integer((json_int_t)r->exits));
+        }
         json_object_set_new(tg, "tree", tr);
     }
     if (t->kind == FK_TARGET_USER) {

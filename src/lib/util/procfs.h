@@ -11,5 +11,8 @@
 /* Call fn(pid, ctx) for every process in /proc, in directory order, until
  * fn returns false. Returns false (errno set) if /proc cannot be listed. */
 bool fk_proc_for_each_pid(bool (*fn)(pid_t pid, void *ctx), void *ctx);
+/* The same for every thread of process pid (/proc/PID/task); false (errno
+ * set) when the process is gone. */
+bool fk_proc_for_each_tid(pid_t pid, bool (*fn)(pid_t tid, void *ctx), void *ctx);
 
 #endif

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Benchmark for trees and ring loss (issue: no sample of the target goes
+# missing). Parts (FK_BENCH_PARTS, default "1 2"):
+#  (1) trees: a shell loop of /bin/true under 'flamekit run' and attached
+#      by 'flamekit pid' (in a small cgroup of its own, and in flamekit's
+#      cgroup), at 99 Hz: samples against the tree's CPU time from rusage
+#      (/usr/bin/time) x the frequency. Target: >= 0.90.
+#  (2) cold host: 200 distinct small binaries (-O2, no frame pointers,
+#      2,000 functions each), each busy ~5% of a CPU, the page cache
+#      dropped after they started (their symbol and unwind tables are read
+#      from disk by the capture); 'flamekit host -d 10' at 99 and 999 Hz,
+#      default call graph: lost records against samples read. Targets: 0
+#      lost at 99 Hz, <= 1% at 999 Hz.
+# Needs root (cgroups, drop_caches). Take quiet figures under the lock:
+#   fk-quiet bench/children.sh
+# env: FLAMEKIT, FK_BENCH_PARTS.
+set -euo pipefail
+src=${FK_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
+fk=${FLAMEKIT:-${FK_BUILD:-$src/build}/flamekit}
+parts=${FK_BENCH_PARTS:-1 2}
+for need in cc python3 /usr/bin/time; do
+    command -v "$need" >/dev/null || { echo "bench/children: SKIP: $need not found"; exit 0; }
+done
+[ "$(id -u)" = 0 ] || { echo "bench/children: SKIP: needs root"; exit 0; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/fk-bench-children.XXXXXX")
+pids=()
+cg=
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    [ -n "$cg" ] && rmdir "$cg" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+cd "$work"
+# meta FILE KEY...: values of the metadata's (dotted) keys, one per line
+meta() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+for k in sys.argv[2:]:
+    v = d
+    for p in k.split("."): v = v.get(p, "?") if isinstance(v, dict) else "?"
+    print(v)' "$@"; }
+echo "bench/children: load average at start: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
+
+if [[ " $parts " == *" 1 "* ]]; then
+    cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+    # tree CMD...: the loop, its CPU time in tree.time
+    loop='sleep 2; for i in $(seq 500); do /bin/true; done'
+    "$fk" run -q -o run -- /usr/bin/time -f '%U %S' -o run.time bash -c "${loop#sleep 2; }" >/dev/null 2>&1
+    read -r n mode <<<"$(meta run/*.json samples target.tree.mode | paste -sd' ')"
+    c=$(awk '{ print $1 + $2 }' run.time)
+    echo "(1) run, 500 x /bin/true, 99 Hz: $n samples ($mode) for ${c}s of CPU (rusage): ratio $(awk -v n="$n" -v c="$c" 'BEGIN { printf "%.3f", n / (c * 99) }')"
+    pidcase() {   # pidcase NAME CGROUP|-
+        local name=$1 dir=$2
+        /usr/bin/time -f '%U %S' -o "$name.time" bash -c "[ $dir = - ] || echo \$\$ >$dir/cgroup.procs; exec bash -c '$loop'" &
+        local tp=$!
+        sleep 0.5
+        local bp; bp=$(pgrep -P "$tp")
+        "$fk" pid -q -d 60 -o "$name" "$bp" >/dev/null 2>&1
+        wait "$tp"
+        local c; c=$(awk '{ print $1 + $2 }' "$name.time")
+        read -r n mode <<<"$(meta "$name"/*.json samples target.tree.mode | paste -sd' ')"
+        echo "(1) pid ($name), 500 x /bin/true, 99 Hz: $n samples ($mode) for ${c}s of CPU (rusage): ratio $(awk -v n="$n" -v c="$c" 'BEGIN { printf "%.3f", n / (c * 99) }')"
+    }
+    if [ -n "$cg2" ] && mkdir "$cg2/fk-bench-children-$$" 2>/dev/null; then
+        cg=$cg2/fk-bench-children-$$
+        pidcase own-cgroup "$cg"
+    fi
+    pidcase shared-cgroup -
+fi
+
+if [[ " $parts " == *" 2 "* ]]; then
+    # One program, 200 distinct binaries (each its own build-id): a loop
+    # that burns ~5 ms through a few frames every ~100 ms.
+    python3 - >prog.c <<'EOF'
+n = 2000
+print("#include <time.h>\n#include <unistd.h>\nvolatile unsigned long sink;")
+for i in range(n):
+    print(f"__attribute__((noinline)) unsigned long fn{i}(unsigned long x) {{ return x * {2 * i + 3}ul + (x >> {i % 13 + 1}); }}")
+print("typedef unsigned long (*fp)(unsigned long);\nstatic fp table[] = {" + ",".join(f"fn{i}" for i in range(n)) + "};")
+print("""
+static double cpu(void) { struct timespec t; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+__attribute__((noinline)) static void burn(double s) { double e = cpu() + s; unsigned long x = sink; while (cpu() < e) for (int i = 0; i < 4000; i++) x = table[(x >> 7) % (sizeof table / sizeof *table)](x); sink = x; }
+__attribute__((noinline)) static void work(void) { burn(0.005); }
+int main(void) { for (;;) { work(); usleep(95000); } }
+""")
+EOF
+    cc -O2 -fomit-frame-pointer -o prog prog.c
+    mkdir bins
+    for i in $(seq 200); do
+        cp prog "bins/cold$i"
+        # a distinct build-id per copy
+        python3 - "bins/cold$i" "$i" <<'EOF'
+import sys, struct
+p, i = sys.argv[1], int(sys.argv[2])
+b = bytearray(open(p, "rb").read())
+k = b.find(b"GNU\0")
+assert k > 0
+b[k + 4:k + 8] = struct.pack("<I", i)
+open(p, "wb").write(b)
+EOF
+    done
+    sync
+    for i in $(seq 200); do "bins/cold$i" & pids+=($!); done
+    sleep 2
+    for hz in 99 999; do
+        for cache in warm cold; do
+            [ $cache = cold ] && { sync; echo 3 >/proc/sys/vm/drop_caches; }
+            /usr/bin/time -f '%U %S' -o "$cache$hz.time" "$fk" host -q -F $hz -d 10 -o "$cache$hz" \
+                >/dev/null 2>"$cache$hz.err" || true
+            read -r n lost lr dsos <<<"$(meta "$cache$hz"/*.json samples_read lost lost_records symbols.dsos | paste -sd' ')"
+            echo "(2) host -F $hz -d 10, 200 binaries, page cache $cache: $n samples read, $lr lost records ($lost samples, $(awk -v l="$lost" -v n="$n" 'BEGIN { printf "%.2f%%", (l + n) ? 100 * l / (l + n) : 0 }')), flamekit $(awk '{ print $1 "+" $2 }' "$cache$hz.time") s CPU, $dsos DSOs"
+        done
+    done
+fi
