@@ -385,13 +385,14 @@ void fk_engine_cgroup_counters(struct fk_engine *e, unsigned long req)
 }
 
 /* libperf's (internal/evsel.h, not installed): the sample-id arrays the
- * evlist's mmap allocates for several events, which deleting does not free. */
+ * evlist's mmap allocates for events read with PERF_FORMAT_ID (several
+ * events, or cgroup events), which deleting does not free. */
 void perf_evsel__free_id(struct perf_evsel *evsel);
 
 void fk_engine_close(struct fk_engine *e)
 {
-    for (unsigned i = 0; e->nevents > 1 && i < e->nevents; i++)
-        if (e->evsel[i])
+    for (unsigned i = 0; i < e->nevents; i++)
+        if (e->evsel[i] && (perf_evsel__attr(e->evsel[i])->read_format & PERF_FORMAT_ID))
             perf_evsel__free_id(e->evsel[i]);
     if (e->evlist)
         perf_evlist__delete(e->evlist);     /* unmaps, closes, deletes its evsels */
