@@ -8,7 +8,8 @@
 #      its own CPU, --python on vs off, each REPS times alternately:
 #      flamekit's user+sys per sample, the difference per Python sample
 #      (target <= 10 us), the walker's own median us (metadata), reads
-#      and bytes per sample, read delay (median, p90).
+#      (early and at splice time: each a process_vm_readv) and bytes per
+#      sample, read delay (median, p90).
 #  (2) the target's throughput: work units per CPU second of the workload
 #      under --python on, off and without any capture (target: <= 1% lost
 #      to the Python reads at 99 Hz). Never stopped: the target's state
@@ -47,7 +48,8 @@ u, s = map(float, open(sys.argv[2]).read().split()[-2:])
 p = d.get("python", {})
 units = sum(json.load(open(sys.argv[3])).values())
 print("%.3f %d %d %d %.2f %d %d %.2f %.2f %d" % (u + s, d["samples"], p.get("spliced", 0),
-      p.get("consistent", 0), p.get("median_us", 0), p.get("reads", 0), p.get("read_bytes", 0),
+      p.get("consistent", 0), p.get("median_us", 0), p.get("reads", 0) + p.get("snapshot_reads", 0),
+      p.get("read_bytes", 0) + p.get("snapshot_read_bytes", 0),
       p.get("read_delay", {}).get("median_ms", 0), p.get("read_delay", {}).get("p90_ms", 0), units))
 EOF
 }

@@ -4,7 +4,8 @@
  * names in every str kind, line tables) is built, then the input patches
  * it: [flags][budget][patch: 3-byte offset, 1-byte length, bytes]... so
  * the fuzzer reaches pointers, sizes, type fields and string states
- * directly. Every walk must end within its bounds; names must come out as
+ * directly; flags 32 and 64 take the early snapshot first and batch the
+ * reads. Every walk must end within its bounds; names must come out as
  * valid UTF-8 without ';' or control characters; the caches must stay in
  * their budget; the splice must stay in its room and point at real
  * frames. */
@@ -32,6 +33,15 @@ static bool name_ok(const char *s, size_t n)
 }
 
 static unsigned char *mem;
+
+/* Batched reads as process_vm_readv makes them: whole elements, in order. */
+static size_t fake_readv(void *ctx, const struct fk_py_iov *iov, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!fakepy_read(ctx, iov[i].addr, iov[i].buf, iov[i].len))
+            return i;
+    return n;
+}
 
 static void build(struct fakepy *f)
 {
@@ -76,9 +86,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         i += len;
     }
     struct fk_py_walker *w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, lines, budget);
+    if (data[0] & 64)
+        fk_py_walker_set_readv(w, fake_readv);
     static struct fk_py_stack st;
+    static struct fk_py_snap snap;
     for (uint64_t tid = 10; tid <= 14; tid++)
         for (int again = 0; again < 2; again++) {
+            /* the early snapshot over the same hostile memory, then the
+             * walk through it */
+            if (data[0] & 32) {
+                fk_py_snapshot(w, tid, &snap);
+                if (snap.n > FK_PY_SNAP_FRAMES || snap.ncodes > FK_PY_SNAP_CODES ||
+                    snap.win_len > FK_PY_SNAP_WINDOW || snap.reads > FK_PY_MAX_READS)
+                    abort();
+                fk_py_use_snap(w, &snap);
+            }
             if (again && data[0] & 8) {
                 uint64_t heads[3] = { 0, 0, 0 };
                 for (int k = 0; k < 3; k++)
@@ -88,6 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             } else {
                 fk_py_walk(w, tid, &st);
             }
+            fk_py_use_snap(w, NULL);
             if (st.status >= FK_PY_NSTATUS || st.n > FK_PY_MAX_DEPTH || st.reads > FK_PY_MAX_READS ||
                 st.read_bytes > FK_PY_MAX_READ_BYTES)
                 abort();

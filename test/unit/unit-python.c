@@ -288,6 +288,20 @@ static void put_frame(struct fakepy *f, uint64_t a, uint64_t code, uint64_t prev
     fakepy_put(f, a, L->fr_is_entry, &e, 1);
 }
 
+/* A batched read over the fake address space that counts its calls and
+ * fails at fail_at as a freed page would. */
+static unsigned nbatches;
+static uint64_t fail_at;
+static size_t counted_readv(void *ctx, const struct fk_py_iov *iov, size_t n)
+{
+    nbatches++;
+    for (size_t i = 0; i < n; i++)
+        if ((fail_at && iov[i].addr == fail_at) ||
+            !fakepy_read(ctx, iov[i].addr, iov[i].buf, iov[i].len))
+            return i;
+    return n;
+}
+
 /* The early snapshot: the data stack's top in one read, so the walk from
  * the sample's head sees the frames as they were then, whatever the
  * thread did before the sample was spliced. */
@@ -337,6 +351,40 @@ static void test_window(void)
     UNIT_CHECK("a frame popped before the snapshot is read from the window above the top",
                !st.stale[0] && strcmp(chain(w, &st), "outer!;inner;other") == 0);
     fk_py_use_snap(w, NULL);
+
+    /* batched: the steady state takes two reads, and the walk from the
+     * snapshot none (its code objects' headers came with it); a code
+     * object changed after the snapshot is named as it was then */
+    fk_py_walker_set_readv(w, counted_readv);
+    head = f1;
+    put_frame(&f, f0, ca, 0, true);
+    put_frame(&f, f1, cb, f0, false);
+    fk_py_snapshot(w, 7, &snap);
+    nbatches = 0;
+    ok = fk_py_snapshot(w, 7, &snap);
+    UNIT_CHECK("a second snapshot of the same chain: two reads (one batched), the codes guessed",
+               ok && nbatches == 1 && snap.reads == 2 && snap.ncodes >= 2);
+    fakepy_u64(&f, cb, L->ob_type, 0x1234);
+    fk_py_use_snap(w, &snap);
+    fk_py_walk_from(w, &head, 1, true, &st);
+    UNIT_CHECK("the walk from it reads nothing and names what the snapshot read",
+               st.reads == 0 && !st.stale[0] && strcmp(chain(w, &st), "outer!;inner") == 0);
+    fk_py_use_snap(w, NULL);
+    fk_py_walk_from(w, &head, 1, true, &st);
+    UNIT_CHECK("read live, the changed code object fails validation", st.stale[0]);
+    fakepy_u64(&f, cb, L->ob_type, f.where.code_type);
+    /* a guessed code object that can no longer be read ends the batch
+     * there, and the snapshot is still whole */
+    fail_at = ca;   /* guessed after cb (leaf first) */
+    ok = fk_py_snapshot(w, 7, &snap);
+    fail_at = 0;
+    fk_py_use_snap(w, &snap);
+    fk_py_walk_from(w, &head, 1, true, &st);
+    fk_py_use_snap(w, NULL);
+    UNIT_CHECK("an unreadable guess: the window is kept, that code read again at the walk",
+               ok && snap.win_len > 0 && snap.ncodes == 1 && !st.stale[0] && st.reads == 1 &&
+               strcmp(chain(w, &st), "outer!;inner") == 0);
+    fk_py_walker_set_readv(w, NULL);
 
     /* hostile data stack fields: no window, never a read past them */
     uint64_t bad[][3] = {
@@ -454,6 +502,37 @@ static void test_exec(void)
     MAP(python, ps);
     sample_of(py, sym, P, &pst);
     UNIT_CHECK("exec back: found again in the new image", pst.processes == 2 && pst.samples == 2);
+    /* it exits: what was kept for it is freed at the next sample handled
+     * (of any process), and its pid taken again is a new process */
+    size_t held = fk_python_bytes(py);
+    fk_sym_exit(sym, P, P);
+    sample_of(py, sym, P + 1, &pst);
+    UNIT_CHECK("exit: the process's state is freed", pst.forgotten == 1 &&
+               fk_python_bytes(py) + 512 < held);
+    fk_sym_comm(sym, P, P, "python3.11", true);
+    MAP(python, ps);
+    sample_of(py, sym, P, &pst);
+    UNIT_CHECK("exit: the pid taken again is found as a new process",
+               pst.processes == 3 && pst.samples == 3);
+    /* a host where interpreters come and go: what is held stays that of
+     * the live ones */
+    fk_sym_exit(sym, P, P);
+    usleep(11000);
+    sample_of(py, sym, P + 1, &pst);
+    size_t base_bytes = fk_python_bytes(py);
+    for (pid_t q = P + 2; q < P + 202; q++) {
+        fk_sym_comm(sym, q, q, "python3.11", true);
+        fk_sym_mmap(sym, q, base, 0x1000, 0, major(ps.st_dev), minor(ps.st_dev), ps.st_ino,
+                    PROT_READ | PROT_EXEC, MAP_PRIVATE, python, NULL, 0);
+        sample_of(py, sym, q, &pst);
+        fk_sym_exit(sym, q, q);
+    }
+    usleep(11000);
+    sample_of(py, sym, P + 1, &pst);
+    /* (the table of processes keeps the room it grew to: 8 KiB) */
+    UNIT_CHECK("200 interpreters started and exited: their state is gone",
+               pst.processes == 203 && pst.forgotten == 202 &&
+               fk_python_bytes(py) <= base_bytes + 8192);
 #undef MAP
     fk_python_free(py);
     fk_sym_free(sym);

@@ -350,7 +350,8 @@ static void early_tap(void *ctx, const void *rec, size_t len)
 /* Handle what is older than cutoff, where it lies in the rings. */
 static void read_rings(struct fk_engine *e, uint64_t cutoff)
 {
-    fk_ringq_read_deliver(&e->ring, e->evlist, &e->fmt[0], cutoff, handle_record, e);
+    size_t ring_bytes = (size_t)e->pages * (size_t)sysconf(_SC_PAGESIZE);
+    fk_ringq_read_deliver(&e->ring, e->evlist, &e->fmt[0], ring_bytes, cutoff, handle_record, e);
     e->r->ring_bytes = e->ring.bytes;
     if (e->tree_resync) {
         fk_tree_resync(&e->tree);

@@ -97,7 +97,7 @@ void fk_ringq_read(struct fk_ringq *q, struct perf_evlist *evlist, const struct 
 }
 
 void fk_ringq_read_deliver(struct fk_ringq *q, struct perf_evlist *evlist,
-                           const struct fk_sample_format *f, uint64_t cutoff,
+                           const struct fk_sample_format *f, size_t ring_bytes, uint64_t cutoff,
                            void (*fn)(void *ctx, const union perf_event *ev), void *ctx)
 {
     /* Nothing is released while records are read and handed on: the
@@ -111,15 +111,26 @@ void fk_ringq_read_deliver(struct fk_ringq *q, struct perf_evlist *evlist,
         if (perf_mmap__read_init(map) < 0)
             continue;
         union perf_event *ev;
-        bool any = false;
+        size_t first = q->n;
+        uint64_t bytes = 0;
         while ((ev = perf_mmap__read_event(map)) != NULL) {
             fk_ringq_push_ref(q, ev, ev->header.size, f);
-            any = true;
+            bytes += ev->header.size;
         }
-        if (any) {
-            q->maps = fk_grow(q->maps, &q->capmaps, nread + 1, sizeof *q->maps);
-            q->maps[nread++] = map;
+        if (q->n == first)
+            continue;
+        if (ring_bytes && bytes > ring_bytes / 2) {
+            /* more than half full: handing this pass on may take longer
+             * than the rest takes to fill (the kernel drops what does not
+             * fit), so it is copied out and released now, as when reading
+             * without delivering */
+            for (size_t i = first; i < q->n; i++)
+                copy_in(q, &q->v[i], q->v[i].ref, q->v[i].len, q->cut_fmt);
+            perf_mmap__consume(map);
+            continue;
         }
+        q->maps = fk_grow(q->maps, &q->capmaps, nread + 1, sizeof *q->maps);
+        q->maps[nread++] = map;
     }
     fk_ringq_deliver(q, cutoff, fn, ctx);   /* copies what it keeps */
     /* only rings that gave records: one that did not may be unmapped */

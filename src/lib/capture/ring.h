@@ -80,9 +80,10 @@ struct fk_ringq {
 void fk_ringq_read(struct fk_ringq *q, struct perf_evlist *evlist, const struct fk_sample_format *f);
 /* One pass: read every ring of evlist in place, hand records with time <=
  * cutoff to fn (oldest first, in the ring where they lie), copy out the
- * rest, then release the rings' space. */
+ * rest, then release the rings' space. A ring more than half full (of
+ * ring_bytes; 0: no such rule) is copied out and released at once. */
 void fk_ringq_read_deliver(struct fk_ringq *q, struct perf_evlist *evlist,
-                           const struct fk_sample_format *f, uint64_t cutoff,
+                           const struct fk_sample_format *f, size_t ring_bytes, uint64_t cutoff,
                            void (*fn)(void *ctx, const union perf_event *ev), void *ctx);
 /* Add one record, copied (replay, tests); f gives its time. */
 void fk_ringq_push(struct fk_ringq *q, const void *rec, size_t len, const struct fk_sample_format *f);

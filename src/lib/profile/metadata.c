@@ -35,6 +35,7 @@ static json_t *python_json(const struct fk_profile_request *rq, const struct fk_
         return o;
     json_object_set_new(o, "versions", json_string(p->versions));
     json_object_set_new(o, "processes", json_integer((json_int_t)p->processes));
+    json_object_set_new(o, "processes_forgotten", json_integer((json_int_t)p->forgotten));
     json_object_set_new(o, "unknown_versions", json_string(p->unknown_version ? p->versions : ""));
     json_object_set_new(o, "processes_unknown_version", json_integer((json_int_t)p->unknown_version));
     json_object_set_new(o, "samples", json_integer((json_int_t)p->samples));
@@ -49,6 +50,9 @@ static json_t *python_json(const struct fk_profile_request *rq, const struct fk_
     json_object_set_new(o, "snapshots", json_integer((json_int_t)p->snapshots));
     json_object_set_new(o, "snapshot_windows", json_integer((json_int_t)p->snapshot_windows));
     json_object_set_new(o, "snapshots_used", json_integer((json_int_t)p->snapshots_used));
+    json_object_set_new(o, "snapshot_reads", json_integer((json_int_t)p->snapshot_reads));
+    json_object_set_new(o, "snapshot_read_bytes",
+                        json_integer((json_int_t)p->snapshot_read_bytes));
     json_t *w = json_object();
     for (int i = 0; i < FK_PY_NSTATUS; i++)
         json_object_set_new(w, fk_py_status_name(i), json_integer((json_int_t)p->status[i]));

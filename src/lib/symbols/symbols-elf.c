@@ -92,16 +92,38 @@ static int sym_cmp(const void *a, const void *b)
     return x->name < y->name ? -1 : x->name > y->name;
 }
 
+/* /proc/kallsyms (120,000 symbols) comes in address order but for a few
+ * aliases at one address: an insertion sort that gives up (false, the
+ * array still a permutation) once it has moved more than a few entries.
+ * sym_cmp orders all but identical entries, so this sorts exactly as
+ * qsort would. */
+static bool sort_nearly_sorted(struct fk_sym *v, size_t n)
+{
+    size_t moves = 0, limit = n / 16 + 64;
+    for (size_t i = 1; i < n; i++) {
+        if (sym_cmp(&v[i - 1], &v[i]) <= 0)
+            continue;
+        struct fk_sym x = v[i];
+        size_t j = i;
+        while (j > 0 && sym_cmp(&v[j - 1], &x) > 0) {
+            v[j] = v[j - 1];
+            j--;
+            if (++moves > limit) {
+                v[j] = x;
+                return false;
+            }
+        }
+        v[j] = x;
+    }
+    return true;
+}
+
 void fk_symtab_sort(struct fk_symtab *t)
 {
     fk_hindex_free(&t->names);
     if (t->n == 0)
         return;
-    /* /proc/kallsyms (120,000 symbols) comes sorted: a check, not a sort */
-    size_t sorted = 1;
-    while (sorted < t->n && sym_cmp(&t->syms[sorted - 1], &t->syms[sorted]) <= 0)
-        sorted++;
-    if (sorted < t->n)
+    if (!sort_nearly_sorted(t->syms, t->n))
         qsort(t->syms, t->n, sizeof *t->syms, sym_cmp);
     size_t w = 1;   /* one symbol per address */
     for (size_t r = 1; r < t->n; r++)

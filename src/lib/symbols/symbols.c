@@ -64,6 +64,7 @@ struct fk_symbolizer {
     uint32_t vdso_dso;
     size_t fds_open, fd_cap;
     bool kernel_loaded, kernel_hidden, kernel_warned, capture_ended;
+    uint64_t exits;         /* processes whose exit was handled */
     struct fk_symtab kernel, vdso;
     /* /proc/kallsyms read on a thread of its own (fk_sym_preload_kernel):
      * its table is the thread's until joined, then moves to kernel */
@@ -871,8 +872,15 @@ void fk_sym_exit(struct fk_symbolizer *s, pid_t pid, pid_t tid)
 {
     /* keep everything: earlier samples are named after the capture */
     struct proc *pr = proc_find(s, pid);
-    if (pr && pid == tid)
+    if (pr && pid == tid && !pr->exited) {
         pr->exited = true;
+        s->exits++;
+    }
+}
+
+uint64_t fk_sym_exits(const struct fk_symbolizer *s)
+{
+    return s->exits;
 }
 
 void fk_sym_mmap(struct fk_symbolizer *s, pid_t pid, uint64_t start, uint64_t len,
@@ -1327,6 +1335,7 @@ void fk_sym_proc_gen(struct fk_symbolizer *s, pid_t pid, struct fk_sym_gen *out)
     out->image = pr ? pr->image : 0;
     out->maps = pr ? pr->maps_gen : 0;
     out->capture_ended = s->capture_ended;
+    out->exited = pr && pr->exited;
 }
 
 size_t fk_sym_proc_files(struct fk_symbolizer *s, pid_t pid, bool (*want)(const char *path),

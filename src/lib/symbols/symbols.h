@@ -176,12 +176,16 @@ size_t fk_sym_proc_files(struct fk_symbolizer *s, pid_t pid, bool (*want)(const 
  * found in pid holds while both stay -- so do fk_sym_locate's and
  * fk_sym_cfi_at's answers for its addresses, until the capture ends (the
  * CFI is given back then). image is unique across processes; 0, 0: never
- * heard of. */
+ * heard of. exited: that image's process exited (its EXIT record was
+ * handled: records come in time order, so none of its samples follow). */
 struct fk_sym_gen {
     uint64_t image, maps;
-    bool capture_ended;
+    bool capture_ended, exited;
 };
 void fk_sym_proc_gen(struct fk_symbolizer *s, pid_t pid, struct fk_sym_gen *out);
+/* Processes whose exit was handled so far: who keeps state per process
+ * looks for the exited ones (fk_sym_proc_gen) when it changes. */
+uint64_t fk_sym_exits(const struct fk_symbolizer *s);
 /* A symbol of any type (data too) by name in a file DSO: its .symtab,
  * else its .dynsym. False when absent or the file is unreadable. */
 bool fk_sym_dso_lookup(struct fk_symbolizer *s, uint32_t dso, const char *name,

@@ -106,10 +106,17 @@ struct code_entry {
 
 struct tid_entry { uint64_t tid, tstate; };
 
+/* What the early snapshot reads speculatively (see python.h): the code
+ * objects and out-of-window frames the process's recent chains used, most
+ * recent first */
+#define SPEC_CODES 16
+#define SPEC_FRAMES 8
+
 struct fk_py_walker {
     const struct fk_py_layout *lay;
     struct fk_py_where where;
     fk_py_read_fn read;
+    fk_py_readv_fn readv;
     void *ctx;
     bool lines;
     uint64_t max_bytes;
@@ -130,6 +137,8 @@ struct fk_py_walker {
     struct fk_buf tmp;
     struct code_entry scratch;  /* a code object read past the budget */
     uint64_t refreshes;         /* thread-table walks */
+    uint64_t spec_code[SPEC_CODES], spec_frame[SPEC_FRAMES];
+    unsigned nspec_code, nspec_frame;
     /* per walk */
     struct fk_py_stack *cur;
     const struct fk_py_snap *snap;  /* frames as read earlier, or NULL */
@@ -176,6 +185,11 @@ struct fk_py_walker *fk_py_walker_new(const struct fk_py_layout *lay,
     fk_buf_addc(&w->pool, 0);
     w->nnames = 1;
     return w;
+}
+
+void fk_py_walker_set_readv(struct fk_py_walker *w, fk_py_readv_fn readv)
+{
+    w->readv = readv;
 }
 
 void fk_py_walker_free(struct fk_py_walker *w)
@@ -256,6 +270,33 @@ static bool rd(struct fk_py_walker *w, uint64_t addr, void *buf, size_t len)
     if (addr + len < addr)
         return false;
     return w->read(w->ctx, addr, buf, len);
+}
+
+/* One bounded batch of reads for the current walk (one read toward the
+ * bound, whatever its length): how many of iov[0..n) were read, in order. */
+static size_t rdv(struct fk_py_walker *w, const struct fk_py_iov *iov, size_t n)
+{
+    struct fk_py_stack *s = w->cur;
+    size_t bytes = 0, m = 0;
+    for (; m < n; m++) {
+        if (iov[m].addr + iov[m].len < iov[m].addr ||
+            s->read_bytes + bytes + iov[m].len > FK_PY_MAX_READ_BYTES)
+            break;
+        bytes += iov[m].len;
+    }
+    if (!m || s->reads >= FK_PY_MAX_READS ||
+        ((s->reads & 15) == 15 && fk_now_ns() - w->t0 > FK_PY_MAX_NS)) {
+        w->over = true;
+        return 0;
+    }
+    s->reads++;
+    s->read_bytes += (uint32_t)bytes;
+    if (w->readv)
+        return w->readv(w->ctx, iov, m);
+    for (size_t i = 0; i < m; i++)
+        if (!w->read(w->ctx, iov[i].addr, iov[i].buf, iov[i].len))
+            return i;
+    return m;
 }
 
 static bool rd_ptr(struct fk_py_walker *w, uint64_t addr, uint64_t *out)
@@ -359,12 +400,25 @@ static void short_file(const char *p, size_t n, struct fk_buf *out)
     fk_buf_add(out, p + b, n - b);
 }
 
+/* The header of the code object at addr: from the snapshot when it holds
+ * it, else read now. */
+static bool code_hdr(struct fk_py_walker *w, uint64_t addr, unsigned char *hdr)
+{
+    const struct fk_py_snap *s = w->snap;
+    for (unsigned i = 0; s && i < s->ncodes && i < FK_PY_SNAP_CODES; i++)
+        if (s->code_addr[i] == addr) {
+            memcpy(hdr, s->code_hdr[i], w->lay->co_size);
+            return true;
+        }
+    return rd(w, addr, hdr, w->lay->co_size);
+}
+
 /* The code object at addr: validated and named (cached). NULL if invalid. */
 static const struct code_entry *code_at(struct fk_py_walker *w, uint64_t addr,
                                         unsigned char *hdr)
 {
     const struct fk_py_layout *L = w->lay;
-    if (!ptr_ok(addr, 8) || !rd(w, addr, hdr, L->co_size))
+    if (!ptr_ok(addr, 8) || L->co_size > FK_PY_CODE_BYTES || !code_hdr(w, addr, hdr))
         return NULL;
     if (get_u64(hdr, L->ob_type) != w->where.code_type)
         return NULL;
@@ -592,71 +646,195 @@ void fk_py_use_snap(struct fk_py_walker *w, const struct fk_py_snap *snap)
     w->snap = snap;
 }
 
-/* The top of the thread's data stack, from its thread state's bytes ts
- * (offsets from ts_cframe on), in one read: [lo, hi) inside its chunk,
- * at most FK_PY_SNAP_ABOVE of it above datastack_top. */
-static void snap_window(struct fk_py_walker *w, const unsigned char *ts, struct fk_py_snap *snap)
+/* The part of the thread state the snapshot reads, as [*off, *off + *len):
+ * its cframe pointer, its native_thread_id (the check that the cached
+ * state is still tid's) and, when the layout has them, the data stack's
+ * fields -- in one read, so they describe the same moment. */
+static void ts_block(const struct fk_py_layout *L, size_t *off, size_t *len)
 {
-    const struct fk_py_layout *L = w->lay;
-    uint64_t chunk = get_u64(ts, L->ts_datastack_chunk - L->ts_cframe);
-    uint64_t top = get_u64(ts, L->ts_datastack_top - L->ts_cframe);
-    uint64_t limit = get_u64(ts, L->ts_datastack_limit - L->ts_cframe);
+    size_t lo = L->ts_cframe < L->ts_native_thread_id ? L->ts_cframe : L->ts_native_thread_id;
+    size_t hi = (L->ts_cframe > L->ts_native_thread_id ? L->ts_cframe : L->ts_native_thread_id) + 8;
+    if (L->ts_datastack_limit > L->ts_cframe) {
+        size_t f[3] = { L->ts_datastack_chunk, L->ts_datastack_top, L->ts_datastack_limit };
+        for (int i = 0; i < 3; i++) {
+            lo = f[i] < lo ? f[i] : lo;
+            hi = f[i] + 8 > hi ? f[i] + 8 : hi;
+        }
+    }
+    *off = lo;
+    *len = hi - lo;
+}
+
+/* tid's thread state block (ts_block) into buf: the cached state when
+ * its native_thread_id still says tid, else the table is walked again.
+ * Returns the state's address, 0 when tid has none. */
+static uint64_t read_ts_block(struct fk_py_walker *w, uint64_t tid, unsigned char *buf,
+                              size_t off, size_t len)
+{
+    uint64_t t = tid_lookup(w, tid);
+    for (int pass = 0; pass < 2; pass++) {
+        if (t && rd(w, t + off, buf, len) &&
+            get_u64(buf, w->lay->ts_native_thread_id - off) == tid)
+            return t;
+        if (pass || w->over)
+            break;
+        w->refreshes++;
+        refresh_tids(w);
+        t = tid_lookup(w, tid);
+    }
+    return 0;
+}
+
+/* The top of the thread's data stack as [*lo, *hi), from its thread state
+ * block ts (ts_block's, at offset off): inside its chunk, at most
+ * FK_PY_SNAP_ABOVE of it above datastack_top. False without one. */
+static bool window_of(const struct fk_py_layout *L, const unsigned char *ts, size_t off,
+                      uint64_t *lo_out, uint64_t *hi_out)
+{
+    if (L->ts_datastack_limit <= L->ts_cframe)
+        return false;   /* not in the layout */
+    uint64_t chunk = get_u64(ts, L->ts_datastack_chunk - off);
+    uint64_t top = get_u64(ts, L->ts_datastack_top - off);
+    uint64_t limit = get_u64(ts, L->ts_datastack_limit - off);
     uint64_t data = chunk + L->chunk_data;
     if (!ptr_ok(chunk, 8) || !ptr_ok(top, 8) || !ptr_ok(limit, 8) || top < data || limit < top ||
         limit - chunk > (1ull << 32))
-        return;
+        return false;
+    /* only the part in use and what a return since the sample can have
+     * popped: a read's cost grows with its pages */
     uint64_t hi = limit - top > FK_PY_SNAP_ABOVE ? top + FK_PY_SNAP_ABOVE : limit;
     uint64_t lo = hi - data > FK_PY_SNAP_WINDOW ? hi - FK_PY_SNAP_WINDOW : data;
-    if (hi - lo < FK_PY_SNAP_WINDOW)    /* a shallow stack: more of what was popped */
-        hi = limit - lo > FK_PY_SNAP_WINDOW ? lo + FK_PY_SNAP_WINDOW : limit;
-    if (hi > lo && rd(w, lo, snap->win, (size_t)(hi - lo))) {
-        snap->win_addr = lo;
-        snap->win_len = (uint32_t)(hi - lo);
-    }
+    *lo_out = lo;
+    *hi_out = hi;
+    return hi > lo;
+}
+
+static bool has_u64(const uint64_t *v, unsigned n, uint64_t x)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (v[i] == x)
+            return true;
+    return false;
+}
+
+/* A speculative list, most recent first: used[] (this snapshot's), then
+ * what it held before, minus a dropped entry (its read failed), at most
+ * cap entries. */
+static void spec_update(uint64_t *list, unsigned *n, unsigned cap, const uint64_t *used,
+                        unsigned nused, uint64_t dropped)
+{
+    uint64_t out[SPEC_CODES > SPEC_FRAMES ? SPEC_CODES : SPEC_FRAMES];
+    unsigned m = 0;
+    for (unsigned i = 0; i < nused && m < cap; i++)
+        if (used[i] != dropped && !has_u64(out, m, used[i]))
+            out[m++] = used[i];
+    for (unsigned i = 0; i < *n && m < cap; i++)
+        if (list[i] != dropped && !has_u64(out, m, list[i]))
+            out[m++] = list[i];
+    memcpy(list, out, m * sizeof *out);
+    *n = m;
 }
 
 bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *snap)
 {
     const struct fk_py_layout *L = w->lay;
     struct fk_py_stack tmp;     /* only its read counters are used */
-    snap->n = 0;
+    snap->n = snap->ncodes = 0;
     snap->win_len = 0;
-    if (L->fr_size > FK_PY_FRAME_BYTES)
+    snap->reads = snap->read_bytes = 0;
+    if (L->fr_size > FK_PY_FRAME_BYTES || L->co_size > FK_PY_CODE_BYTES)
         return false;
     w->cur = &tmp;
     tmp.reads = tmp.read_bytes = 0;
     w->t0 = fk_now_ns();
     w->over = false;
-    bool refreshed = false;
-    /* the thread state from its cframe pointer to its data stack's limit,
-     * in one read: both describe the same moment */
+    /* read 1: the thread state */
     unsigned char ts[512];
-    bool window = L->ts_datastack_limit > L->ts_cframe;    /* 0: not in the layout */
-    size_t tsl = window ? (size_t)L->ts_datastack_limit + 8 - L->ts_cframe : 8;
-    uint64_t t = tstate_of(w, tid, &refreshed), cframe, frame;
-    if (t && tsl <= sizeof ts && rd(w, t + L->ts_cframe, ts, tsl)) {
-        if (window)
-            snap_window(w, ts, snap);
-        cframe = get_u64(ts, 0);
-        const struct fk_py_snap *was = w->snap;
-        w->snap = snap;     /* the chain's frames from the window where it has them */
-        if (ptr_ok(cframe, 8) && rd_ptr(w, cframe + L->cf_current_frame, &frame)) {
-            for (unsigned steps = 0; frame && ptr_ok(frame, 8) && snap->n < FK_PY_SNAP_FRAMES &&
-                                     steps < FK_PY_MAX_DEPTH; steps++) {
-                unsigned char fr[FK_PY_FRAME_BYTES];
-                if (snap_frame(w, frame, fr)) {
-                    frame = get_u64(fr, L->fr_previous);
-                    continue;
-                }
-                if (!rd(w, frame, snap->bytes[snap->n], L->fr_size))
-                    break;
-                snap->addr[snap->n] = frame;
-                frame = get_u64(snap->bytes[snap->n], L->fr_previous);
-                snap->n++;
-            }
-        }
-        w->snap = was;
+    size_t off, tsl;
+    ts_block(L, &off, &tsl);
+    uint64_t t = tsl <= sizeof ts ? read_ts_block(w, tid, ts, off, tsl) : 0;
+    uint64_t cframe = t ? get_u64(ts, L->ts_cframe - off) : 0, frame = 0;
+    if (!ptr_ok(cframe, 8))
+        goto out;
+    /* read 2: the window, the current frame's address, and the code
+     * objects and frames recent snapshots needed (these last: one freed
+     * since ends the batch, not what comes before it) */
+    uint64_t wlo = 0, whi = 0;
+    bool window = window_of(L, ts, off, &wlo, &whi);
+    struct fk_py_iov iov[2 + SPEC_CODES + SPEC_FRAMES];
+    size_t n = 0;
+    if (window)
+        iov[n++] = (struct fk_py_iov){ wlo, snap->win, (size_t)(whi - wlo) };
+    size_t i_frame = n;
+    iov[n++] = (struct fk_py_iov){ cframe + L->cf_current_frame, &frame, 8 };
+    size_t c0 = n;
+    for (unsigned i = 0; i < w->nspec_code; i++) {
+        snap->code_addr[i] = w->spec_code[i];
+        iov[n++] = (struct fk_py_iov){ w->spec_code[i], snap->code_hdr[i], L->co_size };
     }
+    size_t f0 = n;
+    for (unsigned i = 0; i < w->nspec_frame; i++) {
+        uint64_t a = w->spec_frame[i];
+        if (window && a >= wlo && a < whi)
+            continue;
+        size_t k = n - f0;
+        snap->addr[k] = a;
+        iov[n++] = (struct fk_py_iov){ a, snap->bytes[k], L->fr_size };
+    }
+    size_t got = rdv(w, iov, n);
+    if (window && got > 0) {
+        snap->win_addr = wlo;
+        snap->win_len = (uint32_t)(whi - wlo);
+    }
+    if (got <= i_frame && (w->over || !rd(w, iov[i_frame].addr, &frame, 8)))
+        goto out;   /* (the window failed: the chain alone, frame by frame) */
+    snap->ncodes = got > c0 ? (unsigned)((got < f0 ? got : f0) - c0) : 0;
+    snap->n = got > f0 ? (unsigned)(got - f0) : 0;
+    uint64_t dropped_code = got >= c0 && got < f0 ? iov[got].addr : 0;
+    uint64_t dropped_frame = got >= f0 && got < n ? iov[got].addr : 0;
+    /* the live chain: frames from what was read, those outside it one
+     * read each; the code objects it runs collected */
+    uint64_t codes[FK_PY_SNAP_CODES], outside[SPEC_FRAMES];
+    unsigned ncodes = 0, noutside = 0;
+    const struct fk_py_snap *was = w->snap;
+    w->snap = snap;
+    for (unsigned steps = 0; frame && ptr_ok(frame, 8) && steps < FK_PY_MAX_DEPTH; steps++) {
+        unsigned char fr[FK_PY_FRAME_BYTES];
+        if (!snap_frame(w, frame, fr)) {
+            if (snap->n >= FK_PY_SNAP_FRAMES || !rd(w, frame, snap->bytes[snap->n], L->fr_size))
+                break;
+            snap->addr[snap->n] = frame;
+            memcpy(fr, snap->bytes[snap->n++], L->fr_size);
+        }
+        if (!window || frame < wlo || frame >= whi) {
+            if (noutside < SPEC_FRAMES)
+                outside[noutside++] = frame;
+        }
+        uint64_t code = get_u64(fr, L->fr_code);
+        if (ptr_ok(code, 8) && ncodes < FK_PY_SNAP_CODES && !has_u64(codes, ncodes, code))
+            codes[ncodes++] = code;
+        frame = get_u64(fr, L->fr_previous);
+    }
+    w->snap = was;
+    /* read 3, when the speculation missed: the chain's other code objects */
+    n = 0;
+    for (unsigned i = 0; i < ncodes && snap->ncodes + n < FK_PY_SNAP_CODES; i++)
+        if (!has_u64(snap->code_addr, snap->ncodes, codes[i])) {
+            snap->code_addr[snap->ncodes + n] = codes[i];
+            iov[n] = (struct fk_py_iov){ codes[i], snap->code_hdr[snap->ncodes + n], L->co_size };
+            n++;
+        }
+    if (n) {
+        got = rdv(w, iov, n);
+        snap->ncodes += (unsigned)got;
+        if (got < n && !dropped_code)
+            dropped_code = iov[got].addr;
+    }
+    spec_update(w->spec_code, &w->nspec_code, SPEC_CODES, codes, ncodes, dropped_code);
+    spec_update(w->spec_frame, &w->nspec_frame, SPEC_FRAMES, outside, noutside, dropped_frame);
+out:
+    snap->reads = tmp.reads;
+    snap->read_bytes = tmp.read_bytes;
     w->cur = NULL;
     return snap->n > 0 || snap->win_len > 0;
 }
@@ -893,6 +1071,7 @@ size_t fk_py_splice(const bool *native_eval, size_t nnative, bool native_complet
 #define SNAP_SLOTS 128                  /* samples read but not yet spliced */
 #define DELAY_N 10000
 #define DELAY_NS 100000                 /* 0.1 ms buckets: 0 .. 1 s */
+#define SWEEP_NS (10 * 1000000ull)      /* exited processes dropped at most this often */
 
 enum py_state { PS_NONE, PS_PYTHON, PS_UNKNOWN_VERSION };
 
@@ -941,6 +1120,7 @@ struct fk_python {
     unsigned snap_next;
     uint32_t delay[DELAY_N];    /* sample -> chain read */
     uint64_t ndelay, delay_max;
+    uint64_t exits_seen, last_sweep;    /* fk_sym_exits at the last sweep */
 };
 
 static bool ns_inode(pid_t pid, uint64_t *ino)
@@ -1017,6 +1197,34 @@ static bool vm_read(void *ctx, uint64_t addr, void *buf, size_t len)
     return n == (ssize_t)len;
 }
 
+/* Several reads in one process_vm_readv: a whole element or none, and
+ * the first that fails ends the batch (process_vm_readv(2)). */
+static size_t vm_readv(void *ctx, const struct fk_py_iov *iov, size_t n)
+{
+    const struct py_proc *pp = ctx;
+    struct iovec local[64], remote[64];
+    size_t done = 0;
+    while (done < n) {
+        size_t m = n - done < 64 ? n - done : 64, want = 0;
+        for (size_t i = 0; i < m; i++) {
+            local[i] = (struct iovec){ iov[done + i].buf, iov[done + i].len };
+            remote[i] = (struct iovec){ (void *)(uintptr_t)iov[done + i].addr, iov[done + i].len };
+            want += iov[done + i].len;
+        }
+        ssize_t got = process_vm_readv(pp->pid, local, m, remote, m, 0);
+        if (got == (ssize_t)want) {
+            done += m;
+            continue;
+        }
+        for (size_t i = 0; got > 0 && i < m && (size_t)got >= iov[done].len; i++) {
+            got -= (ssize_t)iov[done].len;
+            done++;
+        }
+        break;
+    }
+    return done;
+}
+
 /* python3.11, python3, libpython3.11.so.1.0, ... */
 static bool python_path(const char *path)
 {
@@ -1082,6 +1290,7 @@ static void detect(struct fk_python *p, struct py_proc *pp)
         pp->eval_lo = l0;
         pp->eval_hi = l1 + 1;
         pp->w = fk_py_walker_new(lay, &wh, vm_read, pp, p->lines, p->max_bytes);
+        fk_py_walker_set_readv(pp->w, vm_readv);
         uint64_t ino;
         pp->other_ns = ns_inode(pp->pid, &ino) && ino != p->ns_ino;
         pp->state = PS_PYTHON;
@@ -1253,6 +1462,39 @@ static void refresh(struct fk_python *p, struct py_proc *pp)
         detect(p, pp);
 }
 
+/* Drop what is kept for processes whose exit was handled -- their walker,
+ * names, tid table and entry: samples are handled in time order, so none
+ * of theirs follows, and a pid taken again is a new process, looked at
+ * afresh. Without this, a long host-wide capture kept every process it
+ * ever met, and after MAX_PROCS pids found no new interpreter. */
+static void sweep(struct fk_python *p, uint64_t now)
+{
+    uint64_t exits = fk_sym_exits(p->sym);
+    if (exits == p->exits_seen || now - p->last_sweep < SWEEP_NS)
+        return;
+    p->exits_seen = exits;
+    p->last_sweep = now;
+    size_t keep = 0;
+    for (size_t i = 0; i < p->nprocs; i++) {
+        struct py_proc *pp = p->procs[i];
+        struct fk_sym_gen g;
+        fk_sym_proc_gen(p->sym, pp->pid, &g);
+        if (g.exited) {
+            p->st.forgotten += pp->state == PS_PYTHON;
+            proc_clear(pp);
+            free(pp);
+            continue;
+        }
+        p->procs[keep++] = pp;
+    }
+    if (keep == p->nprocs)
+        return;
+    p->nprocs = keep;
+    fk_hindex_free(&p->proc_idx);
+    for (size_t i = 0; i < keep; i++)
+        fk_hindex_add(&p->proc_idx, fk_hash_u64((uint32_t)p->procs[i]->pid), (uint32_t)i);
+}
+
 void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
 {
     /* a short-lived interpreter may be gone when its first sample is
@@ -1274,7 +1516,14 @@ void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
     }
     struct fk_py_snap *s = &p->snaps[p->snap_next];
     uint64_t ntid = ns_tid(pp, tid);
-    if (!ntid || !fk_py_snapshot(pp->w, ntid, s)) {
+    bool ok = ntid && fk_py_snapshot(pp->w, ntid, s);
+    uint64_t now = fk_now_ns();
+    p->st.early_ns += now - t0;
+    if (!ntid)
+        return;
+    p->st.snapshot_reads += s->reads;
+    p->st.snapshot_read_bytes += s->read_bytes;
+    if (!ok) {
         s->n = 0;
         return;
     }
@@ -1284,9 +1533,7 @@ void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
     p->snap_next = (p->snap_next + 1) % SNAP_SLOTS;
     p->st.snapshots++;
     p->st.snapshot_windows += s->win_len > 0;
-    uint64_t now = fk_now_ns();
     note_delay(p, time, now);
-    p->st.early_ns += now - t0;
 }
 
 /* The sample's snapshot, if it was read with the walker of the image its
@@ -1307,10 +1554,11 @@ void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_na
 {
     if (pid <= 0 || !nat->n)
         return;
+    uint64_t t0 = fk_now_ns();
+    sweep(p, t0);
     struct py_proc *pp = proc_of(p, pid);
     if (!pp)
         return;
-    uint64_t t0 = fk_now_ns();
     refresh(p, pp);
     if (pp->state != PS_PYTHON)
         return;

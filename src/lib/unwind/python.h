@@ -70,6 +70,16 @@ const struct fk_py_layout *fk_py_layout_for(uint16_t version);
 
 /* Read len bytes of the target at addr; false unless all were read. */
 typedef bool (*fk_py_read_fn)(void *ctx, uint64_t addr, void *buf, size_t len);
+/* Several reads at once (one process_vm_readv): how many of iov[0..n)
+ * were read whole, in order -- the first that fails ends the batch. A
+ * read costs about as much as a system call whatever its size, so the
+ * early snapshot gathers what it needs into as few batches as it can. */
+struct fk_py_iov {
+    uint64_t addr;
+    void *buf;
+    size_t len;
+};
+typedef size_t (*fk_py_readv_fn)(void *ctx, const struct fk_py_iov *iov, size_t n);
 
 /* Bounds per sample (and per thread-table refresh). */
 #define FK_PY_MAX_DEPTH 256         /* Python frames kept per stack */
@@ -131,6 +141,8 @@ struct fk_py_walker *fk_py_walker_new(const struct fk_py_layout *lay,
                                       const struct fk_py_where *where, fk_py_read_fn read,
                                       void *ctx, bool lines, uint64_t max_bytes);
 void fk_py_walker_free(struct fk_py_walker *w);
+/* Batched reads (NULL: each is made with the read function alone). */
+void fk_py_walker_set_readv(struct fk_py_walker *w, fk_py_readv_fn readv);
 /* Walk thread tid's chain (tid as the target sees it: its own pid
  * namespace). */
 void fk_py_walk(struct fk_py_walker *w, uint64_t tid, struct fk_py_stack *out);
@@ -145,8 +157,7 @@ void fk_py_walk(struct fk_py_walker *w, uint64_t tid, struct fk_py_stack *out);
 void fk_py_walk_from(struct fk_py_walker *w, const uint64_t *heads, unsigned nheads,
                      bool last_is_root, struct fk_py_stack *out);
 /* A thread's frames as they were when its sample was read out of the
- * ring, before it waits its turn to be unwound (code objects are named
- * later; they do not change):
+ * ring, before it waits its turn to be unwound:
  *  - window: the top of the thread's data stack in one read -- the live
  *    frames below datastack_top and, above it, the frames popped since the
  *    sample, whose bytes stay until a call reuses them. One copy, so a
@@ -155,10 +166,21 @@ void fk_py_walk_from(struct fk_py_walker *w, const uint64_t *heads, unsigned nhe
  *    in between left a link into the middle of a newer frame);
  *  - addr/bytes: frames of the live chain outside the window (generators'
  *    frames live in their generator objects, deep stacks in older
- *    chunks). */
+ *    chunks);
+ *  - code_addr/code_hdr: the headers of the code objects the chain runs,
+ *    so the walk validates and names them without reading the target
+ *    again (a code object's memory may be freed and reused: its header is
+ *    read for every sample, never trusted from an earlier one).
+ * Two reads in the steady state: the thread state, then the frame
+ * pointer, the window and the frames and code headers the process's
+ * recent snapshots needed (speculative: bytes read at an address are that
+ * address's bytes whatever they turn out to be, and are used only where a
+ * chain leads to them); what they miss costs one more batch. */
 #define FK_PY_SNAP_FRAMES 64
 #define FK_PY_FRAME_BYTES 80
-#define FK_PY_SNAP_WINDOW (12u << 10)   /* bytes of data stack per sample */
+#define FK_PY_SNAP_CODES 32
+#define FK_PY_CODE_BYTES 192
+#define FK_PY_SNAP_WINDOW (12u << 10)   /* bytes of data stack per sample, at most */
 #define FK_PY_SNAP_ABOVE (4u << 10)     /* ... of them above datastack_top */
 struct fk_py_snap {
     uint64_t tid, time;         /* the sample's, to find it again */
@@ -166,6 +188,10 @@ struct fk_py_snap {
     unsigned n;
     uint64_t addr[FK_PY_SNAP_FRAMES];
     unsigned char bytes[FK_PY_SNAP_FRAMES][FK_PY_FRAME_BYTES];
+    unsigned ncodes;
+    uint64_t code_addr[FK_PY_SNAP_CODES];
+    unsigned char code_hdr[FK_PY_SNAP_CODES][FK_PY_CODE_BYTES];
+    uint32_t reads, read_bytes; /* what taking it cost */
     uint64_t win_addr;          /* the window's address in the target */
     uint32_t win_len;           /* 0: none */
     unsigned char win[FK_PY_SNAP_WINDOW];
@@ -211,6 +237,7 @@ size_t fk_py_splice(const bool *native_eval, size_t nnative, bool native_complet
 
 struct fk_python_stats {
     uint64_t processes;             /* processes found running CPython */
+    uint64_t forgotten;             /* ... whose state was freed at their exit */
     uint64_t anchored;              /* walks from the sample's own _PyCFrame heads */
     uint64_t cframe_learned;        /* processes whose _PyCFrame offset was learned */
     uint64_t unknown_version;       /* ... of a version without a layout */
@@ -228,6 +255,7 @@ struct fk_python_stats {
     uint64_t snapshots;             /* chains read as the sample left the ring */
     uint64_t snapshot_windows;      /* ... with the data stack's top in one read */
     uint64_t snapshots_used;        /* ... found again when the sample was spliced */
+    uint64_t snapshot_reads, snapshot_read_bytes;   /* ... what taking them read */
     uint64_t early_ns;              /* CPU time taking them */
     double delay_median_ms, delay_p90_ms, delay_max_ms; /* sample -> chain read */
     char versions[64];              /* "3.11" ... as found; unknown ones as "3.12?" */

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 // Go workload writing its own runtime/pprof profiles, for flamekit's pprof
-// input tests. usage: gopprof DIR SECONDS RATIO
-//   DIR/cpu.pprof   CPU profile: goHotThree gets RATIO units of work for
+// input tests. usage: gopprof DIR CPU-SECONDS RATIO
+//   DIR/cpu.pprof   CPU profile of CPU-SECONDS of the process's CPU time (not
+//                   wall time: a loaded host still gets ~100 samples per
+//                   second of it): goHotThree gets RATIO units of work for
 //                   each unit goHotOne gets (RATIO 3: a 3:1 split)
 //   DIR/heap.pprof  heap profile (every allocation recorded): goAllocBig
 //                   keeps 3 MiB live, goAllocSmall 1 MiB
@@ -14,6 +16,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -63,7 +66,7 @@ func die(err error) {
 
 func main() {
 	if len(os.Args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: gopprof DIR SECONDS RATIO")
+		fmt.Fprintln(os.Stderr, "usage: gopprof DIR CPU-SECONDS RATIO")
 		os.Exit(2)
 	}
 	runtime.MemProfileRate = 1
@@ -82,8 +85,17 @@ func main() {
 	if err := pprof.StartCPUProfile(f); err != nil {
 		die(err)
 	}
-	end := time.Now().Add(time.Duration(secs * float64(time.Second)))
-	for time.Now().Before(end) {
+	// the process's CPU time, with a wall-clock backstop of 30x
+	cpu := func() float64 {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			die(err)
+		}
+		return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	}
+	start := cpu()
+	backstop := time.Now().Add(time.Duration(30 * secs * float64(time.Second)))
+	for cpu()-start < secs && time.Now().Before(backstop) {
 		for i := 0; i < ratio; i++ {
 			goHotThree(200000)
 		}
