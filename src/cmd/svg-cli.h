@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The SVG options shared by 'flamekit svg' and 'flamekit diff' (and any
- * command that renders folded stacks): an option set bound to struct
- * fk_svg_cli, input reading and atomic output around render/svg.h. */
+/* The SVG options shared by 'flamekit svg' and 'flamekit diff': option
+ * sets bound to struct fk_svg_cli, reading folded or pprof input
+ * (stacks/input.h) and atomic output around render/svg.h. */
 #ifndef FK_CMD_SVG_CLI_H
 #define FK_CMD_SVG_CLI_H
 

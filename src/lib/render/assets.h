@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* share/flamegraph.{js,css}, compiled in by embed.sh (assets.c is generated). */
+/* share/flamegraph.{js,css}, compiled in by build-aux/embed.sh (assets.c is generated). */
 #ifndef FK_RENDER_ASSETS_H
 #define FK_RENDER_ASSETS_H
 

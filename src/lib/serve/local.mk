@@ -10,6 +10,6 @@ CLEANFILES += src/lib/serve/page.c
 EXTRA_DIST += share/serve.html
 # Headers only: both libraries are loaded when serve starts (mhd-dyn.c).
 libflamekit_a_CFLAGS += $(MHD_CFLAGS) $(GNUTLS_CFLAGS)
-src/lib/serve/page.c: $(srcdir)/src/lib/render/embed.sh $(srcdir)/share/serve.html
+src/lib/serve/page.c: $(srcdir)/build-aux/embed.sh $(srcdir)/share/serve.html
 	$(AM_V_GEN)$(MKDIR_P) src/lib/serve && \
-	$(SHELL) $(srcdir)/src/lib/render/embed.sh $@ $(srcdir)/share/serve.html fk_serve_page
+	$(SHELL) $(srcdir)/build-aux/embed.sh $@ $(srcdir)/share/serve.html fk_serve_page

@@ -226,23 +226,23 @@ void fk_perfscript_free(struct fk_perfscript *p)
     memset(p, 0, sizeof *p);
 }
 
-/* Push a name id in front of the frames read so far (frames come leaf
- * first, stacks are stored root first). */
+/* The frame stack is full at its front: double it, keeping the frames at
+ * its end (they are filled from the back, see stk_push). */
 static void stk_grow(struct fk_perfscript *p)
 {
-    {
-        size_t used = p->stk_cap, cap = p->stk_cap * 2;
-        if (cap > SIZE_MAX / sizeof *p->stk / 2)
-            fk_die("stack too deep");
-        uint32_t *n = fk_malloc(cap * sizeof *n);
-        memcpy(n + cap - used, p->stk, used * sizeof *n);
-        free(p->stk);
-        p->stk = n;
-        p->stk_pos = cap - used;
-        p->stk_cap = cap;
-    }
+    size_t used = p->stk_cap, cap = p->stk_cap * 2;
+    if (cap > SIZE_MAX / sizeof *p->stk / 2)
+        fk_die("stack too deep");
+    uint32_t *n = fk_malloc(cap * sizeof *n);
+    memcpy(n + cap - used, p->stk, used * sizeof *n);
+    free(p->stk);
+    p->stk = n;
+    p->stk_pos = cap - used;
+    p->stk_cap = cap;
 }
 
+/* Push a name id in front of the frames read so far (frames come leaf
+ * first, stacks are stored root first). */
 static inline void stk_push(struct fk_perfscript *p, uint32_t id)
 {
     if (p->stk_pos == 0)

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The stack table: folded stack string -> 64-bit count. Memory grows with
- * the number of unique stacks, never with the number of samples. */
+/* The stack table: a key -> two 64-bit counts, keys copied into an arena
+ * and kept in insertion order (an entry's index never changes). Keys are
+ * folded stacks ("comm;outer;...;leaf"), or any strings to intern: the
+ * perf-script parser keeps its frame names in one and uses the indexes as
+ * frame ids. Memory grows with the number of unique keys, never with the
+ * number of samples. */
 #ifndef FK_STACKTAB_H
 #define FK_STACKTAB_H
 
