@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Off-CPU profiling cost and choices, all measured in this run:
 #  1. a switch storm (two threads ping-ponging a byte through pipes, test/
-#     progs/offcpu-truth storm): its round trips per second unprofiled,
-#     under flamekit offcpu (default budget, and one in 1), and under the
-#     bpftrace reference (test/offcpu-ref.bt); flamekit's own CPU (% of one
-#     core over the window), peak RSS and window-end-to-files time;
+#     progs/offcpu-truth storm): its round trips per second over the
+#     profiler's window (from its own 100 ms reports) unprofiled, under
+#     flamekit offcpu (default budget; one in 1 with FK_BENCH_OFFCPU_EVERY1=1)
+#     and under the bpftrace reference (test/offcpu-ref.bt), interleaved in
+#     one run; flamekit's own CPU (% of one core in the window's steady part,
+#     and with start-up), us per switch-out, peak RSS, window-end-to-files
+#     time; the throughput loss of both, side by side;
 #  2. the stack copy for blocked stacks: complete user stacks at 4, 8, 16
 #     and 32 KiB on programs nobody here wrote (python3, xz) and the truth
 #     workload;
 #  3. the share of blocked time in short blocks, for --min-block.
-# Environment: FK_BENCH_SECS (window, default 4), FK_BENCH_REPS (default 3).
+# Environment: FK_BENCH_SECS (window, default 4), FK_BENCH_REPS (default 3),
+# FK_BENCH_OFFCPU_PARTS (default "storm stack minblock").
 set -eu
 : "${FK_BUILD:?run through make bench}" "${FLAMEKIT:?run through make bench}"
 FK_SRC=${FK_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -26,62 +30,109 @@ for k in sys.argv[1].split("."): v=v[k]
 print(v)' "$1" "$2"; }
 median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
-# storm MODE: round trips/s of a storm of SECS + 2 s, with MODE profiling
-# it for SECS from 1 s in; "fk" lines: CPU %, RSS MB, post-capture ms.
+# now_ns: the wall clock (the storm's "at" lines are in it)
+now_ns() { date +%s%N; }
+# cpu_ticks PID: utime + stime of a process so far, in clock ticks
+cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat" 2>/dev/null; }
+# storm_rate OUT FROM_NS TO_NS: the storm's round trips per second between
+# two wall-clock times, from its "at NS TRIPS" lines (every 100 ms)
+storm_rate() {
+    awk -v a="$2" -v b="$3" '$1 == "at" && $2 >= a && !t0 { t0 = $2; n0 = $3 }
+        $1 == "at" && $2 <= b { t1 = $2; n1 = $3 }
+        END { if (t1 > t0) printf "%.0f\n", (n1 - n0) * 1e9 / (t1 - t0); else print 0 }' "$1"
+}
+
+# storm MODE: a storm of SECS + 3 s, MODE profiling it for SECS from 1 s
+# in; its round trips per second over the profiler's window (none: the
+# same stretch). fk lines: flamekit's CPU % of a core in the window's
+# steady part (from 1 s in to 1 s before its end: no start-up, no
+# kallsyms) and over the whole run, RSS MB, post-capture ms, N, switches.
 storm() {
-    local mode=$1 out=$T/storm.$1
-    "$TRUTH" storm $((SECS + 2)) >"$out" &
+    local mode=$1 out=$T/storm.$1 from to
+    "$TRUTH" storm $((SECS + 3)) >"$out" &
     W=$!
     # both threads up (a loaded machine may take a while)
-    for ((i = 0; i < 100; i++)); do [ "$(ls /proc/$W/task 2>/dev/null | wc -l)" -ge 2 ] && break; sleep 0.05; done
-    sleep 0.3
+    for ((i = 0; i < 100; i++)); do [ "$(ls /proc/$W/task 2>/dev/null | wc -l)" -ge 3 ] && break; sleep 0.05; done
+    sleep 0.5
     case $mode in
-    none) ;;
+    none)
+        from=$(now_ns); sleep "$SECS"; to=$(now_ns)
+        ;;
     fk-*)
         local extra=()
         [ "$mode" = fk-every1 ] && extra=(--every 1)
-        rm -rf "$T/fk"
+        rm -rf "$T/fk" "$T/ready"
         /usr/bin/time -f '%U %S %M' -o "$T/time" \
-            "$FLAMEKIT" offcpu -q --no-svg "${extra[@]}" -d "$SECS" -o "$T/fk" pid $W 2>"$T/fk.err" \
-            || { echo "flamekit offcpu failed: $(tail -3 "$T/fk.err")" >&2; exit 1; }
+            "$FLAMEKIT" offcpu -q --no-svg "${extra[@]}" -d "$SECS" --ready-fd 9 -o "$T/fk" pid $W \
+            2>"$T/fk.err" 9>"$T/ready" &
+        local f=$!
+        for ((i = 0; i < 400; i++)); do grep -q ready "$T/ready" 2>/dev/null && break; sleep 0.01; done
+        from=$(now_ns)
+        local fp; fp=$(pgrep -P $f -x flamekit || true); fp=${fp:-$f}
+        sleep 1
+        local c1 t1; c1=$(cpu_ticks "$fp"); t1=$(now_ns)
+        sleep "$(awk -v f="$from" -v s="$SECS" -v n="$(now_ns)" 'BEGIN { d = (f + (s - 1) * 1e9 - n) / 1e9; print (d > 0 ? d : 0) }')"
+        local c2 t2; c2=$(cpu_ticks "$fp"); t2=$(now_ns)
+        [ -n "$c1" ] && [ -n "$c2" ] || { echo "flamekit ended before its window's steady part was read" >&2; exit 1; }
+        wait $f || { echo "flamekit offcpu failed: $(tail -3 "$T/fk.err")" >&2; exit 1; }
+        to=$(( from + SECS * 1000000000 ))
         local j; j=$(ls "$T"/fk/*.json)
         read -r u s m <"$T/time"
-        local post
+        local steady post
+        steady=$(awk -v c="$((c2 - c1))" -v hz="$(getconf CLK_TCK)" -v t="$((t2 - t1))" 'BEGIN { printf "%.2f", 100 * c / hz / (t / 1e9) }')
         post=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["post_capture_ms"]; print(round(sum(v for k, v in d.items() if k in ("naming", "folded", "svg", "pprof")), 1))' "$j")
-        echo "fk $mode $(awk -v u="$u" -v s="$s" -v d="$SECS" 'BEGIN { printf "%.2f", 100 * (u + s) / d }') $((m / 1024)) $post $(jget offcpu.one_in "$j") $(jget offcpu.switches_seen "$j") $(jget offcpu.switches_recorded "$j") $(jget offcpu.switch_rate_before "$j")" >>"$T/fkstats"
+        echo "fk $mode $steady $(awk -v u="$u" -v s="$s" -v d="$SECS" 'BEGIN { printf "%.2f", 100 * (u + s) / d }') $((m / 1024)) $post $(jget offcpu.one_in "$j") $(jget offcpu.one_in_max "$j") $(jget offcpu.switches_seen "$j") $(jget offcpu.switches_recorded "$j") $(jget offcpu.switch_rate_before "$j") $(jget duration_s "$j") $(jget lost "$j")" >>"$T/fkstats"
         ;;
     bpftrace)
-        timeout $((SECS + 10)) bpftrace "$FK_SRC/test/offcpu-ref.bt" $W >"$T/bt.out" 2>&1 &
+        timeout $((SECS + 20)) bpftrace "$FK_SRC/test/offcpu-ref.bt" $W >"$T/bt.out" 2>&1 &
         local b=$!
+        for ((i = 0; i < 500; i++)); do grep -q Attaching "$T/bt.out" 2>/dev/null && break; sleep 0.02; done
+        from=$(now_ns)
         sleep "$SECS"
+        to=$(now_ns)
         kill -INT $b 2>/dev/null; wait $b 2>/dev/null || true
         ;;
     esac
     wait $W
     W=
-    awk '$1 == "round_trips_per_s" { print $2 }' "$out"
+    storm_rate "$out" "$from" "$to"
 }
 
-echo "== switch storm: $SECS s windows, median of $REPS interleaved runs"
-modes="none fk-default fk-every1"
-[ $have_bt = 1 ] && modes="$modes bpftrace"
+PARTS=${FK_BENCH_OFFCPU_PARTS:-storm stack minblock}
+if [[ " $PARTS " == *" storm "* ]]; then
+echo "== switch storm: $SECS s windows, median of $REPS interleaved runs (the order turns each run)"
+modes=(none fk-default)
+[ "${FK_BENCH_OFFCPU_EVERY1:-0}" = 1 ] && modes+=(fk-every1)
+[ $have_bt = 1 ] && modes+=(bpftrace)
 : >"$T/fkstats"
 for ((r = 0; r < REPS; r++)); do
-    for m in $modes; do storm "$m" >>"$T/rate.$m"; done
+    for ((k = 0; k < ${#modes[@]}; k++)); do
+        m=${modes[$(( (k + r) % ${#modes[@]} ))]}
+        storm "$m" >>"$T/rate.$m"
+    done
 done
 base=$(median <"$T/rate.none")
-printf '%-34s %14s %10s\n' "configuration" "round trips/s" "loss"
-for m in $modes; do
+printf '%-20s %14s %10s   %s\n' "configuration" "round trips/s" "loss" "(each run)"
+for m in "${modes[@]}"; do
     v=$(median <"$T/rate.$m")
-    awk -v n="$m" -v v="$v" -v b="$base" 'BEGIN { printf "%-34s %14.0f %9.1f%%\n", n, v, (1 - v / b) * 100 }'
+    awk -v n="$m" -v v="$v" -v b="$base" -v runs="$(tr '\n' ' ' <"$T/rate.$m")" 'BEGIN { printf "%-20s %14.0f %9.1f%%   %s\n", n, v, (1 - v / b) * 100, runs }'
 done
-for m in fk-default fk-every1; do
+for m in "${modes[@]}"; do
+    case $m in fk-*) ;; *) continue ;; esac
     awk -v m="$m" '$2 == m' "$T/fkstats" | sort -k3 -n | awk -v m="$m" '
-        { v[NR] = $0 } END { split(v[int((NR + 1) / 2)], a, " ");
-          printf "flamekit %-12s CPU %5.2f%% of a core, RSS %d MB, window end to files %.0f ms, N=%s, switches seen %s, recorded %s, rate before %s/s\n",
-                 m, a[3], a[4], a[5], a[6], a[7], a[8], a[9] }'
+        { v[NR] = $0; all = all sprintf(" %s", $3) } END { split(v[int((NR + 1) / 2)], a, " ");
+          rate = a[9] / a[12];
+          printf "flamekit %-10s CPU %.2f%% of a core in the window (runs:%s), %.2f%% with start-up; %.3f us per switch-out at %.0f switch-outs/s (%.2f%% of a core at 64,000/s); RSS %d MB; window end to files %.0f ms; N %s before, %s at most; %s seen, %s recorded, %s lost; rate before %s/s\n",
+                 m, a[3], all, a[4], a[3] / 100 / rate * 1e6, rate, a[3] / 100 / rate * 64000 * 100, a[5], a[6], a[7], a[8], a[9], a[10], a[13], a[11] }'
 done
+if [ $have_bt = 1 ]; then
+    awk -v b="$base" -v f="$(median <"$T/rate.fk-default")" -v t="$(median <"$T/rate.bpftrace")" 'BEGIN {
+        printf "same run: throughput loss flamekit %.1f%%, bpftrace %.1f%%; flamekit keeps %.3fx the throughput bpftrace does\n",
+               (1 - f / b) * 100, (1 - t / b) * 100, f / t }'
+fi
+fi
 
+if [[ " $PARTS " == *" stack "* ]]; then
 echo "== stack copy for blocked stacks: complete user stacks (dwarf)"
 printf '%-28s %8s %8s %8s %8s\n' "workload" "4K" "8K" "16K" "32K"
 complete_row() {
@@ -114,7 +165,9 @@ complete_row "python3 queue + sleeps" python3 "$T/py.py"
 head -c 20000000 /dev/urandom >"$T/rand"
 printf 'import sys, time\nwhile sys.stdin.buffer.read(65536):\n    time.sleep(0.005)\n' >"$T/slow.py"
 complete_row "xz -3 into a slow pipe" sh -c "xz -3 -T1 <'$T/rand' | python3 '$T/slow.py'"
+fi
 
+if [[ " $PARTS " == *" minblock "* ]]; then
 echo "== short blocks (--min-block): share of blocked time in blocks under 10us, 100us, 1ms"
 rm -rf "$T/mb"
 "$FLAMEKIT" offcpu -q --no-svg -d "$SECS" -o "$T/mb" host >/dev/null 2>&1
@@ -127,3 +180,4 @@ for mb in 10us 100us 1ms; do
     awk -v mb="$mb" -v s="$(jget offcpu.blocks_short_ns "$j2")" -v k="$(jget weight_total "$j2")" -v n="$(jget offcpu.blocks_short "$j2")" -v b="$(jget offcpu.blocks "$j2")" \
         'BEGIN { printf "host, --min-block %-6s: %5.2f%% of blocked time and %5.1f%% of blocks dropped\n", mb, 100 * s / (s + k), 100 * n / (n + b) }'
 done
+fi

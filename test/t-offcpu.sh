@@ -70,6 +70,15 @@ if offcpu sleeps run -- "$TRUTH" sleeps 3; then
     check_eq "sleeps: no switch-in lost" 0 "$(jnum offcpu.switch_ins_lost "$J")"
     check_grep "sleeps: the SVG uses the cold palette" 'data-colors="node"' "$(head -c 200000 "$S")"
     check_grep "sleeps: the SVG counts nanoseconds" 'data-countname="ns"' "$(head -c 200000 "$S")"
+    if have_browser; then
+        # (the viewer reads ns as durations: hover, search and the top table)
+        o=$(browser "open:$S" "hover:wait_30ms" "search:wait_10ms" "top:3" 2>&1)
+        check_grep "sleeps: hovering a frame shows its time in ms/s" '^details\.wait_30ms=.*[0-9] m?s\b' "$o"
+        check_grep "sleeps: a search's match is a time" '^matched=Matched: [0-9.]+ m?s\b' "$o"
+        check_grep "sleeps: the top table counts time" '^top\.1=[^|]*\|[0-9.]+ m?s\|' "$o"
+    else
+        skip "sleeps: the SVG in a browser" "node or chromium not found"
+    fi
     if need go && [ -n "$P" ]; then
         o=$(cd "$T" && timeout 60 go tool pprof -raw "$P" 2>&1 | grep -v '^Comment:' | head -8)
         check_grep "sleeps: go tool pprof reads switches/count and off_cpu/nanoseconds" 'switches/count off_cpu/nanoseconds' "$o"
@@ -164,6 +173,78 @@ fi
 if offcpu churn run -- "$TRUTH" threads 3000; then
     check "churn: threads held at most stays small" test "$(jnum offcpu.threads_peak "$J")" -lt 200
     check_eq "churn: no thread over the limit" 0 "$(jnum offcpu.threads_over_limit "$J")"
+fi
+
+## The other targets: host, user and cgroup see a sleeper's waits (one
+## workload in a cgroup of its own, another outside it); --stdout streams
+## the four files.
+"$TRUTH" sleeps 30 >/dev/null & SW=$!
+"$TRUTH" pipe 30 >/dev/null & OW=$!
+fk_cleanup "kill $SW $OW 2>/dev/null"
+if offcpu host -d 1 --no-svg host; then
+    check_grep "host: the sleeper's wait under [S]" '^truth-a;\[S\];.*;wait_10ms;' "$(zcat "$F")"
+    check_grep "host: the other workload too" '^truth-prod;' "$(zcat "$F")"
+fi
+if offcpu user -d 1 --no-svg user root; then
+    check_grep "user: the sleeper's wait under [S]" '^truth-a;\[S\];.*;wait_10ms;' "$(zcat "$F")"
+fi
+cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+if [ -n "$cg2" ] && mkdir "$cg2/fk-offcpu-$$" 2>/dev/null; then
+    fk_cleanup "rmdir $cg2/fk-offcpu-$$"
+    echo "$SW" >"$cg2/fk-offcpu-$$/cgroup.procs"
+    if offcpu cgroup -d 1 --no-svg cgroup "fk-offcpu-$$"; then
+        check_grep "cgroup: the sleeper inside" '^truth-a;\[S\];.*;wait_10ms;' "$(zcat "$F")"
+        check_nogrep "cgroup: the workload outside absent" '^truth-prod;' "$(zcat "$F")"
+    fi
+else
+    skip "cgroup" "no cgroup v2 directory to make"
+fi
+"$FLAMEKIT" offcpu -q -d 1 --stdout pid $SW >"$T/stream" 2>"$T/stream.err"
+check_eq "--stdout: exit 0" 0 "$?"
+check_eq "--stdout: the stream's magic" FKS1 "$(head -c 4 "$T/stream")"
+check_eq "--stdout: the four offcpu files in it" 4 "$(LC_ALL=C grep -aoE '\.offcpu\.(flamegraph\.svg|folded\.gz|pb\.gz|json)' "$T/stream" | sort -u | wc -l)"
+kill $SW $OW 2>/dev/null; wait $SW $OW 2>/dev/null || true
+
+## N follows the rate within the window: truth-sleep sleeps 1 ms at a time
+## throughout; truth-ping and truth-pong (there before the window) ping-pong
+## every 50 us for 1 s once it is open (tens of thousands of switches a
+## second against a budget of 500). N must rise for the storm and come back after
+## it, and each block weigh the N it was sampled at: the sleeper's time in
+## wait_1ms (samples at a small N before and after the storm, at the
+## storm's N during it) matches its own clock over the window -- with the N
+## at the end for all of them it would miss most of the storm's second --
+## and every recorded switch-out times its N adds up to the switch-outs seen.
+rm -f "$T/go"; mkfifo "$T/go"
+"$TRUTH" phases 30 1 <"$T/go" >"$T/phases.out" &
+W=$!
+exec 7>"$T/go"
+fk_cleanup "kill $W 2>/dev/null"
+for i in $(seq 100); do [ "$(ls /proc/$W/task 2>/dev/null | wc -l)" -ge 4 ] && break; sleep 0.05; done
+rm -rf "$T/phases"
+"$FLAMEKIT" offcpu -q -o "$T/phases" -d 4 --switch-budget 500 --ready-fd 8 pid $W >"$T/phases.sum" 2>"$T/phases.err" 8>"$T/phases.ready" &
+P=$!
+for i in $(seq 400); do grep -q ready "$T/phases.ready" 2>/dev/null && break; sleep 0.01; done
+t_open=$(date +%s%N)
+echo go >&7
+wait $P; rc=$?
+exec 7>&-
+kill $W 2>/dev/null; wait $W 2>/dev/null || true
+F=$(ls "$T"/phases/*.offcpu.folded.gz 2>/dev/null | head -1); J=$(ls "$T"/phases/*.offcpu.json 2>/dev/null | head -1)
+if [ $rc -ne 0 ] || [ -z "$J" ]; then
+    fail "phases: capture failed (status $rc)" "$(cat "$T/phases.err")"
+else
+    nmax=$(jnum offcpu.one_in_max "$J"); nlast=$(jnum offcpu.one_in_last "$J")
+    check "phases: N rose for the storm (max N $nmax)" test "$nmax" -ge 4
+    check "phases: N came back after it (N at the end $nlast of max $nmax)" test $((nlast * 2)) -le "$nmax"
+    wall=$(python3 -c 'import json,sys; print(int(json.load(open(sys.argv[1]))["duration_s"] * 1e9))' "$J")
+    # the sleeper's own time in wait_1ms over the window (its 50 ms reports)
+    slept=$(awk -v a="$t_open" -v b="$((t_open + wall))" '$1 == "sleep_at" && $2 >= a && !t0 { t0 = $2; n0 = $3 }
+        $1 == "sleep_at" && $2 <= b { t1 = $2; n1 = $3 }
+        END { printf "%.0f\n", (t1 > t0 ? (n1 - n0) * (b - a) / (t1 - t0) : 0) }' "$T/phases.out")
+    within "phases: the sleeper's wait_1ms time vs its own clock (%; records lost: $(jnum lost "$J"))" \
+        "$(pct "$(weight "$F" '^truth-sleep;.*;wait_1ms;')" "$slept")" 100 10
+    within "phases: recorded switch-outs x their N vs switch-outs seen (%)" \
+        "$(pct "$(jnum offcpu.switches_estimated "$J")" "$(jnum offcpu.switches_seen "$J")")" 100 5
 fi
 
 ## Side by side with bpftrace, same workload, same time: the top-10 kernel

@@ -43,10 +43,12 @@ static const struct fk_opt offcpu_optset[] = {
       "also sample on-CPU stacks (-F Hz, under an [on-CPU] frame): one wall-clock graph, "
       "warm on CPU, cold off it" },
     { "switch-budget", 0, FK_OPT_UINT, RQ(switch_budget), "N",
-      "record at most about N switch-outs per second: N is set to the rate measured "
-      "before the window over this (default 2000, at most 100000)", "5000", .min = 1 },
+      "record about N switch-outs per second at most: one in the rate over N, measured "
+      "before the window and followed within it (default 2000, at most 100000)", "5000",
+      .min = 1 },
     { "every", 'c', FK_OPT_UINT, RQ(one_in), "N",
-      "record one switch-out in N whatever the rate (instead of --switch-budget)", "10",
+      "record one switch-out in N whatever the rate, fixed for the window (instead of "
+      "--switch-budget)", "10",
       .min = 1 },
     { NULL },
 };
@@ -69,7 +71,8 @@ int cmd_offcpu(int argc, char **argv)
         "Off-CPU flame graph: each time a thread of the target is switched out, its\n"
         "stack (kernel and user, unwound as in CPU profiles) is weighted by the\n"
         "nanoseconds until it runs again. Busy hosts: one switch-out in N is\n"
-        "recorded, N chosen from the switch rate measured first (--switch-budget).\n"
+        "recorded, N set from the switch rate measured before the window and\n"
+        "again as it changes within it (--switch-budget).\n"
         "Options may come before and after TARGET (before run's command).",
         footer, fk_capture_cli_rest_is_command,
     };

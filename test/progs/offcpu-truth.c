@@ -18,7 +18,19 @@
  *                                   file in DIR (a disk, not tmpfs): [D]
  *   offcpu-truth storm SECONDS      two threads ping-pong a byte through two
  *                                   pipes as fast as they can; prints the
- *                                   round trips per second
+ *                                   round trips per second, and every 100 ms
+ *                                   "at REALTIME_NS ROUND_TRIPS" (for a rate
+ *                                   over a window of its own)
+ *   offcpu-truth phases SECONDS STORM_SECONDS
+ *                                   truth-sleep sleeps 1 ms at a time
+ *                                   (wait_1ms) throughout, and says every
+ *                                   50 ms "sleep_at REALTIME_NS NS" (its time
+ *                                   in wait_1ms so far); truth-ping and
+ *                                   truth-pong, started at once, wait for a
+ *                                   line on stdin, then ping-pong a round
+ *                                   trip every 50 us for STORM_SECONDS and
+ *                                   stop: a switch rate that jumps and falls
+ *                                   within a window
  *   offcpu-truth spin SECONDS       two threads spin (spin_hot) without
  *                                   blocking: on one CPU (taskset -c 0) each
  *                                   waits runnable [R] half the time
@@ -95,6 +107,7 @@ static void name_thread(const char *name)
 
 /* ---- sleeps ---- */
 
+static NOINLINE void wait_1ms(void) { sleep_ms(1); }
 static NOINLINE void wait_10ms(void) { sleep_ms(10); }
 static NOINLINE void wait_30ms(void) { sleep_ms(30); }
 static NOINLINE void wait_50ms(void) { sleep_ms(50); }
@@ -239,6 +252,7 @@ static void run_fsync(const char *dir)
 
 static int ping[2], pong[2];
 static _Atomic uint64_t trips;
+static uint64_t storm_deadline;     /* phases: the storm's own end */
 
 static NOINLINE void storm_ping(void)
 {
@@ -247,7 +261,7 @@ static NOINLINE void storm_ping(void)
         if (write(ping[1], &c, 1) != 1 || read(pong[0], &c, 1) != 1)
             break;
         atomic_fetch_add_explicit(&trips, 1, memory_order_relaxed);
-        if ((trips & 1023) == 0 && now_ns() >= deadline)
+        if ((trips & 1023) == 0 && now_ns() >= (storm_deadline ? storm_deadline : deadline))
             atomic_store(&done, true);
     }
     close(ping[1]);
@@ -261,6 +275,77 @@ static void *storm_pong(void *arg)
     while (read(ping[0], &c, 1) == 1)
         if (write(pong[1], &c, 1) != 1)
             break;
+    return NULL;
+}
+
+/* the round trips so far, every 100 ms, with the wall clock */
+static void *storm_report(void *arg)
+{
+    (void)arg;
+    name_thread("truth-report");
+    while (!atomic_load(&done)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        printf("at %llu %llu\n", (unsigned long long)ts.tv_sec * 1000000000ull +
+               (unsigned long long)ts.tv_nsec, (unsigned long long)atomic_load(&trips));
+        fflush(stdout);
+        sleep_ms(100);
+    }
+    return NULL;
+}
+
+/* ---- phases: a storm within a quiet run ---- */
+
+static void *phase_sleeper(void *arg)
+{
+    (void)arg;
+    name_thread("truth-sleep");
+    struct truth *a = truth("wait_1ms");
+    uint64_t report = 0;
+    while (now_ns() < deadline) {
+        uint64_t t = now_ns();
+        wait_1ms();
+        account(a, t);
+        if (now_ns() >= report) {   /* its time in wait_1ms so far, on the wall clock */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            printf("sleep_at %llu %llu\n", (unsigned long long)ts.tv_sec * 1000000000ull +
+                   (unsigned long long)ts.tv_nsec, (unsigned long long)atomic_load(&a->ns));
+            fflush(stdout);
+            report = now_ns() + 50000000ull;
+        }
+    }
+    return NULL;
+}
+
+static double storm_secs;
+
+static void *phase_ping(void *arg)
+{
+    (void)arg;
+    name_thread("truth-ping");
+    char line[16];
+    if (read(0, line, sizeof line) <= 0) {   /* the go */
+        close(ping[1]);
+        return NULL;
+    }
+    uint64_t t0 = now_ns();
+    storm_deadline = t0 + (uint64_t)(storm_secs * 1e9);
+    /* a round trip every 50 us at most: tens of thousands of switches a
+     * second, a storm N must follow, not one that overflows the rings of
+     * a profiler slowed by sanitizers */
+    char c = 0;
+    while (now_ns() < storm_deadline) {
+        uint64_t next = now_ns() + 50000;
+        if (write(ping[1], &c, 1) != 1 || read(pong[0], &c, 1) != 1)
+            break;
+        atomic_fetch_add_explicit(&trips, 1, memory_order_relaxed);
+        while (now_ns() < next)
+            ;
+    }
+    close(ping[1]);
+    printf("storm_round_trips %llu\nstorm_ns %llu\n", (unsigned long long)trips,
+           (unsigned long long)(now_ns() - t0));
     return NULL;
 }
 
@@ -333,6 +418,7 @@ int main(int argc, char **argv)
 {
     if (argc < 3) {
         fprintf(stderr, "usage: offcpu-truth sleeps|pipe|mutex|storm|spin|names SECONDS | fsync SECONDS DIR"
+                        " | phases SECONDS STORM_SECONDS"
                         " | threads N\n");
         return 2;
     }
@@ -341,7 +427,7 @@ int main(int argc, char **argv)
     uint64_t t0 = now_ns();
     deadline = t0 + (uint64_t)(secs * 1e9);
     /* the truths exist before any thread looks them up */
-    static const char *const names[] = { "wait_10ms", "wait_30ms", "wait_50ms", "produce",
+    static const char *const names[] = { "wait_1ms", "wait_10ms", "wait_30ms", "wait_50ms", "produce",
                                          "consume_slowly", "take_lock", "hold_lock", "sync_write",
                                          "spin_hot" };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -375,11 +461,23 @@ int main(int argc, char **argv)
             die("pipe");
         name_thread("truth-ping");
         start(&th[0], storm_pong);
+        start(&th[1], storm_report);
         storm_ping();
         pthread_join(th[0], NULL);
+        pthread_join(th[1], NULL);
         double el = (double)(now_ns() - t0) / 1e9;
         printf("round_trips %llu\nround_trips_per_s %.0f\n", (unsigned long long)trips,
                (double)trips / el);
+    } else if (!strcmp(mode, "phases")) {
+        storm_secs = argc > 3 ? atof(argv[3]) : 1;
+        if (pipe(ping) < 0 || pipe(pong) < 0)
+            die("pipe");
+        start(&th[0], phase_sleeper);
+        start(&th[1], storm_pong);
+        start(&th[2], phase_ping);
+        pthread_join(th[2], NULL);
+        pthread_join(th[1], NULL);
+        pthread_join(th[0], NULL);
     } else if (!strcmp(mode, "spin")) {
         start(&th[0], spinner);
         start(&th[1], spinner);

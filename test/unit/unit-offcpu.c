@@ -230,6 +230,27 @@ int main(void)
                bt.n == 100 && bt.st.table_full == 50 && g.n == 100);
     fk_bt_free(&bt);
 
+    /* N changing within the window: each block weighs the N its switch-out
+     * was sampled at, whatever N is when it ends; reordered and open
+     * blocks too */
+    init(&bt, &g, 0, 1);
+    fk_bt_out_n(&bt, 800, 1 * MS, FK_BT_SLEEPING, 1, 1);
+    fk_bt_out_n(&bt, 801, 2 * MS, FK_BT_SLEEPING, 2, 50);
+    fk_bt_in(&bt, 800, 5 * MS);
+    fk_bt_in(&bt, 801, 4 * MS);
+    fk_bt_out_n(&bt, 800, 6 * MS, FK_BT_DISK, 3, 7);
+    fk_bt_in(&bt, 801, 9 * MS);                          /* read before its switch-out */
+    fk_bt_out_n(&bt, 801, 8 * MS, FK_BT_SLEEPING, 4, 3);
+    fk_bt_finish(&bt, 10 * MS);
+    UNIT_CHECK("N within the window: each block weighs its own N (also reordered, open)",
+               g.n == 4 && g.v[0].ns == 4 * MS && g.v[0].switches == 1 &&
+               g.v[1].ns == 2 * MS * 50 && g.v[1].switches == 50 &&
+               g.v[2].ns == 1 * MS * 3 && g.v[2].switches == 3 &&
+               g.v[3].ns == 4 * MS * 7 && g.v[3].switches == 7 && g.v[3].open &&
+               bt.st.blocks_by_state[FK_BT_SLEEPING] == 54 &&
+               bt.st.ns_by_state[FK_BT_DISK] == 28 * MS);
+    fk_bt_free(&bt);
+
     /* prev_state */
     struct fk_bt_statebits sb = { .sleeping = 1, .disk = 2, .preempt = 0x100 };
     UNIT_CHECK("prev_state 1 is [S]", fk_bt_state_of(1, &sb) == FK_BT_SLEEPING);

@@ -12,6 +12,7 @@ struct fk_bt_thread {
     bool confirmed;         /* ... and its own switch-out record was seen */
     bool in_fresh;          /* in_time is a switch-in no block has used */
     uint64_t out_time, in_time;
+    uint64_t one_in;        /* the pending block's N */
     uint64_t stack, waker;
     uint64_t early_time, early_waker;   /* a wakeup with no block pending */
 };
@@ -113,7 +114,7 @@ static struct fk_bt_thread *find_or_add(struct fk_blocktime *bt, pid_t tid)
 
 static void emit(struct fk_blocktime *bt, const struct fk_bt_thread *e, uint64_t ns, bool open)
 {
-    uint64_t n = bt->o.one_in;
+    uint64_t n = e->one_in;
     if (ns < bt->o.min_block_ns) {
         bt->st.short_blocks += n;
         bt->st.short_ns += ns * n;
@@ -134,6 +135,12 @@ static void emit(struct fk_blocktime *bt, const struct fk_bt_thread *e, uint64_t
 void fk_bt_out(struct fk_blocktime *bt, pid_t tid, uint64_t time, enum fk_bt_state state,
                uint64_t stack)
 {
+    fk_bt_out_n(bt, tid, time, state, stack, bt->o.one_in);
+}
+
+void fk_bt_out_n(struct fk_blocktime *bt, pid_t tid, uint64_t time, enum fk_bt_state state,
+                 uint64_t stack, uint64_t one_in)
+{
     if (tid <= 0)
         return;     /* the idle task */
     bt->st.outs++;
@@ -153,6 +160,7 @@ void fk_bt_out(struct fk_blocktime *bt, pid_t tid, uint64_t time, enum fk_bt_sta
         e->pending = false;
     }
     e->state = (uint8_t)state;
+    e->one_in = one_in ? one_in : 1;
     e->stack = stack;
     e->waker = FK_BT_NO_STACK;
     if (e->early_waker != FK_BT_NO_STACK && state != FK_BT_RUNNABLE && e->early_time <= time &&

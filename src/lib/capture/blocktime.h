@@ -16,8 +16,9 @@
  *  - Memory is one entry per thread with a block or a switch-in pending
  *    (not per switch), at most max_threads entries; entries of threads
  *    that exited are reclaimed.
- *  - One in N: each recorded switch-out stands for N (weight and count
- *    scaled by N; the caller samples).
+ *  - One in N: each recorded switch-out stands for the N it was sampled at
+ *    (weight and count scaled by N; the caller samples, and may change N
+ *    within the window: fk_bt_out_n).
  *  - Stacks are the caller's tokens (e.g. ids in its stack table): a
  *    token is only stored and handed back. */
 #ifndef FK_BLOCKTIME_H
@@ -58,7 +59,8 @@ typedef void (*fk_bt_sink)(void *ctx, const struct fk_block *b);
 
 struct fk_bt_opts {
     uint64_t min_block_ns;  /* shorter blocks are dropped (counted) */
-    uint64_t one_in;        /* N >= 1: each recorded switch-out stands for N */
+    uint64_t one_in;        /* N >= 1: each recorded switch-out stands for N
+                               (fk_bt_out; fk_bt_out_n gives each its own) */
     size_t max_threads;     /* entries held at most (0: 65536); beyond, new
                                blocks are dropped and counted */
     fk_bt_sink sink;
@@ -105,9 +107,13 @@ struct fk_bt_statebits { uint64_t sleeping, disk, preempt; };
 /* prev_state -> state: preempted or no state bit: [R]. */
 enum fk_bt_state fk_bt_state_of(int64_t prev_state, const struct fk_bt_statebits *b);
 
-/* A recorded (sampled) switch-out of tid at time with its stack. */
+/* A recorded (sampled) switch-out of tid at time with its stack, standing
+ * for o.one_in switch-outs (fk_bt_out) or for one_in (fk_bt_out_n: the N it
+ * was sampled at, when N changes within the window). */
 void fk_bt_out(struct fk_blocktime *bt, pid_t tid, uint64_t time, enum fk_bt_state state,
                uint64_t stack);
+void fk_bt_out_n(struct fk_blocktime *bt, pid_t tid, uint64_t time, enum fk_bt_state state,
+                 uint64_t stack, uint64_t one_in);
 /* Any switch-out of tid (sampled or not; e.g. PERF_RECORD_SWITCH): the
  * second one after a recorded switch-out without a switch-in between
  * proves the switch-in was lost. */

@@ -510,6 +510,8 @@ static bool engine_loop(struct fk_engine *e)
     bool preloaded = o->event.exclude_kernel;
     uint64_t deadline = o->duration_ms ? start + o->duration_ms * 1000000ull : UINT64_MAX;
     report_progress(e, start, start, false);    /* the window is open (--ready-fd) */
+    if (e->kind->window)
+        e->kind->window(e->kind_state, e, true);
     uint64_t last_progress = start;
     for (;;) {
         uint64_t now = fk_now_ns();
@@ -552,6 +554,20 @@ static bool engine_loop(struct fk_engine *e)
     r->duration_ns = fk_now_ns() - start;
     report_progress(e, start, fk_now_ns(), true);
     return true;
+}
+
+uint64_t fk_engine_event_count(struct fk_engine *e, unsigned event, size_t *nfds)
+{
+    uint64_t sum = 0;
+    int ncpu = perf_cpu_map__nr(e->cpus), nthr = perf_thread_map__nr(e->threads);
+    *nfds = (size_t)ncpu * (size_t)nthr;
+    for (int c = 0; event < e->nevents && c < ncpu; c++)
+        for (int th = 0; th < nthr; th++) {
+            struct perf_counts_values cv;
+            if (perf_evsel__read(e->evsel[event], c, th, &cv) == 0)
+                sum += cv.val;
+        }
+    return sum;
 }
 
 /* The events' own counts, summed over every CPU and thread, and the
@@ -629,7 +645,10 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
     if ((rc = engine_start(e)) != FK_EXIT_OK)
         goto out;
     rc = FK_EXIT_ERROR;
-    if (!engine_loop(e))
+    bool looped = engine_loop(e);
+    if (e->kind->window)
+        e->kind->window(e->kind_state, e, false);
+    if (!looped)
         goto out;
     perf_evlist__disable(e->evlist);
     uint64_t end_ns = fk_now_ns();    /* the records' clock (CLOCK_MONOTONIC) */

@@ -66,6 +66,9 @@ struct fk_engine {
     struct perf_evsel *evsel[FK_EVKIND_MAX_EVENTS];
     struct fk_u64map event_of;      /* sample id -> event index + 1 (several events) */
     int *cgfds;                     /* CGROUP: the target's own counters per CPU */
+    int *period_fds[FK_EVKIND_MAX_EVENTS];  /* fk_engine_set_period: each event's fds,
+                                               found at the first call */
+    size_t nperiod_fds[FK_EVKIND_MAX_EVENTS];
     bool cg_counting;
     /* reading */
     struct fk_ringq ring;

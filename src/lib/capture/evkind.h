@@ -104,6 +104,14 @@ struct fk_evkind {
      * NULL. */
     void (*flush)(void *state, struct fk_engine *e, uint64_t end_time);
     void (*stop)(void *state);      /* free the state; may be NULL */
+    /* The window opened (open: the events are on) or ended (before they
+     * are closed), from the engine's thread: a kind that steers its events
+     * while they run, from their counts (fk_engine_event_count,
+     * fk_engine_set_period), does it on a thread of its own started here
+     * and joined at the end -- the records reach the kind tens of
+     * milliseconds after they happen, seconds while symbols load. Also
+     * called with open false when the window failed. May be NULL. */
+    void (*window)(void *state, struct fk_engine *e, bool open);
 };
 
 /* A stack rewriter run on every kept sample after user-stack unwinding. */
@@ -143,6 +151,22 @@ struct fk_unwinder *fk_engine_unwinder(struct fk_engine *e);
 /* The kind's values as its values hook set them (period: the weight of one
  * sample of a fixed-rate kind). */
 const struct fk_evkind_values *fk_engine_values(const struct fk_engine *e);
+
+/* Event i's count so far (every hit, sampled or not; inherited events'
+ * included) summed over its fds, and how many fds were read (each a
+ * system call). This and fk_engine_set_period may be called from a kind's
+ * own thread in the window (struct fk_evkind.window). */
+uint64_t fk_engine_event_count(struct fk_engine *e, unsigned event, size_t *nfds);
+/* Sample one hit in period from now on, on every fd of event i (opened
+ * with a fixed period and PERF_FORMAT_ID in its read_format):
+ * PERF_EVENT_IOC_PERIOD. The kernel applies it to the events flamekit
+ * opened (per CPU, or per thread listed at the start), not to the ones a
+ * thread inherited when it was created (they keep the period in force at
+ * its creation), and an event running at that moment samples its next
+ * hit. period 0: only find the fds (the first call looks for them). false
+ * with one phrase in err when an fd refused (some may have taken it). */
+bool fk_engine_set_period(struct fk_engine *e, unsigned event, uint64_t period, char *err,
+                          size_t errlen);
 
 /* Built-in kinds. */
 extern const struct fk_evkind fk_evkind_clock;      /* o->event at o->event.freq Hz */

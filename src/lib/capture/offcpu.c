@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <perf/event.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,28 @@ struct offcpu {
     /* rate per second, by record time */
     uint64_t sec_start, sec_count;
     uint64_t last_time;             /* the latest record's time */
+    uint64_t window_start;          /* when it opened */
+    uint64_t unsure;                /* samples timed during a change */
+    /* N within the window: the rate over each interval of records, the N in
+     * force, every change (when it was made, for the samples' weights), and
+     * per task events: the N each thread created in the window inherited */
+    uint64_t win_start, win_count;  /* the last look at the switch event's count */
+    size_t nfds;
+    bool probed, counting;
+    /* the steering thread: chg, nchg, n_now, adapt_off and the N fields of
+     * st are shared with it under lock */
+    pthread_t steerer;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    bool steering, steer_stop;
+    uint64_t low_since, low_peak;   /* the rate has been low enough for a smaller N
+                                       since, at most */
+    uint64_t n_now;
+    struct nchange { uint64_t t_a, t_b, n; } *chg;  /* ioctls between t_a and t_b */
+    size_t nchg, capchg;
+    bool adapt_off, per_task;
+    struct fk_u64map inherited;     /* tid -> N + 1 (0: exited) */
+    size_t inherited_live;
     struct fk_loc scratch[2 * MAX_FRAMES + 4];
 };
 
@@ -119,6 +142,272 @@ int64_t fk_offcpu_switch_rate(const pid_t *pids, size_t npids, unsigned ms)
     double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
     /* threads that exited in between take their counts with them */
     return b > a && secs > 0 ? (int64_t)((double)(b - a) / secs) : 0;
+}
+
+/* ---- N within the window ----------------------------------------------- */
+
+/* Changes kept for the samples' weights; past this, N stays as it is. */
+#define MAX_CHANGES 4096
+
+/* The N a sample taken at time t on an event flamekit opened was drawn at:
+ * the last change made before t. A sample timed while the ioctls ran may
+ * have been drawn at either (an event running at the change samples its
+ * next hit): it gets the new N, counted. */
+static uint64_t n_at_locked(struct offcpu *k, uint64_t t)
+{
+    size_t lo = 0, hi = k->nchg;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (k->chg[mid].t_a <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (!lo)
+        return k->o.one_in;
+    if (t < k->chg[lo - 1].t_b)
+        k->unsure++;
+    return k->chg[lo - 1].n;
+}
+
+static uint64_t n_at(struct offcpu *k, uint64_t t)
+{
+    pthread_mutex_lock(&k->lock);
+    uint64_t n = n_at_locked(k, t);
+    pthread_mutex_unlock(&k->lock);
+    return n;
+}
+
+/* The N a switch-out of tid at time stands for: per task events a thread
+ * created in the window inherited from its creator's (the kernel gives an
+ * inherited event the period in force then, and PERF_EVENT_IOC_PERIOD
+ * does not reach it); every other sample: n_at. */
+static uint64_t sample_n(struct offcpu *k, pid_t tid, uint64_t time)
+{
+    uint64_t *v = k->per_task && k->inherited.n ? fk_u64map_slot(&k->inherited, (uint64_t)tid, false)
+                                                 : NULL;
+    if (!v || !*v)
+        return n_at(k, time);
+    if (*v - 1 != n_at(k, time))
+        k->st.recorded_inherited_n++;
+    return *v - 1;
+}
+
+static void inherited_forget(struct offcpu *k, pid_t tid)
+{
+    uint64_t *v = k->per_task && k->inherited.n ? fk_u64map_slot(&k->inherited, (uint64_t)tid, false)
+                                                 : NULL;
+    if (!v || !*v)
+        return;
+    *v = 0;
+    k->inherited_live--;
+    if (k->inherited.n < 1024 || k->inherited_live * 2 > k->inherited.n)
+        return;
+    /* mostly exited threads: keep the live ones (memory follows threads) */
+    struct fk_u64map m = { 0 };
+    for (size_t i = 0; i < k->inherited.n; i++)
+        if (k->inherited.v[i].val)
+            *fk_u64map_slot(&m, k->inherited.v[i].key, true) = k->inherited.v[i].val;
+    fk_u64map_free(&k->inherited);
+    k->inherited = m;
+}
+
+/* From the steering thread. The change is listed before the ioctls, its
+ * end open until they are done: a sample timed meanwhile, whenever the
+ * engine handles it, is counted unsure. */
+static void set_n(struct offcpu *k, uint64_t n)
+{
+    pthread_mutex_lock(&k->lock);
+    if (k->nchg >= MAX_CHANGES) {
+        snprintf(k->st.adapt_error, sizeof k->st.adapt_error,
+                 "%d changes: N kept for the rest of the window", MAX_CHANGES);
+        k->adapt_off = true;
+        pthread_mutex_unlock(&k->lock);
+        return;
+    }
+    uint64_t t_a = fk_now_ns(), old = k->n_now;
+    k->chg = fk_grow(k->chg, &k->capchg, k->nchg + 1, sizeof *k->chg);
+    struct nchange *c = &k->chg[k->nchg++];
+    *c = (struct nchange){ t_a, UINT64_MAX, n };
+    pthread_mutex_unlock(&k->lock);
+    char err[128] = "", err2[128];
+    bool ok = fk_engine_set_period(k->e, k->ev_switch, n, err, sizeof err) &&
+              (k->ev_wake == NO_EVENT || fk_engine_set_period(k->e, k->ev_wake, n, err, sizeof err));
+    if (!ok) {
+        /* some events may have taken it: all back to the N in force */
+        fk_engine_set_period(k->e, k->ev_switch, old, err2, sizeof err2);
+        if (k->ev_wake != NO_EVENT)
+            fk_engine_set_period(k->e, k->ev_wake, old, err2, sizeof err2);
+    }
+    pthread_mutex_lock(&k->lock);
+    c = &k->chg[k->nchg - 1];
+    c->t_b = fk_now_ns();
+    if (!ok) {
+        c->n = old;
+        snprintf(k->st.adapt_error, sizeof k->st.adapt_error, "%s", err);
+        k->adapt_off = true;
+    } else {
+        k->n_now = n;
+        k->st.one_in_changes++;
+        if (n < k->st.one_in_min)
+            k->st.one_in_min = n;
+        if (n > k->st.one_in_max)
+            k->st.one_in_max = n;
+        if (k->st.ntimeline < FK_OFFCPU_TIMELINE) {
+            k->st.timeline[k->st.ntimeline].at_ns = t_a - k->window_start;
+            k->st.timeline[k->st.ntimeline++].n = n;
+        }
+    }
+    pthread_mutex_unlock(&k->lock);
+}
+
+static uint64_t n_for(uint64_t rate, uint64_t budget)
+{
+    return rate > budget ? (rate + budget - 1) / budget : 1;
+}
+
+/* rate: hits of the switch event per second over the interval up to now.
+ * N as the budget asks when the recorded rate passes 1.25 x the budget
+ * (at once), or has stayed under half of it for a second (a target that
+ * pauses, or is held up by others, is not sampled up at once), not at
+ * every wobble: each change is an ioctl per event fd. */
+static void adapt(struct offcpu *k, uint64_t now, uint64_t rate)
+{
+    uint64_t b = k->o.budget, n = k->n_now;
+    if (!b || k->adapt_off)
+        return;
+    if (n_for(rate, b) > n && rate > n * b + n * b / 4) {
+        k->low_since = 0;
+        set_n(k, n_for(rate, b));
+        return;
+    }
+    if (n == 1 || rate * 2 >= n * b) {
+        k->low_since = 0;
+        return;
+    }
+    if (!k->low_since) {
+        k->low_since = now;
+        k->low_peak = rate;
+        return;
+    }
+    if (rate > k->low_peak)
+        k->low_peak = rate;
+    if (now - k->low_since >= 1000000000ull) {
+        k->low_since = 0;
+        set_n(k, n_for(k->low_peak, b));
+    }
+}
+
+/* A switch-out of any thread at time: the peak rate. */
+static void count_rate(struct offcpu *k, uint64_t time)
+{
+    if (time > k->last_time)
+        k->last_time = time;
+    if (!k->sec_start)
+        k->sec_start = time;
+    k->sec_count++;
+    if (time - k->sec_start >= 1000000000ull) {
+        uint64_t rate = k->sec_count * 1000000000ull / (time - k->sec_start);
+        if (rate > k->st.peak_rate)
+            k->st.peak_rate = rate;
+        k->sec_start = time;
+        k->sec_count = 0;
+    }
+}
+
+/* The steering thread: the rate from the switch event's own count (every
+ * hit of the target's, as it happens), a look every FK_OFFCPU_PROBE_MS --
+ * or every ms per event fd when there are more (each is a read). N is set
+ * again every FK_OFFCPU_ADAPT_MS, or at once when the target records more
+ * than 4 x the budget (a storm starting: its rings would overflow before
+ * the next decision). A run command's events count from its exec: its
+ * first interval starts at the first look that saw hits, and its first
+ * decision (its rate before, as it were) comes a look later. */
+static void look(struct offcpu *k, uint64_t now)
+{
+    uint64_t count = fk_engine_event_count(k->e, k->ev_switch, &k->nfds);
+    if (!k->counting) {
+        k->counting = count > 0 || k->o.rate_known;
+        k->win_start = now;
+        k->win_count = count;
+        return;
+    }
+    uint64_t hits = count > k->win_count ? count - k->win_count : 0, el = now - k->win_start;
+    if (!el)
+        return;
+    uint64_t rate = hits * 1000000000ull / el;
+    uint64_t every = k->probed ? FK_OFFCPU_ADAPT_MS * 1000000ull : 0;
+    pthread_mutex_lock(&k->lock);
+    uint64_t n = k->n_now;
+    pthread_mutex_unlock(&k->lock);
+    if (el < every && rate <= 4 * n * k->o.budget)
+        return;
+    adapt(k, now, rate);
+    k->probed = true;
+    k->win_start = now;
+    k->win_count = count;
+}
+
+static void *steer(void *arg)
+{
+    struct offcpu *k = arg;
+    char err[128];
+    /* the fds now, not in the first change's time */
+    if (!fk_engine_set_period(k->e, k->ev_switch, 0, err, sizeof err) ||
+        (k->ev_wake != NO_EVENT && !fk_engine_set_period(k->e, k->ev_wake, 0, err, sizeof err))) {
+        pthread_mutex_lock(&k->lock);
+        snprintf(k->st.adapt_error, sizeof k->st.adapt_error, "%s", err);
+        k->adapt_off = true;
+        pthread_mutex_unlock(&k->lock);
+        return NULL;
+    }
+    for (;;) {
+        uint64_t every = FK_OFFCPU_PROBE_MS * 1000000ull;
+        if ((uint64_t)k->nfds * 1000000ull > every)
+            every = (uint64_t)k->nfds * 1000000ull;
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        uint64_t t = (uint64_t)until.tv_sec * 1000000000ull + (uint64_t)until.tv_nsec + every;
+        until.tv_sec = (time_t)(t / 1000000000ull);
+        until.tv_nsec = (long)(t % 1000000000ull);
+        pthread_mutex_lock(&k->lock);
+        while (!k->steer_stop &&
+               pthread_cond_timedwait(&k->wake, &k->lock, &until) != ETIMEDOUT)
+            ;
+        bool stop = k->steer_stop || k->adapt_off;
+        pthread_mutex_unlock(&k->lock);
+        if (stop)
+            return NULL;
+        look(k, fk_now_ns());
+    }
+}
+
+static void offcpu_window(void *state, struct fk_engine *e, bool open)
+{
+    struct offcpu *k = state;
+    k->e = e;
+    if (open)
+        k->window_start = fk_now_ns();
+    if (open && k->o.budget && !k->steering) {
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&k->wake, &ca);
+        pthread_condattr_destroy(&ca);
+        k->steering = pthread_create(&k->steerer, NULL, steer, k) == 0;
+        if (!k->steering) {
+            pthread_cond_destroy(&k->wake);
+            snprintf(k->st.adapt_error, sizeof k->st.adapt_error, "no thread to follow the rate");
+        }
+    } else if (!open && k->steering) {
+        pthread_mutex_lock(&k->lock);
+        k->steer_stop = true;
+        pthread_cond_signal(&k->wake);
+        pthread_mutex_unlock(&k->lock);
+        pthread_join(k->steerer, NULL);
+        pthread_cond_destroy(&k->wake);
+        k->steering = false;
+    }
 }
 
 /* ---- stacks ------------------------------------------------------------- */
@@ -234,6 +523,11 @@ static bool offcpu_start(const struct fk_capture_opts *o, void **state, unsigned
     k->o = *oo;
     if (!k->o.one_in)
         k->o.one_in = 1;
+    k->n_now = k->st.one_in_min = k->st.one_in_max = k->o.one_in;
+    k->probed = k->o.rate_known;    /* else the first decision is the probe's */
+    pthread_mutex_init(&k->lock, NULL);
+    k->per_task = o->target &&
+                  (o->target->kind == FK_TARGET_PID || o->target->kind == FK_TARGET_RUN);
     if (!fk_tp_format_load("sched", "sched_switch", &k->sw, err, errlen))
         goto fail;
     k->prev_pid = fk_tp_field(&k->sw, "prev_pid");
@@ -295,6 +589,7 @@ static bool offcpu_start(const struct fk_capture_opts *o, void **state, unsigned
     *nevents = n;
     return true;
 fail:
+    pthread_mutex_destroy(&k->lock);
     free(k);
     return false;
 }
@@ -324,6 +619,7 @@ static bool offcpu_config(void *state, const struct fk_capture_opts *o, unsigned
     attr->sample_period = k->o.one_in;
     attr->sample_type &= ~(uint64_t)PERF_SAMPLE_PERIOD;
     attr->sample_type |= PERF_SAMPLE_RAW;
+    attr->read_format |= PERF_FORMAT_ID;    /* fk_engine_set_period finds the fds by it */
     attr->exclude_callchain_kernel = o->event.exclude_kernel;
     attr->exclude_kernel = 0;
     if (i == k->ev_switch)
@@ -395,23 +691,9 @@ static void offcpu_sample(void *state, struct fk_engine *e, unsigned event,
     k->st.recorded++;
     enum fk_bt_state state_ = fk_bt_state_of(pstate, &k->bits);
     struct fk_stack_frames f = with_root(k, st, k->state_loc[state_]);
-    fk_bt_out(&k->bt, s->tid, s->time, state_, store_stack(k, &f));
-}
-
-static void count_rate(struct offcpu *k, uint64_t time)
-{
-    if (time > k->last_time)
-        k->last_time = time;
-    if (!k->sec_start)
-        k->sec_start = time;
-    k->sec_count++;
-    if (time - k->sec_start >= 1000000000ull) {
-        uint64_t rate = k->sec_count * 1000000000ull / (time - k->sec_start);
-        if (rate > k->st.peak_rate)
-            k->st.peak_rate = rate;
-        k->sec_start = time;
-        k->sec_count = 0;
-    }
+    uint64_t n = sample_n(k, s->tid, s->time);
+    k->st.switches_estimated += n;
+    fk_bt_out_n(&k->bt, s->tid, s->time, state_, store_stack(k, &f), n);
 }
 
 static void offcpu_record(void *state, struct fk_engine *e, const union perf_event *ev,
@@ -439,9 +721,15 @@ static void offcpu_record(void *state, struct fk_engine *e, const union perf_eve
     case PERF_RECORD_FORK:
         if (ev->fork.tid != ev->fork.ptid)
             fk_bt_new_thread(&k->bt, (pid_t)ev->fork.tid);
+        if (k->per_task && ev->fork.tid > 0) {
+            uint64_t *v = fk_u64map_slot(&k->inherited, (uint64_t)ev->fork.tid, true);
+            k->inherited_live += !*v;
+            *v = n_at(k, ev->fork.time) + 1;
+        }
         break;
     case PERF_RECORD_EXIT:
         fk_bt_exit(&k->bt, (pid_t)ev->fork.tid);
+        inherited_forget(k, (pid_t)ev->fork.tid);
         break;
     default:
         break;
@@ -458,11 +746,14 @@ static void offcpu_flush(void *state, struct fk_engine *e, uint64_t end_time)
     fk_bt_finish(&k->bt, end_time);
     k->st.blocks = k->bt.st;
     k->st.one_in = k->o.one_in;
+    k->st.one_in_last = k->n_now;
+    k->st.one_in_unsure = k->unsure;
     k->st.cpu_period_ns = k->cpu_period_ns;
     k->st.waker_event = k->waker_event;
     k->st.bytes = fk_bt_bytes(&k->bt) + fk_stacktab_bytes(&k->store) +
                   k->capids * sizeof *k->ids + k->caplocs * sizeof *k->locs +
-                  fk_u64map_bytes(&k->refs);
+                  fk_u64map_bytes(&k->refs) + fk_u64map_bytes(&k->inherited) +
+                  k->capchg * sizeof *k->chg;
     if (k->o.stats)
         *k->o.stats = k->st;
 }
@@ -475,6 +766,9 @@ static void offcpu_stop(void *state)
     fk_bt_free(&k->bt);
     fk_stacktab_free(&k->store);
     fk_u64map_free(&k->refs);
+    fk_u64map_free(&k->inherited);
+    pthread_mutex_destroy(&k->lock);
+    free(k->chg);
     free(k->ids);
     free(k->locs);
     free(k);
@@ -489,4 +783,5 @@ const struct fk_evkind fk_evkind_offcpu = {
     .record = offcpu_record,
     .flush = offcpu_flush,
     .stop = offcpu_stop,
+    .window = offcpu_window,
 };

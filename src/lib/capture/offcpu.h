@@ -30,6 +30,9 @@
 #include <stdint.h>
 
 #define FK_OFFCPU_ONCPU_FRAME "[on-CPU]"
+#define FK_OFFCPU_ADAPT_MS 250
+#define FK_OFFCPU_PROBE_MS 10
+#define FK_OFFCPU_TIMELINE 64
 #define FK_OFFCPU_WAKER_SEP "--"
 #define FK_OFFCPU_OPEN_FRAME "[open at end]"
 
@@ -40,6 +43,7 @@ struct fk_offcpu_stats {
     uint64_t switch_outs;       /* switch-outs of every thread seen (switch records) */
     uint64_t switch_ins;
     uint64_t recorded;          /* sampled switch-outs (stacks) of the target */
+    uint64_t switches_estimated;    /* the recorded ones, each x the N it was sampled at */
     uint64_t raw_mismatch;      /* samples whose raw record did not parse or name
                                    another thread: not counted */
     uint64_t wakeups_recorded;  /* --wakers: sampled wakeups */
@@ -50,12 +54,32 @@ struct fk_offcpu_stats {
     uint64_t cpu_ns;
     uint64_t cpu_period_ns;
     uint64_t peak_rate;         /* switch-outs per second, highest one-second window */
+    /* N within the window (--switch-budget): the rate of switch-outs is
+     * measured every FK_OFFCPU_ADAPT_MS of records (the first time after
+     * FK_OFFCPU_PROBE_MS when no rate was known before: a run command) and
+     * N set again when the recorded rate would pass 1.25 x the budget or
+     * fall under half of it */
+    uint64_t one_in_last, one_in_min, one_in_max;
+    uint64_t one_in_changes;
+    struct { uint64_t at_ns, n; } timeline[FK_OFFCPU_TIMELINE];   /* the first changes:
+                                   ns after the window opened, the new N */
+    unsigned ntimeline;
+    uint64_t one_in_unsure;     /* samples timed while N was being changed
+                                   (given the new N) */
+    uint64_t recorded_inherited_n;  /* samples of threads created in the window
+                                   that carried the N of their creation, not the
+                                   one in force (the kernel changes only the
+                                   events flamekit opened) */
+    char adapt_error[160];      /* why N stopped changing ("" : it did not) */
     uint64_t window_ns;
     size_t bytes;               /* accounting memory at the end */
 };
 
 struct fk_offcpu_opts {
     uint64_t one_in;            /* N >= 1: sample one switch-out (and wakeup) in N */
+    uint64_t budget;            /* > 0: keep the recorded rate near this many per
+                                   second by changing N within the window; 0: N fixed */
+    bool rate_known;            /* one_in came from a rate measured before the window */
     uint64_t min_block_ns;      /* shorter blocks dropped (counted) */
     bool wakers;
     bool with_cpu;

@@ -385,13 +385,14 @@ void fk_engine_cgroup_counters(struct fk_engine *e, unsigned long req)
 }
 
 /* libperf's (internal/evsel.h, not installed): the sample-id arrays the
- * evlist's mmap allocates for several events, which deleting does not free. */
+ * evlist's mmap allocates for several events or an event read with
+ * PERF_FORMAT_ID, which deleting does not free. */
 void perf_evsel__free_id(struct perf_evsel *evsel);
 
 void fk_engine_close(struct fk_engine *e)
 {
-    for (unsigned i = 0; e->nevents > 1 && i < e->nevents; i++)
-        if (e->evsel[i])
+    for (unsigned i = 0; i < e->nevents; i++)
+        if (e->evsel[i] && (e->nevents > 1 || (e->attr[i].read_format & PERF_FORMAT_ID)))
             perf_evsel__free_id(e->evsel[i]);
     if (e->evlist)
         perf_evlist__delete(e->evlist);     /* unmaps, closes, deletes its evsels */
@@ -411,4 +412,86 @@ void fk_engine_close(struct fk_engine *e)
     free(e->cgfds);
     e->cgfds = NULL;
     fk_u64map_free(&e->event_of);
+    for (unsigned i = 0; i < FK_EVKIND_MAX_EVENTS; i++) {
+        free(e->period_fds[i]);     /* libperf's fds, closed with the evlist */
+        e->period_fds[i] = NULL;
+        e->nperiod_fds[i] = 0;
+    }
+}
+
+/* Event i's fds. libperf keeps them to itself: they are this process's
+ * perf event fds whose id (PERF_EVENT_IOC_ID) is one of the ids read from
+ * event i (PERF_FORMAT_ID). */
+static bool find_event_fds(struct fk_engine *e, unsigned i, char *err, size_t errlen)
+{
+    if (!(perf_evsel__attr(e->evsel[i])->read_format & PERF_FORMAT_ID)) {
+        snprintf(err, errlen, "event %u has no PERF_FORMAT_ID: its fds cannot be told", i);
+        return false;
+    }
+    struct fk_u64map ids = { 0 };
+    int ncpu = perf_cpu_map__nr(e->cpus), nthr = perf_thread_map__nr(e->threads);
+    size_t want = 0;
+    for (int c = 0; c < ncpu; c++)
+        for (int th = 0; th < nthr; th++) {
+            struct perf_counts_values cv = { 0 };
+            if (perf_evsel__read(e->evsel[i], c, th, &cv) == 0 && cv.id) {
+                *fk_u64map_slot(&ids, cv.id, true) = 1;
+                want++;
+            }
+        }
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) {
+        snprintf(err, errlen, "cannot list /proc/self/fd: %s", strerror(errno));
+        fk_u64map_free(&ids);
+        return false;
+    }
+    size_t cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && e->nperiod_fds[i] < want) {
+        char path[64], link[32];
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        snprintf(path, sizeof path, "/proc/self/fd/%.20s", de->d_name);
+        ssize_t n = readlink(path, link, sizeof link - 1);
+        if (n <= 0)
+            continue;
+        link[n] = 0;
+        uint64_t id;
+        int fd = atoi(de->d_name);
+        if (strcmp(link, "anon_inode:[perf_event]") || ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0)
+            continue;
+        uint64_t *v = fk_u64map_slot(&ids, id, false);
+        if (!v || *v != 1)
+            continue;
+        *v = 2;
+        e->period_fds[i] = fk_grow(e->period_fds[i], &cap, e->nperiod_fds[i] + 1, sizeof(int));
+        e->period_fds[i][e->nperiod_fds[i]++] = fd;
+    }
+    closedir(d);
+    fk_u64map_free(&ids);
+    if (!want || e->nperiod_fds[i] != want) {
+        snprintf(err, errlen, "found %zu of the %zu fds of event %u", e->nperiod_fds[i], want, i);
+        e->nperiod_fds[i] = 0;
+        return false;
+    }
+    return true;
+}
+
+bool fk_engine_set_period(struct fk_engine *e, unsigned event, uint64_t period, char *err,
+                          size_t errlen)
+{
+    if (event >= e->nevents || !e->evsel[event]) {
+        snprintf(err, errlen, "no event %u to set a period of %llu on", event,
+                 (unsigned long long)period);
+        return false;
+    }
+    if (!e->nperiod_fds[event] && !find_event_fds(e, event, err, errlen))
+        return false;
+    for (size_t k = 0; period && k < e->nperiod_fds[event]; k++)
+        if (ioctl(e->period_fds[event][k], PERF_EVENT_IOC_PERIOD, &period) != 0) {
+            snprintf(err, errlen, "PERF_EVENT_IOC_PERIOD %llu: %s", (unsigned long long)period,
+                     strerror(errno));
+            return false;
+        }
+    return true;
 }

@@ -206,8 +206,10 @@ static int offcpu_event(const struct fk_profile_request *rq, struct fk_event *ev
     return 0;
 }
 
-/* N from the rate measured before the window (the rate during the window
- * is reported), and the stack copy for blocked stacks
+/* N from the rate measured before the window (then within it: the kind
+ * measures the rate and sets N again as the budget asks; a run command
+ * starts at 1 and its first rate is taken FK_OFFCPU_PROBE_MS in), and the
+ * stack copy for blocked stacks
  * (FK_OFFCPU_STACK_SIZE unless asked). */
 static int offcpu_prepare(const struct fk_profile_request *rq, struct fk_profile_result *res,
                           struct fk_capture_opts *co)
@@ -231,6 +233,8 @@ static int offcpu_prepare(const struct fk_profile_request *rq, struct fk_profile
     struct fk_offcpu_opts *oo = &res->offcpu_opts;
     memset(oo, 0, sizeof *oo);
     oo->one_in = n;
+    oo->budget = rq->one_in ? 0 : budget;       /* N follows the rate within the window */
+    oo->rate_known = rate >= 0;
     oo->min_block_ns = rq->min_block_ns;
     oo->wakers = rq->wakers;
     oo->with_cpu = rq->with_cpu;
@@ -256,15 +260,21 @@ static char *offcpu_subtitle(const struct fk_profile_request *rq, const struct f
     (void)rq;
     const struct fk_offcpu_stats *o = &res->offcpu;
     const struct fk_bt_stats *b = &o->blocks;
+    char n[48];
+    if (o->one_in_min == o->one_in_max)
+        snprintf(n, sizeof n, "%llu", (unsigned long long)o->one_in);
+    else
+        snprintf(n, sizeof n, "%llu-%llu", (unsigned long long)o->one_in_min,
+                 (unsigned long long)o->one_in_max);
     return fk_asprintf("%s, %.1f s, %.2f s blocked (S %.2f, D %.2f, R %.2f), "
-                       "1 in %llu switch-outs recorded%s%s",
+                       "1 in %s switch-outs recorded%s%s",
                        res->host, (double)res->cap.duration_ns / 1e9,
                        (double)(b->ns_by_state[0] + b->ns_by_state[1] + b->ns_by_state[2] +
                                 b->ns_by_state[3]) / 1e9,
                        (double)b->ns_by_state[FK_BT_SLEEPING] / 1e9,
                        (double)b->ns_by_state[FK_BT_DISK] / 1e9,
                        (double)b->ns_by_state[FK_BT_RUNNABLE] / 1e9,
-                       (unsigned long long)o->one_in, res->cap.lost ? ", SOME LOST" : "",
+                       n, res->cap.lost ? ", SOME LOST" : "",
                        b->lost_in ? ", switch-ins lost" : "");
 }
 
@@ -282,13 +292,32 @@ static json_t *offcpu_meta(const struct fk_profile_request *rq, const struct fk_
     json_object_set_new(f, "switch_ins_seen", json_integer((json_int_t)o->switch_ins));
     json_object_set_new(f, "switches_recorded", json_integer((json_int_t)o->recorded));
     json_object_set_new(f, "switches_sampled_one_in", json_integer((json_int_t)o->one_in));
-    /* N is chosen once, before the window: a target that switches faster
-     * later is recorded above the budget, and says so */
+    json_object_set_new(f, "switches_estimated", json_integer((json_int_t)o->switches_estimated));
+    /* N within the window: where it went, when, and the samples whose N
+     * was not the one in force (see fk_offcpu_stats) */
+    json_object_set_new(f, "one_in_last", json_integer((json_int_t)o->one_in_last));
+    json_object_set_new(f, "one_in_min", json_integer((json_int_t)o->one_in_min));
+    json_object_set_new(f, "one_in_max", json_integer((json_int_t)o->one_in_max));
+    json_object_set_new(f, "one_in_changes", json_integer((json_int_t)o->one_in_changes));
+    json_t *tl = json_array();
+    for (unsigned i = 0; i < o->ntimeline; i++) {
+        json_t *p = json_array();
+        json_array_append_new(p, json_real((double)o->timeline[i].at_ns / 1e9));
+        json_array_append_new(p, json_integer((json_int_t)o->timeline[i].n));
+        json_array_append_new(tl, p);
+    }
+    json_object_set_new(f, "one_in_timeline", tl);
+    json_object_set_new(f, "one_in_unsure", json_integer((json_int_t)o->one_in_unsure));
+    json_object_set_new(f, "switches_recorded_at_inherited_n",
+                        json_integer((json_int_t)o->recorded_inherited_n));
+    json_object_set_new(f, "one_in_error", json_string(o->adapt_error));
+    /* above the budget still: a rate that rose faster than N followed, or
+     * threads that kept the N of their creation */
     double secs = res->cap.duration_ns ? (double)res->cap.duration_ns / 1e9 : 0;
     uint64_t budget = rq->switch_budget ? rq->switch_budget : rq->one_in ? 0 : FK_OFFCPU_DEFAULT_BUDGET;
     double per_s = secs > 0 ? (double)o->recorded / secs : 0;
     json_object_set_new(f, "switches_recorded_per_s", json_real(per_s));
-    json_object_set_new(f, "over_budget", json_boolean(budget && per_s > (double)budget));
+    json_object_set_new(f, "over_budget", json_boolean(budget && per_s > 1.25 * (double)budget));
     json_object_set_new(f, "min_block_ns", json_integer((json_int_t)rq->min_block_ns));
     json_object_set_new(f, "blocks", json_integer((json_int_t)b->blocks));
     json_object_set_new(f, "blocks_open_at_end", json_integer((json_int_t)b->open));
@@ -337,13 +366,21 @@ static void offcpu_summary(FILE *out, const struct fk_profile_request *rq,
         snprintf(before, sizeof before, "%lld/s%s", (long long)res->offcpu_rate_before,
                  rq->target == FK_TARGET_PID ? "" : " host-wide");
     fprintf(out, "  switch-outs: %llu seen (%.0f/s; before the window: %s), %llu recorded "
-            "(1 in %llu)\n", (unsigned long long)o->switch_outs, (double)o->switch_outs / secs,
+            "(1 in %llu", (unsigned long long)o->switch_outs, (double)o->switch_outs / secs,
             before, (unsigned long long)o->recorded, (unsigned long long)o->one_in);
+    if (o->one_in_changes)
+        fprintf(out, "; N changed %llu times with the rate, %llu to %llu, %llu at the end",
+                (unsigned long long)o->one_in_changes, (unsigned long long)o->one_in_min,
+                (unsigned long long)o->one_in_max, (unsigned long long)o->one_in_last);
+    fprintf(out, ")\n");
+    if (o->adapt_error[0])
+        fprintf(out, "  NOTE: N stopped following the rate: %s\n", o->adapt_error);
     uint64_t budget = rq->switch_budget ? rq->switch_budget : rq->one_in ? 0 : FK_OFFCPU_DEFAULT_BUDGET;
-    if (budget && (double)o->recorded / secs > (double)budget)
-        fprintf(out, "  NOTE: %.0f switch-outs recorded per second, above the budget of %llu: the "
-                "rate rose after N was chosen (N is fixed for the window; --every sets it)\n",
-                (double)o->recorded / secs, (unsigned long long)budget);
+    if (budget && (double)o->recorded / secs > 1.25 * (double)budget)
+        fprintf(out, "  NOTE: %.0f switch-outs recorded per second, above the budget of %llu%s\n",
+                (double)o->recorded / secs, (unsigned long long)budget,
+                o->recorded_inherited_n ? ": threads created before N rose keep the N they "
+                "started with (the kernel changes it only on the events flamekit opened)" : "");
     fprintf(out, "  blocked: S %.3f s, D %.3f s, R %.3f s, other %.3f s; %llu blocks still open "
             "at the end (counted to it)\n",
             (double)b->ns_by_state[FK_BT_SLEEPING] / 1e9, (double)b->ns_by_state[FK_BT_DISK] / 1e9,
