@@ -352,20 +352,24 @@ static void test_window(void)
                !st.stale[0] && strcmp(chain(w, &st), "outer!;inner;other") == 0);
     fk_py_use_snap(w, NULL);
 
-    /* batched: the steady state takes two reads, and the walk from the
-     * snapshot none (its code objects' headers came with it); a code
-     * object changed after the snapshot is named as it was then */
+    /* batched: a walk from a snapshot reads the code objects it was not
+     * given and the next snapshot guesses them, with the window, in the
+     * thread state's read: one read, and the walk then reads nothing; a
+     * code object changed after the snapshot is named as it was then */
     fk_py_walker_set_readv(w, counted_readv);
     head = f1;
     put_frame(&f, f0, ca, 0, true);
     put_frame(&f, f1, cb, f0, false);
     fk_py_snapshot(w, 7, &snap);
+    fk_py_use_snap(w, &snap);
+    fk_py_walk_from(w, &head, 1, true, &st);
+    UNIT_CHECK("a first snapshot: the walk reads what it was not given",
+               !st.stale[0]);
     nbatches = 0;
     ok = fk_py_snapshot(w, 7, &snap);
-    UNIT_CHECK("a second snapshot of the same chain: two reads (one batched), the codes guessed",
-               ok && nbatches == 1 && snap.reads == 2 && snap.ncodes >= 2);
+    UNIT_CHECK("the next snapshot: one read, window and code objects guessed",
+               ok && nbatches == 1 && snap.reads == 1 && snap.ncodes >= 2 && snap.win_len > 0);
     fakepy_u64(&f, cb, L->ob_type, 0x1234);
-    fk_py_use_snap(w, &snap);
     fk_py_walk_from(w, &head, 1, true, &st);
     UNIT_CHECK("the walk from it reads nothing and names what the snapshot read",
                st.reads == 0 && !st.stale[0] && strcmp(chain(w, &st), "outer!;inner") == 0);
@@ -373,17 +377,27 @@ static void test_window(void)
     fk_py_walk_from(w, &head, 1, true, &st);
     UNIT_CHECK("read live, the changed code object fails validation", st.stale[0]);
     fakepy_u64(&f, cb, L->ob_type, f.where.code_type);
-    /* a guessed code object that can no longer be read ends the batch
-     * there, and the snapshot is still whole */
-    fail_at = ca;   /* guessed after cb (leaf first) */
+    /* a guess that can no longer be read ends the batch there, and the
+     * snapshot is still whole; the walk reads that one */
+    fail_at = ca;   /* guessed after cb: the walk needed it second */
     ok = fk_py_snapshot(w, 7, &snap);
     fail_at = 0;
     fk_py_use_snap(w, &snap);
     fk_py_walk_from(w, &head, 1, true, &st);
-    fk_py_use_snap(w, NULL);
-    UNIT_CHECK("an unreadable guess: the window is kept, that code read again at the walk",
+    UNIT_CHECK("an unreadable guess: the window is kept, that code read at the walk",
                ok && snap.win_len > 0 && snap.ncodes == 1 && !st.stale[0] && st.reads == 1 &&
                strcmp(chain(w, &st), "outer!;inner") == 0);
+    /* the top moved past the guessed window: one more read, up to the
+     * chunk's end now */
+    fakepy_u64(&f, ts, L->ts_datastack_top, f1 + 128 + 6144);
+    nbatches = 0;
+    ok = fk_py_snapshot(w, 7, &snap);
+    fk_py_walk_from(w, &head, 1, true, &st);
+    UNIT_CHECK("a window past its guess is read again",
+               ok && snap.reads == 2 && snap.win_addr + snap.win_len == chunk + 8192 &&
+               !st.stale[0] && st.reads == 0);
+    fakepy_u64(&f, ts, L->ts_datastack_top, f1 + 128);
+    fk_py_use_snap(w, NULL);
     fk_py_walker_set_readv(w, NULL);
 
     /* hostile data stack fields: no window, never a read past them */

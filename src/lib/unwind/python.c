@@ -104,13 +104,20 @@ struct code_entry {
     uint32_t lt_off, lt_len;/* line table bytes in w->lt (lines); lt_len 0: none */
 };
 
-struct tid_entry { uint64_t tid, tstate; };
+struct tid_entry {
+    uint64_t tid, tstate;
+    uint64_t wlo, whi;      /* the last window read for it: the next one's guess */
+};
 
 /* What the early snapshot reads speculatively (see python.h): the code
- * objects and out-of-window frames the process's recent chains used, most
- * recent first */
+ * objects and out-of-window frames the process's walks needed in its last
+ * SPEC_AGE snapshots; each thread's window where it was last, WIN_SLACK
+ * wider on each side than needed so the next one still holds */
 #define SPEC_CODES 16
 #define SPEC_FRAMES 8
+#define SPEC_AGE 64
+#define WIN_SLACK 2048u
+struct spec { uint64_t addr, last; };
 
 struct fk_py_walker {
     const struct fk_py_layout *lay;
@@ -137,8 +144,9 @@ struct fk_py_walker {
     struct fk_buf tmp;
     struct code_entry scratch;  /* a code object read past the budget */
     uint64_t refreshes;         /* thread-table walks */
-    uint64_t spec_code[SPEC_CODES], spec_frame[SPEC_FRAMES];
+    struct spec spec_code[SPEC_CODES], spec_frame[SPEC_FRAMES];
     unsigned nspec_code, nspec_frame;
+    uint64_t nsnaps;            /* snapshots taken: the guesses' clock */
     /* per walk */
     struct fk_py_stack *cur;
     const struct fk_py_snap *snap;  /* frames as read earlier, or NULL */
@@ -400,17 +408,51 @@ static void short_file(const char *p, size_t n, struct fk_buf *out)
     fk_buf_add(out, p + b, n - b);
 }
 
+/* addr was needed by a walk from a snapshot: guess it in the next ones
+ * (the least recently needed guess makes room). */
+static void spec_note(struct spec *list, unsigned *n, unsigned cap, uint64_t addr, uint64_t now)
+{
+    unsigned old = 0;
+    for (unsigned i = 0; i < *n; i++) {
+        if (list[i].addr == addr) {
+            list[i].last = now;
+            return;
+        }
+        if (list[i].last < list[old].last)
+            old = i;
+    }
+    if (*n < cap)
+        old = (*n)++;
+    list[old] = (struct spec){ addr, now };
+}
+
+/* Forget guesses not needed for SPEC_AGE snapshots, and addr (its read
+ * failed: freed). */
+static void spec_prune(struct spec *list, unsigned *n, uint64_t now, uint64_t addr)
+{
+    unsigned m = 0;
+    for (unsigned i = 0; i < *n; i++)
+        if (now - list[i].last <= SPEC_AGE && list[i].addr != addr)
+            list[m++] = list[i];
+    *n = m;
+}
+
 /* The header of the code object at addr: from the snapshot when it holds
- * it, else read now. */
+ * it, else read now (and guessed in the next snapshots). */
 static bool code_hdr(struct fk_py_walker *w, uint64_t addr, unsigned char *hdr)
 {
     const struct fk_py_snap *s = w->snap;
-    for (unsigned i = 0; s && i < s->ncodes && i < FK_PY_SNAP_CODES; i++)
+    bool got = false;
+    for (unsigned i = 0; s && i < s->ncodes && i < FK_PY_SNAP_CODES && !got; i++)
         if (s->code_addr[i] == addr) {
             memcpy(hdr, s->code_hdr[i], w->lay->co_size);
-            return true;
+            got = true;
         }
-    return rd(w, addr, hdr, w->lay->co_size);
+    if (!got && !rd(w, addr, hdr, w->lay->co_size))
+        return false;
+    if (s)
+        spec_note(w->spec_code, &w->nspec_code, SPEC_CODES, addr, w->nsnaps);
+    return true;
 }
 
 /* The code object at addr: validated and named (cached). NULL if invalid. */
@@ -625,20 +667,23 @@ static void add_frame(struct fk_py_walker *w, struct fk_py_stack *out,
     out->segments += entry;
 }
 
-static bool snap_frame(const struct fk_py_walker *w, uint64_t frame, unsigned char *fr)
+enum { SNAP_NONE, SNAP_WINDOW, SNAP_FRAME };
+/* The frame at frame as the snapshot holds it: in its window, or among
+ * its frames outside it (SNAP_NONE: not held). */
+static int snap_frame(const struct fk_py_walker *w, uint64_t frame, unsigned char *fr)
 {
     const struct fk_py_snap *s = w->snap;
     if (s && s->win_len && frame >= s->win_addr && s->win_len <= FK_PY_SNAP_WINDOW &&
         frame - s->win_addr <= s->win_len && s->win_len - (frame - s->win_addr) >= w->lay->fr_size) {
         memcpy(fr, s->win + (frame - s->win_addr), w->lay->fr_size);
-        return true;
+        return SNAP_WINDOW;
     }
     for (unsigned i = 0; s && i < s->n && i < FK_PY_SNAP_FRAMES; i++)
         if (s->addr[i] == frame) {
             memcpy(fr, s->bytes[i], w->lay->fr_size);
-            return true;
+            return SNAP_FRAME;
         }
-    return false;
+    return SNAP_NONE;
 }
 
 void fk_py_use_snap(struct fk_py_walker *w, const struct fk_py_snap *snap)
@@ -689,7 +734,7 @@ static uint64_t read_ts_block(struct fk_py_walker *w, uint64_t tid, unsigned cha
  * block ts (ts_block's, at offset off): inside its chunk, at most
  * FK_PY_SNAP_ABOVE of it above datastack_top. False without one. */
 static bool window_of(const struct fk_py_layout *L, const unsigned char *ts, size_t off,
-                      uint64_t *lo_out, uint64_t *hi_out)
+                      uint64_t *lo_out, uint64_t *hi_out, uint64_t *data_out, uint64_t *limit_out)
 {
     if (L->ts_datastack_limit <= L->ts_cframe)
         return false;   /* not in the layout */
@@ -703,36 +748,22 @@ static bool window_of(const struct fk_py_layout *L, const unsigned char *ts, siz
     /* only the part in use and what a return since the sample can have
      * popped: a read's cost grows with its pages */
     uint64_t hi = limit - top > FK_PY_SNAP_ABOVE ? top + FK_PY_SNAP_ABOVE : limit;
-    uint64_t lo = hi - data > FK_PY_SNAP_WINDOW ? hi - FK_PY_SNAP_WINDOW : data;
+    uint64_t lo = hi - data > FK_PY_SNAP_NEED ? hi - FK_PY_SNAP_NEED : data;
+    *data_out = data;
+    *limit_out = limit;
     *lo_out = lo;
     *hi_out = hi;
     return hi > lo;
 }
 
-static bool has_u64(const uint64_t *v, unsigned n, uint64_t x)
+static struct tid_entry *tid_entry(struct fk_py_walker *w, uint64_t tid)
 {
-    for (unsigned i = 0; i < n; i++)
-        if (v[i] == x)
-            return true;
-    return false;
-}
-
-/* A speculative list, most recent first: used[] (this snapshot's), then
- * what it held before, minus a dropped entry (its read failed), at most
- * cap entries. */
-static void spec_update(uint64_t *list, unsigned *n, unsigned cap, const uint64_t *used,
-                        unsigned nused, uint64_t dropped)
-{
-    uint64_t out[SPEC_CODES > SPEC_FRAMES ? SPEC_CODES : SPEC_FRAMES];
-    unsigned m = 0;
-    for (unsigned i = 0; i < nused && m < cap; i++)
-        if (used[i] != dropped && !has_u64(out, m, used[i]))
-            out[m++] = used[i];
-    for (unsigned i = 0; i < *n && m < cap; i++)
-        if (list[i] != dropped && !has_u64(out, m, list[i]))
-            out[m++] = list[i];
-    memcpy(list, out, m * sizeof *out);
-    *n = m;
+    struct fk_hiter it = fk_hindex_find(&w->tid_idx, fk_hash_u64(tid));
+    uint32_t i;
+    while (fk_hindex_next(&it, &i))
+        if (w->tids[i].tid == tid)
+            return &w->tids[i];
+    return NULL;
 }
 
 bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *snap)
@@ -742,60 +773,86 @@ bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *sna
     snap->n = snap->ncodes = 0;
     snap->win_len = 0;
     snap->reads = snap->read_bytes = 0;
-    if (L->fr_size > FK_PY_FRAME_BYTES || L->co_size > FK_PY_CODE_BYTES)
+    unsigned char ts[512];
+    size_t off, tsl;
+    ts_block(L, &off, &tsl);
+    if (L->fr_size > FK_PY_FRAME_BYTES || L->co_size > FK_PY_CODE_BYTES || tsl > sizeof ts)
         return false;
     w->cur = &tmp;
     tmp.reads = tmp.read_bytes = 0;
     w->t0 = fk_now_ns();
     w->over = false;
-    /* read 1: the thread state */
-    unsigned char ts[512];
-    size_t off, tsl;
-    ts_block(L, &off, &tsl);
-    uint64_t t = tsl <= sizeof ts ? read_ts_block(w, tid, ts, off, tsl) : 0;
-    uint64_t cframe = t ? get_u64(ts, L->ts_cframe - off) : 0, frame = 0;
-    if (!ptr_ok(cframe, 8))
-        goto out;
-    /* read 2: the window, the current frame's address, and the code
-     * objects and frames recent snapshots needed (these last: one freed
+    uint64_t now = ++w->nsnaps;
+    spec_prune(w->spec_code, &w->nspec_code, now, 0);
+    spec_prune(w->spec_frame, &w->nspec_frame, now, 0);
+    /* one read: the thread state, its window where it was last, and the
+     * code objects and frames recent walks needed (these last: one freed
      * since ends the batch, not what comes before it) */
-    uint64_t wlo = 0, whi = 0;
-    bool window = window_of(L, ts, off, &wlo, &whi);
+    struct tid_entry *te = tid_entry(w, tid);
     struct fk_py_iov iov[2 + SPEC_CODES + SPEC_FRAMES];
-    size_t n = 0;
-    if (window)
-        iov[n++] = (struct fk_py_iov){ wlo, snap->win, (size_t)(whi - wlo) };
-    size_t i_frame = n;
-    iov[n++] = (struct fk_py_iov){ cframe + L->cf_current_frame, &frame, 8 };
+    size_t n = 0, i_win = SIZE_MAX;
+    if (te) {
+        iov[n++] = (struct fk_py_iov){ te->tstate + off, ts, tsl };
+        if (te->whi > te->wlo && te->whi - te->wlo <= FK_PY_SNAP_WINDOW) {
+            i_win = n;
+            iov[n++] = (struct fk_py_iov){ te->wlo, snap->win, (size_t)(te->whi - te->wlo) };
+        }
+    }
     size_t c0 = n;
-    for (unsigned i = 0; i < w->nspec_code; i++) {
-        snap->code_addr[i] = w->spec_code[i];
-        iov[n++] = (struct fk_py_iov){ w->spec_code[i], snap->code_hdr[i], L->co_size };
+    for (unsigned i = 0; i < w->nspec_code && i < FK_PY_SNAP_CODES; i++) {
+        snap->code_addr[i] = w->spec_code[i].addr;
+        iov[n++] = (struct fk_py_iov){ w->spec_code[i].addr, snap->code_hdr[i], L->co_size };
     }
     size_t f0 = n;
-    for (unsigned i = 0; i < w->nspec_frame; i++) {
-        uint64_t a = w->spec_frame[i];
-        if (window && a >= wlo && a < whi)
-            continue;
-        size_t k = n - f0;
-        snap->addr[k] = a;
-        iov[n++] = (struct fk_py_iov){ a, snap->bytes[k], L->fr_size };
+    for (unsigned i = 0; i < w->nspec_frame && i < FK_PY_SNAP_FRAMES; i++) {
+        snap->addr[i] = w->spec_frame[i].addr;
+        iov[n++] = (struct fk_py_iov){ w->spec_frame[i].addr, snap->bytes[i], L->fr_size };
     }
-    size_t got = rdv(w, iov, n);
-    if (window && got > 0) {
-        snap->win_addr = wlo;
-        snap->win_len = (uint32_t)(whi - wlo);
-    }
-    if (got <= i_frame && (w->over || !rd(w, iov[i_frame].addr, &frame, 8)))
-        goto out;   /* (the window failed: the chain alone, frame by frame) */
+    size_t got = n ? rdv(w, iov, n) : 0;
     snap->ncodes = got > c0 ? (unsigned)((got < f0 ? got : f0) - c0) : 0;
     snap->n = got > f0 ? (unsigned)(got - f0) : 0;
-    uint64_t dropped_code = got >= c0 && got < f0 ? iov[got].addr : 0;
-    uint64_t dropped_frame = got >= f0 && got < n ? iov[got].addr : 0;
-    /* the live chain: frames from what was read, those outside it one
-     * read each; the code objects it runs collected */
-    uint64_t codes[FK_PY_SNAP_CODES], outside[SPEC_FRAMES];
-    unsigned ncodes = 0, noutside = 0;
+    if (got < n && got >= c0) {
+        spec_prune(w->spec_code, &w->nspec_code, now, iov[got].addr);
+        spec_prune(w->spec_frame, &w->nspec_frame, now, iov[got].addr);
+    }
+    uint64_t t = 0;
+    if (te && got >= 1 && get_u64(ts, L->ts_native_thread_id - off) == tid) {
+        t = te->tstate;
+    } else {
+        /* a thread not seen yet, or its state gone: the table again */
+        i_win = SIZE_MAX;
+        t = read_ts_block(w, tid, ts, off, tsl);
+        te = t ? tid_entry(w, tid) : NULL;
+        if (!t)
+            goto out;
+    }
+    uint64_t lo, hi, data, limit;
+    if (window_of(L, ts, off, &lo, &hi, &data, &limit)) {
+        /* the window the thread needs now: in the guess, or read now */
+        if (i_win != SIZE_MAX && got > i_win && te->wlo <= lo && te->whi >= hi) {
+            snap->win_addr = te->wlo;
+            snap->win_len = (uint32_t)(te->whi - te->wlo);
+        } else {
+            uint64_t rlo = lo - data > WIN_SLACK ? lo - WIN_SLACK : data;
+            uint64_t rhi = limit - hi > WIN_SLACK ? hi + WIN_SLACK : limit;
+            if (te)
+                te->wlo = te->whi = 0;
+            if (rd(w, rlo, snap->win, (size_t)(rhi - rlo))) {
+                snap->win_addr = rlo;
+                snap->win_len = (uint32_t)(rhi - rlo);
+                if (te) {
+                    te->wlo = rlo;
+                    te->whi = rhi;
+                }
+            }
+        }
+        goto out;
+    }
+    /* no window (a layout without the data stack's fields, or hostile
+     * ones): the live chain, frame by frame */
+    uint64_t cframe = get_u64(ts, L->ts_cframe - off), frame = 0;
+    if (!ptr_ok(cframe, 8) || !rd_ptr(w, cframe + L->cf_current_frame, &frame))
+        goto out;
     const struct fk_py_snap *was = w->snap;
     w->snap = snap;
     for (unsigned steps = 0; frame && ptr_ok(frame, 8) && steps < FK_PY_MAX_DEPTH; steps++) {
@@ -806,32 +863,9 @@ bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *sna
             snap->addr[snap->n] = frame;
             memcpy(fr, snap->bytes[snap->n++], L->fr_size);
         }
-        if (!window || frame < wlo || frame >= whi) {
-            if (noutside < SPEC_FRAMES)
-                outside[noutside++] = frame;
-        }
-        uint64_t code = get_u64(fr, L->fr_code);
-        if (ptr_ok(code, 8) && ncodes < FK_PY_SNAP_CODES && !has_u64(codes, ncodes, code))
-            codes[ncodes++] = code;
         frame = get_u64(fr, L->fr_previous);
     }
     w->snap = was;
-    /* read 3, when the speculation missed: the chain's other code objects */
-    n = 0;
-    for (unsigned i = 0; i < ncodes && snap->ncodes + n < FK_PY_SNAP_CODES; i++)
-        if (!has_u64(snap->code_addr, snap->ncodes, codes[i])) {
-            snap->code_addr[snap->ncodes + n] = codes[i];
-            iov[n] = (struct fk_py_iov){ codes[i], snap->code_hdr[snap->ncodes + n], L->co_size };
-            n++;
-        }
-    if (n) {
-        got = rdv(w, iov, n);
-        snap->ncodes += (unsigned)got;
-        if (got < n && !dropped_code)
-            dropped_code = iov[got].addr;
-    }
-    spec_update(w->spec_code, &w->nspec_code, SPEC_CODES, codes, ncodes, dropped_code);
-    spec_update(w->spec_frame, &w->nspec_frame, SPEC_FRAMES, outside, noutside, dropped_frame);
 out:
     snap->reads = tmp.reads;
     snap->read_bytes = tmp.read_bytes;
@@ -855,8 +889,11 @@ static uint8_t walk_chain(struct fk_py_walker *w, uint64_t frame, bool one_segme
         unsigned char fr[128], hdr[256];
         if (!ptr_ok(frame, 8) || L->fr_size > sizeof fr || L->co_size > sizeof hdr)
             return FK_PY_INVALID;
-        if (!snap_frame(w, frame, fr) && !rd(w, frame, fr, L->fr_size))
+        int held = snap_frame(w, frame, fr);
+        if (!held && !rd(w, frame, fr, L->fr_size))
             return w->over ? FK_PY_LIMIT : FK_PY_BAD_READ;
+        if (held != SNAP_WINDOW && w->snap)     /* outside the window: guess it next time */
+            spec_note(w->spec_frame, &w->nspec_frame, SPEC_FRAMES, frame, w->nsnaps);
         uint64_t code = get_u64(fr, L->fr_code), prev = get_u64(fr, L->fr_previous);
         uint64_t pi = get_u64(fr, L->fr_prev_instr);
         bool entry = fr[L->fr_is_entry] != 0;

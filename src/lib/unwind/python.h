@@ -171,17 +171,21 @@ void fk_py_walk_from(struct fk_py_walker *w, const uint64_t *heads, unsigned nhe
  *    so the walk validates and names them without reading the target
  *    again (a code object's memory may be freed and reused: its header is
  *    read for every sample, never trusted from an earlier one).
- * Two reads in the steady state: the thread state, then the frame
- * pointer, the window and the frames and code headers the process's
- * recent snapshots needed (speculative: bytes read at an address are that
- * address's bytes whatever they turn out to be, and are used only where a
- * chain leads to them); what they miss costs one more batch. */
+ * One read in the steady state: the thread state together with guesses --
+ * the thread's window where it was last (2 KiB wider on each side than it
+ * needed), the code objects and out-of-window frames the process's walks
+ * needed lately (bytes read at an address are that address's bytes
+ * whatever they turn out to be, and are used only where a chain leads to
+ * them). A window that moved past its guess costs one more read; a code
+ * object or frame not guessed is read when the sample is spliced, and
+ * guessed from then on. */
 #define FK_PY_SNAP_FRAMES 64
 #define FK_PY_FRAME_BYTES 80
 #define FK_PY_SNAP_CODES 32
 #define FK_PY_CODE_BYTES 192
-#define FK_PY_SNAP_WINDOW (12u << 10)   /* bytes of data stack per sample, at most */
+#define FK_PY_SNAP_NEED (12u << 10)     /* bytes of data stack a sample needs, at most */
 #define FK_PY_SNAP_ABOVE (4u << 10)     /* ... of them above datastack_top */
+#define FK_PY_SNAP_WINDOW (16u << 10)   /* read: that and 2 KiB either side */
 struct fk_py_snap {
     uint64_t tid, time;         /* the sample's, to find it again */
     uint64_t image;             /* read through this image's tables (fk_sym_gen) */
