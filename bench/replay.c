@@ -94,8 +94,11 @@ static int record(const char *path, uint64_t secs, uint64_t hz, const char *pids
     opts_host(&o, &t, hz);
     if (pids) {
         fk_target_free(&t);
-        if (!fk_target_pids(&t, pids))
+        char err[256];
+        if (!fk_target_pids(&t, pids, err, sizeof err)) {
+            fk_error("%s", err);
             return 1;
+        }
     }
     o.duration_ms = secs * 1000;
     struct rec_out *out = fk_calloc(1, sizeof *out);

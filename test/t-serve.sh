@@ -59,6 +59,13 @@ check_grep "... naming the limit" 'limit of 5 s' "$(cat "$T/body")"
 check_eq "bad target: 400" 400 "$(code -H "Authorization: Bearer $TOK_A" "$U/profile?target=bogus")"
 check_eq "pid that does not exist: 404" 404 "$(code -H "Authorization: Bearer $TOK_A" "$U/profile?target=pid:999999999")"
 check_grep "... says so" 'no process with pid 999999999' "$(cat "$T/body")"
+# The reason is the library's own (target resolution), not a copy in serve
+# that could drift from it, nor "the server's log says why".
+check_grep "... in the library's words, with the fix" "no process with pid 999999999; check it with 'ps -p 999999999'" "$(cat "$T/body")"
+check_eq "cgroup that does not exist: 404" 404 "$(code -H "Authorization: Bearer $TOK_A" "$U/profile?target=cgroup:fk-no-such-cgroup-$$&seconds=1")"
+check_grep "... says why, in the library's words" "'fk-no-such-cgroup-$$' is neither a cgroup v2 directory" "$(cat "$T/body")"
+check_eq "user that does not exist: 404" 404 "$(code -H "Authorization: Bearer $TOK_A" "$U/profile?target=user:fk-no-such-user&seconds=1")"
+check_grep "... says why and what to give" "no user 'fk-no-such-user'; give a user name or a numeric uid" "$(cat "$T/body")"
 check_eq "bad format: 400" 400 "$(code -H "Authorization: Bearer $TOK_A" "$U/profile?format=png")"
 check_eq "unknown page: 404" 404 "$(code -H "Authorization: Bearer $TOK_A" "$U/nope")"
 check_eq "POST elsewhere: 405" 405 "$(code -X POST -H "Authorization: Bearer $TOK_A" "$U/profile")"

@@ -84,6 +84,8 @@ int fk_capture_cli_run(struct fk_profile_request *rq, int argc, char **argv)
                 strerror(errno));
     struct fk_profile_result res;
     fk_profile_run(rq, &res);
+    if (res.error[0])
+        fk_error("%s", res.error);
     bool streaming = rq->stream_fd >= 0;
     if (!streaming)
         fk_stop_restore();          /* an upload may be interrupted: the files are complete */

@@ -58,7 +58,7 @@ static pid_t tgid_of(pid_t pid)
     return tgid;
 }
 
-bool fk_target_pids(struct fk_target *t, const char *list)
+bool fk_target_pids(struct fk_target *t, const char *list, char *err, size_t errlen)
 {
     memset(t, 0, sizeof *t);
     t->kind = FK_TARGET_PID;
@@ -71,13 +71,13 @@ bool fk_target_pids(struct fk_target *t, const char *list)
     for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         uint64_t v;
         if (!fk_parse_u64(tok, &v) || v == 0 || v > INT_MAX) {
-            fk_error("'%s' is not a process id; give PID[,PID...]", tok);
+            snprintf(err, errlen, "'%s' is not a process id; give PID[,PID...]", tok);
             ok = false;
             break;
         }
         pid_t tgid = tgid_of((pid_t)v);
         if (tgid <= 0) {
-            fk_error("no process with pid %s; check it with 'ps -p %s'", tok, tok);
+            snprintf(err, errlen, "no process with pid %s; check it with 'ps -p %s'", tok, tok);
             ok = false;
             break;
         }
@@ -93,7 +93,7 @@ bool fk_target_pids(struct fk_target *t, const char *list)
     }
     free(copy);
     if (ok && t->npids == 0) {
-        fk_error("no process id given; give PID[,PID...]");
+        snprintf(err, errlen, "no process id given; give PID[,PID...]");
         ok = false;
     }
     if (!ok) {
@@ -110,7 +110,7 @@ bool fk_target_pids(struct fk_target *t, const char *list)
     return true;
 }
 
-bool fk_target_user(struct fk_target *t, const char *user)
+bool fk_target_user(struct fk_target *t, const char *user, char *err, size_t errlen)
 {
     memset(t, 0, sizeof *t);
     t->kind = FK_TARGET_USER;
@@ -124,7 +124,7 @@ bool fk_target_user(struct fk_target *t, const char *user)
         pw = getpwuid(t->uid);
         t->user = fk_strdup(pw ? pw->pw_name : user);
     } else {
-        fk_error("no user '%s'; give a user name or a numeric uid", user);
+        snprintf(err, errlen, "no user '%s'; give a user name or a numeric uid", user);
         return false;
     }
     char *part = scope_part(t->user);
@@ -241,13 +241,13 @@ static char *cgroup_of_container(const char *id)
     return found;
 }
 
-bool fk_target_cgroup(struct fk_target *t, const char *arg)
+bool fk_target_cgroup(struct fk_target *t, const char *arg, char *err, size_t errlen)
 {
     memset(t, 0, sizeof *t);
     t->kind = FK_TARGET_CGROUP;
     char *mnt = cgroup2_mount();
     if (!mnt) {
-        fk_error("no cgroup2 file system is mounted; mount one with "
+        snprintf(err, errlen, "no cgroup2 file system is mounted; mount one with "
                  "'mount -t cgroup2 none /sys/fs/cgroup' or use 'flamekit pid'");
         return false;
     }
@@ -276,7 +276,7 @@ bool fk_target_cgroup(struct fk_target *t, const char *arg)
     }
     size_t ml = strlen(mnt);
     if (!dir || strncmp(dir, mnt, ml) || (dir[ml] && dir[ml] != '/')) {
-        fk_error("'%s' is neither a cgroup v2 directory (under %s) nor a running "
+        snprintf(err, errlen, "'%s' is neither a cgroup v2 directory (under %s) nor a running "
                  "container's id; see /proc/PID/cgroup of a process in it", arg, mnt);
         free(dir);
         free(mnt);
@@ -408,18 +408,19 @@ static void run_cgroup_free(struct fk_target *t)
 
 /* RUN: the child blocks reading run_go until we write; exec errors come
  * back through run_err (close-on-exec, so EOF means exec worked). */
-bool fk_target_run(struct fk_target *t, char **argv, bool stdout_to_stderr)
+bool fk_target_run(struct fk_target *t, char **argv, bool stdout_to_stderr, char *err,
+                   size_t errlen)
 {
     memset(t, 0, sizeof *t);
     t->kind = FK_TARGET_RUN;
     t->run_go = t->run_err = -1;
-    int go[2], err[2];
+    int go[2], ep[2];
     if (pipe2(go, O_CLOEXEC) < 0) {
-        fk_error("pipe: %s", strerror(errno));
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
         return false;
     }
-    if (pipe2(err, O_CLOEXEC) < 0) {
-        fk_error("pipe: %s", strerror(errno));
+    if (pipe2(ep, O_CLOEXEC) < 0) {
+        snprintf(err, errlen, "pipe: %s", strerror(errno));
         close(go[0]);
         close(go[1]);
         return false;
@@ -427,16 +428,16 @@ bool fk_target_run(struct fk_target *t, char **argv, bool stdout_to_stderr)
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
-        fk_error("fork: %s", strerror(errno));
+        snprintf(err, errlen, "fork: %s", strerror(errno));
         close(go[0]);
         close(go[1]);
-        close(err[0]);
-        close(err[1]);
+        close(ep[0]);
+        close(ep[1]);
         return false;
     }
     if (pid == 0) {
         close(go[1]);
-        close(err[0]);
+        close(ep[0]);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         signal(SIGCHLD, SIG_DFL);
@@ -454,14 +455,14 @@ bool fk_target_run(struct fk_target *t, char **argv, bool stdout_to_stderr)
             _exit(126);
         execvp(argv[0], argv);
         int e = errno;
-        if (write(err[1], &e, sizeof e) < 0)
+        if (write(ep[1], &e, sizeof e) < 0)
             _exit(127);
         _exit(e == ENOENT ? 127 : 126);
     }
     close(go[0]);
-    close(err[1]);
+    close(ep[1]);
     t->run_go = go[1];
-    t->run_err = err[0];
+    t->run_err = ep[0];
     t->run_cgroup = run_cgroup_make(pid, &t->run_cgroup_note);
     t->pids = fk_malloc(sizeof *t->pids);
     t->pids[0] = pid;

@@ -38,27 +38,19 @@ struct fk_target {
     char *run_cgroup_note;  /* RUN: why there is none (one phrase); NULL: there is */
 };
 
-/* Resolve a target from the command line; on error print one line and
- * return false. arg is NULL for host. */
+/* Resolve a target from the command line; on error put one line saying
+ * what is wrong and how to fix it into err (no program name: the caller
+ * prints it or sends it to a client) and return false. */
 bool fk_target_host(struct fk_target *t);
-bool fk_target_pids(struct fk_target *t, const char *list);      /* "12,34" */
-bool fk_target_user(struct fk_target *t, const char *user);      /* name or uid */
-bool fk_target_cgroup(struct fk_target *t, const char *arg);     /* path or container id */
+bool fk_target_pids(struct fk_target *t, const char *list, char *err, size_t errlen);  /* "12,34" */
+bool fk_target_user(struct fk_target *t, const char *user, char *err, size_t errlen);  /* name or uid */
+bool fk_target_cgroup(struct fk_target *t, const char *arg, char *err, size_t errlen); /* path or container id */
 /* Fork argv[0] stopped before exec; fk_target_run_exec lets it go once the
  * events are open (called by the engine). stdout_to_stderr: the command's
- * stdout goes to stderr (a result stream owns stdout). Returns false on
- * error.
- *
- * The waiting child is put in a cgroup v2 of its own (run_cgroup), made
- * below flamekit's own cgroup (the command keeps every limit flamekit runs
- * under) and named flamekit-run.PID.CHILD: the engine samples it per CPU in
- * cgroup mode, so the kernel keeps the command's tree and a short-lived
- * child is sampled from its first instruction. Without cgroup2, or when
- * the directory cannot be made or joined (unprivileged, read-only),
- * run_cgroup_note says why and the engine uses inherited per-task events.
- * fk_target_free removes the directory: processes the command left
- * behind are moved back to flamekit's cgroup first. */
-bool fk_target_run(struct fk_target *t, char **argv, bool stdout_to_stderr);
+ * stdout goes to stderr (a result stream owns stdout). False, the reason
+ * in err, on error. */
+bool fk_target_run(struct fk_target *t, char **argv, bool stdout_to_stderr, char *err,
+                   size_t errlen);
 /* Releases the child: it execs. false if exec failed (error printed,
  * *exec_errno set). */
 bool fk_target_run_exec(struct fk_target *t, int *exec_errno);

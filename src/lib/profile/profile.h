@@ -130,6 +130,11 @@ void fk_profile_request_init(struct fk_profile_request *rq);
 struct fk_profile_result {
     int status;                 /* exit status: 0; 1 error; RUN: the command's, 125
                                    flamekit failed, 126/127 the command could not run */
+    /* Why it failed, one line without the program name, for the caller to
+     * print or send (serve); empty when the failure was reported where it
+     * happened (the engine still prints its own) or there was none. */
+    char error[512];
+    bool bad_target;            /* error: the target named does not exist or is wrong */
     char *dir;                  /* where the files are */
     bool dir_is_temp;
     char *base;                 /* HOST.STAMP.SCOPE[.PROFILE] (result.h) */

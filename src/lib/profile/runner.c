@@ -118,15 +118,17 @@ int fk_profile_check(struct fk_profile_request *rq, char *err, size_t errlen)
     return fk_profile_ops(rq->kind)->event(rq, &ev, &unit, &countname, err, errlen);
 }
 
-static bool resolve_target(const struct fk_profile_request *rq, struct fk_target *t)
+static bool resolve_target(const struct fk_profile_request *rq, struct fk_target *t, char *err,
+                           size_t errlen)
 {
     switch (rq->target) {
     case FK_TARGET_HOST: return fk_target_host(t);
-    case FK_TARGET_PID: return fk_target_pids(t, rq->target_arg);
-    case FK_TARGET_USER: return fk_target_user(t, rq->target_arg);
-    case FK_TARGET_CGROUP: return fk_target_cgroup(t, rq->target_arg);
+    case FK_TARGET_PID: return fk_target_pids(t, rq->target_arg, err, errlen);
+    case FK_TARGET_USER: return fk_target_user(t, rq->target_arg, err, errlen);
+    case FK_TARGET_CGROUP: return fk_target_cgroup(t, rq->target_arg, err, errlen);
     case FK_TARGET_RUN: return true;    /* forked once the output is ready */
     }
+    snprintf(err, errlen, "unknown target kind %d", (int)rq->target);
     return false;
 }
 
@@ -374,20 +376,20 @@ int fk_profile_run(const struct fk_profile_request *rq, struct fk_profile_result
     int fail = run ? 125 : FK_EXIT_ERROR;
     res->status = fail;
     res->host = fk_result_hostname();
-    char err[512];
-    if (ops->event(rq, &res->event, &res->unit, &res->countname, err, sizeof err)) {
-        fk_error("%s", err);
+    if (ops->event(rq, &res->event, &res->unit, &res->countname, res->error, sizeof res->error))
         return res->status = FK_EXIT_USAGE;
-    }
     if (rq->no_kernel)
         res->event.exclude_kernel = true;
-    if (!resolve_target(rq, &res->target))
+    if (!resolve_target(rq, &res->target, res->error, sizeof res->error)) {
+        res->bad_target = true;
         return res->status;
+    }
     bool dir_created;
     if (!prepare_dir(rq, res, &dir_created))
         return res->status;
     if (run) {
-        if (!fk_target_run(&res->target, rq->run_argv, rq->stream_fd == STDOUT_FILENO)) {
+        if (!fk_target_run(&res->target, rq->run_argv, rq->stream_fd == STDOUT_FILENO,
+                           res->error, sizeof res->error)) {
             undo_files(res, dir_created);
             return res->status;
         }

@@ -16,7 +16,6 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
-#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -362,38 +361,6 @@ static bool parse_seconds(const char *v, uint64_t *out)
     return true;
 }
 
-/* 404 reasons for targets that do not exist, checked before anything runs. */
-static const char *missing_target(enum fk_target_kind k, const char *arg, char *buf, size_t n)
-{
-    struct stat st;
-    if (k == FK_TARGET_PID) {
-        for (const char *p = arg; *p; p++)
-            if ((*p < '0' || *p > '9') && *p != ',')
-                return snprintf(buf, n, "bad pid list '%s' (want pid:1234 or pid:12,34)", arg), buf;
-        char *list = fk_strdup(arg), *save = NULL;
-        for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            char path[64];
-            snprintf(path, sizeof path, "/proc/%s", t);
-            if (stat(path, &st) != 0) {
-                snprintf(buf, n, "no process with pid %s", t);
-                free(list);
-                return buf;
-            }
-        }
-        free(list);
-    } else if (k == FK_TARGET_USER) {
-        struct passwd pw, *res = NULL;
-        char pbuf[4096];
-        uint64_t uid;
-        if (!fk_parse_u64(arg, &uid) && (getpwnam_r(arg, &pw, pbuf, sizeof pbuf, &res) || !res))
-            return snprintf(buf, n, "no user '%s'", arg), buf;
-    } else if (k == FK_TARGET_CGROUP) {
-        if (strstr(arg, ".."))
-            return snprintf(buf, n, "bad cgroup path '%s'", arg), buf;
-    }
-    return NULL;
-}
-
 /* Run one capture and answer with the file of the format asked for. */
 static enum MHD_Result capture(struct server *s, struct MHD_Connection *c, struct req *r,
                                const char *url, enum fk_profile_kind kind, enum fk_target_kind tk,
@@ -441,8 +408,13 @@ static enum MHD_Result capture(struct server *s, struct MHD_Connection *c, struc
     fk_profile_run(&rq, &res);
     const char *path = res.files[kinds[f]];
     if (res.status != 0 || !path) {
-        ret = text(c, r, "GET", url, 500, NULL,
-                   "the capture failed (status %d); the server's log says why", res.status);
+        /* The library's own reason: a target that does not exist is the
+         * client's mistake (404), anything else the server's (500). */
+        if (res.error[0])
+            ret = text(c, r, "GET", url, res.bad_target ? 404 : 500, NULL, "%s", res.error);
+        else
+            ret = text(c, r, "GET", url, 500, NULL,
+                       "the capture failed (status %d); the server's log says why", res.status);
     } else {
         struct stat st;
         int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -537,10 +509,6 @@ static enum MHD_Result route_profile(struct server *s, struct MHD_Connection *c,
         snprintf(r->what, sizeof r->what, "target=host kind=cpu seconds=%llu format=pprof",
                  (unsigned long long)secs);
     }
-    char why[160];
-    const char *miss = targ ? missing_target(tk, targ, why, sizeof why) : NULL;
-    if (miss)
-        return text(c, r, "GET", url, 404, NULL, "%s", miss);
     return capture(s, c, r, url, kind, tk, targ, secs, f, go_style);
 }
 
