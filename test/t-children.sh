@@ -222,4 +222,4 @@ if [ "$cgof" = / ]; then
 else
     check_range "pid outside the root cgroup: a mode is said" "$(jnum pidroot target.tree.mode | wc -c)" 5 100
 fi
-kill "$rp" 2>/dev/null; wait "$rp" 2>/dev/null
+kill "$rp" 2>/dev/null; wait "$rp" 2>/dev/null || true   # (killed: 143, not the test's status)

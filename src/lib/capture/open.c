@@ -126,23 +126,32 @@ static bool learn_sample_ids(struct fk_engine *e)
     return true;
 }
 
-/* The fd libperf holds for each (event, CPU), found by event id: libperf
- * opens with flags 0 and has no call that hands out or adopts an fd.
- * fds[i * ncpu + c]; false if one is not found. */
-static bool libperf_fds(struct fk_engine *e, int ncpu, int *fds)
+/* The fds libperf holds for event i, fds[cpu index * nthreads + thread]:
+ * libperf opens with flags 0 and has no call that hands out or adopts an
+ * fd, so they are found among this process's perf event fds by their ids
+ * (PERF_EVENT_IOC_ID against the ids read with PERF_FORMAT_ID). false
+ * with err set when one is not found. */
+static bool event_fds(struct fk_engine *e, unsigned i, int *fds, char *err, size_t errlen)
 {
+    if (!(perf_evsel__attr(e->evsel[i])->read_format & PERF_FORMAT_ID)) {
+        snprintf(err, errlen, "event %u has no PERF_FORMAT_ID: its fds cannot be told", i);
+        return false;
+    }
     struct fk_u64map slot = { 0 };
-    bool ok = true;
-    for (unsigned i = 0; ok && i < e->nevents; i++)
-        for (int c = 0; ok && c < ncpu; c++) {
-            struct perf_counts_values cv = { 0 };
-            ok = perf_evsel__read(e->evsel[i], c, 0, &cv) == 0;
-            *fk_u64map_slot(&slot, cv.id, true) = i * (unsigned)ncpu + (unsigned)c + 1;
-            fds[i * (unsigned)ncpu + (unsigned)c] = -1;
-        }
-    DIR *d = ok ? opendir("/proc/self/fd") : NULL;
+    int ncpu = perf_cpu_map__nr(e->cpus), nthr = perf_thread_map__nr(e->threads);
+    size_t want = (size_t)ncpu * (size_t)nthr, found = 0;
+    for (size_t k = 0; k < want; k++) {
+        struct perf_counts_values cv = { 0 };
+        fds[k] = -1;
+        if (perf_evsel__read(e->evsel[i], (int)(k / (size_t)nthr), (int)(k % (size_t)nthr), &cv) == 0 &&
+            cv.id)
+            *fk_u64map_slot(&slot, cv.id, true) = k + 1;
+    }
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        snprintf(err, errlen, "cannot list /proc/self/fd: %s", strerror(errno));
     struct dirent *de;
-    while (d && (de = readdir(d))) {
+    while (d && found < want && (de = readdir(d))) {
         char link[64];
         ssize_t n = readlinkat(dirfd(d), de->d_name, link, sizeof link - 1);
         if (n <= 0)
@@ -150,18 +159,21 @@ static bool libperf_fds(struct fk_engine *e, int ncpu, int *fds)
         link[n] = 0;
         uint64_t id;
         int fd = atoi(de->d_name);
-        if (strcmp(link, "anon_inode:[perf_event]") || ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0)
+        if (strcmp(link, "anon_inode:[perf_event]") || ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0)
             continue;
         uint64_t *v = fk_u64map_slot(&slot, id, false);
-        if (v && *v)
+        if (v && *v && fds[*v - 1] < 0) {
             fds[*v - 1] = fd;
+            found++;
+        }
     }
-    if (d)
+    if (d) {
         closedir(d);
-    for (unsigned k = 0; ok && k < e->nevents * (unsigned)ncpu; k++)
-        ok = fds[k] >= 0;
+        if (found < want)
+            snprintf(err, errlen, "found %zu of the %zu fds of event %u", found, want, i);
+    }
     fk_u64map_free(&slot);
-    return ok;
+    return found == want;
 }
 
 /* Trees in a cgroup: libperf's events were opened disabled on each CPU for
@@ -177,9 +189,13 @@ static int adopt_cgroup_events(struct fk_engine *e, const char **what)
     if (cg < 0) {
         err = -errno;
         *what = "cannot open the cgroup";
-    } else if (!libperf_fds(e, ncpu, fds)) {
-        err = -ENOENT;
-        *what = "cannot find libperf's events";
+    } else {
+        char why[128];
+        for (unsigned i = 0; !err && i < e->nevents; i++)
+            if (!event_fds(e, i, fds + i * (unsigned)ncpu, why, sizeof why)) {
+                err = -ENOENT;
+                *what = "cannot find libperf's events";
+            }
     }
     for (unsigned i = 0; !err && i < e->nevents; i++)
         for (int c = 0; !err && c < ncpu; c++) {
@@ -392,7 +408,8 @@ void perf_evsel__free_id(struct perf_evsel *evsel);
 void fk_engine_close(struct fk_engine *e)
 {
     for (unsigned i = 0; i < e->nevents; i++)
-        if (e->evsel[i] && (e->nevents > 1 || (e->attr[i].read_format & PERF_FORMAT_ID)))
+        if (e->evsel[i] && (e->nevents > 1 ||
+                            (perf_evsel__attr(e->evsel[i])->read_format & PERF_FORMAT_ID)))
             perf_evsel__free_id(e->evsel[i]);
     if (e->evlist)
         perf_evlist__delete(e->evlist);     /* unmaps, closes, deletes its evsels */
@@ -419,61 +436,20 @@ void fk_engine_close(struct fk_engine *e)
     }
 }
 
-/* Event i's fds. libperf keeps them to itself: they are this process's
- * perf event fds whose id (PERF_EVENT_IOC_ID) is one of the ids read from
- * event i (PERF_FORMAT_ID). */
+/* Event i's fds, for fk_engine_set_period (event_fds). */
 static bool find_event_fds(struct fk_engine *e, unsigned i, char *err, size_t errlen)
 {
-    if (!(perf_evsel__attr(e->evsel[i])->read_format & PERF_FORMAT_ID)) {
-        snprintf(err, errlen, "event %u has no PERF_FORMAT_ID: its fds cannot be told", i);
+    size_t n = (size_t)perf_cpu_map__nr(e->cpus) * (size_t)perf_thread_map__nr(e->threads);
+    int *fds = fk_malloc((n ? n : 1) * sizeof *fds);
+    if (!n || !event_fds(e, i, fds, err, errlen)) {
+        if (!n)
+            snprintf(err, errlen, "event %u has no fds", i);
+        free(fds);
         return false;
     }
-    struct fk_u64map ids = { 0 };
-    int ncpu = perf_cpu_map__nr(e->cpus), nthr = perf_thread_map__nr(e->threads);
-    size_t want = 0;
-    for (int c = 0; c < ncpu; c++)
-        for (int th = 0; th < nthr; th++) {
-            struct perf_counts_values cv = { 0 };
-            if (perf_evsel__read(e->evsel[i], c, th, &cv) == 0 && cv.id) {
-                *fk_u64map_slot(&ids, cv.id, true) = 1;
-                want++;
-            }
-        }
-    DIR *d = opendir("/proc/self/fd");
-    if (!d) {
-        snprintf(err, errlen, "cannot list /proc/self/fd: %s", strerror(errno));
-        fk_u64map_free(&ids);
-        return false;
-    }
-    size_t cap = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) && e->nperiod_fds[i] < want) {
-        char path[64], link[32];
-        if (de->d_name[0] < '0' || de->d_name[0] > '9')
-            continue;
-        snprintf(path, sizeof path, "/proc/self/fd/%.20s", de->d_name);
-        ssize_t n = readlink(path, link, sizeof link - 1);
-        if (n <= 0)
-            continue;
-        link[n] = 0;
-        uint64_t id;
-        int fd = atoi(de->d_name);
-        if (strcmp(link, "anon_inode:[perf_event]") || ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0)
-            continue;
-        uint64_t *v = fk_u64map_slot(&ids, id, false);
-        if (!v || *v != 1)
-            continue;
-        *v = 2;
-        e->period_fds[i] = fk_grow(e->period_fds[i], &cap, e->nperiod_fds[i] + 1, sizeof(int));
-        e->period_fds[i][e->nperiod_fds[i]++] = fd;
-    }
-    closedir(d);
-    fk_u64map_free(&ids);
-    if (!want || e->nperiod_fds[i] != want) {
-        snprintf(err, errlen, "found %zu of the %zu fds of event %u", e->nperiod_fds[i], want, i);
-        e->nperiod_fds[i] = 0;
-        return false;
-    }
+    free(e->period_fds[i]);
+    e->period_fds[i] = fds;
+    e->nperiod_fds[i] = n;
     return true;
 }
 
