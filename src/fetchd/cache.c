@@ -13,12 +13,12 @@
 #include <unistd.h>
 
 struct entry {
-    char key[FD_CACHE_KEY];
+    char key[FETCHD_CACHE_KEY];
     uint64_t size;
     uint64_t used;      /* LRU clock */
 };
 
-struct fd_cache {
+struct fetchd_cache {
     pthread_mutex_t mu;
     char *dir;
     uint64_t max, total, clock;
@@ -27,7 +27,7 @@ struct fd_cache {
     uint64_t hits, misses;
 };
 
-static struct entry *find(struct fd_cache *c, const char *key)
+static struct entry *find(struct fetchd_cache *c, const char *key)
 {
     for (size_t i = 0; i < c->n; i++)
         if (strcmp(c->v[i].key, key) == 0)
@@ -35,7 +35,7 @@ static struct entry *find(struct fd_cache *c, const char *key)
     return NULL;
 }
 
-static void evict(struct fd_cache *c, const char *keep)
+static void evict(struct fetchd_cache *c, const char *keep)
 {
     while (c->total > c->max && c->n > 0) {
         size_t old = c->n;
@@ -57,7 +57,7 @@ static void evict(struct fd_cache *c, const char *keep)
     }
 }
 
-struct fd_cache *fd_cache_open(const char *dir, uint64_t max_bytes)
+struct fetchd_cache *fetchd_cache_open(const char *dir, uint64_t max_bytes)
 {
     if (!dir || max_bytes == 0)
         return NULL;
@@ -68,7 +68,7 @@ struct fd_cache *fd_cache_open(const char *dir, uint64_t max_bytes)
     DIR *d = opendir(dir);
     if (!d)
         fk_die("cannot open cache directory %s: %s", dir, strerror(errno));
-    struct fd_cache *c = fk_calloc(1, sizeof *c);
+    struct fetchd_cache *c = fk_calloc(1, sizeof *c);
     pthread_mutex_init(&c->mu, NULL);
     c->dir = fk_strdup(dir);
     c->max = max_bytes;
@@ -82,7 +82,7 @@ struct fd_cache *fd_cache_open(const char *dir, uint64_t max_bytes)
         }
         if (e->d_name[0] == '.')
             continue;
-        if (strlen(e->d_name) != FD_CACHE_KEY - 1 || strspn(e->d_name, "0123456789abcdef") != FD_CACHE_KEY - 1) {
+        if (strlen(e->d_name) != FETCHD_CACHE_KEY - 1 || strspn(e->d_name, "0123456789abcdef") != FETCHD_CACHE_KEY - 1) {
             /* Not a SHA-256 key: an entry of an older fetchd (fk_hash keys). */
             struct stat lst;
             if (lstat(p, &lst) == 0 && S_ISREG(lst.st_mode) && strchr(e->d_name, '-'))
@@ -106,7 +106,7 @@ struct fd_cache *fd_cache_open(const char *dir, uint64_t max_bytes)
     return c;
 }
 
-void fd_cache_close(struct fd_cache *c)
+void fetchd_cache_close(struct fetchd_cache *c)
 {
     if (!c)
         return;
@@ -119,18 +119,18 @@ void fd_cache_close(struct fd_cache *c)
 /* SHA-256, not fk_hash: fk_hash's steps can be inverted, so a client could
  * craft a request whose key equals another request's and have its
  * response served for that one. Pieces are length-prefixed. */
-void fd_cache_key(char out[FD_CACHE_KEY], const char *gitdir, const void *body, size_t len)
+void fetchd_cache_key(char out[FETCHD_CACHE_KEY], const char *gitdir, const void *body, size_t len)
 {
     struct fk_sha256_ctx c;
     uint64_t l;
     unsigned char md[32];
-    if (!fk_crypto_load())      /* once; fd_cache_open made sure it loads */
+    if (!fk_crypto_load())      /* once; fetchd_cache_open made sure it loads */
         exit(1);
     fk_sha256_begin(&c);
     fk_sha256_update(&c, "fetchd-cache-2", 15);
     fk_sha256_update(&c, (l = strlen(gitdir), &l), sizeof l);
     fk_sha256_update(&c, gitdir, l);
-    fd_repo_refstate(&c, gitdir);
+    fetchd_repo_refstate(&c, gitdir);
     fk_sha256_update(&c, (l = len, &l), sizeof l);
     fk_sha256_update(&c, body, len);
     fk_sha256_end(&c, md);
@@ -138,7 +138,7 @@ void fd_cache_key(char out[FD_CACHE_KEY], const char *gitdir, const void *body, 
         snprintf(out + 2 * i, 3, "%02x", md[i]);
 }
 
-int fd_cache_lookup(struct fd_cache *c, const char *key, uint64_t *size)
+int fetchd_cache_lookup(struct fetchd_cache *c, const char *key, uint64_t *size)
 {
     pthread_mutex_lock(&c->mu);
     struct entry *x = find(c, key);
@@ -160,7 +160,7 @@ int fd_cache_lookup(struct fd_cache *c, const char *key, uint64_t *size)
     return fd;
 }
 
-int fd_cache_begin(struct fd_cache *c, char **tmpname)
+int fetchd_cache_begin(struct fetchd_cache *c, char **tmpname)
 {
     char *p = fk_asprintf("%s/.tmp.XXXXXX", c->dir);
     int fd = mkostemp(p, O_CLOEXEC);
@@ -174,7 +174,7 @@ int fd_cache_begin(struct fd_cache *c, char **tmpname)
     return fd;
 }
 
-void fd_cache_end(struct fd_cache *c, int fd, char *tmpname, const char *key, bool ok)
+void fetchd_cache_end(struct fetchd_cache *c, int fd, char *tmpname, const char *key, bool ok)
 {
     if (fd < 0)
         return;
@@ -214,7 +214,7 @@ void fd_cache_end(struct fd_cache *c, int fd, char *tmpname, const char *key, bo
     free(tmpname);
 }
 
-void fd_cache_stats(struct fd_cache *c, uint64_t *hits, uint64_t *misses, uint64_t *bytes, uint64_t *entries)
+void fetchd_cache_stats(struct fetchd_cache *c, uint64_t *hits, uint64_t *misses, uint64_t *bytes, uint64_t *entries)
 {
     pthread_mutex_lock(&c->mu);
     *hits = c->hits;

@@ -14,7 +14,7 @@
 
 extern char **environ;
 
-bool fd_child_start(struct fd_child *c, enum fd_op op, const char *gitdir,
+bool fetchd_child_start(struct fetchd_child *c, enum fetchd_op op, const char *gitdir,
                     const void *body, size_t len)
 {
     c->pid = -1;
@@ -70,7 +70,7 @@ bool fd_child_start(struct fd_child *c, enum fd_op op, const char *gitdir,
     argv[i++] = "git";
     argv[i++] = "upload-pack";
     argv[i++] = "--stateless-rpc";
-    if (op == FD_OP_ADVERTISE)
+    if (op == FETCHD_OP_ADVERTISE)
         argv[i++] = "--advertise-refs";
     argv[i++] = gitdir;
     argv[i] = NULL;
@@ -101,7 +101,7 @@ static int reap(pid_t pid)
     return st;
 }
 
-bool fd_child_finish(struct fd_child *c)
+bool fetchd_child_finish(struct fetchd_child *c)
 {
     if (c->out >= 0)
         close(c->out);
@@ -113,7 +113,7 @@ bool fd_child_finish(struct fd_child *c)
     return st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
-void fd_child_kill(struct fd_child *c)
+void fetchd_child_kill(struct fetchd_child *c)
 {
     if (c->out >= 0)
         close(c->out);

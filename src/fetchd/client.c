@@ -18,31 +18,31 @@
 #include <grpc/grpc_security.h>
 #include <grpc/support/time.h>
 
-struct fd_client {
-    enum fd_transport t;
+struct fetchd_client {
+    enum fetchd_transport t;
     char *host, *port;
     grpc_channel *chan;
     grpc_completion_queue *cq;
-    bool borrowed;          /* chan belongs to another client (fd_client_share) */
+    bool borrowed;          /* chan belongs to another client (fetchd_client_share) */
 };
 
-bool fd_client_small_window;
+bool fetchd_client_small_window;
 
 static pthread_once_t grpc_once = PTHREAD_ONCE_INIT;
 static void grpc_start(void) { grpc_init(); }
 
-struct fd_client *fd_client_new(enum fd_transport t, const char *addr, char *err, size_t errlen)
+struct fetchd_client *fetchd_client_new(enum fetchd_transport t, const char *addr, char *err, size_t errlen)
 {
     const char *colon = strrchr(addr, ':');
     if (!colon || colon == addr || !colon[1]) {
         snprintf(err, errlen, "bad server address '%s' (want HOST:PORT)", addr);
         return NULL;
     }
-    struct fd_client *c = fk_calloc(1, sizeof *c);
+    struct fetchd_client *c = fk_calloc(1, sizeof *c);
     c->t = t;
     c->host = fk_strndup(addr, (size_t)(colon - addr));
     c->port = fk_strdup(colon + 1);
-    if (t == FD_GRPC) {
+    if (t == FETCHD_GRPC) {
         pthread_once(&grpc_once, grpc_start);
         /* grpc_arg's key is a char *, which a string literal is not */
         static char max_receive[] = GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH,
@@ -57,7 +57,7 @@ struct fd_client *fd_client_new(enum fd_transport t, const char *addr, char *err
         a[1].value.integer = 0;
         a[2].key = lookahead;
         a[2].value.integer = 64 << 10;
-        grpc_channel_args args = { fd_client_small_window ? 3 : 1, a };
+        grpc_channel_args args = { fetchd_client_small_window ? 3 : 1, a };
         grpc_channel_credentials *cr = grpc_insecure_credentials_create();
         c->chan = grpc_channel_create(addr, cr, &args);
         grpc_channel_credentials_release(cr);
@@ -66,9 +66,9 @@ struct fd_client *fd_client_new(enum fd_transport t, const char *addr, char *err
     return c;
 }
 
-struct fd_client *fd_client_share(struct fd_client *c)
+struct fetchd_client *fetchd_client_share(struct fetchd_client *c)
 {
-    struct fd_client *s = fk_calloc(1, sizeof *s);
+    struct fetchd_client *s = fk_calloc(1, sizeof *s);
     s->t = c->t;
     s->host = fk_strdup(c->host);
     s->port = fk_strdup(c->port);
@@ -80,7 +80,7 @@ struct fd_client *fd_client_share(struct fd_client *c)
     return s;
 }
 
-void fd_client_free(struct fd_client *c)
+void fetchd_client_free(struct fetchd_client *c)
 {
     if (!c)
         return;
@@ -97,20 +97,20 @@ void fd_client_free(struct fd_client *c)
     free(c);
 }
 
-static bool pluck(struct fd_client *c, void *tag)
+static bool pluck(struct fetchd_client *c, void *tag)
 {
     grpc_event ev = grpc_completion_queue_pluck(c->cq, tag, gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
     return ev.type == GRPC_OP_COMPLETE && ev.success;
 }
 
-static bool call_grpc(struct fd_client *c, enum fd_op op, const char *repo,
+static bool call_grpc(struct fetchd_client *c, enum fetchd_op op, const char *repo,
                       const void *body, size_t len,
                       bool (*sink)(void *, const void *, size_t), void *arg,
                       char *err, size_t errlen)
 {
     size_t plen;
     uint8_t *pb;
-    if (op == FD_OP_ADVERTISE) {
+    if (op == FETCHD_OP_ADVERTISE) {
         Fetchd__AdvertiseRequest m = FETCHD__ADVERTISE_REQUEST__INIT;
         m.repository = (char *)repo;
         plen = fetchd__advertise_request__get_packed_size(&m);
@@ -129,7 +129,7 @@ static bool call_grpc(struct fd_client *c, enum fd_op op, const char *repo,
     free(pb);
     grpc_byte_buffer *req = grpc_raw_byte_buffer_create(&s, 1);
     grpc_slice_unref(s);
-    grpc_slice method = grpc_slice_from_static_string(op == FD_OP_ADVERTISE ? FD_GRPC_ADVERTISE : FD_GRPC_UPLOAD_PACK);
+    grpc_slice method = grpc_slice_from_static_string(op == FETCHD_OP_ADVERTISE ? FETCHD_GRPC_ADVERTISE : FETCHD_GRPC_UPLOAD_PACK);
     grpc_call *call = grpc_channel_create_call(c->chan, NULL, GRPC_PROPAGATE_DEFAULTS, c->cq, method, NULL,
                                                gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
     grpc_metadata_array imd, tmd;
@@ -199,7 +199,7 @@ static bool call_grpc(struct fd_client *c, enum fd_op op, const char *repo,
     return res;
 }
 
-static int dial(struct fd_client *c, char *err, size_t errlen)
+static int dial(struct fetchd_client *c, char *err, size_t errlen)
 {
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *ai;
     int rc = getaddrinfo(c->host, c->port, &hints, &ai);
@@ -240,7 +240,7 @@ static bool write_all(int fd, const void *data, size_t len)
     return true;
 }
 
-static bool call_sock(struct fd_client *c, enum fd_op op, const char *repo,
+static bool call_sock(struct fetchd_client *c, enum fetchd_op op, const char *repo,
                       const void *body, size_t len,
                       bool (*sink)(void *, const void *, size_t), void *arg,
                       char *err, size_t errlen)
@@ -248,8 +248,8 @@ static bool call_sock(struct fd_client *c, enum fd_op op, const char *repo,
     int fd = dial(c, err, errlen);
     if (fd < 0)
         return false;
-    char *hdr = fk_asprintf("%s %s %zu %s\n", FD_SOCK_MAGIC,
-                            op == FD_OP_ADVERTISE ? "advertise" : "upload-pack", len, repo);
+    char *hdr = fk_asprintf("%s %s %zu %s\n", FETCHD_SOCK_MAGIC,
+                            op == FETCHD_OP_ADVERTISE ? "advertise" : "upload-pack", len, repo);
     bool ok = write_all(fd, hdr, strlen(hdr)) && write_all(fd, body, len);
     free(hdr);
     if (!ok) {
@@ -304,13 +304,13 @@ static bool call_sock(struct fd_client *c, enum fd_op op, const char *repo,
     return ok;
 }
 
-bool fd_client_call(struct fd_client *c, enum fd_op op, const char *repo,
+bool fetchd_client_call(struct fetchd_client *c, enum fetchd_op op, const char *repo,
                     const void *body, size_t len,
                     bool (*sink)(void *, const void *, size_t), void *arg,
                     char *err, size_t errlen)
 {
     err[0] = 0;
-    if (c->t == FD_GRPC)
+    if (c->t == FETCHD_GRPC)
         return call_grpc(c, op, repo, body, len, sink, arg, err, errlen);
     return call_sock(c, op, repo, body, len, sink, arg, err, errlen);
 }

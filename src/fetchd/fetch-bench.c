@@ -268,8 +268,8 @@ static char *generate_repo(const char *dir, uint64_t size)
 /* The want-all request for gitdir, from git's own advertisement. */
 static void build_request(const char *gitdir, struct fk_buf *req)
 {
-    struct fd_child ch;
-    if (!fd_child_start(&ch, FD_OP_ADVERTISE, gitdir, "", 0))
+    struct fetchd_child ch;
+    if (!fetchd_child_start(&ch, FETCHD_OP_ADVERTISE, gitdir, "", 0))
         fk_die("cannot run git upload-pack --advertise-refs %s", gitdir);
     struct fk_buf adv = FK_BUF_INIT;
     char b[65536];
@@ -277,14 +277,14 @@ static void build_request(const char *gitdir, struct fk_buf *req)
     while ((n = read(ch.out, b, sizeof b)) > 0 || (n < 0 && errno == EINTR))
         if (n > 0)
             fk_buf_add(&adv, b, (size_t)n);
-    if (!fd_child_finish(&ch))
+    if (!fetchd_child_finish(&ch))
         fk_die("git upload-pack --advertise-refs %s failed", gitdir);
-    struct fd_refs refs = { 0 };
+    struct fetchd_refs refs = { 0 };
     char err[512];
-    if (!fd_parse_advertisement(adv.data ? adv.data : "", adv.len, &refs, err, sizeof err) ||
-        !fd_build_request(&refs, NULL, 0, req, err, sizeof err))
+    if (!fetchd_parse_advertisement(adv.data ? adv.data : "", adv.len, &refs, err, sizeof err) ||
+        !fetchd_build_request(&refs, NULL, 0, req, err, sizeof err))
         fk_die("%s: %s", gitdir, err);
-    fd_refs_free(&refs);
+    fetchd_refs_free(&refs);
     fk_buf_free(&adv);
 }
 
@@ -658,7 +658,7 @@ struct client_report {
 };
 
 struct client_job {
-    enum fd_transport tr;
+    enum fetchd_transport tr;
     const char *addr, *repo;
     const struct fk_buf *req;
     int threads;                /* calls in flight on one connection (grpc-shared), else 1 */
@@ -669,7 +669,7 @@ struct client_job {
 };
 
 struct fetch_state {
-    struct fd_demux dm;
+    struct fetchd_demux dm;
     uint64_t bytes;
 };
 
@@ -683,16 +683,16 @@ static bool resp_sink(void *arg, const void *data, size_t len)
 {
     struct fetch_state *f = arg;
     f->bytes += len;
-    return fd_demux_feed(&f->dm, data, len);
+    return fetchd_demux_feed(&f->dm, data, len);
 }
 
 /* One complete fetch: the response demultiplexed, its final flush seen. */
-static bool fetch_once(struct fd_client *c, const struct client_job *j, uint64_t *bytes, char *err, size_t errlen)
+static bool fetch_once(struct fetchd_client *c, const struct client_job *j, uint64_t *bytes, char *err, size_t errlen)
 {
     struct fetch_state f;
     memset(&f, 0, sizeof f);
-    fd_demux_init(&f.dm, drop_sink, NULL);
-    bool ok = fd_client_call(c, FD_OP_UPLOAD_PACK, j->repo, j->req->data, j->req->len, resp_sink, &f, err, errlen);
+    fetchd_demux_init(&f.dm, drop_sink, NULL);
+    bool ok = fetchd_client_call(c, FETCHD_OP_UPLOAD_PACK, j->repo, j->req->data, j->req->len, resp_sink, &f, err, errlen);
     if (ok && (f.dm.failed || !f.dm.done || f.dm.pack_bytes == 0)) {
         snprintf(err, errlen, "%s", f.dm.failed ? f.dm.err : "response truncated or without a pack");
         ok = false;
@@ -703,7 +703,7 @@ static bool fetch_once(struct fd_client *c, const struct client_job *j, uint64_t
 
 struct client_thread {
     const struct client_job *j;
-    struct fd_client *c;
+    struct fetchd_client *c;
     pthread_barrier_t *warm, *go;
     uint64_t fetches, bytes, errors;
     char err[256];
@@ -740,7 +740,7 @@ static _Noreturn void client_process(const struct client_job *j)
 {
     pin_self(&client_cpus);
     char err[256];
-    struct fd_client *base = fd_client_new(j->tr, j->addr, err, sizeof err);
+    struct fetchd_client *base = fetchd_client_new(j->tr, j->addr, err, sizeof err);
     if (!base) {
         snprintf(j->rep->err, sizeof j->rep->err, "%s", err);
         j->rep->errors = 1;
@@ -754,7 +754,7 @@ static _Noreturn void client_process(const struct client_job *j)
     pthread_barrier_init(&go, NULL, (unsigned)n + 1);
     for (int i = 0; i < n; i++) {
         t[i].j = j;
-        t[i].c = i == 0 ? base : fd_client_share(base);
+        t[i].c = i == 0 ? base : fetchd_client_share(base);
         t[i].warm = &warm;
         t[i].go = &go;
         if (pthread_create(&th[i], NULL, client_thread_main, &t[i]) != 0)
@@ -847,7 +847,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
             close(go[1]);
             close(done[0]);
             struct client_job j = {
-                .tr = s->grpc ? FD_GRPC : FD_SOCK, .addr = s->addr, .repo = repo, .req = req,
+                .tr = s->grpc ? FETCHD_GRPC : FETCHD_SOCK, .addr = s->addr, .repo = repo, .req = req,
                 .threads = m == M_GRPC_SHARED ? nclients : 1, .fetches = fetches, .stop = stop,
                 .rep = &reps[i], .ready_w = ready[1], .go_r = go[0], .done_w = done[1],
             };
@@ -940,19 +940,19 @@ static bool server_up[2][2];
 static uint64_t probe_fetch(struct server *s, struct repo *r)
 {
     char err[512];
-    struct fd_client *c = fd_client_new(FD_SOCK, s->addr, err, sizeof err);
+    struct fetchd_client *c = fetchd_client_new(FETCHD_SOCK, s->addr, err, sizeof err);
     struct client_job j = { .repo = r->name, .req = &r->req };
     uint64_t b = 0;
     if (!c || !fetch_once(c, &j, &b, err, sizeof err))
         fk_die("%s: fetch of %s failed: %s", s->name, r->name, err);
-    fd_client_free(c);
+    fetchd_client_free(c);
     return b;
 }
 
 static uint64_t git_fetch_bytes(struct repo *r)
 {
-    struct fd_child ch;
-    if (!fd_child_start(&ch, FD_OP_UPLOAD_PACK, r->path, r->req.data, r->req.len))
+    struct fetchd_child ch;
+    if (!fetchd_child_start(&ch, FETCHD_OP_UPLOAD_PACK, r->path, r->req.data, r->req.len))
         fk_die("cannot run git upload-pack %s", r->path);
     uint64_t total = 0;
     char b[65536];
@@ -960,7 +960,7 @@ static uint64_t git_fetch_bytes(struct repo *r)
     while ((n = read(ch.out, b, sizeof b)) > 0 || (n < 0 && errno == EINTR))
         if (n > 0)
             total += (uint64_t)n;
-    if (!fd_child_finish(&ch))
+    if (!fetchd_child_finish(&ch))
         fk_die("git upload-pack %s failed", r->path);
     return total;
 }

@@ -15,7 +15,7 @@
 
 struct client_opts {
     const char *addr, *output, *refs_out, *body_file, *raw_file;
-    enum fd_transport tr;
+    enum fetchd_transport tr;
     struct fk_strv refs;
     bool adv_only, quiet;
     uint64_t stop_after, hold_after, read_delay;
@@ -28,7 +28,7 @@ static bool set_grpc(void *base, const char *val, char *err, size_t n)
     (void)err, (void)n;
     struct client_opts *o = base;
     o->addr = val;
-    o->tr = FD_GRPC;
+    o->tr = FETCHD_GRPC;
     return true;
 }
 
@@ -37,7 +37,7 @@ static bool set_sock(void *base, const char *val, char *err, size_t n)
     (void)err, (void)n;
     struct client_opts *o = base;
     o->addr = val;
-    o->tr = FD_SOCK;
+    o->tr = FETCHD_SOCK;
     return true;
 }
 
@@ -70,7 +70,7 @@ static const struct fk_cmdline cmdline = {
 };
 
 struct sinkst {
-    struct fd_demux dm;
+    struct fetchd_demux dm;
     struct fk_buf adv;
     struct fk_outfile *pack, *raw;
     uint64_t total, stop_after, hold_after, read_delay;
@@ -104,13 +104,13 @@ static bool resp_sink(void *arg, const void *data, size_t len)
         fk_buf_add(&s->adv, data, len);
         return true;
     }
-    return fd_demux_feed(&s->dm, data, len);
+    return fetchd_demux_feed(&s->dm, data, len);
 }
 
 int main(int argc, char **argv)
 {
     fk_progname = "fetchd-client";
-    struct client_opts co = { .tr = FD_SOCK };
+    struct client_opts co = { .tr = FETCHD_SOCK };
     const struct fk_optsec secs[] = { { "Options", client_optset, &co }, { NULL } };
     struct fk_args args;
     int prc = fk_opt_parse(&cmdline, secs, argc, argv, &args);
@@ -127,27 +127,27 @@ int main(int argc, char **argv)
     }
     const char *addr = co.addr, *output = co.output, *refs_out = co.refs_out;
     const char *body_file = co.body_file, *raw_file = co.raw_file;
-    enum fd_transport tr = co.tr;
+    enum fetchd_transport tr = co.tr;
     char **names = (char **)co.refs.v;
     size_t nnames = co.refs.n;
     bool adv_only = co.adv_only, quiet = co.quiet;
     uint64_t stop_after = co.stop_after;
     const char *repo = args.v[0];
     char err[512];
-    fd_client_small_window = co.hold_after || co.read_delay;
-    struct fd_client *c = fd_client_new(tr, addr, err, sizeof err);
+    fetchd_client_small_window = co.hold_after || co.read_delay;
+    struct fetchd_client *c = fetchd_client_new(tr, addr, err, sizeof err);
     if (!c)
         fk_die("%s", err);
     struct sinkst s;
     memset(&s, 0, sizeof s);
     struct fk_buf req = FK_BUF_INIT;
-    struct fd_refs refs = { 0 };
+    struct fetchd_refs refs = { 0 };
     int rc = 1;
     if (!body_file || adv_only) {
         s.is_adv = true;
-        if (!fd_client_call(c, FD_OP_ADVERTISE, repo, "", 0, resp_sink, &s, err, sizeof err))
+        if (!fetchd_client_call(c, FETCHD_OP_ADVERTISE, repo, "", 0, resp_sink, &s, err, sizeof err))
             fk_die("advertisement of %s: %s", repo, err);
-        if (!fd_parse_advertisement(s.adv.data ? s.adv.data : "", s.adv.len, &refs, err, sizeof err))
+        if (!fetchd_parse_advertisement(s.adv.data ? s.adv.data : "", s.adv.len, &refs, err, sizeof err))
             fk_die("advertisement of %s: %s", repo, err);
         if (adv_only) {
             for (size_t i = 0; i < refs.n; i++)
@@ -155,7 +155,7 @@ int main(int argc, char **argv)
             rc = 0;
             goto done;
         }
-        if (!fd_build_request(&refs, names, nnames, &req, err, sizeof err))
+        if (!fetchd_build_request(&refs, names, nnames, &req, err, sizeof err))
             fk_die("%s", err);
     } else {
         int fd = open(body_file, O_RDONLY | O_CLOEXEC);
@@ -197,8 +197,8 @@ int main(int argc, char **argv)
     s.hold_after = co.hold_after;
     s.read_delay = co.read_delay;
     s.raw = raw_file ? &raw : NULL;
-    fd_demux_init(&s.dm, pack_sink, &pack);
-    bool ok = fd_client_call(c, FD_OP_UPLOAD_PACK, repo, req.data ? req.data : "", req.len, resp_sink, &s, err, sizeof err);
+    fetchd_demux_init(&s.dm, pack_sink, &pack);
+    bool ok = fetchd_client_call(c, FETCHD_OP_UPLOAD_PACK, repo, req.data ? req.data : "", req.len, resp_sink, &s, err, sizeof err);
     if (ok && !s.dm.done)
         snprintf(err, sizeof err, "response truncated (no final flush)"), ok = false;
     if (ok && s.dm.pack_bytes == 0)
@@ -222,11 +222,11 @@ int main(int argc, char **argv)
                 nnames ? nnames : refs.n, (unsigned long long)s.dm.pack_bytes, (unsigned long long)s.total);
     rc = 0;
 done:
-    fd_refs_free(&refs);
+    fetchd_refs_free(&refs);
     fk_buf_free(&req);
     fk_buf_free(&s.adv);
     fk_strv_free(&co.refs);
     fk_args_free(&args);
-    fd_client_free(c);
+    fetchd_client_free(c);
     return rc;
 }

@@ -6,7 +6,7 @@
  * At most --max-conns calls run, --max-per-peer per client address;
  * excess calls get RESOURCE_EXHAUSTED. Every wait on the client (a send
  * held by HTTP/2 flow control, the final status) has a deadline and counts
- * against the minimum rate (fd_pace); when either fails the call is
+ * against the minimum rate (fetchd_pace); when either fails the call is
  * cancelled, so a client that stops reading loses its slot. Keepalive
  * pings, a maximum connection age and idle time bound the connections. */
 #include "fetchd/fetchd.h"
@@ -26,12 +26,12 @@
 #include <grpc/support/alloc.h>
 #include <grpc/support/time.h>
 
-static struct fd_server_opts opt;
-static struct fd_cache *cache;
+static struct fetchd_server_opts opt;
+static struct fetchd_cache *cache;
 static grpc_server *server;
 static grpc_completion_queue *scq;
 static void *methods[2];
-static struct fd_gate gate = FD_GATE_INIT;  /* limits set from the options */
+static struct fetchd_gate gate = FETCHD_GATE_INIT;  /* limits set from the options */
 
 static const struct fk_cmdline cmdline = {
     "fetchd-grpc --repo-root DIR [OPTIONS]",
@@ -44,16 +44,16 @@ static const struct fk_cmdline cmdline = {
 /* A call waiting for (or just given by) grpc_server_request_registered_call. */
 struct pending {
     int kind;               /* 0: new call, 2: shutdown */
-    enum fd_op op;
+    enum fetchd_op op;
     grpc_call *call;
     gpr_timespec deadline;
     grpc_metadata_array md;
     grpc_byte_buffer *payload;
     grpc_completion_queue *cq;  /* the call's own queue (its batches complete there) */
-    char peer[FD_PEER_MAX];     /* client address without the port */
+    char peer[FETCHD_PEER_MAX];     /* client address without the port */
 };
 
-static void request_call(enum fd_op op)
+static void request_call(enum fetchd_op op)
 {
     struct pending *p = fk_calloc(1, sizeof *p);
     p->op = op;
@@ -87,8 +87,8 @@ struct worker {
     bool closed;            /* RECV_CLOSE_ON_SERVER completed */
     bool sent_md;
     bool released;          /* slot given back */
-    char peer[FD_PEER_MAX];
-    struct fd_pace pace;
+    char peer[FETCHD_PEER_MAX];
+    struct fetchd_pace pace;
     const char *why;        /* set when the call was cancelled by us */
 };
 
@@ -99,7 +99,7 @@ static void release_slot(struct worker *w)
     if (w->released)
         return;
     w->released = true;
-    fd_gate_release_slot(&gate, w->peer);
+    fetchd_gate_release_slot(&gate, w->peer);
 }
 
 #define TAG_CLOSE ((void *)1)
@@ -135,7 +135,7 @@ static void drop(struct worker *w, const char *why)
     w->why = why;
     grpc_call_cancel_with_status(w->p->call, GRPC_STATUS_DEADLINE_EXCEEDED, why, NULL);
     if (opt.verbose)
-        fd_log("%s: dropped: %s", w->peer, why);
+        fetchd_log("%s: dropped: %s", w->peer, why);
 }
 
 /* Wait for the batch tagged tag, which waits on the client (flow control,
@@ -144,9 +144,9 @@ static bool wait_client(struct worker *w, void *tag)
 {
     for (;;) {
         uint64_t t0 = fk_now_ns();
-        bool ok = pluck(w, tag, w->why ? forever() : in_ms(fd_pace_wait_ms(&w->pace)));
+        bool ok = pluck(w, tag, w->why ? forever() : in_ms(fetchd_pace_wait_ms(&w->pace)));
         bool done = !plucked_timeout;
-        const char *why = w->why ? NULL : fd_pace_check(&w->pace, fk_now_ns() - t0);
+        const char *why = w->why ? NULL : fetchd_pace_check(&w->pace, fk_now_ns() - t0);
         if (why) {
             drop(w, why);
             if (done)
@@ -189,7 +189,7 @@ static bool send_chunk(struct worker *w, const uint8_t *data, size_t len)
               wait_client(w, TAG_SEND);
     grpc_byte_buffer_destroy(bb);
     if (ok)
-        fd_pace_moved(&w->pace, len);
+        fetchd_pace_moved(&w->pace, len);
     return ok;
 }
 
@@ -223,7 +223,7 @@ static ssize_t read_chunk(struct worker *w, int fd, uint8_t *buf, size_t len)
         if (r == 0) {
             if (client_gone(w))
                 return -2;
-            const char *why = fd_pace_check(&w->pace, 0);   /* the deadline */
+            const char *why = fetchd_pace_check(&w->pace, 0);   /* the deadline */
             if (why) {
                 drop(w, why);
                 return -2;
@@ -266,7 +266,7 @@ static void handle(struct worker *w)
     }
     size_t alen = GRPC_SLICE_LENGTH(all);
     const uint8_t *adata = GRPC_SLICE_START_PTR(all);
-    if (p->op == FD_OP_ADVERTISE)
+    if (p->op == FETCHD_OP_ADVERTISE)
         ar = fetchd__advertise_request__unpack(NULL, alen, adata);
     else
         ur = fetchd__upload_pack_request__unpack(NULL, alen, adata);
@@ -279,23 +279,23 @@ static void handle(struct worker *w)
         body = ur->body.data;
         blen = ur->body.len;
     }
-    char *gitdir = fd_repo_resolve(opt.repo_root, name, err, sizeof err);
+    char *gitdir = fetchd_repo_resolve(opt.repo_root, name, err, sizeof err);
     if (!gitdir) {
         send_status(w, strncmp(err, "repository not found", 20) == 0 ? GRPC_STATUS_NOT_FOUND
                                                                      : GRPC_STATUS_INVALID_ARGUMENT, err);
         goto out;
     }
-    if (ur && !fd_check_request((const char *)body, blen, err, sizeof err)) {
+    if (ur && !fetchd_check_request((const char *)body, blen, err, sizeof err)) {
         send_status(w, GRPC_STATUS_INVALID_ARGUMENT, err);
         free(gitdir);
         goto out;
     }
     uint8_t *buf = fk_malloc(opt.chunk);
-    char key[FD_CACHE_KEY];
+    char key[FETCHD_CACHE_KEY];
     if (cache && ur) {
-        fd_cache_key(key, gitdir, body, blen);
+        fetchd_cache_key(key, gitdir, body, blen);
         uint64_t size;
-        int cf = fd_cache_lookup(cache, key, &size);
+        int cf = fetchd_cache_lookup(cache, key, &size);
         if (cf >= 0) {
             bool ok = true;
             ssize_t n;
@@ -305,24 +305,24 @@ static void handle(struct worker *w)
             if (ok)
                 send_status(w, GRPC_STATUS_OK, "");
             if (opt.verbose)
-                fd_log("%s: cache hit, %s", name, ok ? "sent" : w->why ? w->why : "client went away");
+                fetchd_log("%s: cache hit, %s", name, ok ? "sent" : w->why ? w->why : "client went away");
             free(buf);
             free(gitdir);
             goto out;
         }
     }
-    struct fd_child ch;
-    if (!fd_child_start(&ch, p->op, gitdir, body, blen)) {
+    struct fetchd_child ch;
+    if (!fetchd_child_start(&ch, p->op, gitdir, body, blen)) {
         send_status(w, GRPC_STATUS_INTERNAL, "cannot run git upload-pack");
         free(buf);
         free(gitdir);
         goto out;
     }
     char *tmpname = NULL;
-    int tmp = cache && ur ? fd_cache_begin(cache, &tmpname) : -1;
+    int tmp = cache && ur ? fetchd_cache_begin(cache, &tmpname) : -1;
     bool tmp_ok = true, gone = false;
     for (;;) {
-        const char *why = fd_pace_check(&w->pace, 0);   /* the deadline, also while git keeps up */
+        const char *why = fetchd_pace_check(&w->pace, 0);   /* the deadline, also while git keeps up */
         if (why)
             drop(w, why);
         ssize_t n = w->why ? -2 : read_chunk(w, ch.out, buf, opt.chunk);
@@ -350,18 +350,18 @@ static void handle(struct worker *w)
         }
     }
     if (gone) {
-        fd_child_kill(&ch);
+        fetchd_child_kill(&ch);
         if (tmp >= 0)
-            fd_cache_end(cache, tmp, tmpname, key, false);
+            fetchd_cache_end(cache, tmp, tmpname, key, false);
         if (opt.verbose)
-            fd_log("%s: %s; git killed", name, w->why ? w->why : "client went away");
+            fetchd_log("%s: %s; git killed", name, w->why ? w->why : "client went away");
     } else {
-        bool git_ok = fd_child_finish(&ch) && tmp_ok;
+        bool git_ok = fetchd_child_finish(&ch) && tmp_ok;
         if (tmp >= 0)
-            fd_cache_end(cache, tmp, tmpname, key, git_ok);
+            fetchd_cache_end(cache, tmp, tmpname, key, git_ok);
         send_status(w, git_ok ? GRPC_STATUS_OK : GRPC_STATUS_INTERNAL, git_ok ? "" : "git upload-pack failed");
         if (opt.verbose)
-            fd_log("%s: %s served", name, ar ? "advertisement" : "pack");
+            fetchd_log("%s: %s served", name, ar ? "advertisement" : "pack");
     }
     free(buf);
     free(gitdir);
@@ -378,7 +378,7 @@ static void *worker_thread(void *arg)
     struct worker w = { .p = arg };
     w.cq = w.p->cq;
     snprintf(w.peer, sizeof w.peer, "%s", w.p->peer);
-    fd_pace_init(&w.pace, &opt);
+    fetchd_pace_init(&w.pace, &opt);
     /* The client's own deadline, when earlier, is the call's deadline. */
     gpr_timespec cd = gpr_convert_clock_type(w.p->deadline, GPR_CLOCK_MONOTONIC);
     gpr_timespec left = gpr_time_sub(cd, gpr_now(GPR_CLOCK_MONOTONIC));
@@ -398,7 +398,7 @@ static void *worker_thread(void *arg)
     }
     free_pending(w.p);
     release_slot(&w);
-    fd_gate_thread_done(&gate);
+    fetchd_gate_thread_done(&gate);
     return NULL;
 }
 
@@ -417,15 +417,15 @@ struct rejecting {
 static struct rejecting *rejecting;
 
 /* Too many calls: answer at once from the main thread. */
-static void reject(struct pending *p, enum fd_admit why)
+static void reject(struct pending *p, enum fetchd_admit why)
 {
     char m[160];
-    if (why == FD_ADMIT)
+    if (why == FETCHD_ADMIT)
         snprintf(m, sizeof m, "server out of threads");
     else
-        fd_gate_busy_msg(&gate, why, "calls", m, sizeof m);
+        fetchd_gate_busy_msg(&gate, why, "calls", m, sizeof m);
     if (opt.verbose)
-        fd_log("%s: refused: %s", p->peer, m);
+        fetchd_log("%s: refused: %s", p->peer, m);
     struct rejecting *r = fk_calloc(1, sizeof *r);
     r->p = p;
     r->details = grpc_slice_from_copied_string(m);
@@ -489,20 +489,20 @@ static int clamp_ms(uint64_t ms)
 int main(int argc, char **argv)
 {
     fk_progname = "fetchd-grpc";
-    int prc = fd_server_parse(argc, argv, &opt, &cmdline, true);
+    int prc = fetchd_server_parse(argc, argv, &opt, &cmdline, true);
     if (prc != FK_OPT_CONTINUE)
         return prc;
     gate.max = (unsigned)opt.max_conns;
     gate.max_peer = (unsigned)opt.max_per_peer;
-    cache = fd_cache_open(opt.cache_dir, opt.cache_size);
-    fd_server_signals();
+    cache = fetchd_cache_open(opt.cache_dir, opt.cache_size);
+    fetchd_server_signals();
     grpc_init();
     /* Connections are bounded too: keepalive pings find dead peers (also
      * while a stream is blocked and no data flows), an age limit recycles
      * them (calls in flight get --timeout), idle ones and ones that never
      * finish the handshake are closed. */
     struct { const char *key; int val; } ia[] = {
-        { GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, FD_MAX_BODY + 4096 },
+        { GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH, FETCHD_MAX_BODY + 4096 },
         { GRPC_ARG_ALLOW_REUSEPORT, 0 },
         { GRPC_ARG_KEEPALIVE_TIME_MS, clamp_ms(opt.keepalive) },
         { GRPC_ARG_KEEPALIVE_TIMEOUT_MS, clamp_ms(opt.keepalive_timeout) },
@@ -524,9 +524,9 @@ int main(int argc, char **argv)
     server = grpc_server_create(&args, NULL);
     scq = grpc_completion_queue_create_for_next(NULL);
     grpc_server_register_completion_queue(server, scq, NULL);
-    methods[FD_OP_ADVERTISE] = grpc_server_register_method(server, FD_GRPC_ADVERTISE, NULL,
+    methods[FETCHD_OP_ADVERTISE] = grpc_server_register_method(server, FETCHD_GRPC_ADVERTISE, NULL,
                                                            GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
-    methods[FD_OP_UPLOAD_PACK] = grpc_server_register_method(server, FD_GRPC_UPLOAD_PACK, NULL,
+    methods[FETCHD_OP_UPLOAD_PACK] = grpc_server_register_method(server, FETCHD_GRPC_UPLOAD_PACK, NULL,
                                                              GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER, 0);
     grpc_server_credentials *cr = grpc_insecure_server_credentials_create();
     int port = grpc_server_add_http2_port(server, opt.listen, cr);
@@ -534,9 +534,9 @@ int main(int argc, char **argv)
     if (port == 0)
         fk_die("cannot listen on %s (address in use or invalid)", opt.listen);
     grpc_server_start(server);
-    fd_server_ready(&opt, port);
-    request_call(FD_OP_ADVERTISE);
-    request_call(FD_OP_UPLOAD_PACK);
+    fetchd_server_ready(&opt, port);
+    request_call(FETCHD_OP_ADVERTISE);
+    request_call(FETCHD_OP_UPLOAD_PACK);
     pthread_attr_t at;
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
@@ -546,7 +546,7 @@ int main(int argc, char **argv)
         if (fk_stop_signal && !shutting) {
             /* Drain: stop accepting; in-flight calls finish first. */
             if (opt.verbose)
-                fd_log("stopping: waiting for %u call(s)", fd_gate_active(&gate));
+                fetchd_log("stopping: waiting for %u call(s)", fetchd_gate_active(&gate));
             grpc_server_shutdown_and_notify(server, scq, &shutdown_tag);
             shutting = true;
         }
@@ -561,17 +561,17 @@ int main(int argc, char **argv)
             free_pending(p);    /* server shutting down */
             continue;
         }
-        enum fd_op op = p->op;
+        enum fetchd_op op = p->op;
         peer_name(p);
         pthread_t t;
-        enum fd_admit adm = fd_gate_enter(&gate, p->peer);
-        if (adm == FD_ADMIT && opt.verbose)
-            fd_log("%s: %s call admitted", p->peer, op == FD_OP_ADVERTISE ? "advertise" : "upload-pack");
-        if (adm != FD_ADMIT)
+        enum fetchd_admit adm = fetchd_gate_enter(&gate, p->peer);
+        if (adm == FETCHD_ADMIT && opt.verbose)
+            fetchd_log("%s: %s call admitted", p->peer, op == FETCHD_OP_ADVERTISE ? "advertise" : "upload-pack");
+        if (adm != FETCHD_ADMIT)
             reject(p, adm);
         else if (pthread_create(&t, &at, worker_thread, p) != 0) {
-            fd_gate_cancel(&gate, p->peer);
-            reject(p, FD_ADMIT);
+            fetchd_gate_cancel(&gate, p->peer);
+            reject(p, FETCHD_ADMIT);
         }
         if (!shutting)
             request_call(op);
@@ -581,13 +581,13 @@ int main(int argc, char **argv)
         if (rejecting)
             gpr_sleep_until(in_ms(20));
     }
-    fd_gate_drain(&gate);
+    fetchd_gate_drain(&gate);
     grpc_server_destroy(server);
     grpc_completion_queue_shutdown(scq);
     while (grpc_completion_queue_next(scq, gpr_inf_future(GPR_CLOCK_REALTIME), NULL).type != GRPC_QUEUE_SHUTDOWN)
         ;
     grpc_completion_queue_destroy(scq);
-    fd_cache_close(cache);
+    fetchd_cache_close(cache);
     grpc_shutdown();
     return 0;
 }

@@ -4,7 +4,7 @@
  * address (excess connections get an immediate "ERR busy" line); git's
  * stdout goes to the socket with splice(), cached responses with
  * sendfile(). Sockets are non-blocking so every wait on the client runs
- * through wait_client() and its deadline and minimum rate (fd_pace): a
+ * through wait_client() and its deadline and minimum rate (fetchd_pace): a
  * client that trickles its request or stops reading loses its slot.
  * Framing: see fetchd-sock(1). */
 #include "fetchd/fetchd.h"
@@ -22,9 +22,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static struct fd_server_opts opt;
-static struct fd_cache *cache;
-static struct fd_gate gate = FD_GATE_INIT;  /* limits set from the options */
+static struct fetchd_server_opts opt;
+static struct fetchd_cache *cache;
+static struct fetchd_gate gate = FETCHD_GATE_INIT;  /* limits set from the options */
 
 static const struct fk_cmdline cmdline = {
     "fetchd-sock --repo-root DIR [OPTIONS]",
@@ -39,8 +39,8 @@ static const struct fk_cmdline cmdline = {
  * --max-per-peer and logs) and its time budget. */
 struct conn {
     int sock;
-    char peer[FD_PEER_MAX];
-    struct fd_pace pace;
+    char peer[FETCHD_PEER_MAX];
+    struct fetchd_pace pace;
     const char *why;        /* set when the client is dropped */
 };
 
@@ -51,12 +51,12 @@ static bool wait_client(struct conn *c, short events)
     for (;;) {
         struct pollfd p = { .fd = c->sock, .events = events };
         uint64_t t0 = fk_now_ns();
-        int r = poll(&p, 1, fd_pace_wait_ms(&c->pace));
+        int r = poll(&p, 1, fetchd_pace_wait_ms(&c->pace));
         if (r < 0 && errno != EINTR) {
             c->why = "poll failed";
             return false;
         }
-        if ((c->why = fd_pace_check(&c->pace, fk_now_ns() - t0)))
+        if ((c->why = fetchd_pace_check(&c->pace, fk_now_ns() - t0)))
             return false;
         if (r > 0)
             return true;
@@ -74,7 +74,7 @@ static bool send_all(struct conn *c, const char *s, size_t len)
                 continue;
             return false;
         }
-        fd_pace_moved(&c->pace, (uint64_t)w);
+        fetchd_pace_moved(&c->pace, (uint64_t)w);
         s += w;
         len -= (size_t)w;
     }
@@ -112,7 +112,7 @@ static bool splice_sock(struct conn *c, int in, size_t n)
             continue;
         if (m <= 0)
             return false;
-        fd_pace_moved(&c->pace, (uint64_t)m);
+        fetchd_pace_moved(&c->pace, (uint64_t)m);
         n -= (size_t)m;
     }
     return true;
@@ -121,7 +121,7 @@ static bool splice_sock(struct conn *c, int in, size_t n)
 /* Stream the child's stdout to the socket (and through tee() into the
  * cache file when tmp >= 0). false when the client went away or was
  * dropped (c->why). */
-static bool stream(struct conn *c, struct fd_child *ch, int tmp, bool *tmp_ok)
+static bool stream(struct conn *c, struct fetchd_child *ch, int tmp, bool *tmp_ok)
 {
     int cp[2] = { -1, -1 };
     if (tmp >= 0) {
@@ -139,14 +139,14 @@ static bool stream(struct conn *c, struct fd_child *ch, int tmp, bool *tmp_ok)
         struct pollfd p[2] = { { .fd = ch->out, .events = need_out ? 0 : POLLIN },
                                { .fd = sock, .events = POLLRDHUP | (need_out ? POLLOUT : 0) } };
         uint64_t t0 = fk_now_ns();
-        int r = poll(p, 2, fd_pace_wait_ms(&c->pace));
+        int r = poll(p, 2, fetchd_pace_wait_ms(&c->pace));
         if (r < 0 && errno == EINTR)
             continue;
         if (p[1].revents & (POLLRDHUP | POLLHUP | POLLERR)) {
             ok = false;
             break;
         }
-        if ((c->why = fd_pace_check(&c->pace, need_out ? fk_now_ns() - t0 : 0))) {
+        if ((c->why = fetchd_pace_check(&c->pace, need_out ? fk_now_ns() - t0 : 0))) {
             ok = false;
             break;
         }
@@ -165,7 +165,7 @@ static bool stream(struct conn *c, struct fd_child *ch, int tmp, bool *tmp_ok)
         } else {
             n = splice(ch->out, NULL, sock, NULL, 1 << 20, SPLICE_F_MOVE | SPLICE_F_MORE | SPLICE_F_NONBLOCK);
             if (n > 0)
-                fd_pace_moved(&c->pace, (uint64_t)n);
+                fetchd_pace_moved(&c->pace, (uint64_t)n);
         }
         if (n == 0)
             break;      /* EOF: git closed its stdout */
@@ -191,7 +191,7 @@ static ssize_t recv_some(struct conn *c, char *buf, size_t len)
     for (;;) {
         ssize_t r = recv(c->sock, buf, len, 0);
         if (r >= 0) {
-            fd_pace_moved(&c->pace, (uint64_t)r);
+            fetchd_pace_moved(&c->pace, (uint64_t)r);
             return r;
         }
         if (errno == EINTR || (errno == EAGAIN && wait_client(c, POLLIN)))
@@ -201,7 +201,7 @@ static ssize_t recv_some(struct conn *c, char *buf, size_t len)
 }
 
 static bool read_request(struct conn *c, char *hdr, size_t hdrmax, char **body, size_t *blen,
-                         enum fd_op *op, char **repo, char *err, size_t errlen)
+                         enum fetchd_op *op, char **repo, char *err, size_t errlen)
 {
     size_t have = 0;
     char *nl = NULL;
@@ -223,24 +223,24 @@ static bool read_request(struct conn *c, char *hdr, size_t hdrmax, char **body, 
     char opname[32];
     unsigned long long len;
     int pos = 0;
-    if (strncmp(hdr, FD_SOCK_MAGIC " ", sizeof FD_SOCK_MAGIC) != 0 ||
-        sscanf(hdr + sizeof FD_SOCK_MAGIC, "%31s %llu %n", opname, &len, &pos) != 2 || pos == 0) {
-        snprintf(err, errlen, "malformed request: want \"%s OP LENGTH REPO\"", FD_SOCK_MAGIC);
+    if (strncmp(hdr, FETCHD_SOCK_MAGIC " ", sizeof FETCHD_SOCK_MAGIC) != 0 ||
+        sscanf(hdr + sizeof FETCHD_SOCK_MAGIC, "%31s %llu %n", opname, &len, &pos) != 2 || pos == 0) {
+        snprintf(err, errlen, "malformed request: want \"%s OP LENGTH REPO\"", FETCHD_SOCK_MAGIC);
         return false;
     }
     if (strcmp(opname, "advertise") == 0)
-        *op = FD_OP_ADVERTISE;
+        *op = FETCHD_OP_ADVERTISE;
     else if (strcmp(opname, "upload-pack") == 0)
-        *op = FD_OP_UPLOAD_PACK;
+        *op = FETCHD_OP_UPLOAD_PACK;
     else {
         snprintf(err, errlen, "malformed request: unknown operation '%s'", opname);
         return false;
     }
-    if (len > FD_MAX_BODY) {
+    if (len > FETCHD_MAX_BODY) {
         snprintf(err, errlen, "malformed request: body of %llu bytes is too large", len);
         return false;
     }
-    *repo = hdr + sizeof FD_SOCK_MAGIC + pos;
+    *repo = hdr + sizeof FETCHD_SOCK_MAGIC + pos;
     size_t extra = have - (size_t)(nl + 1 - hdr);
     if (extra > len) {
         snprintf(err, errlen, "malformed request: more data than LENGTH");
@@ -265,20 +265,20 @@ static void serve(struct conn *c)
     char hdr[2048], err[512];
     char *body = NULL, *repo = NULL, *gitdir = NULL;
     size_t blen = 0;
-    enum fd_op op;
+    enum fetchd_op op;
     int sock = c->sock;
-    fd_pace_init(&c->pace, &opt);
+    fetchd_pace_init(&c->pace, &opt);
     if (!read_request(c, hdr, sizeof hdr, &body, &blen, &op, &repo, err, sizeof err))
         goto fail;
-    if (!(gitdir = fd_repo_resolve(opt.repo_root, repo, err, sizeof err)))
+    if (!(gitdir = fetchd_repo_resolve(opt.repo_root, repo, err, sizeof err)))
         goto fail;
-    if (op == FD_OP_UPLOAD_PACK && !fd_check_request(body, blen, err, sizeof err))
+    if (op == FETCHD_OP_UPLOAD_PACK && !fetchd_check_request(body, blen, err, sizeof err))
         goto fail;
-    char key[FD_CACHE_KEY];
-    if (cache && op == FD_OP_UPLOAD_PACK) {
-        fd_cache_key(key, gitdir, body, blen);
+    char key[FETCHD_CACHE_KEY];
+    if (cache && op == FETCHD_OP_UPLOAD_PACK) {
+        fetchd_cache_key(key, gitdir, body, blen);
         uint64_t size;
-        int cf = fd_cache_lookup(cache, key, &size);
+        int cf = fetchd_cache_lookup(cache, key, &size);
         if (cf >= 0) {
             off_t off = 0;
             bool ok = send_all(c, "OK\n", 3);
@@ -288,49 +288,49 @@ static void serve(struct conn *c)
                     continue;
                 ok = m > 0;
                 if (ok)
-                    fd_pace_moved(&c->pace, (uint64_t)m);
+                    fetchd_pace_moved(&c->pace, (uint64_t)m);
             }
             close(cf);
             if (opt.verbose)
-                fd_log("%s: cache hit, %s", repo, ok ? "sent" : c->why ? c->why : "client went away");
+                fetchd_log("%s: cache hit, %s", repo, ok ? "sent" : c->why ? c->why : "client went away");
             goto out;
         }
     }
-    struct fd_child ch;
-    if (!fd_child_start(&ch, op, gitdir, body, blen)) {
+    struct fetchd_child ch;
+    if (!fetchd_child_start(&ch, op, gitdir, body, blen)) {
         snprintf(err, sizeof err, "cannot run git upload-pack");
         goto fail;
     }
     if (!send_all(c, "OK\n", 3)) {
-        fd_child_kill(&ch);
+        fetchd_child_kill(&ch);
         goto out;
     }
     char *tmpname = NULL;
-    int tmp = cache && op == FD_OP_UPLOAD_PACK ? fd_cache_begin(cache, &tmpname) : -1;
+    int tmp = cache && op == FETCHD_OP_UPLOAD_PACK ? fetchd_cache_begin(cache, &tmpname) : -1;
     bool tmp_ok = true;
     if (stream(c, &ch, tmp, &tmp_ok)) {
-        bool git_ok = fd_child_finish(&ch);
+        bool git_ok = fetchd_child_finish(&ch);
         if (!git_ok)
             fk_warn("%s: git upload-pack failed; response truncated", repo);
         if (tmp >= 0)
-            fd_cache_end(cache, tmp, tmpname, key, git_ok && tmp_ok);
+            fetchd_cache_end(cache, tmp, tmpname, key, git_ok && tmp_ok);
         if (opt.verbose)
-            fd_log("%s: %s served", repo, op == FD_OP_ADVERTISE ? "advertisement" : "pack");
+            fetchd_log("%s: %s served", repo, op == FETCHD_OP_ADVERTISE ? "advertisement" : "pack");
     } else {
-        fd_child_kill(&ch);
+        fetchd_child_kill(&ch);
         if (tmp >= 0)
-            fd_cache_end(cache, tmp, tmpname, key, false);
+            fetchd_cache_end(cache, tmp, tmpname, key, false);
         if (opt.verbose)
-            fd_log("%s: %s; git killed", repo, c->why ? c->why : "client went away");
+            fetchd_log("%s: %s; git killed", repo, c->why ? c->why : "client went away");
     }
     goto out;
 fail:
     if (opt.verbose)
-        fd_log("request refused: %s", err);
+        fetchd_log("request refused: %s", err);
     send_err(sock, err);
 out:
     if (c->why && opt.verbose)
-        fd_log("%s: dropped: %s", c->peer, c->why);
+        fetchd_log("%s: dropped: %s", c->peer, c->why);
     free(body);
     free(gitdir);
 }
@@ -340,10 +340,10 @@ static void *conn_thread(void *arg)
     struct conn *c = arg;
     serve(c);
     /* Free the slot before the client sees EOF, so its next request fits. */
-    fd_gate_release_slot(&gate, c->peer);
+    fetchd_gate_release_slot(&gate, c->peer);
     close(c->sock);
     free(c);
-    fd_gate_thread_done(&gate);
+    fetchd_gate_thread_done(&gate);
     return NULL;
 }
 
@@ -382,16 +382,16 @@ static int listen_on(const char *addr, int *port)
 int main(int argc, char **argv)
 {
     fk_progname = "fetchd-sock";
-    int prc = fd_server_parse(argc, argv, &opt, &cmdline, false);
+    int prc = fetchd_server_parse(argc, argv, &opt, &cmdline, false);
     if (prc != FK_OPT_CONTINUE)
         return prc;
     gate.max = (unsigned)opt.max_conns;
     gate.max_peer = (unsigned)opt.max_per_peer;
-    cache = fd_cache_open(opt.cache_dir, opt.cache_size);
-    fd_server_signals();
+    cache = fetchd_cache_open(opt.cache_dir, opt.cache_size);
+    fetchd_server_signals();
     int port;
     int lfd = listen_on(opt.listen, &port);
-    fd_server_ready(&opt, port);
+    fetchd_server_ready(&opt, port);
     pthread_attr_t at;
     pthread_attr_init(&at);
     pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
@@ -408,13 +408,13 @@ int main(int argc, char **argv)
         struct conn *c = fk_calloc(1, sizeof *c);
         c->sock = s;
         peer_name(&ss, c->peer, sizeof c->peer);
-        enum fd_admit adm = fd_gate_enter(&gate, c->peer);
-        if (adm != FD_ADMIT) {
+        enum fetchd_admit adm = fetchd_gate_enter(&gate, c->peer);
+        if (adm != FETCHD_ADMIT) {
             char m[160];
-            fd_gate_busy_msg(&gate, adm, "connections", m, sizeof m);
+            fetchd_gate_busy_msg(&gate, adm, "connections", m, sizeof m);
             send_err(s, m);
             if (opt.verbose)
-                fd_log("%s: refused: %s", c->peer, m);
+                fetchd_log("%s: refused: %s", c->peer, m);
             close(s);
             free(c);
             continue;
@@ -422,7 +422,7 @@ int main(int argc, char **argv)
         pthread_t t;
         if (pthread_create(&t, &at, conn_thread, c) != 0) {
             send_err(s, "server out of threads");
-            fd_gate_cancel(&gate, c->peer);
+            fetchd_gate_cancel(&gate, c->peer);
             close(s);
             free(c);
         }
@@ -430,8 +430,8 @@ int main(int argc, char **argv)
     /* Drain: no new connections; in-flight ones finish. */
     close(lfd);
     if (opt.verbose)
-        fd_log("stopping: waiting for %u connection(s)", fd_gate_active(&gate));
-    fd_gate_drain(&gate);
-    fd_cache_close(cache);
+        fetchd_log("stopping: waiting for %u connection(s)", fetchd_gate_active(&gate));
+    fetchd_gate_drain(&gate);
+    fetchd_cache_close(cache);
     return 0;
 }

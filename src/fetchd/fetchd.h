@@ -11,74 +11,74 @@
 #include <pthread.h>
 #include <sys/types.h>
 
-#define FD_GRPC_ADVERTISE "/fetchd.Fetch/Advertise"
-#define FD_GRPC_UPLOAD_PACK "/fetchd.Fetch/PostUploadPack"
+#define FETCHD_GRPC_ADVERTISE "/fetchd.Fetch/Advertise"
+#define FETCHD_GRPC_UPLOAD_PACK "/fetchd.Fetch/PostUploadPack"
 /* fetchd-sock's request header magic (see fetchd-sock(1)). */
-#define FD_SOCK_MAGIC "FETCHD1"
-#define FD_MAX_BODY (16u << 20)   /* request bodies larger than this are refused */
+#define FETCHD_SOCK_MAGIC "FETCHD1"
+#define FETCHD_MAX_BODY (16u << 20)   /* request bodies larger than this are refused */
 
-enum fd_op { FD_OP_ADVERTISE, FD_OP_UPLOAD_PACK };
+enum fetchd_op { FETCHD_OP_ADVERTISE, FETCHD_OP_UPLOAD_PACK };
 
 /* --- repositories (repo.c) --- */
 /* Map a client-supplied name to a git directory under root (a realpath).
  * Returns a malloc'd path, or NULL with a message in err (for the client):
  * names that are absolute, contain "..", or resolve outside root are refused;
  * a missing or non-git directory is "repository not found". */
-char *fd_repo_resolve(const char *root, const char *name, char *err, size_t errlen);
+char *fetchd_repo_resolve(const char *root, const char *name, char *err, size_t errlen);
 /* Feed the repository's ref state (HEAD, packed-refs, then every loose ref
  * in directory order; names and contents length-prefixed) into a SHA-256
  * context. Allocates nothing. Two different states never feed the same
  * bytes; the same state read in another directory order (a directory
  * rewritten) feeds other bytes: a cache miss, never a wrong hit. */
-void fd_repo_refstate(struct fk_sha256_ctx *c, const char *gitdir);
+void fetchd_repo_refstate(struct fk_sha256_ctx *c, const char *gitdir);
 
 /* --- the git child (child.c) --- */
-struct fd_child {
+struct fetchd_child {
     pid_t pid;      /* also its process group: we kill the whole group */
     int out;        /* read end of its stdout */
 };
 /* Start git upload-pack --stateless-rpc [--advertise-refs] GITDIR with
  * body (may be empty) on stdin. false + errno-style message on failure. */
-bool fd_child_start(struct fd_child *c, enum fd_op op, const char *gitdir,
+bool fetchd_child_start(struct fetchd_child *c, enum fetchd_op op, const char *gitdir,
                     const void *body, size_t len);
 /* Wait for it; returns true when it exited 0. Closes c->out. */
-bool fd_child_finish(struct fd_child *c);
+bool fetchd_child_finish(struct fetchd_child *c);
 /* Kill its process group (git and its pack-objects) and reap it. */
-void fd_child_kill(struct fd_child *c);
+void fetchd_child_kill(struct fetchd_child *c);
 
 /* --- the pack cache (cache.c) --- */
-struct fd_cache;
+struct fetchd_cache;
 /* dir is created if missing; max_bytes 0 disables the cache (returns NULL).
  * Loads libcrypto (util/crypto-dyn) for the keys: a server without a cache
  * never maps it. */
-struct fd_cache *fd_cache_open(const char *dir, uint64_t max_bytes);
-void fd_cache_close(struct fd_cache *c);
+struct fetchd_cache *fetchd_cache_open(const char *dir, uint64_t max_bytes);
+void fetchd_cache_close(struct fetchd_cache *c);
 /* The key of a response: SHA-256 (hex) of the repository, its ref state and
  * the request body, so a crafted request cannot share another's entry. */
-#define FD_CACHE_KEY 65
-void fd_cache_key(char out[FD_CACHE_KEY], const char *gitdir, const void *body, size_t len);
+#define FETCHD_CACHE_KEY 65
+void fetchd_cache_key(char out[FETCHD_CACHE_KEY], const char *gitdir, const void *body, size_t len);
 /* Open the cached response for key: fd (caller closes) and its size, or -1. */
-int fd_cache_lookup(struct fd_cache *c, const char *key, uint64_t *size);
+int fetchd_cache_lookup(struct fetchd_cache *c, const char *key, uint64_t *size);
 /* Start filling: returns an fd of a temporary file in the cache dir. */
-int fd_cache_begin(struct fd_cache *c, char **tmpname);
+int fetchd_cache_begin(struct fetchd_cache *c, char **tmpname);
 /* Publish the temporary under key (rename) and evict LRU entries beyond
  * the size limit; or discard it when ok is false. Closes fd. */
-void fd_cache_end(struct fd_cache *c, int fd, char *tmpname, const char *key, bool ok);
-void fd_cache_stats(struct fd_cache *c, uint64_t *hits, uint64_t *misses, uint64_t *bytes, uint64_t *entries);
+void fetchd_cache_end(struct fetchd_cache *c, int fd, char *tmpname, const char *key, bool ok);
+void fetchd_cache_stats(struct fetchd_cache *c, uint64_t *hits, uint64_t *misses, uint64_t *bytes, uint64_t *entries);
 
 /* --- pkt-lines (pkt.c) --- */
-struct fd_ref { char oid[41]; char *name; };
-struct fd_refs { struct fd_ref *v; size_t n, cap; };
+struct fetchd_ref { char oid[41]; char *name; };
+struct fetchd_refs { struct fetchd_ref *v; size_t n, cap; };
 /* Parse an upload-pack advertisement; false on malformed input. */
-bool fd_parse_advertisement(const char *data, size_t len, struct fd_refs *refs, char *err, size_t errlen);
-void fd_refs_free(struct fd_refs *refs);
+bool fetchd_parse_advertisement(const char *data, size_t len, struct fetchd_refs *refs, char *err, size_t errlen);
+void fetchd_refs_free(struct fetchd_refs *refs);
 /* The want/done request for all refs (nwant 0) or the named ones.
  * Returns false (message in err) when a named ref is not advertised. */
-bool fd_build_request(const struct fd_refs *refs, char **names, size_t nnames,
+bool fetchd_build_request(const struct fetchd_refs *refs, char **names, size_t nnames,
                       struct fk_buf *req, char *err, size_t errlen);
 /* Incremental demultiplexer of an upload-pack response: NAK/ACK lines,
  * then side-band-64k packets; band 1 goes to the sink. */
-struct fd_demux {
+struct fetchd_demux {
     int state;              /* 0: pkt header, 1: payload */
     char hdr[4]; size_t hlen;
     size_t need;            /* payload bytes still to come */
@@ -93,31 +93,31 @@ struct fd_demux {
     bool in_sideband;
     char line[256]; size_t llen;   /* band-0 line being collected */
 };
-void fd_demux_init(struct fd_demux *d, bool (*sink)(void *, const void *, size_t), void *arg);
-bool fd_demux_feed(struct fd_demux *d, const void *data, size_t len);
+void fetchd_demux_init(struct fetchd_demux *d, bool (*sink)(void *, const void *, size_t), void *arg);
+bool fetchd_demux_feed(struct fetchd_demux *d, const void *data, size_t len);
 
 /* --- clients (client.c) --- */
-enum fd_transport { FD_GRPC, FD_SOCK };
-struct fd_client;
+enum fetchd_transport { FETCHD_GRPC, FETCHD_SOCK };
+struct fetchd_client;
 /* Testing: a gRPC client that keeps its HTTP/2 window small, as one that
- * means to stall a server would. Set before fd_client_new. */
-extern bool fd_client_small_window;
+ * means to stall a server would. Set before fetchd_client_new. */
+extern bool fetchd_client_small_window;
 /* addr: HOST:PORT. NULL with a message on failure. */
-struct fd_client *fd_client_new(enum fd_transport t, const char *addr, char *err, size_t errlen);
+struct fetchd_client *fetchd_client_new(enum fetchd_transport t, const char *addr, char *err, size_t errlen);
 /* Another client on c's connection: for gRPC the same channel (one HTTP/2
  * connection, calls multiplexed on it) with its own completion queue, so
  * each thread has one; c must be freed after it. */
-struct fd_client *fd_client_share(struct fd_client *c);
-void fd_client_free(struct fd_client *c);
+struct fetchd_client *fetchd_client_share(struct fetchd_client *c);
+void fetchd_client_free(struct fetchd_client *c);
 /* Perform one request; every response piece goes to sink. Returns true on a
  * complete response; false with the server's error or a transport error. */
-bool fd_client_call(struct fd_client *c, enum fd_op op, const char *repo,
+bool fetchd_client_call(struct fetchd_client *c, enum fetchd_op op, const char *repo,
                     const void *body, size_t len,
                     bool (*sink)(void *, const void *, size_t), void *arg,
                     char *err, size_t errlen);
 
 /* --- server common (server.c) --- */
-struct fd_server_opts {
+struct fetchd_server_opts {
     const char *listen;         /* HOST:PORT */
     const char *repo_root;
     const char *cache_dir;
@@ -136,60 +136,60 @@ struct fd_server_opts {
 /* Parse the options both servers share (and grpc's --chunk-size):
  * FK_OPT_CONTINUE, or the exit status after --help or a usage error. */
 struct fk_cmdline;
-int fd_server_parse(int argc, char **argv, struct fd_server_opts *o, const struct fk_cmdline *cl,
+int fetchd_server_parse(int argc, char **argv, struct fetchd_server_opts *o, const struct fk_cmdline *cl,
                     bool grpc);
 /* Write the bound port to o->port_file (atomically) and announce it. */
-void fd_server_ready(const struct fd_server_opts *o, int port);
+void fetchd_server_ready(const struct fetchd_server_opts *o, int port);
 /* One line on stderr, prefixed with the program name (--verbose logs). */
-void fd_log(const char *fmt, ...) FK_PRINTF(1, 2);
+void fetchd_log(const char *fmt, ...) FK_PRINTF(1, 2);
 /* Admission and drain, shared by both servers: a slot per request in
  * flight (bounded by --max-conns, and per client address by
  * --max-per-peer) and a count of live worker threads, so SIGTERM can wait
  * for in-flight work. A worker may free its slot before it ends (the
  * client's next request then fits). */
-#define FD_PEER_MAX 80
-struct fd_peer { char addr[FD_PEER_MAX]; unsigned n; };
-struct fd_gate {
+#define FETCHD_PEER_MAX 80
+struct fetchd_peer { char addr[FETCHD_PEER_MAX]; unsigned n; };
+struct fetchd_gate {
     pthread_mutex_t mu;
     pthread_cond_t idle;
     unsigned active, threads, max, max_peer;
-    struct fd_peer *peers;      /* addresses with requests in flight */
+    struct fetchd_peer *peers;      /* addresses with requests in flight */
     size_t npeers, cap;
 };
-#define FD_GATE_INIT { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, NULL, 0, 0 }
-enum fd_admit { FD_ADMIT, FD_BUSY, FD_PEER_BUSY };
+#define FETCHD_GATE_INIT { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, NULL, 0, 0 }
+enum fetchd_admit { FETCHD_ADMIT, FETCHD_BUSY, FETCHD_PEER_BUSY };
 /* Take a slot (counted against peer, a client address) and a thread. */
-enum fd_admit fd_gate_enter(struct fd_gate *g, const char *peer);
+enum fetchd_admit fetchd_gate_enter(struct fetchd_gate *g, const char *peer);
 /* The line a refused client gets. */
-void fd_gate_busy_msg(const struct fd_gate *g, enum fd_admit why, const char *what, char *out, size_t n);
-/* Undo fd_gate_enter when the worker thread could not be started. */
-void fd_gate_cancel(struct fd_gate *g, const char *peer);
-void fd_gate_release_slot(struct fd_gate *g, const char *peer);
-/* The worker thread ends; wakes fd_gate_drain when it was the last. */
-void fd_gate_thread_done(struct fd_gate *g);
-unsigned fd_gate_active(struct fd_gate *g);
+void fetchd_gate_busy_msg(const struct fetchd_gate *g, enum fetchd_admit why, const char *what, char *out, size_t n);
+/* Undo fetchd_gate_enter when the worker thread could not be started. */
+void fetchd_gate_cancel(struct fetchd_gate *g, const char *peer);
+void fetchd_gate_release_slot(struct fetchd_gate *g, const char *peer);
+/* The worker thread ends; wakes fetchd_gate_drain when it was the last. */
+void fetchd_gate_thread_done(struct fetchd_gate *g);
+unsigned fetchd_gate_active(struct fetchd_gate *g);
 /* Wait until every worker thread has ended. */
-void fd_gate_drain(struct fd_gate *g);
+void fetchd_gate_drain(struct fetchd_gate *g);
 /* A request's time budget: the overall deadline (--timeout) and the
  * minimum rate (--min-rate over --rate-window) of the time the server
  * spends waiting on the client (for request bytes, or for room to send):
  * a client that trickles its request or stops reading loses its slot. */
-struct fd_pace {
+struct fetchd_pace {
     uint64_t deadline;          /* fk_now_ns() value */
     uint64_t window, min_bytes; /* ns; bytes per window (0: no minimum) */
     uint64_t waited, moved;     /* in the current window */
 };
-void fd_pace_init(struct fd_pace *p, const struct fd_server_opts *o);
-/* Milliseconds to wait on the client before fd_pace_check is due (>= 1). */
-int fd_pace_wait_ms(const struct fd_pace *p);
-void fd_pace_moved(struct fd_pace *p, uint64_t bytes);
+void fetchd_pace_init(struct fetchd_pace *p, const struct fetchd_server_opts *o);
+/* Milliseconds to wait on the client before fetchd_pace_check is due (>= 1). */
+int fetchd_pace_wait_ms(const struct fetchd_pace *p);
+void fetchd_pace_moved(struct fetchd_pace *p, uint64_t bytes);
 /* Account waited_ns spent waiting on the client; NULL, or why the request
  * is dropped ("request deadline passed (--timeout)", "client too slow
  * (--min-rate)"). */
-const char *fd_pace_check(struct fd_pace *p, uint64_t waited_ns);
+const char *fetchd_pace_check(struct fetchd_pace *p, uint64_t waited_ns);
 /* SIGTERM/SIGINT/SIGHUP set fk_stop_signal (util/stopsig.h); servers poll it. */
-void fd_server_signals(void);
+void fetchd_server_signals(void);
 /* Validate an upload-pack request body (pkt-lines with wants and done). */
-bool fd_check_request(const char *body, size_t len, char *err, size_t errlen);
+bool fetchd_check_request(const char *body, size_t len, char *err, size_t errlen);
 
 #endif

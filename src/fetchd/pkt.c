@@ -18,7 +18,7 @@ static long pkt_len(const char *h)
     return n;
 }
 
-bool fd_parse_advertisement(const char *data, size_t len, struct fd_refs *refs, char *err, size_t errlen)
+bool fetchd_parse_advertisement(const char *data, size_t len, struct fetchd_refs *refs, char *err, size_t errlen)
 {
     size_t off = 0;
     while (off + 4 <= len) {
@@ -62,7 +62,7 @@ bool fd_parse_advertisement(const char *data, size_t len, struct fd_refs *refs, 
     return false;
 }
 
-void fd_refs_free(struct fd_refs *refs)
+void fetchd_refs_free(struct fetchd_refs *refs)
 {
     for (size_t i = 0; i < refs->n; i++)
         free(refs->v[i].name);
@@ -76,7 +76,7 @@ static void add_pkt(struct fk_buf *b, const char *s)
     fk_buf_printf(b, "%04zx%s", strlen(s) + 4, s);
 }
 
-bool fd_build_request(const struct fd_refs *refs, char **names, size_t nnames,
+bool fetchd_build_request(const struct fetchd_refs *refs, char **names, size_t nnames,
                       struct fk_buf *req, char *err, size_t errlen)
 {
     size_t nw = 0;
@@ -131,14 +131,14 @@ bool fd_build_request(const struct fd_refs *refs, char **names, size_t nnames,
     return true;
 }
 
-void fd_demux_init(struct fd_demux *d, bool (*sink)(void *, const void *, size_t), void *arg)
+void fetchd_demux_init(struct fetchd_demux *d, bool (*sink)(void *, const void *, size_t), void *arg)
 {
     memset(d, 0, sizeof *d);
     d->sink = sink;
     d->arg = arg;
 }
 
-static bool fail(struct fd_demux *d, const char *msg)
+static bool fail(struct fetchd_demux *d, const char *msg)
 {
     if (!d->failed)
         snprintf(d->err, sizeof d->err, "%s", msg);
@@ -146,7 +146,7 @@ static bool fail(struct fd_demux *d, const char *msg)
     return false;
 }
 
-bool fd_demux_feed(struct fd_demux *d, const void *data, size_t len)
+bool fetchd_demux_feed(struct fetchd_demux *d, const void *data, size_t len)
 {
     const char *p = data;
     while (len > 0 && !d->failed) {

@@ -116,7 +116,7 @@ static bool parts_under_root(const char *rroot, const char *gitdir, int depth, c
     return ok;
 }
 
-char *fd_repo_resolve(const char *root, const char *name, char *err, size_t errlen)
+char *fetchd_repo_resolve(const char *root, const char *name, char *err, size_t errlen)
 {
     size_t n = strlen(name);
     if (n == 0 || n > 1024) {
@@ -245,7 +245,7 @@ static void feed_dir(struct fk_sha256_ctx *c, char *path, int depth)
     close(fd);
 }
 
-void fd_repo_refstate(struct fk_sha256_ctx *c, const char *gitdir)
+void fetchd_repo_refstate(struct fk_sha256_ctx *c, const char *gitdir)
 {
     char p[PATH_MAX];
     snprintf(p, sizeof p, "%s/HEAD", gitdir);

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-void fd_log(const char *fmt, ...)
+void fetchd_log(const char *fmt, ...)
 {
     char line[1024];
     va_list ap;
@@ -21,13 +21,13 @@ void fd_log(const char *fmt, ...)
     fprintf(stderr, "%s: %s\n", fk_progname, line);
 }
 
-void fd_server_signals(void)
+void fetchd_server_signals(void)
 {
     if (!fk_stop_on_signals(FK_STOP_IGNORE_SIGPIPE))
         fk_die("cannot set the signal handlers: %s", strerror(errno));
 }
 
-#define SO(field) offsetof(struct fd_server_opts, field)
+#define SO(field) offsetof(struct fetchd_server_opts, field)
 
 static const struct fk_opt server_optset[] = {
     { "listen", 'l', FK_OPT_STR, SO(listen), "HOST:PORT", "address (default 127.0.0.1:0: any free port)",
@@ -70,7 +70,7 @@ static const struct fk_opt grpc_optset[] = {
     { NULL },
 };
 
-int fd_server_parse(int argc, char **argv, struct fd_server_opts *o, const struct fk_cmdline *cl,
+int fetchd_server_parse(int argc, char **argv, struct fetchd_server_opts *o, const struct fk_cmdline *cl,
                     bool grpc)
 {
     memset(o, 0, sizeof *o);
@@ -110,7 +110,7 @@ int fd_server_parse(int argc, char **argv, struct fd_server_opts *o, const struc
     return rc;
 }
 
-void fd_server_ready(const struct fd_server_opts *o, int port)
+void fetchd_server_ready(const struct fetchd_server_opts *o, int port)
 {
     if (o->port_file) {
         struct fk_outfile f;
@@ -119,10 +119,10 @@ void fd_server_ready(const struct fd_server_opts *o, int port)
             fk_die("cannot write --port-file %s", o->port_file);
     }
     if (o->verbose)
-        fd_log("listening on port %d", port);
+        fetchd_log("listening on port %d", port);
 }
 
-bool fd_check_request(const char *body, size_t len, char *err, size_t errlen)
+bool fetchd_check_request(const char *body, size_t len, char *err, size_t errlen)
 {
     size_t off = 0, wants = 0;
     bool done = false;
@@ -166,7 +166,7 @@ bool fd_check_request(const char *body, size_t len, char *err, size_t errlen)
     return true;
 }
 
-static struct fd_peer *peer_find(struct fd_gate *g, const char *peer)
+static struct fetchd_peer *peer_find(struct fetchd_gate *g, const char *peer)
 {
     for (size_t i = 0; i < g->npeers; i++)
         if (strcmp(g->peers[i].addr, peer) == 0)
@@ -174,13 +174,13 @@ static struct fd_peer *peer_find(struct fd_gate *g, const char *peer)
     return NULL;
 }
 
-enum fd_admit fd_gate_enter(struct fd_gate *g, const char *peer)
+enum fetchd_admit fetchd_gate_enter(struct fetchd_gate *g, const char *peer)
 {
     pthread_mutex_lock(&g->mu);
-    struct fd_peer *p = peer_find(g, peer);
-    enum fd_admit r = g->active >= g->max ? FD_BUSY
-                      : p && p->n >= g->max_peer ? FD_PEER_BUSY : FD_ADMIT;
-    if (r == FD_ADMIT) {
+    struct fetchd_peer *p = peer_find(g, peer);
+    enum fetchd_admit r = g->active >= g->max ? FETCHD_BUSY
+                      : p && p->n >= g->max_peer ? FETCHD_PEER_BUSY : FETCHD_ADMIT;
+    if (r == FETCHD_ADMIT) {
         if (!p) {
             g->peers = fk_grow(g->peers, &g->cap, g->npeers + 1, sizeof *g->peers);
             p = &g->peers[g->npeers++];
@@ -195,9 +195,9 @@ enum fd_admit fd_gate_enter(struct fd_gate *g, const char *peer)
     return r;
 }
 
-void fd_gate_busy_msg(const struct fd_gate *g, enum fd_admit why, const char *what, char *out, size_t n)
+void fetchd_gate_busy_msg(const struct fetchd_gate *g, enum fetchd_admit why, const char *what, char *out, size_t n)
 {
-    if (why == FD_PEER_BUSY)
+    if (why == FETCHD_PEER_BUSY)
         snprintf(out, n, "busy: %u %s from your address in flight (--max-per-peer); retry later",
                  g->max_peer, what);
     else
@@ -205,15 +205,15 @@ void fd_gate_busy_msg(const struct fd_gate *g, enum fd_admit why, const char *wh
 }
 
 /* The slot of peer goes back (the caller holds the lock). */
-static void peer_put(struct fd_gate *g, const char *peer)
+static void peer_put(struct fetchd_gate *g, const char *peer)
 {
-    struct fd_peer *p = peer_find(g, peer);
+    struct fetchd_peer *p = peer_find(g, peer);
     if (p && --p->n == 0)
         *p = g->peers[--g->npeers];
     g->active--;
 }
 
-void fd_gate_cancel(struct fd_gate *g, const char *peer)
+void fetchd_gate_cancel(struct fetchd_gate *g, const char *peer)
 {
     pthread_mutex_lock(&g->mu);
     peer_put(g, peer);
@@ -221,14 +221,14 @@ void fd_gate_cancel(struct fd_gate *g, const char *peer)
     pthread_mutex_unlock(&g->mu);
 }
 
-void fd_gate_release_slot(struct fd_gate *g, const char *peer)
+void fetchd_gate_release_slot(struct fetchd_gate *g, const char *peer)
 {
     pthread_mutex_lock(&g->mu);
     peer_put(g, peer);
     pthread_mutex_unlock(&g->mu);
 }
 
-void fd_gate_thread_done(struct fd_gate *g)
+void fetchd_gate_thread_done(struct fetchd_gate *g)
 {
     pthread_mutex_lock(&g->mu);
     if (--g->threads == 0)
@@ -236,7 +236,7 @@ void fd_gate_thread_done(struct fd_gate *g)
     pthread_mutex_unlock(&g->mu);
 }
 
-unsigned fd_gate_active(struct fd_gate *g)
+unsigned fetchd_gate_active(struct fetchd_gate *g)
 {
     pthread_mutex_lock(&g->mu);
     unsigned n = g->active;
@@ -244,7 +244,7 @@ unsigned fd_gate_active(struct fd_gate *g)
     return n;
 }
 
-void fd_gate_drain(struct fd_gate *g)
+void fetchd_gate_drain(struct fetchd_gate *g)
 {
     pthread_mutex_lock(&g->mu);
     while (g->threads > 0)
@@ -252,7 +252,7 @@ void fd_gate_drain(struct fd_gate *g)
     pthread_mutex_unlock(&g->mu);
 }
 
-void fd_pace_init(struct fd_pace *p, const struct fd_server_opts *o)
+void fetchd_pace_init(struct fetchd_pace *p, const struct fetchd_server_opts *o)
 {
     memset(p, 0, sizeof *p);
     p->deadline = fk_now_ns() + o->timeout * 1000000ull;
@@ -262,7 +262,7 @@ void fd_pace_init(struct fd_pace *p, const struct fd_server_opts *o)
         p->min_bytes = 1;
 }
 
-int fd_pace_wait_ms(const struct fd_pace *p)
+int fetchd_pace_wait_ms(const struct fetchd_pace *p)
 {
     uint64_t now = fk_now_ns(), left = p->deadline > now ? p->deadline - now : 0;
     if (p->min_bytes && p->window - p->waited < left)
@@ -271,12 +271,12 @@ int fd_pace_wait_ms(const struct fd_pace *p)
     return left < 1 ? 1 : left > 1000 ? 1000 : (int)left;   /* 1 s: also notice SIGTERM */
 }
 
-void fd_pace_moved(struct fd_pace *p, uint64_t bytes)
+void fetchd_pace_moved(struct fetchd_pace *p, uint64_t bytes)
 {
     p->moved += bytes;
 }
 
-const char *fd_pace_check(struct fd_pace *p, uint64_t waited_ns)
+const char *fetchd_pace_check(struct fetchd_pace *p, uint64_t waited_ns)
 {
     if (fk_now_ns() >= p->deadline)
         return "request deadline passed (--timeout)";

@@ -84,7 +84,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: fetchd-collide VICTIM-OID ATTACK-OID VICTIM-BODY ATTACK-BODY\n");
         return 2;
     }
-    /* The victim: exactly what fd_build_request sends for one ref. */
+    /* The victim: exactly what fetchd_build_request sends for one ref. */
     unsigned char v[256], a[256];
     char line[200];
     int n = snprintf(line, sizeof line, "want %s multi_ack_detailed no-done side-band-64k ofs-delta no-progress\n", argv[1]);

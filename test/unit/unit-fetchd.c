@@ -17,7 +17,7 @@ static void mkfile(const char *path, const char *text)
         fk_die("cannot write %s", path);
 }
 
-/* A minimal git directory: what fd_repo_resolve looks for. */
+/* A minimal git directory: what fetchd_repo_resolve looks for. */
 static void mkgit(const char *dir)
 {
     char p[4096];
@@ -35,61 +35,61 @@ static void mkgit(const char *dir)
 
 static void test_pace(void)
 {
-    struct fd_server_opts o = { .timeout = 60000, .min_rate = 1000, .rate_window = 2000 };
-    struct fd_pace p;
-    fd_pace_init(&p, &o);
-    UNIT_CHECK("pace: within the first window", fd_pace_check(&p, 1000000000ull) == NULL);
-    const char *why = fd_pace_check(&p, 1100000000ull);
+    struct fetchd_server_opts o = { .timeout = 60000, .min_rate = 1000, .rate_window = 2000 };
+    struct fetchd_pace p;
+    fetchd_pace_init(&p, &o);
+    UNIT_CHECK("pace: within the first window", fetchd_pace_check(&p, 1000000000ull) == NULL);
+    const char *why = fetchd_pace_check(&p, 1100000000ull);
     UNIT_CHECK("pace: nothing moved in a window of waiting: too slow", why && strstr(why, "--min-rate"));
-    fd_pace_init(&p, &o);
-    fd_pace_moved(&p, 5000);
-    UNIT_CHECK("pace: enough moved: a new window", fd_pace_check(&p, 2500000000ull) == NULL);
-    UNIT_CHECK("pace: the next window starts from zero", fd_pace_check(&p, 2000000000ull) != NULL);
-    fd_pace_init(&p, &o);
-    fd_pace_moved(&p, 1999);
-    UNIT_CHECK("pace: one byte short of --min-rate x --rate-window", fd_pace_check(&p, 2000000000ull) != NULL);
+    fetchd_pace_init(&p, &o);
+    fetchd_pace_moved(&p, 5000);
+    UNIT_CHECK("pace: enough moved: a new window", fetchd_pace_check(&p, 2500000000ull) == NULL);
+    UNIT_CHECK("pace: the next window starts from zero", fetchd_pace_check(&p, 2000000000ull) != NULL);
+    fetchd_pace_init(&p, &o);
+    fetchd_pace_moved(&p, 1999);
+    UNIT_CHECK("pace: one byte short of --min-rate x --rate-window", fetchd_pace_check(&p, 2000000000ull) != NULL);
     UNIT_CHECK("pace: waiting for git (0 ns on the client) never fails the rate",
-               (fd_pace_init(&p, &o), fd_pace_check(&p, 0) == NULL && fd_pace_check(&p, 0) == NULL));
-    int ms = fd_pace_wait_ms(&p);
+               (fetchd_pace_init(&p, &o), fetchd_pace_check(&p, 0) == NULL && fetchd_pace_check(&p, 0) == NULL));
+    int ms = fetchd_pace_wait_ms(&p);
     UNIT_CHECK("pace: waits are at most 1 s (SIGTERM is noticed)", ms >= 1 && ms <= 1000);
     o.min_rate = 0;
-    fd_pace_init(&p, &o);
-    UNIT_CHECK("pace: --min-rate 0: no minimum", fd_pace_check(&p, 3600000000000ull) == NULL);
+    fetchd_pace_init(&p, &o);
+    UNIT_CHECK("pace: --min-rate 0: no minimum", fetchd_pace_check(&p, 3600000000000ull) == NULL);
     o.timeout = 1;
-    fd_pace_init(&p, &o);
+    fetchd_pace_init(&p, &o);
     nanosleep(&(struct timespec){ 0, 3000000 }, NULL);
-    why = fd_pace_check(&p, 0);
+    why = fetchd_pace_check(&p, 0);
     UNIT_CHECK("pace: the overall deadline", why && strstr(why, "--timeout"));
 }
 
 static void test_gate(void)
 {
-    struct fd_gate g = FD_GATE_INIT;
+    struct fetchd_gate g = FETCHD_GATE_INIT;
     g.max = 3;
     g.max_peer = 2;
-    UNIT_CHECK("gate: first from A", fd_gate_enter(&g, "10.0.0.1") == FD_ADMIT);
-    UNIT_CHECK("gate: second from A", fd_gate_enter(&g, "10.0.0.1") == FD_ADMIT);
-    UNIT_CHECK("gate: third from A refused (--max-per-peer 2)", fd_gate_enter(&g, "10.0.0.1") == FD_PEER_BUSY);
-    UNIT_CHECK("gate: B still gets the last slot", fd_gate_enter(&g, "10.0.0.2") == FD_ADMIT);
-    UNIT_CHECK("gate: C refused (--max-conns 3)", fd_gate_enter(&g, "10.0.0.3") == FD_BUSY);
+    UNIT_CHECK("gate: first from A", fetchd_gate_enter(&g, "10.0.0.1") == FETCHD_ADMIT);
+    UNIT_CHECK("gate: second from A", fetchd_gate_enter(&g, "10.0.0.1") == FETCHD_ADMIT);
+    UNIT_CHECK("gate: third from A refused (--max-per-peer 2)", fetchd_gate_enter(&g, "10.0.0.1") == FETCHD_PEER_BUSY);
+    UNIT_CHECK("gate: B still gets the last slot", fetchd_gate_enter(&g, "10.0.0.2") == FETCHD_ADMIT);
+    UNIT_CHECK("gate: C refused (--max-conns 3)", fetchd_gate_enter(&g, "10.0.0.3") == FETCHD_BUSY);
     char m[200];
-    fd_gate_busy_msg(&g, FD_PEER_BUSY, "calls", m, sizeof m);
+    fetchd_gate_busy_msg(&g, FETCHD_PEER_BUSY, "calls", m, sizeof m);
     UNIT_CHECK("gate: the per-peer refusal names --max-per-peer", strstr(m, "--max-per-peer") != NULL);
-    fd_gate_release_slot(&g, "10.0.0.1");
-    UNIT_CHECK("gate: a released slot of A goes to C", fd_gate_enter(&g, "10.0.0.3") == FD_ADMIT);
-    fd_gate_release_slot(&g, "10.0.0.1");
-    fd_gate_release_slot(&g, "10.0.0.2");
-    fd_gate_cancel(&g, "10.0.0.3");
-    UNIT_CHECK("gate: all released: no peers, no slots", g.npeers == 0 && fd_gate_active(&g) == 0);
+    fetchd_gate_release_slot(&g, "10.0.0.1");
+    UNIT_CHECK("gate: a released slot of A goes to C", fetchd_gate_enter(&g, "10.0.0.3") == FETCHD_ADMIT);
+    fetchd_gate_release_slot(&g, "10.0.0.1");
+    fetchd_gate_release_slot(&g, "10.0.0.2");
+    fetchd_gate_cancel(&g, "10.0.0.3");
+    UNIT_CHECK("gate: all released: no peers, no slots", g.npeers == 0 && fetchd_gate_active(&g) == 0);
     free(g.peers);
 }
 
 static void test_cache_key(const char *gitdir)
 {
-    char a[FD_CACHE_KEY], b[FD_CACHE_KEY], c[FD_CACHE_KEY];
-    fd_cache_key(a, gitdir, "0009done\n", 9);
-    fd_cache_key(b, gitdir, "0009done\n", 9);
-    fd_cache_key(c, gitdir, "0009dona\n", 9);
+    char a[FETCHD_CACHE_KEY], b[FETCHD_CACHE_KEY], c[FETCHD_CACHE_KEY];
+    fetchd_cache_key(a, gitdir, "0009done\n", 9);
+    fetchd_cache_key(b, gitdir, "0009done\n", 9);
+    fetchd_cache_key(c, gitdir, "0009dona\n", 9);
     UNIT_CHECK("cache key: 64 hex digits (SHA-256)",
                strlen(a) == 64 && strspn(a, "0123456789abcdef") == 64);
     UNIT_CHECK("cache key: same request, same key", strcmp(a, b) == 0);
@@ -99,7 +99,7 @@ static void test_cache_key(const char *gitdir)
     mkdir(p, 0755);
     snprintf(p, sizeof p, "%s/refs/heads/main", gitdir);
     mkfile(p, "0123456789012345678901234567890123456789\n");
-    fd_cache_key(b, gitdir, "0009done\n", 9);
+    fetchd_cache_key(b, gitdir, "0009done\n", 9);
     UNIT_CHECK("cache key: a ref update changes the key", strcmp(a, b) != 0);
 }
 
@@ -114,7 +114,7 @@ static void test_resolve(const char *top)
     mkgit(p);
     snprintf(p, sizeof p, "%s/in.git", root);
     mkgit(p);
-    char *g = fd_repo_resolve(root, "in.git", err, sizeof err);
+    char *g = fetchd_repo_resolve(root, "in.git", err, sizeof err);
     UNIT_CHECK("resolve: a repository under the root", g != NULL);
     free(g);
     snprintf(p, sizeof p, "%s/wt", root);
@@ -124,7 +124,7 @@ static void test_resolve(const char *top)
     snprintf(p, sizeof p, "%s/wt/.git", root);
     if (symlink(target, p) != 0)
         fk_die("symlink %s", p);
-    g = fd_repo_resolve(root, "wt", err, sizeof err);
+    g = fetchd_repo_resolve(root, "wt", err, sizeof err);
     UNIT_CHECK("resolve: a .git symlink out of the root is refused",
                !g && strstr(err, "wt/.git resolves outside it"));
     free(g);
@@ -133,13 +133,13 @@ static void test_resolve(const char *top)
     snprintf(p, sizeof p, "%s/alt.git/objects/info/alternates", root);
     snprintf(target, sizeof target, "%s/secret.git/objects\n", out);
     mkfile(p, target);
-    g = fd_repo_resolve(root, "alt.git", err, sizeof err);
+    g = fetchd_repo_resolve(root, "alt.git", err, sizeof err);
     UNIT_CHECK("resolve: alternates out of the root are refused",
                !g && strstr(err, "objects/info/alternates"));
     free(g);
     snprintf(p, sizeof p, "%s/alt.git/objects/info/alternates", root);
     mkfile(p, "../../in.git/objects\n");
-    g = fd_repo_resolve(root, "alt.git", err, sizeof err);
+    g = fetchd_repo_resolve(root, "alt.git", err, sizeof err);
     UNIT_CHECK("resolve: relative alternates inside the root are fine", g != NULL);
     free(g);
 }
