@@ -128,6 +128,9 @@ check_grep "... a password field" 'type="password"' "$T/body"
 # audit: one line per request, with who
 check_grep "audit line names the token" 'audit .* who=token:alice GET /profile target=pid:[0-9]+ kind=cpu seconds=2 format=svg status=200' "$LOG"
 check_grep "audit line for a refusal" 'audit .* who=- GET /profile status=401' "$LOG"
+# an error answer is logged with its reason, as the client was told it
+check_grep "audit: a refused target's line says why" "audit .* who=token:alice GET /profile target=pid:999999999 .*status=404 .* why=\"no process with pid 999999999; check it with 'ps -p 999999999'\"" "$LOG"
+check_grep "audit: the why of a 401" 'audit .* who=- GET /profile status=401 .* why="[^"]+"' "$LOG"
 code -H "Authorization: Bearer $TOK_A" "$U/profile?target=pid:1%0Aforged%20line" >/dev/null
 check_nogrep "audit: a line break in a query value cannot forge a line" '^forged' "$LOG"
 check_eq "audit: every line of the log is ours" 0 "$(grep -vc '^flamekit serve: ' "$LOG")"

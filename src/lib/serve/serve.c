@@ -82,6 +82,7 @@ struct req {
     char who[128];
     char id[160];               /* its budget's key once authenticated ("token:NAME", "cert:CN") */
     char what[256];             /* target=... for the audit line */
+    char why[256];              /* an error answer's text, for the audit line */
     uint64_t t0;
 };
 
@@ -134,6 +135,19 @@ static const char *log_field(char *dst, size_t n, const char *src)
     return dst;
 }
 
+/* An error answer's text as one quoted field (why="..."): it may quote what
+ * a client sent, so controls become '_' and quotes and backslashes '\'',
+ * then the same cleaner; blanks stay, the quotes delimit it. */
+static const char *log_quoted(char *dst, size_t n, const char *src)
+{
+    size_t k = 0;
+    for (const char *c = src; *c && *c != '\n' && k + 1 < n; c++)
+        dst[k++] = (unsigned char)*c < ' ' || *c == 0x7f ? '_' : *c == '"' || *c == '\\' ? '\'' : *c;
+    dst[k] = 0;
+    fk_text_sanitize(dst);
+    return dst;
+}
+
 /* Methods are logged as sent only from this list (the 405 answer comes
  * before authentication: anything else is a client's text). */
 static const char *log_method(const char *m)
@@ -157,14 +171,16 @@ static void log_time(char *ts, size_t n)
 static void audit(const struct req *r, const char *method, const char *url, unsigned status,
                   size_t bytes)
 {
-    char ts[32], ip[sizeof r->ip], who[sizeof r->who], u[160];
+    char ts[32], ip[sizeof r->ip], who[sizeof r->who], u[160], why[sizeof r->why];
     log_time(ts, sizeof ts);
     /* what = "k=v k=v": its blanks are ours, each value was cleaned */
-    fprintf(stderr, "%s: audit %s client=%s who=%s %s %s%s%s status=%u bytes=%zu ms=%llu\n",
+    fprintf(stderr, "%s: audit %s client=%s who=%s %s %s%s%s status=%u bytes=%zu ms=%llu%s%s%s\n",
             fk_progname, ts, log_field(ip, sizeof ip, r->ip),
             r->who[0] ? log_field(who, sizeof who, r->who) : "-", log_method(method),
             log_field(u, sizeof u, url), r->what[0] ? " " : "", r->what, status, bytes,
-            (unsigned long long)((fk_now_ns() - r->t0) / 1000000u));
+            (unsigned long long)((fk_now_ns() - r->t0) / 1000000u),
+            r->why[0] ? " why=\"" : "", r->why[0] ? log_quoted(why, sizeof why, r->why) : "",
+            r->why[0] ? "\"" : "");
 }
 
 static enum MHD_Result respond(struct MHD_Connection *c, struct req *r, const char *method,
@@ -211,6 +227,8 @@ static enum MHD_Result text(struct MHD_Connection *c, struct req *r, const char 
     if (n < 0)
         return MHD_NO;
     char *line = fk_asprintf("%s\n", s);
+    if (status >= 400)  /* the log says why as the client was told */
+        snprintf(r->why, sizeof r->why, "%s", s);
     free(s);
     return respond(c, r, method, url, status, "text/plain; charset=utf-8", line, strlen(line), true,
                    headers);
