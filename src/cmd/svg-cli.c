@@ -3,6 +3,8 @@
  * 'flamekit diff' (svg-cli.h). */
 #include "svg-cli.h"
 
+#include "util/result.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,18 +14,10 @@
 static bool parse_minwidth(void *base, const char *val, char *err, size_t n)
 {
     struct fk_svg_cli *c = base;
-    char *end;
-    errno = 0;
-    double v = strtod(val, &end);
-    bool pct = *end == '%';
-    if (pct)
-        end++;
-    if (errno || end == val || *end || !(v >= 0) || (pct && v > 100) || v > 1e6) {
+    if (!fk_svg_minwidth_parse(val, &c->opts)) {
         snprintf(err, n, "pixels (e.g. 0.1) or a percentage (e.g. 0.5%%)");
         return false;
     }
-    c->opts.minwidth = v;
-    c->opts.minwidth_pct = pct;
     return true;
 }
 
@@ -51,17 +45,6 @@ static bool parse_colors(void *base, const char *val, char *err, size_t n)
     return true;
 }
 
-static bool parse_names(void *base, const char *val, char *err, size_t n)
-{
-    struct fk_svg_cli *c = base;
-    if (strcmp(val, "short") && strcmp(val, "full")) {
-        snprintf(err, n, "short or full");
-        return false;
-    }
-    c->opts.full_names = !strcmp(val, "full");
-    return true;
-}
-
 const struct fk_opt fk_optset_svg[] = {
     { "output", 'o', FK_OPT_STR, SC(output), "FILE", "write the SVG to FILE (atomically; default stdout)", "out.svg" },
     { "title", 0, FK_OPT_STR, SC(opts.title), "TEXT", "title (default \"Flame Graph\")", "'db1 at peak'" },
@@ -85,9 +68,9 @@ const struct fk_opt fk_optset_svg[] = {
     { "flamechart", 0, FK_OPT_FLAG, SC(opts.flamechart), NULL, "keep input order, merge only adjacent stacks" },
     { "notes", 0, FK_OPT_STR, SC(opts.notes), "TEXT", "notes embedded in the SVG", "'after the fix'" },
     { "metadata", 0, FK_OPT_STR, SC(metadata_path), "FILE", "JSON object shown in the SVG's Info panel (key i)", "capture.json" },
-    { "names", 0, FK_OPT_CALL, 0, "short|full",
+    { "names", 0, FK_OPT_CHOICE, SC(names), "short|full",
       "C++/Rust names without parameter lists, [clone ...] and hashes (short, the default; "
-      "the full names stay in the tooltip) or as they are (full)", "full", .call = parse_names },
+      "the full names stay in the tooltip) or as they are (full)", "full", .choices = "short|full" },
     { "strict", 0, FK_OPT_FLAG, SC(strict), NULL, "fail on malformed input lines instead of skipping them" },
     { "sample-type", 0, FK_OPT_STR, SC(sample_type), "T",
       "pprof input: the sample type to draw, by name or index (e.g. inuse_space; default: the "
@@ -114,20 +97,12 @@ void fk_svg_cli_init(struct fk_svg_cli *c, bool diff)
 
 int fk_svg_cli_finish(struct fk_svg_cli *c)
 {
-    if (c->metadata_path) {
-        json_error_t e;
-        c->metadata = json_load_file(c->metadata_path, JSON_REJECT_DUPLICATES, &e);
-        if (!c->metadata) {
-            fk_error("%s:%d: bad JSON: %s (--metadata wants a JSON object)", c->metadata_path,
-                     e.line, e.text);
-            return FK_EXIT_ERROR;
-        }
-        if (!json_is_object(c->metadata)) {
-            fk_error("%s: --metadata wants a JSON object ({...}), not another JSON value",
-                     c->metadata_path);
-            return FK_EXIT_ERROR;
-        }
-        c->opts.metadata = c->metadata;
+    c->opts.full_names = c->names == 1;
+    char err[512];
+    if (c->metadata_path && !(c->opts.metadata = c->metadata =
+                              fk_result_meta_object(c->metadata_path, err, sizeof err))) {
+        fk_error("%s", err);
+        return FK_EXIT_ERROR;
     }
     return FK_OPT_CONTINUE;
 }
@@ -141,16 +116,10 @@ static bool read_stacks(struct fk_svg_cli *c, const char *path, fk_folded_fn fn,
     struct fk_input_info info;
     bool ok = fk_input_foreach(path, &io, &st, fn, ctx, &info);
     /* pprof: the sample type's unit names the counts unless --countname did */
-    if (ok && info.pprof && !c->countname_set) {
-        const char *cn = strcmp(info.unit, "count") && info.unit[0] ? info.unit : info.type;
-        size_t k = 0;
-        for (const char *q = cn; *q && k + 1 < sizeof c->countname_buf; q++)
-            if (*q != '(' && *q != ')')
-                c->countname_buf[k++] = *q;
-        c->countname_buf[k] = 0;
-        if (k)
-            c->opts.countname = c->countname_buf;
-    }
+    const char *cn;
+    if (ok && info.pprof && !c->countname_set &&
+        (cn = fk_input_countname(&info, c->countname_buf, sizeof c->countname_buf)))
+        c->opts.countname = cn;
     if (ok)
         ok = fk_parse_stats_report(&st, strcmp(path, "-") ? path : "stdin", c->strict);
     fk_parse_stats_free(&st);
@@ -190,12 +159,6 @@ bool fk_svg_cli_write(struct fk_svg_cli *c, const struct fk_stacktab *t)
     return write_svg(c, t, NULL);
 }
 
-static void add_to_builder(void *ctx, const char *stack, size_t len, uint64_t count,
-                           uint64_t count2, bool has2)
-{
-    fk_svg_builder_add(ctx, stack, len, count, has2 ? count2 : 0);
-}
-
 bool fk_svg_cli_draw(struct fk_svg_cli *c, const char *path)
 {
     struct fk_svg_builder *b = fk_svg_builder_new(&c->opts);
@@ -205,13 +168,12 @@ bool fk_svg_cli_draw(struct fk_svg_cli *c, const char *path)
          * in first-seen order: those of a table */
         struct fk_stacktab t;
         fk_stacktab_init(&t);
-        ok = read_stacks(c, path, fk_folded_to_table, &t);
+        if ((ok = read_stacks(c, path, fk_folded_to_table, &t)))
+            fk_svg_builder_add_table(b, &t);
         capped = t.overflow;
-        for (size_t i = 0; ok && i < t.n; i++)
-            fk_svg_builder_add(b, t.v[i].key, t.v[i].len, t.v[i].count, t.v[i].count2);
         fk_stacktab_free(&t);
     } else {
-        ok = read_stacks(c, path, add_to_builder, b);
+        ok = read_stacks(c, path, fk_svg_builder_add_folded, b);
     }
     bool capped_sum;
     uint64_t total = fk_svg_builder_total(b, &capped_sum);

@@ -17,6 +17,7 @@ struct fk_svg_cli {
     json_t *metadata;           /* loaded from metadata_path */
     const char *sample_type;    /* --sample-type (pprof input) */
     bool countname_set;         /* --countname given */
+    int names;                  /* --names: 0 short, 1 full */
     char countname_buf[64];     /* from a pprof sample type */
     bool two_counts;            /* diff's one-input form: "STACK BEFORE AFTER" */
 };

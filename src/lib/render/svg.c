@@ -12,6 +12,7 @@
 #include "util/buf.h"
 #include "util/hindex.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1222,6 +1223,33 @@ void fk_svg_builder_add(struct fk_svg_builder *b, const char *stack, size_t len,
                         uint64_t count2)
 {
     builder_add(b, stack, len, count, count2, false);
+}
+
+bool fk_svg_minwidth_parse(const char *s, struct fk_svg_opts *o)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    bool pct = *end == '%';
+    if (pct)
+        end++;
+    if (errno || end == s || *end || !(v >= 0) || (pct && v > 100) || v > 1e6)
+        return false;
+    o->minwidth = v;
+    o->minwidth_pct = pct;
+    return true;
+}
+
+void fk_svg_builder_add_folded(void *ctx, const char *stack, size_t len, uint64_t count,
+                               uint64_t count2, bool has2)
+{
+    builder_add(ctx, stack, len, count, has2 ? count2 : 0, false);
+}
+
+void fk_svg_builder_add_table(struct fk_svg_builder *b, const struct fk_stacktab *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        builder_add(b, t->v[i].key, t->v[i].len, t->v[i].count, t->v[i].count2, false);
 }
 
 uint64_t fk_svg_builder_total(const struct fk_svg_builder *b, bool *overflow)

@@ -68,9 +68,18 @@ bool fk_svg_write(struct fk_outfile *out, const struct fk_stacktab *t,
  * in a table, except with flamechart (adjacent ones only: pass a table).
  * o must stay valid until render. */
 struct fk_svg_builder;
+/* "N" pixels or "N%" of the width (at most 100 %, 1e6 px) into o's
+ * minwidth; false when s is neither. */
+bool fk_svg_minwidth_parse(const char *s, struct fk_svg_opts *o);
 struct fk_svg_builder *fk_svg_builder_new(const struct fk_svg_opts *o);
 void fk_svg_builder_add(struct fk_svg_builder *b, const char *stack, size_t len, uint64_t count,
                         uint64_t count2);
+/* A folded reader's callback (stacks/folded.h fk_folded_fn): ctx is the
+ * builder. */
+void fk_svg_builder_add_folded(void *ctx, const char *stack, size_t len, uint64_t count,
+                               uint64_t count2, bool has2);
+/* Every stack of t, in its order (--flamechart merges adjacent ones). */
+void fk_svg_builder_add_table(struct fk_svg_builder *b, const struct fk_stacktab *t);
 /* The sum of the counts added so far (capped at 2^64-1: *overflow). */
 uint64_t fk_svg_builder_total(const struct fk_svg_builder *b, bool *overflow);
 /* Render once (as fk_svg_render); false only if the sink failed. */

@@ -136,3 +136,15 @@ bool fk_input_read(const char *path, const struct fk_input_opts *o, struct fk_st
 {
     return fk_input_foreach(path, o, st, fk_folded_to_table, t, info);
 }
+
+const char *fk_input_countname(const struct fk_input_info *info, char *buf, size_t n)
+{
+    const char *cn = strcmp(info->unit, "count") && info->unit[0] ? info->unit : info->type;
+    size_t k = 0;
+    for (const char *q = cn; *q && k + 1 < n; q++)
+        if (*q != '(' && *q != ')')
+            buf[k++] = *q;
+    if (n)
+        buf[k] = 0;
+    return k ? buf : NULL;
+}

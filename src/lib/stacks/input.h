@@ -36,6 +36,12 @@ enum fk_input_kind fk_input_open(struct fk_lineread *r, const char *path, bool *
 bool fk_input_pprof(struct fk_lineread *r, const struct fk_input_opts *o, struct fk_stacktab *t,
                     struct fk_input_info *info);
 
+/* A pprof profile's counts named for a graph (info->pprof): its sample
+ * type's unit, or the type itself when the unit is "count", without the
+ * parentheses a tooltip puts around it; into buf (cut to n - 1 bytes),
+ * NULL when nothing is left. */
+const char *fk_input_countname(const struct fk_input_info *info, char *buf, size_t n);
+
 /* Folded text or pprof from path: fn per stack (folded lines: malformed ones
  * counted in st). False on error (reported). info may be NULL. */
 bool fk_input_foreach(const char *path, const struct fk_input_opts *o, struct fk_parse_stats *st,

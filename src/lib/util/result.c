@@ -170,6 +170,24 @@ static const char *str_at(json_t *o, const char *a, const char *b)
     return json_string_value(v);
 }
 
+json_t *fk_result_meta_object(const char *path, char *err, size_t errlen)
+{
+    json_error_t e;
+    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &e);
+    if (!j) {
+        snprintf(err, errlen, "%s:%d: bad JSON: %s (--metadata wants a JSON object)", path,
+                 e.line, e.text);
+        return NULL;
+    }
+    if (!json_is_object(j)) {
+        snprintf(err, errlen, "%s: --metadata wants a JSON object ({...}), not another JSON value",
+                 path);
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
 bool fk_result_meta_load(const char *path, struct fk_result_meta *m)
 {
     memset(m, 0, sizeof *m);

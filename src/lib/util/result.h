@@ -89,5 +89,8 @@ struct fk_result_meta {
  * of a newer schema than this flamekit knows. */
 bool fk_result_meta_load(const char *path, struct fk_result_meta *m);
 void fk_result_meta_free(struct fk_result_meta *m);
+/* Any JSON object from path, for a graph's Info panel (svg --metadata);
+ * NULL with why and the fix in err when unreadable or not an object. */
+json_t *fk_result_meta_object(const char *path, char *err, size_t errlen);
 
 #endif
