@@ -124,28 +124,25 @@ static char *read_file(const char *path, const char *what)
 /* One field of an audit line from what a client sent (method, path,
  * query values, certificate names): blanks and controls become '_' so it
  * stays one field, then the terminal-text cleaner (util/fk.h) takes C1
- * controls and broken UTF-8; cut to n - 1 bytes. */
-static const char *log_field(char *dst, size_t n, const char *src)
+ * controls and broken UTF-8; cut to n - 1 bytes. quoted: an error answer's
+ * text for why="..." (it may quote what a client sent): blanks stay, the
+ * quotes delimit it, so quotes and backslashes become '\'' and it ends at
+ * a line break. */
+static const char *log_clean(char *dst, size_t n, const char *src, bool quoted)
 {
     size_t k = 0;
-    for (const char *c = src; *c && k + 1 < n; c++)
-        dst[k++] = (unsigned char)*c <= ' ' || *c == 0x7f ? '_' : *c;
+    for (const char *c = src; *c && !(quoted && *c == '\n') && k + 1 < n; c++) {
+        unsigned char u = (unsigned char)*c;
+        dst[k++] = u < ' ' + !quoted || u == 0x7f ? '_' : quoted && (u == '"' || u == '\\') ? '\'' : *c;
+    }
     dst[k] = 0;
     fk_text_sanitize(dst);
     return dst;
 }
 
-/* An error answer's text as one quoted field (why="..."): it may quote what
- * a client sent, so controls become '_' and quotes and backslashes '\'',
- * then the same cleaner; blanks stay, the quotes delimit it. */
-static const char *log_quoted(char *dst, size_t n, const char *src)
+static const char *log_field(char *dst, size_t n, const char *src)
 {
-    size_t k = 0;
-    for (const char *c = src; *c && *c != '\n' && k + 1 < n; c++)
-        dst[k++] = (unsigned char)*c < ' ' || *c == 0x7f ? '_' : *c == '"' || *c == '\\' ? '\'' : *c;
-    dst[k] = 0;
-    fk_text_sanitize(dst);
-    return dst;
+    return log_clean(dst, n, src, false);
 }
 
 /* Methods are logged as sent only from this list (the 405 answer comes
@@ -179,7 +176,7 @@ static void audit(const struct req *r, const char *method, const char *url, unsi
             r->who[0] ? log_field(who, sizeof who, r->who) : "-", log_method(method),
             log_field(u, sizeof u, url), r->what[0] ? " " : "", r->what, status, bytes,
             (unsigned long long)((fk_now_ns() - r->t0) / 1000000u),
-            r->why[0] ? " why=\"" : "", r->why[0] ? log_quoted(why, sizeof why, r->why) : "",
+            r->why[0] ? " why=\"" : "", r->why[0] ? log_clean(why, sizeof why, r->why, true) : "",
             r->why[0] ? "\"" : "");
 }
 
