@@ -82,6 +82,7 @@ int fk_capture_cli_run(struct fk_profile_request *rq, int argc, char **argv)
     if (!fk_stop_on_signals(0))
         fk_warn("cannot set the signal handlers (%s): a Ctrl-C ends flamekit without its files",
                 strerror(errno));
+    fk_heap_for_batch();    /* a capture builds big tables and exits */
     struct fk_profile_result res;
     fk_profile_run(rq, &res);
     if (res.error[0])

@@ -61,6 +61,13 @@ bool fk_target_run_exec(struct fk_target *t, int *exec_errno);
  * NULL with why (one phrase) otherwise. The target is never moved. */
 #define FK_TARGET_TREE_CGROUP_MAX 64
 char *fk_target_pid_cgroup(const struct fk_target *t, char *why, size_t whylen);
+/* A cgroup v2 of its own for the process pid (all its threads), made below
+ * this process's cgroup as NAME.OURPID.PID: run's command, fetch-bench's
+ * servers. NULL with *note (one allocated phrase) when it cannot be. */
+char *fk_cgroup_make(pid_t pid, const char *name, char **note);
+/* Remove such a cgroup and those made below it, moving what still runs
+ * there to its parent; false with errno when it stays. */
+bool fk_cgroup_remove(const char *dir);
 void fk_target_free(struct fk_target *t);
 
 /* ---- filters (engine side) ---- */
