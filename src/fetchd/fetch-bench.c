@@ -18,6 +18,7 @@
  * fetchd-malloc.so; peak RSS per run after clearing VmHWM. The report is
  * bench-report.c's (the model both share: bench.h). */
 #include "fetchd/bench.h"
+#include "capture/target.h"
 #include "util/opt.h"
 
 #include <dirent.h>
@@ -545,6 +546,7 @@ struct server {
     bool grpc, cache;
     char name[32];
     pid_t pid;
+    char *cgroup;               /* its own cgroup v2 directory, or NULL */
     char addr[64];
     struct counters *cnt;       /* the shim's counters, or NULL */
     struct srv_cpu cpu;
@@ -600,13 +602,27 @@ static void server_start(struct server *s, bool grpc, bool cache, const char *ro
     pin_self(&server_cpus);     /* inherited by the server, its threads and git */
     s->pid = spawn(argv, envp, log, -1);
     pin_self(&all_cpus);
+    /* A cgroup of its own (its threads and git children): flamekit pid
+     * then samples it per CPU in that cgroup, and a thread-per-connection
+     * server's short threads are sampled from their start. */
+    char *note = NULL;
+    if (!(s->cgroup = fk_cgroup_make(s->pid, "fetch-bench", &note))) {
+        static bool said;
+        if (!said)
+            fk_warn("servers run in fetch-bench's cgroup: %s (--profile's flame graphs of fetchd-sock may miss its "
+                    "short connection threads)", note);
+        said = true;
+        free(note);
+    }
     free(pre);
     free(st);
     free(envp);
     for (int i = 0; i < 400 && access(portf, R_OK) != 0; i++) {
         int wst;
-        if (waitpid(s->pid, &wst, WNOHANG) == s->pid)
+        if (waitpid(s->pid, &wst, WNOHANG) == s->pid) {
+            s->pid = 0;     /* reaped: nothing for servers_kill */
             fk_die("%s exited at start; see %s", prog, log);
+        }
         usleep(25000);
     }
     FILE *pf = fopen(portf, "re");
@@ -632,6 +648,14 @@ static void server_start(struct server *s, bool grpc, bool cache, const char *ro
     srv_cpu_open(&s->cpu, s->pid);
 }
 
+static void server_uncgroup(struct server *s)
+{
+    if (s->cgroup && !fk_cgroup_remove(s->cgroup))
+        fk_warn("cannot remove the cgroup %s: %s", s->cgroup, strerror(errno));
+    free(s->cgroup);
+    s->cgroup = NULL;
+}
+
 static void server_stop(struct server *s)
 {
     kill(s->pid, SIGTERM);
@@ -645,6 +669,8 @@ static void server_stop(struct server *s)
     }
     if (s->cnt)
         munmap(s->cnt, 4096);
+    s->pid = 0;
+    server_uncgroup(s);
 }
 
 /* ---- clients ---- */
@@ -937,6 +963,21 @@ int npairs;
 static struct server servers[2][2];     /* [grpc][cache] */
 static bool server_up[2][2];
 
+/* On fk_die in this process (not a client's): no server or cgroup left. */
+static pid_t main_pid;
+static void servers_kill(void)
+{
+    if (getpid() != main_pid)
+        return;
+    for (int g = 0; g < 2; g++)
+        for (int c = 0; c < 2; c++)
+            if (server_up[g][c] && servers[g][c].pid > 0) {
+                kill(servers[g][c].pid, SIGKILL);
+                waitpid(servers[g][c].pid, NULL, 0);
+                server_uncgroup(&servers[g][c]);
+            }
+}
+
 static uint64_t probe_fetch(struct server *s, struct repo *r)
 {
     char err[512];
@@ -1167,12 +1208,14 @@ int main(int argc, char **argv)
         build_request(repos[i].path, &repos[i].req);
 
     /* Servers, kept for all rounds. */
+    main_pid = getpid();
+    atexit(servers_kill);
     bool want_grpc = opt.modes[M_GRPC_CONN] || opt.modes[M_GRPC_SHARED];
     for (int g = 0; g < 2; g++)
         for (int c = 0; c < 2; c++)
             if ((g ? want_grpc : opt.modes[M_SOCK]) && opt.cache_modes[c]) {
+                server_up[g][c] = true;     /* servers_kill: once it has a pid */
                 server_start(&servers[g][c], g, c, root);
-                server_up[g][c] = true;
             }
     const char *cpu_source = "task-clock counters (perf_event_open) of the server's threads and of its children";
     for (int g = 0; g < 2; g++)
