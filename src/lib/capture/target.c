@@ -486,7 +486,7 @@ bool fk_target_run(struct fk_target *t, char **argv, bool stdout_to_stderr, char
     return true;
 }
 
-bool fk_target_run_exec(struct fk_target *t, int *exec_errno)
+bool fk_target_run_exec(struct fk_target *t, int *exec_errno, char *err, size_t errlen)
 {
     *exec_errno = 0;
     if (t->run_go < 0)
@@ -496,7 +496,7 @@ bool fk_target_run_exec(struct fk_target *t, int *exec_errno)
     close(t->run_go);
     t->run_go = -1;
     if (n != 1) {
-        fk_error("cannot start the command: %s", strerror(errno));
+        snprintf(err, errlen, "cannot start the command: %s", strerror(errno));
         return false;
     }
     int e = 0;
@@ -507,7 +507,7 @@ bool fk_target_run_exec(struct fk_target *t, int *exec_errno)
     t->run_err = -1;
     if (n == (ssize_t)sizeof e) {
         *exec_errno = e;
-        fk_error("cannot run %s: %s", t->desc + strlen("command: "), strerror(e));
+        snprintf(err, errlen, "cannot run %s: %s", t->desc + strlen("command: "), strerror(e));
         return false;
     }
     return true;

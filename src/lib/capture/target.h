@@ -51,9 +51,9 @@ bool fk_target_cgroup(struct fk_target *t, const char *arg, char *err, size_t er
  * in err, on error. */
 bool fk_target_run(struct fk_target *t, char **argv, bool stdout_to_stderr, char *err,
                    size_t errlen);
-/* Releases the child: it execs. false if exec failed (error printed,
- * *exec_errno set). */
-bool fk_target_run_exec(struct fk_target *t, int *exec_errno);
+/* Releases the child: it execs. false if exec failed (*exec_errno set,
+ * the reason in err). */
+bool fk_target_run_exec(struct fk_target *t, int *exec_errno, char *err, size_t errlen);
 /* PID: the cgroup v2 directory the processes share, when it is small
  * enough to sample per CPU in cgroup mode and keep the target's tree by
  * its FORK/EXIT records (a service's or a container's cgroup): not the
