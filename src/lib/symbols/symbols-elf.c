@@ -822,7 +822,13 @@ void fk_vdso_load(struct fk_symtab *t)
 
 /* One /proc/kallsyms line, "ADDR T NAME[\tMODULE]" (no newline), into t
  * when it is a text symbol; false when it is not a symbol line at all. */
-static bool kallsyms_line(struct fk_symtab *t, const char *line, const char *end, uint64_t *addr)
+struct kallsyms_span {
+    uint64_t lo, hi, other_lo, other_hi;
+    size_t others;
+};
+
+static bool kallsyms_line(struct fk_symtab *t, const char *line, const char *end, uint64_t *addr,
+                          struct kallsyms_span *sp)
 {
     const char *p = line;
     uint64_t a = 0;
@@ -847,6 +853,13 @@ static bool kallsyms_line(struct fk_symtab *t, const char *line, const char *end
     while (q < end && *q != '\t' && *q != ' ')
         q++;
     size_t nlen = (size_t)(q - name);
+    if (q < end && *q == '\t') {     /* a module's, BPF's, trampoline's */
+        sp->other_lo = sp->others++ ? (a < sp->other_lo ? a : sp->other_lo) : a;
+        sp->other_hi = a > sp->other_hi ? a : sp->other_hi;
+    } else {
+        sp->lo = a < sp->lo ? a : sp->lo;
+        sp->hi = a > sp->hi ? a : sp->hi;
+    }
     if (nlen > 511)
         nlen = 511;
     t->syms = fk_grow(t->syms, &t->cap, t->n + 1, sizeof *t->syms);
@@ -863,10 +876,13 @@ static bool kallsyms_line(struct fk_symtab *t, const char *line, const char *end
  * parsed in place, names stored as they come (not interned: the few
  * repeated static names cost less than hashing 120,000). Aliases at one
  * address keep the first in the file. */
-bool fk_kallsyms_load(struct fk_symtab *t, bool *hidden)
+bool fk_kallsyms_load(struct fk_symtab *t, bool *hidden, struct fk_kallsyms_info *info)
 {
     enum { CHUNK = 1 << 20 };
     *hidden = false;
+    struct kallsyms_span sp = { .lo = UINT64_MAX };
+    uint64_t head = 0;
+    bool first = true;
     int fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return false;
@@ -886,10 +902,15 @@ bool fk_kallsyms_load(struct fk_symtab *t, bool *hidden)
                 break;
         } else
             have += (size_t)n;
+        if (first) {
+            size_t used;
+            head = fk_kallsyms_head_hash(buf, have, &used);
+            first = false;
+        }
         char *line = buf, *stop = buf + have, *nl;
         while ((nl = memchr(line, '\n', (size_t)(stop - line)))) {
             uint64_t addr;
-            if (!skipping && kallsyms_line(t, line, nl, &addr)) {
+            if (!skipping && kallsyms_line(t, line, nl, &addr, &sp)) {
                 total++;
                 nonzero += addr != 0;
             }
@@ -913,6 +934,12 @@ bool fk_kallsyms_load(struct fk_symtab *t, bool *hidden)
         return false;
     }
     fk_symtab_sort(t);
+    if (info) {
+        info->lo = sp.lo;
+        info->hi = sp.hi;
+        info->head_hash = head;
+        info->core_apart = sp.lo <= sp.hi && (!sp.others || sp.other_lo > sp.hi || sp.other_hi < sp.lo);
+    }
     return true;
 }
 
