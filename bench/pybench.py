@@ -12,7 +12,7 @@
 #       the medians), the share of Python samples fully consistent, reads
 #       and bytes per spliced sample, samples served by a read shared with
 #       an earlier one, and the read delay.
-#   python3 pybench.py throughput FLAMEKIT PY HZ MODE ROUNDS WINDOW_S
+#   python3 pybench.py throughput FLAMEKIT PY TRUTH HZ MODE ROUNDS WINDOW_S
 #       the target's throughput under --python on, off and no capture: one
 #       long-lived workload, captures attached to it in interleaved rounds,
 #       each window's work rate read from the workload's own counter. One
@@ -21,11 +21,11 @@
 #       round: the spread of separate processes (+-8 % run to run) does not
 #       enter the ratio. Printed per mode: work per CPU second and per wall
 #       second; per pair of modes: the ratio's median and min..max.
-#   python3.11 pybench.py work MODE TICKS
-#       the throughput workload: MODE "ratio" (work_a:work_b = 3:1) or
-#       "generators" (a generator's body and its consumer), shaped as
-#       test/progs/pytruth.py's; every TICK_CPU seconds of its own CPU it
-#       appends "wall_ns cpu_ns units" to TICKS.
+#   python3.11 pybench.py work TRUTH MODE TICKS
+#       the throughput workload: MODE "ratio" (TRUTH's work_a then work_b)
+#       or "generators" (its consume_b: a generator's body and its
+#       consumer), TRUTH being test/progs/pytruth.py; every TICK_CPU seconds
+#       of its own CPU it appends "wall_ns cpu_ns units" to TICKS.
 import glob
 import json
 import os
@@ -37,47 +37,20 @@ import tempfile
 import time
 
 TICK_CPU = 0.02
-UNIT = 2000
 
 
-def spin(n):
-    s = 0
-    for i in range(n):
-        s += i * i
-    return s
-
-
-def work_a():
-    return spin(3 * UNIT)
-
-
-def work_b():
-    return spin(UNIT)
-
-
-def gen_a(n):
-    for _ in range(n):
-        yield spin(3 * UNIT)
-
-
-def consume_b(n):
-    t = 0
-    for v in gen_a(n):
-        t += v
-        spin(UNIT)
-    return t
-
-
-def work(mode, ticks):
+def work(truth, mode, ticks):
+    sys.path.insert(0, os.path.dirname(truth))
+    import pytruth      # its functions: the shapes the cost runs sample
     out = open(ticks, "a", buffering=1)
     units = 0
     nxt = time.process_time_ns()
     while True:
         if mode == "ratio":
-            work_a()
-            work_b()
+            pytruth.work_a()
+            pytruth.work_b()
         else:
-            consume_b(1)
+            pytruth.consume_b(1)
         units += 1
         if units % 4 == 0:      # the clock read (a system call) stays rare
             cpu = time.process_time_ns()
@@ -172,11 +145,11 @@ def rate(ticks, lo, hi):
     return ((b[2] - a[2]) / ((b[1] - a[1]) / 1e9), (b[2] - a[2]) / ((b[0] - a[0]) / 1e9))
 
 
-def throughput(fk, py, hz, mode, rounds, window):
+def throughput(fk, py, truth, hz, mode, rounds, window):
     work_dir = tempfile.mkdtemp(prefix="fk-pybench.")
     ticks = os.path.join(work_dir, "ticks")
     open(ticks, "w").close()
-    w = subprocess.Popen([py, os.path.abspath(__file__), "work", mode, ticks],
+    w = subprocess.Popen([py, os.path.abspath(__file__), "work", truth, mode, ticks],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         time.sleep(1.0)     # started, warm
@@ -219,9 +192,9 @@ def throughput(fk, py, hz, mode, rounds, window):
 if __name__ == "__main__":
     a = sys.argv
     if a[1] == "work":
-        work(a[2], a[3])
+        work(a[2], a[3], a[4])
     elif a[1] == "cost":
         cost(a[2], a[3], a[4], int(a[5]), a[6], int(a[7]), float(a[8]),
              a[9] if len(a) > 9 else None)
     else:
-        throughput(a[2], a[3], int(a[4]), a[5], int(a[6]), float(a[7]))
+        throughput(a[2], a[3], a[4], int(a[5]), a[6], int(a[7]), float(a[8]))

@@ -53,7 +53,7 @@ esac
 
 case " $parts " in *" throughput "*)
     for mode in ${FK_BENCH_MODES:-ratio generators}; do
-        "$PY" "$BENCH" throughput "$fk" "$PY" 99 "$mode" "${FK_BENCH_ROUNDS:-8}" \
+        "$PY" "$BENCH" throughput "$fk" "$PY" "$TRUTH" 99 "$mode" "${FK_BENCH_ROUNDS:-8}" \
             "${FK_BENCH_WINDOW:-2}" | sed 's/^/bench\/python: /'
     done
 esac
