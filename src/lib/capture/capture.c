@@ -25,6 +25,7 @@
  * rings are handled in time order (ring.h). */
 #define REORDER_SLACK_NS (20 * 1000000ull)
 #define POLL_MS 100
+#define REAP_NS (10 * 1000000ull)   /* a run command's exit looked for at least this often */
 /* symbol loading per wake-up, in the window (the rings hold a second) */
 #define PRELOAD_NS (20 * 1000000ull)
 /* copying the rings out while /proc is read at the start */
@@ -511,11 +512,12 @@ static int engine_start(struct fk_engine *e)
     return FK_EXIT_OK;
 }
 
-/* Why the window should end now (NULL: go on), after a wake-up. */
-static const char *stop_reason(struct fk_engine *e, int polled)
+/* Why the window should end now (NULL: go on), after a wake-up; a run
+ * target's exit is looked for when reap says so. */
+static const char *stop_reason(struct fk_engine *e, int polled, bool reap)
 {
     const struct fk_target *t = e->o->target;
-    if (t->kind == FK_TARGET_RUN) {
+    if (t->kind == FK_TARGET_RUN && reap) {
         int st;
         if (waitpid(t->pids[0], &st, WNOHANG) == t->pids[0]) {
             e->r->child_exited = true;
@@ -544,7 +546,7 @@ static bool engine_loop(struct fk_engine *e)
     report_progress(e, start, start, false);    /* the window is open (--ready-fd) */
     if (e->kind->window)
         e->kind->window(e->kind_state, e, true);
-    uint64_t last_progress = start;
+    uint64_t last_progress = start, last_reap = start;
     for (;;) {
         uint64_t now = fk_now_ns();
         if (o->stop && *o->stop) {
@@ -580,7 +582,14 @@ static bool engine_loop(struct fk_engine *e)
             report_progress(e, start, now, false);
             last_progress = now;
         }
-        if ((r->stop_reason = stop_reason(e, n)))
+        /* a wake-up per sample (a stack hook that reads early) would
+         * otherwise add a wait4, a system call, to every sample (an exit
+         * seen up to REAP_NS later; per-task events' hang-up after it may
+         * spin the loop that long) */
+        bool reap = !e->ring.tap || n == 0 || now - last_reap >= REAP_NS;
+        if (reap)
+            last_reap = now;
+        if ((r->stop_reason = stop_reason(e, n, reap)))
             break;
     }
     r->duration_ns = fk_now_ns() - start;
