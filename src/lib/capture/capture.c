@@ -62,6 +62,18 @@ void fk_engine_fail(struct fk_engine *e, const char *fmt, ...)
     va_end(ap);
 }
 
+void fk_engine_warn(struct fk_engine *e, const char *fmt, ...)
+{
+    if (!e->o->warn || e->o->quiet)
+        return;
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    e->o->warn(e->o->warn_ctx, msg);
+}
+
 /* ---- what kinds and hooks call (evkind.h) ------------------------------- */
 
 /* The aggregation key: comm NUL pid32 (dso, addr)... (naming.c reads it). */
@@ -456,7 +468,7 @@ static void scan_all_draining(struct fk_engine *e)
 {
     struct scan_ctx c = { e, fk_now_ns() };
     if (!fk_proc_for_each_pid(scan_one, &c))
-        fk_warn("cannot list /proc: %s", strerror(errno));
+        fk_engine_warn(e, "cannot list /proc: %s", strerror(errno));
 }
 
 /* PID in cgroup mode, once the events are on: the target's processes,

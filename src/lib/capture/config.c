@@ -195,19 +195,19 @@ static void size_rings(struct fk_engine *e)
                      "(kernel.perf_event_mlock_kb, no CAP_IPC_LOCK), fewer than 8 stack copies "
                      "of %u bytes", e->pages * page / 1024, e->stack_size);
             e->mode = FK_CG_FP;
-        } else if (e->ring_limited && !o->quiet) {
+        } else if (e->ring_limited) {
             uint64_t rate = o->event.freq ? o->event.freq : 1000;
-            fk_warn("unprivileged: perf rings limited to %u KiB per CPU by kernel.perf_event_mlock_kb; "
-                    "they hold %.2f s of %u-byte stack copies at %llu samples/s (lost records are "
-                    "counted); raise the sysctl, run as root, or lower --stack-size",
-                    e->pages * page / 1024, (double)fits / (double)rate, e->stack_size,
-                    (unsigned long long)rate);
+            fk_engine_warn(e, "unprivileged: perf rings limited to %u KiB per CPU by "
+                           "kernel.perf_event_mlock_kb; they hold %.2f s of %u-byte stack copies "
+                           "at %llu samples/s (lost records are counted); raise the sysctl, run "
+                           "as root, or lower --stack-size", e->pages * page / 1024,
+                           (double)fits / (double)rate, e->stack_size, (unsigned long long)rate);
         }
     }
     if (e->mode == FK_CG_FP)
         e->pages = ring_pages(o, 0, &e->ring_limited);
-    if (r->callgraph_note[0] && !o->quiet)
-        fk_warn("user stacks by %s", r->callgraph_note);
+    if (r->callgraph_note[0])
+        fk_engine_warn(e, "user stacks by %s", r->callgraph_note);
     if (e->mode == FK_CG_AUTO)
         e->mode = FK_CG_DWARF;      /* resolved */
     r->callgraph = e->mode;

@@ -90,6 +90,8 @@ struct fk_engine {
 /* capture.c: the reason the capture fails, into err (the library's
  * convention: one line, no program name; the caller prints it) */
 void fk_engine_fail(struct fk_engine *e, const char *fmt, ...) FK_PRINTF(2, 3);
+/* a warning to the caller's hook (capture opts warn; none when quiet) */
+void fk_engine_warn(struct fk_engine *e, const char *fmt, ...) FK_PRINTF(2, 3);
 /* config.c */
 bool fk_engine_configure(struct fk_engine *e);
 /* open.c */

@@ -350,10 +350,9 @@ bool fk_engine_mmap(struct fk_engine *e)
             return false;
         }
         e->pages /= 2;
-        if (!e->o->quiet)
-            fk_warn("locked memory for perf rings exhausted (kernel.perf_event_mlock_kb): "
-                    "retrying with %u KiB per CPU; records may be lost (they are counted)",
-                    e->pages * page / 1024);
+        fk_engine_warn(e, "locked memory for perf rings exhausted (kernel.perf_event_mlock_kb): "
+                       "retrying with %u KiB per CPU; records may be lost (they are counted)",
+                       e->pages * page / 1024);
     }
     e->r->ring_pages = e->pages;
     return true;

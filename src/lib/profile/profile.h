@@ -112,6 +112,9 @@ struct fk_profile_request {
     fk_capture_progress_fn progress;    /* the command's status line and ready signal
                                            (capture.h), also when quiet; NULL: none */
     void *progress_ctx;
+    fk_capture_warn_fn warn;    /* warnings while it runs (capture.h), unless quiet;
+                                   NULL: none */
+    void *warn_ctx;
     /* context, for metadata and messages */
     const char *command;        /* "host", "faults", "serve" */
     int argc;                   /* the invocation (argv[0] = the command) */

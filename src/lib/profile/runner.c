@@ -419,6 +419,8 @@ int fk_profile_run(const struct fk_profile_request *rq, struct fk_profile_result
     co.quiet = rq->quiet;
     co.progress = rq->progress;
     co.progress_ctx = rq->progress_ctx;
+    co.warn = rq->warn;
+    co.warn_ctx = rq->warn_ctx;
     co.stop = rq->stop;
     co.sym.kernel = !rq->no_kernel;
     co.callgraph = (enum fk_callgraph)rq->callgraph;
@@ -460,8 +462,12 @@ int fk_profile_run(const struct fk_profile_request *rq, struct fk_profile_result
     res->captured = true;
     if (run && !res->cap.child_exited) {
         /* the duration limit ended the capture: the command goes on */
-        if (!rq->quiet)
-            fk_warn("capture ended (%s); waiting for the command to exit", res->cap.stop_reason);
+        if (!rq->quiet && rq->warn) {
+            char msg[128];
+            snprintf(msg, sizeof msg, "capture ended (%s); waiting for the command to exit",
+                     res->cap.stop_reason);
+            rq->warn(rq->warn_ctx, msg);
+        }
         int ws;
         while (waitpid(res->target.pids[0], &ws, 0) < 0 && errno == EINTR)
             ;
