@@ -217,6 +217,7 @@ void fk_perfscript_free(struct fk_perfscript *p)
     fk_buf_free(&p->pname);
     fk_buf_free(&p->frame);
     free(p->chains);
+    free(p->kfirst);
     fk_stacktab_free(&p->names);
     free(p->stacks.w);
     fk_hindex_free(&p->stacks.index);
@@ -376,10 +377,6 @@ static void drain_stacks(struct fk_perfscript_stacks *t)
 static void flush_sample(struct fk_perfscript *p)
 {
     if (p->in_sample && p->keep) {
-        /* samples in a row are often of one process: check its id first */
-        const struct fk_stack *last = p->names.n > p->pname_id ? &p->names.v[p->pname_id] : NULL;
-        if (!last || last->len != p->pname.len || (last->len && memcmp(last->key, p->pname.data, last->len)))
-            p->pname_id = intern(p, p->pname.data ? p->pname.data : "", p->pname.len);
         stk_push(p, p->pname_id);
         add_stack(p, p->weight);
         p->samples++;
@@ -389,6 +386,33 @@ static void flush_sample(struct fk_perfscript *p)
     p->stk_hash = 0;
     p->nframes = 0;
     p->kprev = 0;
+    p->kstart = false;
+}
+
+static inline bool name_is(const struct fk_stacktab *names, uint32_t id, const char *s, size_t n)
+{
+    return names->v[id].len == n && !memcmp(names->v[id].key, s, n);
+}
+
+/* The name id of p->pname: the last sample's, one cached by the name's
+ * hash, or interned (then p->kfirst has room for it). */
+static uint32_t pname_intern(struct fk_perfscript *p)
+{
+    const char *s = p->pname.data ? p->pname.data : "";
+    size_t n = p->pname.len;
+    if (p->pname_id < p->names.n && name_is(&p->names, p->pname_id, s, n))
+        return p->pname_id;
+    uint32_t *c = &p->pcache[fk_hash(s, n) % (sizeof p->pcache / sizeof *p->pcache)];
+    if (*c && name_is(&p->names, *c - 1, s, n))
+        return *c - 1;
+    uint32_t id = intern(p, s, n);
+    *c = id + 1;
+    if (id >= p->kfirst_cap) {
+        size_t old = p->kfirst_cap;
+        p->kfirst = fk_grow(p->kfirst, &p->kfirst_cap, (size_t)id + 1, sizeof *p->kfirst);
+        memset(p->kfirst + old, 0, (p->kfirst_cap - old) * sizeof *p->kfirst);
+    }
+    return id;
 }
 
 static bool event_matches(const char *want, const char *ev, size_t len)
@@ -669,11 +693,22 @@ static inline void push_frames(struct fk_perfscript *p, uint32_t id)
     }
 }
 
+/* The record of the key predicted for this sample's next frame line: the
+ * one that followed the last line's key last time, or for the first line
+ * the key this process's last sample began with; 0 none. */
+static inline uint32_t predicted_key(const struct fk_perfscript *p)
+{
+    return p->kprev ? p->keys.w[p->kprev - 1 + KR_NEXT] : p->kstart ? p->kfirst[p->pname_id] : 0;
+}
+
 /* The next frame line of this sample has the key of record r; its frames. */
 static inline void key_seen(struct fk_perfscript *p, uint32_t r)
 {
     if (p->kprev)
         p->keys.w[p->kprev - 1 + KR_NEXT] = r;
+    else if (p->kstart)
+        p->kfirst[p->pname_id] = r;
+    p->kstart = false;
     p->kprev = r;
     push_frames(p, p->keys.w[r - 1 + KR_ID]);
 }
@@ -711,8 +746,8 @@ static bool frame_line(struct fk_perfscript *p, char *s, char *end, bool own_lin
     const char *key = p->o.addrs ? s : skip_blanks(ipend, end);
     size_t klen = (size_t)(end - key);
     bool java = is_java(p);
-    /* the key that followed the previous one last time, then the index */
-    uint32_t r = p->kprev ? p->keys.w[p->kprev - 1 + KR_NEXT] : 0;
+    /* the key predicted, then the index */
+    uint32_t r = predicted_key(p);
     if (!r || !kr_is(&p->keys, r, key, klen, java)) {
         uint64_t h = key_hash(key, klen, java);
         r = kr_find(&p->keys, key, klen, h, java);
@@ -724,6 +759,7 @@ static bool frame_line(struct fk_perfscript *p, char *s, char *end, bool own_lin
             if (!r) {
                 /* not kept: nor is its chain (memory follows what is kept) */
                 p->kprev = 0;
+                p->kstart = false;
                 push_frames(p, id);
                 if (id >= LC_CHAIN && id != LC_SKIP)
                     p->nchains = id - LC_CHAIN;
@@ -735,6 +771,7 @@ static bool frame_line(struct fk_perfscript *p, char *s, char *end, bool own_lin
         key_seen(p, r);
     } else {
         p->kprev = 0;
+        p->kstart = false;
         push_frames(p, p->keys.w[r - 1 + KR_ID]);
     }
     return true;
@@ -901,6 +938,7 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
     p->weight = p->o.period ? period : 1;
     if (!keep)
         return true;
+    p->kstart = true;
 
     /* process name */
     struct fk_buf *pn = &p->pname;
@@ -936,6 +974,7 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
             }
         }
     }
+    p->pname_id = pname_intern(p);
     /* Without -g the sample's own ip/sym/dso follow the event. */
     if (ev > 0) {
         char *r = ts[ev] + tl[ev];
@@ -1139,8 +1178,7 @@ bool fk_perfscript_read(struct fk_perfscript *p, const char *path)
     return ok;
 }
 
-/* Frame lines whose key is the one predicted (the key that followed the
- * previous line's last time), checked in the reader's buffer: no scan for
+/* Frame lines whose key is the one predicted (predicted_key), checked in the reader's buffer: no scan for
  * the newline, no hash. As frame_line would take them: blanks, a hex ip,
  * blanks, the key, the newline. Not a key ending in '\r' (the reader drops
  * one before a newline, which this check would not). */
@@ -1154,7 +1192,7 @@ static void predicted_lines(struct fk_perfscript *p, struct fk_lineread *r)
     const char *e = b + avail;
     bool java = is_java(p);
     uint32_t kr;
-    while ((kr = p->keys.w[p->kprev - 1 + KR_NEXT])) {
+    while ((kr = predicted_key(p))) {
         const char *s = b;
         if (s == e || !is_space(*s))
             break;
@@ -1180,7 +1218,7 @@ bool fk_perfscript_read_lines(struct fk_perfscript *p, struct fk_lineread *r)
     char *line;
     size_t len;
     for (;;) {
-        if (p->kprev && p->keep && p->in_sample)
+        if ((p->kprev || p->kstart) && p->keep && p->in_sample)
             predicted_lines(p, r);
         if (!(line = fk_lineread_next(r, &len)))
             break;

@@ -80,7 +80,16 @@ struct fk_perfscript {
         struct fk_hindex index; /* key hash -> record's word offset */
     } keys;
     uint32_t kprev;             /* record offset + 1 of this sample's last frame line, 0 none */
-    uint32_t pname_id;          /* name id of the last process name */
+    bool kstart;                /* no frame line read yet in this sample */
+    uint32_t pname_id;          /* name id of this sample's process name */
+    /* A sample's first frame line is predicted by its process: the key
+     * the last sample of that process name began with (record offset + 1,
+     * 0 none), by name id. */
+    uint32_t *kfirst;
+    size_t kfirst_cap;
+    /* Process name ids + 1 by a hash of the name: samples of a host-wide
+     * capture alternate between processes. */
+    uint32_t pcache[64];
 };
 
 void fk_perfscript_init(struct fk_perfscript *p, const struct fk_perfscript_opts *o,
