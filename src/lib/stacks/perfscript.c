@@ -812,53 +812,66 @@ static enum tok classify(const char *s, size_t n)
 
 #define MAX_TOK 24
 
-/* Tokens of the usual header "comm pid [cpu] secs.frac: period event:",
- * classified by position (as classify() would), or false for any other
- * shape, which the general loop then handles. */
-static bool header_fast(char *s, char *end, char **ts, size_t *tl, enum tok *tk)
+/* Tokens of the usual headers "comm pid[/tid] [cpu] secs.frac: period
+ * event:" (perf record -a) and the same without "[cpu]" (a command or
+ * pid recorded), classified by position (as classify() would): how many
+ * (6 or 5), or 0 for any other shape, which the general loop then
+ * handles. */
+static int header_fast(char *s, char *end, char **ts, size_t *tl, enum tok *tk)
 {
     char *q = find_blank(s, end), *b = s;
+    int n = 0;
     if (q == b || q == end)
-        return false;
-    ts[0] = b, tl[0] = (size_t)(q - b), tk[0] = classify(b, tl[0]);
+        return 0;
+    ts[n] = b, tl[n] = (size_t)(q - b), tk[n] = classify(b, tl[n]), n++;
     b = q = skip_blanks(q, end);
     while (q < end && is_digit(*q))
         q++;
+    enum tok pid = T_NUM;
+    if (q > b && q < end && *q == '/') {
+        char *t = ++q;
+        while (q < end && is_digit(*q))
+            q++;
+        if (q == t)
+            return 0;
+        pid = T_PIDTID;
+    }
     if (q == b || q == end || !is_space(*q))
-        return false;
-    ts[1] = b, tl[1] = (size_t)(q - b), tk[1] = T_NUM;
+        return 0;
+    ts[n] = b, tl[n] = (size_t)(q - b), tk[n] = pid, n++;
     b = q = skip_blanks(q, end);
-    if (q == end || *q++ != '[')
-        return false;
-    while (q < end && is_digit(*q))
+    if (q < end && *q == '[') {
         q++;
-    if (q == b + 1 || q == end || *q++ != ']' || q == end || !is_space(*q))
-        return false;
-    ts[2] = b, tl[2] = (size_t)(q - b), tk[2] = T_CPU;
-    b = q = skip_blanks(q, end);
+        while (q < end && is_digit(*q))
+            q++;
+        if (q == b + 1 || q == end || *q++ != ']' || q == end || !is_space(*q))
+            return 0;
+        ts[n] = b, tl[n] = (size_t)(q - b), tk[n] = T_CPU, n++;
+        b = q = skip_blanks(q, end);
+    }
     while (q < end && is_digit(*q))
         q++;
     if (q == b || q == end || *q++ != '.')
-        return false;
+        return 0;
     while (q < end && (is_digit(*q) || *q == '.'))
         q++;
     if (q == end || *q++ != ':' || q == end || !is_space(*q))
-        return false;
-    ts[3] = b, tl[3] = (size_t)(q - b), tk[3] = T_TIME;
+        return 0;
+    ts[n] = b, tl[n] = (size_t)(q - b), tk[n] = T_TIME, n++;
     b = q = skip_blanks(q, end);
     while (q < end && is_digit(*q))
         q++;
     if (q == b || q == end || !is_space(*q))
-        return false;
-    ts[4] = b, tl[4] = (size_t)(q - b), tk[4] = T_NUM;
+        return 0;
+    ts[n] = b, tl[n] = (size_t)(q - b), tk[n] = T_NUM, n++;
     b = q = skip_blanks(q, end);
     if (q == end || is_digit(*q))
-        return false;
+        return 0;
     q = find_blank(q, end);
     if (q - b < 2 || q[-1] != ':')
-        return false;
-    ts[5] = b, tl[5] = (size_t)(q - b), tk[5] = T_EVENT;
-    return true;
+        return 0;
+    ts[n] = b, tl[n] = (size_t)(q - b), tk[n] = T_EVENT, n++;
+    return n;
 }
 
 /* A sample header. Returns false if the line does not look like one. */
@@ -867,8 +880,8 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
     char *ts[MAX_TOK];
     size_t tl[MAX_TOK];
     enum tok tk[MAX_TOK];
-    bool fast = header_fast(s, end, ts, tl, tk);
-    int nt = fast ? 6 : 0;
+    int nt = header_fast(s, end, ts, tl, tk);
+    bool fast = nt > 0;
     char *q = s;
     while (!fast && q < end && nt < MAX_TOK) {
         q = skip_blanks(q, end);
