@@ -116,14 +116,36 @@ static inline char *skip_blanks(char *s, char *end)
  *   KR_KJ    key length << 1 | seen in a java process (see add_frame)
  *   KR_ID    the frames: LC_SKIP, a name id or LC_CHAIN | chain offset
  *   KR_NEXT  record offset + 1 of the key that followed it last time, 0 none
- *   then the key's bytes, padded to a word.
+ *   KR_PFX   length of the prefix below, 0 none
+ *   then KR_PFXMAX bytes ending with what came before the key on its line
+ *   last time (indent and ip: the same ip comes back with the same key in
+ *   a process), so that a predicted line is checked whole with one
+ *   compare, and the key's bytes, padded to a word.
  * Records are named by offset + 1 (0: none) and never move. */
-enum { KR_KJ, KR_ID, KR_NEXT, KR_HEAD };
+enum { KR_KJ, KR_ID, KR_NEXT, KR_PFX, KR_PFXMAX = 24, KR_HEAD = KR_PFX + 1 + KR_PFXMAX / 4 };
 enum { LC_CHAIN = 1u << 31, LC_SKIP = UINT32_MAX - 1 };
 
 static inline const char *kr_key(const struct fk_perfscript_keys *c, uint32_t r)
 {
     return (const char *)(c->w + r - 1 + KR_HEAD);
+}
+
+/* Record r's key came after the n bytes at line on a line of its own:
+ * keep them as its prefix. None when they do not fit, when the line is
+ * not indented (predicted_lines takes only indented lines: an unindented
+ * one may be a header) or when the key ends in '\r' (the reader would
+ * have dropped it from a whole line). */
+static inline void kr_set_prefix(struct fk_perfscript_keys *c, uint32_t r, const char *line,
+                                 size_t n)
+{
+    uint32_t *rec = c->w + r - 1;
+    size_t klen = rec[KR_KJ] >> 1;
+    if (n == 0 || n > KR_PFXMAX || !is_space(line[0]) || (klen && kr_key(c, r)[klen - 1] == '\r')) {
+        rec[KR_PFX] = 0;
+        return;
+    }
+    rec[KR_PFX] = (uint32_t)n;
+    memcpy((char *)(rec + KR_HEAD) - n, line, n);
 }
 
 /* Is record r the key key[0..len) (of a process of this java-ness)? */
@@ -158,6 +180,7 @@ static uint32_t kr_put(struct fk_perfscript_keys *c, const char *key, size_t len
     r[KR_KJ] = (uint32_t)(len << 1 | java);
     r[KR_ID] = id;
     r[KR_NEXT] = 0;
+    r[KR_PFX] = 0;
     if (words > KR_HEAD)
         r[words - 1] = 0;   /* the padding */
     memcpy(r + KR_HEAD, key, len);
@@ -175,6 +198,23 @@ static void kr_free(struct fk_perfscript_keys *c)
 
 /* Stack records (see perfscript.h): SR_COUNT (2 words), SR_N, ids. */
 enum { SR_COUNT, SR_N = 2, SR_HEAD };
+
+/* Slots of p->lcache: 64 KB, a few times the distinct keys of a 65 MB
+ * host capture. */
+enum { LCACHE_SLOTS = 1 << 14 };
+
+/* The lcache slot of the frame line at line (end: its end or the end of
+ * what is buffered): a hash of its bytes 9 to 16, where an indented ip
+ * has its low digits; -1 for a shorter line. A slot only proposes a
+ * record; the record's key decides. */
+static inline int line_slot(const char *line, const char *end)
+{
+    if (end - line < 17)
+        return -1;
+    uint64_t w;
+    memcpy(&w, line + 9, 8);
+    return (int)((w * 0x9fb21c651e98df25ULL) >> (64 - 14));
+}
 
 static inline uint64_t sr_count(const uint32_t *r)
 {
@@ -206,6 +246,7 @@ void fk_perfscript_init(struct fk_perfscript *p, const struct fk_perfscript_opts
     fk_stacktab_init(&p->names);
     /* 4 MB of keys and their index: ~40k keys of ~80 bytes */
     p->keys.max = (4u << 20) / sizeof *p->keys.w;
+    p->lcache = fk_calloc(LCACHE_SLOTS, sizeof *p->lcache);
     p->pname_id = UINT32_MAX;
 }
 
@@ -218,6 +259,7 @@ void fk_perfscript_free(struct fk_perfscript *p)
     fk_buf_free(&p->frame);
     free(p->chains);
     free(p->kfirst);
+    free(p->lcache);
     fk_stacktab_free(&p->names);
     free(p->stacks.w);
     fk_hindex_free(&p->stacks.index);
@@ -736,19 +778,23 @@ static uint32_t frames_id(struct fk_perfscript *p)
     return LC_CHAIN + off;
 }
 
-/* A frame line "ip sym (dso)" from s to end; own_line: a line of its own
- * (not the end of a sample header), so it may be predicted. */
-static bool frame_line(struct fk_perfscript *p, char *s, char *end, bool own_line)
+/* A frame line "ip sym (dso)" from s to end; line: the start of its line
+ * when it is a line of its own (not the end of a sample header), so it may
+ * be predicted, else NULL. */
+static bool frame_line(struct fk_perfscript *p, const char *line, char *s, char *end)
 {
+    bool own_line = line != NULL;
     char *ipend = find_blank(s, end);
     if (ipend == s || !hex_token(s, (size_t)(ipend - s), end))
         return false;
     const char *key = p->o.addrs ? s : skip_blanks(ipend, end);
     size_t klen = (size_t)(end - key);
     bool java = is_java(p);
-    /* the key predicted, then the index */
+    /* the key predicted, the one last seen with this ip, then the index */
     uint32_t r = predicted_key(p);
-    if (!r || !kr_is(&p->keys, r, key, klen, java)) {
+    int slot = own_line ? line_slot(line, end) : -1;
+    if ((!r || !kr_is(&p->keys, r, key, klen, java)) &&
+        (slot < 0 || !(r = p->lcache[slot]) || !kr_is(&p->keys, r, key, klen, java))) {
         uint64_t h = key_hash(key, klen, java);
         r = kr_find(&p->keys, key, klen, h, java);
         if (!r) {
@@ -768,6 +814,9 @@ static bool frame_line(struct fk_perfscript *p, char *s, char *end, bool own_lin
         }
     }
     if (own_line) {
+        kr_set_prefix(&p->keys, r, line, (size_t)(key - line));
+        if (slot >= 0)
+            p->lcache[slot] = r;
         key_seen(p, r);
     } else {
         p->kprev = 0;
@@ -994,7 +1043,7 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
         while (r < end && is_space(*r))
             r++;
         if (r < end && is_hex(*r) && end[-1] == ')')
-            frame_line(p, r, end, false);
+            frame_line(p, NULL, r, end);
     }
     return true;
 }
@@ -1051,14 +1100,14 @@ void fk_perfscript_line(struct fk_perfscript *p, char *line, size_t len, uint64_
     if (s != line && p->in_sample) {
         if (!p->keep)
             return;
-        if (frame_line(p, s, end, true))
+        if (frame_line(p, line, s, end))
             return;
         /* perhaps a header with a right-aligned comm */
     } else if (s == line && p->in_sample && !perl_header(s, end) && !event_second(s, end)) {
         /* an unindented frame line (perf-map-agent's tools write them):
          * the Perl tool takes a line for a header only when it has this
          * shape, anything else in a sample for a frame */
-        if (!p->keep || frame_line(p, s, end, true))
+        if (!p->keep || frame_line(p, line, s, end))
             return;
     }
     if (parse_header(p, s, end, &why))
@@ -1191,8 +1240,26 @@ bool fk_perfscript_read(struct fk_perfscript *p, const char *path)
     return ok;
 }
 
-/* Frame lines whose key is the one predicted (predicted_key), checked in the reader's buffer: no scan for
- * the newline, no hash. As frame_line would take them: blanks, a hex ip,
+/* Where the line at b (e: the end of what is buffered) is, newline
+ * included, the line record r's key last came on (its prefix and key):
+ * its key; else NULL. One compare, nothing parsed. */
+static inline const char *raw_line(const struct fk_perfscript *p, uint32_t r, const char *b,
+                                   const char *e, bool java)
+{
+    if (!r)
+        return NULL;
+    const uint32_t *rec = p->keys.w + r - 1;
+    size_t klen = rec[KR_KJ] >> 1, plen = rec[KR_PFX], n = plen + klen;
+    if (plen && (size_t)(e - b) > n && b[n] == '\n' && (rec[KR_KJ] & 1) == java &&
+        !memcmp(b, (const char *)(rec + KR_HEAD) - plen, n))
+        return b + plen;
+    return NULL;
+}
+
+/* Frame lines whose key is the one predicted (predicted_key) or the one
+ * last seen with the same ip digits (lcache), checked in the reader's
+ * buffer: no hash, and mostly no parse: a line as it was last time is
+ * one compare. As frame_line would take them: blanks, a hex ip,
  * blanks, the key, the newline. Not a key ending in '\r' (the reader drops
  * one before a newline, which this check would not). */
 static void predicted_lines(struct fk_perfscript *p, struct fk_lineread *r)
@@ -1204,25 +1271,46 @@ static void predicted_lines(struct fk_perfscript *p, struct fk_lineread *r)
         return;
     const char *e = b + avail;
     bool java = is_java(p);
-    uint32_t kr;
-    while ((kr = predicted_key(p))) {
-        const char *s = b;
-        if (s == e || !is_space(*s))
+    while (p->kprev || p->kstart) {
+        uint32_t cand[2] = { predicted_key(p), 0 }, kr = 0;
+        int slot = line_slot(b, e);
+        if (slot >= 0 && p->lcache[slot] != cand[0])
+            cand[1] = p->lcache[slot];
+        const char *key = raw_line(p, cand[0], b, e, java);
+        if (key) {
+            kr = cand[0];
+        } else if ((key = raw_line(p, cand[1], b, e, java))) {
+            kr = cand[1];
+        } else if (cand[0] || cand[1]) {
+            /* the same key after another ip? */
+            const char *s = b;
+            if (s == e || !is_space(*s))
+                break;
+            s = skip_blanks((char *)s + 1, (char *)e);
+            const char *ipend = find_blank((char *)s, (char *)e);
+            if (ipend == s || ipend == e || !hex_token(s, (size_t)(ipend - s), e))
+                break;
+            key = p->o.addrs ? s : skip_blanks((char *)ipend, (char *)e);
+            const char *nl = memchr(key, '\n', (size_t)(e - key));
+            if (!nl || (nl > key && nl[-1] == '\r'))
+                break;
+            size_t klen = (size_t)(nl - key);
+            for (int i = 0; i < 2 && !kr; i++)
+                if (cand[i] && kr_is(&p->keys, cand[i], key, klen, java))
+                    kr = cand[i];
+            if (!kr)
+                break;
+            kr_set_prefix(&p->keys, kr, b, (size_t)(key - b));
+        } else {
             break;
-        s = skip_blanks((char *)s + 1, (char *)e);
-        const char *ipend = find_blank((char *)s, (char *)e);
-        if (ipend == s || ipend == e || !hex_token(s, (size_t)(ipend - s), e))
-            break;
-        const char *key = p->o.addrs ? s : skip_blanks((char *)ipend, (char *)e);
-        size_t klen = p->keys.w[kr - 1 + KR_KJ] >> 1;
-        if ((size_t)(e - key) <= klen || key[klen] != '\n' || (klen && key[klen - 1] == '\r') ||
-            !kr_is(&p->keys, kr, key, klen, java))
-            break;
+        }
+        if (slot >= 0)
+            p->lcache[slot] = kr;
         p->st->lines++;
         key_seen(p, kr);
-        size_t n = (size_t)(key + klen + 1 - b);
-        fk_lineread_skip(r, n);
-        b += n;
+        size_t used = (size_t)(key + (p->keys.w[kr - 1 + KR_KJ] >> 1) + 1 - b);
+        fk_lineread_skip(r, used);
+        b += used;
     }
 }
 

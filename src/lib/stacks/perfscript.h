@@ -90,6 +90,10 @@ struct fk_perfscript {
     /* Process name ids + 1 by a hash of the name: samples of a host-wide
      * capture alternate between processes. */
     uint32_t pcache[64];
+    /* Key records by a hash of a frame line's ip digits (line_slot), the
+     * last seen there: the second guess for a line when the predicted
+     * key is not it. */
+    uint32_t *lcache;
 };
 
 void fk_perfscript_init(struct fk_perfscript *p, const struct fk_perfscript_opts *o,
