@@ -436,12 +436,10 @@ static inline bool name_is(const struct fk_stacktab *names, uint32_t id, const c
     return names->v[id].len == n && !memcmp(names->v[id].key, s, n);
 }
 
-/* The name id of p->pname: the last sample's, one cached by the name's
- * hash, or interned (then p->kfirst has room for it). */
-static uint32_t pname_intern(struct fk_perfscript *p)
+/* The name id of the process name s[0..n): the last sample's, one cached
+ * by the name's hash, or interned (then p->kfirst has room for it). */
+static uint32_t pname_intern(struct fk_perfscript *p, const char *s, size_t n)
 {
-    const char *s = p->pname.data ? p->pname.data : "";
-    size_t n = p->pname.len;
     if (p->pname_id < p->names.n && name_is(&p->names, p->pname_id, s, n))
         return p->pname_id;
     uint32_t *c = &p->pcache[fk_hash(s, n) % (sizeof p->pcache / sizeof *p->pcache)];
@@ -484,7 +482,7 @@ static const char *base_name(const char *s, size_t len, size_t *blen)
 /* A java process: its names lose the 'L' of "Lpkg/Class;" */
 static inline bool is_java(const struct fk_perfscript *p)
 {
-    return p->pname.len >= 4 && !memcmp(p->pname.data, "java", 4);
+    return p->java;
 }
 
 /* Does the object name a kernel file? stackcollapse-perf.pl's rule (a
@@ -923,6 +921,9 @@ static int header_fast(char *s, char *end, char **ts, size_t *tl, enum tok *tk)
     return n;
 }
 
+static const char *pname_make(struct fk_perfscript *p, const char *cb, const char *ce,
+                              const char *t, size_t tn);
+
 /* A sample header. Returns false if the line does not look like one. */
 static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char **why)
 {
@@ -1002,12 +1003,41 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
         return true;
     p->kstart = true;
 
-    /* process name */
-    struct fk_buf *pn = &p->pname;
-    fk_buf_reset(pn);
+    /* process name: the comm itself when it needs no tidying and gets no
+     * pid (nearly always), else made in p->pname */
     char *cb = ts[0], *ce = commend > 0 ? ts[commend] : ts[0];
     while (ce > cb && is_space(ce[-1]))
         ce--;
+    bool with_pid = (p->o.pid || p->o.tid) && pidt > 0, plain = ce > cb && !with_pid;
+    for (const char *c = cb; c < ce && plain; c++)
+        plain = !(is_space(*c) || *c == ';' || *c == '\0');
+    if (plain) {
+        p->pname_id = pname_intern(p, cb, (size_t)(ce - cb));
+    } else {
+        const char *pn = pname_make(p, cb, ce, with_pid ? ts[pidt] : NULL, with_pid ? tl[pidt] : 0);
+        p->pname_id = pname_intern(p, pn, p->pname.len);
+    }
+    const struct fk_stack *pe = &p->names.v[p->pname_id];
+    p->java = pe->len >= 4 && !memcmp(pe->key, "java", 4);
+    /* Without -g the sample's own ip/sym/dso follow the event. */
+    if (ev > 0) {
+        char *r = ts[ev] + tl[ev];
+        while (r < end && is_space(*r))
+            r++;
+        if (r < end && is_hex(*r) && end[-1] == ')')
+            frame_line(p, NULL, r, end);
+    }
+    return true;
+}
+
+/* The process name of comm cb..ce in p->pname, tidied (blanks become '_',
+ * ';' ':', NUL '?'; none is "[unknown]"), with "-PID" (--pid) or
+ * "-PID/TID" (--tid) from the token t[0..tn) when t is not NULL. */
+static const char *pname_make(struct fk_perfscript *p, const char *cb, const char *ce,
+                              const char *t, size_t tn)
+{
+    struct fk_buf *pn = &p->pname;
+    fk_buf_reset(pn);
     if (ce == cb)
         fk_buf_adds(pn, "[unknown]");
     fk_buf_add(pn, cb, (size_t)(ce - cb));
@@ -1018,9 +1048,8 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
             *c = ':';
         else if (*c == '\0')
             *c = '?';
-    if ((p->o.pid || p->o.tid) && pidt > 0) {
-        const char *t = ts[pidt];
-        size_t n = tl[pidt];
+    if (t) {
+        size_t n = tn;
         const char *slash = memchr(t, '/', n);
         fk_buf_addc(pn, '-');
         if (slash) {
@@ -1036,16 +1065,7 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
             }
         }
     }
-    p->pname_id = pname_intern(p);
-    /* Without -g the sample's own ip/sym/dso follow the event. */
-    if (ev > 0) {
-        char *r = ts[ev] + tl[ev];
-        while (r < end && is_space(*r))
-            r++;
-        if (r < end && is_hex(*r) && end[-1] == ')')
-            frame_line(p, NULL, r, end);
-    }
-    return true;
+    return pn->data;
 }
 
 /* Has an unindented line the shape the Perl tool takes for a sample

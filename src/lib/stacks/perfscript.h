@@ -39,7 +39,7 @@ struct fk_perfscript {
     uint64_t weight;
     uint32_t *stk;              /* frame name ids, written backwards from the end */
     size_t stk_cap, stk_pos;
-    struct fk_buf pname;
+    struct fk_buf pname;        /* a process name being made; scratch */
     struct fk_buf frame;        /* the names of the frame line being parsed, each NUL-ended */
     uint32_t nparts;            /* how many (an inline chain "a->b" has several) */
     uint32_t *chains;           /* inline chains' name ids: n, ids (leaf first) */
@@ -82,6 +82,7 @@ struct fk_perfscript {
     uint32_t kprev;             /* record offset + 1 of this sample's last frame line, 0 none */
     bool kstart;                /* no frame line read yet in this sample */
     uint32_t pname_id;          /* name id of this sample's process name */
+    bool java;                  /* it is a java process (its names lose an 'L') */
     /* A sample's first frame line is predicted by its process: the key
      * the last sample of that process name began with (record offset + 1,
      * 0 none), by name id. */
