@@ -1292,6 +1292,13 @@ static void predicted_lines(struct fk_perfscript *p, struct fk_lineread *r)
     const char *e = b + avail;
     bool java = is_java(p);
     while (p->kprev || p->kstart) {
+        if (b < e && *b == '\n') {
+            /* the blank line that ends the sample, as fk_perfscript_line takes it */
+            p->st->lines++;
+            fk_lineread_skip(r, 1);
+            flush_sample(p);
+            return;
+        }
         uint32_t cand[2] = { predicted_key(p), 0 }, kr = 0;
         int slot = line_slot(b, e);
         if (slot >= 0 && p->lcache[slot] != cand[0])
