@@ -157,7 +157,8 @@ static bool choose_callgraph(struct fk_engine *e)
         e->mode = FK_CG_FP;     /* no user stacks to unwind */
     } else if (e->mode != FK_CG_FP && !e->arch) {
         if (e->mode == FK_CG_DWARF) {
-            fk_error("--call-graph dwarf is not supported on this architecture yet; use --call-graph fp");
+            fk_engine_fail(e, "--call-graph dwarf is not supported on this architecture yet; use "
+                           "--call-graph fp");
             return false;
         }
         snprintf(r->callgraph_note, sizeof r->callgraph_note,
@@ -165,8 +166,8 @@ static bool choose_callgraph(struct fk_engine *e)
         e->mode = FK_CG_FP;
     } else if (e->mode != FK_CG_FP && !dwarf_supported(e->arch, e->stack_size, &probe_err)) {
         if (e->mode == FK_CG_DWARF) {
-            fk_error("the kernel refused user register and stack sampling (%s); use --call-graph fp",
-                     strerror(probe_err));
+            fk_engine_fail(e, "the kernel refused user register and stack sampling (%s); use --call-graph "
+                           "fp", strerror(probe_err));
             return false;
         }
         snprintf(r->callgraph_note, sizeof r->callgraph_note,
@@ -286,9 +287,8 @@ static void base_attr(struct fk_engine *e, unsigned i, struct perf_event_attr *a
 
 /* PID, RUN: per-CPU events in the target's cgroup (fk_target_run made
  * one for the command; a pid's own when small, fk_target_pid_cgroup)
- * where there is one and the kind counts samples as they come (CPU clock,
- * one in N); kinds with records of their own (off-CPU switch accounting)
- * keep the per-task events they were built on. The mode and why are in
+ * where there is one, for every kind (off-CPU's switch records come
+ * CPU-wide then, for the cgroup's tasks only). The mode and why are in
  * the result. */
 static void choose_tree_mode(struct fk_engine *e)
 {
@@ -297,10 +297,7 @@ static void choose_tree_mode(struct fk_engine *e)
     if (t->kind != FK_TARGET_PID && t->kind != FK_TARGET_RUN)
         return;
     r->tree_mode = "per-task";
-    if (e->kind != &fk_evkind_clock && e->kind != &fk_evkind_counted)
-        snprintf(r->tree_note, sizeof r->tree_note,
-                 "the %s kind follows tasks through inherited per-task events", e->kind->name);
-    else if (t->kind == FK_TARGET_RUN && !t->run_cgroup)
+    if (t->kind == FK_TARGET_RUN && !t->run_cgroup)
         snprintf(r->tree_note, sizeof r->tree_note, "%s",
                  t->run_cgroup_note ? t->run_cgroup_note : "no cgroup for the command");
     else if (t->kind == FK_TARGET_PID) {
@@ -331,19 +328,19 @@ bool fk_engine_configure(struct fk_engine *e)
     char err[256] = "";
     e->nevents = 1;
     if (e->kind->start && !e->kind->start(o, &e->kind_state, &e->nevents, err, sizeof err)) {
-        fk_error("%s", err);
+        fk_engine_fail(e, "%s", err);
         return false;
     }
     if (e->nevents < 1 || e->nevents > FK_EVKIND_MAX_EVENTS) {
-        fk_error("event kind %s asks for %u events (1 to %d)", e->kind->name, e->nevents,
-                 FK_EVKIND_MAX_EVENTS);
+        fk_engine_fail(e, "event kind %s asks for %u events (1 to %d)", e->kind->name, e->nevents,
+                       FK_EVKIND_MAX_EVENTS);
         return false;
     }
     for (unsigned i = 0; i < e->nevents; i++) {
         struct perf_event_attr *a = &e->attr[i];
         base_attr(e, i, a);
         if (e->kind->config && !e->kind->config(e->kind_state, o, i, a, err, sizeof err)) {
-            fk_error("%s", err);
+            fk_engine_fail(e, "%s", err);
             return false;
         }
         /* one trailer layout for all: a record's time is read before
@@ -351,13 +348,13 @@ bool fk_engine_configure(struct fk_engine *e)
         const uint64_t id_bits = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ID |
                                  PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER;
         if ((a->sample_type & id_bits) != (e->attr[0].sample_type & id_bits) || !a->sample_id_all) {
-            fk_error("event kind %s: event %u changed the sample id fields", e->kind->name, i);
+            fk_engine_fail(e, "event kind %s: event %u changed the sample id fields", e->kind->name, i);
             return false;
         }
         if (!fk_sample_format_init(&e->fmt[i], a->sample_type, a->sample_regs_user,
                                    a->sample_id_all)) {
-            fk_error("event kind %s: sample_type %#llx has fields the decoder cannot read",
-                     e->kind->name, (unsigned long long)a->sample_type);
+            fk_engine_fail(e, "event kind %s: sample_type %#llx has fields the decoder cannot read",
+                           e->kind->name, (unsigned long long)a->sample_type);
             return false;
         }
     }
