@@ -389,6 +389,15 @@ if FLAMEKIT_CACHE="$T/fkcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 1,2 -R 3
 else
     fail "fetch-bench runs" "$(cat "$T/bench.err")"
 fi
+# SIGTERM mid-sweep: exit 1 saying so, no report, no server or cgroup left.
+FLAMEKIT_CACHE="$T/fkcache" "$B/fetch-bench" -S 1M -n 1 -R 50 -f 1 -c on -s sock -o "$T/stop" 2>"$T/stop.err" & bp=$!
+wait_grep "$T/stop.err" "round 1/50 done" 60
+kill -TERM $bp; wait $bp; rc=$?
+check_eq "fetch-bench: SIGTERM mid-sweep exits 1" 1 "$rc"
+check_grep "fetch-bench: ... saying so" "stopped by signal 15 .*no report written" "$T/stop.err"
+check "fetch-bench: ... no report" test ! -e "$T/stop/report.json"
+check_eq "fetch-bench: ... no server left" "" "$(pgrep -f "$T/stop/" || true)"
+check_eq "fetch-bench: ... no cgroup left" "" "$(find /sys/fs/cgroup -maxdepth 3 -name "fetch-bench.$bp.*" 2>/dev/null)"
 check_fails "fetch-bench: bad --repo-size" "$B/fetch-bench" -S 4M,x
 check_fails "fetch-bench: bad --servers" "$B/fetch-bench" -s grpc,tcp
 

@@ -20,6 +20,7 @@
 #include "fetchd/bench.h"
 #include "capture/target.h"
 #include "util/opt.h"
+#include "util/stopsig.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -319,6 +320,20 @@ static pid_t spawn(const char *const *argv, char **envp, const char *log, int fd
     if (rc != 0)
         fk_die("cannot run %s: %s", argv[0], strerror(rc));
     return pid;
+}
+
+/* A stop signal to us is passed on once: flamekit then ends its capture
+ * early, as on its own Ctrl-C. */
+static int wait_exit(pid_t pid)
+{
+    int st;
+    bool passed = false;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        if (fk_stop_signal && !passed) {
+            kill(pid, SIGINT);
+            passed = true;
+        }
+    return st;
 }
 
 /* A preloaded malloc cannot go in front of AddressSanitizer's runtime. */
@@ -659,8 +674,7 @@ static void server_uncgroup(struct server *s)
 static void server_stop(struct server *s)
 {
     kill(s->pid, SIGTERM);
-    int st;
-    waitpid(s->pid, &st, 0);
+    int st = wait_exit(s->pid);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         fk_warn("%s did not exit cleanly; see %s/%s.log", s->name, opt.out, s->name);
     for (int i = 0; i < s->cpu.n; i++) {
@@ -764,6 +778,8 @@ static double self_cpu(void)
  * parent closes the pipe), runs the timed fetches and reports. */
 static _Noreturn void client_process(const struct client_job *j)
 {
+    fk_stop_restore();          /* the terminal's Ctrl-C ends a client */
+    signal(SIGPIPE, SIG_IGN);
     pin_self(&client_cpus);
     char err[256];
     struct fetchd_client *base = fetchd_client_new(j->tr, j->addr, err, sizeof err);
@@ -816,11 +832,23 @@ static _Noreturn void client_process(const struct client_job *j)
 /* ---- one run ---- */
 
 
-/* Read exactly n bytes of tokens from fd, within 10 minutes. */
+/* SIGINT, SIGTERM, SIGHUP: the run in progress ends (its clients killed),
+ * and so does the benchmark, without a report (atexit: servers_kill). */
+static void die_if_stopped(void)
+{
+    if (fk_stop_signal)
+        fk_die("stopped by signal %d (%s): no report written", (int)fk_stop_signal,
+               strsignal(fk_stop_signal));
+}
+
+/* Read exactly n bytes of tokens from fd, within 10 minutes (false at
+ * once on a stop signal). */
 static bool read_tokens(int fd, int n)
 {
     uint64_t until = fk_now_ns() + 600ull * 1000000000ull;
     while (n > 0) {
+        if (fk_stop_signal)
+            return false;
         struct pollfd p = { .fd = fd, .events = POLLIN };
         int r = poll(&p, 1, 1000);
         if (r < 0 && errno != EINTR)
@@ -886,6 +914,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     if (!read_tokens(ready[0], nproc)) {
         for (int i = 0; i < nproc; i++)
             kill(pids[i], SIGKILL);
+        die_if_stopped();
         const char *e = "";
         for (int i = 0; i < nproc && !*e; i++)
             e = reps[i].err;
@@ -939,6 +968,8 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
         if (reps[i].t_end > t_end)
             t_end = reps[i].t_end;
     }
+    if (!ok)
+        die_if_stopped();
     if (!ok || errors)
         fk_die("%s, %s, %d clients: %llu fetch(es) failed: %s", s->name, mode_name[m], nclients,
                (unsigned long long)errors, err && *err ? err : "a client died");
@@ -1023,13 +1054,6 @@ struct prof_arg {
 #define FK_STR_(x) #x
 #define FK_STR(x) FK_STR_(x)
 
-static int wait_exit(pid_t pid)
-{
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
-    return st;
-}
 
 /* flamekit pid on the server, its clients warmed up and waiting; true
  * once its capture runs (it says "ready" on its --ready-fd), so the whole
@@ -1057,6 +1081,11 @@ static bool profile_start(void *arg)
     uint64_t until = fk_now_ns() + PROFILE_READY_S * 1000000000ull;
     const char *why = NULL;
     while (!why) {
+        if (fk_stop_signal) {
+            why = "was stopped with the benchmark";
+            kill(p->pid, SIGTERM);
+            break;
+        }
         uint64_t now = fk_now_ns();
         struct pollfd pl = { .fd = pfd[0], .events = POLLIN };
         int r = now < until ? poll(&pl, 1, (int)((until - now) / 1000000ull) + 1) : 0;
@@ -1151,7 +1180,8 @@ int main(int argc, char **argv)
     }
     if (mkdir(opt.out, 0755) != 0 && errno != EEXIST)
         fk_die("cannot create output directory %s: %s", opt.out, strerror(errno));
-    signal(SIGPIPE, SIG_IGN);
+    if (!fk_stop_on_signals(FK_STOP_IGNORE_SIGPIPE))
+        fk_die("cannot install signal handlers: %s", strerror(errno));
     ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
     pin_setup();
     char *fk = NULL;

@@ -286,6 +286,150 @@ static void test_kernel(void)
     fk_sym_free(s);
 }
 
+static int unit_sym_cmp(const void *a, const void *b)
+{
+    const struct fk_sym *x = a, *y = b;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    if (x->size != y->size)
+        return x->size > y->size ? -1 : 1;
+    return x->name < y->name ? -1 : x->name > y->name;
+}
+
+/* fk_symtab_sort's radix sort gives qsort's order (address, larger size,
+ * name), ties and all: tables in random order with many equal fields. */
+static void test_symtab_sort_order(void)
+{
+    bool same = true;
+    srand(7);
+    for (int round = 0; round < 20 && same; round++) {
+        size_t n = 1000 + (size_t)rand() % 20000;
+        struct fk_sym *a = calloc(n, sizeof *a), *b = calloc(n, sizeof *b);
+        for (size_t i = 0; i < n; i++) {
+            a[i].addr = round % 2 ? 0x400000 + (uint64_t)(rand() % 5000) * 16
+                                  : ((uint64_t)rand() << 33) ^ (uint64_t)rand();
+            a[i].size = (uint32_t)(rand() % 4 ? rand() % 64 : 0);
+            a[i].name = (uint32_t)(rand() % 300);
+        }
+        memcpy(b, a, n * sizeof *a);
+        struct fk_symtab t = { .syms = a, .n = n, .cap = n };
+        fk_buf_add(&t.strs, "", 1);
+        qsort(b, n, sizeof *b, unit_sym_cmp);
+        size_t w = n ? 1 : 0;       /* one per address, as fk_symtab_sort keeps */
+        for (size_t r = 1; r < n; r++)
+            if (b[r].addr != b[w - 1].addr)
+                b[w++] = b[r];
+        fk_symtab_sort(&t);
+        /* (then labels inside sized symbols go: compare what is left) */
+        size_t j = 0;
+        for (size_t i = 0; i < t.n && same; i++) {
+            while (j < w && b[j].addr != t.syms[i].addr)
+                j++;
+            same = j < w && b[j].size == t.syms[i].size && b[j].name == t.syms[i].name;
+        }
+        fk_symtab_free(&t);
+        free(b);
+    }
+    UNIT_CHECK("symtab sort: the radix sort keeps qsort's order, ties included", same);
+}
+
+/* Whether the cache in dir is used now (the table read back). */
+static bool kcache_used(void)
+{
+    struct fk_symtab t = { 0 };
+    uint64_t lo, hi;
+    bool ok = fk_kcache_load(&t, &lo, &hi);
+    fk_symtab_free(&t);
+    return ok;
+}
+
+/* The core kernel's table kept between captures (symbols/kcache.c): made
+ * by a first read, used by the next, names as /proc/kallsyms gives them;
+ * ignored when damaged, stale, not root's alone, or reached by a symlink. */
+static void test_kernel_cache(void)
+{
+    char dir[PATH_MAX + 16], file[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s/kcache", tmpdir);
+    snprintf(file, sizeof file, "%s/kallsyms", dir);
+    setenv("FLAMEKIT_KERNEL_CACHE", dir, 1);
+    struct fk_symtab full = { 0 }, core = { 0 };
+    bool hidden;
+    struct fk_kallsyms_info info;
+    if (geteuid() != 0 || !fk_kallsyms_load(&full, &hidden, &info)) {
+        printf("SKIP: %s: kernel table cache (not root, or kallsyms hidden)\n", unit_name);
+        unsetenv("FLAMEKIT_KERNEL_CACHE");
+        return;
+    }
+    struct fk_symbolizer *s = fk_sym_new(&(struct fk_sym_opts){ .kernel = true });
+    struct fk_sym_stats st;
+    const char *name = name_of(s, fk_sym_locate(s, 1, info.lo, true), NULL);
+    fk_sym_stats(s, &st);
+    struct stat fs;
+    UNIT_CHECK("kernel cache: a first read makes it (root's, 0600)",
+               strcmp(st.kernel_table, "kallsyms") == 0 && stat(file, &fs) == 0 &&
+                   fs.st_uid == 0 && (fs.st_mode & 0777) == 0600);
+    fk_sym_free(s);
+    s = fk_sym_new(&(struct fk_sym_opts){ .kernel = true });
+    bool same = strcmp(name_of(s, fk_sym_locate(s, 1, info.lo, true), NULL), name) == 0;
+    fk_sym_stats(s, &st);
+    UNIT_CHECK("kernel cache: the next one uses it", same && strcmp(st.kernel_table, "cache") == 0);
+    fk_sym_free(s);
+
+    uint64_t lo = 0, hi = 0;
+    size_t diff = 0, n = 0;
+    if (fk_kcache_load(&core, &lo, &hi))
+        for (size_t i = 0; i < full.n; i++)
+            for (uint64_t off = 0; off < 2; off++) {
+                uint64_t a = full.syms[i].addr + off;
+                if (a < lo || a > hi)
+                    continue;
+                const struct fk_sym *x = fk_symtab_find(&full, a, 0x10000);
+                const struct fk_sym *y = fk_symtab_find(&core, a, 0x10000);
+                n++;
+                diff += !x != !y || (x && strcmp(fk_symtab_name(&full, x), fk_symtab_name(&core, y)));
+            }
+    UNIT_CHECK("kernel cache: every core address named as /proc/kallsyms names it",
+               n > 1000 && diff == 0 && lo == info.lo && hi == info.hi);
+    fk_symtab_free(&core);
+    /* outside the core's span: the full table is read for that frame */
+    s = fk_sym_new(&(struct fk_sym_opts){ .kernel = true });
+    name_of(s, fk_sym_locate(s, 1, info.hi + 0x100000, true), NULL);
+    fk_sym_stats(s, &st);
+    UNIT_CHECK("kernel cache: a frame past the core reads /proc/kallsyms",
+               strcmp(st.kernel_table, "kallsyms") == 0);
+    fk_sym_free(s);
+
+    /* damaged, stale, open to others, a symlink: ignored */
+    int fd = open(file, O_RDWR);
+    char c = 0, boot = 0;
+    bool io = fd >= 0 && pread(fd, &c, 1, fs.st_size / 2) == 1 && pwrite(fd, (char[]){ (char)(c ^ 1) }, 1, fs.st_size / 2) == 1;
+    UNIT_CHECK("kernel cache: a changed byte is ignored", io && !kcache_used());
+    io = io && pwrite(fd, &c, 1, fs.st_size / 2) == 1 && kcache_used();
+    io = io && pread(fd, &boot, 1, 16) == 1 && pwrite(fd, (char[]){ (char)(boot ^ 1) }, 1, 16) == 1;
+    UNIT_CHECK("kernel cache: another boot's is ignored", io && !kcache_used());
+    io = io && pwrite(fd, &boot, 1, 16) == 1 && kcache_used();
+    if (fd >= 0)
+        close(fd);
+    UNIT_CHECK("kernel cache: writable by others, ignored",
+               io && chmod(file, 0622) == 0 && !kcache_used() && chmod(file, 0600) == 0 && kcache_used());
+    UNIT_CHECK("kernel cache: in a directory writable by others, ignored",
+               chmod(dir, 0777) == 0 && !kcache_used() && chmod(dir, 0700) == 0 && kcache_used());
+    char moved[PATH_MAX + 48];
+    snprintf(moved, sizeof moved, "%s/real", dir);
+    UNIT_CHECK("kernel cache: a symlink is not followed",
+               rename(file, moved) == 0 && symlink(moved, file) == 0 && !kcache_used());
+    unlink(file);
+    unlink(moved);
+    setenv("FLAMEKIT_KERNEL_CACHE", "off", 1);
+    s = fk_sym_new(&(struct fk_sym_opts){ .kernel = true });
+    name_of(s, fk_sym_locate(s, 1, info.lo, true), NULL);
+    UNIT_CHECK("kernel cache: off, none written", access(file, F_OK) != 0);
+    fk_sym_free(s);
+    unsetenv("FLAMEKIT_KERNEL_CACHE");
+    rmdir(dir);
+    fk_symtab_free(&full);
+}
+
 /* Fork/exec/exit sequences fed by hand, with our own exe's text mapping. */
 static void test_sideband(void)
 {
@@ -482,6 +626,8 @@ int main(void)
     test_mount_ns();
     test_jit();
     test_kernel();
+    test_kernel_cache();
+    test_symtab_sort_order();
     test_sideband();
     test_scan_all();
     test_fd_cap();

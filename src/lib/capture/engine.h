@@ -74,6 +74,10 @@ struct fk_engine {
     bool cg_counting;
     /* reading */
     struct fk_ringq ring;
+    /* PERF_SAMPLE_READ (one event, per-CPU counters): by CPU number, the
+     * last count a sample carried and the samples seen */
+    uint64_t *read_last, *read_seen;
+    size_t read_cap;
     struct fk_symbolizer *sym;
     struct fk_unwinder *uw;         /* dwarf mode */
     struct fk_target_filter filter;

@@ -50,6 +50,7 @@ static json_t *python_json(const struct fk_profile_request *rq, const struct fk_
     json_object_set_new(o, "snapshots", json_integer((json_int_t)p->snapshots));
     json_object_set_new(o, "snapshot_windows", json_integer((json_int_t)p->snapshot_windows));
     json_object_set_new(o, "snapshots_used", json_integer((json_int_t)p->snapshots_used));
+    json_object_set_new(o, "snapshots_shared", json_integer((json_int_t)p->snapshots_shared));
     json_object_set_new(o, "snapshot_reads", json_integer((json_int_t)p->snapshot_reads));
     json_object_set_new(o, "snapshot_read_bytes",
                         json_integer((json_int_t)p->snapshot_read_bytes));
@@ -278,6 +279,8 @@ json_t *fk_profile_metadata(const struct fk_profile_request *rq,
     json_object_set_new(sy, "deleted_files_kept", json_integer((json_int_t)r->sym.deleted_files_kept));
     json_object_set_new(sy, "files_shrunk", json_integer((json_int_t)r->sym.files_shrunk));
     json_object_set_new(sy, "files_over_budget", json_integer((json_int_t)r->sym.files_over_budget));
+    if (r->sym.kernel_table)
+        json_object_set_new(sy, "kernel_table", json_string(r->sym.kernel_table));
     if (r->sym.debuginfod) {
         json_t *di = json_object();
         json_object_set_new(di, "found", json_integer((json_int_t)r->sym.debuginfod_found));

@@ -4,6 +4,7 @@
 #include "symbols/symbols-int.h"
 #include "symbols/gopclntab.h"
 #include "util/safeopen.h"
+#include "util/sort.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -96,7 +97,7 @@ static int sym_cmp(const void *a, const void *b)
  * aliases at one address: an insertion sort that gives up (false, the
  * array still a permutation) once it has moved more than a few entries.
  * sym_cmp orders all but identical entries, so this sorts exactly as
- * qsort would. */
+ * the radix sort by the same fields would. */
 static bool sort_nearly_sorted(struct fk_sym *v, size_t n)
 {
     size_t moves = 0, limit = n / 16 + 64;
@@ -123,8 +124,14 @@ void fk_symtab_sort(struct fk_symtab *t)
     fk_hindex_free(&t->names);
     if (t->n == 0)
         return;
+    /* sym_cmp's order: address, the larger size, the name's offset */
+    static const struct fk_sort_field by[] = {
+        { offsetof(struct fk_sym, addr), 8, false },
+        { offsetof(struct fk_sym, size), 4, true },
+        { offsetof(struct fk_sym, name), 4, false },
+    };
     if (!sort_nearly_sorted(t->syms, t->n))
-        qsort(t->syms, t->n, sizeof *t->syms, sym_cmp);
+        fk_sort_fields(t->syms, t->n, sizeof *t->syms, by, 3);
     size_t w = 1;   /* one symbol per address */
     for (size_t r = 1; r < t->n; r++)
         if (t->syms[r].addr != t->syms[w - 1].addr)
@@ -525,14 +532,6 @@ static int cie_fde_encoding(const Dwarf_CIE *cie, int asize, bool be)
     return DW_EH_PE_absptr;
 }
 
-static int fde_cmp(const void *a, const void *b)
-{
-    const struct fde_range *x = a, *y = b;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
-    return (x->len < y->len) - (x->len > y->len);
-}
-
 void fk_dso_load_fde_names(struct dso *d, Elf *e)
 {
     GElf_Shdr sh;
@@ -590,7 +589,11 @@ void fk_dso_load_fde_names(struct dso *d, Elf *e)
     }
     if (d->nfdes == 0)
         return;
-    qsort(d->fdes, d->nfdes, sizeof *d->fdes, fde_cmp);
+    static const struct fk_sort_field by[] = {    /* start, then the longest */
+        { offsetof(struct fde_range, start), 8, false },
+        { offsetof(struct fde_range, len), 4, true },
+    };
+    fk_sort_fields(d->fdes, d->nfdes, sizeof *d->fdes, by, 2);
     size_t w = 1;   /* one range per start: the longest */
     for (size_t r = 1; r < d->nfdes; r++)
         if (d->fdes[r].start != d->fdes[w - 1].start)
@@ -822,7 +825,13 @@ void fk_vdso_load(struct fk_symtab *t)
 
 /* One /proc/kallsyms line, "ADDR T NAME[\tMODULE]" (no newline), into t
  * when it is a text symbol; false when it is not a symbol line at all. */
-static bool kallsyms_line(struct fk_symtab *t, const char *line, const char *end, uint64_t *addr)
+struct kallsyms_span {
+    uint64_t lo, hi, other_lo, other_hi;
+    size_t others;
+};
+
+static bool kallsyms_line(struct fk_symtab *t, const char *line, const char *end, uint64_t *addr,
+                          struct kallsyms_span *sp)
 {
     const char *p = line;
     uint64_t a = 0;
@@ -847,6 +856,13 @@ static bool kallsyms_line(struct fk_symtab *t, const char *line, const char *end
     while (q < end && *q != '\t' && *q != ' ')
         q++;
     size_t nlen = (size_t)(q - name);
+    if (q < end && *q == '\t') {     /* a module's, BPF's, trampoline's */
+        sp->other_lo = sp->others++ ? (a < sp->other_lo ? a : sp->other_lo) : a;
+        sp->other_hi = a > sp->other_hi ? a : sp->other_hi;
+    } else {
+        sp->lo = a < sp->lo ? a : sp->lo;
+        sp->hi = a > sp->hi ? a : sp->hi;
+    }
     if (nlen > 511)
         nlen = 511;
     t->syms = fk_grow(t->syms, &t->cap, t->n + 1, sizeof *t->syms);
@@ -863,10 +879,13 @@ static bool kallsyms_line(struct fk_symtab *t, const char *line, const char *end
  * parsed in place, names stored as they come (not interned: the few
  * repeated static names cost less than hashing 120,000). Aliases at one
  * address keep the first in the file. */
-bool fk_kallsyms_load(struct fk_symtab *t, bool *hidden)
+bool fk_kallsyms_load(struct fk_symtab *t, bool *hidden, struct fk_kallsyms_info *info)
 {
     enum { CHUNK = 1 << 20 };
     *hidden = false;
+    struct kallsyms_span sp = { .lo = UINT64_MAX };
+    uint64_t head = 0;
+    bool first = true;
     int fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return false;
@@ -886,10 +905,15 @@ bool fk_kallsyms_load(struct fk_symtab *t, bool *hidden)
                 break;
         } else
             have += (size_t)n;
+        if (first) {
+            size_t used;
+            head = fk_kallsyms_head_hash(buf, have, &used);
+            first = false;
+        }
         char *line = buf, *stop = buf + have, *nl;
         while ((nl = memchr(line, '\n', (size_t)(stop - line)))) {
             uint64_t addr;
-            if (!skipping && kallsyms_line(t, line, nl, &addr)) {
+            if (!skipping && kallsyms_line(t, line, nl, &addr, &sp)) {
                 total++;
                 nonzero += addr != 0;
             }
@@ -913,6 +937,12 @@ bool fk_kallsyms_load(struct fk_symtab *t, bool *hidden)
         return false;
     }
     fk_symtab_sort(t);
+    if (info) {
+        info->lo = sp.lo;
+        info->hi = sp.hi;
+        info->head_hash = head;
+        info->core_apart = sp.lo <= sp.hi && (!sp.others || sp.other_lo > sp.hi || sp.other_hi < sp.lo);
+    }
     return true;
 }
 
