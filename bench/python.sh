@@ -46,7 +46,7 @@ import glob, json, sys
 d = json.load(open(glob.glob(sys.argv[1] + "/*.json")[0]))
 u, s = map(float, open(sys.argv[2]).read().split()[-2:])
 p = d.get("python", {})
-units = sum(json.load(open(sys.argv[3])).values())
+units = sum(v for k, v in json.load(open(sys.argv[3])).items() if not k.endswith("_cpu"))  # work units, not seconds
 print("%.3f %d %d %d %.2f %d %d %.2f %.2f %d" % (u + s, d["samples"], p.get("spliced", 0),
       p.get("consistent", 0), p.get("median_us", 0), p.get("reads", 0) + p.get("snapshot_reads", 0),
       p.get("read_bytes", 0) + p.get("snapshot_read_bytes", 0),

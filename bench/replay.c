@@ -111,7 +111,10 @@ static int record(const char *path, uint64_t secs, uint64_t hz, const char *pids
     o.record_tap = tap;
     o.record_tap_ctx = out;
     struct fk_capture_result r;
-    int rc = fk_capture_run(&o, &r);
+    char err[512];
+    int rc = fk_capture_run(&o, &r, err, sizeof err);
+    if (rc != 0)
+        fk_error("%s", err);
     bool failed = out->failed;
     if (fclose(out->f) != 0)
         failed = true;
@@ -169,9 +172,12 @@ static int run(const char *path, unsigned repeat, const char *folded)
     opts_host(&o, &t, 999);
     struct fk_capture_result r;
     double c0 = cpu_s();
-    struct fk_replay *p = fk_replay_new(&o, &r);
-    if (!p)
+    char err[512];
+    struct fk_replay *p = fk_replay_new(&o, &r, err, sizeof err);
+    if (!p) {
+        fk_error("%s", err);
         return 1;
+    }
     if (fk_replay_format(p)->sample_type != st) {
         fk_error("%s: recorded with sample_type %#llx, this build configures %#llx", path,
                  (unsigned long long)st, (unsigned long long)fk_replay_format(p)->sample_type);

@@ -190,6 +190,7 @@ if [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -ge 2 ]; then
     o=$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$FLAMEKIT" host -d 1 -o "$T/np" 2>&1); rc=$?
     check_eq "unprivileged: exit 1" 1 "$rc"
     check_grep "unprivileged: error names perf_event_paranoid and a fix" 'perf_event_paranoid is [0-9].*(root|sysctl)' "$o"
+    check_eq "unprivileged: said once" 1 "$(printf '%s\n' "$o" | grep -c perf_event_paranoid)"
 else
     skip "unprivileged" "perf_event_paranoid < 2"
 fi

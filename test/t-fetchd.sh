@@ -357,6 +357,20 @@ if FLAMEKIT_CACHE="$T/fkcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 1,2 -R 3
     check_fails "fetch-bench: the check finds a missing figure" check_report "$T/bad1" 20 12 3 "$alloc"
     cp "$T/bench/report.json" "$T/bad2/" && sed '0,/^| throughput MiB\/s (wall clock) | [0-9.]* (/s//| throughput MiB\/s (wall clock) | nan (/' "$T/bench/report.md" >"$T/bad2/report.md"
     check_fails "fetch-bench: the check finds a malformed cell" check_report "$T/bad2" 20 12 3 "$alloc"
+    # bench/fetch-agree.sh: a sweep agrees with itself, also taken in
+    # pieces; one ratio's median 20 % off is named.
+    agree="$FK_SRC/bench/fetch-agree.sh"
+    mkdir -p "$T/pieces/a" "$T/pieces/b" "$T/off"
+    jq '.ratios |= .[:6]' "$T/bench/report.json" >"$T/pieces/a/report.json"
+    jq '.ratios |= .[6:]' "$T/bench/report.json" >"$T/pieces/b/report.json"
+    o=$(sh "$agree" "$T/bench" "$T/pieces" 2>&1)
+    check_grep "fetch-agree: a sweep agrees with itself in pieces" "server CPU/GiB gRPC/socket: 12 of 12 within 10 %" "$o"
+    jq '.ratios[5].server_cpu_per_gib_grpc_over_sock.median *= 1.2' "$T/bench/report.json" >"$T/off/report.json"
+    o=$(sh "$agree" -v "$T/bench" "$T/off" 2>&1); rc=$?
+    check_eq "fetch-agree: a ratio 20 % off fails" 1 "$rc"
+    check_grep "fetch-agree: names it" "server CPU/GiB gRPC/socket: 11 of 12 within 10 %" "$o"
+    check_grep "fetch-agree: its spread" " spread 20 %" "$o"
+    check_fails "fetch-agree: one sweep is a usage error" sh "$agree" "$T/bench"
     # The socket server's state is per request: the same allocations per fetch for both sizes.
     for c in false true; do
         [ "$alloc" = true ] || { skip "fetch-bench: socket allocations per fetch, cache $c, 2M against 1M repository" \
@@ -375,6 +389,15 @@ if FLAMEKIT_CACHE="$T/fkcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 1,2 -R 3
 else
     fail "fetch-bench runs" "$(cat "$T/bench.err")"
 fi
+# SIGTERM mid-sweep: exit 1 saying so, no report, no server or cgroup left.
+FLAMEKIT_CACHE="$T/fkcache" "$B/fetch-bench" -S 1M -n 1 -R 50 -f 1 -c on -s sock -o "$T/stop" 2>"$T/stop.err" & bp=$!
+wait_grep "$T/stop.err" "round 1/50 done" 60
+kill -TERM $bp; wait $bp; rc=$?
+check_eq "fetch-bench: SIGTERM mid-sweep exits 1" 1 "$rc"
+check_grep "fetch-bench: ... saying so" "stopped by signal 15 .*no report written" "$T/stop.err"
+check "fetch-bench: ... no report" test ! -e "$T/stop/report.json"
+check_eq "fetch-bench: ... no server left" "" "$(pgrep -f "$T/stop/" || true)"
+check_eq "fetch-bench: ... no cgroup left" "" "$(find /sys/fs/cgroup -maxdepth 3 -name "fetch-bench.$bp.*" 2>/dev/null)"
 check_fails "fetch-bench: bad --repo-size" "$B/fetch-bench" -S 4M,x
 check_fails "fetch-bench: bad --servers" "$B/fetch-bench" -s grpc,tcp
 
@@ -387,6 +410,16 @@ if "$B/flamekit" pid --help >/dev/null 2>&1; then
         if [ "$n" = 2 ]; then pass "fetch-bench -p: two flame graphs linked"
         else fail "fetch-bench -p: two flame graphs linked (got $n)" "$(cat "$T/benchp.err" "$T"/benchp/profile-*.log)"; fi
         for l in $links; do check_grep "fetch-bench -p: $l is a flame graph" "<svg" "$T/benchp/$l"; done
+        # Each server runs in a cgroup of its own, so flamekit pid samples
+        # per CPU there: the socket server's short connection threads (a
+        # per-task capture sampled none of them) and gRPC's call threads.
+        for s in sock:conn_thread grpc:worker_thread; do
+            d="$T/benchp/profile-${s%%:*}+cache"
+            check_eq "fetch-bench -p: ${s%%:*} server sampled in its own cgroup" cgroup \
+                "$(jq -r .target.tree.mode "$d"/*.json 2>/dev/null)"
+            check_grep "fetch-bench -p: ${s%%:*} server's profile names ${s#*:}" ";${s#*:}[; ]" \
+                "$(gzip -dc "$d"/*.folded.gz 2>/dev/null | head -c 1000000)"
+        done
     else
         fail "fetch-bench -p runs" "$(cat "$T/benchp.err")"
     fi

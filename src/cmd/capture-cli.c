@@ -82,10 +82,15 @@ int fk_capture_cli_run(struct fk_profile_request *rq, int argc, char **argv)
     if (!fk_stop_on_signals(0))
         fk_warn("cannot set the signal handlers (%s): a Ctrl-C ends flamekit without its files",
                 strerror(errno));
+    fk_heap_for_batch();    /* a capture builds big tables and exits */
     struct fk_profile_result res;
     fk_profile_run(rq, &res);
     if (res.error[0])
         fk_error("%s", res.error);
+    res.error[0] = 0;
+    /* The verdict is shown even with -q: a wrong period must be seen. */
+    if (res.checked && res.check.warning[0])
+        fk_warn("%s", res.check.warning);
     bool streaming = rq->stream_fd >= 0;
     if (!streaming)
         fk_stop_restore();          /* an upload may be interrupted: the files are complete */
@@ -94,6 +99,8 @@ int fk_capture_cli_run(struct fk_profile_request *rq, int argc, char **argv)
     if (streaming)
         signal(SIGPIPE, SIG_IGN);   /* a reader gone: EPIPE, and the temporary goes */
     int rc = fk_profile_deliver(rq, &res);
+    if (res.error[0])
+        fk_error("%s", res.error);
     fk_profile_result_free(&res);
     fk_stop_restore();
     return rc;

@@ -226,7 +226,9 @@ static void report(const struct ui *u, const struct fk_remote *r, bool open, siz
 static int run_hosts(struct fk_remote_opts *o, int tty, bool open)
 {
     char *outdir = o->outdir ? fk_strdup(o->outdir) : default_outdir();
-    if (!fk_outdir_check(outdir, true)) {
+    char err[512];
+    if (!fk_outdir_check(outdir, true, err, sizeof err)) {
+        fk_error("%s", err);
         free(outdir);
         return FK_EXIT_ERROR;
     }
@@ -247,7 +249,6 @@ static int run_hosts(struct fk_remote_opts *o, int tty, bool open)
         fk_warn("cannot set the signal handlers (%s): a Ctrl-C leaves the hosts' captures "
                 "to their watchers", strerror(errno));
     struct fk_remote r;
-    char err[512];
     if (!fk_remote_start(&r, o, err, sizeof err)) {
         fk_error("%s", err);
         fk_stop_restore();

@@ -18,7 +18,9 @@
  * fetchd-malloc.so; peak RSS per run after clearing VmHWM. The report is
  * bench-report.c's (the model both share: bench.h). */
 #include "fetchd/bench.h"
+#include "capture/target.h"
 #include "util/opt.h"
+#include "util/stopsig.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -320,6 +322,20 @@ static pid_t spawn(const char *const *argv, char **envp, const char *log, int fd
     return pid;
 }
 
+/* A stop signal to us is passed on once: flamekit then ends its capture
+ * early, as on its own Ctrl-C. */
+static int wait_exit(pid_t pid)
+{
+    int st;
+    bool passed = false;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        if (fk_stop_signal && !passed) {
+            kill(pid, SIGINT);
+            passed = true;
+        }
+    return st;
+}
+
 /* A preloaded malloc cannot go in front of AddressSanitizer's runtime. */
 static bool uses_asan(const char *prog)
 {
@@ -545,6 +561,7 @@ struct server {
     bool grpc, cache;
     char name[32];
     pid_t pid;
+    char *cgroup;               /* its own cgroup v2 directory, or NULL */
     char addr[64];
     struct counters *cnt;       /* the shim's counters, or NULL */
     struct srv_cpu cpu;
@@ -600,13 +617,27 @@ static void server_start(struct server *s, bool grpc, bool cache, const char *ro
     pin_self(&server_cpus);     /* inherited by the server, its threads and git */
     s->pid = spawn(argv, envp, log, -1);
     pin_self(&all_cpus);
+    /* A cgroup of its own (its threads and git children): flamekit pid
+     * then samples it per CPU in that cgroup, and a thread-per-connection
+     * server's short threads are sampled from their start. */
+    char *note = NULL;
+    if (!(s->cgroup = fk_cgroup_make(s->pid, "fetch-bench", &note))) {
+        static bool said;
+        if (!said)
+            fk_warn("servers run in fetch-bench's cgroup: %s (--profile's flame graphs of fetchd-sock may miss its "
+                    "short connection threads)", note);
+        said = true;
+        free(note);
+    }
     free(pre);
     free(st);
     free(envp);
     for (int i = 0; i < 400 && access(portf, R_OK) != 0; i++) {
         int wst;
-        if (waitpid(s->pid, &wst, WNOHANG) == s->pid)
+        if (waitpid(s->pid, &wst, WNOHANG) == s->pid) {
+            s->pid = 0;     /* reaped: nothing for servers_kill */
             fk_die("%s exited at start; see %s", prog, log);
+        }
         usleep(25000);
     }
     FILE *pf = fopen(portf, "re");
@@ -632,11 +663,18 @@ static void server_start(struct server *s, bool grpc, bool cache, const char *ro
     srv_cpu_open(&s->cpu, s->pid);
 }
 
+static void server_uncgroup(struct server *s)
+{
+    if (s->cgroup && !fk_cgroup_remove(s->cgroup))
+        fk_warn("cannot remove the cgroup %s: %s", s->cgroup, strerror(errno));
+    free(s->cgroup);
+    s->cgroup = NULL;
+}
+
 static void server_stop(struct server *s)
 {
     kill(s->pid, SIGTERM);
-    int st;
-    waitpid(s->pid, &st, 0);
+    int st = wait_exit(s->pid);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         fk_warn("%s did not exit cleanly; see %s/%s.log", s->name, opt.out, s->name);
     for (int i = 0; i < s->cpu.n; i++) {
@@ -645,6 +683,8 @@ static void server_stop(struct server *s)
     }
     if (s->cnt)
         munmap(s->cnt, 4096);
+    s->pid = 0;
+    server_uncgroup(s);
 }
 
 /* ---- clients ---- */
@@ -738,6 +778,8 @@ static double self_cpu(void)
  * parent closes the pipe), runs the timed fetches and reports. */
 static _Noreturn void client_process(const struct client_job *j)
 {
+    fk_stop_restore();          /* the terminal's Ctrl-C ends a client */
+    signal(SIGPIPE, SIG_IGN);
     pin_self(&client_cpus);
     char err[256];
     struct fetchd_client *base = fetchd_client_new(j->tr, j->addr, err, sizeof err);
@@ -790,11 +832,23 @@ static _Noreturn void client_process(const struct client_job *j)
 /* ---- one run ---- */
 
 
-/* Read exactly n bytes of tokens from fd, within 10 minutes. */
+/* SIGINT, SIGTERM, SIGHUP: the run in progress ends (its clients killed),
+ * and so does the benchmark, without a report (atexit: servers_kill). */
+static void die_if_stopped(void)
+{
+    if (fk_stop_signal)
+        fk_die("stopped by signal %d (%s): no report written", (int)fk_stop_signal,
+               strsignal(fk_stop_signal));
+}
+
+/* Read exactly n bytes of tokens from fd, within 10 minutes (false at
+ * once on a stop signal). */
 static bool read_tokens(int fd, int n)
 {
     uint64_t until = fk_now_ns() + 600ull * 1000000000ull;
     while (n > 0) {
+        if (fk_stop_signal)
+            return false;
         struct pollfd p = { .fd = fd, .events = POLLIN };
         int r = poll(&p, 1, 1000);
         if (r < 0 && errno != EINTR)
@@ -860,6 +914,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     if (!read_tokens(ready[0], nproc)) {
         for (int i = 0; i < nproc; i++)
             kill(pids[i], SIGKILL);
+        die_if_stopped();
         const char *e = "";
         for (int i = 0; i < nproc && !*e; i++)
             e = reps[i].err;
@@ -913,6 +968,8 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
         if (reps[i].t_end > t_end)
             t_end = reps[i].t_end;
     }
+    if (!ok)
+        die_if_stopped();
     if (!ok || errors)
         fk_die("%s, %s, %d clients: %llu fetch(es) failed: %s", s->name, mode_name[m], nclients,
                (unsigned long long)errors, err && *err ? err : "a client died");
@@ -936,6 +993,21 @@ struct pair *pairs;
 int npairs;
 static struct server servers[2][2];     /* [grpc][cache] */
 static bool server_up[2][2];
+
+/* On fk_die in this process (not a client's): no server or cgroup left. */
+static pid_t main_pid;
+static void servers_kill(void)
+{
+    if (getpid() != main_pid)
+        return;
+    for (int g = 0; g < 2; g++)
+        for (int c = 0; c < 2; c++)
+            if (server_up[g][c] && servers[g][c].pid > 0) {
+                kill(servers[g][c].pid, SIGKILL);
+                waitpid(servers[g][c].pid, NULL, 0);
+                server_uncgroup(&servers[g][c]);
+            }
+}
 
 static uint64_t probe_fetch(struct server *s, struct repo *r)
 {
@@ -982,13 +1054,6 @@ struct prof_arg {
 #define FK_STR_(x) #x
 #define FK_STR(x) FK_STR_(x)
 
-static int wait_exit(pid_t pid)
-{
-    int st;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
-    return st;
-}
 
 /* flamekit pid on the server, its clients warmed up and waiting; true
  * once its capture runs (it says "ready" on its --ready-fd), so the whole
@@ -1016,6 +1081,11 @@ static bool profile_start(void *arg)
     uint64_t until = fk_now_ns() + PROFILE_READY_S * 1000000000ull;
     const char *why = NULL;
     while (!why) {
+        if (fk_stop_signal) {
+            why = "was stopped with the benchmark";
+            kill(p->pid, SIGTERM);
+            break;
+        }
         uint64_t now = fk_now_ns();
         struct pollfd pl = { .fd = pfd[0], .events = POLLIN };
         int r = now < until ? poll(&pl, 1, (int)((until - now) / 1000000ull) + 1) : 0;
@@ -1110,7 +1180,8 @@ int main(int argc, char **argv)
     }
     if (mkdir(opt.out, 0755) != 0 && errno != EEXIST)
         fk_die("cannot create output directory %s: %s", opt.out, strerror(errno));
-    signal(SIGPIPE, SIG_IGN);
+    if (!fk_stop_on_signals(FK_STOP_IGNORE_SIGPIPE))
+        fk_die("cannot install signal handlers: %s", strerror(errno));
     ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
     pin_setup();
     char *fk = NULL;
@@ -1167,12 +1238,14 @@ int main(int argc, char **argv)
         build_request(repos[i].path, &repos[i].req);
 
     /* Servers, kept for all rounds. */
+    main_pid = getpid();
+    atexit(servers_kill);
     bool want_grpc = opt.modes[M_GRPC_CONN] || opt.modes[M_GRPC_SHARED];
     for (int g = 0; g < 2; g++)
         for (int c = 0; c < 2; c++)
             if ((g ? want_grpc : opt.modes[M_SOCK]) && opt.cache_modes[c]) {
+                server_up[g][c] = true;     /* servers_kill: once it has a pid */
                 server_start(&servers[g][c], g, c, root);
-                server_up[g][c] = true;
             }
     const char *cpu_source = "task-clock counters (perf_event_open) of the server's threads and of its children";
     for (int g = 0; g < 2; g++)

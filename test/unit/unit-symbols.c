@@ -286,6 +286,103 @@ static void test_kernel(void)
     fk_sym_free(s);
 }
 
+/* Whether the cache in dir is used now (the table read back). */
+static bool kcache_used(void)
+{
+    struct fk_symtab t = { 0 };
+    uint64_t lo, hi;
+    bool ok = fk_kcache_load(&t, &lo, &hi);
+    fk_symtab_free(&t);
+    return ok;
+}
+
+/* The core kernel's table kept between captures (symbols/kcache.c): made
+ * by a first read, used by the next, names as /proc/kallsyms gives them;
+ * ignored when damaged, stale, not root's alone, or reached by a symlink. */
+static void test_kernel_cache(void)
+{
+    char dir[PATH_MAX + 16], file[PATH_MAX + 32];
+    snprintf(dir, sizeof dir, "%s/kcache", tmpdir);
+    snprintf(file, sizeof file, "%s/kallsyms", dir);
+    setenv("FLAMEKIT_KERNEL_CACHE", dir, 1);
+    struct fk_symtab full = { 0 }, core = { 0 };
+    bool hidden;
+    struct fk_kallsyms_info info;
+    if (geteuid() != 0 || !fk_kallsyms_load(&full, &hidden, &info)) {
+        printf("SKIP: %s: kernel table cache (not root, or kallsyms hidden)\n", unit_name);
+        unsetenv("FLAMEKIT_KERNEL_CACHE");
+        return;
+    }
+    struct fk_symbolizer *s = fk_sym_new(&(struct fk_sym_opts){ .kernel = true });
+    struct fk_sym_stats st;
+    const char *name = name_of(s, fk_sym_locate(s, 1, info.lo, true), NULL);
+    fk_sym_stats(s, &st);
+    struct stat fs;
+    UNIT_CHECK("kernel cache: a first read makes it (root's, 0600)",
+               strcmp(st.kernel_table, "kallsyms") == 0 && stat(file, &fs) == 0 &&
+                   fs.st_uid == 0 && (fs.st_mode & 0777) == 0600);
+    fk_sym_free(s);
+    s = fk_sym_new(&(struct fk_sym_opts){ .kernel = true });
+    bool same = strcmp(name_of(s, fk_sym_locate(s, 1, info.lo, true), NULL), name) == 0;
+    fk_sym_stats(s, &st);
+    UNIT_CHECK("kernel cache: the next one uses it", same && strcmp(st.kernel_table, "cache") == 0);
+    fk_sym_free(s);
+
+    uint64_t lo = 0, hi = 0;
+    size_t diff = 0, n = 0;
+    if (fk_kcache_load(&core, &lo, &hi))
+        for (size_t i = 0; i < full.n; i++)
+            for (uint64_t off = 0; off < 2; off++) {
+                uint64_t a = full.syms[i].addr + off;
+                if (a < lo || a > hi)
+                    continue;
+                const struct fk_sym *x = fk_symtab_find(&full, a, 0x10000);
+                const struct fk_sym *y = fk_symtab_find(&core, a, 0x10000);
+                n++;
+                diff += !x != !y || (x && strcmp(fk_symtab_name(&full, x), fk_symtab_name(&core, y)));
+            }
+    UNIT_CHECK("kernel cache: every core address named as /proc/kallsyms names it",
+               n > 1000 && diff == 0 && lo == info.lo && hi == info.hi);
+    fk_symtab_free(&core);
+    /* outside the core's span: the full table is read for that frame */
+    s = fk_sym_new(&(struct fk_sym_opts){ .kernel = true });
+    name_of(s, fk_sym_locate(s, 1, info.hi + 0x100000, true), NULL);
+    fk_sym_stats(s, &st);
+    UNIT_CHECK("kernel cache: a frame past the core reads /proc/kallsyms",
+               strcmp(st.kernel_table, "kallsyms") == 0);
+    fk_sym_free(s);
+
+    /* damaged, stale, open to others, a symlink: ignored */
+    int fd = open(file, O_RDWR);
+    char c = 0, boot = 0;
+    bool io = fd >= 0 && pread(fd, &c, 1, fs.st_size / 2) == 1 && pwrite(fd, (char[]){ (char)(c ^ 1) }, 1, fs.st_size / 2) == 1;
+    UNIT_CHECK("kernel cache: a changed byte is ignored", io && !kcache_used());
+    io = io && pwrite(fd, &c, 1, fs.st_size / 2) == 1 && kcache_used();
+    io = io && pread(fd, &boot, 1, 16) == 1 && pwrite(fd, (char[]){ (char)(boot ^ 1) }, 1, 16) == 1;
+    UNIT_CHECK("kernel cache: another boot's is ignored", io && !kcache_used());
+    io = io && pwrite(fd, &boot, 1, 16) == 1 && kcache_used();
+    if (fd >= 0)
+        close(fd);
+    UNIT_CHECK("kernel cache: writable by others, ignored",
+               io && chmod(file, 0622) == 0 && !kcache_used() && chmod(file, 0600) == 0 && kcache_used());
+    UNIT_CHECK("kernel cache: in a directory writable by others, ignored",
+               chmod(dir, 0777) == 0 && !kcache_used() && chmod(dir, 0700) == 0 && kcache_used());
+    char moved[PATH_MAX + 48];
+    snprintf(moved, sizeof moved, "%s/real", dir);
+    UNIT_CHECK("kernel cache: a symlink is not followed",
+               rename(file, moved) == 0 && symlink(moved, file) == 0 && !kcache_used());
+    unlink(file);
+    unlink(moved);
+    setenv("FLAMEKIT_KERNEL_CACHE", "off", 1);
+    s = fk_sym_new(&(struct fk_sym_opts){ .kernel = true });
+    name_of(s, fk_sym_locate(s, 1, info.lo, true), NULL);
+    UNIT_CHECK("kernel cache: off, none written", access(file, F_OK) != 0);
+    fk_sym_free(s);
+    unsetenv("FLAMEKIT_KERNEL_CACHE");
+    rmdir(dir);
+    fk_symtab_free(&full);
+}
+
 /* Fork/exec/exit sequences fed by hand, with our own exe's text mapping. */
 static void test_sideband(void)
 {
@@ -482,6 +579,7 @@ int main(void)
     test_mount_ns();
     test_jit();
     test_kernel();
+    test_kernel_cache();
     test_sideband();
     test_scan_all();
     test_fd_cap();

@@ -15,6 +15,7 @@
 #include <perf/evsel.h>
 #include <perf/threadmap.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -50,6 +51,16 @@ void fk_capture_opts_init(struct fk_capture_opts *o)
     o->sym.jit = true;
     o->sym.annotate = true;
     o->sym.debuginfod_urls = getenv("DEBUGINFOD_URLS");   /* like gdb, perf: opt-in by the variable */
+}
+
+void fk_engine_fail(struct fk_engine *e, const char *fmt, ...)
+{
+    if (!e->err || !e->errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->err, e->errlen, fmt, ap);
+    va_end(ap);
 }
 
 /* ---- what kinds and hooks call (evkind.h) ------------------------------- */
@@ -476,7 +487,10 @@ static bool engine_reader(struct fk_engine *e)
 {
     struct fk_reader_opts ro = { .fmt = &e->fmt[0], .seen = pin_seen, .seen_ctx = e };
     ro.limit = e->o->max_mem_bytes ? (size_t)(e->o->max_mem_bytes / 4) : (256u << 20);
-    e->reader = fk_reader_start(e->evlist, &ro);
+    int err = 0;
+    e->reader = fk_reader_start(e->evlist, &ro, &err);
+    if (!e->reader)
+        fk_engine_fail(e, "cannot start the ring reader's thread: %s", strerror(err));
     return e->reader != NULL;
 }
 
@@ -509,7 +523,7 @@ static int engine_start(struct fk_engine *e)
         fk_sym_scan_all(e->sym);    /* the reader keeps the rings drained */
     if (t->kind == FK_TARGET_RUN) {
         int xe;
-        if (!fk_target_run_exec((struct fk_target *)t, &xe)) {
+        if (!fk_target_run_exec((struct fk_target *)t, &xe, e->err, e->errlen)) {
             int st;
             waitpid(t->pids[0], &st, 0);
             e->r->child_exited = true;
@@ -665,13 +679,18 @@ static void engine_free(struct fk_engine *e)
     free(e->pid_cgroup);
 }
 
-int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r)
+int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r, char *err,
+                   size_t errlen)
 {
     memset(r, 0, sizeof *r);
     fk_stacktab_init(&r->stacks);
     struct fk_engine *e = fk_calloc(1, sizeof *e);
     e->o = o;
     e->r = r;
+    e->err = err;
+    e->errlen = errlen;
+    if (err && errlen)
+        err[0] = 0;
     fk_stacktab_init(&e->raw);
     fk_target_filter_init(&e->filter, o->target);
     int rc = FK_EXIT_ERROR;
@@ -720,7 +739,8 @@ struct fk_replay {
     bool preloaded;
 };
 
-struct fk_replay *fk_replay_new(const struct fk_capture_opts *o, struct fk_capture_result *r)
+struct fk_replay *fk_replay_new(const struct fk_capture_opts *o, struct fk_capture_result *r,
+                                char *err, size_t errlen)
 {
     memset(r, 0, sizeof *r);
     fk_stacktab_init(&r->stacks);
@@ -728,6 +748,10 @@ struct fk_replay *fk_replay_new(const struct fk_capture_opts *o, struct fk_captu
     struct fk_engine *e = &p->e;
     e->o = o;
     e->r = r;
+    e->err = err;
+    e->errlen = errlen;
+    if (err && errlen)
+        err[0] = 0;
     fk_stacktab_init(&e->raw);
     fk_target_filter_init(&e->filter, o->target);
     if (!fk_engine_configure(e)) {

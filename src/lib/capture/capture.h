@@ -182,19 +182,23 @@ struct fk_capture_result {
     bool have_target_count;
 };
 
-/* Run the capture. Returns FK_EXIT_OK, or FK_EXIT_ERROR after one error line
- * (e.g. perf_event_paranoid). r->stacks and r->prof are valid on success; release the
- * result with fk_capture_result_free. */
-int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r);
+/* Run the capture. Returns FK_EXIT_OK, or FK_EXIT_ERROR (126/127: a RUN
+ * command could not be started) with one line saying why in err (e.g.
+ * perf_event_paranoid; no program name, nothing printed). r->stacks and
+ * r->prof are valid on success; release the result with
+ * fk_capture_result_free. */
+int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r, char *err,
+                   size_t errlen);
 void fk_capture_result_free(struct fk_capture_result *r);
 
 /* Replay (benchmarks): records saved by record_tap handled as a capture
  * handles them -- decode, unwind, locate, aggregate -- without perf, then
  * named into r. The engine is configured from o as a capture would be;
  * the symbolizer scans /proc when made, so the recorded processes should
- * still run. fk_replay_new returns NULL after one error line. */
+ * still run. fk_replay_new returns NULL with the reason in err. */
 struct fk_replay;
-struct fk_replay *fk_replay_new(const struct fk_capture_opts *o, struct fk_capture_result *r);
+struct fk_replay *fk_replay_new(const struct fk_capture_opts *o, struct fk_capture_result *r,
+                                char *err, size_t errlen);
 /* The sample layout the replay decodes (that of event 0). */
 const struct fk_sample_format *fk_replay_format(const struct fk_replay *p);
 /* One record (8-byte aligned, len = its header's size), in time order. */

@@ -157,7 +157,8 @@ static bool choose_callgraph(struct fk_engine *e)
         e->mode = FK_CG_FP;     /* no user stacks to unwind */
     } else if (e->mode != FK_CG_FP && !e->arch) {
         if (e->mode == FK_CG_DWARF) {
-            fk_error("--call-graph dwarf is not supported on this architecture yet; use --call-graph fp");
+            fk_engine_fail(e, "--call-graph dwarf is not supported on this architecture yet; use "
+                           "--call-graph fp");
             return false;
         }
         snprintf(r->callgraph_note, sizeof r->callgraph_note,
@@ -165,8 +166,8 @@ static bool choose_callgraph(struct fk_engine *e)
         e->mode = FK_CG_FP;
     } else if (e->mode != FK_CG_FP && !dwarf_supported(e->arch, e->stack_size, &probe_err)) {
         if (e->mode == FK_CG_DWARF) {
-            fk_error("the kernel refused user register and stack sampling (%s); use --call-graph fp",
-                     strerror(probe_err));
+            fk_engine_fail(e, "the kernel refused user register and stack sampling (%s); use --call-graph "
+                           "fp", strerror(probe_err));
             return false;
         }
         snprintf(r->callgraph_note, sizeof r->callgraph_note,
@@ -331,19 +332,19 @@ bool fk_engine_configure(struct fk_engine *e)
     char err[256] = "";
     e->nevents = 1;
     if (e->kind->start && !e->kind->start(o, &e->kind_state, &e->nevents, err, sizeof err)) {
-        fk_error("%s", err);
+        fk_engine_fail(e, "%s", err);
         return false;
     }
     if (e->nevents < 1 || e->nevents > FK_EVKIND_MAX_EVENTS) {
-        fk_error("event kind %s asks for %u events (1 to %d)", e->kind->name, e->nevents,
-                 FK_EVKIND_MAX_EVENTS);
+        fk_engine_fail(e, "event kind %s asks for %u events (1 to %d)", e->kind->name, e->nevents,
+                       FK_EVKIND_MAX_EVENTS);
         return false;
     }
     for (unsigned i = 0; i < e->nevents; i++) {
         struct perf_event_attr *a = &e->attr[i];
         base_attr(e, i, a);
         if (e->kind->config && !e->kind->config(e->kind_state, o, i, a, err, sizeof err)) {
-            fk_error("%s", err);
+            fk_engine_fail(e, "%s", err);
             return false;
         }
         /* one trailer layout for all: a record's time is read before
@@ -351,13 +352,13 @@ bool fk_engine_configure(struct fk_engine *e)
         const uint64_t id_bits = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ID |
                                  PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER;
         if ((a->sample_type & id_bits) != (e->attr[0].sample_type & id_bits) || !a->sample_id_all) {
-            fk_error("event kind %s: event %u changed the sample id fields", e->kind->name, i);
+            fk_engine_fail(e, "event kind %s: event %u changed the sample id fields", e->kind->name, i);
             return false;
         }
         if (!fk_sample_format_init(&e->fmt[i], a->sample_type, a->sample_regs_user,
                                    a->sample_id_all)) {
-            fk_error("event kind %s: sample_type %#llx has fields the decoder cannot read",
-                     e->kind->name, (unsigned long long)a->sample_type);
+            fk_engine_fail(e, "event kind %s: sample_type %#llx has fields the decoder cannot read",
+                           e->kind->name, (unsigned long long)a->sample_type);
             return false;
         }
     }

@@ -40,6 +40,8 @@ struct perf_evsel;
 struct fk_engine {
     const struct fk_capture_opts *o;
     struct fk_capture_result *r;
+    char *err;                      /* why it failed, one line (fk_engine_fail) */
+    size_t errlen;
     /* configure */
     const struct fk_uw_arch *arch;  /* NULL: no DWARF unwinding on this architecture */
     enum fk_callgraph mode;         /* resolved: FK_CG_DWARF or FK_CG_FP */
@@ -86,6 +88,9 @@ struct fk_engine {
     struct fk_loc frames[FK_ENGINE_MAX_FRAMES];
 };
 
+/* capture.c: the reason the capture fails, into err (the library's
+ * convention: one line, no program name; the caller prints it) */
+void fk_engine_fail(struct fk_engine *e, const char *fmt, ...) FK_PRINTF(2, 3);
 /* config.c */
 bool fk_engine_configure(struct fk_engine *e);
 /* open.c */

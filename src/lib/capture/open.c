@@ -30,37 +30,38 @@ static int libperf_print(enum libperf_print_level level, const char *fmt, va_lis
     return 0;   /* we report errors from return codes, in our words */
 }
 
-static void open_error(const struct fk_capture_opts *o, int err)
+static void open_error(struct fk_engine *e, int err)
 {
+    const struct fk_capture_opts *o = e->o;
     int paranoid = fk_perf_paranoid();
     switch (err) {
     case EACCES:
     case EPERM:
-        fk_error("not allowed to open perf events (/proc/sys/kernel/perf_event_paranoid is %d): "
-                 "run as root, or give CAP_PERFMON, or lower it with "
-                 "'sysctl kernel.perf_event_paranoid=%d'",
-                 paranoid, o->target->kind == FK_TARGET_PID || o->target->kind == FK_TARGET_RUN ? 1 : -1);
+        fk_engine_fail(e, "not allowed to open perf events (/proc/sys/kernel/perf_event_paranoid is "
+                       "%d): run as root, or give CAP_PERFMON, or lower it with "
+                       "'sysctl kernel.perf_event_paranoid=%d'",
+                       paranoid, o->target->kind == FK_TARGET_PID || o->target->kind == FK_TARGET_RUN ? 1 : -1);
         break;
     case ESRCH:
-        fk_error("the target process exited before the capture started");
+        fk_engine_fail(e, "the target process exited before the capture started");
         break;
     case EMFILE:
     case ENFILE:
-        fk_error("out of file descriptors (one per thread per CPU): raise 'ulimit -n'");
+        fk_engine_fail(e, "out of file descriptors (one per thread per CPU): raise 'ulimit -n'");
         break;
     case ENOENT:
     case EOPNOTSUPP:
     case ENODEV:
-        fk_error("the event %s is not supported on this machine", o->event.name);
+        fk_engine_fail(e, "the event %s is not supported on this machine", o->event.name);
         break;
     case EINVAL:
-        fk_error("the kernel refused the event %s (invalid argument): frequency %llu Hz "
-                 "against perf_event_max_sample_rate %llu?",
-                 o->event.name, (unsigned long long)o->event.freq,
-                 (unsigned long long)fk_perf_max_sample_rate());
+        fk_engine_fail(e, "the kernel refused the event %s (invalid argument): frequency %llu Hz "
+                       "against perf_event_max_sample_rate %llu?",
+                       o->event.name, (unsigned long long)o->event.freq,
+                       (unsigned long long)fk_perf_max_sample_rate());
         break;
     default:
-        fk_error("perf_event_open: %s", strerror(err));
+        fk_engine_fail(e, "perf_event_open: %s", strerror(err));
     }
 }
 
@@ -89,7 +90,7 @@ static void raise_nofile(void)
 /* Per-task targets: every thread of every listed process (children follow
  * through inherit); the others, and trees followed in a cgroup: one event
  * per CPU. */
-static struct perf_thread_map *target_threads(const struct fk_engine *e)
+static struct perf_thread_map *target_threads(struct fk_engine *e)
 {
     const struct fk_target *t = e->o->target;
     if ((t->kind != FK_TARGET_PID && t->kind != FK_TARGET_RUN) || e->tree_cgroup)
@@ -97,14 +98,14 @@ static struct perf_thread_map *target_threads(const struct fk_engine *e)
     struct tid_list tids = { 0 };
     for (size_t i = 0; i < t->npids; i++)
         if (!fk_proc_for_each_tid(t->pids[i], add_tid, &tids)) {
-            fk_error("process %d exited before the capture started", (int)t->pids[i]);
+            fk_engine_fail(e, "process %d exited before the capture started", (int)t->pids[i]);
             free(tids.v);
             return NULL;
         }
     struct perf_thread_map *m = perf_thread_map__new_array((int)tids.n, tids.v);
     free(tids.v);
     if (!m)
-        fk_error("out of memory setting up the capture");
+        fk_engine_fail(e, "out of memory setting up the capture");
     raise_nofile();
     return m;
 }
@@ -118,7 +119,7 @@ static bool learn_sample_ids(struct fk_engine *e)
             for (int th = 0; th < nthr; th++) {
                 struct perf_counts_values cv = { 0 };
                 if (perf_evsel__read(e->evsel[i], c, th, &cv) != 0) {
-                    fk_error("cannot read the id of event %u: %s", i, strerror(errno));
+                    fk_engine_fail(e, "cannot read the id of event %u: %s", i, strerror(errno));
                     return false;
                 }
                 *fk_u64map_slot(&e->event_of, cv.id, true) = i + 1;
@@ -269,7 +270,7 @@ bool fk_engine_open(struct fk_engine *e)
     }
     e->cpus = perf_cpu_map__new_online_cpus();
     if (!e->cpus) {
-        fk_error("cannot read the online CPUs");
+        fk_engine_fail(e, "cannot read the online CPUs");
         return false;
     }
     e->r->ncpus = perf_cpu_map__nr(e->cpus);
@@ -278,13 +279,13 @@ bool fk_engine_open(struct fk_engine *e)
         return false;
     e->evlist = perf_evlist__new();
     if (!e->evlist) {
-        fk_error("out of memory setting up the capture");
+        fk_engine_fail(e, "out of memory setting up the capture");
         return false;
     }
     for (unsigned i = 0; i < e->nevents; i++) {
         e->evsel[i] = perf_evsel__new(&e->attr[i]);
         if (!e->evsel[i]) {
-            fk_error("out of memory setting up the capture");
+            fk_engine_fail(e, "out of memory setting up the capture");
             return false;
         }
         perf_evlist__add(e->evlist, e->evsel[i]);
@@ -310,7 +311,7 @@ bool fk_engine_open(struct fk_engine *e)
         err = open_events(e);
     }
     if (err < 0) {
-        open_error(e->o, -err);
+        open_error(e, -err);
         return false;
     }
     return e->nevents == 1 || learn_sample_ids(e);
@@ -329,8 +330,8 @@ bool fk_engine_mmap(struct fk_engine *e)
             break;
         perf_evlist__munmap(e->evlist);
         if (me != EPERM || e->pages <= 8) {
-            fk_error("cannot map the perf ring buffers (%u pages per CPU): %s; "
-                     "see /proc/sys/kernel/perf_event_mlock_kb", e->pages, strerror(me));
+            fk_engine_fail(e, "cannot map the perf ring buffers (%u pages per CPU): %s; "
+                           "see /proc/sys/kernel/perf_event_mlock_kb", e->pages, strerror(me));
             return false;
         }
         e->pages /= 2;

@@ -257,7 +257,8 @@ static void *reader_main(void *arg)
     }
 }
 
-struct fk_reader *fk_reader_start(struct perf_evlist *evlist, const struct fk_reader_opts *o)
+struct fk_reader *fk_reader_start(struct perf_evlist *evlist, const struct fk_reader_opts *o,
+                                  int *err)
 {
     struct fk_reader *r = fk_calloc(1, sizeof *r);
     r->evlist = evlist;
@@ -275,9 +276,8 @@ struct fk_reader *fk_reader_start(struct perf_evlist *evlist, const struct fk_re
     pthread_condattr_destroy(&ca);
     pthread_mutex_init(&r->lock, NULL);
     pthread_mutex_init(&r->rings, NULL);
-    int err = pthread_create(&r->thread, NULL, reader_main, r);
-    if (err) {
-        fk_error("cannot start the ring reader's thread: %s", strerror(err));
+    *err = pthread_create(&r->thread, NULL, reader_main, r);
+    if (*err) {
         fk_reader_free(r);
         return NULL;
     }

@@ -58,8 +58,9 @@ struct fk_reader_stats {
 struct fk_reader;
 
 /* Start the thread on the rings of evlist (mapped; enabled or not).
- * NULL after one error line when no thread can be made. */
-struct fk_reader *fk_reader_start(struct perf_evlist *evlist, const struct fk_reader_opts *o);
+ * NULL with *err (an errno) when no thread can be made. */
+struct fk_reader *fk_reader_start(struct perf_evlist *evlist, const struct fk_reader_opts *o,
+                                  int *err);
 /* The chunks filled so far, oldest first (NULL: none), after waiting up
  * to timeout_ms for the kernel to wake the reader (a ring's watermark, a
  * sample's wake-up) or for the chunks to pass a quarter of the limit.

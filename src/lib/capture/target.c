@@ -295,9 +295,7 @@ bool fk_target_cgroup(struct fk_target *t, const char *arg, char *err, size_t er
     return true;
 }
 
-/* RUN: the command's own cgroup (target.h), made below flamekit's and
- * joined by the waiting child. NULL with *note set when it cannot be. */
-static char *run_cgroup_make(pid_t child, char **note)
+char *fk_cgroup_make(pid_t child, const char *name, char **note)
 {
     char *mnt = cgroup2_mount();
     char *own = mnt ? proc_cgroup2_path(0) : NULL;
@@ -307,8 +305,8 @@ static char *run_cgroup_make(pid_t child, char **note)
         free(mnt);
         return NULL;
     }
-    char *dir = fk_asprintf("%s%s/flamekit-run.%d.%d", mnt, strcmp(own, "/") ? own : "",
-                            (int)getpid(), (int)child);
+    char *dir = fk_asprintf("%s%s/%s.%d.%d", mnt, strcmp(own, "/") ? own : "", name, (int)getpid(),
+                            (int)child);
     free(mnt);
     free(own);
     if (mkdir(dir, 0755) < 0) {
@@ -326,7 +324,7 @@ static char *run_cgroup_make(pid_t child, char **note)
     if (fd >= 0)
         close(fd);
     if (!joined) {
-        *note = fk_asprintf("cannot move the command into the cgroup %s: %s", dir, strerror(err));
+        *note = fk_asprintf("cannot move process %d into the cgroup %s: %s", (int)child, dir, strerror(err));
         rmdir(dir);
         free(dir);
         return NULL;
@@ -387,21 +385,29 @@ static bool cgroup_remove(const char *dir, int parent_procs, int depth)
     return false;
 }
 
-static void run_cgroup_free(struct fk_target *t)
+bool fk_cgroup_remove(const char *dir)
 {
-    if (!t->run_cgroup)
-        return;
-    char *parent = fk_strdup(t->run_cgroup);
+    char *parent = fk_strdup(dir);
     *strrchr(parent, '/') = 0;
     char *procs = fk_asprintf("%s/cgroup.procs", parent);
     int fd = open(procs, O_WRONLY | O_CLOEXEC);
-    if (!cgroup_remove(t->run_cgroup, fd, 0))
-        fk_warn("cannot remove the command's cgroup %s: %s; remove it with 'rmdir %s' once "
-                "its processes have exited", t->run_cgroup, strerror(errno), t->run_cgroup);
+    bool ok = cgroup_remove(dir, fd, 0);
+    int err = errno;
     if (fd >= 0)
         close(fd);
     free(procs);
     free(parent);
+    errno = err;
+    return ok;
+}
+
+static void run_cgroup_free(struct fk_target *t)
+{
+    if (!t->run_cgroup)
+        return;
+    if (!fk_cgroup_remove(t->run_cgroup))
+        fk_warn("cannot remove the command's cgroup %s: %s; remove it with 'rmdir %s' once "
+                "its processes have exited", t->run_cgroup, strerror(errno), t->run_cgroup);
     free(t->run_cgroup);
     t->run_cgroup = NULL;
 }
@@ -463,7 +469,7 @@ bool fk_target_run(struct fk_target *t, char **argv, bool stdout_to_stderr, char
     close(ep[1]);
     t->run_go = go[1];
     t->run_err = ep[0];
-    t->run_cgroup = run_cgroup_make(pid, &t->run_cgroup_note);
+    t->run_cgroup = fk_cgroup_make(pid, "flamekit-run", &t->run_cgroup_note);
     t->pids = fk_malloc(sizeof *t->pids);
     t->pids[0] = pid;
     t->npids = 1;
@@ -480,7 +486,7 @@ bool fk_target_run(struct fk_target *t, char **argv, bool stdout_to_stderr, char
     return true;
 }
 
-bool fk_target_run_exec(struct fk_target *t, int *exec_errno)
+bool fk_target_run_exec(struct fk_target *t, int *exec_errno, char *err, size_t errlen)
 {
     *exec_errno = 0;
     if (t->run_go < 0)
@@ -490,7 +496,7 @@ bool fk_target_run_exec(struct fk_target *t, int *exec_errno)
     close(t->run_go);
     t->run_go = -1;
     if (n != 1) {
-        fk_error("cannot start the command: %s", strerror(errno));
+        snprintf(err, errlen, "cannot start the command: %s", strerror(errno));
         return false;
     }
     int e = 0;
@@ -501,7 +507,7 @@ bool fk_target_run_exec(struct fk_target *t, int *exec_errno)
     t->run_err = -1;
     if (n == (ssize_t)sizeof e) {
         *exec_errno = e;
-        fk_error("cannot run %s: %s", t->desc + strlen("command: "), strerror(e));
+        snprintf(err, errlen, "cannot run %s: %s", t->desc + strlen("command: "), strerror(e));
         return false;
     }
     return true;

@@ -51,9 +51,9 @@ bool fk_target_cgroup(struct fk_target *t, const char *arg, char *err, size_t er
  * in err, on error. */
 bool fk_target_run(struct fk_target *t, char **argv, bool stdout_to_stderr, char *err,
                    size_t errlen);
-/* Releases the child: it execs. false if exec failed (error printed,
- * *exec_errno set). */
-bool fk_target_run_exec(struct fk_target *t, int *exec_errno);
+/* Releases the child: it execs. false if exec failed (*exec_errno set,
+ * the reason in err). */
+bool fk_target_run_exec(struct fk_target *t, int *exec_errno, char *err, size_t errlen);
 /* PID: the cgroup v2 directory the processes share, when it is small
  * enough to sample per CPU in cgroup mode and keep the target's tree by
  * its FORK/EXIT records (a service's or a container's cgroup): not the
@@ -61,6 +61,13 @@ bool fk_target_run_exec(struct fk_target *t, int *exec_errno);
  * NULL with why (one phrase) otherwise. The target is never moved. */
 #define FK_TARGET_TREE_CGROUP_MAX 64
 char *fk_target_pid_cgroup(const struct fk_target *t, char *why, size_t whylen);
+/* A cgroup v2 of its own for the process pid (all its threads), made below
+ * this process's cgroup as NAME.OURPID.PID: run's command, fetch-bench's
+ * servers. NULL with *note (one allocated phrase) when it cannot be. */
+char *fk_cgroup_make(pid_t pid, const char *name, char **note);
+/* Remove such a cgroup and those made below it, moving what still runs
+ * there to its parent; false with errno when it stays. */
+bool fk_cgroup_remove(const char *dir);
 void fk_target_free(struct fk_target *t);
 
 /* ---- filters (engine side) ---- */

@@ -286,6 +286,8 @@ json_t *fk_profile_metadata(const struct fk_profile_request *rq,
     json_object_set_new(sy, "deleted_files_kept", json_integer((json_int_t)r->sym.deleted_files_kept));
     json_object_set_new(sy, "files_shrunk", json_integer((json_int_t)r->sym.files_shrunk));
     json_object_set_new(sy, "files_over_budget", json_integer((json_int_t)r->sym.files_over_budget));
+    if (r->sym.kernel_table)
+        json_object_set_new(sy, "kernel_table", json_string(r->sym.kernel_table));
     if (r->sym.debuginfod) {
         json_t *di = json_object();
         json_object_set_new(di, "found", json_integer((json_int_t)r->sym.debuginfod_found));

@@ -12,8 +12,9 @@
  * cwd); a request and its result share nothing with another's, so a server
  * may run several (the kernel's perf limits permitting). The caller owns signals: it points rq->stop
  * at a flag its handler sets, and may forward signals to rq->run_pid.
- * Errors are reported with fk_error (one line each) and the returned exit
- * status; usage problems come back from fk_profile_check as one phrase.
+ * Nothing here prints an error: the reason is one line in res->error
+ * with the returned exit status, for the caller to print or send; usage
+ * problems come back from fk_profile_check as one phrase.
  * Results are complete or absent: files are written under temporary names
  * and renamed, a failed run removes what it wrote and any directory it
  * created. */
@@ -131,8 +132,9 @@ struct fk_profile_result {
     int status;                 /* exit status: 0; 1 error; RUN: the command's, 125
                                    flamekit failed, 126/127 the command could not run */
     /* Why it failed, one line without the program name, for the caller to
-     * print or send (serve); empty when the failure was reported where it
-     * happened (the engine still prints its own) or there was none. */
+     * print or send (serve); empty when there was no failure or the
+     * failure is the result's own (a one-in-N verdict, the command's exit
+     * status). fk_profile_deliver puts its own failure here too. */
     char error[512];
     bool bad_target;            /* error: the target named does not exist or is wrong */
     char *dir;                  /* where the files are */

@@ -132,7 +132,7 @@ static bool resolve_target(const struct fk_profile_request *rq, struct fk_target
     return false;
 }
 
-static bool check_writable(const char *dir)
+static bool check_writable(const char *dir, char *err, size_t errlen)
 {
     char *probe = fk_asprintf("%s/.flamekit-probe.%ld", dir, (long)getpid());
     int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -143,15 +143,15 @@ static bool check_writable(const char *dir)
     }
     free(probe);
     if (fd < 0) {
-        fk_error("cannot write into %s: %s; choose a writable directory with -o DIR", dir,
-                 strerror(e));
+        snprintf(err, errlen, "cannot write into %s: %s; choose a writable directory with -o DIR",
+                 dir, strerror(e));
         return false;
     }
     return true;
 }
 
 /* A new directory under parent, never an existing one. */
-static char *make_new_dir(const char *parent, const char *base)
+static char *make_new_dir(const char *parent, const char *base, char *err, size_t errlen)
 {
     for (int i = 1; i < 100; i++) {
         char *p = i == 1 ? fk_asprintf("%s/%s", parent, base)
@@ -161,12 +161,13 @@ static char *make_new_dir(const char *parent, const char *base)
         int e = errno;
         free(p);
         if (e != EEXIST) {
-            fk_error("cannot create an output directory in %s: %s; choose one with -o DIR",
-                     parent, strerror(e));
+            snprintf(err, errlen, "cannot create an output directory in %s: %s; choose one with "
+                     "-o DIR", parent, strerror(e));
             return NULL;
         }
     }
-    fk_error("cannot find a new output directory name in %s", parent);
+    snprintf(err, errlen, "cannot find a new output directory name in %s; choose one with -o DIR",
+             parent);
     return NULL;
 }
 
@@ -179,7 +180,9 @@ static bool prepare_dir(const struct fk_profile_request *rq, struct fk_profile_r
         const char *tmp = getenv("TMPDIR");
         char *tmpl = fk_asprintf("%s/flamekit.XXXXXX", tmp && *tmp ? tmp : "/tmp");
         if (!mkdtemp(tmpl)) {
-            fk_error("cannot create a temporary directory: %s", strerror(errno));
+            snprintf(res->error, sizeof res->error, "cannot create a temporary directory in %s: "
+                     "%s; set TMPDIR to a writable directory", tmp && *tmp ? tmp : "/tmp",
+                     strerror(errno));
             free(tmpl);
             return false;
         }
@@ -191,13 +194,14 @@ static bool prepare_dir(const struct fk_profile_request *rq, struct fk_profile_r
         struct stat st;
         if (stat(rq->outdir, &st) < 0 && errno == ENOENT) {
             if (mkdir(rq->outdir, 0700) < 0) {
-                fk_error("cannot create %s: %s; choose a writable directory with -o DIR",
-                         rq->outdir, strerror(errno));
+                snprintf(res->error, sizeof res->error, "cannot create %s: %s; choose a writable "
+                         "directory with -o DIR", rq->outdir, strerror(errno));
                 return false;
             }
             *created = true;
         }
-        if ((!*created && !fk_outdir_check(rq->outdir, true)) || !check_writable(rq->outdir)) {
+        if ((!*created && !fk_outdir_check(rq->outdir, true, res->error, sizeof res->error)) ||
+            !check_writable(rq->outdir, res->error, sizeof res->error)) {
             if (*created)
                 rmdir(rq->outdir);
             *created = false;
@@ -208,7 +212,8 @@ static bool prepare_dir(const struct fk_profile_request *rq, struct fk_profile_r
     }
     /* the new directory comes after the capture; in a directory others
      * may rename entries of, it could be swapped for a symlink by then */
-    return fk_outdir_check(".", false) && check_writable(".");
+    return fk_outdir_check(".", false, res->error, sizeof res->error) &&
+           check_writable(".", res->error, sizeof res->error);
 }
 
 /* Remove what this run wrote, and its directory if it made it. */
@@ -346,7 +351,7 @@ static bool write_files(const struct fk_profile_request *rq, struct fk_profile_r
         bool ok = writers[k].gzip ? fk_outfile_open_gz(&of, path, 0644)
                                   : fk_outfile_open(&of, path, 0644);
         if (ok && !writers[k].write(rq, res, &of)) {
-            fk_error("cannot write %s: %s", path, strerror(errno));
+            snprintf(res->error, sizeof res->error, "cannot write %s: %s", path, strerror(errno));
             fk_outfile_abort(&of);
             ok = false;
         } else if (ok) {
@@ -441,7 +446,7 @@ int fk_profile_run(const struct fk_profile_request *rq, struct fk_profile_result
         co.stack_hooks = hooks;
         co.nstack_hooks++;
     }
-    int rc = fk_capture_run(&co, &res->cap);
+    int rc = fk_capture_run(&co, &res->cap, res->error, sizeof res->error);
     if (python)
         fk_pyframes_finish(&pyf, &res->python);
     if (rc != FK_EXIT_OK) {
@@ -471,7 +476,7 @@ int fk_profile_run(const struct fk_profile_request *rq, struct fk_profile_result
     res->base = fk_result_base(res->host, res->cap.start_realtime_ns, res->target.scope,
                                ops->name);
     if (!res->dir) {
-        res->dir = make_new_dir(".", res->base);
+        res->dir = make_new_dir(".", res->base, res->error, sizeof res->error);
         if (!res->dir)
             return res->status;
         dir_created = true;
@@ -481,9 +486,6 @@ int fk_profile_run(const struct fk_profile_request *rq, struct fk_profile_result
         undo_files(res, dir_created);
         return res->status;
     }
-    /* The verdict is shown even with -q: a wrong period must be seen. */
-    if (res->checked && res->check.warning[0])
-        fk_warn("%s", res->check.warning);
     if (ops->ok && !ops->ok(rq, res))
         return res->status;     /* the files stay: they show what went wrong */
     res->status = run ? wait_status_code(res->cap.child_status) : FK_EXIT_OK;
@@ -660,7 +662,8 @@ int fk_profile_deliver(const struct fk_profile_request *rq, struct fk_profile_re
             ok = fk_stream_end(&w, res->status, msg);
         free(msg);
         if (!ok) {
-            fk_error("cannot write the result stream: %s", strerror(errno));
+            snprintf(res->error, sizeof res->error, "cannot write the result stream: %s",
+                     strerror(errno));
             res->status = rq->target == FK_TARGET_RUN ? 125 : FK_EXIT_ERROR;
         }
     }

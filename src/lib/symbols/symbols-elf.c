@@ -820,45 +820,126 @@ void fk_vdso_load(struct fk_symtab *t)
     fk_symtab_sort(t);
 }
 
-bool fk_kallsyms_load(struct fk_symtab *t, bool *hidden)
+/* One /proc/kallsyms line, "ADDR T NAME[\tMODULE]" (no newline), into t
+ * when it is a text symbol; false when it is not a symbol line at all. */
+struct kallsyms_span {
+    uint64_t lo, hi, other_lo, other_hi;
+    size_t others;
+};
+
+static bool kallsyms_line(struct fk_symtab *t, const char *line, const char *end, uint64_t *addr,
+                          struct kallsyms_span *sp)
 {
-    FILE *lr = fopen("/proc/kallsyms", "re");
-    *hidden = false;
-    if (!lr)
-        return false;
-    char *line = NULL;
-    size_t cap = 0;
-    uint64_t nonzero = 0, total = 0;
-    while (getline(&line, &cap, lr) > 0) {
-        line[strcspn(line, "\n")] = 0;
-        char *end;
-        uint64_t addr = strtoull(line, &end, 16);
-        if (end == line || end[0] != ' ' || !end[1] || end[2] != ' ')
-            continue;
-        char type = end[1];
-        const char *name = end + 3;
-        total++;
-        if (addr)
-            nonzero++;
-        if (type != 't' && type != 'T' && type != 'w' && type != 'W')
-            continue;
-        /* "name\t[module]": keep the name */
-        size_t nlen = strcspn(name, "\t ");
-        char tmp[512];
-        if (nlen >= sizeof tmp)
-            nlen = sizeof tmp - 1;
-        memcpy(tmp, name, nlen);
-        tmp[nlen] = 0;
-        fk_symtab_add(t, addr, 0, tmp);
+    const char *p = line;
+    uint64_t a = 0;
+    for (; p < end; p++) {
+        unsigned c = (unsigned char)*p, v;
+        if (c - '0' < 10)
+            v = c - '0';
+        else if ((c | 0x20) - 'a' < 6)
+            v = (c | 0x20) - 'a' + 10;
+        else
+            break;
+        a = a << 4 | v;
     }
-    free(line);
-    fclose(lr);
+    if (p == line || end - p < 3 || p[0] != ' ' || p[2] != ' ' || p - line > 16)
+        return false;
+    *addr = a;
+    char type = p[1];
+    if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+        return true;
+    /* "name\t[module]": keep the name, cut as names are (at most 511) */
+    const char *name = p + 3, *q = name;
+    while (q < end && *q != '\t' && *q != ' ')
+        q++;
+    size_t nlen = (size_t)(q - name);
+    if (q < end && *q == '\t') {     /* a module's, BPF's, trampoline's */
+        sp->other_lo = sp->others++ ? (a < sp->other_lo ? a : sp->other_lo) : a;
+        sp->other_hi = a > sp->other_hi ? a : sp->other_hi;
+    } else {
+        sp->lo = a < sp->lo ? a : sp->lo;
+        sp->hi = a > sp->hi ? a : sp->hi;
+    }
+    if (nlen > 511)
+        nlen = 511;
+    t->syms = fk_grow(t->syms, &t->cap, t->n + 1, sizeof *t->syms);
+    t->syms[t->n].addr = a;
+    t->syms[t->n].size = 0;
+    t->syms[t->n].name = (uint32_t)t->strs.len;
+    t->n++;
+    fk_buf_add(&t->strs, name, nlen);
+    fk_buf_addc(&t->strs, '\0');
+    return true;
+}
+
+/* The kernel's own text (a trusted source): read in large pieces and
+ * parsed in place, names stored as they come (not interned: the few
+ * repeated static names cost less than hashing 120,000). Aliases at one
+ * address keep the first in the file. */
+bool fk_kallsyms_load(struct fk_symtab *t, bool *hidden, struct fk_kallsyms_info *info)
+{
+    enum { CHUNK = 1 << 20 };
+    *hidden = false;
+    struct kallsyms_span sp = { .lo = UINT64_MAX };
+    uint64_t head = 0;
+    bool first = true;
+    int fd = open("/proc/kallsyms", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    char *buf = fk_malloc(CHUNK);
+    size_t have = 0;
+    uint64_t nonzero = 0, total = 0;
+    bool skipping = false;      /* the rest of a line longer than CHUNK */
+    for (;;) {
+        ssize_t n = read(fd, buf + have, CHUNK - have);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            if (have && !skipping) {
+                buf[have] = '\n';    /* (a last line without its newline; room: have < CHUNK) */
+                have++;
+            } else
+                break;
+        } else
+            have += (size_t)n;
+        if (first) {
+            size_t used;
+            head = fk_kallsyms_head_hash(buf, have, &used);
+            first = false;
+        }
+        char *line = buf, *stop = buf + have, *nl;
+        while ((nl = memchr(line, '\n', (size_t)(stop - line)))) {
+            uint64_t addr;
+            if (!skipping && kallsyms_line(t, line, nl, &addr, &sp)) {
+                total++;
+                nonzero += addr != 0;
+            }
+            skipping = false;
+            line = nl + 1;
+        }
+        have = (size_t)(stop - line);
+        memmove(buf, line, have);
+        if (have == CHUNK) {
+            skipping = true;
+            have = 0;
+        }
+        if (n <= 0)
+            break;
+    }
+    free(buf);
+    close(fd);
     if (total > 0 && nonzero == 0) {
         *hidden = true;
         fk_symtab_free(t);
         return false;
     }
     fk_symtab_sort(t);
+    if (info) {
+        info->lo = sp.lo;
+        info->hi = sp.hi;
+        info->head_hash = head;
+        info->core_apart = sp.lo <= sp.hi && (!sp.others || sp.other_lo > sp.hi || sp.other_hi < sp.lo);
+    }
     return true;
 }
 

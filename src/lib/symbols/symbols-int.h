@@ -137,8 +137,26 @@ const struct fde_range *fk_dso_fde_find(const struct dso *d, uint64_t vaddr);
 bool fk_dso_load_minidebuginfo(struct dso *d, Elf *e, size_t share);
 /* Symbols of this process's vDSO (same kernel: same image for 64-bit tasks). */
 void fk_vdso_load(struct fk_symtab *t);
-/* /proc/kallsyms; returns false when addresses are hidden. */
-bool fk_kallsyms_load(struct fk_symtab *t, bool *hidden);
+/* What a full read of /proc/kallsyms tells the cache (kcache.c): the
+ * core kernel's text symbols span [lo, hi], and whether every other one
+ * (modules, BPF, trampolines) lies outside that span; the hash of the
+ * file's first FK_KSYMS_HEAD_LINES lines (0: fewer). */
+#define FK_KSYMS_HEAD_LINES 64
+struct fk_kallsyms_info {
+    uint64_t lo, hi, head_hash;
+    bool core_apart;
+};
+/* /proc/kallsyms; returns false when addresses are hidden. info may be NULL. */
+bool fk_kallsyms_load(struct fk_symtab *t, bool *hidden, struct fk_kallsyms_info *info);
+/* fk_hash of text's first FK_KSYMS_HEAD_LINES lines, *used their length;
+ * 0 (and *used 0) when text holds fewer. */
+uint64_t fk_kallsyms_head_hash(const char *text, size_t len, size_t *used);
+/* The core kernel's table saved by an earlier capture of this boot (see
+ * kcache.c for when it is trusted) into t, its span in [*lo, *hi]; false:
+ * none usable, read /proc/kallsyms. */
+bool fk_kcache_load(struct fk_symtab *t, uint64_t *lo, uint64_t *hi);
+/* Save the core part of a full, sorted table for the next captures. */
+void fk_kcache_store(const struct fk_symtab *full, const struct fk_kallsyms_info *info);
 /* A perf-PID.map (fd stays the caller's) into t, replacing what it held.
  * Bounded: at most max_read bytes are read, lines of FK_PERFMAP_LINE_MAX
  * bytes or more are skipped, and the table (with the read buffer) stops

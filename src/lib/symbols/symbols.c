@@ -67,11 +67,17 @@ struct fk_symbolizer {
     bool kernel_loaded, kernel_hidden, kernel_warned, capture_ended;
     uint64_t exits;         /* processes whose exit was handled */
     struct fk_symtab kernel, vdso;
-    /* /proc/kallsyms read on a thread of its own (fk_sym_preload_kernel):
-     * its table is the thread's until joined, then moves to kernel */
+    /* kernel holds only the core kernel's symbols, from the cache
+     * (kcache.c), spanning [kernel_lo, kernel_hi]: a frame outside needs
+     * the full table */
+    bool kernel_core_only;
+    uint64_t kernel_lo, kernel_hi;
+    /* the kernel's table made on a thread of its own (fk_sym_preload_kernel):
+     * the thread's until joined, then moves to kernel */
     struct {
         pthread_t thread;
-        bool running, hidden;
+        bool running, hidden, core_only;
+        uint64_t lo, hi;
         struct fk_symtab tab;
     } kload;
     struct fk_debuginfod *dbg;  /* NULL unless asked for */
@@ -1013,10 +1019,23 @@ static bool off_to_vaddr(const struct dso *d, uint64_t off, uint64_t *vaddr)
     return false;
 }
 
+/* The core kernel's table from the cache, else the full one read from
+ * /proc/kallsyms (and its core saved for the next capture). */
+static void kernel_load(struct fk_symtab *t, bool *hidden, bool *core_only, uint64_t *lo,
+                        uint64_t *hi)
+{
+    *hidden = false;
+    if ((*core_only = fk_kcache_load(t, lo, hi)))
+        return;
+    struct fk_kallsyms_info info;
+    if (fk_kallsyms_load(t, hidden, &info))
+        fk_kcache_store(t, &info);
+}
+
 static void *kernel_load_main(void *arg)
 {
     struct fk_symbolizer *s = arg;
-    fk_kallsyms_load(&s->kload.tab, &s->kload.hidden);
+    kernel_load(&s->kload.tab, &s->kload.hidden, &s->kload.core_only, &s->kload.lo, &s->kload.hi);
     return NULL;
 }
 
@@ -1027,7 +1046,19 @@ static void kernel_adopt(struct fk_symbolizer *s)
     s->kernel_loaded = true;
     s->kernel = s->kload.tab;
     s->kernel_hidden = s->kload.hidden;
+    s->kernel_core_only = s->kload.core_only;
+    s->kernel_lo = s->kload.lo;
+    s->kernel_hi = s->kload.hi;
     memset(&s->kload.tab, 0, sizeof s->kload.tab);
+}
+
+/* A frame outside the core kernel's span (a module's, a BPF program's):
+ * the full table, read now. */
+static void kernel_full(struct fk_symbolizer *s)
+{
+    s->kernel_core_only = false;
+    fk_symtab_free(&s->kernel);
+    fk_kallsyms_load(&s->kernel, &s->kernel_hidden, NULL);
 }
 
 /* The kernel's symbols in s->kernel: the background read's once it ended,
@@ -1043,7 +1074,8 @@ static void kernel_wait(struct fk_symbolizer *s)
     }
     s->kernel_loaded = true;
     if (s->opts.kernel)
-        fk_kallsyms_load(&s->kernel, &s->kernel_hidden);
+        kernel_load(&s->kernel, &s->kernel_hidden, &s->kernel_core_only, &s->kernel_lo,
+                    &s->kernel_hi);
 }
 
 void fk_sym_preload_kernel(struct fk_symbolizer *s)
@@ -1111,6 +1143,8 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
     switch (d->kind) {
     case DSO_KERNEL:
         kernel_wait(s);
+        if (s->kernel_core_only && (loc.addr < s->kernel_lo || loc.addr > s->kernel_hi))
+            kernel_full(s);
         if (s->kernel_hidden && !s->kernel_warned) {
             s->kernel_warned = true;
             fk_warn("kernel symbols hidden: /proc/kallsyms shows zero addresses "
@@ -1231,6 +1265,9 @@ void fk_sym_stats(const struct fk_symbolizer *s, struct fk_sym_stats *out)
     out->locate_unknown = s->locate_unknown;
     out->names_unresolved = s->names_unresolved;
     out->names_function_start = s->names_fde;
+    /* (a table still on its thread named no frame) */
+    out->kernel_table = !s->kernel_loaded ? "none" : s->kernel_hidden ? "hidden"
+                      : s->kernel_core_only ? "cache" : "kallsyms";
     out->deleted_files_kept = s->deleted_kept;
     out->files_over_budget = s->over_budget;
     out->files_shrunk = fk_bus_caught();

@@ -145,6 +145,10 @@ struct fk_sym_stats {
     uint64_t files_shrunk;          /* reads through a mapping ended by SIGBUS (util/busguard.h) */
     uint64_t files_over_budget;     /* files whose symbols were skipped: over their memory
                                        budget (symbols-int.h, FK_SYM_FILE_BUDGET) */
+    /* where the kernel's names came from: "cache" (the core kernel's table
+     * saved by an earlier capture of this boot, symbols/kcache.c),
+     * "kallsyms" (read now), "hidden" (addresses hidden from us), "none" (no kernel frame named) */
+    const char *kernel_table;
     bool debuginfod;                /* asked for ($DEBUGINFOD_URLS, --debuginfod) */
     uint64_t debuginfod_found, debuginfod_failed, debuginfod_timed_out;
     uint64_t debuginfod_skipped;    /* not asked: the time budget was spent */

@@ -205,6 +205,9 @@ void fk_heap_for_batch(void)
     (void)mallopt(M_MMAP_THRESHOLD, MMAP_FROM);
     (void)mallopt(M_TRIM_THRESHOLD, 1 << 30);
     (void)mallopt(M_TOP_PAD, HUGE_PAD);
+    /* threads too (the kernel symbol reader's 5 MB table): a thread's
+     * own arena is mmap'd 4 KiB pages */
+    (void)mallopt(M_ARENA_MAX, 1);
     huge_end = (char *)at;
     /* Grow the heap now, so the first tables land on marked pages. A
      * block this big comes from the top of the heap (not a free list): its

@@ -241,28 +241,28 @@ void fk_outfile_abort(struct fk_outfile *o)
     release(o);
 }
 
-bool fk_outdir_check(const char *dir, bool own)
+bool fk_outdir_check(const char *dir, bool own, char *err, size_t errlen)
 {
     struct stat st, lst;
     if (stat(dir, &st) != 0 || lstat(dir, &lst) != 0) {
-        fk_error("cannot use output directory %s: %s; create it or choose another with -o",
-                 dir, strerror(errno));
+        snprintf(err, errlen, "cannot use output directory %s: %s; create it or choose another "
+                 "with -o", dir, strerror(errno));
         return false;
     }
     if (!S_ISDIR(st.st_mode)) {
-        fk_error("output directory %s is not a directory; choose another with -o", dir);
+        snprintf(err, errlen, "output directory %s is not a directory; choose another with -o", dir);
         return false;
     }
     uid_t me = geteuid();
     if (own && (st.st_uid != me || (S_ISLNK(lst.st_mode) && lst.st_uid != me && lst.st_uid != 0))) {
-        fk_error("refusing output directory %s: it is owned by uid %u, not by uid %u running "
-                 "flamekit; choose a directory you own with -o", dir,
+        snprintf(err, errlen, "refusing output directory %s: it is owned by uid %u, not by uid %u "
+                 "running flamekit; choose a directory you own with -o", dir,
                  (unsigned)(st.st_uid != me ? st.st_uid : lst.st_uid), (unsigned)me);
         return false;
     }
     if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
-        fk_error("refusing output directory %s: it is group or world writable without the "
-                 "sticky bit (mode %04o); chmod go-w it or choose another with -o", dir,
+        snprintf(err, errlen, "refusing output directory %s: it is group or world writable "
+                 "without the sticky bit (mode %04o); chmod go-w it or choose another with -o", dir,
                  (unsigned)(st.st_mode & 07777));
         return false;
     }

@@ -46,7 +46,7 @@ void fk_outfile_abort(struct fk_outfile *o);
  * directory owned by the effective user (a symlink to it owned by that
  * user or root; own: checked), not group/world writable unless sticky (as
  * /tmp): another user could otherwise swap or plant names in it between
- * our checks. Prints the one-line error and returns false otherwise. */
-bool fk_outdir_check(const char *dir, bool own);
+ * our checks. Otherwise false, with one line saying why in err. */
+bool fk_outdir_check(const char *dir, bool own, char *err, size_t errlen);
 
 #endif

@@ -1,0 +1,85 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# Do fetch-bench invocations agree? The issue's target: two invocations of
+# the default bench agree within 10 % on every ratio's median.
+#
+#   fetch-agree.sh [-t PCT] [-v] SWEEP SWEEP [SWEEP...]
+#
+# A SWEEP is a fetch-bench output directory (its report.json), or a
+# directory of such directories: a sweep taken in pieces (e.g. -S 4M and
+# -S 32M separately) counts as one. For each gRPC/socket ratio, and for the
+# main per-setting figures, prints how many settings have medians within
+# PCT % (default 10) across all the sweeps: largest / smallest - 1 <= PCT.
+# -v lists every setting's medians and spread. Exit status 0 when every
+# ratio agrees, 1 when one does not, 2 on bad input.
+set -eu
+pct=10 verbose=false
+while getopts t:v o; do
+    case $o in
+    t) pct=$OPTARG ;;
+    v) verbose=true ;;
+    *) echo "usage: fetch-agree.sh [-t PCT] [-v] SWEEP SWEEP [SWEEP...]" >&2; exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+[ $# -ge 2 ] || { echo "fetch-agree.sh: give at least two sweeps (fetch-bench output directories)" >&2; exit 2; }
+command -v jq >/dev/null || { echo "fetch-agree.sh: jq is needed (apt-get install jq)" >&2; exit 2; }
+
+# One JSON array per sweep: the report.json files of its pieces.
+sweeps=
+for d in "$@"; do
+    files=$(ls "$d/report.json" "$d"/*/report.json 2>/dev/null || true)
+    [ -n "$files" ] || { echo "fetch-agree.sh: $d: no report.json in it or in its subdirectories (not a fetch-bench output?)" >&2; exit 2; }
+    # shellcheck disable=SC2086 # one file name per line, no blanks (ls output of our own directories)
+    one=$(jq -s -c . $files) || { echo "fetch-agree.sh: $d: a report.json is not JSON" >&2; exit 2; }
+    sweeps="$sweeps$one
+"
+done
+
+printf '%s' "$sweeps" | jq -r -s --argjson pct "$pct" --argjson verbose "$verbose" '
+    def mib: . / 1048576 | tostring | .[0:5] + " MiB";
+    def rkey: "\(.fetch_bytes | mib) \(if .cache then "cache" else "no cache" end) \(.clients) \(.grpc_mode)";
+    def skey: "\(.fetch_bytes | mib) \(if .cache then "cache" else "no cache" end) \(.clients) \(.server)";
+    def r3: . * 1000 | round / 1000;
+    def agrees: (max == min) or (min > 0 and (max / min - 1) * 100 <= $pct);
+    # rows: [{key, vals: [median per sweep]}] for metric m of items chosen by f
+    def table(items; key; m):
+        [ to_entries[] | .key as $i | [.value | items | select(m != null) | { k: key, i: $i, v: m }]
+          | unique_by(.k)[] ]     # a setting twice in one sweep (overlapping pieces): its first
+        | group_by(.k) | map({ key: .[0].k, vals: (sort_by(.i) | map(.v)), n: length });
+    def report(title; rows; $nsweeps):
+        (rows | map(select(.n == $nsweeps))) as $r
+        | ($r | map(select(.vals | agrees)) | length) as $ok
+        | "\(title): \($ok) of \($r | length) within \($pct) %"
+          + (if ($r | length) < (rows | length) then " (\((rows | length) - ($r | length)) not in every sweep)" else "" end),
+          (if $verbose then
+              $r[] | "    \(.key): \(.vals | map(r3 | tostring) | join(" "))  spread \(if (.vals | min) > 0 then ((.vals | max) / (.vals | min) - 1) * 100 | round | tostring + " %" else "-" end)"
+           else empty end);
+    length as $nsweeps
+    | map([.[] | .ratios[]?]) as $ratios
+    | map([.[] | .settings[]?]) as $settings
+    | ($ratios[0] | length) as $nr
+    | if $nr == 0 then error("no gRPC/socket ratios in the first sweep") else . end
+    | "ratios, gRPC against socket (\($nsweeps) sweeps):",
+      report("  server CPU/GiB gRPC/socket"; $ratios | table(.[]; rkey; .server_cpu_per_gib_grpc_over_sock.median); $nsweeps),
+      report("  throughput if CPU-bound socket/gRPC"; $ratios | table(.[]; rkey; .cpu_bound_throughput_sock_over_grpc.median); $nsweeps),
+      report("  throughput (wall clock) socket/gRPC"; $ratios | table(.[]; rkey; .throughput_sock_over_grpc.median); $nsweeps),
+      report("  allocated bytes/GiB gRPC/socket"; $ratios | table(.[]; rkey; .alloc_bytes_per_gib_grpc_over_sock.median); $nsweeps),
+      "settings:",
+      report("  server CPU s/GiB"; $settings | table(.[]; skey; .figures.server_cpu_s_per_gib.median); $nsweeps),
+      report("  throughput MiB/s (wall clock)"; $settings | table(.[]; skey; .figures.throughput_mib_s.median); $nsweeps),
+      report("  throughput MiB/s if CPU-bound"; $settings | table(.[]; skey; .figures.cpu_bound_throughput_mib_s.median); $nsweeps),
+      report("  clients CPU s/GiB"; $settings | table(.[]; skey; .figures.client_cpu_s_per_gib.median); $nsweeps),
+      report("  git CPU s/GiB"; $settings | table(.[]; skey; .figures.git_cpu_s_per_gib.median); $nsweeps),
+      report("  allocations/fetch"; $settings | table(.[]; skey; .figures.alloc_calls_per_fetch.median); $nsweeps)
+' || exit 2
+# The exit status: every ratio of every kind agrees.
+bad=$(printf '%s' "$sweeps" | jq -s --argjson pct "$pct" '
+    length as $n | map([.[] | .ratios[]?]) | to_entries
+    | [ .[] | [.value[] | . as $r
+        | ["server_cpu_per_gib_grpc_over_sock", "cpu_bound_throughput_sock_over_grpc", "throughput_sock_over_grpc",
+           "alloc_bytes_per_gib_grpc_over_sock"][] as $m | select($r[$m] != null)
+        | { k: "\($r.fetch_bytes) \($r.cache) \($r.clients) \($r.grpc_mode) \($m)", v: $r[$m].median }]
+        | unique_by(.k)[] ]
+    | group_by(.k) | map(select(length == $n) | map(.v)) | map(select(((max == min) or (min > 0 and (max / min - 1) * 100 <= $pct)) | not)) | length')
+[ "$bad" = 0 ]
