@@ -29,6 +29,7 @@
 /* files pinned at once as their records leave the rings (symbols/pins.h):
  * a few hundred processes starting between two wake-ups of the engine */
 #define PIN_FDS 512
+#define REAP_NS (10 * 1000000ull)   /* a run command's exit looked for at least this often */
 /* symbol loading per wake-up, in the window (the rings hold a second) */
 #define PRELOAD_NS (20 * 1000000ull)
 
@@ -534,11 +535,12 @@ static int engine_start(struct fk_engine *e)
     return FK_EXIT_OK;
 }
 
-/* Why the window should end now (NULL: go on), after a wake-up. */
-static const char *stop_reason(struct fk_engine *e)
+/* Why the window should end now (NULL: go on), after a wake-up; a run
+ * target's exit is looked for when reap says so. */
+static const char *stop_reason(struct fk_engine *e, bool reap)
 {
     const struct fk_target *t = e->o->target;
-    if (t->kind == FK_TARGET_RUN) {
+    if (t->kind == FK_TARGET_RUN && reap) {
         int st;
         if (waitpid(t->pids[0], &st, WNOHANG) == t->pids[0]) {
             e->r->child_exited = true;
@@ -567,7 +569,7 @@ static void engine_loop(struct fk_engine *e)
     report_progress(e, start, start, false);    /* the window is open (--ready-fd) */
     if (e->kind->window)
         e->kind->window(e->kind_state, e, true);
-    uint64_t last_progress = start;
+    uint64_t last_progress = start, last_reap = start;
     for (;;) {
         uint64_t now = fk_now_ns();
         if (o->stop && *o->stop) {
@@ -598,7 +600,13 @@ static void engine_loop(struct fk_engine *e)
             report_progress(e, start, now, false);
             last_progress = now;
         }
-        if ((r->stop_reason = stop_reason(e)))
+        /* a wake-up per sample (a stack hook that reads early) would
+         * otherwise add a wait4, a system call, to every sample (an exit
+         * seen up to REAP_NS later; a quiet wake-up is POLL_MS apart) */
+        bool reap = !e->ring.tap || now - last_reap >= REAP_NS;
+        if (reap)
+            last_reap = now;
+        if ((r->stop_reason = stop_reason(e, reap)))
             break;
     }
     r->duration_ns = fk_now_ns() - start;

@@ -472,3 +472,8 @@ bool fk_engine_set_period(struct fk_engine *e, unsigned event, uint64_t period, 
         }
     return true;
 }
+
+bool fk_engine_inherits(const struct fk_engine *e)
+{
+    return e->evsel[0] && perf_evsel__attr(e->evsel[0])->inherit;
+}

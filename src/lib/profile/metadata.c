@@ -50,6 +50,7 @@ static json_t *python_json(const struct fk_profile_request *rq, const struct fk_
     json_object_set_new(o, "snapshots", json_integer((json_int_t)p->snapshots));
     json_object_set_new(o, "snapshot_windows", json_integer((json_int_t)p->snapshot_windows));
     json_object_set_new(o, "snapshots_used", json_integer((json_int_t)p->snapshots_used));
+    json_object_set_new(o, "snapshots_shared", json_integer((json_int_t)p->snapshots_shared));
     json_object_set_new(o, "snapshot_reads", json_integer((json_int_t)p->snapshot_reads));
     json_object_set_new(o, "snapshot_read_bytes",
                         json_integer((json_int_t)p->snapshot_read_bytes));
