@@ -41,6 +41,7 @@ TICK_CPU = 0.02
 
 def work(truth, mode, ticks):
     sys.path.insert(0, os.path.dirname(truth))
+    sys.dont_write_bytecode = True      # no __pycache__ left in the source tree
     import pytruth      # its functions: the shapes the cost runs sample
     out = open(ticks, "a", buffering=1)
     units = 0

@@ -229,6 +229,25 @@ static bool event_of(struct fk_engine *e, const union perf_event *ev, unsigned *
     return true;
 }
 
+/* A sample's own count (PERF_SAMPLE_READ), by its counter: per-CPU
+ * counters of one event, so the CPU tells the counter. */
+static void note_count(struct fk_engine *e, const struct fk_sample *s)
+{
+    if (s->cpu >= 65536)
+        return;
+    if (s->cpu >= e->read_cap) {
+        size_t cap = e->read_cap, cap2 = e->read_cap;
+        e->read_last = fk_grow(e->read_last, &cap, (size_t)s->cpu + 1, sizeof *e->read_last);
+        e->read_seen = fk_grow(e->read_seen, &cap2, (size_t)s->cpu + 1, sizeof *e->read_seen);
+        memset(e->read_last + e->read_cap, 0, (cap - e->read_cap) * sizeof *e->read_last);
+        memset(e->read_seen + e->read_cap, 0, (cap - e->read_cap) * sizeof *e->read_seen);
+        e->read_cap = cap;
+    }
+    if (s->count > e->read_last[s->cpu])
+        e->read_last[s->cpu] = s->count;
+    e->read_seen[s->cpu]++;
+}
+
 static void handle_sample(struct fk_engine *e, const union perf_event *ev)
 {
     struct fk_sample s;
@@ -240,6 +259,8 @@ static void handle_sample(struct fk_engine *e, const union perf_event *ev)
         return;
     }
     e->r->period_sum += s.period;
+    if (e->fmt[idx].read_words && e->nevents == 1)
+        note_count(e, &s);
     if (e->follow_tree && !fk_tree_has(&e->tree, s.pid)) {
         e->r->samples_outside++;    /* the cgroup's, not the target's */
         return;
@@ -627,6 +648,38 @@ uint64_t fk_engine_event_count(struct fk_engine *e, unsigned event, size_t *nfds
     return sum;
 }
 
+/* Samples counted but not written (struct fk_capture_result): on each
+ * CPU's counter, the periods its last sample's count had crossed, less the
+ * samples seen and those the kernel said it lost (PERF_FORMAT_LOST, per
+ * counter; without it, the LOST records' total). A sample lost after a
+ * counter's last one is not in its gap: the verdict counts it as lost. */
+static void unwritten_samples(struct fk_engine *e)
+{
+    struct fk_capture_result *r = e->r;
+    const struct perf_event_attr *a = perf_evsel__attr(e->evsel[0]);
+    uint64_t k = a->sample_period;
+    if (!(a->sample_type & PERF_SAMPLE_READ) || a->freq || !k ||
+        e->nevents != 1 || perf_thread_map__nr(e->threads) != 1)
+        return;
+    bool per_counter_lost = a->read_format & PERF_FORMAT_LOST;
+    uint64_t gaps = 0;
+    for (int c = 0; c < perf_cpu_map__nr(e->cpus); c++) {
+        int cpu = perf_cpu_map__cpu(e->cpus, c).cpu;
+        if (cpu < 0 || (size_t)cpu >= e->read_cap)
+            continue;
+        uint64_t periods = e->read_last[cpu] / k, seen = e->read_seen[cpu];
+        uint64_t gap = periods > seen ? periods - seen : 0;
+        struct perf_counts_values cv;
+        if (per_counter_lost && perf_evsel__read(e->evsel[0], c, 0, &cv) == 0)
+            gap = gap > cv.lost ? gap - cv.lost : 0;
+        gaps += gap;
+    }
+    if (!per_counter_lost)
+        gaps = gaps > r->lost ? gaps - r->lost : 0;
+    r->samples_unwritten = gaps;
+    r->unwritten_checked = true;
+}
+
 /* The events' own counts, summed over every CPU and thread, and the
  * cgroup target's. */
 static void engine_read_counts(struct fk_engine *e)
@@ -644,6 +697,7 @@ static void engine_read_counts(struct fk_engine *e)
                 r->time_running += cv.run;
             }
         }
+    unwritten_samples(e);
     bool counting = e->cg_counting;
     for (int c = 0; counting && c < r->ncpus; c++) {
         uint64_t v;
@@ -685,6 +739,8 @@ static void engine_free(struct fk_engine *e)
     fk_target_filter_free(&e->filter);
     fk_tree_free(&e->tree);
     free(e->pid_cgroup);
+    free(e->read_last);
+    free(e->read_seen);
 }
 
 int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r, char *err,

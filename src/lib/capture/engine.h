@@ -79,6 +79,10 @@ struct fk_engine {
     struct fk_reader *reader;
     struct fk_pins *pins;           /* made by the reader's thread, taken by sym */
     struct fk_ringq ring;
+    /* PERF_SAMPLE_READ (one event, per-CPU counters): by CPU number, the
+     * last count a sample carried and the samples seen */
+    uint64_t *read_last, *read_seen;
+    size_t read_cap;
     struct fk_symbolizer *sym;
     struct fk_unwinder *uw;         /* dwarf mode */
     struct fk_target_filter filter;
