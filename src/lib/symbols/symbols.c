@@ -648,6 +648,56 @@ static bool read_comm(const char *path, char comm[COMM_LEN])
     return true;
 }
 
+/* A line of /proc/PID/maps, "START-END PERMS OFFSET MAJ:MIN INODE   PATH"
+ * (numbers in hex but the inode; PATH may be empty). */
+struct maps_line {
+    uint64_t start, end, off, ino;
+    unsigned maj, min;
+    bool exec;
+    const char *name;
+};
+
+static const char *maps_num(const char *p, int base, uint64_t *v)
+{
+    const char *p0 = p;
+    uint64_t x = 0;
+    for (;; p++) {
+        unsigned c = (unsigned char)*p, d;
+        if (c - '0' < 10)
+            d = c - '0';
+        else if (base == 16 && (c | 0x20) - 'a' < 6)
+            d = (c | 0x20) - 'a' + 10;
+        else
+            break;
+        x = x * (unsigned)base + d;
+    }
+    *v = x;
+    return p > p0 && p - p0 <= 20 ? p : NULL;
+}
+
+static bool maps_parse(const char *p, struct maps_line *m)
+{
+    uint64_t maj, min;
+    if (!(p = maps_num(p, 16, &m->start)) || *p++ != '-' || !(p = maps_num(p, 16, &m->end)) ||
+        *p++ != ' ')
+        return false;
+    size_t np = strcspn(p, " ");
+    if (np < 4 || p[np] != ' ')
+        return false;
+    m->exec = p[2] == 'x';
+    p += np + 1;
+    if (!(p = maps_num(p, 16, &m->off)) || *p++ != ' ' || !(p = maps_num(p, 16, &maj)) ||
+        *p++ != ':' || !(p = maps_num(p, 16, &min)) || *p++ != ' ' ||
+        !(p = maps_num(p, 10, &m->ino)) || maj > UINT32_MAX || min > UINT32_MAX)
+        return false;
+    m->maj = (unsigned)maj;
+    m->min = (unsigned)min;
+    while (*p == ' ')
+        p++;
+    m->name = p;
+    return true;
+}
+
 /* (Re)read /proc/PID: maps, comm, threads. */
 static void scan_into(struct fk_symbolizer *s, struct proc *pr)
 {
@@ -655,7 +705,7 @@ static void scan_into(struct fk_symbolizer *s, struct proc *pr)
     pid_t pid = pr->pid;
     pr->scanned = true;
     snprintf(p, sizeof p, "/proc/%d/comm", (int)pid);
-    read_comm(p, pr->comm);
+    bool have_comm = read_comm(p, pr->comm);
     snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
     FILE *f = fopen(p, "re");
     if (!f)
@@ -664,17 +714,13 @@ static void scan_into(struct fk_symbolizer *s, struct proc *pr)
     pr->maps_gen++;     /* even if none is added back */
     char *line = NULL;
     size_t cap = 0;
+    /* (the kernel writes a read's worth of lines per call: fewer calls) */
+    setvbuf(f, NULL, _IOFBF, 1 << 16);
     while (getline(&line, &cap, f) > 0) {
-        unsigned long long start, end, off, ino;
-        unsigned maj, min;
-        char perms[8];
-        int pathpos = 0;
         line[strcspn(line, "\n")] = 0;
-        if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
-                   &maj, &min, &ino, &pathpos) < 7 || strlen(perms) < 4 || perms[2] != 'x')
-            continue;
-        const char *name = pathpos ? line + pathpos : "";
-        add_mapping(s, pr, start, end, off, makedev(maj, min), ino, name, NULL, 0);
+        struct maps_line m;
+        if (maps_parse(line, &m) && m.exec)
+            add_mapping(s, pr, m.start, m.end, m.off, makedev(m.maj, m.min), m.ino, m.name, NULL, 0);
     }
     free(line);
     fclose(f);
@@ -690,7 +736,9 @@ static void scan_into(struct fk_symbolizer *s, struct proc *pr)
         char cp[96];
         char comm[COMM_LEN];
         snprintf(cp, sizeof cp, "/proc/%d/task/%d/comm", (int)pid, (int)tid);
-        if (read_comm(cp, comm)) {
+        if (tid == pid && have_comm) {      /* the leader's: /proc/PID/comm, read above */
+            set_comm(thread_get(s, tid, pid)->comm, pr->comm);
+        } else if (read_comm(cp, comm)) {
             struct thread *t = thread_get(s, tid, pid);
             set_comm(t->comm, comm);
         }
