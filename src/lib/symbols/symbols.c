@@ -2,6 +2,7 @@
 /* Process table (address spaces, comms), DSO table, locate and name. */
 #include "symbols/symbols-int.h"
 #include "symbols/cfi.h"
+#include "symbols/pins.h"
 #include "util/busguard.h"
 #include "util/dynlib.h"
 #include "util/hindex.h"
@@ -120,6 +121,12 @@ static int open_mapped(struct fk_symbolizer *s, struct dso *d, pid_t pid,
     const struct fk_safe_opts so = { .flags = FK_SAFE_NO_SYMLINKS };
     struct stat st;
     int fd = -1;
+    if (pid > 0 && !s->opts.no_map_files && s->opts.pins &&
+        (fd = fk_pins_take_file(s->opts.pins, pid, start, end, &st)) >= 0) {
+        d->via_map_files = true;    /* pinned there as the record left the ring */
+        d->uid = st.st_uid;
+        return fd;
+    }
     if (pid > 0 && !s->opts.no_map_files) {
         char p[96];
         snprintf(p, sizeof p, "/proc/%d/map_files/%llx-%llx", (int)pid,
@@ -266,29 +273,6 @@ static uint32_t dso_file(struct fk_symbolizer *s, pid_t pid, uint64_t start, uin
     return idx;
 }
 
-/* The pid a process sees for itself (last NStgid field): a JIT in a
- * container names its map after that one. */
-static pid_t ns_pid(pid_t pid)
-{
-    char p[64];
-    snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(p, "re");
-    if (!f)
-        return 0;
-    char *line = NULL;
-    size_t cap = 0;
-    pid_t nspid = 0;
-    while (getline(&line, &cap, f) > 0)
-        if (strncmp(line, "NStgid:", 7) == 0) {
-            char *last = strrchr(line, '\t');
-            nspid = (pid_t)atoi(last ? last + 1 : line + 7);
-            break;
-        }
-    free(line);
-    fclose(f);
-    return nspid;
-}
-
 /* Read a file DSO's symbols; count it when the path no longer leads to
  * the file we pinned (deleted, replaced by an upgrade). */
 static void dso_load(struct fk_symbolizer *s, struct dso *d)
@@ -324,34 +308,26 @@ static void dso_load(struct fk_symbolizer *s, struct dso *d)
     }
 }
 
-/* The /tmp directory of a process, O_PATH: one component below its root
- * (fk_root_open), not followed if it is a symlink, so it cannot lead out.
- * -1 with *gone set when the process is gone. */
-static int proc_tmp_open(pid_t pid, bool *gone)
-{
-    int root = fk_root_open(pid, NULL);
-    *gone = root < 0;
-    if (root < 0)
-        return -1;
-    int fd = openat(root, "tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    close(root);
-    return fd;
-}
-
 /* Where a JIT's perf map will be, fixed while the process runs, so a map
  * written at exit (java -XX:+DumpPerfMapAtExit) or late (jcmd
  * Compiler.perfmap) is still found after it is gone: perf-NSPID.map in our
  * /tmp when its /tmp is ours, else in its own /tmp, held open (that keeps
  * a private tmpfs and its files reachable after its mount namespace is
- * gone, where its root alone would not). Its uids now: the map's owner
- * must be one of them or root (perf's owner rule, for the process's user). */
+ * gone, where its root alone would not). Its uids: the map's owner must
+ * be one of them or root (perf's owner rule, for the process's user). All
+ * three as pinned when its first JIT mapping left the ring (pins.h), while
+ * it lived; else read now. */
 static void jit_locate(struct fk_symbolizer *s, struct dso *d)
 {
     struct stat ts;
-    bool gone = true;
-    d->nspid = ns_pid(d->pid);
-    d->nuids = fk_proc_uids(d->pid, d->uids);
-    int fd = d->nspid > 0 && d->nuids ? proc_tmp_open(d->pid, &gone) : -1;
+    struct fk_jit_where w;
+    if (!s->opts.pins || !fk_pins_take_jit(s->opts.pins, d->pid, &w))
+        fk_jit_where(d->pid, &w);   /* not pinned as its record left the ring: now */
+    d->nspid = w.nspid;
+    d->nuids = w.nuids;
+    memcpy(d->uids, w.uids, sizeof d->uids);
+    bool gone = w.gone;
+    int fd = w.tmp_fd;
     if (fd < 0 || fstat(fd, &ts) != 0) {
         if (fd >= 0)
             close(fd);
@@ -429,7 +405,7 @@ static void read_perf_map(struct fk_symbolizer *s, struct dso *d, bool at_end)
         return;
     snprintf(name, sizeof name, "perf-%d.map", (int)(d->nspid > 0 && !guess ? d->nspid : d->pid));
     int dir = d->jit_tmp == JIT_TMP_OURS || guess ? s->tmp_fd : d->fd;
-    int own = dir < 0 ? proc_tmp_open(d->pid, &gone) : -1;    /* not held: while it lives */
+    int own = dir < 0 ? fk_proc_tmp_open(d->pid, &gone) : -1;    /* not held: while it lives */
     const struct fk_safe_opts so = { .max_size = JIT_MAP_MAX_SIZE, .owners = d->uids,
                                      .nowners = guess ? 0 : d->nuids };
     const char *why = NULL;
