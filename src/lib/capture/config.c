@@ -351,8 +351,8 @@ bool fk_engine_configure(struct fk_engine *e)
             fk_engine_fail(e, "event kind %s: event %u changed the sample id fields", e->kind->name, i);
             return false;
         }
-        if (!fk_sample_format_init(&e->fmt[i], a->sample_type, a->sample_regs_user,
-                                   a->sample_id_all)) {
+        if (!fk_sample_format_init(&e->fmt[i], a->sample_type, a->read_format,
+                                   a->sample_regs_user, a->sample_id_all)) {
             fk_engine_fail(e, "event kind %s: sample_type %#llx has fields the decoder cannot read",
                            e->kind->name, (unsigned long long)a->sample_type);
             return false;

@@ -77,7 +77,7 @@ static void faults_after(const struct fk_profile_request *rq, struct fk_profile_
     struct fk_period_in in = {
         .event = res->event.name, .unit = res->unit, .period = res->event.period,
         .samples = r->samples, .lost = r->lost > r->lost_samples ? r->lost : r->lost_samples,
-        .throttles = r->throttled,
+        .throttles = r->throttled, .unwritten = r->samples_unwritten,
         .count = r->event_count, .have_count = true, .instances = instances,
     };
     fk_period_verify(&in, &res->check);
@@ -137,6 +137,8 @@ static json_t *faults_meta(const struct fk_profile_request *rq, const struct fk_
     json_object_set_new(f, "estimate", json_integer((json_int_t)pr->estimate));
     json_object_set_new(f, "estimate_of_target", json_integer((json_int_t)r->stacks.total));
     json_object_set_new(f, "counters", json_integer((json_int_t)r->counters));
+    if (r->unwritten_checked)
+        json_object_set_new(f, "unwritten_samples", json_integer((json_int_t)r->samples_unwritten));
     json_object_set_new(f, "forks", json_integer((json_int_t)r->forks));
     json_object_set_new(f, "accepted_estimate_range",
                         json_pack("[I, I]", (json_int_t)pr->lo, (json_int_t)pr->hi));
