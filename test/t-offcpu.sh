@@ -220,6 +220,17 @@ W=$!
 exec 7>"$T/go"
 fk_cleanup "kill $W 2>/dev/null"
 for i in $(seq 100); do [ "$(ls /proc/$W/task 2>/dev/null | wc -l)" -ge 4 ] && break; sleep 0.05; done
+# The sleeper runs at real-time priority, so each of its blocks lasts its
+# 1 ms whatever the host's load. At normal priority on a host at load 13,
+# its wake-ups waited 0-10 ms for a CPU: the storm's second then rests on
+# about 13 sampled blocks (one in 75) of widely spread lengths, and the
+# estimate ranged 79-102 % over 5 runs (97-100 % with the sleeper at
+# real-time priority): the spread of the sample, not the N weighting,
+# which is what this check is for.
+rt=
+for t in /proc/$W/task/*; do
+    [ "$(cat "$t/comm" 2>/dev/null)" = truth-sleep ] && chrt -f -p 20 "${t##*/}" >/dev/null 2>&1 && rt=1
+done
 rm -rf "$T/phases"
 "$FLAMEKIT" offcpu -q -o "$T/phases" -d 4 --switch-budget 500 --ready-fd 8 pid $W >"$T/phases.sum" 2>"$T/phases.err" 8>"$T/phases.ready" &
 P=$!
@@ -241,8 +252,12 @@ else
     slept=$(awk -v a="$t_open" -v b="$((t_open + wall))" '$1 == "sleep_at" && $2 >= a && !t0 { t0 = $2; n0 = $3 }
         $1 == "sleep_at" && $2 <= b { t1 = $2; n1 = $3 }
         END { printf "%.0f\n", (t1 > t0 ? (n1 - n0) * (b - a) / (t1 - t0) : 0) }' "$T/phases.out")
-    within "phases: the sleeper's wait_1ms time vs its own clock (%; records lost: $(jnum lost "$J"))" \
-        "$(pct "$(weight "$F" '^truth-sleep;.*;wait_1ms;')" "$slept")" 100 10
+    if [ -n "$rt" ]; then
+        within "phases: the sleeper's wait_1ms time vs its own clock (%; records lost: $(jnum lost "$J"))" \
+            "$(pct "$(weight "$F" '^truth-sleep;.*;wait_1ms;')" "$slept")" 100 10
+    else
+        skip "phases: the sleeper's wait_1ms time vs its own clock" "cannot give the sleeper real-time priority (chrt -f: CAP_SYS_NICE and real-time runtime needed)"
+    fi
     within "phases: recorded switch-outs x their N vs switch-outs seen (%)" \
         "$(pct "$(jnum offcpu.switches_estimated "$J")" "$(jnum offcpu.switches_seen "$J")")" 100 5
 fi

@@ -18,6 +18,7 @@
 #include "capture/tree.h"
 #include "stacks/prof.h"
 #include "stacks/stacktab.h"
+#include "symbols/pins.h"
 #include "symbols/symbols.h"
 #include "unwind/unwind.h"
 #include "util/fk.h"
@@ -140,6 +141,12 @@ struct fk_capture_result {
     int child_status;               /* RUN: wait status */
     unsigned ring_pages;
     uint64_t ring_bytes;            /* bytes of records read from the rings */
+    /* the ring reader's queue (capture/reader.h): its peak bytes, and the
+     * passes that found it full (records left in a ring, the kernel's to
+     * drop and count in lost) */
+    uint64_t reader_peak_bytes, reader_full;
+    /* files and JIT /tmp directories pinned by the reader (symbols/pins.h) */
+    struct fk_pins_stats pins;
     int ncpus;
     struct fk_sym_stats sym;
     /* user stacks: the mode used (auto resolved), why auto chose fp, the

@@ -215,6 +215,12 @@ uint64_t fk_record_time(const struct fk_sample_format *f, const void *rec, size_
     return t;
 }
 
+const struct fk_sample_format *fk_sample_cut_format(const struct fk_sample_format *f)
+{
+    return (f->sample_type & PERF_SAMPLE_STACK_USER) && !(f->sample_type & PERF_SAMPLE_IDENTIFIER)
+           ? f : NULL;
+}
+
 size_t fk_sample_cut_stack(const struct fk_sample_format *f, const void *rec, size_t len,
                            void *out)
 {

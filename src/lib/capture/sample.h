@@ -85,6 +85,10 @@ bool fk_sample_id_parse(const struct fk_sample_format *f, const void *rec, size_
  * same sample for the decoder and the unwinder, often a tenth of the
  * size. out holds len bytes. Returns the copy's length, or 0 when there
  * is nothing to cut (not a sample, no stack copy, or already tight). */
+/* The layout whose samples' stack copies are cut: f, or NULL when its
+ * samples carry none, or when several events (an identifier first) may
+ * lay samples out differently (only one layout could be cut). */
+const struct fk_sample_format *fk_sample_cut_format(const struct fk_sample_format *f);
 size_t fk_sample_cut_stack(const struct fk_sample_format *f, const void *rec, size_t len,
                            void *out);
 
