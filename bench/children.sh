@@ -12,13 +12,22 @@
 #      from disk by the capture); 'flamekit host -d 10' at 99 and 999 Hz,
 #      default call graph: lost records against samples read. Targets: 0
 #      lost at 99 Hz, <= 1% at 999 Hz.
+#      With FK_BASELINE (a baseline build directory holding flamekit) each
+#      capture is taken with the baseline first, then this build, the
+#      cache dropped before each cold one.
 # Needs root (cgroups, drop_caches). Take quiet figures under the lock:
 #   fk-quiet bench/children.sh
-# env: FLAMEKIT, FK_BENCH_PARTS.
+# env: FLAMEKIT, FK_BASELINE, FK_BENCH_PARTS.
 set -euo pipefail
 src=${FK_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 fk=${FLAMEKIT:-${FK_BUILD:-$src/build}/flamekit}
 parts=${FK_BENCH_PARTS:-1 2}
+base=${FK_BASELINE:+$FK_BASELINE/flamekit}
+builds=new
+if [ -n "$base" ]; then
+    [ -x "$base" ] || { echo "bench/children: FK_BASELINE has no flamekit ($base)" >&2; exit 2; }
+    builds="base new"
+fi
 for need in cc python3 /usr/bin/time; do
     command -v "$need" >/dev/null || { echo "bench/children: SKIP: $need not found"; exit 0; }
 done
@@ -105,11 +114,15 @@ EOF
     sleep 2
     for hz in 99 999; do
         for cache in warm cold; do
-            [ $cache = cold ] && { sync; echo 3 >/proc/sys/vm/drop_caches; }
-            /usr/bin/time -f '%U %S' -o "$cache$hz.time" "$fk" host -q -F $hz -d 10 -o "$cache$hz" \
-                >/dev/null 2>"$cache$hz.err" || true
-            read -r n lost lr dsos <<<"$(meta "$cache$hz"/*.json samples_read lost lost_records symbols.dsos | paste -sd' ')"
-            echo "(2) host -F $hz -d 10, 200 binaries, page cache $cache: $n samples read, $lr lost records ($lost samples, $(awk -v l="$lost" -v n="$n" 'BEGIN { printf "%.2f%%", (l + n) ? 100 * l / (l + n) : 0 }')), flamekit $(awk '{ print $1 "+" $2 }' "$cache$hz.time") s CPU, $dsos DSOs"
+            for build in $builds; do
+                bin=$fk; [ "$build" = base ] && bin=$base
+                tag=$build-$cache$hz
+                [ $cache = cold ] && { sync; echo 3 >/proc/sys/vm/drop_caches; }
+                /usr/bin/time -f '%U %S' -o "$tag.time" "$bin" host -q -F $hz -d 10 -o "$tag" \
+                    >/dev/null 2>"$tag.err" || true
+                read -r n lost lr dsos <<<"$(meta "$tag"/*.json samples_read lost lost_records symbols.dsos | paste -sd' ')"
+                echo "(2) $build: host -F $hz -d 10, 200 binaries, page cache $cache: $n samples read, $lr lost records ($lost samples, $(awk -v l="$lost" -v n="$n" 'BEGIN { printf "%.2f%%", (l + n) ? 100 * l / (l + n) : 0 }')), flamekit $(awk '{ print $1 "+" $2 }' "$tag.time") s CPU, $dsos DSOs"
+            done
         done
     done
 fi

@@ -12,6 +12,11 @@
 #     and 32 KiB on programs nobody here wrote (python3, xz) and the truth
 #     workload;
 #  3. the share of blocked time in short blocks, for --min-block.
+# The storm runs in a cgroup v2 of its own, as a service would (flamekit
+# then follows pid targets per CPU in it; FK_BENCH_OFFCPU_CGROUP=0: in the
+# bench's own cgroup, per-task events). With FK_BASELINE (a build
+# directory holding another flamekit, e.g. main's) its default run
+# (fk-base) is interleaved with this build's and the ratios printed.
 # Environment: FK_BENCH_SECS (window, default 4), FK_BENCH_REPS (default 3),
 # FK_BENCH_OFFCPU_PARTS (default "storm stack minblock").
 set -eu
@@ -20,8 +25,16 @@ FK_SRC=${FK_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 TRUTH=$FK_BUILD/test/progs/offcpu-truth
 SECS=${FK_BENCH_SECS:-4}
 REPS=${FK_BENCH_REPS:-3}
+BASE=${FK_BASELINE:+$FK_BASELINE/flamekit}
+if [ -n "$BASE" ] && [ ! -x "$BASE" ]; then echo "bench/offcpu.sh: FK_BASELINE has no flamekit ($BASE)" >&2; exit 2; fi
+CG=
+if [ "${FK_BENCH_OFFCPU_CGROUP:-1}" = 1 ]; then
+    cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+    if [ -n "$cg2" ] && mkdir "$cg2/fk-bench-offcpu-$$" 2>/dev/null; then CG=$cg2/fk-bench-offcpu-$$
+    else echo "bench/offcpu.sh: no cgroup v2 directory to make: the storm runs in the bench's cgroup"; fi
+fi
 T=$(mktemp -d "${TMPDIR:-/tmp}/fk-bench-offcpu.XXXXXX")
-trap 'rm -rf "$T"; [ -n "${W:-}" ] && kill $W 2>/dev/null; true' EXIT
+trap 'rm -rf "$T"; [ -n "${W:-}" ] && kill $W 2>/dev/null && wait $W 2>/dev/null; [ -n "$CG" ] && rmdir "$CG"; true' EXIT
 "$FLAMEKIT" offcpu --help >/dev/null 2>&1 || { echo "bench/offcpu.sh: no 'offcpu' command: skipped"; exit 0; }
 [ -x "$TRUTH" ] || { echo "bench/offcpu.sh: build the test programs first (make check-programs)"; exit 1; }
 have_bt=1; command -v bpftrace >/dev/null 2>&1 || have_bt=0
@@ -51,6 +64,7 @@ storm() {
     local mode=$1 out=$T/storm.$1 from to
     "$TRUTH" storm $((SECS + 3)) >"$out" &
     W=$!
+    [ -z "$CG" ] || echo $W >"$CG/cgroup.procs"
     # both threads up (a loaded machine may take a while)
     for ((i = 0; i < 100; i++)); do [ "$(ls /proc/$W/task 2>/dev/null | wc -l)" -ge 3 ] && break; sleep 0.05; done
     sleep 0.5
@@ -59,11 +73,12 @@ storm() {
         from=$(now_ns); sleep "$SECS"; to=$(now_ns)
         ;;
     fk-*)
-        local extra=()
+        local extra=() fk=$FLAMEKIT
         [ "$mode" = fk-every1 ] && extra=(--every 1)
+        [ "$mode" = fk-base ] && fk=$BASE
         rm -rf "$T/fk" "$T/ready"
         /usr/bin/time -f '%U %S %M' -o "$T/time" \
-            "$FLAMEKIT" offcpu -q --no-svg "${extra[@]}" -d "$SECS" --ready-fd 9 -o "$T/fk" pid $W \
+            "$fk" offcpu -q --no-svg "${extra[@]}" -d "$SECS" --ready-fd 9 -o "$T/fk" pid $W \
             2>"$T/fk.err" 9>"$T/ready" &
         local f=$!
         for ((i = 0; i < 400; i++)); do grep -q ready "$T/ready" 2>/dev/null && break; sleep 0.01; done
@@ -81,7 +96,7 @@ storm() {
         local steady post
         steady=$(awk -v c="$((c2 - c1))" -v hz="$(getconf CLK_TCK)" -v t="$((t2 - t1))" 'BEGIN { printf "%.2f", 100 * c / hz / (t / 1e9) }')
         post=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))["post_capture_ms"]; print(round(sum(v for k, v in d.items() if k in ("naming", "folded", "svg", "pprof")), 1))' "$j")
-        echo "fk $mode $steady $(awk -v u="$u" -v s="$s" -v d="$SECS" 'BEGIN { printf "%.2f", 100 * (u + s) / d }') $((m / 1024)) $post $(jget offcpu.one_in "$j") $(jget offcpu.one_in_max "$j") $(jget offcpu.switches_seen "$j") $(jget offcpu.switches_recorded "$j") $(jget offcpu.switch_rate_before "$j") $(jget duration_s "$j") $(jget lost "$j")" >>"$T/fkstats"
+        echo "fk $mode $steady $(awk -v u="$u" -v s="$s" -v d="$SECS" 'BEGIN { printf "%.2f", 100 * (u + s) / d }') $((m / 1024)) $post $(jget offcpu.one_in "$j") $(jget offcpu.one_in_max "$j") $(jget offcpu.switches_seen "$j") $(jget offcpu.switches_recorded "$j") $(jget offcpu.switch_rate_before "$j") $(jget duration_s "$j") $(jget lost "$j") $(jget target.tree.mode "$j")" >>"$T/fkstats"
         ;;
     bpftrace)
         timeout $((SECS + 20)) bpftrace "$FK_SRC/test/offcpu-ref.bt" $W >"$T/bt.out" 2>&1 &
@@ -102,6 +117,7 @@ PARTS=${FK_BENCH_OFFCPU_PARTS:-storm stack minblock}
 if [[ " $PARTS " == *" storm "* ]]; then
 echo "== switch storm: $SECS s windows, median of $REPS interleaved runs (the order turns each run)"
 modes=(none fk-default)
+[ -n "$BASE" ] && modes+=(fk-base)
 [ "${FK_BENCH_OFFCPU_EVERY1:-0}" = 1 ] && modes+=(fk-every1)
 [ $have_bt = 1 ] && modes+=(bpftrace)
 : >"$T/fkstats"
@@ -122,9 +138,18 @@ for m in "${modes[@]}"; do
     awk -v m="$m" '$2 == m' "$T/fkstats" | sort -k3 -n | awk -v m="$m" '
         { v[NR] = $0; all = all sprintf(" %s", $3) } END { split(v[int((NR + 1) / 2)], a, " ");
           rate = a[9] / a[12];
-          printf "flamekit %-10s CPU %.2f%% of a core in the window (runs:%s), %.2f%% with start-up; %.3f us per switch-out at %.0f switch-outs/s (%.2f%% of a core at 64,000/s); RSS %d MB; window end to files %.0f ms; N %s before, %s at most; %s seen, %s recorded, %s lost; rate before %s/s\n",
-                 m, a[3], all, a[4], a[3] / 100 / rate * 1e6, rate, a[3] / 100 / rate * 64000 * 100, a[5], a[6], a[7], a[8], a[9], a[10], a[13], a[11] }'
+          printf "flamekit %-10s CPU %.2f%% of a core in the window (runs:%s), %.2f%% with start-up; %.3f us per switch-out at %.0f switch-outs/s (%.2f%% of a core at 64,000/s); RSS %d MB; window end to files %.0f ms; N %s before, %s at most; %s seen, %s recorded, %s lost; rate before %s/s; %s events\n",
+                 m, a[3], all, a[4], a[3] / 100 / rate * 1e6, rate, a[3] / 100 / rate * 64000 * 100, a[5], a[6], a[7], a[8], a[9], a[10], a[13], a[11], a[14] }'
 done
+if [ -n "$BASE" ]; then
+    # new / base, each the median of its runs
+    cpu() { awk -v m="$1" '$2 == m { print $3 }' "$T/fkstats" | median; }
+    us() { awk -v m="$1" '$2 == m { print $3 / 100 / ($9 / $12) * 1e6 }' "$T/fkstats" | median; }
+    awk -v b="$base" -v f="$(median <"$T/rate.fk-default")" -v g="$(median <"$T/rate.fk-base")" \
+        -v c="$(cpu fk-default)" -v cb="$(cpu fk-base)" -v u="$(us fk-default)" -v ub="$(us fk-base)" 'BEGIN {
+        printf "same run, this build / baseline: throughput loss %.1f%% / %.1f%%; CPU in the window %.2f%% / %.2f%% of a core (%.2fx); per switch-out %.3f / %.3f us (%.2fx); throughput %.3fx\n",
+               (1 - f / b) * 100, (1 - g / b) * 100, c, cb, c / cb, u, ub, u / ub, f / g }'
+fi
 if [ $have_bt = 1 ]; then
     awk -v b="$base" -v f="$(median <"$T/rate.fk-default")" -v t="$(median <"$T/rate.bpftrace")" 'BEGIN {
         printf "same run: throughput loss flamekit %.1f%%, bpftrace %.1f%%; flamekit keeps %.3fx the throughput bpftrace does\n",

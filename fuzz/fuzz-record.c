@@ -3,7 +3,8 @@
  * time-ordering queue (capture/ring.h) on raw perf records.
  *
  * Input: u64 sample_type (masked to the fields the decoder knows), u64
- * user-register mask, one flags byte (bit 0: sample_id_all), then records
+ * user-register mask, one flags byte (bit 0: sample_id_all; bits 1-4: the
+ * read_format of PERF_SAMPLE_READ: times enabled, running, id, lost), then records
  * as they sit in a ring (perf_event_header, body; a header's size is
  * taken as given, clamped to what is left). Every record is decoded as a
  * sample and as a trailer, copied aligned as the ring reader keeps them;
@@ -23,7 +24,7 @@
 
 #define KNOWN (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |  \
                PERF_SAMPLE_ADDR | PERF_SAMPLE_ID | PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU |   \
-               PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_RAW |                 \
+               PERF_SAMPLE_PERIOD | PERF_SAMPLE_READ | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_RAW | \
                PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER | PERF_SAMPLE_WEIGHT |          \
                PERF_SAMPLE_CGROUP)
 
@@ -47,7 +48,7 @@ static void deliver(void *ctx, const union perf_event *ev)
     last_time = t;
     struct fk_sample s;
     if (fk_sample_parse(f, ev, h->size, &s))
-        sum += s.ip + s.time + s.nr;
+        sum += s.ip + s.time + s.nr + s.count;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -58,12 +59,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(&st, data, 8);
     memcpy(&mask, data + 8, 8);
     bool id_all = data[16] & 1;
+    uint64_t rf = (uint64_t)(data[16] >> 1) & (PERF_FORMAT_TOTAL_TIME_ENABLED |
+                                               PERF_FORMAT_TOTAL_TIME_RUNNING | PERF_FORMAT_ID);
+    if (data[16] & 16)
+        rf |= PERF_FORMAT_LOST;
     struct fk_sample_format f;
-    if (!fk_sample_format_init(&f, st & KNOWN, mask, id_all))
+    if (!fk_sample_format_init(&f, st & KNOWN, rf, mask, id_all))
         abort();
-    if (fk_sample_format_init(&f, st | ~(uint64_t)KNOWN, mask, id_all))
+    if (fk_sample_format_init(&f, st | ~(uint64_t)KNOWN, rf, mask, id_all))
         abort();    /* unknown fields are refused */
-    fk_sample_format_init(&f, st & KNOWN, mask, id_all);
+    if ((st & PERF_SAMPLE_READ) && fk_sample_format_init(&f, st & KNOWN, PERF_FORMAT_GROUP, mask, id_all))
+        abort();    /* so is a group's read */
+    fk_sample_format_init(&f, st & KNOWN, rf, mask, id_all);
     struct fk_ringq q = { 0 };
     last_time = 0;
     uint64_t **refs = NULL;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# timeout: 180
+# timeout: 480
 # configure on a host without gRPC (its pkg-config files hidden): the
 # profiler is still configured, the fetch servers are left out with the
 # package to install named; --enable-fetchd makes that an error;

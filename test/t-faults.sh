@@ -49,7 +49,7 @@ total() { zcat "$1" | awk '{ s += $NF } END { print s + 0 }'; }
 check_verdict() {
     local v; v=$(jnum faults.verdict "$2")
     [ "$v" = ok ] && { pass "$1"; return; }
-    fail "$1" "verdict: ${v:-none}; $(jnum faults.summary "$2"); accepted $(jnum faults.accepted_estimate_range "$2"); lost records $(jnum lost_records "$2") ($(jnum lost "$2") samples), lost samples $(jnum lost_samples "$2"), throttled $(jnum throttled "$2"), stop: $(jnum stop_reason "$2")"
+    fail "$1" "verdict: ${v:-none}; $(jnum faults.summary "$2"); accepted $(jnum faults.accepted_estimate_range "$2"); lost records $(jnum lost_records "$2") ($(jnum lost "$2") samples), lost samples $(jnum lost_samples "$2"), unwritten $(jnum faults.unwritten_samples "$2"), throttled $(jnum throttled "$2"), stop: $(jnum stop_reason "$2")"
 }
 # fk_faults NAME ARGS...: capture into $T/NAME, lab output in $T/NAME.out.
 fk_faults() {
@@ -196,6 +196,10 @@ for tgt in "host:host" "user:user root"; do
     if fk_faults "t-$name" -d 2 $args; then
         files "t-$name"
         check_verdict "faults $name: verdict ok" "$J"
+        # per-CPU counters: every sample carries its counter's count, so
+        # samples the kernel counted but never wrote are seen, not guessed
+        check_grep "faults $name: samples counted but never written are checked" '^[0-9]+$' \
+            "$(jnum faults.unwritten_samples "$J")"
         check_range "faults $name: the lab's touches are in the graph" "$(weight "$F" '^flamekit-fault-.*;touch_pages')" 10240 100000000
     else
         fail "faults $name: capture" "$(cat "$T/t-$name.err")"

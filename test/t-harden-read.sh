@@ -195,7 +195,7 @@ done
 # 5. A mapped file truncated by its owner while flamekit reads it through a
 # mapping (the unwinder's CFI): SIGBUS must not kill the capture
 t0=$(date +%s%N)
-timeout -k 5 40 "$FLAMEKIT" run --call-graph dwarf -F 999 --no-svg -o "$T/trunc" -- \
+timeout -k 5 90 "$FLAMEKIT" run --call-graph dwarf -F 999 --no-svg -o "$T/trunc" -- \
     "$prog" truncate 1.5 "$T/trunc.bin" >"$T/trunc.log" 2>&1
 rc=$?; secs=$(( ($(date +%s%N) - t0) / 1000000000 ))
 check_eq "mapped file truncated during the capture: exit 0 (no SIGBUS)" 0 "$rc"
@@ -207,5 +207,7 @@ check_grep "metadata counts reads a truncation cut short (symbols.files_shrunk)"
 FOLDED=$(ls "$T/trunc"/*.folded.gz 2>/dev/null | head -n 1)
 # (its symbols may have been read in the window before it shrank: names
 # then are those; read after, [trunc.bin+0x...]; either way every sample counts)
-[ -n "$FOLDED" ] && check_range "mapped file truncated: the workload sampled (3 s at 999 Hz, less on a loaded host)" \
-    "$(zcat "$FOLDED" | awk '{ n += $NF } END { print n + 0 }')" 500 4000
+# The workload runs 3 s of its own CPU time (at 999 Hz about 3,000 samples),
+# whatever the host's load: a capture the SIGBUS cut short gives far fewer
+[ -n "$FOLDED" ] && check_range "mapped file truncated: the workload sampled (3 s of CPU at 999 Hz)" \
+    "$(zcat "$FOLDED" | awk '{ n += $NF } END { print n + 0 }')" 2000 3600

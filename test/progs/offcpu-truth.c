@@ -31,6 +31,13 @@
  *                                   trip every 50 us for STORM_SECONDS and
  *                                   stop: a switch rate that jumps and falls
  *                                   within a window
+ *   offcpu-truth lull SECONDS [STORM_SECONDS]
+ *                                   truth-sleep as in phases throughout;
+ *                                   truth-ping and truth-pong ping-pong a
+ *                                   round trip every 50 us from the start
+ *                                   until a line on stdin (or for
+ *                                   STORM_SECONDS), then stop: a rate that
+ *                                   falls as a window opens
  *   offcpu-truth spin SECONDS       two threads spin (spin_hot) without
  *                                   blocking: on one CPU (taskset -c 0) each
  *                                   waits runnable [R] half the time
@@ -349,6 +356,38 @@ static void *phase_ping(void *arg)
     return NULL;
 }
 
+/* ---- lull: the storm first, until told ---- */
+
+static atomic_bool lull_go;
+
+static void *lull_listen(void *arg)
+{
+    (void)arg;
+    name_thread("truth-listen");
+    char line[16];
+    (void)!read(0, line, sizeof line);  /* the go (or the end of stdin) */
+    atomic_store(&lull_go, true);
+    return NULL;
+}
+
+static void *lull_ping(void *arg)
+{
+    (void)arg;
+    name_thread("truth-ping");
+    char c = 0;
+    while (!atomic_load(&lull_go) && now_ns() < (storm_deadline ? storm_deadline : deadline)) {
+        uint64_t next = now_ns() + 50000;    /* as phases' */
+        if (write(ping[1], &c, 1) != 1 || read(pong[0], &c, 1) != 1)
+            break;
+        atomic_fetch_add_explicit(&trips, 1, memory_order_relaxed);
+        while (now_ns() < next)
+            ;
+    }
+    close(ping[1]);
+    printf("storm_round_trips %llu\n", (unsigned long long)trips);
+    return NULL;
+}
+
 /* ---- runnable, never blocking ---- */
 
 static NOINLINE void spin_hot(void)
@@ -418,7 +457,7 @@ int main(int argc, char **argv)
 {
     if (argc < 3) {
         fprintf(stderr, "usage: offcpu-truth sleeps|pipe|mutex|storm|spin|names SECONDS | fsync SECONDS DIR"
-                        " | phases SECONDS STORM_SECONDS"
+                        " | phases SECONDS STORM_SECONDS | lull SECONDS [STORM_SECONDS]"
                         " | threads N\n");
         return 2;
     }
@@ -478,6 +517,21 @@ int main(int argc, char **argv)
         pthread_join(th[2], NULL);
         pthread_join(th[1], NULL);
         pthread_join(th[0], NULL);
+    } else if (!strcmp(mode, "lull")) {
+        if (pipe(ping) < 0 || pipe(pong) < 0)
+            die("pipe");
+        start(&th[0], phase_sleeper);
+        start(&th[1], storm_pong);
+        if (argc > 3)
+            storm_deadline = t0 + (uint64_t)(atof(argv[3]) * 1e9);
+        start(&th[2], lull_ping);
+        if (!storm_deadline)
+            start(&th[3], lull_listen);
+        pthread_join(th[2], NULL);
+        pthread_join(th[1], NULL);
+        pthread_join(th[0], NULL);
+        if (!storm_deadline)
+            pthread_detach(th[3]);  /* (blocked on stdin until the end) */
     } else if (!strcmp(mode, "spin")) {
         start(&th[0], spinner);
         start(&th[1], spinner);

@@ -15,10 +15,10 @@
  *                        path, burn CPU in between; prints "ready" first
  *   symprog truncate SECS FILE
  *                        hostile: copy our own binary to FILE, map it, run
- *                        a loop placed in its text for SECS, then truncate
- *                        FILE to the loop's page (a profiler reading the
- *                        rest through a mapping takes SIGBUS) and run it SECS
- *                        more */
+ *                        a loop placed in its text for SECS of CPU time,
+ *                        then truncate FILE to the loop's page (a profiler
+ *                        reading the rest through a mapping takes SIGBUS)
+ *                        and run it SECS of CPU time more */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -50,11 +50,23 @@ __attribute__((noinline)) void fk_symprog_beta(uint64_t n)
         fk_symprog_sink += i * 3;
 }
 
-static double now(void)
+static double clock_s(clockid_t clock)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(clock, &ts);
     return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double now(void)
+{
+    return clock_s(CLOCK_MONOTONIC);
+}
+
+/* the process's own CPU seconds: a workload whose sample count is checked
+ * runs for CPU time, which a loaded host does not shrink */
+static double cpu_now(void)
+{
+    return clock_s(CLOCK_PROCESS_CPUTIME_ID);
 }
 
 static void wait_eof(void)
@@ -187,14 +199,14 @@ int main(int argc, char **argv)
             return 1;
         void (*loop)(void) = (void (*)(void))(void *)(p + 0x1000);
         printf("ready\n");
-        double end = now() + secs;
-        while (now() < end)
+        double end = cpu_now() + secs;
+        while (cpu_now() < end)
             loop();
         /* keep the loop's page: run on in it, past the new end of file */
         if (ftruncate(fd, 0x2000) != 0)
             return 1;
-        end = now() + secs;
-        while (now() < end)
+        end = cpu_now() + secs;
+        while (cpu_now() < end)
             loop();
     } else {
         fprintf(stderr, "usage: symprog addrs|jit [nomap]|spin SECS|jitspin SECS [atexit]|"

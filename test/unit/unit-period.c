@@ -36,6 +36,23 @@ int main(void)
     UNIT_CHECK("one below the remainders' reach: too few", r.verdict == FK_PERIOD_TOO_FEW);
     r = check(100, 204, 20667, 2, 1, 0);
     UNIT_CHECK("a lost record explains one sample", r.verdict == FK_PERIOD_OK);
+    /* samples the kernel counted but never wrote (seen in the counts the
+     * samples carry) are missing like lost ones, and said */
+    struct fk_period_in u = {
+        .event = "page-faults", .unit = "faults", .period = 100, .samples = 1701,
+        .count = 170598, .have_count = true, .instances = 2, .unwritten = 3,
+    };
+    fk_period_verify(&u, &r);
+    UNIT_CHECK("unwritten samples explain a shortfall", r.verdict == FK_PERIOD_OK);
+    UNIT_CHECK("unwritten samples are said in the summary",
+               strstr(r.summary, "3 samples the kernel counted but never wrote") != NULL);
+    u.unwritten = 0;
+    fk_period_verify(&u, &r);
+    UNIT_CHECK("the same shortfall unexplained: too few", r.verdict == FK_PERIOD_TOO_FEW &&
+               strstr(r.warning, "0 unwritten samples") && !strstr(r.summary, "never wrote"));
+    u.unwritten = 2;
+    fk_period_verify(&u, &r);
+    UNIT_CHECK("fewer unwritten than missing: still too few", r.verdict == FK_PERIOD_TOO_FEW);
     r = check(100, 100, 20667, 2, 0, 1);
     UNIT_CHECK("throttled: only the upper bound", r.verdict == FK_PERIOD_OK);
     r = check(100, 20667, 20667, 2, 0, 0);

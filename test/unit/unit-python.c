@@ -8,10 +8,12 @@
 #include "util/buf.h"
 
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static unsigned char *mem;
@@ -130,6 +132,43 @@ static void test_basic(void)
     uint64_t inner[1] = { f2 };     /* g's segment alone, its caller f1 */
     fk_py_walk_from(w, inner, 1, true, &st);
     UNIT_CHECK("a complete one: the root segment's entry must have no caller", st.stale[0]);
+    fk_py_walker_free(w);
+}
+
+/* A generator that yielded since the sample: 3.11 clears its frame's
+ * previous link (gen_send_ex2), so its segment cannot be linked to the
+ * next head -- its frame, in the generator object, is still the one that
+ * ran. Any other entry frame without its caller is stale. */
+static void test_suspended(void)
+{
+    struct fakepy f;
+    fakepy_init(&f, mem);
+    const struct fk_py_layout *L = f.L;
+    uint64_t file = fakepy_ascii(&f, "gen.py");
+    uint64_t cmain = fakepy_code(&f, fakepy_ascii(&f, "consume"), file, 1, 0, 5);
+    uint64_t cgen = fakepy_code(&f, fakepy_ascii(&f, "gen"), file, 5, 0, 5);
+    uint64_t cspin = fakepy_code(&f, fakepy_ascii(&f, "spin"), file, 9, 0, 5);
+    uint64_t fmain = fakepy_frame(&f, cmain, 0, 2, true);
+    uint64_t fgen = fakepy_frame(&f, cgen, 0, 2, true);     /* yielded: no caller */
+    uint64_t fspin = fakepy_frame(&f, cspin, fgen, 2, false);
+    unsigned char owner = L->owner_generator;
+    fakepy_put(&f, fgen, L->fr_owner, &owner, 1);
+    uint64_t tid = 3;
+    fakepy_threads(&f, &tid, &fmain, 1);
+    struct fk_py_walker *w = fk_py_walker_new(L, &f.where, fakepy_read, &f, false, 0);
+    uint64_t heads[2] = { fspin, fmain };
+    fk_py_walk_from(w, heads, 2, true, &st);
+    UNIT_CHECK("a generator suspended since the sample: its segment is kept",
+               st.status == FK_PY_OK && !st.stale[0] && !st.stale[1] &&
+               strcmp(chain(w, &st), "consume!;gen!;spin") == 0);
+    owner = 0;
+    fakepy_put(&f, fgen, L->fr_owner, &owner, 1);
+    fk_py_walk_from(w, heads, 2, true, &st);
+    UNIT_CHECK("a thread's entry frame without its caller is stale", st.stale[0] && !st.stale[1]);
+    fakepy_put(&f, fgen, L->fr_owner, &(unsigned char){ L->owner_generator }, 1);
+    fakepy_u64(&f, fgen, L->fr_previous, fspin);
+    fk_py_walk_from(w, heads, 2, true, &st);
+    UNIT_CHECK("a generator resumed from elsewhere is stale", st.stale[0]);
     fk_py_walker_free(w);
 }
 
@@ -431,6 +470,42 @@ static void test_window(void)
     fk_py_walker_free(w);
 }
 
+/* The window guessed for a thread follows its stack back down: one read
+ * from a deep moment (a program's start) does not make every later read
+ * as wide. */
+static void test_window_fit(void)
+{
+    static struct fk_py_snap snap;
+    struct fakepy f;
+    fakepy_init(&f, mem);
+    const struct fk_py_layout *L = f.L;
+    uint64_t code = fakepy_code(&f, fakepy_ascii(&f, "f"), fakepy_ascii(&f, "f.py"), 1, 0, 4);
+    uint64_t chunk = fakepy_alloc(&f, 32768), data = chunk + L->chunk_data;
+    put_frame(&f, data, code, 0, true);
+    uint64_t tid = 9;
+    fakepy_threads(&f, &tid, &data, 1);
+    uint64_t interp, ts;
+    fakepy_read(&f, f.where.runtime + L->rt_interp_head, &interp, 8);
+    fakepy_read(&f, interp + L->interp_threads_head, &ts, 8);
+    fakepy_u64(&f, ts, L->ts_datastack_chunk, chunk);
+    fakepy_u64(&f, ts, L->ts_datastack_limit, chunk + 32768);
+    struct fk_py_walker *w = fk_py_walker_new(L, &f.where, fakepy_read, &f, false, 0);
+    fk_py_walker_set_readv(w, counted_readv);
+    fakepy_u64(&f, ts, L->ts_datastack_top, data + 10000);     /* deep */
+    fk_py_snapshot(w, 9, &snap);
+    uint32_t deep = snap.win_len;
+    fakepy_u64(&f, ts, L->ts_datastack_top, data + 256);       /* back down */
+    nbatches = 0;
+    fk_py_snapshot(w, 9, &snap);
+    bool ok = nbatches == 1 && snap.win_len == deep;
+    fk_py_snapshot(w, 9, &snap);
+    printf("# windows: deep %u, then %u\n", deep, snap.win_len);
+    UNIT_CHECK("a stack back from deep: its wide guess serves once, then a narrow one",
+               ok && nbatches == 2 && snap.win_len + 4096 < deep && snap.win_addr == data &&
+               snap.win_addr + snap.win_len >= data + 256 + FK_PY_SNAP_ABOVE);
+    fk_py_walker_free(w);
+}
+
 static void test_budget(void)
 {
     struct fakepy f;
@@ -552,6 +627,73 @@ static void test_exec(void)
     fk_sym_free(sym);
 }
 
+/* Early reads of a live python3.11 (sleeping in a function): a sample of
+ * a thread read after it for an earlier sample shares that read; reads
+ * whose samples wait longer than the table first holds are all found at
+ * splice time (the table grows). */
+static void test_early(void)
+{
+    const char *python = "/usr/bin/python3.11";
+    if (access(python, X_OK) != 0) {
+        printf("SKIP: unit-python: early reads (no %s)\n", python);
+        return;
+    }
+    int ready[2];
+    if (pipe(ready) != 0)
+        return;
+    pid_t P = fork();
+    if (P == 0) {
+        dup2(ready[1], 1);
+        execl(python, python, "-c", "import sys, time\ndef wait():\n"
+              "    print('ready', flush=True)\n    time.sleep(30)\nwait()\n", (char *)NULL);
+        _exit(127);
+    }
+    close(ready[1]);
+    char buf[8];
+    bool up = P > 0 && read(ready[0], buf, sizeof buf) > 0;
+    close(ready[0]);
+    if (!up) {
+        UNIT_CHECK("early reads: python3.11 started", false);
+        return;
+    }
+    struct fk_symbolizer *sym = fk_sym_new(&(struct fk_sym_opts){ 0 });
+    struct fk_python *py = fk_python_new(sym, false, 0);
+    struct fk_python_stats pst;
+    fk_sym_scan_pid(sym, P);
+    uint64_t t1 = fk_now_ns();
+    fk_python_early(py, P, P, t1);
+    fk_python_stats(py, &pst);
+    uint64_t reads = pst.snapshot_reads;
+    fk_python_early(py, P, P, t1 + 1);      /* before that read: shared */
+    fk_python_stats(py, &pst);
+    UNIT_CHECK("early: a thread's read serves its samples taken before it",
+               pst.processes == 1 && pst.snapshots == 1 && pst.snapshots_shared == 1 &&
+               reads && pst.snapshot_reads == reads);
+    uint64_t times[40];
+    for (int i = 0; i < 40; i++) {
+        times[i] = fk_now_ns();     /* after the last read: a read of its own */
+        fk_python_early(py, P, P, times[i]);
+    }
+    fk_python_stats(py, &pst);
+    bool ok = pst.snapshots == 41 && pst.snapshots_shared == 1;
+    struct fk_loc loc = fk_sym_special(sym, "[unit]");
+    for (int i = 0; i < 40; i++) {
+        struct fk_py_native nat = { .locs = &loc, .n = 1, .max = 1, .complete = true,
+                                    .time = times[i] };
+        fk_python_sample(py, P, P, &nat);
+    }
+    fk_python_stats(py, &pst);
+    printf("# early: %llu reads, %llu shared, %llu found at splice time\n",
+           (unsigned long long)pst.snapshots, (unsigned long long)pst.snapshots_shared,
+           (unsigned long long)pst.snapshots_used);
+    UNIT_CHECK("early: 40 reads waiting at once are all found when spliced",
+               ok && pst.snapshots_used == 40);
+    kill(P, SIGKILL);
+    waitpid(P, NULL, 0);
+    fk_python_free(py);
+    fk_sym_free(sym);
+}
+
 int main(void)
 {
     unit_name = "unit-python";
@@ -562,11 +704,14 @@ int main(void)
         return 0;
     }
     test_basic();
+    test_suspended();
     test_strings();
     test_hostile();
     test_budget();
     test_window();
+    test_window_fit();
     test_exec();
+    test_early();
     free(mem);
     return UNIT_END();
 }

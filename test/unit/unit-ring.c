@@ -65,7 +65,7 @@ int main(void)
     unit_name = "unit-ring";
     struct fk_sample_format f;
     /* the trailer is TID TIME: what sample_id_all gives for TID|TIME */
-    fk_sample_format_init(&f, PERF_SAMPLE_TID | PERF_SAMPLE_TIME, 0, true);
+    fk_sample_format_init(&f, PERF_SAMPLE_TID | PERF_SAMPLE_TIME, 0, 0, true);
     size_t max = (size_t)NRINGS * PASSES * 64;
     times = calloc(max, sizeof *times);
     order = calloc(max, sizeof *order);
@@ -167,5 +167,31 @@ int main(void)
     free(s.got);
     free(times);
     free(order);
+
+    /* PERF_SAMPLE_READ: one event's count, laid out by read_format, between
+     * CPU and CALLCHAIN (the engine's check for samples never written) */
+    struct fk_sample_format rf;
+    const uint64_t st = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+                        PERF_SAMPLE_READ | PERF_SAMPLE_CALLCHAIN;
+    const uint64_t fmt = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING |
+                         PERF_FORMAT_LOST;
+    UNIT_CHECK("READ: one event's read is walked", fk_sample_format_init(&rf, st, fmt, 0, true));
+    UNIT_CHECK("READ: a group's read is refused",
+               !fk_sample_format_init(&rf, st, fmt | PERF_FORMAT_GROUP, 0, true));
+    fk_sample_format_init(&rf, st, fmt, 0, true);
+    /* header, ip, pid/tid, time, cpu, value enabled running lost, nr, 2 ips */
+    uint64_t rec[1 + 4 + 4 + 3];
+    struct perf_event_header rh = { PERF_RECORD_SAMPLE, 0, sizeof rec };
+    memcpy(rec, &rh, sizeof rh);
+    uint64_t body[] = { 0x401000, (7ull << 32) | 7, 12345, 1, 4200, 9, 9, 0, 2, 0x401000, 0x402000 };
+    memcpy(rec + 1, body, sizeof body);
+    struct fk_sample smp;
+    UNIT_CHECK("READ: the sample parses", fk_sample_parse(&rf, rec, sizeof rec, &smp));
+    UNIT_CHECK("READ: the count is the read's value", smp.count == 4200 && smp.cpu == 1);
+    UNIT_CHECK("READ: the fields after it stay in place", smp.nr == 2 && smp.ips[1] == 0x402000);
+    rh.size = (uint16_t)(sizeof rec - 4 * 8);
+    memcpy(rec, &rh, sizeof rh);
+    UNIT_CHECK("READ: a record too short for its read is refused",
+               !fk_sample_parse(&rf, rec, rh.size, &smp));
     return UNIT_END();
 }

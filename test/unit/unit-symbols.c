@@ -286,6 +286,53 @@ static void test_kernel(void)
     fk_sym_free(s);
 }
 
+static int unit_sym_cmp(const void *a, const void *b)
+{
+    const struct fk_sym *x = a, *y = b;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    if (x->size != y->size)
+        return x->size > y->size ? -1 : 1;
+    return x->name < y->name ? -1 : x->name > y->name;
+}
+
+/* fk_symtab_sort's radix sort gives qsort's order (address, larger size,
+ * name), ties and all: tables in random order with many equal fields. */
+static void test_symtab_sort_order(void)
+{
+    bool same = true;
+    srand(7);
+    for (int round = 0; round < 20 && same; round++) {
+        size_t n = 1000 + (size_t)rand() % 20000;
+        struct fk_sym *a = calloc(n, sizeof *a), *b = calloc(n, sizeof *b);
+        for (size_t i = 0; i < n; i++) {
+            a[i].addr = round % 2 ? 0x400000 + (uint64_t)(rand() % 5000) * 16
+                                  : ((uint64_t)rand() << 33) ^ (uint64_t)rand();
+            a[i].size = (uint32_t)(rand() % 4 ? rand() % 64 : 0);
+            a[i].name = (uint32_t)(rand() % 300);
+        }
+        memcpy(b, a, n * sizeof *a);
+        struct fk_symtab t = { .syms = a, .n = n, .cap = n };
+        fk_buf_add(&t.strs, "", 1);
+        qsort(b, n, sizeof *b, unit_sym_cmp);
+        size_t w = n ? 1 : 0;       /* one per address, as fk_symtab_sort keeps */
+        for (size_t r = 1; r < n; r++)
+            if (b[r].addr != b[w - 1].addr)
+                b[w++] = b[r];
+        fk_symtab_sort(&t);
+        /* (then labels inside sized symbols go: compare what is left) */
+        size_t j = 0;
+        for (size_t i = 0; i < t.n && same; i++) {
+            while (j < w && b[j].addr != t.syms[i].addr)
+                j++;
+            same = j < w && b[j].size == t.syms[i].size && b[j].name == t.syms[i].name;
+        }
+        fk_symtab_free(&t);
+        free(b);
+    }
+    UNIT_CHECK("symtab sort: the radix sort keeps qsort's order, ties included", same);
+}
+
 /* Whether the cache in dir is used now (the table read back). */
 static bool kcache_used(void)
 {
@@ -580,6 +627,7 @@ int main(void)
     test_jit();
     test_kernel();
     test_kernel_cache();
+    test_symtab_sort_order();
     test_sideband();
     test_scan_all();
     test_fd_cap();

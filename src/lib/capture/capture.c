@@ -4,6 +4,7 @@
  * (side-band to the symbolizer and the target filter, samples decoded once
  * and turned into stacks for the event kind), and the final counts. */
 #include "capture/engine.h"
+#include "symbols/pins.h"
 #include "util/buf.h"
 #include "util/procfs.h"
 
@@ -25,10 +26,12 @@
  * rings are handled in time order (ring.h). */
 #define REORDER_SLACK_NS (20 * 1000000ull)
 #define POLL_MS 100
+/* files pinned at once as their records leave the rings (symbols/pins.h):
+ * a few hundred processes starting between two wake-ups of the engine */
+#define PIN_FDS 512
+#define REAP_NS (10 * 1000000ull)   /* a run command's exit looked for at least this often */
 /* symbol loading per wake-up, in the window (the rings hold a second) */
 #define PRELOAD_NS (20 * 1000000ull)
-/* copying the rings out while /proc is read at the start */
-#define DRAIN_NS (10 * 1000000ull)
 
 static uint64_t real_ns(void)
 {
@@ -226,6 +229,25 @@ static bool event_of(struct fk_engine *e, const union perf_event *ev, unsigned *
     return true;
 }
 
+/* A sample's own count (PERF_SAMPLE_READ), by its counter: per-CPU
+ * counters of one event, so the CPU tells the counter. */
+static void note_count(struct fk_engine *e, const struct fk_sample *s)
+{
+    if (s->cpu >= 65536)
+        return;
+    if (s->cpu >= e->read_cap) {
+        size_t cap = e->read_cap, cap2 = e->read_cap;
+        e->read_last = fk_grow(e->read_last, &cap, (size_t)s->cpu + 1, sizeof *e->read_last);
+        e->read_seen = fk_grow(e->read_seen, &cap2, (size_t)s->cpu + 1, sizeof *e->read_seen);
+        memset(e->read_last + e->read_cap, 0, (cap - e->read_cap) * sizeof *e->read_last);
+        memset(e->read_seen + e->read_cap, 0, (cap - e->read_cap) * sizeof *e->read_seen);
+        e->read_cap = cap;
+    }
+    if (s->count > e->read_last[s->cpu])
+        e->read_last[s->cpu] = s->count;
+    e->read_seen[s->cpu]++;
+}
+
 static void handle_sample(struct fk_engine *e, const union perf_event *ev)
 {
     struct fk_sample s;
@@ -237,6 +259,8 @@ static void handle_sample(struct fk_engine *e, const union perf_event *ev)
         return;
     }
     e->r->period_sum += s.period;
+    if (e->fmt[idx].read_words && e->nevents == 1)
+        note_count(e, &s);
     if (e->follow_tree && !fk_tree_has(&e->tree, s.pid)) {
         e->r->samples_outside++;    /* the cgroup's, not the target's */
         return;
@@ -253,23 +277,56 @@ static void handle_sample(struct fk_engine *e, const union perf_event *ev)
 
 /* ---- side-band ---------------------------------------------------------- */
 
+/* An MMAP2 record's file name, NUL-terminated; false: too short a record. */
+static bool mmap2_name(const union perf_event *ev, char name[4096])
+{
+    if (ev->header.size < offsetof(struct perf_record_mmap2, filename))
+        return false;
+    size_t max = ev->header.size - offsetof(struct perf_record_mmap2, filename);
+    if (max >= 4096)
+        max = 4095;
+    memcpy(name, ev->mmap2.filename, max);
+    name[max] = 0;
+    return true;
+}
+
 static void handle_mmap2(struct fk_engine *e, const union perf_event *ev)
 {
     const struct perf_record_mmap2 *m = &ev->mmap2;
-    if (ev->header.size < offsetof(struct perf_record_mmap2, filename))
-        return;
     char name[4096];
-    size_t max = ev->header.size - offsetof(struct perf_record_mmap2, filename);
-    if (max >= sizeof name)
-        max = sizeof name - 1;
-    memcpy(name, m->filename, max);
-    name[max] = 0;
+    if (!mmap2_name(ev, name))
+        return;
     if (ev->header.misc & PERF_RECORD_MISC_MMAP_BUILD_ID)
         fk_sym_mmap(e->sym, (pid_t)m->pid, m->start, m->len, m->pgoff, 0, 0, 0, m->prot,
                     m->flags, name, m->build_id, m->build_id_size <= 20 ? m->build_id_size : 20);
     else
         fk_sym_mmap(e->sym, (pid_t)m->pid, m->start, m->len, m->pgoff, m->maj, m->min, m->ino,
                     m->prot, m->flags, name, NULL, 0);
+    if (e->pins)    /* the symbolizer took the file it pinned, or did not need it */
+        fk_pins_drop_file(e->pins, (pid_t)m->pid, m->start, m->start + m->len);
+}
+
+/* The reader's side-band hook (its thread, as records leave the rings,
+ * while their processes may still live): pin what the symbolizer will
+ * open when it handles them (symbols/pins.h). */
+static void pin_seen(void *ctx, const union perf_event *ev)
+{
+    struct fk_engine *e = ctx;
+    if (ev->header.type == PERF_RECORD_COMM && (ev->header.misc & PERF_RECORD_MISC_COMM_EXEC)) {
+        fk_pins_exec(e->pins, (pid_t)ev->comm.pid);
+        return;
+    }
+    char name[4096];
+    if (ev->header.type != PERF_RECORD_MMAP2 || !mmap2_name(ev, name))
+        return;
+    const struct perf_record_mmap2 *m = &ev->mmap2;
+    uint64_t t = fk_record_time(&e->fmt[0], ev, ev->header.size);
+    if (ev->header.misc & PERF_RECORD_MISC_MMAP_BUILD_ID)
+        fk_pins_mmap(e->pins, (pid_t)m->pid, m->start, m->len, m->prot, 0, 0, 0, m->build_id,
+                     m->build_id_size <= 20 ? m->build_id_size : 20, name, t);
+    else
+        fk_pins_mmap(e->pins, (pid_t)m->pid, m->start, m->len, m->prot, m->maj, m->min, m->ino,
+                     NULL, 0, name, t);
 }
 
 static void handle_comm(struct fk_engine *e, const union perf_event *ev)
@@ -305,6 +362,8 @@ static void handle_side_band(struct fk_engine *e, const union perf_event *ev)
         break;
     case PERF_RECORD_EXIT:
         e->r->exits += ev->fork.pid == ev->fork.tid;
+        if (e->pins && ev->fork.pid == ev->fork.tid)
+            fk_pins_drop_exit(e->pins, (pid_t)ev->fork.pid, ev->fork.time);
         fk_sym_exit(e->sym, (pid_t)ev->fork.pid, (pid_t)ev->fork.tid);
         if (e->follow_tree)
             fk_tree_exit(&e->tree, (pid_t)ev->fork.pid, (pid_t)ev->fork.tid);
@@ -358,12 +417,27 @@ static void early_tap(void *ctx, const void *rec, size_t len)
             e->o->stack_hooks[i]->early(e->o->stack_hooks[i]->state, e, &s);
 }
 
-/* Handle what is older than cutoff, where it lies in the rings. */
-static void read_rings(struct fk_engine *e, uint64_t cutoff)
+/* Take what the reader copied out (waiting up to timeout_ms for it) and
+ * hand on what is older than the slack (all: final), in time order. */
+static void read_rings(struct fk_engine *e, int timeout_ms, bool final)
 {
-    size_t ring_bytes = (size_t)e->pages * (size_t)sysconf(_SC_PAGESIZE);
-    fk_ringq_read_deliver(&e->ring, e->evlist, &e->fmt[0], ring_bytes, cutoff, handle_record, e);
-    e->r->ring_bytes = e->ring.bytes;
+    uint64_t upto;
+    struct fk_reader_chunk *list = fk_reader_take(e->reader, timeout_ms, &upto);
+    for (struct fk_reader_chunk *c = list; c; c = c->next)
+        for (size_t off = 0; off + sizeof(struct perf_event_header) <= c->len;) {
+            const union perf_event *ev = (const void *)(c->data + off);
+            fk_ringq_push_ref(&e->ring, ev, ev->header.size, &e->fmt[0]);
+            off += (ev->header.size + 7u) & ~(size_t)7;
+        }
+    uint64_t cutoff = final ? UINT64_MAX : upto > REORDER_SLACK_NS ? upto - REORDER_SLACK_NS : 0;
+    fk_ringq_deliver(&e->ring, cutoff, handle_record, e);   /* copies what it keeps */
+    fk_reader_give_back(e->reader, list);
+    struct fk_reader_stats st;
+    fk_reader_stats(e->reader, &st);
+    e->r->ring_bytes = st.bytes;
+    e->r->reader_peak_bytes = st.peak_bytes;
+    e->r->reader_full = st.full;
+    fk_pins_stats(e->pins, &e->r->pins);
     if (e->tree_resync) {
         fk_tree_resync(&e->tree);
         e->tree_resync = false;
@@ -391,6 +465,10 @@ static uint64_t track_memory(struct fk_engine *e)
         if (e->o->stack_hooks[i]->bytes)
             hooks += e->o->stack_hooks[i]->bytes(e->o->stack_hooks[i]->state);
     hooks += fk_tree_bytes(&e->tree);
+    if (e->reader)
+        hooks += fk_reader_bytes(e->reader) + e->ring.buf.cap;
+    if (e->pins)
+        hooks += fk_pins_bytes(e->pins);
     fk_sym_set_other_bytes(e->sym, fk_stacktab_bytes(&e->raw) + hooks);
     uint64_t mem = fk_stacktab_bytes(&e->raw) + fk_sym_bytes(e->sym) + hooks;
     if (mem > e->r->mem_bytes)
@@ -402,39 +480,11 @@ static void engine_symbolizer(struct fk_engine *e)
 {
     struct fk_sym_opts so = e->o->sym;
     so.max_bytes = e->o->max_mem_bytes;
+    e->pins = fk_pins_new(PIN_FDS, so.jit);
+    so.pins = e->pins;
     e->sym = fk_sym_new(&so);
     if (e->mode == FK_CG_DWARF)
         e->uw = fk_unwinder_new(e->sym);
-}
-
-/* Every process that exists now, read from /proc, the rings copied out
- * (not handled: a sample's process may not be read yet) every DRAIN_NS
- * meanwhile: on a busy host or in a slow build reading /proc takes seconds,
- * and rings left alone that long overflow, the event counted but its
- * samples lost. The copies are bounded by half the memory limit. */
-struct scan_ctx {
-    struct fk_engine *e;
-    uint64_t last_drain;
-};
-
-static bool scan_one(pid_t pid, void *arg)
-{
-    struct scan_ctx *c = arg;
-    fk_sym_scan_pid(c->e->sym, pid);
-    uint64_t now = fk_now_ns();
-    if (now - c->last_drain >= DRAIN_NS &&
-        (!c->e->o->max_mem_bytes || c->e->ring.buf.len < c->e->o->max_mem_bytes / 2)) {
-        fk_ringq_read(&c->e->ring, c->e->evlist, &c->e->fmt[0]);
-        c->last_drain = now;
-    }
-    return true;
-}
-
-static void scan_all_draining(struct fk_engine *e)
-{
-    struct scan_ctx c = { e, fk_now_ns() };
-    if (!fk_proc_for_each_pid(scan_one, &c))
-        fk_warn("cannot list /proc: %s", strerror(errno));
 }
 
 /* PID in cgroup mode, once the events are on: the target's processes,
@@ -453,13 +503,29 @@ static void seed_tree(struct fk_engine *e)
     e->r->tree_followed = true;
 }
 
-/* Symbolizer and unwinder ready, events on, processes that exist now
- * read from /proc (side-band first: nothing between them is missed), a
- * run target released. Returns FK_EXIT_OK or the exit status. */
+/* The reader's queue may hold a quarter of --max-memory: the stack
+ * table and the symbolizer (at most half) keep the rest. */
+static bool engine_reader(struct fk_engine *e)
+{
+    struct fk_reader_opts ro = { .fmt = &e->fmt[0], .seen = pin_seen, .seen_ctx = e };
+    ro.limit = e->o->max_mem_bytes ? (size_t)(e->o->max_mem_bytes / 4) : (256u << 20);
+    int err = 0;
+    e->reader = fk_reader_start(e->evlist, &ro, &err);
+    if (!e->reader)
+        fk_engine_fail(e, "cannot start the ring reader's thread: %s", strerror(err));
+    return e->reader != NULL;
+}
+
+/* Symbolizer and unwinder ready, the ring reader started, events on,
+ * processes that exist now read from /proc (side-band first: nothing
+ * between them is missed), a run target released. Returns FK_EXIT_OK or
+ * the exit status. */
 static int engine_start(struct fk_engine *e)
 {
     const struct fk_target *t = e->o->target;
     engine_symbolizer(e);
+    if (!engine_reader(e))
+        return FK_EXIT_ERROR;
     for (size_t i = 0; i < e->o->nstack_hooks && !e->ring.tap; i++)
         if (e->o->stack_hooks[i]->early) {
             e->ring.tap = early_tap;
@@ -476,7 +542,7 @@ static int engine_start(struct fk_engine *e)
     else if (t->kind == FK_TARGET_RUN)
         fk_sym_scan_pid(e->sym, t->pids[0]);
     else
-        scan_all_draining(e);
+        fk_sym_scan_all(e->sym);    /* the reader keeps the rings drained */
     if (t->kind == FK_TARGET_RUN) {
         int xe;
         if (!fk_target_run_exec((struct fk_target *)t, &xe, e->err, e->errlen)) {
@@ -490,11 +556,12 @@ static int engine_start(struct fk_engine *e)
     return FK_EXIT_OK;
 }
 
-/* Why the window should end now (NULL: go on), after a wake-up. */
-static const char *stop_reason(struct fk_engine *e, int polled)
+/* Why the window should end now (NULL: go on), after a wake-up; a run
+ * target's exit is looked for when reap says so. */
+static const char *stop_reason(struct fk_engine *e, bool reap)
 {
     const struct fk_target *t = e->o->target;
-    if (t->kind == FK_TARGET_RUN) {
+    if (t->kind == FK_TARGET_RUN && reap) {
         int st;
         if (waitpid(t->pids[0], &st, WNOHANG) == t->pids[0]) {
             e->r->child_exited = true;
@@ -504,15 +571,15 @@ static const char *stop_reason(struct fk_engine *e, int polled)
     }
     if (e->follow_tree && fk_tree_empty(&e->tree))
         return "target exited";
-    if (t->kind == FK_TARGET_PID && !e->follow_tree && polled > 0 &&
-        perf_evlist__filter_pollfd(e->evlist, POLLHUP | POLLERR) == 0)
+    if (t->kind == FK_TARGET_PID && !e->follow_tree && fk_reader_hung_up(e->reader))
         return "target exited";
     return NULL;
 }
 
-/* The window: wake up when a ring is a quarter full or every POLL_MS,
- * read the rings, load symbols for what was sampled, enforce the limits. */
-static bool engine_loop(struct fk_engine *e)
+/* The window: wake up when the reader was woken (a ring a quarter full) or
+ * every POLL_MS, hand on its copies, load symbols for what was sampled,
+ * enforce the limits. */
+static void engine_loop(struct fk_engine *e)
 {
     const struct fk_capture_opts *o = e->o;
     struct fk_capture_result *r = e->r;
@@ -523,7 +590,7 @@ static bool engine_loop(struct fk_engine *e)
     report_progress(e, start, start, false);    /* the window is open (--ready-fd) */
     if (e->kind->window)
         e->kind->window(e->kind_state, e, true);
-    uint64_t last_progress = start;
+    uint64_t last_progress = start, last_reap = start;
     for (;;) {
         uint64_t now = fk_now_ns();
         if (o->stop && *o->stop) {
@@ -535,13 +602,8 @@ static bool engine_loop(struct fk_engine *e)
             break;
         }
         uint64_t wait = (deadline - now) / 1000000ull;
-        int n = perf_evlist__poll(e->evlist, wait < POLL_MS ? (int)wait + 1 : POLL_MS);
-        if (n < 0 && errno != EINTR) {
-            fk_engine_fail(e, "poll: %s", strerror(errno));
-            return false;
-        }
+        read_rings(e, wait < POLL_MS ? (int)wait + 1 : POLL_MS, false);
         now = fk_now_ns();
-        read_rings(e, now > REORDER_SLACK_NS ? now - REORDER_SLACK_NS : 0);
         if (!preloaded) {
             /* in the window, not after it; once the rings were drained
              * (and after a run target's exec, which it must not delay) */
@@ -559,12 +621,17 @@ static bool engine_loop(struct fk_engine *e)
             report_progress(e, start, now, false);
             last_progress = now;
         }
-        if ((r->stop_reason = stop_reason(e, n)))
+        /* a wake-up per sample (a stack hook that reads early) would
+         * otherwise add a wait4, a system call, to every sample (an exit
+         * seen up to REAP_NS later; a quiet wake-up is POLL_MS apart) */
+        bool reap = !e->ring.tap || now - last_reap >= REAP_NS;
+        if (reap)
+            last_reap = now;
+        if ((r->stop_reason = stop_reason(e, reap)))
             break;
     }
     r->duration_ns = fk_now_ns() - start;
     report_progress(e, start, fk_now_ns(), true);
-    return true;
 }
 
 uint64_t fk_engine_event_count(struct fk_engine *e, unsigned event, size_t *nfds)
@@ -579,6 +646,38 @@ uint64_t fk_engine_event_count(struct fk_engine *e, unsigned event, size_t *nfds
                 sum += cv.val;
         }
     return sum;
+}
+
+/* Samples counted but not written (struct fk_capture_result): on each
+ * CPU's counter, the periods its last sample's count had crossed, less the
+ * samples seen and those the kernel said it lost (PERF_FORMAT_LOST, per
+ * counter; without it, the LOST records' total). A sample lost after a
+ * counter's last one is not in its gap: the verdict counts it as lost. */
+static void unwritten_samples(struct fk_engine *e)
+{
+    struct fk_capture_result *r = e->r;
+    const struct perf_event_attr *a = perf_evsel__attr(e->evsel[0]);
+    uint64_t k = a->sample_period;
+    if (!(a->sample_type & PERF_SAMPLE_READ) || a->freq || !k ||
+        e->nevents != 1 || perf_thread_map__nr(e->threads) != 1)
+        return;
+    bool per_counter_lost = a->read_format & PERF_FORMAT_LOST;
+    uint64_t gaps = 0;
+    for (int c = 0; c < perf_cpu_map__nr(e->cpus); c++) {
+        int cpu = perf_cpu_map__cpu(e->cpus, c).cpu;
+        if (cpu < 0 || (size_t)cpu >= e->read_cap)
+            continue;
+        uint64_t periods = e->read_last[cpu] / k, seen = e->read_seen[cpu];
+        uint64_t gap = periods > seen ? periods - seen : 0;
+        struct perf_counts_values cv;
+        if (per_counter_lost && perf_evsel__read(e->evsel[0], c, 0, &cv) == 0)
+            gap = gap > cv.lost ? gap - cv.lost : 0;
+        gaps += gap;
+    }
+    if (!per_counter_lost)
+        gaps = gaps > r->lost ? gaps - r->lost : 0;
+    r->samples_unwritten = gaps;
+    r->unwritten_checked = true;
 }
 
 /* The events' own counts, summed over every CPU and thread, and the
@@ -598,6 +697,7 @@ static void engine_read_counts(struct fk_engine *e)
                 r->time_running += cv.run;
             }
         }
+    unwritten_samples(e);
     bool counting = e->cg_counting;
     for (int c = 0; counting && c < r->ncpus; c++) {
         uint64_t v;
@@ -625,18 +725,22 @@ static void engine_finish(struct fk_engine *e)
 
 static void engine_free(struct fk_engine *e)
 {
+    fk_reader_free(e->reader);      /* its thread reads the rings */
     fk_engine_close(e);
     if (e->kind && e->kind->stop)
         e->kind->stop(e->kind_state);
     fk_unwinder_free(e->uw);
     if (e->sym)
         fk_sym_free(e->sym);
+    fk_pins_free(e->pins);
     fk_ringq_free(&e->ring);
     fk_stacktab_free(&e->raw);
     fk_buf_free(&e->key);
     fk_target_filter_free(&e->filter);
     fk_tree_free(&e->tree);
     free(e->pid_cgroup);
+    free(e->read_last);
+    free(e->read_seen);
 }
 
 int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r, char *err,
@@ -661,18 +765,17 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r,
     if ((rc = engine_start(e)) != FK_EXIT_OK)
         goto out;
     rc = FK_EXIT_ERROR;
-    bool looped = engine_loop(e);
+    engine_loop(e);
     if (e->kind->window)
         e->kind->window(e->kind_state, e, false);
-    if (!looped)
-        goto out;
     perf_evlist__disable(e->evlist);
     uint64_t end_ns = fk_now_ns();    /* the records' clock (CLOCK_MONOTONIC) */
     fk_engine_cgroup_counters(e, PERF_EVENT_IOC_DISABLE);
     engine_read_counts(e);
     /* Drain the rings after the counts: a sample being written when the
      * disable IPI arrived is in the count and must be read too. */
-    read_rings(e, UINT64_MAX);
+    fk_reader_finish(e->reader);
+    read_rings(e, 0, true);
     if (e->kind->flush)
         e->kind->flush(e->kind_state, e, end_ns);
     engine_finish(e);

@@ -18,6 +18,7 @@
 #include "capture/tree.h"
 #include "stacks/prof.h"
 #include "stacks/stacktab.h"
+#include "symbols/pins.h"
 #include "symbols/symbols.h"
 #include "unwind/unwind.h"
 #include "util/fk.h"
@@ -140,6 +141,12 @@ struct fk_capture_result {
     int child_status;               /* RUN: wait status */
     unsigned ring_pages;
     uint64_t ring_bytes;            /* bytes of records read from the rings */
+    /* the ring reader's queue (capture/reader.h): its peak bytes, and the
+     * passes that found it full (records left in a ring, the kernel's to
+     * drop and count in lost) */
+    uint64_t reader_peak_bytes, reader_full;
+    /* files and JIT /tmp directories pinned by the reader (symbols/pins.h) */
+    struct fk_pins_stats pins;
     int ncpus;
     struct fk_sym_stats sym;
     /* user stacks: the mode used (auto resolved), why auto chose fp, the
@@ -152,6 +159,15 @@ struct fk_capture_result {
      * (CPUs x threads) and tasks forked under inherited counters, each of
      * which keeps its own remainder below the period. */
     uint64_t counters;
+    /* Samples the kernel counted but never wrote, without a LOST record
+     * or PERF_FORMAT_LOST: each sample carries its counter's own count
+     * (PERF_SAMPLE_READ, one counter per CPU), so a count that moved on
+     * by more than one period between two samples of a counter shows a
+     * sample that is not there. Linux drops a few this way, with user
+     * registers and stacks sampled, in bursts (seen on 6.18). checked:
+     * the counts were read (per-CPU counters of one event). */
+    uint64_t samples_unwritten;
+    bool unwritten_checked;
     uint64_t forks;
     uint64_t exits;                 /* PERF_RECORD_EXIT of processes (not threads) */
     /* PID, RUN: how the target's processes were followed: "cgroup" (per-CPU

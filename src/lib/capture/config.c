@@ -287,9 +287,8 @@ static void base_attr(struct fk_engine *e, unsigned i, struct perf_event_attr *a
 
 /* PID, RUN: per-CPU events in the target's cgroup (fk_target_run made
  * one for the command; a pid's own when small, fk_target_pid_cgroup)
- * where there is one and the kind counts samples as they come (CPU clock,
- * one in N); kinds with records of their own (off-CPU switch accounting)
- * keep the per-task events they were built on. The mode and why are in
+ * where there is one, for every kind (off-CPU's switch records come
+ * CPU-wide then, for the cgroup's tasks only). The mode and why are in
  * the result. */
 static void choose_tree_mode(struct fk_engine *e)
 {
@@ -298,10 +297,7 @@ static void choose_tree_mode(struct fk_engine *e)
     if (t->kind != FK_TARGET_PID && t->kind != FK_TARGET_RUN)
         return;
     r->tree_mode = "per-task";
-    if (e->kind != &fk_evkind_clock && e->kind != &fk_evkind_counted)
-        snprintf(r->tree_note, sizeof r->tree_note,
-                 "the %s kind follows tasks through inherited per-task events", e->kind->name);
-    else if (t->kind == FK_TARGET_RUN && !t->run_cgroup)
+    if (t->kind == FK_TARGET_RUN && !t->run_cgroup)
         snprintf(r->tree_note, sizeof r->tree_note, "%s",
                  t->run_cgroup_note ? t->run_cgroup_note : "no cgroup for the command");
     else if (t->kind == FK_TARGET_PID) {
@@ -355,8 +351,8 @@ bool fk_engine_configure(struct fk_engine *e)
             fk_engine_fail(e, "event kind %s: event %u changed the sample id fields", e->kind->name, i);
             return false;
         }
-        if (!fk_sample_format_init(&e->fmt[i], a->sample_type, a->sample_regs_user,
-                                   a->sample_id_all)) {
+        if (!fk_sample_format_init(&e->fmt[i], a->sample_type, a->read_format,
+                                   a->sample_regs_user, a->sample_id_all)) {
             fk_engine_fail(e, "event kind %s: sample_type %#llx has fields the decoder cannot read",
                            e->kind->name, (unsigned long long)a->sample_type);
             return false;

@@ -11,8 +11,9 @@
  *   fk_engine_open       cpu/thread maps, the evlist, retries (no
  *                        PERF_FORMAT_LOST on old kernels), sample ids
  *   fk_engine_mmap       the rings, halved while locked memory is short
- *   fk_engine_start      symbolizer, unwinder, enable, /proc scan
- *   (loop)               poll, read the rings, hand records on in time order
+ *   fk_engine_start      symbolizer, unwinder, the ring reader's thread
+ *                        (reader.h), enable, /proc scan
+ *   (loop)               take the reader's copies, hand records on in time order
  *   fk_engine_read_counts  the events' own counts after disabling
  *   fk_engine_name       unique stacks -> the structured profile */
 #ifndef FK_CAPTURE_ENGINE_H
@@ -20,6 +21,7 @@
 
 #include "capture/capture.h"
 #include "capture/evkind.h"
+#include "capture/reader.h"
 #include "capture/ring.h"
 #include "capture/sample.h"
 #include "capture/target.h"
@@ -72,8 +74,15 @@ struct fk_engine {
                                                found at the first call */
     size_t nperiod_fds[FK_EVKIND_MAX_EVENTS];
     bool cg_counting;
-    /* reading */
+    /* reading: the reader's thread copies the rings out, this one hands
+     * the copies on in time order */
+    struct fk_reader *reader;
+    struct fk_pins *pins;           /* made by the reader's thread, taken by sym */
     struct fk_ringq ring;
+    /* PERF_SAMPLE_READ (one event, per-CPU counters): by CPU number, the
+     * last count a sample carried and the samples seen */
+    uint64_t *read_last, *read_seen;
+    size_t read_cap;
     struct fk_symbolizer *sym;
     struct fk_unwinder *uw;         /* dwarf mode */
     struct fk_target_filter filter;

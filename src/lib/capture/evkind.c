@@ -66,6 +66,12 @@ static bool counted_config(void *state, const struct fk_capture_opts *o, unsigne
     a->sample_period = o->event.period ? o->event.period : 1;
     /* the talk's trap: with PERIOD in sample_type every hit is a sample */
     fk_period_fix_attr(a);
+    /* each sample carries its counter's count: a sample the kernel
+     * counted but never wrote shows as a gap (capture.h,
+     * samples_unwritten). Per-CPU counters only: an inherited per-task
+     * one's read is refused before Linux 6.12. */
+    if (!a->inherit && a->sample_period > 1)
+        a->sample_type |= PERF_SAMPLE_READ;
     return true;
 }
 

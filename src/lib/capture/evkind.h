@@ -163,10 +163,18 @@ uint64_t fk_engine_event_count(struct fk_engine *e, unsigned event, size_t *nfds
  * opened (per CPU, or per thread listed at the start), not to the ones a
  * thread inherited when it was created (they keep the period in force at
  * its creation), and an event running at that moment samples its next
- * hit. period 0: only find the fds (the first call looks for them). false
+ * hit (fk_engine_inherits says whether there are such copies). period 0:
+ * only find the fds (the first call looks for them). false
  * with one phrase in err when an fd refused (some may have taken it). */
 bool fk_engine_set_period(struct fk_engine *e, unsigned event, uint64_t period, char *err,
                           size_t errlen);
+/* Whether the events follow the target's tasks through inherited
+ * per-task copies (PID, RUN where no cgroup could be had: the threads
+ * created in the window keep the period of their creation), rather than
+ * per CPU (host, user, cgroup targets, and PID/RUN trees in a cgroup:
+ * fk_engine_set_period reaches every task). Valid from the window's
+ * opening. */
+bool fk_engine_inherits(const struct fk_engine *e);
 
 /* Built-in kinds. */
 extern const struct fk_evkind fk_evkind_clock;      /* o->event at o->event.freq Hz */

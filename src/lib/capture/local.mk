@@ -9,6 +9,8 @@ libflamekit_a_SOURCES += src/lib/capture/engine.h src/lib/capture/config.c
 libflamekit_a_SOURCES += src/lib/capture/open.c src/lib/capture/naming.c
 libflamekit_a_SOURCES += src/lib/capture/sample.c src/lib/capture/sample.h
 libflamekit_a_SOURCES += src/lib/capture/ring.c src/lib/capture/ring.h
+# the rings copied out on a thread of its own (draining never waits on symbol I/O)
+libflamekit_a_SOURCES += src/lib/capture/reader.c src/lib/capture/reader.h
 libflamekit_a_SOURCES += src/lib/capture/evkind.c src/lib/capture/evkind.h
 libflamekit_a_SOURCES += src/lib/capture/target.c src/lib/capture/target.h
 # a pid target's process tree followed from FORK/EXIT records (cgroup mode)

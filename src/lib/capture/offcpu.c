@@ -25,6 +25,9 @@
  * and, with wakers, the waker's and the separator. */
 #define MAX_FRAMES 512
 #define NO_EVENT 0xffffffffu
+/* Looks kept for the window's first decision (FK_OFFCPU_ADAPT_MS /
+ * FK_OFFCPU_PROBE_MS of them at most). */
+#define FIRST_LOOKS 64
 
 struct offcpu {
     struct fk_offcpu_opts o;
@@ -57,7 +60,10 @@ struct offcpu {
     /* N within the window: the rate over each interval of records, the N in
      * force, every change (when it was made, for the samples' weights), and
      * per task events: the N each thread created in the window inherited */
-    uint64_t win_start, win_count;  /* the last look at the switch event's count */
+    uint64_t win_start, win_count;  /* the switch event's count at the last decision */
+    uint64_t look_start, look_count;    /* and at the last look */
+    uint64_t first[FIRST_LOOKS];    /* each look's rate before the first decision */
+    unsigned nfirst;
     size_t nfds;
     bool probed, counting;
     /* the steering thread: chg, nchg, n_now, adapt_off and the N fields of
@@ -270,8 +276,15 @@ static uint64_t n_for(uint64_t rate, uint64_t budget)
  * N as the budget asks when the recorded rate passes 1.25 x the budget
  * (at once), or has stayed under half of it for a second (a target that
  * pauses, or is held up by others, is not sampled up at once), not at
- * every wobble: each change is an ioctl per event fd. */
-static void adapt(struct offcpu *k, uint64_t now, uint64_t rate)
+ * every wobble: each change is an ioctl per event fd. The window's first
+ * decision (first: the median rate of its looks) lowers N at once: it is
+ * the first rate taken with the events on, and the rate before the
+ * window, without them, may be far off (a pipe storm that switched
+ * 231,000 times a second unprofiled did 84,000 a second profiled: how
+ * often a ping-pong blocks depends on its timing) -- an N too high would
+ * stay for a second. The median, not the mean: neither a lull (flamekit's
+ * own start on a loaded host) nor the tail of a burst decides N. */
+static void adapt(struct offcpu *k, uint64_t now, uint64_t rate, uint64_t first)
 {
     uint64_t b = k->o.budget, n = k->n_now;
     if (!b || k->adapt_off)
@@ -279,6 +292,11 @@ static void adapt(struct offcpu *k, uint64_t now, uint64_t rate)
     if (n_for(rate, b) > n && rate > n * b + n * b / 4) {
         k->low_since = 0;
         set_n(k, n_for(rate, b));
+        return;
+    }
+    if (first && n > 1 && first * 2 < n * b) {
+        k->low_since = 0;
+        set_n(k, n_for(first, b));
         return;
     }
     if (n == 1 || rate * 2 >= n * b) {
@@ -315,34 +333,54 @@ static void count_rate(struct offcpu *k, uint64_t time)
     }
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median rate of the looks before the first decision (0: none). */
+static uint64_t first_median(struct offcpu *k)
+{
+    if (!k->nfirst)
+        return 0;
+    qsort(k->first, k->nfirst, sizeof *k->first, cmp_u64);
+    return k->first[k->nfirst / 2];
+}
+
 /* The steering thread: the rate from the switch event's own count (every
  * hit of the target's, as it happens), a look every FK_OFFCPU_PROBE_MS --
  * or every ms per event fd when there are more (each is a read). N is set
  * again every FK_OFFCPU_ADAPT_MS, or at once when the target records more
  * than 4 x the budget (a storm starting: its rings would overflow before
- * the next decision). A run command's events count from its exec: its
- * first interval starts at the first look that saw hits, and its first
- * decision (its rate before, as it were) comes a look later. */
+ * the next decision). The count starts at the window's first look, or
+ * for a run command (no rate before; its events count from the start)
+ * at the first look that saw hits; the first decision (adapt's first)
+ * comes FK_OFFCPU_ADAPT_MS later. */
 static void look(struct offcpu *k, uint64_t now)
 {
     uint64_t count = fk_engine_event_count(k->e, k->ev_switch, &k->nfds);
     if (!k->counting) {
         k->counting = count > 0 || k->o.rate_known;
-        k->win_start = now;
-        k->win_count = count;
+        k->win_start = k->look_start = now;
+        k->win_count = k->look_count = count;
         return;
     }
+    if (!k->probed && now > k->look_start && k->nfirst < FIRST_LOOKS)
+        k->first[k->nfirst++] = (count > k->look_count ? count - k->look_count : 0) *
+                                1000000000ull / (now - k->look_start);
+    k->look_start = now;
+    k->look_count = count;
     uint64_t hits = count > k->win_count ? count - k->win_count : 0, el = now - k->win_start;
     if (!el)
         return;
     uint64_t rate = hits * 1000000000ull / el;
-    uint64_t every = k->probed ? FK_OFFCPU_ADAPT_MS * 1000000ull : 0;
     pthread_mutex_lock(&k->lock);
     uint64_t n = k->n_now;
     pthread_mutex_unlock(&k->lock);
-    if (el < every && rate <= 4 * n * k->o.budget)
+    if (el < FK_OFFCPU_ADAPT_MS * 1000000ull && rate <= 4 * n * k->o.budget)
         return;
-    adapt(k, now, rate);
+    adapt(k, now, rate, k->probed ? 0 : first_median(k));
     k->probed = true;
     k->win_start = now;
     k->win_count = count;
@@ -386,8 +424,11 @@ static void offcpu_window(void *state, struct fk_engine *e, bool open)
 {
     struct offcpu *k = state;
     k->e = e;
-    if (open)
+    if (open) {
         k->window_start = fk_now_ns();
+        /* threads created in the window inherit the N of their creation */
+        k->per_task = fk_engine_inherits(e);
+    }
     if (open && k->o.budget && !k->steering) {
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);
@@ -524,10 +565,7 @@ static bool offcpu_start(const struct fk_capture_opts *o, void **state, unsigned
     if (!k->o.one_in)
         k->o.one_in = 1;
     k->n_now = k->st.one_in_min = k->st.one_in_max = k->o.one_in;
-    k->probed = k->o.rate_known;    /* else the first decision is the probe's */
     pthread_mutex_init(&k->lock, NULL);
-    k->per_task = o->target &&
-                  (o->target->kind == FK_TARGET_PID || o->target->kind == FK_TARGET_RUN);
     if (!fk_tp_format_load("sched", "sched_switch", &k->sw, err, errlen))
         goto fail;
     k->prev_pid = fk_tp_field(&k->sw, "prev_pid");

@@ -55,10 +55,12 @@ struct fk_offcpu_stats {
     uint64_t cpu_period_ns;
     uint64_t peak_rate;         /* switch-outs per second, highest one-second window */
     /* N within the window (--switch-budget): the rate of switch-outs is
-     * measured every FK_OFFCPU_ADAPT_MS of records (the first time after
-     * FK_OFFCPU_PROBE_MS when no rate was known before: a run command) and
-     * N set again when the recorded rate would pass 1.25 x the budget or
-     * fall under half of it */
+     * measured every FK_OFFCPU_ADAPT_MS from the switch event's count and
+     * N set again when the recorded rate would pass 1.25 x the budget
+     * (at once past 4 x) or fall under half of it (for a second; at the
+     * window's first decision, from the median of its FK_OFFCPU_PROBE_MS
+     * looks, at once: the rate before the window was taken without the
+     * events) */
     uint64_t one_in_last, one_in_min, one_in_max;
     uint64_t one_in_changes;
     struct { uint64_t at_ns, n; } timeline[FK_OFFCPU_TIMELINE];   /* the first changes:
@@ -66,10 +68,12 @@ struct fk_offcpu_stats {
     unsigned ntimeline;
     uint64_t one_in_unsure;     /* samples timed while N was being changed
                                    (given the new N) */
-    uint64_t recorded_inherited_n;  /* samples of threads created in the window
-                                   that carried the N of their creation, not the
-                                   one in force (the kernel changes only the
-                                   events flamekit opened) */
+    uint64_t recorded_inherited_n;  /* per-task events only (pid/run outside a
+                                   cgroup): samples of threads created in the
+                                   window that carried the N of their creation,
+                                   not the one in force (the kernel changes only
+                                   the events flamekit opened); per-CPU events
+                                   in a cgroup have no such copies */
     char adapt_error[160];      /* why N stopped changing ("" : it did not) */
     uint64_t window_ns;
     size_t bytes;               /* accounting memory at the end */

@@ -222,12 +222,25 @@ static int adopt_cgroup_events(struct fk_engine *e, const char **what)
 
 /* Open every event on the maps; without PERF_FORMAT_LOST on kernels
  * before 6.0 (EINVAL). 0 or -errno. */
+/* The decoder's layouts again, after the attrs changed here (a sample's
+ * PERF_SAMPLE_READ is laid out by read_format). */
+static void relayout(struct fk_engine *e)
+{
+    for (unsigned i = 0; i < e->nevents; i++) {
+        const struct perf_event_attr *a = perf_evsel__attr(e->evsel[i]);
+        e->attr[i] = *a;
+        fk_sample_format_init(&e->fmt[i], a->sample_type, a->read_format, a->sample_regs_user,
+                              a->sample_id_all);
+    }
+}
+
 static int open_events(struct fk_engine *e)
 {
     int err = perf_evlist__open(e->evlist);
     if (err == -EINVAL) {
         for (unsigned i = 0; i < e->nevents; i++)
             perf_evsel__attr(e->evsel[i])->read_format &= ~(uint64_t)PERF_FORMAT_LOST;
+        relayout(e);
         err = perf_evlist__open(e->evlist);
     }
     return err;
@@ -251,7 +264,9 @@ static bool per_task_instead(struct fk_engine *e, int err, const char *what)
         a->enable_on_exec = t->kind == FK_TARGET_RUN;
         if (e->nevents == 1)
             a->read_format &= ~(uint64_t)PERF_FORMAT_ID;
+        a->sample_type &= ~(uint64_t)PERF_SAMPLE_READ;  /* refused with inherit before 6.12 */
     }
+    relayout(e);
     struct perf_thread_map *m = target_threads(e);
     if (!m)
         return false;
@@ -471,4 +486,9 @@ bool fk_engine_set_period(struct fk_engine *e, unsigned event, uint64_t period, 
             return false;
         }
     return true;
+}
+
+bool fk_engine_inherits(const struct fk_engine *e)
+{
+    return e->evsel[0] && perf_evsel__attr(e->evsel[0])->inherit;
 }

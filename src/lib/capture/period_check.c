@@ -50,7 +50,9 @@ void fk_period_verify(const struct fk_period_in *in, struct fk_period_result *ou
     }
     out->hi = in->count + k;
     out->lo = in->throttles ? 0
-            : sat_sub(sat_sub(in->count, sat_mul(inst, k - 1)), sat_mul(in->lost, k));
+            : sat_sub(sat_sub(in->count, sat_mul(inst, k - 1)),
+                      sat_mul(in->lost > UINT64_MAX - in->unwritten ? UINT64_MAX
+                              : in->lost + in->unwritten, k));
     /* A share of a count the remainders can swallow whole ("48 (0.0%)")
      * reads like a failure: say why there is nothing to compare. */
     char pct[96] = "";
@@ -58,9 +60,13 @@ void fk_period_verify(const struct fk_period_in *in, struct fk_period_result *ou
         snprintf(pct, sizeof pct, " (%.1f%%)", 100.0 * (double)out->estimate / (double)in->count);
     else if (in->count)
         snprintf(pct, sizeof pct, ", below one period per counter: too few to compare");
+    char unwritten[96] = "";
+    if (in->unwritten)
+        snprintf(unwritten, sizeof unwritten, "; %" PRIu64 " sample%s the kernel counted but "
+                 "never wrote", in->unwritten, in->unwritten == 1 ? "" : "s");
     snprintf(out->summary, sizeof out->summary,
-             "%" PRIu64 " samples ≈ %" PRIu64 " %s (1 in %" PRIu64 "); counted %" PRIu64 "%s",
-             in->samples, out->estimate, unit, k, in->count, pct);
+             "%" PRIu64 " samples ≈ %" PRIu64 " %s (1 in %" PRIu64 "); counted %" PRIu64 "%s%s",
+             in->samples, out->estimate, unit, k, in->count, pct, unwritten);
 
     if (out->estimate >= out->lo && out->estimate <= out->hi) {
         out->verdict = FK_PERIOD_OK;
@@ -87,9 +93,9 @@ void fk_period_verify(const struct fk_period_in *in, struct fk_period_result *ou
     out->verdict = FK_PERIOD_TOO_FEW;
     snprintf(out->warning, sizeof out->warning,
              "WARNING: %s: %" PRIu64 " samples x %" PRIu64 " = %" PRIu64 " is below %" PRIu64
-             " (counted %" PRIu64 " less remainders of %" PRIu64 " counters and %" PRIu64
-             " lost records): samples went missing",
-             ev, in->samples, k, out->estimate, out->lo, in->count, inst, in->lost);
+             " (counted %" PRIu64 " less remainders of %" PRIu64 " counters, %" PRIu64
+             " lost and %" PRIu64 " unwritten samples): samples went missing",
+             ev, in->samples, k, out->estimate, out->lo, in->count, inst, in->lost, in->unwritten);
 }
 
 bool fk_period_fix_attr(struct perf_event_attr *attr)

@@ -13,7 +13,9 @@
  * (one per fd, plus one per inherited child copy) takes floor(C_i / K)
  * samples, so with I instances
  *     C - I*(K-1)  <=  samples * K  <=  C
- * minus K per sample the ring dropped (PERF_RECORD_LOST).  Throttling drops
+ * minus K per sample the ring dropped (PERF_RECORD_LOST) and per sample the
+ * kernel counted but never wrote, without a trace (seen in the counts the
+ * samples carry: capture.h, samples_unwritten).  Throttling drops
  * samples without a count, so a throttled capture is only checked from
  * above.  We accept one period of slack above C (an event in flight while
  * the counter was read). */
@@ -33,6 +35,7 @@ struct fk_period_in {
     uint64_t samples;       /* sample records of this event read from the rings */
     uint64_t lost;          /* records the kernel dropped (all kinds: conservative) */
     uint64_t throttles;     /* PERF_RECORD_THROTTLE records seen */
+    uint64_t unwritten;     /* samples counted but never written, seen in the samples' counts */
     uint64_t count;         /* the event's own counted total */
     bool have_count;        /* false: the count could not be read */
     uint64_t instances;     /* counters, each keeping a remainder < K; 0 = 1 */

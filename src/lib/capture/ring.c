@@ -1,23 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Reading the perf rings in time order (see ring.h). */
+/* Records in time order across CPUs (see ring.h). */
 #include "capture/ring.h"
 
 #include <linux/perf_event.h>
-#include <perf/evlist.h>
 #include <perf/event.h>
-#include <perf/mmap.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Stack copies are cut to what the kernel filled (a blocked thread's
- * stack is a few KiB of the 32 asked) as records are copied; several
- * events (an identifier first) may lay samples out differently: only one
- * layout is cut. NULL: nothing to cut. */
-static const struct fk_sample_format *cut_format(const struct fk_sample_format *f)
-{
-    return (f->sample_type & PERF_SAMPLE_STACK_USER) && !(f->sample_type & PERF_SAMPLE_IDENTIFIER)
-           ? f : NULL;
-}
 
 /* A new entry for a record of len bytes (its place set by the caller). */
 static struct fk_ring_rec *new_rec(struct fk_ringq *q, const void *rec, size_t len,
@@ -67,75 +55,9 @@ void fk_ringq_push_ref(struct fk_ringq *q, const void *rec, size_t len,
 {
     struct fk_ring_rec *r = new_rec(q, rec, len, f);
     r->ref = rec;
-    q->cut_fmt = cut_format(f);
+    q->cut_fmt = fk_sample_cut_format(f);
     if (q->tap)
         q->tap(q->tap_ctx, rec, len);
-}
-
-void fk_ringq_read(struct fk_ringq *q, struct perf_evlist *evlist, const struct fk_sample_format *f)
-{
-    const struct fk_sample_format *cut = cut_format(f);
-    struct perf_mmap *map;
-    perf_evlist__for_each_mmap(evlist, map, false) {
-        if (perf_mmap__read_init(map) < 0)
-            continue;
-        union perf_event *ev;
-        while ((ev = perf_mmap__read_event(map)) != NULL) {
-            struct fk_ring_rec *r = new_rec(q, ev, ev->header.size, f);
-            copy_in(q, r, ev, ev->header.size, cut);
-            if (q->tap)
-                q->tap(q->tap_ctx, q->buf.data + r->off, r->len);
-            perf_mmap__consume(map);
-        }
-        /* No perf_mmap__read_done: it sets the read position to the head
-         * as it is now, past any record the kernel wrote since the last
-         * perf_mmap__read_event saw the ring empty; those were skipped,
-         * counted by the event but lost without a trace (a few samples a
-         * capture when the reader is slow, failing the one-in-N check).
-         * It is for overwrite rings; ours already stand where they read. */
-    }
-}
-
-void fk_ringq_read_deliver(struct fk_ringq *q, struct perf_evlist *evlist,
-                           const struct fk_sample_format *f, size_t ring_bytes, uint64_t cutoff,
-                           void (*fn)(void *ctx, const union perf_event *ev), void *ctx)
-{
-    /* Nothing is released while records are read and handed on: the
-     * kernel writes no further than the space released at the last pass,
-     * so what a pass reads stays where it is (and at most one record per
-     * ring, the one across the ring's end, lies in libperf's copy, which
-     * only the next such record overwrites). */
-    size_t nread = 0;
-    struct perf_mmap *map;
-    perf_evlist__for_each_mmap(evlist, map, false) {
-        if (perf_mmap__read_init(map) < 0)
-            continue;
-        union perf_event *ev;
-        size_t first = q->n;
-        uint64_t bytes = 0;
-        while ((ev = perf_mmap__read_event(map)) != NULL) {
-            fk_ringq_push_ref(q, ev, ev->header.size, f);
-            bytes += ev->header.size;
-        }
-        if (q->n == first)
-            continue;
-        if (ring_bytes && bytes > ring_bytes / 2) {
-            /* more than half full: handing this pass on may take longer
-             * than the rest takes to fill (the kernel drops what does not
-             * fit), so it is copied out and released now, as when reading
-             * without delivering */
-            for (size_t i = first; i < q->n; i++)
-                copy_in(q, &q->v[i], q->v[i].ref, q->v[i].len, q->cut_fmt);
-            perf_mmap__consume(map);
-            continue;
-        }
-        q->maps = fk_grow(q->maps, &q->capmaps, nread + 1, sizeof *q->maps);
-        q->maps[nread++] = map;
-    }
-    fk_ringq_deliver(q, cutoff, fn, ctx);   /* copies what it keeps */
-    /* only rings that gave records: one that did not may be unmapped */
-    for (size_t i = 0; i < nread; i++)
-        perf_mmap__consume(q->maps[i]);
 }
 
 /* (time, read order): the order records are handed on in */
@@ -311,6 +233,5 @@ void fk_ringq_free(struct fk_ringq *q)
     free(q->runs);
     free(q->tmp);
     free(q->heap);
-    free(q->maps);
     memset(q, 0, sizeof *q);
 }

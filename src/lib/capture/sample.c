@@ -12,17 +12,25 @@
 #define SAMPLE_KNOWN (PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |        \
                       PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR | PERF_SAMPLE_ID |             \
                       PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD |     \
-                      PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_RAW | PERF_SAMPLE_REGS_USER |  \
+                      PERF_SAMPLE_READ | PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_RAW | PERF_SAMPLE_REGS_USER |  \
                       PERF_SAMPLE_STACK_USER | PERF_SAMPLE_WEIGHT | PERF_SAMPLE_CGROUP)
 #define ID_FIELDS (PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ID | PERF_SAMPLE_STREAM_ID | \
                    PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER)
 
 bool fk_sample_format_init(struct fk_sample_format *f, uint64_t sample_type,
-                           uint64_t regs_user_mask, bool sample_id_all)
+                           uint64_t read_format, uint64_t regs_user_mask, bool sample_id_all)
 {
     memset(f, 0, sizeof *f);
     if (sample_type & ~(uint64_t)SAMPLE_KNOWN)
         return false;
+    if (sample_type & PERF_SAMPLE_READ) {
+        /* one event's read: its value, then the extras read_format asks */
+        const uint64_t extras = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING |
+                                PERF_FORMAT_ID | PERF_FORMAT_LOST;
+        if (read_format & ~extras)
+            return false;
+        f->read_words = 1 + (unsigned)__builtin_popcountll(read_format);
+    }
     f->sample_type = sample_type;
     f->nregs = (sample_type & PERF_SAMPLE_REGS_USER) ? (unsigned)__builtin_popcountll(regs_user_mask) : 0;
     f->sample_id_all = sample_id_all;
@@ -105,6 +113,12 @@ bool fk_sample_parse(const struct fk_sample_format *f, const void *rec, size_t l
     }
     if ((st & PERF_SAMPLE_PERIOD) && !take(&c, &s->period))
         return false;
+    if (st & PERF_SAMPLE_READ) {
+        const uint64_t *w;
+        if (!take_n(&c, f->read_words, &w))
+            return false;
+        s->count = w[0];
+    }
     if (st & PERF_SAMPLE_CALLCHAIN) {
         if (!take(&c, &s->nr) || !take_n(&c, s->nr, &s->ips))
             return false;
@@ -199,6 +213,12 @@ uint64_t fk_record_time(const struct fk_sample_format *f, const void *rec, size_
     size_t at = (size_t)h->size - 8 * (size_t)n + ((f->sample_type & PERF_SAMPLE_TID) ? 8 : 0);
     memcpy(&t, (const char *)rec + at, sizeof t);
     return t;
+}
+
+const struct fk_sample_format *fk_sample_cut_format(const struct fk_sample_format *f)
+{
+    return (f->sample_type & PERF_SAMPLE_STACK_USER) && !(f->sample_type & PERF_SAMPLE_IDENTIFIER)
+           ? f : NULL;
 }
 
 size_t fk_sample_cut_stack(const struct fk_sample_format *f, const void *rec, size_t len,

@@ -9,9 +9,9 @@
  * perf ring are; copies must keep that). The kernel's own records always
  * parse; anything else -- a record too short for its sample_type, a stack
  * copy or raw blob running past its end -- gives false, never a partial
- * read. Bits this decoder does not know (PERF_SAMPLE_READ, BRANCH_STACK,
- * REGS_INTR, AUX...) are refused by fk_sample_format_init, so the engine
- * never asks the kernel for a layout it cannot walk. */
+ * read. Bits this decoder does not know (BRANCH_STACK, REGS_INTR, AUX,
+ * PERF_SAMPLE_READ of a group...) are refused by fk_sample_format_init, so
+ * the engine never asks the kernel for a layout it cannot walk. */
 #ifndef FK_CAPTURE_SAMPLE_H
 #define FK_CAPTURE_SAMPLE_H
 
@@ -24,6 +24,7 @@
 struct fk_sample_format {
     uint64_t sample_type;       /* PERF_SAMPLE_* */
     unsigned nregs;             /* registers in PERF_SAMPLE_REGS_USER (popcount of the mask) */
+    unsigned read_words;        /* PERF_SAMPLE_READ: the value and what read_format adds */
     bool sample_id_all;         /* non-sample records carry the id trailer */
     /* the layout, worked out once (every record asks: 130,000/s at a
      * switch storm): words of the id trailer, where a sample's time is */
@@ -31,9 +32,10 @@ struct fk_sample_format {
     unsigned sample_time_at;    /* byte offset; 0: no time */
 };
 
-/* false if sample_type holds a field the decoder cannot walk. */
+/* false if sample_type holds a field the decoder cannot walk (read_format
+ * lays out PERF_SAMPLE_READ; a group read is refused). */
 bool fk_sample_format_init(struct fk_sample_format *f, uint64_t sample_type,
-                           uint64_t regs_user_mask, bool sample_id_all);
+                           uint64_t read_format, uint64_t regs_user_mask, bool sample_id_all);
 
 struct fk_sample {
     uint16_t misc;              /* header.misc: PERF_RECORD_MISC_CPUMODE_MASK etc. */
@@ -46,6 +48,7 @@ struct fk_sample {
     uint64_t stream_id;
     uint32_t cpu;
     uint64_t period;            /* 1 without PERF_SAMPLE_PERIOD */
+    uint64_t count;             /* PERF_SAMPLE_READ: the event's own count at the sample */
     uint64_t nr;                /* callchain entries (PERF_CONTEXT_* markers included) */
     const uint64_t *ips;
     uint32_t raw_size;          /* PERF_SAMPLE_RAW: the tracepoint's bytes */
@@ -82,6 +85,10 @@ bool fk_sample_id_parse(const struct fk_sample_format *f, const void *rec, size_
  * same sample for the decoder and the unwinder, often a tenth of the
  * size. out holds len bytes. Returns the copy's length, or 0 when there
  * is nothing to cut (not a sample, no stack copy, or already tight). */
+/* The layout whose samples' stack copies are cut: f, or NULL when its
+ * samples carry none, or when several events (an identifier first) may
+ * lay samples out differently (only one layout could be cut). */
+const struct fk_sample_format *fk_sample_cut_format(const struct fk_sample_format *f);
 size_t fk_sample_cut_stack(const struct fk_sample_format *f, const void *rec, size_t len,
                            void *out);
 

@@ -77,7 +77,7 @@ static void faults_after(const struct fk_profile_request *rq, struct fk_profile_
     struct fk_period_in in = {
         .event = res->event.name, .unit = res->unit, .period = res->event.period,
         .samples = r->samples, .lost = r->lost > r->lost_samples ? r->lost : r->lost_samples,
-        .throttles = r->throttled,
+        .throttles = r->throttled, .unwritten = r->samples_unwritten,
         .count = r->event_count, .have_count = true, .instances = instances,
     };
     fk_period_verify(&in, &res->check);
@@ -137,6 +137,8 @@ static json_t *faults_meta(const struct fk_profile_request *rq, const struct fk_
     json_object_set_new(f, "estimate", json_integer((json_int_t)pr->estimate));
     json_object_set_new(f, "estimate_of_target", json_integer((json_int_t)r->stacks.total));
     json_object_set_new(f, "counters", json_integer((json_int_t)r->counters));
+    if (r->unwritten_checked)
+        json_object_set_new(f, "unwritten_samples", json_integer((json_int_t)r->samples_unwritten));
     json_object_set_new(f, "forks", json_integer((json_int_t)r->forks));
     json_object_set_new(f, "accepted_estimate_range",
                         json_pack("[I, I]", (json_int_t)pr->lo, (json_int_t)pr->hi));
@@ -207,8 +209,9 @@ static int offcpu_event(const struct fk_profile_request *rq, struct fk_event *ev
 }
 
 /* N from the rate measured before the window (then within it: the kind
- * measures the rate and sets N again as the budget asks; a run command
- * starts at 1 and its first rate is taken FK_OFFCPU_PROBE_MS in), and the
+ * measures the rate with its events on and sets N again as the budget
+ * asks, its first decision FK_OFFCPU_ADAPT_MS in either way; a run
+ * command starts at 1), and the
  * stack copy for blocked stacks
  * (FK_OFFCPU_STACK_SIZE unless asked). */
 static int offcpu_prepare(const struct fk_profile_request *rq, struct fk_profile_result *res,
@@ -377,10 +380,12 @@ static void offcpu_summary(FILE *out, const struct fk_profile_request *rq,
         fprintf(out, "  NOTE: N stopped following the rate: %s\n", o->adapt_error);
     uint64_t budget = rq->switch_budget ? rq->switch_budget : rq->one_in ? 0 : FK_OFFCPU_DEFAULT_BUDGET;
     if (budget && (double)o->recorded / secs > 1.25 * (double)budget)
-        fprintf(out, "  NOTE: %.0f switch-outs recorded per second, above the budget of %llu%s\n",
+        fprintf(out, "  NOTE: %.0f switch-outs recorded per second, above the budget of %llu%s%s%s\n",
                 (double)o->recorded / secs, (unsigned long long)budget,
                 o->recorded_inherited_n ? ": threads created before N rose keep the N they "
-                "started with (the kernel changes it only on the events flamekit opened)" : "");
+                "started with on per-task events (the kernel changes it only on the events "
+                "flamekit opened; not in a cgroup: " : "",
+                o->recorded_inherited_n ? res->cap.tree_note : "", o->recorded_inherited_n ? ")" : "");
     fprintf(out, "  blocked: S %.3f s, D %.3f s, R %.3f s, other %.3f s; %llu blocks still open "
             "at the end (counted to it)\n",
             (double)b->ns_by_state[FK_BT_SLEEPING] / 1e9, (double)b->ns_by_state[FK_BT_DISK] / 1e9,

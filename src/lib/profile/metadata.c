@@ -50,6 +50,7 @@ static json_t *python_json(const struct fk_profile_request *rq, const struct fk_
     json_object_set_new(o, "snapshots", json_integer((json_int_t)p->snapshots));
     json_object_set_new(o, "snapshot_windows", json_integer((json_int_t)p->snapshot_windows));
     json_object_set_new(o, "snapshots_used", json_integer((json_int_t)p->snapshots_used));
+    json_object_set_new(o, "snapshots_shared", json_integer((json_int_t)p->snapshots_shared));
     json_object_set_new(o, "snapshot_reads", json_integer((json_int_t)p->snapshot_reads));
     json_object_set_new(o, "snapshot_read_bytes",
                         json_integer((json_int_t)p->snapshot_read_bytes));
@@ -255,6 +256,14 @@ json_t *fk_profile_metadata(const struct fk_profile_request *rq,
     json_object_set_new(m, "memory_peak_bytes", json_integer((json_int_t)r->mem_bytes));
     json_object_set_new(m, "memory_limited", json_boolean(r->mem_limited));
     json_object_set_new(m, "ring_pages_per_cpu", json_integer(r->ring_pages));
+    json_t *rd = json_object();
+    json_object_set_new(rd, "queue_peak_bytes", json_integer((json_int_t)r->reader_peak_bytes));
+    json_object_set_new(rd, "full_passes", json_integer((json_int_t)r->reader_full));
+    json_object_set_new(rd, "pinned_files", json_integer((json_int_t)r->pins.files));
+    json_object_set_new(rd, "pinned_jits", json_integer((json_int_t)r->pins.jits));
+    json_object_set_new(rd, "pins_used", json_integer((json_int_t)r->pins.used));
+    json_object_set_new(rd, "pins_refused", json_integer((json_int_t)r->pins.refused));
+    json_object_set_new(m, "reader", rd);
     json_object_set_new(m, "callgraph", callgraph_json(rq, res));
     json_object_set_new(m, "python", python_json(rq, res));
     json_object_set_new(m, "target", target_json(rq, res));

@@ -116,14 +116,36 @@ static inline char *skip_blanks(char *s, char *end)
  *   KR_KJ    key length << 1 | seen in a java process (see add_frame)
  *   KR_ID    the frames: LC_SKIP, a name id or LC_CHAIN | chain offset
  *   KR_NEXT  record offset + 1 of the key that followed it last time, 0 none
- *   then the key's bytes, padded to a word.
+ *   KR_PFX   length of the prefix below, 0 none
+ *   then KR_PFXMAX bytes ending with what came before the key on its line
+ *   last time (indent and ip: the same ip comes back with the same key in
+ *   a process), so that a predicted line is checked whole with one
+ *   compare, and the key's bytes, padded to a word.
  * Records are named by offset + 1 (0: none) and never move. */
-enum { KR_KJ, KR_ID, KR_NEXT, KR_HEAD };
+enum { KR_KJ, KR_ID, KR_NEXT, KR_PFX, KR_PFXMAX = 24, KR_HEAD = KR_PFX + 1 + KR_PFXMAX / 4 };
 enum { LC_CHAIN = 1u << 31, LC_SKIP = UINT32_MAX - 1 };
 
 static inline const char *kr_key(const struct fk_perfscript_keys *c, uint32_t r)
 {
     return (const char *)(c->w + r - 1 + KR_HEAD);
+}
+
+/* Record r's key came after the n bytes at line on a line of its own:
+ * keep them as its prefix. None when they do not fit, when the line is
+ * not indented (predicted_lines takes only indented lines: an unindented
+ * one may be a header) or when the key ends in '\r' (the reader would
+ * have dropped it from a whole line). */
+static inline void kr_set_prefix(struct fk_perfscript_keys *c, uint32_t r, const char *line,
+                                 size_t n)
+{
+    uint32_t *rec = c->w + r - 1;
+    size_t klen = rec[KR_KJ] >> 1;
+    if (n == 0 || n > KR_PFXMAX || !is_space(line[0]) || (klen && kr_key(c, r)[klen - 1] == '\r')) {
+        rec[KR_PFX] = 0;
+        return;
+    }
+    rec[KR_PFX] = (uint32_t)n;
+    memcpy((char *)(rec + KR_HEAD) - n, line, n);
 }
 
 /* Is record r the key key[0..len) (of a process of this java-ness)? */
@@ -158,6 +180,7 @@ static uint32_t kr_put(struct fk_perfscript_keys *c, const char *key, size_t len
     r[KR_KJ] = (uint32_t)(len << 1 | java);
     r[KR_ID] = id;
     r[KR_NEXT] = 0;
+    r[KR_PFX] = 0;
     if (words > KR_HEAD)
         r[words - 1] = 0;   /* the padding */
     memcpy(r + KR_HEAD, key, len);
@@ -175,6 +198,25 @@ static void kr_free(struct fk_perfscript_keys *c)
 
 /* Stack records (see perfscript.h): SR_COUNT (2 words), SR_N, ids. */
 enum { SR_COUNT, SR_N = 2, SR_HEAD };
+
+/* Slots of p->lcache: 64 KB, a few times the distinct keys of a 65 MB
+ * host capture. */
+enum { LCACHE_SLOTS = 1 << 14 };
+/* Slots of p->pcache: 8 KB, more than the processes of a busy host. */
+enum { PCACHE_SLOTS = 256 };
+
+/* The lcache slot of the frame line at line (end: its end or the end of
+ * what is buffered): a hash of its bytes 9 to 16, where an indented ip
+ * has its low digits; -1 for a shorter line. A slot only proposes a
+ * record; the record's key decides. */
+static inline int line_slot(const char *line, const char *end)
+{
+    if (end - line < 17)
+        return -1;
+    uint64_t w;
+    memcpy(&w, line + 9, 8);
+    return (int)((w * 0x9fb21c651e98df25ULL) >> (64 - 14));
+}
 
 static inline uint64_t sr_count(const uint32_t *r)
 {
@@ -206,6 +248,8 @@ void fk_perfscript_init(struct fk_perfscript *p, const struct fk_perfscript_opts
     fk_stacktab_init(&p->names);
     /* 4 MB of keys and their index: ~40k keys of ~80 bytes */
     p->keys.max = (4u << 20) / sizeof *p->keys.w;
+    p->lcache = fk_calloc(LCACHE_SLOTS, sizeof *p->lcache);
+    p->pcache = fk_calloc(PCACHE_SLOTS, sizeof *p->pcache);
     p->pname_id = UINT32_MAX;
 }
 
@@ -217,6 +261,9 @@ void fk_perfscript_free(struct fk_perfscript *p)
     fk_buf_free(&p->pname);
     fk_buf_free(&p->frame);
     free(p->chains);
+    free(p->kfirst);
+    free(p->lcache);
+    free(p->pcache);
     fk_stacktab_free(&p->names);
     free(p->stacks.w);
     fk_hindex_free(&p->stacks.index);
@@ -376,10 +423,6 @@ static void drain_stacks(struct fk_perfscript_stacks *t)
 static void flush_sample(struct fk_perfscript *p)
 {
     if (p->in_sample && p->keep) {
-        /* samples in a row are often of one process: check its id first */
-        const struct fk_stack *last = p->names.n > p->pname_id ? &p->names.v[p->pname_id] : NULL;
-        if (!last || last->len != p->pname.len || (last->len && memcmp(last->key, p->pname.data, last->len)))
-            p->pname_id = intern(p, p->pname.data ? p->pname.data : "", p->pname.len);
         stk_push(p, p->pname_id);
         add_stack(p, p->weight);
         p->samples++;
@@ -389,6 +432,31 @@ static void flush_sample(struct fk_perfscript *p)
     p->stk_hash = 0;
     p->nframes = 0;
     p->kprev = 0;
+    p->kstart = false;
+}
+
+/* The name id of the process name s[0..n): the last sample's, one cached
+ * by the name's hash, or interned (then p->kfirst has room for it). */
+static uint32_t pname_intern(struct fk_perfscript *p, const char *s, size_t n)
+{
+    struct fk_pname_slot *c = NULL;
+    if (n <= sizeof c->name) {
+        c = &p->pcache[fk_hash(s, n) % PCACHE_SLOTS];
+        if (c->id1 && c->len == n && !memcmp(c->name, s, n))
+            return c->id1 - 1;
+    }
+    uint32_t id = intern(p, s, n);
+    if (c) {
+        c->id1 = id + 1;
+        c->len = (uint8_t)n;
+        memcpy(c->name, s, n);
+    }
+    if (id >= p->kfirst_cap) {
+        size_t old = p->kfirst_cap;
+        p->kfirst = fk_grow(p->kfirst, &p->kfirst_cap, (size_t)id + 1, sizeof *p->kfirst);
+        memset(p->kfirst + old, 0, (p->kfirst_cap - old) * sizeof *p->kfirst);
+    }
+    return id;
 }
 
 static bool event_matches(const char *want, const char *ev, size_t len)
@@ -418,7 +486,7 @@ static const char *base_name(const char *s, size_t len, size_t *blen)
 /* A java process: its names lose the 'L' of "Lpkg/Class;" */
 static inline bool is_java(const struct fk_perfscript *p)
 {
-    return p->pname.len >= 4 && !memcmp(p->pname.data, "java", 4);
+    return p->java;
 }
 
 /* Does the object name a kernel file? stackcollapse-perf.pl's rule (a
@@ -669,11 +737,22 @@ static inline void push_frames(struct fk_perfscript *p, uint32_t id)
     }
 }
 
+/* The record of the key predicted for this sample's next frame line: the
+ * one that followed the last line's key last time, or for the first line
+ * the key this process's last sample began with; 0 none. */
+static inline uint32_t predicted_key(const struct fk_perfscript *p)
+{
+    return p->kprev ? p->keys.w[p->kprev - 1 + KR_NEXT] : p->kstart ? p->kfirst[p->pname_id] : 0;
+}
+
 /* The next frame line of this sample has the key of record r; its frames. */
 static inline void key_seen(struct fk_perfscript *p, uint32_t r)
 {
     if (p->kprev)
         p->keys.w[p->kprev - 1 + KR_NEXT] = r;
+    else if (p->kstart)
+        p->kfirst[p->pname_id] = r;
+    p->kstart = false;
     p->kprev = r;
     push_frames(p, p->keys.w[r - 1 + KR_ID]);
 }
@@ -701,19 +780,23 @@ static uint32_t frames_id(struct fk_perfscript *p)
     return LC_CHAIN + off;
 }
 
-/* A frame line "ip sym (dso)" from s to end; own_line: a line of its own
- * (not the end of a sample header), so it may be predicted. */
-static bool frame_line(struct fk_perfscript *p, char *s, char *end, bool own_line)
+/* A frame line "ip sym (dso)" from s to end; line: the start of its line
+ * when it is a line of its own (not the end of a sample header), so it may
+ * be predicted, else NULL. */
+static bool frame_line(struct fk_perfscript *p, const char *line, char *s, char *end)
 {
+    bool own_line = line != NULL;
     char *ipend = find_blank(s, end);
     if (ipend == s || !hex_token(s, (size_t)(ipend - s), end))
         return false;
     const char *key = p->o.addrs ? s : skip_blanks(ipend, end);
     size_t klen = (size_t)(end - key);
     bool java = is_java(p);
-    /* the key that followed the previous one last time, then the index */
-    uint32_t r = p->kprev ? p->keys.w[p->kprev - 1 + KR_NEXT] : 0;
-    if (!r || !kr_is(&p->keys, r, key, klen, java)) {
+    /* the key predicted, the one last seen with this ip, then the index */
+    uint32_t r = predicted_key(p);
+    int slot = own_line ? line_slot(line, end) : -1;
+    if ((!r || !kr_is(&p->keys, r, key, klen, java)) &&
+        (slot < 0 || !(r = p->lcache[slot]) || !kr_is(&p->keys, r, key, klen, java))) {
         uint64_t h = key_hash(key, klen, java);
         r = kr_find(&p->keys, key, klen, h, java);
         if (!r) {
@@ -724,6 +807,7 @@ static bool frame_line(struct fk_perfscript *p, char *s, char *end, bool own_lin
             if (!r) {
                 /* not kept: nor is its chain (memory follows what is kept) */
                 p->kprev = 0;
+                p->kstart = false;
                 push_frames(p, id);
                 if (id >= LC_CHAIN && id != LC_SKIP)
                     p->nchains = id - LC_CHAIN;
@@ -732,9 +816,13 @@ static bool frame_line(struct fk_perfscript *p, char *s, char *end, bool own_lin
         }
     }
     if (own_line) {
+        kr_set_prefix(&p->keys, r, line, (size_t)(key - line));
+        if (slot >= 0)
+            p->lcache[slot] = r;
         key_seen(p, r);
     } else {
         p->kprev = 0;
+        p->kstart = false;
         push_frames(p, p->keys.w[r - 1 + KR_ID]);
     }
     return true;
@@ -775,54 +863,70 @@ static enum tok classify(const char *s, size_t n)
 
 #define MAX_TOK 24
 
-/* Tokens of the usual header "comm pid [cpu] secs.frac: period event:",
- * classified by position (as classify() would), or false for any other
- * shape, which the general loop then handles. */
-static bool header_fast(char *s, char *end, char **ts, size_t *tl, enum tok *tk)
+/* Tokens of the usual headers "comm pid[/tid] [cpu] secs.frac: period
+ * event:" (perf record -a) and the same without "[cpu]" (a command or
+ * pid recorded), classified by position (as classify() would): how many
+ * (6 or 5), or 0 for any other shape, which the general loop then
+ * handles. */
+static int header_fast(char *s, char *end, char **ts, size_t *tl, enum tok *tk)
 {
     char *q = find_blank(s, end), *b = s;
+    int n = 0;
     if (q == b || q == end)
-        return false;
-    ts[0] = b, tl[0] = (size_t)(q - b), tk[0] = classify(b, tl[0]);
+        return 0;
+    ts[n] = b, tl[n] = (size_t)(q - b), tk[n] = classify(b, tl[n]), n++;
     b = q = skip_blanks(q, end);
     while (q < end && is_digit(*q))
         q++;
+    enum tok pid = T_NUM;
+    if (q > b && q < end && *q == '/') {
+        char *t = ++q;
+        while (q < end && is_digit(*q))
+            q++;
+        if (q == t)
+            return 0;
+        pid = T_PIDTID;
+    }
     if (q == b || q == end || !is_space(*q))
-        return false;
-    ts[1] = b, tl[1] = (size_t)(q - b), tk[1] = T_NUM;
+        return 0;
+    ts[n] = b, tl[n] = (size_t)(q - b), tk[n] = pid, n++;
     b = q = skip_blanks(q, end);
-    if (q == end || *q++ != '[')
-        return false;
-    while (q < end && is_digit(*q))
+    if (q < end && *q == '[') {
         q++;
-    if (q == b + 1 || q == end || *q++ != ']' || q == end || !is_space(*q))
-        return false;
-    ts[2] = b, tl[2] = (size_t)(q - b), tk[2] = T_CPU;
-    b = q = skip_blanks(q, end);
+        while (q < end && is_digit(*q))
+            q++;
+        if (q == b + 1 || q == end || *q++ != ']' || q == end || !is_space(*q))
+            return 0;
+        ts[n] = b, tl[n] = (size_t)(q - b), tk[n] = T_CPU, n++;
+        b = q = skip_blanks(q, end);
+    }
     while (q < end && is_digit(*q))
         q++;
     if (q == b || q == end || *q++ != '.')
-        return false;
+        return 0;
     while (q < end && (is_digit(*q) || *q == '.'))
         q++;
     if (q == end || *q++ != ':' || q == end || !is_space(*q))
-        return false;
-    ts[3] = b, tl[3] = (size_t)(q - b), tk[3] = T_TIME;
+        return 0;
+    ts[n] = b, tl[n] = (size_t)(q - b), tk[n] = T_TIME, n++;
     b = q = skip_blanks(q, end);
     while (q < end && is_digit(*q))
         q++;
     if (q == b || q == end || !is_space(*q))
-        return false;
-    ts[4] = b, tl[4] = (size_t)(q - b), tk[4] = T_NUM;
+        return 0;
+    ts[n] = b, tl[n] = (size_t)(q - b), tk[n] = T_NUM, n++;
     b = q = skip_blanks(q, end);
     if (q == end || is_digit(*q))
-        return false;
+        return 0;
     q = find_blank(q, end);
     if (q - b < 2 || q[-1] != ':')
-        return false;
-    ts[5] = b, tl[5] = (size_t)(q - b), tk[5] = T_EVENT;
-    return true;
+        return 0;
+    ts[n] = b, tl[n] = (size_t)(q - b), tk[n] = T_EVENT, n++;
+    return n;
 }
+
+static const char *pname_make(struct fk_perfscript *p, const char *cb, const char *ce,
+                              const char *t, size_t tn);
 
 /* A sample header. Returns false if the line does not look like one. */
 static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char **why)
@@ -830,8 +934,8 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
     char *ts[MAX_TOK];
     size_t tl[MAX_TOK];
     enum tok tk[MAX_TOK];
-    bool fast = header_fast(s, end, ts, tl, tk);
-    int nt = fast ? 6 : 0;
+    int nt = header_fast(s, end, ts, tl, tk);
+    bool fast = nt > 0;
     char *q = s;
     while (!fast && q < end && nt < MAX_TOK) {
         q = skip_blanks(q, end);
@@ -901,13 +1005,43 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
     p->weight = p->o.period ? period : 1;
     if (!keep)
         return true;
+    p->kstart = true;
 
-    /* process name */
-    struct fk_buf *pn = &p->pname;
-    fk_buf_reset(pn);
+    /* process name: the comm itself when it needs no tidying and gets no
+     * pid (nearly always), else made in p->pname */
     char *cb = ts[0], *ce = commend > 0 ? ts[commend] : ts[0];
     while (ce > cb && is_space(ce[-1]))
         ce--;
+    bool with_pid = (p->o.pid || p->o.tid) && pidt > 0, plain = ce > cb && !with_pid;
+    for (const char *c = cb; c < ce && plain; c++)
+        plain = !(is_space(*c) || *c == ';' || *c == '\0');
+    if (plain) {
+        p->pname_id = pname_intern(p, cb, (size_t)(ce - cb));
+    } else {
+        const char *pn = pname_make(p, cb, ce, with_pid ? ts[pidt] : NULL, with_pid ? tl[pidt] : 0);
+        p->pname_id = pname_intern(p, pn, p->pname.len);
+    }
+    const struct fk_stack *pe = &p->names.v[p->pname_id];
+    p->java = pe->len >= 4 && !memcmp(pe->key, "java", 4);
+    /* Without -g the sample's own ip/sym/dso follow the event. */
+    if (ev > 0) {
+        char *r = ts[ev] + tl[ev];
+        while (r < end && is_space(*r))
+            r++;
+        if (r < end && is_hex(*r) && end[-1] == ')')
+            frame_line(p, NULL, r, end);
+    }
+    return true;
+}
+
+/* The process name of comm cb..ce in p->pname, tidied (blanks become '_',
+ * ';' ':', NUL '?'; none is "[unknown]"), with "-PID" (--pid) or
+ * "-PID/TID" (--tid) from the token t[0..tn) when t is not NULL. */
+static const char *pname_make(struct fk_perfscript *p, const char *cb, const char *ce,
+                              const char *t, size_t tn)
+{
+    struct fk_buf *pn = &p->pname;
+    fk_buf_reset(pn);
     if (ce == cb)
         fk_buf_adds(pn, "[unknown]");
     fk_buf_add(pn, cb, (size_t)(ce - cb));
@@ -918,9 +1052,8 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
             *c = ':';
         else if (*c == '\0')
             *c = '?';
-    if ((p->o.pid || p->o.tid) && pidt > 0) {
-        const char *t = ts[pidt];
-        size_t n = tl[pidt];
+    if (t) {
+        size_t n = tn;
         const char *slash = memchr(t, '/', n);
         fk_buf_addc(pn, '-');
         if (slash) {
@@ -936,15 +1069,7 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
             }
         }
     }
-    /* Without -g the sample's own ip/sym/dso follow the event. */
-    if (ev > 0) {
-        char *r = ts[ev] + tl[ev];
-        while (r < end && is_space(*r))
-            r++;
-        if (r < end && is_hex(*r) && end[-1] == ')')
-            frame_line(p, r, end, false);
-    }
-    return true;
+    return pn->data;
 }
 
 /* Has an unindented line the shape the Perl tool takes for a sample
@@ -999,14 +1124,14 @@ void fk_perfscript_line(struct fk_perfscript *p, char *line, size_t len, uint64_
     if (s != line && p->in_sample) {
         if (!p->keep)
             return;
-        if (frame_line(p, s, end, true))
+        if (frame_line(p, line, s, end))
             return;
         /* perhaps a header with a right-aligned comm */
     } else if (s == line && p->in_sample && !perl_header(s, end) && !event_second(s, end)) {
         /* an unindented frame line (perf-map-agent's tools write them):
          * the Perl tool takes a line for a header only when it has this
          * shape, anything else in a sample for a frame */
-        if (!p->keep || frame_line(p, s, end, true))
+        if (!p->keep || frame_line(p, line, s, end))
             return;
     }
     if (parse_header(p, s, end, &why))
@@ -1139,9 +1264,26 @@ bool fk_perfscript_read(struct fk_perfscript *p, const char *path)
     return ok;
 }
 
-/* Frame lines whose key is the one predicted (the key that followed the
- * previous line's last time), checked in the reader's buffer: no scan for
- * the newline, no hash. As frame_line would take them: blanks, a hex ip,
+/* Where the line at b (e: the end of what is buffered) is, newline
+ * included, the line record r's key last came on (its prefix and key):
+ * its key; else NULL. One compare, nothing parsed. */
+static inline const char *raw_line(const struct fk_perfscript *p, uint32_t r, const char *b,
+                                   const char *e, bool java)
+{
+    if (!r)
+        return NULL;
+    const uint32_t *rec = p->keys.w + r - 1;
+    size_t klen = rec[KR_KJ] >> 1, plen = rec[KR_PFX], n = plen + klen;
+    if (plen && (size_t)(e - b) > n && b[n] == '\n' && (rec[KR_KJ] & 1) == java &&
+        !memcmp(b, (const char *)(rec + KR_HEAD) - plen, n))
+        return b + plen;
+    return NULL;
+}
+
+/* Frame lines whose key is the one predicted (predicted_key) or the one
+ * last seen with the same ip digits (lcache), checked in the reader's
+ * buffer: no hash, and mostly no parse: a line as it was last time is
+ * one compare. As frame_line would take them: blanks, a hex ip,
  * blanks, the key, the newline. Not a key ending in '\r' (the reader drops
  * one before a newline, which this check would not). */
 static void predicted_lines(struct fk_perfscript *p, struct fk_lineread *r)
@@ -1153,25 +1295,53 @@ static void predicted_lines(struct fk_perfscript *p, struct fk_lineread *r)
         return;
     const char *e = b + avail;
     bool java = is_java(p);
-    uint32_t kr;
-    while ((kr = p->keys.w[p->kprev - 1 + KR_NEXT])) {
-        const char *s = b;
-        if (s == e || !is_space(*s))
+    while (p->kprev || p->kstart) {
+        if (b < e && *b == '\n') {
+            /* the blank line that ends the sample, as fk_perfscript_line takes it */
+            p->st->lines++;
+            fk_lineread_skip(r, 1);
+            flush_sample(p);
+            return;
+        }
+        uint32_t cand[2] = { predicted_key(p), 0 }, kr = 0;
+        int slot = line_slot(b, e);
+        if (slot >= 0 && p->lcache[slot] != cand[0])
+            cand[1] = p->lcache[slot];
+        const char *key = raw_line(p, cand[0], b, e, java);
+        if (key) {
+            kr = cand[0];
+        } else if ((key = raw_line(p, cand[1], b, e, java))) {
+            kr = cand[1];
+        } else if (cand[0] || cand[1]) {
+            /* the same key after another ip? */
+            const char *s = b;
+            if (s == e || !is_space(*s))
+                break;
+            s = skip_blanks((char *)s + 1, (char *)e);
+            const char *ipend = find_blank((char *)s, (char *)e);
+            if (ipend == s || ipend == e || !hex_token(s, (size_t)(ipend - s), e))
+                break;
+            key = p->o.addrs ? s : skip_blanks((char *)ipend, (char *)e);
+            const char *nl = memchr(key, '\n', (size_t)(e - key));
+            if (!nl || (nl > key && nl[-1] == '\r'))
+                break;
+            size_t klen = (size_t)(nl - key);
+            for (int i = 0; i < 2 && !kr; i++)
+                if (cand[i] && kr_is(&p->keys, cand[i], key, klen, java))
+                    kr = cand[i];
+            if (!kr)
+                break;
+            kr_set_prefix(&p->keys, kr, b, (size_t)(key - b));
+        } else {
             break;
-        s = skip_blanks((char *)s + 1, (char *)e);
-        const char *ipend = find_blank((char *)s, (char *)e);
-        if (ipend == s || ipend == e || !hex_token(s, (size_t)(ipend - s), e))
-            break;
-        const char *key = p->o.addrs ? s : skip_blanks((char *)ipend, (char *)e);
-        size_t klen = p->keys.w[kr - 1 + KR_KJ] >> 1;
-        if ((size_t)(e - key) <= klen || key[klen] != '\n' || (klen && key[klen - 1] == '\r') ||
-            !kr_is(&p->keys, kr, key, klen, java))
-            break;
+        }
+        if (slot >= 0)
+            p->lcache[slot] = kr;
         p->st->lines++;
         key_seen(p, kr);
-        size_t n = (size_t)(key + klen + 1 - b);
-        fk_lineread_skip(r, n);
-        b += n;
+        size_t used = (size_t)(key + (p->keys.w[kr - 1 + KR_KJ] >> 1) + 1 - b);
+        fk_lineread_skip(r, used);
+        b += used;
     }
 }
 
@@ -1180,7 +1350,7 @@ bool fk_perfscript_read_lines(struct fk_perfscript *p, struct fk_lineread *r)
     char *line;
     size_t len;
     for (;;) {
-        if (p->kprev && p->keep && p->in_sample)
+        if ((p->kprev || p->kstart) && p->keep && p->in_sample)
             predicted_lines(p, r);
         if (!(line = fk_lineread_next(r, &len)))
             break;

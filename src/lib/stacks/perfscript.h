@@ -39,7 +39,7 @@ struct fk_perfscript {
     uint64_t weight;
     uint32_t *stk;              /* frame name ids, written backwards from the end */
     size_t stk_cap, stk_pos;
-    struct fk_buf pname;
+    struct fk_buf pname;        /* a process name being made; scratch */
     struct fk_buf frame;        /* the names of the frame line being parsed, each NUL-ended */
     uint32_t nparts;            /* how many (an inline chain "a->b" has several) */
     uint32_t *chains;           /* inline chains' name ids: n, ids (leaf first) */
@@ -80,7 +80,26 @@ struct fk_perfscript {
         struct fk_hindex index; /* key hash -> record's word offset */
     } keys;
     uint32_t kprev;             /* record offset + 1 of this sample's last frame line, 0 none */
-    uint32_t pname_id;          /* name id of the last process name */
+    bool kstart;                /* no frame line read yet in this sample */
+    uint32_t pname_id;          /* name id of this sample's process name */
+    bool java;                  /* it is a java process (its names lose an 'L') */
+    /* A sample's first frame line is predicted by its process: the key
+     * the last sample of that process name began with (record offset + 1,
+     * 0 none), by name id. */
+    uint32_t *kfirst;
+    size_t kfirst_cap;
+    /* Process names by a hash of the name, with their ids: samples of a
+     * host-wide capture alternate between processes, and a name is found
+     * here without a look at the name table. */
+    struct fk_pname_slot {
+        uint32_t id1;           /* name id + 1, 0 empty */
+        uint8_t len;
+        char name[27];
+    } *pcache;
+    /* Key records by a hash of a frame line's ip digits (line_slot), the
+     * last seen there: the second guess for a line when the predicted
+     * key is not it. */
+    uint32_t *lcache;
 };
 
 void fk_perfscript_init(struct fk_perfscript *p, const struct fk_perfscript_opts *o,

@@ -4,5 +4,7 @@ libflamekit_a_SOURCES += src/lib/symbols/symbols.h src/lib/symbols/symbols-int.h
 libflamekit_a_SOURCES += src/lib/symbols/symbols.c src/lib/symbols/symbols-elf.c
 libflamekit_a_SOURCES += src/lib/symbols/kcache.c
 libflamekit_a_SOURCES += src/lib/symbols/debuginfod.h src/lib/symbols/debuginfod.c
+# files and JIT /tmp directories pinned as records leave the rings
+libflamekit_a_SOURCES += src/lib/symbols/pins.c src/lib/symbols/pins.h
 libflamekit_a_SOURCES += src/lib/symbols/cfi.c src/lib/symbols/cfi.h
 libflamekit_a_SOURCES += src/lib/symbols/gopclntab.c src/lib/symbols/gopclntab.h

@@ -4,6 +4,7 @@
 #include "symbols/symbols-int.h"
 #include "symbols/gopclntab.h"
 #include "util/safeopen.h"
+#include "util/sort.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -96,7 +97,7 @@ static int sym_cmp(const void *a, const void *b)
  * aliases at one address: an insertion sort that gives up (false, the
  * array still a permutation) once it has moved more than a few entries.
  * sym_cmp orders all but identical entries, so this sorts exactly as
- * qsort would. */
+ * the radix sort by the same fields would. */
 static bool sort_nearly_sorted(struct fk_sym *v, size_t n)
 {
     size_t moves = 0, limit = n / 16 + 64;
@@ -123,8 +124,14 @@ void fk_symtab_sort(struct fk_symtab *t)
     fk_hindex_free(&t->names);
     if (t->n == 0)
         return;
+    /* sym_cmp's order: address, the larger size, the name's offset */
+    static const struct fk_sort_field by[] = {
+        { offsetof(struct fk_sym, addr), 8, false },
+        { offsetof(struct fk_sym, size), 4, true },
+        { offsetof(struct fk_sym, name), 4, false },
+    };
     if (!sort_nearly_sorted(t->syms, t->n))
-        qsort(t->syms, t->n, sizeof *t->syms, sym_cmp);
+        fk_sort_fields(t->syms, t->n, sizeof *t->syms, by, 3);
     size_t w = 1;   /* one symbol per address */
     for (size_t r = 1; r < t->n; r++)
         if (t->syms[r].addr != t->syms[w - 1].addr)
@@ -525,14 +532,6 @@ static int cie_fde_encoding(const Dwarf_CIE *cie, int asize, bool be)
     return DW_EH_PE_absptr;
 }
 
-static int fde_cmp(const void *a, const void *b)
-{
-    const struct fde_range *x = a, *y = b;
-    if (x->start != y->start)
-        return x->start < y->start ? -1 : 1;
-    return (x->len < y->len) - (x->len > y->len);
-}
-
 void fk_dso_load_fde_names(struct dso *d, Elf *e)
 {
     GElf_Shdr sh;
@@ -590,7 +589,11 @@ void fk_dso_load_fde_names(struct dso *d, Elf *e)
     }
     if (d->nfdes == 0)
         return;
-    qsort(d->fdes, d->nfdes, sizeof *d->fdes, fde_cmp);
+    static const struct fk_sort_field by[] = {    /* start, then the longest */
+        { offsetof(struct fde_range, start), 8, false },
+        { offsetof(struct fde_range, len), 4, true },
+    };
+    fk_sort_fields(d->fdes, d->nfdes, sizeof *d->fdes, by, 2);
     size_t w = 1;   /* one range per start: the longest */
     for (size_t r = 1; r < d->nfdes; r++)
         if (d->fdes[r].start != d->fdes[w - 1].start)

@@ -2,6 +2,7 @@
 /* Process table (address spaces, comms), DSO table, locate and name. */
 #include "symbols/symbols-int.h"
 #include "symbols/cfi.h"
+#include "symbols/pins.h"
 #include "util/busguard.h"
 #include "util/dynlib.h"
 #include "util/hindex.h"
@@ -120,6 +121,12 @@ static int open_mapped(struct fk_symbolizer *s, struct dso *d, pid_t pid,
     const struct fk_safe_opts so = { .flags = FK_SAFE_NO_SYMLINKS };
     struct stat st;
     int fd = -1;
+    if (pid > 0 && !s->opts.no_map_files && s->opts.pins &&
+        (fd = fk_pins_take_file(s->opts.pins, pid, start, end, &st)) >= 0) {
+        d->via_map_files = true;    /* pinned there as the record left the ring */
+        d->uid = st.st_uid;
+        return fd;
+    }
     if (pid > 0 && !s->opts.no_map_files) {
         char p[96];
         snprintf(p, sizeof p, "/proc/%d/map_files/%llx-%llx", (int)pid,
@@ -266,29 +273,6 @@ static uint32_t dso_file(struct fk_symbolizer *s, pid_t pid, uint64_t start, uin
     return idx;
 }
 
-/* The pid a process sees for itself (last NStgid field): a JIT in a
- * container names its map after that one. */
-static pid_t ns_pid(pid_t pid)
-{
-    char p[64];
-    snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(p, "re");
-    if (!f)
-        return 0;
-    char *line = NULL;
-    size_t cap = 0;
-    pid_t nspid = 0;
-    while (getline(&line, &cap, f) > 0)
-        if (strncmp(line, "NStgid:", 7) == 0) {
-            char *last = strrchr(line, '\t');
-            nspid = (pid_t)atoi(last ? last + 1 : line + 7);
-            break;
-        }
-    free(line);
-    fclose(f);
-    return nspid;
-}
-
 /* Read a file DSO's symbols; count it when the path no longer leads to
  * the file we pinned (deleted, replaced by an upgrade). */
 static void dso_load(struct fk_symbolizer *s, struct dso *d)
@@ -324,34 +308,26 @@ static void dso_load(struct fk_symbolizer *s, struct dso *d)
     }
 }
 
-/* The /tmp directory of a process, O_PATH: one component below its root
- * (fk_root_open), not followed if it is a symlink, so it cannot lead out.
- * -1 with *gone set when the process is gone. */
-static int proc_tmp_open(pid_t pid, bool *gone)
-{
-    int root = fk_root_open(pid, NULL);
-    *gone = root < 0;
-    if (root < 0)
-        return -1;
-    int fd = openat(root, "tmp", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    close(root);
-    return fd;
-}
-
 /* Where a JIT's perf map will be, fixed while the process runs, so a map
  * written at exit (java -XX:+DumpPerfMapAtExit) or late (jcmd
  * Compiler.perfmap) is still found after it is gone: perf-NSPID.map in our
  * /tmp when its /tmp is ours, else in its own /tmp, held open (that keeps
  * a private tmpfs and its files reachable after its mount namespace is
- * gone, where its root alone would not). Its uids now: the map's owner
- * must be one of them or root (perf's owner rule, for the process's user). */
+ * gone, where its root alone would not). Its uids: the map's owner must
+ * be one of them or root (perf's owner rule, for the process's user). All
+ * three as pinned when its first JIT mapping left the ring (pins.h), while
+ * it lived; else read now. */
 static void jit_locate(struct fk_symbolizer *s, struct dso *d)
 {
     struct stat ts;
-    bool gone = true;
-    d->nspid = ns_pid(d->pid);
-    d->nuids = fk_proc_uids(d->pid, d->uids);
-    int fd = d->nspid > 0 && d->nuids ? proc_tmp_open(d->pid, &gone) : -1;
+    struct fk_jit_where w;
+    if (!s->opts.pins || !fk_pins_take_jit(s->opts.pins, d->pid, &w))
+        fk_jit_where(d->pid, &w);   /* not pinned as its record left the ring: now */
+    d->nspid = w.nspid;
+    d->nuids = w.nuids;
+    memcpy(d->uids, w.uids, sizeof d->uids);
+    bool gone = w.gone;
+    int fd = w.tmp_fd;
     if (fd < 0 || fstat(fd, &ts) != 0) {
         if (fd >= 0)
             close(fd);
@@ -429,7 +405,7 @@ static void read_perf_map(struct fk_symbolizer *s, struct dso *d, bool at_end)
         return;
     snprintf(name, sizeof name, "perf-%d.map", (int)(d->nspid > 0 && !guess ? d->nspid : d->pid));
     int dir = d->jit_tmp == JIT_TMP_OURS || guess ? s->tmp_fd : d->fd;
-    int own = dir < 0 ? proc_tmp_open(d->pid, &gone) : -1;    /* not held: while it lives */
+    int own = dir < 0 ? fk_proc_tmp_open(d->pid, &gone) : -1;    /* not held: while it lives */
     const struct fk_safe_opts so = { .max_size = JIT_MAP_MAX_SIZE, .owners = d->uids,
                                      .nowners = guess ? 0 : d->nuids };
     const char *why = NULL;
@@ -672,6 +648,56 @@ static bool read_comm(const char *path, char comm[COMM_LEN])
     return true;
 }
 
+/* A line of /proc/PID/maps, "START-END PERMS OFFSET MAJ:MIN INODE   PATH"
+ * (numbers in hex but the inode; PATH may be empty). */
+struct maps_line {
+    uint64_t start, end, off, ino;
+    unsigned maj, min;
+    bool exec;
+    const char *name;
+};
+
+static const char *maps_num(const char *p, int base, uint64_t *v)
+{
+    const char *p0 = p;
+    uint64_t x = 0;
+    for (;; p++) {
+        unsigned c = (unsigned char)*p, d;
+        if (c - '0' < 10)
+            d = c - '0';
+        else if (base == 16 && (c | 0x20) - 'a' < 6)
+            d = (c | 0x20) - 'a' + 10;
+        else
+            break;
+        x = x * (unsigned)base + d;
+    }
+    *v = x;
+    return p > p0 && p - p0 <= 20 ? p : NULL;
+}
+
+static bool maps_parse(const char *p, struct maps_line *m)
+{
+    uint64_t maj, min;
+    if (!(p = maps_num(p, 16, &m->start)) || *p++ != '-' || !(p = maps_num(p, 16, &m->end)) ||
+        *p++ != ' ')
+        return false;
+    size_t np = strcspn(p, " ");
+    if (np < 4 || p[np] != ' ')
+        return false;
+    m->exec = p[2] == 'x';
+    p += np + 1;
+    if (!(p = maps_num(p, 16, &m->off)) || *p++ != ' ' || !(p = maps_num(p, 16, &maj)) ||
+        *p++ != ':' || !(p = maps_num(p, 16, &min)) || *p++ != ' ' ||
+        !(p = maps_num(p, 10, &m->ino)) || maj > UINT32_MAX || min > UINT32_MAX)
+        return false;
+    m->maj = (unsigned)maj;
+    m->min = (unsigned)min;
+    while (*p == ' ')
+        p++;
+    m->name = p;
+    return true;
+}
+
 /* (Re)read /proc/PID: maps, comm, threads. */
 static void scan_into(struct fk_symbolizer *s, struct proc *pr)
 {
@@ -679,7 +705,7 @@ static void scan_into(struct fk_symbolizer *s, struct proc *pr)
     pid_t pid = pr->pid;
     pr->scanned = true;
     snprintf(p, sizeof p, "/proc/%d/comm", (int)pid);
-    read_comm(p, pr->comm);
+    bool have_comm = read_comm(p, pr->comm);
     snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
     FILE *f = fopen(p, "re");
     if (!f)
@@ -688,17 +714,13 @@ static void scan_into(struct fk_symbolizer *s, struct proc *pr)
     pr->maps_gen++;     /* even if none is added back */
     char *line = NULL;
     size_t cap = 0;
+    /* (the kernel writes a read's worth of lines per call: fewer calls) */
+    setvbuf(f, NULL, _IOFBF, 1 << 16);
     while (getline(&line, &cap, f) > 0) {
-        unsigned long long start, end, off, ino;
-        unsigned maj, min;
-        char perms[8];
-        int pathpos = 0;
         line[strcspn(line, "\n")] = 0;
-        if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off,
-                   &maj, &min, &ino, &pathpos) < 7 || strlen(perms) < 4 || perms[2] != 'x')
-            continue;
-        const char *name = pathpos ? line + pathpos : "";
-        add_mapping(s, pr, start, end, off, makedev(maj, min), ino, name, NULL, 0);
+        struct maps_line m;
+        if (maps_parse(line, &m) && m.exec)
+            add_mapping(s, pr, m.start, m.end, m.off, makedev(m.maj, m.min), m.ino, m.name, NULL, 0);
     }
     free(line);
     fclose(f);
@@ -714,7 +736,9 @@ static void scan_into(struct fk_symbolizer *s, struct proc *pr)
         char cp[96];
         char comm[COMM_LEN];
         snprintf(cp, sizeof cp, "/proc/%d/task/%d/comm", (int)pid, (int)tid);
-        if (read_comm(cp, comm)) {
+        if (tid == pid && have_comm) {      /* the leader's: /proc/PID/comm, read above */
+            set_comm(thread_get(s, tid, pid)->comm, pr->comm);
+        } else if (read_comm(cp, comm)) {
             struct thread *t = thread_get(s, tid, pid);
             set_comm(t->comm, comm);
         }

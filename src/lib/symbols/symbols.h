@@ -20,6 +20,7 @@
 #include <sys/types.h>
 
 struct fk_symbolizer;
+struct fk_pins;
 
 struct fk_sym_opts {
     bool kernel;        /* load /proc/kallsyms + modules */
@@ -32,6 +33,9 @@ struct fk_sym_opts {
                                        fetch missing debug files from; NULL or "": never */
     uint32_t debuginfod_budget_ms;  /* all fetches together (0: FK_DEBUGINFOD_BUDGET_MS) */
     uint32_t debuginfod_request_ms; /* each fetch (0: FK_DEBUGINFOD_REQUEST_MS) */
+    struct fk_pins *pins;   /* files and JIT /tmp directories pinned as the
+                               records left the rings (symbols/pins.h), taken
+                               when the records are handled; NULL: none */
     uint64_t max_bytes;     /* --max-memory: symbol tables from files the targets
                                control (binaries, debug files, perf maps) are read
                                only within half of it and what fk_sym_set_other_bytes

@@ -121,6 +121,7 @@ struct spec { uint64_t addr, last; };
 
 struct fk_py_walker {
     const struct fk_py_layout *lay;
+    uint16_t co_read;       /* bytes of a code object's header read (code_read_len) */
     struct fk_py_where where;
     fk_py_read_fn read;
     fk_py_readv_fn readv;
@@ -148,6 +149,9 @@ struct fk_py_walker {
     unsigned nspec_code, nspec_frame;
     uint64_t nsnaps;            /* snapshots taken: the guesses' clock */
     /* per walk */
+    bool suspended;         /* the last entry frame read: a generator's, suspended
+                               (3.11 clears a generator frame's previous link when
+                               it yields: gen_send_ex2) */
     struct fk_py_stack *cur;
     const struct fk_py_snap *snap;  /* frames as read earlier, or NULL */
     uint64_t t0;
@@ -174,12 +178,28 @@ static bool room(const struct fk_py_walker *w, size_t more)
     return !w->max_bytes || 2 * (walker_bytes(w) + more) <= w->max_bytes;
 }
 
+/* The part of a code object's header the walker uses: through the last
+ * field it reads (a sample reads every one it runs: 16 bytes less than the
+ * whole header on 3.11, times the code objects of each stack). */
+static uint16_t code_read_len(const struct fk_py_layout *L)
+{
+    unsigned end = 0, f[][2] = {
+        { L->ob_type, 8 }, { L->ob_size, 8 }, { L->co_firstlineno, 4 }, { L->co_filename, 8 },
+        { L->co_qualname, 8 }, { L->co_linetable, 8 }, { L->co_firsttraceable, 4 },
+    };
+    for (size_t i = 0; i < sizeof f / sizeof *f; i++)
+        end = f[i][0] + f[i][1] > end ? f[i][0] + f[i][1] : end;
+    end = (end + 7) & ~7u;
+    return (uint16_t)(end < L->co_size ? end : L->co_size);
+}
+
 struct fk_py_walker *fk_py_walker_new(const struct fk_py_layout *lay,
                                       const struct fk_py_where *where, fk_py_read_fn read,
                                       void *ctx, bool lines, uint64_t max_bytes)
 {
     struct fk_py_walker *w = fk_calloc(1, sizeof *w);
     w->lay = lay;
+    w->co_read = code_read_len(lay);
     w->where = *where;
     w->read = read;
     w->ctx = ctx;
@@ -445,10 +465,10 @@ static bool code_hdr(struct fk_py_walker *w, uint64_t addr, unsigned char *hdr)
     bool got = false;
     for (unsigned i = 0; s && i < s->ncodes && i < FK_PY_SNAP_CODES && !got; i++)
         if (s->code_addr[i] == addr) {
-            memcpy(hdr, s->code_hdr[i], w->lay->co_size);
+            memcpy(hdr, s->code_hdr[i], w->co_read);
             got = true;
         }
-    if (!got && !rd(w, addr, hdr, w->lay->co_size))
+    if (!got && !rd(w, addr, hdr, w->co_read))
         return false;
     if (s)
         spec_note(w->spec_code, &w->nspec_code, SPEC_CODES, addr, w->nsnaps);
@@ -801,7 +821,7 @@ bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *sna
     size_t c0 = n;
     for (unsigned i = 0; i < w->nspec_code && i < FK_PY_SNAP_CODES; i++) {
         snap->code_addr[i] = w->spec_code[i].addr;
-        iov[n++] = (struct fk_py_iov){ w->spec_code[i].addr, snap->code_hdr[i], L->co_size };
+        iov[n++] = (struct fk_py_iov){ w->spec_code[i].addr, snap->code_hdr[i], w->co_read };
     }
     size_t f0 = n;
     for (unsigned i = 0; i < w->nspec_frame && i < FK_PY_SNAP_FRAMES; i++) {
@@ -829,12 +849,18 @@ bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *sna
     uint64_t lo, hi, data, limit;
     if (window_of(L, ts, off, &lo, &hi, &data, &limit)) {
         /* the window the thread needs now: in the guess, or read now */
+        uint64_t rlo = lo - data > WIN_SLACK ? lo - WIN_SLACK : data;
+        uint64_t rhi = limit - hi > WIN_SLACK ? hi + WIN_SLACK : limit;
         if (i_win != SIZE_MAX && got > i_win && te->wlo <= lo && te->whi >= hi) {
             snap->win_addr = te->wlo;
             snap->win_len = (uint32_t)(te->whi - te->wlo);
+            /* a guess from a deeper moment (a program's start, an import)
+             * is cut to what is needed now, for the next read */
+            if (te->whi - te->wlo > rhi - rlo + 2 * WIN_SLACK) {
+                te->wlo = rlo;
+                te->whi = rhi;
+            }
         } else {
-            uint64_t rlo = lo - data > WIN_SLACK ? lo - WIN_SLACK : data;
-            uint64_t rhi = limit - hi > WIN_SLACK ? hi + WIN_SLACK : limit;
             if (te)
                 te->wlo = te->whi = 0;
             if (rd(w, rlo, snap->win, (size_t)(rhi - rlo))) {
@@ -913,6 +939,7 @@ static uint8_t walk_chain(struct fk_py_walker *w, uint64_t frame, bool one_segme
         else if (entry && out->n && !out->f[out->n - 1].entry)
             out->f[out->n - 1].entry = true, out->segments++;
         *next = prev;
+        w->suspended = entry && owner == L->owner_generator && !prev;
         if (entry && one_segment)
             return FK_PY_OK;
         frame = prev;
@@ -992,7 +1019,11 @@ void fk_py_walk_from(struct fk_py_walker *w, const uint64_t *heads, unsigned nhe
             out->f[out->n - 1].entry = true;
             out->segments++;
         }
-        out->stale[k] = out->n == before || (k + 1 < nheads && next != heads[k + 1]) ||
+        /* a generator that yielded since the sample has no caller link
+         * left: its frame (in the generator object, its code fixed) is the
+         * one that ran, the link to the next head cannot be checked */
+        out->stale[k] = out->n == before ||
+                        (k + 1 < nheads && next != heads[k + 1] && !w->suspended) ||
                         (k + 1 == nheads && last_is_root && next != 0);
         out->seg_end[k] = (uint16_t)out->n;
     }
@@ -1105,7 +1136,18 @@ size_t fk_py_splice(const bool *native_eval, size_t nnative, bool native_complet
 #define HIST_NS 100                     /* 0.1 us buckets: 0 .. 409.6 us */
 #define MAX_PROCS 65536
 #define ITEMS_MAX 1024
-#define SNAP_SLOTS 128                  /* samples read but not yet spliced */
+/* Early reads wait for their samples to be spliced (the engine's reorder
+ * slack, 20 ms, longer on a slow pass): a table of them that starts small
+ * and grows while a slot to be taken still serves a sample younger than
+ * SNAP_WAIT_NS. Each slot's copy is made at its first use and written only
+ * as far as it was read (a first touch of a page is a fault: ~10 us in a
+ * VM), so a capture touches the pages of the reads it keeps in flight,
+ * not those of the most it could. */
+#define SNAP_MIN 16
+#define SNAP_MAX 1024
+#define SNAP_WAIT_NS (100 * 1000000ull)
+#define SNAP_TIMES 8                    /* samples one read serves */
+#define SNAP_BACK 4                     /* slots looked back for a read to share */
 #define DELAY_N 10000
 #define DELAY_NS 100000                 /* 0.1 ms buckets: 0 .. 1 s */
 #define SWEEP_NS (10 * 1000000ull)      /* exited processes dropped at most this often */
@@ -1138,6 +1180,19 @@ struct py_proc {
     struct fk_hindex nstid_idx;
 };
 
+/* One early read and the samples it serves until they are spliced: a
+ * sample of a thread read again before its own turn came (wake-ups every
+ * few samples, or a ring pass that met several) is served by that read --
+ * it came after the sample, as a fresh one would, only sooner. */
+struct snap_slot {
+    struct fk_py_snap *s;       /* NULL until first used */
+    uint64_t tid, image;        /* whose, read through which image's tables */
+    uint64_t taken, done;       /* when the read began and ended (CLOCK_MONOTONIC,
+                                   as samples' times) */
+    uint64_t times[SNAP_TIMES]; /* the samples it serves; 0 once spliced */
+    unsigned ntimes;
+};
+
 struct fk_python {
     struct fk_symbolizer *sym;
     bool lines;
@@ -1153,8 +1208,8 @@ struct fk_python {
     bool evals[ITEMS_MAX];
     struct fk_loc tmp[ITEMS_MAX];
     struct fk_loc changed;
-    struct fk_py_snap *snaps;   /* SNAP_SLOTS, a ring; made at the first early read */
-    unsigned snap_next;
+    struct snap_slot *slots;    /* a ring: slot_next is the oldest */
+    unsigned nslots, slot_next, nsnapmem;   /* nsnapmem: slots with a copy made */
     uint32_t delay[DELAY_N];    /* sample -> chain read */
     uint64_t ndelay, delay_max;
     uint64_t exits_seen, last_sweep;    /* fk_sym_exits at the last sweep */
@@ -1205,7 +1260,9 @@ void fk_python_free(struct fk_python *p)
         free(p->procs[i]);
     }
     free(p->procs);
-    free(p->snaps);
+    for (unsigned i = 0; i < p->nslots; i++)
+        free(p->slots[i].s);
+    free(p->slots);
     fk_hindex_free(&p->proc_idx);
     free(p);
 }
@@ -1215,8 +1272,7 @@ size_t fk_python_bytes(const struct fk_python *p)
     if (!p)
         return 0;
     size_t b = sizeof *p + p->capprocs * sizeof *p->procs + fk_hindex_bytes(&p->proc_idx);
-    if (p->snaps)
-        b += SNAP_SLOTS * sizeof *p->snaps;
+    b += p->nslots * sizeof *p->slots + p->nsnapmem * sizeof(struct fk_py_snap);
     for (size_t i = 0; i < p->nprocs; i++) {
         const struct py_proc *pp = p->procs[i];
         b += sizeof *pp + fk_py_walker_bytes(pp->w) + pp->caploc * sizeof *pp->loc_of +
@@ -1532,6 +1588,59 @@ static void sweep(struct fk_python *p, uint64_t now)
         fk_hindex_add(&p->proc_idx, fk_hash_u64((uint32_t)p->procs[i]->pid), (uint32_t)i);
 }
 
+/* A recent read of thread tid (image) that came after a sample at time. */
+static struct snap_slot *shared_read(struct fk_python *p, pid_t tid, uint64_t image, uint64_t time)
+{
+    for (unsigned i = 1; i <= SNAP_BACK && i <= p->nslots; i++) {
+        struct snap_slot *sl = &p->slots[(p->slot_next + p->nslots - i) % p->nslots];
+        if (sl->ntimes && sl->tid == (uint64_t)tid && sl->image == image && time &&
+            time <= sl->taken && sl->ntimes < SNAP_TIMES)
+            return sl;
+    }
+    return NULL;
+}
+
+static bool slot_waits(const struct snap_slot *sl, uint64_t time)
+{
+    for (unsigned j = 0; j < sl->ntimes; j++)
+        if (sl->times[j] && sl->times[j] + SNAP_WAIT_NS > time)
+            return true;
+    return false;
+}
+
+/* The slot for a new read at sample time: the oldest, unless it still
+ * serves a sample that waits to be spliced (the table then doubles, in
+ * the budget); NULL without memory for it. */
+static struct snap_slot *next_slot(struct fk_python *p, uint64_t time)
+{
+    size_t one = sizeof(struct snap_slot) + sizeof(struct fk_py_snap);
+    if (!p->nslots || (p->nslots < SNAP_MAX && slot_waits(&p->slots[p->slot_next], time))) {
+        unsigned n = p->nslots ? 2 * p->nslots : SNAP_MIN;
+        if (p->max_bytes && fk_python_bytes(p) + (n - p->nslots) * one > p->max_bytes) {
+            if (!p->nslots)
+                return NULL;
+        } else {
+            /* oldest first, the new slots after the newest */
+            struct snap_slot *v = fk_calloc(n, sizeof *v);
+            for (unsigned i = 0; i < p->nslots; i++)
+                v[i] = p->slots[(p->slot_next + i) % p->nslots];
+            free(p->slots);
+            p->slot_next = p->nslots;
+            p->slots = v;
+            p->nslots = n;
+        }
+    }
+    struct snap_slot *sl = &p->slots[p->slot_next];
+    sl->ntimes = 0;
+    if (!sl->s) {
+        if (p->max_bytes && fk_python_bytes(p) + sizeof *sl->s > p->max_bytes)
+            return NULL;
+        sl->s = fk_malloc(sizeof *sl->s);   /* written as far as read */
+        p->nsnapmem++;
+    }
+    return sl;
+}
+
 void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
 {
     /* a short-lived interpreter may be gone when its first sample is
@@ -1546,43 +1655,51 @@ void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
     }
     if (!pp || pp->state != PS_PYTHON)
         return;
-    if (!p->snaps) {
-        if (p->max_bytes && fk_python_bytes(p) + SNAP_SLOTS * sizeof *p->snaps > p->max_bytes)
-            return;
-        p->snaps = fk_calloc(SNAP_SLOTS, sizeof *p->snaps);
+    struct snap_slot *sl = shared_read(p, tid, pp->gen.image, time);
+    if (sl) {
+        sl->times[sl->ntimes++] = time;
+        p->st.snapshots_shared++;
+        note_delay(p, time, sl->done);
+        return;
     }
-    struct fk_py_snap *s = &p->snaps[p->snap_next];
     uint64_t ntid = ns_tid(pp, tid);
-    bool ok = ntid && fk_py_snapshot(pp->w, ntid, s);
+    sl = ntid ? next_slot(p, time) : NULL;
+    if (!sl)
+        return;
+    bool ok = fk_py_snapshot(pp->w, ntid, sl->s);
     uint64_t now = fk_now_ns();
     p->st.early_ns += now - t0;
-    if (!ntid)
-        return;
-    p->st.snapshot_reads += s->reads;
-    p->st.snapshot_read_bytes += s->read_bytes;
-    if (!ok) {
-        s->n = 0;
-        return;
-    }
-    s->tid = (uint64_t)tid;
-    s->time = time;
-    s->image = pp->gen.image;
-    p->snap_next = (p->snap_next + 1) % SNAP_SLOTS;
+    p->st.snapshot_reads += sl->s->reads;
+    p->st.snapshot_read_bytes += sl->s->read_bytes;
+    if (!ok)
+        return;     /* the slot serves nothing: taken again next time */
+    sl->tid = (uint64_t)tid;
+    sl->image = pp->gen.image;
+    sl->taken = t0;
+    sl->done = now;
+    sl->times[0] = time;
+    sl->ntimes = 1;
+    p->slot_next = (p->slot_next + 1) % p->nslots;
     p->st.snapshots++;
-    p->st.snapshot_windows += s->win_len > 0;
+    p->st.snapshot_windows += sl->s->win_len > 0;
     note_delay(p, time, now);
 }
 
-/* The sample's snapshot, if it was read with the walker of the image its
- * process still runs (not one read through a pre-exec image's tables). */
+/* The sample's early read, if it was made with the walker of the image its
+ * process still runs (not one read through a pre-exec image's tables);
+ * the slot no longer waits for it. */
 static const struct fk_py_snap *snap_of(struct fk_python *p, const struct py_proc *pp, pid_t tid,
                                         uint64_t time)
 {
-    for (unsigned i = 0; p->snaps && time && i < SNAP_SLOTS; i++) {
-        struct fk_py_snap *s = &p->snaps[(p->snap_next + SNAP_SLOTS - 1 - i) % SNAP_SLOTS];
-        if ((s->n || s->win_len) && s->time == time && s->tid == (uint64_t)tid &&
-            s->image == pp->gen.image)
-            return s;
+    for (unsigned i = 1; time && i <= p->nslots; i++) {
+        struct snap_slot *sl = &p->slots[(p->slot_next + p->nslots - i) % p->nslots];
+        if (sl->tid != (uint64_t)tid || !sl->ntimes)
+            continue;
+        for (unsigned j = 0; j < sl->ntimes; j++)
+            if (sl->times[j] == time) {
+                sl->times[j] = 0;
+                return sl->image == pp->gen.image ? sl->s : NULL;
+            }
     }
     return NULL;
 }
@@ -1607,6 +1724,8 @@ void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_na
                       nat->locs[i].addr < pp->eval_hi;
         nev += p->evals[i];
     }
+    const struct fk_py_snap *snap = snap_of(p, pp, tid, nat->time);
+    p->st.snapshots_used += snap != NULL;
     if (nev) {
         struct fk_py_stack *s = &p->stack;
         uint64_t heads[FK_PY_MAX_SEGMENTS];
@@ -1615,10 +1734,7 @@ void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_na
         s->status = FK_PY_NO_THREAD;
         s->reads = s->read_bytes = 0;
         s->anchored = false;
-        const struct fk_py_snap *snap = snap_of(p, pp, tid, nat->time);
-        if (snap)
-            p->st.snapshots_used++;
-        else
+        if (!snap)
             note_delay(p, nat->time, t0);
         fk_py_use_snap(pp->w, snap);
         if (pp->cf_known && nat->sps &&

@@ -187,8 +187,6 @@ void fk_py_walk_from(struct fk_py_walker *w, const uint64_t *heads, unsigned nhe
 #define FK_PY_SNAP_ABOVE (4u << 10)     /* ... of them above datastack_top */
 #define FK_PY_SNAP_WINDOW (16u << 10)   /* read: that and 2 KiB either side */
 struct fk_py_snap {
-    uint64_t tid, time;         /* the sample's, to find it again */
-    uint64_t image;             /* read through this image's tables (fk_sym_gen) */
     unsigned n;
     uint64_t addr[FK_PY_SNAP_FRAMES];
     unsigned char bytes[FK_PY_SNAP_FRAMES][FK_PY_FRAME_BYTES];
@@ -259,6 +257,8 @@ struct fk_python_stats {
     uint64_t snapshots;             /* chains read as the sample left the ring */
     uint64_t snapshot_windows;      /* ... with the data stack's top in one read */
     uint64_t snapshots_used;        /* ... found again when the sample was spliced */
+    uint64_t snapshots_shared;      /* samples served by a read of their thread made
+                                       after them for an earlier sample */
     uint64_t snapshot_reads, snapshot_read_bytes;   /* ... what taking them read */
     uint64_t early_ns;              /* CPU time taking them */
     double delay_median_ms, delay_p90_ms, delay_max_ms; /* sample -> chain read */
@@ -283,7 +283,9 @@ struct fk_py_native {
 };
 /* As soon as a sample of pid/tid is read out of its ring (time: the
  * sample's, CLOCK_MONOTONIC): snapshot the thread's chain now, for
- * fk_python_sample later: a few reads. A process seen for the first time
+ * fk_python_sample later: one read in the steady state, none when a read
+ * of that thread was made after the sample (for an earlier one: several
+ * of its samples in one pass over the rings). A process seen for the first time
  * is looked for CPython here (its binary's symbols, once), so short-lived
  * interpreters are read before they exit. */
 void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time);

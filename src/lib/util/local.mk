@@ -7,6 +7,7 @@ libflamekit_a_SOURCES += src/lib/util/fk.c src/lib/util/fk.h \
 	src/lib/util/outfile.c src/lib/util/outfile.h \
 	src/lib/util/lineread.c src/lib/util/lineread.h \
 	src/lib/util/buf.c src/lib/util/buf.h \
+	src/lib/util/sort.c src/lib/util/sort.h \
 	src/lib/util/safeopen.c src/lib/util/safeopen.h \
 	src/lib/util/procfs.c src/lib/util/procfs.h \
 	src/lib/util/busguard.c src/lib/util/busguard.h \

@@ -73,6 +73,21 @@ static int create_tmp(struct fk_outfile *o, const char *path, int mode)
     return -1;
 }
 
+/* Output into a pipe ("flamekit collapse | flamekit svg"): a 1 MB pipe
+ * instead of the default 64 KB, so a large output is written in a few
+ * wake-ups of the reader, not hundreds (12 MB of folded stacks: ~10 ms of
+ * this process's CPU on the default pipe). Best effort: a pipe already as
+ * large, or a limit (fs.pipe-max-size, the user's pipe pages) keeps it. */
+static void widen_pipe(int fd)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode))
+        return;
+    int sz = fcntl(fd, F_GETPIPE_SZ);
+    if (sz >= 0 && sz < (1 << 20))
+        (void)fcntl(fd, F_SETPIPE_SZ, 1 << 20);
+}
+
 static bool open_common(struct fk_outfile *o, const char *path, int mode, bool gz)
 {
     memset(o, 0, sizeof *o);
@@ -87,6 +102,7 @@ static bool open_common(struct fk_outfile *o, const char *path, int mode, bool g
             release(o);
             return false;
         }
+        widen_pipe(o->fd);
     } else if (lstat(path, &st) == 0 && is_null_device(&st)) {
         o->fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         if (o->fd < 0 || fstat(o->fd, &st) != 0 || !is_null_device(&st)) {

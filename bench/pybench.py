@@ -1,0 +1,201 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Measures for bench/python.sh (Python frames, unwind/python.c).
+#
+#   python3 pybench.py cost FLAMEKIT PY TRUTH HZ MODE REPS CPU [BASE]
+#       flamekit's own CPU (perf stat --no-inherit task-clock: flamekit's
+#       thread, not the command it runs) for `flamekit run -F HZ` of
+#       PY TRUTH MODE for CPU seconds of the command's CPU, --python on and
+#       off alternately, REPS pairs (and with BASE, a second flamekit, its
+#       --python on in the same rotation). Per pair: the extra CPU per
+#       Python sample, (on/sample - off/sample) * samples / Python samples;
+#       printed: the median and min..max over the pairs (BASE: the ratio of
+#       the medians), the share of Python samples fully consistent, reads
+#       and bytes per spliced sample, samples served by a read shared with
+#       an earlier one, and the read delay.
+#   python3 pybench.py throughput FLAMEKIT PY TRUTH HZ MODE ROUNDS WINDOW_S
+#       the target's throughput under --python on, off and no capture: one
+#       long-lived workload, captures attached to it in interleaved rounds,
+#       each window's work rate read from the workload's own counter. One
+#       process for every mode (same memory layout, same warm caches),
+#       rounds interleaved (drift cancels) and compared pairwise within a
+#       round: the spread of separate processes (+-8 % run to run) does not
+#       enter the ratio. Printed per mode: work per CPU second and per wall
+#       second; per pair of modes: the ratio's median and min..max.
+#   python3.11 pybench.py work TRUTH MODE TICKS
+#       the throughput workload: MODE "ratio" (TRUTH's work_a then work_b)
+#       or "generators" (its consume_b: a generator's body and its
+#       consumer), TRUTH being test/progs/pytruth.py; every TICK_CPU seconds
+#       of its own CPU it appends "wall_ns cpu_ns units" to TICKS.
+import glob
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+TICK_CPU = 0.02
+
+
+def work(truth, mode, ticks):
+    sys.path.insert(0, os.path.dirname(truth))
+    sys.dont_write_bytecode = True      # no __pycache__ left in the source tree
+    import pytruth      # its functions: the shapes the cost runs sample
+    out = open(ticks, "a", buffering=1)
+    units = 0
+    nxt = time.process_time_ns()
+    while True:
+        if mode == "ratio":
+            pytruth.work_a()
+            pytruth.work_b()
+        else:
+            pytruth.consume_b(1)
+        units += 1
+        if units % 4 == 0:      # the clock read (a system call) stays rare
+            cpu = time.process_time_ns()
+            if cpu >= nxt:
+                out.write("%d %d %d\n" % (time.time_ns(), cpu, units))
+                nxt = cpu + int(TICK_CPU * 1e9)
+
+
+def spread(v, fmt="%.1f"):
+    return (fmt + " (" + fmt + ".." + fmt + ")") % (statistics.median(v), min(v), max(v))
+
+
+def one_run(fk, py, truth, hz, mode, cpu, pymode, work_dir, tag):
+    out = os.path.join(work_dir, tag)
+    stat = out + ".stat"
+    subprocess.run(["perf", "stat", "--no-inherit", "-x,", "-e", "task-clock", "-o", stat,
+                    fk, "run", "-q", "--no-svg", "-F", str(hz), "--python", pymode, "-o", out,
+                    "--", py, truth, mode, str(cpu), out + ".truth"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    task_ms = None
+    for line in open(stat):
+        f = line.split(",")
+        if len(f) > 2 and f[2].startswith("task-clock"):
+            task_ms = float(f[0])
+    meta = json.load(open(glob.glob(out + "/*.json")[0]))
+    p = meta.get("python", {})
+    d = p.get("read_delay", {})
+    r = dict(cpu_s=task_ms / 1e3, n=meta["samples"], py=p.get("spliced", 0),
+             consistent=p.get("consistent", 0), shared=p.get("snapshots_shared", 0),
+             reads=p.get("reads", 0) + p.get("snapshot_reads", 0),
+             bytes=p.get("read_bytes", 0) + p.get("snapshot_read_bytes", 0),
+             delay_med=d.get("median_ms", 0), delay_p90=d.get("p90_ms", 0))
+    shutil.rmtree(out)
+    return r
+
+
+def cost(fk, py, truth, hz, mode, reps, cpu, base=None):
+    work_dir = tempfile.mkdtemp(prefix="fk-pybench.")
+    runs = {"on": [], "off": [], "base": []}
+    try:
+        for i in range(reps):
+            order = [("on", fk, "on"), ("off", fk, "off")] + ([("base", base, "on")] if base else [])
+            for tag, binary, pymode in order[i % len(order):] + order[:i % len(order)]:
+                runs[tag].append(one_run(binary, py, truth, hz, mode, cpu, pymode, work_dir,
+                                         "%s-%d" % (tag, i)))
+    finally:
+        shutil.rmtree(work_dir)
+    off = runs["off"]
+    for tag in ("on", "base") if base else ("on",):
+        extra = [(x["cpu_s"] / x["n"] - y["cpu_s"] / y["n"]) * x["n"] / max(x["py"], 1) * 1e6
+                 for x, y in zip(runs[tag], off)]
+        on = runs[tag]
+        py_n = sum(x["py"] for x in on) or 1
+        print("%s Hz %-10s %-4s extra flamekit CPU per Python sample: %s us; per sample on %s, "
+              "off %s us" % (hz, mode, tag, spread(extra),
+                             spread([x["cpu_s"] / x["n"] * 1e6 for x in on]),
+                             spread([x["cpu_s"] / x["n"] * 1e6 for x in off])))
+        print("%s Hz %-10s %-4s %d of %d samples spliced, %.1f%% consistent; %.2f reads, "
+              "%.0f bytes per spliced sample, %.1f%% served by a shared read; read delay "
+              "median %s ms, p90 %s ms" %
+              (hz, mode, tag, py_n, sum(x["n"] for x in on),
+               100.0 * sum(x["consistent"] for x in on) / py_n,
+               sum(x["reads"] for x in on) / py_n, sum(x["bytes"] for x in on) / py_n,
+               100.0 * sum(x["shared"] for x in on) / py_n,
+               " ".join("%.2f" % x["delay_med"] for x in on),
+               " ".join("%.2f" % x["delay_p90"] for x in on)))
+        if tag == "on":
+            on_extra = statistics.median(extra)
+    if base:
+        print("%s Hz %-10s extra per Python sample, this build / base: %.2f" %
+              (hz, mode, on_extra / statistics.median(extra)))
+
+
+def ticks_of(path):
+    t = []
+    with open(path) as f:
+        for line in f:
+            p = line.split()
+            if len(p) == 3:
+                t.append(tuple(int(x) for x in p))
+    return t
+
+
+def rate(ticks, lo, hi):
+    """(units per CPU second, units per wall second) between the first tick
+    at or after lo and the last at or before hi (wall ns); None if fewer
+    than two."""
+    inside = [t for t in ticks if lo <= t[0] <= hi]
+    if len(inside) < 2:
+        return None
+    a, b = inside[0], inside[-1]
+    return ((b[2] - a[2]) / ((b[1] - a[1]) / 1e9), (b[2] - a[2]) / ((b[0] - a[0]) / 1e9))
+
+
+def throughput(fk, py, truth, hz, mode, rounds, window):
+    work_dir = tempfile.mkdtemp(prefix="fk-pybench.")
+    ticks = os.path.join(work_dir, "ticks")
+    open(ticks, "w").close()
+    w = subprocess.Popen([py, os.path.abspath(__file__), "work", truth, mode, ticks],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.0)     # started, warm
+        windows = {"on": [], "off": [], "none": []}
+        order = ["on", "off", "none"]
+        for r in range(rounds):
+            for m in order[r % 3:] + order[:r % 3]:
+                if m == "none":
+                    lo = time.time_ns()
+                    time.sleep(window)
+                    windows[m].append((lo, time.time_ns()))
+                    continue
+                out = os.path.join(work_dir, "%s-%d" % (m, r))
+                subprocess.run([fk, "pid", "-q", "--no-svg", "-F", str(hz), "-d",
+                                "%dms" % int(window * 1000), "--python", m, "-o", out,
+                                str(w.pid)], check=True, stdout=subprocess.DEVNULL)
+                meta = json.load(open(glob.glob(out + "/*.json")[0]))
+                lo = meta["start_unix_ns"]
+                windows[m].append((lo, lo + int(meta["duration_s"] * 1e9)))
+                shutil.rmtree(out)
+        time.sleep(2 * TICK_CPU)
+        t = ticks_of(ticks)
+    finally:
+        w.kill()
+        w.wait()
+        shutil.rmtree(work_dir)
+    rates = {m: [rate(t, lo, hi) for lo, hi in v] for m, v in windows.items()}
+    for m in ("on", "off", "none"):
+        cpu = [x[0] for x in rates[m] if x]
+        wall = [x[1] for x in rates[m] if x]
+        print("%s Hz %s %-4s work per CPU second %s, per wall second %s (%d windows)" %
+              (hz, mode, m, spread(cpu, "%.0f"), spread(wall, "%.0f"), len(cpu)))
+    for a, b in (("on", "off"), ("on", "none"), ("off", "none")):
+        for k, what in ((0, "CPU"), (1, "wall")):
+            q = [x[k] / y[k] for x, y in zip(rates[a], rates[b]) if x and y]
+            print("%s Hz %s %s/%s work per %s second: %s over %d rounds" %
+                  (hz, mode, a, b, what, spread(q, "%.4f"), len(q)))
+
+
+if __name__ == "__main__":
+    a = sys.argv
+    if a[1] == "work":
+        work(a[2], a[3], a[4])
+    elif a[1] == "cost":
+        cost(a[2], a[3], a[4], int(a[5]), a[6], int(a[7]), float(a[8]),
+             a[9] if len(a) > 9 else None)
+    else:
+        throughput(a[2], a[3], a[4], int(a[5]), a[6], int(a[7]), float(a[8]))

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The ring reader: a thread of its own that only copies records out of
+ * the perf rings and gives their space back at once, so that draining
+ * never waits on what the engine's thread does with the records (loading
+ * symbols and unwind tables from disk, unwinding). On a host of 200
+ * binaries with the page cache cold, the engine's thread spent seconds
+ * reading their symbols while the rings it alone drained overflowed: 25 to
+ * 53 % of the records lost. The engine's thread takes the copies in
+ * chunks (fk_reader_take), hands them on in time order (ring.h) and gives
+ * the chunks back.
+ *
+ * Invariants: while the thread runs it is the only one to touch the rings
+ * (fk_reader_finish stops it and reads what is left from the caller);
+ * a record is copied whole or stays in its ring, 8-byte aligned, a
+ * sample's stack copy cut to what the kernel filled; chunks, taken or
+ * not, hold at most `limit` bytes (charged to --max-memory by the
+ * caller): past it records stay in the rings, where the kernel counts
+ * what it then drops (PERF_RECORD_LOST, lost samples), and the pass is
+ * counted (fk_reader_stats.full). Chunks are handed on in the order
+ * they were filled. The thread makes no system call but poll, the rings'
+ * and the side-band hook's (struct fk_reader_opts.seen). */
+#ifndef FK_CAPTURE_READER_H
+#define FK_CAPTURE_READER_H
+
+#include "capture/sample.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct perf_evlist;
+union perf_event;
+
+/* Records one after another, each 8-byte aligned, len bytes in all. */
+struct fk_reader_chunk {
+    struct fk_reader_chunk *next;
+    size_t len, cap;
+    unsigned char data[];
+};
+
+struct fk_reader_opts {
+    const struct fk_sample_format *fmt;     /* stack copies are cut by it */
+    size_t limit;           /* bytes of chunks at most (0: 64 MiB) */
+    /* Called in the reader's thread on each side-band record (not a
+     * sample) as it is copied out, while the process it names may still
+     * live; NULL: none. It must not wait on disk. */
+    void (*seen)(void *ctx, const union perf_event *ev);
+    void *seen_ctx;
+};
+
+struct fk_reader_stats {
+    uint64_t bytes;         /* record bytes read from the rings */
+    uint64_t records;
+    uint64_t full;          /* passes that left records in a ring: no room */
+    uint64_t peak_bytes;    /* chunk bytes held at most */
+};
+
+struct fk_reader;
+
+/* Start the thread on the rings of evlist (mapped; enabled or not).
+ * NULL with *err (an errno) when no thread can be made. */
+struct fk_reader *fk_reader_start(struct perf_evlist *evlist, const struct fk_reader_opts *o,
+                                  int *err);
+/* The chunks filled so far, oldest first (NULL: none), after waiting up
+ * to timeout_ms for the kernel to wake the reader (a ring's watermark, a
+ * sample's wake-up) or for the chunks to pass a quarter of the limit.
+ * *upto_ns: when the last pass they hold began (CLOCK_MONOTONIC, the
+ * records' clock): a record older than that by the ring.h slack is in
+ * them or in an earlier take. */
+struct fk_reader_chunk *fk_reader_take(struct fk_reader *r, int timeout_ms, uint64_t *upto_ns);
+/* Give taken chunks back (a list, as taken), before the next take. */
+void fk_reader_give_back(struct fk_reader *r, struct fk_reader_chunk *list);
+/* Every ring's fd hung up (a per-task target's tasks are gone). */
+bool fk_reader_hung_up(struct fk_reader *r);
+/* Stop the thread, then read what is left in the rings from the caller
+ * (the events disabled first); fk_reader_take then returns it all. */
+void fk_reader_finish(struct fk_reader *r);
+/* Chunk bytes held now (taken or not). */
+size_t fk_reader_bytes(struct fk_reader *r);
+void fk_reader_stats(struct fk_reader *r, struct fk_reader_stats *out);
+/* Stops the thread if it runs; frees every chunk (taken ones given back). */
+void fk_reader_free(struct fk_reader *r);
+
+#endif
