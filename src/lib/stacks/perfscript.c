@@ -202,6 +202,8 @@ enum { SR_COUNT, SR_N = 2, SR_HEAD };
 /* Slots of p->lcache: 64 KB, a few times the distinct keys of a 65 MB
  * host capture. */
 enum { LCACHE_SLOTS = 1 << 14 };
+/* Slots of p->pcache: 8 KB, more than the processes of a busy host. */
+enum { PCACHE_SLOTS = 256 };
 
 /* The lcache slot of the frame line at line (end: its end or the end of
  * what is buffered): a hash of its bytes 9 to 16, where an indented ip
@@ -247,6 +249,7 @@ void fk_perfscript_init(struct fk_perfscript *p, const struct fk_perfscript_opts
     /* 4 MB of keys and their index: ~40k keys of ~80 bytes */
     p->keys.max = (4u << 20) / sizeof *p->keys.w;
     p->lcache = fk_calloc(LCACHE_SLOTS, sizeof *p->lcache);
+    p->pcache = fk_calloc(PCACHE_SLOTS, sizeof *p->pcache);
     p->pname_id = UINT32_MAX;
 }
 
@@ -260,6 +263,7 @@ void fk_perfscript_free(struct fk_perfscript *p)
     free(p->chains);
     free(p->kfirst);
     free(p->lcache);
+    free(p->pcache);
     fk_stacktab_free(&p->names);
     free(p->stacks.w);
     fk_hindex_free(&p->stacks.index);
@@ -431,22 +435,22 @@ static void flush_sample(struct fk_perfscript *p)
     p->kstart = false;
 }
 
-static inline bool name_is(const struct fk_stacktab *names, uint32_t id, const char *s, size_t n)
-{
-    return names->v[id].len == n && !memcmp(names->v[id].key, s, n);
-}
-
 /* The name id of the process name s[0..n): the last sample's, one cached
  * by the name's hash, or interned (then p->kfirst has room for it). */
 static uint32_t pname_intern(struct fk_perfscript *p, const char *s, size_t n)
 {
-    if (p->pname_id < p->names.n && name_is(&p->names, p->pname_id, s, n))
-        return p->pname_id;
-    uint32_t *c = &p->pcache[fk_hash(s, n) % (sizeof p->pcache / sizeof *p->pcache)];
-    if (*c && name_is(&p->names, *c - 1, s, n))
-        return *c - 1;
+    struct fk_pname_slot *c = NULL;
+    if (n <= sizeof c->name) {
+        c = &p->pcache[fk_hash(s, n) % PCACHE_SLOTS];
+        if (c->id1 && c->len == n && !memcmp(c->name, s, n))
+            return c->id1 - 1;
+    }
     uint32_t id = intern(p, s, n);
-    *c = id + 1;
+    if (c) {
+        c->id1 = id + 1;
+        c->len = (uint8_t)n;
+        memcpy(c->name, s, n);
+    }
     if (id >= p->kfirst_cap) {
         size_t old = p->kfirst_cap;
         p->kfirst = fk_grow(p->kfirst, &p->kfirst_cap, (size_t)id + 1, sizeof *p->kfirst);

@@ -88,9 +88,14 @@ struct fk_perfscript {
      * 0 none), by name id. */
     uint32_t *kfirst;
     size_t kfirst_cap;
-    /* Process name ids + 1 by a hash of the name: samples of a host-wide
-     * capture alternate between processes. */
-    uint32_t pcache[64];
+    /* Process names by a hash of the name, with their ids: samples of a
+     * host-wide capture alternate between processes, and a name is found
+     * here without a look at the name table. */
+    struct fk_pname_slot {
+        uint32_t id1;           /* name id + 1, 0 empty */
+        uint8_t len;
+        char name[27];
+    } *pcache;
     /* Key records by a hash of a frame line's ip digits (line_slot), the
      * last seen there: the second guess for a line when the predicted
      * key is not it. */
