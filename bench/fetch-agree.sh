@@ -31,15 +31,19 @@ for d in "$@"; do
     files=$(ls "$d/report.json" "$d"/*/report.json 2>/dev/null || true)
     [ -n "$files" ] || { echo "fetch-agree.sh: $d: no report.json in it or in its subdirectories (not a fetch-bench output?)" >&2; exit 2; }
     # shellcheck disable=SC2086 # one file name per line, no blanks (ls output of our own directories)
-    one=$(jq -s -c . $files) || { echo "fetch-agree.sh: $d: a report.json is not JSON" >&2; exit 2; }
+    # Settings are named by repository: the bytes of one fetch differ by a
+    # few between invocations (git's progress lines).
+    one=$(jq -s -c 'map((.repositories | map({ key: (.fetch_bytes | tostring),
+                                               value: (.repository | split("/") | last) }) | from_entries) as $r
+                        | .ratios |= map(. + { repo: $r[.fetch_bytes | tostring] })
+                        | .settings |= map(. + { repo: $r[.fetch_bytes | tostring] }))' $files) || { echo "fetch-agree.sh: $d: a report.json is not JSON" >&2; exit 2; }
     sweeps="$sweeps$one
 "
 done
 
 printf '%s' "$sweeps" | jq -r -s --argjson pct "$pct" --argjson verbose "$verbose" '
-    def mib: . / 1048576 | tostring | .[0:5] + " MiB";
-    def rkey: "\(.fetch_bytes | mib) \(if .cache then "cache" else "no cache" end) \(.clients) \(.grpc_mode)";
-    def skey: "\(.fetch_bytes | mib) \(if .cache then "cache" else "no cache" end) \(.clients) \(.server)";
+    def rkey: "\(.repo) \(if .cache then "cache" else "no cache" end) \(.clients) \(.grpc_mode)";
+    def skey: "\(.repo) \(if .cache then "cache" else "no cache" end) \(.clients) \(.server)";
     def r3: . * 1000 | round / 1000;
     def agrees: (max == min) or (min > 0 and (max / min - 1) * 100 <= $pct);
     # rows: [{key, vals: [median per sweep]}] for metric m of items chosen by f
@@ -79,7 +83,7 @@ bad=$(printf '%s' "$sweeps" | jq -s --argjson pct "$pct" '
     | [ .[] | [.value[] | . as $r
         | ["server_cpu_per_gib_grpc_over_sock", "cpu_bound_throughput_sock_over_grpc", "throughput_sock_over_grpc",
            "alloc_bytes_per_gib_grpc_over_sock"][] as $m | select($r[$m] != null)
-        | { k: "\($r.fetch_bytes) \($r.cache) \($r.clients) \($r.grpc_mode) \($m)", v: $r[$m].median }]
+        | { k: "\($r.repo) \($r.cache) \($r.clients) \($r.grpc_mode) \($m)", v: $r[$m].median }]
         | unique_by(.k)[] ]
     | group_by(.k) | map(select(length == $n) | map(.v)) | map(select(((max == min) or (min > 0 and (max / min - 1) * 100 <= $pct)) | not)) | length')
 [ "$bad" = 0 ]
