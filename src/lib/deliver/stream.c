@@ -22,18 +22,9 @@
 
 static bool write_all(struct fk_stream_writer *w, const void *data, size_t len)
 {
-    const char *p = data;
-    while (len && !w->failed) {
-        ssize_t n = write(w->fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            fk_error("cannot write result stream: %s", n < 0 ? strerror(errno) : "short write");
-            w->failed = true;
-            break;
-        }
-        p += n;
-        len -= (size_t)n;
+    if (!w->failed && !fk_write_full(w->fd, data, len)) {
+        fk_error("cannot write result stream: %s", errno ? strerror(errno) : "short write");
+        w->failed = true;
     }
     return !w->failed;
 }

@@ -123,36 +123,6 @@ static uint64_t head_now(void)
     return used ? h : 0;
 }
 
-static bool read_all(int fd, void *p, size_t n)
-{
-    char *c = p;
-    while (n) {
-        ssize_t r = read(fd, c, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return false;
-        c += r;
-        n -= (size_t)r;
-    }
-    return true;
-}
-
-static bool write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        c += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
 static uint64_t payload_hash(const struct fk_sym *syms, size_t n, const char *strs, size_t len)
 {
     return fk_hash(syms, n * sizeof *syms) ^ fk_hash_u64(fk_hash(strs, len) + n);
@@ -189,7 +159,7 @@ bool fk_kcache_load(struct fk_symtab *t, uint64_t *lo, uint64_t *hi)
         return false;
     struct kcache_header h;
     struct fk_symtab tab = { 0 };
-    bool ok = !(st.st_mode & 022) && read_all(fd, &h, sizeof h) &&
+    bool ok = !(st.st_mode & 022) && fk_read_full(fd, &h, sizeof h) &&
               memcmp(h.magic, kcache_magic, sizeof h.magic) == 0 &&
               h.header_size == sizeof h && h.sym_size == sizeof(struct fk_sym) &&
               h.nsyms && h.nsyms <= FK_KCACHE_MAX / sizeof(struct fk_sym) &&
@@ -202,8 +172,8 @@ bool fk_kcache_load(struct fk_symtab *t, uint64_t *lo, uint64_t *hi)
         tab.syms = fk_malloc(tab.n * sizeof *tab.syms);
         tab.strs.len = tab.strs.cap = (size_t)h.strs_len;
         tab.strs.data = fk_malloc(tab.strs.len);
-        ok = read_all(fd, tab.syms, tab.n * sizeof *tab.syms) &&
-             read_all(fd, tab.strs.data, tab.strs.len) &&
+        ok = fk_read_full(fd, tab.syms, tab.n * sizeof *tab.syms) &&
+             fk_read_full(fd, tab.strs.data, tab.strs.len) &&
              payload_hash(tab.syms, tab.n, tab.strs.data, tab.strs.len) == h.payload_hash &&
              entries_sound(&h, tab.syms, tab.strs.data);
     }
@@ -256,9 +226,9 @@ void fk_kcache_store(const struct fk_symtab *full, const struct fk_kallsyms_info
     int fd = dfd >= 0 ? openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)
                       : -1;
     if (fd >= 0) {
-        bool ok = write_all(fd, &h, sizeof h) &&
-                  write_all(fd, syms, (size_t)h.nsyms * sizeof *syms) &&
-                  write_all(fd, strs.data, strs.len);
+        bool ok = fk_write_full(fd, &h, sizeof h) &&
+                  fk_write_full(fd, syms, (size_t)h.nsyms * sizeof *syms) &&
+                  fk_write_full(fd, strs.data, strs.len);
         ok = close(fd) == 0 && ok;
         if (!ok || renameat(dfd, tmp, dfd, KCACHE_NAME) != 0)
             unlinkat(dfd, tmp, 0);

@@ -155,6 +155,42 @@ ssize_t fk_read_small(const char *path, char *buf, size_t cap)
     return (ssize_t)n;
 }
 
+bool fk_read_full(int fd, void *buf, size_t n)
+{
+    char *c = buf;
+    while (n) {
+        ssize_t r = read(fd, c, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            if (r == 0)
+                errno = 0;
+            return false;
+        }
+        c += r;
+        n -= (size_t)r;
+    }
+    return true;
+}
+
+bool fk_write_full(int fd, const void *buf, size_t n)
+{
+    const char *c = buf;
+    while (n) {
+        ssize_t w = write(fd, c, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            if (w == 0)
+                errno = 0;
+            return false;
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+    return true;
+}
+
 /* Does the kernel give huge pages to a region that asks (the admin's
  * setting is "always" or "madvise")? */
 static bool huge_pages_allowed(void)

@@ -92,6 +92,10 @@ static inline int fk_hexval(char c)
 /* A small file (/proc, /sys, tracefs) read whole into buf, NUL-terminated,
  * at most cap - 1 bytes: the bytes read, or -1 (errno set). */
 ssize_t fk_read_small(const char *path, char *buf, size_t cap);
+/* Exactly n bytes from / to fd, retried across EINTR and short transfers;
+ * false on an error (errno set) or an early end of file (errno 0). */
+bool fk_read_full(int fd, void *buf, size_t n);
+bool fk_write_full(int fd, const void *buf, size_t n);
 
 bool fk_parse_u64(const char *s, uint64_t *out);
 /* Durations: "30", "30s", "2m", "500ms" -> milliseconds. */
