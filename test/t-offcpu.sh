@@ -26,6 +26,29 @@ within() {  # within WHAT GOT WANT TOLERANCE(points): |GOT - WANT| <= TOL
         fail "$1" "got $2, want $3 +- $4"
     fi
 }
+# seen_check WHAT: recorded switch-outs x their N against the switch-outs
+# seen, within 5 %. "Seen" counts the switch records read from the rings,
+# so it is exact only when none was lost: on a host so loaded that flamekit
+# could not drain its rings (seen at CI load: 117 %, records lost), the
+# comparison has no truth to compare with, and is skipped saying so.
+seen_check() {
+    local lost; lost=$(jnum lost "$J")
+    if [ "${lost:-0}" -eq 0 ]; then
+        # a sample taken while N was being changed (offcpu.one_in_unsure)
+        # may have been counted at either N: each widens the bound by the
+        # span of N (3.7 % of one run's samples were, +3.7 % off; up to
+        # 13 % in "created", +8 %): the bound stays far below what an
+        # inherited N gives (20x and more)
+        local est seen unsure rec span
+        est=$(jnum offcpu.switches_estimated "$J") seen=$(jnum offcpu.switches_seen "$J")
+        unsure=$(jnum offcpu.one_in_unsure "$J") rec=$(jnum offcpu.switches_recorded "$J")
+        span=$(( $(jnum offcpu.one_in_max "$J") - $(jnum offcpu.one_in_min "$J") ))
+        within "$1: recorded switch-outs x their N vs switch-outs seen (%; $unsure of $rec unsure of N)" \
+            "$(pct "$est" "$seen")" 100 "$(awk -v u="$unsure" -v s="$span" -v n="$seen" 'BEGIN { printf "%.2f", 5 + (n ? 100 * u * s / n : 0) }')"
+    else
+        skip "$1: recorded switch-outs x their N vs switch-outs seen" "$lost records lost (host too loaded to drain the rings): the switch-outs seen are undercounted"
+    fi
+}
 # offcpu NAME ARGS...: capture into $T/NAME; the command's stdout in $T/NAME.out
 offcpu() {
     local n=$1; shift
@@ -258,8 +281,7 @@ else
     else
         skip "phases: the sleeper's wait_1ms time vs its own clock" "cannot give the sleeper real-time priority (chrt -f: CAP_SYS_NICE and real-time runtime needed)"
     fi
-    within "phases: recorded switch-outs x their N vs switch-outs seen (%)" \
-        "$(pct "$(jnum offcpu.switches_estimated "$J")" "$(jnum offcpu.switches_seen "$J")")" 100 5
+    seen_check phases
 fi
 
 ## Threads created in the window follow N: a run command's threads all
@@ -278,8 +300,7 @@ if offcpu created -d 4 --no-svg --switch-budget 500 run -- "$TRUTH" lull 3 3; th
             test "$(jnum offcpu.one_in_max "$J")" -ge 4
         check_range "created: recorded switch-outs per second near the budget of 500" \
             "$(jnum offcpu.switches_recorded_per_s "$J" | cut -d. -f1)" 1 1250
-        within "created: recorded switch-outs x their N vs switch-outs seen (%)" \
-            "$(pct "$(jnum offcpu.switches_estimated "$J")" "$(jnum offcpu.switches_seen "$J")")" 100 5
+        seen_check created
     fi
 fi
 
