@@ -4,6 +4,7 @@
  * FIFOs, devices, symlinks out of it, big files and foreign owners. And
  * the SIGBUS guard for a mapped file truncated under a read. */
 #include "util/busguard.h"
+#include "util/procfs.h"
 #include "util/safeopen.h"
 #include "unit.h"
 
@@ -170,6 +171,18 @@ int main(void)
     UNIT_CHECK("own root is the host root", r >= 0 && host);
     if (r >= 0)
         close(r);
+
+    /* a status file's last number: the id in the innermost pid namespace */
+    char sp[64];
+    snprintf(sp, sizeof sp, "/proc/%d/status", (int)getpid());
+    UNIT_CHECK("status NStgid: our pid", fk_proc_status_last(sp, "NStgid") == (unsigned long long)getpid());
+    UNIT_CHECK("status PPid: a key matched whole", fk_proc_status_last(sp, "PPid") == (unsigned long long)getppid());
+    UNIT_CHECK("status: a missing key gives 0", fk_proc_status_last(sp, "NSpi") == 0);
+    UNIT_CHECK("status: a missing file gives 0", fk_proc_status_last("/proc/0/status", "NSpid") == 0);
+    put("status", "Name:\tx\nNStgid:\t41\t7\t3\n");
+    char *fake = fk_asprintf("%s/status", top);
+    UNIT_CHECK("status: the last field of the line", fk_proc_status_last(fake, "NStgid") == 3);
+    free(fake);
     char fp[64];
     char *fifo = fk_asprintf("%s/jail/tmp/fifo", top);
     int ff = open(fifo, O_RDWR | O_NONBLOCK);

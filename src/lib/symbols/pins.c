@@ -5,6 +5,7 @@
 
 #include "util/fk.h"
 #include "util/hindex.h"
+#include "util/procfs.h"
 #include "util/safeopen.h"
 
 #include <fcntl.h>
@@ -46,21 +47,7 @@ static pid_t ns_pid(pid_t pid)
 {
     char p[64];
     snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(p, "re");
-    if (!f)
-        return 0;
-    char *line = NULL;
-    size_t cap = 0;
-    pid_t nspid = 0;
-    while (getline(&line, &cap, f) > 0)
-        if (strncmp(line, "NStgid:", 7) == 0) {
-            char *last = strrchr(line, '\t');
-            nspid = (pid_t)atoi(last ? last + 1 : line + 7);
-            break;
-        }
-    free(line);
-    fclose(f);
-    return nspid;
+    return (pid_t)fk_proc_status_last(p, "NStgid");
 }
 
 int fk_proc_tmp_open(pid_t pid, bool *gone)

@@ -2,6 +2,7 @@
 /* CPython frames for native stacks (see python.h). */
 #include "unwind/python.h"
 #include "util/hindex.h"
+#include "util/procfs.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -1429,18 +1430,7 @@ static uint64_t ns_tid(struct py_proc *pp, pid_t tid)
             return pp->nstids[i].v;
     char path[96];
     snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)pp->pid, (int)tid);
-    FILE *f = fopen(path, "re");
-    uint64_t v = 0;
-    if (f) {
-        char line[256];
-        while (fgets(line, sizeof line, f))
-            if (strncmp(line, "NSpid:", 6) == 0) {
-                char *last = strrchr(line, '\t');
-                v = strtoull(last ? last + 1 : line + 6, NULL, 10);
-                break;
-            }
-        fclose(f);
-    }
+    uint64_t v = fk_proc_status_last(path, "NSpid");
     if (v) {
         pp->nstids = fk_grow(pp->nstids, &pp->capnstids, pp->nnstids + 1, sizeof *pp->nstids);
         pp->nstids[pp->nnstids] = (struct u64pairs){ (uint64_t)tid, v };

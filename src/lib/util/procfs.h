@@ -14,5 +14,10 @@ bool fk_proc_for_each_pid(bool (*fn)(pid_t pid, void *ctx), void *ctx);
 /* The same for every thread of process pid (/proc/PID/task); false (errno
  * set) when the process is gone. */
 bool fk_proc_for_each_tid(pid_t pid, bool (*fn)(pid_t tid, void *ctx), void *ctx);
+/* The last number on the line "KEY:" of a kernel status file (path:
+ * /proc/PID/status or /proc/PID/task/TID/status), 0 when the line is
+ * missing or the file unreadable (the process gone). For NStgid and NSpid
+ * that is the id in the process's own (innermost) pid namespace. */
+unsigned long long fk_proc_status_last(const char *path, const char *key);
 
 #endif
