@@ -9,7 +9,6 @@ struct fk_bt_thread {
     pid_t tid;              /* 0: reclaimed (tids <= 0 are never tracked) */
     uint8_t state;
     bool pending;           /* a recorded switch-out waits for its switch-in */
-    bool confirmed;         /* ... and its own switch-out record was seen */
     bool in_fresh;          /* in_time is a switch-in no block has used */
     uint64_t out_time, in_time;
     uint64_t one_in;        /* the pending block's N */
@@ -171,7 +170,6 @@ void fk_bt_out_n(struct fk_blocktime *bt, pid_t tid, uint64_t time, enum fk_bt_s
     }
     e->early_waker = FK_BT_NO_STACK;
     e->out_time = time;
-    e->confirmed = false;
     if (e->in_fresh && e->in_time >= time) {
         /* its switch-in was read first (another CPU's ring) */
         e->in_fresh = false;
@@ -183,17 +181,16 @@ void fk_bt_out_n(struct fk_blocktime *bt, pid_t tid, uint64_t time, enum fk_bt_s
     e->pending = true;
 }
 
-void fk_bt_out_seen(struct fk_blocktime *bt, pid_t tid, uint64_t time)
+void fk_bt_lost(struct fk_blocktime *bt, uint64_t time)
 {
-    struct fk_bt_thread *e = find(bt, tid);
-    if (!e || !e->pending || time < e->out_time)
-        return;
-    if (!e->confirmed) {
-        e->confirmed = true;    /* the recorded switch-out itself */
-        return;
+    for (size_t i = 0; i < bt->n; i++) {
+        struct fk_bt_thread *e = &bt->v[i];
+        if (e->tid && e->pending && e->out_time <= time) {
+            bt->st.lost_in++;
+            e->pending = false;
+        }
+        e->in_fresh = false;    /* a later switch-in may be among them too */
     }
-    bt->st.lost_in++;
-    e->pending = false;
 }
 
 void fk_bt_in(struct fk_blocktime *bt, pid_t tid, uint64_t time)

@@ -7,8 +7,9 @@
  *
  * Invariants:
  *  - Time is never invented: a block ends at the thread's own switch-in.
- *    A switch-out whose switch-in was lost (a second switch-out came, or
- *    the thread exited, or its tid was reused) is dropped and counted.
+ *    A switch-out whose switch-in was lost (a second switch-out came,
+ *    records were lost after it, the thread exited, or its tid was
+ *    reused) is dropped and counted.
  *  - Blocks still open when the window ends are counted to the end and
  *    marked (fk_block.open).
  *  - Records may arrive out of time order across CPUs: a switch-in seen
@@ -114,10 +115,10 @@ void fk_bt_out(struct fk_blocktime *bt, pid_t tid, uint64_t time, enum fk_bt_sta
                uint64_t stack);
 void fk_bt_out_n(struct fk_blocktime *bt, pid_t tid, uint64_t time, enum fk_bt_state state,
                  uint64_t stack, uint64_t one_in);
-/* Any switch-out of tid (sampled or not; e.g. PERF_RECORD_SWITCH): the
- * second one after a recorded switch-out without a switch-in between
- * proves the switch-in was lost. */
-void fk_bt_out_seen(struct fk_blocktime *bt, pid_t tid, uint64_t time);
+/* Records were lost before time (PERF_RECORD_LOST): the switch-in of any
+ * block pending since before may have been among them; those blocks are
+ * dropped (lost_in), never counted to a later switch-in. */
+void fk_bt_lost(struct fk_blocktime *bt, uint64_t time);
 /* A switch-in of tid at time. */
 void fk_bt_in(struct fk_blocktime *bt, pid_t tid, uint64_t time);
 /* tid was woken at time by a thread whose stack is waker: the last

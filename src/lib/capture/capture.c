@@ -527,11 +527,22 @@ static void seed_tree(struct fk_engine *e)
     e->r->tree_followed = true;
 }
 
+/* The reader's keep hook: the kind's early_record. */
+static bool kind_keeps(void *ctx, const union perf_event *ev)
+{
+    struct fk_engine *e = ctx;
+    return e->kind->early_record(e->kind_state, ev, &e->fmt[0]);
+}
+
 /* The reader's queue may hold a quarter of --max-memory: the stack
  * table and the symbolizer (at most half) keep the rest. */
 static bool engine_reader(struct fk_engine *e)
 {
     struct fk_reader_opts ro = { .fmt = &e->fmt[0], .seen = pin_seen, .seen_ctx = e };
+    if (e->kind->early_record) {
+        ro.keep = kind_keeps;
+        ro.keep_ctx = e;
+    }
     for (size_t i = 0; i < e->o->nstack_hooks; i++)
         if (e->o->stack_hooks[i]->early) {
             ro.sample = early_seen;

@@ -105,6 +105,15 @@ struct fk_evkind {
      * trailer (time, cpu, pid/tid). May be NULL. */
     void (*record)(void *state, struct fk_engine *e, const union perf_event *ev,
                    const struct fk_sample_id *id);
+    /* Optional: each side-band record as it leaves its ring, in the ring
+     * reader's thread (then, after it stopped, the engine's), before any
+     * ordering; f lays out its trailer (fk_sample_id_parse). false: the
+     * kind is done with it (it counted it, say), and the record is
+     * neither copied, ordered nor handed to record -- at a switch storm
+     * half of the records are switch-outs off-CPU needs only to count.
+     * It must be cheap and touch only state of its own until flush. May
+     * be NULL. */
+    bool (*early_record)(void *state, const union perf_event *ev, const struct fk_sample_format *f);
     /* The window ended and every record was delivered: weigh what is
      * pending (e.g. threads still off-CPU, up to end_time: when the events
      * were disabled, in the records' clock, CLOCK_MONOTONIC ns). May be

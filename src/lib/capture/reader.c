@@ -221,6 +221,10 @@ static void read_pass(struct fk_reader *r, bool wake)
             union perf_event *ev = perf_mmap__read_event(map);
             if (!ev)
                 break;
+            if (r->o.keep && ev->header.type != PERF_RECORD_SAMPLE && !r->o.keep(r->o.keep_ctx, ev)) {
+                r->st.dropped++;
+                continue;
+            }
             copy_record(r, ev);
         }
         /* No perf_mmap__read_done: it sets the read position to the head

@@ -53,6 +53,12 @@ struct fk_reader_opts {
      * of the limit, or FK_READER_TAP_WAKE_NS went by since it last did. */
     bool (*sample)(void *ctx, const union perf_event *ev);
     void *sample_ctx;
+    /* Called in the reader's thread on each side-band record before it
+     * is copied out (in its ring: read it, do not keep it); false: it is
+     * not copied, only given back to its ring (counted in
+     * fk_reader_stats.dropped). NULL: every record is copied. */
+    bool (*keep)(void *ctx, const union perf_event *ev);
+    void *keep_ctx;
 };
 
 /* With a sample tap, the taker is woken at least this often while records
@@ -63,6 +69,7 @@ struct fk_reader_opts {
 struct fk_reader_stats {
     uint64_t bytes;         /* record bytes read from the rings */
     uint64_t records;
+    uint64_t dropped;       /* side-band records keep turned down */
     uint64_t full;          /* passes that left records in a ring: no room */
     uint64_t peak_bytes;    /* chunk bytes held at most */
 };
