@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* libelf, libdw and liblzma, loaded with dlopen() the first time a symbol
- * table, CFI or .gnu_debugdata is read.
+/* libelf, libdw and liblzma, loaded with dlopen() when a capture starts
+ * (fk_elf_preload) or the first time a symbol table, CFI or
+ * .gnu_debugdata is read.
  *
  * Linked, they are loaded by every flamekit command: libdw's ~2700
  * relocations, its libraries (libelf, liblzma, libbz2) and their page
- * faults cost ~2 ms of start-up CPU, a tenth of a `flamekit collapse` of
- * 10 MB that never reads an ELF file. So these definitions of the entry
+ * faults cost ~0.9 ms of start-up CPU (quiet machine), an eighth of a
+ * `flamekit collapse` of 2 MB that never reads an ELF file. So these definitions of the entry
  * points symbols/ and unwind/ call forward to the real ones (flamekit
  * exports no symbols, so the libraries' own calls never reach these).
  * They are in their own archive (libfkelfdyn.a), which flamekit-portable
