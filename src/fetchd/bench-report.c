@@ -246,8 +246,9 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
     char path[PATH_MAX + 16], b1[160], b2[160], b3[160], b4[160];
     struct fk_outfile md;
     snprintf(path, sizeof path, "%s/report.md", opt.out);
-    if (!fk_outfile_open(&md, path, 0644))
-        exit(1);
+    char err[512] = "";
+    if (!fk_outfile_open(&md, path, 0644, err, sizeof err))
+        fk_die("%s", err);
     json_t *jr = json_object();
     struct utsname un;
     uname(&un);
@@ -566,8 +567,8 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
         fk_outfile_printf(&md, "\n");
     }
     json_object_set_new(jr, "profiles", jprof);
-    if (!fk_outfile_commit(&md))
-        exit(1);
+    if (!fk_outfile_commit(&md, err, sizeof err))
+        fk_die("%s", err);
 
     /* report.json: every run, and every figure's median and range. */
     json_t *j = json_pack("{s:i,s:s,s:s,s:i,s:I,s:s}", "cpus", ncpus, "kernel", un.release, "cpu_accounting",
@@ -611,15 +612,19 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
     char *js = json_dumps(j, JSON_INDENT(2));
     struct fk_outfile jf;
     snprintf(path, sizeof path, "%s/report.json", opt.out);
-    bool ok = fk_outfile_open(&jf, path, 0644);
-    if (ok && !(fk_outfile_printf(&jf, "%s\n", js) && fk_outfile_commit(&jf))) {
+    err[0] = 0;
+    bool ok = fk_outfile_open(&jf, path, 0644, err, sizeof err);
+    if (ok && !(fk_outfile_printf(&jf, "%s\n", js) && fk_outfile_commit(&jf, err, sizeof err))) {
         fk_outfile_abort(&jf);
         ok = false;
     }
     free(js);
     json_decref(j);
-    if (!ok)
+    if (!ok) {
+        if (err[0])
+            fk_error("%s", err);
         exit(1);
+    }
 }
 
 void bench_print_summary(void)

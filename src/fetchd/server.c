@@ -114,9 +114,13 @@ void fetchd_server_ready(const struct fetchd_server_opts *o, int port)
 {
     if (o->port_file) {
         struct fk_outfile f;
-        if (!fk_outfile_open(&f, o->port_file, 0644) || !fk_outfile_printf(&f, "%d\n", port) ||
-            !fk_outfile_commit(&f))
+        char err[512] = "";
+        if (!fk_outfile_open(&f, o->port_file, 0644, err, sizeof err) ||
+            !fk_outfile_printf(&f, "%d\n", port) || !fk_outfile_commit(&f, err, sizeof err)) {
+            if (err[0])
+                fk_error("%s", err);
             fk_die("cannot write --port-file %s", o->port_file);
+        }
     }
     if (o->verbose)
         fetchd_log("listening on port %d", port);
