@@ -242,14 +242,17 @@ static int run(const char *path, unsigned repeat, const char *folded)
     int rc = 0;
     if (folded) {
         struct fk_outfile of;
-        if (!fk_outfile_open(&of, folded, 0644))
+        err[0] = 0;
+        if (!fk_outfile_open(&of, folded, 0644, err, sizeof err))
             rc = 1;
         else if (!fk_folded_write(&of, &r.stacks)) {
             fk_outfile_abort(&of);
             rc = 1;
-        } else if (!fk_outfile_commit(&of)) {
+        } else if (!fk_outfile_commit(&of, err, sizeof err)) {
             rc = 1;
         }
+        if (err[0])
+            fk_error("%s", err);
     }
     fk_capture_result_free(&r);
     fk_target_free(&t);

@@ -129,7 +129,10 @@ write:;
     struct fk_outfile of;
     size_t ol = strlen(out);
     bool gz = ol > 3 && !strcmp(out + ol - 3, ".gz");
-    if (!(gz ? fk_outfile_open_gz(&of, out, 0644) : fk_outfile_open(&of, out, 0644))) {
+    char err[512];
+    if (!(gz ? fk_outfile_open_gz(&of, out, 0644, err, sizeof err)
+             : fk_outfile_open(&of, out, 0644, err, sizeof err))) {
+        fk_error("%s", err);
         rc = FK_EXIT_ERROR;
         goto done;
     }
@@ -140,8 +143,10 @@ write:;
         rc = FK_EXIT_ERROR;
         goto done;
     }
-    if (!fk_outfile_commit(&of))
+    if (!fk_outfile_commit(&of, err, sizeof err)) {
+        fk_error("%s", err);
         rc = FK_EXIT_ERROR;
+    }
 done:
     fk_perfscript_free(&ps);
     fk_parse_stats_free(&st);

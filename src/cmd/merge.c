@@ -65,6 +65,7 @@ int cmd_merge(int argc, char **argv)
 
     struct fk_stacktab t;
     fk_stacktab_init(&t);
+    char err[512] = "";     /* an output file's error */
     rc = FK_EXIT_ERROR;
     for (int i = 0; i < a.n; i++) {
         const char *arg = a.v[i], *path = arg;
@@ -99,8 +100,8 @@ int cmd_merge(int argc, char **argv)
     struct fk_outfile fo, so;
     bool have_fo = false;
     if (out) {
-        if (!(fk_ends_with(out, strlen(out), ".gz") ? fk_outfile_open_gz(&fo, out, 0644)
-                                    : fk_outfile_open(&fo, out, 0644)))
+        if (!(fk_ends_with(out, strlen(out), ".gz") ? fk_outfile_open_gz(&fo, out, 0644, err, sizeof err)
+                                    : fk_outfile_open(&fo, out, 0644, err, sizeof err)))
             goto done;
         have_fo = true;
         if (!fk_folded_write(&fo, &t)) {
@@ -113,7 +114,7 @@ int cmd_merge(int argc, char **argv)
         struct fk_svg_opts so_opts;
         fk_svg_opts_init(&so_opts);
         so_opts.title = title;
-        if (!fk_outfile_open(&so, svg, 0644)) {
+        if (!fk_outfile_open(&so, svg, 0644, err, sizeof err)) {
             if (have_fo)
                 fk_outfile_abort(&fo);
             goto done;
@@ -125,16 +126,18 @@ int cmd_merge(int argc, char **argv)
                 fk_outfile_abort(&fo);
             goto done;
         }
-        if (!fk_outfile_commit(&so)) {
+        if (!fk_outfile_commit(&so, err, sizeof err)) {
             if (have_fo)
                 fk_outfile_abort(&fo);
             goto done;
         }
     }
-    if (have_fo && !fk_outfile_commit(&fo))
+    if (have_fo && !fk_outfile_commit(&fo, err, sizeof err))
         goto done;
     rc = FK_EXIT_OK;
 done:
+    if (err[0])
+        fk_error("%s", err);
     fk_stacktab_free(&t);
     fk_args_free(&a);
     return rc;

@@ -143,15 +143,18 @@ bool fk_svg_cli_read(struct fk_svg_cli *c, const char *path, struct fk_stacktab 
 static bool write_svg(struct fk_svg_cli *c, const struct fk_stacktab *t, struct fk_svg_builder *b)
 {
     struct fk_outfile out;
-    if (!fk_outfile_open(&out, c->output, 0644))
-        return false;
-    if (!(b ? fk_svg_builder_write(&out, b) : fk_svg_write(&out, t, &c->opts))) {
+    char err[512];
+    bool ok = fk_outfile_open(&out, c->output, 0644, err, sizeof err);
+    if (ok && !(b ? fk_svg_builder_write(&out, b) : fk_svg_write(&out, t, &c->opts))) {
         fk_error("%s: write failed: %s", strcmp(c->output, "-") ? c->output : "stdout",
                  strerror(errno));
         fk_outfile_abort(&out);
         return false;
     }
-    return fk_outfile_commit(&out);
+    if (ok && fk_outfile_commit(&out, err, sizeof err))
+        return true;
+    fk_error("%s", err);
+    return false;
 }
 
 bool fk_svg_cli_write(struct fk_svg_cli *c, const struct fk_stacktab *t)

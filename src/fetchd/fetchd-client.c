@@ -169,8 +169,10 @@ int main(int argc, char **argv)
     }
     if (refs_out) {
         struct fk_outfile ro;
-        if (!fk_outfile_open(&ro, refs_out, 0644))
+        if (!fk_outfile_open(&ro, refs_out, 0644, err, sizeof err)) {
+            fk_error("%s", err);
             goto done;
+        }
         for (size_t i = 0; i < refs.n; i++) {
             bool want = nnames == 0;
             for (size_t j = 0; j < nnames && !want; j++) {
@@ -181,13 +183,18 @@ int main(int argc, char **argv)
             if (want)
                 fk_outfile_printf(&ro, "%s %s\n", refs.v[i].oid, refs.v[i].name);
         }
-        if (!fk_outfile_commit(&ro))
+        if (!fk_outfile_commit(&ro, err, sizeof err)) {
+            fk_error("%s", err);
             goto done;
+        }
     }
     struct fk_outfile pack, raw;
-    if (!fk_outfile_open(&pack, output, 0644))
+    if (!fk_outfile_open(&pack, output, 0644, err, sizeof err)) {
+        fk_error("%s", err);
         goto done;
-    if (raw_file && !fk_outfile_open(&raw, raw_file, 0644)) {
+    }
+    if (raw_file && !fk_outfile_open(&raw, raw_file, 0644, err, sizeof err)) {
+        fk_error("%s", err);
         fk_outfile_abort(&pack);
         goto done;
     }
@@ -215,8 +222,11 @@ int main(int argc, char **argv)
         }
         fk_die("fetch of %s: %s", repo, s.dm.failed ? s.dm.err : err);
     }
-    if (!fk_outfile_commit(&pack) || (raw_file && !fk_outfile_commit(&raw)))
+    if (!fk_outfile_commit(&pack, err, sizeof err) ||
+        (raw_file && !fk_outfile_commit(&raw, err, sizeof err))) {
+        fk_error("%s", err);
         goto done;
+    }
     if (!quiet)
         fprintf(stderr, "fetchd-client: %s: %zu refs, pack %llu bytes, response %llu bytes\n", repo,
                 nnames ? nnames : refs.n, (unsigned long long)s.dm.pack_bytes, (unsigned long long)s.total);

@@ -114,9 +114,13 @@ void fetchd_server_ready(const struct fetchd_server_opts *o, int port)
 {
     if (o->port_file) {
         struct fk_outfile f;
-        if (!fk_outfile_open(&f, o->port_file, 0644) || !fk_outfile_printf(&f, "%d\n", port) ||
-            !fk_outfile_commit(&f))
+        char err[512] = "";
+        if (!fk_outfile_open(&f, o->port_file, 0644, err, sizeof err) ||
+            !fk_outfile_printf(&f, "%d\n", port) || !fk_outfile_commit(&f, err, sizeof err)) {
+            if (err[0])
+                fk_error("%s", err);
             fk_die("cannot write --port-file %s", o->port_file);
+        }
     }
     if (o->verbose)
         fetchd_log("listening on port %d", port);
@@ -271,6 +275,12 @@ int fetchd_pace_wait_ms(const struct fetchd_pace *p)
     return left < 1 ? 1 : left > 1000 ? 1000 : (int)left;   /* 1 s: also notice SIGTERM */
 }
 
+void fetchd_pace_respond(struct fetchd_pace *p)
+{
+    p->waited = p->moved = 0;
+    p->fresh = true;
+}
+
 void fetchd_pace_moved(struct fetchd_pace *p, uint64_t bytes)
 {
     p->moved += bytes;
@@ -282,6 +292,10 @@ const char *fetchd_pace_check(struct fetchd_pace *p, uint64_t waited_ns)
         return "request deadline passed (--timeout)";
     if (!p->min_bytes)
         return NULL;
+    if (waited_ns && p->fresh) {
+        p->moved = 0;
+        p->fresh = false;
+    }
     p->waited += waited_ns;
     if (p->waited < p->window)
         return NULL;

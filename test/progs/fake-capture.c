@@ -52,15 +52,22 @@ static int send_result(const char *scope, const char *comm)
     struct fk_outfile o;
     struct fk_svg_opts so;
     fk_svg_opts_init(&so);
-    bool ok = fk_outfile_open(&o, svg, 0600) && fk_svg_write(&o, &t, &so) && fk_outfile_commit(&o);
-    ok = ok && fk_outfile_open_gz(&o, fold, 0600) && fk_folded_write(&o, &t) && fk_outfile_commit(&o);
-    struct fk_stream_writer w;
+    char err[512] = "";
+    bool ok = fk_outfile_open(&o, svg, 0600, err, sizeof err) && fk_svg_write(&o, &t, &so) &&
+              fk_outfile_commit(&o, err, sizeof err);
+    ok = ok && fk_outfile_open_gz(&o, fold, 0600, err, sizeof err) && fk_folded_write(&o, &t) &&
+         fk_outfile_commit(&o, err, sizeof err);
+    struct fk_stream_writer w = { .fd = -1 };
     char *n1 = stamp_name(scope, "flamegraph.svg"), *n2 = stamp_name(scope, "folded.gz"),
          *n3 = stamp_name(scope, "json");
     char *json = fk_asprintf("{\"scope\": \"%s\", \"samples\": 100}\n", scope);
     ok = ok && fk_stream_begin(&w, 1) && fk_stream_file_path(&w, n1, svg) &&
          fk_stream_file_path(&w, n2, fold) && fk_stream_file(&w, n3, json, strlen(json)) &&
          fk_stream_end(&w, 0, "");
+    if (err[0])
+        fk_error("%s", err);
+    else if (!ok && w.failed)
+        fk_error("%s", w.error);
     unlink(svg);
     unlink(fold);
     rmdir(dir);
@@ -207,6 +214,8 @@ int main(int argc, char **argv)
                   fk_stream_file(&w, "p.20261202_000000_UTC.plant.json", "{}\n", 3) &&
                   fk_stream_file(&w, argc > 2 ? argv[2] : "Makefile", "all:\n\ttrue\n", 11) &&
                   fk_stream_end(&w, 0, "");
+        if (!ok)
+            fk_error("%s", w.error);
         return ok ? 0 : 1;
     }
     return fail(2, "flamekit: unknown fake capture command");

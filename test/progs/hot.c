@@ -5,12 +5,19 @@
  * child_burn() for the rest of the time)
  * With FK_HOT_CPU=FILE in the environment it writes the CPU seconds it and
  * its child used to FILE at exit: tests compare samples with the CPU time the
- * workload really got, which a loaded machine makes smaller than SECONDS. */
+ * workload really got, which a loaded machine makes smaller than SECONDS.
+ * With FK_HOT_START=FILE it sleeps until FILE is non-empty (a profiler's
+ * --ready-fd output) before its clock starts, so the fork and the exit fall
+ * inside the capture however slowly the profiler starts (a sanitizer build
+ * on a loaded host takes seconds); with FK_HOT_END=FILE it writes the
+ * CLOCK_REALTIME nanoseconds of its end to FILE, so a test can time the
+ * profiler's reaction to the exit from the exit itself. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,10 +55,25 @@ __attribute__((noinline)) void child_burn(double until)
         SPIN(100000);
 }
 
+/* Sleep until PATH is a non-empty file, for at most 60 s (then false). */
+static bool wait_nonempty(const char *path)
+{
+    struct stat st;
+    for (int i = 0; i < 6000; i++) {
+        if (stat(path, &st) == 0 && st.st_size > 0)
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
 int main(int argc, char **argv)
 {
     double secs = argc > 1 ? atof(argv[1]) : 2.0;
     bool do_fork = argc > 2 && !strcmp(argv[2], "fork");
+    const char *start_file = getenv("FK_HOT_START");
+    if (start_file && !wait_nonempty(start_file))
+        return 2;
     double start = now(), end = start + secs;
     pid_t child = -1;
     unsigned long long rnd = (unsigned long long)getpid();
@@ -73,6 +95,14 @@ int main(int argc, char **argv)
     }
     if (child > 0)
         waitpid(child, NULL, 0);
+    const char *end_file = getenv("FK_HOT_END");
+    if (end_file) {
+        struct timespec ts;
+        FILE *f = fopen(end_file, "w");
+        if (clock_gettime(CLOCK_REALTIME, &ts) || !f ||
+            fprintf(f, "%lld%09ld\n", (long long)ts.tv_sec, ts.tv_nsec) < 0 || fclose(f))
+            return 1;
+    }
     const char *cpu_file = getenv("FK_HOT_CPU");
     if (cpu_file) {
         struct rusage self, kids;

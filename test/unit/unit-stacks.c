@@ -93,13 +93,14 @@ static void test_outfile_and_read(const char *dir)
 {
     char *path = fk_asprintf("%s/out.folded.gz", dir);
     struct fk_outfile o;
-    UNIT_CHECK("gz outfile opens", fk_outfile_open_gz(&o, path, 0644));
+    char err[512] = "";
+    UNIT_CHECK("gz outfile opens", fk_outfile_open_gz(&o, path, 0644, err, sizeof err));
     struct stat st;
     UNIT_CHECK("final name absent before commit", stat(path, &st) != 0);
     for (int i = 0; i < 1000; i++)
         fk_outfile_printf(&o, "main;f%d %d\n", i % 10, 1);
     fk_outfile_write(&o, "tail 5", 6); /* no trailing newline */
-    UNIT_CHECK("commit succeeds", fk_outfile_commit(&o));
+    UNIT_CHECK("commit succeeds", fk_outfile_commit(&o, err, sizeof err));
     UNIT_CHECK("final name present after commit", stat(path, &st) == 0);
     struct fk_stacktab t;
     struct fk_parse_stats ps = { 0 };
@@ -111,9 +112,15 @@ static void test_outfile_and_read(const char *dir)
 
     struct fk_outfile a;
     char *p2 = fk_asprintf("%s/aborted", dir);
-    fk_outfile_open(&a, p2, 0644);
+    fk_outfile_open(&a, p2, 0644, err, sizeof err);
     fk_outfile_abort(&a);
     UNIT_CHECK("aborted output leaves nothing", stat(p2, &st) != 0);
+
+    /* a directory at the final name: refused, the reason in err */
+    err[0] = 0;
+    UNIT_CHECK("a directory at the output path is refused, the reason as a value",
+               !fk_outfile_open(&a, dir, 0644, err, sizeof err) &&
+               strstr(err, "it is a directory, not a regular file"));
     free(path);
     free(p2);
 }

@@ -77,8 +77,9 @@ int main(void)
     if (mkdtemp(dir)) {
         char *path = fk_asprintf("%s/g.svg", dir);
         struct fk_outfile out;
-        bool ok = fk_outfile_open(&out, path, 0644) && fk_svg_write(&out, &t, &o) &&
-                  fk_outfile_commit(&out);
+        char err[512];
+        bool ok = fk_outfile_open(&out, path, 0644, err, sizeof err) &&
+                  fk_svg_write(&out, &t, &o) && fk_outfile_commit(&out, err, sizeof err);
         UNIT_CHECK("fk_svg_write into an fk_outfile, committed", ok);
         FILE *f = fopen(path, "r");
         char tail[16] = "";

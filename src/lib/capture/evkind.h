@@ -16,8 +16,9 @@
  * The engine calls every hook from its one thread, with records of all
  * CPUs merged in time order (so a switch-out sample on one CPU comes before
  * the switch-in record on another that follows it). Samples outside the
- * target (user/cgroup filters) never reach a kind. Per-sample work must be
- * small and bounded: the hooks run inside the capture window.
+ * target (user/cgroup filters) reach only a kind's outside hook.
+ * Per-sample work must be small and bounded: the hooks run inside the
+ * capture window.
  *
  * Stack hooks (struct fk_stack_hook) are the other plug-in: they see every
  * kept sample's stack after user-stack unwinding, before the kind, and may
@@ -93,6 +94,12 @@ struct fk_evkind {
      * now, or fk_engine_stack_ref + fk_engine_add_ref later. */
     void (*sample)(void *state, struct fk_engine *e, unsigned event, const struct fk_sample *s,
                    const struct fk_stack_frames *st);
+    /* Optional: a sample of event i that the target's filters (user,
+     * cgroup, a pid's tree in its cgroup) kept from sample, not to be
+     * weighed: for a kind that weighs each sample by its counter's count
+     * since that counter's previous sample (PERF_SAMPLE_READ), which must
+     * see every one of them. */
+    void (*outside)(void *state, struct fk_engine *e, unsigned event, const struct fk_sample *s);
     /* Every other record (MMAP2, COMM, FORK, EXIT, SWITCH, SWITCH_CPU_WIDE,
      * LOST...) after the engine handled it; id is its sample_id_all
      * trailer (time, cpu, pid/tid). May be NULL. */
@@ -123,8 +130,16 @@ struct fk_stack_hook {
     /* Optional: each sample as it is copied out of its ring, before it
      * waits (REORDER_SLACK) to be handled in time order and before any
      * filter: for state of the target that must be read as soon after the
-     * sample as possible (a Python thread's frames). Must be cheap. */
-    void (*early)(void *state, struct fk_engine *e, const struct fk_sample *s);
+     * sample as possible (a Python thread's frames). Called in the ring
+     * reader's thread, concurrently with the engine's thread: it must be
+     * cheap, touch nothing of the engine and lock its own state. True:
+     * the sample needs the engine's thread (catch_up), which is woken
+     * for it; otherwise the kernel's per-sample wake-ups stay the
+     * reader's. */
+    bool (*early)(void *state, const struct fk_sample *s);
+    /* With early: from the engine's thread, once before the reader
+     * starts and then before each batch of samples is handled. */
+    void (*catch_up)(void *state, struct fk_engine *e);
     /* Optional: bytes the hook holds, counted toward --max-memory. */
     size_t (*bytes)(void *state);
 };

@@ -20,12 +20,24 @@
 #include <unistd.h>
 #include <zlib.h>
 
+/* The writer's first error: later ones follow from it. */
+static bool fail(struct fk_stream_writer *w, const char *fmt, ...) FK_PRINTF(2, 3);
+static bool fail(struct fk_stream_writer *w, const char *fmt, ...)
+{
+    if (!w->failed) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(w->error, sizeof w->error, fmt, ap);
+        va_end(ap);
+    }
+    w->failed = true;
+    return false;
+}
+
 static bool write_all(struct fk_stream_writer *w, const void *data, size_t len)
 {
-    if (!w->failed && !fk_write_full(w->fd, data, len)) {
-        fk_error("cannot write result stream: %s", errno ? strerror(errno) : "short write");
-        w->failed = true;
-    }
+    if (!w->failed && !fk_write_full(w->fd, data, len))
+        fail(w, "cannot write result stream: %s", errno ? strerror(errno) : "short write");
     return !w->failed;
 }
 
@@ -33,6 +45,7 @@ bool fk_stream_begin(struct fk_stream_writer *w, int fd)
 {
     w->fd = fd;
     w->failed = false;
+    w->error[0] = 0;
     return write_all(w, "FKS1", 4);
 }
 
@@ -47,11 +60,8 @@ static bool record_head(struct fk_stream_writer *w, char type, const char *name,
                         uint64_t len, uLong *crc)
 {
     size_t nlen = strlen(name);
-    if (nlen > 0xffff || strchr(name, '/')) {
-        fk_error("bad stream file name '%s'", name);
-        w->failed = true;
-        return false;
-    }
+    if (nlen > 0xffff || strchr(name, '/'))
+        return fail(w, "bad stream file name '%s'", name);
     unsigned char h[11];
     h[0] = (unsigned char)type;
     put_be(h + 1, nlen, 2);
@@ -94,10 +104,9 @@ bool fk_stream_file_path(struct fk_stream_writer *w, const char *name, const cha
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
-        fk_error("cannot read %s: %s", path, strerror(errno));
+        fail(w, "cannot read %s: %s", path, strerror(errno));
         if (fd >= 0)
             close(fd);
-        w->failed = true;
         return false;
     }
     uLong crc;
@@ -109,9 +118,7 @@ bool fk_stream_file_path(struct fk_stream_writer *w, const char *name, const cha
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
-            fk_error("cannot read %s: %s", path, n < 0 ? strerror(errno) : "file shrank");
-            w->failed = true;
-            ok = false;
+            ok = fail(w, "cannot read %s: %s", path, n < 0 ? strerror(errno) : "file shrank");
             break;
         }
         ok = record_body(w, buf, (size_t)n, &crc);
@@ -450,15 +457,15 @@ bool fk_stream_reader_finish(struct fk_stream_reader *r, const char *prefix)
         pre = prefix;
     }
     mode_t mode = file_mode();
+    char err[512];
     for (size_t i = 0; i < r->nfiles; i++) {
         struct fk_stream_file_rec *f = &r->files[i];
         f->path = fk_asprintf("%s/%s%s%s", r->dir, pre, *pre ? "." : "", f->name);
         bool ok = chmod(f->tmp, mode) == 0;
         if (!ok)
             broken(r, "cannot create %s: %s", f->path, strerror(errno));
-        else if (!(ok = fk_outfile_place(f->tmp, f->path)))
-            broken(r, "cannot create %s; remove what is in the way or choose another "
-                      "directory with -o", f->path);
+        else if (!(ok = fk_outfile_place(f->tmp, f->path, err, sizeof err)))
+            broken(r, "%s", err);
         if (!ok) {
             /* Undo what was committed: all files or none. */
             for (size_t j = 0; j < i; j++) {

@@ -11,8 +11,10 @@
 struct fk_stream_writer {
     int fd;
     bool failed;
+    char error[512];    /* once failed: the first error, one line, no prefix */
 };
 
+/* Each false below: failed, and why in error. */
 bool fk_stream_begin(struct fk_stream_writer *w, int fd);
 /* One file, its contents given in memory or read from path. */
 bool fk_stream_file(struct fk_stream_writer *w, const char *name, const void *data, size_t len);

@@ -348,14 +348,15 @@ static bool write_files(const struct fk_profile_request *rq, struct fk_profile_r
             add_timings(res, t0, t);
         char *path = fk_result_path(res->dir, res->base, (enum fk_result_kind)k);
         struct fk_outfile of;
-        bool ok = writers[k].gzip ? fk_outfile_open_gz(&of, path, 0644)
-                                  : fk_outfile_open(&of, path, 0644);
+        bool ok = writers[k].gzip
+                      ? fk_outfile_open_gz(&of, path, 0644, res->error, sizeof res->error)
+                      : fk_outfile_open(&of, path, 0644, res->error, sizeof res->error);
         if (ok && !writers[k].write(rq, res, &of)) {
             snprintf(res->error, sizeof res->error, "cannot write %s: %s", path, strerror(errno));
             fk_outfile_abort(&of);
             ok = false;
         } else if (ok) {
-            ok = fk_outfile_commit(&of);
+            ok = fk_outfile_commit(&of, res->error, sizeof res->error);
         }
         t[k] = fk_now_ns();
         if (!ok) {
@@ -668,8 +669,7 @@ int fk_profile_deliver(const struct fk_profile_request *rq, struct fk_profile_re
             ok = fk_stream_end(&w, res->status, msg);
         free(msg);
         if (!ok) {
-            snprintf(res->error, sizeof res->error, "cannot write the result stream: %s",
-                     strerror(errno));
+            snprintf(res->error, sizeof res->error, "%s", w.error);
             res->status = rq->target == FK_TARGET_RUN ? 125 : FK_EXIT_ERROR;
         }
     }

@@ -7,7 +7,6 @@
 #include "stacks/profile.pb-c.h"
 #include "util/buf.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -286,29 +285,4 @@ bool fk_pprof_gz_finish(struct fk_pprof_job *j, struct fk_buf *out, uint64_t *cp
     comments_free(&j->cm);
     free(j);
     return ok;
-}
-
-bool fk_pprof_write_job(const char *path, struct fk_pprof_job *j, uint64_t *cpu_ns)
-{
-    struct fk_buf gz = FK_BUF_INIT;
-    if (!fk_pprof_gz_finish(j, &gz, cpu_ns)) {
-        fk_error("cannot write %s: compressing the profile failed", path);
-        return false;
-    }
-    struct fk_outfile of;
-    bool ok = fk_outfile_open(&of, path, 0644);
-    if (ok && !fk_outfile_write(&of, gz.data, gz.len)) {
-        fk_error("cannot write %s: %s", path, strerror(errno));
-        fk_outfile_abort(&of);
-        ok = false;
-    } else if (ok) {
-        ok = fk_outfile_commit(&of);
-    }
-    fk_buf_free(&gz);
-    return ok;
-}
-
-bool fk_pprof_write_file(const char *path, const struct fk_prof *p, const json_t *meta)
-{
-    return fk_pprof_write_job(path, fk_pprof_gz_start(p, meta), NULL);
 }

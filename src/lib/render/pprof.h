@@ -8,7 +8,6 @@
 
 #include "stacks/prof.h"
 #include "util/buf.h"
-#include "util/outfile.h"
 
 #include <jansson.h>
 
@@ -25,10 +24,5 @@ struct fk_pprof_job *fk_pprof_gz_start(const struct fk_prof *p, const json_t *me
  * compression failed. *cpu_ns (if not NULL): the CPU time encoding and
  * compressing took. Frees the job. */
 bool fk_pprof_gz_finish(struct fk_pprof_job *j, struct fk_buf *out, uint64_t *cpu_ns);
-/* Finish the job into path atomically (fk_outfile); false after one error
- * line. Frees the job. */
-bool fk_pprof_write_job(const char *path, struct fk_pprof_job *j, uint64_t *cpu_ns);
-/* Both steps at once. */
-bool fk_pprof_write_file(const char *path, const struct fk_prof *p, const json_t *meta);
 
 #endif

@@ -32,22 +32,23 @@ static bool is_null_device(const struct stat *st)
 /* What may stand at the final path: nothing, a regular file or a symlink
  * (replaced by the rename, never followed). A FIFO, socket or device is
  * refused: writing to it would feed whoever planted it, and a rename over
- * it would replace a device node. Prints the one-line error. */
-static bool final_path_ok(const char *path)
+ * it would replace a device node. Otherwise false, with one line in err. */
+static bool final_path_ok(const char *path, char *err, size_t errlen)
 {
     struct stat st;
     if (lstat(path, &st) != 0) {
         if (errno == ENOENT)
             return true;
-        fk_error("cannot check %s: %s; choose another output path", path, strerror(errno));
+        snprintf(err, errlen, "cannot check %s: %s; choose another output path", path,
+                 strerror(errno));
         return false;
     }
     if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))
         return true;
     const char *what = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
                        : S_ISSOCK(st.st_mode) ? "a socket" : "a device";
-    fk_error("refusing to write %s: it is %s, not a regular file; remove it or choose "
-             "another output path", path, what);
+    snprintf(err, errlen, "refusing to write %s: it is %s, not a regular file; remove it or "
+             "choose another output path", path, what);
     return false;
 }
 
@@ -88,7 +89,8 @@ static void widen_pipe(int fd)
         (void)fcntl(fd, F_SETPIPE_SZ, 1 << 20);
 }
 
-static bool open_common(struct fk_outfile *o, const char *path, int mode, bool gz)
+static bool open_common(struct fk_outfile *o, const char *path, int mode, bool gz, char *err,
+                        size_t errlen)
 {
     memset(o, 0, sizeof *o);
     o->fd = -1;
@@ -98,7 +100,7 @@ static bool open_common(struct fk_outfile *o, const char *path, int mode, bool g
     if (!strcmp(path, "-")) {
         o->fd = dup(STDOUT_FILENO);
         if (o->fd < 0) {
-            fk_error("cannot duplicate stdout: %s", strerror(errno));
+            snprintf(err, errlen, "cannot duplicate stdout: %s", strerror(errno));
             release(o);
             return false;
         }
@@ -106,20 +108,21 @@ static bool open_common(struct fk_outfile *o, const char *path, int mode, bool g
     } else if (lstat(path, &st) == 0 && is_null_device(&st)) {
         o->fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         if (o->fd < 0 || fstat(o->fd, &st) != 0 || !is_null_device(&st)) {
-            fk_error("cannot open %s: %s", path, o->fd < 0 ? strerror(errno) : "it changed");
+            snprintf(err, errlen, "cannot open %s: %s", path,
+                     o->fd < 0 ? strerror(errno) : "it changed");
             if (o->fd >= 0)
                 close(o->fd);
             release(o);
             return false;
         }
     } else {
-        if (!final_path_ok(path)) {
+        if (!final_path_ok(path, err, errlen)) {
             release(o);
             return false;
         }
         o->fd = create_tmp(o, path, mode);
         if (o->fd < 0) {
-            fk_error("cannot create %s: %s; choose a writable output location",
+            snprintf(err, errlen, "cannot create %s: %s; choose a writable output location",
                      path, strerror(errno));
             release(o);
             return false;
@@ -128,14 +131,14 @@ static bool open_common(struct fk_outfile *o, const char *path, int mode, bool g
     if (gz) {
         o->gz = gzdopen(o->fd, "wb6");
         if (!o->gz) {
-            fk_error("cannot start gzip stream for %s", path);
+            snprintf(err, errlen, "cannot start gzip stream for %s", path);
             fk_outfile_abort(o);
             return false;
         }
     } else {
         o->fp = fdopen(o->fd, "w");
         if (!o->fp) {
-            fk_error("cannot open %s: %s", path, strerror(errno));
+            snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
             fk_outfile_abort(o);
             return false;
         }
@@ -144,14 +147,15 @@ static bool open_common(struct fk_outfile *o, const char *path, int mode, bool g
     return true;
 }
 
-bool fk_outfile_open(struct fk_outfile *o, const char *path, int mode)
+bool fk_outfile_open(struct fk_outfile *o, const char *path, int mode, char *err, size_t errlen)
 {
-    return open_common(o, path, mode, false);
+    return open_common(o, path, mode, false, err, errlen);
 }
 
-bool fk_outfile_open_gz(struct fk_outfile *o, const char *path, int mode)
+bool fk_outfile_open_gz(struct fk_outfile *o, const char *path, int mode, char *err,
+                        size_t errlen)
 {
-    return open_common(o, path, mode, true);
+    return open_common(o, path, mode, true, err, errlen);
 }
 
 bool fk_outfile_write(struct fk_outfile *o, const void *data, size_t len)
@@ -190,49 +194,51 @@ bool fk_outfile_printf(struct fk_outfile *o, const char *fmt, ...)
     return n >= 0;
 }
 
-bool fk_outfile_place(const char *tmp, const char *path)
+bool fk_outfile_place(const char *tmp, const char *path, char *err, size_t errlen)
 {
     /* Checked again: something may have been planted since the open. */
-    if (!final_path_ok(path))
+    if (!final_path_ok(path, err, errlen))
         return false;
     if (rename(tmp, path) != 0) {
-        fk_error("cannot rename into %s: %s; nothing was written there", path, strerror(errno));
+        snprintf(err, errlen, "cannot rename into %s: %s; nothing was written there", path,
+                 strerror(errno));
         return false;
     }
     return true;
 }
 
-bool fk_outfile_commit(struct fk_outfile *o)
+bool fk_outfile_commit(struct fk_outfile *o, char *err, size_t errlen)
 {
     const char *what = NULL;
-    int err = 0;
+    int e = 0;
     if (o->gz) {
         /* gzclose closes the fd; fsync first. */
         if (gzflush(o->gz, Z_FINISH) != Z_OK)
-            what = "write", err = errno ? errno : EIO;
+            what = "write", e = errno ? errno : EIO;
         if (!what && o->tmp && fsync(o->fd) != 0)
-            what = "fsync", err = errno;
+            what = "fsync", e = errno;
         if (gzclose(o->gz) != Z_OK && !what)
-            what = "close", err = errno ? errno : EIO;
+            what = "close", e = errno ? errno : EIO;
     } else if (o->fp) {
         if (fflush(o->fp) != 0 || ferror(o->fp))
-            what = "write", err = errno ? errno : EIO;
+            what = "write", e = errno ? errno : EIO;
         if (!what && o->tmp && fsync(o->fd) != 0)
-            what = "fsync", err = errno;
+            what = "fsync", e = errno;
         if (fclose(o->fp) != 0 && !what)
-            what = "close", err = errno;
+            what = "close", e = errno;
     } else {
-        what = "write", err = EBADF;
+        what = "write", e = EBADF;
     }
     o->fp = NULL;
     o->gz = NULL;
-    if (!what && o->tmp && !fk_outfile_place(o->tmp, o->path)) {
+    if (!what && o->tmp && !fk_outfile_place(o->tmp, o->path, err, errlen)) {
         unlink(o->tmp);
         release(o);
         return false;
     }
     if (what) {
-        fk_error("cannot %s %s: %s; nothing was written there", what, o->path, strerror(err));
+        snprintf(err, errlen, "cannot %s %s: %s; nothing was written there", what, o->path,
+                 strerror(e));
         if (o->tmp)
             unlink(o->tmp);
         release(o);

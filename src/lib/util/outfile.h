@@ -25,20 +25,21 @@ struct fk_outfile {
 };
 
 /* Create path's temporary twin with the given mode (e.g. 0644). On failure
- * prints a one-line error naming the path and returns false. */
-bool fk_outfile_open(struct fk_outfile *o, const char *path, int mode);
+ * false, with one line naming the path in err (as every false below). */
+bool fk_outfile_open(struct fk_outfile *o, const char *path, int mode, char *err, size_t errlen);
 /* Same, gzip-compressed (level 6); write with fk_outfile_write. */
-bool fk_outfile_open_gz(struct fk_outfile *o, const char *path, int mode);
-/* Write bytes (works for both plain and gzip); false on error. */
+bool fk_outfile_open_gz(struct fk_outfile *o, const char *path, int mode, char *err,
+                        size_t errlen);
+/* Write bytes (works for both plain and gzip); false on error (errno). */
 bool fk_outfile_write(struct fk_outfile *o, const void *data, size_t len);
 bool fk_outfile_printf(struct fk_outfile *o, const char *fmt, ...) FK_PRINTF(2, 3);
 /* Flush, fsync, close and rename into place; false (and the temporary
  * removed) if any step failed. */
-bool fk_outfile_commit(struct fk_outfile *o);
+bool fk_outfile_commit(struct fk_outfile *o, char *err, size_t errlen);
 /* The last step of commit, for writers that make their own temporary in
  * path's directory (the remote stream reader): rename tmp to path under the
- * rule above; false with a one-line error printed (tmp left for the caller). */
-bool fk_outfile_place(const char *tmp, const char *path);
+ * rule above (tmp left for the caller on failure). */
+bool fk_outfile_place(const char *tmp, const char *path, char *err, size_t errlen);
 /* Discard: close and unlink the temporary. Safe to call twice. */
 void fk_outfile_abort(struct fk_outfile *o);
 
