@@ -1254,16 +1254,6 @@ bool fk_perfscript_write(const struct fk_perfscript *p,
     return ok;
 }
 
-bool fk_perfscript_read(struct fk_perfscript *p, const char *path)
-{
-    struct fk_lineread r;
-    if (!fk_lineread_open(&r, path))
-        return false;
-    bool ok = fk_perfscript_read_lines(p, &r);
-    fk_lineread_close(&r);
-    return ok;
-}
-
 /* Where the line at b (e: the end of what is buffered) is, newline
  * included, the line record r's key last came on (its prefix and key):
  * its key; else NULL. One compare, nothing parsed. */
@@ -1357,5 +1347,5 @@ bool fk_perfscript_read_lines(struct fk_perfscript *p, struct fk_lineread *r)
         fk_perfscript_line(p, line, len, r->lineno);
     }
     fk_perfscript_finish(p);
-    return !r->error;
+    return !r->error[0];
 }
