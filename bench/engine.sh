@@ -47,11 +47,15 @@ sleep 1
 run() {  # run FLAMEKIT HZ SECS
     local out=$work/out.$RANDOM
     python3 - "$1" "$2" "$3" "$out" <<'PY'
-import glob, json, resource, subprocess, sys
+import glob, json, os, subprocess, sys
 fk, hz, secs, out = sys.argv[1:5]
-subprocess.run([fk, "host", "-q", "--python", "off", "--no-svg", "-F", hz, "-d", secs + "s",
-                "-o", out], check=True)
-ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+p = subprocess.Popen([fk, "host", "-q", "--python", "off", "--no-svg", "-F", hz, "-d", secs + "s",
+                      "-o", out])
+# its own rusage (and its waited children's): RUSAGE_CHILDREN would add
+# whatever this interpreter's start-up ran (a pyenv shim: ~0.3 s, 6,500 faults)
+_, status, ru = os.wait4(p.pid, 0)
+if status:
+    sys.exit("flamekit failed (wait status %d)" % status)
 d = json.load(open(glob.glob(out + "/*.json")[0]))
 print("%.4f %d" % (ru.ru_utime + ru.ru_stime, d["samples"]))
 PY
