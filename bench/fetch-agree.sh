@@ -75,7 +75,11 @@ printf '%s' "$sweeps" | jq -r -s --argjson pct "$pct" --argjson verbose "$verbos
       report("  throughput MiB/s if CPU-bound"; $settings | table(.[]; skey; .figures.cpu_bound_throughput_mib_s.median); $nsweeps),
       report("  clients CPU s/GiB"; $settings | table(.[]; skey; .figures.client_cpu_s_per_gib.median); $nsweeps),
       report("  git CPU s/GiB"; $settings | table(.[]; skey; .figures.git_cpu_s_per_gib.median); $nsweeps),
-      report("  allocations/fetch"; $settings | table(.[]; skey; .figures.alloc_calls_per_fetch.median); $nsweeps)
+      report("  allocations/fetch"; $settings | table(.[]; skey; .figures.alloc_calls_per_fetch.median); $nsweeps),
+      # The speed of the machine in each sweep (its pieces averaged): per-setting
+      # CPU figures move with it, ratios within a round much less.
+      "machine probe CPU ms, median per sweep: " + (map([.[] | .machine_probe_ms.median? // empty]
+          | if length > 0 then add / length | r3 | tostring else "-" end) | join(" "))
 ' || exit 2
 # The exit status: every ratio of every kind agrees.
 bad=$(printf '%s' "$sweeps" | jq -s --argjson pct "$pct" '

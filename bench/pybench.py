@@ -21,6 +21,21 @@
 #       round: the spread of separate processes (+-8 % run to run) does not
 #       enter the ratio. Printed per mode: work per CPU second and per wall
 #       second; per pair of modes: the ratio's median and min..max.
+#   python3 pybench.py paired FLAMEKIT PY TRUTH HZ MODE ROUNDS WINDOW_S
+#       the throughput lost at HZ, with the VM's own speed (+-25 % between
+#       2 s windows here) taken out: two copies of the workload run at once,
+#       one pinned to each of the first two CPUs; in each window flamekit
+#       (--python on or off) is attached to one of them and the other is the
+#       control. Within a window, q = the profiled copy's work per CPU
+#       second / the control's (what slows the whole VM slows both). Per
+#       round both copies take the profiled part in turn, and
+#       g = sqrt(q(copy 0 profiled) * q(copy 1 profiled)) cancels the
+#       CPUs' own speeds; 1 - g is the loss. "none" windows (nothing
+#       attached, the copies' roles still alternated) give the method's
+#       own noise: g centred on 1. Printed per mode: g's median and mean
+#       over the rounds with a 95 % bootstrap interval of the mean, and
+#       on/off per round. The same for work per wall second (which also
+#       carries flamekit's own CPU, taken from whichever copy it preempts).
 #   python3.11 pybench.py work TRUTH MODE TICKS
 #       the throughput workload: MODE "ratio" (TRUTH's work_a then work_b)
 #       or "generators" (its consume_b: a generator's body and its
@@ -190,6 +205,82 @@ def throughput(fk, py, truth, hz, mode, rounds, window):
                   (hz, mode, a, b, what, spread(q, "%.4f"), len(q)))
 
 
+def boot_mean(v, n=2000):
+    """the mean of v and a 95 % bootstrap interval of it"""
+    import random
+    rnd = random.Random(1)
+    m = sorted(statistics.fmean(rnd.choices(v, k=len(v))) for _ in range(n))
+    return statistics.fmean(v), m[int(0.025 * n)], m[int(0.975 * n) - 1]
+
+
+def paired(fk, py, truth, hz, mode, rounds, window):
+    if (os.cpu_count() or 1) < 2:
+        print("%s Hz %s paired: SKIP: fewer than 2 CPUs" % (hz, mode))
+        return
+    work_dir = tempfile.mkdtemp(prefix="fk-pybench.")
+    ticks = [os.path.join(work_dir, "ticks%d" % i) for i in (0, 1)]
+    ws = []
+    try:
+        for i in (0, 1):
+            open(ticks[i], "w").close()
+            ws.append(subprocess.Popen(["taskset", "-c", str(i), py, os.path.abspath(__file__),
+                                        "work", truth, mode, ticks[i]],
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        end = time.time() + 20
+        while time.time() < end and min(len(ticks_of(x)) for x in ticks) < 10:
+            time.sleep(0.1)     # both started and warm
+        windows = []        # (round, profiled copy, mode, lo, hi)
+        for r in range(rounds):
+            order = [(c, m) for m in ("on", "off", "none") for c in (0, 1)]
+            k = r % len(order)
+            for c, m in order[k:] + order[:k]:
+                if m == "none":
+                    lo = time.time_ns()
+                    time.sleep(window)
+                    windows.append((r, c, m, lo, time.time_ns()))
+                    continue
+                out = os.path.join(work_dir, "%s-%d-%d" % (m, c, r))
+                subprocess.run([fk, "pid", "-q", "--no-svg", "-F", str(hz), "-d",
+                                "%dms" % int(window * 1000), "--python", m, "-o", out,
+                                str(ws[c].pid)], check=True, stdout=subprocess.DEVNULL)
+                meta = json.load(open(glob.glob(out + "/*.json")[0]))
+                lo = meta["start_unix_ns"]
+                windows.append((r, c, m, lo, lo + int(meta["duration_s"] * 1e9)))
+                shutil.rmtree(out)
+        time.sleep(2 * TICK_CPU)
+        t = [ticks_of(x) for x in ticks]
+    finally:
+        for w in ws:
+            w.kill()
+            w.wait()
+        shutil.rmtree(work_dir)
+    q = {}      # (round, mode, copy) -> (CPU q, wall q)
+    for r, c, m, lo, hi in windows:
+        a, b = rate(t[c], lo, hi), rate(t[1 - c], lo, hi)
+        if a and b:
+            q[(r, m, c)] = (a[0] / b[0], a[1] / b[1])
+    g = {}
+    for m in ("on", "off", "none"):
+        for k in (0, 1):
+            g[(m, k)] = {r: (q[(r, m, 0)][k] * q[(r, m, 1)][k]) ** 0.5
+                         for r in range(rounds) if (r, m, 0) in q and (r, m, 1) in q}
+    for k, what in ((0, "CPU"), (1, "wall")):
+        for m in ("on", "off", "none"):
+            v = list(g[(m, k)].values())
+            if len(v) < 2:
+                continue
+            mean, lo, hi = boot_mean(v)
+            print("%s Hz %s paired %-4s work per %s second, profiled/control: median %.4f, "
+                  "mean %.4f (95%% interval %.4f..%.4f), min..max %.4f..%.4f, %d rounds" %
+                  (hz, mode, m, what, statistics.median(v), mean, lo, hi, min(v), max(v), len(v)))
+        v = [g[("on", k)][r] / g[("off", k)][r] for r in g[("on", k)] if r in g[("off", k)]]
+        if len(v) >= 2:
+            mean, lo, hi = boot_mean(v)
+            print("%s Hz %s paired on/off work per %s second: median %.4f, mean %.4f "
+                  "(95%% interval %.4f..%.4f), %d rounds" %
+                  (hz, mode, what, statistics.median(v), mean, lo, hi, len(v)))
+
+
 if __name__ == "__main__":
     a = sys.argv
     if a[1] == "work":
@@ -197,5 +288,7 @@ if __name__ == "__main__":
     elif a[1] == "cost":
         cost(a[2], a[3], a[4], int(a[5]), a[6], int(a[7]), float(a[8]),
              a[9] if len(a) > 9 else None)
+    elif a[1] == "paired":
+        paired(a[2], a[3], a[4], int(a[5]), a[6], int(a[7]), float(a[8]))
     else:
         throughput(a[2], a[3], a[4], int(a[5]), a[6], int(a[7]), float(a[8]))

@@ -19,19 +19,27 @@
 #      spread.
 #  (4) never stopped: the target's state is sampled during a capture (no
 #      't').
+#  (5) the throughput lost, with the VM's own speed taken out (paired): two
+#      copies of the workload at once, one per CPU, flamekit attached to
+#      one of them in each window, the other the control; the profiled
+#      copy's work per CPU second over the control's, the copies' roles
+#      swapped to cancel the CPUs' speeds: mean and 95 % bootstrap interval
+#      over FK_BENCH_PAIRED_ROUNDS (24) rounds of 1 s windows, --python on,
+#      off, and nothing attached (the method's own noise, centred on 1).
 # Hold /tmp/fk-bench.lock while it runs on a shared machine; the load
 # average at the start is printed, and the delays depend on it.
 # env: FLAMEKIT, FK_BENCH_CPU (CPU-seconds per run, default 5), FK_BENCH_REPS
 # (pairs, 3), FK_BENCH_HZ ("99 999"), FK_BENCH_MODES ("ratio generators"),
 # FK_BENCH_ROUNDS (throughput rounds, 8), FK_BENCH_WINDOW (seconds, 2),
-# FK_BENCH_PARTS ("cost throughput stopped"), FK_BENCH_BASE
+# FK_BENCH_PARTS ("cost throughput paired stopped"), FK_BENCH_PAIRED_ROUNDS,
+# FK_BENCH_BASE
 set -euo pipefail
 src=${FK_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 build=${FK_BUILD:-$src/build}
 fk=${FLAMEKIT:-$build/flamekit}
 cpu=${FK_BENCH_CPU:-5}
 reps=${FK_BENCH_REPS:-3}
-parts=${FK_BENCH_PARTS:-cost throughput stopped}
+parts=${FK_BENCH_PARTS:-cost throughput paired stopped}
 PY=/usr/bin/python3.11
 TRUTH=$src/test/progs/pytruth.py
 BENCH=$src/bench/pybench.py
@@ -55,6 +63,13 @@ case " $parts " in *" throughput "*)
     for mode in ${FK_BENCH_MODES:-ratio generators}; do
         "$PY" "$BENCH" throughput "$fk" "$PY" "$TRUTH" 99 "$mode" "${FK_BENCH_ROUNDS:-8}" \
             "${FK_BENCH_WINDOW:-2}" | sed 's/^/bench\/python: /'
+    done
+esac
+
+case " $parts " in *" paired "*)
+    for mode in ${FK_BENCH_MODES:-ratio generators}; do
+        "$PY" "$BENCH" paired "$fk" "$PY" "$TRUTH" 99 "$mode" "${FK_BENCH_PAIRED_ROUNDS:-24}" 1 |
+            sed 's/^/bench\/python: /'
     done
 esac
 

@@ -314,7 +314,7 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
                   and .min <= .median and .median <= .max;
         def figs: ["throughput_mib_s", "cpu_bound_throughput_mib_s", "fetches_per_s", "cpu_utilisation_pct",
                    "server_cpu_pct", "server_cpu_s_per_gib", "git_cpu_s_per_gib", "client_cpu_s_per_gib",
-                   "peak_rss_mib", "load1", "machine_busy_pct"]
+                   "peak_rss_mib", "load1", "machine_busy_pct", "machine_probe_ms"]
                   + if $alloc then ["alloc_bytes_per_gib", "alloc_calls_per_gib", "alloc_calls_per_fetch",
                                     "alloc_bytes_per_fetch"] else [] end;
         (.settings | length) == $ns
@@ -328,7 +328,9 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
                 and (($alloc | not) or (.alloc_bytes_per_gib_grpc_over_sock | stat and .min > 0)))
         and (.talk | length) == 8
         and all(.talk[]; (.claim | length) > 0 and (.verdict | IN("agrees", "disagrees", "cannot tell")))
-        and (.table_sentences | length) == 9 and (.pinning | length) > 0' "$d/report.json" >/dev/null || { echo "report.json malformed"; return 1; }
+        and (.table_sentences | length) == 9 and (.pinning | length) > 0
+        and (.machine_probe_ms | stat and .min > 0)
+        and all(.settings[].runs[]; .machine_probe_ms > 0)' "$d/report.json" >/dev/null || { echo "report.json malformed"; return 1; }
     # The talk's table: a header of four columns, nine rows, every cell "M (A–B)".
     awk -v cell="^ $cell \$" '/^## The talk.s table/ { t = 1; next } t && /^## / { t = 0 }
          t && /^\| \|/ { hdr = ($0 ~ /gRPC \| gRPC \+ cache \| socket \| socket \+ cache \|$/) }

@@ -45,13 +45,15 @@ v=$("$FK" --version 2>&1)
 check_grep "installed flamekit --version: $want_version, libperf's source" \
     "^flamekit ${want_version//./\\.}([- ][^ ]*)? \(libperf from linux-source 6\.12\." "$v"
 needed=$(readelf -d "$FK" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
-check_nogrep "libcurl, libdebuginfod, libcrypto, libmicrohttpd, GnuTLS and gRPC are not linked (loaded when needed, or fetchd's)" \
-    'libcurl|libdebuginfod|libcrypto|libmicrohttpd|libgnutls|libgrpc|libgpr' "$needed"
+check_nogrep "libcurl, libdebuginfod, libcrypto, libmicrohttpd, GnuTLS, libelf, libdw, liblzma and gRPC are not linked (loaded when needed, or fetchd's)" \
+    'libcurl|libdebuginfod|libcrypto|libmicrohttpd|libgnutls|libelf|libdw|liblzma|libgrpc|libgpr' "$needed"
 check_nogrep "every library flamekit needs is on this host" 'not found' "$(ldd "$FK" 2>&1)"
 
 if [ -n "${FK_DEB_DIR:-}" ]; then
     dep=$(dpkg-deb -f "$deb" Depends)
-    check_grep "flamekit Depends from shlibs (libelf, libdw, jansson)" 'libelf1.*|libdw1' "$dep"
+    for lib in libelf1 libdw1 liblzma5; do
+        check_grep "flamekit Depends on $lib (loaded at run time, not linked)" "(^|[ ,])$lib([ ,(]|\$)" "$dep"
+    done
     check_grep "flamekit Depends on jansson" 'libjansson4' "$dep"
     check_nogrep "flamekit does not Depend on libcurl" 'libcurl' "$dep"
     rec=$(dpkg-deb -f "$deb" Recommends)

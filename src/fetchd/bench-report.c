@@ -42,7 +42,7 @@ static struct stat3 stat_of(const double *v, int n)
 /* The figures of a run, by name: what the tables and report.json show. */
 enum fig {
     F_MIBS, F_CAP_MIBS, F_FETCHES_S, F_UTIL, F_SERVER_PCT, F_SERVER_S_GIB, F_GIT_S_GIB, F_CLIENT_S_GIB, F_ALLOC_B_GIB,
-    F_ALLOC_CALLS_GIB, F_ALLOC_CALLS_FETCH, F_ALLOC_B_FETCH, F_RSS, F_LOAD, F_MACHINE, NFIGS
+    F_ALLOC_CALLS_GIB, F_ALLOC_CALLS_FETCH, F_ALLOC_B_FETCH, F_RSS, F_LOAD, F_MACHINE, F_PROBE, NFIGS
 };
 static const struct {
     const char *key, *label;
@@ -63,6 +63,7 @@ static const struct {
     [F_RSS] = { "peak_rss_mib", "server peak RSS MiB", false },
     [F_LOAD] = { "load1", "load1 after the run", false },
     [F_MACHINE] = { "machine_busy_pct", "machine busy % (everyone's work)", false },
+    [F_PROBE] = { "machine_probe_ms", "machine probe CPU ms (a fixed piece of work: the machine's speed)", false },
 };
 
 
@@ -85,6 +86,7 @@ static double figure(const struct obs *o, enum fig f)
     case F_RSS: return o->rss_mib;
     case F_LOAD: return o->load1;
     case F_MACHINE: return o->machine_busy;
+    case F_PROBE: return o->probe_ms;
     default: return 0;
     }
 }
@@ -271,7 +273,25 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                       "children; clients = the client processes over their timed fetches. CPU utilisation = "
                       "(server + git + clients) / (wall time × %d CPUs). Allocations: calls and bytes of "
                       "malloc/calloc/realloc in the server process (fetchd-malloc.so). Peak RSS: the server's "
-                      "VmHWM during the run (reset before it).\n\n", cpu_source, ncpus);
+                      "VmHWM during the run (reset before it). The clients keep the memory they free "
+                      "(glibc's trim and mmap thresholds raised), so that gRPC's read buffers are not given back "
+                      "to the kernel and faulted in again on every read; the servers keep glibc's defaults.\n\n",
+                      cpu_source, ncpus);
+    /* The machine's speed over the whole benchmark: per-setting CPU
+     * figures move with it, ratios within a round do not. */
+    double *pv = fk_calloc((size_t)(nsettings * opt.rounds) + 1, sizeof *pv);
+    int np = 0;
+    for (int i = 0; i < nsettings; i++)
+        for (int r = 0; r < opt.rounds; r++)
+            pv[np++] = settings[i].o[r].probe_ms;
+    struct stat3 probe = stat_of(pv, np);
+    free(pv);
+    fk_outfile_printf(&md, "The machine's speed: a fixed piece of work (%s) on the servers' CPU before each run "
+                      "took %.2f ms of CPU (%.2f–%.2f) over the %d runs. On a virtual machine it takes longer when "
+                      "the host is busier; the CPU per GiB of every setting (git's most) moves with it, the "
+                      "gRPC/socket ratios, taken within a round, much less.\n\n",
+                      "integer mixing, scattered reads and writes in 4 MiB", probe.med, probe.min, probe.max, np);
+    json_object_set_new(jr, "machine_probe_ms", jstat(probe));
 
     int hs, hn;
     enum mode hg;
@@ -592,6 +612,8 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
             json_t *x = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "wall_s", b->wall, "bytes", b->bytes,
                                   "fetches", b->fetches, "server_cpu_s", b->server_cpu, "git_cpu_s", b->git_cpu,
                                   "client_cpu_s", b->client_cpu, "peak_rss_mib", b->rss_mib, "load1", b->load1);
+            json_object_set_new(x, "machine_busy_pct", json_real(b->machine_busy));
+            json_object_set_new(x, "machine_probe_ms", json_real(b->probe_ms));
             if (b->alloc_counted) {
                 json_object_set_new(x, "alloc_calls", json_real(b->alloc_calls));
                 json_object_set_new(x, "alloc_bytes", json_real(b->alloc_bytes));

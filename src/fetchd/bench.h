@@ -34,6 +34,7 @@ extern struct bench_opts opt;
 struct obs {
     double wall, bytes, fetches, server_cpu, git_cpu, client_cpu, alloc_calls, alloc_bytes, rss_mib, load1;
     double machine_busy;        /* %, every process on the machine */
+    double probe_ms;            /* the machine's speed: a fixed piece of work, CPU ms */
     bool alloc_counted;
 };
 

@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
+#include <malloc.h>
 #include <math.h>
 #include <linux/perf_event.h>
 #include <poll.h>
@@ -49,8 +50,8 @@ extern char **environ;
 
 struct bench_opts opt = { .out = "fetch-bench.out", .sizes = { 4ull << 20, 32ull << 20 }, .nsizes = 2,
                           .clients = { 1, 2, 4, 8 }, .nclients = 4, .modes = { true, true, true },
-                          .cache_modes = { true, true }, .work = 48ull << 20, .chunk = 32 << 10,
-                          .profile_ms = 10000, .rounds = 5, .min_run_ms = 1000 };
+                          .cache_modes = { true, true }, .work = 16ull << 20, .chunk = 32 << 10,
+                          .profile_ms = 10000, .rounds = 5, .min_run_ms = 700 };
 int ncpus;
 
 #define BO(field) offsetof(struct bench_opts, field)
@@ -156,12 +157,12 @@ static const struct fk_opt bench_optset[] = {
     { "cache", 'c', FK_OPT_CALL, 0, "WHICH", "runs without (off), with (on) the pack cache, or both (default)",
       "both", .call = parse_cache },
     { "work", 'w', FK_OPT_SIZE, BO(work), "SIZE",
-      "bytes to fetch per run, split over the clients (default 48M); each client makes at least one fetch; "
+      "bytes to fetch per run, split over the clients (default 16M); each client makes at least one fetch; "
       "more where a run would be shorter than --min-run-time",
-      "48M", .min = 1 << 20 },
+      "16M", .min = 1 << 20 },
     { "min-run-time", 0, FK_OPT_DURATION, BO(min_run_ms), "DUR",
       "with --work: a setting whose first run is shorter gets the fetches to last about this long, fixed for "
-      "every round (default 1s)", "1s", .min = 1, .max = 600000 },
+      "every round (default 700ms)", "700ms", .min = 1, .max = 600000 },
     { "fetches", 'f', FK_OPT_INT, BO(fetches), "N", "fetches per client per run, instead of --work", "4",
       .min = 1, .max = 100000 },
     { "rounds", 'R', FK_OPT_INT, BO(rounds), "N", "repetitions of every setting (default 5)", "5", .min = 1,
@@ -535,6 +536,35 @@ static double loadavg1(void)
     return l;
 }
 
+/* The machine's speed just now: thread CPU milliseconds of a fixed piece
+ * of work on the servers' CPUs (integer mixing and scattered reads and
+ * writes in a 4 MiB table, like git's hashing and copying). On a virtual
+ * machine the same work takes more CPU time when the host is busier
+ * (invisible to /proc/stat here: no steal time); git upload-pack's CPU
+ * per GiB moved 7-32 % between invocations with the server unchanged and
+ * in step across all settings of a round. */
+static double machine_probe_ms(void)
+{
+    enum { WORDS = 4 << 20 >> 3, STEPS = 1 << 20 };
+    static uint64_t *t;
+    if (!t)
+        t = fk_calloc(WORDS, sizeof *t);
+    pin_self(&server_cpus);
+    struct timespec a, b;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    uint64_t x = 0x9E3779B97F4A7C15ull, acc = 0;
+    for (int i = 0; i < STEPS; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        acc += t[x % WORDS];
+        t[(x >> 32) % WORDS] ^= acc;
+    }
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    pin_self(&all_cpus);
+    return (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+}
+
 /* Busy and total jiffies of all CPUs (/proc/stat), for the machine's
  * utilisation by everyone: this is a shared machine. */
 static void machine_jiffies(double *busy, double *total)
@@ -781,6 +811,16 @@ static _Noreturn void client_process(const struct client_job *j)
     fk_stop_restore();          /* the terminal's Ctrl-C ends a client */
     signal(SIGPIPE, SIG_IGN);
     pin_self(&client_cpus);
+    /* A client keeps the memory it frees. By default glibc hands freed
+     * memory at the top of a heap back to the kernel (trim threshold
+     * 128 KiB, moved by its dynamic mmap threshold) and faults it in again
+     * on the next allocation: gRPC's read buffers, allocated and freed per
+     * read, then cost 7k-38k page faults per 216 MiB and made the gRPC
+     * client 3-6x dearer (0.6 -> 3-5 CPU s/GiB), the bottleneck, and
+     * bimodal from run to run by the heap's history. The servers keep
+     * glibc's defaults: their cost is what is measured. */
+    (void)mallopt(M_MMAP_THRESHOLD, 32 << 20);     /* glibc's largest */
+    (void)mallopt(M_TRIM_THRESHOLD, 1 << 30);
     char err[256];
     struct fetchd_client *base = fetchd_client_new(j->tr, j->addr, err, sizeof err);
     if (!base) {
@@ -889,6 +929,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     int ready[2], go[2], done[2];
     if (pipe2(ready, O_CLOEXEC) != 0 || pipe2(go, O_CLOEXEC) != 0 || pipe2(done, O_CLOEXEC) != 0)
         fk_die("pipe: %s", strerror(errno));
+    double probe = machine_probe_ms();
     reset_hwm(s->pid);
     pid_t *pids = fk_calloc((size_t)nproc, sizeof *pids);
     fflush(NULL);
@@ -945,6 +986,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     o->rss_mib = vm_hwm_mib(s->pid);
     o->load1 = loadavg1();
     o->machine_busy = mt1 > mt0 ? 100 * (mb1 - mb0) / (mt1 - mt0) : 0;
+    o->probe_ms = probe;
     for (int i = 0; i < nproc; i++) {
         if (!ok)
             kill(pids[i], SIGKILL);

@@ -270,6 +270,7 @@ static void serve(struct conn *c)
     fetchd_pace_init(&c->pace, &opt);
     if (!read_request(c, hdr, sizeof hdr, &body, &blen, &op, &repo, err, sizeof err))
         goto fail;
+    fetchd_pace_respond(&c->pace);
     if (!(gitdir = fetchd_repo_resolve(opt.repo_root, repo, err, sizeof err)))
         goto fail;
     if (op == FETCHD_OP_UPLOAD_PACK && !fetchd_check_request(body, blen, err, sizeof err))

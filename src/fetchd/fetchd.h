@@ -178,10 +178,18 @@ struct fetchd_pace {
     uint64_t deadline;          /* fk_now_ns() value */
     uint64_t window, min_bytes; /* ns; bytes per window (0: no minimum) */
     uint64_t waited, moved;     /* in the current window */
+    bool fresh;                 /* the response has not waited on the client yet:
+                                   what it moved went into buffers with room */
 };
 void fetchd_pace_init(struct fetchd_pace *p, const struct fetchd_server_opts *o);
 /* Milliseconds to wait on the client before fetchd_pace_check is due (>= 1). */
 int fetchd_pace_wait_ms(const struct fetchd_pace *p);
+/* The response begins: a new window. What moves before the first wait on
+ * the client fills socket buffers with room (megabytes, for a client that
+ * stops reading) and says nothing of its pace: it does not count, so a
+ * client that never reads is dropped one window after they are full, not
+ * two (the first paid for by the buffers). */
+void fetchd_pace_respond(struct fetchd_pace *p);
 void fetchd_pace_moved(struct fetchd_pace *p, uint64_t bytes);
 /* Account waited_ns spent waiting on the client; NULL, or why the request
  * is dropped ("request deadline passed (--timeout)", "client too slow

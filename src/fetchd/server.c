@@ -275,6 +275,12 @@ int fetchd_pace_wait_ms(const struct fetchd_pace *p)
     return left < 1 ? 1 : left > 1000 ? 1000 : (int)left;   /* 1 s: also notice SIGTERM */
 }
 
+void fetchd_pace_respond(struct fetchd_pace *p)
+{
+    p->waited = p->moved = 0;
+    p->fresh = true;
+}
+
 void fetchd_pace_moved(struct fetchd_pace *p, uint64_t bytes)
 {
     p->moved += bytes;
@@ -286,6 +292,10 @@ const char *fetchd_pace_check(struct fetchd_pace *p, uint64_t waited_ns)
         return "request deadline passed (--timeout)";
     if (!p->min_bytes)
         return NULL;
+    if (waited_ns && p->fresh) {
+        p->moved = 0;
+        p->fresh = false;
+    }
     p->waited += waited_ns;
     if (p->waited < p->window)
         return NULL;

@@ -48,6 +48,23 @@ static void test_pace(void)
     fetchd_pace_init(&p, &o);
     fetchd_pace_moved(&p, 1999);
     UNIT_CHECK("pace: one byte short of --min-rate x --rate-window", fetchd_pace_check(&p, 2000000000ull) != NULL);
+    /* The response: what fills the socket buffers before the first wait
+     * does not pay for a window of a client that does not read. */
+    fetchd_pace_init(&p, &o);
+    fetchd_pace_moved(&p, 100);
+    fetchd_pace_check(&p, 1000000000ull);
+    fetchd_pace_respond(&p);
+    fetchd_pace_moved(&p, 8000000);
+    why = fetchd_pace_check(&p, 2000000000ull);
+    UNIT_CHECK("pace: the response's buffer fill before its first wait does not count", why && strstr(why, "--min-rate"));
+    fetchd_pace_init(&p, &o);
+    fetchd_pace_respond(&p);
+    fetchd_pace_moved(&p, 8000000);
+    UNIT_CHECK("pace: the response's window is new (the request's waiting is not in it)",
+               fetchd_pace_check(&p, 1000000000ull) == NULL);
+    fetchd_pace_moved(&p, 2000);
+    UNIT_CHECK("pace: what moves after the response's first wait counts", fetchd_pace_check(&p, 1000000000ull) == NULL);
+    UNIT_CHECK("pace: ... and only once: the next window starts from zero", fetchd_pace_check(&p, 2000000000ull) != NULL);
     UNIT_CHECK("pace: waiting for git (0 ns on the client) never fails the rate",
                (fetchd_pace_init(&p, &o), fetchd_pace_check(&p, 0) == NULL && fetchd_pace_check(&p, 0) == NULL));
     int ms = fetchd_pace_wait_ms(&p);

@@ -272,12 +272,13 @@ static void handle_sample(struct fk_engine *e, const union perf_event *ev)
     e->r->period_sum += s.period;
     if (e->fmt[idx].read_words && e->nevents == 1)
         note_count(e, &s);
-    if (e->follow_tree && !fk_tree_has(&e->tree, s.pid)) {
-        e->r->samples_outside++;    /* the cgroup's, not the target's */
+    bool outside = e->follow_tree && !fk_tree_has(&e->tree, s.pid);
+    e->r->samples_outside += outside;   /* the cgroup's, not the target's */
+    if (outside || !fk_target_keep(&e->filter, s.pid, s.cgroup)) {
+        if (e->kind->outside)
+            e->kind->outside(e->kind_state, e, idx, &s);
         return;
     }
-    if (!fk_target_keep(&e->filter, s.pid, s.cgroup))
-        return;
     e->r->samples_kept++;
     struct fk_stack_frames st;
     build_stack(e, &s, &st);

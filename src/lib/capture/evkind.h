@@ -16,8 +16,9 @@
  * The engine calls every hook from its one thread, with records of all
  * CPUs merged in time order (so a switch-out sample on one CPU comes before
  * the switch-in record on another that follows it). Samples outside the
- * target (user/cgroup filters) never reach a kind. Per-sample work must be
- * small and bounded: the hooks run inside the capture window.
+ * target (user/cgroup filters) reach only a kind's outside hook.
+ * Per-sample work must be small and bounded: the hooks run inside the
+ * capture window.
  *
  * Stack hooks (struct fk_stack_hook) are the other plug-in: they see every
  * kept sample's stack after user-stack unwinding, before the kind, and may
@@ -93,6 +94,12 @@ struct fk_evkind {
      * now, or fk_engine_stack_ref + fk_engine_add_ref later. */
     void (*sample)(void *state, struct fk_engine *e, unsigned event, const struct fk_sample *s,
                    const struct fk_stack_frames *st);
+    /* Optional: a sample of event i that the target's filters (user,
+     * cgroup, a pid's tree in its cgroup) kept from sample, not to be
+     * weighed: for a kind that weighs each sample by its counter's count
+     * since that counter's previous sample (PERF_SAMPLE_READ), which must
+     * see every one of them. */
+    void (*outside)(void *state, struct fk_engine *e, unsigned event, const struct fk_sample *s);
     /* Every other record (MMAP2, COMM, FORK, EXIT, SWITCH, SWITCH_CPU_WIDE,
      * LOST...) after the engine handled it; id is its sample_id_all
      * trailer (time, cpu, pid/tid). May be NULL. */

@@ -80,6 +80,15 @@ struct offcpu {
     bool adapt_off, per_task;
     struct fk_u64map inherited;     /* tid -> N + 1 (0: exited) */
     size_t inherited_live;
+    /* each switch-out sample's weight from its counter's count
+     * (PERF_SAMPLE_READ): counter (its CPU; per task events: thread and
+     * CPU) -> the count at its last sample (0: none yet; COUNT_UNKNOWN:
+     * records were lost since) */
+    struct fk_u64map counts;
+    size_t counts_live;             /* entries not 0 */
+    uint32_t cpus_seen;             /* the highest CPU of a sample + 1 */
+    bool counts_lost;               /* records were lost: a counter not seen yet may
+                                       have lost samples too */
     struct fk_loc scratch[2 * MAX_FRAMES + 4];
 };
 
@@ -199,6 +208,21 @@ static uint64_t sample_n(struct offcpu *k, pid_t tid, uint64_t time)
     return *v - 1;
 }
 
+/* A map whose values are mostly 0 (exited threads') again with only the
+ * others: memory follows the live threads, not all there were. live: the
+ * entries not 0. */
+static void compact(struct fk_u64map *map, size_t live)
+{
+    if (map->n < 1024 || live * 2 > map->n)
+        return;
+    struct fk_u64map m = { 0 };
+    for (size_t i = 0; i < map->n; i++)
+        if (map->v[i].val)
+            *fk_u64map_slot(&m, map->v[i].key, true) = map->v[i].val;
+    fk_u64map_free(map);
+    *map = m;
+}
+
 static void inherited_forget(struct offcpu *k, pid_t tid)
 {
     uint64_t *v = k->per_task && k->inherited.n ? fk_u64map_slot(&k->inherited, (uint64_t)tid, false)
@@ -207,15 +231,79 @@ static void inherited_forget(struct offcpu *k, pid_t tid)
         return;
     *v = 0;
     k->inherited_live--;
-    if (k->inherited.n < 1024 || k->inherited_live * 2 > k->inherited.n)
+    compact(&k->inherited, k->inherited_live);
+}
+
+/* ---- what a sample weighs ----------------------------------------------- */
+
+#define COUNT_UNKNOWN UINT64_MAX
+
+/* The counter a sample of the switch event came from: one per CPU, or
+ * per task events one per thread and CPU (each inherited copy counts its
+ * own thread's hits, from 0). */
+static uint64_t *counter_of(struct offcpu *k, const struct fk_sample *s)
+{
+    uint64_t key = k->per_task ? (uint64_t)(uint32_t)s->tid << 32 | s->cpu : s->cpu;
+    return fk_u64map_slot(&k->counts, key, true);
+}
+
+/* The switch-outs a sample of the switch event stands for: the hits its
+ * counter counted since its previous sample, exactly, whatever N was and
+ * however and whenever it changed. The kernel's sampling around a change
+ * is not one in the new N: an event running when PERF_EVENT_IOC_PERIOD
+ * reaches it samples its very next hit, the next one an old N later, and
+ * one whose old N was 1 writes two samples of that one hit; each CPU's
+ * event takes the change at its own moment, and thousands of samples a
+ * second at a small N may be timed while the change is being made (283
+ * of 2,584 in one capture, each counted at the new N: 118.8 % of the
+ * switch-outs seen). 0: a second sample of a switch-out already
+ * weighed. Without counts (inherited per-task events before Linux 6.12),
+ * or for a counter's first sample after records were lost (its gap holds
+ * the lost ones'), the N in force at the sample's time. Every sample of
+ * the event comes here, the target's or not (offcpu_outside), so each
+ * gap is one sample's. */
+static uint64_t sample_weight(struct offcpu *k, const struct fk_sample *s, bool *by_count)
+{
+    *by_count = false;
+    if (!s->count)
+        return sample_n(k, s->tid, s->time);
+    uint64_t *last = counter_of(k, s), was = *last;
+    *last = s->count;
+    k->counts_live += !was;
+    if (s->cpu >= k->cpus_seen && s->cpu < 65536)
+        k->cpus_seen = s->cpu + 1;
+    if (was == COUNT_UNKNOWN || (!was && k->counts_lost))
+        return sample_n(k, s->tid, s->time);
+    if (s->count < was)
+        was = 0;        /* a new thread's copy under a tid whose EXIT was lost */
+    *by_count = true;
+    return s->count - was;
+}
+
+/* Records were lost: their samples' hits are in the next gap of some
+ * counter, but which is unknown. */
+static void counts_lost(struct offcpu *k)
+{
+    k->counts_lost = true;
+    for (size_t i = 0; i < k->counts.n; i++)
+        if (k->counts.v[i].val)
+            k->counts.v[i].val = COUNT_UNKNOWN;
+}
+
+/* tid exited: its per task counters with it (a new thread under the tid
+ * counts from 0). */
+static void counts_forget(struct offcpu *k, pid_t tid)
+{
+    if (!k->per_task || !k->counts.n)
         return;
-    /* mostly exited threads: keep the live ones (memory follows threads) */
-    struct fk_u64map m = { 0 };
-    for (size_t i = 0; i < k->inherited.n; i++)
-        if (k->inherited.v[i].val)
-            *fk_u64map_slot(&m, k->inherited.v[i].key, true) = k->inherited.v[i].val;
-    fk_u64map_free(&k->inherited);
-    k->inherited = m;
+    for (uint32_t c = 0; c < k->cpus_seen; c++) {
+        uint64_t *v = fk_u64map_slot(&k->counts, (uint64_t)(uint32_t)tid << 32 | c, false);
+        if (v && *v) {
+            *v = 0;
+            k->counts_live--;
+        }
+    }
+    compact(&k->counts, k->counts_live);
 }
 
 /* From the steering thread. The change is listed before the ioctls, its
@@ -660,8 +748,13 @@ static bool offcpu_config(void *state, const struct fk_capture_opts *o, unsigned
     attr->read_format |= PERF_FORMAT_ID;    /* fk_engine_set_period finds the fds by it */
     attr->exclude_callchain_kernel = o->event.exclude_kernel;
     attr->exclude_kernel = 0;
-    if (i == k->ev_switch)
+    if (i == k->ev_switch) {
         attr->context_switch = 1;   /* every switch-in, sampled or not */
+        /* each sample's weight: its counter's count (sample_weight);
+         * refused on inherited per-task events before Linux 6.12, where
+         * the engine takes it off again */
+        attr->sample_type |= PERF_SAMPLE_READ;
+    }
     /* A stack hook that reads the target as samples leave the ring (the
      * Python frames) has the engine woken per sample: at the budget that
      * is thousands of wake-ups a second, each a context switch of
@@ -718,6 +811,13 @@ static void offcpu_sample(void *state, struct fk_engine *e, unsigned event,
         fk_bt_wake(&k->bt, (pid_t)woken, s->time, store_stack(k, &f));
         return;
     }
+    /* (weighed first: every sample closes its counter's gap) */
+    bool by_count;
+    uint64_t n = sample_weight(k, s, &by_count);
+    if (!n) {
+        k->st.recorded_twice++;
+        return;
+    }
     int64_t prev, pstate;
     if (!s->raw || !fk_tp_get(k->prev_pid, s->raw, s->raw_size, &prev) ||
         !fk_tp_get(k->prev_state, s->raw, s->raw_size, &pstate) || prev != s->tid) {
@@ -727,11 +827,24 @@ static void offcpu_sample(void *state, struct fk_engine *e, unsigned event,
     if (prev <= 0)
         return;     /* the idle task */
     k->st.recorded++;
+    k->st.weighed_by_count += by_count;
+    k->st.weighed_by_time += !by_count;
     enum fk_bt_state state_ = fk_bt_state_of(pstate, &k->bits);
     struct fk_stack_frames f = with_root(k, st, k->state_loc[state_]);
-    uint64_t n = sample_n(k, s->tid, s->time);
     k->st.switches_estimated += n;
     fk_bt_out_n(&k->bt, s->tid, s->time, state_, store_stack(k, &f), n);
+}
+
+/* A sample of another thread than the target's: not weighed, but its
+ * counter's gap ends there. */
+static void offcpu_outside(void *state, struct fk_engine *e, unsigned event,
+                           const struct fk_sample *s)
+{
+    struct offcpu *k = state;
+    k->e = e;
+    bool by_count;
+    if (event == k->ev_switch && s->count)
+        sample_weight(k, s, &by_count);
 }
 
 static void offcpu_record(void *state, struct fk_engine *e, const union perf_event *ev,
@@ -768,6 +881,10 @@ static void offcpu_record(void *state, struct fk_engine *e, const union perf_eve
     case PERF_RECORD_EXIT:
         fk_bt_exit(&k->bt, (pid_t)ev->fork.tid);
         inherited_forget(k, (pid_t)ev->fork.tid);
+        counts_forget(k, (pid_t)ev->fork.tid);
+        break;
+    case PERF_RECORD_LOST:
+        counts_lost(k);
         break;
     default:
         break;
@@ -791,6 +908,7 @@ static void offcpu_flush(void *state, struct fk_engine *e, uint64_t end_time)
     k->st.bytes = fk_bt_bytes(&k->bt) + fk_stacktab_bytes(&k->store) +
                   k->capids * sizeof *k->ids + k->caplocs * sizeof *k->locs +
                   fk_u64map_bytes(&k->refs) + fk_u64map_bytes(&k->inherited) +
+                  fk_u64map_bytes(&k->counts) +
                   k->capchg * sizeof *k->chg;
     if (k->o.stats)
         *k->o.stats = k->st;
@@ -805,6 +923,7 @@ static void offcpu_stop(void *state)
     fk_stacktab_free(&k->store);
     fk_u64map_free(&k->refs);
     fk_u64map_free(&k->inherited);
+    fk_u64map_free(&k->counts);
     pthread_mutex_destroy(&k->lock);
     free(k->chg);
     free(k->ids);
@@ -818,6 +937,7 @@ const struct fk_evkind fk_evkind_offcpu = {
     .config = offcpu_config,
     .values = offcpu_values,
     .sample = offcpu_sample,
+    .outside = offcpu_outside,
     .record = offcpu_record,
     .flush = offcpu_flush,
     .stop = offcpu_stop,

@@ -4,8 +4,10 @@
  *
  * Events, in one evlist:
  *   0  sched:sched_switch, one hit in N, with the switched-out thread's
- *      stack (kernel callchain + user stack as in CPU mode) and its raw
- *      record (prev_pid, prev_state: the layout read from tracefs), plus
+ *      stack (kernel callchain + user stack as in CPU mode), its raw
+ *      record (prev_pid, prev_state: the layout read from tracefs) and its
+ *      counter's count (what the sample weighs: the hits since that
+ *      counter's previous sample, whatever N was), plus
  *      context-switch records (PERF_RECORD_SWITCH per task, or
  *      SWITCH_CPU_WIDE per CPU) for every switch: each thread's switch-in
  *      time, whether or not its switch-out was sampled.
@@ -13,8 +15,8 @@
  *      hit in N, with the waker's stack and the woken pid.
  *   2  --with-cpu: the CPU clock at a frequency, as 'flamekit host'.
  * A sampled switch-out becomes a block (capture/blocktime.h) ended by the
- * thread's next switch-in; its stack gets the blocked nanoseconds x N under
- * a state frame right above the process name:
+ * thread's next switch-in; its stack gets the blocked nanoseconds x its
+ * weight under a state frame right above the process name:
  *   comm;[S];main;...;read;...;schedule                         (blocked)
  *   comm;[S];...;pipe_write;...;schedule;--;pipe_read;...;main;waker-comm
  *   comm;[S];main;...;schedule;[open at end]     (still off CPU at the end)
@@ -43,7 +45,8 @@ struct fk_offcpu_stats {
     uint64_t switch_outs;       /* switch-outs of every thread seen (switch records) */
     uint64_t switch_ins;
     uint64_t recorded;          /* sampled switch-outs (stacks) of the target */
-    uint64_t switches_estimated;    /* the recorded ones, each x the N it was sampled at */
+    uint64_t switches_estimated;    /* the recorded ones, each x the switch-outs it
+                                       stands for (its weight) */
     uint64_t raw_mismatch;      /* samples whose raw record did not parse or name
                                    another thread: not counted */
     uint64_t wakeups_recorded;  /* --wakers: sampled wakeups */
@@ -66,9 +69,17 @@ struct fk_offcpu_stats {
     struct { uint64_t at_ns, n; } timeline[FK_OFFCPU_TIMELINE];   /* the first changes:
                                    ns after the window opened, the new N */
     unsigned ntimeline;
-    uint64_t one_in_unsure;     /* samples timed while N was being changed
-                                   (given the new N) */
-    uint64_t recorded_inherited_n;  /* per-task events only (pid/run outside a
+    uint64_t weighed_by_count;  /* samples weighed by their counter's count: the
+                                   switch-outs since its previous sample, exactly */
+    uint64_t weighed_by_time;   /* ... by the N in force at their time: no count
+                                   (inherited per-task events before Linux 6.12),
+                                   or the counter's first after records were lost */
+    uint64_t recorded_twice;    /* samples of a switch-out already recorded (the
+                                   kernel writes two for the first hit after N
+                                   changes from 1): not counted */
+    uint64_t one_in_unsure;     /* samples weighed by time that were timed while N
+                                   was being changed (given the new N) */
+    uint64_t recorded_inherited_n;  /* weighed by time, per-task events only (pid/run outside a
                                    cgroup): samples of threads created in the
                                    window that carried the N of their creation,
                                    not the one in force (the kernel changes only

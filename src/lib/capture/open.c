@@ -220,8 +220,6 @@ static int adopt_cgroup_events(struct fk_engine *e, const char **what)
     return err;
 }
 
-/* Open every event on the maps; without PERF_FORMAT_LOST on kernels
- * before 6.0 (EINVAL). 0 or -errno. */
 /* The decoder's layouts again, after the attrs changed here (a sample's
  * PERF_SAMPLE_READ is laid out by read_format). */
 static void relayout(struct fk_engine *e)
@@ -234,9 +232,25 @@ static void relayout(struct fk_engine *e)
     }
 }
 
+/* Open every event on the maps; without PERF_FORMAT_LOST on kernels
+ * before 6.0 (EINVAL). 0 or -errno. */
 static int open_events(struct fk_engine *e)
 {
     int err = perf_evlist__open(e->evlist);
+    /* an inherited event's PERF_SAMPLE_READ (a kind's, e.g. off-CPU's
+     * weights): Linux 6.12; its samples come without counts before */
+    bool inherited_read = false;
+    for (unsigned i = 0; i < e->nevents; i++) {
+        const struct perf_event_attr *a = perf_evsel__attr(e->evsel[i]);
+        inherited_read |= a->inherit && (a->sample_type & PERF_SAMPLE_READ);
+    }
+    if (err == -EINVAL && inherited_read) {
+        for (unsigned i = 0; i < e->nevents; i++)
+            if (perf_evsel__attr(e->evsel[i])->inherit)
+                perf_evsel__attr(e->evsel[i])->sample_type &= ~(uint64_t)PERF_SAMPLE_READ;
+        relayout(e);
+        err = perf_evlist__open(e->evlist);
+    }
     if (err == -EINVAL) {
         for (unsigned i = 0; i < e->nevents; i++)
             perf_evsel__attr(e->evsel[i])->read_format &= ~(uint64_t)PERF_FORMAT_LOST;

@@ -58,7 +58,7 @@ struct fk_reader_opts {
 /* With a sample tap, the taker is woken at least this often while records
  * come (it hands them on in time order after ring.h's slack, and enforces
  * the limits). */
-#define FK_READER_TAP_WAKE_NS (10 * 1000000ull)
+#define FK_READER_TAP_WAKE_NS (50 * 1000000ull)
 
 struct fk_reader_stats {
     uint64_t bytes;         /* record bytes read from the rings */

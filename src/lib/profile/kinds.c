@@ -310,6 +310,9 @@ static json_t *offcpu_meta(const struct fk_profile_request *rq, const struct fk_
         json_array_append_new(tl, p);
     }
     json_object_set_new(f, "one_in_timeline", tl);
+    json_object_set_new(f, "switches_weighed_by_count", json_integer((json_int_t)o->weighed_by_count));
+    json_object_set_new(f, "switches_weighed_by_time", json_integer((json_int_t)o->weighed_by_time));
+    json_object_set_new(f, "switches_recorded_twice", json_integer((json_int_t)o->recorded_twice));
     json_object_set_new(f, "one_in_unsure", json_integer((json_int_t)o->one_in_unsure));
     json_object_set_new(f, "switches_recorded_at_inherited_n",
                         json_integer((json_int_t)o->recorded_inherited_n));

@@ -20,6 +20,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 /* Character classes by table: the frame lines are the hot path. */
 enum { C_SPACE = 1, C_HEX = 2, C_DIGIT = 4, C_TIDY = 8 };
@@ -1015,14 +1018,15 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
     bool with_pid = (p->o.pid || p->o.tid) && pidt > 0, plain = ce > cb && !with_pid;
     for (const char *c = cb; c < ce && plain; c++)
         plain = !(is_space(*c) || *c == ';' || *c == '\0');
-    if (plain) {
-        p->pname_id = pname_intern(p, cb, (size_t)(ce - cb));
-    } else {
-        const char *pn = pname_make(p, cb, ce, with_pid ? ts[pidt] : NULL, with_pid ? tl[pidt] : 0);
-        p->pname_id = pname_intern(p, pn, p->pname.len);
+    const char *pn = cb;
+    size_t pl = (size_t)(ce - cb);
+    if (!plain) {
+        pn = pname_make(p, cb, ce, with_pid ? ts[pidt] : NULL, with_pid ? tl[pidt] : 0);
+        pl = p->pname.len;
     }
-    const struct fk_stack *pe = &p->names.v[p->pname_id];
-    p->java = pe->len >= 4 && !memcmp(pe->key, "java", 4);
+    p->pname_id = pname_intern(p, pn, pl);
+    /* from the bytes at hand, not the name table's (a cache miss) */
+    p->java = pl >= 4 && !memcmp(pn, "java", 4);
     /* Without -g the sample's own ip/sym/dso follow the event. */
     if (ev > 0) {
         char *r = ts[ev] + tl[ev];
@@ -1139,11 +1143,38 @@ void fk_perfscript_line(struct fk_perfscript *p, char *line, size_t len, uint64_
     fk_parse_stats_bad(p->st, lineno, line, len, why);
 }
 
+/* What sorting stacks reads of each frame name: its first 8 bytes as a
+ * big-endian number (zero after its end) and its length, side by side, so
+ * that most comparisons of two names touch neither the name table nor
+ * the names' bytes. */
+struct name_head {
+    uint64_t be8;
+    uint32_t len;
+};
+
+static struct name_head *name_heads(const struct fk_stacktab *names)
+{
+    struct name_head *v = fk_malloc((names->n ? names->n : 1) * sizeof *v);
+    for (size_t i = 0; i < names->n; i++) {
+        const struct fk_stack *nm = &names->v[i];
+        uint64_t x = 0;
+        for (size_t k = 0; k < 8; k++)
+            x = x << 8 | (k < nm->len ? (unsigned char)nm->key[k] : 0);
+        v[i] = (struct name_head){ x, nm->len };
+    }
+    return v;
+}
+
+struct sort_ctx {
+    const struct fk_stacktab *names;
+    const struct name_head *head;
+};
+
 /* Two stacks (their ids, root first) in the order of their folded text
  * (frame names joined by ';', compared bytewise as fk_folded_write sorts),
  * without writing the text out. Names never hold ';' (add_frame and the
  * process name turn it into ':'), and equal names have equal ids. */
-static int cmp_text(const struct fk_stacktab *names, const uint32_t *a, size_t na,
+static int cmp_text(const struct sort_ctx *sc, const uint32_t *a, size_t na,
                     const uint32_t *b, size_t nb)
 {
     size_t m = na < nb ? na : nb, k = 0;
@@ -1159,7 +1190,14 @@ static int cmp_text(const struct fk_stacktab *names, const uint32_t *a, size_t n
         k++;
     if (k == m)     /* one goes on with ';' where the other ends */
         return (na > m) - (nb > m);
-    const struct fk_stack *x = &names->v[a[k]], *y = &names->v[b[k]];
+    /* names that differ in their first 8 bytes, within both */
+    const struct name_head *hx = &sc->head[a[k]], *hy = &sc->head[b[k]];
+    if (hx->be8 != hy->be8) {
+        uint32_t at = (uint32_t)__builtin_clzll(hx->be8 ^ hy->be8) / 8;
+        if (at < hx->len && at < hy->len)
+            return hx->be8 < hy->be8 ? -1 : 1;
+    }
+    const struct fk_stack *x = &sc->names->v[a[k]], *y = &sc->names->v[b[k]];
     size_t l = x->len < y->len ? x->len : y->len;
     int c = memcmp(x->key, y->key, l);
     if (c || x->len == y->len)
@@ -1247,92 +1285,193 @@ bool fk_perfscript_write(const struct fk_perfscript *p,
 {
     size_t n = p->stacks.n;
     const uint32_t **v = stack_list(p);
-    qsort_r(v, n, sizeof *v, cmp_stack, (void *)&p->names);
+    struct sort_ctx sc = { &p->names, name_heads(&p->names) };
+    qsort_r(v, n, sizeof *v, cmp_stack, &sc);
+    free((void *)sc.head);
     struct sorted_stacks ss = { p, v };
     bool ok = fk_folded_write_lines(n, sorted_stack, &ss, sink, ctx);
     free(v);
     return ok;
 }
 
-/* Where the line at b (e: the end of what is buffered) is, newline
- * included, the line record r's key last came on (its prefix and key):
- * its key; else NULL. One compare, nothing parsed. */
+/* Are a[0..n) and b[0..n) the same bytes? Inline, 16 at a time (the last
+ * chunk overlapping): every frame line is checked against a key, and a
+ * call to memcmp per line cost more than the compare. */
+static inline bool same_bytes(const char *a, const char *b, size_t n)
+{
+#ifdef __SSE2__
+    if (n >= 16) {
+        size_t i = 0;
+        for (; i + 16 < n; i += 16)
+            if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(a + i)),
+                                                 _mm_loadu_si128((const __m128i *)(b + i)))) != 0xffff)
+                return false;
+        return _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(a + n - 16)),
+                                                _mm_loadu_si128((const __m128i *)(b + n - 16)))) == 0xffff;
+    }
+#endif
+    if (n >= 8) {
+        uint64_t x, y, u, v;
+        memcpy(&x, a, 8), memcpy(&y, b, 8);
+        memcpy(&u, a + n - 8, 8), memcpy(&v, b + n - 8, 8);
+        return !((x ^ y) | (u ^ v));
+    }
+    return !memcmp(a, b, n);
+}
+
+/* Is s[0..n) what frame_line takes before a key: blanks (at least one: an
+ * unindented line may be a header), then (without --addrs) a hex ip and
+ * blanks? */
+static inline bool ip_prefix(const char *s, size_t n, bool addrs)
+{
+    size_t i = 0;
+    while (i < n && is_space(s[i]))
+        i++;
+    if (i == 0 || addrs)
+        return i && i == n;
+    size_t j = i;
+    while (j < n && is_hex(s[j]))
+        j++;
+    if (j == i || j == n)
+        return false;
+    while (j < n && is_space(s[j]))
+        j++;
+    return j == n;
+}
+
+/* Is the line at b (e: the end of what is buffered), newline included,
+ * record r's key after as many bytes as came before it last time (its
+ * prefix)? Its key; else NULL. The line as it was last time is two
+ * compares; another ip of the same width (an unknown symbol's
+ * "[unknown] (/usr/bin/bash)" comes after any address) is checked for
+ * frame_line's shape. Nothing is parsed. */
 static inline const char *raw_line(const struct fk_perfscript *p, uint32_t r, const char *b,
                                    const char *e, bool java)
 {
-    if (!r)
-        return NULL;
     const uint32_t *rec = p->keys.w + r - 1;
-    size_t klen = rec[KR_KJ] >> 1, plen = rec[KR_PFX], n = plen + klen;
-    if (plen && (size_t)(e - b) > n && b[n] == '\n' && (rec[KR_KJ] & 1) == java &&
-        !memcmp(b, (const char *)(rec + KR_HEAD) - plen, n))
-        return b + plen;
-    return NULL;
+    uint32_t kj = rec[KR_KJ];
+    size_t klen = kj >> 1, plen = rec[KR_PFX], n = plen + klen;
+    if (!plen || (size_t)(e - b) <= n || b[n] != '\n' || (kj & 1) != java)
+        return NULL;
+    const char *pfx = (const char *)(rec + KR_HEAD) - plen;
+    if (!same_bytes(b + plen, pfx + plen, klen) ||
+        !(same_bytes(b, pfx, plen) || ip_prefix(b, plen, p->o.addrs)))
+        return NULL;
+    return b + plen;
 }
 
-/* Frame lines whose key is the one predicted (predicted_key) or the one
+/* The line at b as frame_line reads it, found in the buffer (e its end):
+ * its key (*klen bytes), or NULL when it is not a frame line of its own
+ * whose key can be checked here. */
+static const char *line_key(const struct fk_perfscript *p, const char *b, const char *e,
+                            size_t *klen)
+{
+    const char *s = b;
+    if (s == e || !is_space(*s))
+        return NULL;
+    s = skip_blanks((char *)s + 1, (char *)e);
+    const char *ipend = find_blank((char *)s, (char *)e);
+    if (ipend == s || ipend == e || !hex_token(s, (size_t)(ipend - s), e))
+        return NULL;
+    const char *key = p->o.addrs ? s : skip_blanks((char *)ipend, (char *)e);
+    const char *nl = memchr(key, '\n', (size_t)(e - key));
+    if (!nl || (nl > key && nl[-1] == '\r'))
+        return NULL;
+    *klen = (size_t)(nl - key);
+    return key;
+}
+
+/* Frame lines whose key is the one predicted (predicted_key), else the one
  * last seen with the same ip digits (lcache), checked in the reader's
- * buffer: no hash, and mostly no parse: a line as it was last time is
- * one compare. As frame_line would take them: blanks, a hex ip,
- * blanks, the key, the newline. Not a key ending in '\r' (the reader drops
- * one before a newline, which this check would not). */
+ * buffer: no hash, and mostly no parse (raw_line). As frame_line would
+ * take them: blanks, a hex ip, blanks, the key, the newline. Not a key
+ * ending in '\r' (the reader drops one before a newline, which this check
+ * would not). The sample's stack is kept in locals meanwhile: the stores
+ * through p would be reloaded after every store to a record. */
 static void predicted_lines(struct fk_perfscript *p, struct fk_lineread *r)
 {
     size_t avail;
     bool eof;
-    const char *b = fk_lineread_peek(r, 0, &avail, &eof);     /* what is buffered */
-    if (!b)
+    const char *b0 = fk_lineread_peek(r, 0, &avail, &eof);     /* what is buffered */
+    if (!b0)
         return;
-    const char *e = b + avail;
-    bool java = is_java(p);
-    while (p->kprev || p->kstart) {
+    const char *b = b0, *e = b0 + avail;
+    const bool java = is_java(p);
+    uint32_t *const kw = p->keys.w;         /* no key is added here */
+    uint32_t *stk = p->stk, kprev = p->kprev;
+    size_t pos = p->stk_pos;
+    uint64_t h = p->stk_hash, nf = p->nframes, lines = 0;
+    bool ended = false;
+    /* the first line: the key this process's last sample began with */
+    uint32_t want = kprev ? kw[kprev - 1 + KR_NEXT] : p->kstart ? p->kfirst[p->pname_id] : 0;
+    if (!want && !kprev && !p->kstart)
+        return;
+    for (;;) {
         if (b < e && *b == '\n') {
             /* the blank line that ends the sample, as fk_perfscript_line takes it */
-            p->st->lines++;
-            fk_lineread_skip(r, 1);
-            flush_sample(p);
-            return;
-        }
-        uint32_t cand[2] = { predicted_key(p), 0 }, kr = 0;
-        int slot = line_slot(b, e);
-        if (slot >= 0 && p->lcache[slot] != cand[0])
-            cand[1] = p->lcache[slot];
-        const char *key = raw_line(p, cand[0], b, e, java);
-        if (key) {
-            kr = cand[0];
-        } else if ((key = raw_line(p, cand[1], b, e, java))) {
-            kr = cand[1];
-        } else if (cand[0] || cand[1]) {
-            /* the same key after another ip? */
-            const char *s = b;
-            if (s == e || !is_space(*s))
-                break;
-            s = skip_blanks((char *)s + 1, (char *)e);
-            const char *ipend = find_blank((char *)s, (char *)e);
-            if (ipend == s || ipend == e || !hex_token(s, (size_t)(ipend - s), e))
-                break;
-            key = p->o.addrs ? s : skip_blanks((char *)ipend, (char *)e);
-            const char *nl = memchr(key, '\n', (size_t)(e - key));
-            if (!nl || (nl > key && nl[-1] == '\r'))
-                break;
-            size_t klen = (size_t)(nl - key);
-            for (int i = 0; i < 2 && !kr; i++)
-                if (cand[i] && kr_is(&p->keys, cand[i], key, klen, java))
-                    kr = cand[i];
-            if (!kr)
-                break;
-            kr_set_prefix(&p->keys, kr, b, (size_t)(key - b));
-        } else {
+            b++;
+            lines++;
+            ended = true;
             break;
         }
-        if (slot >= 0)
-            p->lcache[slot] = kr;
-        p->st->lines++;
-        key_seen(p, kr);
-        size_t used = (size_t)(key + (p->keys.w[kr - 1 + KR_KJ] >> 1) + 1 - b);
-        fk_lineread_skip(r, used);
-        b += used;
+        const char *key = want ? raw_line(p, want, b, e, java) : NULL;
+        uint32_t kr = want;
+        if (!key) {
+            int slot = line_slot(b, e);
+            uint32_t other = slot >= 0 ? p->lcache[slot] : 0;
+            if (other && other != want && (key = raw_line(p, other, b, e, java))) {
+                kr = other;
+            } else {
+                /* the same key after an ip of another width? */
+                size_t klen;
+                if (!(want || other) || !(key = line_key(p, b, e, &klen)))
+                    break;
+                if (want && kr_is(&p->keys, want, key, klen, java))
+                    kr = want;
+                else if (other && kr_is(&p->keys, other, key, klen, java))
+                    kr = other;
+                else
+                    break;
+                kr_set_prefix(&p->keys, kr, b, (size_t)(key - b));
+                if (slot >= 0)
+                    p->lcache[slot] = kr;
+            }
+        }
+        /* key_seen, with the stack in locals */
+        if (kprev) {
+            if (kr != want)
+                kw[kprev - 1 + KR_NEXT] = kr;
+        } else if (p->kstart) {
+            p->kfirst[p->pname_id] = kr;
+            p->kstart = false;
+        }
+        kprev = kr;
+        const uint32_t *rec = kw + kr - 1;
+        uint32_t id = rec[KR_ID];
+        want = rec[KR_NEXT];
+        if (want) {
+            /* its record's head and the bytes the next line is checked against */
+            __builtin_prefetch(kw + want - 1);
+            __builtin_prefetch(kw + want - 1 + KR_HEAD);
+        }
+        b = key + (rec[KR_KJ] >> 1) + 1;
+        lines++;
+        if (id < LC_CHAIN && pos) {
+            stk[--pos] = id;
+            h = ids_step(h, id);
+            nf++;
+        } else if (id != LC_SKIP) {
+            p->stk_pos = pos, p->stk_hash = h, p->nframes = nf;
+            push_frames(p, id);
+            stk = p->stk, pos = p->stk_pos, h = p->stk_hash, nf = p->nframes;
+        }
     }
+    p->stk_pos = pos, p->stk_hash = h, p->nframes = nf;
+    p->kprev = kprev;
+    p->st->lines += lines;
+    fk_lineread_skip(r, (size_t)(b - b0), lines);
+    if (ended)
+        flush_sample(p);
 }
 
 bool fk_perfscript_read_lines(struct fk_perfscript *p, struct fk_lineread *r)

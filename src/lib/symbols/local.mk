@@ -8,3 +8,9 @@ libflamekit_a_SOURCES += src/lib/symbols/debuginfod.h src/lib/symbols/debuginfod
 libflamekit_a_SOURCES += src/lib/symbols/pins.c src/lib/symbols/pins.h
 libflamekit_a_SOURCES += src/lib/symbols/cfi.c src/lib/symbols/cfi.h
 libflamekit_a_SOURCES += src/lib/symbols/gopclntab.c src/lib/symbols/gopclntab.h
+# libelf, libdw and liblzma loaded on first use (elf-dyn.c): an archive of
+# its own, after libflamekit.a in FK_LIBS; flamekit-portable links the
+# libraries statically instead.
+noinst_LIBRARIES += libfkelfdyn.a
+libfkelfdyn_a_SOURCES = src/lib/symbols/elf-dyn.c src/lib/symbols/elf-dyn.h
+libfkelfdyn_a_CFLAGS = $(AM_CFLAGS)

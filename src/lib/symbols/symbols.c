@@ -2,6 +2,7 @@
 /* Process table (address spaces, comms), DSO table, locate and name. */
 #include "symbols/symbols-int.h"
 #include "symbols/cfi.h"
+#include "symbols/elf-dyn.h"
 #include "symbols/pins.h"
 #include "util/busguard.h"
 #include "util/dynlib.h"
@@ -762,6 +763,8 @@ static struct proc *proc_get(struct fk_symbolizer *s, pid_t pid)
 
 struct fk_symbolizer *fk_sym_new(const struct fk_sym_opts *opts)
 {
+    if (fk_elf_preload)
+        (void)fk_elf_preload();     /* a missing one is said; its symbols stay unresolved */
     struct fk_symbolizer *s = fk_calloc(1, sizeof *s);
     if (opts)
         s->opts = *opts;

@@ -24,13 +24,13 @@ bool fk_lineread_open(struct fk_lineread *r, const char *path);
  * Returns NULL at end of input or on error (r->error[0] set). A last line
  * without a newline is returned as usual. */
 char *fk_lineread_next(struct fk_lineread *r, size_t *len);
-/* Consume one line of n bytes, newline included, seen with
- * fk_lineread_peek: for a caller that can tell a line's length without
- * scanning it. */
-static inline void fk_lineread_skip(struct fk_lineread *r, size_t n)
+/* Consume `lines` lines of n bytes in all, newlines included, seen with
+ * fk_lineread_peek: for a caller that can tell lines' lengths without
+ * scanning them. */
+static inline void fk_lineread_skip(struct fk_lineread *r, size_t n, uint64_t lines)
 {
     r->start += n;
-    r->lineno++;
+    r->lineno += lines;
 }
 /* Release the input and the buffer; name and error stay for a message. */
 void fk_lineread_close(struct fk_lineread *r);

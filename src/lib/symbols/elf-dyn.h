@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* libelf, libdw and liblzma loaded at run time (elf-dyn.c). */
+#ifndef FK_ELF_DYN_H
+#define FK_ELF_DYN_H
+
+#include <stdbool.h>
+
+/* Load the three libraries now: a capture does it before its first sample
+ * (loading takes milliseconds, and a capture that stalled on its first
+ * ELF file would lose short-lived processes' maps). False when one is
+ * missing (said once; its entry points then fail). Weak: defined only
+ * where the libraries are loaded at run time (libfkelfdyn.a); in
+ * flamekit-portable, which links them, it is NULL. */
+bool fk_elf_preload(void) __attribute__((weak));
+
+#endif
