@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* This program's first executable file mapping (from /proc/self/maps). */
@@ -84,11 +85,40 @@ int main(void)
     if (took && w.tmp_fd >= 0)
         close(w.tmp_fd);
     UNIT_CHECK("JIT facts taken once", !fk_pins_take_jit(p, me, &w));
+    /* a child forked by it (no MMAP2 of its own): pinned at its FORK */
+    int gate[2];
+    UNIT_CHECK("a pipe", pipe(gate) == 0);
+    pid_t child = fork();
+    if (child == 0) {
+        char c;
+        close(gate[1]);
+        _exit(read(gate[0], &c, 1) < 0);
+    }
+    close(gate[0]);
+    fk_pins_fork(p, child, me, 250);
+    fk_pins_stats(p, &st);
+    UNIT_CHECK("a JIT's forked child is pinned at its FORK", st.jits == 2);
+    took = fk_pins_take_jit(p, child, &w);
+    UNIT_CHECK("... with its own pid", took && w.nspid == child && w.tmp_fd >= 0);
+    if (took && w.tmp_fd >= 0)
+        close(w.tmp_fd);
+    fk_pins_fork(p, child, getppid(), 260);     /* the same pid made by another, no JIT */
+    fk_pins_stats(p, &st);
+    UNIT_CHECK("a child of a process without JIT is not", st.jits == 2);
+    fk_pins_mmap(p, child, (uint64_t)(uintptr_t)jit, 4096, PROT_READ | PROT_EXEC, 0, 0, 0, NULL, 0,
+                 "//anon", 270);
+    fk_pins_stats(p, &st);
+    UNIT_CHECK("... and the JIT of a pid reused by it is pinned anew", st.jits == 3);
+    took = fk_pins_take_jit(p, child, &w);
+    if (took && w.tmp_fd >= 0)
+        close(w.tmp_fd);
+    close(gate[1]);
+    waitpid(child, NULL, 0);
     /* an exec: the new program's JIT is pinned again */
     fk_pins_exec(p, me);
     fk_pins_mmap(p, me, (uint64_t)(uintptr_t)jit, 4096, PROT_READ | PROT_EXEC, 0, 0, 0, NULL, 0, "//anon", 300);
     fk_pins_stats(p, &st);
-    UNIT_CHECK("after an exec, pinned again", st.jits == 2);
+    UNIT_CHECK("after an exec, pinned again", st.jits == 4);
 
     /* bounds: two fds at most (the JIT /tmp holds one) */
     fk_pins_mmap(p, me, start, end - start, PROT_READ | PROT_EXEC, 8, 2, (uint64_t)want.st_ino,

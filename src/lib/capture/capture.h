@@ -148,6 +148,10 @@ struct fk_capture_result {
      * passes that found it full (records left in a ring, the kernel's to
      * drop and count in lost) */
     uint64_t reader_peak_bytes, reader_full;
+    /* the nice value the capture's threads ran at (raised: above
+     * flamekit's own, capture.c engine_priority) */
+    int nice;
+    bool nice_raised;
     /* files and JIT /tmp directories pinned by the reader (symbols/pins.h) */
     struct fk_pins_stats pins;
     int ncpus;

@@ -78,6 +78,8 @@ struct fk_engine {
      * the copies on in time order */
     struct fk_reader *reader;
     struct fk_pins *pins;           /* made by the reader's thread, taken by sym */
+    int nice_before;                /* this thread's nice before the window */
+    bool nice_raised;               /* ... raised for it (engine_priority) */
     struct fk_ringq ring;
     /* PERF_SAMPLE_READ (one event, per-CPU counters): by CPU number, the
      * last count a sample carried and the samples seen */

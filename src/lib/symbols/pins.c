@@ -221,6 +221,20 @@ void fk_pins_exec(struct fk_pins *p, pid_t pid)
     pthread_mutex_unlock(&p->lock);
 }
 
+void fk_pins_fork(struct fk_pins *p, pid_t pid, pid_t ppid, uint64_t time)
+{
+    if (pid <= 0 || pid == ppid || !p->jit)
+        return;
+    pthread_mutex_lock(&p->lock);
+    uint64_t *v = fk_u64map_slot(&p->jit_seen, (uint64_t)pid, false);
+    if (v)
+        *v = 0;     /* a reused pid: another process */
+    bool jit = seen(&p->jit_seen, (uint64_t)ppid);
+    pthread_mutex_unlock(&p->lock);
+    if (jit)
+        pin_jit(p, pid, time);
+}
+
 int fk_pins_take_file(struct fk_pins *p, pid_t pid, uint64_t start, uint64_t end,
                       struct stat *st)
 {

@@ -62,6 +62,12 @@ void fk_pins_mmap(struct fk_pins *p, pid_t pid, uint64_t start, uint64_t len, ui
 /* ... a COMM record of an exec: the pid is another program (its JIT
  * memory, if any, is pinned again). */
 void fk_pins_exec(struct fk_pins *p, pid_t pid);
+/* ... a FORK record of a new process (pid != ppid): a copy of its
+ * parent's memory, JIT code included, with no MMAP2 record of its own:
+ * when the parent's JIT facts were pinned, the child's are pinned now
+ * (a forked worker may be gone, its /tmp with it, by the time the
+ * symbolizer handles the record). */
+void fk_pins_fork(struct fk_pins *p, pid_t pid, pid_t ppid, uint64_t time);
 
 /* The symbolizer: the file pinned for pid's mapping [start, end), its fd
  * (now the caller's) and status; -1 when none was pinned. */
