@@ -69,7 +69,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     (void)fk_pprof_sniff(data, size, true);
 
     struct fk_prof p;
-    if (fk_pprof_decode(data, size, "fuzz", &lim, &p)) {
+    char err[512] = "";
+    bool decoded = fk_pprof_decode(data, size, "fuzz", &lim, &p, err, sizeof err);
+    if (!decoded && strncmp(err, "fuzz: ", 6))
+        abort();    /* a refusal always says why, naming the input */
+    if (decoded) {
         check_invariants(&p);
         for (size_t t = 0; t < p.ntypes; t++) {
             struct fk_stacktab a, b;
@@ -81,7 +85,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 fk_pprof_encode(&p, NULL, &enc);
                 struct fk_prof q;
                 struct fk_pprof_limits big = { 64u << 20, 512u << 20 };
-                if (!fk_pprof_decode(enc.data, enc.len, "round trip", &big, &q))
+                if (!fk_pprof_decode(enc.data, enc.len, "round trip", &big, &q, err, sizeof err))
                     abort();
                 check_invariants(&q);
                 if (!fk_prof_fold(&q, (int)t, FOLD_MAX * 2, &b, NULL) || !same(&a, &b))

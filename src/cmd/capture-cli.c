@@ -56,13 +56,6 @@ static void progress_line(void *ctx, const struct fk_capture_progress *p)
     }
 }
 
-/* The library's warnings (degraded modes), as the command's own. */
-static void warn_line(void *ctx, const char *msg)
-{
-    (void)ctx;
-    fk_warn("%s", msg);
-}
-
 int fk_capture_cli_run(struct fk_profile_request *rq, int argc, char **argv)
 {
     char err[512];
@@ -84,7 +77,7 @@ int fk_capture_cli_run(struct fk_profile_request *rq, int argc, char **argv)
     }
     rq->progress = progress_line;
     rq->progress_ctx = rq;
-    rq->warn = warn_line;
+    rq->warn = fk_warn_line;
     /* Handlers stay through the final writes: a Ctrl-C then only ends
      * the capture, so no *.tmp.* file is left half written. */
     if (!fk_stop_on_signals(0))

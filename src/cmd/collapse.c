@@ -81,6 +81,7 @@ int cmd_collapse(int argc, char **argv)
     bool strict = co.strict;
     struct fk_perfscript_opts o = co.ps;
     struct fk_input_opts io = co.io;
+    io.warn = fk_warn_line;
     fk_args_free(&a);     /* in and out point into argv, not into a */
 
     struct fk_parse_stats st = { 0 };
@@ -98,15 +99,20 @@ int cmd_collapse(int argc, char **argv)
     if (kind != FK_INPUT_ERROR)
         fk_lineread_close(&r);
     if (!rok) {
+        fk_error("%s", r.error);
         rc = FK_EXIT_ERROR;
         goto done;
     }
     if (kind == FK_INPUT_PPROF)
         goto write;
-    if (!fk_parse_stats_report(&st, inname, strict)) {
+    char msg[512];
+    if (!fk_parse_stats_report(&st, inname, strict, msg, sizeof msg)) {
+        fk_error("%s", msg);
         rc = FK_EXIT_ERROR;
         goto done;
     }
+    if (msg[0])
+        fk_warn("%s", msg);
     if (fk_perfscript_overflow(&ps)) {
         fk_error("%s: a stack's count exceeds 2^64-1 (periods too large to sum); "
                  "drop --period to count samples", inname);

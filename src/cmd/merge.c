@@ -56,6 +56,7 @@ int cmd_merge(int argc, char **argv)
     bool prefix = mo.prefix;
     const char *out = mo.out, *svg = mo.svg, *title = mo.title;
     struct fk_input_opts io = mo.io;
+    io.warn = fk_warn_line;
     if (!out)
         out = svg ? NULL : "-";
     if (out && svg && !strcmp(svg, "-") && !strcmp(out, "-")) {
@@ -65,7 +66,7 @@ int cmd_merge(int argc, char **argv)
 
     struct fk_stacktab t;
     fk_stacktab_init(&t);
-    char err[512] = "";     /* an output file's error */
+    char err[512] = "";     /* an input's or output file's error, printed at done */
     rc = FK_EXIT_ERROR;
     for (int i = 0; i < a.n; i++) {
         const char *arg = a.v[i], *path = arg;
@@ -81,9 +82,13 @@ int cmd_merge(int argc, char **argv)
         }
         char *frame = prefix && host ? fk_merge_frame(host) : NULL;
         struct fk_parse_stats ps = { 0 };
-        bool ok = fk_merge_add_file(&t, path, frame, &io, &ps);
-        if (ok)
-            fk_parse_stats_report(&ps, path, false);
+        bool ok = fk_merge_add_file(&t, path, frame, &io, &ps, err, sizeof err);
+        if (ok) {
+            fk_parse_stats_report(&ps, path, false, err, sizeof err);   /* a warning */
+            if (err[0])
+                fk_warn("%s", err);
+            err[0] = 0;
+        }
         fk_parse_stats_free(&ps);
         free(frame);
         free(host);

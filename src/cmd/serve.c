@@ -58,5 +58,9 @@ int cmd_serve(int argc, char **argv)
         return FK_EXIT_ERROR;
     }
     o.stop = &fk_stop_signal;
-    return fk_serve_run(&o);
+    char err[512];
+    rc = fk_serve_run(&o, err, sizeof err);
+    if (err[0])
+        fk_error("%s", err);
+    return rc;
 }

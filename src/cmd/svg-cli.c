@@ -112,16 +112,23 @@ static bool read_stacks(struct fk_svg_cli *c, const char *path, fk_folded_fn fn,
 {
     struct fk_parse_stats st;
     memset(&st, 0, sizeof st);
-    struct fk_input_opts io = { .sample_type = c->sample_type, .two_counts = c->two_counts };
+    struct fk_input_opts io = { .sample_type = c->sample_type, .two_counts = c->two_counts,
+                                .warn = fk_warn_line };
     struct fk_input_info info;
-    bool ok = fk_input_foreach(path, &io, &st, fn, ctx, &info);
+    char msg[512];
+    bool ok = fk_input_foreach(path, &io, &st, fn, ctx, &info, msg, sizeof msg);
     /* pprof: the sample type's unit names the counts unless --countname did */
     const char *cn;
     if (ok && info.pprof && !c->countname_set &&
         (cn = fk_input_countname(&info, c->countname_buf, sizeof c->countname_buf)))
         c->opts.countname = cn;
     if (ok)
-        ok = fk_parse_stats_report(&st, strcmp(path, "-") ? path : "stdin", c->strict);
+        ok = fk_parse_stats_report(&st, strcmp(path, "-") ? path : "stdin", c->strict, msg,
+                                   sizeof msg);
+    if (!ok)
+        fk_error("%s", msg);
+    else if (msg[0])
+        fk_warn("%s", msg);
     fk_parse_stats_free(&st);
     return ok;
 }

@@ -182,7 +182,16 @@ int main(void)
     put("status", "Name:\tx\nNStgid:\t41\t7\t3\n");
     char *fake = fk_asprintf("%s/status", top);
     UNIT_CHECK("status: the last field of the line", fk_proc_status_last(fake, "NStgid") == 3);
+    unsigned long long ids[4];
+    UNIT_CHECK("status: every number of the line, in order",
+               fk_proc_status_numbers(fake, "NStgid", ids, 4) == 3 && ids[0] == 41 &&
+               ids[1] == 7 && ids[2] == 3);
+    UNIT_CHECK("status: at most max numbers", fk_proc_status_numbers(fake, "NStgid", ids, 2) == 2);
     free(fake);
+    uid_t uids[2];
+    UNIT_CHECK("fk_proc_uids: our real and effective uid",
+               fk_proc_uids(getpid(), uids) == 2 && uids[0] == getuid() && uids[1] == geteuid());
+    UNIT_CHECK("fk_proc_uids: a process gone gives 0", fk_proc_uids(0, uids) == 0);
     char fp[64];
     char *fifo = fk_asprintf("%s/jail/tmp/fifo", top);
     int ff = open(fifo, O_RDWR | O_NONBLOCK);

@@ -105,7 +105,7 @@ static void test_outfile_and_read(const char *dir)
     struct fk_stacktab t;
     struct fk_parse_stats ps = { 0 };
     fk_stacktab_init(&t);
-    UNIT_CHECK("gzip folded read back", fk_folded_read(path, &t, &ps));
+    UNIT_CHECK("gzip folded read back", fk_folded_read(path, &t, &ps, err, sizeof err));
     UNIT_CHECK("11 stacks, total 1005", t.n == 11 && t.total == 1005 && ps.bad == 0);
     fk_stacktab_free(&t);
     fk_parse_stats_free(&ps);

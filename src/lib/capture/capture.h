@@ -70,9 +70,6 @@ struct fk_capture_progress {
     bool done;                      /* the window ended: clear the line */
 };
 typedef void (*fk_capture_progress_fn)(void *ctx, const struct fk_capture_progress *p);
-/* A warning, one line without the program name: the capture goes on, in a
- * degraded mode the line names (the command prints it). */
-typedef void (*fk_capture_warn_fn)(void *ctx, const char *msg);
 
 struct fk_evkind;
 struct fk_stack_hook;
@@ -96,7 +93,8 @@ struct fk_capture_opts {
      * terminal: the command draws). NULL: none. */
     fk_capture_progress_fn progress;
     void *progress_ctx;
-    fk_capture_warn_fn warn;        /* degraded modes (unless quiet); NULL: none */
+    fk_warn_fn warn;                /* degraded modes the line names (unless quiet);
+                                       NULL: none */
     void *warn_ctx;
     /* The event kind (capture/evkind.h); NULL: fk_evkind_clock when
      * event.freq is set, else fk_evkind_counted. */

@@ -112,7 +112,7 @@ struct fk_profile_request {
     fk_capture_progress_fn progress;    /* the command's status line and ready signal
                                            (capture.h), also when quiet; NULL: none */
     void *progress_ctx;
-    fk_capture_warn_fn warn;    /* warnings while it runs (capture.h), unless quiet;
+    fk_warn_fn warn;            /* warnings while it runs (util/fk.h), unless quiet;
                                    NULL: none */
     void *warn_ctx;
     /* context, for metadata and messages */

@@ -33,28 +33,31 @@ static bool digest_equal(const unsigned char a[32], const unsigned char b[32])
     return diff == 0;
 }
 
-bool fk_tokens_load(struct fk_tokens *t, const char *path)
+bool fk_tokens_load(struct fk_tokens *t, const char *path, char *err, size_t errlen)
 {
     memset(t, 0, sizeof *t);
+    if (errlen)
+        err[0] = 0;
     if (!fk_crypto_load())
         return false;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
-        fk_error("cannot open token file %s: %s", path, strerror(errno));
+        snprintf(err, errlen, "cannot open token file %s: %s", path, strerror(errno));
         if (fd >= 0)
             close(fd);
         return false;
     }
     if (!S_ISREG(st.st_mode) || (st.st_mode & 077) || st.st_uid != geteuid()) {
-        fk_error("token file %s must be a regular file owned by this user with mode 0600 "
-                 "(it is %04o, owner %u): chmod 600 %s", path, (unsigned)(st.st_mode & 07777),
-                 (unsigned)st.st_uid, path);
+        snprintf(err, errlen, "token file %s must be a regular file owned by this user with "
+                 "mode 0600 (it is %04o, owner %u): chmod 600 %s", path,
+                 (unsigned)(st.st_mode & 07777), (unsigned)st.st_uid, path);
         close(fd);
         return false;
     }
     FILE *f = fdopen(fd, "r");
     if (!f) {
+        snprintf(err, errlen, "cannot read token file %s: %s", path, strerror(errno));
         close(fd);
         return false;
     }
@@ -79,9 +82,9 @@ bool fk_tokens_load(struct fk_tokens *t, const char *path)
                 printable = false;
         if (!colon || !name_ok(s, (size_t)(colon - s)) || tl < FK_AUTH_MIN_TOKEN || !printable ||
             t->n >= FK_AUTH_MAX_TOKENS) {
-            fk_error("%s:%u: want NAME:TOKEN (NAME of letters, digits, '._-'; TOKEN of at least "
-                     "%d printable characters, e.g. from 'openssl rand -hex 32')", path, lineno,
-                     FK_AUTH_MIN_TOKEN);
+            snprintf(err, errlen, "%s:%u: want NAME:TOKEN (NAME of letters, digits, '._-'; "
+                     "TOKEN of at least %d printable characters, e.g. from 'openssl rand -hex "
+                     "32')", path, lineno, FK_AUTH_MIN_TOKEN);
             ok = false;
             break;
         }
@@ -94,7 +97,7 @@ bool fk_tokens_load(struct fk_tokens *t, const char *path)
     explicit_bzero(line, sizeof line);
     fclose(f);
     if (ok && !t->n) {
-        fk_error("token file %s has no tokens (want NAME:TOKEN lines)", path);
+        snprintf(err, errlen, "token file %s has no tokens (want NAME:TOKEN lines)", path);
         ok = false;
     }
     if (!ok)

@@ -19,9 +19,10 @@ struct fk_tokens {
     size_t n;
 };
 
-/* Load "NAME:TOKEN" lines ('#' comments, blank lines ignored). False after
- * one error line naming the file and the fix (mode, format, short token). */
-bool fk_tokens_load(struct fk_tokens *t, const char *path);
+/* Load "NAME:TOKEN" lines ('#' comments, blank lines ignored). False with
+ * one line in err naming the file and the fix (mode, format, short token);
+ * a missing libcrypto is said by util/dynlib. */
+bool fk_tokens_load(struct fk_tokens *t, const char *path, char *err, size_t errlen);
 void fk_tokens_free(struct fk_tokens *t);
 /* The name of the token equal to tok (len bytes), or NULL; constant time
  * in which token matched. */

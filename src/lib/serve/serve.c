@@ -99,12 +99,13 @@ void fk_serve_opts_init(struct fk_serve_opts *o)
 
 /* ---- small helpers ------------------------------------------------------- */
 
-static char *read_file(const char *path, const char *what)
+static char *read_file(const char *path, const char *what, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || st.st_size > (1 << 20)) {
-        fk_error("cannot read %s %s: %s", what, path, fd < 0 ? strerror(errno) : "too large");
+        snprintf(err, errlen, "cannot read %s %s: %s", what, path,
+                 fd < 0 ? strerror(errno) : "too large");
         if (fd >= 0)
             close(fd);
         return NULL;
@@ -113,7 +114,7 @@ static char *read_file(const char *path, const char *what)
     ssize_t n = read(fd, b, (size_t)st.st_size);
     close(fd);
     if (n != st.st_size) {
-        fk_error("cannot read %s %s", what, path);
+        snprintf(err, errlen, "cannot read %s %s", what, path);
         free(b);
         return NULL;
     }
@@ -775,35 +776,39 @@ static char *make_page(const struct fk_serve_opts *o)
     return (char *)fk_buf_cstr(&b);
 }
 
-int fk_serve_run(const struct fk_serve_opts *o)
+int fk_serve_run(const struct fk_serve_opts *o, char *err, size_t errlen)
 {
+    if (errlen)
+        err[0] = 0;
     struct sockaddr_in sa;
     if (!parse_listen(o->listen, &sa)) {
-        fk_error("--listen %s: want IPV4ADDR:PORT, e.g. 127.0.0.1:8089 or 0.0.0.0:8443", o->listen);
+        snprintf(err, errlen, "--listen %s: want IPV4ADDR:PORT, e.g. 127.0.0.1:8089 or "
+                 "0.0.0.0:8443", o->listen);
         return FK_EXIT_USAGE;
     }
     bool loopback = (ntohl(sa.sin_addr.s_addr) >> 24) == 127;
     bool tls = o->tls_cert || o->tls_key;
     if (tls && !(o->tls_cert && o->tls_key)) {
-        fk_error("TLS needs both --tls-cert and --tls-key");
+        snprintf(err, errlen, "TLS needs both --tls-cert and --tls-key");
         return FK_EXIT_USAGE;
     }
     if (o->client_ca && !tls) {
-        fk_error("--client-ca needs TLS: give --tls-cert and --tls-key too");
+        snprintf(err, errlen, "--client-ca needs TLS: give --tls-cert and --tls-key too");
         return FK_EXIT_USAGE;
     }
     if (!o->token_file && !o->client_ca) {
-        fk_error("refusing to serve profiles to anyone: give --token-file FILE, or "
+        snprintf(err, errlen, "refusing to serve profiles to anyone: give --token-file FILE, or "
                  "--client-ca CA.pem with --tls-cert and --tls-key");
         return FK_EXIT_USAGE;
     }
     if (!loopback && !tls && !o->allow_remote_plain) {
-        fk_error("refusing to listen on %s without TLS (tokens would cross the network in "
-                 "clear): give --tls-cert and --tls-key, or listen on 127.0.0.1", o->listen);
+        snprintf(err, errlen, "refusing to listen on %s without TLS (tokens would cross the "
+                 "network in clear): give --tls-cert and --tls-key, or listen on 127.0.0.1",
+                 o->listen);
         return FK_EXIT_USAGE;
     }
     if (o->max_seconds < 1 || o->max_seconds > FK_PROFILE_MAX_DURATION_MS / 1000) {
-        fk_error("--max-seconds must be from 1 to %llu",
+        snprintf(err, errlen, "--max-seconds must be from 1 to %llu",
                  (unsigned long long)(FK_PROFILE_MAX_DURATION_MS / 1000));
         return FK_EXIT_USAGE;
     }
@@ -816,12 +821,12 @@ int fk_serve_run(const struct fk_serve_opts *o)
     struct MHD_Daemon *d = NULL;
     if (!fk_mhd_load())
         goto out;
-    if (o->token_file && !fk_tokens_load(&s.tokens, o->token_file))
+    if (o->token_file && !fk_tokens_load(&s.tokens, o->token_file, err, errlen))
         goto out;
-    if (tls && (!(s.cert = read_file(o->tls_cert, "certificate")) ||
-                !(s.key = read_file(o->tls_key, "key"))))
+    if (tls && (!(s.cert = read_file(o->tls_cert, "certificate", err, errlen)) ||
+                !(s.key = read_file(o->tls_key, "key", err, errlen))))
         goto out;
-    if (s.ca && !(s.capem = read_file(o->client_ca, "client CA")))
+    if (s.ca && !(s.capem = read_file(o->client_ca, "client CA", err, errlen)))
         goto out;
     pthread_mutex_init(&s.capture, NULL);
     pthread_mutex_init(&s.lock, NULL);
@@ -845,8 +850,8 @@ int fk_serve_run(const struct fk_serve_opts *o)
     };
     d = MHD_start_daemon(flags, 0, NULL, NULL, handler, &s, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     if (!d) {
-        fk_error("cannot listen on %s (%s): address in use, a bad certificate or key, or "
-                 "not permitted", o->listen, strerror(errno));
+        snprintf(err, errlen, "cannot listen on %s (%s): address in use, a bad certificate or "
+                 "key, or not permitted", o->listen, strerror(errno));
         goto out;
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);

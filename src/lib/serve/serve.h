@@ -38,7 +38,8 @@ struct fk_serve_opts {
 void fk_serve_opts_init(struct fk_serve_opts *o);
 
 /* Check the options, load tokens and certificates, listen, serve until
- * *o->stop. Returns an exit status after one error line on failure. */
-int fk_serve_run(const struct fk_serve_opts *o);
+ * *o->stop. Returns an exit status; on failure one line in err (empty
+ * when util/dynlib said a library is missing). */
+int fk_serve_run(const struct fk_serve_opts *o, char *err, size_t errlen);
 
 #endif

@@ -27,19 +27,22 @@ void fk_parse_stats_bad(struct fk_parse_stats *st, uint64_t lineno, const char *
     st->first_bad_why = why;
 }
 
-bool fk_parse_stats_report(const struct fk_parse_stats *st, const char *input, bool strict)
+bool fk_parse_stats_report(const struct fk_parse_stats *st, const char *input, bool strict,
+                           char *msg, size_t msglen)
 {
+    if (msglen)
+        msg[0] = 0;
     if (!st->bad)
         return true;
     if (strict)
-        fk_error("%s:%llu: %s: '%s' (%llu malformed line%s; fix the input or drop --strict)",
-                 input, (unsigned long long)st->first_bad_lineno, st->first_bad_why,
+        snprintf(msg, msglen, "%s:%llu: %s: '%s' (%llu malformed line%s; fix the input or drop "
+                 "--strict)", input, (unsigned long long)st->first_bad_lineno, st->first_bad_why,
                  st->first_bad_text, (unsigned long long)st->bad, st->bad == 1 ? "" : "s");
     else
-        fk_warn("%s: skipped %llu malformed line%s; first at line %llu (%s): '%s'", input,
-                (unsigned long long)st->bad, st->bad == 1 ? "" : "s",
-                (unsigned long long)st->first_bad_lineno, st->first_bad_why,
-                st->first_bad_text);
+        snprintf(msg, msglen, "%s: skipped %llu malformed line%s; first at line %llu (%s): '%s'",
+                 input, (unsigned long long)st->bad, st->bad == 1 ? "" : "s",
+                 (unsigned long long)st->first_bad_lineno, st->first_bad_why,
+                 st->first_bad_text);
     return !strict;
 }
 
@@ -116,12 +119,12 @@ bool fk_folded_parse_line(char *line, size_t len, bool two, const char **stack,
 }
 
 bool fk_folded_foreach(const char *path, bool two, struct fk_parse_stats *st, fk_folded_fn fn,
-                       void *ctx)
+                       void *ctx, char *err, size_t errlen)
 {
     struct fk_lineread r;
-    if (!fk_lineread_open(&r, path))
-        return false;
-    bool ok = fk_folded_foreach_lines(&r, two, st, fn, ctx);
+    bool ok = fk_lineread_open(&r, path) && fk_folded_foreach_lines(&r, two, st, fn, ctx);
+    if (!ok)
+        snprintf(err, errlen, "%s", r.error);
     fk_lineread_close(&r);
     return ok;
 }
@@ -145,7 +148,7 @@ bool fk_folded_foreach_lines(struct fk_lineread *r, bool two, struct fk_parse_st
         }
         fn(ctx, stack, slen, c, c2, has2);
     }
-    return !r->error;
+    return !r->error[0];
 }
 
 void fk_folded_to_table(void *ctx, const char *stack, size_t len, uint64_t count,
@@ -154,9 +157,10 @@ void fk_folded_to_table(void *ctx, const char *stack, size_t len, uint64_t count
     fk_stacktab_add2(ctx, stack, len, count, has2 ? count2 : 0);
 }
 
-bool fk_folded_read(const char *path, struct fk_stacktab *t, struct fk_parse_stats *st)
+bool fk_folded_read(const char *path, struct fk_stacktab *t, struct fk_parse_stats *st,
+                    char *err, size_t errlen)
 {
-    return fk_folded_foreach(path, false, st, fk_folded_to_table, t);
+    return fk_folded_foreach(path, false, st, fk_folded_to_table, t, err, errlen);
 }
 
 bool fk_folded_write_lines(size_t n, uint64_t (*stack)(void *ctx, size_t i, struct fk_buf *b),

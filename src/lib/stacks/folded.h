@@ -21,14 +21,16 @@ struct fk_parse_stats {
 
 void fk_parse_stats_bad(struct fk_parse_stats *st, uint64_t lineno, const char *line,
                         size_t len, const char *why);
-/* One warning line (or error when strict) about skipped lines; returns
- * false when strict and there were bad lines. */
-bool fk_parse_stats_report(const struct fk_parse_stats *st, const char *input, bool strict);
+/* The one line about skipped lines, into msg ("" when none were): a
+ * warning, or an error when strict (then false: the input is refused). */
+bool fk_parse_stats_report(const struct fk_parse_stats *st, const char *input, bool strict,
+                           char *msg, size_t msglen);
 void fk_parse_stats_free(struct fk_parse_stats *st);
 
 /* Read folded stacks from path ("-" = stdin, gzip transparent) into t,
- * one count per line. Returns false on I/O error (already reported). */
-bool fk_folded_read(const char *path, struct fk_stacktab *t, struct fk_parse_stats *st);
+ * one count per line. Returns false on I/O error, with one line in err. */
+bool fk_folded_read(const char *path, struct fk_stacktab *t, struct fk_parse_stats *st,
+                    char *err, size_t errlen);
 /* Call fn for every well-formed line of path (same input rules as
  * fk_folded_read); malformed lines go to st. two: lines may carry two
  * counts ("STACK BEFORE AFTER", has2 set); only diff input asks for that,
@@ -36,8 +38,9 @@ bool fk_folded_read(const char *path, struct fk_stacktab *t, struct fk_parse_sta
 typedef void (*fk_folded_fn)(void *ctx, const char *stack, size_t len, uint64_t count,
                              uint64_t count2, bool has2);
 bool fk_folded_foreach(const char *path, bool two, struct fk_parse_stats *st, fk_folded_fn fn,
-                       void *ctx);
-/* The same from an open reader (stacks/input.c opens it to sniff the format). */
+                       void *ctx, char *err, size_t errlen);
+/* The same from an open reader (stacks/input.c opens it to sniff the
+ * format); false on a read error (r->error). */
 struct fk_lineread;
 bool fk_folded_foreach_lines(struct fk_lineread *r, bool two, struct fk_parse_stats *st,
                              fk_folded_fn fn, void *ctx);

@@ -62,7 +62,8 @@ bool fk_input_pprof(struct fk_lineread *r, const struct fk_input_opts *o, struct
     if (!data)
         return false;
     struct fk_prof p;
-    bool ok = fk_pprof_decode(data, len, r->name, o ? &o->limits : NULL, &p);
+    bool ok = fk_pprof_decode(data, len, r->name, o ? &o->limits : NULL, &p, r->error,
+                              sizeof r->error);
     free(data);
     if (ok) {
         const char *want = o ? o->sample_type : NULL;
@@ -70,24 +71,28 @@ bool fk_input_pprof(struct fk_lineread *r, const struct fk_input_opts *o, struct
         if (ti < 0) {
             char *list = fk_prof_type_list(&p);
             if (want && *want)
-                fk_error("%s: no sample type '%s' in this profile (it has: %s); choose one "
-                         "with --sample-type", r->name, want, list);
+                snprintf(r->error, sizeof r->error, "%s: no sample type '%s' in this profile "
+                         "(it has: %s); choose one with --sample-type", r->name, want, list);
             else
-                fk_error("%s: the pprof profile has no sample types: nothing to draw", r->name);
+                snprintf(r->error, sizeof r->error, "%s: the pprof profile has no sample "
+                         "types: nothing to draw", r->name);
             free(list);
             ok = false;
         } else {
             snprintf(info->type, sizeof info->type, "%s", fk_prof_s(&p, p.types[ti].type));
             snprintf(info->unit, sizeof info->unit, "%s", fk_prof_s(&p, p.types[ti].unit));
             if (!fk_prof_fold(&p, ti, FOLD_MAX_BYTES, t, &info->skipped)) {
-                fk_error("%s: this pprof profile unfolds into more than %u MB of stacks; cut "
-                         "it down first (e.g. go tool pprof -proto -focus=REGEX)", r->name,
-                         FOLD_MAX_BYTES >> 20);
+                snprintf(r->error, sizeof r->error, "%s: this pprof profile unfolds into more "
+                         "than %u MB of stacks; cut it down first (e.g. go tool pprof -proto "
+                         "-focus=REGEX)", r->name, FOLD_MAX_BYTES >> 20);
                 ok = false;
-            } else if (info->skipped) {
-                fk_warn("%s: skipped %llu samples whose %s is negative (a difference "
-                        "profile? draw the two profiles with flamekit diff)", r->name,
-                        (unsigned long long)info->skipped, info->type);
+            } else if (info->skipped && o && o->warn) {
+                char *msg = fk_asprintf("%s: skipped %llu samples whose %s is negative (a "
+                                        "difference profile? draw the two profiles with "
+                                        "flamekit diff)", r->name,
+                                        (unsigned long long)info->skipped, info->type);
+                o->warn(o->warn_ctx, msg);
+                free(msg);
             }
         }
     }
@@ -96,7 +101,8 @@ bool fk_input_pprof(struct fk_lineread *r, const struct fk_input_opts *o, struct
 }
 
 bool fk_input_foreach(const char *path, const struct fk_input_opts *o, struct fk_parse_stats *st,
-                      fk_folded_fn fn, void *ctx, struct fk_input_info *info)
+                      fk_folded_fn fn, void *ctx, struct fk_input_info *info, char *err,
+                      size_t errlen)
 {
     struct fk_lineread r;
     bool binary;
@@ -104,15 +110,18 @@ bool fk_input_foreach(const char *path, const struct fk_input_opts *o, struct fk
         memset(info, 0, sizeof *info);
     switch (fk_input_open(&r, path, &binary)) {
     case FK_INPUT_ERROR:
+        snprintf(err, errlen, "%s", r.error);
         return false;
     case FK_INPUT_TEXT: {
         uint64_t bad0 = st->bad, lines0 = st->lines;
         bool ok = fk_folded_foreach_lines(&r, o && o->two_counts, st, fn, ctx);
         /* binary data, mostly not folded lines: say what it is not, once */
         uint64_t bad = st->bad - bad0, lines = st->lines - lines0;
-        if (ok && binary && bad && bad * 2 > lines) {
-            fk_error("%s: binary data that is neither folded stacks nor a pprof profile "
-                     "(gzip-compressed or not)", r.name);
+        if (!ok)
+            snprintf(err, errlen, "%s", r.error);
+        else if (binary && bad && bad * 2 > lines) {
+            snprintf(err, errlen, "%s: binary data that is neither folded stacks nor a pprof "
+                     "profile (gzip-compressed or not)", r.name);
             ok = false;
         }
         fk_lineread_close(&r);
@@ -124,6 +133,8 @@ bool fk_input_foreach(const char *path, const struct fk_input_opts *o, struct fk
     struct fk_stacktab t;
     fk_stacktab_init(&t);
     bool ok = fk_input_pprof(&r, o, &t, info);
+    if (!ok)
+        snprintf(err, errlen, "%s", r.error);
     fk_lineread_close(&r);
     for (size_t i = 0; ok && i < t.n; i++)
         fn(ctx, t.v[i].key, t.v[i].len, t.v[i].count, 0, false);
@@ -132,9 +143,10 @@ bool fk_input_foreach(const char *path, const struct fk_input_opts *o, struct fk
 }
 
 bool fk_input_read(const char *path, const struct fk_input_opts *o, struct fk_stacktab *t,
-                   struct fk_parse_stats *st, struct fk_input_info *info)
+                   struct fk_parse_stats *st, struct fk_input_info *info, char *err,
+                   size_t errlen)
 {
-    return fk_input_foreach(path, o, st, fk_folded_to_table, t, info);
+    return fk_input_foreach(path, o, st, fk_folded_to_table, t, info, err, errlen);
 }
 
 const char *fk_input_countname(const struct fk_input_info *info, char *buf, size_t n)

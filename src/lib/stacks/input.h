@@ -16,6 +16,9 @@ struct fk_input_opts {
                                        NULL = the profile's default (the last) */
     struct fk_pprof_limits limits;  /* 0s: defaults */
     bool two_counts;                /* folded: "STACK BEFORE AFTER" lines (diff) */
+    fk_warn_fn warn;                /* pprof samples skipped (negative values);
+                                       NULL: none */
+    void *warn_ctx;
 };
 
 /* What was read, for messages and labels (e.g. the SVG's count name). */
@@ -29,10 +32,10 @@ enum fk_input_kind { FK_INPUT_ERROR, FK_INPUT_TEXT, FK_INPUT_PPROF };
 
 /* Open path ("-" = stdin) and tell what it holds, consuming nothing;
  * *binary: the text looks like binary data (NUL bytes, many control bytes).
- * On FK_INPUT_ERROR the error is reported and r is closed. */
+ * On FK_INPUT_ERROR r is closed and r->error says why. */
 enum fk_input_kind fk_input_open(struct fk_lineread *r, const char *path, bool *binary);
 /* FK_INPUT_PPROF: read the rest of r, decode, fold into t (counts added);
- * false after one error line. */
+ * false with one line in r->error. */
 bool fk_input_pprof(struct fk_lineread *r, const struct fk_input_opts *o, struct fk_stacktab *t,
                     struct fk_input_info *info);
 
@@ -43,11 +46,13 @@ bool fk_input_pprof(struct fk_lineread *r, const struct fk_input_opts *o, struct
 const char *fk_input_countname(const struct fk_input_info *info, char *buf, size_t n);
 
 /* Folded text or pprof from path: fn per stack (folded lines: malformed ones
- * counted in st). False on error (reported). info may be NULL. */
+ * counted in st). False on error, with one line in err. info may be NULL. */
 bool fk_input_foreach(const char *path, const struct fk_input_opts *o, struct fk_parse_stats *st,
-                      fk_folded_fn fn, void *ctx, struct fk_input_info *info);
+                      fk_folded_fn fn, void *ctx, struct fk_input_info *info, char *err,
+                      size_t errlen);
 /* The same into a table. */
 bool fk_input_read(const char *path, const struct fk_input_opts *o, struct fk_stacktab *t,
-                   struct fk_parse_stats *st, struct fk_input_info *info);
+                   struct fk_parse_stats *st, struct fk_input_info *info, char *err,
+                   size_t errlen);
 
 #endif

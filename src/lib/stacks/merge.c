@@ -60,10 +60,11 @@ static void merge_line(void *ctx, const char *stack, size_t slen, uint64_t c, ui
 }
 
 bool fk_merge_add_file(struct fk_stacktab *t, const char *path, const char *frame,
-                       const struct fk_input_opts *o, struct fk_parse_stats *st)
+                       const struct fk_input_opts *o, struct fk_parse_stats *st, char *err,
+                       size_t errlen)
 {
     struct merge_ctx m = { t, frame, FK_BUF_INIT };
-    bool ok = fk_input_foreach(path, o, st, merge_line, &m, NULL);
+    bool ok = fk_input_foreach(path, o, st, merge_line, &m, NULL, err, errlen);
     fk_buf_free(&m.key);
     return ok;
 }

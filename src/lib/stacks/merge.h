@@ -17,9 +17,10 @@ char *fk_merge_host_from_name(const char *path);
 char *fk_merge_frame(const char *s);
 /* Add every stack of path (folded or pprof, plain or gzip, "-" = stdin; see
  * stacks/input.h) to t, prefixed with "FRAME;" when frame is not NULL.
- * Malformed lines are counted in st. False on I/O error or bad input
- * (reported). */
+ * Malformed lines are counted in st. False on I/O error or bad input, with
+ * one line in err. */
 bool fk_merge_add_file(struct fk_stacktab *t, const char *path, const char *frame,
-                       const struct fk_input_opts *o, struct fk_parse_stats *st);
+                       const struct fk_input_opts *o, struct fk_parse_stats *st, char *err,
+                       size_t errlen);
 
 #endif

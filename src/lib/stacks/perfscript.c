@@ -1294,16 +1294,6 @@ bool fk_perfscript_write(const struct fk_perfscript *p,
     return ok;
 }
 
-bool fk_perfscript_read(struct fk_perfscript *p, const char *path)
-{
-    struct fk_lineread r;
-    if (!fk_lineread_open(&r, path))
-        return false;
-    bool ok = fk_perfscript_read_lines(p, &r);
-    fk_lineread_close(&r);
-    return ok;
-}
-
 /* Are a[0..n) and b[0..n) the same bytes? Inline, 16 at a time (the last
  * chunk overlapping): every frame line is checked against a key, and a
  * call to memcmp per line cost more than the compare. */
@@ -1496,5 +1486,5 @@ bool fk_perfscript_read_lines(struct fk_perfscript *p, struct fk_lineread *r)
         fk_perfscript_line(p, line, len, r->lineno);
     }
     fk_perfscript_finish(p);
-    return !r->error;
+    return !r->error[0];
 }

@@ -119,10 +119,8 @@ static inline bool fk_perfscript_overflow(const struct fk_perfscript *p)
     return p->stacks.overflow;
 }
 void fk_perfscript_free(struct fk_perfscript *p);
-/* Parse a whole file ("-" = stdin, gzip transparent). false on I/O error
- * (already reported). */
-bool fk_perfscript_read(struct fk_perfscript *p, const char *path);
-/* The same from an open reader (to its end). */
+/* Parse an open reader's lines to its end ("-" = stdin, gzip transparent:
+ * util/lineread.h); false on a read error (r->error). */
 struct fk_lineread;
 bool fk_perfscript_read_lines(struct fk_perfscript *p, struct fk_lineread *r);
 

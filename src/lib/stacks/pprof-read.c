@@ -178,6 +178,8 @@ static void budget_free(void *ctx, void *ptr)
 
 struct dec {
     const char *name;
+    char *err;              /* the first error, one line */
+    size_t errlen;
     const Perftools__Profiles__Profile *m;
     struct fk_prof *p;
     uint32_t *str;          /* message string index -> our string */
@@ -201,7 +203,7 @@ static bool bad(struct dec *d, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fk_error("%s: not a usable pprof profile: %s", d->name, msg);
+    snprintf(d->err, d->errlen, "%s: not a usable pprof profile: %s", d->name, msg);
     return false;
 }
 
@@ -366,26 +368,29 @@ static bool copy(struct dec *d)
 }
 
 bool fk_pprof_decode(const void *data, size_t len, const char *name,
-                     const struct fk_pprof_limits *lim, struct fk_prof *p)
+                     const struct fk_pprof_limits *lim, struct fk_prof *p, char *err,
+                     size_t errlen)
 {
     fk_prof_init(p);
     size_t max_input = lim && lim->max_input ? lim->max_input : FK_PPROF_MAX_INPUT;
     size_t max_mem = lim && lim->max_mem ? lim->max_mem : FK_PPROF_MAX_MEM;
     if (len > max_input) {
-        fk_error("%s: pprof profile of %zu MB is above the %zu MB limit; cut it down first "
-                 "(e.g. go tool pprof -proto -focus=REGEX)", name, len >> 20, max_input >> 20);
+        snprintf(err, errlen, "%s: pprof profile of %zu MB is above the %zu MB limit; cut it "
+                 "down first (e.g. go tool pprof -proto -focus=REGEX)", name, len >> 20,
+                 max_input >> 20);
         return false;
     }
     bool cut;
     size_t at = 0;
     long n = walk(data, len, M_NONE, 0, &cut, &at);
     if (cut) {
-        fk_error("%s: pprof profile is truncated (the field at byte %zu runs past the end, "
-                 "%zu bytes); fetch or copy it again", name, at, len);
+        snprintf(err, errlen, "%s: pprof profile is truncated (the field at byte %zu runs past "
+                 "the end, %zu bytes); fetch or copy it again", name, at, len);
         return false;
     }
     if (n < 0) {
-        fk_error("%s: not a pprof profile (bad protobuf data at byte %zu)", name, at);
+        snprintf(err, errlen, "%s: not a pprof profile (bad protobuf data at byte %zu)", name,
+                 at);
         return false;
     }
     struct budget b = { 0, max_mem, false };
@@ -394,15 +399,15 @@ bool fk_pprof_decode(const void *data, size_t len, const char *name,
         perftools__profiles__profile__unpack(&alloc, len, (const uint8_t *)data);
     if (!m) {
         if (b.exceeded)
-            fk_error("%s: decoding this pprof profile needs more than %zu MB of memory; "
-                     "cut it down first (e.g. go tool pprof -proto -focus=REGEX)", name,
+            snprintf(err, errlen, "%s: decoding this pprof profile needs more than %zu MB of "
+                     "memory; cut it down first (e.g. go tool pprof -proto -focus=REGEX)", name,
                      max_mem >> 20);
         else
-            fk_error("%s: not a pprof profile (its protobuf data does not decode as a "
-                     "perftools.profiles.Profile)", name);
+            snprintf(err, errlen, "%s: not a pprof profile (its protobuf data does not decode "
+                     "as a perftools.profiles.Profile)", name);
         return false;
     }
-    struct dec d = { .name = name, .m = m, .p = p };
+    struct dec d = { .name = name, .err = err, .errlen = errlen, .m = m, .p = p };
     bool ok = copy(&d);
     for (int w = 0; w < 3; w++)
         fk_stacktab_free(&d.ids[w]);

@@ -24,8 +24,9 @@ struct fk_pprof_limits {
 int fk_pprof_sniff(const void *data, size_t len, bool complete);
 
 /* Decode data into p (fk_prof_init'ed by us; free it with fk_prof_free
- * whatever the result). False after one error line "NAME: what is wrong". */
+ * whatever the result). False with one line "NAME: what is wrong" in err. */
 bool fk_pprof_decode(const void *data, size_t len, const char *name,
-                     const struct fk_pprof_limits *lim, struct fk_prof *p);
+                     const struct fk_pprof_limits *lim, struct fk_prof *p, char *err,
+                     size_t errlen);
 
 #endif

@@ -89,6 +89,12 @@ void fk_warn(const char *fmt, ...)
     va_end(ap);
 }
 
+void fk_warn_line(void *ctx, const char *msg)
+{
+    (void)ctx;
+    fk_warn("%s", msg);
+}
+
 void fk_error(const char *fmt, ...)
 {
     va_list ap;

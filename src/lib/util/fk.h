@@ -30,6 +30,15 @@ extern const char *fk_progname;
 
 #define FK_PRINTF(a, b) __attribute__((format(printf, a, b)))
 
+/* The library never writes to the terminal. An error is a value: false or
+ * NULL, and one line naming the problem and the fix in the caller's
+ * char *err, size_t errlen (or an object's error field). A warning (the
+ * work goes on, degraded) goes to an fk_warn_fn the caller gave, one line
+ * without the program name. Commands print both. */
+typedef void (*fk_warn_fn)(void *ctx, const char *msg);
+/* The commands' fk_warn_fn: fk_warn("%s", msg). */
+void fk_warn_line(void *ctx, const char *msg);
+
 /* One-line diagnostics on stderr, prefixed with fk_progname. */
 void fk_warn(const char *fmt, ...) FK_PRINTF(1, 2);
 void fk_error(const char *fmt, ...) FK_PRINTF(1, 2);

@@ -10,6 +10,15 @@
 
 #define CHUNK (1u << 18)
 
+static void fail(struct fk_lineread *r, const char *fmt, ...) FK_PRINTF(2, 3);
+static void fail(struct fk_lineread *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->error, sizeof r->error, fmt, ap);
+    va_end(ap);
+}
+
 bool fk_lineread_open(struct fk_lineread *r, const char *path)
 {
     memset(r, 0, sizeof *r);
@@ -22,14 +31,14 @@ bool fk_lineread_open(struct fk_lineread *r, const char *path)
         fd = open(path, O_RDONLY | O_CLOEXEC);
     }
     if (fd < 0) {
-        fk_error("cannot open %s: %s", r->name, strerror(errno));
+        fail(r, "cannot open %s: %s", r->name, strerror(errno));
         return false;
     }
     /* zlib reads plain data through unchanged, so one path serves both. */
     r->gz = gzdopen(fd, "rb");
     if (!r->gz) {
         close(fd);
-        fk_error("cannot read %s: out of memory", r->name);
+        fail(r, "cannot read %s: out of memory", r->name);
         return false;
     }
     /* zlib reads plain input straight into our buffer only when a read asks
@@ -61,22 +70,17 @@ static bool fill(struct fk_lineread *r)
     if (n < 0) {
         int zerr;
         const char *msg = gzerror(r->gz, &zerr);
-        fk_error("cannot read %s: %s", r->name,
-                 zerr == Z_ERRNO ? strerror(errno) : msg);
-        r->error = true;
+        fail(r, "cannot read %s: %s", r->name, zerr == Z_ERRNO ? strerror(errno) : msg);
         r->eof = true;
         return false;
     }
     if (n == 0) {
         int zerr;
         gzerror(r->gz, &zerr);
-        if (zerr != Z_OK && zerr != Z_BUF_ERROR) {
-            fk_error("cannot read %s: corrupt gzip data", r->name);
-            r->error = true;
-        } else if (zerr == Z_BUF_ERROR) {
-            fk_error("cannot read %s: gzip data is truncated", r->name);
-            r->error = true;
-        }
+        if (zerr != Z_OK && zerr != Z_BUF_ERROR)
+            fail(r, "cannot read %s: corrupt gzip data", r->name);
+        else if (zerr == Z_BUF_ERROR)
+            fail(r, "cannot read %s: gzip data is truncated", r->name);
         r->eof = true;
         return false;
     }
@@ -102,7 +106,7 @@ char *fk_lineread_next(struct fk_lineread *r, size_t *len)
         }
         size_t off = r->end - r->start;
         if (!fill(r)) {
-            if (r->error || r->end == r->start)
+            if (r->error[0] || r->end == r->start)
                 return NULL;
             /* Last line without a newline. */
             char *line = r->buf + r->start;
@@ -123,7 +127,7 @@ const char *fk_lineread_peek(struct fk_lineread *r, size_t want, size_t *avail, 
 {
     while (r->end - r->start < want && fill(r))
         ;
-    if (r->error)
+    if (r->error[0])
         return NULL;
     *avail = r->end - r->start;
     *eof = r->eof;
@@ -134,11 +138,11 @@ char *fk_lineread_slurp(struct fk_lineread *r, size_t max, size_t *len)
 {
     while (r->end - r->start <= max && fill(r))
         ;
-    if (r->error)
+    if (r->error[0])
         return NULL;
     size_t n = r->end - r->start;
     if (n > max) {
-        fk_error("%s: input larger than %zu MB", r->name, max >> 20);
+        fail(r, "%s: input larger than %zu MB", r->name, max >> 20);
         return NULL;
     }
     char *data = r->buf;
@@ -156,5 +160,8 @@ void fk_lineread_close(struct fk_lineread *r)
     if (r->gz)
         gzclose(r->gz);
     free(r->buf);
-    memset(r, 0, sizeof *r);
+    r->gz = NULL;
+    r->buf = NULL;
+    r->cap = r->start = r->end = 0;
+    r->eof = true;
 }

@@ -13,14 +13,15 @@ struct fk_lineread {
     bool eof;
     uint64_t lineno;    /* 1-based number of the line last returned */
     const char *name;   /* for messages */
-    bool error;
+    char error[512];    /* "" or why reading failed: one line naming the input */
 };
 
-/* false + one-line error if the file cannot be opened. */
+/* false, with why in r->error, if the file cannot be opened (r is then
+ * closed). */
 bool fk_lineread_open(struct fk_lineread *r, const char *path);
 /* Next line without its '\n' (and without a trailing '\r'); *len gets its
  * length. The returned memory is writable and valid until the next call.
- * Returns NULL at end of input or on error (check r->error). A last line
+ * Returns NULL at end of input or on error (r->error[0] set). A last line
  * without a newline is returned as usual. */
 char *fk_lineread_next(struct fk_lineread *r, size_t *len);
 /* Consume `lines` lines of n bytes in all, newlines included, seen with
@@ -31,14 +32,15 @@ static inline void fk_lineread_skip(struct fk_lineread *r, size_t n, uint64_t li
     r->start += n;
     r->lineno += lines;
 }
+/* Release the input and the buffer; name and error stay for a message. */
 void fk_lineread_close(struct fk_lineread *r);
 /* Look at the next bytes without consuming them: reads until at least want
  * bytes are buffered or the input ends (*eof set then). *avail gets how many
- * are there. NULL on a read error (reported). */
+ * are there. NULL on a read error (r->error). */
 const char *fk_lineread_peek(struct fk_lineread *r, size_t want, size_t *avail, bool *eof);
 /* The rest of the input in one buffer (the caller frees it; *len its size);
  * more than max bytes is an error "NAME: input larger than N MB". NULL on
- * error (reported). The reader is then at its end. */
+ * error (r->error). The reader is then at its end. */
 char *fk_lineread_slurp(struct fk_lineread *r, size_t max, size_t *len);
 
 #endif

@@ -43,21 +43,49 @@ bool fk_proc_for_each_tid(pid_t pid, bool (*fn)(pid_t tid, void *ctx), void *ctx
     return for_each_number(path, fn, ctx);
 }
 
-unsigned long long fk_proc_status_last(const char *path, const char *key)
+/* The text after "KEY:" on its line of the status file read into buf (the
+ * line cut at its newline); NULL when the line is missing. */
+static char *status_line(char *buf, const char *key)
 {
-    char buf[8192];     /* a status file is about 1.5 KiB */
-    if (fk_read_small(path, buf, sizeof buf) <= 0)
-        return 0;
     size_t klen = strlen(key);
     for (char *line = buf; line && *line;) {
         char *nl = strchr(line, '\n');
         if (nl)
             *nl = 0;
-        if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
-            char *last = strrchr(line, '\t');
-            return strtoull(last ? last + 1 : line + klen + 1, NULL, 10);
-        }
+        if (strncmp(line, key, klen) == 0 && line[klen] == ':')
+            return line + klen + 1;
         line = nl ? nl + 1 : NULL;
     }
-    return 0;
+    return NULL;
+}
+
+/* A status file is about 1.5 KiB. */
+#define STATUS_MAX 8192
+
+unsigned long long fk_proc_status_last(const char *path, const char *key)
+{
+    char buf[STATUS_MAX];
+    char *line = fk_read_small(path, buf, sizeof buf) > 0 ? status_line(buf, key) : NULL;
+    if (!line)
+        return 0;
+    char *last = strrchr(line, '\t');
+    return strtoull(last ? last + 1 : line, NULL, 10);
+}
+
+size_t fk_proc_status_numbers(const char *path, const char *key, unsigned long long *v,
+                              size_t max)
+{
+    char buf[STATUS_MAX];
+    char *line = fk_read_small(path, buf, sizeof buf) > 0 ? status_line(buf, key) : NULL;
+    size_t n = 0;
+    while (line && n < max) {
+        char *end;
+        errno = 0;
+        unsigned long long x = strtoull(line, &end, 10);
+        if (end == line || errno)
+            break;
+        v[n++] = x;
+        line = end;
+    }
+    return n;
 }

@@ -19,5 +19,10 @@ bool fk_proc_for_each_tid(pid_t pid, bool (*fn)(pid_t tid, void *ctx), void *ctx
  * missing or the file unreadable (the process gone). For NStgid and NSpid
  * that is the id in the process's own (innermost) pid namespace. */
 unsigned long long fk_proc_status_last(const char *path, const char *key);
+/* The numbers on that line, in order, into v[0..max): how many were there
+ * (0 when the line is missing or the file unreadable). "Uid" gives the
+ * real, effective, saved and filesystem uids. */
+size_t fk_proc_status_numbers(const char *path, const char *key, unsigned long long *v,
+                              size_t max);
 
 #endif

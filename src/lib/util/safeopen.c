@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Safe opening of process-controlled files: see safeopen.h. */
 #include "safeopen.h"
+#include "procfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -221,22 +222,12 @@ int fk_safe_open_pinned(const char *procpath, const struct fk_safe_opts *o, stru
 
 size_t fk_proc_uids(pid_t pid, uid_t uids[2])
 {
-    char p[64], line[256];
+    char p[64];
     snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(p, "re");       /* made by the kernel: lines are short */
-    if (!f)
+    unsigned long long v[2];
+    if (fk_proc_status_numbers(p, "Uid", v, 2) != 2)
         return 0;
-    size_t n = 0;
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "Uid:", 4)) {
-            unsigned r, e;
-            if (sscanf(line + 4, "%u %u", &r, &e) == 2) {
-                uids[0] = (uid_t)r;
-                uids[1] = (uid_t)e;
-                n = 2;
-            }
-            break;
-        }
-    fclose(f);
-    return n;
+    uids[0] = (uid_t)v[0];
+    uids[1] = (uid_t)v[1];
+    return 2;
 }
