@@ -11,17 +11,10 @@ static struct fk_python *reader(struct fk_pyframes *h, struct fk_engine *e)
     return h->py;
 }
 
-/* The reader's thread: h->py was made by the first catch_up, before the
- * thread started. */
-static bool early(void *state, const struct fk_sample *s)
+static void early(void *state, struct fk_engine *e, const struct fk_sample *s)
 {
     struct fk_pyframes *h = state;
-    return h->py && fk_python_early(h->py, s->pid, s->tid, s->time);
-}
-
-static void catch_up(void *state, struct fk_engine *e)
-{
-    fk_python_catch_up(reader(state, e));
+    fk_python_early(reader(h, e), s->pid, s->tid, s->time);
 }
 
 static void user_frames(void *state, struct fk_engine *e, const struct fk_sample *s,
@@ -67,7 +60,6 @@ void fk_pyframes_init(struct fk_pyframes *h, bool lines, uint64_t max_bytes)
     h->hook.state = h;
     h->hook.user_frames = user_frames;
     h->hook.early = early;
-    h->hook.catch_up = catch_up;
     h->hook.bytes = bytes;
 }
 

@@ -5,7 +5,6 @@
 #include "util/procfs.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1153,7 +1152,6 @@ size_t fk_py_splice(const bool *native_eval, size_t nnative, bool native_complet
 #define DELAY_N 10000
 #define DELAY_NS 100000                 /* 0.1 ms buckets: 0 .. 1 s */
 #define SWEEP_NS (10 * 1000000ull)      /* exited processes dropped at most this often */
-#define PENDING_MAX 256                 /* samples waiting for their process to be looked at */
 
 enum py_state { PS_NONE, PS_PYTHON, PS_UNKNOWN_VERSION };
 
@@ -1196,15 +1194,7 @@ struct snap_slot {
     unsigned ntimes;
 };
 
-/* A sample fk_python_early left to the engine's thread. */
-struct pending { pid_t pid, tid; uint64_t time; };
-
-/* Shared by the reader's thread (fk_python_early) and the engine's (the
- * rest): every public function holds lock throughout; the symbolizer is
- * the engine thread's alone, so the reader's thread never looks a process
- * up: it leaves such samples in pending for fk_python_catch_up. */
 struct fk_python {
-    pthread_mutex_t lock;
     struct fk_symbolizer *sym;
     bool lines;
     uint64_t max_bytes;
@@ -1224,8 +1214,6 @@ struct fk_python {
     uint32_t delay[DELAY_N];    /* sample -> chain read */
     uint64_t ndelay, delay_max;
     uint64_t exits_seen, last_sweep;    /* fk_sym_exits at the last sweep */
-    struct pending pending[PENDING_MAX];
-    unsigned npending;
 };
 
 static bool ns_inode(pid_t pid, uint64_t *ino)
@@ -1245,7 +1233,6 @@ static bool ns_inode(pid_t pid, uint64_t *ino)
 struct fk_python *fk_python_new(struct fk_symbolizer *sym, bool lines, uint64_t max_bytes)
 {
     struct fk_python *p = fk_calloc(1, sizeof *p);
-    pthread_mutex_init(&p->lock, NULL);
     p->sym = sym;
     p->lines = lines;
     p->max_bytes = max_bytes;
@@ -1278,12 +1265,13 @@ void fk_python_free(struct fk_python *p)
         free(p->slots[i].s);
     free(p->slots);
     fk_hindex_free(&p->proc_idx);
-    pthread_mutex_destroy(&p->lock);
     free(p);
 }
 
-static size_t python_bytes(const struct fk_python *p)
+size_t fk_python_bytes(const struct fk_python *p)
 {
+    if (!p)
+        return 0;
     size_t b = sizeof *p + p->capprocs * sizeof *p->procs + fk_hindex_bytes(&p->proc_idx);
     b += p->nslots * sizeof *p->slots + p->nsnapmem * sizeof(struct fk_py_snap);
     for (size_t i = 0; i < p->nprocs; i++) {
@@ -1291,16 +1279,6 @@ static size_t python_bytes(const struct fk_python *p)
         b += sizeof *pp + fk_py_walker_bytes(pp->w) + pp->caploc * sizeof *pp->loc_of +
              pp->capnstids * sizeof *pp->nstids + fk_hindex_bytes(&pp->nstid_idx);
     }
-    return b;
-}
-
-size_t fk_python_bytes(struct fk_python *p)
-{
-    if (!p)
-        return 0;
-    pthread_mutex_lock(&p->lock);
-    size_t b = python_bytes(p);
-    pthread_mutex_unlock(&p->lock);
     return b;
 }
 
@@ -1355,7 +1333,7 @@ static void detect(struct fk_python *p, struct py_proc *pp)
 {
     pp->looked = true;
     fk_sym_proc_gen(p->sym, pp->pid, &pp->gen);
-    if (p->max_bytes && python_bytes(p) >= p->max_bytes / 2)
+    if (p->max_bytes && fk_python_bytes(p) >= p->max_bytes / 2)
         return;
     struct fk_sym_file files[4];
     size_t nf = fk_sym_proc_files(p->sym, pp->pid, python_path, files, 4);
@@ -1628,7 +1606,7 @@ static struct snap_slot *next_slot(struct fk_python *p, uint64_t time)
     size_t one = sizeof(struct snap_slot) + sizeof(struct fk_py_snap);
     if (!p->nslots || (p->nslots < SNAP_MAX && slot_waits(&p->slots[p->slot_next], time))) {
         unsigned n = p->nslots ? 2 * p->nslots : SNAP_MIN;
-        if (p->max_bytes && python_bytes(p) + (n - p->nslots) * one > p->max_bytes) {
+        if (p->max_bytes && fk_python_bytes(p) + (n - p->nslots) * one > p->max_bytes) {
             if (!p->nslots)
                 return NULL;
         } else {
@@ -1645,7 +1623,7 @@ static struct snap_slot *next_slot(struct fk_python *p, uint64_t time)
     struct snap_slot *sl = &p->slots[p->slot_next];
     sl->ntimes = 0;
     if (!sl->s) {
-        if (p->max_bytes && python_bytes(p) + sizeof *sl->s > p->max_bytes)
+        if (p->max_bytes && fk_python_bytes(p) + sizeof *sl->s > p->max_bytes)
             return NULL;
         sl->s = fk_malloc(sizeof *sl->s);   /* written as far as read */
         p->nsnapmem++;
@@ -1653,12 +1631,20 @@ static struct snap_slot *next_slot(struct fk_python *p, uint64_t time)
     return sl;
 }
 
-/* Read thread tid of pp (a Python process) for its sample at time, or
- * let a read of it made after that sample serve it. t0: when the sample
- * was met. Under lock. */
-static void take_early(struct fk_python *p, struct py_proc *pp, pid_t tid, uint64_t time,
-                       uint64_t t0)
+void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
 {
+    /* a short-lived interpreter may be gone when its first sample is
+     * handled: it is looked for here, once */
+    struct py_proc *pp = pid > 0 ? proc_of(p, pid) : NULL;
+    uint64_t t0 = fk_now_ns();
+    if (pp && pp->state == PS_NONE && !pp->early_checked) {
+        /* once: its maps may not be known yet (an exec's records wait in
+         * the ring), then the handled samples look again (refresh) */
+        pp->early_checked = true;
+        detect(p, pp);
+    }
+    if (!pp || pp->state != PS_PYTHON)
+        return;
     struct snap_slot *sl = shared_read(p, tid, pp->gen.image, time);
     if (sl) {
         sl->times[sl->ntimes++] = time;
@@ -1689,45 +1675,6 @@ static void take_early(struct fk_python *p, struct py_proc *pp, pid_t tid, uint6
     note_delay(p, time, now);
 }
 
-bool fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
-{
-    uint64_t t0 = fk_now_ns();
-    bool wait = false;
-    pthread_mutex_lock(&p->lock);
-    struct py_proc *pp = pid > 0 ? proc_of(p, pid) : NULL;
-    if (pp && pp->state == PS_NONE && !pp->early_checked) {
-        /* not looked at yet: by the engine's thread, soon (a short-lived
-         * interpreter may be gone when its first sample is handled) */
-        if (p->npending < PENDING_MAX)
-            p->pending[p->npending++] = (struct pending){ pid, tid, time };
-        wait = true;
-    } else if (pp && pp->state == PS_PYTHON) {
-        take_early(p, pp, tid, time, t0);
-    }
-    pthread_mutex_unlock(&p->lock);
-    return wait;
-}
-
-void fk_python_catch_up(struct fk_python *p)
-{
-    pthread_mutex_lock(&p->lock);
-    for (unsigned i = 0; i < p->npending; i++) {
-        const struct pending *q = &p->pending[i];
-        uint64_t t0 = fk_now_ns();
-        struct py_proc *pp = proc_of(p, q->pid);
-        if (pp && pp->state == PS_NONE && !pp->early_checked) {
-            /* once: its maps may not be known yet (an exec's records wait
-             * in the ring), then the handled samples look again (refresh) */
-            pp->early_checked = true;
-            detect(p, pp);
-        }
-        if (pp && pp->state == PS_PYTHON)
-            take_early(p, pp, q->tid, q->time, t0);
-    }
-    p->npending = 0;
-    pthread_mutex_unlock(&p->lock);
-}
-
 /* The sample's early read, if it was made with the walker of the image its
  * process still runs (not one read through a pre-exec image's tables);
  * the slot no longer waits for it. */
@@ -1747,7 +1694,7 @@ static const struct fk_py_snap *snap_of(struct fk_python *p, const struct py_pro
     return NULL;
 }
 
-static void sample_locked(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_native *nat)
+void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_native *nat)
 {
     if (pid <= 0 || !nat->n)
         return;
@@ -1828,16 +1775,8 @@ static void sample_locked(struct fk_python *p, pid_t pid, pid_t tid, struct fk_p
     p->hist[ns / HIST_NS < HIST_N ? ns / HIST_NS : HIST_N - 1]++;
 }
 
-void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_native *nat)
+void fk_python_stats(const struct fk_python *p, struct fk_python_stats *out)
 {
-    pthread_mutex_lock(&p->lock);
-    sample_locked(p, pid, tid, nat);
-    pthread_mutex_unlock(&p->lock);
-}
-
-void fk_python_stats(struct fk_python *p, struct fk_python_stats *out)
-{
-    pthread_mutex_lock(&p->lock);
     *out = p->st;
     uint64_t seen = 0;
     out->delay_median_ms = out->delay_p90_ms = 0;
@@ -1865,10 +1804,9 @@ void fk_python_stats(struct fk_python *p, struct fk_python_stats *out)
             break;
         }
     }
-    pthread_mutex_unlock(&p->lock);
 }
 
-static int thread_locked(struct fk_python *p, pid_t pid, pid_t tid, struct fk_buf *out)
+int fk_python_thread(struct fk_python *p, pid_t pid, pid_t tid, struct fk_buf *out)
 {
     struct py_proc *pp = proc_of(p, pid);
     if (pp)
@@ -1888,12 +1826,4 @@ static int thread_locked(struct fk_python *p, pid_t pid, pid_t tid, struct fk_bu
             fk_buf_addc(out, ';');
     }
     return s->status;
-}
-
-int fk_python_thread(struct fk_python *p, pid_t pid, pid_t tid, struct fk_buf *out)
-{
-    pthread_mutex_lock(&p->lock);
-    int st = thread_locked(p, pid, tid, out);
-    pthread_mutex_unlock(&p->lock);
-    return st;
 }

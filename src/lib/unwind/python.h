@@ -281,25 +281,14 @@ struct fk_py_native {
     uint64_t stack_base, stack_len;
     uint64_t time;              /* the sample's (CLOCK_MONOTONIC): its snapshot */
 };
-/* Threads: fk_python_early is called from the ring reader's thread while
- * the engine's thread makes the other calls; every call holds the
- * module's lock throughout (the two meet rarely: a read takes a few
- * microseconds).
- *
- * As soon as a sample of pid/tid is copied out of its ring (time: the
- * sample's, CLOCK_MONOTONIC), in the reader's thread: snapshot the
- * thread's chain now, for fk_python_sample later: one read in the steady
- * state, none when a read of that thread was made after the sample (for
- * an earlier one: several of its samples in one pass over the rings).
- * True when the sample waits for the engine's thread instead: its process
- * was never looked at for CPython, which takes the symbolizer (the engine
- * thread's alone); fk_python_catch_up does it. */
-bool fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time);
-/* From the engine's thread, before the samples fk_python_early met are
- * handled: a process seen for the first time is looked for CPython
- * (its binary's symbols, once), so short-lived interpreters are read
- * before they exit, and the samples that waited for it are read. */
-void fk_python_catch_up(struct fk_python *p);
+/* As soon as a sample of pid/tid is read out of its ring (time: the
+ * sample's, CLOCK_MONOTONIC): snapshot the thread's chain now, for
+ * fk_python_sample later: one read in the steady state, none when a read
+ * of that thread was made after the sample (for an earlier one: several
+ * of its samples in one pass over the rings). A process seen for the first time
+ * is looked for CPython here (its binary's symbols, once), so short-lived
+ * interpreters are read before they exit. */
+void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time);
 /* Rewrite one sample's user frames in place when pid runs CPython: Python
  * frames become locations of the symbolizer's named frames,
  * "qualname_[p]". With the stack copy and frame stack pointers, each
@@ -312,8 +301,8 @@ void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_na
  * (tests, diagnostics); returns the walk's status, FK_PY_NO_THREAD when
  * pid runs no known CPython. */
 int fk_python_thread(struct fk_python *p, pid_t pid, pid_t tid, struct fk_buf *out);
-void fk_python_stats(struct fk_python *p, struct fk_python_stats *out);
-size_t fk_python_bytes(struct fk_python *p);
+void fk_python_stats(const struct fk_python *p, struct fk_python_stats *out);
+size_t fk_python_bytes(const struct fk_python *p);
 
 /* The suffix marking Python frames in folded output (like "_[j]" for JIT
  * frames); flamegraph.pl shows it as part of the name. */
