@@ -9,26 +9,43 @@
 #  (2) cold host: 200 distinct small binaries (-O2, no frame pointers,
 #      2,000 functions each), each busy ~5% of a CPU, the page cache
 #      dropped after they started (their symbol and unwind tables are read
-#      from disk by the capture); 'flamekit host -d 10' at 99 and 999 Hz,
-#      default call graph: lost records against samples read. Targets: 0
-#      lost at 99 Hz, <= 1% at 999 Hz.
+#      from disk by the capture); 'flamekit host -d 10' at each rate of
+#      FK_BENCH_RATES (default "99 999"), page cache FK_BENCH_CACHES
+#      (default "warm cold"), default call graph: lost records against
+#      samples read. Targets: 0 lost at 99 Hz, <= 1% at 999 Hz.
+#      The binaries are stopped (SIGSTOP) after each window (flamekit's
+#      --ready-fd + FK_BENCH_STOP_AFTER, default 15 s, checked afterwards
+#      against the window in the metadata) until the next capture: records
+#      are lost only in the window, and naming at flamekit's own priority
+#      among ~170 runnable tasks would otherwise take minutes.
 #      With FK_BASELINE (a baseline build directory holding flamekit) each
 #      capture is taken with the baseline first, then this build, the
 #      cache dropped before each cold one.
-# Needs root (cgroups, drop_caches). Take quiet figures under the lock:
-#   fk-quiet bench/children.sh
-# env: FLAMEKIT, FK_BASELINE, FK_BENCH_PARTS.
+#      A capture that fails (exit status, over its time limit, no
+#      metadata, binaries stopped before its window ended) is printed as
+#      FAILED, and the script exits 1 after the others.
+# Needs root (cgroups, drop_caches). Take quiet figures under the lock, one
+# rate per call (each fits the 6-minute hold):
+#   FK_BENCH_PARTS=2 FK_BENCH_RATES=99 FK_BASELINE=DIR fk-quiet bench/children.sh
+# env: FLAMEKIT, FK_BASELINE, FK_BENCH_PARTS, FK_BENCH_RATES,
+# FK_BENCH_CACHES, FK_BENCH_TIMEOUT (seconds per capture, default 90),
+# FK_BENCH_STOP_AFTER.
 set -euo pipefail
 src=${FK_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 fk=${FLAMEKIT:-${FK_BUILD:-$src/build}/flamekit}
 parts=${FK_BENCH_PARTS:-1 2}
+rates=${FK_BENCH_RATES:-99 999}
+caches=${FK_BENCH_CACHES:-warm cold}
+limit=${FK_BENCH_TIMEOUT:-90}
+stop=${FK_BENCH_STOP_AFTER:-15}
+failed=0
 base=${FK_BASELINE:+$FK_BASELINE/flamekit}
 builds=new
 if [ -n "$base" ]; then
     [ -x "$base" ] || { echo "bench/children: FK_BASELINE has no flamekit ($base)" >&2; exit 2; }
     builds="base new"
 fi
-for need in cc python3 /usr/bin/time; do
+for need in cc python3 /usr/bin/time timeout; do
     command -v "$need" >/dev/null || { echo "bench/children: SKIP: $need not found"; exit 0; }
 done
 [ "$(id -u)" = 0 ] || { echo "bench/children: SKIP: needs root"; exit 0; }
@@ -36,15 +53,17 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/fk-bench-children.XXXXXX")
 pids=()
 cg=
 cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; kill -CONT "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
     [ -n "$cg" ] && rmdir "$cg" 2>/dev/null
     rm -rf "$work"
 }
 trap cleanup EXIT
 cd "$work"
+# the interpreter itself: a pyenv shim costs ~1 s a start under load
+py=$(python3 -c 'import sys; print(sys.executable)')
 # meta FILE KEY...: values of the metadata's (dotted) keys, one per line
-meta() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+meta() { "$py" -c 'import json,sys; d=json.load(open(sys.argv[1]))
 for k in sys.argv[2:]:
     v = d
     for p in k.split("."): v = v.get(p, "?") if isinstance(v, dict) else "?"
@@ -81,7 +100,7 @@ fi
 if [[ " $parts " == *" 2 "* ]]; then
     # One program, 200 distinct binaries (each its own build-id): a loop
     # that burns ~5 ms through a few frames every ~100 ms.
-    python3 - >prog.c <<'EOF'
+    "$py" - >prog.c <<'EOF'
 n = 2000
 print("#include <time.h>\n#include <unistd.h>\nvolatile unsigned long sink;")
 for i in range(n):
@@ -96,33 +115,72 @@ int main(void) { for (;;) { work(); usleep(95000); } }
 EOF
     cc -O2 -fomit-frame-pointer -o prog prog.c
     mkdir bins
-    for i in $(seq 200); do
-        cp prog "bins/cold$i"
-        # a distinct build-id per copy
-        python3 - "bins/cold$i" "$i" <<'EOF'
-import sys, struct
-p, i = sys.argv[1], int(sys.argv[2])
-b = bytearray(open(p, "rb").read())
-k = b.find(b"GNU\0")
+    # 200 copies, a distinct build-id in each, by one interpreter
+    "$py" - <<'EOF'
+import os, struct
+b0 = open("prog", "rb").read()
+k = b0.find(b"GNU\0")
 assert k > 0
-b[k + 4:k + 8] = struct.pack("<I", i)
-open(p, "wb").write(b)
+for i in range(1, 201):
+    b = bytearray(b0)
+    b[k + 4:k + 8] = struct.pack("<I", i)
+    with open(f"bins/cold{i}", "wb") as f:
+        f.write(b)
+    os.chmod(f"bins/cold{i}", 0o755)
 EOF
-    done
     sync
     for i in $(seq 200); do "bins/cold$i" & pids+=($!); done
     sleep 2
-    for hz in 99 999; do
-        for cache in warm cold; do
+    now_ns() { date +%s%N; }
+    for hz in $rates; do
+        for cache in $caches; do
             for build in $builds; do
                 bin=$fk; [ "$build" = base ] && bin=$base
                 tag=$build-$cache$hz
                 [ $cache = cold ] && { sync; echo 3 >/proc/sys/vm/drop_caches; }
-                /usr/bin/time -f '%U %S' -o "$tag.time" "$bin" host -q -F $hz -d 10 -o "$tag" \
-                    >/dev/null 2>"$tag.err" || true
-                read -r n lost lr dsos <<<"$(meta "$tag"/*.json samples_read lost lost_records symbols.dsos | paste -sd' ')"
-                echo "(2) $build: host -F $hz -d 10, 200 binaries, page cache $cache: $n samples read, $lr lost records ($lost samples, $(awk -v l="$lost" -v n="$n" 'BEGIN { printf "%.2f%%", (l + n) ? 100 * l / (l + n) : 0 }')), flamekit $(awk '{ print $1 "+" $2 }' "$tag.time") s CPU, $dsos DSOs"
+                kill -CONT "${pids[@]}" 2>/dev/null || true
+                : >"$tag.ready"
+                t0=$(now_ns)
+                /usr/bin/time -f '%U %S' -o "$tag.time" timeout -k 5 "$limit" \
+                    "$bin" host -q -F "$hz" -d 10 --ready-fd 3 -o "$tag" \
+                    >/dev/null 2>"$tag.err" 3>"$tag.ready" &
+                fp=$!
+                while [ ! -s "$tag.ready" ] && kill -0 $fp 2>/dev/null; do sleep 0.05; done
+                stop_ns=
+                if [ -s "$tag.ready" ]; then
+                    # the window ends ~10 s after ready, later when flamekit's
+                    # loop is late: the binaries stop $stop s after ready
+                    end=$(( $(now_ns) + stop * 1000000000 ))
+                    while kill -0 $fp 2>/dev/null && [ "$(now_ns)" -lt $end ]; do sleep 0.1; done
+                    stop_ns=$(now_ns)
+                    kill -STOP "${pids[@]}" 2>/dev/null || true
+                fi
+                rc=0
+                wait $fp || rc=$?
+                ms=$(( ($(now_ns) - t0) / 1000000 ))
+                json=$(ls "$tag"/*.json 2>/dev/null | head -1 || true)
+                why=
+                if [ $rc -ne 0 ]; then
+                    why="exit status $rc"
+                    [ $rc = 124 ] && why="$why (over ${limit} s)"
+                elif [ -z "$json" ]; then
+                    why="no metadata"
+                else
+                    read -r n lost lr dsos st dur nice <<<"$(meta "$json" samples_read lost lost_records symbols.dsos start_unix_ns duration_s reader.nice | paste -sd' ')"
+                    late=$(awk -v s="$st" -v d="$dur" -v x="$stop_ns" 'BEGIN { if (x != "") printf "%.1f", (s + d * 1e9 - x) / 1e9 }')
+                    if [ -n "$stop_ns" ] && awk -v l="$late" 'BEGIN { exit !(l > 0) }'; then
+                        why="the binaries were stopped ${late} s before the window ($dur s) ended (FK_BENCH_STOP_AFTER)"
+                    fi
+                fi
+                if [ -n "$why" ]; then
+                    failed=1
+                    echo "(2) $build: host -F $hz -d 10, 200 binaries, page cache $cache: FAILED: $why; stderr: $(tail -c 300 "$tag.err" | tr '\n' ' ')"
+                    continue
+                fi
+                echo "(2) $build: host -F $hz -d 10, 200 binaries, page cache $cache: $n samples read, $lr lost records ($lost samples, $(awk -v l="$lost" -v n="$n" 'BEGIN { printf "%.2f%%", (l + n) ? 100 * l / (l + n) : 0 }')), flamekit $(awk '{ print $1 "+" $2 }' "$tag.time") s CPU, $dsos DSOs, nice $nice, window $dur s, ${ms} ms"
             done
         done
     done
 fi
+echo "bench/children: done in ${SECONDS} s$([ $failed = 0 ] || echo ", a capture FAILED")"
+exit $failed

@@ -114,17 +114,29 @@ else
 fi
 
 ## Ctrl-C: the capture ends, the command is stopped by its own Ctrl-C,
-## the cgroup goes.
-"$FLAMEKIT" run -q -o "$T/int" -- sh -c 'sleep 30' >"$T/int.out" 2>&1 &
+## the cgroup goes. With --no-priority: every thread of flamekit stays at
+## its own nice through the window (by default, as root, the capture's
+## threads run 10 levels higher), and the metadata says it was refused.
+# nices PID: the nice values of PID's threads, sorted, unique
+nices() { for s in /proc/"$1"/task/*/stat; do sed 's/.*) //' "$s" 2>/dev/null | awk '{ print $17 }'; done | sort -un | paste -sd' '; }
+own_nice=$(nice)
+"$FLAMEKIT" run -q --no-priority --ready-fd 3 -o "$T/int" -- sh -c 'sleep 30' >"$T/int.out" 2>&1 3>"$T/int.ready" &
 fk=$!
-for _ in $(seq 100); do [ "$(leftover $fk)" = 1 ] && break; sleep 0.05; done
+for _ in $(seq 200); do [ -s "$T/int.ready" ] && [ "$(leftover $fk)" = 1 ] && break; sleep 0.05; done
 check_eq "Ctrl-C: the command runs in flamekit's cgroup" 1 "$(leftover $fk)"
 sleep 0.3
+check_eq "--no-priority: flamekit's threads stay at its own nice in the window" "$own_nice" "$(nices $fk)"
 kill -INT $fk
 cg=$(find "$CG2" -maxdepth 8 -type d -name "flamekit-run.$fk.*" 2>/dev/null | head -1)
 [ -n "$cg" ] && kill -INT $(cat "$cg/cgroup.procs") 2>/dev/null
 wait $fk
 check_eq "Ctrl-C: no cgroup left behind" 0 "$(leftover $fk)"
+keys int
+check_eq "--no-priority: the metadata says the raise was refused" "true false $own_nice" \
+    "$(jnum int reader.nice_refused) $(jnum int reader.nice_raised) $(jnum int reader.nice)"
+check_eq "default: the capture's threads were raised 10 levels (root)" \
+    "false true $((own_nice - 10 < -20 ? -20 : own_nice - 10))" \
+    "$(jnum true reader.nice_refused) $(jnum true reader.nice_raised) $(jnum true reader.nice)"
 
 ## A daemon left behind: moved back to flamekit's cgroup, still running,
 ## and the cgroup goes.
