@@ -24,6 +24,14 @@
 #      A capture that fails (exit status, over its time limit, no
 #      metadata, binaries stopped before its window ended) is printed as
 #      FAILED, and the script exits 1 after the others.
+#  (3) trees under run against host (FK_BENCH_PARTS=3; FK_BENCH_TREES,
+#      default "true python make git"): a loop of 1,000 /bin/true, 20
+#      python3 -c pass, make -j2 of a 17-file C project, git clone
+#      --no-local of FK_BENCH_REPO (default this source tree), each under
+#      'flamekit run' at 99 Hz with 'flamekit host' over the same window:
+#      samples of each against the tree's CPU time (rusage) x the
+#      frequency, and run's over host's (host's counted by the command
+#      names run saw). Targets: >= 0.90, run/host within 10%.
 # Needs root (cgroups, drop_caches). Take quiet figures under the lock, one
 # rate per call (each fits the 6-minute hold):
 #   FK_BENCH_PARTS=2 FK_BENCH_RATES=99 FK_BASELINE=DIR fk-quiet bench/children.sh
@@ -180,6 +188,53 @@ EOF
                 echo "(2) $build: host -F $hz -d 10, 200 binaries, page cache $cache: $n samples read, $lr lost records ($lost samples, $(awk -v l="$lost" -v n="$n" 'BEGIN { printf "%.2f%%", (l + n) ? 100 * l / (l + n) : 0 }')), flamekit $(awk '{ print $1 "+" $2 }' "$tag.time") s CPU, $dsos DSOs, nice $nice, window $dur s, ${ms} ms"
             done
         done
+    done
+fi
+if [[ " $parts " == *" 3 "* ]]; then
+    # Fork-heavy trees under 'run', with 'flamekit host' over the same
+    # window: samples per CPU second of the tree (rusage, /usr/bin/time)
+    # for each, and host's over run's. host's share of the tree is its
+    # samples whose command name is one of those run saw.
+    mkdir proj
+    for i in $(seq 16); do
+        { echo "int f$i(int x);"; for j in $(seq 40); do echo "static int g${i}_$j(int x) { return x * $j + (x >> 3); }"; done
+          echo "int f$i(int x) { return $(for j in $(seq 40); do printf 'g%s_%s(x) + ' "$i" "$j"; done) 0; }"; } >"proj/f$i.c"
+    done
+    echo 'int main(void) { return 0; }' >proj/main.c
+    printf 'OBJ = %s main.o\nprog: $(OBJ)\n\t$(CC) -o $@ $(OBJ)\n%%.o: %%.c\n\t$(CC) -O2 -c $<\nclean:\n\trm -f *.o prog\n' \
+        "$(for i in $(seq 16); do printf 'f%s.o ' "$i"; done)" >proj/Makefile
+    repo=${FK_BENCH_REPO:-$src}
+    declare -A wl=(
+        [true]="for i in \$(seq 1000); do /bin/true; done"
+        [python]="for i in \$(seq 20); do python3 -c pass; done"
+        [make]="make -s -C $work/proj clean >/dev/null; make -s -j2 -C $work/proj"
+        [git]="rm -rf $work/clone; git clone -q --no-local $repo $work/clone"
+    )
+    for w in ${FK_BENCH_TREES:-true python make git}; do
+        : >"h-$w.ready"
+        "$fk" host -q -d 120 --ready-fd 3 -o "h-$w" >/dev/null 2>"h-$w.err" 3>"h-$w.ready" &
+        hp=$!
+        while [ ! -s "h-$w.ready" ] && kill -0 $hp 2>/dev/null; do sleep 0.05; done
+        rc=0
+        "$fk" run -q -o "r-$w" -- /usr/bin/time -f '%U %S' -o "$w.time" bash -c "${wl[$w]}" \
+            >/dev/null 2>"r-$w.err" || rc=$?
+        kill -INT $hp 2>/dev/null
+        hrc=0; wait $hp || hrc=$?
+        rj=$(ls "r-$w"/*.json 2>/dev/null | head -1 || true)
+        hj=$(ls "h-$w"/*.json 2>/dev/null | head -1 || true)
+        if [ $rc != 0 ] || [ $hrc != 0 ] || [ -z "$rj" ] || [ -z "$hj" ]; then
+            failed=1
+            echo "(3) $w: FAILED: run exit $rc, host exit $hrc; $(tail -c 200 "r-$w.err" "h-$w.err" | tr '\n' ' ')"
+            continue
+        fi
+        cpu=$(awk '{ print $1 + $2 }' "$w.time")
+        read -r hz mode lost <<<"$(meta "$rj" event.frequency_hz target.tree.mode lost | paste -sd' ')"
+        zcat "r-$w"/*.folded.gz | awk '{ split($0, f, ";"); print f[1] }' | sort -u >"$w.comms"
+        rn=$(zcat "r-$w"/*.folded.gz | awk '{ s += $NF } END { print s + 0 }')
+        hn=$(zcat "h-$w"/*.folded.gz | awk 'NR == FNR { c[$0] = 1; next } { split($0, f, ";"); if (f[1] in c) s += $NF } END { print s + 0 }' "$w.comms" -)
+        awk -v w="$w" -v c="$cpu" -v hz="$hz" -v r="$rn" -v h="$hn" -v m="$mode" -v l="$lost" 'BEGIN {
+            printf "(3) %s under run (%s): %.2f s of CPU (rusage); run %d samples (%.3f of CPU x %d Hz), host %d (%.3f); run/host %.3f; lost %s\n",
+                w, m, c, r, r / (c * hz), hz, h, h / (c * hz), (h ? r / h : 0), l }'
     done
 fi
 echo "bench/children: done in ${SECONDS} s$([ $failed = 0 ] || echo ", a capture FAILED")"
