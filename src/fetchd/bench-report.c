@@ -206,8 +206,8 @@ static const char *size_label(int i, char *buf, size_t n)
 static const char *work_note(char *buf, size_t n)
 {
     char w[32];
-    snprintf(buf, n, " (%s per run, more where the first round's run took under %.1f s: sized then to last "
-             "about that long, the same in every round)", human((double)opt.work, w, sizeof w),
+    snprintf(buf, n, " (%s per run, more where the first round's run took under %.1f s: raised then until "
+             "it lasts that long, the same in every round)", human((double)opt.work, w, sizeof w),
              (double)opt.min_run_ms / 1000);
     return buf;
 }
@@ -275,7 +275,9 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                       "malloc/calloc/realloc in the server process (fetchd-malloc.so). Peak RSS: the server's "
                       "VmHWM during the run (reset before it). The clients keep the memory they free "
                       "(glibc's trim and mmap thresholds raised), so that gRPC's read buffers are not given back "
-                      "to the kernel and faulted in again on every read; the servers keep glibc's defaults.\n\n",
+                      "to the kernel and faulted in again on every read; the servers keep glibc's defaults. A gRPC "
+                      "client process runs all its calls (grpc-shared: one per client) from one thread through "
+                      "one completion queue, and reads each message's bytes where they were received.\n\n",
                       cpu_source, ncpus);
     /* The machine's speed over the whole benchmark: per-setting CPU
      * figures move with it, ratios within a round do not. */
