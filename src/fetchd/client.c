@@ -143,8 +143,7 @@ static bool rd_bytes(struct chunk_rd *c, uint64_t n, bool (*sink)(void *, const 
     return true;
 }
 
-/* msg's data to sink: false with err "malformed..." or with the sink's refusal. */
-static bool chunk_feed(grpc_byte_buffer *msg, bool (*sink)(void *, const void *, size_t), void *arg,
+bool fetchd_chunk_feed(grpc_byte_buffer *msg, bool (*sink)(void *, const void *, size_t), void *arg,
                        bool *refused, char *err, size_t errlen)
 {
     struct chunk_rd c = { .p = NULL, .end = NULL };
@@ -332,7 +331,7 @@ static bool run_grpc(struct fetchd_client *c, enum fetchd_op op, const char *rep
         if (kind == TAG_SEND)
             s->sent = ev.success;
         else if (kind == TAG_MSG && ev.success && s->msg) {
-            bool more = chunk_feed(s->msg, k->sink, s->arg, &s->refused, s->err, sizeof s->err);
+            bool more = fetchd_chunk_feed(s->msg, k->sink, s->arg, &s->refused, s->err, sizeof s->err);
             grpc_byte_buffer_destroy(s->msg);
             s->msg = NULL;
             if (!more) {

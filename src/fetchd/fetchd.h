@@ -111,6 +111,12 @@ bool fetchd_client_call(struct fetchd_client *c, enum fetchd_op op, const char *
                     const void *body, size_t len,
                     bool (*sink)(void *, const void *, size_t), void *arg,
                     char *err, size_t errlen);
+/* A gRPC message of the service's Chunk type: its data bytes to sink as
+ * they lie in the message's slices. false with err ("malformed message
+ * ...") or, when the sink refused, with *refused set and err untouched. */
+struct grpc_byte_buffer;
+bool fetchd_chunk_feed(struct grpc_byte_buffer *msg, bool (*sink)(void *, const void *, size_t), void *arg,
+                       bool *refused, char *err, size_t errlen);
 /* Calls of one request, up to n in flight at once, run from the calling
  * thread (gRPC: multiplexed on the connection, one completion queue; a
  * socket client: n must be 1, one call after another). Each call in
