@@ -1033,6 +1033,71 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     free(pids);
 }
 
+/* ---- the host's slow spells ---- */
+
+/* On this virtual machine the host sometimes slows it for tens of seconds
+ * (invisible as steal time): in such a spell the probe took 24-26 ms
+ * instead of 18-20, and the gRPC server's CPU per GiB rose 35-100 %, the
+ * socket server's 10-40 %, so a round's ratios moved. In two default
+ * sweeps, 40 of 44 gRPC runs 20 % or more above their setting's median
+ * had a probe 15 % or more above the sweep's median probe, and every run
+ * with such a probe was 10 % or more above. Such a run is taken again
+ * once the probe is back to normal, within a budget of time. */
+int runs_retaken, runs_slow_kept;
+double probe_reference_ms;
+static double *probe_seen;
+static int nprobe_seen, probe_cap;
+static double retake_s;         /* spent on retakes and waits */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void probe_note(double ms)
+{
+    if (nprobe_seen == probe_cap) {
+        probe_cap = probe_cap ? probe_cap * 2 : 256;
+        probe_seen = fk_realloc(probe_seen, (size_t)probe_cap * sizeof *probe_seen);
+    }
+    probe_seen[nprobe_seen++] = ms;
+    double *t = fk_malloc((size_t)nprobe_seen * sizeof *t);
+    memcpy(t, probe_seen, (size_t)nprobe_seen * sizeof *t);
+    qsort(t, (size_t)nprobe_seen, sizeof *t, cmp_double);
+    probe_reference_ms = t[nprobe_seen / 2];
+    free(t);
+}
+
+static bool host_slow(const struct obs *o)
+{
+    return o->probe_ms > SLOW_PROBE * probe_reference_ms;
+}
+
+/* One round's run of a setting; taken again (up to twice) while the probe
+ * before it says the host was slow and the retakes have cost less than
+ * 15 % of the time so far, after waiting (up to 5 s) for a normal probe. */
+static void run_setting(struct server *sv, struct setting *s, int r, uint64_t start)
+{
+    struct obs *o = &s->o[r];
+    o->retakes = 0;
+    run(sv, s->mode, s->nclients, repos[s->size].name, &repos[s->size].req, s->fetches, o, NULL);
+    for (int k = 0; host_slow(o) && k < 2; k++) {
+        if (retake_s > 0.15 * (double)(fk_now_ns() - start) / 1e9)
+            break;
+        uint64_t t = fk_now_ns();
+        for (int w = 0; w < 20 && machine_probe_ms() > SLOW_PROBE * probe_reference_ms; w++)
+            usleep(250000);
+        run(sv, s->mode, s->nclients, repos[s->size].name, &repos[s->size].req, s->fetches, o, NULL);
+        o->retakes = k + 1;
+        runs_retaken++;
+        retake_s += (double)(fk_now_ns() - t) / 1e9;
+    }
+    o->slow = host_slow(o);
+    runs_slow_kept += o->slow;
+    probe_note(o->probe_ms);
+}
+
 /* ---- the whole benchmark ---- */
 
 struct repo repos[MAX_SIZES];
@@ -1340,13 +1405,15 @@ int main(int argc, char **argv)
         if (g->mode != M_SOCK && so)
             pairs[npairs++] = (struct pair){ g, so };
     }
+    for (int i = 0; i < 5; i++)
+        probe_note(machine_probe_ms());
     fprintf(stderr, "fetch-bench: %d settings × %d rounds (output in %s)\n", nsettings, opt.rounds, opt.out);
     for (int r = 0; r < opt.rounds; r++) {
         uint64_t t = fk_now_ns();
         for (int i = 0; i < nsettings; i++) {
             struct setting *s = &settings[i];
             struct server *sv = &servers[s->mode != M_SOCK][s->cache];
-            run(sv, s->mode, s->nclients, repos[s->size].name, &repos[s->size].req, s->fetches, &s->o[r], NULL);
+            run_setting(sv, s, r, start);
             /* Too short a run measures its start and the scheduler's
              * whims (a sock+cache run of --work took 50 ms): size the work
              * in the first round, then keep it for every round. A short
@@ -1358,7 +1425,8 @@ int main(int argc, char **argv)
             for (int k = 0; r == 0 && !opt.fetches && s->o[0].wall < want && s->fetches < 100000 && k < 6; k++) {
                 double f = ceil((double)s->fetches * want * 1.1 / (s->o[0].wall > 1e-3 ? s->o[0].wall : 1e-3));
                 s->fetches = f > 100000 ? 100000 : (int)f;
-                run(sv, s->mode, s->nclients, repos[s->size].name, &repos[s->size].req, s->fetches, &s->o[0], NULL);
+                runs_slow_kept -= s->o[0].slow;
+                run_setting(sv, s, 0, start);
             }
         }
         fprintf(stderr, "fetch-bench: round %d/%d done in %.1f s\n", r + 1, opt.rounds, (double)(fk_now_ns() - t) / 1e9);
