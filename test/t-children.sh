@@ -210,9 +210,14 @@ if mkdir "$svc" 2>/dev/null; then
         fail "pid: capture of a running loop in its cgroup" "$(head -5 "$T/pid.out")"
     fi
     kill "$op" 2>/dev/null
-    ## the tree's end ends the capture
-    ( sleep 1; kill "$lp" ) &
-    "$FLAMEKIT" pid -q --call-graph fp -d 20 -o "$T/pidend" "$lp" >"$T/pidend.out" 2>&1
+    ## the tree's end ends the capture (killed 1 s after flamekit says
+    ## ready: a sanitizer build on a loaded host can take longer than that
+    ## to attach, and a tree gone before the capture is another case)
+    : >"$T/pidend.ready"
+    ( for _ in $(seq 600); do [ -s "$T/pidend.ready" ] && break; sleep 0.1; done
+      sleep 1; kill "$lp" ) &
+    "$FLAMEKIT" pid -q --call-graph fp -d 20 --ready-fd 3 -o "$T/pidend" "$lp" >"$T/pidend.out" 2>&1 \
+        3>"$T/pidend.ready"
     keys pidend
     check_eq "pid: the capture ends when the tree has exited" "target exited" "$(jnum pidend stop_reason)"
     kill "$sp" 2>/dev/null; wait "$lp" "$op" "$sp" 2>/dev/null
