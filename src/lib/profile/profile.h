@@ -24,6 +24,7 @@
 #include "capture/capture.h"
 #include "capture/offcpu.h"
 #include "capture/period_check.h"
+#include "deliver/upload.h"
 #include "unwind/python.h"
 #include "util/result.h"
 
@@ -90,6 +91,7 @@ struct fk_profile_request {
     const char *debuginfod;     /* debuginfod servers for missing debug files;
                                    NULL: $DEBUGINFOD_URLS (unset: none) */
     bool no_debuginfod;         /* none, whatever $DEBUGINFOD_URLS says */
+    bool no_priority;           /* the capture's threads not raised (engine_priority) */
     bool redact_args;           /* metadata and descriptions: command lines cut to
                                  * their first word, no working directory */
     uint64_t max_mem_bytes;     /* stacks + symbols (256M) */
@@ -104,6 +106,9 @@ struct fk_profile_request {
     const char *title;          /* SVG title; NULL: the profile's */
     /* delivery (fk_profile_deliver) */
     const char *upload;         /* s3://BUCKET/PREFIX/ or gs://BUCKET/PREFIX/ */
+    fk_upload_report_fn upload_report;  /* each file's URL or why it stays (upload.h);
+                                           retries go to warn; NULL: none */
+    void *upload_report_ctx;
     int stream_fd;              /* >= 0: send the files as a result stream (stream.h)
                                    on this fd; RUN's stdout then goes to stderr */
     bool quiet;                 /* no progress line */
