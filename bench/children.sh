@@ -9,26 +9,51 @@
 #  (2) cold host: 200 distinct small binaries (-O2, no frame pointers,
 #      2,000 functions each), each busy ~5% of a CPU, the page cache
 #      dropped after they started (their symbol and unwind tables are read
-#      from disk by the capture); 'flamekit host -d 10' at 99 and 999 Hz,
-#      default call graph: lost records against samples read. Targets: 0
-#      lost at 99 Hz, <= 1% at 999 Hz.
+#      from disk by the capture); 'flamekit host -d 10' at each rate of
+#      FK_BENCH_RATES (default "99 999"), page cache FK_BENCH_CACHES
+#      (default "warm cold"), default call graph: lost records against
+#      samples read. Targets: 0 lost at 99 Hz, <= 1% at 999 Hz.
+#      The binaries are stopped (SIGSTOP) after each window (flamekit's
+#      --ready-fd + FK_BENCH_STOP_AFTER, default 15 s, checked afterwards
+#      against the window in the metadata) until the next capture: records
+#      are lost only in the window, and naming at flamekit's own priority
+#      among ~170 runnable tasks would otherwise take minutes.
 #      With FK_BASELINE (a baseline build directory holding flamekit) each
 #      capture is taken with the baseline first, then this build, the
 #      cache dropped before each cold one.
-# Needs root (cgroups, drop_caches). Take quiet figures under the lock:
-#   fk-quiet bench/children.sh
-# env: FLAMEKIT, FK_BASELINE, FK_BENCH_PARTS.
+#      A capture that fails (exit status, over its time limit, no
+#      metadata, binaries stopped before its window ended) is printed as
+#      FAILED, and the script exits 1 after the others.
+#  (3) trees under run against host (FK_BENCH_PARTS=3; FK_BENCH_TREES,
+#      default "true python make git"): a loop of 1,000 /bin/true, 20
+#      python3 -c pass, make -j2 of a 17-file C project, git clone
+#      --no-local of FK_BENCH_REPO (default this source tree), each under
+#      'flamekit run' at 99 Hz with 'flamekit host' over the same window:
+#      samples of each against the tree's CPU time (rusage) x the
+#      frequency, and run's over host's (host's counted by the command
+#      names run saw). Targets: >= 0.90, run/host within 10%.
+# Needs root (cgroups, drop_caches). Take quiet figures under the lock, one
+# rate per call (each fits the 6-minute hold):
+#   FK_BENCH_PARTS=2 FK_BENCH_RATES=99 FK_BASELINE=DIR fk-quiet bench/children.sh
+# env: FLAMEKIT, FK_BASELINE, FK_BENCH_PARTS, FK_BENCH_RATES,
+# FK_BENCH_CACHES, FK_BENCH_TIMEOUT (seconds per capture, default 90),
+# FK_BENCH_STOP_AFTER.
 set -euo pipefail
 src=${FK_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 fk=${FLAMEKIT:-${FK_BUILD:-$src/build}/flamekit}
 parts=${FK_BENCH_PARTS:-1 2}
+rates=${FK_BENCH_RATES:-99 999}
+caches=${FK_BENCH_CACHES:-warm cold}
+limit=${FK_BENCH_TIMEOUT:-90}
+stop=${FK_BENCH_STOP_AFTER:-15}
+failed=0
 base=${FK_BASELINE:+$FK_BASELINE/flamekit}
 builds=new
 if [ -n "$base" ]; then
     [ -x "$base" ] || { echo "bench/children: FK_BASELINE has no flamekit ($base)" >&2; exit 2; }
     builds="base new"
 fi
-for need in cc python3 /usr/bin/time; do
+for need in cc python3 /usr/bin/time timeout; do
     command -v "$need" >/dev/null || { echo "bench/children: SKIP: $need not found"; exit 0; }
 done
 [ "$(id -u)" = 0 ] || { echo "bench/children: SKIP: needs root"; exit 0; }
@@ -36,15 +61,17 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/fk-bench-children.XXXXXX")
 pids=()
 cg=
 cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; kill -CONT "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
     [ -n "$cg" ] && rmdir "$cg" 2>/dev/null
     rm -rf "$work"
 }
 trap cleanup EXIT
 cd "$work"
+# the interpreter itself: a pyenv shim costs ~1 s a start under load
+py=$(python3 -c 'import sys; print(sys.executable)')
 # meta FILE KEY...: values of the metadata's (dotted) keys, one per line
-meta() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+meta() { "$py" -c 'import json,sys; d=json.load(open(sys.argv[1]))
 for k in sys.argv[2:]:
     v = d
     for p in k.split("."): v = v.get(p, "?") if isinstance(v, dict) else "?"
@@ -81,7 +108,7 @@ fi
 if [[ " $parts " == *" 2 "* ]]; then
     # One program, 200 distinct binaries (each its own build-id): a loop
     # that burns ~5 ms through a few frames every ~100 ms.
-    python3 - >prog.c <<'EOF'
+    "$py" - >prog.c <<'EOF'
 n = 2000
 print("#include <time.h>\n#include <unistd.h>\nvolatile unsigned long sink;")
 for i in range(n):
@@ -96,33 +123,119 @@ int main(void) { for (;;) { work(); usleep(95000); } }
 EOF
     cc -O2 -fomit-frame-pointer -o prog prog.c
     mkdir bins
-    for i in $(seq 200); do
-        cp prog "bins/cold$i"
-        # a distinct build-id per copy
-        python3 - "bins/cold$i" "$i" <<'EOF'
-import sys, struct
-p, i = sys.argv[1], int(sys.argv[2])
-b = bytearray(open(p, "rb").read())
-k = b.find(b"GNU\0")
+    # 200 copies, a distinct build-id in each, by one interpreter
+    "$py" - <<'EOF'
+import os, struct
+b0 = open("prog", "rb").read()
+k = b0.find(b"GNU\0")
 assert k > 0
-b[k + 4:k + 8] = struct.pack("<I", i)
-open(p, "wb").write(b)
+for i in range(1, 201):
+    b = bytearray(b0)
+    b[k + 4:k + 8] = struct.pack("<I", i)
+    with open(f"bins/cold{i}", "wb") as f:
+        f.write(b)
+    os.chmod(f"bins/cold{i}", 0o755)
 EOF
-    done
     sync
     for i in $(seq 200); do "bins/cold$i" & pids+=($!); done
     sleep 2
-    for hz in 99 999; do
-        for cache in warm cold; do
+    now_ns() { date +%s%N; }
+    for hz in $rates; do
+        for cache in $caches; do
             for build in $builds; do
                 bin=$fk; [ "$build" = base ] && bin=$base
                 tag=$build-$cache$hz
                 [ $cache = cold ] && { sync; echo 3 >/proc/sys/vm/drop_caches; }
-                /usr/bin/time -f '%U %S' -o "$tag.time" "$bin" host -q -F $hz -d 10 -o "$tag" \
-                    >/dev/null 2>"$tag.err" || true
-                read -r n lost lr dsos <<<"$(meta "$tag"/*.json samples_read lost lost_records symbols.dsos | paste -sd' ')"
-                echo "(2) $build: host -F $hz -d 10, 200 binaries, page cache $cache: $n samples read, $lr lost records ($lost samples, $(awk -v l="$lost" -v n="$n" 'BEGIN { printf "%.2f%%", (l + n) ? 100 * l / (l + n) : 0 }')), flamekit $(awk '{ print $1 "+" $2 }' "$tag.time") s CPU, $dsos DSOs"
+                kill -CONT "${pids[@]}" 2>/dev/null || true
+                : >"$tag.ready"
+                t0=$(now_ns)
+                /usr/bin/time -f '%U %S' -o "$tag.time" timeout -k 5 "$limit" \
+                    "$bin" host -q -F "$hz" -d 10 --ready-fd 3 -o "$tag" \
+                    >/dev/null 2>"$tag.err" 3>"$tag.ready" &
+                fp=$!
+                while [ ! -s "$tag.ready" ] && kill -0 $fp 2>/dev/null; do sleep 0.05; done
+                stop_ns=
+                if [ -s "$tag.ready" ]; then
+                    # the window ends ~10 s after ready, later when flamekit's
+                    # loop is late: the binaries stop $stop s after ready
+                    end=$(( $(now_ns) + stop * 1000000000 ))
+                    while kill -0 $fp 2>/dev/null && [ "$(now_ns)" -lt $end ]; do sleep 0.1; done
+                    stop_ns=$(now_ns)
+                    kill -STOP "${pids[@]}" 2>/dev/null || true
+                fi
+                rc=0
+                wait $fp || rc=$?
+                ms=$(( ($(now_ns) - t0) / 1000000 ))
+                json=$(ls "$tag"/*.json 2>/dev/null | head -1 || true)
+                why=
+                if [ $rc -ne 0 ]; then
+                    why="exit status $rc"
+                    [ $rc = 124 ] && why="$why (over ${limit} s)"
+                elif [ -z "$json" ]; then
+                    why="no metadata"
+                else
+                    read -r n lost lr dsos st dur nice <<<"$(meta "$json" samples_read lost lost_records symbols.dsos start_unix_ns duration_s reader.nice | paste -sd' ')"
+                    late=$(awk -v s="$st" -v d="$dur" -v x="$stop_ns" 'BEGIN { if (x != "") printf "%.1f", (s + d * 1e9 - x) / 1e9 }')
+                    if [ -n "$stop_ns" ] && awk -v l="$late" 'BEGIN { exit !(l > 0) }'; then
+                        why="the binaries were stopped ${late} s before the window ($dur s) ended (FK_BENCH_STOP_AFTER)"
+                    fi
+                fi
+                if [ -n "$why" ]; then
+                    failed=1
+                    echo "(2) $build: host -F $hz -d 10, 200 binaries, page cache $cache: FAILED: $why; stderr: $(tail -c 300 "$tag.err" | tr '\n' ' ')"
+                    continue
+                fi
+                echo "(2) $build: host -F $hz -d 10, 200 binaries, page cache $cache: $n samples read, $lr lost records ($lost samples, $(awk -v l="$lost" -v n="$n" 'BEGIN { printf "%.2f%%", (l + n) ? 100 * l / (l + n) : 0 }')), flamekit $(awk '{ print $1 "+" $2 }' "$tag.time") s CPU, $dsos DSOs, nice $nice, window $dur s, ${ms} ms"
             done
         done
     done
 fi
+if [[ " $parts " == *" 3 "* ]]; then
+    # Fork-heavy trees under 'run', with 'flamekit host' over the same
+    # window: samples per CPU second of the tree (rusage, /usr/bin/time)
+    # for each, and host's over run's. host's share of the tree is its
+    # samples whose command name is one of those run saw.
+    mkdir proj
+    for i in $(seq 16); do
+        { echo "int f$i(int x);"; for j in $(seq 40); do echo "static int g${i}_$j(int x) { return x * $j + (x >> 3); }"; done
+          echo "int f$i(int x) { return $(for j in $(seq 40); do printf 'g%s_%s(x) + ' "$i" "$j"; done) 0; }"; } >"proj/f$i.c"
+    done
+    echo 'int main(void) { return 0; }' >proj/main.c
+    printf 'OBJ = %s main.o\nprog: $(OBJ)\n\t$(CC) -o $@ $(OBJ)\n%%.o: %%.c\n\t$(CC) -O2 -c $<\nclean:\n\trm -f *.o prog\n' \
+        "$(for i in $(seq 16); do printf 'f%s.o ' "$i"; done)" >proj/Makefile
+    repo=${FK_BENCH_REPO:-$src}
+    declare -A wl=(
+        [true]="for i in \$(seq 1000); do /bin/true; done"
+        [python]="for i in \$(seq 20); do python3 -c pass; done"
+        [make]="make -s -C $work/proj clean >/dev/null; make -s -j2 -C $work/proj"
+        [git]="rm -rf $work/clone; git clone -q --no-local $repo $work/clone"
+    )
+    for w in ${FK_BENCH_TREES:-true python make git}; do
+        : >"h-$w.ready"
+        "$fk" host -q -d 120 --ready-fd 3 -o "h-$w" >/dev/null 2>"h-$w.err" 3>"h-$w.ready" &
+        hp=$!
+        while [ ! -s "h-$w.ready" ] && kill -0 $hp 2>/dev/null; do sleep 0.05; done
+        rc=0
+        "$fk" run -q -o "r-$w" -- /usr/bin/time -f '%U %S' -o "$w.time" bash -c "${wl[$w]}" \
+            >/dev/null 2>"r-$w.err" || rc=$?
+        kill -INT $hp 2>/dev/null
+        hrc=0; wait $hp || hrc=$?
+        rj=$(ls "r-$w"/*.json 2>/dev/null | head -1 || true)
+        hj=$(ls "h-$w"/*.json 2>/dev/null | head -1 || true)
+        if [ $rc != 0 ] || [ $hrc != 0 ] || [ -z "$rj" ] || [ -z "$hj" ]; then
+            failed=1
+            echo "(3) $w: FAILED: run exit $rc, host exit $hrc; $(tail -c 200 "r-$w.err" "h-$w.err" | tr '\n' ' ')"
+            continue
+        fi
+        cpu=$(awk '{ print $1 + $2 }' "$w.time")
+        read -r hz mode lost <<<"$(meta "$rj" event.frequency_hz target.tree.mode lost | paste -sd' ')"
+        zcat "r-$w"/*.folded.gz | awk '{ split($0, f, ";"); print f[1] }' | sort -u >"$w.comms"
+        rn=$(zcat "r-$w"/*.folded.gz | awk '{ s += $NF } END { print s + 0 }')
+        hn=$(zcat "h-$w"/*.folded.gz | awk 'NR == FNR { c[$0] = 1; next } { split($0, f, ";"); if (f[1] in c) s += $NF } END { print s + 0 }' "$w.comms" -)
+        awk -v w="$w" -v c="$cpu" -v hz="$hz" -v r="$rn" -v h="$hn" -v m="$mode" -v l="$lost" 'BEGIN {
+            printf "(3) %s under run (%s): %.2f s of CPU (rusage); run %d samples (%.3f of CPU x %d Hz), host %d (%.3f); run/host %.3f; lost %s\n",
+                w, m, c, r, r / (c * hz), hz, h, h / (c * hz), (h ? r / h : 0), l }'
+    done
+fi
+echo "bench/children: done in ${SECONDS} s$([ $failed = 0 ] || echo ", a capture FAILED")"
+exit $failed

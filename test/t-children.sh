@@ -9,6 +9,8 @@
 # command that cannot start). 'pid' on a process in a small cgroup of its
 # own follows its tree there (a busy outsider in the same cgroup dropped),
 # elsewhere it keeps per-task events and says short children may be missed.
+# 1,000 children under run are each counted; a pid used by a member's
+# child, an outsider's, then a member's again is judged afresh each time.
 # The frame-pointer call graph keeps the rings small at 999 Hz: what is
 # tested here is which samples are kept, not how stacks are unwound.
 . "$FK_SRC/test/lib.sh"
@@ -114,17 +116,29 @@ else
 fi
 
 ## Ctrl-C: the capture ends, the command is stopped by its own Ctrl-C,
-## the cgroup goes.
-"$FLAMEKIT" run -q -o "$T/int" -- sh -c 'sleep 30' >"$T/int.out" 2>&1 &
+## the cgroup goes. With --no-priority: every thread of flamekit stays at
+## its own nice through the window (by default, as root, the capture's
+## threads run 10 levels higher), and the metadata says it was refused.
+# nices PID: the nice values of PID's threads, sorted, unique
+nices() { for s in /proc/"$1"/task/*/stat; do sed 's/.*) //' "$s" 2>/dev/null | awk '{ print $17 }'; done | sort -un | paste -sd' '; }
+own_nice=$(nice)
+"$FLAMEKIT" run -q --no-priority --ready-fd 3 -o "$T/int" -- sh -c 'sleep 30' >"$T/int.out" 2>&1 3>"$T/int.ready" &
 fk=$!
-for _ in $(seq 100); do [ "$(leftover $fk)" = 1 ] && break; sleep 0.05; done
+for _ in $(seq 200); do [ -s "$T/int.ready" ] && [ "$(leftover $fk)" = 1 ] && break; sleep 0.05; done
 check_eq "Ctrl-C: the command runs in flamekit's cgroup" 1 "$(leftover $fk)"
 sleep 0.3
+check_eq "--no-priority: flamekit's threads stay at its own nice in the window" "$own_nice" "$(nices $fk)"
 kill -INT $fk
 cg=$(find "$CG2" -maxdepth 8 -type d -name "flamekit-run.$fk.*" 2>/dev/null | head -1)
 [ -n "$cg" ] && kill -INT $(cat "$cg/cgroup.procs") 2>/dev/null
 wait $fk
 check_eq "Ctrl-C: no cgroup left behind" 0 "$(leftover $fk)"
+keys int
+check_eq "--no-priority: the metadata says the raise was refused" "true false $own_nice" \
+    "$(jnum int reader.nice_refused) $(jnum int reader.nice_raised) $(jnum int reader.nice)"
+check_eq "default: the capture's threads were raised 10 levels (root)" \
+    "false true $((own_nice - 10 < -20 ? -20 : own_nice - 10))" \
+    "$(jnum true reader.nice_refused) $(jnum true reader.nice_raised) $(jnum true reader.nice)"
 
 ## A daemon left behind: moved back to flamekit's cgroup, still running,
 ## and the cgroup goes.
@@ -204,6 +218,70 @@ if mkdir "$svc" 2>/dev/null; then
     kill "$sp" 2>/dev/null; wait "$lp" "$op" "$sp" 2>/dev/null
 else
     skip "pid: in a cgroup of its own" "cannot make a cgroup under $CG2"
+fi
+
+## Many short children, and pid reuse (the issue: correct accounting,
+## never a hang). 'run' of 1,000 children made one after another (10,000
+## by hand: 23.7 s of CPU on this VM, too long for a test): each fork and
+## exit counted, the samples the tree's CPU time from rusage (most of a
+## child's time is its fork and exit, under the parent's name).
+FORKER=$FK_BUILD/test/progs/forker
+if [ -x "$FORKER" ]; then
+    timeout 120 "$FLAMEKIT" run -q -F $F --call-graph fp -o "$T/kids" -- "$FORKER" kids 1000 0 \
+        >"$T/kids.cpu" 2>"$T/kids.out"
+    rc=$?
+    keys kids
+    if [ $rc = 0 ] && [ -s "$T/kids.keys" ]; then
+        want=$(awk -v c="$(cat "$T/kids.cpu")" -v f=$F 'BEGIN { printf "%d\n", c * f }')
+        n=$(jnum kids samples)
+        check_eq "1,000 children: every fork and exit counted" "1000 1001" \
+            "$(jnum kids target.tree.forks) $(jnum kids target.tree.exits)"
+        check_range "1,000 children: samples >= 90% of the tree's CPU x $F Hz ($n for $(cat "$T/kids.cpu") s)" \
+            "$(ratio "$n" "$want")" "$(floor_ratio "$want")" "$(awk -v w="$want" 'BEGIN { print 1 + 5 / sqrt(w > 1 ? w : 1) + 0.02 }')"
+    else
+        fail "1,000 children under run" "exit $rc: $(head -5 "$T/kids.out")"
+    fi
+    ## pid in a small cgroup, a pid used three times in the window: a
+    ## member's child (fkfirst), then an outsider's child in the same cgroup
+    ## (fkreuse: dropped), then a member's child again (fkagain: kept). The
+    ## pids are made through /proc/sys/kernel/ns_last_pid.
+    svr=$CG2/fk-children-reuse-$$
+    if mkdir "$svr" 2>/dev/null; then
+        fk_cleanup "rmdir $svr 2>/dev/null"
+        sh -c "echo \$\$ >$svr/cgroup.procs; exec '$FORKER' member '$T/go' '$T/reuse.pid' '$T/reuse.done'" &
+        mp=$!
+        sh -c "echo \$\$ >$svr/cgroup.procs; exec '$FORKER' outsider '$T/reuse.pid' '$T/reuse.done'" &
+        op=$!
+        fk_cleanup "kill $mp $op 2>/dev/null"
+        sleep 0.2
+        timeout 60 "$FLAMEKIT" pid -q -F $F --call-graph fp -d 30 --ready-fd 3 -o "$T/reuse" "$mp" \
+            >"$T/reuse.out" 2>&1 3>"$T/reuse.ready" &
+        fk=$!
+        for _ in $(seq 400); do [ -s "$T/reuse.ready" ] && break; sleep 0.05; done
+        touch "$T/go"
+        wait $fk; rc=$?
+        wait $mp; mrc=$?
+        wait $op
+        keys reuse
+        if [ $rc != 0 ] || [ ! -s "$T/reuse.keys" ]; then
+            fail "pid reuse: the capture" "exit $rc: $(head -5 "$T/reuse.out")"
+        elif [ $mrc != 0 ] || [ "$(cat "$T/reuse.done" 2>/dev/null)" != 1 ]; then
+            skip "pid reuse" "the pid could not be had again (member $mrc, outsider $(cat "$T/reuse.done" 2>/dev/null))"
+        else
+            fo=$(folded reuse)
+            check_eq "pid reuse: followed in the cgroup, ends with the tree" "cgroup target exited" \
+                "$(jnum reuse target.tree.mode) $(jnum reuse stop_reason)"
+            check_range "pid reuse: the member's first child has its share" "$(comm_samples "$fo" '^fkfirst')" 40 100000000
+            check_range "pid reuse: ... the member's child with its pid again too" "$(comm_samples "$fo" '^fkagain')" 40 100000000
+            check_eq "pid reuse: the outsider's child with that pid in between is not in the graph" 0 \
+                "$(comm_samples "$fo" '^fkreuse')"
+            check_range "pid reuse: ... it is counted as outside" "$(jnum reuse target.tree.samples_outside)" 40 100000000
+        fi
+    else
+        skip "pid reuse" "cannot make a cgroup under $CG2"
+    fi
+else
+    fail "test/progs/forker not built"
 fi
 
 ## pid in a cgroup that is not small (here the root): per-task events, and

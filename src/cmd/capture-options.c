@@ -45,6 +45,10 @@ const struct fk_opt fk_optset_capture[] = {
       "(default: $DEBUGINFOD_URLS; 10 s per file, 30 s in all)", "http://127.0.0.1:8002" },
     { "no-debuginfod", 0, FK_OPT_FLAG, RQ(no_debuginfod), NULL,
       "never fetch debug files, even with $DEBUGINFOD_URLS set" },
+    { "no-priority", 0, FK_OPT_FLAG, RQ(no_priority), NULL,
+      "keep the capture's threads at flamekit's own priority (by default they run "
+      "10 nice levels higher through the window where allowed, so a busy host "
+      "cannot make the rings overflow)" },
     { "redact-args", 0, FK_OPT_FLAG, RQ(redact_args), NULL,
       "keep only the first word of the command lines (flamekit's, run's) and no "
       "working directory in the .json, the SVG and the summary: for secrets in "

@@ -2,7 +2,7 @@
 # Python workloads with known shares, for test/t-python.sh and
 # bench/python.sh. usage: python3.11 pytruth.py MODE SECONDS [OUT.json]
 # Every mode spends its time in functions named for the test, in a known
-# ratio, and writes what it did (counts per function) to OUT.json:
+# ratio, and writes what it did (work units per function) to OUT.json:
 #   ratio      work_a : work_b = 3 : 1 (same loop, 3x the iterations);
 #              also each one's CPU seconds (work_a_cpu, work_b_cpu)
 #   recursion  rec_a (recursive, depth 30) : flat_b = 1 : 1; also each
@@ -19,12 +19,33 @@
 # work_a's), so where a call can be timed it is, with the thread's CPU
 # clock around the call (a system call per 0.4 ms unit: 0.1 %).
 import json
+import random
 import sys
 import threading
 import time
 import zlib
 
 UNIT = 10000
+# Each call's work varies, 0.5-1.5 times its mean, in a seeded sequence.
+# With fixed lengths the workload repeats every 0.5-1 ms on this VM, close
+# to a multiple of 999 Hz's period (1.001 ms), and timer samples then dwell
+# on one phase of the cycle: pinned recursion runs under ASan came out
+# 3.5-6.5 points (3-6.5 binomial sd) off the truth, either sign, whenever
+# the period was within ~8 % of a multiple of the cycle, and within 1.6 sd
+# at every cycle length with varied lengths. A profile's truth must not
+# depend on such a beat. Imported (bench/pybench.py), the lengths stay
+# fixed: the throughput runs count calls.
+VARY = None
+DONE = {}
+
+
+def units(name, k):
+    """the iterations for one call of NAME (K units on average), counted"""
+    n = k * UNIT
+    if VARY:
+        n = int(n * (0.5 + VARY.random()))
+    DONE[name] = DONE.get(name, 0) + n
+    return n
 
 
 def spin(n):
@@ -35,33 +56,33 @@ def spin(n):
 
 
 def work_a():
-    return spin(3 * UNIT)
+    return spin(units("work_a", 3))
 
 
 def work_b():
-    return spin(UNIT)
+    return spin(units("work_b", 1))
 
 
 def rec_a(depth):
     if depth == 0:
-        return spin(UNIT)
+        return spin(units("rec_a", 1))
     return rec_a(depth - 1)
 
 
 def flat_b():
-    return spin(UNIT)
+    return spin(units("flat_b", 1))
 
 
 def gen_a(n):
     for _ in range(n):
-        yield spin(3 * UNIT)
+        yield spin(units("gen_a", 3))
 
 
 def consume_b(n):
     t = 0
     for v in gen_a(n):
         t += v
-        spin(UNIT)
+        spin(units("consume_b", 1))
     return t
 
 
@@ -87,10 +108,17 @@ def py_compress():
 
 
 def py_loop():
-    return spin(UNIT)
+    return spin(units("py_loop", 1))
+
+
+def done(name):
+    """the work units NAME did"""
+    return DONE.get(name, 0) / UNIT
 
 
 def main():
+    global VARY
+    VARY = random.Random(1)
     mode, secs = sys.argv[1], float(sys.argv[2])
     out = sys.argv[3] if len(sys.argv) > 3 else None
     end = time.process_time() + secs
@@ -109,7 +137,7 @@ def main():
                 ca += t1 - t0
                 cb += t2 - t1
             n += 8
-        counts = {"work_a": 3 * n, "work_b": n, "work_a_cpu": ca, "work_b_cpu": cb}
+        counts = {"work_a": done("work_a"), "work_b": done("work_b"), "work_a_cpu": ca, "work_b_cpu": cb}
     elif mode == "recursion":
         n = 0
         ca = cb = 0.0
@@ -122,13 +150,13 @@ def main():
             ca += t1 - t0
             cb += t2 - t1
             n += 1
-        counts = {"rec_a": n, "flat_b": n, "rec_a_cpu": ca, "flat_b_cpu": cb}
+        counts = {"rec_a": done("rec_a"), "flat_b": done("flat_b"), "rec_a_cpu": ca, "flat_b_cpu": cb}
     elif mode == "generators":
         n = 0
         while time.process_time() < end:
             consume_b(10)
             n += 10
-        counts = {"gen_a": 3 * n, "consume_b": n}
+        counts = {"gen_a": done("gen_a"), "consume_b": done("consume_b")}
     elif mode == "threads":
         counts = {"thread_a": 0, "thread_b": 0}
         stop = threading.Event()
@@ -147,7 +175,7 @@ def main():
             py_compress()
             py_loop()
             n += 1
-        counts = {"py_compress": n, "py_loop": n}
+        counts = {"py_compress": n, "py_loop": done("py_loop")}
     else:
         sys.exit("unknown mode " + mode)
     if out:

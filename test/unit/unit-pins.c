@@ -3,6 +3,7 @@
  * from the moment a record leaves the ring, on this very process. */
 #include "unit.h"
 #include "symbols/pins.h"
+#include "symbols/symbols.h"
 
 #include <fcntl.h>
 #include <stdint.h>
@@ -141,6 +142,34 @@ int main(void)
     fk_pins_stats(p, &st);
     UNIT_CHECK("no pins for the kernel", st.files == 2);
     fk_pins_free(p);    /* closes what is left (leak-checked under ASan) */
+
+    /* JIT code mapped before the capture (no MMAP2 record): the
+     * symbolizer's scan of the process pins it, so its forked child is
+     * pinned at its FORK */
+    p = fk_pins_new(8, true);
+    struct fk_sym_opts so = { .jit = true, .pins = p };
+    struct fk_symbolizer *s = fk_sym_new(&so);
+    fk_sym_scan_pid(s, me);
+    fk_pins_stats(p, &st);
+    UNIT_CHECK("a JIT present at the start is pinned by the scan", st.jits == 1);
+    UNIT_CHECK("a pipe", pipe(gate) == 0);
+    child = fork();
+    if (child == 0) {
+        char c;
+        close(gate[1]);
+        _exit(read(gate[0], &c, 1) < 0);
+    }
+    close(gate[0]);
+    fk_pins_fork(p, child, me, 10);
+    fk_pins_stats(p, &st);
+    took = fk_pins_take_jit(p, child, &w);
+    UNIT_CHECK("... and its forked child at its FORK", st.jits == 2 && took && w.nspid == child);
+    if (took && w.tmp_fd >= 0)
+        close(w.tmp_fd);
+    close(gate[1]);
+    waitpid(child, NULL, 0);
+    fk_sym_free(s);
+    fk_pins_free(p);
     munmap(jit, 4096);
     return UNIT_END();
 }

@@ -578,8 +578,9 @@ static bool engine_reader(struct fk_engine *e)
  * needs several at 999 Hz with stack copies: its queue filled and the
  * kernel dropped 36-68% of the records (bench/children.sh, 200 busy
  * binaries); 0 at nice -5 or -10. Its CPU time is what it costs the host,
- * bounded by the rate. Unprivileged (no CAP_SYS_NICE) it stays as it was,
- * and the metadata says so. */
+ * bounded by the rate. Unprivileged (no CAP_SYS_NICE), or refused
+ * (--no-priority: never above production), it stays as it was, and the
+ * metadata says so. */
 static void engine_priority(struct fk_engine *e, bool raise)
 {
     id_t self = (id_t)gettid();
@@ -596,6 +597,9 @@ static void engine_priority(struct fk_engine *e, bool raise)
     int want = now - NICE_RAISE < -20 ? -20 : now - NICE_RAISE;
     e->nice_before = now;
     e->r->nice = now;
+    e->r->nice_refused = e->o->no_priority;
+    if (e->o->no_priority)
+        return;
     if (want < now && setpriority(PRIO_PROCESS, self, want) == 0) {
         e->nice_raised = e->r->nice_raised = true;
         e->r->nice = want;

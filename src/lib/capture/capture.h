@@ -88,6 +88,7 @@ struct fk_capture_opts {
                                        structured profile ("faults"); NULL = the
                                        event's name */
     bool quiet;                     /* no warnings about degraded modes */
+    bool no_priority;               /* threads at flamekit's own nice (--no-priority) */
     /* Called once as the window opens, about once a second during it and
      * once with done set after it (the library never writes to the
      * terminal: the command draws). NULL: none. */
@@ -152,6 +153,7 @@ struct fk_capture_result {
      * flamekit's own, capture.c engine_priority) */
     int nice;
     bool nice_raised;
+    bool nice_refused;              /* not raised: --no-priority */
     /* files and JIT /tmp directories pinned by the reader (symbols/pins.h) */
     struct fk_pins_stats pins;
     int ncpus;

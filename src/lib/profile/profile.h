@@ -90,6 +90,7 @@ struct fk_profile_request {
     const char *debuginfod;     /* debuginfod servers for missing debug files;
                                    NULL: $DEBUGINFOD_URLS (unset: none) */
     bool no_debuginfod;         /* none, whatever $DEBUGINFOD_URLS says */
+    bool no_priority;           /* the capture's threads not raised (engine_priority) */
     bool redact_args;           /* metadata and descriptions: command lines cut to
                                  * their first word, no working directory */
     uint64_t max_mem_bytes;     /* stacks + symbols (256M) */

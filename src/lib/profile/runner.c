@@ -424,6 +424,7 @@ int fk_profile_run(const struct fk_profile_request *rq, struct fk_profile_result
     co.warn_ctx = rq->warn_ctx;
     co.stop = rq->stop;
     co.sym.kernel = !rq->no_kernel;
+    co.no_priority = rq->no_priority;
     co.callgraph = (enum fk_callgraph)rq->callgraph;
     if (rq->stack_size)
         co.stack_size = (uint32_t)rq->stack_size;

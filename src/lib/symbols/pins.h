@@ -55,7 +55,9 @@ struct fk_pins;
 struct fk_pins *fk_pins_new(size_t max_fds, bool jit);
 void fk_pins_free(struct fk_pins *p);
 
-/* The reader's thread: an MMAP2 record's mapping (time: the record's). */
+/* The reader's thread: an MMAP2 record's mapping (time: the record's);
+ * also the symbolizer's scan of a process present at the start, for its
+ * JIT code (time 0). */
 void fk_pins_mmap(struct fk_pins *p, pid_t pid, uint64_t start, uint64_t len, uint32_t prot,
                   uint32_t maj, uint32_t min, uint64_t ino, const unsigned char *build_id,
                   size_t build_id_len, const char *filename, uint64_t time);

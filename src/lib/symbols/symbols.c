@@ -720,8 +720,14 @@ static void scan_into(struct fk_symbolizer *s, struct proc *pr)
     while (getline(&line, &cap, f) > 0) {
         line[strcspn(line, "\n")] = 0;
         struct maps_line m;
-        if (maps_parse(line, &m) && m.exec)
-            add_mapping(s, pr, m.start, m.end, m.off, makedev(m.maj, m.min), m.ino, m.name, NULL, 0);
+        if (!maps_parse(line, &m) || !m.exec)
+            continue;
+        add_mapping(s, pr, m.start, m.end, m.off, makedev(m.maj, m.min), m.ino, m.name, NULL, 0);
+        /* JIT code mapped before the capture has no MMAP2 record: pinned
+         * here, so the children it forks are pinned at their FORK */
+        if (s->opts.pins && m.name[0] != '/')
+            fk_pins_mmap(s->opts.pins, pid, m.start, m.end - m.start, PROT_READ | PROT_EXEC, 0, 0,
+                         0, NULL, 0, m.name, 0);
     }
     free(line);
     fclose(f);
