@@ -2,6 +2,7 @@
 /* The capture commands' front end (capture-cli.h): options -> request,
  * signals, summary, delivery. The work is the profile runner's. */
 #include "capture-cli.h"
+#include "commands.h"
 #include "util/stopsig.h"
 
 #include <errno.h>
@@ -78,6 +79,7 @@ int fk_capture_cli_run(struct fk_profile_request *rq, int argc, char **argv)
     rq->progress = progress_line;
     rq->progress_ctx = rq;
     rq->warn = fk_warn_line;
+    rq->upload_report = fk_upload_print;
     /* Handlers stay through the final writes: a Ctrl-C then only ends
      * the capture, so no *.tmp.* file is left half written. */
     if (!fk_stop_on_signals(0))

@@ -14,4 +14,8 @@ struct fk_command {
 #include "commands.def"
 #undef FK_CMD
 
+/* The commands' fk_upload_report_fn (deliver/upload.h), from upload.c:
+ * each URL on standard output, each failure as an error line. */
+void fk_upload_print(void *ctx, const char *path, const char *url, const char *err);
+
 #endif

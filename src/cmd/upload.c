@@ -20,6 +20,18 @@ struct upload_cli {
 
 #define DEST_MAX 16384
 
+void fk_upload_print(void *ctx, const char *path, const char *url, const char *err)
+{
+    (void)ctx;
+    (void)path;
+    if (url) {
+        printf("%s\n", url);
+        fflush(stdout);
+    } else if (err) {
+        fk_error("%s", err);
+    }
+}
+
 /* The destination from the first line of path ("-": standard input), so
  * a presigned URL never sits in the command line, which every local user
  * can read in /proc/PID/cmdline. NULL after an error line. */
@@ -130,10 +142,13 @@ static int upload_files(const struct upload_cli *c, int nargs, char **args)
 {
     const struct fk_upload_opts *o = &c->o;
     if (c->presign) {
+        char err[512];
         char *url = fk_upload_presign(args[0], strcasecmp(c->presign, "get") ? "PUT" : "GET",
-                                      (c->expires_ms + 999) / 1000, o);
-        if (!url)
+                                      (c->expires_ms + 999) / 1000, o, err, sizeof err);
+        if (!url) {
+            fk_error("%s", err);
             return FK_EXIT_ERROR;
+        }
         printf("%s\n", url);
         free(url);
         return FK_EXIT_OK;
@@ -173,7 +188,8 @@ static int upload_files(const struct upload_cli *c, int nargs, char **args)
 
 int cmd_upload(int argc, char **argv)
 {
-    struct upload_cli c = { .expires_ms = 3600 * 1000 };
+    struct upload_cli c = { .o = { .report = fk_upload_print, .warn = fk_warn_line },
+                            .expires_ms = 3600 * 1000 };
     const struct fk_optsec secs[] = { { "Options", upload_optset, &c }, { NULL } };
     struct fk_args a;
     int rc = fk_opt_parse(&cmdline, secs, argc, argv, &a);

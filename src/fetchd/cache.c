@@ -61,8 +61,9 @@ struct fetchd_cache *fetchd_cache_open(const char *dir, uint64_t max_bytes)
 {
     if (!dir || max_bytes == 0)
         return NULL;
-    if (!fk_crypto_load())
-        exit(1);    /* said which package to install */
+    char err[512];
+    if (!fk_crypto_load(err, sizeof err))
+        fk_die("%s", err);
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         fk_die("cannot create cache directory %s: %s", dir, strerror(errno));
     DIR *d = opendir(dir);
@@ -124,8 +125,8 @@ void fetchd_cache_key(char out[FETCHD_CACHE_KEY], const char *gitdir, const void
     struct fk_sha256_ctx c;
     uint64_t l;
     unsigned char md[32];
-    if (!fk_crypto_load())      /* once; fetchd_cache_open made sure it loads */
-        exit(1);
+    if (!fk_crypto_load(NULL, 0))   /* fetchd_cache_open made sure it loads */
+        fk_die("internal error: the pack cache's key made before its libcrypto loaded");
     fk_sha256_begin(&c);
     fk_sha256_update(&c, "fetchd-cache-2", 15);
     fk_sha256_update(&c, (l = strlen(gitdir), &l), sizeof l);

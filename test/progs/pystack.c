@@ -25,7 +25,7 @@ int main(int argc, char **argv)
     pid_t pid = (pid_t)atoi(argv[1]);
     int count = argc > 2 ? atoi(argv[2]) : 1;
     int ms = argc > 3 ? atoi(argv[3]) : 10;
-    struct fk_sym_opts so = { .annotate = true };
+    struct fk_sym_opts so = { .annotate = true, .warn = fk_warn_line };
     struct fk_symbolizer *s = fk_sym_new(&so);
     fk_sym_scan_pid(s, pid);
     struct fk_python *py = fk_python_new(s, lines, 64u << 20);

@@ -17,7 +17,7 @@
 int main(int argc, char **argv)
 {
     struct fk_sym_opts o = { .kernel = true, .jit = true,
-                             .debuginfod_urls = getenv("DEBUGINFOD_URLS") };
+                             .debuginfod_urls = getenv("DEBUGINFOD_URLS"), .warn = fk_warn_line };
     bool kernel = false, wait_line = false, debug_file = false;
     int opt;
     fk_progname = "symlookup";

@@ -14,7 +14,8 @@ int main(void)
 {
     fk_progname = "symscan";
     uint64_t t0 = fk_now_ns();
-    struct fk_symbolizer *s = fk_sym_new(&(struct fk_sym_opts){ .kernel = true, .jit = true });
+    struct fk_symbolizer *s = fk_sym_new(&(struct fk_sym_opts){ .kernel = true, .jit = true,
+                                                                 .warn = fk_warn_line });
     fk_sym_scan_all(s);
     uint64_t t1 = fk_now_ns();
     struct fk_loc *locs = NULL;

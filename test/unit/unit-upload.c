@@ -3,15 +3,89 @@
 #include "deliver/sigv4.h"
 #include "deliver/upload.h"
 #include "util/crypto-dyn.h"
+#include "util/dynlib.h"
 #include "unit.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* What fk_upload_paths reported, one "path|url|err" line each. */
+static void collect(void *ctx, const char *path, const char *url, const char *err)
+{
+    fk_buf_printf(ctx, "%s|%s|%s\n", path ? path : "-", url ? url : "-", err ? err : "-");
+}
+
+/* Errors are values: every reason reaches the caller, none the terminal. */
+static void errors_as_values(void)
+{
+    char dir[] = "/tmp/unit-upload.XXXXXX";
+    if (!mkdtemp(dir)) {
+        UNIT_CHECK("a temporary directory", false);
+        return;
+    }
+    char *file = fk_asprintf("%s/a.svg", dir), *errfile = fk_asprintf("%s/stderr", dir);
+    int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        close(fd);
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO), efd = open(errfile, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    dup2(efd, STDERR_FILENO);
+
+    struct fk_dynlib none = { .soname = "libfk-absent.so.9", .who = "testing", .package = "fk-absent",
+                              .newer = "fk-absent 2" };
+    void *slot;
+    const struct fk_dynsym sym = { "fk_absent", &slot };
+    char err[512] = "", err2[512] = "";
+    bool loaded = fk_dynlib_once(&none, &sym, 1, err, sizeof err);
+    bool again = fk_dynlib_once(&none, &sym, 1, err2, sizeof err2);
+
+    struct fk_buf got = FK_BUF_INIT;
+    struct fk_upload_opts o = { .report = collect, .report_ctx = &got };
+    const char *paths[] = { file, "/nonexistent/b.svg" };
+    int failed = fk_upload_paths("ftp://bucket/x/", paths, 2, NULL, &o);
+    char perr[256] = "";
+    char *url = fk_upload_presign("s3://bucket/key", "GET", 0, &o, perr, sizeof perr);
+
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    struct stat st;
+    bool quiet = efd >= 0 && fstat(efd, &st) == 0 && st.st_size == 0;
+    if (efd >= 0)
+        close(efd);
+
+    UNIT_CHECK("a missing library: false, the package to install in err",
+               !loaded && !strcmp(err, "testing needs libfk-absent.so.9 (libfk-absent.so.9: cannot open "
+                                       "shared object file: No such file or directory); install it: "
+                                       "apt-get install fk-absent"));
+    UNIT_CHECK("a missing library: the same reason on the next call", !again && !strcmp(err, err2));
+    char *want = fk_asprintf("-|-|unknown destination 'ftp://bucket/x/': want s3://BUCKET/PREFIX/, "
+                             "gs://BUCKET/PREFIX/ or a presigned https URL\n"
+                             "%s|-|%s not uploaded; it stays at %s\n"
+                             "/nonexistent/b.svg|-|/nonexistent/b.svg not uploaded: No such file or "
+                             "directory\n", file, file, file);
+    UNIT_CHECK("a bad destination: both files fail", failed == 2);
+    UNIT_CHECK("a bad destination: the reason, then each file, through the report hook",
+               got.data && !strcmp(fk_buf_cstr(&got), want));
+    UNIT_CHECK("presign for 0 s: NULL with the reason in err",
+               !url && !strcmp(perr, "presigned URLs live 1 s to 7 days, not 0 s"));
+    UNIT_CHECK("nothing written to stderr", quiet);
+    free(want);
+    fk_buf_free(&got);
+    unlink(errfile);
+    unlink(file);
+    rmdir(dir);
+    free(file);
+    free(errfile);
+}
 
 int main(void)
 {
     unit_name = "unit-upload";
     char h[65];
-    UNIT_CHECK("libcrypto loads at run time", fk_crypto_load());
+    UNIT_CHECK("libcrypto loads at run time", fk_crypto_load(NULL, 0));
     fk_sha256_hex("", 0, h);
     UNIT_CHECK("sha256 of nothing", !strcmp(h, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
 
@@ -66,5 +140,6 @@ int main(void)
     for (size_t i = 0; i < sizeof notlo / sizeof notlo[0]; i++)
         bad += fk_upload_is_loopback(notlo[i]);
     UNIT_CHECK("loopback: 127/8, ::1 and localhost only, by the parsed host", bad == 0);
+    errors_as_values();
     return UNIT_END();
 }

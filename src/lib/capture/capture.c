@@ -517,6 +517,10 @@ static void engine_symbolizer(struct fk_engine *e)
 {
     struct fk_sym_opts so = e->o->sym;
     so.max_bytes = e->o->max_mem_bytes;
+    /* What the symbolizer skips is said even with -q, which hides only the
+     * progress and degraded-mode lines. */
+    so.warn = e->o->warn;
+    so.warn_ctx = e->o->warn_ctx;
     e->pins = fk_pins_new(PIN_FDS, so.jit);
     so.pins = e->pins;
     e->sym = fk_sym_new(&so);

@@ -401,13 +401,14 @@ bool fk_cgroup_remove(const char *dir)
     return ok;
 }
 
-static void run_cgroup_free(struct fk_target *t)
+void fk_target_remove_cgroup(struct fk_target *t, fk_warn_fn warn, void *warn_ctx)
 {
     if (!t->run_cgroup)
         return;
     if (!fk_cgroup_remove(t->run_cgroup))
-        fk_warn("cannot remove the command's cgroup %s: %s; remove it with 'rmdir %s' once "
-                "its processes have exited", t->run_cgroup, strerror(errno), t->run_cgroup);
+        fk_warn_to(warn, warn_ctx, "cannot remove the command's cgroup %s: %s; remove it with "
+                   "'rmdir %s' once its processes have exited", t->run_cgroup, strerror(errno),
+                   t->run_cgroup);
     free(t->run_cgroup);
     t->run_cgroup = NULL;
 }
@@ -592,7 +593,7 @@ void fk_target_free(struct fk_target *t)
     }
     if (t->kind == FK_TARGET_RUN && t->run_err >= 0)
         close(t->run_err);
-    run_cgroup_free(t);
+    fk_target_remove_cgroup(t, NULL, NULL);
     free(t->run_cgroup_note);
     free(t->pids);
     free(t->user);

@@ -8,6 +8,7 @@
 #ifndef FK_CAPTURE_TARGET_H
 #define FK_CAPTURE_TARGET_H
 
+#include "util/fk.h"
 #include "util/hindex.h"
 
 #include <stdbool.h>
@@ -68,6 +69,11 @@ char *fk_cgroup_make(pid_t pid, const char *name, char **note);
 /* Remove such a cgroup and those made below it, moving what still runs
  * there to its parent; false with errno when it stays. */
 bool fk_cgroup_remove(const char *dir);
+/* RUN: remove the command's cgroup once the capture is over (the runner
+ * does, after the command exits); one that stays is said through warn
+ * (NULL: not said), with how to remove it. */
+void fk_target_remove_cgroup(struct fk_target *t, fk_warn_fn warn, void *warn_ctx);
+/* Frees; a RUN cgroup still there is removed unsaid. */
 void fk_target_free(struct fk_target *t);
 
 /* ---- filters (engine side) ---- */

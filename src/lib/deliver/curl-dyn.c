@@ -30,7 +30,7 @@ static struct {
     void (*slist_free_all)(struct curl_slist *);
 } lib;
 
-bool fk_curl_load(void)
+bool fk_curl_load(char *err, size_t errlen)
 {
     const struct fk_dynsym syms[] = {
         { "curl_global_init", (void **)&lib.global_init },
@@ -44,17 +44,17 @@ bool fk_curl_load(void)
         { "curl_slist_append", (void **)&lib.slist_append },
         { "curl_slist_free_all", (void **)&lib.slist_free_all },
     };
-    return fk_dynlib_once(&libcurl, syms, sizeof syms / sizeof syms[0]);
+    return fk_dynlib_once(&libcurl, syms, sizeof syms / sizeof syms[0], err, errlen);
 }
 
 CURLcode curl_global_init(long flags)
 {
-    return fk_curl_load() ? lib.global_init(flags) : CURLE_FAILED_INIT;
+    return fk_curl_load(NULL, 0) ? lib.global_init(flags) : CURLE_FAILED_INIT;
 }
 
 CURL *curl_easy_init(void)
 {
-    return fk_curl_load() ? lib.easy_init() : NULL;
+    return fk_curl_load(NULL, 0) ? lib.easy_init() : NULL;
 }
 
 void curl_easy_cleanup(CURL *c)
@@ -112,7 +112,7 @@ const char *curl_easy_strerror(CURLcode code)
 
 struct curl_slist *curl_slist_append(struct curl_slist *l, const char *s)
 {
-    return fk_curl_load() ? lib.slist_append(l, s) : NULL;
+    return fk_curl_load(NULL, 0) ? lib.slist_append(l, s) : NULL;
 }
 
 void curl_slist_free_all(struct curl_slist *l)

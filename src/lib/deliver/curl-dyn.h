@@ -5,8 +5,10 @@
 
 #include <curl/curl.h>
 #include <stdbool.h>
+#include <stddef.h>
 
-/* Load libcurl.so.4; false + one clear error line if it is missing. */
-bool fk_curl_load(void);
+/* Load libcurl.so.4; false with one line in err naming the package to
+ * install when it is missing. */
+bool fk_curl_load(char *err, size_t errlen);
 
 #endif

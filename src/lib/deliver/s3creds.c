@@ -57,22 +57,22 @@ static char *trim(char *p)
 
 /* Read the keys of [want] (want NULL: every line, sections ignored) from an
  * INI-style file. Returns -1 when the file does not exist, 0 when the
- * section is absent, 1 when found; dies on read errors other than ENOENT
- * after printing them. st gets the file's status. */
+ * section is absent, 1 when found; a read error other than ENOENT sets
+ * *read_error and says why in err. st gets the file's status. */
 static int ini_read(const char *path, const char *want, struct section *out, struct stat *st,
-                    bool *read_error)
+                    bool *read_error, char *err, size_t errlen)
 {
     *read_error = false;
     FILE *f = fopen(path, "re");
     if (!f) {
         if (errno == ENOENT || errno == ENOTDIR)
             return -1;
-        fk_error("cannot read %s: %s", path, strerror(errno));
+        snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
         *read_error = true;
         return -1;
     }
     if (st && fstat(fileno(f), st) != 0) {
-        fk_error("cannot stat %s: %s", path, strerror(errno));
+        snprintf(err, errlen, "cannot stat %s: %s", path, strerror(errno));
         fclose(f);
         *read_error = true;
         return -1;
@@ -105,14 +105,14 @@ static int ini_read(const char *path, const char *want, struct section *out, str
         out->kv[out->n].v = fk_strdup(trim(eq + 1));
         out->n++;
     }
-    bool err = ferror(f);
+    bool failed = ferror(f);
     if (line) {
         explicit_bzero(line, cap);
         free(line);
     }
     fclose(f);
-    if (err) {
-        fk_error("cannot read %s", path);
+    if (failed) {
+        snprintf(err, errlen, "cannot read %s", path);
         *read_error = true;
         return -1;
     }
@@ -149,7 +149,8 @@ char *fk_s3_key_hint(const char *key_id)
 
 /* flamekit's own config file: explicit path, $FLAMEKIT_UPLOAD_CONFIG,
  * $XDG_CONFIG_HOME or ~/.config/flamekit/upload.conf, /etc/flamekit/upload.conf. */
-static int load_flamekit_conf(const struct fk_upload_opts *o, struct section *conf, char **path_out)
+static int load_flamekit_conf(const struct fk_upload_opts *o, struct section *conf, char **path_out,
+                              char *err, size_t errlen)
 {
     char *cands[4] = { 0 };
     size_t nc = 0;
@@ -171,14 +172,14 @@ static int load_flamekit_conf(const struct fk_upload_opts *o, struct section *co
     for (size_t i = 0; i < nc && rc == 0; i++) {
         struct stat st;
         bool rerr;
-        int r = ini_read(cands[i], NULL, conf, &st, &rerr);
+        int r = ini_read(cands[i], NULL, conf, &st, &rerr, err, errlen);
         if (rerr) {
             rc = -1;
             break;
         }
         if (r < 0) {
             if (explicit_path) {
-                fk_error("config file %s does not exist", cands[i]);
+                snprintf(err, errlen, "config file %s does not exist", cands[i]);
                 rc = -1;
             }
             continue;
@@ -186,8 +187,8 @@ static int load_flamekit_conf(const struct fk_upload_opts *o, struct section *co
         if ((section_get(conf, "secret_access_key") || section_get(conf, "aws_secret_access_key") ||
              section_get(conf, "session_token") || section_get(conf, "aws_session_token")) &&
             (st.st_mode & 077)) {
-            fk_error("refusing %s: it holds a secret but is readable by group/others (mode %04o); "
-                     "run: chmod 600 %s", cands[i], (unsigned)(st.st_mode & 07777), cands[i]);
+            snprintf(err, errlen, "refusing %s: it holds a secret but is readable by group/others "
+                     "(mode %04o); run: chmod 600 %s", cands[i], (unsigned)(st.st_mode & 07777), cands[i]);
             rc = -1;
             break;
         }
@@ -211,9 +212,12 @@ static const char *conf_get(const struct section *c, const char *k)
     return v && *v ? v : NULL;
 }
 
-bool fk_s3_settings_load(struct fk_s3_settings *s, const struct fk_upload_opts *o)
+bool fk_s3_settings_load(struct fk_s3_settings *s, const struct fk_upload_opts *o, char *err,
+                         size_t errlen)
 {
     memset(s, 0, sizeof *s);
+    if (errlen)
+        err[0] = 0;
     struct section conf = { 0 };
     char *conf_path = NULL;
     bool ok = false;
@@ -222,7 +226,7 @@ bool fk_s3_settings_load(struct fk_s3_settings *s, const struct fk_upload_opts *
     char *cfg_path = env("AWS_CONFIG_FILE") ? fk_strdup(env("AWS_CONFIG_FILE")) : home_path(".aws/config");
     const char *profile = o->profile ? o->profile : env("AWS_PROFILE") ? env("AWS_PROFILE") : "default";
 
-    int crc = load_flamekit_conf(o, &conf, &conf_path);
+    int crc = load_flamekit_conf(o, &conf, &conf_path, err, errlen);
     if (crc < 0)
         goto out;
 
@@ -230,13 +234,13 @@ bool fk_s3_settings_load(struct fk_s3_settings *s, const struct fk_upload_opts *
     if (o->profile) {
         struct section p = { 0 };
         bool rerr;
-        int r = ini_read(cred_path, profile, &p, NULL, &rerr);
+        int r = ini_read(cred_path, profile, &p, NULL, &rerr, err, errlen);
         if (rerr) {
             section_free(&p);
             goto out;
         }
         if (r <= 0) {
-            fk_error("profile '%s' not found in %s", profile, cred_path);
+            snprintf(err, errlen, "profile '%s' not found in %s", profile, cred_path);
             section_free(&p);
             goto out;
         }
@@ -258,7 +262,7 @@ bool fk_s3_settings_load(struct fk_s3_settings *s, const struct fk_upload_opts *
     } else {
         struct section p = { 0 };
         bool rerr;
-        int r = ini_read(cred_path, profile, &p, NULL, &rerr);
+        int r = ini_read(cred_path, profile, &p, NULL, &rerr, err, errlen);
         if (rerr) {
             section_free(&p);
             goto out;
@@ -272,12 +276,14 @@ bool fk_s3_settings_load(struct fk_s3_settings *s, const struct fk_upload_opts *
         section_free(&p);
     }
     if (!s->source) {
-        fk_error("no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, add a profile to %s, "
-                 "or write ~/.config/flamekit/upload.conf (mode 0600); see flamekit-upload(1)", cred_path);
+        snprintf(err, errlen, "no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, add a "
+                 "profile to %s, or write ~/.config/flamekit/upload.conf (mode 0600); see "
+                 "flamekit-upload(1)", cred_path);
         goto out;
     }
     if (!s->key_id || !s->secret) {
-        fk_error("incomplete credentials in %s: need both an access key id and a secret access key", s->source);
+        snprintf(err, errlen, "incomplete credentials in %s: need both an access key id and a secret "
+                 "access key", s->source);
         goto out;
     }
 
@@ -294,7 +300,7 @@ bool fk_s3_settings_load(struct fk_s3_settings *s, const struct fk_upload_opts *
         struct section p = { 0 };
         char *sect = strcmp(profile, "default") ? fk_asprintf("profile %s", profile) : fk_strdup("default");
         bool rerr;
-        if (ini_read(cfg_path, sect, &p, NULL, &rerr) > 0)
+        if (ini_read(cfg_path, sect, &p, NULL, &rerr, err, errlen) > 0)
             s->region = dup_or_null(section_get(&p, "region"));
         free(sect);
         section_free(&p);
@@ -310,7 +316,7 @@ bool fk_s3_settings_load(struct fk_s3_settings *s, const struct fk_upload_opts *
         else if (a && (!strcmp(a, "virtual") || !strcmp(a, "virtual-host")))
             s->addressing = 2;
         else if (a) {
-            fk_error("%s: addressing must be 'path' or 'virtual', not '%s'", conf_path, a);
+            snprintf(err, errlen, "%s: addressing must be 'path' or 'virtual', not '%s'", conf_path, a);
             goto out;
         }
     }

@@ -15,9 +15,10 @@ struct fk_s3_settings {
     int addressing;      /* 0 unset, 1 path, 2 virtual host */
 };
 
-/* Fill s from opts, the environment and the files; false after printing
- * one error line (no credentials, unsafe config file mode, bad profile). */
-bool fk_s3_settings_load(struct fk_s3_settings *s, const struct fk_upload_opts *o);
+/* Fill s from opts, the environment and the files; false with one line in
+ * err (no credentials, unsafe config file mode, bad profile). */
+bool fk_s3_settings_load(struct fk_s3_settings *s, const struct fk_upload_opts *o, char *err,
+                         size_t errlen);
 /* Wipes the secret before freeing. */
 void fk_s3_settings_free(struct fk_s3_settings *s);
 /* "...WXYZ": at most the last 4 characters of a key id, for messages. */

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -93,7 +94,8 @@ bool fk_upload_is_loopback(const char *host)
 /* Split "scheme://host[:port][/]" into scheme and host; "host" alone
  * means https. Plain http only to loopback or with allow_http: keys and
  * signed requests must not cross a network in clear text. */
-static bool parse_endpoint(const char *ep, bool allow_http, char **scheme, char **host)
+static bool parse_endpoint(const char *ep, bool allow_http, char **scheme, char **host, char *err,
+                           size_t errlen)
 {
     const char *p = strstr(ep, "://");
     if (p) {
@@ -108,13 +110,14 @@ static bool parse_endpoint(const char *ep, bool allow_http, char **scheme, char 
     size_t n = strcspn(p, "/?#");
     if (n == 0 || (strcmp(*scheme, "http") && strcmp(*scheme, "https")) ||
         (p[n] && strspn(p + n, "/") != strlen(p + n))) {
-        fk_error("bad endpoint '%s': want https://HOST[:PORT] (no path)", ep);
+        snprintf(err, errlen, "bad endpoint '%s': want https://HOST[:PORT] (no path)", ep);
         free(*scheme);
         return false;
     }
     *host = fk_strndup(p, n);
     if (!strcmp(*scheme, "http") && !fk_upload_is_loopback(*host) && !allow_http) {
-        fk_error("refusing plain http to %s: use https, or --allow-http on a trusted network", *host);
+        snprintf(err, errlen, "refusing plain http to %s: use https, or --allow-http on a trusted "
+                 "network", *host);
         free(*scheme);
         free(*host);
         *host = NULL;
@@ -155,21 +158,22 @@ static char *dup_or(const char *s)
     return s ? fk_strdup(s) : NULL;
 }
 
-static bool curl_ready(void)
+static bool curl_ready(char *err, size_t errlen)
 {
-    static int state;   /* 0 untried, 1 ok, -1 failed */
-    if (!state && (!fk_curl_load() || !fk_crypto_load()))
-        state = -2;     /* the loader said why */
+    static int state;   /* curl_global_init: 0 untried, 1 ok, -1 failed */
+    if (!fk_curl_load(err, errlen) || !fk_crypto_load(err, errlen))
+        return false;   /* err names the package to install */
     if (!state)
         state = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? 1 : -1;
-    if (state == -1)
-        fk_error("libcurl initialisation failed");
+    if (state < 0)
+        snprintf(err, errlen, "libcurl initialisation failed");
     return state > 0;
 }
 
-/* Parse dest and load credentials/settings. object_key: dest names one
- * object (presign) rather than a prefix. */
-static bool up_init(struct up *u, const char *dest, const struct fk_upload_opts *o, bool object_key)
+/* Parse dest and load credentials/settings; false with the reason in err.
+ * object_key: dest names one object (presign) rather than a prefix. */
+static bool up_init(struct up *u, const char *dest, const struct fk_upload_opts *o, bool object_key,
+                    char *err, size_t errlen)
 {
     memset(u, 0, sizeof *u);
     u->o = o;
@@ -177,7 +181,7 @@ static bool up_init(struct up *u, const char *dest, const struct fk_upload_opts 
     u->connect_ms = o->connect_timeout_ms ? o->connect_timeout_ms : 10000;
     u->stall_ms = o->stall_timeout_ms ? o->stall_timeout_ms : 30000;
     u->retries = o->retries < 0 ? 0 : o->retries ? o->retries : 4;
-    if (!curl_ready())
+    if (!curl_ready(err, errlen))
         return false;
 
     char *scheme = NULL;
@@ -187,14 +191,14 @@ static bool up_init(struct up *u, const char *dest, const struct fk_upload_opts 
         const char *b = dest + 5;
         size_t bn = strcspn(b, "/");
         if (bn == 0) {
-            fk_error("no bucket in '%s': want %s://BUCKET/PREFIX/", dest, u->scheme);
+            snprintf(err, errlen, "no bucket in '%s': want %s://BUCKET/PREFIX/", dest, u->scheme);
             return false;
         }
         u->bucket = fk_strndup(b, bn);
         const char *pre = b[bn] ? b + bn + 1 : "";
         if (object_key) {
             if (!*pre || pre[strlen(pre) - 1] == '/') {
-                fk_error("'%s' names no object: want %s://BUCKET/KEY", dest, u->scheme);
+                snprintf(err, errlen, "'%s' names no object: want %s://BUCKET/KEY", dest, u->scheme);
                 return false;
             }
             u->prefix = fk_strdup(pre);
@@ -203,20 +207,20 @@ static bool up_init(struct up *u, const char *dest, const struct fk_upload_opts 
             u->prefix = *pre && pre[strlen(pre) - 1] != '/' ? fk_asprintf("%s/", pre) : fk_strdup(pre);
         }
         if (strchr(u->bucket, '?') || strchr(u->bucket, '#') || strchr(u->bucket, ':')) {
-            fk_error("bad bucket name '%s'", u->bucket);
+            snprintf(err, errlen, "bad bucket name '%s'", u->bucket);
             return false;
         }
     } else if (!strncmp(dest, "https://", 8) || !strncmp(dest, "http://", 7)) {
         if (!strstr(dest, "X-Amz-Signature=") || !strchr(dest, '?')) {
-            fk_error("'%.*s' is not a presigned URL (no X-Amz-Signature): give s3://BUCKET/PREFIX/ or a presigned URL",
-                     (int)strcspn(dest, "?"), dest);
+            snprintf(err, errlen, "'%.*s' is not a presigned URL (no X-Amz-Signature): give "
+                     "s3://BUCKET/PREFIX/ or a presigned URL", (int)strcspn(dest, "?"), dest);
             return false;
         }
         u->kind = DEST_PRESIGNED;
         u->presigned = fk_strdup(dest);
         u->presigned_noquery = fk_strndup(dest, strcspn(dest, "?"));
         char *ep = fk_strndup(dest, strcspn(dest + 8, "/?") + 8);
-        bool ok = parse_endpoint(ep, o->allow_http, &scheme, &u->host);
+        bool ok = parse_endpoint(ep, o->allow_http, &scheme, &u->host, err, errlen);
         free(ep);
         if (!ok)
             return false;
@@ -224,11 +228,12 @@ static bool up_init(struct up *u, const char *dest, const struct fk_upload_opts 
         u->ca_file = o->ca_file ? fk_strdup(o->ca_file) : NULL;
         return true;
     } else {
-        fk_error("unknown destination '%s': want s3://BUCKET/PREFIX/, gs://BUCKET/PREFIX/ or a presigned https URL", dest);
+        snprintf(err, errlen, "unknown destination '%s': want s3://BUCKET/PREFIX/, gs://BUCKET/PREFIX/ "
+                 "or a presigned https URL", dest);
         return false;
     }
 
-    if (!fk_s3_settings_load(&u->s, o))
+    if (!fk_s3_settings_load(&u->s, o, err, errlen))
         return false;
     const char *region = u->s.region;
     if (!region)
@@ -241,7 +246,7 @@ static bool up_init(struct up *u, const char *dest, const struct fk_upload_opts 
     if (!ep)
         ep = epbuf = u->kind == DEST_GS ? fk_strdup("https://storage.googleapis.com")
                                         : fk_asprintf("https://s3.%s.amazonaws.com", region);
-    bool ok = parse_endpoint(ep, o->allow_http, &scheme, &u->host);
+    bool ok = parse_endpoint(ep, o->allow_http, &scheme, &u->host, err, errlen);
     free(epbuf);
     if (!ok)
         return false;
@@ -252,7 +257,8 @@ static bool up_init(struct up *u, const char *dest, const struct fk_upload_opts 
     u->path_style = addressing == 1;
     if (!u->path_style) {
         if (strchr(u->bucket, '.') && !strcmp(scheme, "https"))
-            fk_warn("bucket '%s' has dots: its virtual-host TLS certificate may not match; try --path-style", u->bucket);
+            fk_warn_to(o->warn, o->warn_ctx, "bucket '%s' has dots: its virtual-host TLS certificate "
+                       "may not match; try --path-style", u->bucket);
         char *h = fk_asprintf("%s.%s", u->bucket, u->host);
         free(u->host);
         u->host = h;
@@ -468,12 +474,12 @@ static bool request(struct up *u, const char *method, const char *url, struct bo
             return false;
         if (!u->o->quiet) {
             if (r->cc != CURLE_OK)
-                fk_warn("%s from %s; retrying in %.1f s (attempt %d of %d)",
-                        r->err[0] ? r->err : curl_easy_strerror(r->cc), u->host, wait / 1000.0,
-                        attempt + 1, u->retries + 1);
+                fk_warn_to(u->o->warn, u->o->warn_ctx, "%s from %s; retrying in %.1f s (attempt %d of %d)",
+                           r->err[0] ? r->err : curl_easy_strerror(r->cc), u->host, wait / 1000.0,
+                           attempt + 1, u->retries + 1);
             else
-                fk_warn("HTTP %ld from %s; retrying in %.1f s (attempt %d of %d)", r->status, u->host,
-                        wait / 1000.0, attempt + 1, u->retries + 1);
+                fk_warn_to(u->o->warn, u->o->warn_ctx, "HTTP %ld from %s; retrying in %.1f s (attempt %d "
+                           "of %d)", r->status, u->host, wait / 1000.0, attempt + 1, u->retries + 1);
         }
         sleep_ms(wait);
         backoff_ms = backoff_ms * 2 > 8000 ? 8000 : backoff_ms * 2;
@@ -618,8 +624,8 @@ static void abort_multipart(struct up *u, const char *key, const char *enc_id)
     struct resp r = { 0 };
     if (!request(u, "DELETE", url, NULL, NULL, NULL, &r) && !u->o->quiet) {
         char *why = describe(u, &r);
-        fk_warn("could not abort the multipart upload of %s://%s/%s (%s); a bucket lifecycle rule "
-                "should remove leftover parts", u->scheme, u->bucket, key, why);
+        fk_warn_to(u->o->warn, u->o->warn_ctx, "could not abort the multipart upload of %s://%s/%s (%s); "
+                   "a bucket lifecycle rule should remove leftover parts", u->scheme, u->bucket, key, why);
         free(why);
     }
     resp_clear(&r);
@@ -719,6 +725,25 @@ static char *abs_path(const char *p)
     return r ? r : fk_strdup(p);
 }
 
+/* What the caller hears about one file or the destination (no report
+ * hook: nothing). */
+static void report(const struct up *u, const char *path, const char *url, const char *fmt, ...)
+    FK_PRINTF(4, 5);
+static void report(const struct up *u, const char *path, const char *url, const char *fmt, ...)
+{
+    if (!u->o->report)
+        return;
+    char *err = NULL;
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        err = fk_vasprintf(fmt, ap);
+        va_end(ap);
+    }
+    u->o->report(u->o->report_ctx, path, url, err);
+    free(err);
+}
+
 static bool upload_one(struct up *u, const char *path, const struct fk_upload_meta *meta)
 {
     char *why = NULL, *shown = NULL;
@@ -726,11 +751,11 @@ static bool upload_one(struct up *u, const char *path, const struct fk_upload_me
     struct stat st;
     bool ok = false;
     if (fd < 0) {
-        fk_error("cannot open %s: %s", path, strerror(errno));
+        report(u, path, NULL, "cannot open %s: %s", path, strerror(errno));
         return false;
     }
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        fk_error("%s is not a regular file", path);
+        report(u, path, NULL, "%s is not a regular file", path);
         close(fd);
         return false;
     }
@@ -778,15 +803,14 @@ static bool upload_one(struct up *u, const char *path, const struct fk_upload_me
     else
         shown = object_url(u, key, NULL);
     if (ok) {
-        printf("%s\n", shown);
-        fflush(stdout);
+        report(u, path, shown, NULL);
     } else {
         char *ap = abs_path(path);
         if (u->kind == DEST_PRESIGNED)
-            fk_error("%s not uploaded to %s: %s; the file stays at %s", base, shown, why, ap);
+            report(u, path, NULL, "%s not uploaded to %s: %s; the file stays at %s", base, shown, why, ap);
         else
-            fk_error("%s not uploaded to %s://%s/%s: %s; the file stays at %s", base, u->scheme, u->bucket,
-                     key, why, ap);
+            report(u, path, NULL, "%s not uploaded to %s://%s/%s: %s; the file stays at %s", base,
+                   u->scheme, u->bucket, key, why, ap);
         free(ap);
     }
     free(why);
@@ -802,20 +826,27 @@ int fk_upload_paths(const char *dest, const char *const *paths, size_t n,
     struct up u;
     if (!opts)
         opts = &defaults;
-    if (!up_init(&u, dest, opts, false) || !(u.curl = curl_easy_init())) {
+    char err[512];
+    bool ready = up_init(&u, dest, opts, false, err, sizeof err);
+    if (ready && !(u.curl = curl_easy_init())) {
+        snprintf(err, sizeof err, "libcurl cannot start a transfer (out of memory?)");
+        ready = false;
+    }
+    if (!ready) {
+        report(&u, NULL, NULL, "%s", err);
         for (size_t i = 0; i < n; i++) {
             char *ap = abs_path(paths[i]);
             if (access(paths[i], F_OK) == 0)
-                fk_error("%s not uploaded; it stays at %s", paths[i], ap);
+                report(&u, paths[i], NULL, "%s not uploaded; it stays at %s", paths[i], ap);
             else
-                fk_error("%s not uploaded: %s", paths[i], strerror(errno));
+                report(&u, paths[i], NULL, "%s not uploaded: %s", paths[i], strerror(errno));
             free(ap);
         }
         up_free(&u);
         return (int)n;
     }
     if (u.kind == DEST_PRESIGNED && n != 1) {
-        fk_error("a presigned URL names one object: give exactly one file (got %zu)", n);
+        report(&u, NULL, NULL, "a presigned URL names one object: give exactly one file (got %zu)", n);
         up_free(&u);
         return (int)n;
     }
@@ -827,22 +858,22 @@ int fk_upload_paths(const char *dest, const char *const *paths, size_t n,
 }
 
 char *fk_upload_presign(const char *object, const char *method, uint64_t expires_s,
-                        const struct fk_upload_opts *opts)
+                        const struct fk_upload_opts *opts, char *err, size_t errlen)
 {
     static const struct fk_upload_opts defaults;
     struct up u;
     if (!opts)
         opts = &defaults;
     if (expires_s == 0 || expires_s > 604800) {
-        fk_error("presigned URLs live 1 s to 7 days, not %llu s", (unsigned long long)expires_s);
+        snprintf(err, errlen, "presigned URLs live 1 s to 7 days, not %llu s", (unsigned long long)expires_s);
         return NULL;
     }
-    if (!up_init(&u, object, opts, true)) {
+    if (!up_init(&u, object, opts, true, err, errlen)) {
         up_free(&u);
         return NULL;
     }
     if (u.kind == DEST_PRESIGNED) {
-        fk_error("'%s' is already a presigned URL", u.presigned_noquery);
+        snprintf(err, errlen, "'%s' is already a presigned URL", u.presigned_noquery);
         up_free(&u);
         return NULL;
     }

@@ -24,6 +24,7 @@
 #include "capture/capture.h"
 #include "capture/offcpu.h"
 #include "capture/period_check.h"
+#include "deliver/upload.h"
 #include "unwind/python.h"
 #include "util/result.h"
 
@@ -105,6 +106,9 @@ struct fk_profile_request {
     const char *title;          /* SVG title; NULL: the profile's */
     /* delivery (fk_profile_deliver) */
     const char *upload;         /* s3://BUCKET/PREFIX/ or gs://BUCKET/PREFIX/ */
+    fk_upload_report_fn upload_report;  /* each file's URL or why it stays (upload.h);
+                                           retries go to warn; NULL: none */
+    void *upload_report_ctx;
     int stream_fd;              /* >= 0: send the files as a result stream (stream.h)
                                    on this fd; RUN's stdout then goes to stderr */
     bool quiet;                 /* no progress line */

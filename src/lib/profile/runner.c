@@ -456,6 +456,7 @@ int fk_profile_run(const struct fk_profile_request *rq, struct fk_profile_result
     if (rc != FK_EXIT_OK) {
         if (rq->run_pid)
             *rq->run_pid = 0;
+        fk_target_remove_cgroup(&res->target, rq->warn, rq->warn_ctx);
         if (run && res->cap.child_exited && (rc == 126 || rc == 127))
             res->status = rc;       /* the command could not be started */
         undo_files(res, dir_created);
@@ -478,6 +479,7 @@ int fk_profile_run(const struct fk_profile_request *rq, struct fk_profile_result
     }
     if (rq->run_pid)
         *rq->run_pid = 0;
+    fk_target_remove_cgroup(&res->target, rq->warn, rq->warn_ctx);
     if (ops->after)
         ops->after(rq, res);
 
@@ -652,7 +654,9 @@ int fk_profile_deliver(const struct fk_profile_request *rq, struct fk_profile_re
         return res->status;
     /* --upload: any file that did not arrive makes the status 1 and stays */
     if (rq->upload) {
-        struct fk_upload_opts uo = { .quiet = rq->quiet };
+        struct fk_upload_opts uo = { .quiet = rq->quiet, .report = rq->upload_report,
+                                     .report_ctx = rq->upload_report_ctx, .warn = rq->warn,
+                                     .warn_ctx = rq->warn_ctx };
         if (fk_upload_paths(rq->upload, paths, n, NULL, &uo) != 0 && res->status == FK_EXIT_OK)
             res->status = FK_EXIT_ERROR;
     }

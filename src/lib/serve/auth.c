@@ -38,7 +38,7 @@ bool fk_tokens_load(struct fk_tokens *t, const char *path, char *err, size_t err
     memset(t, 0, sizeof *t);
     if (errlen)
         err[0] = 0;
-    if (!fk_crypto_load())
+    if (!fk_crypto_load(err, errlen))
         return false;
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     struct stat st;

@@ -52,7 +52,7 @@ static struct {
     int (*x509_crt_get_key_purpose_oid)(gnutls_x509_crt_t, unsigned, void *, size_t *, unsigned *);
 } lib;
 
-bool fk_mhd_load(void)
+bool fk_mhd_load(char *err, size_t errlen)
 {
     const struct fk_dynsym mhd[] = {
         { "MHD_create_response_from_buffer", (void **)&lib.create_response_from_buffer },
@@ -76,8 +76,8 @@ bool fk_mhd_load(void)
         { "gnutls_x509_crt_get_key_purpose_oid", (void **)&lib.x509_crt_get_key_purpose_oid },
     };
     /* libmicrohttpd brings in the GnuTLS it was built with: the same one */
-    return fk_dynlib_once(&libmhd, mhd, sizeof mhd / sizeof mhd[0]) &&
-           fk_dynlib_once(&libgnutls, tls, sizeof tls / sizeof tls[0]);
+    return fk_dynlib_once(&libmhd, mhd, sizeof mhd / sizeof mhd[0], err, errlen) &&
+           fk_dynlib_once(&libgnutls, tls, sizeof tls / sizeof tls[0], err, errlen);
 }
 
 static void need(void)

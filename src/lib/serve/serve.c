@@ -409,6 +409,7 @@ static enum MHD_Result capture(struct server *s, struct MHD_Connection *c, struc
     rq.outputs = FK_OUTPUT(kinds[f]) | FK_OUTPUT(FK_RESULT_JSON);
     rq.temp_dir = true;
     rq.quiet = true;
+    rq.warn = fk_warn_line;     /* what the symbolizer skipped, into the log */
     rq.command = "serve";
     char *argv[] = { (char *)"serve", (char *)url, NULL };
     rq.argc = 2;
@@ -819,7 +820,7 @@ int fk_serve_run(const struct fk_serve_opts *o, char *err, size_t errlen)
     s.ca = o->client_ca != NULL;
     int rc = FK_EXIT_ERROR;
     struct MHD_Daemon *d = NULL;
-    if (!fk_mhd_load())
+    if (!fk_mhd_load(err, errlen))
         goto out;
     if (o->token_file && !fk_tokens_load(&s.tokens, o->token_file, err, errlen))
         goto out;

@@ -17,7 +17,7 @@
 
 static struct fk_dynlib libdebuginfod = {
     .soname = DEBUGINFOD_SONAME, .who = "debuginfod", .package = "libdebuginfod1 (or unset "
-    DEBUGINFOD_URLS_ENV_VAR ")", .newer = "elfutils 0.179 or newer", .warn = true,
+    DEBUGINFOD_URLS_ENV_VAR ")", .newer = "elfutils 0.179 or newer",
 };
 static struct {
     debuginfod_client *(*begin)(void);
@@ -34,25 +34,31 @@ struct fk_debuginfod {
     uint64_t budget_ns, request_ns, used_ns, deadline_ns;
     bool cancelled, warned;
     struct fk_debuginfod_stats st;
+    fk_warn_fn warn;
+    void *warn_ctx;
 };
 
-struct fk_debuginfod *fk_debuginfod_new(const char *urls, uint64_t budget_ms, uint64_t request_ms)
+struct fk_debuginfod *fk_debuginfod_new(const char *urls, uint64_t budget_ms, uint64_t request_ms,
+                                        fk_warn_fn warn, void *warn_ctx)
 {
     if (!urls || !urls[strspn(urls, " \t")])
         return NULL;
     /* libdebuginfod reads its server list from the environment only */
     const char *env = getenv(DEBUGINFOD_URLS_ENV_VAR);
     if ((!env || strcmp(env, urls) != 0) && setenv(DEBUGINFOD_URLS_ENV_VAR, urls, 1) != 0) {
-        fk_warn("debuginfod: cannot set %s; not using %s", DEBUGINFOD_URLS_ENV_VAR, urls);
+        fk_warn_to(warn, warn_ctx, "debuginfod: cannot set %s; not using %s", DEBUGINFOD_URLS_ENV_VAR,
+                   urls);
         return NULL;
     }
     struct fk_debuginfod *c = fk_calloc(1, sizeof *c);
     c->budget_ns = budget_ms * 1000000ull;
     c->request_ns = request_ms * 1000000ull;
+    c->warn = warn;
+    c->warn_ctx = warn_ctx;
     return c;
 }
 
-static bool lib_load(void)
+static bool lib_load(char *err, size_t errlen)
 {
     const struct fk_dynsym syms[] = {
         { "debuginfod_begin", (void **)&lib.begin },
@@ -62,20 +68,24 @@ static bool lib_load(void)
         { "debuginfod_set_user_data", (void **)&lib.set_user_data },
         { "debuginfod_get_user_data", (void **)&lib.get_user_data },
     };
-    return fk_dynlib_once(&libdebuginfod, syms, sizeof syms / sizeof syms[0]);
+    return fk_dynlib_once(&libdebuginfod, syms, sizeof syms / sizeof syms[0], err, errlen);
 }
 
 static bool start(struct fk_debuginfod *c)
 {
     if (c->client)
         return true;
-    if (c->unavailable || !lib_load()) {
+    if (c->unavailable)
+        return false;
+    char err[512];
+    if (!lib_load(err, sizeof err)) {
+        fk_warn_to(c->warn, c->warn_ctx, "%s", err);
         c->unavailable = true;
         return false;
     }
     c->client = lib.begin();
     if (!c->client) {
-        fk_warn("debuginfod: cannot start a client");
+        fk_warn_to(c->warn, c->warn_ctx, "debuginfod: cannot start a client");
         c->unavailable = true;
         return false;
     }
@@ -104,8 +114,9 @@ int fk_debuginfod_find(struct fk_debuginfod *c, const unsigned char *build_id, s
     if (c->used_ns >= c->budget_ns) {
         c->st.skipped++;
         if (!c->warned)
-            fk_warn("debuginfod: the %.1f s for this capture are spent; binaries still "
-                    "without debug info are named by address", (double)c->budget_ns / 1e9);
+            fk_warn_to(c->warn, c->warn_ctx, "debuginfod: the %.1f s for this capture are spent; "
+                       "binaries still without debug info are named by address",
+                       (double)c->budget_ns / 1e9);
         c->warned = true;
         return -1;
     }

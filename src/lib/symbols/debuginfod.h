@@ -3,6 +3,8 @@
 #ifndef FK_DEBUGINFOD_H
 #define FK_DEBUGINFOD_H
 
+#include "util/fk.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -16,8 +18,10 @@ struct fk_debuginfod_stats {
 /* A client for the server list urls (the DEBUGINFOD_URLS syntax), or NULL
  * when urls is NULL or empty. Nothing is loaded or sent until the first
  * fk_debuginfod_find. budget_ms bounds the time of all requests together,
- * request_ms each one. */
-struct fk_debuginfod *fk_debuginfod_new(const char *urls, uint64_t budget_ms, uint64_t request_ms);
+ * request_ms each one. warn (NULL: none) hears why it gives up: no
+ * libdebuginfod, no client, the budget spent. */
+struct fk_debuginfod *fk_debuginfod_new(const char *urls, uint64_t budget_ms, uint64_t request_ms,
+                                        fk_warn_fn warn, void *warn_ctx);
 void fk_debuginfod_free(struct fk_debuginfod *c);
 
 /* An open fd of the debug file for this build-id (from the client's cache

@@ -11,8 +11,8 @@
  * exports no symbols, so the libraries' own calls never reach these).
  * They are in their own archive (libfkelfdyn.a), which flamekit-portable
  * does not link: it has the libraries linked statically instead.
- * When a library is missing, the error says which package to install,
- * once, and the entry points fail as the library does on bad input (NULL,
+ * When a library is missing, fk_elf_preload says which package to
+ * install, and the entry points fail as the library does on bad input (NULL,
  * -1): symbols stay unresolved, nothing is lost. */
 #include "symbols/elf-dyn.h"
 #include "util/dynlib.h"
@@ -98,7 +98,7 @@ static bool elf_load_now(void)
         SYM("gelf_", getphdr, el.getphdr), SYM("gelf_", getshdr, el.getshdr),
         SYM("gelf_", getsym, el.getsym),
     };
-    return fk_dynlib_once(&libelf, syms, sizeof syms / sizeof syms[0]);
+    return fk_dynlib_once(&libelf, syms, sizeof syms / sizeof syms[0], NULL, 0);
 }
 
 static bool dw_load_now(void)
@@ -112,7 +112,7 @@ static bool dw_load_now(void)
         SYM("dwelf_elf_gnu_", build_id, dw.build_id),
         SYM("dwelf_elf_gnu_", debuglink, dw.debuglink),
     };
-    return fk_dynlib_once(&libdw, syms, sizeof syms / sizeof syms[0]);
+    return fk_dynlib_once(&libdw, syms, sizeof syms / sizeof syms[0], NULL, 0);
 }
 
 static bool xz_load_now(void)
@@ -121,7 +121,7 @@ static bool xz_load_now(void)
         SYM("lzma_", code, xz.code), SYM("lzma_", end, xz.end),
         SYM("lzma_", stream_decoder, xz.stream_decoder),
     };
-    return fk_dynlib_once(&liblzma, syms, sizeof syms / sizeof syms[0]);
+    return fk_dynlib_once(&liblzma, syms, sizeof syms / sizeof syms[0], NULL, 0);
 }
 
 /* Loaded already (the entry points' path: one test), or load now. */
@@ -129,10 +129,17 @@ static inline bool elf_load(void) { return libelf.state > 0 || elf_load_now(); }
 static inline bool dw_load(void) { return libdw.state > 0 || dw_load_now(); }
 static inline bool xz_load(void) { return liblzma.state > 0 || xz_load_now(); }
 
-bool fk_elf_preload(void)
+bool fk_elf_preload(fk_warn_fn warn, void *warn_ctx)
 {
-    bool e = elf_load(), d = dw_load(), x = xz_load();
-    return e && d && x;
+    bool ok = true;
+    struct fk_dynlib *libs[] = { &libelf, &libdw, &liblzma };
+    bool loaded[] = { elf_load(), dw_load(), xz_load() };
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++)
+        if (!loaded[i]) {
+            fk_warn_to(warn, warn_ctx, "%s", libs[i]->why);
+            ok = false;
+        }
+    return ok;
 }
 
 /* libelf: every descriptor comes from elf_begin or elf_memory, so the

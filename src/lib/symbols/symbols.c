@@ -300,12 +300,13 @@ static void dso_load(struct fk_symbolizer *s, struct dso *d)
     if (d->over_budget) {
         s->over_budget++;
         if (s->budget_warnings++ < 3)
-            fk_warn("symbols of %s skipped: its symbol table would pass its memory budget "
-                    "(4 times the file's size + 1 MiB, within half of --max-memory); "
-                    "its frames are named by file and address", d->path);
+            fk_warn_to(s->opts.warn, s->opts.warn_ctx, "symbols of %s skipped: its symbol table "
+                       "would pass its memory budget (4 times the file's size + 1 MiB, within "
+                       "half of --max-memory); its frames are named by file and address", d->path);
         else if (s->budget_warnings == 4)
-            fk_warn("more files' symbols skipped for their memory budget: not reported "
-                    "(counted in the metadata, symbols.files_over_budget)");
+            fk_warn_to(s->opts.warn, s->opts.warn_ctx, "more files' symbols skipped for their "
+                       "memory budget: not reported (counted in the metadata, "
+                       "symbols.files_over_budget)");
     }
 }
 
@@ -386,10 +387,11 @@ static void map_warn(struct fk_symbolizer *s, struct dso *d, const char *name, c
         return;
     d->map_warned = true;
     if (++s->map_warnings > MAP_WARNINGS_MAX) {
-        fk_warn("more perf maps skipped: not reported");
+        fk_warn_to(s->opts.warn, s->opts.warn_ctx, "more perf maps skipped: not reported");
         return;
     }
-    fk_warn("perf map /tmp/%s of pid %d %s", name, (int)d->pid, what);
+    fk_warn_to(s->opts.warn, s->opts.warn_ctx, "perf map /tmp/%s of pid %d %s", name, (int)d->pid,
+               what);
 }
 
 /* The process's perf map: a regular file owned by one of its uids or
@@ -769,11 +771,11 @@ static struct proc *proc_get(struct fk_symbolizer *s, pid_t pid)
 
 struct fk_symbolizer *fk_sym_new(const struct fk_sym_opts *opts)
 {
-    if (fk_elf_preload)
-        (void)fk_elf_preload();     /* a missing one is said; its symbols stay unresolved */
     struct fk_symbolizer *s = fk_calloc(1, sizeof *s);
     if (opts)
         s->opts = *opts;
+    if (fk_elf_preload)     /* a missing one is said; its symbols stay unresolved */
+        (void)fk_elf_preload(s->opts.warn, s->opts.warn_ctx);
     dso_add(s, DSO_UNKNOWN);
     dso_add(s, DSO_KERNEL);
     struct stat st;
@@ -787,7 +789,8 @@ struct fk_symbolizer *fk_sym_new(const struct fk_sym_opts *opts)
                                s->opts.debuginfod_budget_ms ? s->opts.debuginfod_budget_ms
                                                             : FK_DEBUGINFOD_BUDGET_MS,
                                s->opts.debuginfod_request_ms ? s->opts.debuginfod_request_ms
-                                                             : FK_DEBUGINFOD_REQUEST_MS);
+                                                             : FK_DEBUGINFOD_REQUEST_MS,
+                               s->opts.warn, s->opts.warn_ctx);
     /* pinned files are held open: stay well inside RLIMIT_NOFILE */
     struct rlimit rl;
     s->fd_cap = FD_CAP;
@@ -857,7 +860,7 @@ static bool scan_one(pid_t pid, void *s)
 void fk_sym_scan_all(struct fk_symbolizer *s)
 {
     if (!fk_proc_for_each_pid(scan_one, s))
-        fk_warn("cannot list /proc: %s", strerror(errno));
+        fk_warn_to(s->opts.warn, s->opts.warn_ctx, "cannot list /proc: %s", strerror(errno));
 }
 
 void fk_sym_comm(struct fk_symbolizer *s, pid_t pid, pid_t tid, const char *comm, bool exec)
@@ -1204,9 +1207,9 @@ enum fk_frame_kind fk_sym_name(struct fk_symbolizer *s, struct fk_loc loc, struc
             kernel_full(s);
         if (s->kernel_hidden && !s->kernel_warned) {
             s->kernel_warned = true;
-            fk_warn("kernel symbols hidden: /proc/kallsyms shows zero addresses "
-                    "(run as root or set kernel.kptr_restrict=0); kernel frames "
-                    "are shown as [kernel.kallsyms]");
+            fk_warn_to(s->opts.warn, s->opts.warn_ctx, "kernel symbols hidden: /proc/kallsyms "
+                       "shows zero addresses (run as root or set kernel.kptr_restrict=0); "
+                       "kernel frames are shown as [kernel.kallsyms]");
         }
         y = fk_symtab_find(&s->kernel, loc.addr, KERNEL_SLACK);
         if (y)

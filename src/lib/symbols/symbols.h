@@ -40,6 +40,10 @@ struct fk_sym_opts {
                                control (binaries, debug files, perf maps) are read
                                only within half of it and what fk_sym_set_other_bytes
                                leaves; 0: no limit */
+    fk_warn_fn warn;        /* what was skipped and why (kernel symbols hidden, a
+                               perf map refused, a budget spent, a library
+                               missing); NULL: none */
+    void *warn_ctx;
 };
 
 #define FK_DEBUGINFOD_BUDGET_MS 30000

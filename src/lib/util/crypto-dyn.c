@@ -24,7 +24,7 @@ static struct {
                            unsigned char *, unsigned int *);
 } lib;
 
-bool fk_crypto_load(void)
+bool fk_crypto_load(char *err, size_t errlen)
 {
     const struct fk_dynsym syms[] = {
         { "EVP_sha256", (void **)&lib.sha256 },
@@ -33,7 +33,7 @@ bool fk_crypto_load(void)
         { "SHA256_Final", (void **)&lib.final },
         { "HMAC", (void **)&lib.hmac },
     };
-    return fk_dynlib_once(&libcrypto, syms, sizeof syms / sizeof syms[0]);
+    return fk_dynlib_once(&libcrypto, syms, sizeof syms / sizeof syms[0], err, errlen);
 }
 
 static void need(void)

@@ -15,9 +15,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Load libcrypto once; false (and one error line naming the package to
- * install) when it is missing. */
-bool fk_crypto_load(void);
+/* Load libcrypto once; false with one line in err naming the package to
+ * install when it is missing. */
+bool fk_crypto_load(char *err, size_t errlen);
 
 void fk_sha256(const void *data, size_t len, unsigned char md[32]);
 /* Incremental SHA-256: begin, any number of updates, end; the context is

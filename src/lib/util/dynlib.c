@@ -2,7 +2,6 @@
 /* Run-time loading of optional shared libraries (see dynlib.h). The
  * handle is never closed: the slots point into it for the process's life. */
 #include "util/dynlib.h"
-#include "util/fk.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -24,28 +23,27 @@ int fk_dynlib_load(const char *soname, const struct fk_dynsym *syms, size_t n, c
     return FK_DYNLIB_OK;
 }
 
-bool fk_dynlib_once(struct fk_dynlib *l, const struct fk_dynsym *syms, size_t n)
+bool fk_dynlib_once(struct fk_dynlib *l, const struct fk_dynsym *syms, size_t n, char *err,
+                    size_t errlen)
 {
-    if (l->state)
-        return l->state > 0;
-    l->state = -1;
-    const char *what;
-    char msg[512];
-    switch (fk_dynlib_load(l->soname, syms, n, &what)) {
-    case FK_DYNLIB_OK:
-        l->state = 1;
-        return true;
-    case FK_DYNLIB_NO_LIBRARY:
-        snprintf(msg, sizeof msg, "%s needs %s (%s); install it: apt-get install %s", l->who,
-                 l->soname, what, l->package);
-        break;
-    default:
-        snprintf(msg, sizeof msg, "%s lacks %s; install %s", l->soname, what, l->newer);
-        break;
+    if (!l->state) {
+        const char *what;
+        switch (fk_dynlib_load(l->soname, syms, n, &what)) {
+        case FK_DYNLIB_OK:
+            l->state = 1;
+            break;
+        case FK_DYNLIB_NO_LIBRARY:
+            l->state = -1;
+            snprintf(l->why, sizeof l->why, "%s needs %s (%s); install it: apt-get install %s",
+                     l->who, l->soname, what, l->package);
+            break;
+        default:
+            l->state = -1;
+            snprintf(l->why, sizeof l->why, "%s lacks %s; install %s", l->soname, what, l->newer);
+            break;
+        }
     }
-    if (l->warn)
-        fk_warn("%s", msg);
-    else
-        fk_error("%s", msg);
-    return false;
+    if (l->state < 0 && errlen)
+        snprintf(err, errlen, "%s", l->why);
+    return l->state > 0;
 }

@@ -19,15 +19,19 @@ enum { FK_DYNLIB_OK = 0, FK_DYNLIB_NO_LIBRARY = -1, FK_DYNLIB_NO_SYMBOL = -2 };
  * *what is dlerror()'s text (no library) or the missing symbol's name. */
 int fk_dynlib_load(const char *soname, const struct fk_dynsym *syms, size_t n, const char **what);
 
-/* An optional library loaded once, on first use, with what to say when it
- * cannot be: "WHO needs SONAME (dlerror); install it: apt-get install
- * PACKAGE" or "SONAME lacks SYMBOL; install NEWER", as an error (a warning
- * with warn). state: 0 untried, 1 loaded, -1 unavailable (said once). */
+/* An optional library loaded once, on first use. state: 0 untried, 1
+ * loaded, -1 unavailable, why then saying so: "WHO needs SONAME (dlerror);
+ * install it: apt-get install PACKAGE" or "SONAME lacks SYMBOL; install
+ * NEWER". */
 struct fk_dynlib {
     const char *soname, *who, *package, *newer;
-    bool warn;
     int state;
+    char why[512];
 };
-bool fk_dynlib_once(struct fk_dynlib *l, const struct fk_dynsym *syms, size_t n);
+/* Load l (the first call) and say whether it is loaded; when it is not,
+ * err gets its why on every call (the caller decides whether that is an
+ * error or a warning). */
+bool fk_dynlib_once(struct fk_dynlib *l, const struct fk_dynsym *syms, size_t n, char *err,
+                    size_t errlen);
 
 #endif

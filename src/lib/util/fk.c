@@ -95,6 +95,18 @@ void fk_warn_line(void *ctx, const char *msg)
     fk_warn("%s", msg);
 }
 
+void fk_warn_to(fk_warn_fn fn, void *ctx, const char *fmt, ...)
+{
+    if (!fn)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = fk_vasprintf(fmt, ap);
+    va_end(ap);
+    fn(ctx, msg);
+    free(msg);
+}
+
 void fk_error(const char *fmt, ...)
 {
     va_list ap;

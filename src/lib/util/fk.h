@@ -38,6 +38,9 @@ extern const char *fk_progname;
 typedef void (*fk_warn_fn)(void *ctx, const char *msg);
 /* The commands' fk_warn_fn: fk_warn("%s", msg). */
 void fk_warn_line(void *ctx, const char *msg);
+/* The library's way to warn: format one line and hand it to fn (nothing
+ * when fn is NULL). */
+void fk_warn_to(fk_warn_fn fn, void *ctx, const char *fmt, ...) FK_PRINTF(3, 4);
 
 /* One-line diagnostics on stderr, prefixed with fk_progname. */
 void fk_warn(const char *fmt, ...) FK_PRINTF(1, 2);
