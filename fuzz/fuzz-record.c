@@ -11,9 +11,11 @@
  * each pointer the decoder returns must lie inside its record (ASan sees
  * any read past it: the copy is exactly the record's size). The queue
  * must deliver every record once, in time order; every other record is
- * pushed by reference (as a pass over the rings does) and its copy freed
- * after the first delivery, so ASan sees the queue keep one that it did
- * not copy (or cut wrongly). */
+ * pushed by reference (as a pass over the rings does) with a hold count
+ * of its own, and its copy freed after the first delivery that lowered
+ * that count to 0, so ASan sees the queue read one it handed on already.
+ * A sample whose stack copy is cut (as the ring reader cuts it) must
+ * decode to the same fields with the stack it kept. */
 #include "fuzz.h"
 #include "capture/ring.h"
 #include "capture/sample.h"
@@ -75,6 +77,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     last_time = 0;
     uint64_t **refs = NULL;
     size_t nrefs = 0, caprefs = 0, nrec = 0;
+    uint32_t *holds = calloc(size / 8 + 1, sizeof *holds);  /* one per record at most */
+    uint64_t *cut = malloc(65536 + 8);
     data += 17;
     size -= 17;
     while (size >= sizeof(struct perf_event_header)) {
@@ -95,6 +99,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             inside(s.stack, s.stack_size, copy, len);
             if (s.stack_dyn > s.stack_size)
                 abort();
+            size_t n = fk_sample_cut_stack(&f, copy, len, cut);
+            struct fk_sample c;
+            if (n && (n > len || !fk_sample_parse(&f, cut, n, &c) || c.pid != s.pid ||
+                      c.time != s.time || c.nr != s.nr || c.stack_dyn != s.stack_dyn ||
+                      c.stack_size > s.stack_size || c.regs_abi != s.regs_abi ||
+                      c.cgroup != s.cgroup || c.weight != s.weight ||
+                      memcmp(c.stack, s.stack, s.stack_dyn)))
+                abort();    /* the cut copy decodes to the same sample */
             for (uint64_t i = 0; i < s.nr; i++)
                 sum += s.ips[i];
             for (uint32_t i = 0; i < s.raw_size; i++)
@@ -107,8 +119,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         bool whole = h.size >= sizeof h && h.size <= len;
         if (whole && nrec++ % 2 == 0) {
             refs = fk_grow(refs, &caprefs, nrefs + 1, sizeof *refs);
-            refs[nrefs++] = copy;       /* freed after the delivery */
-            fk_ringq_push_ref(&q, copy, h.size, &f);
+            fk_ringq_push_ref(&q, copy, h.size, &f, &holds[nrefs]);
+            refs[nrefs++] = copy;       /* freed once handed on */
             copy = NULL;
         } else if (whole) {
             fk_ringq_push(&q, copy, h.size, &f);
@@ -119,11 +131,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     fk_ringq_deliver(&q, UINT64_MAX / 2, deliver, &f);
     for (size_t i = 0; i < nrefs; i++)
-        free(refs[i]);
-    free(refs);
+        if (!holds[i]) {
+            free(refs[i]);
+            refs[i] = NULL;
+        }
     fk_ringq_deliver(&q, UINT64_MAX, deliver, &f);
     if (q.n)
         abort();    /* everything was delivered */
+    for (size_t i = 0; i < nrefs; i++) {
+        if (holds[i])
+            abort();    /* ... and its hold lowered */
+        free(refs[i]);
+    }
+    free(refs);
+    free(holds);
+    free(cut);
     fk_ringq_free(&q);
     return 0;
 }

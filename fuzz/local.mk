@@ -7,6 +7,7 @@ EXTRA_DIST += fuzz/corpus/perfscript/default.txt
 EXTRA_DIST += fuzz/corpus/perfscript/fields.txt
 EXTRA_DIST += fuzz/corpus/perfscript/mixed.txt
 EXTRA_DIST += fuzz/corpus/perfscript/repeat.txt
+EXTRA_DIST += fuzz/corpus/perfscript/prefixes.txt
 EXTRA_DIST += fuzz/fuzz-folded.c
 EXTRA_DIST += fuzz/corpus/folded/diff.txt
 EXTRA_DIST += fuzz/corpus/folded/simple.txt

@@ -329,8 +329,11 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
         and (.talk | length) == 8
         and all(.talk[]; (.claim | length) > 0 and (.verdict | IN("agrees", "disagrees", "cannot tell")))
         and (.table_sentences | length) == 9 and (.pinning | length) > 0
-        and (.machine_probe_ms | stat and .min > 0)
-        and all(.settings[].runs[]; .machine_probe_ms > 0)' "$d/report.json" >/dev/null || { echo "report.json malformed"; return 1; }
+        and (.machine_probe_ms | stat and .min > 0) and .probe_reference_ms > 0
+        and (.runs_retaken | type == "number" and . >= 0) and (.runs_slow_kept | type == "number" and . >= 0)
+        and ([.settings[].runs[] | select(.host_slow)] | length) == .runs_slow_kept
+        and ([.settings[].runs[].retakes] | add) <= .runs_retaken
+        and all(.settings[].runs[]; .machine_probe_ms > 0 and (.retakes | IN(0, 1, 2)) and (.host_slow | type == "boolean"))' "$d/report.json" >/dev/null || { echo "report.json malformed"; return 1; }
     # The talk's table: a header of four columns, nine rows, every cell "M (A–B)".
     awk -v cell="^ $cell \$" '/^## The talk.s table/ { t = 1; next } t && /^## / { t = 0 }
          t && /^\| \|/ { hdr = ($0 ~ /gRPC \| gRPC \+ cache \| socket \| socket \+ cache \|$/) }

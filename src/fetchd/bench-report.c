@@ -206,8 +206,8 @@ static const char *size_label(int i, char *buf, size_t n)
 static const char *work_note(char *buf, size_t n)
 {
     char w[32];
-    snprintf(buf, n, " (%s per run, more where the first round's run took under %.1f s: sized then to last "
-             "about that long, the same in every round)", human((double)opt.work, w, sizeof w),
+    snprintf(buf, n, " (%s per run, more where the first round's run took under %.1f s: raised then until "
+             "it lasts that long, the same in every round)", human((double)opt.work, w, sizeof w),
              (double)opt.min_run_ms / 1000);
     return buf;
 }
@@ -275,7 +275,9 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                       "malloc/calloc/realloc in the server process (fetchd-malloc.so). Peak RSS: the server's "
                       "VmHWM during the run (reset before it). The clients keep the memory they free "
                       "(glibc's trim and mmap thresholds raised), so that gRPC's read buffers are not given back "
-                      "to the kernel and faulted in again on every read; the servers keep glibc's defaults.\n\n",
+                      "to the kernel and faulted in again on every read; the servers keep glibc's defaults. A gRPC "
+                      "client process runs all its calls (grpc-shared: one per client) from one thread through "
+                      "one completion queue, and reads each message's bytes where they were received.\n\n",
                       cpu_source, ncpus);
     /* The machine's speed over the whole benchmark: per-setting CPU
      * figures move with it, ratios within a round do not. */
@@ -289,9 +291,17 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
     fk_outfile_printf(&md, "The machine's speed: a fixed piece of work (%s) on the servers' CPU before each run "
                       "took %.2f ms of CPU (%.2f–%.2f) over the %d runs. On a virtual machine it takes longer when "
                       "the host is busier; the CPU per GiB of every setting (git's most) moves with it, the "
-                      "gRPC/socket ratios, taken within a round, much less.\n\n",
-                      "integer mixing, scattered reads and writes in 4 MiB", probe.med, probe.min, probe.max, np);
+                      "gRPC/socket ratios, taken within a round, much less. A run whose probe was "
+                      "over %.0f %% of the median probe (%.2f ms) was taken while the host was slow (the gRPC "
+                      "server's CPU per GiB then rises 35–100 %%, the socket server's 10–40 %%): it is taken again "
+                      "once the probe is back to normal, at most twice, while retakes cost under 15 %% of the "
+                      "time. Runs taken again: %d; kept though slow: %d.\n\n",
+                      "integer mixing, scattered reads and writes in 4 MiB", probe.med, probe.min, probe.max, np,
+                      SLOW_PROBE * 100, probe_reference_ms, runs_retaken, runs_slow_kept);
     json_object_set_new(jr, "machine_probe_ms", jstat(probe));
+    json_object_set_new(jr, "probe_reference_ms", json_real(probe_reference_ms));
+    json_object_set_new(jr, "runs_retaken", json_integer(runs_retaken));
+    json_object_set_new(jr, "runs_slow_kept", json_integer(runs_slow_kept));
 
     int hs, hn;
     enum mode hg;
@@ -614,6 +624,8 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                                   "client_cpu_s", b->client_cpu, "peak_rss_mib", b->rss_mib, "load1", b->load1);
             json_object_set_new(x, "machine_busy_pct", json_real(b->machine_busy));
             json_object_set_new(x, "machine_probe_ms", json_real(b->probe_ms));
+            json_object_set_new(x, "retakes", json_integer(b->retakes));
+            json_object_set_new(x, "host_slow", json_boolean(b->slow));
             if (b->alloc_counted) {
                 json_object_set_new(x, "alloc_calls", json_real(b->alloc_calls));
                 json_object_set_new(x, "alloc_bytes", json_real(b->alloc_bytes));

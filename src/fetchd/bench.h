@@ -34,7 +34,9 @@ extern struct bench_opts opt;
 struct obs {
     double wall, bytes, fetches, server_cpu, git_cpu, client_cpu, alloc_calls, alloc_bytes, rss_mib, load1;
     double machine_busy;        /* %, every process on the machine */
-    double probe_ms;            /* the machine's speed: a fixed piece of work, CPU ms */
+    double probe_ms;            /* the machine's speed: a fixed piece of work, CPU ms, before the run */
+    int retakes;                /* times the run was taken again (the host was slow) */
+    bool slow;                  /* kept though a probe said the host was slow */
     bool alloc_counted;
 };
 
@@ -63,6 +65,12 @@ extern struct pair *pairs;
 extern int npairs;
 extern int ncpus;
 extern char pin_desc[192];   /* where servers and clients run (--no-pin) */
+/* Runs taken again because the machine probe before them took longer than
+ * SLOW_PROBE x the median probe (the host was slow), and runs kept though
+ * slow (the retake budget spent); the median probe. */
+#define SLOW_PROBE 1.15
+extern int runs_retaken, runs_slow_kept;
+extern double probe_reference_ms;
 
 struct setting *find_setting(int size, int cache, int n, enum mode m);
 /* The setting the talk's table shows: the largest fetch, 4 clients (or the

@@ -104,10 +104,6 @@ struct fetchd_client;
 extern bool fetchd_client_small_window;
 /* addr: HOST:PORT. NULL with a message on failure. */
 struct fetchd_client *fetchd_client_new(enum fetchd_transport t, const char *addr, char *err, size_t errlen);
-/* Another client on c's connection: for gRPC the same channel (one HTTP/2
- * connection, calls multiplexed on it) with its own completion queue, so
- * each thread has one; c must be freed after it. */
-struct fetchd_client *fetchd_client_share(struct fetchd_client *c);
 void fetchd_client_free(struct fetchd_client *c);
 /* Perform one request; every response piece goes to sink. Returns true on a
  * complete response; false with the server's error or a transport error. */
@@ -115,6 +111,28 @@ bool fetchd_client_call(struct fetchd_client *c, enum fetchd_op op, const char *
                     const void *body, size_t len,
                     bool (*sink)(void *, const void *, size_t), void *arg,
                     char *err, size_t errlen);
+/* A gRPC message of the service's Chunk type: its data bytes to sink as
+ * they lie in the message's slices. false with err ("malformed message
+ * ...") or, when the sink refused, with *refused set and err untouched. */
+struct grpc_byte_buffer;
+bool fetchd_chunk_feed(struct grpc_byte_buffer *msg, bool (*sink)(void *, const void *, size_t), void *arg,
+                       bool *refused, char *err, size_t errlen);
+/* Calls of one request, up to n in flight at once, run from the calling
+ * thread (gRPC: multiplexed on the connection, one completion queue; a
+ * socket client: n must be 1, one call after another). Each call in
+ * flight has its args[i]: next(arg) says whether it makes another call
+ * (and readies its state), sink gets that call's response pieces, end its
+ * result (err "" when the sink refused). Returns when no call is left;
+ * false only when the run itself could not go on (err says why). */
+struct fetchd_calls {
+    int n;
+    void **args;
+    bool (*next)(void *arg);
+    bool (*sink)(void *arg, const void *data, size_t len);
+    void (*end)(void *arg, bool ok, const char *err);
+};
+bool fetchd_client_run(struct fetchd_client *c, enum fetchd_op op, const char *repo, const void *body, size_t len,
+                       const struct fetchd_calls *k, char *err, size_t errlen);
 
 /* --- server common (server.c) --- */
 struct fetchd_server_opts {

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The fetch servers' defences against hostile clients (issue 12): the
  * pace of a request (deadline, minimum rate), per-peer admission, cache
- * keys, repositories that point out of the root. */
+ * keys, repositories that point out of the root; and the client's reader
+ * of the server's Chunk messages, slice by slice. */
 #include "fetchd/fetchd.h"
 #include "unit.h"
+
+#include <grpc/byte_buffer.h>
+#include <grpc/grpc.h>
+#include <grpc/slice.h>
 
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -161,6 +166,71 @@ static void test_resolve(const char *top)
     free(g);
 }
 
+struct got { char buf[64]; size_t n, pieces; int refuse_after; };
+
+static bool got_sink(void *arg, const void *data, size_t len)
+{
+    struct got *g = arg;
+    if (g->refuse_after >= 0 && g->n + len > (size_t)g->refuse_after)
+        return false;
+    if (g->n + len > sizeof g->buf)
+        return false;
+    memcpy(g->buf + g->n, data, len);
+    g->n += len;
+    g->pieces++;
+    return true;
+}
+
+/* msg (len bytes) as a byte buffer of one-byte slices (every field and
+ * varint split; slices of their own memory, since gRPC merges small inline
+ * and static ones), fed to a sink; 1 ok, 0 malformed, -1 refused. */
+static int feed(const char *msg, size_t len, struct got *g, int refuse_after)
+{
+    grpc_slice sl[64];
+    for (size_t i = 0; i < len; i++) {
+        sl[i] = grpc_slice_malloc_large(1);
+        GRPC_SLICE_START_PTR(sl[i])[0] = (uint8_t)msg[i];
+    }
+    grpc_byte_buffer *bb = grpc_raw_byte_buffer_create(sl, len);
+    for (size_t i = 0; i < len; i++)
+        grpc_slice_unref(sl[i]);
+    memset(g, 0, sizeof *g);
+    g->refuse_after = refuse_after;
+    char err[128] = "";
+    bool refused = false;
+    bool ok = fetchd_chunk_feed(bb, got_sink, g, &refused, err, sizeof err);
+    grpc_byte_buffer_destroy(bb);
+    if (!ok && !refused && strncmp(err, "malformed message", 17) != 0)
+        return -2;
+    return ok ? 1 : refused ? -1 : 0;
+}
+
+static void test_chunk(void)
+{
+    grpc_init();
+    struct got g;
+    /* data = "hello" */
+    UNIT_CHECK("chunk: data field", feed("\x0a\x05hello", 7, &g, -1) == 1 && g.n == 5 && memcmp(g.buf, "hello", 5) == 0);
+    UNIT_CHECK("chunk: data across slices, a piece per slice", g.pieces == 5);
+    UNIT_CHECK("chunk: empty message: no data", feed("", 0, &g, -1) == 1 && g.n == 0);
+    /* unknown fields of each wire type around the data: varint 2 (300),
+     * fixed64 3, bytes 4, fixed32 5 */
+    static const char skip[] = "\x10\xac\x02" "\x19" "12345678" "\x0a\x03" "abc" "\x22\x02" "zz" "\x2d" "1234";
+    UNIT_CHECK("chunk: unknown fields skipped", feed(skip, sizeof skip - 1, &g, -1) == 1 && g.n == 3 &&
+               memcmp(g.buf, "abc", 3) == 0);
+    UNIT_CHECK("chunk: data longer than the message: malformed", feed("\x0a\x09hello", 7, &g, -1) == 0);
+    UNIT_CHECK("chunk: a second data field: malformed", feed("\x0a\x01x\x0a\x01y", 6, &g, -1) == 0);
+    UNIT_CHECK("chunk: a key's varint cut short: malformed", feed("\x0a\x05hello\x80", 8, &g, -1) == 0);
+    UNIT_CHECK("chunk: a length's varint cut short: malformed", feed("\x0a\x85", 2, &g, -1) == 0);
+    UNIT_CHECK("chunk: a varint of 11 bytes: malformed",
+               feed("\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12, &g, -1) == 0);
+    UNIT_CHECK("chunk: wire types 3, 4, 6, 7: malformed", feed("\x0b", 1, &g, -1) == 0 && feed("\x0c", 1, &g, -1) == 0 &&
+               feed("\x0e", 1, &g, -1) == 0 && feed("\x0f", 1, &g, -1) == 0);
+    UNIT_CHECK("chunk: fixed64 cut short: malformed", feed("\x19" "1234", 5, &g, -1) == 0);
+    UNIT_CHECK("chunk: the sink refuses: refused, not malformed", feed("\x0a\x05hello", 7, &g, 2) == -1 && g.n == 2);
+    grpc_shutdown();
+}
+
 int main(void)
 {
     unit_name = "unit-fetchd";
@@ -172,6 +242,7 @@ int main(void)
         fk_die("mkdtemp");
     test_pace();
     test_gate();
+    test_chunk();
     char gitdir[2048];
     snprintf(gitdir, sizeof gitdir, "%s/k.git", top);
     mkgit(gitdir);

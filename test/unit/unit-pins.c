@@ -37,6 +37,22 @@ static bool exec_mapping(uint64_t *start, uint64_t *end, char *path, size_t size
     return found;
 }
 
+/* A child that lives until *release is closed (then reap it). */
+static pid_t held_child(int *release)
+{
+    int gate[2];
+    UNIT_CHECK("a pipe", pipe(gate) == 0);
+    pid_t c = fork();
+    if (c == 0) {
+        char b;
+        close(gate[1]);
+        _exit(read(gate[0], &b, 1) < 0);
+    }
+    close(gate[0]);
+    *release = gate[1];
+    return c;
+}
+
 int main(void)
 {
     unit_name = "unit-pins";
@@ -87,15 +103,8 @@ int main(void)
         close(w.tmp_fd);
     UNIT_CHECK("JIT facts taken once", !fk_pins_take_jit(p, me, &w));
     /* a child forked by it (no MMAP2 of its own): pinned at its FORK */
-    int gate[2];
-    UNIT_CHECK("a pipe", pipe(gate) == 0);
-    pid_t child = fork();
-    if (child == 0) {
-        char c;
-        close(gate[1]);
-        _exit(read(gate[0], &c, 1) < 0);
-    }
-    close(gate[0]);
+    int gate;
+    pid_t child = held_child(&gate);
     fk_pins_fork(p, child, me, 250);
     fk_pins_stats(p, &st);
     UNIT_CHECK("a JIT's forked child is pinned at its FORK", st.jits == 2);
@@ -113,7 +122,7 @@ int main(void)
     took = fk_pins_take_jit(p, child, &w);
     if (took && w.tmp_fd >= 0)
         close(w.tmp_fd);
-    close(gate[1]);
+    close(gate);
     waitpid(child, NULL, 0);
     /* an exec: the new program's JIT is pinned again */
     fk_pins_exec(p, me);
@@ -152,21 +161,14 @@ int main(void)
     fk_sym_scan_pid(s, me);
     fk_pins_stats(p, &st);
     UNIT_CHECK("a JIT present at the start is pinned by the scan", st.jits == 1);
-    UNIT_CHECK("a pipe", pipe(gate) == 0);
-    child = fork();
-    if (child == 0) {
-        char c;
-        close(gate[1]);
-        _exit(read(gate[0], &c, 1) < 0);
-    }
-    close(gate[0]);
+    child = held_child(&gate);
     fk_pins_fork(p, child, me, 10);
     fk_pins_stats(p, &st);
     took = fk_pins_take_jit(p, child, &w);
     UNIT_CHECK("... and its forked child at its FORK", st.jits == 2 && took && w.nspid == child);
     if (took && w.tmp_fd >= 0)
         close(w.tmp_fd);
-    close(gate[1]);
+    close(gate);
     waitpid(child, NULL, 0);
     fk_sym_free(s);
     fk_pins_free(p);

@@ -3,10 +3,12 @@
  * several rings read them (each ring in time order, sometimes going back;
  * the rings interleaved in time) come out in (time, read order) exactly
  * as a full sort would give, each once, across many deliveries with a
- * moving cutoff; what is kept is kept whole (the record's bytes), also
- * when it was pushed by reference (as a pass over the rings does: the
- * place it lay in is overwritten after the delivery), and the buffer stays
- * bounded by what is pending, not by what went through. */
+ * moving cutoff; what is kept is kept whole (the record's bytes); a
+ * record pushed by reference (as a pass over the rings does) holds its
+ * owner's count until it is handed on: the place a pass's records lay in
+ * is overwritten and freed as soon as that count is 0, so a record read
+ * after it was released is seen; and the buffer stays bounded by what is
+ * pending, not by what went through. */
 #include "unit.h"
 #include "capture/ring.h"
 #include "capture/sample.h"
@@ -73,12 +75,21 @@ int main(void)
     struct fk_ringq q = { 0 };
     uint64_t clock[NRINGS] = { 0 }, serial = 0, pushed = 0, now = 100000;
     size_t peak_buf = 0;
-    /* a pass's records pushed by reference lie here (a ring's data) */
-    static uint64_t arena[NRINGS * 40 * (sizeof(struct rec) + 16) / 8];
+    /* a pass's records pushed by reference lie in an arena of its own (a
+     * reader's chunk), released when its count is 0 */
+    struct arena {
+        uint64_t *data;
+        size_t used;
+        uint32_t hold;
+    } arenas[PASSES];
+    size_t peak_arenas = 0, nlive = 0, released_late = 0;
+    const size_t arena_bytes = NRINGS * 40 * (sizeof(struct rec) + 16);
     srand(7);
     for (int pass = 0; pass < PASSES; pass++) {
-        size_t used = 0;
+        struct arena *a = &arenas[pass];
         bool by_ref = pass % 3 != 0;
+        *a = (struct arena){ by_ref ? malloc(arena_bytes) : NULL, 0, 0 };
+        nlive += by_ref;
         now += 1000 + (uint64_t)(rand() % 3000);
         for (int ring = 0; ring < NRINGS; ring++) {
             int k = rand() % 40;
@@ -110,9 +121,9 @@ int main(void)
                 times[serial] = t;
                 order[serial] = pushed++;
                 if (by_ref) {
-                    memcpy((char *)arena + used, buf, r.h.size);
-                    fk_ringq_push_ref(&q, (char *)arena + used, r.h.size, &f);
-                    used += (r.h.size + 7u) & ~7u;
+                    memcpy((char *)a->data + a->used, buf, r.h.size);
+                    fk_ringq_push_ref(&q, (char *)a->data + a->used, r.h.size, &f, &a->hold);
+                    a->used += (r.h.size + 7u) & ~7u;
                 } else {
                     fk_ringq_push(&q, buf, r.h.size, &f);
                 }
@@ -127,18 +138,37 @@ int main(void)
             now += 10000;
         }
         fk_ringq_deliver(&q, s.cutoff, take, &s);
-        memset(arena, 0xa5, used);  /* the ring's space reused */
+        /* released arenas overwritten, then freed */
+        for (int k = 0; k <= pass; k++)
+            if (arenas[k].data && !arenas[k].hold) {
+                memset(arenas[k].data, 0xa5, arenas[k].used);
+                free(arenas[k].data);
+                arenas[k].data = NULL;
+                nlive--;
+                released_late += k < pass - 1;
+            }
+        if (nlive > peak_arenas)
+            peak_arenas = nlive;
         if (q.buf.cap > peak_buf)
             peak_buf = q.buf.cap;
     }
     s.cutoff = UINT64_MAX;
     fk_ringq_deliver(&q, UINT64_MAX, take, &s);
-    printf("# %llu records, %llu bytes read, peak buffer %zu bytes\n", (unsigned long long)serial,
-           (unsigned long long)q.bytes, peak_buf);
+    size_t held_at_end = 0;
+    for (int k = 0; k < PASSES; k++) {
+        held_at_end += arenas[k].data && arenas[k].hold;
+        free(arenas[k].data);
+    }
+    printf("# %llu records, %llu bytes read, peak buffer %zu bytes, %zu arenas held at most, "
+           "%zu released after a later pass\n", (unsigned long long)serial,
+           (unsigned long long)q.bytes, peak_buf, peak_arenas, released_late);
     UNIT_CHECK("every record delivered", s.n == serial && q.n == 0);
     UNIT_CHECK("each once, in (time, read order) across rings and deliveries", s.bad_order == 0);
     UNIT_CHECK("no record newer than its delivery's cutoff", s.beyond_cutoff == 0);
     UNIT_CHECK("records kept across deliveries keep their bytes", s.bad_bytes == 0);
+    UNIT_CHECK("every hold count back to 0 once all is handed on", held_at_end == 0);
+    UNIT_CHECK("records by reference wait where they lie (some held past their pass), "
+               "and their places are released", released_late > 0 && peak_arenas < 16);
     UNIT_CHECK("the buffer is bounded by what is pending, not by what went through",
                peak_buf * 8 < q.bytes);
     fk_ringq_free(&q);

@@ -454,21 +454,40 @@ static void early_catch_up(struct fk_engine *e)
 }
 
 /* Take what the reader copied out (waiting up to timeout_ms for it) and
- * hand on what is older than the slack (all: final), in time order. */
+ * hand on what is older than the slack (all: final), in time order, where
+ * it lies; a chunk goes back to the reader once none of its records
+ * waits in the queue. */
 static void read_rings(struct fk_engine *e, int timeout_ms, bool final)
 {
     uint64_t upto;
-    struct fk_reader_chunk *list = fk_reader_take(e->reader, timeout_ms, &upto);
+    size_t nspans;
+    const struct fk_reader_span *spans = fk_reader_take(e->reader, timeout_ms, &upto, &nspans);
     early_catch_up(e);  /* before the samples it reads for are handled */
-    for (struct fk_reader_chunk *c = list; c; c = c->next)
-        for (size_t off = 0; off + sizeof(struct perf_event_header) <= c->len;) {
-            const union perf_event *ev = (const void *)(c->data + off);
-            fk_ringq_push_ref(&e->ring, ev, ev->header.size, &e->fmt[0]);
+    for (size_t i = 0; i < nspans; i++) {
+        struct fk_reader_chunk *c = spans[i].chunk;
+        if (!c->tlisted) {
+            c->tnext = e->chunks;
+            e->chunks = c;
+            c->tlisted = true;
+        }
+        for (size_t off = 0; off + sizeof(struct perf_event_header) <= spans[i].len;) {
+            const union perf_event *ev = (const void *)(spans[i].data + off);
+            fk_ringq_push_ref(&e->ring, ev, ev->header.size, &e->fmt[0], &c->pending);
             off += (ev->header.size + 7u) & ~(size_t)7;
         }
+    }
     uint64_t cutoff = final ? UINT64_MAX : upto > REORDER_SLACK_NS ? upto - REORDER_SLACK_NS : 0;
-    fk_ringq_deliver(&e->ring, cutoff, handle_record, e);   /* copies what it keeps */
-    fk_reader_give_back(e->reader, list);
+    fk_ringq_deliver(&e->ring, cutoff, handle_record, e);
+    for (struct fk_reader_chunk **p = &e->chunks; *p;) {
+        struct fk_reader_chunk *c = *p;
+        if (c->pending) {
+            p = &c->tnext;
+            continue;
+        }
+        *p = c->tnext;
+        c->tlisted = false;
+        fk_reader_give_back(e->reader, c);
+    }
     struct fk_reader_stats st;
     fk_reader_stats(e->reader, &st);
     e->r->ring_bytes = st.bytes;

@@ -81,6 +81,7 @@ struct fk_engine {
     int nice_before;                /* this thread's nice before the window */
     bool nice_raised;               /* ... raised for it (engine_priority) */
     struct fk_ringq ring;
+    struct fk_reader_chunk *chunks; /* taken, not given back (linked by tnext) */
     /* PERF_SAMPLE_READ (one event, per-CPU counters): by CPU number, the
      * last count a sample carried and the samples seen */
     uint64_t *read_last, *read_seen;

@@ -6,8 +6,9 @@
  * binaries with the page cache cold, the engine's thread spent seconds
  * reading their symbols while the rings it alone drained overflowed: 25 to
  * 53 % of the records lost. The engine's thread takes the copies in
- * chunks (fk_reader_take), hands them on in time order (ring.h) and gives
- * the chunks back.
+ * spans of chunks (fk_reader_take), hands the records on in time order
+ * where they lie (ring.h: no second copy) and gives each chunk back once
+ * none of its records waits in the queue any more.
  *
  * Invariants: while the thread runs it is the only one to touch the rings
  * (fk_reader_finish stops it and reads what is left from the caller);
@@ -16,7 +17,10 @@
  * not, hold at most `limit` bytes (charged to --max-memory by the
  * caller): past it records stay in the rings, where the kernel counts
  * what it then drops (PERF_RECORD_LOST, lost samples), and the pass is
- * counted (fk_reader_stats.full). Chunks are handed on in the order
+ * counted (fk_reader_stats.full). A chunk's bytes are written once and
+ * never moved: a span handed on stays as it is until its chunk is given
+ * back, and a chunk is reused only when it is full or drained, given
+ * back, and every byte of it was taken. Spans are handed on in the order
  * they were filled. The thread makes no system call but poll, the rings'
  * and the hooks' (struct fk_reader_opts.seen, .sample). */
 #ifndef FK_CAPTURE_READER_H
@@ -31,11 +35,26 @@
 struct perf_evlist;
 union perf_event;
 
-/* Records one after another, each 8-byte aligned, len bytes in all. */
+/* Records one after another, each 8-byte aligned. */
 struct fk_reader_chunk {
-    struct fk_reader_chunk *next;
-    size_t len, cap;
-    unsigned char data[];
+    /* the reader's, under its lock */
+    struct fk_reader_chunk *next;   /* in the filled list or the pool */
+    size_t len, cap;                /* len: bytes handed on so far */
+    size_t taken;                   /* [0, taken) was given to the taker */
+    bool listed;                    /* in the filled list */
+    bool held;                      /* taken and not given back yet */
+    /* the taker's own: the reader never touches them */
+    struct fk_reader_chunk *tnext;
+    uint32_t pending;               /* records the taker still reads in it */
+    bool tlisted;
+    _Alignas(8) unsigned char data[];
+};
+
+/* Records handed on by one take: data[0, len), in chunk. */
+struct fk_reader_span {
+    struct fk_reader_chunk *chunk;
+    const unsigned char *data;
+    size_t len;
 };
 
 struct fk_reader_opts {
@@ -80,15 +99,20 @@ struct fk_reader;
  * NULL with *err (an errno) when no thread can be made. */
 struct fk_reader *fk_reader_start(struct perf_evlist *evlist, const struct fk_reader_opts *o,
                                   int *err);
-/* The chunks filled so far, oldest first (NULL: none), after waiting up
- * to timeout_ms for the kernel to wake the reader (a ring's watermark, a
- * sample's wake-up) or for the chunks to pass a quarter of the limit.
- * *upto_ns: when the last pass they hold began (CLOCK_MONOTONIC, the
- * records' clock): a record older than that by the ring.h slack is in
- * them or in an earlier take. */
-struct fk_reader_chunk *fk_reader_take(struct fk_reader *r, int timeout_ms, uint64_t *upto_ns);
-/* Give taken chunks back (a list, as taken), before the next take. */
-void fk_reader_give_back(struct fk_reader *r, struct fk_reader_chunk *list);
+/* The records copied since the last take, as *n spans oldest first (an
+ * array of the reader's, valid until the next take), after waiting up to
+ * timeout_ms for the kernel to wake the reader (a ring's watermark, a
+ * sample's wake-up) or for the untaken bytes to pass a quarter of the
+ * limit. *upto_ns: when the last pass they hold began (CLOCK_MONOTONIC,
+ * the records' clock): a record older than that by the ring.h slack is in
+ * them or in an earlier take. Every chunk a span lies in is the taker's
+ * until it gives it back (a chunk may come again in a later take: give
+ * it back once). */
+const struct fk_reader_span *fk_reader_take(struct fk_reader *r, int timeout_ms,
+                                            uint64_t *upto_ns, size_t *n);
+/* The taker reads nothing more in chunk (until a later take hands on
+ * more of it). */
+void fk_reader_give_back(struct fk_reader *r, struct fk_reader_chunk *chunk);
 /* Every ring's fd hung up (a per-task target's tasks are gone). */
 bool fk_reader_hung_up(struct fk_reader *r);
 /* Stop the thread, then read what is left in the rings from the caller

@@ -16,46 +16,41 @@ static struct fk_ring_rec *new_rec(struct fk_ringq *q, const void *rec, size_t l
     r->time = fk_record_time(f, rec, len);
     r->seq = q->seq++;
     r->ref = NULL;
+    r->hold = NULL;
     r->off = 0;
     r->len = (uint32_t)len;
     q->bytes += len;
     return r;
 }
 
-/* Copy a record into buf, 8-byte aligned (the next copy stays aligned),
- * its stack copy cut by cut (NULL: whole); r's place and length set. */
-static void copy_in(struct fk_ringq *q, struct fk_ring_rec *r, const void *rec, size_t len,
-                    const struct fk_sample_format *cut)
+/* Copy a record into buf, 8-byte aligned (the next copy stays aligned);
+ * r's place set. */
+static void copy_in(struct fk_ringq *q, struct fk_ring_rec *r, const void *rec, size_t len)
 {
     fk_buf_reserve(&q->buf, len + 8);
     unsigned char *dst = (unsigned char *)q->buf.data + q->buf.len;
-    size_t n = cut ? fk_sample_cut_stack(cut, rec, len, dst) : 0;
-    if (!n) {
-        memcpy(dst, rec, len);
-        n = len;
-    }
-    size_t padded = (n + 7) & ~(size_t)7;
-    memset(dst + n, 0, padded - n);
-    r->ref = NULL;
+    memcpy(dst, rec, len);
+    size_t padded = (len + 7) & ~(size_t)7;
+    memset(dst + len, 0, padded - len);
     r->off = q->buf.len;
-    r->len = (uint32_t)n;
     q->buf.len += padded;
 }
 
 void fk_ringq_push(struct fk_ringq *q, const void *rec, size_t len, const struct fk_sample_format *f)
 {
     struct fk_ring_rec *r = new_rec(q, rec, len, f);
-    copy_in(q, r, rec, len, NULL);
+    copy_in(q, r, rec, len);
     if (q->tap)     /* the aligned copy: decoders read it in place */
         q->tap(q->tap_ctx, q->buf.data + r->off, r->len);
 }
 
 void fk_ringq_push_ref(struct fk_ringq *q, const void *rec, size_t len,
-                       const struct fk_sample_format *f)
+                       const struct fk_sample_format *f, uint32_t *hold)
 {
     struct fk_ring_rec *r = new_rec(q, rec, len, f);
     r->ref = rec;
-    q->cut_fmt = fk_sample_cut_format(f);
+    r->hold = hold;
+    ++*hold;
     if (q->tap)
         q->tap(q->tap_ctx, rec, len);
 }
@@ -130,8 +125,9 @@ static const struct fk_ring_rec *heap_pop(struct fk_ringq *q, size_t *n)
     return rec;
 }
 
-/* Rewrite the pending records as one run at the front of v and of a fresh
- * buffer, in delivery order; the spent space is dropped. */
+/* Rewrite the pending records as one run at the front of v, and the
+ * copied ones at the front of a fresh buffer, in delivery order; the spent
+ * space is dropped (records by reference stay where they lie). */
 static void compact(struct fk_ringq *q, size_t pending)
 {
     q->tmp = fk_grow(q->tmp, &q->captmp, pending, sizeof *q->tmp);
@@ -139,10 +135,12 @@ static void compact(struct fk_ringq *q, size_t pending)
     size_t hn = heap_build(q), k = 0;
     while (hn) {
         struct fk_ring_rec r = *heap_pop(q, &hn);
-        size_t padded = (r.len + 7u) & ~(size_t)7;
-        size_t off = q->spare.len;
-        fk_buf_add(&q->spare, q->buf.data + r.off, padded);
-        r.off = off;
+        if (!r.ref) {
+            size_t padded = (r.len + 7u) & ~(size_t)7;
+            size_t off = q->spare.len;
+            fk_buf_add(&q->spare, q->buf.data + r.off, padded);
+            r.off = off;
+        }
         q->tmp[k++] = r;
     }
     struct fk_ring_rec *v = q->v;
@@ -163,16 +161,6 @@ static void compact(struct fk_ringq *q, size_t pending)
     q->spare = swap;
 }
 
-/* The pending records pushed by reference, copied (before their space in
- * the ring is released). */
-static void keep_refs(struct fk_ringq *q)
-{
-    for (size_t k = 0; k < q->nruns; k++)
-        for (size_t i = q->runs[k].at; i < q->runs[k].end; i++)
-            if (q->v[i].ref)
-                copy_in(q, &q->v[i], q->v[i].ref, q->v[i].len, q->cut_fmt);
-}
-
 void fk_ringq_deliver(struct fk_ringq *q, uint64_t cutoff,
                       void (*fn)(void *ctx, const union perf_event *ev), void *ctx)
 {
@@ -191,6 +179,7 @@ void fk_ringq_deliver(struct fk_ringq *q, uint64_t cutoff,
             const struct fk_ring_rec *r = &q->v[run->at++];
             if (r->ref) {
                 fn(ctx, r->ref);
+                --*r->hold;
             } else {
                 q->spent += (r->len + 7u) & ~(size_t)7;
                 fn(ctx, (const union perf_event *)(q->buf.data + r->off));
@@ -209,7 +198,6 @@ void fk_ringq_deliver(struct fk_ringq *q, uint64_t cutoff,
             q->runs[keep++] = q->runs[r];
         }
     q->nruns = keep;
-    keep_refs(q);
     if (!pending) {
         q->n = q->scanned = 0;
         q->spent = 0;

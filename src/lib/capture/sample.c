@@ -40,6 +40,10 @@ bool fk_sample_format_init(struct fk_sample_format *f, uint64_t sample_type,
         f->sample_time_at = (unsigned)(sizeof(struct perf_event_header) +
                             8 * __builtin_popcountll(sample_type & (PERF_SAMPLE_IDENTIFIER |
                                                      PERF_SAMPLE_IP | PERF_SAMPLE_TID)));
+    f->fixed_words = f->read_words + (unsigned)__builtin_popcountll(sample_type & (
+        PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME |
+        PERF_SAMPLE_ADDR | PERF_SAMPLE_ID | PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU |
+        PERF_SAMPLE_PERIOD));
     return true;
 }
 
@@ -221,24 +225,80 @@ const struct fk_sample_format *fk_sample_cut_format(const struct fk_sample_forma
            ? f : NULL;
 }
 
+/* Where a sample's user stack copy lies: its size word's offset; false
+ * when it has none or the record is too short for it. The ring reader
+ * asks this of every sample, and the engine decodes the copy once after
+ * (fk_sample_parse): only the variable-length fields before the stack are
+ * walked, each checked against the end as fk_sample_parse checks it. */
+static bool stack_at(const struct fk_sample_format *f, const void *rec, size_t len, size_t *at)
+{
+    const struct perf_event_header *h = rec;
+    if (((uintptr_t)rec & 7) || len < sizeof *h || h->size > len || h->size < sizeof *h ||
+        h->type != PERF_RECORD_SAMPLE)
+        return false;
+    const uint64_t *p = (const uint64_t *)(h + 1);
+    const uint64_t *end = (const uint64_t *)((const char *)rec + (h->size & ~7u));
+    uint64_t st = f->sample_type;
+    if (f->fixed_words > (size_t)(end - p))
+        return false;
+    p += f->fixed_words;
+    if (st & PERF_SAMPLE_CALLCHAIN) {
+        if (p >= end || p[0] > (uint64_t)(end - p - 1))
+            return false;
+        p += 1 + p[0];
+    }
+    if (st & PERF_SAMPLE_RAW) {
+        if (p >= end)
+            return false;
+        uint32_t rs;
+        memcpy(&rs, p, sizeof rs);
+        uint64_t words = ((uint64_t)rs + 4 + 7) / 8;
+        if (words > (uint64_t)(end - p))
+            return false;
+        p += words;
+    }
+    if (st & PERF_SAMPLE_REGS_USER) {
+        if (p >= end)
+            return false;
+        uint64_t abi = *p++;
+        if (abi) {
+            if (f->nregs > (size_t)(end - p))
+                return false;
+            p += f->nregs;
+        }
+    }
+    if (p >= end)
+        return false;
+    *at = (size_t)((const char *)p - (const char *)rec);
+    return true;
+}
+
 size_t fk_sample_cut_stack(const struct fk_sample_format *f, const void *rec, size_t len,
                            void *out)
 {
+    size_t at;
+    if (!(f->sample_type & PERF_SAMPLE_STACK_USER) || !stack_at(f, rec, len, &at))
+        return 0;
     const struct perf_event_header *h = rec;
-    struct fk_sample s;
-    if (!(f->sample_type & PERF_SAMPLE_STACK_USER) || len < sizeof *h ||
-        h->type != PERF_RECORD_SAMPLE || !fk_sample_parse(f, rec, len, &s) || !s.stack)
+    const unsigned char *r = rec;
+    uint64_t size, dyn;
+    memcpy(&size, r + at, 8);
+    size_t words_left = ((h->size & ~7u) - at) / 8 - 1;    /* after the size word */
+    if (!size || size % 8 || size / 8 >= words_left)    /* the dyn word follows */
+        return 0;
+    const unsigned char *data = r + at + 8;
+    memcpy(&dyn, data + size, 8);
+    if (dyn > size)
         return 0;
     /* keep what the kernel copied, and one word more when it copied less
      * than asked, so "copied < asked" (the stack ended) stays true */
-    uint64_t keep = (s.stack_dyn + 7) & ~(uint64_t)7;
-    if (s.stack_dyn < s.stack_size)
+    uint64_t keep = (dyn + 7) & ~(uint64_t)7;
+    if (dyn < size)
         keep += 8;
-    if (keep >= s.stack_size)
+    if (keep >= size)
         return 0;
-    const unsigned char *r = rec, *data = s.stack;
-    size_t head = (size_t)(data - r) - 8;               /* up to the size word */
-    size_t tail_at = (size_t)(data - r) + s.stack_size; /* the dyn word and after */
+    size_t head = at;                       /* up to the size word */
+    size_t tail_at = at + 8 + size;         /* the dyn word and after */
     size_t tail = len - tail_at;
     size_t n = head + 8 + keep + tail;
     unsigned char *o = out;

@@ -30,6 +30,7 @@ struct fk_sample_format {
      * switch storm): words of the id trailer, where a sample's time is */
     unsigned id_words;
     unsigned sample_time_at;    /* byte offset; 0: no time */
+    unsigned fixed_words;       /* a sample's words before its callchain */
 };
 
 /* false if sample_type holds a field the decoder cannot walk (read_format

@@ -205,8 +205,10 @@ enum { SR_COUNT, SR_N = 2, SR_HEAD };
 /* Slots of p->lcache: 64 KB, a few times the distinct keys of a 65 MB
  * host capture. */
 enum { LCACHE_SLOTS = 1 << 14 };
-/* Slots of p->pcache: 8 KB, more than the processes of a busy host. */
-enum { PCACHE_SLOTS = 256 };
+/* Slots of p->pcache: 32 KB, a few times the process names of a busy
+ * host (302 in 135k samples of the shallow bench input: 2.4k misses
+ * here, 5.5k with 256 slots). */
+enum { PCACHE_BITS = 10, PCACHE_SLOTS = 1 << PCACHE_BITS };
 
 /* The lcache slot of the frame line at line (end: its end or the end of
  * what is buffered): a hash of its bytes 9 to 16, where an indented ip
@@ -245,6 +247,7 @@ void fk_perfscript_init(struct fk_perfscript *p, const struct fk_perfscript_opts
     p->st = st;
     if (o->event)
         p->event = fk_strdup(o->event);
+    p->event_len = p->event ? strlen(p->event) : 0;
     p->stk_cap = 512;
     p->stk = fk_malloc(p->stk_cap * sizeof *p->stk);
     p->stk_pos = p->stk_cap;
@@ -438,12 +441,45 @@ static void flush_sample(struct fk_perfscript *p)
     p->kstart = false;
 }
 
-/* The name id of the process name s[0..n): the last sample's, one cached
- * by the name's hash, or interned (then p->kfirst has room for it). */
-static uint32_t pname_intern(struct fk_perfscript *p, const char *s, size_t n)
+/* A process name of up to 16 bytes as two words, zero after its end
+ * (names hold no NUL: see name_ranks); end: where the readable bytes
+ * after s end (a name is read in two loads when 16 bytes are there). */
+static inline void pname_words(const char *s, size_t n, const char *end, uint64_t w[2])
+{
+    if (end - s >= 16) {
+        memcpy(&w[0], s, 8);
+        memcpy(&w[1], s + 8, 8);
+        if (n < 8) {
+            w[0] &= n ? ~0ULL >> (64 - 8 * n) : 0;
+            w[1] = 0;
+        } else if (n < 16) {
+            w[1] &= n > 8 ? ~0ULL >> (128 - 8 * n) : 0;
+        }
+    } else {
+        unsigned char b[16] = { 0 };
+        for (size_t i = 0; i < n; i++)
+            b[i] = (unsigned char)s[i];
+        memcpy(w, b, 16);
+    }
+}
+
+/* The name id of the process name s[0..n) (end: see pname_words): one
+ * cached by the name's hash, or interned (then p->kfirst has room for
+ * it). Names of up to 16 bytes (nearly all: a comm has 15 at most) are
+ * hashed and compared as two words. */
+static uint32_t pname_intern(struct fk_perfscript *p, const char *s, size_t n, const char *end)
 {
     struct fk_pname_slot *c = NULL;
-    if (n <= sizeof c->name) {
+    uint64_t w[2];
+    if (n <= 16) {
+        pname_words(s, n, end, w);
+        uint64_t h = (w[0] * 0x9fb21c651e98df25ULL) ^ (w[1] * 0xc2b2ae3d27d4eb4fULL) ^ n;
+        c = &p->pcache[(h ^ h >> 29) * 0x9e3779b97f4a7c15ULL >> (64 - PCACHE_BITS)];
+        uint64_t x[2];
+        memcpy(x, c->name, 16);
+        if (c->id1 && c->len == n && !((x[0] ^ w[0]) | (x[1] ^ w[1])))
+            return c->id1 - 1;
+    } else if (n <= sizeof c->name) {
         c = &p->pcache[fk_hash(s, n) % PCACHE_SLOTS];
         if (c->id1 && c->len == n && !memcmp(c->name, s, n))
             return c->id1 - 1;
@@ -452,6 +488,7 @@ static uint32_t pname_intern(struct fk_perfscript *p, const char *s, size_t n)
     if (c) {
         c->id1 = id + 1;
         c->len = (uint8_t)n;
+        memset(c->name, 0, sizeof c->name);
         memcpy(c->name, s, n);
     }
     if (id >= p->kfirst_cap) {
@@ -462,9 +499,9 @@ static uint32_t pname_intern(struct fk_perfscript *p, const char *s, size_t n)
     return id;
 }
 
-static bool event_matches(const char *want, const char *ev, size_t len)
+/* Is ev[0..len) the event want (wl bytes, strlen(want))? */
+static bool event_matches(const char *want, size_t wl, const char *ev, size_t len)
 {
-    size_t wl = strlen(want);
     if (len == wl && !memcmp(want, ev, len))
         return true;
     /* "cpu-clock" also matches "cpu-clock:ppp" (perf appends modifiers). */
@@ -870,8 +907,8 @@ static enum tok classify(const char *s, size_t n)
  * event:" (perf record -a) and the same without "[cpu]" (a command or
  * pid recorded), classified by position (as classify() would): how many
  * (6 or 5), or 0 for any other shape, which the general loop then
- * handles. */
-static int header_fast(char *s, char *end, char **ts, size_t *tl, enum tok *tk)
+ * handles. A byte at a time; header_fast gives the same from bit masks. */
+static int header_scalar(char *s, char *end, char **ts, size_t *tl, enum tok *tk)
 {
     char *q = find_blank(s, end), *b = s;
     int n = 0;
@@ -926,6 +963,140 @@ static int header_fast(char *s, char *end, char **ts, size_t *tl, enum tok *tk)
         return 0;
     ts[n] = b, tl[n] = (size_t)(q - b), tk[n] = T_EVENT, n++;
     return n;
+}
+
+#ifdef __SSE2__
+/* The first set bit of mask at or after from; n (the end) when none. */
+static inline unsigned first_at(uint64_t mask, unsigned from, unsigned n)
+{
+    uint64_t m = from < 64 ? mask & (~0ULL << from) : 0;
+    return m ? (unsigned)__builtin_ctzll(m) : n;
+}
+
+/* header_scalar's answer from masks of the line's first 64 bytes (blanks,
+ * digits, dots): each field's end is one bit scan, not a loop a byte at a
+ * time (whose exits the branch predictor misses: field widths vary from
+ * sample to sample). -1 when the line is under 16 bytes, or a field runs
+ * past the 64 bytes and the line goes on: then header_scalar decides. */
+static int header_masks(char *s, char *end, char **ts, size_t *tl, enum tok *tk)
+{
+    size_t len = (size_t)(end - s);
+    if (len < 16)
+        return -1;
+    unsigned n = len < 64 ? (unsigned)len : 64;
+    bool whole = len <= 64;
+    uint64_t sp = 0, dg = 0, dot = 0;
+    for (unsigned off = 0; off < n; off += 16) {
+        /* a last part of under 16 bytes: the line's last 16, shifted */
+        unsigned shift = n - off >= 16 ? 0 : 16 - (n - off);
+        __m128i v = _mm_loadu_si128((const __m128i *)(s + off - shift));
+        __m128i d = _mm_sub_epi8(v, _mm_set1_epi8('0'));
+        unsigned b = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')),
+                                                              _mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))));
+        unsigned g = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d));
+        unsigned t = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('.')));
+        sp |= (uint64_t)(b >> shift) << off;
+        dg |= (uint64_t)(g >> shift) << off;
+        dot |= (uint64_t)(t >> shift) << off;
+    }
+    uint64_t valid = n == 64 ? ~0ULL : (1ULL << n) - 1, nsp = ~sp & valid, ndg = ~dg & valid;
+    /* a field reaching the window's end: the line's end when it is whole */
+#define AT_END(x) ((x) >= n)
+#define END_OR_SLOW (whole ? 0 : -1)
+    int k = 0;
+    unsigned q = first_at(sp, 0, n), b;
+    if (AT_END(q))
+        return END_OR_SLOW;
+    if (q == 0)
+        return 0;
+    ts[k] = s, tl[k] = q, tk[k] = classify(s, q), k++;
+    b = first_at(nsp, q, n);
+    if (AT_END(b))
+        return END_OR_SLOW;
+    q = first_at(ndg, b, n);
+    if (AT_END(q))
+        return END_OR_SLOW;
+    enum tok pid = T_NUM;
+    if (q > b && s[q] == '/') {
+        unsigned t = q + 1;
+        q = first_at(ndg, t, n);
+        if (AT_END(q))
+            return END_OR_SLOW;
+        if (q == t)
+            return 0;
+        pid = T_PIDTID;
+    }
+    if (q == b || !(sp >> q & 1))
+        return 0;
+    ts[k] = s + b, tl[k] = q - b, tk[k] = pid, k++;
+    b = first_at(nsp, q, n);
+    if (AT_END(b))
+        return END_OR_SLOW;
+    if (s[b] == '[') {
+        q = first_at(ndg, b + 1, n);
+        if (AT_END(q))
+            return END_OR_SLOW;
+        if (q == b + 1 || s[q] != ']')
+            return 0;
+        if (AT_END(++q))
+            return END_OR_SLOW;
+        if (!(sp >> q & 1))
+            return 0;
+        ts[k] = s + b, tl[k] = q - b, tk[k] = T_CPU, k++;
+        b = first_at(nsp, q, n);
+        if (AT_END(b))
+            return END_OR_SLOW;
+    }
+    q = first_at(ndg, b, n);        /* the time: digits '.' digits and dots ':' */
+    if (AT_END(q))
+        return END_OR_SLOW;
+    if (q == b || s[q] != '.')
+        return 0;
+    q = first_at(~(dg | dot) & valid, q + 1, n);
+    if (AT_END(q))
+        return END_OR_SLOW;
+    if (s[q] != ':')
+        return 0;
+    if (AT_END(++q))
+        return END_OR_SLOW;
+    if (!(sp >> q & 1))
+        return 0;
+    ts[k] = s + b, tl[k] = q - b, tk[k] = T_TIME, k++;
+    b = first_at(nsp, q, n);        /* the period */
+    if (AT_END(b))
+        return END_OR_SLOW;
+    q = first_at(ndg, b, n);
+    if (AT_END(q))
+        return END_OR_SLOW;
+    if (q == b || !(sp >> q & 1))
+        return 0;
+    ts[k] = s + b, tl[k] = q - b, tk[k] = T_NUM, k++;
+    b = first_at(nsp, q, n);        /* the event */
+    if (AT_END(b))
+        return END_OR_SLOW;
+    if (dg >> b & 1)
+        return 0;
+    q = first_at(sp, b, n);
+    if (AT_END(q) && !whole)
+        return -1;
+    if (q - b < 2 || s[q - 1] != ':')
+        return 0;
+    ts[k] = s + b, tl[k] = q - b, tk[k] = T_EVENT, k++;
+    return k;
+#undef AT_END
+#undef END_OR_SLOW
+}
+#endif
+
+/* The usual header's tokens (see header_scalar). */
+static inline int header_fast(char *s, char *end, char **ts, size_t *tl, enum tok *tk)
+{
+#ifdef __SSE2__
+    int k = header_masks(s, end, ts, tl, tk);
+    if (k >= 0)
+        return k;
+#endif
+    return header_scalar(s, end, ts, tl, tk);
 }
 
 static const char *pname_make(struct fk_perfscript *p, const char *cb, const char *ce,
@@ -993,8 +1164,9 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
         size_t el = tl[ev] - 1;
         if (!p->event) {
             p->event = fk_strndup(e, el);
+            p->event_len = strlen(p->event);
             p->event_defaulted = true;
-        } else if (!event_matches(p->event, e, el)) {
+        } else if (!event_matches(p->event, p->event_len, e, el)) {
             keep = false;
             p->skipped_events++;
             if (!p->other_event)
@@ -1024,7 +1196,7 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
         pn = pname_make(p, cb, ce, with_pid ? ts[pidt] : NULL, with_pid ? tl[pidt] : 0);
         pl = p->pname.len;
     }
-    p->pname_id = pname_intern(p, pn, pl);
+    p->pname_id = pname_intern(p, pn, pl, plain ? end : pn + pl);
     /* from the bytes at hand, not the name table's (a cache miss) */
     p->java = pl >= 4 && !memcmp(pn, "java", 4);
     /* Without -g the sample's own ip/sym/dso follow the event. */
@@ -1143,77 +1315,166 @@ void fk_perfscript_line(struct fk_perfscript *p, char *line, size_t len, uint64_
     fk_parse_stats_bad(p->st, lineno, line, len, why);
 }
 
-/* What sorting stacks reads of each frame name: its first 8 bytes as a
- * big-endian number (zero after its end) and its length, side by side, so
- * that most comparisons of two names touch neither the name table nor
- * the names' bytes. */
-struct name_head {
-    uint64_t be8;
-    uint32_t len;
+/* Sorting stacks into the order of their folded text (frame names joined
+ * by ';', compared bytewise, a line before one it is the beginning of:
+ * what fk_folded_write gives) without writing the text out. Names never
+ * hold ';' or NUL (add_frame and the process name turn them into ':' and
+ * '?'), and equal names have equal ids. So each name x gets two ranks,
+ * its place among all the strings "x" (x ends its stack) and "x;" (more
+ * frames follow): a stack's text orders as the sequence of its frames'
+ * ranks, mid ranks then the last frame's last rank. The ranks come from
+ * the names sorted by their bytes, and the stacks are sorted by their
+ * rank sequences, both by one radix sort of 64-bit chunks (8 bytes of a
+ * name, a few ranks of a stack), refined chunk by chunk in the runs that
+ * tie: no comparison of stacks, and a record is read once per chunk. */
+struct chunk_item {
+    uint64_t key;       /* the chunk being sorted on */
+    uint32_t ref;       /* a name id or a stack record's word offset */
 };
 
-static struct name_head *name_heads(const struct fk_stacktab *names)
-{
-    struct name_head *v = fk_malloc((names->n ? names->n : 1) * sizeof *v);
-    for (size_t i = 0; i < names->n; i++) {
-        const struct fk_stack *nm = &names->v[i];
-        uint64_t x = 0;
-        for (size_t k = 0; k < 8; k++)
-            x = x << 8 | (k < nm->len ? (unsigned char)nm->key[k] : 0);
-        v[i] = (struct name_head){ x, nm->len };
-    }
-    return v;
-}
-
-struct sort_ctx {
-    const struct fk_stacktab *names;
-    const struct name_head *head;
+struct chunk_sort {
+    const struct fk_perfscript *p;
+    const uint32_t *mid, *last;     /* ranks by name id (1 on; 0 is "ended") */
+    unsigned bits, per;             /* bits a rank takes, ranks per chunk */
+    /* chunk depth of ref: its key; *more when ref goes on after it */
+    uint64_t (*chunk)(const struct chunk_sort *cs, uint32_t ref, size_t depth, bool *more);
+    struct chunk_item *tmp;
+    uint32_t (*count)[256];         /* 8 x 256 counters */
 };
 
-/* Two stacks (their ids, root first) in the order of their folded text
- * (frame names joined by ';', compared bytewise as fk_folded_write sorts),
- * without writing the text out. Names never hold ';' (add_frame and the
- * process name turn it into ':'), and equal names have equal ids. */
-static int cmp_text(const struct sort_ctx *sc, const uint32_t *a, size_t na,
-                    const uint32_t *b, size_t nb)
+static uint64_t name_chunk(const struct chunk_sort *cs, uint32_t id, size_t depth, bool *more)
 {
-    size_t m = na < nb ? na : nb, k = 0;
-    while (k + 2 <= m) {
-        uint64_t x, y;
-        memcpy(&x, a + k, 8);
-        memcpy(&y, b + k, 8);
-        if (x != y)
-            break;
-        k += 2;
-    }
-    while (k < m && a[k] == b[k])
-        k++;
-    if (k == m)     /* one goes on with ';' where the other ends */
-        return (na > m) - (nb > m);
-    /* names that differ in their first 8 bytes, within both */
-    const struct name_head *hx = &sc->head[a[k]], *hy = &sc->head[b[k]];
-    if (hx->be8 != hy->be8) {
-        uint32_t at = (uint32_t)__builtin_clzll(hx->be8 ^ hy->be8) / 8;
-        if (at < hx->len && at < hy->len)
-            return hx->be8 < hy->be8 ? -1 : 1;
-    }
-    const struct fk_stack *x = &sc->names->v[a[k]], *y = &sc->names->v[b[k]];
-    size_t l = x->len < y->len ? x->len : y->len;
-    int c = memcmp(x->key, y->key, l);
-    if (c || x->len == y->len)
-        return c;
-    /* one name goes on where the other has ';' (more frames) or ends */
-    bool xlong = x->len > y->len;
-    unsigned char lc = (unsigned char)(xlong ? x->key : y->key)[l];
-    bool more = xlong ? k + 1 < nb : k + 1 < na;
-    int r = more && lc < ';' ? -1 : 1;
-    return xlong ? r : -r;
+    const struct fk_stack *nm = &cs->p->names.v[id];
+    size_t at = depth * 8;
+    uint64_t x = 0;
+    for (size_t k = 0; k < 8; k++)
+        x = x << 8 | (at + k < nm->len ? (unsigned char)nm->key[at + k] : 0);
+    *more = nm->len > at + 8;
+    return x;
 }
 
-static int cmp_stack(const void *x, const void *y, void *arg)
+static uint64_t stack_chunk(const struct chunk_sort *cs, uint32_t off, size_t depth, bool *more)
 {
-    const uint32_t *a = *(const uint32_t *const *)x, *b = *(const uint32_t *const *)y;
-    return cmp_text(arg, a + SR_HEAD, a[SR_N], b + SR_HEAD, b[SR_N]);
+    const uint32_t *r = cs->p->stacks.w + off, *ids = r + SR_HEAD;
+    size_t n = r[SR_N], at = depth * cs->per, stop = at + cs->per;
+    uint64_t x = 0;
+    for (size_t j = at; j < stop; j++)
+        x = x << cs->bits | (j + 1 < n ? cs->mid[ids[j]] : j + 1 == n ? cs->last[ids[j]] : 0);
+    *more = n > stop;
+    return x;
+}
+
+/* Sort v[0..n) by key, stably: insertion for a few, else LSD radix by
+ * bytes (a byte the same in every key is no pass). */
+static void sort_items(struct chunk_sort *cs, struct chunk_item *v, size_t n)
+{
+    if (n < 48) {
+        for (size_t i = 1; i < n; i++) {
+            struct chunk_item x = v[i];
+            size_t j = i;
+            for (; j > 0 && v[j - 1].key > x.key; j--)
+                v[j] = v[j - 1];
+            v[j] = x;
+        }
+        return;
+    }
+    uint32_t (*c)[256] = cs->count;
+    memset(c, 0, 8 * sizeof *c);
+    for (size_t i = 0; i < n; i++)
+        for (unsigned b = 0; b < 8; b++)
+            c[b][(v[i].key >> (8 * b)) & 0xff]++;
+    struct chunk_item *from = v, *to = cs->tmp;
+    for (unsigned b = 0; b < 8; b++) {
+        if (c[b][(v[0].key >> (8 * b)) & 0xff] == n)
+            continue;
+        uint32_t at = 0;
+        for (unsigned d = 0; d < 256; d++) {
+            uint32_t k = c[b][d];
+            c[b][d] = at;
+            at += k;
+        }
+        for (size_t i = 0; i < n; i++)
+            to[c[b][(from[i].key >> (8 * b)) & 0xff]++] = from[i];
+        struct chunk_item *t = from;
+        from = to;
+        to = t;
+    }
+    if (from != v)
+        memcpy(v, from, n * sizeof *v);
+}
+
+/* Sort v[0..n) by the refs' chunk sequences: by chunk 0, then each run
+ * that ties by its next chunk, and so on (a work list, not recursion: a
+ * stack may be a million frames deep). Refs that tie to their ends keep
+ * their order. */
+static void chunk_sort(struct chunk_sort *cs, struct chunk_item *v, size_t n)
+{
+    struct run { size_t at, n, depth; } *work = NULL;
+    size_t nwork = 0, cap = 0;
+    cs->tmp = fk_malloc((n ? n : 1) * sizeof *cs->tmp);
+    cs->count = fk_malloc(8 * sizeof *cs->count);
+    if (n > 1) {
+        work = fk_grow(work, &cap, 1, sizeof *work);
+        work[nwork++] = (struct run){ 0, n, 0 };
+    }
+    while (nwork) {
+        struct run r = work[--nwork];
+        struct chunk_item *w = v + r.at;
+        bool any = false;
+        for (size_t i = 0; i < r.n; i++) {
+            bool more;
+            w[i].key = cs->chunk(cs, w[i].ref, r.depth, &more);
+            any |= more;
+        }
+        sort_items(cs, w, r.n);
+        if (!any)
+            continue;
+        for (size_t i = 0, j; i < r.n; i = j) {
+            for (j = i + 1; j < r.n && w[j].key == w[i].key; j++)
+                ;
+            if (j - i > 1) {
+                work = fk_grow(work, &cap, nwork + 1, sizeof *work);
+                work[nwork++] = (struct run){ r.at + i, j - i, r.depth + 1 };
+            }
+        }
+    }
+    free(work);
+    free(cs->tmp);
+    free(cs->count);
+}
+
+/* The names' ranks (see above) into mid[] and last[], by id. In bytewise
+ * order, the names that x begins are right after x; "x;" comes after
+ * those of them whose next byte is below ';' and before the rest. Names
+ * that begin the current one wait on a stack (each begins the next) until
+ * a name that they do not begin, or that goes on with a byte above ';',
+ * shows their "x;" comes now. */
+static void name_ranks(struct chunk_sort *cs, uint32_t *mid, uint32_t *last)
+{
+    const struct fk_stacktab *names = &cs->p->names;
+    size_t n = names->n;
+    struct chunk_item *v = fk_malloc((n ? n : 1) * sizeof *v);
+    for (size_t i = 0; i < n; i++)
+        v[i].ref = (uint32_t)i;
+    cs->chunk = name_chunk;
+    chunk_sort(cs, v, n);
+    uint32_t *open = fk_malloc((n ? n : 1) * sizeof *open), nopen = 0, rank = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct fk_stack *y = &names->v[v[i].ref];
+        while (nopen) {
+            const struct fk_stack *x = &names->v[open[nopen - 1]];
+            if (x->len < y->len && !memcmp(x->key, y->key, x->len) &&
+                (unsigned char)y->key[x->len] < ';')
+                break;
+            mid[open[--nopen]] = ++rank;
+        }
+        last[v[i].ref] = ++rank;
+        open[nopen++] = v[i].ref;
+    }
+    while (nopen)
+        mid[open[--nopen]] = ++rank;
+    free(open);
+    free(v);
 }
 
 /* The folded text of stack record r appended to buf (room left for its
@@ -1270,27 +1531,42 @@ void fk_perfscript_finish(struct fk_perfscript *p)
 
 struct sorted_stacks {
     const struct fk_perfscript *p;
-    const uint32_t **v;
+    const struct chunk_item *v;     /* refs: stack records, in order */
 };
 
 static uint64_t sorted_stack(void *ctx, size_t i, struct fk_buf *b)
 {
     const struct sorted_stacks *ss = ctx;
-    stack_text(ss->p, ss->v[i], b);
-    return sr_count(ss->v[i]);
+    const uint32_t *r = ss->p->stacks.w + ss->v[i].ref;
+    if (i + 4 < ss->p->stacks.n)
+        __builtin_prefetch(ss->p->stacks.w + ss->v[i + 4].ref);
+    stack_text(ss->p, r, b);
+    return sr_count(r);
 }
 
 bool fk_perfscript_write(const struct fk_perfscript *p,
                          bool (*sink)(void *ctx, const void *data, size_t len), void *ctx)
 {
-    size_t n = p->stacks.n;
-    const uint32_t **v = stack_list(p);
-    struct sort_ctx sc = { &p->names, name_heads(&p->names) };
-    qsort_r(v, n, sizeof *v, cmp_stack, &sc);
-    free((void *)sc.head);
-    struct sorted_stacks ss = { p, v };
+    size_t n = p->stacks.n, nn = p->names.n;
+    struct chunk_sort cs = { .p = p };
+    uint32_t *ranks = fk_malloc((nn ? 2 * nn : 1) * sizeof *ranks);
+    name_ranks(&cs, ranks, ranks + nn);
+    cs.mid = ranks;
+    cs.last = ranks + nn;
+    cs.bits = 1;
+    while (cs.bits < 32 && (2 * (uint64_t)nn) >> cs.bits)
+        cs.bits++;
+    cs.per = 64 / cs.bits;
+    cs.chunk = stack_chunk;
+    struct chunk_item *items = fk_malloc((n ? n : 1) * sizeof *items);
+    size_t i = 0;
+    for (size_t at = 0; at < p->stacks.len; at += SR_HEAD + p->stacks.w[at + SR_N])
+        items[i++].ref = (uint32_t)at;
+    chunk_sort(&cs, items, n);
+    free(ranks);
+    struct sorted_stacks ss = { p, items };
     bool ok = fk_folded_write_lines(n, sorted_stack, &ss, sink, ctx);
-    free(v);
+    free(items);
     return ok;
 }
 

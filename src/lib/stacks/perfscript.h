@@ -30,6 +30,7 @@ struct fk_perfscript {
     struct fk_stacktab *tab;    /* filled by finish; may be NULL */
     struct fk_parse_stats *st;
     char *event;                /* the event counted (first seen or o.event) */
+    size_t event_len;           /* strlen(event) */
     bool event_defaulted;
     char *other_event;          /* first event skipped, for the warning */
     uint64_t samples;           /* samples counted */
