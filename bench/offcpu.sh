@@ -8,6 +8,12 @@
 #     one run; flamekit's own CPU (% of one core in the window's steady part,
 #     and with start-up), us per switch-out, peak RSS, window-end-to-files
 #     time; the throughput loss of both, side by side;
+#  1b. "paired": the storm's throughput loss with the VM's own speed taken
+#     out (bench/offcpu-paired.py: two storms pinned one per CPU, flamekit
+#     attached to each in turn, the other the control, per CPU and per
+#     wall second; with FK_BASELINE its flamekit in the same rotation),
+#     FK_BENCH_ROUNDS rounds (default 4: about 4 s a window here) of FK_BENCH_PAIRED_SECS windows
+#     (default 2);
 #  2. the stack copy for blocked stacks: complete user stacks at 4, 8, 16
 #     and 32 KiB on programs nobody here wrote (python3, xz) and the truth
 #     workload;
@@ -18,7 +24,7 @@
 # directory holding another flamekit, e.g. main's) its default run
 # (fk-base) is interleaved with this build's and the ratios printed.
 # Environment: FK_BENCH_SECS (window, default 4), FK_BENCH_REPS (default 3),
-# FK_BENCH_OFFCPU_PARTS (default "storm stack minblock").
+# FK_BENCH_OFFCPU_PARTS (default "storm paired stack minblock").
 set -eu
 : "${FK_BUILD:?run through make bench}" "${FLAMEKIT:?run through make bench}"
 FK_SRC=${FK_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -113,7 +119,7 @@ storm() {
     storm_rate "$out" "$from" "$to"
 }
 
-PARTS=${FK_BENCH_OFFCPU_PARTS:-storm stack minblock}
+PARTS=${FK_BENCH_OFFCPU_PARTS:-storm paired stack minblock}
 if [[ " $PARTS " == *" storm "* ]]; then
 echo "== switch storm: $SECS s windows, median of $REPS interleaved runs (the order turns each run)"
 modes=(none fk-default)
@@ -155,6 +161,12 @@ if [ $have_bt = 1 ]; then
         printf "same run: throughput loss flamekit %.1f%%, bpftrace %.1f%%; flamekit keeps %.3fx the throughput bpftrace does\n",
                (1 - f / b) * 100, (1 - t / b) * 100, f / t }'
 fi
+fi
+
+if [[ " $PARTS " == *" paired "* ]]; then
+echo "== switch storm, paired: ${FK_BENCH_ROUNDS:-4} rounds of ${FK_BENCH_PAIRED_SECS:-2} s windows, a storm pinned to each CPU, one profiled, one the control"
+python3 "$FK_SRC/bench/offcpu-paired.py" "$TRUTH" "${FK_BENCH_ROUNDS:-4}" "${FK_BENCH_PAIRED_SECS:-2}" \
+    ${CG:+"$CG"} fk-default="$FLAMEKIT" ${BASE:+fk-base="$BASE"}
 fi
 
 if [[ " $PARTS " == *" stack "* ]]; then

@@ -213,6 +213,39 @@ def boot_mean(v, n=2000):
     return statistics.fmean(v), m[int(0.025 * n)], m[int(0.975 * n) - 1]
 
 
+def paired_rounds(rounds, window, modes, attach):
+    """The windows of a paired run, (round, profiled copy, mode, lo, hi):
+    per round each of modes and "none" (nothing attached) for each copy, in
+    an order that turns each round; attach(copy, mode) runs a capture of
+    window seconds and returns its (lo, hi) wall ns."""
+    windows = []
+    order = [(c, m) for m in list(modes) + ["none"] for c in (0, 1)]
+    for r in range(rounds):
+        k = r % len(order)
+        for c, m in order[k:] + order[:k]:
+            if m == "none":
+                lo = time.time_ns()
+                time.sleep(window)
+                windows.append((r, c, m, lo, time.time_ns()))
+            else:
+                windows.append((r, c, m) + tuple(attach(c, m)))
+    return windows
+
+
+def paired_g(windows, t, rounds, modes):
+    """g per (mode, 0: per CPU second, 1: per wall second): {round:
+    sqrt(q(copy 0 profiled) * q(copy 1 profiled))}, q being the profiled
+    copy's rate over the control's in a window; t: each copy's ticks."""
+    q = {}      # (round, mode, copy) -> (CPU q, wall q)
+    for r, c, m, lo, hi in windows:
+        a, b = rate(t[c], lo, hi), rate(t[1 - c], lo, hi)
+        if a and b:
+            q[(r, m, c)] = (a[0] / b[0], a[1] / b[1])
+    return {(m, k): {r: (q[(r, m, 0)][k] * q[(r, m, 1)][k]) ** 0.5
+                     for r in range(rounds) if (r, m, 0) in q and (r, m, 1) in q}
+            for m in list(modes) + ["none"] for k in (0, 1)}
+
+
 def paired(fk, py, truth, hz, mode, rounds, window):
     if (os.cpu_count() or 1) < 2:
         print("%s Hz %s paired: SKIP: fewer than 2 CPUs" % (hz, mode))
@@ -229,24 +262,16 @@ def paired(fk, py, truth, hz, mode, rounds, window):
         end = time.time() + 20
         while time.time() < end and min(len(ticks_of(x)) for x in ticks) < 10:
             time.sleep(0.1)     # both started and warm
-        windows = []        # (round, profiled copy, mode, lo, hi)
-        for r in range(rounds):
-            order = [(c, m) for m in ("on", "off", "none") for c in (0, 1)]
-            k = r % len(order)
-            for c, m in order[k:] + order[:k]:
-                if m == "none":
-                    lo = time.time_ns()
-                    time.sleep(window)
-                    windows.append((r, c, m, lo, time.time_ns()))
-                    continue
-                out = os.path.join(work_dir, "%s-%d-%d" % (m, c, r))
-                subprocess.run([fk, "pid", "-q", "--no-svg", "-F", str(hz), "-d",
-                                "%dms" % int(window * 1000), "--python", m, "-o", out,
-                                str(ws[c].pid)], check=True, stdout=subprocess.DEVNULL)
-                meta = json.load(open(glob.glob(out + "/*.json")[0]))
-                lo = meta["start_unix_ns"]
-                windows.append((r, c, m, lo, lo + int(meta["duration_s"] * 1e9)))
-                shutil.rmtree(out)
+        def attach(c, m):
+            out = os.path.join(work_dir, "%s-%d" % (m, c))
+            subprocess.run([fk, "pid", "-q", "--no-svg", "-F", str(hz), "-d",
+                            "%dms" % int(window * 1000), "--python", m, "-o", out,
+                            str(ws[c].pid)], check=True, stdout=subprocess.DEVNULL)
+            meta = json.load(open(glob.glob(out + "/*.json")[0]))
+            shutil.rmtree(out)
+            lo = meta["start_unix_ns"]
+            return lo, lo + int(meta["duration_s"] * 1e9)
+        windows = paired_rounds(rounds, window, ("on", "off"), attach)
         time.sleep(2 * TICK_CPU)
         t = [ticks_of(x) for x in ticks]
     finally:
@@ -254,16 +279,7 @@ def paired(fk, py, truth, hz, mode, rounds, window):
             w.kill()
             w.wait()
         shutil.rmtree(work_dir)
-    q = {}      # (round, mode, copy) -> (CPU q, wall q)
-    for r, c, m, lo, hi in windows:
-        a, b = rate(t[c], lo, hi), rate(t[1 - c], lo, hi)
-        if a and b:
-            q[(r, m, c)] = (a[0] / b[0], a[1] / b[1])
-    g = {}
-    for m in ("on", "off", "none"):
-        for k in (0, 1):
-            g[(m, k)] = {r: (q[(r, m, 0)][k] * q[(r, m, 1)][k]) ** 0.5
-                         for r in range(rounds) if (r, m, 0) in q and (r, m, 1) in q}
+    g = paired_g(windows, t, rounds, ("on", "off"))
     for k, what in ((0, "CPU"), (1, "wall")):
         for m in ("on", "off", "none"):
             v = list(g[(m, k)].values())

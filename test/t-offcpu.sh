@@ -105,7 +105,20 @@ if offcpu sleeps run -- "$TRUTH" sleeps 3; then
     check_grep "sleeps: the kernel part is there (do_nanosleep)" 'do_nanosleep_\[k\]' "$(zcat "$F")"
     check_eq "sleeps: metadata says profile offcpu" offcpu "$(jnum profile "$J")"
     check_eq "sleeps: folded counts are ns" ns "$(jnum weight_unit "$J")"
-    check_eq "sleeps: no switch-in lost" 0 "$(jnum offcpu.switch_ins_lost "$J")"
+    # A switch-in is lost only among records the kernel could not write
+    # (a LOST record: every block waiting for its switch-in then is
+    # dropped, counted, never given time); with none lost there is none.
+    # On a host too loaded for flamekit to drain its rings there is no
+    # truth to compare with.
+    if [ "$(jnum lost "$J")" = 0 ]; then
+        check_eq "sleeps: no switch-in lost (no record lost)" 0 "$(jnum offcpu.switch_ins_lost "$J")"
+    else
+        skip "sleeps: no switch-in lost" "$(jnum lost "$J") records lost (host too loaded to drain the rings): blocks waiting for their switch-in were dropped"
+    fi
+    # every switch-out record is counted and dropped in the reader
+    low=$(jnum offcpu.switches_seen "$J")
+    check "sleeps: the reader dropped the switch records it counted ($(jnum reader.records_dropped "$J") >= $low)" \
+        test "$(jnum reader.records_dropped "$J")" -ge "$low"
     check_grep "sleeps: the SVG uses the cold palette" 'data-colors="node"' "$(head -c 200000 "$S")"
     check_grep "sleeps: the SVG counts nanoseconds" 'data-countname="ns"' "$(head -c 200000 "$S")"
     if have_browser; then

@@ -19,8 +19,9 @@
  *   offcpu-truth storm SECONDS      two threads ping-pong a byte through two
  *                                   pipes as fast as they can; prints the
  *                                   round trips per second, and every 100 ms
- *                                   "at REALTIME_NS ROUND_TRIPS" (for a rate
- *                                   over a window of its own)
+ *                                   "at REALTIME_NS ROUND_TRIPS CPU_NS" (the
+ *                                   process's CPU so far: for a rate over a
+ *                                   window of its own, per wall or CPU second)
  *   offcpu-truth phases SECONDS STORM_SECONDS
  *                                   truth-sleep sleeps 1 ms at a time
  *                                   (wait_1ms) throughout, and says every
@@ -291,10 +292,13 @@ static void *storm_report(void *arg)
     (void)arg;
     name_thread("truth-report");
     while (!atomic_load(&done)) {
-        struct timespec ts;
+        struct timespec ts, cpu;
         clock_gettime(CLOCK_REALTIME, &ts);
-        printf("at %llu %llu\n", (unsigned long long)ts.tv_sec * 1000000000ull +
-               (unsigned long long)ts.tv_nsec, (unsigned long long)atomic_load(&trips));
+        uint64_t n = atomic_load(&trips);
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+        printf("at %llu %llu %llu\n", (unsigned long long)ts.tv_sec * 1000000000ull +
+               (unsigned long long)ts.tv_nsec, (unsigned long long)n,
+               (unsigned long long)cpu.tv_sec * 1000000000ull + (unsigned long long)cpu.tv_nsec);
         fflush(stdout);
         sleep_ms(100);
     }

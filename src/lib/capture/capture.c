@@ -493,6 +493,8 @@ static void read_rings(struct fk_engine *e, int timeout_ms, bool final)
     e->r->ring_bytes = st.bytes;
     e->r->reader_peak_bytes = st.peak_bytes;
     e->r->reader_full = st.full;
+    e->r->reader_records = st.records;
+    e->r->reader_dropped = st.dropped;
     fk_pins_stats(e->pins, &e->r->pins);
     if (e->tree_resync) {
         fk_tree_resync(&e->tree);

@@ -149,6 +149,9 @@ struct fk_capture_result {
      * passes that found it full (records left in a ring, the kernel's to
      * drop and count in lost) */
     uint64_t reader_peak_bytes, reader_full;
+    /* records it read, and side-band records a kind counted as they left
+     * the rings and had it drop there (off-CPU's switch-outs) */
+    uint64_t reader_records, reader_dropped;
     /* the nice value the capture's threads ran at (raised: above
      * flamekit's own, capture.c engine_priority) */
     int nice;
