@@ -219,6 +219,22 @@ else
     fi
     if cap pydoc -F 999 -- "$PY" -m pydoc -w json.decoder email.message; then
         check_grep "pydoc -w: writedoc and HTMLDoc's methods" 'writedoc_\[p\];(.*;)?HTMLDoc\.' "$(zcat "$F")"
+        # a short-lived interpreter exec'd by run is read early from its
+        # first samples on (the exec seen as its mapping leaves the ring,
+        # not 20-70 ms later when handled), each chain from its sample's
+        # own heads (the _PyCFrame offset learned from a read made as the
+        # sample left the ring: one made when it is handled, 20 ms on, is
+        # another call's), and never a head read late walked through frames
+        # of the sample's moment -- such walks came out invalid in 9-57 %
+        # of them (be195e5); a read racing the thread rarely does
+        read -r used samples anch walks inval <<<"$("$PY" -c 'import json,sys; p=json.load(open(sys.argv[1]))["python"]; w=p["walks"]
+print(p["snapshots_used"], p["samples"], p["anchored"], sum(w.values()), w["invalid"])' "$J")"
+        check_range "pydoc: samples read as they left the ring ($used of $samples)" \
+            "$(awk -v a="$used" -v b="$samples" 'BEGIN { printf "%.3f", b ? a / b : 0 }')" 0.8 1
+        check_range "pydoc: walks anchored to their samples ($anch of $walks)" \
+            "$(awk -v a="$anch" -v b="$walks" 'BEGIN { printf "%.3f", b ? a / b : 0 }')" 0.75 1
+        check_range "pydoc: invalid walks ($inval of $walks)" \
+            "$(awk -v a="$inval" -v b="$walks" 'BEGIN { printf "%.3f", b ? a / b : 1 }')" 0 0.05
     else
         fail "pydoc: capture failed" "$(cat "$T/pydoc.log")"
     fi

@@ -661,11 +661,16 @@ static void test_early(void)
     struct fk_python_stats pst;
     fk_sym_scan_pid(sym, P);
     uint64_t t1 = fk_now_ns();
-    fk_python_early(py, P, P, t1);
+    bool waits = fk_python_early(py, P, P, t1);
+    fk_python_stats(py, &pst);
+    UNIT_CHECK("early: a process never looked at waits for the engine's thread (no read)",
+               waits && pst.processes == 0 && pst.snapshots == 0);
+    fk_python_catch_up(py);
     fk_python_stats(py, &pst);
     uint64_t reads = pst.snapshot_reads;
-    fk_python_early(py, P, P, t1 + 1);      /* before that read: shared */
+    waits = fk_python_early(py, P, P, t1 + 1);      /* before that read: shared */
     fk_python_stats(py, &pst);
+    UNIT_CHECK("early: a Python process's samples are read in the reader's thread", !waits);
     UNIT_CHECK("early: a thread's read serves its samples taken before it",
                pst.processes == 1 && pst.snapshots == 1 && pst.snapshots_shared == 1 &&
                reads && pst.snapshot_reads == reads);

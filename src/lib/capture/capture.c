@@ -18,6 +18,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -30,7 +31,6 @@
 /* files pinned at once as their records leave the rings (symbols/pins.h):
  * a few hundred processes starting between two wake-ups of the engine */
 #define PIN_FDS 512
-#define REAP_NS (10 * 1000000ull)   /* a run command's exit looked for at least this often */
 /* symbol loading per wake-up, in the window (the rings hold a second) */
 #define PRELOAD_NS (20 * 1000000ull)
 /* The capture's threads run this many nice levels above flamekit's own
@@ -348,6 +348,10 @@ static void pin_seen(void *ctx, const union perf_event *ev)
     else
         fk_pins_mmap(e->pins, (pid_t)m->pid, m->start, m->len, m->prot, m->maj, m->min, m->ino,
                      NULL, 0, name, t);
+    if (m->prot & PROT_EXEC)
+        for (size_t i = 0; i < e->o->nstack_hooks; i++)
+            if (e->o->stack_hooks[i]->early && e->o->stack_hooks[i]->mapped)
+                e->o->stack_hooks[i]->mapped(e->o->stack_hooks[i]->state, (pid_t)m->pid, name, t);
 }
 
 static void handle_comm(struct fk_engine *e, const union perf_event *ev)
@@ -422,20 +426,31 @@ static void handle_record(void *ctx, const union perf_event *ev)
         handle_side_band(e, ev);
 }
 
-/* The ring reader's tap: samples to the stack hooks that read the target
- * early (struct fk_stack_hook.early), as they leave the ring. */
-static void early_tap(void *ctx, const void *rec, size_t len)
+/* The reader's sample hook (its thread, as samples leave the rings): to
+ * the stack hooks that read the target early (struct fk_stack_hook.early).
+ * Reads only what stays fixed while the reader runs (formats, the event
+ * table). True: a hook wants the engine's thread (its catch_up). */
+static bool early_seen(void *ctx, const union perf_event *ev)
 {
     struct fk_engine *e = ctx;
-    const union perf_event *ev = rec;
     struct fk_sample s;
     unsigned idx;
-    if (ev->header.type != PERF_RECORD_SAMPLE || !event_of(e, ev, &idx) ||
-        !fk_sample_parse(&e->fmt[idx], rec, len, &s) || s.pid <= 0)
-        return;
+    bool wake = false;
+    if (!event_of(e, ev, &idx) || !fk_sample_parse(&e->fmt[idx], ev, ev->header.size, &s) ||
+        s.pid <= 0)
+        return false;
     for (size_t i = 0; i < e->o->nstack_hooks; i++)
         if (e->o->stack_hooks[i]->early)
-            e->o->stack_hooks[i]->early(e->o->stack_hooks[i]->state, e, &s);
+            wake |= e->o->stack_hooks[i]->early(e->o->stack_hooks[i]->state, &s);
+    return wake;
+}
+
+/* The early stack hooks' work that needs the engine's thread. */
+static void early_catch_up(struct fk_engine *e)
+{
+    for (size_t i = 0; i < e->o->nstack_hooks; i++)
+        if (e->o->stack_hooks[i]->early && e->o->stack_hooks[i]->catch_up)
+            e->o->stack_hooks[i]->catch_up(e->o->stack_hooks[i]->state, e);
 }
 
 /* Take what the reader copied out (waiting up to timeout_ms for it) and
@@ -447,6 +462,7 @@ static void read_rings(struct fk_engine *e, int timeout_ms, bool final)
     uint64_t upto;
     size_t nspans;
     const struct fk_reader_span *spans = fk_reader_take(e->reader, timeout_ms, &upto, &nspans);
+    early_catch_up(e);  /* before the samples it reads for are handled */
     for (size_t i = 0; i < nspans; i++) {
         struct fk_reader_chunk *c = spans[i].chunk;
         if (!c->tlisted) {
@@ -565,6 +581,12 @@ static bool engine_reader(struct fk_engine *e)
         ro.keep = kind_keeps;
         ro.keep_ctx = e;
     }
+    for (size_t i = 0; i < e->o->nstack_hooks; i++)
+        if (e->o->stack_hooks[i]->early) {
+            ro.sample = early_seen;
+            ro.sample_ctx = e;
+        }
+    early_catch_up(e);  /* the hooks' state made before the thread reads it */
     ro.limit = e->o->max_mem_bytes ? (size_t)(e->o->max_mem_bytes / 4) : (256u << 20);
     int err = 0;
     e->reader = fk_reader_start(e->evlist, &ro, &err);
@@ -620,11 +642,6 @@ static int engine_start(struct fk_engine *e)
     engine_symbolizer(e);
     if (!engine_reader(e))
         return FK_EXIT_ERROR;
-    for (size_t i = 0; i < e->o->nstack_hooks && !e->ring.tap; i++)
-        if (e->o->stack_hooks[i]->early) {
-            e->ring.tap = early_tap;
-            e->ring.tap_ctx = e;
-        }
     if (t->kind != FK_TARGET_RUN || e->tree_cgroup)
         perf_evlist__enable(e->evlist);     /* per-task RUN events: at the exec */
     fk_engine_cgroup_counters(e, PERF_EVENT_IOC_ENABLE);
@@ -650,12 +667,11 @@ static int engine_start(struct fk_engine *e)
     return FK_EXIT_OK;
 }
 
-/* Why the window should end now (NULL: go on), after a wake-up; a run
- * target's exit is looked for when reap says so. */
-static const char *stop_reason(struct fk_engine *e, bool reap)
+/* Why the window should end now (NULL: go on), after a wake-up. */
+static const char *stop_reason(struct fk_engine *e)
 {
     const struct fk_target *t = e->o->target;
-    if (t->kind == FK_TARGET_RUN && reap) {
+    if (t->kind == FK_TARGET_RUN) {
         int st;
         if (waitpid(t->pids[0], &st, WNOHANG) == t->pids[0]) {
             e->r->child_exited = true;
@@ -684,7 +700,7 @@ static void engine_loop(struct fk_engine *e)
     report_progress(e, start, start, false);    /* the window is open (--ready-fd) */
     if (e->kind->window)
         e->kind->window(e->kind_state, e, true);
-    uint64_t last_progress = start, last_reap = start;
+    uint64_t last_progress = start;
     for (;;) {
         uint64_t now = fk_now_ns();
         if (o->stop && *o->stop) {
@@ -715,13 +731,7 @@ static void engine_loop(struct fk_engine *e)
             report_progress(e, start, now, false);
             last_progress = now;
         }
-        /* a wake-up per sample (a stack hook that reads early) would
-         * otherwise add a wait4, a system call, to every sample (an exit
-         * seen up to REAP_NS later; a quiet wake-up is POLL_MS apart) */
-        bool reap = !e->ring.tap || now - last_reap >= REAP_NS;
-        if (reap)
-            last_reap = now;
-        if ((r->stop_reason = stop_reason(e, reap)))
+        if ((r->stop_reason = stop_reason(e)))
             break;
     }
     r->duration_ns = fk_now_ns() - start;

@@ -139,8 +139,22 @@ struct fk_stack_hook {
     /* Optional: each sample as it is copied out of its ring, before it
      * waits (REORDER_SLACK) to be handled in time order and before any
      * filter: for state of the target that must be read as soon after the
-     * sample as possible (a Python thread's frames). Must be cheap. */
-    void (*early)(void *state, struct fk_engine *e, const struct fk_sample *s);
+     * sample as possible (a Python thread's frames). Called in the ring
+     * reader's thread, concurrently with the engine's thread: it must be
+     * cheap, touch nothing of the engine and lock its own state. True:
+     * the sample needs the engine's thread (catch_up), which is woken
+     * for it; otherwise the kernel's per-sample wake-ups stay the
+     * reader's. */
+    bool (*early)(void *state, const struct fk_sample *s);
+    /* With early: from the engine's thread, once before the reader
+     * starts and then before each batch of samples is handled. */
+    void (*catch_up)(void *state, struct fk_engine *e);
+    /* Optional, with early: each executable file mapping as its record
+     * leaves the ring (the reader's thread, as early), while the
+     * symbolizer learns of it only REORDER_SLACK later: a process that
+     * just exec'd a program the hook reads, whose samples early can ask
+     * the engine's thread for. time: the record's. */
+    void (*mapped)(void *state, pid_t pid, const char *path, uint64_t time);
     /* Optional: bytes the hook holds, counted toward --max-memory. */
     size_t (*bytes)(void *state);
 };

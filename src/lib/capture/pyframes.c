@@ -11,10 +11,24 @@ static struct fk_python *reader(struct fk_pyframes *h, struct fk_engine *e)
     return h->py;
 }
 
-static void early(void *state, struct fk_engine *e, const struct fk_sample *s)
+/* The reader's thread: h->py was made by the first catch_up, before the
+ * thread started. */
+static bool early(void *state, const struct fk_sample *s)
 {
     struct fk_pyframes *h = state;
-    fk_python_early(reader(h, e), s->pid, s->tid, s->time);
+    return h->py && fk_python_early(h->py, s->pid, s->tid, s->time);
+}
+
+static void mapped(void *state, pid_t pid, const char *path, uint64_t time)
+{
+    struct fk_pyframes *h = state;
+    if (h->py)
+        fk_python_mapped(h->py, pid, path, time);
+}
+
+static void catch_up(void *state, struct fk_engine *e)
+{
+    fk_python_catch_up(reader(state, e));
 }
 
 static void user_frames(void *state, struct fk_engine *e, const struct fk_sample *s,
@@ -60,6 +74,8 @@ void fk_pyframes_init(struct fk_pyframes *h, bool lines, uint64_t max_bytes)
     h->hook.state = h;
     h->hook.user_frames = user_frames;
     h->hook.early = early;
+    h->hook.catch_up = catch_up;
+    h->hook.mapped = mapped;
     h->hook.bytes = bytes;
 }
 

@@ -54,6 +54,8 @@ struct fk_reader {
     size_t held;                    /* chunk bytes allocated */
     size_t filled_bytes;            /* not taken yet */
     uint64_t pass_ns;               /* start of the last pass handed on */
+    uint64_t woke_ns;               /* when the taker was last woken */
+    bool tap_wants;                 /* a sample tap asked for the taker (this pass) */
     bool woken, stop, hup;
     struct fk_reader_stats st;
 };
@@ -140,12 +142,18 @@ static bool cur_ready(struct fk_reader *r)
     return r->cur != NULL;
 }
 
-/* Hand on what this pass wrote. Under lock. */
+/* Hand on what this pass wrote, and wake the taker when the kernel woke
+ * the reader (wake) -- with a sample tap, only when it asked, or after
+ * FK_READER_TAP_WAKE_NS. Under lock. */
 static void publish(struct fk_reader *r, uint64_t pass_ns, bool wake)
 {
     cur_list(r);
     r->pass_ns = pass_ns;
+    if (wake && r->o.sample && !r->tap_wants && pass_ns - r->woke_ns < FK_READER_TAP_WAKE_NS)
+        wake = false;
+    r->tap_wants = false;
     if (wake || r->filled_bytes > r->o.limit / 4) {
+        r->woke_ns = pass_ns;
         r->woken = true;
         pthread_cond_signal(&r->woken_cond);
     }
@@ -169,6 +177,9 @@ static void copy_record(struct fk_reader *r, const union perf_event *ev)
     r->st.records++;
     if (ev->header.type != PERF_RECORD_SAMPLE && r->o.seen)
         r->o.seen(r->o.seen_ctx, (const union perf_event *)dst);
+    else if (ev->header.type == PERF_RECORD_SAMPLE && r->o.sample &&
+             r->o.sample(r->o.sample_ctx, (const union perf_event *)dst))
+        r->tap_wants = true;
 }
 
 /* One pass over every ring: copy out, release. Holds r->rings. */

@@ -22,7 +22,7 @@
  * back, and a chunk is reused only when it is full or drained, given
  * back, and every byte of it was taken. Spans are handed on in the order
  * they were filled. The thread makes no system call but poll, the rings'
- * and the side-band hook's (struct fk_reader_opts.seen). */
+ * and the hooks' (struct fk_reader_opts.seen, .sample). */
 #ifndef FK_CAPTURE_READER_H
 #define FK_CAPTURE_READER_H
 
@@ -65,6 +65,13 @@ struct fk_reader_opts {
      * live; NULL: none. It must not wait on disk. */
     void (*seen)(void *ctx, const union perf_event *ev);
     void *seen_ctx;
+    /* Called in the reader's thread on each sample as it is copied out
+     * (the copy, its stack cut); NULL: none. With it the kernel's wake-ups
+     * (a wake-up per sample) are the tap's: a pass wakes the taker only
+     * when a tap asked (true), a ring hung up, the chunks pass a quarter
+     * of the limit, or FK_READER_TAP_WAKE_NS went by since it last did. */
+    bool (*sample)(void *ctx, const union perf_event *ev);
+    void *sample_ctx;
     /* Called in the reader's thread on each side-band record before it
      * is copied out (in its ring: read it, do not keep it); false: it is
      * not copied, only given back to its ring (counted in
@@ -72,6 +79,11 @@ struct fk_reader_opts {
     bool (*keep)(void *ctx, const union perf_event *ev);
     void *keep_ctx;
 };
+
+/* With a sample tap, the taker is woken at least this often while records
+ * come (it hands them on in time order after ring.h's slack, and enforces
+ * the limits). */
+#define FK_READER_TAP_WAKE_NS (50 * 1000000ull)
 
 struct fk_reader_stats {
     uint64_t bytes;         /* record bytes read from the rings */

@@ -5,6 +5,7 @@
 #include "util/procfs.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +25,8 @@
  *    PyThreadState_Next +0x8, PyThreadState_GetFrame reads tstate+0x38
  *    (cframe), +0x8 (current_frame), frame+0x45 (owner == 1: generator),
  *    +0x20 (f_code), code+0xa8 (_co_firsttraceable), +0xb8 (co_code_adaptive),
- *    frame+0x38 (prev_instr); Py_Version in .rodata holds 0x030b02f0;
+ *    frame+0x38 (prev_instr); init_threadstate stores tstate+0x150
+ *    (root_cframe) into tstate+0x38; Py_Version in .rodata holds 0x030b02f0;
  *  - a live python3.11 read through this walker (test/t-python.sh): the
  *    names of the running functions come out.
  * native_thread_id (160) is set by the thread's own bootstrap, so it is the
@@ -58,6 +60,7 @@ static const struct fk_py_layout layouts[] = {
         .version = 0x030b, .name = "3.11",
         .rt_interp_head = 40, .interp_next = 0, .interp_threads_head = 16,
         .ts_next = 8, .ts_cframe = 56, .ts_native_thread_id = 160, .ts_size = 168,
+        .ts_root_cframe = 336,
         .ts_datastack_chunk = 296, .ts_datastack_top = 304, .ts_datastack_limit = 312,
         .chunk_data = 24,
         .cf_current_frame = 8, .cf_previous = 16, .cf_size = 24,
@@ -794,6 +797,7 @@ bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *sna
     snap->n = snap->ncodes = 0;
     snap->win_len = 0;
     snap->reads = snap->read_bytes = 0;
+    snap->tstate = snap->cframe = 0;
     unsigned char ts[512];
     size_t off, tsl;
     ts_block(L, &off, &tsl);
@@ -847,6 +851,11 @@ bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *sna
         if (!t)
             goto out;
     }
+    /* the thread's innermost eval call now: what learns where each call
+     * keeps its _PyCFrame (fk_python_sample), read this close to the
+     * sample */
+    snap->tstate = t;
+    snap->cframe = get_u64(ts, L->ts_cframe - off);
     uint64_t lo, hi, data, limit;
     if (window_of(L, ts, off, &lo, &hi, &data, &limit)) {
         /* the window the thread needs now: in the guess, or read now */
@@ -960,7 +969,7 @@ static void walk_begin(struct fk_py_walker *w, struct fk_py_stack *out)
     out->n = out->segments = 0;
     out->reads = out->read_bytes = 0;
     out->anchored = false;
-    out->cframe = 0;
+    out->cframe = out->tstate = 0;
     w->cur = out;
     w->t0 = fk_now_ns();
     w->over = false;
@@ -984,6 +993,7 @@ void fk_py_walk(struct fk_py_walker *w, uint64_t tid, struct fk_py_stack *out)
         goto done;
     }
     out->cframe = cframe;
+    out->tstate = ts;
     if (!frame) {
         st = FK_PY_IDLE;
         goto done;
@@ -1152,6 +1162,12 @@ size_t fk_py_splice(const bool *native_eval, size_t nnative, bool native_complet
 #define DELAY_N 10000
 #define DELAY_NS 100000                 /* 0.1 ms buckets: 0 .. 1 s */
 #define SWEEP_NS (10 * 1000000ull)      /* exited processes dropped at most this often */
+#define PENDING_MAX 256                 /* samples waiting for their process to be looked at */
+/* how long after an interpreter's mapping left the ring its samples ask
+ * for the engine's thread (the symbolizer handles the exec's records
+ * REORDER_SLACK, 20 ms, after they left the ring, and the engine's
+ * thread wakes at least every 50 ms meanwhile) */
+#define SOON_NS (250 * 1000000ull)
 
 enum py_state { PS_NONE, PS_PYTHON, PS_UNKNOWN_VERSION };
 
@@ -1159,6 +1175,10 @@ struct py_proc {
     pid_t pid;
     uint8_t state;
     bool early_checked;     /* looked for once as its first sample left the ring */
+    /* an executable file named like CPython's was mapped (its record left
+     * the ring at this time; 0: none since CPython was last found): the
+     * exec of an interpreter the symbolizer has not handled yet */
+    uint64_t soon;
     bool other_ns;          /* its pid namespace is not ours: tids translated */
     /* the address space looked at (fk_sym_proc_gen): what was found holds
      * while its image does; without Python, looked at again when a
@@ -1168,11 +1188,10 @@ struct py_proc {
     uint32_t dso;           /* the binary holding the interpreter */
     uint64_t eval_lo, eval_hi;  /* _PyEval_EvalFrameDefault, as fk_loc addresses */
     /* where each eval call keeps its _PyCFrame: CFA + cf_off (a constant
-     * of the binary's code generation), learned from the live
-     * tstate->cframe and confirmed by the copy's own links */
+     * of the binary's code generation), learned from tstate->cframe as
+     * read soon after a sample and confirmed by its copy (learn_cframe) */
     bool cf_known;
-    int64_t cf_off, cf_cand;
-    unsigned cf_votes;
+    int64_t cf_off;
     struct fk_py_walker *w;
     struct fk_loc *loc_of;  /* name id -> named location (dso 0: not made yet) */
     size_t caploc;
@@ -1194,7 +1213,15 @@ struct snap_slot {
     unsigned ntimes;
 };
 
+/* A sample fk_python_early left to the engine's thread. */
+struct pending { pid_t pid, tid; uint64_t time; };
+
+/* Shared by the reader's thread (fk_python_early) and the engine's (the
+ * rest): every public function holds lock throughout; the symbolizer is
+ * the engine thread's alone, so the reader's thread never looks a process
+ * up: it leaves such samples in pending for fk_python_catch_up. */
 struct fk_python {
+    pthread_mutex_t lock;
     struct fk_symbolizer *sym;
     bool lines;
     uint64_t max_bytes;
@@ -1214,6 +1241,8 @@ struct fk_python {
     uint32_t delay[DELAY_N];    /* sample -> chain read */
     uint64_t ndelay, delay_max;
     uint64_t exits_seen, last_sweep;    /* fk_sym_exits at the last sweep */
+    struct pending pending[PENDING_MAX];
+    unsigned npending;
 };
 
 static bool ns_inode(pid_t pid, uint64_t *ino)
@@ -1233,6 +1262,7 @@ static bool ns_inode(pid_t pid, uint64_t *ino)
 struct fk_python *fk_python_new(struct fk_symbolizer *sym, bool lines, uint64_t max_bytes)
 {
     struct fk_python *p = fk_calloc(1, sizeof *p);
+    pthread_mutex_init(&p->lock, NULL);
     p->sym = sym;
     p->lines = lines;
     p->max_bytes = max_bytes;
@@ -1248,8 +1278,10 @@ static void proc_clear(struct py_proc *pp)
     free(pp->nstids);
     fk_hindex_free(&pp->nstid_idx);
     pid_t pid = pp->pid;
+    uint64_t soon = pp->soon;
     memset(pp, 0, sizeof *pp);
     pp->pid = pid;
+    pp->soon = soon;
 }
 
 void fk_python_free(struct fk_python *p)
@@ -1265,13 +1297,12 @@ void fk_python_free(struct fk_python *p)
         free(p->slots[i].s);
     free(p->slots);
     fk_hindex_free(&p->proc_idx);
+    pthread_mutex_destroy(&p->lock);
     free(p);
 }
 
-size_t fk_python_bytes(const struct fk_python *p)
+static size_t python_bytes(const struct fk_python *p)
 {
-    if (!p)
-        return 0;
     size_t b = sizeof *p + p->capprocs * sizeof *p->procs + fk_hindex_bytes(&p->proc_idx);
     b += p->nslots * sizeof *p->slots + p->nsnapmem * sizeof(struct fk_py_snap);
     for (size_t i = 0; i < p->nprocs; i++) {
@@ -1279,6 +1310,16 @@ size_t fk_python_bytes(const struct fk_python *p)
         b += sizeof *pp + fk_py_walker_bytes(pp->w) + pp->caploc * sizeof *pp->loc_of +
              pp->capnstids * sizeof *pp->nstids + fk_hindex_bytes(&pp->nstid_idx);
     }
+    return b;
+}
+
+size_t fk_python_bytes(struct fk_python *p)
+{
+    if (!p)
+        return 0;
+    pthread_mutex_lock(&p->lock);
+    size_t b = python_bytes(p);
+    pthread_mutex_unlock(&p->lock);
     return b;
 }
 
@@ -1333,7 +1374,7 @@ static void detect(struct fk_python *p, struct py_proc *pp)
 {
     pp->looked = true;
     fk_sym_proc_gen(p->sym, pp->pid, &pp->gen);
-    if (p->max_bytes && fk_python_bytes(p) >= p->max_bytes / 2)
+    if (p->max_bytes && python_bytes(p) >= p->max_bytes / 2)
         return;
     struct fk_sym_file files[4];
     size_t nf = fk_sym_proc_files(p->sym, pp->pid, python_path, files, 4);
@@ -1351,6 +1392,7 @@ static void detect(struct fk_python *p, struct py_proc *pp)
         const struct fk_py_layout *lay = version ? fk_py_layout_for(version) : NULL;
         if (!lay) {
             pp->state = PS_UNKNOWN_VERSION;
+            pp->soon = 0;
             p->st.unknown_version++;
             char v[16];
             if (version)
@@ -1388,6 +1430,7 @@ static void detect(struct fk_python *p, struct py_proc *pp)
         uint64_t ino;
         pp->other_ns = ns_inode(pp->pid, &ino) && ino != p->ns_ino;
         pp->state = PS_PYTHON;
+        pp->soon = 0;
         p->st.processes++;
         if (!strstr(p->st.versions, lay->name) &&
             strlen(p->st.versions) + strlen(lay->name) + 2 < sizeof p->st.versions) {
@@ -1456,13 +1499,15 @@ static struct fk_loc named_loc(struct fk_python *p, struct py_proc *pp, uint32_t
 
 /* The sample's segment heads from its stack copy, with the _PyCFrame of
  * each eval frame at CFA + off; false unless every one is in the copy
- * and each links to the next (cframe.previous). */
+ * and each links to the next (cframe.previous). *outer_link: the
+ * outermost one's previous link (the thread state's root_cframe when that
+ * call is the thread's first). */
 static bool heads_from_copy(const struct fk_py_layout *L, const struct fk_py_native *nat,
                             const bool *evals, unsigned n, int64_t off, uint64_t *heads,
-                            unsigned *nheads)
+                            unsigned *nheads, uint64_t *outer_link)
 {
     unsigned k = 0;
-    uint64_t prev_link = 0, prev_addr = 0;
+    uint64_t prev_link = 0;
     for (unsigned i = 0; i < n; i++) {
         if (!evals[i])
             continue;
@@ -1477,48 +1522,44 @@ static bool heads_from_copy(const struct fk_py_layout *L, const struct fk_py_nat
             return false;
         heads[k++] = get_u64(cf, L->cf_current_frame);
         prev_link = get_u64(cf, L->cf_previous);
-        prev_addr = addr;
     }
-    (void)prev_addr;
     *nheads = k;
+    *outer_link = prev_link;
     return k > 0;
 }
 
-/* A live walk gave the thread's cframe: propose cf_off from the innermost
- * eval frame, accept it when the copy's links confirm it (two or more
- * eval frames) or four samples in a row agree (one). */
+/* Learn where each eval call keeps its _PyCFrame (CFA + cf_off, a
+ * constant of the binary's code generation) from cframe, the thread's
+ * innermost one as read from thread state tstate soon after the sample:
+ * the offset it gives for the sample's innermost eval frame is taken only
+ * when the sample's own stack copy confirms it -- with two or more eval
+ * frames, their cframes link one to the next; with one in a stack that
+ * reached its root, its link is the thread's root_cframe. A cframe read
+ * after the thread left or entered an eval call (a late read: the
+ * engine's, 20 ms on) gives an offset the copy refutes, never a wrong
+ * one learned for good. */
 static void learn_cframe(struct fk_python *p, struct py_proc *pp, const struct fk_py_native *nat,
-                         unsigned nev, uint64_t cframe)
+                         unsigned nev, uint64_t cframe, uint64_t tstate)
 {
     unsigned i0 = 0;
     while (i0 < nat->n && !p->evals[i0])
         i0++;
-    if (i0 + 1 >= nat->nsps)
+    if (!cframe || i0 + 1 >= nat->nsps)
         return;
     int64_t cand = (int64_t)(cframe - nat->sps[i0 + 1]);
     if (cand >= 0 || cand < -65536 || cand % 8)
         return;
-    if (nev >= 2) {
-        uint64_t heads[FK_PY_MAX_SEGMENTS];
-        unsigned nh;
-        if (heads_from_copy(fk_py_walker_layout(pp->w), nat, p->evals,
-                            nat->n, cand, heads, &nh) && nh == nev) {
-            pp->cf_known = true;
-            pp->cf_off = cand;
-            p->st.cframe_learned++;
-        }
+    const struct fk_py_layout *L = fk_py_walker_layout(pp->w);
+    uint64_t heads[FK_PY_MAX_SEGMENTS], outer;
+    unsigned nh;
+    if (!heads_from_copy(L, nat, p->evals, nat->n < ITEMS_MAX ? nat->n : ITEMS_MAX, cand, heads,
+                         &nh, &outer) || nh != nev)
         return;
-    }
-    if (cand == pp->cf_cand) {
-        if (++pp->cf_votes >= 4) {
-            pp->cf_known = true;
-            pp->cf_off = cand;
-            p->st.cframe_learned++;
-        }
-    } else {
-        pp->cf_cand = cand;
-        pp->cf_votes = 1;
-    }
+    if (nev < 2 && !(nat->complete && tstate && outer == tstate + L->ts_root_cframe))
+        return;
+    pp->cf_known = true;
+    pp->cf_off = cand;
+    p->st.cframe_learned++;
 }
 
 static void note_delay(struct fk_python *p, uint64_t time, uint64_t now)
@@ -1606,7 +1647,7 @@ static struct snap_slot *next_slot(struct fk_python *p, uint64_t time)
     size_t one = sizeof(struct snap_slot) + sizeof(struct fk_py_snap);
     if (!p->nslots || (p->nslots < SNAP_MAX && slot_waits(&p->slots[p->slot_next], time))) {
         unsigned n = p->nslots ? 2 * p->nslots : SNAP_MIN;
-        if (p->max_bytes && fk_python_bytes(p) + (n - p->nslots) * one > p->max_bytes) {
+        if (p->max_bytes && python_bytes(p) + (n - p->nslots) * one > p->max_bytes) {
             if (!p->nslots)
                 return NULL;
         } else {
@@ -1623,7 +1664,7 @@ static struct snap_slot *next_slot(struct fk_python *p, uint64_t time)
     struct snap_slot *sl = &p->slots[p->slot_next];
     sl->ntimes = 0;
     if (!sl->s) {
-        if (p->max_bytes && fk_python_bytes(p) + sizeof *sl->s > p->max_bytes)
+        if (p->max_bytes && python_bytes(p) + sizeof *sl->s > p->max_bytes)
             return NULL;
         sl->s = fk_malloc(sizeof *sl->s);   /* written as far as read */
         p->nsnapmem++;
@@ -1631,20 +1672,12 @@ static struct snap_slot *next_slot(struct fk_python *p, uint64_t time)
     return sl;
 }
 
-void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
+/* Read thread tid of pp (a Python process) for its sample at time, or
+ * let a read of it made after that sample serve it. t0: when the sample
+ * was met. Under lock. */
+static void take_early(struct fk_python *p, struct py_proc *pp, pid_t tid, uint64_t time,
+                       uint64_t t0)
 {
-    /* a short-lived interpreter may be gone when its first sample is
-     * handled: it is looked for here, once */
-    struct py_proc *pp = pid > 0 ? proc_of(p, pid) : NULL;
-    uint64_t t0 = fk_now_ns();
-    if (pp && pp->state == PS_NONE && !pp->early_checked) {
-        /* once: its maps may not be known yet (an exec's records wait in
-         * the ring), then the handled samples look again (refresh) */
-        pp->early_checked = true;
-        detect(p, pp);
-    }
-    if (!pp || pp->state != PS_PYTHON)
-        return;
     struct snap_slot *sl = shared_read(p, tid, pp->gen.image, time);
     if (sl) {
         sl->times[sl->ntimes++] = time;
@@ -1675,6 +1708,68 @@ void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
     note_delay(p, time, now);
 }
 
+/* Whether pp's samples wait for the engine's thread: never looked at,
+ * or an interpreter exec'd into it that the symbolizer has not handled
+ * yet. Under lock. */
+static bool needs_engine(struct py_proc *pp, uint64_t time)
+{
+    if (pp->soon && time > pp->soon && time - pp->soon > SOON_NS)
+        pp->soon = 0;   /* handled long since: not an interpreter after all */
+    return (pp->state == PS_NONE && !pp->early_checked) || (pp->soon && pp->state != PS_PYTHON);
+}
+
+bool fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
+{
+    uint64_t t0 = fk_now_ns();
+    bool wait = false;
+    pthread_mutex_lock(&p->lock);
+    struct py_proc *pp = pid > 0 ? proc_of(p, pid) : NULL;
+    if (pp && needs_engine(pp, time)) {
+        /* by the engine's thread, soon (a short-lived interpreter may be
+         * gone when its first sample is handled) */
+        if (p->npending < PENDING_MAX)
+            p->pending[p->npending++] = (struct pending){ pid, tid, time };
+        wait = true;
+    } else if (pp && pp->state == PS_PYTHON) {
+        take_early(p, pp, tid, time, t0);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return wait;
+}
+
+void fk_python_mapped(struct fk_python *p, pid_t pid, const char *path, uint64_t time)
+{
+    if (pid <= 0 || !python_path(path))
+        return;
+    pthread_mutex_lock(&p->lock);
+    struct py_proc *pp = proc_of(p, pid);
+    if (pp)
+        pp->soon = time ? time : 1;
+    pthread_mutex_unlock(&p->lock);
+}
+
+void fk_python_catch_up(struct fk_python *p)
+{
+    pthread_mutex_lock(&p->lock);
+    for (unsigned i = 0; i < p->npending; i++) {
+        const struct pending *q = &p->pending[i];
+        uint64_t t0 = fk_now_ns();
+        struct py_proc *pp = proc_of(p, q->pid);
+        if (pp && pp->state == PS_NONE && !pp->early_checked) {
+            /* once: its maps may not be known yet (an exec's records wait
+             * in the ring), then the handled samples look again (refresh) */
+            pp->early_checked = true;
+            detect(p, pp);
+        } else if (pp && pp->soon && pp->state != PS_PYTHON) {
+            refresh(p, pp);     /* once the symbolizer handled the exec */
+        }
+        if (pp && pp->state == PS_PYTHON)
+            take_early(p, pp, q->tid, q->time, t0);
+    }
+    p->npending = 0;
+    pthread_mutex_unlock(&p->lock);
+}
+
 /* The sample's early read, if it was made with the walker of the image its
  * process still runs (not one read through a pre-exec image's tables);
  * the slot no longer waits for it. */
@@ -1694,7 +1789,7 @@ static const struct fk_py_snap *snap_of(struct fk_python *p, const struct py_pro
     return NULL;
 }
 
-void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_native *nat)
+static void sample_locked(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_native *nat)
 {
     if (pid <= 0 || !nat->n)
         return;
@@ -1726,18 +1821,24 @@ void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_na
         s->anchored = false;
         if (!snap)
             note_delay(p, nat->time, t0);
-        fk_py_use_snap(pp->w, snap);
+        if (!pp->cf_known && nat->sps && snap)
+            learn_cframe(p, pp, nat, nev, snap->cframe, snap->tstate);
+        uint64_t outer;
         if (pp->cf_known && nat->sps &&
             heads_from_copy(fk_py_walker_layout(pp->w), nat, p->evals, nn, pp->cf_off, heads,
-                            &nh) && nh == nev) {
+                            &nh, &outer) && nh == nev) {
+            fk_py_use_snap(pp->w, snap);
             fk_py_walk_from(pp->w, heads, nh, nat->complete, s);
             p->st.anchored++;
         } else {
+            /* the chain as it is now, all of it: a head read now with
+             * frames from the snapshot (the sample's moment) would name
+             * whatever that memory then held */
             uint64_t ntid = ns_tid(pp, tid);
             if (ntid)
                 fk_py_walk(pp->w, ntid, s);
-            if (!pp->cf_known && nat->sps && s->cframe)
-                learn_cframe(p, pp, nat, nev, s->cframe);
+            if (!pp->cf_known && nat->sps)
+                learn_cframe(p, pp, nat, nev, s->cframe, s->tstate);
         }
         fk_py_use_snap(pp->w, NULL);
         p->st.status[s->status]++;
@@ -1775,8 +1876,16 @@ void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_na
     p->hist[ns / HIST_NS < HIST_N ? ns / HIST_NS : HIST_N - 1]++;
 }
 
-void fk_python_stats(const struct fk_python *p, struct fk_python_stats *out)
+void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_native *nat)
 {
+    pthread_mutex_lock(&p->lock);
+    sample_locked(p, pid, tid, nat);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void fk_python_stats(struct fk_python *p, struct fk_python_stats *out)
+{
+    pthread_mutex_lock(&p->lock);
     *out = p->st;
     uint64_t seen = 0;
     out->delay_median_ms = out->delay_p90_ms = 0;
@@ -1804,9 +1913,10 @@ void fk_python_stats(const struct fk_python *p, struct fk_python_stats *out)
             break;
         }
     }
+    pthread_mutex_unlock(&p->lock);
 }
 
-int fk_python_thread(struct fk_python *p, pid_t pid, pid_t tid, struct fk_buf *out)
+static int thread_locked(struct fk_python *p, pid_t pid, pid_t tid, struct fk_buf *out)
 {
     struct py_proc *pp = proc_of(p, pid);
     if (pp)
@@ -1826,4 +1936,12 @@ int fk_python_thread(struct fk_python *p, pid_t pid, pid_t tid, struct fk_buf *o
             fk_buf_addc(out, ';');
     }
     return s->status;
+}
+
+int fk_python_thread(struct fk_python *p, pid_t pid, pid_t tid, struct fk_buf *out)
+{
+    pthread_mutex_lock(&p->lock);
+    int st = thread_locked(p, pid, tid, out);
+    pthread_mutex_unlock(&p->lock);
+    return st;
 }

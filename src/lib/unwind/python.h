@@ -45,6 +45,9 @@ struct fk_py_layout {
     /* _PyRuntimeState, PyInterpreterState, PyThreadState */
     uint16_t rt_interp_head, interp_next, interp_threads_head;
     uint16_t ts_next, ts_cframe, ts_native_thread_id, ts_size;
+    /* the thread's own _PyCFrame (3.11: root_cframe): the outermost eval
+     * call's cframe.previous points at it */
+    uint16_t ts_root_cframe;
     /* the thread's data stack (3.11+): frames not owned by a generator
      * live in chunks [chunk + chunk_data, datastack_limit), pushed at
      * datastack_top and popped by moving it down (their bytes stay) */
@@ -129,6 +132,7 @@ struct fk_py_stack {
                                            led to segment k+1's head when read */
     uint16_t seg_end[FK_PY_MAX_SEGMENTS];   /* anchored: f[] index after segment k */
     uint64_t cframe;        /* fk_py_walk: the thread's _PyCFrame when read */
+    uint64_t tstate;        /* ... and its thread state */
     uint32_t reads;
     uint32_t read_bytes;
 };
@@ -194,6 +198,7 @@ struct fk_py_snap {
     uint64_t code_addr[FK_PY_SNAP_CODES];
     unsigned char code_hdr[FK_PY_SNAP_CODES][FK_PY_CODE_BYTES];
     uint32_t reads, read_bytes; /* what taking it cost */
+    uint64_t tstate, cframe;    /* the thread state read, its _PyCFrame then (0: none) */
     uint64_t win_addr;          /* the window's address in the target */
     uint32_t win_len;           /* 0: none */
     unsigned char win[FK_PY_SNAP_WINDOW];
@@ -281,14 +286,32 @@ struct fk_py_native {
     uint64_t stack_base, stack_len;
     uint64_t time;              /* the sample's (CLOCK_MONOTONIC): its snapshot */
 };
-/* As soon as a sample of pid/tid is read out of its ring (time: the
- * sample's, CLOCK_MONOTONIC): snapshot the thread's chain now, for
- * fk_python_sample later: one read in the steady state, none when a read
- * of that thread was made after the sample (for an earlier one: several
- * of its samples in one pass over the rings). A process seen for the first time
- * is looked for CPython here (its binary's symbols, once), so short-lived
- * interpreters are read before they exit. */
-void fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time);
+/* Threads: fk_python_early is called from the ring reader's thread while
+ * the engine's thread makes the other calls; every call holds the
+ * module's lock throughout (the two meet rarely: a read takes a few
+ * microseconds).
+ *
+ * As soon as a sample of pid/tid is copied out of its ring (time: the
+ * sample's, CLOCK_MONOTONIC), in the reader's thread: snapshot the
+ * thread's chain now, for fk_python_sample later: one read in the steady
+ * state, none when a read of that thread was made after the sample (for
+ * an earlier one: several of its samples in one pass over the rings).
+ * True when the sample waits for the engine's thread instead: its process
+ * was never looked at for CPython, which takes the symbolizer (the engine
+ * thread's alone); fk_python_catch_up does it. */
+bool fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time);
+/* From the engine's thread, before the samples fk_python_early met are
+ * handled: a process seen for the first time is looked for CPython
+ * (its binary's symbols, once), so short-lived interpreters are read
+ * before they exit, and the samples that waited for it are read. */
+void fk_python_catch_up(struct fk_python *p);
+/* In the reader's thread, as an executable mapping's record leaves the
+ * ring: a file named like CPython's (python3.11, libpython3.11.so...)
+ * mapped into pid, likely an exec the symbolizer will handle only later;
+ * until it has and pid is found to run CPython, pid's samples wait for
+ * the engine's thread (fk_python_early), which looks at pid again as soon
+ * as it has. */
+void fk_python_mapped(struct fk_python *p, pid_t pid, const char *path, uint64_t time);
 /* Rewrite one sample's user frames in place when pid runs CPython: Python
  * frames become locations of the symbolizer's named frames,
  * "qualname_[p]". With the stack copy and frame stack pointers, each
@@ -301,8 +324,8 @@ void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_na
  * (tests, diagnostics); returns the walk's status, FK_PY_NO_THREAD when
  * pid runs no known CPython. */
 int fk_python_thread(struct fk_python *p, pid_t pid, pid_t tid, struct fk_buf *out);
-void fk_python_stats(const struct fk_python *p, struct fk_python_stats *out);
-size_t fk_python_bytes(const struct fk_python *p);
+void fk_python_stats(struct fk_python *p, struct fk_python_stats *out);
+size_t fk_python_bytes(struct fk_python *p);
 
 /* The suffix marking Python frames in folded output (like "_[j]" for JIT
  * frames); flamegraph.pl shows it as part of the name. */
