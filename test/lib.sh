@@ -135,6 +135,14 @@ have_browser() { need node && chromium_bin >/dev/null; }
 browser() { FK_CHROMIUM=$(chromium_bin) timeout 150 node "$FK_SRC/test/browser.js" "$FK_SRC/test/svg-scenarios.js" "$@"; }
 val() { awk -v k="$2=" 'index($0, k) == 1 { print substr($0, length(k) + 1); exit }' "$1"; }
 
+# wait_for_file FILE SECONDS: until FILE is non-empty (a port, a "ready"
+# line, a program's first output), polled every 50 ms; 1 if it never is
+wait_for_file() {
+    local i
+    for ((i = 0; i < $2 * 20; i++)); do [ -s "$1" ] && return 0; sleep 0.05; done
+    return 1
+}
+
 # ---- live programs and captures (symbolizer tests)
 # start_prog OUTVAR CMD...: run CMD with stdin from a fifo we hold open; the
 # first line it prints goes into OUTVAR, its pid into $PROG_PID.
@@ -145,8 +153,7 @@ start_prog() {
     "$@" < "$fifo" > "$fifo.out" 2>&1 &
     PROG_PID=$!
     exec {PROG_FD}> "$fifo"
-    local i
-    for ((i = 0; i < 100; i++)); do [ -s "$fifo.out" ] && break; sleep 0.05; done
+    wait_for_file "$fifo.out" 5
     printf -v "$var" '%s' "$(head -n 1 "$fifo.out")"
 }
 stop_prog() { exec {PROG_FD}>&-; wait "$PROG_PID" 2>/dev/null; }

@@ -214,8 +214,7 @@ if mkdir "$svc" 2>/dev/null; then
     ## ready: a sanitizer build on a loaded host can take longer than that
     ## to attach, and a tree gone before the capture is another case)
     : >"$T/pidend.ready"
-    ( for _ in $(seq 600); do [ -s "$T/pidend.ready" ] && break; sleep 0.1; done
-      sleep 1; kill "$lp" ) &
+    ( wait_for_file "$T/pidend.ready" 60; sleep 1; kill "$lp" ) &
     "$FLAMEKIT" pid -q --call-graph fp -d 20 --ready-fd 3 -o "$T/pidend" "$lp" >"$T/pidend.out" 2>&1 \
         3>"$T/pidend.ready"
     keys pidend
@@ -264,7 +263,7 @@ if [ -x "$FORKER" ]; then
         timeout 60 "$FLAMEKIT" pid -q -F $F --call-graph fp -d 30 --ready-fd 3 -o "$T/reuse" "$mp" \
             >"$T/reuse.out" 2>&1 3>"$T/reuse.ready" &
         fk=$!
-        for _ in $(seq 400); do [ -s "$T/reuse.ready" ] && break; sleep 0.05; done
+        wait_for_file "$T/reuse.ready" 20
         touch "$T/go"
         wait $fk; rc=$?
         wait $mp; mrc=$?

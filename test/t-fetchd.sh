@@ -35,7 +35,7 @@ start() { # NAME PROGRAM ARGS...: start a server, wait for its port file
     "$B/$prog" --repo-root "$T/repos" --port-file "$T/$name.port" -v "$@" 2>"$T/$name.log" &
     eval "${name}_pid=$!"
     fk_cleanup "kill -9 $! 2>/dev/null"
-    for _ in $(seq 1 100); do [ -s "$T/$name.port" ] && break; sleep 0.05; done
+    wait_for_file "$T/$name.port" 5
     eval "${name}_addr=127.0.0.1:$(cat "$T/$name.port" 2>/dev/null)"
 }
 start grpc fetchd-grpc --cache-dir "$T/gcache" --chunk-size 16K
