@@ -115,6 +115,30 @@ else
     skip "faults run, per-task" "no unshare -m"
 fi
 
+## Off-CPU of a tree: 20 short children, each asleep 50 ms, are blocked
+## members of the tree from their start. An exiting child's last switch-out
+## (do_task_dead, after its EXIT record) is no block: it used to stay open
+## to the capture's end, 20 children giving 18 s "other" in a 1.8 s window.
+cp "$(command -v sleep)" "$T/fksleep$tag"
+"$FLAMEKIT" offcpu --call-graph fp -o "$T/offrun" run -- "$LOOP" -c "for i in \$(seq 20); do $T/fksleep$tag 0.05; done" \
+    >"$T/offrun.out" 2>&1
+rc=$?
+keys offrun
+if [ $rc = 0 ] && [ -s "$T/offrun.keys" ]; then
+    fo=$(folded offrun)
+    win=$(jnum offrun duration_s)
+    slept=$(zcat "$fo" | awk -v re="^fksleep$tag;\\\\[S\\\\];.*nanosleep" '$0 ~ re { s += $NF } END { printf "%.3f\n", s / 1e9 }')
+    all=$(zcat "$fo" | awk -v re="^fksleep$tag;" '$0 ~ re { s += $NF } END { printf "%.3f\n", s / 1e9 }')
+    check_eq "offcpu run: the tree is followed in a cgroup" cgroup "$(jnum offrun target.tree.mode)"
+    check_range "offcpu run: the children's sleeps are there (20 x 50 ms, in s)" "$slept" 0.95 "$win"
+    check_range "offcpu run: the children's off-CPU time fits the window ($win s; sequential children)" \
+        "$all" 0.95 "$win"
+    check_range "offcpu run: every child's last switch-out is no block" "$(jnum offrun offcpu.exit_switches)" 20 100
+    check_eq "offcpu run: nothing off CPU in do_task_dead" 0 "$(zcat "$fo" | grep -c 'do_task_dead')"
+else
+    fail "offcpu run: loop of short sleeps" "exit $rc: $(head -5 "$T/offrun.out")"
+fi
+
 ## Ctrl-C: the capture ends, the command is stopped by its own Ctrl-C,
 ## the cgroup goes. With --no-priority: every thread of flamekit stays at
 ## its own nice through the window (by default, as root, the capture's
