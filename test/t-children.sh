@@ -9,6 +9,9 @@
 # command that cannot start). 'pid' on a process in a small cgroup of its
 # own follows its tree there (a busy outsider in the same cgroup dropped),
 # elsewhere it keeps per-task events and says short children may be missed.
+# Off-CPU and Python frames of a tree of short children under run (the
+# cgroup path): a child's sleeps are its blocks, its exit no block; each
+# interpreter's function has its CPU time.
 # 1,000 children under run are each counted; a pid used by a member's
 # child, an outsider's, then a member's again is judged afresh each time.
 # The frame-pointer call graph keeps the rings small at 999 Hz: what is
@@ -137,6 +140,30 @@ if [ $rc = 0 ] && [ -s "$T/offrun.keys" ]; then
     check_eq "offcpu run: nothing off CPU in do_task_dead" 0 "$(zcat "$fo" | grep -c 'do_task_dead')"
 else
     fail "offcpu run: loop of short sleeps" "exit $rc: $(head -5 "$T/offrun.out")"
+fi
+
+## Python frames of a tree: six short interpreters (Debian's python3.11,
+## 0.15 s of CPU each in fk_child_spin) forked by a shell under run, each
+## sampled in the command's cgroup from its start and read as its samples
+## leave the ring: the function's samples are its CPU time x the frequency.
+PY=/usr/bin/python3.11
+if [ -x "$PY" ]; then
+    printf '%s\n' 'import time' 'def fk_child_spin(t):' '    e = time.process_time() + t' \
+        '    while time.process_time() < e:' '        pass' 'fk_child_spin(0.15)' >"$T/fkpy.py"
+    "$FLAMEKIT" run -F $F -o "$T/py" -- "$LOOP" -c "for i in 1 2 3 4 5 6; do $PY $T/fkpy.py; done" >"$T/py.out" 2>&1
+    rc=$?
+    keys py
+    if [ $rc = 0 ] && [ -s "$T/py.keys" ]; then
+        want=$(awk -v f=$F 'BEGIN { printf "%d\n", 6 * 0.15 * f }')
+        got=$(zcat "$(folded py)" | awk '/;fk_child_spin_\[p\]/ { s += $NF } END { print s + 0 }')
+        check_eq "python run: the tree is followed in a cgroup" cgroup "$(jnum py target.tree.mode)"
+        check_range "python run: the children's Python function has its CPU time ($got samples, $want expected)" \
+            "$(ratio "$got" "$want")" "$(floor_ratio "$want")" "$(awk -v w="$want" 'BEGIN { print 1 + 5 / sqrt(w) + 0.05 }')"
+    else
+        fail "python run: a shell's short interpreters" "exit $rc: $(head -5 "$T/py.out")"
+    fi
+else
+    skip "python run: a shell's short interpreters" "no $PY"
 fi
 
 ## Ctrl-C: the capture ends, the command is stopped by its own Ctrl-C,
