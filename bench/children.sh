@@ -51,6 +51,11 @@
 #      flamekit's CPU (user+sys) and peak RSS from its own rusage, and
 #      samples per CPU second of xz in the window x the frequency (its
 #      completeness). Target: CPU and RSS within 10% of the baseline's.
+#      In flamekit's cgroup each round also takes 'flamekit host' over the
+#      same window: what following the tree on per-CPU events over the
+#      whole host would cost at least (every CPU's samples read, most
+#      dropped), the alternative to per-task events for a pid in the root
+#      cgroup (flamekit-record(1), Following a tree).
 # Needs root (cgroups, drop_caches). Take quiet figures under the lock, one
 # rate per call (each fits the 6-minute hold):
 #   FK_BENCH_PARTS=2 FK_BENCH_RATES=99 FK_BASELINE=DIR fk-quiet bench/children.sh
@@ -84,7 +89,10 @@ cleanup() {
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null; kill -CONT "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
     [ -n "$cg" ] && rmdir "$cg" 2>/dev/null
-    [ -n "$cg5" ] && rmdir "$cg5" 2>/dev/null
+    if [ -n "$cg5" ]; then     # (its stream's last cat ends on SIGPIPE)
+        for _ in $(seq 100); do [ -n "$(cat "$cg5/cgroup.procs" 2>/dev/null)" ] || break; sleep 0.05; done
+        rmdir "$cg5" 2>/dev/null
+    fi
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -319,13 +327,17 @@ if [[ " $parts " == *" 5 "* ]] && [ -n "$base" ]; then
         [ -n "$xp" ] || { failed=1; echo "(5) $place: FAILED: xz did not start"; continue; }
         sleep 2     # its threads up
         for round in $(seq "${FK_BENCH_ROUNDS:-3}"); do
-            for build in base new; do
+            hostrow=
+            [ "$place" = here ] && hostrow=host
+            for build in base new $hostrow; do
                 bin=$fk; [ "$build" = base ] && bin=$base
+                what=(pid -q -d "$win" -o "p-$place-$build-$round" "$xp")
+                [ "$build" = host ] && what=(host -q -d "$win" -o "p-$place-$build-$round")
                 tag=p-$place-$build-$round
                 t0=$(ticks "$xp")
                 rc=0
                 /usr/bin/time -f '%U %S %M' -o "$tag.time" timeout -k 5 "$limit" \
-                    "$bin" pid -q -d "$win" -o "$tag" "$xp" >/dev/null 2>"$tag.err" || rc=$?
+                    "$bin" "${what[@]}" >/dev/null 2>"$tag.err" || rc=$?
                 t1=$(ticks "$xp")
                 pj=$(ls "$tag"/*.json 2>/dev/null | head -1 || true)
                 if [ $rc != 0 ] || [ -z "$pj" ]; then
@@ -335,6 +347,8 @@ if [[ " $parts " == *" 5 "* ]] && [ -n "$base" ]; then
                 fi
                 read -r n hz dur mode lost complete stacks <<<"$(meta "$pj" samples event.frequency_hz duration_s \
                     target.tree.mode lost callgraph.unwind.complete callgraph.unwind.stacks | paste -sd' ')"
+                # host: xz's samples are those of its command name
+                [ "$build" = host ] && { mode=host; n=$(zcat "$tag"/*.folded.gz | awk '/^xz;/ { s += $NF } END { print s + 0 }'); }
                 awk -v p="$place" -v b="$build" -v r="$round" -v n="$n" -v hz="$hz" -v d="$dur" -v m="$mode" \
                     -v l="$lost" -v c="$complete" -v s="$stacks" -v t="$((t1 - t0))" -v tm="$(cat "$tag.time")" 'BEGIN {
                     split(tm, x, " ")
