@@ -835,6 +835,23 @@ static void engine_finish(struct fk_engine *e)
         fk_unwinder_stats(e->uw, &r->unwind);
 }
 
+/* The set-up both entry points share, before configuration: an empty
+ * result, the caller's options and error buffer, the empty tables. */
+static void engine_init(struct fk_engine *e, const struct fk_capture_opts *o,
+                        struct fk_capture_result *r, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    fk_stacktab_init(&r->stacks);
+    e->o = o;
+    e->r = r;
+    e->err = err;
+    e->errlen = errlen;
+    if (err && errlen)
+        err[0] = 0;
+    fk_stacktab_init(&e->raw);
+    fk_target_filter_init(&e->filter, o->target);
+}
+
 static void engine_free(struct fk_engine *e)
 {
     engine_priority(e, false);      /* a capture that failed */
@@ -859,17 +876,8 @@ static void engine_free(struct fk_engine *e)
 int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r, char *err,
                    size_t errlen)
 {
-    memset(r, 0, sizeof *r);
-    fk_stacktab_init(&r->stacks);
     struct fk_engine *e = fk_calloc(1, sizeof *e);
-    e->o = o;
-    e->r = r;
-    e->err = err;
-    e->errlen = errlen;
-    if (err && errlen)
-        err[0] = 0;
-    fk_stacktab_init(&e->raw);
-    fk_target_filter_init(&e->filter, o->target);
+    engine_init(e, o, r, err, errlen);
     int rc = FK_EXIT_ERROR;
     if (!fk_engine_configure(e) || !fk_engine_open(e) || !fk_engine_mmap(e))
         goto out;
@@ -921,18 +929,9 @@ struct fk_replay {
 struct fk_replay *fk_replay_new(const struct fk_capture_opts *o, struct fk_capture_result *r,
                                 char *err, size_t errlen)
 {
-    memset(r, 0, sizeof *r);
-    fk_stacktab_init(&r->stacks);
     struct fk_replay *p = fk_calloc(1, sizeof *p);
     struct fk_engine *e = &p->e;
-    e->o = o;
-    e->r = r;
-    e->err = err;
-    e->errlen = errlen;
-    if (err && errlen)
-        err[0] = 0;
-    fk_stacktab_init(&e->raw);
-    fk_target_filter_init(&e->filter, o->target);
+    engine_init(e, o, r, err, errlen);
     if (!fk_engine_configure(e)) {
         engine_free(e);
         free(p);
