@@ -11,7 +11,8 @@
 #      replayed into one engine until it holds 762,000 samples: RSS
 #      (target <= 128 MB) and whether one core keeps up (rate >= 12,700/s).
 # samples/s/core is the process's CPU time (the replaying thread and the
-# kallsyms reader); median and p99 per sample are wall time (monotonic
+# kallsyms reader) less reading the recording, which is streamed: RSS is
+# the engine's; median and p99 per sample are wall time (monotonic
 # clock around each sample: a preempted sample counts its wait, so read
 # them on a quiet machine). The first pass includes reading each binary's
 # CFI and symbols and kallsyms, the later passes are steady state: the

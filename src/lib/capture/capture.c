@@ -565,11 +565,19 @@ static void seed_tree(struct fk_engine *e)
     e->r->tree_followed = true;
 }
 
-/* The reader's keep hook: the kind's early_record. */
+/* The reader's keep hook: the kind's early_sample and early_record. */
 static bool kind_keeps(void *ctx, const union perf_event *ev)
 {
     struct fk_engine *e = ctx;
-    return e->kind->early_record(e->kind_state, ev, &e->fmt[0]);
+    if (ev->header.type == PERF_RECORD_SAMPLE) {
+        struct fk_sample s;
+        unsigned idx;
+        if (e->kind->early_sample && event_of(e, ev, &idx) &&
+            fk_sample_parse(&e->fmt[idx], ev, ev->header.size, &s))
+            e->kind->early_sample(e->kind_state, idx, &s);
+        return true;
+    }
+    return !e->kind->early_record || e->kind->early_record(e->kind_state, ev, &e->fmt[0]);
 }
 
 /* The reader's queue may hold a quarter of --max-memory: the stack
@@ -577,7 +585,7 @@ static bool kind_keeps(void *ctx, const union perf_event *ev)
 static bool engine_reader(struct fk_engine *e)
 {
     struct fk_reader_opts ro = { .fmt = &e->fmt[0], .seen = pin_seen, .seen_ctx = e };
-    if (e->kind->early_record) {
+    if (e->kind->early_record || e->kind->early_sample) {
         ro.keep = kind_keeps;
         ro.keep_ctx = e;
     }
@@ -586,6 +594,7 @@ static bool engine_reader(struct fk_engine *e)
             ro.sample = early_seen;
             ro.sample_ctx = e;
         }
+    ro.poll_ms = (int)e->kind->poll_ms;
     early_catch_up(e);  /* the hooks' state made before the thread reads it */
     ro.limit = e->o->max_mem_bytes ? (size_t)(e->o->max_mem_bytes / 4) : (256u << 20);
     int err = 0;
@@ -826,6 +835,23 @@ static void engine_finish(struct fk_engine *e)
         fk_unwinder_stats(e->uw, &r->unwind);
 }
 
+/* The set-up both entry points share, before configuration: an empty
+ * result, the caller's options and error buffer, the empty tables. */
+static void engine_init(struct fk_engine *e, const struct fk_capture_opts *o,
+                        struct fk_capture_result *r, char *err, size_t errlen)
+{
+    memset(r, 0, sizeof *r);
+    fk_stacktab_init(&r->stacks);
+    e->o = o;
+    e->r = r;
+    e->err = err;
+    e->errlen = errlen;
+    if (err && errlen)
+        err[0] = 0;
+    fk_stacktab_init(&e->raw);
+    fk_target_filter_init(&e->filter, o->target);
+}
+
 static void engine_free(struct fk_engine *e)
 {
     engine_priority(e, false);      /* a capture that failed */
@@ -850,17 +876,8 @@ static void engine_free(struct fk_engine *e)
 int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r, char *err,
                    size_t errlen)
 {
-    memset(r, 0, sizeof *r);
-    fk_stacktab_init(&r->stacks);
     struct fk_engine *e = fk_calloc(1, sizeof *e);
-    e->o = o;
-    e->r = r;
-    e->err = err;
-    e->errlen = errlen;
-    if (err && errlen)
-        err[0] = 0;
-    fk_stacktab_init(&e->raw);
-    fk_target_filter_init(&e->filter, o->target);
+    engine_init(e, o, r, err, errlen);
     int rc = FK_EXIT_ERROR;
     if (!fk_engine_configure(e) || !fk_engine_open(e) || !fk_engine_mmap(e))
         goto out;
@@ -912,18 +929,9 @@ struct fk_replay {
 struct fk_replay *fk_replay_new(const struct fk_capture_opts *o, struct fk_capture_result *r,
                                 char *err, size_t errlen)
 {
-    memset(r, 0, sizeof *r);
-    fk_stacktab_init(&r->stacks);
     struct fk_replay *p = fk_calloc(1, sizeof *p);
     struct fk_engine *e = &p->e;
-    e->o = o;
-    e->r = r;
-    e->err = err;
-    e->errlen = errlen;
-    if (err && errlen)
-        err[0] = 0;
-    fk_stacktab_init(&e->raw);
-    fk_target_filter_init(&e->filter, o->target);
+    engine_init(e, o, r, err, errlen);
     if (!fk_engine_configure(e)) {
         engine_free(e);
         free(p);
