@@ -286,6 +286,31 @@ struct fk_py_native {
     uint64_t stack_base, stack_len;
     uint64_t time;              /* the sample's (CLOCK_MONOTONIC): its snapshot */
 };
+
+/* Each eval call keeps its _PyCFrame (a local of _PyEval_EvalFrameDefault)
+ * at a constant offset from its frame's CFA, a fact of the binary's code
+ * generation; from it, the sample's own stack copy says where each call's
+ * Python chain stood at the sample.
+ *
+ * The sample's segment heads from its stack copy: evals[i] says native
+ * frame i (leaf first, i < n) is _PyEval_EvalFrameDefault, whose
+ * _PyCFrame is at nat->sps[i + 1] (its CFA) + off. False unless every one
+ * lies inside the copy and each links to the next (cframe.previous);
+ * *outer_link: the outermost one's previous link (the thread state's
+ * root_cframe when that call is the thread's first). */
+bool fk_py_heads_from_copy(const struct fk_py_layout *L, const struct fk_py_native *nat,
+                           const bool *evals, unsigned n, int64_t off, uint64_t *heads,
+                           unsigned *nheads, uint64_t *outer_link);
+/* The offset the innermost eval frame's CFA and cframe -- the thread's
+ * current _PyCFrame as read from its thread state tstate soon after the
+ * sample -- give, into *off, only when the sample's own copy confirms it:
+ * with two or more eval frames, their cframes link one to the next; with
+ * one in a stack that reached its root (nat->complete), its link is
+ * tstate's root_cframe. A cframe read after the thread left or entered an
+ * eval call (a late read) gives an offset the copy refutes: false. */
+bool fk_py_cframe_offset(const struct fk_py_layout *L, const struct fk_py_native *nat,
+                         const bool *evals, unsigned n, uint64_t cframe, uint64_t tstate,
+                         int64_t *off);
 /* Threads: fk_python_early is called from the ring reader's thread while
  * the engine's thread makes the other calls; every call holds the
  * module's lock throughout (the two meet rarely: a read takes a few
