@@ -26,6 +26,7 @@
 #include "capture/sample.h"
 #include "stacks/folded.h"
 #include "util/outfile.h"
+#include "cmd/term.h"
 
 #include <errno.h>
 #include <fcntl.h>

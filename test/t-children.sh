@@ -9,6 +9,9 @@
 # command that cannot start). 'pid' on a process in a small cgroup of its
 # own follows its tree there (a busy outsider in the same cgroup dropped),
 # elsewhere it keeps per-task events and says short children may be missed.
+# Off-CPU and Python frames of a tree of short children under run (the
+# cgroup path): a child's sleeps are its blocks, its exit no block; each
+# interpreter's function has its CPU time.
 # 1,000 children under run are each counted; a pid used by a member's
 # child, an outsider's, then a member's again is judged afresh each time.
 # The frame-pointer call graph keeps the rings small at 999 Hz: what is
@@ -113,6 +116,54 @@ if need unshare && unshare -m true 2>/dev/null; then
     check_grep "faults run, per-task: the warning names the cause" 'per-task' "$T/pertask.out"
 else
     skip "faults run, per-task" "no unshare -m"
+fi
+
+## Off-CPU of a tree: 20 short children, each asleep 50 ms, are blocked
+## members of the tree from their start. An exiting child's last switch-out
+## (do_task_dead, after its EXIT record) is no block: it used to stay open
+## to the capture's end, 20 children giving 18 s "other" in a 1.8 s window.
+cp "$(command -v sleep)" "$T/fksleep$tag"
+"$FLAMEKIT" offcpu --call-graph fp -o "$T/offrun" run -- "$LOOP" -c "for i in \$(seq 20); do $T/fksleep$tag 0.05; done" \
+    >"$T/offrun.out" 2>&1
+rc=$?
+keys offrun
+if [ $rc = 0 ] && [ -s "$T/offrun.keys" ]; then
+    fo=$(folded offrun)
+    win=$(jnum offrun duration_s)
+    slept=$(zcat "$fo" | awk -v re="^fksleep$tag;\\\\[S\\\\];.*nanosleep" '$0 ~ re { s += $NF } END { printf "%.3f\n", s / 1e9 }')
+    all=$(zcat "$fo" | awk -v re="^fksleep$tag;" '$0 ~ re { s += $NF } END { printf "%.3f\n", s / 1e9 }')
+    check_eq "offcpu run: the tree is followed in a cgroup" cgroup "$(jnum offrun target.tree.mode)"
+    check_range "offcpu run: the children's sleeps are there (20 x 50 ms, in s)" "$slept" 0.95 "$win"
+    check_range "offcpu run: the children's off-CPU time fits the window ($win s; sequential children)" \
+        "$all" 0.95 "$win"
+    check_range "offcpu run: every child's last switch-out is no block" "$(jnum offrun offcpu.exit_switches)" 20 100
+    check_eq "offcpu run: nothing off CPU in do_task_dead" 0 "$(zcat "$fo" | grep -c 'do_task_dead')"
+else
+    fail "offcpu run: loop of short sleeps" "exit $rc: $(head -5 "$T/offrun.out")"
+fi
+
+## Python frames of a tree: six short interpreters (Debian's python3.11,
+## 0.15 s of CPU each in fk_child_spin) forked by a shell under run, each
+## sampled in the command's cgroup from its start and read as its samples
+## leave the ring: the function's samples are its CPU time x the frequency.
+PY=/usr/bin/python3.11
+if [ -x "$PY" ]; then
+    printf '%s\n' 'import time' 'def fk_child_spin(t):' '    e = time.process_time() + t' \
+        '    while time.process_time() < e:' '        pass' 'fk_child_spin(0.15)' >"$T/fkpy.py"
+    "$FLAMEKIT" run -F $F -o "$T/py" -- "$LOOP" -c "for i in 1 2 3 4 5 6; do $PY $T/fkpy.py; done" >"$T/py.out" 2>&1
+    rc=$?
+    keys py
+    if [ $rc = 0 ] && [ -s "$T/py.keys" ]; then
+        want=$(awk -v f=$F 'BEGIN { printf "%d\n", 6 * 0.15 * f }')
+        got=$(zcat "$(folded py)" | awk '/;fk_child_spin_\[p\]/ { s += $NF } END { print s + 0 }')
+        check_eq "python run: the tree is followed in a cgroup" cgroup "$(jnum py target.tree.mode)"
+        check_range "python run: the children's Python function has its CPU time ($got samples, $want expected)" \
+            "$(ratio "$got" "$want")" "$(floor_ratio "$want")" "$(awk -v w="$want" 'BEGIN { print 1 + 5 / sqrt(w) + 0.05 }')"
+    else
+        fail "python run: a shell's short interpreters" "exit $rc: $(head -5 "$T/py.out")"
+    fi
+else
+    skip "python run: a shell's short interpreters" "no $PY"
 fi
 
 ## Ctrl-C: the capture ends, the command is stopped by its own Ctrl-C,

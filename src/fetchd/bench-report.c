@@ -6,6 +6,7 @@
  * the summary on stdout. See bench.h. */
 #include "fetchd/bench.h"
 #include "util/outfile.h"
+#include "cmd/term.h"
 
 #include <jansson.h>
 #include <limits.h>

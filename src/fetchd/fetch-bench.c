@@ -21,6 +21,7 @@
 #include "capture/target.h"
 #include "util/opt.h"
 #include "util/stopsig.h"
+#include "cmd/term.h"
 
 #include <dirent.h>
 #include <errno.h>

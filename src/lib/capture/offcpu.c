@@ -38,6 +38,7 @@ struct offcpu {
     const char *waker_event;        /* sched_waking, or sched_wakeup on old kernels */
     const struct fk_tp_field *prev_pid, *prev_state, *woken_pid;
     struct fk_bt_statebits bits;
+    uint64_t exit_bits;             /* prev_state's X and Z: the task is exiting */
     struct fk_blocktime bt;
     /* named frames, made once */
     struct fk_loc state_loc[FK_BT_NSTATES], oncpu_loc, sep_loc, open_loc;
@@ -674,6 +675,8 @@ static bool offcpu_start(const struct fk_capture_opts *o, void **state, unsigned
             k->bits.sleeping = k->sw.flags[i].bit;
         if (!strcmp(k->sw.flags[i].letter, "D"))
             k->bits.disk = k->sw.flags[i].bit;
+        if (!strcmp(k->sw.flags[i].letter, "X") || !strcmp(k->sw.flags[i].letter, "Z"))
+            k->exit_bits |= k->sw.flags[i].bit;
         if (k->sw.flags[i].bit > top)
             top = k->sw.flags[i].bit;
     }
@@ -836,6 +839,12 @@ static void offcpu_sample(void *state, struct fk_engine *e, unsigned event,
     enum fk_bt_state state_ = fk_bt_state_of(pstate, &k->bits);
     struct fk_stack_frames f = with_root(k, st, k->state_loc[state_]);
     k->st.switches_estimated += n;
+    if (k->exit_bits && (pstate & (int64_t)k->exit_bits) && !(pstate & (int64_t)k->bits.preempt)) {
+        /* the thread's last switch-out (do_task_dead), after its EXIT
+         * record: no switch-in ends it */
+        k->st.exit_switches++;
+        return;
+    }
     fk_bt_out_n(&k->bt, s->tid, s->time, state_, store_stack(k, &f), n);
 }
 

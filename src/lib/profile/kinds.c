@@ -336,6 +336,7 @@ static json_t *offcpu_meta(const struct fk_profile_request *rq, const struct fk_
     json_object_set_new(f, "threads_over_limit", json_integer((json_int_t)b->table_full));
     json_object_set_new(f, "threads_peak", json_integer((json_int_t)b->peak_threads));
     json_object_set_new(f, "raw_mismatch", json_integer((json_int_t)o->raw_mismatch));
+    json_object_set_new(f, "exit_switches", json_integer((json_int_t)o->exit_switches));
     json_t *ns = json_object(), *cnt = json_object();
     for (int s = 0; s < FK_BT_NSTATES; s++) {
         json_object_set_new(ns, fk_bt_state_name((enum fk_bt_state)s),
