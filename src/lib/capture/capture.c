@@ -616,11 +616,19 @@ static void seed_tree(struct fk_engine *e)
     e->r->tree_followed = true;
 }
 
-/* The reader's keep hook: the kind's early_record. */
+/* The reader's keep hook: the kind's early_sample and early_record. */
 static bool kind_keeps(void *ctx, const union perf_event *ev)
 {
     struct fk_engine *e = ctx;
-    return e->kind->early_record(e->kind_state, ev, &e->fmt[0]);
+    if (ev->header.type == PERF_RECORD_SAMPLE) {
+        struct fk_sample s;
+        unsigned idx;
+        if (e->kind->early_sample && event_of(e, ev, &idx) &&
+            fk_sample_parse(&e->fmt[idx], ev, ev->header.size, &s))
+            e->kind->early_sample(e->kind_state, idx, &s);
+        return true;
+    }
+    return !e->kind->early_record || e->kind->early_record(e->kind_state, ev, &e->fmt[0]);
 }
 
 /* The reader's queue may hold a quarter of --max-memory: the stack
@@ -628,7 +636,7 @@ static bool kind_keeps(void *ctx, const union perf_event *ev)
 static bool engine_reader(struct fk_engine *e)
 {
     struct fk_reader_opts ro = { .fmt = &e->fmt[0], .seen = pin_seen, .seen_ctx = e };
-    if (e->kind->early_record) {
+    if (e->kind->early_record || e->kind->early_sample) {
         ro.keep = kind_keeps;
         ro.keep_ctx = e;
     }
@@ -637,6 +645,7 @@ static bool engine_reader(struct fk_engine *e)
             ro.sample = early_seen;
             ro.sample_ctx = e;
         }
+    ro.poll_ms = (int)e->kind->poll_ms;
     early_catch_up(e);  /* the hooks' state made before the thread reads it */
     ro.limit = e->o->max_mem_bytes ? (size_t)(e->o->max_mem_bytes / 4) : (256u << 20);
     int err = 0;

@@ -74,6 +74,7 @@ struct fk_engine {
     int *period_fds[FK_EVKIND_MAX_EVENTS];  /* fk_engine_set_period: each event's fds,
                                                found at the first call */
     size_t nperiod_fds[FK_EVKIND_MAX_EVENTS];
+    uint64_t period_draws;          /* ... its spread periods drawn so far */
     bool cg_counting;
     /* reading: the reader's thread copies the rings out, this one hands
      * the copies on in time order */
