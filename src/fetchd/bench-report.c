@@ -212,8 +212,8 @@ static const char *work_note(char *buf, size_t n)
 {
     char w[32];
     snprintf(buf, n, " (%s per run, more where the first round's run took under %.1f s: raised then until "
-             "it lasts that long, the same in every round)", human((double)opt.work, w, sizeof w),
-             (double)opt.min_run_ms / 1000);
+             "it lasts that long, and again where the second round's took under three quarters of it; the "
+             "same in every later round)", human((double)opt.work, w, sizeof w), (double)opt.min_run_ms / 1000);
     return buf;
 }
 
@@ -250,7 +250,7 @@ void bench_check_figures(void)
 
 void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double secs_total)
 {
-    char path[PATH_MAX + 16], b1[160], b2[160], b3[160], b4[160];
+    char path[PATH_MAX + 16], b1[320], b2[160], b3[160], b4[160];
     struct fk_outfile md;
     snprintf(path, sizeof path, "%s/report.md", opt.out);
     char err[512] = "";
@@ -282,7 +282,7 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                       "VmHWM during the run (reset before it). The clients keep the memory they free "
                       "(glibc's trim and mmap thresholds raised), so that gRPC's read buffers are not given back "
                       "to the kernel and faulted in again on every read, and a gRPC client grows its heap by %d MiB "
-                      "of touched memory after its warm-up, so that the heap's growth over the timed fetches "
+                      "per call in flight (up to 4 times that) of touched memory after its warm-up, so that the heap's growth over the timed fetches "
                       "(holes left by read buffers of changing sizes) faults in no fresh pages; the servers keep "
                       "glibc's defaults. A gRPC "
                       "client process runs all its calls (grpc-shared: one per client) from one thread through "
