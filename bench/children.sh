@@ -34,6 +34,28 @@
 #      samples of each against the tree's CPU time (rusage) x the
 #      frequency, and run's over host's (host's counted by the command
 #      names run saw). Targets: >= 0.90, run/host within 10%.
+#  (4) page faults of the same trees (FK_BENCH_PARTS=4, FK_BENCH_TREES):
+#      'flamekit faults run' (1 in 100): the estimate (samples x 100)
+#      against the faults flamekit counted for the command's cgroup and
+#      against the tree's own minor + major faults from rusage, with the
+#      one-in-N verdict; then the same capture on inherited per-task
+#      events (cgroup2 unmounted in a private mount namespace), whose
+#      short children are never sampled: its verdict must say so.
+#      Target: estimate within 10% of the counted faults.
+#  (5) one busy process (FK_BENCH_PARTS=5; needs FK_BASELINE): 'flamekit
+#      pid -d FK_BENCH_WINDOW (default 15)' on xz -T2 compressing an
+#      endless stream (two busy threads, one process, no children), in
+#      flamekit's cgroup (the root here: per-task events) and in a small
+#      cgroup of its own (the tree followed per CPU in it), the baseline
+#      and this build taken in turn FK_BENCH_ROUNDS times (default 3):
+#      flamekit's CPU (user+sys) and peak RSS from its own rusage, and
+#      samples per CPU second of xz in the window x the frequency (its
+#      completeness). Target: CPU and RSS within 10% of the baseline's.
+#      In flamekit's cgroup each round also takes 'flamekit host' over the
+#      same window: what following the tree on per-CPU events over the
+#      whole host would cost at least (every CPU's samples read, most
+#      dropped), the alternative to per-task events for a pid in the root
+#      cgroup (flamekit-record(1), Following a tree).
 # Needs root (cgroups, drop_caches). Take quiet figures under the lock, one
 # rate per call (each fits the 6-minute hold):
 #   FK_BENCH_PARTS=2 FK_BENCH_RATES=99 FK_BASELINE=DIR fk-quiet bench/children.sh
@@ -62,10 +84,15 @@ done
 work=$(mktemp -d "${TMPDIR:-/tmp}/fk-bench-children.XXXXXX")
 pids=()
 cg=
+cg5=
 cleanup() {
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null; kill -CONT "$p" 2>/dev/null || true; done
     wait 2>/dev/null || true
     [ -n "$cg" ] && rmdir "$cg" 2>/dev/null
+    if [ -n "$cg5" ]; then     # (its stream's last cat ends on SIGPIPE)
+        for _ in $(seq 100); do [ -n "$(cat "$cg5/cgroup.procs" 2>/dev/null)" ] || break; sleep 0.05; done
+        rmdir "$cg5" 2>/dev/null
+    fi
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -193,11 +220,8 @@ EOF
         done
     done
 fi
-if [[ " $parts " == *" 3 "* ]]; then
-    # Fork-heavy trees under 'run', with 'flamekit host' over the same
-    # window: samples per CPU second of the tree (rusage, /usr/bin/time)
-    # for each, and host's over run's. host's share of the tree is its
-    # samples whose command name is one of those run saw.
+if [[ " $parts " == *" 3 "* || " $parts " == *" 4 "* ]]; then
+    # The fork-heavy trees of parts 3 and 4.
     mkdir proj
     for i in $(seq 16); do
         { echo "int f$i(int x);"; for j in $(seq 40); do echo "static int g${i}_$j(int x) { return x * $j + (x >> 3); }"; done
@@ -213,6 +237,12 @@ if [[ " $parts " == *" 3 "* ]]; then
         [make]="make -s -C $work/proj clean >/dev/null; make -s -j2 -C $work/proj"
         [git]="rm -rf $work/clone; git clone -q --no-local $repo $work/clone"
     )
+fi
+if [[ " $parts " == *" 3 "* ]]; then
+    # Fork-heavy trees under 'run', with 'flamekit host' over the same
+    # window: samples per CPU second of the tree (rusage, /usr/bin/time)
+    # for each, and host's over run's. host's share of the tree is its
+    # samples whose command name is one of those run saw.
     for w in ${FK_BENCH_TREES:-true python make git}; do
         : >"h-$w.ready"
         "$fk" host -q -d 120 --ready-fd 3 -o "h-$w" >/dev/null 2>"h-$w.err" 3>"h-$w.ready" &
@@ -238,6 +268,110 @@ if [[ " $parts " == *" 3 "* ]]; then
         awk -v w="$w" -v c="$cpu" -v hz="$hz" -v r="$rn" -v h="$hn" -v m="$mode" -v l="$lost" 'BEGIN {
             printf "(3) %s under run (%s): %.2f s of CPU (rusage); run %d samples (%.3f of CPU x %d Hz), host %d (%.3f); run/host %.3f; lost %s\n",
                 w, m, c, r, r / (c * hz), hz, h, h / (c * hz), (h ? r / h : 0), l }'
+    done
+fi
+if [[ " $parts " == *" 4 "* ]]; then
+    # faults run on each tree, in the command's cgroup and on per-task
+    # events: estimate vs flamekit's count and vs the tree's rusage
+    pertask=
+    unshare -m true 2>/dev/null && pertask=1
+    cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+    for w in ${FK_BENCH_TREES:-true python make git}; do
+        for how in cgroup ${pertask:+per-task}; do
+            pre=()
+            [ $how = per-task ] && pre=(unshare -m sh -c "umount '$cg2' && exec \"\$0\" \"\$@\"")
+            rc=0
+            "${pre[@]}" "$fk" faults -q -c 100 -o "f-$how-$w" run -- /usr/bin/time -f '%R %F' -o "f-$how-$w.time" \
+                bash -c "${wl[$w]}" >/dev/null 2>"f-$how-$w.err" || rc=$?
+            fj=$(ls "f-$how-$w"/*.json 2>/dev/null | head -1 || true)
+            if [ $rc != 0 ] || [ -z "$fj" ]; then
+                failed=1
+                echo "(4) $w, $how: FAILED: exit $rc; $(tail -c 200 "f-$how-$w.err" | tr '\n' ' ')"
+                continue
+            fi
+            read -r mode counted est verdict lost <<<"$(meta "$fj" target.tree.mode faults.counted \
+                faults.estimate_of_target faults.verdict lost | paste -sd' ')"
+            ru=$(awk '{ print $1 + $2 }' "f-$how-$w.time")
+            awk -v w="$w" -v m="$mode" -v c="$counted" -v e="$est" -v r="$ru" -v v="$verdict" -v l="$lost" 'BEGIN {
+                printf "(4) %s, faults run (%s): estimate %d; counted %d (%.3f); rusage %d (%.3f); verdict %s; lost %s\n",
+                    w, m, e, c, (c ? e / c : 0), r, (r ? e / r : 0), v, l }'
+        done
+    done
+fi
+if [[ " $parts " == *" 5 "* ]]; then
+    [ -n "$base" ] || { echo "(5) SKIP: needs FK_BASELINE (the build to compare with)"; }
+    command -v xz >/dev/null || { echo "(5) SKIP: no xz"; base=; }
+fi
+if [[ " $parts " == *" 5 "* ]] && [ -n "$base" ]; then
+    win=${FK_BENCH_WINDOW:-15}
+    # compressible input (source text, ~8 MB), fed without end
+    find "$src/src" -name '*.[ch]' -exec cat {} + >text1
+    for _ in $(seq 8); do cat text1; done >text
+    cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+    places=here
+    if [ -n "$cg2" ] && mkdir "$cg2/fk-bench-busy-$$" 2>/dev/null; then
+        cg5=$cg2/fk-bench-busy-$$
+        places="here own-cgroup"
+    fi
+    # busy PLACE: start the stream; sets xp (xz's pid)
+    busy() {
+        local dir=-; [ "$1" = own-cgroup ] && dir=$cg5
+        bash -c "[ $dir = - ] || echo \$\$ >$dir/cgroup.procs; exec bash -c 'while :; do cat text; done | xz -T2 -6 >/dev/null'" &
+        pids+=($!)
+        local i
+        for i in $(seq 100); do xp=$(pgrep -x xz -P $! 2>/dev/null || true); [ -n "$xp" ] && break; sleep 0.05; done
+    }
+    ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+    for place in $places; do
+        busy "$place"
+        [ -n "$xp" ] || { failed=1; echo "(5) $place: FAILED: xz did not start"; continue; }
+        sleep 2     # its threads up
+        for round in $(seq "${FK_BENCH_ROUNDS:-3}"); do
+            hostrow=
+            [ "$place" = here ] && hostrow=host
+            for build in base new $hostrow; do
+                bin=$fk; [ "$build" = base ] && bin=$base
+                what=(pid -q -d "$win" -o "p-$place-$build-$round" "$xp")
+                [ "$build" = host ] && what=(host -q -d "$win" -o "p-$place-$build-$round")
+                tag=p-$place-$build-$round
+                t0=$(ticks "$xp")
+                rc=0
+                /usr/bin/time -f '%U %S %M' -o "$tag.time" timeout -k 5 "$limit" \
+                    "$bin" "${what[@]}" >/dev/null 2>"$tag.err" || rc=$?
+                t1=$(ticks "$xp")
+                pj=$(ls "$tag"/*.json 2>/dev/null | head -1 || true)
+                if [ $rc != 0 ] || [ -z "$pj" ]; then
+                    failed=1
+                    echo "(5) $place, $build, round $round: FAILED: exit $rc; $(tail -c 200 "$tag.err" | tr '\n' ' ')"
+                    continue
+                fi
+                read -r n hz dur mode lost complete stacks <<<"$(meta "$pj" samples event.frequency_hz duration_s \
+                    target.tree.mode lost callgraph.unwind.complete callgraph.unwind.stacks | paste -sd' ')"
+                # host: xz's samples are those of its command name
+                [ "$build" = host ] && { mode=host; n=$(zcat "$tag"/*.folded.gz | awk '/^xz;/ { s += $NF } END { print s + 0 }'); }
+                awk -v p="$place" -v b="$build" -v r="$round" -v n="$n" -v hz="$hz" -v d="$dur" -v m="$mode" \
+                    -v l="$lost" -v c="$complete" -v s="$stacks" -v t="$((t1 - t0))" -v tm="$(cat "$tag.time")" 'BEGIN {
+                    split(tm, x, " ")
+                    printf "(5) %s, %s, round %d (%s): flamekit %.3f s CPU, %d KB peak RSS; %d samples for %.2f s of xz CPU (%.3f of it x %d Hz); %s of %s stacks complete; lost %s\n",
+                        p, b, r, m, x[1] + x[2], x[3], n, t / 100, (t ? n / (t / 100 * hz) : 0), hz, c, s, l }'
+            done
+        done
+        # the stream's processes, by id: its loop's subshell, xz, the shell
+        kill $(pgrep -P "${pids[-1]}") "${pids[-1]}" 2>/dev/null || true
+        wait "${pids[-1]}" 2>/dev/null || true
+        for _ in $(seq 100); do kill -0 "$xp" 2>/dev/null || break; sleep 0.05; done
+    done
+    # ratios: new / base per place, median and range over the rounds
+    for place in $places; do
+        for f in 1 2; do
+            for r in $(seq "${FK_BENCH_ROUNDS:-3}"); do
+                [ -s "p-$place-base-$r.time" ] && [ -s "p-$place-new-$r.time" ] || continue
+                awk -v f=$f 'NR == FNR { b = (f == 1 ? $1 + $2 : $3); next } { n = (f == 1 ? $1 + $2 : $3); print (b ? n / b : 0) }' \
+                    "p-$place-base-$r.time" "p-$place-new-$r.time"
+            done | sort -n | awk -v p="$place" -v what="$([ $f = 1 ] && echo CPU || echo 'peak RSS')" '{ v[NR] = $1 }
+                END { if (NR) printf "(5) %s: flamekit %s new/base: median %.3f, range %.3f-%.3f over %d rounds\n",
+                      p, what, v[int((NR + 1) / 2)], v[1], v[NR], NR }'
+        done
     done
 fi
 echo "bench/children: done in ${SECONDS} s$([ $failed = 0 ] || echo ", a capture FAILED")"

@@ -10,8 +10,10 @@
  *                                    processes PIDS ("12,34"), saving every
  *                                    record in the order it was handled
  *   replay run FILE [REPEAT [FOLDED]]  replay FILE REPEAT times (default 1)
- *                                    into one engine; prints samples/s of
- *                                    CPU, median and p99 us per sample
+ *                                    into one engine, streamed through a
+ *                                    1 MB buffer; prints samples/s of
+ *                                    CPU (less the file's reads), median
+ *                                    and p99 us per sample
  *                                    (wall time), naming ms, peak RSS;
  *                                    writes the folded stacks to FOLDED
  *                                    (to check that a change keeps every
@@ -24,14 +26,17 @@
 #include "capture/sample.h"
 #include "stacks/folded.h"
 #include "util/outfile.h"
+#include "cmd/term.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #define MAGIC "FKREPLAY"
 #define WAKEUP_NS (100 * 1000000ull)    /* the live loop's poll interval */
@@ -138,35 +143,78 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static char *slurp(const char *path, size_t *len)
+/* The recording, streamed through a fixed buffer: replaying a 60-second
+ * window must not hold it in memory (the RSS figure is the engine's).
+ * Records are handed on in place when 8-byte aligned, as the ring reader
+ * keeps them; reading costs this thread's CPU, counted apart (read_s) so
+ * that samples/s is the engine's alone. */
+#define STREAM_BUF (1u << 20)
+#define REC_MAX 65536u          /* a record's largest size (u16) */
+
+struct stream {
+    int fd;
+    unsigned char *buf;         /* STREAM_BUF + REC_MAX bytes, 8-byte aligned */
+    size_t pos, end;
+    bool failed;                /* a read error (not the end of the file) */
+    double read_s;              /* this thread's CPU time in read() */
+};
+
+static double thread_cpu_s(void)
 {
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 20, n = 0;
-    char *d = fk_malloc(cap);
-    size_t k;
-    while ((k = fread(d + n, 1, cap - n, f)) > 0) {
-        n += k;
-        if (n == cap)
-            d = fk_realloc(d, cap *= 2);
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* At least want bytes buffered from pos on (fewer at the end of the file). */
+static void stream_fill(struct stream *st, size_t want)
+{
+    if (st->end - st->pos >= want || st->failed)
+        return;
+    double t0 = thread_cpu_s();
+    /* keep the unread tail, moved to the start: offsets keep their
+     * alignment when pos is a multiple of 8 */
+    size_t shift = st->pos & ~(size_t)7;
+    memmove(st->buf, st->buf + shift, st->end - shift);
+    st->pos -= shift;
+    st->end -= shift;
+    while (st->end < STREAM_BUF) {
+        ssize_t k = read(st->fd, st->buf + st->end, STREAM_BUF + REC_MAX - st->end);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            st->failed = true;
+        if (k <= 0)
+            break;
+        st->end += (size_t)k;
     }
-    fclose(f);
-    *len = n;
-    return d;
+    st->read_s += thread_cpu_s() - t0;
+}
+
+/* From the start of the records (just after the file header). */
+static bool stream_rewind(struct stream *st)
+{
+    if (lseek(st->fd, 16, SEEK_SET) != 16) {
+        st->failed = true;
+        return false;
+    }
+    st->pos = st->end = 0;
+    return true;
 }
 
 static int run(const char *path, unsigned repeat, const char *folded)
 {
-    size_t len;
-    char *data = slurp(path, &len);
-    if (!data || len < 16 || memcmp(data, MAGIC, 8)) {
+    struct stream st = { .fd = open(path, O_RDONLY | O_CLOEXEC) };
+    char head[16];
+    if (st.fd < 0 || read(st.fd, head, sizeof head) != (ssize_t)sizeof head || memcmp(head, MAGIC, 8)) {
         fk_error("%s: not a replay recording (make one with 'replay record')", path);
-        free(data);
+        if (st.fd >= 0)
+            close(st.fd);
         return 1;
     }
-    uint64_t st;
-    memcpy(&st, data + 8, 8);
+    uint64_t stype;
+    memcpy(&stype, head + 8, 8);
+    st.buf = fk_malloc(STREAM_BUF + REC_MAX);     /* malloc's alignment: at least 8 */
     struct fk_target t;
     struct fk_capture_opts o;
     opts_host(&o, &t, 999);
@@ -178,31 +226,33 @@ static int run(const char *path, unsigned repeat, const char *folded)
         fk_error("%s", err);
         return 1;
     }
-    if (fk_replay_format(p)->sample_type != st) {
+    if (fk_replay_format(p)->sample_type != stype) {
         fk_error("%s: recorded with sample_type %#llx, this build configures %#llx", path,
-                 (unsigned long long)st, (unsigned long long)fk_replay_format(p)->sample_type);
+                 (unsigned long long)stype, (unsigned long long)fk_replay_format(p)->sample_type);
         return 1;
     }
     double c1 = cpu_s();
     uint64_t *lat = NULL;
     size_t nlat = 0, caplat = 0;
-    uint64_t *rec, *recbuf = NULL;  /* records are read in place; recbuf: an aligned copy of one that is not */
-    size_t caprec = 0;
+    uint64_t *rec, recbuf[REC_MAX / 8];     /* an aligned copy of a record that is not */
     uint64_t next_wakeup = 0;
-    for (unsigned round = 0; round < repeat; round++) {
-        for (size_t off = 16; off + sizeof(struct perf_event_header) <= len;) {
+    for (unsigned round = 0; round < repeat && (round == 0 || stream_rewind(&st)); round++) {
+        for (;;) {
             struct perf_event_header h;
-            memcpy(&h, data + off, sizeof h);
-            if (h.size < sizeof h || off + h.size > len)
+            stream_fill(&st, sizeof h);
+            if (st.end - st.pos < sizeof h)
                 break;
-            if ((off & 7) == 0) {
-                rec = (uint64_t *)(data + off);     /* as the ring reader keeps them */
+            memcpy(&h, st.buf + st.pos, sizeof h);
+            stream_fill(&st, h.size);
+            if (h.size < sizeof h || st.end - st.pos < h.size)
+                break;
+            if ((st.pos & 7) == 0) {
+                rec = (uint64_t *)(st.buf + st.pos);    /* as the ring reader keeps them */
             } else {
-                rec = fk_grow(recbuf, &caprec, (h.size + 7) / 8, sizeof *rec);
-                recbuf = rec;
-                memcpy(rec, data + off, h.size);
+                rec = recbuf;
+                memcpy(rec, st.buf + st.pos, h.size);
             }
-            off += h.size;
+            st.pos += h.size;
             uint64_t tm = fk_record_time(fk_replay_format(p), rec, h.size);
             if (tm >= next_wakeup) {
                 fk_replay_wakeup(p);
@@ -219,7 +269,12 @@ static int run(const char *path, unsigned repeat, const char *folded)
         }
         next_wakeup = 0;
     }
-    double c2 = cpu_s();
+    /* the engine's CPU: the process's (the replaying thread and the
+     * kallsyms reader) less the recording's reads */
+    double c2 = cpu_s() - st.read_s;
+    bool read_failed = st.failed;
+    close(st.fd);
+    free(st.buf);
     uint64_t n0 = mono_ns();
     fk_replay_finish(p);
     double naming_ms = (double)(mono_ns() - n0) / 1e6;
@@ -240,6 +295,10 @@ static int run(const char *path, unsigned repeat, const char *folded)
            nlat, c2 - c1, nlat ? (double)nlat / (c2 - c1) : 0, med, p99, ru.ru_maxrss / 1024,
            (unsigned long long)r.unwind.complete, (unsigned long long)r.unwind.samples);
     int rc = 0;
+    if (read_failed) {
+        fk_error("%s: read failed: the figures cover only the records before the error", path);
+        rc = 1;
+    }
     if (folded) {
         struct fk_outfile of;
         err[0] = 0;
@@ -257,8 +316,6 @@ static int run(const char *path, unsigned repeat, const char *folded)
     fk_capture_result_free(&r);
     fk_target_free(&t);
     free(lat);
-    free(recbuf);
-    free(data);
     return rc;
 }
 

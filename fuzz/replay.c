@@ -5,6 +5,7 @@
  * checks the committed seeds (test/t-fuzz-seeds.sh). fuzz/run fuzzes. */
 #include "fuzz.h"
 #include "util/fk.h"
+#include "cmd/term.h"
 
 #include <errno.h>
 #include <stdio.h>

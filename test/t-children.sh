@@ -9,6 +9,9 @@
 # command that cannot start). 'pid' on a process in a small cgroup of its
 # own follows its tree there (a busy outsider in the same cgroup dropped),
 # elsewhere it keeps per-task events and says short children may be missed.
+# Off-CPU and Python frames of a tree of short children under run (the
+# cgroup path): a child's sleeps are its blocks, its exit no block; each
+# interpreter's function has its CPU time.
 # 1,000 children under run are each counted; a pid used by a member's
 # child, an outsider's, then a member's again is judged afresh each time.
 # The frame-pointer call graph keeps the rings small at 999 Hz: what is
@@ -115,6 +118,54 @@ else
     skip "faults run, per-task" "no unshare -m"
 fi
 
+## Off-CPU of a tree: 20 short children, each asleep 50 ms, are blocked
+## members of the tree from their start. An exiting child's last switch-out
+## (do_task_dead, after its EXIT record) is no block: it used to stay open
+## to the capture's end, 20 children giving 18 s "other" in a 1.8 s window.
+cp "$(command -v sleep)" "$T/fksleep$tag"
+"$FLAMEKIT" offcpu --call-graph fp -o "$T/offrun" run -- "$LOOP" -c "for i in \$(seq 20); do $T/fksleep$tag 0.05; done" \
+    >"$T/offrun.out" 2>&1
+rc=$?
+keys offrun
+if [ $rc = 0 ] && [ -s "$T/offrun.keys" ]; then
+    fo=$(folded offrun)
+    win=$(jnum offrun duration_s)
+    slept=$(zcat "$fo" | awk -v re="^fksleep$tag;\\\\[S\\\\];.*nanosleep" '$0 ~ re { s += $NF } END { printf "%.3f\n", s / 1e9 }')
+    all=$(zcat "$fo" | awk -v re="^fksleep$tag;" '$0 ~ re { s += $NF } END { printf "%.3f\n", s / 1e9 }')
+    check_eq "offcpu run: the tree is followed in a cgroup" cgroup "$(jnum offrun target.tree.mode)"
+    check_range "offcpu run: the children's sleeps are there (20 x 50 ms, in s)" "$slept" 0.95 "$win"
+    check_range "offcpu run: the children's off-CPU time fits the window ($win s; sequential children)" \
+        "$all" 0.95 "$win"
+    check_range "offcpu run: every child's last switch-out is no block" "$(jnum offrun offcpu.exit_switches)" 20 100
+    check_eq "offcpu run: nothing off CPU in do_task_dead" 0 "$(zcat "$fo" | grep -c 'do_task_dead')"
+else
+    fail "offcpu run: loop of short sleeps" "exit $rc: $(head -5 "$T/offrun.out")"
+fi
+
+## Python frames of a tree: six short interpreters (Debian's python3.11,
+## 0.15 s of CPU each in fk_child_spin) forked by a shell under run, each
+## sampled in the command's cgroup from its start and read as its samples
+## leave the ring: the function's samples are its CPU time x the frequency.
+PY=/usr/bin/python3.11
+if [ -x "$PY" ]; then
+    printf '%s\n' 'import time' 'def fk_child_spin(t):' '    e = time.process_time() + t' \
+        '    while time.process_time() < e:' '        pass' 'fk_child_spin(0.15)' >"$T/fkpy.py"
+    "$FLAMEKIT" run -F $F -o "$T/py" -- "$LOOP" -c "for i in 1 2 3 4 5 6; do $PY $T/fkpy.py; done" >"$T/py.out" 2>&1
+    rc=$?
+    keys py
+    if [ $rc = 0 ] && [ -s "$T/py.keys" ]; then
+        want=$(awk -v f=$F 'BEGIN { printf "%d\n", 6 * 0.15 * f }')
+        got=$(zcat "$(folded py)" | awk '/;fk_child_spin_\[p\]/ { s += $NF } END { print s + 0 }')
+        check_eq "python run: the tree is followed in a cgroup" cgroup "$(jnum py target.tree.mode)"
+        check_range "python run: the children's Python function has its CPU time ($got samples, $want expected)" \
+            "$(ratio "$got" "$want")" "$(floor_ratio "$want")" "$(awk -v w="$want" 'BEGIN { print 1 + 5 / sqrt(w) + 0.05 }')"
+    else
+        fail "python run: a shell's short interpreters" "exit $rc: $(head -5 "$T/py.out")"
+    fi
+else
+    skip "python run: a shell's short interpreters" "no $PY"
+fi
+
 ## Ctrl-C: the capture ends, the command is stopped by its own Ctrl-C,
 ## the cgroup goes. With --no-priority: every thread of flamekit stays at
 ## its own nice through the window (by default, as root, the capture's
@@ -209,6 +260,34 @@ if mkdir "$svc" 2>/dev/null; then
     else
         fail "pid: capture of a running loop in its cgroup" "$(head -5 "$T/pid.out")"
     fi
+    ## off-CPU by pid in the same cgroup: a loop of short sleeping children
+    ## is the tree's (each forked in the window sleeps 50 ms in it, but for
+    ## the last two), their last switch-outs too (after their EXIT records,
+    ## no block); the busy outsider, whose preemptions are blocks of its
+    ## own, is dropped
+    "$LOOP" -c "echo \$\$ >$svc/cgroup.procs; exec $LOOP -c 'while :; do $T/fksleep$tag 0.05; done'" &
+    slp=$!
+    fk_cleanup "kill $slp 2>/dev/null"
+    sleep 0.3
+    if "$FLAMEKIT" offcpu --call-graph fp -d 2 -o "$T/offpid" pid "$slp" >"$T/offpid.out" 2>&1; then
+        keys offpid
+        fo=$(folded offpid)
+        win=$(jnum offpid duration_s)
+        all=$(zcat "$fo" | awk -v re="^fksleep$tag;" '$0 ~ re { s += $NF } END { printf "%.3f\n", s / 1e9 }')
+        slept=$(zcat "$fo" | awk -v re="^fksleep$tag;\\[S\\];.*nanosleep" '$0 ~ re { s += $NF } END { printf "%.3f\n", s / 1e9 }')
+        kf=$(jnum offpid target.tree.forks)
+        check_eq "offcpu pid: followed in its own small cgroup" cgroup "$(jnum offpid target.tree.mode)"
+        check_range "offcpu pid: the children's sleeps are there ($kf forked, 50 ms each)" "$slept" \
+            "$(awk -v k="$kf" 'BEGIN { print (k > 2 ? (k - 2) * 0.05 : 0.05) }')" "$win"
+        check_range "offcpu pid: ... and their off-CPU time fits the window ($win s)" "$all" "$slept" \
+            "$(awk -v w="$win" 'BEGIN { print w + 0.1 }')"
+        check_range "offcpu pid: a child's last switch-out, after its EXIT, is the tree's (no block)" \
+            "$(jnum offpid offcpu.exit_switches)" "$(awk -v k="$kf" 'BEGIN { print (k > 2 ? k - 2 : 1) }')" 1000
+        check_eq "offcpu pid: the outsider is not in the graph" 0 "$(comm_samples "$fo" "^fkout$tag")"
+    else
+        fail "offcpu pid: a loop of short sleepers in its cgroup" "$(head -5 "$T/offpid.out")"
+    fi
+    kill "$slp" 2>/dev/null; wait "$slp" 2>/dev/null
     kill "$op" 2>/dev/null
     ## the tree's end ends the capture (killed 1 s after flamekit says
     ## ready: a sanitizer build on a loaded host can take longer than that

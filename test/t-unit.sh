@@ -30,3 +30,19 @@ for u in "$FK_BUILD"/test/unit-*; do
     run_unit "$u"
 done
 [ $n -gt 0 ] && pass "$n unit programs ran" || fail "no unit programs in $FK_BUILD/test (make check-programs)"
+
+# The library never writes to the terminal (src/cmd/term.h prints for the
+# programs): no member of libflamekit.a names stdout or stderr, a printing
+# function, or the programs' terminal. The one exception is fk_die in
+# util/fk.c (out of memory, an internal limit: the process ends).
+if need nm && [ -f "$FK_BUILD/libflamekit.a" ]; then
+    talk='stdout|stderr|printf|__printf_chk|vprintf|__vprintf_chk|puts|putchar|perror|psignal|warn|warnx|err|errx|fk_warn|fk_error|fk_warn_line|fk_opt_error|fk_opt_parse'
+    bad=$(nm -A -u "$FK_BUILD/libflamekit.a" 2>/dev/null |
+          awk -v re="^($talk)$" '{ n = $NF; sub(/@.*/, "", n) }
+               n ~ re && !(n == "stderr" && $1 ~ /:libflamekit_a-fk\.o:$/) { print $1, n }' | sort -u)
+    check_eq "the library writes nothing to the terminal (libflamekit.a's undefined symbols)" "" "$bad"
+    check_grep "the check sees the one exception (fk_die's stderr in util/fk.c)" 'libflamekit_a-fk\.o:.* stderr' \
+        "$(nm -A -u "$FK_BUILD/libflamekit.a" 2>/dev/null)"
+else
+    skip "the library writes nothing to the terminal" "no nm or no libflamekit.a"
+fi

@@ -4,6 +4,7 @@
 #include "capture-cli.h"
 #include "commands.h"
 #include "util/stopsig.h"
+#include "term.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,6 +6,7 @@
 #include "stacks/perfscript.h"
 #include "util/opt.h"
 #include "util/outfile.h"
+#include "term.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,6 +2,7 @@
 /* flamekit diff: differential flame graph of two folded profiles. */
 #include "commands.h"
 #include "svg-cli.h"
+#include "term.h"
 
 #include <stdlib.h>
 #include <string.h>

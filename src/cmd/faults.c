@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "capture-cli.h"
 #include "capture/swevent.h"
+#include "term.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,7 @@
+# The programs' terminal (term.h): diagnostics, --help, --version and usage
+# lines; every program links it (FK_LIBS), the library never calls it.
+noinst_LIBRARIES += libfkcmd.a
+libfkcmd_a_SOURCES = src/cmd/term.c src/cmd/term.h
 # subcommands: one file each, and the capture commands' shared front end;
 # commands.def is the table src/flamekit.c includes (commands.h declares it)
 flamekit_SOURCES += src/cmd/commands.def src/cmd/commands.h

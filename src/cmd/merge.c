@@ -5,6 +5,7 @@
 #include "render/svg.h"
 #include "stacks/merge.h"
 #include "util/opt.h"
+#include "term.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,6 +5,7 @@
  * (capture-cli.c, the profile runner). */
 #include "commands.h"
 #include "capture-cli.h"
+#include "term.h"
 
 #include <errno.h>
 #include <stdlib.h>

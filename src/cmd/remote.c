@@ -10,6 +10,7 @@
 #include "util/outfile.h"
 #include "util/result.h"
 #include "util/stopsig.h"
+#include "term.h"
 
 #include <errno.h>
 #include <fcntl.h>

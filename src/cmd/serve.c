@@ -4,8 +4,10 @@
 #include "serve/serve.h"
 #include "util/opt.h"
 #include "util/stopsig.h"
+#include "term.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #define SO(field) offsetof(struct fk_serve_opts, field)
@@ -30,6 +32,15 @@ static const struct fk_opt serve_opts[] = {
       "whole this long after connecting (default 15)", "15", .min = 1, .max = 3600 },
     { NULL },
 };
+
+/* The server's log (fk_serve_opts.log) on stderr, for journald: one
+ * write per line (stderr is unbuffered), so lines from connection threads
+ * never mix. */
+static void log_stderr(void *ctx, const char *line)
+{
+    (void)ctx;
+    fprintf(stderr, "%s: %s\n", fk_progname, line);
+}
 
 int cmd_serve(int argc, char **argv)
 {
@@ -58,6 +69,7 @@ int cmd_serve(int argc, char **argv)
         return FK_EXIT_ERROR;
     }
     o.stop = &fk_stop_signal;
+    o.log = log_stderr;
     char err[512];
     rc = fk_serve_run(&o, err, sizeof err);
     if (err[0])

@@ -4,6 +4,7 @@
 #include "svg-cli.h"
 
 #include "util/result.h"
+#include "term.h"
 
 #include <errno.h>
 #include <stdlib.h>

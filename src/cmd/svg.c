@@ -2,6 +2,7 @@
 /* flamekit svg: folded stacks -> interactive SVG flame graph. */
 #include "commands.h"
 #include "svg-cli.h"
+#include "term.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,6 +3,7 @@
 #include "commands.h"
 #include "deliver/upload.h"
 #include "util/opt.h"
+#include "term.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -3,6 +3,7 @@
  * key; filled through a temporary renamed into place only on success;
  * total size bounded with least-recently-used eviction. */
 #include "fetchd/fetchd.h"
+#include "cmd/term.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -2,6 +2,7 @@
 /* The git upload-pack child: its own process group (so a disconnect kills
  * pack-objects too), stdin from a memfd holding the request body. */
 #include "fetchd/fetchd.h"
+#include "cmd/term.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,6 +5,7 @@
 #include "fetchd/fetchd.h"
 #include "util/opt.h"
 #include "util/outfile.h"
+#include "cmd/term.h"
 
 #include <errno.h>
 #include <fcntl.h>

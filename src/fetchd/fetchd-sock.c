@@ -9,6 +9,7 @@
  * Framing: see fetchd-sock(1). */
 #include "fetchd/fetchd.h"
 #include "util/opt.h"
+#include "cmd/term.h"
 
 #include <errno.h>
 #include <fcntl.h>

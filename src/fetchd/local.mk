@@ -5,7 +5,7 @@ EXTRA_DIST += src/fetchd/fetchd.proto
 if FK_FETCHD
 noinst_LIBRARIES += libfetchd.a
 FETCHD_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/src -I$(top_builddir)/src $(GRPC_CFLAGS) $(PROTOBUF_C_CFLAGS)
-FETCHD_LIBS = libfetchd.a libflamekit.a $(GRPC_LIBS) $(PROTOBUF_C_LIBS) $(ZLIB_LIBS) -lpthread
+FETCHD_LIBS = libfetchd.a libfkcmd.a libflamekit.a $(GRPC_LIBS) $(PROTOBUF_C_LIBS) $(ZLIB_LIBS) -lpthread
 libfetchd_a_CFLAGS = $(FETCHD_CFLAGS)
 libfetchd_a_SOURCES = src/fetchd/fetchd.h src/fetchd/repo.c src/fetchd/child.c \
 	src/fetchd/cache.c src/fetchd/pkt.c src/fetchd/client.c src/fetchd/server.c
@@ -30,7 +30,8 @@ fetchd_sock_LDADD = $(FETCHD_LIBS)
 fetchd_client_SOURCES = src/fetchd/fetchd-client.c
 fetchd_client_CFLAGS = $(FETCHD_CFLAGS)
 fetchd_client_LDADD = $(FETCHD_LIBS)
-fetch_bench_SOURCES = src/fetchd/fetch-bench.c src/fetchd/bench.h src/fetchd/bench-report.c
+fetch_bench_SOURCES = src/fetchd/fetch-bench.c src/fetchd/bench.h src/fetchd/bench-report.c \
+	src/fetchd/bench-net.c
 fetch_bench_CFLAGS = $(FETCHD_CFLAGS) $(JANSSON_CFLAGS) -DFK_PKGLIBEXECDIR='"$(pkglibexecdir)"'
 fetch_bench_LDADD = $(FETCHD_LIBS) $(JANSSON_LIBS) -lm
 

@@ -4,6 +4,7 @@
 #include "util/opt.h"
 #include "util/outfile.h"
 #include "util/stopsig.h"
+#include "cmd/term.h"
 
 #include <errno.h>
 #include <stdarg.h>

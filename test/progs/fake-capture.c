@@ -11,6 +11,7 @@
 #include "render/svg.h"
 #include "stacks/folded.h"
 #include "util/outfile.h"
+#include "cmd/term.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -5,6 +5,7 @@
  * Reads COUNT times (default 1), INTERVAL_MS apart (default 10). */
 #include "unwind/python.h"
 #include "util/buf.h"
+#include "cmd/term.h"
 
 #include <dirent.h>
 #include <stdlib.h>

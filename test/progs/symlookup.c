@@ -8,6 +8,7 @@
  * -g: after each name, the debug file it came from (fk_sym_debug_file).
  * Reads a line from stdin between locating and naming when -w is given. */
 #include "symbols/symbols.h"
+#include "cmd/term.h"
 
 #include <stdio.h>
 #include <stdlib.h>

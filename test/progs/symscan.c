@@ -3,6 +3,7 @@
  * address in every executable mapping, then name them all (loads every
  * DSO's symbols). Prints times, counts and bytes held. */
 #include "symbols/symbols.h"
+#include "cmd/term.h"
 
 #include <dirent.h>
 #include <stdio.h>

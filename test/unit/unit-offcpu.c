@@ -16,13 +16,17 @@
 
 struct got {
     struct fk_block v[64];
-    size_t n;
+    size_t n, dropped;
     uint64_t ns;
 };
 
 static void sink(void *ctx, const struct fk_block *b)
 {
     struct got *g = ctx;
+    if (b->dropped) {   /* under --min-block: only for its thread's total */
+        g->dropped++;
+        return;
+    }
     if (g->n < 64)
         g->v[g->n] = *b;
     g->n++;
@@ -140,7 +144,23 @@ int main(void)
     fk_bt_out(&bt, 500, 1 * MS, FK_BT_SLEEPING, 1);
     fk_bt_in(&bt, 500, 3 * MS);
     UNIT_CHECK("--min-block drops short blocks and counts them",
-               g.n == 1 && g.ns == 2 * MS && bt.st.short_blocks == 1 && bt.st.short_ns == MS / 2);
+               g.n == 1 && g.ns == 2 * MS && bt.st.short_blocks == 1 && bt.st.short_ns == MS / 2 &&
+               g.dropped == 1);
+    fk_bt_free(&bt);
+
+    /* a recorded block starts at its switch record, not at the sample */
+    init(&bt, &g, 0, 10);
+    fk_bt_out(&bt, 510, 1 * MS, FK_BT_SLEEPING, 1);
+    fk_bt_switched_out(&bt, 510, 1 * MS + 7000);
+    fk_bt_switched_out(&bt, 510, 1 * MS + 9000);    /* a later one: not this block's */
+    fk_bt_in(&bt, 510, 1 * MS + 12000);
+    fk_bt_switched_out(&bt, 510, 2 * MS);           /* nothing pending */
+    fk_bt_out(&bt, 510, 3 * MS, FK_BT_SLEEPING, 1);
+    fk_bt_switched_out(&bt, 510, 3 * MS - 1);       /* older than the sample */
+    fk_bt_in(&bt, 510, 3 * MS + 2000);
+    UNIT_CHECK("a block starts at the first switch record after its sample",
+               g.n == 2 && g.v[0].ns == 5000 * 10 && g.v[1].ns == 2000 * 10 &&
+               bt.st.outs_exact == 1);
     fk_bt_free(&bt);
 
     /* one in N */

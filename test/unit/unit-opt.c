@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The option parser (util/opt.h): typed values, operands before and after
- * options, "--", rest-are-operands, uniform errors, generated --help. */
+ * options, "--", rest-are-operands, uniform errors, generated --help; the
+ * library's part writes nothing, the programs' (cmd/term.h) prints. */
 #include "unit.h"
 #include "util/opt.h"
+#include "cmd/term.h"
 
 #include <stdarg.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -92,6 +95,61 @@ static int parse(struct o *o, struct fk_args *a, char *err, size_t errn, ...)
     err[got] = 0;
     fclose(tmp);
     return rc;
+}
+
+/* The library's parser on its own (fk_opt_scan): the text comes back in
+ * the fk_args, and nothing reaches stdout or stderr. */
+static void library_is_quiet(void)
+{
+    char path[] = "/tmp/unit-opt.XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        UNIT_CHECK("a temporary file", false);
+        return;
+    }
+    unlink(path);
+    fflush(stdout);
+    fflush(stderr);
+    int out = dup(1), err = dup(2);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    struct o o;
+    memset(&o, 0, sizeof o);
+    struct fk_optsec secs[] = { { "Options", opts, &o }, { NULL } };
+    static const struct fk_opt version[] = { { "version", 0, FK_OPT_VERSION, 0, NULL, "version" },
+                                             { NULL } };
+    struct fk_optsec vsecs[] = { { "Options", version, NULL }, { NULL } };
+    char prog[] = "prog", bad[] = "--count=0", help[] = "-h", ver[] = "--version";
+    char *bv[] = { prog, bad, NULL }, *hv[] = { prog, help, NULL }, *vv[] = { prog, ver, NULL };
+    struct fk_args a, h, v;
+    int brc = fk_opt_scan(&cl, secs, 2, bv, &a);
+    int hrc = fk_opt_scan(&cl, secs, 2, hv, &h);
+    int vrc = fk_opt_scan(&cl, vsecs, 2, vv, &v);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(out, 1);
+    dup2(err, 2);
+    close(out);
+    close(err);
+    struct stat st;
+    bool quiet = fstat(fd, &st) == 0 && st.st_size == 0;
+    close(fd);
+    struct fk_buf want = FK_BUF_INIT;
+    fk_opt_help(&want, &cl, secs);
+    char *wantv = fk_asprintf("prog (flamekit) %s\n", FK_VERSION);
+    UNIT_CHECK("library: a bad value is FK_EXIT_USAGE with its message in error",
+               brc == FK_EXIT_USAGE && !a.out && a.error &&
+               !strcmp(a.error, "option '--count' wants a whole number from 1 to 20, not '0'"));
+    UNIT_CHECK("library: -h is 0 with fk_opt_help's text in out",
+               hrc == 0 && !h.error && h.out && !strcmp(h.out, fk_buf_cstr(&want)));
+    UNIT_CHECK("library: --version is 0 with the version line in out",
+               vrc == 0 && !v.error && v.out && !strcmp(v.out, wantv));
+    UNIT_CHECK("library: nothing written to stdout or stderr", quiet);
+    free(wantv);
+    fk_buf_free(&want);
+    fk_args_free(&a);
+    fk_args_free(&h);
+    fk_args_free(&v);
 }
 
 int main(void)
@@ -217,5 +275,6 @@ int main(void)
     UNIT_CHECK("--help hides aliases", strstr(buf, "colours") == NULL);
     UNIT_CHECK("--help lists -h", strstr(buf, "  -h, --help") != NULL);
     UNIT_CHECK("--help footer", strstr(buf, "\nFooter.\n") != NULL);
+    library_is_quiet();
     return UNIT_END();
 }

@@ -2,7 +2,9 @@
 /* unit/python: the CPython walker over a fake 3.11 address space (names in
  * every string kind, hostile names, lines, threads, cycles, bad types,
  * bounds, the memory budget) and the splice of its chains into native
- * stacks; finding CPython again when a pid execs (Debian's python3.11). */
+ * stacks; the _PyCFrame anchor in a sample's stack copy (and 3.11's
+ * root_cframe on Debian's python3.11); finding CPython again when a pid
+ * execs, and as soon as its interpreter is mapped. */
 #include "fakepy.h"
 #include "unit.h"
 #include "util/buf.h"
@@ -13,6 +15,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -537,6 +540,261 @@ static void test_budget(void)
                fk_py_layout_for(0x030b) && !fk_py_layout_for(0x030c) && !fk_py_layout_for(0x030a));
 }
 
+/* A fake sample for the cframe anchor: native frames leaf first
+ * (0 libc, 1 eval, 2 extension, 3 eval, 4 main), frame i's stack pointer
+ * sps[i] = STACK_LO + 0x100 * i, so eval frame i's CFA is sps[i + 1] and
+ * its _PyCFrame sits at CFA + CF_OFF in the stack copy. */
+#define STACK_LO 0x7ffd00000000ull
+#define CF_OFF (-0x58)
+static unsigned char stack_copy[0x800];
+static uint64_t sps[6];
+
+static uint64_t cf_at(unsigned frame)
+{
+    return sps[frame + 1] + (uint64_t)(int64_t)CF_OFF;
+}
+
+static void put_cf(const struct fk_py_layout *L, unsigned frame, uint64_t current,
+                   uint64_t previous)
+{
+    unsigned char *c = stack_copy + (cf_at(frame) - STACK_LO);
+    memcpy(c + L->cf_current_frame, &current, 8);
+    memcpy(c + L->cf_previous, &previous, 8);
+}
+
+/* The _PyCFrame offset is learned from the thread's cframe only where the
+ * sample's own copy confirms it: two eval calls' cframes link, or one
+ * call's links to its thread state's root_cframe (3.11: tstate + 336). */
+static void test_cframe_anchor(void)
+{
+    const struct fk_py_layout *L = fk_py_layout_for(0x030b);
+    for (unsigned i = 0; i < 6; i++)
+        sps[i] = STACK_LO + 0x100 * i;
+    memset(stack_copy, 0, sizeof stack_copy);
+    uint64_t tstate = 0x5600001000ull, root = tstate + 336;
+    uint64_t head_in = 0x7f0000001000ull, head_out = 0x7f0000000800ull;
+    put_cf(L, 1, head_in, cf_at(3));
+    put_cf(L, 3, head_out, root);
+    struct fk_py_native nat = { .complete = true, .sps = sps, .nsps = 6, .stack = stack_copy,
+                                .stack_base = STACK_LO, .stack_len = sizeof stack_copy };
+    bool two[5] = { false, true, false, true, false };
+    int64_t off = 0;
+    bool ok = fk_py_cframe_offset(L, &nat, two, 5, cf_at(1), 0, &off);
+    UNIT_CHECK("cframe: two linked eval calls confirm the offset", ok && off == CF_OFF);
+    uint64_t heads[FK_PY_MAX_SEGMENTS], outer = 0;
+    unsigned nh = 0;
+    ok = fk_py_heads_from_copy(L, &nat, two, 5, CF_OFF, heads, &nh, &outer);
+    UNIT_CHECK("cframe: each call's head from the copy, leaf first; the outer link",
+               ok && nh == 2 && heads[0] == head_in && heads[1] == head_out && outer == root);
+    UNIT_CHECK("cframe: the thread's cframe read after the inner call returned is refuted",
+               !fk_py_cframe_offset(L, &nat, two, 5, cf_at(3), 0, &off));
+    UNIT_CHECK("cframe: ... and one read in a call made since (below the copy)",
+               !fk_py_cframe_offset(L, &nat, two, 5, sps[0] - 0x200, 0, &off));
+    put_cf(L, 1, head_in, cf_at(3) + 8);
+    UNIT_CHECK("cframe: two calls whose cframes do not link refute it",
+               !fk_py_cframe_offset(L, &nat, two, 5, cf_at(1), 0, &off) &&
+               !fk_py_heads_from_copy(L, &nat, two, 5, CF_OFF, heads, &nh, &outer));
+
+    /* one eval call: its link must be the thread state's root_cframe */
+    bool one[5] = { false, false, false, true, false };
+    ok = fk_py_cframe_offset(L, &nat, one, 5, cf_at(3), tstate, &off);
+    UNIT_CHECK("cframe: a single call linked to tstate+336 (root_cframe) confirms it",
+               ok && off == CF_OFF);
+    put_cf(L, 3, head_out, tstate + 328);
+    UNIT_CHECK("cframe: ... linked elsewhere in the thread state, it does not",
+               !fk_py_cframe_offset(L, &nat, one, 5, cf_at(3), tstate, &off));
+    put_cf(L, 3, head_out, root);
+    UNIT_CHECK("cframe: ... nor with another thread state",
+               !fk_py_cframe_offset(L, &nat, one, 5, cf_at(3), tstate + 0x1000, &off) &&
+               !fk_py_cframe_offset(L, &nat, one, 5, cf_at(3), 0, &off));
+    nat.complete = false;
+    UNIT_CHECK("cframe: ... nor when the native stack did not reach its root",
+               !fk_py_cframe_offset(L, &nat, one, 5, cf_at(3), tstate, &off));
+    nat.complete = true;
+    /* a cframe that is no local of the eval frame's own */
+    UNIT_CHECK("cframe: an offset at or above the CFA, or misaligned, is refused",
+               !fk_py_cframe_offset(L, &nat, one, 5, sps[4], tstate, &off) &&
+               !fk_py_cframe_offset(L, &nat, one, 5, cf_at(3) + 4, tstate, &off));
+    nat.stack_len = cf_at(3) - STACK_LO + 8;    /* the copy ends inside the cframe */
+    UNIT_CHECK("cframe: a cframe not wholly inside the copy is refused",
+               !fk_py_cframe_offset(L, &nat, one, 5, cf_at(3), tstate, &off));
+    nat.stack_len = sizeof stack_copy;
+    nat.nsps = 3;       /* the unwind stopped before the eval frame's CFA */
+    UNIT_CHECK("cframe: an eval frame without its CFA is refused",
+               !fk_py_cframe_offset(L, &nat, one, 5, cf_at(3), tstate, &off));
+}
+
+/* A live python3.11 asleep in one eval call (<module> calling wait(),
+ * which sleeps): its pid once it is there, 0 when it could not start, -1
+ * when there is no python3.11 (what is skipped is printed). */
+static pid_t start_sleeper(const char *what)
+{
+    const char *python = "/usr/bin/python3.11";
+    if (access(python, X_OK) != 0) {
+        printf("SKIP: unit-python: %s (no %s)\n", what, python);
+        return -1;
+    }
+    int ready[2];
+    if (pipe(ready) != 0)
+        return 0;
+    pid_t P = fork();
+    if (P == 0) {
+        dup2(ready[1], 1);
+        execl(python, python, "-c", "import time\ndef wait():\n"
+              "    print('ready', flush=True)\n    time.sleep(30)\nwait()\n", (char *)NULL);
+        _exit(127);
+    }
+    close(ready[1]);
+    char buf[8];
+    bool up = P > 0 && read(ready[0], buf, sizeof buf) > 0;
+    close(ready[0]);
+    if (P > 0 && !up) {
+        kill(P, SIGKILL);
+        waitpid(P, NULL, 0);
+    }
+    return up ? P : 0;
+}
+
+static void stop_sleeper(pid_t P)
+{
+    kill(P, SIGKILL);
+    waitpid(P, NULL, 0);
+}
+
+/* 3.11's root_cframe at tstate + 336, checked on Debian's binary: a live
+ * python3.11 asleep in one eval call -- its thread's cframe is that call's,
+ * whose previous link is the thread state's root_cframe, whose own links
+ * are empty. */
+static bool want_python(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    return strncmp(b ? b + 1 : path, "python3", 7) == 0;
+}
+
+static bool live_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
+    return process_vm_readv(*(pid_t *)ctx, &local, 1, &remote, 1, 0) == (ssize_t)len;
+}
+
+static void test_root_cframe_live(void)
+{
+    pid_t P = start_sleeper("root_cframe");
+    if (P < 0)
+        return;
+    bool up = P > 0;
+    struct fk_symbolizer *sym = fk_sym_new(&(struct fk_sym_opts){ 0 });
+    struct fk_sym_file files[4];
+    size_t nf = 0;
+    if (up) {
+        fk_sym_scan_pid(sym, P);
+        nf = fk_sym_proc_files(sym, P, want_python, files, 4);
+    }
+    struct fk_py_where wh = { 0 };
+    const char *names[] = { "_PyRuntime", "PyCode_Type", "PyUnicode_Type", "PyBytes_Type" };
+    uint64_t *where[] = { &wh.runtime, &wh.code_type, &wh.unicode_type, &wh.bytes_type };
+    bool found = nf > 0;
+    for (size_t i = 0; found && i < 4; i++) {
+        uint64_t a, sz;
+        found = fk_sym_dso_lookup(sym, files[0].dso, names[i], &a, &sz);
+        *where[i] = a + files[0].bias;
+    }
+    UNIT_CHECK("root_cframe: python3.11 started, its tables found", found);
+    if (found) {
+        const struct fk_py_layout *L = fk_py_layout_for(0x030b);
+        struct fk_py_walker *w = fk_py_walker_new(L, &wh, live_read, &P, false, 0);
+        fk_py_walk(w, (uint64_t)P, &st);
+        uint64_t link = 0, root[3] = { 1, 1, 1 };
+        bool ok = st.status == FK_PY_OK && st.segments == 1 && st.tstate &&
+                  live_read(&P, st.cframe + L->cf_previous, &link, 8) &&
+                  live_read(&P, st.tstate + 336, root, sizeof root);
+        printf("# root_cframe: tstate %#llx, cframe %#llx, its link %#llx, chain %s\n",
+               (unsigned long long)st.tstate, (unsigned long long)st.cframe,
+               (unsigned long long)link, chain(w, &st));
+        UNIT_CHECK("root_cframe: one eval call's cframe links to tstate+336 (Debian's binary)",
+                   ok && link == st.tstate + 336 && L->ts_root_cframe == 336);
+        UNIT_CHECK("root_cframe: ... whose own frame and link are empty",
+                   ok && root[L->cf_current_frame / 8] == 0 && root[L->cf_previous / 8] == 0);
+        fk_py_walker_free(w);
+    }
+    if (up)
+        stop_sleeper(P);
+    fk_sym_free(sym);
+}
+
+/* The files of two programs for symbolizer records of a fake pid:
+ * python (stat into *ps) and this test's own binary (its path into self,
+ * PATH_MAX bytes, stat into *ss); false, printing a SKIP without python. */
+static bool two_programs(const char *what, const char *python, struct stat *ps, char *self,
+                         struct stat *ss)
+{
+    ssize_t n = readlink("/proc/self/exe", self, PATH_MAX - 1);
+    if (n <= 0 || stat(python, ps) != 0 || !S_ISREG(ps->st_mode)) {
+        printf("SKIP: unit-python: %s (no %s)\n", what, python);
+        return false;
+    }
+    self[n] = 0;
+    return stat(self, ss) == 0;
+}
+
+/* fk_python_mapped: a CPython file mapped into a process already looked at
+ * (an exec the symbolizer has not handled yet) makes its samples wait for
+ * the engine's thread, which looks at it again; other files do not; the
+ * mark lapses after 250 ms without CPython found. */
+static void test_mapped(void)
+{
+    const char *python = "/usr/bin/python3.11";
+    char self[PATH_MAX];
+    struct stat ps, ss;
+    if (!two_programs("mapped", python, &ps, self, &ss))
+        return;
+    pid_t P = 4190021, Q = 4190022;     /* not alive: files found by inode */
+    struct fk_symbolizer *sym = fk_sym_new(&(struct fk_sym_opts){ 0 });
+    struct fk_python *py = fk_python_new(sym, false, 0);
+    struct fk_python_stats pst;
+    const uint64_t ms = 1000000;
+#define MAP(pid, path, s) fk_sym_mmap(sym, pid, 0x400000, 0x1000, 0, major((s).st_dev), \
+                                      minor((s).st_dev), (s).st_ino, PROT_READ | PROT_EXEC, \
+                                      MAP_PRIVATE, path, NULL, 0)
+    for (pid_t q = P; q <= Q; q++) {
+        fk_sym_comm(sym, q, q, "sh", false);
+        MAP(q, self, ss);
+    }
+    bool first = fk_python_early(py, P, P, 1 * ms) == FK_PY_EARLY_WAIT;
+    fk_python_catch_up(py);
+    bool after = fk_python_early(py, P, P, 2 * ms);
+    UNIT_CHECK("mapped: a process is looked at once; without CPython its samples then pass",
+               first && !after);
+    fk_python_mapped(py, P, "/usr/bin/dash", 3 * ms);
+    fk_python_mapped(py, P, "/usr/lib/x86_64-linux-gnu/libc.so.6", 3 * ms);
+    UNIT_CHECK("mapped: a file not named like CPython marks nothing",
+               !fk_python_early(py, P, P, 4 * ms));
+    fk_python_mapped(py, P, python, 5 * ms);
+    UNIT_CHECK("mapped: python3.11 mapped: the samples wait for the engine's thread",
+               fk_python_early(py, P, P, 6 * ms) == FK_PY_EARLY_WAIT);
+    fk_python_catch_up(py);     /* the exec's records not handled yet */
+    fk_python_stats(py, &pst);
+    UNIT_CHECK("mapped: ... which finds no CPython before the symbolizer has the exec, "
+               "and the mark holds",
+               pst.processes == 0 && fk_python_early(py, P, P, 7 * ms) == FK_PY_EARLY_WAIT);
+    fk_sym_comm(sym, P, P, "python3.11", true);
+    MAP(P, python, ps);
+    fk_python_catch_up(py);
+    fk_python_stats(py, &pst);
+    UNIT_CHECK("mapped: once it has, the engine's thread finds CPython; its samples are read",
+               pst.processes == 1 && fk_python_early(py, P, P, 8 * ms) == FK_PY_EARLY_READ);
+    fk_python_early(py, Q, Q, 1 * ms);
+    fk_python_catch_up(py);
+    fk_python_mapped(py, Q, "/opt/lib/libpython3.11.so.1.0", 10 * ms);
+    bool soon = fk_python_early(py, Q, Q, 200 * ms) == FK_PY_EARLY_WAIT;
+    bool lapsed = !fk_python_early(py, Q, Q, 261 * ms) && !fk_python_early(py, Q, Q, 262 * ms);
+    UNIT_CHECK("mapped: libpython marks too; without CPython the mark lapses after 250 ms",
+               soon && lapsed);
+#undef MAP
+    fk_python_free(py);
+    fk_sym_free(sym);
+}
+
 /* One sample of pid P through fk_python_sample; the stats after it. */
 static void sample_of(struct fk_python *py, struct fk_symbolizer *sym, pid_t P,
                       struct fk_python_stats *out)
@@ -556,14 +814,8 @@ static void test_exec(void)
 {
     const char *python = "/usr/bin/python3.11";
     char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     struct stat ps, ss;
-    if (n <= 0 || stat(python, &ps) != 0 || !S_ISREG(ps.st_mode)) {
-        printf("SKIP: unit-python: exec (no %s)\n", python);
-        return;
-    }
-    self[n] = 0;
-    if (stat(self, &ss) != 0)
+    if (!two_programs("exec", python, &ps, self, &ss))
         return;
     pid_t P = 4190011;      /* near pid_max: not alive, files found by inode */
     struct fk_symbolizer *sym = fk_sym_new(&(struct fk_sym_opts){ 0 });
@@ -633,26 +885,10 @@ static void test_exec(void)
  * splice time (the table grows). */
 static void test_early(void)
 {
-    const char *python = "/usr/bin/python3.11";
-    if (access(python, X_OK) != 0) {
-        printf("SKIP: unit-python: early reads (no %s)\n", python);
+    pid_t P = start_sleeper("early reads");
+    if (P < 0)
         return;
-    }
-    int ready[2];
-    if (pipe(ready) != 0)
-        return;
-    pid_t P = fork();
-    if (P == 0) {
-        dup2(ready[1], 1);
-        execl(python, python, "-c", "import sys, time\ndef wait():\n"
-              "    print('ready', flush=True)\n    time.sleep(30)\nwait()\n", (char *)NULL);
-        _exit(127);
-    }
-    close(ready[1]);
-    char buf[8];
-    bool up = P > 0 && read(ready[0], buf, sizeof buf) > 0;
-    close(ready[0]);
-    if (!up) {
+    if (!P) {
         UNIT_CHECK("early reads: python3.11 started", false);
         return;
     }
@@ -661,16 +897,17 @@ static void test_early(void)
     struct fk_python_stats pst;
     fk_sym_scan_pid(sym, P);
     uint64_t t1 = fk_now_ns();
-    bool waits = fk_python_early(py, P, P, t1);
+    bool waits = fk_python_early(py, P, P, t1) == FK_PY_EARLY_WAIT;
     fk_python_stats(py, &pst);
     UNIT_CHECK("early: a process never looked at waits for the engine's thread (no read)",
                waits && pst.processes == 0 && pst.snapshots == 0);
     fk_python_catch_up(py);
     fk_python_stats(py, &pst);
     uint64_t reads = pst.snapshot_reads;
-    waits = fk_python_early(py, P, P, t1 + 1);      /* before that read: shared */
+    int got = fk_python_early(py, P, P, t1 + 1);     /* before that read: shared */
     fk_python_stats(py, &pst);
-    UNIT_CHECK("early: a Python process's samples are read in the reader's thread", !waits);
+    UNIT_CHECK("early: a Python process's samples are read in the reader's thread",
+               got == FK_PY_EARLY_READ);
     UNIT_CHECK("early: a thread's read serves its samples taken before it",
                pst.processes == 1 && pst.snapshots == 1 && pst.snapshots_shared == 1 &&
                reads && pst.snapshot_reads == reads);
@@ -693,8 +930,7 @@ static void test_early(void)
            (unsigned long long)pst.snapshots_used);
     UNIT_CHECK("early: 40 reads waiting at once are all found when spliced",
                ok && pst.snapshots_used == 40);
-    kill(P, SIGKILL);
-    waitpid(P, NULL, 0);
+    stop_sleeper(P);
     fk_python_free(py);
     fk_sym_free(sym);
 }
@@ -715,7 +951,10 @@ int main(void)
     test_budget();
     test_window();
     test_window_fit();
+    test_cframe_anchor();
+    test_root_cframe_live();
     test_exec();
+    test_mapped();
     test_early();
     free(mem);
     return UNIT_END();

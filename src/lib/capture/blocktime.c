@@ -10,6 +10,7 @@ struct fk_bt_thread {
     uint8_t state;
     bool pending;           /* a recorded switch-out waits for its switch-in */
     bool in_fresh;          /* in_time is a switch-in no block has used */
+    bool out_exact;         /* the pending block's out_time is its switch record's */
     uint64_t out_time, in_time;
     uint64_t one_in;        /* the pending block's N */
     uint64_t stack, waker;
@@ -114,15 +115,18 @@ static struct fk_bt_thread *find_or_add(struct fk_blocktime *bt, pid_t tid)
 static void emit(struct fk_blocktime *bt, const struct fk_bt_thread *e, uint64_t ns, bool open)
 {
     uint64_t n = e->one_in;
-    if (ns < bt->o.min_block_ns) {
-        bt->st.short_blocks += n;
-        bt->st.short_ns += ns * n;
-        return;
-    }
     struct fk_block b = {
         .tid = e->tid, .state = (enum fk_bt_state)e->state, .stack = e->stack,
         .waker = e->waker, .ns = ns * n, .switches = n, .open = open,
     };
+    if (ns < bt->o.min_block_ns) {
+        bt->st.short_blocks += n;
+        bt->st.short_ns += ns * n;
+        b.dropped = true;
+        if (bt->o.sink)
+            bt->o.sink(bt->o.ctx, &b);
+        return;
+    }
     bt->st.blocks++;
     bt->st.open += open;
     bt->st.ns_by_state[b.state] += b.ns;
@@ -178,7 +182,18 @@ void fk_bt_out_n(struct fk_blocktime *bt, pid_t tid, uint64_t time, enum fk_bt_s
         return;
     }
     e->in_fresh = false;
+    e->out_exact = false;
     e->pending = true;
+}
+
+void fk_bt_switched_out(struct fk_blocktime *bt, pid_t tid, uint64_t time)
+{
+    struct fk_bt_thread *e = find(bt, tid);
+    if (!e || !e->pending || e->out_exact || time < e->out_time)
+        return;
+    e->out_time = time;
+    e->out_exact = true;
+    bt->st.outs_exact++;
 }
 
 void fk_bt_lost(struct fk_blocktime *bt, uint64_t time)

@@ -282,7 +282,10 @@ static void base_attr(struct fk_engine *e, unsigned i, struct perf_event_attr *a
     bool early = false;
     for (size_t k = 0; k < o->nstack_hooks; k++)
         early = early || o->stack_hooks[k]->early;
-    if (early) {
+    if (e->kind->poll_ms) {
+        /* the reader's own clock (struct fk_evkind.poll_ms) */
+        a->wakeup_watermark = (uint32_t)(e->pages * (unsigned)sysconf(_SC_PAGESIZE));
+    } else if (early) {
         uint64_t rate = o->event.freq ? o->event.freq : 1000;
         a->watermark = 0;
         a->wakeup_events = rate > 1000 ? (uint32_t)(rate / 1000) : 1;

@@ -114,6 +114,13 @@ struct fk_evkind {
      * It must be cheap and touch only state of its own until flush. May
      * be NULL. */
     bool (*early_record)(void *state, const union perf_event *ev, const struct fk_sample_format *f);
+    /* Optional: each sample of event i as it leaves its ring, in the ring
+     * reader's thread like early_record (and in each ring's order with
+     * it), before any filter: a kind whose early_record keeps the
+     * side-band records that follow some samples (off-CPU: the switch
+     * record right after a recorded switch-out). Same rules as
+     * early_record; the sample is always handed on. May be NULL. */
+    void (*early_sample)(void *state, unsigned event, const struct fk_sample *s);
     /* The window ended and every record was delivered: weigh what is
      * pending (e.g. threads still off-CPU, up to end_time: when the events
      * were disabled, in the records' clock, CLOCK_MONOTONIC ns). May be
@@ -128,9 +135,15 @@ struct fk_evkind {
      * milliseconds after they happen, seconds while symbols load. Also
      * called with open false when the window failed. May be NULL. */
     void (*window)(void *state, struct fk_engine *e, bool open);
+    /* > 0: the ring reader reads the rings every poll_ms on its own clock
+     * and the kernel wakes no one (the watermark at a full ring), for a
+     * kind whose samples a wake-up would disturb; 0: the engine's
+     * watermark and wake-ups. */
+    unsigned poll_ms;
 };
 
 /* A stack rewriter run on every kept sample after user-stack unwinding. */
+enum { FK_EARLY_CATCH_UP = 1u, FK_EARLY_FOLLOW = 2u };
 struct fk_stack_hook {
     const char *name;
     void *state;
@@ -141,11 +154,13 @@ struct fk_stack_hook {
      * filter: for state of the target that must be read as soon after the
      * sample as possible (a Python thread's frames). Called in the ring
      * reader's thread, concurrently with the engine's thread: it must be
-     * cheap, touch nothing of the engine and lock its own state. True:
-     * the sample needs the engine's thread (catch_up), which is woken
-     * for it; otherwise the kernel's per-sample wake-ups stay the
-     * reader's. */
-    bool (*early)(void *state, const struct fk_sample *s);
+     * cheap, touch nothing of the engine and lock its own state.
+     * Returns FK_EARLY_* bits: CATCH_UP, the sample needs the engine's
+     * thread (catch_up), which is woken for it (otherwise the kernel's
+     * per-sample wake-ups stay the reader's); FOLLOW, the hook read the
+     * sampled thread for it, and the reader's thread moves to the CPU it
+     * ran on (capture.c follow_cpu). */
+    unsigned (*early)(void *state, const struct fk_sample *s);
     /* With early: from the engine's thread, once before the reader
      * starts and then before each batch of samples is handled. */
     void (*catch_up)(void *state, struct fk_engine *e);
@@ -193,11 +208,14 @@ uint64_t fk_engine_event_count(struct fk_engine *e, unsigned event, size_t *nfds
  * opened (per CPU, or per thread listed at the start), not to the ones a
  * thread inherited when it was created (they keep the period in force at
  * its creation), and an event running at that moment samples its next
- * hit (fk_engine_inherits says whether there are such copies). period 0:
+ * hit (fk_engine_inherits says whether there are such copies). spread >
+ * 0: each fd its own period, drawn uniformly from period +- spread (less
+ * than period), so that counters that tick in step (two threads
+ * ping-ponging, each with its own) are not sampled in step. period 0:
  * only find the fds (the first call looks for them). false
  * with one phrase in err when an fd refused (some may have taken it). */
-bool fk_engine_set_period(struct fk_engine *e, unsigned event, uint64_t period, char *err,
-                          size_t errlen);
+bool fk_engine_set_period(struct fk_engine *e, unsigned event, uint64_t period, uint64_t spread,
+                          char *err, size_t errlen);
 /* Whether the events follow the target's tasks through inherited
  * per-task copies (PID, RUN where no cgroup could be had: the threads
  * created in the window keep the period of their creation), rather than

@@ -34,6 +34,8 @@
 #define FK_OFFCPU_ONCPU_FRAME "[on-CPU]"
 #define FK_OFFCPU_ADAPT_MS 250
 #define FK_OFFCPU_PROBE_MS 10
+#define FK_OFFCPU_FAST_MS 100
+#define FK_OFFCPU_REDRAW_MS 250
 #define FK_OFFCPU_TIMELINE 64
 #define FK_OFFCPU_WAKER_SEP "--"
 #define FK_OFFCPU_OPEN_FRAME "[open at end]"
@@ -49,6 +51,9 @@ struct fk_offcpu_stats {
                                        stands for (its weight) */
     uint64_t raw_mismatch;      /* samples whose raw record did not parse or name
                                    another thread: not counted */
+    uint64_t exit_switches;     /* recorded switch-outs of exiting threads (state X
+                                   or Z: their last, in do_task_dead): weighed,
+                                   never a block (it would stay open to the end) */
     uint64_t wakeups_recorded;  /* --wakers: sampled wakeups */
     const char *waker_event;    /* "sched_waking" (or "sched_wakeup", older kernels) */
     uint64_t waker_unmatched;   /* blocks without a recorded wakeup ("--;[no waker
@@ -86,6 +91,15 @@ struct fk_offcpu_stats {
                                    the events flamekit opened); per-CPU events
                                    in a cgroup have no such copies */
     char adapt_error[160];      /* why N stopped changing ("" : it did not) */
+    /* each thread's blocks scaled to its switch records' exact total
+     * (offcpu.c calibrate): the recorded blocks' time before, threads
+     * scaled and those whose records did not pair (their estimate kept,
+     * or cut to the window),
+     * records of threads past the table's limit; blocked_ns: the
+     * profile's (and blocks.ns_by_state) */
+    uint64_t blocked_ns_recorded, blocked_ns;
+    uint64_t threads_exact, threads_estimated, exact_over;
+    uint64_t threads_cut;       /* ... estimated above the window: cut to it */
     uint64_t window_ns;
     size_t bytes;               /* accounting memory at the end */
 };
@@ -99,8 +113,6 @@ struct fk_offcpu_opts {
     bool wakers;
     bool with_cpu;
     uint64_t cpu_freq;          /* --with-cpu: Hz */
-    uint64_t expected_rate;     /* recorded switch-outs per second expected (the rate
-                                   before the window / N, or the budget); 0: unknown */
     struct fk_offcpu_stats *stats;  /* filled when the capture ends; may be NULL */
 };
 

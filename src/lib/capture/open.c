@@ -482,8 +482,8 @@ static bool find_event_fds(struct fk_engine *e, unsigned i, char *err, size_t er
     return true;
 }
 
-bool fk_engine_set_period(struct fk_engine *e, unsigned event, uint64_t period, char *err,
-                          size_t errlen)
+bool fk_engine_set_period(struct fk_engine *e, unsigned event, uint64_t period, uint64_t spread,
+                          char *err, size_t errlen)
 {
     if (event >= e->nevents || !e->evsel[event]) {
         snprintf(err, errlen, "no event %u to set a period of %llu on", event,
@@ -492,12 +492,20 @@ bool fk_engine_set_period(struct fk_engine *e, unsigned event, uint64_t period, 
     }
     if (!e->nperiod_fds[event] && !find_event_fds(e, event, err, errlen))
         return false;
-    for (size_t k = 0; period && k < e->nperiod_fds[event]; k++)
-        if (ioctl(e->period_fds[event][k], PERF_EVENT_IOC_PERIOD, &period) != 0) {
-            snprintf(err, errlen, "PERF_EVENT_IOC_PERIOD %llu: %s", (unsigned long long)period,
+    if (spread >= period)
+        spread = period ? period - 1 : 0;
+    if (spread && !e->period_draws)
+        e->period_draws = fk_now_ns();      /* the draws' seed */
+    for (size_t k = 0; period && k < e->nperiod_fds[event]; k++) {
+        uint64_t p = period;
+        if (spread)
+            p = period - spread + fk_hash_u64(e->period_draws++) % (2 * spread + 1);
+        if (ioctl(e->period_fds[event][k], PERF_EVENT_IOC_PERIOD, &p) != 0) {
+            snprintf(err, errlen, "PERF_EVENT_IOC_PERIOD %llu: %s", (unsigned long long)p,
                      strerror(errno));
             return false;
         }
+    }
     return true;
 }
 

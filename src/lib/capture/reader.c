@@ -207,7 +207,7 @@ static void read_pass(struct fk_reader *r, bool wake)
             union perf_event *ev = perf_mmap__read_event(map);
             if (!ev)
                 break;
-            if (r->o.keep && ev->header.type != PERF_RECORD_SAMPLE && !r->o.keep(r->o.keep_ctx, ev)) {
+            if (r->o.keep && !r->o.keep(r->o.keep_ctx, ev)) {
                 r->st.dropped++;
                 continue;
             }
@@ -232,7 +232,7 @@ static void *reader_main(void *arg)
 {
     struct fk_reader *r = arg;
     for (;;) {
-        int n = perf_evlist__poll(r->evlist, READER_POLL_MS);
+        int n = perf_evlist__poll(r->evlist, r->o.poll_ms > 0 ? r->o.poll_ms : READER_POLL_MS);
         pthread_mutex_lock(&r->rings);
         pthread_mutex_lock(&r->lock);
         bool stop = r->stop;
@@ -246,7 +246,7 @@ static void *reader_main(void *arg)
          * return at once forever */
         if (n > 0 && perf_evlist__filter_pollfd(r->evlist, POLLHUP | POLLERR) == 0)
             hup = true;
-        read_pass(r, n > 0);
+        read_pass(r, n > 0 || (n == 0 && r->o.sample && r->o.poll_ms > 0));
         pthread_mutex_unlock(&r->rings);
         if (hup) {
             pthread_mutex_lock(&r->lock);

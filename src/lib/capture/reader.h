@@ -72,10 +72,15 @@ struct fk_reader_opts {
      * of the limit, or FK_READER_TAP_WAKE_NS went by since it last did. */
     bool (*sample)(void *ctx, const union perf_event *ev);
     void *sample_ctx;
-    /* Called in the reader's thread on each side-band record before it
-     * is copied out (in its ring: read it, do not keep it); false: it is
-     * not copied, only given back to its ring (counted in
-     * fk_reader_stats.dropped). NULL: every record is copied. */
+    /* The thread reads the rings at least every poll_ms (0: 50 ms); with
+     * a sample tap each such pass counts as a wake-up of the kernel's
+     * (for rings that wake no one: struct fk_evkind.poll_ms). */
+    int poll_ms;
+    /* Called in the reader's thread on each record, samples included,
+     * before it is copied out (in its ring: read it, do not keep it), in
+     * each ring's order; false: it is not copied, only given back to its
+     * ring (counted in fk_reader_stats.dropped). NULL: every record is
+     * copied. */
     bool (*keep)(void *ctx, const union perf_event *ev);
     void *keep_ctx;
 };
@@ -88,7 +93,7 @@ struct fk_reader_opts {
 struct fk_reader_stats {
     uint64_t bytes;         /* record bytes read from the rings */
     uint64_t records;
-    uint64_t dropped;       /* side-band records keep turned down */
+    uint64_t dropped;       /* records keep turned down */
     uint64_t full;          /* passes that left records in a ring: no room */
     uint64_t peak_bytes;    /* chunk bytes held at most */
 };

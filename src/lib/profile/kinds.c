@@ -242,7 +242,6 @@ static int offcpu_prepare(const struct fk_profile_request *rq, struct fk_profile
     oo->wakers = rq->wakers;
     oo->with_cpu = rq->with_cpu;
     oo->cpu_freq = rq->freq;
-    oo->expected_rate = rate > 0 ? (uint64_t)rate / n : rq->one_in ? 0 : budget;
     oo->stats = &res->offcpu;
     co->kind = &fk_evkind_offcpu;
     co->kind_opts = oo;
@@ -330,12 +329,20 @@ static json_t *offcpu_meta(const struct fk_profile_request *rq, const struct fk_
     json_object_set_new(f, "blocks_short", json_integer((json_int_t)b->short_blocks));
     json_object_set_new(f, "blocks_short_ns", json_integer((json_int_t)b->short_ns));
     json_object_set_new(f, "switch_ins_lost", json_integer((json_int_t)b->lost_in));
+    json_object_set_new(f, "blocks_from_switch_record", json_integer((json_int_t)b->outs_exact));
+    json_object_set_new(f, "blocked_ns_recorded", json_integer((json_int_t)o->blocked_ns_recorded));
+    json_object_set_new(f, "blocked_ns", json_integer((json_int_t)o->blocked_ns));
+    json_object_set_new(f, "threads_exact", json_integer((json_int_t)o->threads_exact));
+    json_object_set_new(f, "threads_estimated", json_integer((json_int_t)o->threads_estimated));
+    json_object_set_new(f, "threads_cut_to_window", json_integer((json_int_t)o->threads_cut));
+    json_object_set_new(f, "records_past_thread_limit", json_integer((json_int_t)o->exact_over));
     json_object_set_new(f, "reordered", json_integer((json_int_t)b->reordered));
     json_object_set_new(f, "stale_switch_ins", json_integer((json_int_t)b->stale_in));
     json_object_set_new(f, "tid_reused", json_integer((json_int_t)b->tid_reused));
     json_object_set_new(f, "threads_over_limit", json_integer((json_int_t)b->table_full));
     json_object_set_new(f, "threads_peak", json_integer((json_int_t)b->peak_threads));
     json_object_set_new(f, "raw_mismatch", json_integer((json_int_t)o->raw_mismatch));
+    json_object_set_new(f, "exit_switches", json_integer((json_int_t)o->exit_switches));
     json_t *ns = json_object(), *cnt = json_object();
     for (int s = 0; s < FK_BT_NSTATES; s++) {
         json_object_set_new(ns, fk_bt_state_name((enum fk_bt_state)s),

@@ -76,6 +76,7 @@ struct server {
 
 /* One request's state and audit record. */
 struct req {
+    const struct fk_serve_opts *o;  /* its log */
     struct fk_buf body;
     bool post;
     char ip[INET6_ADDRSTRLEN];
@@ -166,19 +167,62 @@ static void log_time(char *ts, size_t n)
     strftime(ts, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+/* One line of the log (struct fk_serve_opts.log), formatted. */
+static void log_line(const struct fk_serve_opts *o, const char *fmt, ...) FK_PRINTF(2, 3);
+static void log_line(const struct fk_serve_opts *o, const char *fmt, ...)
+{
+    if (!o->log)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    char *line = fk_vasprintf(fmt, ap);
+    va_end(ap);
+    o->log(o->log_ctx, line);
+    free(line);
+}
+
 static void audit(const struct req *r, const char *method, const char *url, unsigned status,
                   size_t bytes)
 {
     char ts[32], ip[sizeof r->ip], who[sizeof r->who], u[160], why[sizeof r->why];
     log_time(ts, sizeof ts);
     /* what = "k=v k=v": its blanks are ours, each value was cleaned */
-    fprintf(stderr, "%s: audit %s client=%s who=%s %s %s%s%s status=%u bytes=%zu ms=%llu%s%s%s\n",
-            fk_progname, ts, log_field(ip, sizeof ip, r->ip),
-            r->who[0] ? log_field(who, sizeof who, r->who) : "-", log_method(method),
-            log_field(u, sizeof u, url), r->what[0] ? " " : "", r->what, status, bytes,
-            (unsigned long long)((fk_now_ns() - r->t0) / 1000000u),
-            r->why[0] ? " why=\"" : "", r->why[0] ? log_clean(why, sizeof why, r->why, true) : "",
-            r->why[0] ? "\"" : "");
+    log_line(r->o, "audit %s client=%s who=%s %s %s%s%s status=%u bytes=%zu ms=%llu%s%s%s",
+         ts, log_field(ip, sizeof ip, r->ip),
+         r->who[0] ? log_field(who, sizeof who, r->who) : "-", log_method(method),
+         log_field(u, sizeof u, url), r->what[0] ? " " : "", r->what, status, bytes,
+         (unsigned long long)((fk_now_ns() - r->t0) / 1000000u),
+         r->why[0] ? " why=\"" : "", r->why[0] ? log_clean(why, sizeof why, r->why, true) : "",
+         r->why[0] ? "\"" : "");
+}
+
+/* What a capture's symbolizer skipped (its fk_warn_fn), into the log. */
+static void log_warning(void *ctx, const char *msg)
+{
+    const struct server *s = ctx;
+    if (!s->o->log)
+        return;
+    char *line = fk_asprintf("warning: %s", msg);
+    fk_text_sanitize(line);
+    s->o->log(s->o->log_ctx, line);
+    free(line);
+}
+
+/* libmicrohttpd's own reports (MHD_USE_ERROR_LOG), into the log: one line
+ * each, cleaned (they may quote what a client sent). */
+static void log_mhd(void *cls, const char *fmt, va_list ap)
+{
+    const struct server *s = cls;
+    if (!s->o->log)
+        return;
+    char *line = fk_vasprintf(fmt, ap);
+    size_t n = strlen(line);
+    while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+        line[--n] = 0;
+    fk_text_sanitize(line);
+    if (n)
+        s->o->log(s->o->log_ctx, line);
+    free(line);
 }
 
 static enum MHD_Result respond(struct MHD_Connection *c, struct req *r, const char *method,
@@ -409,7 +453,8 @@ static enum MHD_Result capture(struct server *s, struct MHD_Connection *c, struc
     rq.outputs = FK_OUTPUT(kinds[f]) | FK_OUTPUT(FK_RESULT_JSON);
     rq.temp_dir = true;
     rq.quiet = true;
-    rq.warn = fk_warn_line;     /* what the symbolizer skipped, into the log */
+    rq.warn = log_warning;      /* what the symbolizer skipped, into the log */
+    rq.warn_ctx = s;
     rq.command = "serve";
     char *argv[] = { (char *)"serve", (char *)url, NULL };
     rq.argc = 2;
@@ -557,7 +602,7 @@ static void conn_cut(struct server *s, struct conn *k, const char *why)
         shutdown(k->fd, SHUT_RDWR);
     char ts[32];
     log_time(ts, sizeof ts);
-    fprintf(stderr, "%s: audit %s client=%s closed: %s\n", fk_progname, ts, k->ip, why);
+    log_line(s->o, "audit %s client=%s closed: %s", ts, k->ip, why);
 }
 
 static void conn_notify(void *cls, struct MHD_Connection *c, void **ctx,
@@ -635,6 +680,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     struct req *r = *con_cls;
     if (!r) {
         r = fk_calloc(1, sizeof *r);
+        r->o = s->o;
         r->t0 = fk_now_ns();
         client_ip(c, r->ip, sizeof r->ip);
         r->post = !strcmp(method, "POST");
@@ -837,6 +883,8 @@ int fk_serve_run(const struct fk_serve_opts *o, char *err, size_t errlen)
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_ERROR_LOG | (tls ? MHD_USE_TLS : 0);
     struct MHD_OptionItem opts[] = {
+        /* first, so that libmicrohttpd reports nothing on stderr itself */
+        { MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)log_mhd, &s },
         { MHD_OPTION_SOCK_ADDR, 0, &sa },
         { MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, NULL },
         { MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)o->timeout_s, NULL },
@@ -858,16 +906,15 @@ int fk_serve_run(const struct fk_serve_opts *o, char *err, size_t errlen)
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     char addr[INET_ADDRSTRLEN];
     inet_ntop(AF_INET, &sa.sin_addr, addr, sizeof addr);
-    fprintf(stderr, "%s: listening on %s://%s:%u/ (%s%s%s; captures up to %llu s, one at a time)\n",
-            fk_progname, tls ? "https" : "http", addr, di ? di->port : ntohs(sa.sin_port),
-            o->token_file ? "tokens" : "", o->token_file && s.ca ? " or " : "",
-            s.ca ? "client certificates" : "", (unsigned long long)o->max_seconds);
-    fflush(stderr);
+    log_line(o, "listening on %s://%s:%u/ (%s%s%s; captures up to %llu s, one at a time)",
+         tls ? "https" : "http", addr, di ? di->port : ntohs(sa.sin_port),
+         o->token_file ? "tokens" : "", o->token_file && s.ca ? " or " : "",
+         s.ca ? "client certificates" : "", (unsigned long long)o->max_seconds);
     while (!*o->stop) {
         usleep(100000);
         conn_deadlines(&s);
     }
-    fprintf(stderr, "%s: stopping\n", fk_progname);
+    log_line(o, "stopping");
     rc = FK_EXIT_OK;
 out:
     if (d)

@@ -12,8 +12,9 @@
  * Invariants: nothing is answered before authentication (bearer token,
  * cookie from the login page, or a client certificate of the client CA);
  * a capture never runs beyond the configured cap; one capture at a time;
- * each client has a request budget; each request gets one audit line on
- * stderr (journald); requests that change nothing but start a capture are
+ * each client has a request budget; each request gets one audit line in
+ * the log (flamekit serve writes it on stderr, for journald); requests that
+ * change nothing but start a capture are
  * GET with credentials, never a cookie sent from another site. */
 #ifndef FK_SERVE_H
 #define FK_SERVE_H
@@ -34,6 +35,14 @@ struct fk_serve_opts {
     uint64_t freq;              /* sampling frequency (default 99) */
     bool allow_remote_plain;    /* never set from the command line: tests only */
     volatile sig_atomic_t *stop;    /* set by the caller's signal handler */
+    /* The server's log, one line per call, without the program name or a
+     * newline, safe for a terminal: "listening on ...", an audit line per
+     * request ("audit TIME client=..."), "warning: ..." (what a capture's
+     * symbolizer skipped), what libmicrohttpd reports, "stopping". Called
+     * from any connection's thread (the caller serialises its writes).
+     * NULL: no log. The library itself never writes to the terminal. */
+    void (*log)(void *ctx, const char *line);
+    void *log_ctx;
 };
 void fk_serve_opts_init(struct fk_serve_opts *o);
 

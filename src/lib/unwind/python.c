@@ -42,7 +42,7 @@
  *    so segments end at those shims -- a row plus a "segment ends at an
  *    owner-3 frame, which is not shown" rule in walk_chain; PyCodeObject and
  *    PyThreadState offsets move.
- *  - 3.13 drops _PyCFrame (tstate->current_frame; heads_from_copy needs
+ *  - 3.13 drops _PyCFrame (tstate->current_frame; fk_py_heads_from_copy needs
  *    another anchor: each call's entry_frame, in the stack copy, has the
  *    outer call's head as its previous link), and f_code becomes
  *    f_executable (check its type before naming). 3.14 renumbers the
@@ -1141,6 +1141,58 @@ size_t fk_py_splice(const bool *native_eval, size_t nnative, bool native_complet
     return n;
 }
 
+/* ---- anchoring ------------------------------------------------------------ */
+
+bool fk_py_heads_from_copy(const struct fk_py_layout *L, const struct fk_py_native *nat,
+                           const bool *evals, unsigned n, int64_t off, uint64_t *heads,
+                           unsigned *nheads, uint64_t *outer_link)
+{
+    unsigned k = 0;
+    uint64_t prev_link = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (!evals[i])
+            continue;
+        if (k >= FK_PY_MAX_SEGMENTS || i + 1 >= nat->nsps)
+            return false;
+        uint64_t addr = nat->sps[i + 1] + (uint64_t)off;
+        if (addr < nat->stack_base || addr - nat->stack_base > nat->stack_len ||
+            nat->stack_len - (addr - nat->stack_base) < L->cf_size)
+            return false;
+        const unsigned char *cf = nat->stack + (addr - nat->stack_base);
+        if (k && prev_link != addr)
+            return false;
+        heads[k++] = get_u64(cf, L->cf_current_frame);
+        prev_link = get_u64(cf, L->cf_previous);
+    }
+    *nheads = k;
+    *outer_link = prev_link;
+    return k > 0;
+}
+
+bool fk_py_cframe_offset(const struct fk_py_layout *L, const struct fk_py_native *nat,
+                         const bool *evals, unsigned n, uint64_t cframe, uint64_t tstate,
+                         int64_t *off)
+{
+    unsigned i0 = 0, nev = 0;
+    for (unsigned i = 0; i < n; i++)
+        nev += evals[i];
+    while (i0 < n && !evals[i0])
+        i0++;
+    if (!cframe || !nev || i0 + 1 >= nat->nsps)
+        return false;
+    int64_t cand = (int64_t)(cframe - nat->sps[i0 + 1]);
+    if (cand >= 0 || cand < -65536 || cand % 8)
+        return false;
+    uint64_t heads[FK_PY_MAX_SEGMENTS], outer;
+    unsigned nh;
+    if (!fk_py_heads_from_copy(L, nat, evals, n, cand, heads, &nh, &outer) || nh != nev)
+        return false;
+    if (nev < 2 && !(nat->complete && tstate && outer == tstate + L->ts_root_cframe))
+        return false;
+    *off = cand;
+    return true;
+}
+
 /* ---- the capture's glue --------------------------------------------------- */
 
 #define HIST_N 4096
@@ -1497,68 +1549,17 @@ static struct fk_loc named_loc(struct fk_python *p, struct py_proc *pp, uint32_t
     return pp->loc_of[id];
 }
 
-/* The sample's segment heads from its stack copy, with the _PyCFrame of
- * each eval frame at CFA + off; false unless every one is in the copy
- * and each links to the next (cframe.previous). *outer_link: the
- * outermost one's previous link (the thread state's root_cframe when that
- * call is the thread's first). */
-static bool heads_from_copy(const struct fk_py_layout *L, const struct fk_py_native *nat,
-                            const bool *evals, unsigned n, int64_t off, uint64_t *heads,
-                            unsigned *nheads, uint64_t *outer_link)
-{
-    unsigned k = 0;
-    uint64_t prev_link = 0;
-    for (unsigned i = 0; i < n; i++) {
-        if (!evals[i])
-            continue;
-        if (k >= FK_PY_MAX_SEGMENTS || i + 1 >= nat->nsps)
-            return false;
-        uint64_t addr = nat->sps[i + 1] + (uint64_t)off;
-        if (addr < nat->stack_base || addr - nat->stack_base > nat->stack_len ||
-            nat->stack_len - (addr - nat->stack_base) < L->cf_size)
-            return false;
-        const unsigned char *cf = nat->stack + (addr - nat->stack_base);
-        if (k && prev_link != addr)
-            return false;
-        heads[k++] = get_u64(cf, L->cf_current_frame);
-        prev_link = get_u64(cf, L->cf_previous);
-    }
-    *nheads = k;
-    *outer_link = prev_link;
-    return k > 0;
-}
-
-/* Learn where each eval call keeps its _PyCFrame (CFA + cf_off, a
- * constant of the binary's code generation) from cframe, the thread's
- * innermost one as read from thread state tstate soon after the sample:
- * the offset it gives for the sample's innermost eval frame is taken only
- * when the sample's own stack copy confirms it -- with two or more eval
- * frames, their cframes link one to the next; with one in a stack that
- * reached its root, its link is the thread's root_cframe. A cframe read
- * after the thread left or entered an eval call (a late read: the
- * engine's, 20 ms on) gives an offset the copy refutes, never a wrong
- * one learned for good. */
+/* Learn pp's _PyCFrame offset (fk_py_cframe_offset) from cframe and
+ * tstate, the thread's innermost _PyCFrame and its thread state as read
+ * soon after the sample. */
 static void learn_cframe(struct fk_python *p, struct py_proc *pp, const struct fk_py_native *nat,
-                         unsigned nev, uint64_t cframe, uint64_t tstate)
+                         unsigned n, uint64_t cframe, uint64_t tstate)
 {
-    unsigned i0 = 0;
-    while (i0 < nat->n && !p->evals[i0])
-        i0++;
-    if (!cframe || i0 + 1 >= nat->nsps)
-        return;
-    int64_t cand = (int64_t)(cframe - nat->sps[i0 + 1]);
-    if (cand >= 0 || cand < -65536 || cand % 8)
-        return;
-    const struct fk_py_layout *L = fk_py_walker_layout(pp->w);
-    uint64_t heads[FK_PY_MAX_SEGMENTS], outer;
-    unsigned nh;
-    if (!heads_from_copy(L, nat, p->evals, nat->n < ITEMS_MAX ? nat->n : ITEMS_MAX, cand, heads,
-                         &nh, &outer) || nh != nev)
-        return;
-    if (nev < 2 && !(nat->complete && tstate && outer == tstate + L->ts_root_cframe))
+    int64_t off;
+    if (!fk_py_cframe_offset(fk_py_walker_layout(pp->w), nat, p->evals, n, cframe, tstate, &off))
         return;
     pp->cf_known = true;
-    pp->cf_off = cand;
+    pp->cf_off = off;
     p->st.cframe_learned++;
 }
 
@@ -1718,10 +1719,10 @@ static bool needs_engine(struct py_proc *pp, uint64_t time)
     return (pp->state == PS_NONE && !pp->early_checked) || (pp->soon && pp->state != PS_PYTHON);
 }
 
-bool fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
+int fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
 {
     uint64_t t0 = fk_now_ns();
-    bool wait = false;
+    int got = 0;
     pthread_mutex_lock(&p->lock);
     struct py_proc *pp = pid > 0 ? proc_of(p, pid) : NULL;
     if (pp && needs_engine(pp, time)) {
@@ -1729,12 +1730,13 @@ bool fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
          * gone when its first sample is handled) */
         if (p->npending < PENDING_MAX)
             p->pending[p->npending++] = (struct pending){ pid, tid, time };
-        wait = true;
+        got = FK_PY_EARLY_WAIT;
     } else if (pp && pp->state == PS_PYTHON) {
         take_early(p, pp, tid, time, t0);
+        got = FK_PY_EARLY_READ;
     }
     pthread_mutex_unlock(&p->lock);
-    return wait;
+    return got;
 }
 
 void fk_python_mapped(struct fk_python *p, pid_t pid, const char *path, uint64_t time)
@@ -1822,11 +1824,11 @@ static void sample_locked(struct fk_python *p, pid_t pid, pid_t tid, struct fk_p
         if (!snap)
             note_delay(p, nat->time, t0);
         if (!pp->cf_known && nat->sps && snap)
-            learn_cframe(p, pp, nat, nev, snap->cframe, snap->tstate);
+            learn_cframe(p, pp, nat, nn, snap->cframe, snap->tstate);
         uint64_t outer;
         if (pp->cf_known && nat->sps &&
-            heads_from_copy(fk_py_walker_layout(pp->w), nat, p->evals, nn, pp->cf_off, heads,
-                            &nh, &outer) && nh == nev) {
+            fk_py_heads_from_copy(fk_py_walker_layout(pp->w), nat, p->evals, nn, pp->cf_off,
+                                  heads, &nh, &outer) && nh == nev) {
             fk_py_use_snap(pp->w, snap);
             fk_py_walk_from(pp->w, heads, nh, nat->complete, s);
             p->st.anchored++;
@@ -1838,7 +1840,7 @@ static void sample_locked(struct fk_python *p, pid_t pid, pid_t tid, struct fk_p
             if (ntid)
                 fk_py_walk(pp->w, ntid, s);
             if (!pp->cf_known && nat->sps)
-                learn_cframe(p, pp, nat, nev, s->cframe, s->tstate);
+                learn_cframe(p, pp, nat, nn, s->cframe, s->tstate);
         }
         fk_py_use_snap(pp->w, NULL);
         p->st.status[s->status]++;

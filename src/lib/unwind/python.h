@@ -286,6 +286,31 @@ struct fk_py_native {
     uint64_t stack_base, stack_len;
     uint64_t time;              /* the sample's (CLOCK_MONOTONIC): its snapshot */
 };
+
+/* Each eval call keeps its _PyCFrame (a local of _PyEval_EvalFrameDefault)
+ * at a constant offset from its frame's CFA, a fact of the binary's code
+ * generation; from it, the sample's own stack copy says where each call's
+ * Python chain stood at the sample.
+ *
+ * The sample's segment heads from its stack copy: evals[i] says native
+ * frame i (leaf first, i < n) is _PyEval_EvalFrameDefault, whose
+ * _PyCFrame is at nat->sps[i + 1] (its CFA) + off. False unless every one
+ * lies inside the copy and each links to the next (cframe.previous);
+ * *outer_link: the outermost one's previous link (the thread state's
+ * root_cframe when that call is the thread's first). */
+bool fk_py_heads_from_copy(const struct fk_py_layout *L, const struct fk_py_native *nat,
+                           const bool *evals, unsigned n, int64_t off, uint64_t *heads,
+                           unsigned *nheads, uint64_t *outer_link);
+/* The offset the innermost eval frame's CFA and cframe -- the thread's
+ * current _PyCFrame as read from its thread state tstate soon after the
+ * sample -- give, into *off, only when the sample's own copy confirms it:
+ * with two or more eval frames, their cframes link one to the next; with
+ * one in a stack that reached its root (nat->complete), its link is
+ * tstate's root_cframe. A cframe read after the thread left or entered an
+ * eval call (a late read) gives an offset the copy refutes: false. */
+bool fk_py_cframe_offset(const struct fk_py_layout *L, const struct fk_py_native *nat,
+                         const bool *evals, unsigned n, uint64_t cframe, uint64_t tstate,
+                         int64_t *off);
 /* Threads: fk_python_early is called from the ring reader's thread while
  * the engine's thread makes the other calls; every call holds the
  * module's lock throughout (the two meet rarely: a read takes a few
@@ -296,10 +321,13 @@ struct fk_py_native {
  * thread's chain now, for fk_python_sample later: one read in the steady
  * state, none when a read of that thread was made after the sample (for
  * an earlier one: several of its samples in one pass over the rings).
- * True when the sample waits for the engine's thread instead: its process
- * was never looked at for CPython, which takes the symbolizer (the engine
- * thread's alone); fk_python_catch_up does it. */
-bool fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time);
+ * Returns FK_PY_EARLY_WAIT when the sample waits for the engine's thread
+ * instead (its process was never looked at for CPython, which takes the
+ * symbolizer, the engine thread's alone: fk_python_catch_up does it), or
+ * FK_PY_EARLY_READ when it is a Python process's (read now, or served by a
+ * read made after it), else 0. */
+enum { FK_PY_EARLY_WAIT = 1, FK_PY_EARLY_READ = 2 };
+int fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time);
 /* From the engine's thread, before the samples fk_python_early met are
  * handled: a process seen for the first time is looked for CPython
  * (its binary's symbols, once), so short-lived interpreters are read

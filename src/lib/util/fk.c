@@ -67,32 +67,16 @@ void fk_text_sanitize(char *s)
     fk_text_sanitize_n(s, strlen(s));
 }
 
-static void vmsg(const char *kind, const char *fmt, va_list ap)
+void fk_format_line(char *line, size_t cap, const char *kind, const char *fmt, va_list ap)
 {
-    /* Build the line first so concurrent writers never interleave it. */
-    char line[4096];
-    int n = snprintf(line, sizeof line, "%s: %s", fk_progname, kind);
-    if (n < 0 || (size_t)n >= sizeof line)
+    /* Built whole first so concurrent writers never interleave it. */
+    int n = snprintf(line, cap, "%s: %s", fk_progname, kind);
+    if (n < 0 || (size_t)n >= cap)
         n = 0;
-    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    vsnprintf(line + n, cap - (size_t)n, fmt, ap);
     /* Messages name comms, symbols and paths a profiled process chose. A
      * line cut by the buffer may end mid-sequence: that becomes '?'. */
     fk_text_sanitize(line);
-    fprintf(stderr, "%s\n", line);
-}
-
-void fk_warn(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vmsg("warning: ", fmt, ap);
-    va_end(ap);
-}
-
-void fk_warn_line(void *ctx, const char *msg)
-{
-    (void)ctx;
-    fk_warn("%s", msg);
 }
 
 void fk_warn_to(fk_warn_fn fn, void *ctx, const char *fmt, ...)
@@ -107,20 +91,14 @@ void fk_warn_to(fk_warn_fn fn, void *ctx, const char *fmt, ...)
     free(msg);
 }
 
-void fk_error(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vmsg("", fmt, ap);
-    va_end(ap);
-}
-
 void fk_die(const char *fmt, ...)
 {
+    char line[4096];
     va_list ap;
     va_start(ap, fmt);
-    vmsg("", fmt, ap);
+    fk_format_line(line, sizeof line, "", fmt, ap);
     va_end(ap);
+    fprintf(stderr, "%s\n", line);
     exit(FK_EXIT_ERROR);
 }
 

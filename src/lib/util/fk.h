@@ -34,18 +34,20 @@ extern const char *fk_progname;
  * NULL, and one line naming the problem and the fix in the caller's
  * char *err, size_t errlen (or an object's error field). A warning (the
  * work goes on, degraded) goes to an fk_warn_fn the caller gave, one line
- * without the program name. Commands print both. */
+ * without the program name. Commands print both (src/cmd/term.h: fk_error,
+ * fk_warn, fk_warn_line). */
 typedef void (*fk_warn_fn)(void *ctx, const char *msg);
-/* The commands' fk_warn_fn: fk_warn("%s", msg). */
-void fk_warn_line(void *ctx, const char *msg);
 /* The library's way to warn: format one line and hand it to fn (nothing
  * when fn is NULL). */
 void fk_warn_to(fk_warn_fn fn, void *ctx, const char *fmt, ...) FK_PRINTF(3, 4);
 
-/* One-line diagnostics on stderr, prefixed with fk_progname. */
-void fk_warn(const char *fmt, ...) FK_PRINTF(1, 2);
-void fk_error(const char *fmt, ...) FK_PRINTF(1, 2);
-/* fk_error + exit(FK_EXIT_ERROR). */
+/* A diagnostic line without its newline: "PROG: KIND" and the message,
+ * cut to cap - 1 bytes, made safe for a terminal (fk_text_sanitize). */
+void fk_format_line(char *line, size_t cap, const char *kind, const char *fmt, va_list ap)
+    FK_PRINTF(4, 0);
+/* The one exception to "never writes": a process that cannot go on (out of
+ * memory, an internal limit or bug) ends with FK_EXIT_ERROR after
+ * fk_format_line's line on stderr. Never for what input or a user did. */
 _Noreturn void fk_die(const char *fmt, ...) FK_PRINTF(1, 2);
 
 /* Text a profiled process or a remote host can name (comm, symbol names,
@@ -53,8 +55,8 @@ _Noreturn void fk_die(const char *fmt, ...) FK_PRINTF(1, 2);
  * (tab kept), DEL, C1 controls (U+0080-U+009F, as UTF-8 or as raw bytes)
  * and any byte of invalid UTF-8 become one '?' each; valid UTF-8 is kept.
  * Never grows the text; returns the new length (s[0..n) stays
- * NUL-terminated only if it was). fk_warn/fk_error apply it to every
- * message; summaries and status lines call it themselves. */
+ * NUL-terminated only if it was). fk_format_line applies it to every
+ * diagnostic; summaries and status lines call it themselves. */
 size_t fk_text_sanitize_n(char *s, size_t n);
 void fk_text_sanitize(char *s);
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The declarative command-line parser (opt.h): tables -> getopt_long,
- * typed values, uniform errors, --help. */
+ * typed values, uniform errors, --help. It writes nothing: the text to
+ * print goes back in struct fk_args. */
 #include "opt.h"
 #include "buf.h"
 
@@ -23,14 +24,15 @@ void fk_strv_free(struct fk_strv *s)
     memset(s, 0, sizeof *s);
 }
 
-int fk_opt_error(const char *fmt, ...)
+/* A usage error: its message into a->error; returns FK_EXIT_USAGE. */
+static int usage(struct fk_args *a, const char *fmt, ...) FK_PRINTF(2, 3);
+static int usage(struct fk_args *a, const char *fmt, ...)
 {
-    char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    free(a->error);
+    a->error = fk_vasprintf(fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s: %s; see '%s --help'\n", fk_progname, msg, fk_progname);
     return FK_EXIT_USAGE;
 }
 
@@ -135,7 +137,8 @@ static int choice_index(const char *choices, const char *val)
 }
 
 /* Store one option's value; FK_OPT_CONTINUE or FK_EXIT_USAGE (reported). */
-static int store(const struct fk_opt *o, void *base, const char *val, bool shortform)
+static int store(struct fk_args *a, const struct fk_opt *o, void *base, const char *val,
+                 bool shortform)
 {
     void *field = (char *)base + o->off;
     char label[80], want[256], err[256] = "";
@@ -154,14 +157,14 @@ static int store(const struct fk_opt *o, void *base, const char *val, bool short
         return FK_OPT_CONTINUE;
     case FK_OPT_STR:
         if (!*val && !o->optional)
-            return fk_opt_error("option '%s' needs a value (e.g. %s)", label,
+            return usage(a, "option '%s' needs a value (e.g. %s)", label,
                                 o->example ? o->example : o->arg);
         *(const char **)field = val;
         return FK_OPT_CONTINUE;
     case FK_OPT_LIST: {
         struct fk_strv *s = field;
         if (!*val)
-            return fk_opt_error("option '%s' needs a value (e.g. %s)", label,
+            return usage(a, "option '%s' needs a value (e.g. %s)", label,
                                 o->example ? o->example : o->arg);
         s->v = fk_grow(s->v, &s->cap, s->n + 1, sizeof *s->v);
         s->v[s->n++] = val;
@@ -183,14 +186,14 @@ static int store(const struct fk_opt *o, void *base, const char *val, bool short
         int i = choice_index(o->choices, val);
         if (i < 0) {
             wants(o, want, sizeof want);
-            return fk_opt_error("option '%s' wants %s, not '%s'", label, want, val);
+            return usage(a, "option '%s' wants %s, not '%s'", label, want, val);
         }
         *(int *)field = i;
         return FK_OPT_CONTINUE;
     }
     case FK_OPT_CALL:
         if (!o->call(base, val, err, sizeof err))
-            return fk_opt_error("option '%s' wants %s, not '%s'", label,
+            return usage(a, "option '%s' wants %s, not '%s'", label,
                                 err[0] ? err : "another value", val ? val : "");
         return FK_OPT_CONTINUE;
     case FK_OPT_VERSION:
@@ -200,7 +203,7 @@ static int store(const struct fk_opt *o, void *base, const char *val, bool short
         ok = false;
     if (!ok) {
         wants(o, want, sizeof want);
-        return fk_opt_error("option '%s' wants %s, not '%s'", label, want, val);
+        return usage(a, "option '%s' wants %s, not '%s'", label, want, val);
     }
     if (o->type == FK_OPT_INT)
         *(int *)field = (int)v;
@@ -223,7 +226,7 @@ static bool has_value(const struct fk_opt *o)
 }
 
 /* "--d" matches several long names? Then say so instead of "unknown". */
-static int unknown_long(const struct flat *f, size_t n, const char *arg)
+static int unknown_long(struct fk_args *a, const struct flat *f, size_t n, const char *arg)
 {
     const char *name = arg + 2;
     size_t len = strcspn(name, "=");
@@ -236,15 +239,15 @@ static int unknown_long(const struct flat *f, size_t n, const char *arg)
         }
     int rc;
     if (hits > 1)
-        rc = fk_opt_error("option '--%.*s' is ambiguous: %s", (int)len, name, fk_buf_cstr(&b));
+        rc = usage(a, "option '--%.*s' is ambiguous: %s", (int)len, name, fk_buf_cstr(&b));
     else
-        rc = fk_opt_error("unknown option '--%.*s'", (int)len, name);
+        rc = usage(a, "unknown option '--%.*s'", (int)len, name);
     fk_buf_free(&b);
     return rc;
 }
 
-int fk_opt_parse(const struct fk_cmdline *cl, const struct fk_optsec *secs, int argc,
-                 char **argv, struct fk_args *a)
+int fk_opt_scan(const struct fk_cmdline *cl, const struct fk_optsec *secs, int argc,
+                char **argv, struct fk_args *a)
 {
     memset(a, 0, sizeof *a);
     a->dashdash = -1;
@@ -305,7 +308,9 @@ int fk_opt_parse(const struct fk_cmdline *cl, const struct fk_optsec *secs, int 
         }
         i = optind;
         if (c == 'h') {
-            fk_opt_help(stdout, cl, secs);
+            struct fk_buf h = FK_BUF_INIT;
+            fk_opt_help(&h, cl, secs);
+            a->out = (char *)fk_buf_cstr(&h);
             rc = 0;
             break;
         }
@@ -331,27 +336,27 @@ int fk_opt_parse(const struct fk_cmdline *cl, const struct fk_optsec *secs, int 
             if (hit)
                 opt_label(hit->opt, shortform, label, sizeof label);
             if (c == ':' && hit)
-                rc = fk_opt_error("option '%s' needs a value (e.g. %s)", label,
+                rc = usage(a, "option '%s' needs a value (e.g. %s)", label,
                                   hit->opt->example ? hit->opt->example : hit->opt->arg);
             else if (hit && !has_value(hit->opt))
-                rc = fk_opt_error("option '%s' takes no value", label);
+                rc = usage(a, "option '%s' takes no value", label);
             else if (optopt > 0 && optopt < 256)
-                rc = fk_opt_error("unknown option '-%c'", optopt);
+                rc = usage(a, "unknown option '-%c'", optopt);
             else if (!strncmp(typed, "--", 2))
-                rc = unknown_long(f, n, typed);
+                rc = unknown_long(a, f, n, typed);
             else
-                rc = fk_opt_error("unknown option '%s'", typed);
+                rc = usage(a, "unknown option '%s'", typed);
             break;
         }
         if (!hit)
             continue;
         if (hit->opt->type == FK_OPT_VERSION) {
-            printf("%s (flamekit) %s\n", fk_progname, FK_VERSION);
+            a->out = fk_asprintf("%s (flamekit) %s\n", fk_progname, FK_VERSION);
             rc = 0;
             break;
         }
         a->seen[a->nseen++] = hit->opt;
-        rc = store(hit->opt, hit->base, has_value(hit->opt) ? optarg : NULL, shortform);
+        rc = store(a, hit->opt, hit->base, has_value(hit->opt) ? optarg : NULL, shortform);
     }
     optind = 1;
     a->v[a->n] = NULL;
@@ -373,11 +378,13 @@ void fk_args_free(struct fk_args *a)
 {
     free(a->v);
     free(a->seen);
+    free(a->out);
+    free(a->error);
     memset(a, 0, sizeof *a);
 }
 
 /* Print text from column col, wrapped at HELP_WIDTH; '\n' breaks lines. */
-static void print_wrapped(FILE *out, const char *text, int col, int at)
+static void print_wrapped(struct fk_buf *out, const char *text, int col, int at)
 {
     const char *p = text;
     while (*p) {
@@ -395,7 +402,7 @@ static void print_wrapped(FILE *out, const char *text, int col, int at)
                 cut = true;
             }
         }
-        fprintf(out, "%*s%.*s\n", col - at, "", (int)len, p);
+        fk_buf_printf(out, "%*s%.*s\n", col - at, "", (int)len, p);
         at = 0;
         if (!nl)
             break;
@@ -405,7 +412,7 @@ static void print_wrapped(FILE *out, const char *text, int col, int at)
     }
 }
 
-static void print_opt(FILE *out, const struct fk_opt *o)
+static void print_opt(struct fk_buf *out, const struct fk_opt *o)
 {
     char left[128];
     int l;
@@ -415,25 +422,25 @@ static void print_opt(FILE *out, const struct fk_opt *o)
         l = snprintf(left, sizeof left, "      --%s", o->name);
     if (o->arg && l > 0 && (size_t)l < sizeof left)
         l += snprintf(left + l, sizeof left - (size_t)l, o->optional ? "[=%s]" : " %s", o->arg);
-    fputs(left, out);
+    fk_buf_adds(out, left);
     if (l + 2 > HELP_COL) {
-        fputc('\n', out);
+        fk_buf_addc(out, '\n');
         l = 0;
     }
     print_wrapped(out, o->help, HELP_COL, l);
 }
 
-void fk_opt_help(FILE *out, const struct fk_cmdline *cl, const struct fk_optsec *secs)
+void fk_opt_help(struct fk_buf *out, const struct fk_cmdline *cl, const struct fk_optsec *secs)
 {
     const char *u = cl->usage;
     for (bool first = true; *u; first = false) {
         const char *nl = strchr(u, '\n');
         size_t len = nl ? (size_t)(nl - u) : strlen(u);
-        fprintf(out, "%s%.*s\n", first ? "usage: " : "       ", (int)len, u);
+        fk_buf_printf(out, "%s%.*s\n", first ? "usage: " : "       ", (int)len, u);
         u += len + (nl ? 1 : 0);
     }
     if (cl->about) {
-        fputc('\n', out);
+        fk_buf_addc(out, '\n');
         print_wrapped(out, cl->about, 0, 0);
     }
     const char *last = NULL;
@@ -444,7 +451,7 @@ void fk_opt_help(FILE *out, const struct fk_cmdline *cl, const struct fk_optsec 
         if (!any)
             continue;
         if (!last || strcmp(last, s->title))     /* same title: one section */
-            fprintf(out, "\n%s:\n", s->title);
+            fk_buf_printf(out, "\n%s:\n", s->title);
         last = s->title;
         for (const struct fk_opt *o = s->opts; o->name; o++)
             if (o->help)
@@ -452,7 +459,7 @@ void fk_opt_help(FILE *out, const struct fk_cmdline *cl, const struct fk_optsec 
     }
     print_opt(out, &help_opt);
     if (cl->footer) {
-        fputc('\n', out);
+        fk_buf_addc(out, '\n');
         print_wrapped(out, cl->footer, 0, 0);
     }
 }

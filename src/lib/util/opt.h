@@ -10,7 +10,8 @@
  * Invariants: a value is stored only after it parsed and passed its bounds;
  * options may come before and after operands unless the command says the
  * rest are operands (run's command); "--" ends the options; the parser
- * never exits: it returns an exit status for the caller to return.
+ * never exits and never writes to the terminal: it returns an exit status
+ * for the caller to return, and the text to print in struct fk_args.
  *
  * Adding an option is one table line, e.g. in a capture command's set:
  *     { "stack-size", 0, FK_OPT_SIZE, offsetof(struct fk_profile_request, stack_size),
@@ -20,6 +21,7 @@
 #define FK_OPT_H
 
 #include "fk.h"
+#include "buf.h"
 
 #include <stddef.h>
 
@@ -90,26 +92,25 @@ struct fk_args {
     int dashdash;           /* index in v of the first operand after "--"; -1: no "--" */
     const struct fk_opt **seen;     /* options given, in order */
     size_t nseen;
+    char *out;              /* --help's or --version's text, for stdout; else NULL */
+    char *error;            /* a usage error's message, without the program name
+                               or the "see --help" (fk_opt_error adds them); else NULL */
 };
 
 #define FK_OPT_CONTINUE (-1)
 
 /* Parse argv[1..] (argv[0] is the command name). Returns FK_OPT_CONTINUE
- * when the command should go on; 0 after --help or --version; FK_EXIT_USAGE
- * after one error line on stderr. a is filled (and must be freed with
- * fk_args_free) whatever the result. */
-int fk_opt_parse(const struct fk_cmdline *cl, const struct fk_optsec *secs, int argc,
-                 char **argv, struct fk_args *a);
+ * when the command should go on; 0 after --help or --version (their text in
+ * a->out); FK_EXIT_USAGE after a mistake (its message in a->error). a is
+ * filled (and must be freed with fk_args_free) whatever the result. */
+int fk_opt_scan(const struct fk_cmdline *cl, const struct fk_optsec *secs, int argc,
+                char **argv, struct fk_args *a);
 /* Was the option with this long name given? */
 bool fk_args_seen(const struct fk_args *a, const char *name);
 void fk_args_free(struct fk_args *a);
 
 /* The --help text: usage, about, every section's options, footer. */
-void fk_opt_help(FILE *out, const struct fk_cmdline *cl, const struct fk_optsec *secs);
-
-/* A usage error after parsing (a bad combination, a missing operand): one
- * line "PROG: MESSAGE; see 'PROG --help'" on stderr; returns FK_EXIT_USAGE. */
-int fk_opt_error(const char *fmt, ...) FK_PRINTF(1, 2);
+void fk_opt_help(struct fk_buf *out, const struct fk_cmdline *cl, const struct fk_optsec *secs);
 
 /* "5m", "30s", "500ms": a duration in milliseconds as a user writes it. */
 void fk_opt_fmt_ms(uint64_t ms, char *buf, size_t n);
