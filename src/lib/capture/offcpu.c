@@ -1088,13 +1088,18 @@ static void calibrate(struct offcpu *k, uint64_t end)
         }
     }
     memset(k->st.blocks.ns_by_state, 0, sizeof k->st.blocks.ns_by_state);
+    k->st.blocks.short_ns = 0;
     for (size_t i = 0; i < k->nacc; i++) {
         struct acc *a = &k->acc[i];
-        uint64_t ns = a->ns, *s = fk_u64map_slot(&scale, (uint64_t)(uint32_t)a->tid, false);
+        uint64_t ns = a->ns, short_ns = a->short_ns;
+        uint64_t *s = fk_u64map_slot(&scale, (uint64_t)(uint32_t)a->tid, false);
         if (s && *s) {
-            uint64_t total = *fk_u64map_slot(&est, (uint64_t)(uint32_t)a->tid, false);
-            ns = (uint64_t)((long double)a->ns * (long double)(*s - 1) / (long double)total + 0.5L);
+            long double f = (long double)(*s - 1) /
+                            (long double)*fk_u64map_slot(&est, (uint64_t)(uint32_t)a->tid, false);
+            ns = (uint64_t)((long double)a->ns * f + 0.5L);
+            short_ns = (uint64_t)((long double)a->short_ns * f + 0.5L);
         }
+        k->st.blocks.short_ns += short_ns;      /* (--min-block's share, as scaled) */
         k->st.blocks.ns_by_state[a->state] += ns;
         k->st.blocked_ns += ns;
         if (a->switches)
