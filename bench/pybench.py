@@ -21,7 +21,7 @@
 #       round: the spread of separate processes (+-8 % run to run) does not
 #       enter the ratio. Printed per mode: work per CPU second and per wall
 #       second; per pair of modes: the ratio's median and min..max.
-#   python3 pybench.py paired FLAMEKIT PY TRUTH HZ MODE ROUNDS WINDOW_S
+#   python3 pybench.py paired FLAMEKIT PY TRUTH HZ MODE ROUNDS WINDOW_S [BASE]
 #       the throughput lost at HZ, with the VM's own speed (+-25 % between
 #       2 s windows here) taken out: two copies of the workload run at once,
 #       one pinned to each of the first two CPUs; in each window flamekit
@@ -36,6 +36,8 @@
 #       over the rounds with a 95 % bootstrap interval of the mean, and
 #       on/off per round. The same for work per wall second (which also
 #       carries flamekit's own CPU, taken from whichever copy it preempts).
+#       With BASE (another flamekit), its --python on windows join each
+#       round ("base"), and on/base per round is printed too.
 #   python3.11 pybench.py work TRUTH MODE TICKS
 #       the throughput workload: MODE "ratio" (TRUTH's work_a then work_b)
 #       or "generators" (its consume_b: a generator's body and its
@@ -246,10 +248,11 @@ def paired_g(windows, t, rounds, modes):
             for m in list(modes) + ["none"] for k in (0, 1)}
 
 
-def paired(fk, py, truth, hz, mode, rounds, window):
+def paired(fk, py, truth, hz, mode, rounds, window, base=None):
     if (os.cpu_count() or 1) < 2:
         print("%s Hz %s paired: SKIP: fewer than 2 CPUs" % (hz, mode))
         return
+    modes = ("on", "off") + (("base",) if base else ())
     work_dir = tempfile.mkdtemp(prefix="fk-pybench.")
     ticks = [os.path.join(work_dir, "ticks%d" % i) for i in (0, 1)]
     ws = []
@@ -264,14 +267,15 @@ def paired(fk, py, truth, hz, mode, rounds, window):
             time.sleep(0.1)     # both started and warm
         def attach(c, m):
             out = os.path.join(work_dir, "%s-%d" % (m, c))
-            subprocess.run([fk, "pid", "-q", "--no-svg", "-F", str(hz), "-d",
-                            "%dms" % int(window * 1000), "--python", m, "-o", out,
+            binary, pymode = (base, "on") if m == "base" else (fk, m)
+            subprocess.run([binary, "pid", "-q", "--no-svg", "-F", str(hz), "-d",
+                            "%dms" % int(window * 1000), "--python", pymode, "-o", out,
                             str(ws[c].pid)], check=True, stdout=subprocess.DEVNULL)
             meta = json.load(open(glob.glob(out + "/*.json")[0]))
             shutil.rmtree(out)
             lo = meta["start_unix_ns"]
             return lo, lo + int(meta["duration_s"] * 1e9)
-        windows = paired_rounds(rounds, window, ("on", "off"), attach)
+        windows = paired_rounds(rounds, window, modes, attach)
         time.sleep(2 * TICK_CPU)
         t = [ticks_of(x) for x in ticks]
     finally:
@@ -279,9 +283,9 @@ def paired(fk, py, truth, hz, mode, rounds, window):
             w.kill()
             w.wait()
         shutil.rmtree(work_dir)
-    g = paired_g(windows, t, rounds, ("on", "off"))
+    g = paired_g(windows, t, rounds, modes)
     for k, what in ((0, "CPU"), (1, "wall")):
-        for m in ("on", "off", "none"):
+        for m in modes + ("none",):
             v = list(g[(m, k)].values())
             if len(v) < 2:
                 continue
@@ -289,12 +293,13 @@ def paired(fk, py, truth, hz, mode, rounds, window):
             print("%s Hz %s paired %-4s work per %s second, profiled/control: median %.4f, "
                   "mean %.4f (95%% interval %.4f..%.4f), min..max %.4f..%.4f, %d rounds" %
                   (hz, mode, m, what, statistics.median(v), mean, lo, hi, min(v), max(v), len(v)))
-        v = [g[("on", k)][r] / g[("off", k)][r] for r in g[("on", k)] if r in g[("off", k)]]
-        if len(v) >= 2:
-            mean, lo, hi = boot_mean(v)
-            print("%s Hz %s paired on/off work per %s second: median %.4f, mean %.4f "
-                  "(95%% interval %.4f..%.4f), %d rounds" %
-                  (hz, mode, what, statistics.median(v), mean, lo, hi, len(v)))
+        for a, b in (("on", "off"),) + ((("on", "base"),) if base else ()):
+            v = [g[(a, k)][r] / g[(b, k)][r] for r in g[(a, k)] if r in g[(b, k)]]
+            if len(v) >= 2:
+                mean, lo, hi = boot_mean(v)
+                print("%s Hz %s paired %s/%s work per %s second: median %.4f, mean %.4f "
+                      "(95%% interval %.4f..%.4f), %d rounds" %
+                      (hz, mode, a, b, what, statistics.median(v), mean, lo, hi, len(v)))
 
 
 if __name__ == "__main__":
@@ -305,6 +310,7 @@ if __name__ == "__main__":
         cost(a[2], a[3], a[4], int(a[5]), a[6], int(a[7]), float(a[8]),
              a[9] if len(a) > 9 else None)
     elif a[1] == "paired":
-        paired(a[2], a[3], a[4], int(a[5]), a[6], int(a[7]), float(a[8]))
+        paired(a[2], a[3], a[4], int(a[5]), a[6], int(a[7]), float(a[8]),
+               a[9] if len(a) > 9 else None)
     else:
         throughput(a[2], a[3], a[4], int(a[5]), a[6], int(a[7]), float(a[8]))

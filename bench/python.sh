@@ -25,7 +25,8 @@
 #      copy's work per CPU second over the control's, the copies' roles
 #      swapped to cancel the CPUs' speeds: mean and 95 % bootstrap interval
 #      over FK_BENCH_PAIRED_ROUNDS (24) rounds of 1 s windows, --python on,
-#      off, and nothing attached (the method's own noise, centred on 1).
+#      off, and nothing attached (the method's own noise, centred on 1);
+#      with FK_BENCH_BASE, that build's --python on in each round too.
 # Hold /tmp/fk-bench.lock while it runs on a shared machine; the load
 # average at the start is printed, and the delays depend on it.
 # env: FLAMEKIT, FK_BENCH_CPU (CPU-seconds per run, default 5), FK_BENCH_REPS
@@ -68,8 +69,8 @@ esac
 
 case " $parts " in *" paired "*)
     for mode in ${FK_BENCH_MODES:-ratio generators}; do
-        "$PY" "$BENCH" paired "$fk" "$PY" "$TRUTH" 99 "$mode" "${FK_BENCH_PAIRED_ROUNDS:-24}" 1 |
-            sed 's/^/bench\/python: /'
+        "$PY" "$BENCH" paired "$fk" "$PY" "$TRUTH" 99 "$mode" "${FK_BENCH_PAIRED_ROUNDS:-24}" 1 \
+            ${FK_BENCH_BASE:+"$FK_BENCH_BASE"} | sed 's/^/bench\/python: /'
     done
 esac
 

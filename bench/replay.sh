@@ -11,8 +11,14 @@
 #      replayed into one engine until it holds 762,000 samples: RSS
 #      (target <= 128 MB) and whether one core keeps up (rate >= 12,700/s).
 # samples/s/core is the process's CPU time (the replaying thread and the
-# kallsyms reader) less reading the recording, which is streamed: RSS is
-# the engine's; median and p99 per sample are wall time (monotonic
+# kallsyms reader) less reading the recording, which is streamed through
+# a 1 MB buffer, so RSS is the engine's. A streamed record was read just
+# before it is replayed: its stack copy is warmer in the cache than live,
+# where the copy is tens of ms old. In one run (not quiet), the same
+# engine took about 16 % less CPU streamed than from the whole file in
+# memory (the driver before 2026-12-05): compare rates only between
+# drivers that read alike, and in (4) use a baseline built with this
+# driver. Median and p99 per sample are wall time (monotonic
 # clock around each sample: a preempted sample counts its wait, so read
 # them on a quiet machine). The first pass includes reading each binary's
 # CFI and symbols and kallsyms, the later passes are steady state: the

@@ -161,6 +161,14 @@ for mode in ratio generators threads; do
     *) check_consistent "$mode at 99 Hz" "$J" ;;
     esac
 done
+# the reader's thread follows the CPU of the Python samples it reads
+# early (capture.c follow_cpu), at the raised priority only
+if [ "$(jget "$J" reader.nice_raised)" = True ]; then
+    check_range "the ring reader moved to the sampled thread's CPU (moves)" \
+        "$(jget "$J" reader.cpu_moves)" 1 1000
+else
+    skip "the ring reader follows the sampled thread's CPU" "capture threads not raised (no CAP_SYS_NICE)"
+fi
 # the early copy of the data stack's top: its offsets fit Debian's 3.11
 # (a wrong one fails the bounds checks and gives no window)
 check_range "data stack windows in the early snapshots (share)" \
@@ -262,6 +270,7 @@ cap off -F 999 --python off -- "$PY" "$TRUTH" ratio 1
 check_nogrep "--python off: no Python frames" '_\[p\]' "$(zcat "$F")"
 check_grep "--python off: the eval loop as it is" '_PyEval_EvalFrameDefault' "$(zcat "$F")"
 check_eq "--python off: said in the metadata" "off" "$(jget "$J" python.mode)"
+check_eq "--python off: the ring reader stays unbound" "0" "$(jget "$J" reader.cpu_moves)"
 
 # ---- not CPython 3.11: a binary named python3.12 with the symbols, no layout
 cat >"$T/fake.c" <<'EOF'

@@ -42,8 +42,8 @@ static struct stat3 stat_of(const double *v, int n)
 
 /* The figures of a run, by name: what the tables and report.json show. */
 enum fig {
-    F_MIBS, F_CAP_MIBS, F_FETCHES_S, F_UTIL, F_SERVER_PCT, F_SERVER_S_GIB, F_GIT_S_GIB, F_CLIENT_S_GIB, F_ALLOC_B_GIB,
-    F_ALLOC_CALLS_GIB, F_ALLOC_CALLS_FETCH, F_ALLOC_B_FETCH, F_RSS, F_LOAD, F_MACHINE, F_PROBE, NFIGS
+    F_MIBS, F_CAP_MIBS, F_FETCHES_S, F_UTIL, F_SERVER_PCT, F_SERVER_S_GIB, F_GIT_S_GIB, F_CLIENT_S_GIB, F_SC_S_GIB, F_ALLOC_B_GIB,
+    F_ALLOC_CALLS_GIB, F_ALLOC_CALLS_FETCH, F_ALLOC_B_FETCH, F_RSS, F_ANON, F_LOAD, F_MACHINE, F_PROBE, NFIGS
 };
 static const struct {
     const char *key, *label;
@@ -57,11 +57,13 @@ static const struct {
     [F_SERVER_S_GIB] = { "server_cpu_s_per_gib", "server CPU s/GiB", false },
     [F_GIT_S_GIB] = { "git_cpu_s_per_gib", "git CPU s/GiB", false },
     [F_CLIENT_S_GIB] = { "client_cpu_s_per_gib", "clients CPU s/GiB", false },
+    [F_SC_S_GIB] = { "server_client_cpu_s_per_gib", "server + clients CPU s/GiB", false },
     [F_ALLOC_B_GIB] = { "alloc_bytes_per_gib", "allocated bytes/GiB", true },
     [F_ALLOC_CALLS_GIB] = { "alloc_calls_per_gib", "allocations/GiB", true },
     [F_ALLOC_CALLS_FETCH] = { "alloc_calls_per_fetch", "allocations/fetch", true },
     [F_ALLOC_B_FETCH] = { "alloc_bytes_per_fetch", "allocated bytes/fetch", true },
     [F_RSS] = { "peak_rss_mib", "server peak RSS MiB", false },
+    [F_ANON] = { "anon_rss_mib", "server anonymous RSS MiB (heap, stacks)", false },
     [F_LOAD] = { "load1", "load1 after the run", false },
     [F_MACHINE] = { "machine_busy_pct", "machine busy % (everyone's work)", false },
     [F_PROBE] = { "machine_probe_ms", "machine probe CPU ms (a fixed piece of work: the machine's speed)", false },
@@ -80,11 +82,13 @@ static double figure(const struct obs *o, enum fig f)
     case F_SERVER_S_GIB: return o->server_cpu / gib;
     case F_GIT_S_GIB: return o->git_cpu / gib;
     case F_CLIENT_S_GIB: return o->client_cpu / gib;
+    case F_SC_S_GIB: return (o->server_cpu + o->client_cpu) / gib;
     case F_ALLOC_B_GIB: return o->alloc_bytes / gib;
     case F_ALLOC_CALLS_GIB: return o->alloc_calls / gib;
     case F_ALLOC_CALLS_FETCH: return o->alloc_calls / o->fetches;
     case F_ALLOC_B_FETCH: return o->alloc_bytes / o->fetches;
     case F_RSS: return o->rss_mib;
+    case F_ANON: return o->anon_mib;
     case F_LOAD: return o->load1;
     case F_MACHINE: return o->machine_busy;
     case F_PROBE: return o->probe_ms;
@@ -208,8 +212,8 @@ static const char *work_note(char *buf, size_t n)
 {
     char w[32];
     snprintf(buf, n, " (%s per run, more where the first round's run took under %.1f s: raised then until "
-             "it lasts that long, the same in every round)", human((double)opt.work, w, sizeof w),
-             (double)opt.min_run_ms / 1000);
+             "it lasts that long, and again where the second round's took under three quarters of it; the "
+             "same in every later round)", human((double)opt.work, w, sizeof w), (double)opt.min_run_ms / 1000);
     return buf;
 }
 
@@ -246,7 +250,7 @@ void bench_check_figures(void)
 
 void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double secs_total)
 {
-    char path[PATH_MAX + 16], b1[160], b2[160], b3[160], b4[160];
+    char path[PATH_MAX + 16], b1[320], b2[160], b3[160], b4[160];
     struct fk_outfile md;
     snprintf(path, sizeof path, "%s/report.md", opt.out);
     char err[512] = "";
@@ -261,9 +265,10 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                       "setting runs once, in the same order, so a change in the machine's load meets all "
                       "settings alike. Each client makes one warm-up fetch (not counted), then all clients start "
                       "together and make a set number of fetches%s. Figures are median (min–max) over the rounds; "
-                      "ratios are taken within a round, then summarised. CPUs: %s. The benchmark took %.0f s.\n\n",
+                      "ratios are taken within a round, then summarised. CPUs: %s. Network: %s. The benchmark took "
+                      "%.0f s.\n\n",
                       ncpus, un.release, opt.rounds, opt.fetches ? "" : work_note(b1, sizeof b1), pin_desc,
-                      secs_total);
+                      net_desc, secs_total);
     fk_outfile_printf(&md, "Repositories (generated text, one commit, packed with a bitmap, so git reuses the "
                       "pack):");
     for (int i = 0; i < nrepos; i++)
@@ -276,10 +281,13 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                       "malloc/calloc/realloc in the server process (fetchd-malloc.so). Peak RSS: the server's "
                       "VmHWM during the run (reset before it). The clients keep the memory they free "
                       "(glibc's trim and mmap thresholds raised), so that gRPC's read buffers are not given back "
-                      "to the kernel and faulted in again on every read; the servers keep glibc's defaults. A gRPC "
+                      "to the kernel and faulted in again on every read, and a gRPC client grows its heap by %d MiB "
+                      "per call in flight (up to 4 times that) of touched memory after its warm-up, so that the heap's growth over the timed fetches "
+                      "(holes left by read buffers of changing sizes) faults in no fresh pages; the servers keep "
+                      "glibc's defaults. A gRPC "
                       "client process runs all its calls (grpc-shared: one per client) from one thread through "
                       "one completion queue, and reads each message's bytes where they were received.\n\n",
-                      cpu_source, ncpus);
+                      cpu_source, ncpus, CLIENT_HEAP_MIB);
     /* The machine's speed over the whole benchmark: per-setting CPU
      * figures move with it, ratios within a round do not. */
     double *pv = fk_calloc((size_t)(nsettings * opt.rounds) + 1, sizeof *pv);
@@ -405,10 +413,16 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                 else
                     snprintf(x, sizeof x, "%s, allocations were not counted.", w);
                 break;
-            case F_RSS:
+            case F_RSS: {
+                struct stat3 ga = fig_stat(G, F_ANON), sa = fig_stat(S, F_ANON);
                 snprintf(x, sizeof x, "%s, the gRPC server peaked at %.1f MiB resident and the socket server at "
-                         "%.1f MiB.", w, g.med, so.med);
+                         "%.1f MiB; of that, %.1f and %.1f MiB were anonymous memory after the run (heap and "
+                         "thread stacks: the server's own state), the rest the pages of its program and libraries%s.", w, g.med,
+                         so.med, ga.med, sa.med,
+                         c ? " (with the cache both load libcrypto for the cache's SHA-256 keys: about 1.5 MiB, "
+                             "mostly pages shared with every process that uses it)" : "");
                 break;
+            }
             default:
                 break;
             }
@@ -502,7 +516,7 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
     /* Sweeps. */
     fk_outfile_printf(&md, "## Sweeps\n\nEach setting: median (min–max) over %d rounds.\n\n", opt.rounds);
     static const enum fig sweep_figs[] = { F_MIBS, F_CAP_MIBS, F_SERVER_S_GIB, F_GIT_S_GIB, F_CLIENT_S_GIB, F_UTIL,
-                                           F_ALLOC_B_GIB, F_ALLOC_CALLS_FETCH, F_RSS };
+                                           F_ALLOC_B_GIB, F_ALLOC_CALLS_FETCH, F_RSS, F_ANON };
     for (int i = 0; i < nrepos; i++)
         for (int c = 0; c < 2; c++) {
             if (!opt.cache_modes[c])
@@ -602,8 +616,10 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
         fk_die("%s", err);
 
     /* report.json: every run, and every figure's median and range. */
-    json_t *j = json_pack("{s:i,s:s,s:s,s:i,s:I,s:s}", "cpus", ncpus, "kernel", un.release, "cpu_accounting",
-                          cpu_source, "rounds", opt.rounds, "chunk_size", (json_int_t)opt.chunk, "pinning", pin_desc);
+    json_t *j = json_pack("{s:i,s:s,s:s,s:i,s:I,s:s,s:s,s:s}", "cpus", ncpus, "kernel", un.release,
+                          "cpu_accounting", cpu_source, "rounds", opt.rounds, "chunk_size", (json_int_t)opt.chunk,
+                          "pinning", pin_desc, "network", net_desc, "network_kind",
+                          bench_net_active() ? "veth" : "loopback");
     json_t *jrepos = json_array();
     for (int i = 0; i < nrepos; i++)
         json_array_append_new(jrepos, json_pack("{s:s,s:I}", "repository", repos[i].path, "fetch_bytes",
@@ -623,6 +639,8 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
             json_t *x = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "wall_s", b->wall, "bytes", b->bytes,
                                   "fetches", b->fetches, "server_cpu_s", b->server_cpu, "git_cpu_s", b->git_cpu,
                                   "client_cpu_s", b->client_cpu, "peak_rss_mib", b->rss_mib, "load1", b->load1);
+            json_object_set_new(x, "anon_rss_mib", json_real(b->anon_mib));
+            json_object_set_new(x, "client_page_faults", json_real(b->client_minflt));
             json_object_set_new(x, "machine_busy_pct", json_real(b->machine_busy));
             json_object_set_new(x, "machine_probe_ms", json_real(b->probe_ms));
             json_object_set_new(x, "retakes", json_integer(b->retakes));

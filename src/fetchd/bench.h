@@ -8,6 +8,8 @@
 
 #include "fetchd/fetchd.h"
 
+#include <sched.h>
+
 #define MAX_SIZES 4
 #define MAX_NCLIENTS 8
 enum mode { M_SOCK, M_GRPC_CONN, M_GRPC_SHARED, NMODES };
@@ -27,12 +29,15 @@ struct bench_opts {
     int fetches, rounds;
     bool profile;
     bool no_pin;                /* else servers and clients on CPUs of their own */
+    bool loopback;              /* else (pinned, root) over a veth pair (bench-net.c) */
 };
 extern struct bench_opts opt;
 
 /* One run: what was moved, in what time, at what cost. */
 struct obs {
-    double wall, bytes, fetches, server_cpu, git_cpu, client_cpu, alloc_calls, alloc_bytes, rss_mib, load1;
+    double wall, bytes, fetches, server_cpu, git_cpu, client_cpu, client_minflt, alloc_calls, alloc_bytes, rss_mib,
+           load1;
+    double anon_mib;            /* the server's anonymous RSS after the run: heap, stacks (its own state) */
     double machine_busy;        /* %, every process on the machine */
     double probe_ms;            /* the machine's speed: a fixed piece of work, CPU ms, before the run */
     int retakes;                /* times the run was taken again (the host was slow) */
@@ -65,10 +70,13 @@ extern struct pair *pairs;
 extern int npairs;
 extern int ncpus;
 extern char pin_desc[192];   /* where servers and clients run (--no-pin) */
+extern char net_desc[512];   /* how clients reach the servers (--loopback) */
 /* Runs taken again because the machine probe before them took longer than
  * SLOW_PROBE x the median probe (the host was slow), and runs kept though
  * slow (the retake budget spent); the median probe. */
 #define SLOW_PROBE 1.15
+/* What a gRPC client process grows its heap by after its warm-up. */
+#define CLIENT_HEAP_MIB 32
 extern int runs_retaken, runs_slow_kept;
 extern double probe_reference_ms;
 
@@ -83,5 +91,20 @@ void bench_check_figures(void);
 void bench_write_reports(const char *cpu_source, char *profiles[2][2], double secs_total);
 /* The gRPC/socket ratios on stdout. */
 void bench_print_summary(void);
+
+/* bench-net.c: the servers and the clients in network namespaces of their
+ * own, joined by a veth pair whose ends receive on the servers' and the
+ * clients' CPUs (RPS), so each side's TCP receive work is charged to its
+ * own processes. false (why set) when that cannot be set up: the caller
+ * stays on loopback. */
+bool bench_net_setup(const cpu_set_t *server_cpus, const cpu_set_t *client_cpus, char *why, size_t n);
+bool bench_net_active(void);
+const char *bench_net_server_ip(void);     /* what the servers listen on */
+/* The calling thread into the servers' or the clients' namespace (no-op
+ * on loopback), and back to fetch-bench's own. */
+void bench_net_enter_server(void);
+void bench_net_enter_client(void);
+void bench_net_leave(void);
+void bench_net_describe(const cpu_set_t *server_cpus, const cpu_set_t *client_cpus, char *out, size_t n);
 
 #endif

@@ -171,6 +171,9 @@ static const struct fk_opt bench_optset[] = {
     { "no-pin", 0, FK_OPT_FLAG, BO(no_pin), NULL,
       "let servers and clients run on any CPU (default: the servers and git on the first half of the CPUs, "
       "the clients on the other half)" },
+    { "loopback", 0, FK_OPT_FLAG, BO(loopback), NULL,
+      "clients connect over 127.0.0.1 (default, when pinned and root: over a veth pair between two network "
+      "namespaces, each end receiving on its own side's CPUs)" },
     { "chunk-size", 'k', FK_OPT_SIZE, BO(chunk), "SIZE", "fetchd-grpc message size (default 32K)", "32K",
       .min = 1024, .max = 4 << 20 },
     { "output", 'o', FK_OPT_STR, BO(out), "DIR",
@@ -361,6 +364,7 @@ static bool flamekit_has_pid(const char *fk)
 static cpu_set_t all_cpus, server_cpus, client_cpus;
 static bool pinning;
 char pin_desc[192] = "none (--no-pin, or a single CPU)";
+char net_desc[512] = "loopback (127.0.0.1)";
 
 static void cpus_list(const cpu_set_t *set, char *buf, size_t n)
 {
@@ -498,16 +502,18 @@ static void srv_cpu_read(const struct srv_cpu *c, pid_t pid, double *server, dou
     *git = (double)(cut + cst) / hz;
 }
 
-static double vm_hwm_mib(pid_t pid)
+/* A "Key: N kB" line of /proc/PID/status in MiB (0 when absent). */
+static double status_mib(pid_t pid, const char *key)
 {
     char path[64], line[256];
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
     FILE *f = fopen(path, "re");
     double kb = 0;
+    size_t kl = strlen(key);
     if (!f)
         return 0;
     while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %lf kB", &kb) == 1)
+        if (strncmp(line, key, kl) == 0 && line[kl] == ':' && sscanf(line + kl + 1, "%lf kB", &kb) == 1)
             break;
     fclose(f);
     return kb / 1024;
@@ -622,6 +628,9 @@ static void server_start(struct server *s, bool grpc, bool cache, const char *ro
     argv[a++] = prog;
     argv[a++] = "--repo-root"; argv[a++] = root;
     argv[a++] = "--port-file"; argv[a++] = portf;
+    char listen[64];
+    snprintf(listen, sizeof listen, "%s:0", bench_net_server_ip());
+    argv[a++] = "--listen"; argv[a++] = listen;
     argv[a++] = "--max-conns"; argv[a++] = "128";
     argv[a++] = "--max-per-peer"; argv[a++] = "128";    /* every client is local */
     if (grpc) { argv[a++] = "--chunk-size"; argv[a++] = chunk; }
@@ -646,7 +655,9 @@ static void server_start(struct server *s, bool grpc, bool cache, const char *ro
         envp[k++] = st = fk_asprintf("FETCHD_MALLOC_STATS=%s", stats);
     }
     pin_self(&server_cpus);     /* inherited by the server, its threads and git */
+    bench_net_enter_server();   /* and so is the network namespace */
     s->pid = spawn(argv, envp, log, -1);
+    bench_net_leave();
     pin_self(&all_cpus);
     /* A cgroup of its own (its threads and git children): flamekit pid
      * then samples it per CPU in that cgroup, and a thread-per-connection
@@ -677,7 +688,7 @@ static void server_start(struct server *s, bool grpc, bool cache, const char *ro
         fk_die("%s did not start within 10 s; see %s", prog, log);
     fclose(pf);
     free(prog);
-    snprintf(s->addr, sizeof s->addr, "127.0.0.1:%d", port);
+    snprintf(s->addr, sizeof s->addr, "%s:%d", bench_net_server_ip(), port);
     if (counting) {
         int fd = open(stats, O_RDONLY | O_CLOEXEC);
         if (fd >= 0) {
@@ -725,6 +736,7 @@ struct client_report {
     uint64_t fetches, bytes, errors;
     uint64_t t_end;             /* fk_now_ns() after its last fetch */
     double cpu;                 /* seconds of CPU (all its threads) over the timed fetches */
+    uint64_t minflt;            /* its minor page faults over them */
     char err[256];
 };
 
@@ -812,11 +824,51 @@ static void streams_run(struct fetchd_client *c, const struct client_job *j, str
     free(args);
 }
 
-static double self_cpu(void)
+/* CPU seconds of this process so far, and its minor page faults. */
+static double self_cpu(uint64_t *minflt)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
+    *minflt = (uint64_t)ru.ru_minflt;
     return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* A gRPC client's heap grows over its fetches: its read buffers come and
+ * go in sizes that leave holes, and the heap's top moves up 2-4 MiB per
+ * 10.8 MiB fetch even though freed memory is kept (see client_process).
+ * Every page the heap grows by is faulted in, and a fault costs 10-15 us
+ * on this virtual machine: 8 grpc-conn clients took 12,000-15,000 faults
+ * per run, most of their CPU, and 1 or 10,000 by the heap's history. So
+ * after the warm-up the heap is grown by CLIENT_HEAP_MIB (bench.h) per
+ * call in flight (grpc-shared: one per client; 19,683 faults in one run of
+ * 8 calls with 32 MiB in all), up to 4 times that, touched and freed, in blocks under the mmap threshold so that they stay
+ * in the heap and coalesce into its top: the timed fetches then fault in a
+ * few hundred pages per client at most. The blocks are asked for as
+ * transparent huge pages, so touching them is 16 faults, not 8,192 (80 ms
+ * of a client's CPU per run); where the kernel gives none, small pages. */
+static void heap_prefault(int streams)
+{
+    enum { BLOCK = 8 << 20, PER = (CLIENT_HEAP_MIB << 20) / BLOCK, MAXN = 4 * PER };
+    const uintptr_t huge = 2 << 20;
+    int N = streams * PER < MAXN ? streams * PER : MAXN;
+    char *blk[MAXN];
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < N; i++) {
+        blk[i] = fk_malloc(BLOCK);
+        lo = (uintptr_t)blk[i] < lo ? (uintptr_t)blk[i] : lo;
+        hi = (uintptr_t)blk[i] + BLOCK > hi ? (uintptr_t)blk[i] + BLOCK : hi;
+    }
+    /* One range at the heap's top (glibc splits it from the top chunk in
+     * order); its whole huge pages, where it is one. */
+    lo = (lo + huge - 1) & ~(huge - 1);
+    hi &= ~(huge - 1);
+    if (hi > lo && hi - lo <= 2 * (uintptr_t)N * BLOCK)
+        (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+    for (int i = 0; i < N; i++)
+        for (size_t o = 0; o < BLOCK; o += 4096)
+            ((volatile char *)blk[i])[o] = 1;
+    for (int i = N; i-- > 0;)
+        free(blk[i]);
 }
 
 /* A client process: its streams warm up (one fetch each), it says ready,
@@ -830,6 +882,7 @@ static _Noreturn void client_process(const struct client_job *j)
     fk_stop_restore();          /* the terminal's Ctrl-C ends a client */
     signal(SIGPIPE, SIG_IGN);
     pin_self(&client_cpus);
+    bench_net_enter_client();   /* before gRPC makes its threads: they inherit it */
     /* A client keeps the memory it frees. By default glibc hands freed
      * memory at the top of a heap back to the kernel (trim threshold
      * 128 KiB, moved by its dynamic mmap threshold) and faults it in again
@@ -849,6 +902,8 @@ static _Noreturn void client_process(const struct client_job *j)
     int n = j->streams;
     struct stream *st = fk_calloc((size_t)n, sizeof *st);
     streams_run(c, j, st, n, 1);        /* warm-up, not counted */
+    if (j->tr == FETCHD_GRPC)
+        heap_prefault(n);
     for (int i = 0; i < n; i++)
         if (st[i].errors) {
             r->errors = st[i].errors;
@@ -860,10 +915,11 @@ static _Noreturn void client_process(const struct client_job *j)
         _exit(1);
     while (read(j->go_r, &x, 1) < 0 && errno == EINTR)
         ;
-    double c0 = self_cpu();
+    uint64_t f0, f1;
+    double c0 = self_cpu(&f0);
     streams_run(c, j, st, n, j->fetches);
     uint64_t t_end = fk_now_ns();
-    double c1 = self_cpu();
+    double c1 = self_cpu(&f1);
     for (int i = 0; i < n; i++) {
         r->fetches += st[i].fetches;
         r->bytes += st[i].total;
@@ -873,6 +929,7 @@ static _Noreturn void client_process(const struct client_job *j)
     }
     r->t_end = t_end;
     r->cpu = c1 - c0;
+    r->minflt = f1 - f0;
     if (write(j->done_w, &x, 1) != 1)
         _exit(1);
     _exit(0);   /* no gRPC shutdown: nothing of it is measured */
@@ -992,7 +1049,8 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     srv_cpu_read(&s->cpu, s->pid, &sc1, &gc1);
     if (s->cnt)
         m1 = *s->cnt;
-    o->rss_mib = vm_hwm_mib(s->pid);
+    o->rss_mib = status_mib(s->pid, "VmHWM");
+    o->anon_mib = status_mib(s->pid, "RssAnon");
     o->load1 = loadavg1();
     o->machine_busy = mt1 > mt0 ? 100 * (mb1 - mb0) / (mt1 - mt0) : 0;
     o->probe_ms = probe;
@@ -1013,6 +1071,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
         o->fetches += (double)reps[i].fetches;
         o->bytes += (double)reps[i].bytes;
         o->client_cpu += reps[i].cpu;
+        o->client_minflt += (double)reps[i].minflt;
         errors += reps[i].errors;
         if (reps[i].errors && !err)
             err = reps[i].err;
@@ -1128,12 +1187,14 @@ static void servers_kill(void)
 static uint64_t probe_fetch(struct server *s, struct repo *r)
 {
     char err[512];
+    bench_net_enter_client();   /* the fetch's socket is made there */
     struct fetchd_client *c = fetchd_client_new(FETCHD_SOCK, s->addr, err, sizeof err);
     struct client_job j = { .repo = r->name, .req = &r->req };
     struct stream st;
     if (!c)
         fk_die("%s: %s", s->name, err);
     streams_run(c, &j, &st, 1, 1);
+    bench_net_leave();
     if (st.errors || !st.fetches)
         fk_die("%s: fetch of %s failed: %s", s->name, r->name, st.err);
     fetchd_client_free(c);
@@ -1303,6 +1364,19 @@ int main(int argc, char **argv)
         fk_die("cannot install signal handlers: %s", strerror(errno));
     ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
     pin_setup();
+    char why[256];
+    if (!pinning || opt.loopback)
+        snprintf(net_desc, sizeof net_desc, "loopback (127.0.0.1; %s): the kernel does part of the clients' TCP "
+                 "receive work in whichever process is running, server or client, so the server's CPU per GiB "
+                 "includes a varying part of the clients'", opt.loopback ? "--loopback" : "servers and clients not pinned");
+    else if (!bench_net_setup(&server_cpus, &client_cpus, why, sizeof why)) {
+        fk_warn("clients on loopback: cannot set up the benchmark's network namespaces (%s); the server's CPU "
+                "per GiB then includes part of the clients' receive work (run as root, or see --loopback)", why);
+        snprintf(net_desc, sizeof net_desc, "loopback (127.0.0.1; the network namespaces failed: %s): the kernel "
+                 "does part of the clients' TCP receive work in whichever process is running, server or client, "
+                 "so the server's CPU per GiB includes a varying part of the clients'", why);
+    } else
+        bench_net_describe(&server_cpus, &client_cpus, net_desc, sizeof net_desc);
     char *fk = NULL;
     if (opt.profile) {
         fk = find_prog("flamekit");
@@ -1421,13 +1495,18 @@ int main(int argc, char **argv)
              * run is slower per fetch than a long one (gRPC's flow-control
              * windows still growing, caches cold): sized from a run of 2
              * fetches, a run of 24 took 0.2 s, not 0.77. So again until a
-             * run lasts long enough. */
+             * run lasts long enough. A first round slowed down (the host,
+             * or before heap_prefault the clients' page faults) left runs
+             * of 0.24-0.5 s in later rounds: the second round sizes again
+             * a run under 3/4 of the time; the count then holds for every
+             * later round (each run's own fetches are in its figures). */
             double want = (double)opt.min_run_ms / 1000;
-            for (int k = 0; r == 0 && !opt.fetches && s->o[0].wall < want && s->fetches < 100000 && k < 6; k++) {
-                double f = ceil((double)s->fetches * want * 1.1 / (s->o[0].wall > 1e-3 ? s->o[0].wall : 1e-3));
+            for (int k = 0; r <= 1 && !opt.fetches && s->o[r].wall < (r ? 0.75 : 1) * want && s->fetches < 100000 &&
+                            k < 6; k++) {
+                double f = ceil((double)s->fetches * want * 1.2 / (s->o[r].wall > 1e-3 ? s->o[r].wall : 1e-3));
                 s->fetches = f > 100000 ? 100000 : (int)f;
-                runs_slow_kept -= s->o[0].slow;
-                run_setting(sv, s, 0, start);
+                runs_slow_kept -= s->o[r].slow;
+                run_setting(sv, s, r, start);
             }
         }
         fprintf(stderr, "fetch-bench: round %d/%d done in %.1f s\n", r + 1, opt.rounds, (double)(fk_now_ns() - t) / 1e9);

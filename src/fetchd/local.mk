@@ -30,7 +30,8 @@ fetchd_sock_LDADD = $(FETCHD_LIBS)
 fetchd_client_SOURCES = src/fetchd/fetchd-client.c
 fetchd_client_CFLAGS = $(FETCHD_CFLAGS)
 fetchd_client_LDADD = $(FETCHD_LIBS)
-fetch_bench_SOURCES = src/fetchd/fetch-bench.c src/fetchd/bench.h src/fetchd/bench-report.c
+fetch_bench_SOURCES = src/fetchd/fetch-bench.c src/fetchd/bench.h src/fetchd/bench-report.c \
+	src/fetchd/bench-net.c
 fetch_bench_CFLAGS = $(FETCHD_CFLAGS) $(JANSSON_CFLAGS) -DFK_PKGLIBEXECDIR='"$(pkglibexecdir)"'
 fetch_bench_LDADD = $(FETCHD_LIBS) $(JANSSON_LIBS) -lm
 

@@ -760,7 +760,7 @@ static void test_mapped(void)
         fk_sym_comm(sym, q, q, "sh", false);
         MAP(q, self, ss);
     }
-    bool first = fk_python_early(py, P, P, 1 * ms);
+    bool first = fk_python_early(py, P, P, 1 * ms) == FK_PY_EARLY_WAIT;
     fk_python_catch_up(py);
     bool after = fk_python_early(py, P, P, 2 * ms);
     UNIT_CHECK("mapped: a process is looked at once; without CPython its samples then pass",
@@ -771,21 +771,22 @@ static void test_mapped(void)
                !fk_python_early(py, P, P, 4 * ms));
     fk_python_mapped(py, P, python, 5 * ms);
     UNIT_CHECK("mapped: python3.11 mapped: the samples wait for the engine's thread",
-               fk_python_early(py, P, P, 6 * ms));
+               fk_python_early(py, P, P, 6 * ms) == FK_PY_EARLY_WAIT);
     fk_python_catch_up(py);     /* the exec's records not handled yet */
     fk_python_stats(py, &pst);
     UNIT_CHECK("mapped: ... which finds no CPython before the symbolizer has the exec, "
-               "and the mark holds", pst.processes == 0 && fk_python_early(py, P, P, 7 * ms));
+               "and the mark holds",
+               pst.processes == 0 && fk_python_early(py, P, P, 7 * ms) == FK_PY_EARLY_WAIT);
     fk_sym_comm(sym, P, P, "python3.11", true);
     MAP(P, python, ps);
     fk_python_catch_up(py);
     fk_python_stats(py, &pst);
-    UNIT_CHECK("mapped: once it has, the engine's thread finds CPython",
-               pst.processes == 1 && !fk_python_early(py, P, P, 8 * ms));
+    UNIT_CHECK("mapped: once it has, the engine's thread finds CPython; its samples are read",
+               pst.processes == 1 && fk_python_early(py, P, P, 8 * ms) == FK_PY_EARLY_READ);
     fk_python_early(py, Q, Q, 1 * ms);
     fk_python_catch_up(py);
     fk_python_mapped(py, Q, "/opt/lib/libpython3.11.so.1.0", 10 * ms);
-    bool soon = fk_python_early(py, Q, Q, 200 * ms);
+    bool soon = fk_python_early(py, Q, Q, 200 * ms) == FK_PY_EARLY_WAIT;
     bool lapsed = !fk_python_early(py, Q, Q, 261 * ms) && !fk_python_early(py, Q, Q, 262 * ms);
     UNIT_CHECK("mapped: libpython marks too; without CPython the mark lapses after 250 ms",
                soon && lapsed);
@@ -896,16 +897,17 @@ static void test_early(void)
     struct fk_python_stats pst;
     fk_sym_scan_pid(sym, P);
     uint64_t t1 = fk_now_ns();
-    bool waits = fk_python_early(py, P, P, t1);
+    bool waits = fk_python_early(py, P, P, t1) == FK_PY_EARLY_WAIT;
     fk_python_stats(py, &pst);
     UNIT_CHECK("early: a process never looked at waits for the engine's thread (no read)",
                waits && pst.processes == 0 && pst.snapshots == 0);
     fk_python_catch_up(py);
     fk_python_stats(py, &pst);
     uint64_t reads = pst.snapshot_reads;
-    waits = fk_python_early(py, P, P, t1 + 1);      /* before that read: shared */
+    int got = fk_python_early(py, P, P, t1 + 1);     /* before that read: shared */
     fk_python_stats(py, &pst);
-    UNIT_CHECK("early: a Python process's samples are read in the reader's thread", !waits);
+    UNIT_CHECK("early: a Python process's samples are read in the reader's thread",
+               got == FK_PY_EARLY_READ);
     UNIT_CHECK("early: a thread's read serves its samples taken before it",
                pst.processes == 1 && pst.snapshots == 1 && pst.snapshots_shared == 1 &&
                reads && pst.snapshot_reads == reads);

@@ -277,7 +277,7 @@ static void handle_sample(struct fk_engine *e, const union perf_event *ev)
     e->r->period_sum += s.period;
     if (e->fmt[idx].read_words && e->nevents == 1)
         note_count(e, &s);
-    bool outside = e->follow_tree && !fk_tree_has(&e->tree, s.pid);
+    bool outside = e->follow_tree && !fk_tree_owns(&e->tree, s.pid);
     e->r->samples_outside += outside;   /* the cgroup's, not the target's */
     if (outside || !fk_target_keep(&e->filter, s.pid, s.cgroup)) {
         if (e->kind->outside)
@@ -430,19 +430,70 @@ static void handle_record(void *ctx, const union perf_event *ev)
  * the stack hooks that read the target early (struct fk_stack_hook.early).
  * Reads only what stays fixed while the reader runs (formats, the event
  * table). True: a hook wants the engine's thread (its catch_up). */
+/* Bind the reader's thread to cpu, where a sample an early hook read the
+ * target for ran (FK_EARLY_FOLLOW). The kernel wakes the reader for each
+ * such sample: on the sample's own CPU, at the raised priority, it
+ * preempts the sampled thread, whose frames then stay as they were until
+ * they are read. Woken on another, idle CPU, it came 0.1-0.5 ms later on
+ * this VM (a halted vCPU), while the sampled thread ran on: a Python
+ * generator's frames change within a millisecond (bench/python.sh's
+ * consistency). Only with the raised priority (engine_priority): at the
+ * thread's own, the reader would wait behind it. Bounds: a CPU outside
+ * the thread's own mask is not followed; a move (a system call and a
+ * migration, ~40 us of CPU) at most every FOLLOW_EVERY_NS, so threads
+ * that take turns on two CPUs do not make it hop at every sample; a
+ * sample read FOLLOW_LATE_NS after it was taken means the bound CPU gives
+ * the reader too little time (real-time tasks): it is let go of, for
+ * FOLLOW_BACKOFF_NS, so the rings are not left to fill. Called in the
+ * reader's thread alone. */
+#define FOLLOW_EVERY_NS (100 * 1000000ull)
+#define FOLLOW_LATE_NS (50 * 1000000ull)
+#define FOLLOW_BACKOFF_NS (1000 * 1000000ull)
+static void follow_cpu(struct fk_engine *e, uint32_t cpu, uint64_t time)
+{
+    if (!e->nice_raised)
+        return;
+    if (e->reader_mask_known < 0)
+        e->reader_mask_known =
+            sched_getaffinity(0, sizeof e->reader_mask, &e->reader_mask) == 0;
+    if (!e->reader_mask_known)
+        return;
+    uint64_t now = fk_now_ns();
+    if (e->reader_cpu >= 0 && now > time && now - time > FOLLOW_LATE_NS) {
+        if (sched_setaffinity(0, sizeof e->reader_mask, &e->reader_mask) == 0) {
+            e->reader_cpu = -1;
+            e->r->reader_released++;
+        }
+        e->reader_follow_at = now + FOLLOW_BACKOFF_NS;
+        return;
+    }
+    if ((int)cpu == e->reader_cpu || now < e->reader_follow_at || cpu >= CPU_SETSIZE ||
+        !CPU_ISSET(cpu, &e->reader_mask))
+        return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof one, &one) == 0) {
+        e->reader_cpu = (int)cpu;
+        e->r->reader_moves++;
+    }
+    e->reader_follow_at = now + FOLLOW_EVERY_NS;
+}
+
 static bool early_seen(void *ctx, const union perf_event *ev)
 {
     struct fk_engine *e = ctx;
     struct fk_sample s;
-    unsigned idx;
-    bool wake = false;
+    unsigned idx, got = 0;
     if (!event_of(e, ev, &idx) || !fk_sample_parse(&e->fmt[idx], ev, ev->header.size, &s) ||
         s.pid <= 0)
         return false;
     for (size_t i = 0; i < e->o->nstack_hooks; i++)
         if (e->o->stack_hooks[i]->early)
-            wake |= e->o->stack_hooks[i]->early(e->o->stack_hooks[i]->state, &s);
-    return wake;
+            got |= e->o->stack_hooks[i]->early(e->o->stack_hooks[i]->state, &s);
+    if ((got & FK_EARLY_FOLLOW) && (e->fmt[idx].sample_type & PERF_SAMPLE_CPU))
+        follow_cpu(e, s.cpu, s.time);
+    return got & FK_EARLY_CATCH_UP;
 }
 
 /* The early stack hooks' work that needs the engine's thread. */
@@ -850,6 +901,7 @@ static void engine_init(struct fk_engine *e, const struct fk_capture_opts *o,
         err[0] = 0;
     fk_stacktab_init(&e->raw);
     fk_target_filter_init(&e->filter, o->target);
+    e->reader_cpu = e->reader_mask_known = -1;
 }
 
 static void engine_free(struct fk_engine *e)

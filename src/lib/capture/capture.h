@@ -157,6 +157,9 @@ struct fk_capture_result {
     int nice;
     bool nice_raised;
     bool nice_refused;              /* not raised: --no-priority */
+    uint64_t reader_moves;          /* the reader's thread bound to a sampled
+                                       thread's CPU (capture.c follow_cpu) */
+    uint64_t reader_released;       /* ... let go of, a sample read late */
     /* files and JIT /tmp directories pinned by the reader (symbols/pins.h) */
     struct fk_pins_stats pins;
     int ncpus;

@@ -28,6 +28,7 @@
 #include "capture/tree.h"
 
 #include <linux/perf_event.h>
+#include <sched.h>
 
 /* Frames kept per stack (kernel + user). */
 #define FK_ENGINE_MAX_FRAMES 512
@@ -81,6 +82,12 @@ struct fk_engine {
     struct fk_pins *pins;           /* made by the reader's thread, taken by sym */
     int nice_before;                /* this thread's nice before the window */
     bool nice_raised;               /* ... raised for it (engine_priority) */
+    /* the reader's thread alone (follow_cpu): the CPU it is bound to
+     * (-1: none), the CPUs it may run on (-1: not read yet, 0: none),
+     * when it may move next */
+    int reader_cpu, reader_mask_known;
+    cpu_set_t reader_mask;
+    uint64_t reader_follow_at;
     struct fk_ringq ring;
     struct fk_reader_chunk *chunks; /* taken, not given back (linked by tnext) */
     /* PERF_SAMPLE_READ (one event, per-CPU counters): by CPU number, the

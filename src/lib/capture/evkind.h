@@ -143,6 +143,7 @@ struct fk_evkind {
 };
 
 /* A stack rewriter run on every kept sample after user-stack unwinding. */
+enum { FK_EARLY_CATCH_UP = 1u, FK_EARLY_FOLLOW = 2u };
 struct fk_stack_hook {
     const char *name;
     void *state;
@@ -153,11 +154,13 @@ struct fk_stack_hook {
      * filter: for state of the target that must be read as soon after the
      * sample as possible (a Python thread's frames). Called in the ring
      * reader's thread, concurrently with the engine's thread: it must be
-     * cheap, touch nothing of the engine and lock its own state. True:
-     * the sample needs the engine's thread (catch_up), which is woken
-     * for it; otherwise the kernel's per-sample wake-ups stay the
-     * reader's. */
-    bool (*early)(void *state, const struct fk_sample *s);
+     * cheap, touch nothing of the engine and lock its own state.
+     * Returns FK_EARLY_* bits: CATCH_UP, the sample needs the engine's
+     * thread (catch_up), which is woken for it (otherwise the kernel's
+     * per-sample wake-ups stay the reader's); FOLLOW, the hook read the
+     * sampled thread for it, and the reader's thread moves to the CPU it
+     * ran on (capture.c follow_cpu). */
+    unsigned (*early)(void *state, const struct fk_sample *s);
     /* With early: from the engine's thread, once before the reader
      * starts and then before each batch of samples is handled. */
     void (*catch_up)(void *state, struct fk_engine *e);

@@ -13,10 +13,12 @@ static struct fk_python *reader(struct fk_pyframes *h, struct fk_engine *e)
 
 /* The reader's thread: h->py was made by the first catch_up, before the
  * thread started. */
-static bool early(void *state, const struct fk_sample *s)
+static unsigned early(void *state, const struct fk_sample *s)
 {
     struct fk_pyframes *h = state;
-    return h->py && fk_python_early(h->py, s->pid, s->tid, s->time);
+    int got = h->py ? fk_python_early(h->py, s->pid, s->tid, s->time) : 0;
+    return (got & FK_PY_EARLY_WAIT ? FK_EARLY_CATCH_UP : 0u) |
+           (got & FK_PY_EARLY_READ ? FK_EARLY_FOLLOW : 0u);
 }
 
 static void mapped(void *state, pid_t pid, const char *path, uint64_t time)

@@ -1719,10 +1719,10 @@ static bool needs_engine(struct py_proc *pp, uint64_t time)
     return (pp->state == PS_NONE && !pp->early_checked) || (pp->soon && pp->state != PS_PYTHON);
 }
 
-bool fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
+int fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
 {
     uint64_t t0 = fk_now_ns();
-    bool wait = false;
+    int got = 0;
     pthread_mutex_lock(&p->lock);
     struct py_proc *pp = pid > 0 ? proc_of(p, pid) : NULL;
     if (pp && needs_engine(pp, time)) {
@@ -1730,12 +1730,13 @@ bool fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
          * gone when its first sample is handled) */
         if (p->npending < PENDING_MAX)
             p->pending[p->npending++] = (struct pending){ pid, tid, time };
-        wait = true;
+        got = FK_PY_EARLY_WAIT;
     } else if (pp && pp->state == PS_PYTHON) {
         take_early(p, pp, tid, time, t0);
+        got = FK_PY_EARLY_READ;
     }
     pthread_mutex_unlock(&p->lock);
-    return wait;
+    return got;
 }
 
 void fk_python_mapped(struct fk_python *p, pid_t pid, const char *path, uint64_t time)

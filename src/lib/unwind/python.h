@@ -321,10 +321,13 @@ bool fk_py_cframe_offset(const struct fk_py_layout *L, const struct fk_py_native
  * thread's chain now, for fk_python_sample later: one read in the steady
  * state, none when a read of that thread was made after the sample (for
  * an earlier one: several of its samples in one pass over the rings).
- * True when the sample waits for the engine's thread instead: its process
- * was never looked at for CPython, which takes the symbolizer (the engine
- * thread's alone); fk_python_catch_up does it. */
-bool fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time);
+ * Returns FK_PY_EARLY_WAIT when the sample waits for the engine's thread
+ * instead (its process was never looked at for CPython, which takes the
+ * symbolizer, the engine thread's alone: fk_python_catch_up does it), or
+ * FK_PY_EARLY_READ when it is a Python process's (read now, or served by a
+ * read made after it), else 0. */
+enum { FK_PY_EARLY_WAIT = 1, FK_PY_EARLY_READ = 2 };
+int fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time);
 /* From the engine's thread, before the samples fk_python_early met are
  * handled: a process seen for the first time is looked for CPython
  * (its binary's symbols, once), so short-lived interpreters are read
