@@ -86,12 +86,12 @@ pids=()
 cg=
 cg5=
 cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; kill -CONT "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
+    set +e      # (a process already gone must not end the clean-up)
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null; kill -CONT "$p" 2>/dev/null; done
+    wait 2>/dev/null
     [ -n "$cg" ] && rmdir "$cg" 2>/dev/null
     if [ -n "$cg5" ]; then     # (its stream's last cat ends on SIGPIPE)
-        for _ in $(seq 100); do [ -n "$(cat "$cg5/cgroup.procs" 2>/dev/null)" ] || break; sleep 0.05; done
-        rmdir "$cg5" 2>/dev/null
+        for _ in $(seq 100); do rmdir "$cg5" 2>/dev/null && break; sleep 0.05; done
     fi
     rm -rf "$work"
 }

@@ -8,14 +8,25 @@
 #   deep2    held out, never tuned on: g++, node JSON work, npm, zstd/xz
 #   shallow  gcc and xz/gzip host capture (median depth ~3)
 # Reports CPU time (user+sys from perf stat's task-clock when perf is
-# there, else /usr/bin/time; output into a pipe) of alternating pairs
-# (flamekit, then the Perl tool) after a warm-up, the median of the pairs'
-# ratios, peak RSS, and the memory of a 10x concatenated input (memory must
-# follow unique stacks). Targets: CPU >= 40x less on every input (median
-# of the pairs), peak RSS no higher than the Perl tool's, 10x input <= 1.2x
+# there, else /usr/bin/time; output into a pipe) over rounds after a
+# warm-up: each round runs every tool once (flamekit, the Perl tool and,
+# with FK_BASELINE, a previous flamekit build), in an order that rotates
+# from round to round, so that what the machine does meanwhile (other
+# load, CPU frequency, caches warmed by the run before) falls on every
+# tool alike. A ratio is taken within each round, then the median and the
+# range (lowest-highest) of the rounds' ratios are reported: the speed of
+# the Perl tool itself moves with the machine's state (1.6-1.8x between
+# two sessions here), and a ratio from one round does not. Also peak RSS,
+# and the memory of a 10x concatenated input (memory must follow unique
+# stacks). Targets: CPU >= 40x less on every input (median of the
+# rounds), peak RSS no higher than the Perl tool's, 10x input <= 1.2x
 # memory.
 # env: FLAMEKIT (binary), FLAMEGRAPH_DIR (default ~/.cache/flamekit/FlameGraph),
-#      FK_BENCH_RUNS (alternating pairs, default and minimum 5),
+#      FK_BASELINE (a previous flamekit binary or its build directory, e.g.
+#      of the commit a change starts from: measured in the same rounds; its
+#      ratios are reported, and "new/old", the rounds' CPU of FLAMEKIT over
+#      FK_BASELINE's),
+#      FK_BENCH_RUNS (rounds, default 7, at least 5),
 #      FK_BENCH_INPUTS (default "deep deep2 shallow"; an item with a '/' is
 #      a file of `perf script` text of your own, e.g. a fresh held-out
 #      capture: perf record -g -- WORKLOAD; perf script > /tmp/held.txt).
@@ -23,12 +34,18 @@ set -euo pipefail
 src=${FK_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 fk=${FLAMEKIT:-$src/build/flamekit}
 fg=${FLAMEGRAPH_DIR:-$HOME/.cache/flamekit/FlameGraph}
-runs=${FK_BENCH_RUNS:-5}
+base=${FK_BASELINE:-}
+[ -n "$base" ] && [ -d "$base" ] && base=$base/flamekit    # a build directory
+runs=${FK_BENCH_RUNS:-7}
 [ "$runs" -ge 5 ] || { echo "bench/collapse: FK_BENCH_RUNS must be at least 5" >&2; exit 2; }
 if [ ! -f "$fg/stackcollapse-perf.pl" ]; then
     echo "bench/collapse: SKIP: baseline missing: no $fg/stackcollapse-perf.pl." >&2
     echo "  get it: git clone https://github.com/brendangregg/FlameGraph $fg   (or set FLAMEGRAPH_DIR)" >&2
     exit 0
+fi
+if [ -n "$base" ] && ! "$base" collapse --help >/dev/null 2>&1; then
+    echo "bench/collapse: FK_BASELINE=$base is not a flamekit binary with collapse" >&2
+    exit 2
 fi
 for t in taskset perl; do command -v $t >/dev/null || { echo "bench/collapse: needs $t" >&2; exit 1; }; done
 [ -x /usr/bin/time ] || { echo "bench/collapse: needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
@@ -45,6 +62,18 @@ reader=$(( $(nproc) > 1 ? 1 : 0 ))
 # perf stat's task-clock counts CPU milliseconds with no 10 ms granularity
 have_perf=0
 perf stat -x, -e task-clock true >/dev/null 2>&1 && have_perf=1
+
+# the tools: flamekit (new), the Perl tool, the previous build (FK_BASELINE)
+tools=(new perl)
+[ -n "$base" ] && tools+=(old)
+# tool_cmd NAME INPUT -> cmd=(...)
+tool_cmd() {
+    case $1 in
+    new) cmd=("$fk" collapse "$2") ;;
+    old) cmd=("$base" collapse "$2") ;;
+    perl) cmd=(perl "$fg/stackcollapse-perf.pl" "$2") ;;
+    esac
+}
 
 # cpu_once CMD...: CPU ms of one run on core 0, output into a pipe read on
 # the other core -> $c
@@ -68,25 +97,39 @@ rss_once() {
         || { cat "$tmp/err" >&2; exit 1; }
     rss=$(tail -1 "$tmp/time")
 }
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-# pairs N INPUT: N alternating runs of flamekit and the Perl tool (so load
-# from others falls on both alike), after a warm-up of each; per-pair CPU
-# ratios -> $fk_m $pl_m (median CPU ms) $ratio (median of the pair ratios)
-# $ratio_lo (the lowest pair ratio)
-pairs() {
-    local n=$1 txt=$2 i fks=() pls=() rs=()
+# stats: numbers on stdin -> "median lowest highest"
+stats() {
+    sort -g | awk '{ v[NR] = $1 } END {
+        m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+        print m, v[1], v[NR] }'
+}
+# rounds N INPUT: N rounds of every tool, after a warm-up of each; round i
+# starts at tool i (mod the number of tools) and goes on in order. Each
+# tool's CPU ms per round -> $tmp/cpu.TOOL (one line a round)
+rounds() {
+    local n=$1 txt=$2 i j k t nt=${#tools[@]}
     taskset -c 0 timeout 1 sh -c 'while :; do :; done' || true
-    taskset -c 0 "$fk" collapse "$txt" >/dev/null 2>&1 || true
-    taskset -c 0 perl "$fg/stackcollapse-perf.pl" "$txt" >/dev/null 2>&1 || true
-    for ((i = 0; i < n; i++)); do
-        cpu_once "$fk" collapse "$txt"; local a=$c
-        cpu_once perl "$fg/stackcollapse-perf.pl" "$txt"; local b=$c
-        fks+=("$a") pls+=("$b") rs+=("$(awk -v a="$a" -v b="$b" 'BEGIN { print b / (a > 0 ? a : 1) }')")
+    for t in "${tools[@]}"; do
+        tool_cmd "$t" "$txt"
+        taskset -c 0 "${cmd[@]}" >/dev/null 2>&1 || true
+        : >"$tmp/cpu.$t"
     done
-    fk_m=$(printf '%s\n' "${fks[@]}" | median)
-    pl_m=$(printf '%s\n' "${pls[@]}" | median)
-    ratio=$(printf '%s\n' "${rs[@]}" | median)
-    ratio_lo=$(printf '%s\n' "${rs[@]}" | sort -n | head -1)
+    for ((i = 0; i < n; i++)); do
+        declare -A got=()
+        for ((j = 0; j < nt; j++)); do
+            k=$(( (i + j) % nt ))
+            t=${tools[$k]}
+            tool_cmd "$t" "$txt"
+            cpu_once "${cmd[@]}"
+            got[$t]=$c
+        done
+        for t in "${tools[@]}"; do echo "${got[$t]}" >>"$tmp/cpu.$t"; done
+        unset got
+    done
+}
+# ratio_stats A B: per round CPU of A over B -> "median lowest highest"
+ratio_stats() {
+    paste "$tmp/cpu.$1" "$tmp/cpu.$2" | awk '{ print $1 / ($2 > 0 ? $2 : 1) }' | stats
 }
 
 fail=0
@@ -97,22 +140,44 @@ for kind in ${FK_BENCH_INPUTS:-deep deep2 shallow}; do
     *) { read -r txt; read -r _folded; } < <(FLAMEKIT=$fk "$src/bench/make-input.sh" "$kind") ;;
     esac
     mb=$(awk -v b="$(stat -c %s "$txt")" 'BEGIN{printf "%.1f", b / 1048576}')
-    pairs "$runs" "$txt"
+    rounds "$runs" "$txt"
     rss_once "$fk" collapse "$txt"; fk_r=$rss
     cp "$tmp/out" "$tmp/fk.folded"
     rss_once perl "$fg/stackcollapse-perf.pl" "$txt"; pl_r=$rss
+    mv "$tmp/out" "$tmp/pl.folded"
+    old_r=0
+    if [ -n "$base" ]; then rss_once "$base" collapse "$txt"; old_r=$rss; fi
     "$fk" collapse --period "$txt" >"$tmp/fkp.folded"
-    differ=$(diff "$tmp/out" "$tmp/fkp.folded" | grep -c '^>' || true)
+    differ=$(diff "$tmp/pl.folded" "$tmp/fkp.folded" | grep -c '^>' || true)
     read -r samples depth < <(awk '{ c = $NF; s = $0; sub(/ [0-9]+$/, "", s); n = split(s, f, ";"); h[n] += c; t += c }
         END { for (d = 1; d < 100000; d++) { a += h[d]; if (a >= t / 2) { print t, d; exit } } }' "$tmp/fk.folded")
+    read -r fc fc_lo fc_hi < <(stats <"$tmp/cpu.new")
+    read -r pc pc_lo pc_hi < <(stats <"$tmp/cpu.perl")
+    read -r r r_lo r_hi < <(ratio_stats perl new)
+    oc=0 oc_lo=0 oc_hi=0 ro=0 ro_lo=0 ro_hi=0 no=0 no_lo=0 no_hi=0
+    if [ -n "$base" ]; then
+        read -r oc oc_lo oc_hi < <(stats <"$tmp/cpu.old")
+        read -r ro ro_lo ro_hi < <(ratio_stats perl old)
+        read -r no no_lo no_hi < <(ratio_stats new old)
+    fi
     awk -v k="$kind" -v mb="$mb" -v s="$samples" -v d="$depth" -v u="$(wc -l <"$tmp/fk.folded")" -v df="$differ" \
-        -v fc="$fk_m" -v fm="$fk_r" -v pc="$pl_m" -v pm="$pl_r" -v r="$ratio" -v rl="$ratio_lo" -v n="$runs" 'BEGIN {
+        -v fc="$fc" -v fcl="$fc_lo" -v fch="$fc_hi" -v fm="$fk_r" \
+        -v pc="$pc" -v pcl="$pc_lo" -v pch="$pc_hi" -v pm="$pl_r" \
+        -v oc="$oc" -v ocl="$oc_lo" -v och="$oc_hi" -v om="$old_r" -v old="$base" \
+        -v r="$r" -v rl="$r_lo" -v rh="$r_hi" -v ro="$ro" -v rol="$ro_lo" -v roh="$ro_hi" \
+        -v no="$no" -v nol="$no_lo" -v noh="$no_hi" -v n="$runs" 'BEGIN {
         printf "%s: %s MB of perf script text, %d samples, median depth %d, %d stacks\n", k, mb, s, d, u
-        printf "  %-24s %14s %12s\n", "tool (taskset -c 0)", "CPU ms (median)", "peak RSS MB"
-        printf "  %-24s %14.0f %12.1f\n", "stackcollapse-perf.pl", pc, pm / 1024
-        printf "  %-24s %14.1f %12.1f\n", "flamekit collapse", fc, fm / 1024
+        printf "  %-26s %28s %12s\n", "tool (taskset -c 0)", "CPU ms: median (range)", "peak RSS MB"
+        printf "  %-26s %10.0f (%6.0f - %6.0f) %12.1f\n", "stackcollapse-perf.pl", pc, pcl, pch, pm / 1024
+        printf "  %-26s %10.1f (%6.1f - %6.1f) %12.1f\n", "flamekit collapse", fc, fcl, fch, fm / 1024
+        if (old != "")
+            printf "  %-26s %10.1f (%6.1f - %6.1f) %12.1f\n", "FK_BASELINE collapse", oc, ocl, och, om / 1024
         mr = fm / pm
-        printf "  CPU %.1fx less (median of %d alternating pairs; lowest pair %.1fx) (target >= 40x): %s\n", r, n, rl, (r >= 40) ? "MET" : "NOT MET"
+        printf "  CPU %.1fx less than the Perl tool (median of %d rounds; range %.1f-%.1fx) (target >= 40x): %s\n", r, n, rl, rh, (r >= 40) ? "MET" : "NOT MET"
+        if (old != "") {
+            printf "  FK_BASELINE: %.1fx less than the Perl tool (range %.1f-%.1fx)\n", ro, rol, roh
+            printf "  new/old CPU %.3f (range %.3f-%.3f), same rounds\n", no, nol, noh
+        }
         printf "  peak RSS ratio %.2f (target <= 1): %s\n", mr, (mr <= 1) ? "MET" : "NOT MET"
         printf "  --period output vs stackcollapse-perf.pl: %d of %d lines differ (flamekit-collapse(1) says why)\n", df, u
         exit !(r >= 40 && mr <= 1)

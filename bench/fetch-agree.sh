@@ -69,6 +69,7 @@ printf '%s' "$sweeps" | jq -r -s --argjson pct "$pct" --argjson verbose "$verbos
       report("  throughput if CPU-bound socket/gRPC"; $ratios | table(.[]; rkey; .cpu_bound_throughput_sock_over_grpc.median); $nsweeps),
       report("  throughput (wall clock) socket/gRPC"; $ratios | table(.[]; rkey; .throughput_sock_over_grpc.median); $nsweeps),
       report("  allocated bytes/GiB gRPC/socket"; $ratios | table(.[]; rkey; .alloc_bytes_per_gib_grpc_over_sock.median); $nsweeps),
+      report("  server + clients CPU/GiB gRPC/socket"; $ratios | table(.[]; rkey; .server_client_cpu_per_gib_grpc_over_sock.median); $nsweeps),
       "settings:",
       report("  server CPU s/GiB"; $settings | table(.[]; skey; .figures.server_cpu_s_per_gib.median); $nsweeps),
       report("  throughput MiB/s (wall clock)"; $settings | table(.[]; skey; .figures.throughput_mib_s.median); $nsweeps),
@@ -87,7 +88,7 @@ bad=$(printf '%s' "$sweeps" | jq -s --argjson pct "$pct" '
     length as $n | map([.[] | .ratios[]?]) | to_entries
     | [ .[] | [.value[] | . as $r
         | ["server_cpu_per_gib_grpc_over_sock", "cpu_bound_throughput_sock_over_grpc", "throughput_sock_over_grpc",
-           "alloc_bytes_per_gib_grpc_over_sock"][] as $m | select($r[$m] != null)
+           "alloc_bytes_per_gib_grpc_over_sock", "server_client_cpu_per_gib_grpc_over_sock"][] as $m | select($r[$m] != null)
         | { k: "\($r.repo) \($r.cache) \($r.clients) \($r.grpc_mode) \($m)", v: $r[$m].median }]
         | unique_by(.k)[] ]
     | group_by(.k) | map(select(length == $n) | map(.v)) | map(select(((max == min) or (min > 0 and (max / min - 1) * 100 <= $pct)) | not)) | length')

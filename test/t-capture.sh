@@ -60,14 +60,24 @@ wait "$hp" 2>/dev/null
 
 # pid exiting mid-capture ends the capture early with complete outputs
 # (timed from the workload's own exit, which comes 1 s after flamekit is
-# ready: flamekit's start-up is not part of how soon it notices)
+# ready: flamekit's start-up is not part of how soon it notices). How soon
+# the window closed after the exit is the metadata's window end; writing
+# the outputs afterwards takes what the host gives (seconds for a sanitized
+# build at load 28), bounded only by the 20 s it must not wait out.
 FK_HOT_START="$T/pidexit.ready" FK_HOT_END="$T/pidexit.end" "$HOT" 1 & hp=$!
 "$FLAMEKIT" pid -q -d 20 --ready-fd 3 -o "$T/pidexit" "$hp" >/dev/null 2>&1 3>"$T/pidexit.ready"; rc=$?
-el=$(( ($(date +%s%N) - $(cat "$T/pidexit.end" 2>/dev/null || echo 0)) / 1000000 ))
+hot_end=$(cat "$T/pidexit.end" 2>/dev/null || echo 0)
+el=$(( ($(date +%s%N) - hot_end) / 1000000 ))
 check_eq "pid exits mid-capture: success" 0 "$rc"
-check_range "pid exits mid-capture: ends soon after the exit (ms)" "$el" 0 3000
+check_range "pid exits mid-capture: flamekit is done well before its -d 20 (ms after the exit)" "$el" 0 15000
 j=$(ls "$T"/pidexit/*.json 2>/dev/null)
-[ -n "$j" ] && check_eq "pid exits mid-capture: stop reason" "target exited" "$(jget "$j" stop_reason)" || fail "pid exits: no json"
+if [ -n "$j" ]; then
+    check_eq "pid exits mid-capture: stop reason" "target exited" "$(jget "$j" stop_reason)"
+    check_range "pid exits mid-capture: the window closed soon after the exit (ms)" \
+        "$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(round((m["start_unix_ns"] + m["duration_s"] * 1e9 - int(sys.argv[2])) / 1e6))' "$j" "$hot_end")" -50 1000
+else
+    fail "pid exits: no json"
+fi
 wait "$hp" 2>/dev/null
 
 o=$("$FLAMEKIT" pid -d 1 --ready-fd 3 999999 2>&1 3>"$T/none.ready"); rc=$?

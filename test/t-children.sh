@@ -260,6 +260,34 @@ if mkdir "$svc" 2>/dev/null; then
     else
         fail "pid: capture of a running loop in its cgroup" "$(head -5 "$T/pid.out")"
     fi
+    ## off-CPU by pid in the same cgroup: a loop of short sleeping children
+    ## is the tree's (each forked in the window sleeps 50 ms in it, but for
+    ## the last two), their last switch-outs too (after their EXIT records,
+    ## no block); the busy outsider, whose preemptions are blocks of its
+    ## own, is dropped
+    "$LOOP" -c "echo \$\$ >$svc/cgroup.procs; exec $LOOP -c 'while :; do $T/fksleep$tag 0.05; done'" &
+    slp=$!
+    fk_cleanup "kill $slp 2>/dev/null"
+    sleep 0.3
+    if "$FLAMEKIT" offcpu --call-graph fp -d 2 -o "$T/offpid" pid "$slp" >"$T/offpid.out" 2>&1; then
+        keys offpid
+        fo=$(folded offpid)
+        win=$(jnum offpid duration_s)
+        all=$(zcat "$fo" | awk -v re="^fksleep$tag;" '$0 ~ re { s += $NF } END { printf "%.3f\n", s / 1e9 }')
+        slept=$(zcat "$fo" | awk -v re="^fksleep$tag;\\[S\\];.*nanosleep" '$0 ~ re { s += $NF } END { printf "%.3f\n", s / 1e9 }')
+        kf=$(jnum offpid target.tree.forks)
+        check_eq "offcpu pid: followed in its own small cgroup" cgroup "$(jnum offpid target.tree.mode)"
+        check_range "offcpu pid: the children's sleeps are there ($kf forked, 50 ms each)" "$slept" \
+            "$(awk -v k="$kf" 'BEGIN { print (k > 2 ? (k - 2) * 0.05 : 0.05) }')" "$win"
+        check_range "offcpu pid: ... and their off-CPU time fits the window ($win s)" "$all" "$slept" \
+            "$(awk -v w="$win" 'BEGIN { print w + 0.1 }')"
+        check_range "offcpu pid: a child's last switch-out, after its EXIT, is the tree's (no block)" \
+            "$(jnum offpid offcpu.exit_switches)" "$(awk -v k="$kf" 'BEGIN { print (k > 2 ? k - 2 : 1) }')" 1000
+        check_eq "offcpu pid: the outsider is not in the graph" 0 "$(comm_samples "$fo" "^fkout$tag")"
+    else
+        fail "offcpu pid: a loop of short sleepers in its cgroup" "$(head -5 "$T/offpid.out")"
+    fi
+    kill "$slp" 2>/dev/null; wait "$slp" 2>/dev/null
     kill "$op" 2>/dev/null
     ## the tree's end ends the capture (killed 1 s after flamekit says
     ## ready: a sanitizer build on a loaded host can take longer than that

@@ -181,10 +181,14 @@ else
 fi
 
 # 3. Two hosts in parallel: each workload waits to see the other's start.
+# Run one after the other, the first would wait out its 20 s and not see
+# the second; in parallel both go on at once. (The two starts can be a
+# second or more apart on a loaded host, ssh's and the capture's own start:
+# the stand-in lets the workload run up to 30 s, not its usual 1 s.)
 fresh
 rm -f "$T"/start.* "$T"/saw.*
-wl="touch $T/start.\$\$; i=0; while [ \$(ls $T | grep -c '^start\.') -lt 2 ] && [ \$i -lt 80 ]; do sleep 0.01; i=\$((i+1)); done; [ \$(ls $T | grep -c '^start\.') -ge 2 ] && touch $T/saw.\$\$"
-"$FLAMEKIT" remote --status lines --remote-path "$FAKE" -o "$T/out" h1 h2 -- run -- sh -c "$wl" >/dev/null 2>"$T/err"; rc=$?
+wl="touch $T/start.\$\$; i=0; while [ \$(ls $T | grep -c '^start\.') -lt 2 ] && [ \$i -lt 2000 ]; do sleep 0.01; i=\$((i+1)); done; [ \$(ls $T | grep -c '^start\.') -ge 2 ] && touch $T/saw.\$\$"
+"$FLAMEKIT" remote --status lines --remote-path "$FAKE" -o "$T/out" h1 h2 -- run --wait 30 -- sh -c "$wl" >/dev/null 2>"$T/err"; rc=$?
 check_eq "two hosts: exit 0" 0 "$rc"
 check_eq "two hosts: six files (same machine: one set prefixed with its alias)" 6 "$(nfiles)"
 fresh

@@ -3,7 +3,8 @@
  * remote tests: speaks the real result stream (our writer) with known
  * content, and can fail, hang mid-file or corrupt on request.
  *   pid N --stdout             error end record if N does not exist
- *   run [--where F] -- CMD...  runs CMD for up to 1 s, sends SVG/folded/JSON
+ *   run [--where F] [--fixed-time] [--wait S] -- CMD...
+ *                              runs CMD for up to 1 s (S s), sends SVG/folded/JSON
  *   slow PIDFILE --stdout      half a file, then waits to be killed
  *   garble --stdout            a stream with one corrupted byte */
 #include "deliver/stream.h"
@@ -125,8 +126,11 @@ int main(int argc, char **argv)
             where = argv[i + 1], i += 2;
         if (i < argc && !strcmp(argv[i], "--fixed-time"))
             fixed_time = true, i++;
+        int waits = 100;    /* 10 ms each */
+        if (i + 1 < argc && !strcmp(argv[i], "--wait"))
+            waits = 100 * atoi(argv[i + 1]), i += 2;
         if (i >= argc || strcmp(argv[i], "--"))
-            return fail(2, "flamekit run: usage: run [--where FILE] -- CMD");
+            return fail(2, "flamekit run: usage: run [--where FILE] [--fixed-time] [--wait S] -- CMD");
         i++;
         if (where) {
             /* Where we run from and that directory's mode, for the deploy test. */
@@ -150,7 +154,7 @@ int main(int argc, char **argv)
             execvp(argv[i], argv + i);
             _exit(127);
         }
-        for (int t = 0; t < 100; t++) {
+        for (int t = 0; t < waits; t++) {
             if (waitpid(pid, NULL, WNOHANG) == pid) {
                 pid = 0;
                 break;

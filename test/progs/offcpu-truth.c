@@ -388,7 +388,12 @@ static void *lull_ping(void *arg)
             ;
     }
     close(ping[1]);
-    printf("storm_round_trips %llu\n", (unsigned long long)trips);
+    /* when the storm ended, on the clock of the metadata's start_unix_ns:
+     * a loaded host may deliver the go after the window has opened */
+    struct timespec end;
+    clock_gettime(CLOCK_REALTIME, &end);
+    printf("storm_round_trips %llu\nstorm_end_unix_ns %llu\n", (unsigned long long)trips,
+           (unsigned long long)end.tv_sec * 1000000000ull + (unsigned long long)end.tv_nsec);
     return NULL;
 }
 

@@ -34,9 +34,14 @@ int main(void)
     UNIT_CHECK("last thread's exit", fk_tree_exit(&t, 200, 200) && !fk_tree_has(&t, 200) && t.st.exits == 1);
     UNIT_CHECK("an outsider's exit is not counted", !fk_tree_exit(&t, 400, 400) && t.st.exits == 1);
     UNIT_CHECK("a second EXIT of the same task is ignored", !fk_tree_exit(&t, 200, 200) && t.st.exits == 1);
+    /* its last switch-out comes after its EXIT record: still the tree's */
+    UNIT_CHECK("an exited member's last samples are the tree's", fk_tree_owns(&t, 200) && fk_tree_owns(&t, 100));
+    UNIT_CHECK("an outsider's are not, exited or not", !fk_tree_owns(&t, 400) && !fk_tree_owns(&t, 50));
+    UNIT_CHECK("a thread's exit leaves no exited process", !fk_tree_owns(&t, 201));
 
     /* pid reuse: 200 comes back as an outsider's child, then as a member's */
     UNIT_CHECK("reused pid by an outsider: not a member", !fk_tree_fork(&t, 200, 50, 200, 50) && !fk_tree_has(&t, 200));
+    UNIT_CHECK("... and its samples are not the tree's", !fk_tree_owns(&t, 200));
     UNIT_CHECK("reused pid by a member: a member again", fk_tree_fork(&t, 200, 300, 200, 300) && fk_tree_has(&t, 200));
     /* an EXIT lost: tid 300 reused by an outsider drops the stale member */
     UNIT_CHECK("stale member's tid reused by an outsider", !fk_tree_fork(&t, 300, 50, 300, 50) && !fk_tree_has(&t, 300));
@@ -67,6 +72,9 @@ int main(void)
     }
     UNIT_CHECK("100,000 children counted", t.st.forks >= 100000 && fk_tree_has(&t, 1000) && t.st.live == 1);
     UNIT_CHECK("memory bounded by the live members", fk_tree_bytes(&t) <= small * 2 + 4096);
+    UNIT_CHECK("the last children to exit are remembered, the first are not",
+               fk_tree_owns(&t, 2000 + 99999) && fk_tree_owns(&t, 2000 + 99999 - (FK_TREE_EXITED - 1)) &&
+               !fk_tree_owns(&t, 2000 + 99999 - FK_TREE_EXITED) && !fk_tree_owns(&t, 2000));
 
     /* real processes: this one is found in /proc; a reaped child is resynced away */
     struct fk_tree r;

@@ -277,7 +277,7 @@ static void handle_sample(struct fk_engine *e, const union perf_event *ev)
     e->r->period_sum += s.period;
     if (e->fmt[idx].read_words && e->nevents == 1)
         note_count(e, &s);
-    bool outside = e->follow_tree && !fk_tree_has(&e->tree, s.pid);
+    bool outside = e->follow_tree && !fk_tree_owns(&e->tree, s.pid);
     e->r->samples_outside += outside;   /* the cgroup's, not the target's */
     if (outside || !fk_target_keep(&e->filter, s.pid, s.cgroup)) {
         if (e->kind->outside)

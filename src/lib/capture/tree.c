@@ -162,10 +162,20 @@ static bool task_gone(struct fk_tree *t, pid_t tid)
     return true;
 }
 
+/* pid is no longer an exited member's: a FORK made it another process. */
+static void exited_forget(struct fk_tree *t, pid_t pid)
+{
+    for (unsigned i = 0; i < FK_TREE_EXITED; i++)
+        if (t->exited[i] == (uint32_t)pid)
+            t->exited[i] = 0;
+}
+
 bool fk_tree_fork(struct fk_tree *t, pid_t pid, pid_t ppid, pid_t tid, pid_t ptid)
 {
     if (pid <= 0 || tid <= 0)
         return false;
+    if (pid != ppid)
+        exited_forget(t, pid);
     /* the creator decides: a member thread, or any thread of a member
      * process (its own FORK record may have been lost) */
     bool member = map_get(&t->tasks, (uint32_t)ptid) || map_get(&t->procs, (uint32_t)ppid);
@@ -191,7 +201,16 @@ bool fk_tree_fork(struct fk_tree *t, pid_t pid, pid_t ppid, pid_t tid, pid_t pti
 bool fk_tree_exit(struct fk_tree *t, pid_t pid, pid_t tid)
 {
     (void)pid;
-    return tid > 0 && task_gone(t, tid);
+    if (tid <= 0)
+        return false;
+    uint32_t owner = map_get(&t->tasks, (uint32_t)tid);
+    if (!task_gone(t, tid))
+        return false;
+    if (owner && !map_get(&t->procs, owner)) {
+        t->exited[t->exited_next] = owner;
+        t->exited_next = (t->exited_next + 1) % FK_TREE_EXITED;
+    }
+    return true;
 }
 
 void fk_tree_exec(struct fk_tree *t, pid_t pid, pid_t tid)
@@ -211,9 +230,21 @@ bool fk_tree_has(const struct fk_tree *t, pid_t pid)
     return pid > 0 && map_get(&t->procs, (uint32_t)pid) != 0;
 }
 
+bool fk_tree_owns(const struct fk_tree *t, pid_t pid)
+{
+    if (fk_tree_has(t, pid))
+        return true;
+    for (unsigned i = 0; pid > 0 && i < FK_TREE_EXITED; i++)
+        if (t->exited[i] == (uint32_t)pid)
+            return true;
+    return false;
+}
+
 void fk_tree_resync(struct fk_tree *t)
 {
     t->st.resyncs++;
+    /* a FORK that gave an exited member's pid away may be among the lost */
+    memset(t->exited, 0, sizeof t->exited);
     /* collect first: removals may compact the array being read */
     size_t ngone = 0, cap = 0;
     uint32_t *gone = NULL;

@@ -52,9 +52,16 @@ struct fk_tree_stats {
     uint64_t resyncs;       /* checks against /proc after lost records */
 };
 
+/* Member processes whose last thread's EXIT record was the latest: the
+ * kernel writes a task's EXIT record before its last switch-out (and a
+ * sample may land in between), so those samples are still the tree's. */
+#define FK_TREE_EXITED 64
+
 struct fk_tree {
     struct fk_tree_map tasks;   /* live member tid -> its pid */
     struct fk_tree_map procs;   /* live member pid -> its live threads */
+    uint32_t exited[FK_TREE_EXITED];    /* the last exited member pids (0: none) */
+    unsigned exited_next;
     struct fk_tree_stats st;
 };
 
@@ -82,8 +89,12 @@ bool fk_tree_exit(struct fk_tree *t, pid_t pid, pid_t tid);
 /* PERF_RECORD_COMM with PERF_RECORD_MISC_COMM_EXEC. */
 void fk_tree_exec(struct fk_tree *t, pid_t pid, pid_t tid);
 
-/* Is a sample of this process in the tree? */
+/* Is this process a member now? */
 bool fk_tree_has(const struct fk_tree *t, pid_t pid);
+/* Is a sample of this process the tree's: a member, or one of the last
+ * FK_TREE_EXITED members to exit whose pid no FORK record has given to
+ * another process since (its last switch-out comes after its EXIT). */
+bool fk_tree_owns(const struct fk_tree *t, pid_t pid);
 /* No member left: the whole tree has exited. */
 static inline bool fk_tree_empty(const struct fk_tree *t) { return t->procs.live == 0; }
 

@@ -113,19 +113,49 @@ static inline char *skip_blanks(char *s, char *end)
     return s;
 }
 
+#ifdef __SSE2__
+/* Bit i set when byte i of v is a blank (space or tab), a decimal digit,
+ * a hex digit. */
+static inline unsigned blank_mask16(__m128i v)
+{
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')),
+                                                    _mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))));
+}
+
+static inline __m128i digits16(__m128i v)
+{
+    __m128i d = _mm_sub_epi8(v, _mm_set1_epi8('0'));
+    return _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d);
+}
+
+static inline unsigned digit_mask16(__m128i v)
+{
+    return (unsigned)_mm_movemask_epi8(digits16(v));
+}
+
+static inline unsigned hex_mask16(__m128i v)
+{
+    __m128i l = _mm_sub_epi8(_mm_or_si128(v, _mm_set1_epi8(0x20)), _mm_set1_epi8('a'));
+    __m128i af = _mm_cmpeq_epi8(_mm_min_epu8(l, _mm_set1_epi8(5)), l);
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(digits16(v), af));
+}
+#endif
+
 /* The frame keys: a frame line's text after its ip (with --addrs from the
  * ip on), in records of 32-bit words in one array, indexed by key hash
  * (util/hindex.h): a lookup touches an index slot and one record.
  *   KR_KJ    key length << 1 | seen in a java process (see add_frame)
  *   KR_ID    the frames: LC_SKIP, a name id or LC_CHAIN | chain offset
  *   KR_NEXT  record offset + 1 of the key that followed it last time, 0 none
+ *   KR_NEXT2 the same for the key after that (a hint: fetched two lines
+ *            ahead, see predicted_lines)
  *   KR_PFX   length of the prefix below, 0 none
  *   then KR_PFXMAX bytes ending with what came before the key on its line
  *   last time (indent and ip: the same ip comes back with the same key in
  *   a process), so that a predicted line is checked whole with one
  *   compare, and the key's bytes, padded to a word.
  * Records are named by offset + 1 (0: none) and never move. */
-enum { KR_KJ, KR_ID, KR_NEXT, KR_PFX, KR_PFXMAX = 24, KR_HEAD = KR_PFX + 1 + KR_PFXMAX / 4 };
+enum { KR_KJ, KR_ID, KR_NEXT, KR_NEXT2, KR_PFX, KR_PFXMAX = 24, KR_HEAD = KR_PFX + 1 + KR_PFXMAX / 4 };
 enum { LC_CHAIN = 1u << 31, LC_SKIP = UINT32_MAX - 1 };
 
 static inline const char *kr_key(const struct fk_perfscript_keys *c, uint32_t r)
@@ -183,6 +213,7 @@ static uint32_t kr_put(struct fk_perfscript_keys *c, const char *key, size_t len
     r[KR_KJ] = (uint32_t)(len << 1 | java);
     r[KR_ID] = id;
     r[KR_NEXT] = 0;
+    r[KR_NEXT2] = 0;
     r[KR_PFX] = 0;
     if (words > KR_HEAD)
         r[words - 1] = 0;   /* the padding */
@@ -568,6 +599,34 @@ static bool jit_object(const char *m, size_t n)
     return memmem(m, n, "/jitted-", 8) && fk_ends_with(m, n, ".so");
 }
 
+/* The first "ab" in s[0..n), NULL when there is none: 16 places at a
+ * time (glibc's memmem makes a table at each call, which cost more than
+ * the search in a name of ~70 bytes). */
+static const char *find_pair(const char *s, size_t n, char a, char b)
+{
+    size_t i = 0;
+#ifdef __SSE2__
+    if (n >= 17) {
+        const __m128i va = _mm_set1_epi8(a), vb = _mm_set1_epi8(b);
+        for (;; i += 16) {
+            if (i + 17 > n)
+                i = n - 17;     /* the last places, overlapping (none before i matched) */
+            unsigned m = (unsigned)_mm_movemask_epi8(_mm_and_si128(
+                _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(s + i)), va),
+                _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(s + i + 1)), vb)));
+            if (m)
+                return s + i + __builtin_ctz(m);
+            if (i + 17 == n)
+                return NULL;
+        }
+    }
+#endif
+    for (; i + 1 < n; i++)
+        if (s[i] == a && s[i + 1] == b)
+            return s + i;
+    return NULL;
+}
+
 /* Append one frame name to p->frame (NUL-terminated), tidied as
  * stackcollapse-perf.pl tidies each function: ';' becomes ':', what
  * follows the first '(' goes (C++ and Java signatures) unless it opens
@@ -578,11 +637,7 @@ static void put_name(struct fk_perfscript *p, const char *f, size_t n, const cha
                      size_t offlen, const char *tag)
 {
     struct fk_buf *o = &p->frame;
-    const char *dp = NULL;      /* Go: ".(" ... ")." */
-    for (const char *q = f; (q = memmem(q, (size_t)(f + n - q), ".(", 2)); q++) {
-        dp = q;
-        break;
-    }
+    const char *dp = find_pair(f, n, '.', '(');     /* Go: ".(" ... ")." */
     bool go = false;
     if (dp)
         for (const char *q = dp + 2; q + 1 < f + n && !go; q++)
@@ -722,7 +777,7 @@ static bool add_frame(struct fk_perfscript *p, char *s, char *end)
     if (stop == f)
         return true;    /* only arrows: Perl's split gives no field */
     for (bool first = true;; first = false) {
-        const char *arrow = f + 1 < stop ? memmem(f, (size_t)(stop - f), "->", 2) : NULL;
+        const char *arrow = find_pair(f, (size_t)(stop - f), '-', '>');
         const char *fe = arrow ? arrow : stop;
         size_t fl = (size_t)(fe - f);
         const char *t = first ? tag : memmem(f, fl, "_[i]", 4) ? NULL : "_[i]";
@@ -973,6 +1028,39 @@ static inline unsigned first_at(uint64_t mask, unsigned from, unsigned n)
     return m ? (unsigned)__builtin_ctzll(m) : n;
 }
 
+/* header_masks' state: the line's masks, and the tokens found so far. */
+struct header_fields {
+    char *s;
+    uint64_t sp, nsp;       /* blanks, and not blanks */
+    unsigned n;             /* bytes in the masks (at most 64) */
+    bool whole;             /* they are the whole line */
+    char **ts;
+    size_t *tl;
+    enum tok *tk;
+    int k;
+};
+
+/* header_masks' answer when a field reaches the masks' end: not the usual
+ * header when the line ends there, else -1 (header_scalar decides). */
+static inline int window_end(const struct header_fields *h)
+{
+    return h->whole ? 0 : -1;
+}
+
+/* The field from *b ends at q, where a blank must follow it: keep it as a
+ * token of kind t and set *b to where the next field begins. 1 on; else
+ * header_masks' answer. */
+static inline int field_end(struct header_fields *h, unsigned *b, unsigned q, enum tok t)
+{
+    if (q >= h->n)
+        return window_end(h);
+    if (!(h->sp >> q & 1))
+        return 0;
+    h->ts[h->k] = h->s + *b, h->tl[h->k] = q - *b, h->tk[h->k] = t, h->k++;
+    *b = first_at(h->nsp, q, h->n);
+    return *b < h->n ? 1 : window_end(h);
+}
+
 /* header_scalar's answer from masks of the line's first 64 bytes (blanks,
  * digits, dots): each field's end is one bit scan, not a loop a byte at a
  * time (whose exits the branch predictor misses: field widths vary from
@@ -984,107 +1072,76 @@ static int header_masks(char *s, char *end, char **ts, size_t *tl, enum tok *tk)
     if (len < 16)
         return -1;
     unsigned n = len < 64 ? (unsigned)len : 64;
-    bool whole = len <= 64;
     uint64_t sp = 0, dg = 0, dot = 0;
     for (unsigned off = 0; off < n; off += 16) {
         /* a last part of under 16 bytes: the line's last 16, shifted */
         unsigned shift = n - off >= 16 ? 0 : 16 - (n - off);
         __m128i v = _mm_loadu_si128((const __m128i *)(s + off - shift));
-        __m128i d = _mm_sub_epi8(v, _mm_set1_epi8('0'));
-        unsigned b = (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')),
-                                                              _mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))));
-        unsigned g = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(9)), d));
         unsigned t = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('.')));
-        sp |= (uint64_t)(b >> shift) << off;
-        dg |= (uint64_t)(g >> shift) << off;
+        sp |= (uint64_t)(blank_mask16(v) >> shift) << off;
+        dg |= (uint64_t)(digit_mask16(v) >> shift) << off;
         dot |= (uint64_t)(t >> shift) << off;
     }
-    uint64_t valid = n == 64 ? ~0ULL : (1ULL << n) - 1, nsp = ~sp & valid, ndg = ~dg & valid;
-    /* a field reaching the window's end: the line's end when it is whole */
-#define AT_END(x) ((x) >= n)
-#define END_OR_SLOW (whole ? 0 : -1)
-    int k = 0;
-    unsigned q = first_at(sp, 0, n), b;
-    if (AT_END(q))
-        return END_OR_SLOW;
+    uint64_t valid = n == 64 ? ~0ULL : (1ULL << n) - 1, ndg = ~dg & valid;
+    struct header_fields h = { s, sp, ~sp & valid, n, len <= 64, ts, tl, tk, 0 };
+    int on;
+    unsigned b = 0, q = first_at(sp, 0, n);     /* the comm */
+    if (q >= n)
+        return window_end(&h);
     if (q == 0)
         return 0;
-    ts[k] = s, tl[k] = q, tk[k] = classify(s, q), k++;
-    b = first_at(nsp, q, n);
-    if (AT_END(b))
-        return END_OR_SLOW;
-    q = first_at(ndg, b, n);
-    if (AT_END(q))
-        return END_OR_SLOW;
+    if ((on = field_end(&h, &b, q, classify(s, q))) <= 0)
+        return on;
+    q = first_at(ndg, b, n);        /* pid[/tid] */
+    if (q >= n)
+        return window_end(&h);
     enum tok pid = T_NUM;
     if (q > b && s[q] == '/') {
         unsigned t = q + 1;
         q = first_at(ndg, t, n);
-        if (AT_END(q))
-            return END_OR_SLOW;
+        if (q >= n)
+            return window_end(&h);
         if (q == t)
             return 0;
         pid = T_PIDTID;
     }
-    if (q == b || !(sp >> q & 1))
-        return 0;
-    ts[k] = s + b, tl[k] = q - b, tk[k] = pid, k++;
-    b = first_at(nsp, q, n);
-    if (AT_END(b))
-        return END_OR_SLOW;
-    if (s[b] == '[') {
+    if (q == b || (on = field_end(&h, &b, q, pid)) <= 0)
+        return q == b ? 0 : on;
+    if (s[b] == '[') {              /* [cpu] */
         q = first_at(ndg, b + 1, n);
-        if (AT_END(q))
-            return END_OR_SLOW;
+        if (q >= n)
+            return window_end(&h);
         if (q == b + 1 || s[q] != ']')
             return 0;
-        if (AT_END(++q))
-            return END_OR_SLOW;
-        if (!(sp >> q & 1))
-            return 0;
-        ts[k] = s + b, tl[k] = q - b, tk[k] = T_CPU, k++;
-        b = first_at(nsp, q, n);
-        if (AT_END(b))
-            return END_OR_SLOW;
+        if ((on = field_end(&h, &b, q + 1, T_CPU)) <= 0)
+            return on;
     }
     q = first_at(ndg, b, n);        /* the time: digits '.' digits and dots ':' */
-    if (AT_END(q))
-        return END_OR_SLOW;
+    if (q >= n)
+        return window_end(&h);
     if (q == b || s[q] != '.')
         return 0;
     q = first_at(~(dg | dot) & valid, q + 1, n);
-    if (AT_END(q))
-        return END_OR_SLOW;
+    if (q >= n)
+        return window_end(&h);
     if (s[q] != ':')
         return 0;
-    if (AT_END(++q))
-        return END_OR_SLOW;
-    if (!(sp >> q & 1))
-        return 0;
-    ts[k] = s + b, tl[k] = q - b, tk[k] = T_TIME, k++;
-    b = first_at(nsp, q, n);        /* the period */
-    if (AT_END(b))
-        return END_OR_SLOW;
-    q = first_at(ndg, b, n);
-    if (AT_END(q))
-        return END_OR_SLOW;
-    if (q == b || !(sp >> q & 1))
-        return 0;
-    ts[k] = s + b, tl[k] = q - b, tk[k] = T_NUM, k++;
-    b = first_at(nsp, q, n);        /* the event */
-    if (AT_END(b))
-        return END_OR_SLOW;
-    if (dg >> b & 1)
+    if ((on = field_end(&h, &b, q + 1, T_TIME)) <= 0)
+        return on;
+    q = first_at(ndg, b, n);        /* the period */
+    if (q >= n)
+        return window_end(&h);
+    if (q == b || (on = field_end(&h, &b, q, T_NUM)) <= 0)
+        return q == b ? 0 : on;
+    if (dg >> b & 1)                /* the event */
         return 0;
     q = first_at(sp, b, n);
-    if (AT_END(q) && !whole)
+    if (q >= n && !h.whole)
         return -1;
     if (q - b < 2 || s[q - 1] != ':')
         return 0;
-    ts[k] = s + b, tl[k] = q - b, tk[k] = T_EVENT, k++;
-    return k;
-#undef AT_END
-#undef END_OR_SLOW
+    ts[h.k] = s + b, tl[h.k] = q - b, tk[h.k] = T_EVENT, h.k++;
+    return h.k;
 }
 #endif
 
@@ -1572,18 +1629,19 @@ bool fk_perfscript_write(const struct fk_perfscript *p,
 
 /* Are a[0..n) and b[0..n) the same bytes? Inline, 16 at a time (the last
  * chunk overlapping): every frame line is checked against a key, and a
- * call to memcmp per line cost more than the compare. */
+ * call to memcmp per line cost more than the compare. The chunks'
+ * differences are gathered and tested once: the bytes are nearly always
+ * the same, and a branch per chunk only costs. */
 static inline bool same_bytes(const char *a, const char *b, size_t n)
 {
 #ifdef __SSE2__
     if (n >= 16) {
-        size_t i = 0;
-        for (; i + 16 < n; i += 16)
-            if (_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(a + i)),
-                                                 _mm_loadu_si128((const __m128i *)(b + i)))) != 0xffff)
-                return false;
-        return _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(a + n - 16)),
-                                                _mm_loadu_si128((const __m128i *)(b + n - 16)))) == 0xffff;
+        __m128i d = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(a + n - 16)),
+                                  _mm_loadu_si128((const __m128i *)(b + n - 16)));
+        for (size_t i = 0; i + 16 < n; i += 16)
+            d = _mm_or_si128(d, _mm_xor_si128(_mm_loadu_si128((const __m128i *)(a + i)),
+                                              _mm_loadu_si128((const __m128i *)(b + i))));
+        return _mm_movemask_epi8(_mm_cmpeq_epi8(d, _mm_setzero_si128())) == 0xffff;
     }
 #endif
     if (n >= 8) {
@@ -1597,8 +1655,8 @@ static inline bool same_bytes(const char *a, const char *b, size_t n)
 
 /* Is s[0..n) what frame_line takes before a key: blanks (at least one: an
  * unindented line may be a header), then (without --addrs) a hex ip and
- * blanks? */
-static inline bool ip_prefix(const char *s, size_t n, bool addrs)
+ * blanks? A byte at a time; ip_prefix gives the same from bit masks. */
+static inline bool ip_prefix_scalar(const char *s, size_t n, bool addrs)
 {
     size_t i = 0;
     while (i < n && is_space(s[i]))
@@ -1613,6 +1671,36 @@ static inline bool ip_prefix(const char *s, size_t n, bool addrs)
     while (j < n && is_space(s[j]))
         j++;
     return j == n;
+}
+
+/* ip_prefix_scalar's answer (n <= KR_PFXMAX; end: where the readable bytes
+ * after s end) from masks of blanks and hex digits over 32 bytes: the ip
+ * of a known key often changes (a process's libraries at other addresses,
+ * or a stripped binary's "[unknown]" at every address), and the loops a
+ * byte at a time missed their exits as the ips' widths vary. */
+static inline bool ip_prefix(const char *s, size_t n, const char *end, bool addrs)
+{
+#ifdef __SSE2__
+    if (end - s >= 32 && n < 32) {
+        uint32_t blank = 0, hex = 0;
+        for (unsigned off = 0; off < 32; off += 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(s + off));
+            blank |= blank_mask16(v) << off;
+            hex |= hex_mask16(v) << off;
+        }
+        uint32_t all = (1u << n) - 1, other = ~blank & all;
+        if (!other)         /* blanks only */
+            return n && addrs;
+        unsigned i = (unsigned)__builtin_ctz(other);   /* the ip */
+        if (i == 0 || addrs)
+            return false;
+        uint32_t past = ~hex & all & ~((1u << i) - 1);
+        unsigned j = past ? (unsigned)__builtin_ctz(past) : (unsigned)n;   /* after it */
+        return j > i && j < n && !(other >> j);
+    }
+#endif
+    (void)end;
+    return ip_prefix_scalar(s, n, addrs);
 }
 
 /* Is the line at b (e: the end of what is buffered), newline included,
@@ -1630,8 +1718,10 @@ static inline const char *raw_line(const struct fk_perfscript *p, uint32_t r, co
     if (!plen || (size_t)(e - b) <= n || b[n] != '\n' || (kj & 1) != java)
         return NULL;
     const char *pfx = (const char *)(rec + KR_HEAD) - plen;
-    if (!same_bytes(b + plen, pfx + plen, klen) ||
-        !(same_bytes(b, pfx, plen) || ip_prefix(b, plen, p->o.addrs)))
+    /* the line as last time (one compare: the prefix is kept before the
+     * key), else the key after another ip */
+    if (!same_bytes(b, pfx, n) &&
+        (!same_bytes(b + plen, pfx + plen, klen) || !ip_prefix(b, plen, e, p->o.addrs)))
         return NULL;
     return b + plen;
 }
@@ -1674,7 +1764,7 @@ static void predicted_lines(struct fk_perfscript *p, struct fk_lineread *r)
     const char *b = b0, *e = b0 + avail;
     const bool java = is_java(p);
     uint32_t *const kw = p->keys.w;         /* no key is added here */
-    uint32_t *stk = p->stk, kprev = p->kprev;
+    uint32_t *stk = p->stk, kprev = p->kprev, kprev2 = 0;
     size_t pos = p->stk_pos;
     uint64_t h = p->stk_hash, nf = p->nframes, lines = 0;
     bool ended = false;
@@ -1721,14 +1811,23 @@ static void predicted_lines(struct fk_perfscript *p, struct fk_lineread *r)
             p->kfirst[p->pname_id] = kr;
             p->kstart = false;
         }
+        if (kprev2 && kw[kprev2 - 1 + KR_NEXT2] != kr)
+            kw[kprev2 - 1 + KR_NEXT2] = kr;
+        kprev2 = kprev;
         kprev = kr;
         const uint32_t *rec = kw + kr - 1;
-        uint32_t id = rec[KR_ID];
+        uint32_t id = rec[KR_ID], after = rec[KR_NEXT2];
         want = rec[KR_NEXT];
         if (want) {
             /* its record's head and the bytes the next line is checked against */
             __builtin_prefetch(kw + want - 1);
             __builtin_prefetch(kw + want - 1 + KR_HEAD);
+        }
+        if (after) {
+            /* and the one after: records are a chain of loads, each known
+             * when the one before is read; this starts the next sooner */
+            __builtin_prefetch(kw + after - 1);
+            __builtin_prefetch(kw + after - 1 + KR_HEAD);
         }
         b = key + (rec[KR_KJ] >> 1) + 1;
         lines++;
