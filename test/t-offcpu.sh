@@ -269,6 +269,15 @@ fi
 if offcpu churn run -- "$TRUTH" threads 3000; then
     check "churn: threads held at most stays small" test "$(jnum offcpu.threads_peak "$J")" -lt 200
     check_eq "churn: no thread over the limit" 0 "$(jnum offcpu.threads_over_limit "$J")"
+    # each thread's blocks scaled to its switch records' total: a thread
+    # may block on its way out after its EXIT record, and its last
+    # switch-out (do_task_dead's) has no switch-in
+    if [ "$(jnum lost "$J")" = 0 ]; then
+        check "churn: every thread timed by its switch records ($(jnum offcpu.threads_exact "$J") scaled, $(jnum offcpu.threads_estimated "$J") not)" \
+            test "$(jnum offcpu.threads_estimated "$J")" = 0 -a "$(jnum offcpu.threads_exact "$J")" -gt 100
+    else
+        skip "churn: every thread timed by its switch records" "$(jnum lost "$J") records lost"
+    fi
 fi
 
 ## The other targets: host, user and cgroup see a sleeper's waits (one

@@ -37,8 +37,10 @@ struct exact {
     unsigned __int128 sum_in, sum_out;  /* record times, ns */
     uint64_t n_in, n_out;
     uint64_t min_in, min_out, max_in, max_out;
-    bool exiting;       /* its EXIT was seen: the switch-out that follows is its
-                           last (it never runs again: not off-CPU time) */
+    bool exited;        /* its EXIT was seen: a last switch-out with no switch-in
+                           after it is do_task_dead's (it never runs again:
+                           not off-CPU time); it may block on its way out
+                           before that */
     bool reused;        /* its tid was given to a new thread in the window */
 };
 #define EXACT_CACHE 64
@@ -988,10 +990,6 @@ static void exact_switch(struct offcpu *k, pid_t tid, uint64_t time, bool out)
     struct exact *x = exact_of(k, tid, true);
     if (!x)
         return;
-    if (out && x->exiting) {
-        x->exiting = false;     /* its last: it never runs again */
-        return;
-    }
     if (out) {
         x->sum_out += time;
         x->n_out++;
@@ -1007,15 +1005,15 @@ static void exact_switch(struct offcpu *k, pid_t tid, uint64_t time, bool out)
 
 /* FORK of a thread whose tid has records from before: another thread's
  * (no exact total for that tid; the new thread's own first switch-in may
- * be read first, from another CPU's ring); EXIT: its last switch-out
- * follows (on its CPU, in the same ring). */
+ * be read first, from another CPU's ring); EXIT: its last switch-out is
+ * no block. */
 static void exact_task(struct offcpu *k, const union perf_event *ev)
 {
     struct exact *x = exact_of(k, (pid_t)ev->fork.tid, false);
     if (!x)
         return;
     if (ev->header.type == PERF_RECORD_EXIT)
-        x->exiting = true;
+        x->exited = true;
     else if (ev->fork.tid != ev->fork.ptid && (x->min_in < ev->fork.time || x->min_out < ev->fork.time))
         x->reused = true;
 }
@@ -1024,11 +1022,12 @@ static void exact_task(struct offcpu *k, const union perf_event *ev)
  * (from a switch-out record to the switch-in record after it), over
  * every switch-out: not the time before its first switch-out (off CPU
  * when the window opened, or new: no stack was recorded for it), and
- * up to end when it is off CPU then. false: its records do not pair
- * (lost records, a reused tid). */
+ * up to end when it is off CPU then -- unless it exited: that switch-out
+ * was its last. false: its records do not pair (lost records, a reused
+ * tid). */
 static bool exact_total(const struct exact *x, uint64_t end, uint64_t *ns)
 {
-    if (x->reused || !x->n_out)
+    if (x->reused || (!x->n_out && !x->exited))
         return false;
     unsigned __int128 in = x->sum_in, out = x->sum_out;
     uint64_t n_in = x->n_in;
@@ -1036,11 +1035,17 @@ static bool exact_total(const struct exact *x, uint64_t end, uint64_t *ns)
         in -= x->min_in;        /* its switch-in without a switch-out before */
         n_in--;
     }
-    if (x->max_out > x->max_in || !x->n_in) {
-        in += end > x->max_out ? end : x->max_out;     /* off CPU at the end */
-        n_in++;
+    uint64_t n_out = x->n_out;
+    if (n_out && (x->max_out > x->max_in || !x->n_in)) {
+        if (x->exited) {
+            out -= x->max_out;      /* do_task_dead's */
+            n_out--;
+        } else {
+            in += end > x->max_out ? end : x->max_out;     /* off CPU at the end */
+            n_in++;
+        }
     }
-    if (n_in != x->n_out || in < out)
+    if (n_in != n_out || in < out)
         return false;
     *ns = (uint64_t)(in - out);
     return true;
@@ -1083,13 +1088,18 @@ static void calibrate(struct offcpu *k, uint64_t end)
         }
     }
     memset(k->st.blocks.ns_by_state, 0, sizeof k->st.blocks.ns_by_state);
+    k->st.blocks.short_ns = 0;
     for (size_t i = 0; i < k->nacc; i++) {
         struct acc *a = &k->acc[i];
-        uint64_t ns = a->ns, *s = fk_u64map_slot(&scale, (uint64_t)(uint32_t)a->tid, false);
+        uint64_t ns = a->ns, short_ns = a->short_ns;
+        uint64_t *s = fk_u64map_slot(&scale, (uint64_t)(uint32_t)a->tid, false);
         if (s && *s) {
-            uint64_t total = *fk_u64map_slot(&est, (uint64_t)(uint32_t)a->tid, false);
-            ns = (uint64_t)((long double)a->ns * (long double)(*s - 1) / (long double)total + 0.5L);
+            long double f = (long double)(*s - 1) /
+                            (long double)*fk_u64map_slot(&est, (uint64_t)(uint32_t)a->tid, false);
+            ns = (uint64_t)((long double)a->ns * f + 0.5L);
+            short_ns = (uint64_t)((long double)a->short_ns * f + 0.5L);
         }
+        k->st.blocks.short_ns += short_ns;      /* (--min-block's share, as scaled) */
         k->st.blocks.ns_by_state[a->state] += ns;
         k->st.blocked_ns += ns;
         if (a->switches)
