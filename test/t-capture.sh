@@ -15,7 +15,9 @@ for k in sys.argv[2].split("."): v=v[k]
 print(v)' "$1" "$2"; }
 
 # run: known proportions 3:1, exit status passed through
-out=$(FK_HOT_CPU="$T/run.cpu" "$FLAMEKIT" run -q -F 499 -o "$T/run" -- "$HOT" 2 2>&1); rc=$?
+# (at least 0.8 s of CPU, about 400 samples: the share's range is +-4 sd
+# of a binomial share then; at load 28 a 2 s run got 98 samples, 2.7 sd)
+out=$(FK_HOT_MIN_CPU=0.8 FK_HOT_CPU="$T/run.cpu" "$FLAMEKIT" run -q -F 499 -o "$T/run" -- "$HOT" 2 2>&1); rc=$?
 check_eq "run: exit status of the command" 0 "$rc"
 f=$(folded "$T/run")
 if [ -n "$f" ]; then

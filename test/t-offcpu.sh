@@ -99,9 +99,13 @@ if offcpu sleeps run -- "$TRUTH" sleeps 3; then
     within "sleeps: truth-a's blocked total vs its clock (%)" "$(pct $((fa + fb)) $((a + b)))" 100 10
     fc=$(weight "$F" ';wait_50ms;'); c=$(truth "$T/sleeps.out" wait_50ms)
     within "sleeps: truth-b's blocked total vs its clock (%)" "$(pct "$fc" "$c")" 100 10
-    # (a thread may also be preempted on its way in or out of a sleep: [R])
-    check_range "sleeps: the sleeps' blocked time is [S] (%)" \
-        "$(pct "$(weight "$F" '^[^;]*;\[S\];.*;wait_[135]0ms;')" "$(weight "$F" ';wait_[135]0ms;')" | cut -d. -f1)" 99 100
+    # (a thread may also be preempted on its way in or out of a sleep: [R],
+    # at most the time the kernel says the sleepers waited runnable, their
+    # schedstat run delay, which grows with the host's load)
+    rd=$(awk '$1 == "run_delay_ns" { print $2 }' "$T/sleeps.out")
+    floor=$(awk -v d="${rd:-0}" -v t="$((a + b + c))" 'BEGIN { f = 99 - 100 * d / t; print (f < 0 ? 0 : int(f)) }')
+    check_range "sleeps: the sleeps' blocked time is [S] (%; the rest within the sleepers' run delay)" \
+        "$(pct "$(weight "$F" '^[^;]*;\[S\];.*;wait_[135]0ms;')" "$(weight "$F" ';wait_[135]0ms;')" | cut -d. -f1)" "$floor" 100
     check_grep "sleeps: the kernel part is there (do_nanosleep)" 'do_nanosleep_\[k\]' "$(zcat "$F")"
     check_eq "sleeps: metadata says profile offcpu" offcpu "$(jnum profile "$J")"
     check_eq "sleeps: folded counts are ns" ns "$(jnum weight_unit "$J")"

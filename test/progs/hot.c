@@ -11,7 +11,10 @@
  * inside the capture however slowly the profiler starts (a sanitizer build
  * on a loaded host takes seconds); with FK_HOT_END=FILE it writes the
  * CLOCK_REALTIME nanoseconds of its end to FILE, so a test can time the
- * profiler's reaction to the exit from the exit itself. */
+ * profiler's reaction to the exit from the exit itself. With
+ * FK_HOT_MIN_CPU=S it goes on past SECONDS (for at most 60 s of wall time)
+ * until it has used S CPU seconds: a share checked with a fixed tolerance
+ * needs its number of samples, which a loaded host would otherwise cut. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +70,16 @@ static bool wait_nonempty(const char *path)
     return false;
 }
 
+/* CPU seconds this process has used so far. */
+static double self_cpu(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru))
+        return 0;
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 int main(int argc, char **argv)
 {
     double secs = argc > 1 ? atof(argv[1]) : 2.0;
@@ -77,7 +90,9 @@ int main(int argc, char **argv)
     double start = now(), end = start + secs;
     pid_t child = -1;
     unsigned long long rnd = (unsigned long long)getpid();
-    while (now() < end) {
+    const char *min_cpu_env = getenv("FK_HOT_MIN_CPU");
+    double min_cpu = min_cpu_env ? atof(min_cpu_env) : 0;
+    while (now() < end || (min_cpu > 0 && self_cpu() < min_cpu && now() < start + 60)) {
         if (do_fork && child < 0 && now() - start > 0.3) {
             child = fork();
             if (child == 0) {

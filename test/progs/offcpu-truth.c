@@ -120,6 +120,21 @@ static NOINLINE void wait_10ms(void) { sleep_ms(10); }
 static NOINLINE void wait_30ms(void) { sleep_ms(30); }
 static NOINLINE void wait_50ms(void) { sleep_ms(50); }
 
+/* The calling thread's time runnable but waiting for a CPU, in ns (the
+ * second field of its schedstat; 0 when unreadable): on a loaded host a
+ * sleeper is also preempted on its way in or out of a sleep. */
+static _Atomic uint64_t run_delay;
+
+static void add_run_delay(void)
+{
+    unsigned long long run, wait;
+    FILE *f = fopen("/proc/thread-self/schedstat", "r");
+    if (f && fscanf(f, "%llu %llu", &run, &wait) == 2)
+        atomic_fetch_add(&run_delay, wait);
+    if (f)
+        fclose(f);
+}
+
 static void *sleeper_a(void *arg)
 {
     (void)arg;
@@ -133,6 +148,7 @@ static void *sleeper_a(void *arg)
         wait_30ms();
         account(b, t);
     }
+    add_run_delay();
     return NULL;
 }
 
@@ -146,6 +162,7 @@ static void *sleeper_b(void *arg)
         wait_50ms();
         account(c, t);
     }
+    add_run_delay();
     return NULL;
 }
 
@@ -456,6 +473,8 @@ static void start(pthread_t *t, void *(*fn)(void *))
 
 static void print_truths(void)
 {
+    if (atomic_load(&run_delay))
+        printf("run_delay_ns %llu\n", (unsigned long long)atomic_load(&run_delay));
     for (int i = 0; i < ntruths; i++)
         if (truths[i].n)
             printf("truth %s %llu %llu\n", truths[i].name, (unsigned long long)truths[i].ns,
