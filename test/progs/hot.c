@@ -70,12 +70,12 @@ static bool wait_nonempty(const char *path)
     return false;
 }
 
-/* CPU seconds this process has used so far. */
-static double self_cpu(void)
+/* CPU seconds used by WHO (RUSAGE_SELF or RUSAGE_CHILDREN); -1 on error. */
+static double cpu_seconds(int who)
 {
     struct rusage ru;
-    if (getrusage(RUSAGE_SELF, &ru))
-        return 0;
+    if (getrusage(who, &ru))
+        return -1;
     return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
@@ -92,7 +92,7 @@ int main(int argc, char **argv)
     unsigned long long rnd = (unsigned long long)getpid();
     const char *min_cpu_env = getenv("FK_HOT_MIN_CPU");
     double min_cpu = min_cpu_env ? atof(min_cpu_env) : 0;
-    while (now() < end || (min_cpu > 0 && self_cpu() < min_cpu && now() < start + 60)) {
+    while (now() < end || (min_cpu > 0 && cpu_seconds(RUSAGE_SELF) < min_cpu && now() < start + 60)) {
         if (do_fork && child < 0 && now() - start > 0.3) {
             child = fork();
             if (child == 0) {
@@ -120,13 +120,10 @@ int main(int argc, char **argv)
     }
     const char *cpu_file = getenv("FK_HOT_CPU");
     if (cpu_file) {
-        struct rusage self, kids;
-        if (getrusage(RUSAGE_SELF, &self) || getrusage(RUSAGE_CHILDREN, &kids))
+        double self = cpu_seconds(RUSAGE_SELF), kids = cpu_seconds(RUSAGE_CHILDREN);
+        if (self < 0 || kids < 0)
             return 1;
-        double cpu = (double)(self.ru_utime.tv_sec + self.ru_stime.tv_sec +
-                              kids.ru_utime.tv_sec + kids.ru_stime.tv_sec) +
-                     (double)(self.ru_utime.tv_usec + self.ru_stime.tv_usec +
-                              kids.ru_utime.tv_usec + kids.ru_stime.tv_usec) / 1e6;
+        double cpu = self + kids;
         FILE *f = fopen(cpu_file, "w");
         if (!f || fprintf(f, "%.6f\n", cpu) < 0 || fclose(f))
             return 1;
