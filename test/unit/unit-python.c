@@ -959,9 +959,15 @@ static void test_early(void)
     UNIT_CHECK("early: a thread's read serves its samples taken before it",
                pst.processes == 1 && pst.snapshots == 1 && pst.snapshots_shared == 1 &&
                reads && pst.snapshot_reads == reads);
-    uint64_t times[40];
+    /* Sample times 1 us apart from a minute ahead: each is later than
+     * every read the loop makes (so each gets a read of its own), and all
+     * 40 lie within SNAP_WAIT_NS of each other however slowly the reads
+     * run. With the clock's own times, 40 reads that took over 100 ms (an
+     * ASan build at load 20) let the table reuse the oldest slots instead
+     * of growing: 32 of 40 found. */
+    uint64_t times[40], ahead = fk_now_ns() + 60 * 1000000000ull;
     for (int i = 0; i < 40; i++) {
-        times[i] = fk_now_ns();     /* after the last read: a read of its own */
+        times[i] = ahead + (uint64_t)i * 1000;
         fk_python_early(py, P, P, times[i]);
     }
     fk_python_stats(py, &pst);
