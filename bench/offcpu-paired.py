@@ -47,9 +47,10 @@ STOP_AFTER_S = 0.3
 WARM_S = 0.5
 
 
-def stuck(pid):
+def stuck(pid, debugger=True):
     """Where a run that overstays is, to stderr: each thread's state, wait
-    channel and kernel stack, and the host's tasks in D state."""
+    channel and kernel stack, the host's tasks in D state, and with
+    debugger its user stacks (gdb stops it while it reads them)."""
     def read(path):
         try:
             with open(path) as f:
@@ -62,7 +63,7 @@ def stuck(pid):
               (os.path.basename(task), read(task + "/comm"), stat.rsplit(")", 1)[-1].split()[:1],
                read(task + "/wchan"), read(task + "/stack").replace("\n", "\n  ")),
               file=sys.stderr)
-    if shutil.which("gdb"):     # and user space, where there is a debugger
+    if debugger and shutil.which("gdb"):     # and user space, where there is a debugger
         subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt 12"],
                        stdout=sys.stderr, stderr=subprocess.DEVNULL, timeout=60)
     for task in glob.glob("/proc/[0-9]*/task/[0-9]*"):
@@ -178,8 +179,8 @@ def main(a):
                     ready = os.read(rfd, 16) or b"closed"
                 else:
                     waited += 5
-                    if waited in (5, 20):
-                        stuck(p.pid)    # where a slow start is
+                    if waited in (15, 30):
+                        stuck(p.pid, False)     # where a slow start is, not stopping it
             os.close(rfd)
             stopped = False
             try:
