@@ -497,9 +497,9 @@ static void test_sideband(void)
     fk_sym_comm(s, P, P, "fakeparent", false);
     fk_sym_mmap(s, P, start, end - start, off, maj, min, ino, PROT_READ | PROT_EXEC, MAP_PRIVATE,
                 exe, NULL, 0);
-    for (int i = 0; i < 64; i++)    /* a parent of several mappings */
-        fk_sym_mmap(s, P, 0x100000000ULL + (uint64_t)i * 0x10000, 0x1000, 0, 0, 0, 0, PROT_EXEC,
-                    MAP_PRIVATE, "//anon", NULL, 0);
+    for (int i = 0; i < 64; i++)    /* a parent of several mappings (of one file) */
+        fk_sym_mmap(s, P, 0x100000000ULL + (uint64_t)i * 0x10000, 0x1000, off, maj, min, ino,
+                    PROT_READ | PROT_EXEC, MAP_PRIVATE, exe, NULL, 0);
     struct fk_loc first = { 0, 0 };
     size_t bytes300 = 0, bytes5000 = 0;
     bool located = true;
