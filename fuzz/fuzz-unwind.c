@@ -116,20 +116,22 @@ static void init(void)
 
 struct env { struct mod *m; int n; };
 
-static void resolve(void *ctx, uint64_t pc, struct fk_uw_code *out)
+static const struct fk_uw_code *resolve(void *ctx, uint64_t pc)
 {
     struct env *e = ctx;
-    out->mapped = false;
-    out->cfi = NULL;
+    static struct fk_uw_code code;
+    struct fk_uw_code *out = &code;
+    *out = (struct fk_uw_code){ 0 };
     for (int i = 0; i < e->n; i++) {
         struct mod *m = &e->m[i];
         if (pc >= m->base && pc - m->base < m->span) {
             out->mapped = true;
             out->cfi = m->cfi;
             out->vaddr = pc - m->base + m->lo;
-            return;
+            return out;
         }
     }
+    return out;
 }
 
 static uint64_t rd64(const uint8_t *p)

@@ -33,12 +33,15 @@ struct env {
     uint64_t lo, hi, bias;
 };
 
-static void resolve(void *ctx, uint64_t pc, struct fk_uw_code *out)
+static const struct fk_uw_code *resolve(void *ctx, uint64_t pc)
 {
     struct env *e = ctx;
-    out->mapped = pc >= e->lo && pc < e->hi;
-    out->cfi = out->mapped ? e->cfi : NULL;
-    out->vaddr = pc - e->bias;
+    static struct fk_uw_code out;
+    out.mapped = pc >= e->lo && pc < e->hi;
+    out.cfi = out.mapped ? e->cfi : NULL;
+    out.vaddr = pc - e->bias;
+    out.row = NULL;
+    return &out;
 }
 
 static struct fk_uw_result walk(struct env *e, uint64_t ip, uint64_t sp, uint64_t fp, size_t len,

@@ -302,17 +302,16 @@ void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
             res->reason = FK_UW_R_TIME;
             return;
         }
-        struct fk_uw_code code = { 0 };
-        resolve(ctx, look, &code);
-        if (!code.mapped) {
+        const struct fk_uw_code *code = resolve(ctx, look);
+        if (!code->mapped) {
             /* a return address into nothing came from a bad step: drop it */
             if (res->n > 1)
                 res->n--;
             res->reason = FK_UW_R_NO_MAP;
             return;
         }
-        const struct fk_uw_row *row = code.row ? code.row
-                                      : code.cfi ? fk_cfi_find(code.cfi, code.vaddr) : NULL;
+        const struct fk_uw_row *row = code->row ? code->row
+                                      : code->cfi ? fk_cfi_find(code->cfi, code->vaddr) : NULL;
         struct regs nr;
         enum rd e;
         bool signal = false;
@@ -322,7 +321,7 @@ void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
                 res->reason = FK_UW_R_OUTERMOST;
                 return;
             }
-            e = apply_row(arch, code.cfi, row, &r, st, &nr);
+            e = apply_row(arch, code->cfi, row, &r, st, &nr);
             signal = row->signal;
             res->cfi_frames++;
             if (e == RD_BAD) {
@@ -360,18 +359,31 @@ void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
 
 #define HIST_NS 50
 #define HIST_N 4096
-/* Direct-mapped, as framehop's (509 slots there, ~80 % hits on Firefox):
- * python3.11's deep stacks touch a few hundred pcs, a busy host a few
- * thousand. ~150 KiB, allocated with the unwinder. */
-#define PC_CACHE_SLOTS 1024
+/* Set-associative, 256 sets of 4 ways, replaced in turn: python3.11's
+ * deep stacks touch a few hundred pcs, a busy host a few thousand. It was
+ * direct-mapped (1024 slots, as framehop's 509), and two hot pcs of one
+ * stack that hash to one slot evicted each other at every frame: in a
+ * bench/replay recording of two python3.11 workers (about 2 misses a
+ * sample), two such call sites in python3.11 made 43 % of the misses, and
+ * a 4x larger table only moved such pairs elsewhere. With 4 ways, what is
+ * left are first sightings (each pc of each address space once). Tags
+ * apart from the entries: a lookup reads one set's tags (two cache lines)
+ * and the entry it hits. ~180 KiB, allocated with the unwinder. */
+#define PC_CACHE_WAYS 4
+#define PC_CACHE_SETS 256
 
-/* What one pc of one address space (fk_sym_proc_gen) resolves to. */
+/* Which pc of which address space (fk_sym_proc_gen) an entry holds. */
+struct pc_tags {
+    uint64_t pc[PC_CACHE_WAYS];
+    uint64_t image[PC_CACHE_WAYS];      /* 0: empty */
+    uint64_t maps[PC_CACHE_WAYS];
+    unsigned next;                      /* the way replaced next */
+};
+
+/* What one pc of one address space resolves to. */
 struct pc_entry {
-    uint64_t image, maps;       /* image 0: empty */
-    uint64_t pc;
+    struct fk_uw_code code;     /* fk_sym_cfi_at's; code.row: &row or NULL */
     struct fk_loc loc;          /* fk_sym_locate's answer */
-    struct fk_uw_code code;     /* fk_sym_cfi_at's (code.row: NULL, row below) */
-    bool have_row;
     struct fk_uw_row row;       /* fk_cfi_find(code.cfi, code.vaddr) */
 };
 
@@ -388,7 +400,9 @@ struct fk_unwinder {
     struct fk_loc locs[FK_UW_DEFAULT_MAX_FRAMES];   /* pcs[i]'s location, when locs_ok[i] */
     bool locs_ok[FK_UW_DEFAULT_MAX_FRAMES];
     unsigned nsps;
-    struct pc_entry cache[PC_CACHE_SLOTS];
+    struct fk_uw_code uncached;     /* the answer when it is not kept */
+    struct pc_tags tags[PC_CACHE_SETS];
+    struct pc_entry cache[PC_CACHE_SETS][PC_CACHE_WAYS];
 };
 
 struct fk_unwinder *fk_unwinder_new(struct fk_symbolizer *s)
@@ -407,46 +421,51 @@ void fk_unwinder_free(struct fk_unwinder *u)
     free(u);
 }
 
-static struct pc_entry *cache_slot(struct fk_unwinder *u, uint64_t pc)
-{
-    uint64_t space = u->gen.image * 0x9e3779b97f4a7c15ull ^ u->gen.maps << 40;
-    return &u->cache[fk_hash_u64(space ^ pc) & (PC_CACHE_SLOTS - 1)];
-}
-
 /* The walker's question about pc, and the location of the frame: from the
  * cache, or asked of the symbolizer and kept (a pc in no mapping is not
  * kept: the answer then depends on JIT maps, and such walks end there). */
-static void resolve_sym(void *ctx, uint64_t pc, struct fk_uw_code *out)
+static const struct fk_uw_code *resolve_sym(void *ctx, uint64_t pc)
 {
     struct fk_unwinder *u = ctx;
     unsigned i = u->resolved++;
-    struct pc_entry *c = u->gen.image ? cache_slot(u, pc) : NULL;
-    if (c && c->pc == pc && c->image == u->gen.image && c->maps == u->gen.maps) {
-        u->st.pc_cache_hits++;
-        *out = c->code;
-        out->row = c->have_row ? &c->row : NULL;
-        u->locs[i] = c->loc;
-        u->locs_ok[i] = true;
-        return;
+    struct pc_tags *t = NULL;
+    if (u->gen.image) {
+        uint64_t space = u->gen.image * 0x9e3779b97f4a7c15ull ^ u->gen.maps << 40;
+        unsigned set = (unsigned)(fk_hash_u64(space ^ pc) & (PC_CACHE_SETS - 1));
+        t = &u->tags[set];
+        for (unsigned w = 0; w < PC_CACHE_WAYS; w++)
+            if (t->pc[w] == pc && t->image[w] == u->gen.image && t->maps[w] == u->gen.maps) {
+                const struct pc_entry *c = &u->cache[set][w];
+                u->st.pc_cache_hits++;
+                u->locs[i] = c->loc;
+                u->locs_ok[i] = true;
+                return &c->code;
+            }
     }
+    struct fk_uw_code *out = &u->uncached;
     *out = (struct fk_uw_code){ 0 };
     out->cfi = fk_sym_cfi_at(u->sym, u->pid, pc, &out->vaddr, &out->mapped);
     u->locs_ok[i] = false;
-    if (!c || !out->mapped)
-        return;
+    if (!t || !out->mapped)
+        return out;
     u->st.pc_cache_misses++;
+    unsigned w = t->next;
+    t->next = (w + 1) % PC_CACHE_WAYS;
+    struct pc_entry *c = &u->cache[t - u->tags][w];
+    t->pc[w] = pc;
+    t->image[w] = u->gen.image;
+    t->maps[w] = u->gen.maps;
     const struct fk_uw_row *row = out->cfi ? fk_cfi_find(out->cfi, out->vaddr) : NULL;
-    c->image = u->gen.image;
-    c->maps = u->gen.maps;
-    c->pc = pc;
-    c->loc = fk_sym_locate(u->sym, u->pid, pc, false);
     c->code = *out;
-    c->have_row = row != NULL;
-    if (row)
+    c->code.row = NULL;
+    if (row) {
         c->row = *row;
-    out->row = c->have_row ? &c->row : NULL;
+        c->code.row = &c->row;
+    }
+    c->loc = fk_sym_locate(u->sym, u->pid, pc, false);
     u->locs[i] = c->loc;
     u->locs_ok[i] = true;
+    return &c->code;
 }
 
 unsigned fk_unwind_sample(struct fk_unwinder *u, pid_t pid, const uint64_t *regs,

@@ -62,7 +62,9 @@ struct fk_uw_code {
      * valid until its next call; NULL: the walker looks it up */
     const struct fk_uw_row *row;
 };
-typedef void (*fk_uw_resolve_fn)(void *ctx, uint64_t pc, struct fk_uw_code *out);
+/* The resolver's answer for pc, never NULL, valid until its next call (a
+ * pointer, not a copy: on a cache hit nothing is copied). */
+typedef const struct fk_uw_code *(*fk_uw_resolve_fn)(void *ctx, uint64_t pc);
 
 struct fk_uw_result {
     unsigned n;             /* frames in pcs[] */
