@@ -2,9 +2,9 @@
 # Measures for bench/python.sh (Python frames, unwind/python.c).
 #
 #   python3 pybench.py cost FLAMEKIT PY TRUTH HZ MODE REPS CPU [BASE]
-#       flamekit's own CPU (perf stat --no-inherit task-clock: flamekit's
-#       thread, not the command it runs) for `flamekit run -F HZ` of
-#       PY TRUTH MODE for CPU seconds of the command's CPU, --python on and
+#       flamekit's own CPU (every thread of it: its rusage from wait4) for
+#       `flamekit pid -F HZ` attached to PY TRUTH MODE, which runs for CPU
+#       seconds of its own CPU, --python on and
 #       off alternately, REPS pairs (and with BASE, a second flamekit, its
 #       --python on in the same rotation). Per pair: the extra CPU per
 #       Python sample, (on/sample - off/sample) * samples / Python samples;
@@ -83,16 +83,24 @@ def spread(v, fmt="%.1f"):
 
 def one_run(fk, py, truth, hz, mode, cpu, pymode, work_dir, tag):
     out = os.path.join(work_dir, tag)
-    stat = out + ".stat"
-    subprocess.run(["perf", "stat", "--no-inherit", "-x,", "-e", "task-clock", "-o", stat,
-                    fk, "run", "-q", "--no-svg", "-F", str(hz), "--python", pymode, "-o", out,
-                    "--", py, truth, mode, str(cpu), out + ".truth"],
-                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    task_ms = None
-    for line in open(stat):
-        f = line.split(",")
-        if len(f) > 2 and f[2].startswith("task-clock"):
-            task_ms = float(f[0])
+    # flamekit attached to the workload (not its parent): its own rusage
+    # from wait4 is then every flamekit thread's CPU and nothing else's --
+    # the ring reader's thread, which makes the early reads, included
+    # (perf stat --no-inherit of `flamekit run` counted the engine's thread
+    # alone, and with inheritance the command's CPU too)
+    w = subprocess.Popen([py, truth, mode, str(cpu), out + ".truth"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        f = subprocess.Popen([fk, "pid", "-q", "--no-svg", "-F", str(hz), "-d", "5m",
+                              "--python", pymode, "-o", out, str(w.pid)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, status, ru = os.wait4(f.pid, 0)
+        f.returncode = 0
+    finally:
+        w.wait()
+    if status:
+        sys.exit("flamekit failed (wait status %d)" % status)
+    task_ms = (ru.ru_utime + ru.ru_stime) * 1e3
     meta = json.load(open(glob.glob(out + "/*.json")[0]))
     p = meta.get("python", {})
     d = p.get("read_delay", {})

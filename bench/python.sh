@@ -3,10 +3,11 @@
 # Benchmark for Python frames (unwind/python.c, flamekit-record(1) PYTHON
 # FRAMES), the baseline being the same capture with --python off
 # (bench/pybench.py does the measuring):
-#  (1) cost per Python sample: `flamekit run -F HZ` of Debian's python3.11
-#      running test/progs/pytruth.py (ratio, generators) for CPU-SECONDS of
-#      its own CPU, --python on and off alternately, REPS pairs: flamekit's
-#      own CPU (perf stat --no-inherit), the extra per Python sample (median
+#  (1) cost per Python sample: `flamekit pid -F HZ` attached to Debian's
+#      python3.11 running test/progs/pytruth.py (ratio, generators) for
+#      CPU-SECONDS of its own CPU, --python on and off alternately, REPS
+#      pairs: flamekit's own CPU (all its threads: its rusage), the extra
+#      per Python sample (median
 #      and spread over the pairs; target <= 10 us), reads and bytes per
 #      sample, the read delay. FK_BENCH_BASE=FLAMEKIT adds another build's
 #      --python on to the rotation and gives the ratio of the two.
@@ -45,7 +46,6 @@ PY=/usr/bin/python3.11
 TRUTH=$src/test/progs/pytruth.py
 BENCH=$src/bench/pybench.py
 [ -x "$PY" ] || { echo "bench/python: SKIP: $PY not found"; exit 0; }
-command -v perf >/dev/null || { echo "bench/python: SKIP: perf (linux-perf) not found"; exit 0; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/fk-bench-python.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cd "$work"

@@ -40,6 +40,26 @@ static const char *chain(struct fk_py_walker *w, const struct fk_py_stack *s)
 
 static struct fk_py_stack st;
 
+/* The walkers' clock (FK_PY_MAX_NS): it moves only when a check moves it,
+ * so a walk preempted on a loaded machine is not cut short by the wall
+ * clock -- two checks here failed that way at load 20+ -- and the bound
+ * itself is checked (test_time_bound). */
+static uint64_t clock_ns = 1;
+static uint64_t clock_step;     /* added at every look */
+static uint64_t test_clock(void)
+{
+    return clock_ns += clock_step;
+}
+
+static struct fk_py_walker *walker_new(const struct fk_py_layout *lay,
+                                       const struct fk_py_where *where, fk_py_read_fn read,
+                                       void *ctx, bool lines, uint64_t max_bytes)
+{
+    struct fk_py_walker *w = fk_py_walker_new(lay, where, read, ctx, lines, max_bytes);
+    fk_py_walker_set_clock(w, test_clock);
+    return w;
+}
+
 static void test_basic(void)
 {
     struct fakepy f;
@@ -56,7 +76,7 @@ static void test_basic(void)
     uint64_t tids[2] = { 100, 101 }, frames[2] = { f2, 0 };
     fakepy_threads(&f, tids, frames, 2);
 
-    struct fk_py_walker *w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
+    struct fk_py_walker *w = walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
     fk_py_walk(w, 100, &st);
     UNIT_CHECK("a thread's chain is walked to its root", st.status == FK_PY_OK && st.n == 3);
     UNIT_CHECK("names from co_qualname, entry frames marked",
@@ -68,7 +88,7 @@ static void test_basic(void)
     UNIT_CHECK("an unknown thread has no state", st.status == FK_PY_NO_THREAD);
     fk_py_walker_free(w);
 
-    w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, true, 0);
+    w = walker_new(f.L, &f.where, fakepy_read, &f, true, 0);
     fk_py_walk(w, 100, &st);
     UNIT_CHECK("lines from the 3.11 location table at prev_instr",
                strcmp(chain(w, &st), "<module> (main.py:2)!;f (main.py:13)!" ) != 0 &&
@@ -79,7 +99,7 @@ static void test_basic(void)
     bool ev[5] = { false, true, false, true, false };
     struct fk_py_item it[32];
     enum fk_py_verdict v;
-    w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
+    w = walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
     fk_py_walk(w, 100, &st);
     size_t n = fk_py_splice(ev, 5, true, &st, it, 32, &v);
     /* expected leaf first: N0, g, N2, f, <module>, N4 */
@@ -158,7 +178,7 @@ static void test_suspended(void)
     fakepy_put(&f, fgen, L->fr_owner, &owner, 1);
     uint64_t tid = 3;
     fakepy_threads(&f, &tid, &fmain, 1);
-    struct fk_py_walker *w = fk_py_walker_new(L, &f.where, fakepy_read, &f, false, 0);
+    struct fk_py_walker *w = walker_new(L, &f.where, fakepy_read, &f, false, 0);
     uint64_t heads[2] = { fspin, fmain };
     fk_py_walk_from(w, heads, 2, true, &st);
     UNIT_CHECK("a generator suspended since the sample: its segment is kept",
@@ -198,7 +218,7 @@ static void test_strings(void)
     uint64_t leaf = fakepy_frame(&f, fakepy_code(&f, bad_ascii, file, 1, 0, 4), prev, 0, false);
     uint64_t tid = 7;
     fakepy_threads(&f, &tid, &leaf, 1);
-    struct fk_py_walker *w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
+    struct fk_py_walker *w = walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
     fk_py_walk(w, 7, &st);
     bool ok = st.status == FK_PY_OK && st.n == nn + 1;
     UNIT_CHECK("latin-1, UCS-2 and UCS-4 names walk", ok);
@@ -226,7 +246,7 @@ static void test_strings(void)
     fakepy_u64(&f, giant, f.L->str_length, 1ull << 40);
     leaf = fakepy_frame(&f, fakepy_code(&f, giant, fakepy_ascii(&f, "x.py"), 1, 0, 4), 0, 0, true);
     fakepy_threads(&f, &tid, &leaf, 1);
-    w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
+    w = walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
     fk_py_walk(w, 7, &st);
     ok = st.status == FK_PY_OK && st.n == 1;
     const char *g = ok ? fk_py_name(w, st.f[0].name, &len) : "";
@@ -248,7 +268,7 @@ static void test_hostile(void)
     fakepy_u64(&f, a, f.L->fr_previous, d);
     uint64_t tid = 9;
     fakepy_threads(&f, &tid, &d, 1);
-    struct fk_py_walker *w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
+    struct fk_py_walker *w = walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
     fk_py_walk(w, 9, &st);
     UNIT_CHECK("a cycle in previous ends the walk (invalid)", st.status == FK_PY_INVALID);
     UNIT_CHECK("... after a bounded number of frames", st.n <= 16);
@@ -256,7 +276,7 @@ static void test_hostile(void)
 
     /* a self-loop */
     fakepy_u64(&f, d, f.L->fr_previous, d);
-    w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
+    w = walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
     fk_py_walk(w, 9, &st);
     UNIT_CHECK("a frame that is its own caller is invalid", st.status == FK_PY_INVALID);
     fk_py_walker_free(w);
@@ -268,7 +288,7 @@ static void test_hostile(void)
     for (int i = 0; i < FK_PY_MAX_DEPTH + 50; i++)
         prev = fakepy_frame(&f, c, prev, 0, i == 0);
     fakepy_threads(&f, &tid, &prev, 1);
-    w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
+    w = walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
     fk_py_walk(w, 9, &st);
     UNIT_CHECK("a chain deeper than the bound is cut (limit)",
                st.status == FK_PY_LIMIT && st.n == FK_PY_MAX_DEPTH);
@@ -280,7 +300,7 @@ static void test_hostile(void)
     fakepy_u64(&f, c, f.L->ob_type, f.where.unicode_type);
     a = fakepy_frame(&f, c, 0, 0, true);
     fakepy_threads(&f, &tid, &a, 1);
-    w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
+    w = walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
     fk_py_walk(w, 9, &st);
     UNIT_CHECK("a code object of the wrong type is invalid", st.status == FK_PY_INVALID && !st.n);
     fk_py_walker_free(w);
@@ -289,14 +309,14 @@ static void test_hostile(void)
     fakepy_init(&f, mem);
     a = fakepy_frame(&f, 0xdead0000ull, 0, 0, true);
     fakepy_threads(&f, &tid, &a, 1);
-    w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
+    w = walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
     fk_py_walk(w, 9, &st);
     UNIT_CHECK("an unmapped code pointer fails the walk", st.status == FK_PY_INVALID);
     fk_py_walker_free(w);
     fakepy_init(&f, mem);
     uint64_t odd = FAKE_BASE + 4099;
     fakepy_threads(&f, &tid, &odd, 1);
-    w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
+    w = walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
     fk_py_walk(w, 9, &st);
     UNIT_CHECK("a misaligned frame pointer is invalid", st.status == FK_PY_INVALID);
     fk_py_walker_free(w);
@@ -311,7 +331,7 @@ static void test_hostile(void)
     memcpy(&ts2, f.mem + (ts1 - FAKE_BASE) + f.L->ts_next, 8);
     fakepy_u64(&f, ts2, f.L->ts_next, ts2);     /* the second thread loops on itself */
     fakepy_u64(&f, interp, f.L->interp_next, interp);  /* and so do the interpreters */
-    w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
+    w = walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
     fk_py_walk(w, 3, &st);
     UNIT_CHECK("looping thread and interpreter lists end (bounded)",
                st.status == FK_PY_NO_THREAD || st.status == FK_PY_LIMIT);
@@ -372,7 +392,7 @@ static void test_window(void)
     fakepy_u64(&f, ts, L->ts_datastack_top, f1 + 128);
     fakepy_u64(&f, ts, L->ts_datastack_limit, chunk + 8192);
 
-    struct fk_py_walker *w = fk_py_walker_new(L, &f.where, fakepy_read, &f, false, 0);
+    struct fk_py_walker *w = walker_new(L, &f.where, fakepy_read, &f, false, 0);
     bool ok = fk_py_snapshot(w, 7, &snap);
     UNIT_CHECK("a snapshot holds the data stack's top in one window",
                ok && snap.win_len > 0 && snap.win_addr <= f0 && snap.n == 0);
@@ -492,7 +512,7 @@ static void test_window_fit(void)
     fakepy_read(&f, interp + L->interp_threads_head, &ts, 8);
     fakepy_u64(&f, ts, L->ts_datastack_chunk, chunk);
     fakepy_u64(&f, ts, L->ts_datastack_limit, chunk + 32768);
-    struct fk_py_walker *w = fk_py_walker_new(L, &f.where, fakepy_read, &f, false, 0);
+    struct fk_py_walker *w = walker_new(L, &f.where, fakepy_read, &f, false, 0);
     fk_py_walker_set_readv(w, counted_readv);
     fakepy_u64(&f, ts, L->ts_datastack_top, data + 10000);     /* deep */
     fk_py_snapshot(w, 9, &snap);
@@ -524,7 +544,7 @@ static void test_budget(void)
     uint64_t tid = 5;
     fakepy_threads(&f, &tid, &prev, 1);
     size_t cap = 8192;
-    struct fk_py_walker *w = fk_py_walker_new(f.L, &f.where, fakepy_read, &f, false, cap);
+    struct fk_py_walker *w = walker_new(f.L, &f.where, fakepy_read, &f, false, cap);
     for (int k = 0; k < 3; k++)
         fk_py_walk(w, 5, &st);
     printf("# walker bytes %zu of %zu, status %s, %u frames\n", fk_py_walker_bytes(w), cap,
@@ -702,7 +722,7 @@ static void test_root_cframe_live(void)
     UNIT_CHECK("root_cframe: python3.11 started, its tables found", found);
     if (found) {
         const struct fk_py_layout *L = fk_py_layout_for(0x030b);
-        struct fk_py_walker *w = fk_py_walker_new(L, &wh, live_read, &P, false, 0);
+        struct fk_py_walker *w = walker_new(L, &wh, live_read, &P, false, 0);
         fk_py_walk(w, (uint64_t)P, &st);
         uint64_t link = 0, root[3] = { 1, 1, 1 };
         bool ok = st.status == FK_PY_OK && st.segments == 1 && st.tstate &&
@@ -879,6 +899,34 @@ static void test_exec(void)
     fk_sym_free(sym);
 }
 
+/* FK_PY_MAX_NS: a walk whose clock passes the bound stops at its next
+ * look (every 16th read) with FK_PY_LIMIT; the same walk on a clock that
+ * stands still is whole. */
+static void test_time_bound(void)
+{
+    struct fakepy f;
+    fakepy_init(&f, mem);
+    uint64_t file = fakepy_ascii(&f, "x.py");
+    uint64_t c = fakepy_code(&f, fakepy_ascii(&f, "deep"), file, 1, 0, 4);
+    uint64_t prev = 0, tid = 9;
+    for (int i = 0; i < 40; i++)
+        prev = fakepy_frame(&f, c, prev, 0, i == 0);
+    fakepy_threads(&f, &tid, &prev, 1);
+    struct fk_py_walker *w = walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
+    fk_py_walk(w, 9, &st);
+    UNIT_CHECK("time bound: a 40-frame walk whose clock stands still is whole",
+               st.status == FK_PY_OK && st.n == 40 && st.reads > 16);
+    fk_py_walker_free(w);
+    w = walker_new(f.L, &f.where, fakepy_read, &f, false, 0);
+    clock_step = FK_PY_MAX_NS + 1;
+    fk_py_walk(w, 9, &st);
+    clock_step = 0;
+    UNIT_CHECK("time bound: past FK_PY_MAX_NS the walk stops at its next look (limit)",
+               st.status == FK_PY_LIMIT && st.n < 40 && st.reads == 15);
+    printf("# time bound: %u frames, %u reads before the look that stopped it\n", st.n, st.reads);
+    fk_py_walker_free(w);
+}
+
 /* Early reads of a live python3.11 (sleeping in a function): a sample of
  * a thread read after it for an earlier sample shares that read; reads
  * whose samples wait longer than the table first holds are all found at
@@ -911,9 +959,15 @@ static void test_early(void)
     UNIT_CHECK("early: a thread's read serves its samples taken before it",
                pst.processes == 1 && pst.snapshots == 1 && pst.snapshots_shared == 1 &&
                reads && pst.snapshot_reads == reads);
-    uint64_t times[40];
+    /* Sample times 1 us apart from a minute ahead: each is later than
+     * every read the loop makes (so each gets a read of its own), and all
+     * 40 lie within SNAP_WAIT_NS of each other however slowly the reads
+     * run. With the clock's own times, 40 reads that took over 100 ms (an
+     * ASan build at load 20) let the table reuse the oldest slots instead
+     * of growing: 32 of 40 found. */
+    uint64_t times[40], ahead = fk_now_ns() + 60 * 1000000000ull;
     for (int i = 0; i < 40; i++) {
-        times[i] = fk_now_ns();     /* after the last read: a read of its own */
+        times[i] = ahead + (uint64_t)i * 1000;
         fk_python_early(py, P, P, times[i]);
     }
     fk_python_stats(py, &pst);
@@ -948,6 +1002,7 @@ int main(void)
     test_suspended();
     test_strings();
     test_hostile();
+    test_time_bound();
     test_budget();
     test_window();
     test_window_fit();

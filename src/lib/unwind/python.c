@@ -130,6 +130,7 @@ struct fk_py_walker {
     fk_py_read_fn read;
     fk_py_readv_fn readv;
     void *ctx;
+    uint64_t (*now)(void);  /* FK_PY_MAX_NS's clock */
     bool lines;
     uint64_t max_bytes;
     /* tid -> thread state */
@@ -207,6 +208,7 @@ struct fk_py_walker *fk_py_walker_new(const struct fk_py_layout *lay,
     w->where = *where;
     w->read = read;
     w->ctx = ctx;
+    w->now = fk_now_ns;
     w->lines = lines;
     w->max_bytes = max_bytes;
     fk_buf_addc(&w->pool, 0);   /* offset 0: no name */
@@ -222,6 +224,11 @@ struct fk_py_walker *fk_py_walker_new(const struct fk_py_layout *lay,
 void fk_py_walker_set_readv(struct fk_py_walker *w, fk_py_readv_fn readv)
 {
     w->readv = readv;
+}
+
+void fk_py_walker_set_clock(struct fk_py_walker *w, uint64_t (*now)(void))
+{
+    w->now = now ? now : fk_now_ns;
 }
 
 void fk_py_walker_free(struct fk_py_walker *w)
@@ -293,7 +300,7 @@ static bool rd(struct fk_py_walker *w, uint64_t addr, void *buf, size_t len)
 {
     struct fk_py_stack *s = w->cur;
     if (s->reads >= FK_PY_MAX_READS || s->read_bytes + len > FK_PY_MAX_READ_BYTES ||
-        ((s->reads & 15) == 15 && fk_now_ns() - w->t0 > FK_PY_MAX_NS)) {
+        ((s->reads & 15) == 15 && w->now() - w->t0 > FK_PY_MAX_NS)) {
         w->over = true;
         return false;
     }
@@ -317,7 +324,7 @@ static size_t rdv(struct fk_py_walker *w, const struct fk_py_iov *iov, size_t n)
         bytes += iov[m].len;
     }
     if (!m || s->reads >= FK_PY_MAX_READS ||
-        ((s->reads & 15) == 15 && fk_now_ns() - w->t0 > FK_PY_MAX_NS)) {
+        ((s->reads & 15) == 15 && w->now() - w->t0 > FK_PY_MAX_NS)) {
         w->over = true;
         return 0;
     }
@@ -805,7 +812,7 @@ bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *sna
         return false;
     w->cur = &tmp;
     tmp.reads = tmp.read_bytes = 0;
-    w->t0 = fk_now_ns();
+    w->t0 = w->now();
     w->over = false;
     uint64_t now = ++w->nsnaps;
     spec_prune(w->spec_code, &w->nspec_code, now, 0);
@@ -971,7 +978,7 @@ static void walk_begin(struct fk_py_walker *w, struct fk_py_stack *out)
     out->anchored = false;
     out->cframe = out->tstate = 0;
     w->cur = out;
-    w->t0 = fk_now_ns();
+    w->t0 = w->now();
     w->over = false;
 }
 

@@ -147,6 +147,11 @@ struct fk_py_walker *fk_py_walker_new(const struct fk_py_layout *lay,
 void fk_py_walker_free(struct fk_py_walker *w);
 /* Batched reads (NULL: each is made with the read function alone). */
 void fk_py_walker_set_readv(struct fk_py_walker *w, fk_py_readv_fn readv);
+/* The clock FK_PY_MAX_NS is measured on (default fk_now_ns, monotonic
+ * ns): a fake address space's checks give one that moves only when they
+ * say, so a walk preempted under load is not cut short (and the bound
+ * itself can be checked). */
+void fk_py_walker_set_clock(struct fk_py_walker *w, uint64_t (*now)(void));
 /* Walk thread tid's chain (tid as the target sees it: its own pid
  * namespace). */
 void fk_py_walk(struct fk_py_walker *w, uint64_t tid, struct fk_py_stack *out);
