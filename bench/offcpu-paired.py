@@ -32,10 +32,79 @@ import sys
 import tempfile
 import time
 import shutil
+import select
 import signal
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pybench import boot_mean, paired_g, paired_rounds, rate  # noqa: E402  (one of each)
+
+
+# A flamekit run's wall time past its window before it is stopped.
+ATTACH_SLACK_S = 60
+# The storms stop this long after a window (flamekit's ready line + its
+# length), and get this long back at speed after flamekit exits.
+STOP_AFTER_S = 0.3
+WARM_S = 0.5
+
+
+def stuck(pid, debugger=True):
+    """Where a run that overstays is, to stderr: each thread's state, wait
+    channel and kernel stack, the host's tasks in D state, and with
+    debugger its user stacks (gdb stops it while it reads them)."""
+    def read(path):
+        try:
+            with open(path) as f:
+                return f.read().strip()
+        except OSError as e:
+            return "(%s)" % e.strerror
+    for task in sorted(glob.glob("/proc/%d/task/*" % pid)):
+        stat = read(task + "/stat")
+        print("paired: stuck thread %s (%s) state %s wchan %s\n  %s" %
+              (os.path.basename(task), read(task + "/comm"), stat.rsplit(")", 1)[-1].split()[:1],
+               read(task + "/wchan"), read(task + "/stack").replace("\n", "\n  ")),
+              file=sys.stderr)
+    if debugger and shutil.which("gdb"):     # and user space, where there is a debugger
+        subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt 12"],
+                       stdout=sys.stderr, stderr=subprocess.DEVNULL, timeout=60)
+    for task in glob.glob("/proc/[0-9]*/task/[0-9]*"):
+        if read(task + "/stat").rsplit(")", 1)[-1].split()[:1] == ["D"]:
+            print("paired: D state: %s (%s) %s" % (task, read(task + "/comm"),
+                                                   read(task + "/stack").replace("\n", " | ")),
+                  file=sys.stderr)
+    sys.stderr.flush()
+
+
+def hold_tracepoint(name):
+    """An fd of a disabled perf event on tracepoint name (category/event),
+    or None: while it is open the kernel keeps its perf probe registered,
+    so flamekit's own events on it neither register nor unregister it.
+    Both wait for RCU grace periods (its close in
+    synchronize_rcu_tasks_trace), which with both CPUs busy with a pinned
+    storm took up to a minute each (quiet) and made 4 rounds outlast 6
+    minutes. The cost it leaves on every switch, flamekit or not (a call
+    into a probe that finds no event on its CPU), is the same in every
+    window, "none" too."""
+    import ctypes
+    import struct
+    for root in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
+        try:
+            with open("%s/events/%s/id" % (root, name)) as f:
+                tp = int(f.read())
+            break
+        except (OSError, ValueError):
+            continue
+    else:
+        return None
+    # struct perf_event_attr (PERF_ATTR_SIZE_VER5, 112 bytes): type 2
+    # (PERF_TYPE_TRACEPOINT), size, config = the id; flags bit 0: disabled
+    attr = struct.pack("=IIQQQQQ", 2, 112, tp, 0, 0, 0, 1).ljust(112, b"\0")
+    buf = ctypes.create_string_buffer(attr, 112)
+    libc = ctypes.CDLL(None, use_errno=True)
+    nr = {"x86_64": 298, "aarch64": 241}.get(os.uname().machine)
+    if nr is None:
+        return None
+    fd = libc.syscall(nr, buf, 0, -1, -1, ctypes.c_ulong(0))   # this process, any CPU
+    return fd if fd >= 0 else None
 
 
 def ticks_of(path):
@@ -66,11 +135,14 @@ def main(a):
     if (os.cpu_count() or 1) < 2:
         print("paired: SKIP: fewer than 2 CPUs")
         return
+    held = hold_tracepoint("sched/sched_switch")
+    print("paired: sched:sched_switch's perf probe held registered for the whole run: %s" %
+          ("yes" if held is not None else "no (flamekit's starts and ends may wait long)"))
     work = tempfile.mkdtemp(prefix="fk-bench-offcpu-paired.")
     modes = [n for n, _ in fks] + ["none"]
     secs = 86400       # killed at the end (a loaded host may take long to start each run)
     outs = [os.path.join(work, "storm%d" % i) for i in (0, 1)]
-    cgs, ws, fkcpu = [], [], {n: [] for n, _ in fks}
+    cgs, ws, fkcpu, fkwall = [], [], {n: [] for n, _ in fks}, {n: [] for n, _ in fks}
     try:
         for i in (0, 1):
             cg = None
@@ -89,20 +161,82 @@ def main(a):
         while time.time() < end and min(len(ticks_of(x)) for x in outs) < 10:
             time.sleep(0.1)     # both started and warm
         fkpath = dict(fks)
+        stop_ns = [0]
 
         def attach(c, m):
             out = os.path.join(work, "%s-%d" % (m, c))
             before = os.times()
-            subprocess.run([fkpath[m], "offcpu", "-q", "--no-svg", "-d",
-                            "%dms" % int(window * 1000), "-o", out, "pid",
-                            str(ws[c].pid)], check=True, stdout=subprocess.DEVNULL)
+            t0 = time.monotonic()
+            rfd, wfd = os.pipe()
+            p = subprocess.Popen([fkpath[m], "offcpu", "-q", "--no-svg", "-d",
+                                  "%dms" % int(window * 1000), "--ready-fd", str(wfd), "-o", out,
+                                  "pid", str(ws[c].pid)], stdout=subprocess.DEVNULL, pass_fds=(wfd,))
+            os.close(wfd)
+            t_launch = time.time_ns()
+            ready, waited = b"", 0
+            while not ready and waited < ATTACH_SLACK_S and p.poll() is None:
+                if select.select([rfd], [], [], 5)[0]:
+                    ready = os.read(rfd, 16) or b"closed"
+                else:
+                    waited += 5
+                    if waited in (15, 30):
+                        stuck(p.pid, False)     # where a slow start is, not stopping it
+            os.close(rfd)
+            stopped = False
+            try:
+                if not ready.startswith(b"ready") and p.poll() is None:
+                    stuck(p.pid)
+                    p.kill()
+                    p.wait()
+                    sys.exit("paired: flamekit %s on copy %d did not open its window in %d s: "
+                             "stopped (where its threads were: above)" % (m, c, ATTACH_SLACK_S))
+                if ready.startswith(b"ready"):
+                    # Both storms stop just after the window, until flamekit
+                    # is done: with both CPUs busy, its exit took 10-31 s
+                    # (quiet; its close of the tracepoint events waits for
+                    # an RCU tasks-trace grace period, its files' fsync for
+                    # the disk), which made 4 rounds outlast 6 minutes. The
+                    # rates are taken within the window alone.
+                    time.sleep(window + STOP_AFTER_S)
+                    stop_ns[0] = time.time_ns()
+                    for w in ws:
+                        os.kill(w.pid, signal.SIGSTOP)
+                    stopped = True
+                try:
+                    rc = p.wait(timeout=ATTACH_SLACK_S)
+                except subprocess.TimeoutExpired:
+                    stuck(p.pid)
+                    p.kill()
+                    p.wait()
+                    sys.exit("paired: flamekit %s on copy %d ran %d s past its %.1f s window: "
+                             "stopped (where its threads were: above)" % (m, c, ATTACH_SLACK_S, window))
+            finally:
+                if stopped:
+                    for w in ws:
+                        os.kill(w.pid, signal.SIGCONT)
+            if rc:
+                sys.exit("paired: flamekit %s on copy %d failed (status %d)" % (m, c, rc))
+            done = time.monotonic() - t0
+            time.sleep(WARM_S)  # the storms back at speed before the next window
+            took = done
             after = os.times()
+            # where a slow run went, as it happens (a run killed from
+            # outside still shows how far it got)
             meta = json.load(open(glob.glob(out + "/*.json")[0]))
+            lo = meta["start_unix_ns"]
+            hi = lo + int(meta["duration_s"] * 1e9)
+            if stopped and hi > stop_ns[0]:
+                sys.exit("paired: flamekit %s on copy %d: its window ended after the storms were "
+                         "stopped" % (m, c))
+            print("paired: %s on copy %d: %.1f s for a %.1f s window (%.1f s before it, %.1f s "
+                  "after it, the storms stopped)" % (m, c, took, window, (lo - t_launch) / 1e9,
+                                                     took - (lo - t_launch) / 1e9 - meta["duration_s"]),
+                  file=sys.stderr, flush=True)
+            fkwall[m].append(took)
             shutil.rmtree(out)
             fkcpu[m].append((after.children_user + after.children_system -
                              before.children_user - before.children_system) / meta["duration_s"])
-            lo = meta["start_unix_ns"]
-            return lo, lo + int(meta["duration_s"] * 1e9)
+            return lo, hi
         windows = paired_rounds(rounds, window, [n for n, _ in fks], attach)
         time.sleep(0.3)
         t = [ticks_of(x) for x in outs]
@@ -140,6 +274,10 @@ def main(a):
             print("flamekit %s: CPU over its whole run per window second, %% of a core: "
                   "median %.2f, min..max %.2f..%.2f" %
                   (n, 100 * statistics.median(v), 100 * min(v), 100 * max(v)))
+    for n, v in fkwall.items():
+        if v:
+            print("flamekit %s: wall time per run (a %.1f s window): median %.1f s, min..max "
+                  "%.1f..%.1f s" % (n, window, statistics.median(v), min(v), max(v)))
 
 
 if __name__ == "__main__":

@@ -305,6 +305,32 @@ if [ -n "$cg2" ] && mkdir "$cg2/fk-offcpu-$$" 2>/dev/null; then
         check_grep "cgroup: the sleeper inside" '^truth-a;\[S\];.*;wait_10ms;' "$(zcat "$F")"
         check_nogrep "cgroup: the workload outside absent" '^truth-prod;' "$(zcat "$F")"
     fi
+    # Debian's python3.11 in it, started there, napping 20 ms at a time
+    # in a named function
+    if [ -x /usr/bin/python3.11 ]; then
+        cat >"$T/nap.py" <<'PY'
+import sys, time
+def nap_20ms():
+    time.sleep(0.02)
+open(sys.argv[1], "w").close()
+end = time.time() + 20
+while time.time() < end:
+    nap_20ms()
+PY
+        # (the shell joins the cgroup, then execs: the pid is python's)
+        sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg2/fk-offcpu-$$" /usr/bin/python3.11 "$T/nap.py" "$T/nap.ready" & NP=$!
+        fk_cleanup "kill $NP 2>/dev/null"
+        for i in $(seq 100); do [ -e "$T/nap.ready" ] && break; sleep 0.1; done
+        sleep 0.3
+        if offcpu cgroup-real -d 2 --no-svg cgroup "fk-offcpu-$$"; then
+            nap=$(weight "$F" '^python3\.11;\[S\];.*;nap_20ms_\[p\];')
+            check "cgroup, python3.11: nap_20ms_[p] blocked under [S] for most of the window ($(pct "$nap" $((2 * 1000000000)))% of 2 s)" \
+                awk -v v="$nap" 'BEGIN { exit !(v > 1.5e9 && v < 2.1e9) }'
+        fi
+        kill $NP 2>/dev/null; wait $NP 2>/dev/null
+    else
+        skip "cgroup: Debian's python3.11" "python3.11 not installed"
+    fi
 else
     skip "cgroup" "no cgroup v2 directory to make"
 fi
@@ -463,4 +489,30 @@ else
         else fail "bpftrace: top-10 kernel stack shares within 5 points" "$d"; fi
     fi
     kill $W 2>/dev/null; wait $W 2>/dev/null || true   # (killed: 143, not the test's status)
+fi
+
+## Every key of the offcpu object the captures above wrote is documented
+## in flamekit-metadata(5) (keys are added without a schema bump: readers
+## ignore keys they do not know, and schema is raised only when a key is
+## removed or redefined).
+metas=("$T"/*/*.offcpu.json)
+if [ -e "${metas[0]}" ]; then
+    undoc=$(python3 - "$FK_SRC/man/flamekit-metadata.5" "${metas[@]}" <<'PY'
+import json, re, sys
+text = open(sys.argv[1]).read()
+sec = text[text.index(".It Li offcpu\n"):]
+sec = sec[:sec.index("\n.El")]
+doc = set()
+for line in sec.splitlines():
+    if "Li " in line and line.startswith("."):
+        doc.update(w for w in re.split(r"[ ,()]+", line.split("Li ", 1)[1]) if re.fullmatch(r"[a-z_]+", w))
+keys = set()
+for j in sys.argv[2:]:
+    keys.update(json.load(open(j)).get("offcpu", {}))
+print(" ".join(sorted(keys - doc)) if keys else "(no offcpu keys)")
+PY
+)
+    check_eq "metadata: every offcpu key written (${#metas[@]} captures) is in flamekit-metadata(5)" "" "$undoc"
+else
+    skip "metadata: every offcpu key written is in flamekit-metadata(5)" "no capture above succeeded"
 fi

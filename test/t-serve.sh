@@ -90,6 +90,15 @@ c=$(code -H "Authorization: Bearer $TOK_A" "$U/profile?target=pid:$hp&seconds=1&
 check_eq "offcpu as JSON: 200" 200 "$c"
 check_grep "... an off-CPU capture" '"profile": "offcpu"' "$T/body"
 check_grep "... with its switch accounting" '"switches_seen": [0-9]+' "$T/body"
+# where a sleeper waits, as folded ns: its named sleep under [S], and the
+# file named as the CLI's
+"$FK_BUILD/test/progs/offcpu-truth" sleeps 30 >/dev/null & sp=$!
+fk_cleanup "kill $sp 2>/dev/null"
+c=$(code --compressed -H "Authorization: Bearer $TOK_A" "$U/profile?target=pid:$sp&seconds=1&format=folded&kind=offcpu")
+check_eq "offcpu as folded: 200" 200 "$c"
+check_grep "... the sleeper's wait_10ms under [S]" '^truth-a;\[S\];.*;wait_10ms;.* [0-9]+$' "$T/body"
+check_grep "... named HOST.STAMP.pid-N.offcpu.folded.gz" '^attachment; filename="[^"/]+\.[0-9]{8}_[0-9]{6}_UTC\.pid-'"$sp"'\.offcpu\.folded\.gz"$' "$(hdr Content-Disposition)"
+kill $sp 2>/dev/null; wait $sp 2>/dev/null
 c=$(code -H "Authorization: Bearer $TOK_A" "$U/profile?target=pid:$hp&seconds=1&format=json")
 check_eq "metadata as JSON: 200" 200 "$c"
 check_grep "... the capture's metadata, command serve" '"command": "serve"' "$T/body"

@@ -231,6 +231,21 @@ if "$FLAMEKIT" run --help 2>/dev/null | grep -q -- '--upload'; then
     else
         fail "flamekit run --upload: wrote an svg" "$o"
     fi
+    # an off-CPU capture uploads the same four files, named .offcpu., and
+    # what lands is what was written: the sleeps' blocked time under [S]
+    truth=$FK_BUILD/test/progs/offcpu-truth
+    o=$(AWS_ENDPOINT_URL_S3=$E "$FLAMEKIT" offcpu -q -o "$T/ocap" --upload s3://fkt/off/ run -- "$truth" sleeps 0.5 2>&1); rc=$?
+    echo "$o" >>"$T/all.out"
+    check_eq "flamekit offcpu --upload: exit 0" 0 "$rc"
+    check_eq "flamekit offcpu --upload: one URL per written file" 4 "$(grep -c "^$E/fkt/off/.*\.run-offcpu-truth\.offcpu\.\(folded\.gz\|pb\.gz\|flamegraph\.svg\|json\)$" <<<"$o")"
+    fo=$(ls "$T"/ocap/*.offcpu.folded.gz 2>/dev/null | head -1)
+    if [ -n "$fo" ]; then
+        s3 -o "$T/odl" "$E/fkt/off/$(basename "$fo")"
+        check "flamekit offcpu --upload: folded bytes equal" cmp "$T/odl" "$fo"
+        check_grep "flamekit offcpu --upload: the sleeps' blocked time under [S]" '^truth-a;\[S\];.*;wait_10ms;' "$(zcat "$T/odl")"
+    else
+        fail "flamekit offcpu --upload: wrote a .offcpu.folded.gz" "$o"
+    fi
     o=$(AWS_ENDPOINT_URL_S3=$E "$FLAMEKIT" run -q -o "$T/cap2" --upload s3://no-such-bucket/ -- true 2>&1); rc=$?
     echo "$o" >>"$T/all.out"
     check_eq "flamekit run --upload to a missing bucket: exit 1" 1 "$rc"
