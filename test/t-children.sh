@@ -288,6 +288,42 @@ if mkdir "$svc" 2>/dev/null; then
         fail "offcpu pid: a loop of short sleepers in its cgroup" "$(head -5 "$T/offpid.out")"
     fi
     kill "$slp" 2>/dev/null; wait "$slp" 2>/dev/null
+    ## Python frames by pid in the same cgroup (per-CPU events, the tree
+    ## kept by its fork/exit records, the Python stacks read as the samples
+    ## leave the ring): a shell in it waits until flamekit is ready, then
+    ## runs six short interpreters (fkpy.py above: 0.15 s of CPU each in
+    ## fk_child_spin) and exits, which ends the capture; the busy outsider
+    ## stays beside them. The function's samples are its CPU time x the
+    ## frequency, as under run.
+    if [ -x "$PY" ]; then
+        : >"$T/pypid.ready"
+        "$LOOP" -c "echo \$\$ >$svc/cgroup.procs; while [ ! -s $T/pypid.ready ]; do sleep 0.05; done
+            for i in 1 2 3 4 5 6; do $PY $T/fkpy.py; done" &
+        pyp=$!
+        fk_cleanup "kill $pyp 2>/dev/null"
+        sleep 0.3
+        timeout 120 "$FLAMEKIT" pid -F $F -d 60 --ready-fd 3 -o "$T/pypid" "$pyp" >"$T/pypid.out" 2>&1 \
+            3>"$T/pypid.ready"
+        rc=$?
+        wait "$pyp" 2>/dev/null
+        keys pypid
+        if [ $rc = 0 ] && [ -s "$T/pypid.keys" ]; then
+            want=$(awk -v f=$F 'BEGIN { printf "%d\n", 6 * 0.15 * f }')
+            fo=$(folded pypid)
+            got=$(zcat "$fo" | awk '/;fk_child_spin_\[p\]/ { s += $NF } END { print s + 0 }')
+            check_eq "python pid: followed in its own small cgroup, ends with the tree" "cgroup:$svc target exited" \
+                "$(jnum pypid target.tree.mode):$(jnum pypid target.tree.cgroup_dir) $(jnum pypid stop_reason)"
+            check_range "python pid: the children's Python function has its CPU time ($got samples, $want expected)" \
+                "$(ratio "$got" "$want")" "$(floor_ratio "$want")" "$(awk -v w="$want" 'BEGIN { print 1 + 5 / sqrt(w) + 0.05 }')"
+            check_range "python pid: ... read in every interpreter forked in the window" \
+                "$(jnum pypid target.tree.forks)" 6 100000000
+            check_eq "python pid: the outsider is not in the graph" 0 "$(comm_samples "$fo" "^fkout$tag")"
+        else
+            fail "python pid: a shell's short interpreters in its cgroup" "exit $rc: $(head -5 "$T/pypid.out")"
+        fi
+    else
+        skip "python pid: a shell's short interpreters in its cgroup" "no $PY"
+    fi
     kill "$op" 2>/dev/null
     ## the tree's end ends the capture (killed 1 s after flamekit says
     ## ready: a sanitizer build on a loaded host can take longer than that

@@ -110,6 +110,50 @@ int main(void)
     fk_hindex_free(&y);
     UNIT_CHECK("free leaves an empty index", y.slot == NULL && y.n == 0 && ids_of(&y, last, all, 1) == 0);
 
+    /* delete: ids removed at random from runs that collide and wrap (64
+     * slots, hashes on 8 of them, the last included), checked after each
+     * against what should be left, in order */
+    struct fk_hindex d;
+    memset(&d, 0, sizeof d);
+    uint64_t hs[8] = { 0, 1, 5, 6, 30, 61, 62, 63 };
+    uint32_t live[40], nlive = 0;
+    for (uint32_t i = 0; i < 40; i++)
+        live[nlive++] = i;
+    for (uint32_t i = 0; i < 40; i++)
+        fk_hindex_add(&d, hs[i % 8], i);
+    bool del_ok = d.mask == 63, del_order = true;
+    uint32_t rnd = 12345;
+    while (nlive && del_ok) {
+        rnd = rnd * 1103515245u + 12345u;
+        uint32_t k = (rnd >> 8) % nlive, victim = live[k];
+        memmove(live + k, live + k + 1, (nlive - k - 1) * sizeof *live);
+        nlive--;
+        it = fk_hindex_find(&d, hs[victim % 8]);
+        bool hit = false;
+        while (!hit && fk_hindex_next(&it, &id))
+            hit = id == victim;
+        if (!hit) {
+            del_ok = false;
+            break;
+        }
+        fk_hindex_del(&d, &it);
+        del_ok = d.n == nlive;
+        for (uint32_t h = 0; h < 8 && del_ok; h++) {
+            uint32_t want[40], nw = 0;
+            for (uint32_t i = 0; i < nlive; i++)
+                if (live[i] % 8 == h)
+                    want[nw++] = live[i];
+            n = ids_of(&d, hs[h], got, 64);
+            del_ok = n == nw;
+            for (uint32_t i = 0; del_ok && i < nw; i++)
+                del_order &= got[i] == want[i];
+        }
+    }
+    UNIT_CHECK("delete: 40 colliding, wrapping ids removed one by one at random, the rest found", del_ok);
+    UNIT_CHECK("delete: ... in their order", del_order);
+    UNIT_CHECK("delete: the index is empty at the end", d.n == 0 && ids_of(&d, hs[0], got, 64) == 0);
+    fk_hindex_free(&d);
+
     fk_hindex_free(&x);
     return UNIT_END();
 }

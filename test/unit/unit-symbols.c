@@ -489,6 +489,54 @@ static void test_sideband(void)
                    strcmp(name_at(s, C, 0x10010), "[passwd+0x10]") == 0);
     }
     fk_sym_free(s);
+
+    /* A tree of 5,000 short children, each forked with the parent's maps,
+     * sampled, exited: each is forgotten 256 exits after its own, so what
+     * is kept per process stops growing, and what was located names. */
+    s = fk_sym_new(&(struct fk_sym_opts){ 0 });
+    fk_sym_comm(s, P, P, "fakeparent", false);
+    fk_sym_mmap(s, P, start, end - start, off, maj, min, ino, PROT_READ | PROT_EXEC, MAP_PRIVATE,
+                exe, NULL, 0);
+    for (int i = 0; i < 64; i++)    /* a parent of several mappings (of one file) */
+        fk_sym_mmap(s, P, 0x100000000ULL + (uint64_t)i * 0x10000, 0x1000, off, maj, min, ino,
+                    PROT_READ | PROT_EXEC, MAP_PRIVATE, exe, NULL, 0);
+    struct fk_loc first = { 0, 0 };
+    size_t bytes300 = 0, bytes5000 = 0;
+    bool located = true;
+    const pid_t base = 4100000;
+    for (pid_t i = 0; i < 5000; i++) {
+        fk_sym_fork(s, base + i, P, base + i, P);
+        fk_sym_fork(s, base + i, base + i, base + 100000 + i, base + i);   /* a thread */
+        struct fk_loc l = fk_sym_locate(s, base + i, fn + 1, false);
+        located &= l.dso != 0;
+        if (i == 0)
+            first = l;
+        fk_sym_exit(s, base + i, base + 100000 + i);
+        fk_sym_exit(s, base + i, base + i);
+        if (i == 299)
+            bytes300 = fk_sym_bytes(s);
+    }
+    bytes5000 = fk_sym_bytes(s);
+    struct fk_sym_gen g;
+    fk_sym_proc_gen(s, base, &g);
+    UNIT_CHECK("5000 children: each located as it ran", located && first.dso != 0);
+    UNIT_CHECK("5000 children: the first is forgotten (256 exits later)", g.image == 0 && !g.exited);
+    fk_sym_proc_gen(s, base + 4999, &g);
+    UNIT_CHECK("5000 children: the last is kept, exited", g.image != 0 && g.exited &&
+               strcmp(name_at(s, base + 4999, fn + 1), "unit_sym_target") == 0);
+    UNIT_CHECK("5000 children: the first one's location still names",
+               strcmp(name_of(s, first, NULL), "unit_sym_target") == 0);
+    UNIT_CHECK("5000 children: the symbolizer's bytes stop growing", bytes5000 <= bytes300 + 4096);
+    UNIT_CHECK("5000 children: the parent is kept", strcmp(name_at(s, P, fn + 1), "unit_sym_target") == 0 &&
+               strcmp(fk_sym_comm_of(s, P, P), "fakeparent") == 0);
+    struct fk_sym_stats sst;
+    fk_sym_stats(s, &sst);
+    UNIT_CHECK("5000 children: every process counted", sst.processes == 5001);
+    fk_sym_fork(s, base, P, base, P);   /* a forgotten pid taken again */
+    UNIT_CHECK("5000 children: a forgotten pid taken again has its maps",
+               strcmp(name_at(s, base, fn + 1), "unit_sym_target") == 0 &&
+               strcmp(fk_sym_comm_of(s, base, base), "fakeparent") == 0);
+    fk_sym_free(s);
 }
 
 static void test_scan_all(void)

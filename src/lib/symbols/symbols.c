@@ -28,6 +28,13 @@
 #define KERNEL_SLACK 0x10000
 #define JIT_NONE UINT32_MAX
 #define JIT_MAP_MAX_SIZE (256u << 20)
+/* Exited processes and threads whose state is kept: a process's samples
+ * are located as they are handled, in time order, and none comes after
+ * its EXIT record but for its last switch-out (microseconds later), so
+ * the oldest of these is forgotten when one more exits. Without this a
+ * tree of thousands of short children kept each one's maps (a copy of
+ * its parent's at fork) for the whole capture. */
+#define GONE_KEEP 256
 
 struct map {
     uint64_t start, end, pgoff;
@@ -48,7 +55,14 @@ struct proc {
 
 struct thread {
     pid_t tid, pid;
+    bool exited;        /* its EXIT handled, and no FORK or COMM since */
     char comm[COMM_LEN];
+};
+
+/* An exit waiting its turn to be forgotten (GONE_KEEP). */
+struct gone {
+    pid_t pid, tid;     /* pid == tid: the process */
+    uint64_t image;     /* the process's image at its exit */
 };
 
 struct fk_symbolizer {
@@ -67,6 +81,13 @@ struct fk_symbolizer {
     size_t fds_open, fd_cap;
     bool kernel_loaded, kernel_hidden, kernel_warned, capture_ended;
     uint64_t exits;         /* processes whose exit was handled */
+    /* the last GONE_KEEP exits (a ring), and the slots of procs and
+     * threads forgotten, reused before the arrays grow */
+    struct gone gone[GONE_KEEP];
+    size_t gone_next, ngone;
+    uint32_t *free_procs, *free_threads;
+    size_t nfree_procs, free_procs_cap, nfree_threads, free_threads_cap;
+    uint64_t forgotten;     /* processes forgotten after their exit */
     struct fk_symtab kernel, vdso;
     /* kernel holds only the core kernel's symbols, from the cache
      * (kcache.c), spanning [kernel_lo, kernel_hi]: a frame outside needs
@@ -523,8 +544,13 @@ static struct proc *proc_find(struct fk_symbolizer *s, pid_t pid)
 
 static struct proc *proc_new(struct fk_symbolizer *s, pid_t pid)
 {
-    s->procs = fk_grow(s->procs, &s->procs_cap, s->nprocs + 1, sizeof *s->procs);
-    uint32_t n = (uint32_t)s->nprocs++;
+    uint32_t n;
+    if (s->nfree_procs) {
+        n = s->free_procs[--s->nfree_procs];
+    } else {
+        s->procs = fk_grow(s->procs, &s->procs_cap, s->nprocs + 1, sizeof *s->procs);
+        n = (uint32_t)s->nprocs++;
+    }
     struct fk_hiter it = fk_hindex_find(&s->proc_idx, fk_hash_u64((uint32_t)pid));
     uint32_t i;
     bool reused = false;
@@ -558,15 +584,21 @@ static struct thread *thread_get(struct fk_symbolizer *s, pid_t tid, pid_t pid)
     struct thread *t = thread_find(s, tid);
     if (t) {
         t->pid = pid;
+        t->exited = false;
         return t;
     }
-    s->threads = fk_grow(s->threads, &s->threads_cap, s->nthreads + 1, sizeof *s->threads);
-    t = &s->threads[s->nthreads];
+    uint32_t n;
+    if (s->nfree_threads) {
+        n = s->free_threads[--s->nfree_threads];
+    } else {
+        s->threads = fk_grow(s->threads, &s->threads_cap, s->nthreads + 1, sizeof *s->threads);
+        n = (uint32_t)s->nthreads++;
+    }
+    t = &s->threads[n];
     memset(t, 0, sizeof *t);
     t->tid = tid;
     t->pid = pid;
-    fk_hindex_add(&s->thread_idx, fk_hash_u64((uint32_t)tid), (uint32_t)s->nthreads);
-    s->nthreads++;
+    fk_hindex_add(&s->thread_idx, fk_hash_u64((uint32_t)tid), n);
     return t;
 }
 
@@ -814,6 +846,8 @@ void fk_sym_free(struct fk_symbolizer *s)
         free(s->procs[i].maps);
     free(s->procs);
     free(s->threads);
+    free(s->free_procs);
+    free(s->free_threads);
     for (size_t i = 0; i < s->ndsos; i++) {
         struct dso *d = &s->dsos[i];
         fk_cfi_free(d->cfi);
@@ -910,14 +944,71 @@ void fk_sym_fork(struct fk_symbolizer *s, pid_t pid, pid_t ppid, pid_t tid, pid_
     set_comm(thread_get(s, tid, pid)->comm, comm);
 }
 
+/* Forget a process (its maps and index entry) or a thread that exited
+ * GONE_KEEP exits ago, unless its pid or tid was taken again since (a
+ * FORK, an exec's COMM). Its samples were located as they were handled:
+ * the DSOs they name stay. */
+static void forget(struct fk_symbolizer *s, const struct gone *g)
+{
+    struct fk_hiter it;
+    uint32_t i;
+    if (g->pid == g->tid) {
+        it = fk_hindex_find(&s->proc_idx, fk_hash_u64((uint32_t)g->pid));
+        while (fk_hindex_next(&it, &i)) {
+            struct proc *pr = &s->procs[i];
+            if (pr->pid != g->pid)
+                continue;
+            if (pr->exited && pr->image == g->image) {
+                fk_hindex_del(&s->proc_idx, &it);
+                free(pr->maps);
+                memset(pr, 0, sizeof *pr);
+                s->free_procs = fk_grow(s->free_procs, &s->free_procs_cap, s->nfree_procs + 1,
+                                        sizeof *s->free_procs);
+                s->free_procs[s->nfree_procs++] = i;
+                s->forgotten++;
+            }
+            break;
+        }
+    }
+    it = fk_hindex_find(&s->thread_idx, fk_hash_u64((uint32_t)g->tid));
+    while (fk_hindex_next(&it, &i)) {
+        struct thread *t = &s->threads[i];
+        if (t->tid != g->tid)
+            continue;
+        if (t->exited) {
+            fk_hindex_del(&s->thread_idx, &it);
+            memset(t, 0, sizeof *t);
+            s->free_threads = fk_grow(s->free_threads, &s->free_threads_cap, s->nfree_threads + 1,
+                                      sizeof *s->free_threads);
+            s->free_threads[s->nfree_threads++] = i;
+        }
+        break;
+    }
+}
+
 void fk_sym_exit(struct fk_symbolizer *s, pid_t pid, pid_t tid)
 {
-    /* keep everything: earlier samples are named after the capture */
     struct proc *pr = proc_find(s, pid);
+    struct thread *t = thread_find(s, tid);
+    bool known = false;
+    if (t && !t->exited) {
+        t->exited = true;
+        known = true;
+    }
     if (pr && pid == tid && !pr->exited) {
         pr->exited = true;
         s->exits++;
+        known = true;
     }
+    if (!known)
+        return;
+    struct gone *g = &s->gone[s->gone_next];
+    if (s->ngone == GONE_KEEP)
+        forget(s, g);
+    else
+        s->ngone++;
+    *g = (struct gone){ pid, tid, pr && pid == tid ? pr->image : 0 };
+    s->gone_next = (s->gone_next + 1) % GONE_KEEP;
 }
 
 uint64_t fk_sym_exits(const struct fk_symbolizer *s)
@@ -1321,7 +1412,7 @@ void fk_sym_stats(const struct fk_symbolizer *s, struct fk_sym_stats *out)
 {
     memset(out, 0, sizeof *out);
     out->dsos = s->ndsos > 2 ? s->ndsos - 2 : 0;
-    out->processes = s->nprocs;
+    out->processes = s->nprocs - s->nfree_procs + s->forgotten;
     out->locate_unknown = s->locate_unknown;
     out->names_unresolved = s->names_unresolved;
     out->names_function_start = s->names_fde;
@@ -1373,6 +1464,7 @@ size_t fk_sym_bytes(const struct fk_symbolizer *s)
 {
     size_t b = sizeof *s;
     b += s->procs_cap * sizeof *s->procs + s->threads_cap * sizeof *s->threads;
+    b += s->free_procs_cap * sizeof *s->free_procs + s->free_threads_cap * sizeof *s->free_threads;
     b += s->dsos_cap * sizeof *s->dsos;
     b += fk_hindex_bytes(&s->proc_idx) + fk_hindex_bytes(&s->thread_idx) + fk_hindex_bytes(&s->dso_idx);
     b += fk_hindex_bytes(&s->named_idx);

@@ -188,8 +188,10 @@ size_t fk_sym_proc_files(struct fk_symbolizer *s, pid_t pid, bool (*want)(const 
  * found in pid holds while both stay -- so do fk_sym_locate's and
  * fk_sym_cfi_at's answers for its addresses, until the capture ends (the
  * CFI is given back then). image is unique across processes; 0, 0: never
- * heard of. exited: that image's process exited (its EXIT record was
- * handled: records come in time order, so none of its samples follow). */
+ * heard of, or forgotten: a process is forgotten 256 exits after its own
+ * (its maps freed). exited: that image's process exited (its EXIT record
+ * was handled: records come in time order, so none of its samples
+ * follow). */
 struct fk_sym_gen {
     uint64_t image, maps;
     bool capture_ended, exited;

@@ -1611,7 +1611,9 @@ static void sweep(struct fk_python *p, uint64_t now)
         struct py_proc *pp = p->procs[i];
         struct fk_sym_gen g;
         fk_sym_proc_gen(p->sym, pp->pid, &g);
-        if (g.exited) {
+        /* (a process looked at that the symbolizer no longer knows: it
+         * was forgotten after its exit) */
+        if (g.exited || (pp->looked && pp->gen.image && !g.image)) {
             p->st.forgotten += pp->state == PS_PYTHON;
             proc_clear(pp);
             free(pp);

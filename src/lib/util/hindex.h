@@ -74,6 +74,27 @@ static inline void fk_hindex_set(struct fk_hindex *x, const struct fk_hiter *it,
     x->slot[(it->pos - 1) & x->mask].id1 = id + 1;
 }
 
+/* Remove the id fk_hindex_next just gave (x: the index `it` reads; `it`
+ * is spent). The entries after it in its run move back into the hole
+ * unless that would put one before its own slot (backward-shift
+ * deletion: no tombstones, lookups stay as short), so ids under one hash
+ * keep their order. */
+static inline void fk_hindex_del(struct fk_hindex *x, const struct fk_hiter *it)
+{
+    size_t hole = (it->pos - 1) & x->mask;
+    for (size_t j = (hole + 1) & x->mask; x->slot[j].id1; j = (j + 1) & x->mask) {
+        size_t home = x->slot[j].tag & x->mask;
+        /* stays when its home is cyclically in (hole, j] */
+        bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+        if (stays)
+            continue;
+        x->slot[hole] = x->slot[j];
+        hole = j;
+    }
+    x->slot[hole] = (struct fk_hslot){ 0, 0 };
+    x->n--;
+}
+
 /* Add id under h (ids already there under h stay: the caller looks first
  * when keys are unique). id < UINT32_MAX. */
 static inline void fk_hindex_add(struct fk_hindex *x, uint64_t h, uint32_t id)
