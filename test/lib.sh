@@ -37,6 +37,23 @@ _fk_exit() {
     [ -n "${FK_KEEP_TMP:-}" ] || rm -rf "$T"
 }
 trap _fk_exit EXIT
+# fk_cgroup_cleanup DIR: DIR is a cgroup v2 directory the test made. At
+# exit its processes (its sub-cgroups' too) are killed and it is removed,
+# deepest first, waiting up to 5 s for the kernel to let the last ones go:
+# a plain rmdir registered before the workload's kill ran first and failed
+# on a test cut short, leaving empty fk-* cgroups behind.
+fk_cgroup_cleanup() { fk_cleanup "_fk_cgroup_rm '$1'"; }
+_fk_cgroup_rm() {
+    [ -d "$1" ] || return 0
+    [ -e "$1/cgroup.kill" ] && echo 1 >"$1/cgroup.kill" 2>/dev/null
+    local i d
+    for i in $(seq 100); do
+        for d in $(find "$1" -depth -type d 2>/dev/null); do rmdir "$d" 2>/dev/null; done
+        [ -d "$1" ] || return 0
+        sleep 0.05
+    done
+    echo "$(basename "$0"): cannot remove the test's cgroup $1: $(wc -l <"$1/cgroup.procs") processes left in it" >&2
+}
 
 # Checks are numbered in the order they report (--run). After skip_rest
 # WHY (a setup step failed, or what the rest needs is missing) every later

@@ -146,7 +146,7 @@ wait "$rp" "$np" 2>/dev/null
 # cgroup: a cgroup v2 dir with the workload moved in
 cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
 if [ -n "$cg2" ] && mkdir "$cg2/fk-test-$$" 2>/dev/null; then
-    fk_cleanup "rmdir $cg2/fk-test-$$"
+    fk_cgroup_cleanup "$cg2/fk-test-$$"
     "$HOT" 3 & cp_=$!
     "$T/hotroot" 3 & rp=$!
     fk_cleanup "kill $cp_ $rp 2>/dev/null"
@@ -165,7 +165,7 @@ if [ -n "$cg2" ] && mkdir "$cg2/fk-test-$$" 2>/dev/null; then
     # never by a part of a path component
     id=$(printf '%064x' $$)
     if mkdir "$cg2/fk-test-$$/docker-$id.scope" 2>/dev/null; then
-        fk_cleanup "rmdir $cg2/fk-test-$$/docker-$id.scope"
+        fk_cgroup_cleanup "$cg2/fk-test-$$/docker-$id.scope"
         sleep 30 & sp=$!
         fk_cleanup "kill $sp 2>/dev/null"
         echo "$sp" >"$cg2/fk-test-$$/docker-$id.scope/cgroup.procs"

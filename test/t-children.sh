@@ -219,7 +219,7 @@ check_eq "no command: no cgroup left behind" 0 "$(leftover $fk)"
 ## reaped children's) read every 0.1 s. The target is never moved.
 svc=$CG2/fk-children-$$
 if mkdir "$svc" 2>/dev/null; then
-    fk_cleanup "rmdir $svc 2>/dev/null"
+    fk_cgroup_cleanup "$svc"
     "$LOOP" -c "echo \$\$ >$svc/cgroup.procs; exec $LOOP -c 'while :; do $TRUE; done'" &
     lp=$!
     fk_cleanup "kill $lp 2>/dev/null"
@@ -368,7 +368,7 @@ if [ -x "$FORKER" ]; then
     ## pids are made through /proc/sys/kernel/ns_last_pid.
     svr=$CG2/fk-children-reuse-$$
     if mkdir "$svr" 2>/dev/null; then
-        fk_cleanup "rmdir $svr 2>/dev/null"
+        fk_cgroup_cleanup "$svr"
         sh -c "echo \$\$ >$svr/cgroup.procs; exec '$FORKER' member '$T/go' '$T/reuse.pid' '$T/reuse.done'" &
         mp=$!
         sh -c "echo \$\$ >$svr/cgroup.procs; exec '$FORKER' outsider '$T/reuse.pid' '$T/reuse.done'" &

@@ -243,7 +243,7 @@ done
 # that range.
 cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
 if [ -n "$cg2" ] && mkdir "$cg2/fk-faults-$$" 2>/dev/null; then
-    fk_cleanup "rmdir $cg2/fk-faults-$$"
+    fk_cgroup_cleanup "$cg2/fk-faults-$$"
     # as for host and user: the lab runs its loops inside the window (a lab
     # looping through a fixed 2 s window was starved below one loop at load
     # 17 under ASan: 9,952 faults counted), in the cgroup from before its exec

@@ -299,7 +299,7 @@ if offcpu user -d 1 --no-svg user root; then
 fi
 cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
 if [ -n "$cg2" ] && mkdir "$cg2/fk-offcpu-$$" 2>/dev/null; then
-    fk_cleanup "rmdir $cg2/fk-offcpu-$$"
+    fk_cgroup_cleanup "$cg2/fk-offcpu-$$"
     echo "$SW" >"$cg2/fk-offcpu-$$/cgroup.procs"
     if offcpu cgroup -d 1 --no-svg cgroup "fk-offcpu-$$"; then
         check_grep "cgroup: the sleeper inside" '^truth-a;\[S\];.*;wait_10ms;' "$(zcat "$F")"
