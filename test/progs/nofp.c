@@ -4,7 +4,10 @@
  * DEPTH times) -> nofp_leaf, which burns CPU and calls into libc (qsort,
  * whose comparator calls back in). A frame-pointer walk loses the callers.
  * usage: nofp SECONDS [DEPTH]   (VARIANT=2 builds a copy with a different
- * code layout, for the binary-replaced-on-disk test) */
+ * code layout, for the binary-replaced-on-disk test). SECONDS are wall
+ * time, or the process's CPU time with NOFP_CLOCK=cpu: two processes
+ * sampled side by side then get shares set by their arguments, not by
+ * how the scheduler served them on a loaded host. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,13 +63,15 @@ __attribute__((noinline)) unsigned long nofp_middle(unsigned depth, unsigned n)
 
 __attribute__((noinline)) void nofp_outer(double secs, unsigned depth)
 {
+    const char *c = getenv("NOFP_CLOCK");
+    clockid_t clk = c && !strcmp(c, "cpu") ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC;
     struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    clock_gettime(clk, &t0);
     unsigned n = 0;
     do {
         for (int k = 0; k < 50; k++)
             sink += nofp_middle(depth, n++);
-        clock_gettime(CLOCK_MONOTONIC, &t);
+        clock_gettime(clk, &t);
     } while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < secs);
 }
 
