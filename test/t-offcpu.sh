@@ -338,6 +338,23 @@ fi
 check_eq "--stdout: exit 0" 0 "$?"
 check_eq "--stdout: the stream's magic" FKS1 "$(head -c 4 "$T/stream")"
 check_eq "--stdout: the four offcpu files in it" 4 "$(LC_ALL=C grep -aoE '\.offcpu\.(flamegraph\.svg|folded\.gz|pb\.gz|json)' "$T/stream" | sort -u | wc -l)"
+# The files come before the events are closed: closing the last perf
+# event on sched:sched_switch waits for RCU grace periods
+# (synchronize_rcu_tasks_trace), 10-60 s on a host whose CPUs were all
+# busy, so the capture keeps them open, disabled, until its files are
+# renamed into place. (LeakSanitizer cannot run under ptrace: off here.)
+if need strace; then
+    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" timeout -k 5 60 \
+        strace -f -qq -y -e trace=close,rename,renameat,renameat2 -o "$T/close.strace" \
+        "$FLAMEKIT" offcpu -q --no-svg -d 1 -o "$T/close" pid $SW >/dev/null 2>"$T/close.err"
+    check_eq "events closed after the files: exit 0" 0 "$?"
+    renamed=$(grep -n 'rename.*\.offcpu\.json"' "$T/close.strace" | tail -1 | cut -d: -f1)
+    closed=$(grep -n 'close([0-9]*<anon_inode:\[perf_event\]>' "$T/close.strace" | tail -1 | cut -d: -f1)
+    check "the last perf event is closed after the .json is renamed into place (lines ${closed:-none} > ${renamed:-none} of the trace)" \
+        test "${closed:-0}" -gt "${renamed:-0}" -a "${renamed:-0}" -gt 0
+else
+    skip "events closed after the files" "no strace"
+fi
 kill $SW $OW 2>/dev/null; wait $SW $OW 2>/dev/null || true
 
 ## N follows the rate within the window: truth-sleep sleeps 1 ms at a time

@@ -904,10 +904,15 @@ static void engine_init(struct fk_engine *e, const struct fk_capture_opts *o,
     e->reader_cpu = e->reader_mask_known = -1;
 }
 
-static void engine_free(struct fk_engine *e)
+/* hold: the events go to the result, closed after its files are written
+ * (fk_capture_result_free); else closed now. */
+static void engine_free(struct fk_engine *e, bool hold)
 {
     engine_priority(e, false);      /* a capture that failed */
     fk_reader_free(e->reader);      /* its thread reads the rings */
+    e->reader = NULL;
+    if (hold)
+        e->r->held = fk_engine_hold_events(e);
     fk_engine_close(e);
     if (e->kind && e->kind->stop)
         e->kind->stop(e->kind_state);
@@ -956,7 +961,7 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r,
     engine_finish(e);
     rc = FK_EXIT_OK;
 out:
-    engine_free(e);
+    engine_free(e, rc == FK_EXIT_OK);
     free(e);
     if (rc != FK_EXIT_OK)
         fk_capture_result_free(r);
@@ -965,6 +970,8 @@ out:
 
 void fk_capture_result_free(struct fk_capture_result *r)
 {
+    fk_held_events_close(r->held);
+    r->held = NULL;
     fk_stacktab_free(&r->stacks);
     fk_prof_free(&r->prof);
     free(r->tree_cgroup);
@@ -985,7 +992,7 @@ struct fk_replay *fk_replay_new(const struct fk_capture_opts *o, struct fk_captu
     struct fk_engine *e = &p->e;
     engine_init(e, o, r, err, errlen);
     if (!fk_engine_configure(e)) {
-        engine_free(e);
+        engine_free(e, false);
         free(p);
         return NULL;
     }
@@ -1021,6 +1028,6 @@ void fk_replay_wakeup(struct fk_replay *p)
 void fk_replay_finish(struct fk_replay *p)
 {
     engine_finish(&p->e);
-    engine_free(&p->e);
+    engine_free(&p->e, false);
     free(p);
 }

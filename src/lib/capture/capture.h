@@ -114,6 +114,8 @@ struct fk_capture_opts {
 };
 void fk_capture_opts_init(struct fk_capture_opts *o);
 
+struct fk_held_events;
+
 struct fk_capture_result {
     struct fk_stacktab stacks;      /* folded "comm;root;...;leaf" -> count */
     struct fk_prof prof;            /* the same stacks with locations, mappings,
@@ -204,6 +206,12 @@ struct fk_capture_result {
      * counters), when they could be opened. */
     uint64_t target_count;
     bool have_target_count;
+    /* The capture's events, disabled, their rings unmapped: closed by
+     * fk_capture_result_free, after the files are written. Closing the
+     * last event on a tracepoint (off-CPU's sched_switch) waits for RCU
+     * grace periods (synchronize_rcu_tasks_trace), which on a host whose
+     * CPUs are all busy took 10-60 s: the files come first. */
+    struct fk_held_events *held;
 };
 
 /* Run the capture. Returns FK_EXIT_OK, or FK_EXIT_ERROR (126/127: a RUN
@@ -214,6 +222,8 @@ struct fk_capture_result {
 int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r, char *err,
                    size_t errlen);
 void fk_capture_result_free(struct fk_capture_result *r);
+/* Close r's events now (fk_capture_result_free does it too). */
+void fk_held_events_close(struct fk_held_events *h);
 
 /* Replay (benchmarks): records saved by record_tap handled as a capture
  * handles them -- decode, unwind, locate, aggregate -- without perf, then

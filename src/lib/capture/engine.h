@@ -115,6 +115,9 @@ bool fk_engine_open(struct fk_engine *e);
 bool fk_engine_mmap(struct fk_engine *e);
 void fk_engine_cgroup_counters(struct fk_engine *e, unsigned long ioctl_req);
 void fk_engine_close(struct fk_engine *e);
+/* The events, disabled, their rings unmapped, taken from the engine to
+ * be closed later (fk_held_events_close; NULL: none). */
+struct fk_held_events *fk_engine_hold_events(struct fk_engine *e);
 /* naming.c */
 void fk_engine_name(struct fk_engine *e);
 

@@ -434,29 +434,76 @@ void fk_engine_cgroup_counters(struct fk_engine *e, unsigned long req)
  * PERF_FORMAT_ID, which deleting does not free. */
 void perf_evsel__free_id(struct perf_evsel *evsel);
 
-void fk_engine_close(struct fk_engine *e)
+/* The events apart from the engine (fk_engine_hold_events). */
+struct fk_held_events {
+    struct perf_evlist *evlist;
+    struct perf_evsel *evsel[FK_EVKIND_MAX_EVENTS];
+    unsigned nevents;
+    struct perf_cpu_map *cpus;
+    struct perf_thread_map *threads;
+    int *cgfds;
+    int ncgfds;
+};
+
+static void events_close(struct fk_held_events *h)
 {
-    for (unsigned i = 0; i < e->nevents; i++)
-        if (e->evsel[i] && (e->nevents > 1 ||
-                            (perf_evsel__attr(e->evsel[i])->read_format & PERF_FORMAT_ID)))
-            perf_evsel__free_id(e->evsel[i]);
-    if (e->evlist)
-        perf_evlist__delete(e->evlist);     /* unmaps, closes, deletes its evsels */
+    for (unsigned i = 0; i < h->nevents; i++)
+        if (h->evsel[i] && (h->nevents > 1 ||
+                            (perf_evsel__attr(h->evsel[i])->read_format & PERF_FORMAT_ID)))
+            perf_evsel__free_id(h->evsel[i]);
+    if (h->evlist)
+        perf_evlist__delete(h->evlist);     /* unmaps, closes, deletes its evsels */
     else
-        for (unsigned i = 0; i < e->nevents; i++)
-            if (e->evsel[i])
-                perf_evsel__delete(e->evsel[i]);
+        for (unsigned i = 0; i < h->nevents; i++)
+            if (h->evsel[i])
+                perf_evsel__delete(h->evsel[i]);
+    perf_thread_map__put(h->threads);
+    perf_cpu_map__put(h->cpus);
+    for (int i = 0; h->cgfds && i < h->ncgfds; i++)
+        if (h->cgfds[i] >= 0)
+            close(h->cgfds[i]);
+    free(h->cgfds);
+}
+
+/* The engine's events, its fields cleared. */
+static struct fk_held_events take_events(struct fk_engine *e)
+{
+    struct fk_held_events h = {
+        .evlist = e->evlist, .nevents = e->nevents, .cpus = e->cpus, .threads = e->threads,
+        .cgfds = e->cgfds, .ncgfds = e->r ? e->r->ncpus : 0,
+    };
+    memcpy(h.evsel, e->evsel, sizeof h.evsel);
     e->evlist = NULL;
     memset(e->evsel, 0, sizeof e->evsel);
-    perf_thread_map__put(e->threads);
-    perf_cpu_map__put(e->cpus);
     e->threads = NULL;
     e->cpus = NULL;
-    for (int i = 0; e->cgfds && i < e->r->ncpus; i++)
-        if (e->cgfds[i] >= 0)
-            close(e->cgfds[i]);
-    free(e->cgfds);
     e->cgfds = NULL;
+    return h;
+}
+
+struct fk_held_events *fk_engine_hold_events(struct fk_engine *e)
+{
+    if (!e->evlist && !e->nevents)
+        return NULL;
+    if (e->evlist)
+        perf_evlist__munmap(e->evlist);     /* the rings' memory now */
+    struct fk_held_events *h = fk_calloc(1, sizeof *h);
+    *h = take_events(e);
+    return h;
+}
+
+void fk_held_events_close(struct fk_held_events *h)
+{
+    if (!h)
+        return;
+    events_close(h);
+    free(h);
+}
+
+void fk_engine_close(struct fk_engine *e)
+{
+    struct fk_held_events h = take_events(e);
+    events_close(&h);
     fk_u64map_free(&e->event_of);
     for (unsigned i = 0; i < FK_EVKIND_MAX_EVENTS; i++) {
         free(e->period_fds[i]);     /* libperf's fds, closed with the evlist */
