@@ -3,7 +3,7 @@
  * engine.h in order; this file holds the loop, what happens to each record
  * (side-band to the symbolizer and the target filter, samples decoded once
  * and turned into stacks for the event kind), and the final counts. */
-#include "capture/engine.h"
+#include "engine/engine.h"
 #include "symbols/pins.h"
 #include "util/buf.h"
 #include "util/procfs.h"

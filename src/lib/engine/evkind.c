@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The built-in event kinds (evkind.h): a clock sampled at a frequency, and
  * a counted event sampled one hit in N. Both weigh a sample at once. */
-#include "capture/evkind.h"
-#include "capture/capture.h"
+#include "engine/evkind.h"
+#include "engine/capture.h"
 #include "capture/period_check.h"
 
 #include <linux/perf_event.h>

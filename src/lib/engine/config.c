@@ -3,8 +3,8 @@
  * limits, the call-graph mode (auto resolved to dwarf or fp, with the note
  * saying why), the ring size, and one perf_event_attr per event of the
  * kind -- the engine's common bits first, then the kind's own. */
-#include "capture/engine.h"
-#include "capture/capture.h"
+#include "engine/engine.h"
+#include "engine/capture.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -16,11 +16,11 @@
  *   (loop)               take the reader's copies, hand records on in time order
  *   fk_engine_read_counts  the events' own counts after disabling
  *   fk_engine_name       unique stacks -> the structured profile */
-#ifndef FK_CAPTURE_ENGINE_H
-#define FK_CAPTURE_ENGINE_H
+#ifndef FK_ENGINE_ENGINE_H
+#define FK_ENGINE_ENGINE_H
 
-#include "capture/capture.h"
-#include "capture/evkind.h"
+#include "engine/capture.h"
+#include "engine/evkind.h"
 #include "capture/reader.h"
 #include "capture/ring.h"
 #include "capture/sample.h"

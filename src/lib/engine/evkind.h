@@ -30,8 +30,8 @@
  * cpu-clock or cycles, weight = the nominal period in ns) and
  * fk_evkind_counted (any software event or tracepoint, one hit in N,
  * weight = N). */
-#ifndef FK_CAPTURE_EVKIND_H
-#define FK_CAPTURE_EVKIND_H
+#ifndef FK_ENGINE_EVKIND_H
+#define FK_ENGINE_EVKIND_H
 
 #include "capture/sample.h"
 #include "symbols/symbols.h"
