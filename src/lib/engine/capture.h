@@ -157,6 +157,10 @@ struct fk_capture_result {
     int nice;
     bool nice_raised;
     bool nice_refused;              /* not raised: --no-priority */
+    /* the reader read the rings every reader_poll_ms on its own clock, the
+     * kernel waking no one (struct fk_evkind.poll_ms); 0: at the kernel's
+     * wake-ups (a quarter ring, every sample for an early stack hook) */
+    unsigned reader_poll_ms;
     uint64_t reader_moves;          /* the reader's thread bound to a sampled
                                        thread's CPU (capture.c follow_cpu) */
     uint64_t reader_released;       /* ... let go of, a sample read late */

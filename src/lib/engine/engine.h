@@ -49,6 +49,9 @@ struct fk_engine {
     uint32_t stack_size;
     unsigned pages;                 /* data pages per ring */
     bool ring_limited;              /* pages were cut to the mlock budget */
+    uint64_t sample_bytes;          /* the largest sample the mode records */
+    unsigned poll_ms;               /* the reader's clock (config.c choose_reads);
+                                       0: the kernel's wake-ups */
     const struct fk_evkind *kind;
     void *kind_state;
     unsigned nevents;

@@ -51,6 +51,16 @@ const struct fk_evkind fk_evkind_clock = {
     .config = clock_config,
     .values = clock_values,
     .sample = weigh_now,
+    /* The rings are read every 50 ms on the reader's clock, the kernel
+     * waking no one: the reader's thread already read them at least that
+     * often (reader.c READER_POLL_MS), so the files of short-lived
+     * processes are pinned as soon as before. What goes is the kernel's
+     * wake-up at each quarter ring and the engine's thread woken with
+     * it. The rings hold a quarter of a second of the largest samples at
+     * the rate (config.c), 5 polls; the Python hook keeps its per-sample
+     * wake-ups. */
+    .poll_ms = 50,
+    .early_wakeups = true,
 };
 
 /* ---- counted: a software event or tracepoint, one hit in N ------------ */
