@@ -22,7 +22,7 @@
  * The recorded processes must still run when replaying: the engine seeds
  * address spaces from /proc, as a capture does at its start.
  * File: "FKREPLAY", u64 sample_type, then the records as in the ring. */
-#include "capture/capture.h"
+#include "engine/capture.h"
 #include "capture/sample.h"
 #include "stacks/folded.h"
 #include "util/outfile.h"

@@ -264,6 +264,7 @@ json_t *fk_profile_metadata(const struct fk_profile_request *rq,
     json_object_set_new(rd, "nice", json_integer(r->nice));
     json_object_set_new(rd, "nice_raised", json_boolean(r->nice_raised));
     json_object_set_new(rd, "nice_refused", json_boolean(r->nice_refused));
+    json_object_set_new(rd, "poll_ms", json_integer(r->reader_poll_ms));
     json_object_set_new(rd, "cpu_moves", json_integer((json_int_t)r->reader_moves));
     json_object_set_new(rd, "cpu_released", json_integer((json_int_t)r->reader_released));
     json_object_set_new(rd, "pinned_files", json_integer((json_int_t)r->pins.files));

@@ -9,7 +9,7 @@
  * A raw stack's key is comm NUL pid32 frames-id32, the id an entry of
  * the engine's frame_lists table: (dso u32, addr u64) per frame, leaf first
  * (capture.c writes both). */
-#include "capture/engine.h"
+#include "engine/engine.h"
 
 #include <stdlib.h>
 #include <string.h>
