@@ -16,7 +16,9 @@
 #include "util/opt.h"
 
 /* One line on stderr, "PROG: warning: MESSAGE" / "PROG: MESSAGE", made
- * safe for a terminal (fk_text_sanitize) and written in one piece. */
+ * safe for a terminal (fk_text_sanitize) and written in one piece (so
+ * also the fetch servers' --verbose log lines, which name what a client
+ * sent, from several threads). */
 void fk_warn(const char *fmt, ...) FK_PRINTF(1, 2);
 void fk_error(const char *fmt, ...) FK_PRINTF(1, 2);
 /* The fk_warn_fn to give the library: fk_warn("%s", msg). */

@@ -11,6 +11,7 @@
  * pings, a maximum connection age and idle time bound the connections. */
 #include "fetchd/fetchd.h"
 #include "util/opt.h"
+#include "cmd/term.h"
 #include "fetchd/fetchd.pb-c.h"
 
 #include <errno.h>
@@ -135,7 +136,7 @@ static void drop(struct worker *w, const char *why)
     w->why = why;
     grpc_call_cancel_with_status(w->p->call, GRPC_STATUS_DEADLINE_EXCEEDED, why, NULL);
     if (opt.verbose)
-        fetchd_log("%s: dropped: %s", w->peer, why);
+        fk_error("%s: dropped: %s", w->peer, why);
 }
 
 /* Wait for the batch tagged tag, which waits on the client (flow control,
@@ -305,7 +306,7 @@ static void handle(struct worker *w)
             if (ok)
                 send_status(w, GRPC_STATUS_OK, "");
             if (opt.verbose)
-                fetchd_log("%s: cache hit, %s", name, ok ? "sent" : w->why ? w->why : "client went away");
+                fk_error("%s: cache hit, %s", name, ok ? "sent" : w->why ? w->why : "client went away");
             free(buf);
             free(gitdir);
             goto out;
@@ -354,14 +355,14 @@ static void handle(struct worker *w)
         if (tmp >= 0)
             fetchd_cache_end(cache, tmp, tmpname, key, false);
         if (opt.verbose)
-            fetchd_log("%s: %s; git killed", name, w->why ? w->why : "client went away");
+            fk_error("%s: %s; git killed", name, w->why ? w->why : "client went away");
     } else {
         bool git_ok = fetchd_child_finish(&ch) && tmp_ok;
         if (tmp >= 0)
             fetchd_cache_end(cache, tmp, tmpname, key, git_ok);
         send_status(w, git_ok ? GRPC_STATUS_OK : GRPC_STATUS_INTERNAL, git_ok ? "" : "git upload-pack failed");
         if (opt.verbose)
-            fetchd_log("%s: %s served", name, ar ? "advertisement" : "pack");
+            fk_error("%s: %s served", name, ar ? "advertisement" : "pack");
     }
     free(buf);
     free(gitdir);
@@ -425,7 +426,7 @@ static void reject(struct pending *p, enum fetchd_admit why)
     else
         fetchd_gate_busy_msg(&gate, why, "calls", m, sizeof m);
     if (opt.verbose)
-        fetchd_log("%s: refused: %s", p->peer, m);
+        fk_error("%s: refused: %s", p->peer, m);
     struct rejecting *r = fk_calloc(1, sizeof *r);
     r->p = p;
     r->details = grpc_slice_from_copied_string(m);
@@ -546,7 +547,7 @@ int main(int argc, char **argv)
         if (fk_stop_signal && !shutting) {
             /* Drain: stop accepting; in-flight calls finish first. */
             if (opt.verbose)
-                fetchd_log("stopping: waiting for %u call(s)", fetchd_gate_active(&gate));
+                fk_error("stopping: waiting for %u call(s)", fetchd_gate_active(&gate));
             grpc_server_shutdown_and_notify(server, scq, &shutdown_tag);
             shutting = true;
         }
@@ -566,7 +567,7 @@ int main(int argc, char **argv)
         pthread_t t;
         enum fetchd_admit adm = fetchd_gate_enter(&gate, p->peer);
         if (adm == FETCHD_ADMIT && opt.verbose)
-            fetchd_log("%s: %s call admitted", p->peer, op == FETCHD_OP_ADVERTISE ? "advertise" : "upload-pack");
+            fk_error("%s: %s call admitted", p->peer, op == FETCHD_OP_ADVERTISE ? "advertise" : "upload-pack");
         if (adm != FETCHD_ADMIT)
             reject(p, adm);
         else if (pthread_create(&t, &at, worker_thread, p) != 0) {

@@ -294,7 +294,7 @@ static void serve(struct conn *c)
             }
             close(cf);
             if (opt.verbose)
-                fetchd_log("%s: cache hit, %s", repo, ok ? "sent" : c->why ? c->why : "client went away");
+                fk_error("%s: cache hit, %s", repo, ok ? "sent" : c->why ? c->why : "client went away");
             goto out;
         }
     }
@@ -317,22 +317,22 @@ static void serve(struct conn *c)
         if (tmp >= 0)
             fetchd_cache_end(cache, tmp, tmpname, key, git_ok && tmp_ok);
         if (opt.verbose)
-            fetchd_log("%s: %s served", repo, op == FETCHD_OP_ADVERTISE ? "advertisement" : "pack");
+            fk_error("%s: %s served", repo, op == FETCHD_OP_ADVERTISE ? "advertisement" : "pack");
     } else {
         fetchd_child_kill(&ch);
         if (tmp >= 0)
             fetchd_cache_end(cache, tmp, tmpname, key, false);
         if (opt.verbose)
-            fetchd_log("%s: %s; git killed", repo, c->why ? c->why : "client went away");
+            fk_error("%s: %s; git killed", repo, c->why ? c->why : "client went away");
     }
     goto out;
 fail:
     if (opt.verbose)
-        fetchd_log("request refused: %s", err);
+        fk_error("request refused: %s", err);
     send_err(sock, err);
 out:
     if (c->why && opt.verbose)
-        fetchd_log("%s: dropped: %s", c->peer, c->why);
+        fk_error("%s: dropped: %s", c->peer, c->why);
     free(body);
     free(gitdir);
 }
@@ -416,7 +416,7 @@ int main(int argc, char **argv)
             fetchd_gate_busy_msg(&gate, adm, "connections", m, sizeof m);
             send_err(s, m);
             if (opt.verbose)
-                fetchd_log("%s: refused: %s", c->peer, m);
+                fk_error("%s: refused: %s", c->peer, m);
             close(s);
             free(c);
             continue;
@@ -432,7 +432,7 @@ int main(int argc, char **argv)
     /* Drain: no new connections; in-flight ones finish. */
     close(lfd);
     if (opt.verbose)
-        fetchd_log("stopping: waiting for %u connection(s)", fetchd_gate_active(&gate));
+        fk_error("stopping: waiting for %u connection(s)", fetchd_gate_active(&gate));
     fetchd_gate_drain(&gate);
     fetchd_cache_close(cache);
     return 0;

@@ -158,8 +158,6 @@ int fetchd_server_parse(int argc, char **argv, struct fetchd_server_opts *o, con
                     bool grpc);
 /* Write the bound port to o->port_file (atomically) and announce it. */
 void fetchd_server_ready(const struct fetchd_server_opts *o, int port);
-/* One line on stderr, prefixed with the program name (--verbose logs). */
-void fetchd_log(const char *fmt, ...) FK_PRINTF(1, 2);
 /* Admission and drain, shared by both servers: a slot per request in
  * flight (bounded by --max-conns, and per client address by
  * --max-per-peer) and a count of live worker threads, so SIGTERM can wait

@@ -7,20 +7,9 @@
 #include "cmd/term.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-void fetchd_log(const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "%s: %s\n", fk_progname, line);
-}
 
 void fetchd_server_signals(void)
 {
@@ -124,7 +113,7 @@ void fetchd_server_ready(const struct fetchd_server_opts *o, int port)
         }
     }
     if (o->verbose)
-        fetchd_log("listening on port %d", port);
+        fk_error("listening on port %d", port);
 }
 
 bool fetchd_check_request(const char *body, size_t len, char *err, size_t errlen)
