@@ -196,10 +196,56 @@ else
     # The Perl tool's two defects, excused by giving it the input it reads
     # right (flamekit-collapse(1)): a blank line after the last sample, and
     # perf's [unknown] for an empty symbol field.
-    perl_ref() {  # perl_ref INPUT [OPTION] > folded
+    # Its outputs are kept between runs, outside the tree (FK_PERL_REF_CACHE,
+    # default ~/.cache/flamekit/perl-ref): the ASan suite reuses the default
+    # suite's (Perl and the ASan flamekit on every pair passed this file's
+    # time limit at load 25). An entry is named by a hash of all its bytes
+    # depend on: the script's bytes, perl's version, the option and the
+    # exact input Perl reads; its first line is the checksum of the rest
+    # (a torn or corrupted entry is run again, never used). One pair, drawn
+    # at random, is run through Perl first and must equal its entry, or the
+    # whole cache is set aside for this run and every pair runs through Perl.
+    prc=${FK_PERL_REF_CACHE:-$HOME/.cache/flamekit/perl-ref}
+    mkdir -p "$prc" 2>/dev/null || prc=
+    [ -z "$prc" ] || find "$prc" -name '.new.*' -mmin +60 -delete 2>/dev/null    # left by a killed run
+    ref_hits=0 ref_runs=0
+    perl_ref() {  # perl_ref INPUT [OPTION] > folded (REF_FRESH=1: always run Perl)
         { sed -E 's/^([[:space:]]*[0-9a-fA-F]+)  \(/\1 [unknown] (/' "$1"; echo; } >"$T/ref.in"
-        perl "$fgd/stackcollapse-perf.pl" ${2:+"$2"} "$T/ref.in" 2>/dev/null
+        local ent= tmp
+        if [ -n "$prc" ]; then
+            ent=$prc/$({ echo "$perl_salt ${2:-}"; sha256sum <"$T/ref.in"; } | sha256sum | cut -c1-64)
+            if [ -z "${REF_FRESH:-}" ] && [ -f "$ent" ] &&
+               [ "$(head -n 1 "$ent")" = "$(tail -n +2 "$ent" | sha256sum | cut -c1-64)" ]; then
+                ref_hits=$((ref_hits + 1))
+                tail -n +2 "$ent"
+                return
+            fi
+        fi
+        ref_runs=$((ref_runs + 1))
+        local rc=0
+        perl "$fgd/stackcollapse-perf.pl" ${2:+"$2"} "$T/ref.in" >"$T/ref.out" 2>/dev/null || rc=$?
+        cat "$T/ref.out"
+        # only what Perl finished is kept (killed, its output may be cut)
+        [ $rc = 0 ] && [ -n "$ent" ] && tmp=$(mktemp "$prc/.new.XXXXXX" 2>/dev/null) &&
+            { sha256sum <"$T/ref.out" | cut -c1-64; cat "$T/ref.out"; } >"$tmp" && mv -f "$tmp" "$ent"
+        return 0
     }
+    # (the hash covers this function's text too: a change to how Perl is
+    # run starts a new cache)
+    perl_salt=$({ sha256sum <"$fgd/stackcollapse-perf.pl"; perl -e 'print "$^V\n"'; declare -f perl_ref; } | sha256sum)
+    if [ -n "$prc" ]; then
+        spot_in=("$fgd"/test/perf-*.txt) spot_opt=(--pid --tid --kernel --jit --all --addrs)
+        spot_f=${spot_in[RANDOM % ${#spot_in[@]}]} spot_o=${spot_opt[RANDOM % ${#spot_opt[@]}]}
+        h=$ref_hits
+        perl_ref "$spot_f" "$spot_o" >"$T/spot.cached"
+        if [ "$ref_hits" != "$h" ]; then
+            REF_FRESH=1 perl_ref "$spot_f" "$spot_o" >"$T/spot.fresh"
+            if ! cmp -s "$T/spot.cached" "$T/spot.fresh"; then
+                echo "    $prc: its entry for $(basename "$spot_f") $spot_o differs from Perl's output: the cache is not used in this run"
+                prc= ref_hits=0
+            fi
+        fi
+    fi
     pairs=0 same=0 differ=
     suite_pair() {  # suite_pair NAME INPUT [OPTION]
         pairs=$((pairs + 1))
@@ -243,6 +289,7 @@ else
     fi
     check_eq "public suites: every pair ($pairs) = stackcollapse-perf.pl's bytes" "$pairs" "$same"
     [ -z "$differ" ] || printf '    differ:%s\n' "$differ"
+    echo "    Perl's outputs: $ref_runs run now, $ref_hits from ${prc:-no cache}"
     check_range "public suites: FlameGraph's 78 pairs at least were run" "$pairs" 78 1000
     # the man page lists what remains
     man=$FK_SRC/man/flamekit-collapse.1

@@ -45,8 +45,8 @@ v=$("$FK" --version 2>&1)
 check_grep "installed flamekit --version: $want_version, libperf's source" \
     "^flamekit ${want_version//./\\.}([- ][^ ]*)? \(libperf from linux-source 6\.12\." "$v"
 needed=$(readelf -d "$FK" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
-check_nogrep "libcurl, libdebuginfod, libcrypto, libmicrohttpd, GnuTLS, libelf, libdw, liblzma and gRPC are not linked (loaded when needed, or fetchd's)" \
-    'libcurl|libdebuginfod|libcrypto|libmicrohttpd|libgnutls|libelf|libdw|liblzma|libgrpc|libgpr' "$needed"
+check_nogrep "libcurl, libdebuginfod, libcrypto, Nettle, libmicrohttpd, GnuTLS, libelf, libdw, liblzma and gRPC are not linked (loaded when needed, or fetchd's)" \
+    'libcurl|libdebuginfod|libcrypto|libnettle|libmicrohttpd|libgnutls|libelf|libdw|liblzma|libgrpc|libgpr' "$needed"
 check_nogrep "every library flamekit needs is on this host" 'not found' "$(ldd "$FK" 2>&1)"
 
 if [ -n "${FK_DEB_DIR:-}" ]; then
@@ -59,7 +59,7 @@ if [ -n "${FK_DEB_DIR:-}" ]; then
     rec=$(dpkg-deb -f "$deb" Recommends)
     check_grep "flamekit Recommends libcurl4 (for upload)" 'libcurl4' "$rec"
     check_grep "flamekit Recommends libmicrohttpd12 and libgnutls30 (for serve)" 'libmicrohttpd12.*libgnutls30|libgnutls30.*libmicrohttpd12' "$rec"
-    check_grep "flamekit Recommends libssl3 (SHA-256 for upload and serve)" 'libssl3' "$rec"
+    check_grep "flamekit Recommends libnettle8 (SHA-256 for upload and serve)" 'libnettle8' "$rec"
     check_nogrep "flamekit does not Depend on libmicrohttpd" 'libmicrohttpd' "$dep"
     check_grep "flamekit Built-Using names the kernel source of libperf" '^linux(-6\.12)? \(= 6\.12\.' \
         "$(dpkg-deb -f "$deb" Built-Using)"

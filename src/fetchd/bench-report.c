@@ -426,7 +426,7 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                          "%.1f MiB; of that, %.1f and %.1f MiB were anonymous memory after the run (heap and "
                          "thread stacks: the server's own state), the rest the pages of its program and libraries%s.", w, g.med,
                          so.med, ga.med, sa.med,
-                         c ? " (with the cache both load libcrypto for the cache's SHA-256 keys: about 1.5 MiB, "
+                         c ? " (with the cache both load Nettle for the cache's SHA-256 keys: about 0.3 MiB, "
                              "mostly pages shared with every process that uses it)" : "");
                 break;
             }

@@ -127,7 +127,7 @@ void fetchd_cache_key(char out[FETCHD_CACHE_KEY], const char *gitdir, const void
     uint64_t l;
     unsigned char md[32];
     if (!fk_crypto_load(NULL, 0))   /* fetchd_cache_open made sure it loads */
-        fk_die("internal error: the pack cache's key made before its libcrypto loaded");
+        fk_die("internal error: the pack cache's key made before Nettle loaded");
     fk_sha256_begin(&c);
     fk_sha256_update(&c, "fetchd-cache-2", 15);
     fk_sha256_update(&c, (l = strlen(gitdir), &l), sizeof l);

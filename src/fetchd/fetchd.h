@@ -49,7 +49,7 @@ void fetchd_child_kill(struct fetchd_child *c);
 /* --- the pack cache (cache.c) --- */
 struct fetchd_cache;
 /* dir is created if missing; max_bytes 0 disables the cache (returns NULL).
- * Loads libcrypto (util/crypto-dyn) for the keys: a server without a cache
+ * Loads Nettle (util/crypto-dyn) for the keys: a server without a cache
  * never maps it. */
 struct fetchd_cache *fetchd_cache_open(const char *dir, uint64_t max_bytes);
 void fetchd_cache_close(struct fetchd_cache *c);

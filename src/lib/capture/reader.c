@@ -9,7 +9,18 @@
  * taken and the chunk given back: cur starts again at 0), so a pass
  * with a few records costs no chunk of its own however often the kernel
  * wakes the reader (a wake-up per sample for early Python reads), and
- * chunks stay few: limit / FK_READER_CHUNK at most. */
+ * chunks stay at limit / FK_READER_CHUNK at most.
+ *
+ * Chunks are small (FK_READER_CHUNK): what a capture keeps resident is
+ * the chunks alive at once, the records waiting for the slack and the
+ * next take plus about two chunks (the one being filled, the spare), so
+ * every byte of chunk size costs twice at any rate. 1 MiB chunks made a
+ * 99 Hz pid capture's peak RSS 17 % larger than before the reader
+ * (bench/children.sh part 5). A chunk is filled to its end: when less
+ * than a record's largest size is left in cur, a spare is set aside
+ * first (room for the next record, whatever its size, before it is read
+ * out of its ring), and cur is left only when the record read does not
+ * fit. */
 #include "capture/reader.h"
 
 #include "util/fk.h"
@@ -25,8 +36,9 @@
 #include <time.h>
 
 /* Chunk data bytes; a record is at most 65535 bytes (its size is 16 bits)
- * and is only read out of a ring when that much room is left. */
-#define FK_READER_CHUNK (1u << 20)
+ * and is only read out of a ring when that much room is left in cur or
+ * in the spare. */
+#define FK_READER_CHUNK (128u << 10)
 #define MAX_RECORD (65536u)
 /* The thread wakes at least this often (to copy what stays below the
  * rings' watermarks, and to see it was stopped). */
@@ -46,6 +58,7 @@ struct fk_reader {
     struct fk_reader_chunk *filled, **filled_tail;  /* chunks with untaken bytes */
     struct fk_reader_chunk *cur;    /* being filled: the reader's from len on */
     size_t wlen;                    /* cur's bytes written (the reader's) */
+    struct fk_reader_chunk *spare;  /* the next cur, set aside (the reader's) */
     struct fk_reader_chunk *pool;
     struct fk_reader_chunk **all;   /* every chunk allocated (freed at the end) */
     size_t nall, capall;
@@ -121,8 +134,25 @@ static void cur_list(struct fk_reader *r)
     }
 }
 
-/* Make cur a chunk the reader may write a record to at wlen. False: no
- * room under the limit. Under lock. */
+/* Leave cur (full: handed on whole, no longer the reader's) for the
+ * spare, or a new chunk; cur is NULL when none is left under the limit.
+ * Under lock. */
+static void cur_next(struct fk_reader *r)
+{
+    struct fk_reader_chunk *c = r->cur;
+    if (c) {
+        cur_list(r);
+        r->cur = NULL;
+        chunk_maybe_put(r, c);
+    }
+    r->cur = r->spare ? r->spare : chunk_get(r);
+    r->spare = NULL;
+    r->wlen = 0;
+}
+
+/* Make room for the next record, whatever its size: in cur at wlen, or
+ * in the spare when cur has less than a record's largest size left.
+ * False: no room under the limit. Under lock. */
 static bool cur_ready(struct fk_reader *r)
 {
     struct fk_reader_chunk *c = r->cur;
@@ -130,16 +160,14 @@ static bool cur_ready(struct fk_reader *r)
         /* drained: start again at its front */
         c->len = c->taken = r->wlen = 0;
     }
-    if (c && c->cap - r->wlen >= MAX_RECORD + 8)
+    if (!c)
+        cur_next(r);
+    if (!r->cur)
+        return false;
+    if (r->cur->cap - r->wlen >= MAX_RECORD + 8 || r->spare)
         return true;
-    if (c) {    /* full: handed on whole, no longer the reader's */
-        cur_list(r);
-        r->cur = NULL;
-        chunk_maybe_put(r, c);
-    }
-    r->cur = chunk_get(r);
-    r->wlen = 0;
-    return r->cur != NULL;
+    r->spare = chunk_get(r);
+    return r->spare != NULL;
 }
 
 /* Hand on what this pass wrote, and wake the taker when the kernel woke
@@ -194,7 +222,7 @@ static void read_pass(struct fk_reader *r, bool wake)
         bool check = true;  /* cur may be drained (given back) or none yet */
         for (;;) {
             /* room first: a record read is released at the consume */
-            if (check || r->cur->cap - r->wlen < MAX_RECORD + 8) {
+            if (check || (!r->spare && r->cur->cap - r->wlen < MAX_RECORD + 8)) {
                 check = false;
                 pthread_mutex_lock(&r->lock);
                 bool ok = cur_ready(r);
@@ -210,6 +238,11 @@ static void read_pass(struct fk_reader *r, bool wake)
             if (r->o.keep && !r->o.keep(r->o.keep_ctx, ev)) {
                 r->st.dropped++;
                 continue;
+            }
+            if (r->cur->cap - r->wlen < ((ev->header.size + 7u) & ~(size_t)7)) {
+                pthread_mutex_lock(&r->lock);
+                cur_next(r);    /* the spare: set aside above */
+                pthread_mutex_unlock(&r->lock);
             }
             copy_record(r, ev);
         }

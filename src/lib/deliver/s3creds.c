@@ -140,6 +140,24 @@ static char *dup_or_null(const char *s)
     return s && *s ? fk_strdup(s) : NULL;
 }
 
+/* The keys of PROFILE in the shared credentials file, into s (source set only
+ * when found): 1 found, 0 no such profile or no file, -1 a read error in err. */
+static int keys_from_profile(struct fk_s3_settings *s, const char *cred_path, const char *profile,
+                             char *err, size_t errlen)
+{
+    struct section p = { 0 };
+    bool rerr;
+    int r = ini_read(cred_path, profile, &p, NULL, &rerr, err, errlen);
+    if (!rerr && r > 0) {
+        s->key_id = dup_or_null(section_get(&p, "aws_access_key_id"));
+        s->secret = dup_or_null(section_get(&p, "aws_secret_access_key"));
+        s->token = dup_or_null(section_get(&p, "aws_session_token"));
+        s->source = fk_asprintf("profile '%s' in %s", profile, cred_path);
+    }
+    section_free(&p);
+    return rerr ? -1 : r > 0;
+}
+
 char *fk_s3_key_hint(const char *key_id)
 {
     size_t n = key_id ? strlen(key_id) : 0;
@@ -232,23 +250,13 @@ bool fk_s3_settings_load(struct fk_s3_settings *s, const struct fk_upload_opts *
 
     /* The key. */
     if (o->profile) {
-        struct section p = { 0 };
-        bool rerr;
-        int r = ini_read(cred_path, profile, &p, NULL, &rerr, err, errlen);
-        if (rerr) {
-            section_free(&p);
+        int r = keys_from_profile(s, cred_path, profile, err, errlen);
+        if (r < 0)
             goto out;
-        }
-        if (r <= 0) {
+        if (r == 0) {
             snprintf(err, errlen, "profile '%s' not found in %s", profile, cred_path);
-            section_free(&p);
             goto out;
         }
-        s->key_id = dup_or_null(section_get(&p, "aws_access_key_id"));
-        s->secret = dup_or_null(section_get(&p, "aws_secret_access_key"));
-        s->token = dup_or_null(section_get(&p, "aws_session_token"));
-        s->source = fk_asprintf("profile '%s' in %s", profile, cred_path);
-        section_free(&p);
     } else if (env("AWS_ACCESS_KEY_ID") || env("AWS_SECRET_ACCESS_KEY")) {
         s->key_id = dup_or_null(env("AWS_ACCESS_KEY_ID"));
         s->secret = dup_or_null(env("AWS_SECRET_ACCESS_KEY"));
@@ -259,21 +267,8 @@ bool fk_s3_settings_load(struct fk_s3_settings *s, const struct fk_upload_opts *
         s->secret = dup_or_null(conf_get(&conf, "secret_access_key"));
         s->token = dup_or_null(conf_get(&conf, "session_token"));
         s->source = fk_strdup(conf_path);
-    } else {
-        struct section p = { 0 };
-        bool rerr;
-        int r = ini_read(cred_path, profile, &p, NULL, &rerr, err, errlen);
-        if (rerr) {
-            section_free(&p);
-            goto out;
-        }
-        if (r > 0) {
-            s->key_id = dup_or_null(section_get(&p, "aws_access_key_id"));
-            s->secret = dup_or_null(section_get(&p, "aws_secret_access_key"));
-            s->token = dup_or_null(section_get(&p, "aws_session_token"));
-            s->source = fk_asprintf("profile '%s' in %s", profile, cred_path);
-        }
-        section_free(&p);
+    } else if (keys_from_profile(s, cred_path, profile, err, errlen) < 0) {
+        goto out;
     }
     if (!s->source) {
         snprintf(err, errlen, "no credentials: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, add a "

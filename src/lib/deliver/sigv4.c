@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* SigV4 helpers over OpenSSL's libcrypto (SHA-256, HMAC; util/crypto-dyn). */
+/* SigV4 helpers over Nettle's SHA-256 and HMAC (util/crypto-dyn). */
 #include "deliver/sigv4.h"
 #include "util/crypto-dyn.h"
 

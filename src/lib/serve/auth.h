@@ -21,7 +21,7 @@ struct fk_tokens {
 
 /* Load "NAME:TOKEN" lines ('#' comments, blank lines ignored). False with
  * one line in err naming the file and the fix (mode, format, short token);
- * a missing libcrypto is said by util/dynlib. */
+ * a missing Nettle is said by util/dynlib. */
 bool fk_tokens_load(struct fk_tokens *t, const char *path, char *err, size_t errlen);
 void fk_tokens_free(struct fk_tokens *t);
 /* The name of the token equal to tok (len bytes), or NULL; constant time

@@ -147,15 +147,13 @@ static inline unsigned hex_mask16(__m128i v)
  *   KR_KJ    key length << 1 | seen in a java process (see add_frame)
  *   KR_ID    the frames: LC_SKIP, a name id or LC_CHAIN | chain offset
  *   KR_NEXT  record offset + 1 of the key that followed it last time, 0 none
- *   KR_NEXT2 the same for the key after that (a hint: fetched two lines
- *            ahead, see predicted_lines)
  *   KR_PFX   length of the prefix below, 0 none
  *   then KR_PFXMAX bytes ending with what came before the key on its line
  *   last time (indent and ip: the same ip comes back with the same key in
  *   a process), so that a predicted line is checked whole with one
  *   compare, and the key's bytes, padded to a word.
  * Records are named by offset + 1 (0: none) and never move. */
-enum { KR_KJ, KR_ID, KR_NEXT, KR_NEXT2, KR_PFX, KR_PFXMAX = 24, KR_HEAD = KR_PFX + 1 + KR_PFXMAX / 4 };
+enum { KR_KJ, KR_ID, KR_NEXT, KR_PFX, KR_PFXMAX = 24, KR_HEAD = KR_PFX + 1 + KR_PFXMAX / 4 };
 enum { LC_CHAIN = 1u << 31, LC_SKIP = UINT32_MAX - 1 };
 
 static inline const char *kr_key(const struct fk_perfscript_keys *c, uint32_t r)
@@ -213,7 +211,6 @@ static uint32_t kr_put(struct fk_perfscript_keys *c, const char *key, size_t len
     r[KR_KJ] = (uint32_t)(len << 1 | java);
     r[KR_ID] = id;
     r[KR_NEXT] = 0;
-    r[KR_NEXT2] = 0;
     r[KR_PFX] = 0;
     if (words > KR_HEAD)
         r[words - 1] = 0;   /* the padding */
@@ -1764,7 +1761,7 @@ static void predicted_lines(struct fk_perfscript *p, struct fk_lineread *r)
     const char *b = b0, *e = b0 + avail;
     const bool java = is_java(p);
     uint32_t *const kw = p->keys.w;         /* no key is added here */
-    uint32_t *stk = p->stk, kprev = p->kprev, kprev2 = 0;
+    uint32_t *stk = p->stk, kprev = p->kprev;
     size_t pos = p->stk_pos;
     uint64_t h = p->stk_hash, nf = p->nframes, lines = 0;
     bool ended = false;
@@ -1811,23 +1808,14 @@ static void predicted_lines(struct fk_perfscript *p, struct fk_lineread *r)
             p->kfirst[p->pname_id] = kr;
             p->kstart = false;
         }
-        if (kprev2 && kw[kprev2 - 1 + KR_NEXT2] != kr)
-            kw[kprev2 - 1 + KR_NEXT2] = kr;
-        kprev2 = kprev;
         kprev = kr;
         const uint32_t *rec = kw + kr - 1;
-        uint32_t id = rec[KR_ID], after = rec[KR_NEXT2];
+        uint32_t id = rec[KR_ID];
         want = rec[KR_NEXT];
         if (want) {
             /* its record's head and the bytes the next line is checked against */
             __builtin_prefetch(kw + want - 1);
             __builtin_prefetch(kw + want - 1 + KR_HEAD);
-        }
-        if (after) {
-            /* and the one after: records are a chain of loads, each known
-             * when the one before is read; this starts the next sooner */
-            __builtin_prefetch(kw + after - 1);
-            __builtin_prefetch(kw + after - 1 + KR_HEAD);
         }
         b = key + (rec[KR_KJ] >> 1) + 1;
         lines++;

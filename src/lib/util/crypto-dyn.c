@@ -1,44 +1,46 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* libcrypto's digests through dlopen() (see crypto-dyn.h). */
+/* Nettle's SHA-256 and HMAC-SHA256 through dlopen() (see crypto-dyn.h). */
 #include "util/crypto-dyn.h"
 #include "util/dynlib.h"
 #include "util/fk.h"
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/sha.h>
+#include <nettle/hmac.h>
+#include <nettle/sha2.h>
 
-_Static_assert(sizeof(SHA256_CTX) <= sizeof(struct fk_sha256_ctx), "fk_sha256_ctx too small");
+_Static_assert(sizeof(struct sha256_ctx) <= sizeof(struct fk_sha256_ctx), "fk_sha256_ctx too small");
+_Static_assert(_Alignof(struct sha256_ctx) <= 8, "fk_sha256_ctx under-aligned");
 
-static struct fk_dynlib libcrypto = {
-    .soname = "libcrypto.so.3", .who = "SHA-256 (upload, serve, fetchd's pack cache)", .package = "libssl3",
-    .newer = "libssl3 (OpenSSL 3)",
+static struct fk_dynlib libnettle = {
+    .soname = "libnettle.so.8", .who = "SHA-256 (upload, serve, fetchd's pack cache)", .package = "libnettle8",
+    .newer = "libnettle8 (Nettle 3.7 or later)",
 };
+/* The types of Nettle 3's functions (<nettle/sha2.h>, <nettle/hmac.h>),
+ * which name them through macros (sha256_init is nettle_sha256_init). */
 static struct {
-    const EVP_MD *(*sha256)(void);
-    /* Deprecated since OpenSSL 3.0 but exported: no initialisation, no heap. */
-    int (*init)(SHA256_CTX *);
-    int (*update)(SHA256_CTX *, const void *, size_t);
-    int (*final)(unsigned char *, SHA256_CTX *);
-    unsigned char *(*hmac)(const EVP_MD *, const void *, int, const unsigned char *, size_t,
-                           unsigned char *, unsigned int *);
+    void (*init)(struct sha256_ctx *);
+    void (*update)(struct sha256_ctx *, size_t, const uint8_t *);
+    void (*digest)(struct sha256_ctx *, size_t, uint8_t *);
+    void (*hmac_key)(struct hmac_sha256_ctx *, size_t, const uint8_t *);
+    void (*hmac_update)(struct hmac_sha256_ctx *, size_t, const uint8_t *);
+    void (*hmac_digest)(struct hmac_sha256_ctx *, size_t, uint8_t *);
 } lib;
 
 bool fk_crypto_load(char *err, size_t errlen)
 {
     const struct fk_dynsym syms[] = {
-        { "EVP_sha256", (void **)&lib.sha256 },
-        { "SHA256_Init", (void **)&lib.init },
-        { "SHA256_Update", (void **)&lib.update },
-        { "SHA256_Final", (void **)&lib.final },
-        { "HMAC", (void **)&lib.hmac },
+        { "nettle_sha256_init", (void **)&lib.init },
+        { "nettle_sha256_update", (void **)&lib.update },
+        { "nettle_sha256_digest", (void **)&lib.digest },
+        { "nettle_hmac_sha256_set_key", (void **)&lib.hmac_key },
+        { "nettle_hmac_sha256_update", (void **)&lib.hmac_update },
+        { "nettle_hmac_sha256_digest", (void **)&lib.hmac_digest },
     };
-    return fk_dynlib_once(&libcrypto, syms, sizeof syms / sizeof syms[0], err, errlen);
+    return fk_dynlib_once(&libnettle, syms, sizeof syms / sizeof syms[0], err, errlen);
 }
 
 static void need(void)
 {
-    if (libcrypto.state <= 0)
+    if (libnettle.state <= 0)
         fk_die("internal error: SHA-256 used before fk_crypto_load()");
 }
 
@@ -53,28 +55,25 @@ void fk_sha256(const void *data, size_t len, unsigned char md[32])
 void fk_sha256_begin(struct fk_sha256_ctx *c)
 {
     need();
-    if (!lib.init((SHA256_CTX *)c->state))
-        fk_die("SHA-256 failed in libcrypto");
+    lib.init((struct sha256_ctx *)c->state);
 }
 
 void fk_sha256_update(struct fk_sha256_ctx *c, const void *data, size_t len)
 {
-    if (!lib.update((SHA256_CTX *)c->state, data, len))
-        fk_die("SHA-256 failed in libcrypto");
+    lib.update((struct sha256_ctx *)c->state, len, data);
 }
 
 void fk_sha256_end(struct fk_sha256_ctx *c, unsigned char md[32])
 {
-    if (!lib.final(md, (SHA256_CTX *)c->state))
-        fk_die("SHA-256 failed in libcrypto");
+    lib.digest((struct sha256_ctx *)c->state, SHA256_DIGEST_SIZE, md);
 }
 
 void fk_hmac_sha256(const void *key, size_t keylen, const void *msg, size_t len,
                     unsigned char md[32])
 {
     need();
-    unsigned int n = 0;
-    if (keylen > 0x7fffffff || !lib.hmac(lib.sha256(), key, (int)keylen, msg, len, md, &n) ||
-        n != 32)
-        fk_die("HMAC-SHA256 failed in libcrypto");
+    struct hmac_sha256_ctx h;
+    lib.hmac_key(&h, keylen, key);
+    lib.hmac_update(&h, len, msg);
+    lib.hmac_digest(&h, SHA256_DIGEST_SIZE, md);
 }
