@@ -99,6 +99,7 @@ const struct fk_evkind fk_evkind_counted = {
      * that many and over-sampled the sampled task. A lab's 30,720 faults
      * at one in 100 got 312-375 samples with flamekit on its CPU, 303-317
      * on the other (307 expected); 308-313 with this poll. The rings hold
-     * a quarter of a second at 1000 samples/s (config.c), 25 polls. */
+     * a quarter of a second at 1000 samples/s (config.c), 25 polls; at
+     * higher rates the reader polls sooner (reader.c, next_timeout). */
     .poll_ms = 10,
 };

@@ -136,9 +136,10 @@ struct fk_evkind {
      * called with open false when the window failed. May be NULL. */
     void (*window)(void *state, struct fk_engine *e, bool open);
     /* > 0: the ring reader reads the rings every poll_ms on its own clock
-     * and the kernel wakes no one (the watermark at a full ring), for a
-     * kind whose samples a wake-up would disturb; 0: the engine's
-     * watermark and wake-ups. */
+     * (sooner when a pass found a ring more than a quarter full: reader.c,
+     * next_timeout) and the kernel wakes no one (the watermark at a full
+     * ring), for a kind whose samples a wake-up would disturb; 0: the
+     * engine's watermark and wake-ups. */
     unsigned poll_ms;
 };
 
