@@ -22,7 +22,7 @@
  * The recorded processes must still run when replaying: the engine seeds
  * address spaces from /proc, as a capture does at its start.
  * File: "FKREPLAY", u64 sample_type, then the records as in the ring. */
-#include "capture/capture.h"
+#include "engine/capture.h"
 #include "capture/sample.h"
 #include "stacks/folded.h"
 #include "util/outfile.h"
@@ -285,11 +285,12 @@ static int run(const char *path, unsigned repeat, const char *folded)
     /* samples/s is CPU time; median and p99 per sample are wall time */
     printf("replay: %zu samples x%u in %.3f s CPU: %.0f samples/s/core; per sample (wall) median "
            "%.2f us, p99 %.2f us; setup (/proc scan) %.3f s; naming %.1f ms; %llu unique stacks; "
-           "unwind median %.2f us; pc cache %llu hits, %llu misses; peak RSS %ld MB\n",
+           "unwind median %.2f us; pc cache %llu hits, %llu misses (%llu second-level hits); peak RSS "
+           "%ld MB\n",
            nlat, repeat, c2 - c1, nlat ? (double)nlat / (c2 - c1) : 0, med, p99, c1 - c0, naming_ms,
            (unsigned long long)r.unique_stacks, r.unwind.median_us,
            (unsigned long long)r.unwind.pc_cache_hits, (unsigned long long)r.unwind.pc_cache_misses,
-           ru.ru_maxrss / 1024);
+           (unsigned long long)r.unwind.pc_cache2_hits, ru.ru_maxrss / 1024);
     printf("replay-figures: samples=%zu cpu_s=%.4f rate=%.0f median_us=%.3f p99_us=%.3f rss_mb=%ld "
            "complete=%llu unwound=%llu\n",
            nlat, c2 - c1, nlat ? (double)nlat / (c2 - c1) : 0, med, p99, ru.ru_maxrss / 1024,

@@ -61,6 +61,7 @@ EXTRA_DIST += test/t-collapse.sh
 EXTRA_DIST += test/t-dist.sh
 EXTRA_DIST += test/t-fetchd.sh
 EXTRA_DIST += test/t-man.sh
+EXTRA_DIST += test/t-layers.sh
 EXTRA_DIST += test/t-merge.sh
 EXTRA_DIST += test/t-harden.sh
 EXTRA_DIST += test/t-remote.sh

@@ -163,6 +163,8 @@ for mode in ratio generators threads; do
 done
 # the reader's thread follows the CPU of the Python samples it reads
 # early (capture.c follow_cpu), at the raised priority only
+# ... woken by the kernel at every sample for it (fk_evkind.early_wakeups)
+check_eq "early reads: the reader keeps the kernel's wake-ups" "0" "$(jget "$J" reader.poll_ms)"
 if [ "$(jget "$J" reader.nice_raised)" = True ]; then
     check_range "the ring reader moved to the sampled thread's CPU (moves)" \
         "$(jget "$J" reader.cpu_moves)" 1 1000
@@ -271,6 +273,9 @@ check_nogrep "--python off: no Python frames" '_\[p\]' "$(zcat "$F")"
 check_grep "--python off: the eval loop as it is" '_PyEval_EvalFrameDefault' "$(zcat "$F")"
 check_eq "--python off: said in the metadata" "off" "$(jget "$J" python.mode)"
 check_eq "--python off: the ring reader stays unbound" "0" "$(jget "$J" reader.cpu_moves)"
+# no early reads: the rings are read on the reader's 50 ms clock, not at
+# the kernel's quarter-ring wake-ups (evkind.c fk_evkind_clock.poll_ms)
+check_eq "--python off: the reader's own clock" "50" "$(jget "$J" reader.poll_ms)"
 
 # ---- not CPython 3.11: a binary named python3.12 with the symbols, no layout
 cat >"$T/fake.c" <<'EOF'

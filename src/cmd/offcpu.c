@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* flamekit offcpu: where the threads of a host, process, user, cgroup or
- * command wait, weighted by how long (capture/offcpu.h). What is about
+ * command wait, weighted by how long (engine/offcpu.h). What is about
  * off-CPU time lives here (its options); the rest is every capture's
  * (capture-cli.c, the profile runner). */
 #include "commands.h"

@@ -493,6 +493,73 @@ static void test_window(void)
     fk_py_walker_free(w);
 }
 
+/* A cached code object's header is not read again while frames run it
+ * with the function and globals it was last checked with, for up to a
+ * second (code_known): then, with another function or globals, or with a
+ * prev_instr outside its instructions, it is read and validated again;
+ * early reads do not guess the headers of code objects checked lately. */
+static void test_code_trust(void)
+{
+    static struct fk_py_snap snap;
+    struct fakepy f;
+    fakepy_init(&f, mem);
+    const struct fk_py_layout *L = f.L;
+    uint64_t file = fakepy_ascii(&f, "t.py");
+    uint64_t ca = fakepy_code(&f, fakepy_ascii(&f, "outer"), file, 1, 0, 4);
+    uint64_t cb = fakepy_code(&f, fakepy_ascii(&f, "inner"), file, 1, 0, 4);
+    uint64_t f0 = fakepy_frame(&f, ca, 0, 1, true);
+    uint64_t f1 = fakepy_frame(&f, cb, f0, 1, false);
+    fakepy_u64(&f, f0, L->fr_func, 0x70000);
+    fakepy_u64(&f, f0, L->fr_globals, 0x71000);
+    fakepy_u64(&f, f1, L->fr_func, 0x72000);
+    fakepy_u64(&f, f1, L->fr_globals, 0x71000);
+    uint64_t tid = 5;
+    fakepy_threads(&f, &tid, &f1, 1);
+    struct fk_py_walker *w = walker_new(L, &f.where, fakepy_read, &f, false, 0);
+    uint64_t head = f1;
+    fk_py_walk_from(w, &head, 1, true, &st);
+    UNIT_CHECK("code trust: a first walk reads the frames, headers and names",
+               st.status == FK_PY_OK && !st.stale[0] && st.reads > 4 &&
+               strcmp(chain(w, &st), "outer!;inner") == 0);
+    fk_py_walk_from(w, &head, 1, true, &st);
+    UNIT_CHECK("the next one reads the two frames alone",
+               !st.stale[0] && st.reads == 2 && strcmp(chain(w, &st), "outer!;inner") == 0);
+    fakepy_u64(&f, cb, L->ob_type, 0x1234);
+    fakepy_u64(&f, f1, L->fr_func, 0x73000);
+    fk_py_walk_from(w, &head, 1, true, &st);
+    UNIT_CHECK("run with another function: the header is read and validated", st.stale[0]);
+    fakepy_u64(&f, cb, L->ob_type, f.where.code_type);
+    fk_py_walk_from(w, &head, 1, true, &st);
+    fakepy_u64(&f, f1, L->fr_prev_instr, cb + L->co_code + 2 * 9);
+    fk_py_walk_from(w, &head, 1, true, &st);
+    UNIT_CHECK("a prev_instr past the cached code's instructions: the header is read",
+               !st.stale[0] && st.reads == 3);
+    fakepy_u64(&f, f1, L->fr_prev_instr, cb + L->co_code + 2);
+    clock_ns += 1000 * 1000000ull;
+    fk_py_walk_from(w, &head, 1, true, &st);
+    UNIT_CHECK("a second after their last check, both headers are read again",
+               !st.stale[0] && st.reads == 4);
+    fk_py_walker_free(w);
+
+    /* early reads (no data stack fields: the chain frame by frame) */
+    w = walker_new(L, &f.where, fakepy_read, &f, false, 0);
+    fk_py_walker_set_readv(w, counted_readv);
+    fk_py_snapshot(w, 5, &snap);
+    fk_py_use_snap(w, &snap);
+    fk_py_walk_from(w, &head, 1, true, &st);
+    bool ok = fk_py_snapshot(w, 5, &snap);
+    UNIT_CHECK("code objects just checked are not guessed by the next early read",
+               ok && snap.ncodes == 0 && snap.n == 2);
+    fk_py_walk_from(w, &head, 1, true, &st);
+    UNIT_CHECK("... and the walk from it reads nothing",
+               !st.stale[0] && st.reads == 0 && strcmp(chain(w, &st), "outer!;inner") == 0);
+    clock_ns += 500 * 1000000ull;
+    ok = fk_py_snapshot(w, 5, &snap);
+    UNIT_CHECK("half a second later, they are guessed again", ok && snap.ncodes == 2);
+    fk_py_use_snap(w, NULL);
+    fk_py_walker_free(w);
+}
+
 /* The window guessed for a thread follows its stack back down: one read
  * from a deep moment (a program's start) does not make every later read
  * as wide. */
@@ -1006,6 +1073,7 @@ int main(void)
     test_budget();
     test_window();
     test_window_fit();
+    test_code_trust();
     test_cframe_anchor();
     test_root_cframe_live();
     test_exec();

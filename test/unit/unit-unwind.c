@@ -167,6 +167,46 @@ static void test_pc_cache(void)
     fk_sym_free(s);
 }
 
+/* The second level: one binary's code in a second process is answered by
+ * (binary, address), the same rows and locations, after the first level
+ * missed (another address space). The test binary itself is the ELF with
+ * CFI, mapped at one place in two processes. */
+static void test_pc_cache2(void)
+{
+    pid_t R1 = 4190021, R2 = 4190022;
+    char self[4096];
+    ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
+    struct fk_symbolizer *s = fk_sym_new(&(struct fk_sym_opts){ 0 });
+    struct fk_unwinder *u = fk_unwinder_new(s);
+    struct fk_loc a[FK_UW_DEFAULT_MAX_FRAMES + 1], b[FK_UW_DEFAULT_MAX_FRAMES + 1];
+    struct fk_unwind_stats st0, st1;
+    if (k <= 0) {
+        printf("SKIP: unit-unwind: the second pc cache level (no /proc/self/exe)\n");
+        fk_unwinder_free(u);
+        fk_sym_free(s);
+        return;
+    }
+    self[k] = 0;
+    map_file(s, R1, self, 0);
+    map_file(s, R2, self, 0);
+    uint64_t vaddr = 0;
+    bool mapped = false;
+    bool cfi = fk_sym_cfi_at(s, R1, CODE + 0x100, &vaddr, &mapped) != NULL;
+    unsigned n = unwind3(u, R1, a);
+    fk_unwinder_stats(u, &st0);
+    unsigned n2 = unwind3(u, R2, b);
+    fk_unwinder_stats(u, &st1);
+    uint64_t miss = st1.pc_cache_misses - st0.pc_cache_misses;
+    uint64_t hit2 = st1.pc_cache2_hits - st0.pc_cache2_hits;
+    UNIT_CHECK("cache, second level: the test binary has CFI at the leaf", cfi && mapped);
+    UNIT_CHECK("cache, second level: nothing answered it within the first process",
+               n >= 1 && st0.pc_cache2_hits == 0);
+    UNIT_CHECK("cache, second level: a second process's misses are its hits, the same frames",
+               n2 == n && same_locs(a, b, n) && miss >= 1 && hit2 == miss && a[0].addr == 0x100);
+    fk_unwinder_free(u);
+    fk_sym_free(s);
+}
+
 int main(void)
 {
     unit_name = "unit-unwind";
@@ -242,6 +282,7 @@ int main(void)
                r.reason == FK_UW_R_MAX_FRAMES && r.n == 8);
 
     test_pc_cache();
+    test_pc_cache2();
 
     /* random registers and stacks against real CFI */
     const char *build = getenv("FK_BUILD");

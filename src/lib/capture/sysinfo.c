@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Facts about the machine for a capture's metadata. */
-#include "capture/capture.h"
+#include "capture/sysinfo.h"
 
 #include <ctype.h>
 #include <dirent.h>

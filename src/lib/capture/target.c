@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Capture targets: resolve what the user named into something the engine
  * can open events on. */
-#include "capture/capture.h"
+#include "capture/target.h"
 #include "util/buf.h"
 #include "util/result.h"
 #include "util/safeopen.h"

@@ -105,6 +105,7 @@ static json_t *callgraph_json(const struct fk_profile_request *rq,
     json_object_set_new(uw, "stack_bytes_copied", json_integer((json_int_t)u->stack_bytes));
     json_object_set_new(uw, "pc_cache_hits", json_integer((json_int_t)u->pc_cache_hits));
     json_object_set_new(uw, "pc_cache_misses", json_integer((json_int_t)u->pc_cache_misses));
+    json_object_set_new(uw, "pc_cache2_hits", json_integer((json_int_t)u->pc_cache2_hits));
     json_object_set_new(uw, "median_us", json_real(u->median_us));
     json_object_set_new(uw, "mean_us", json_real(u->samples ? (double)u->ns_total / 1e3 / (double)u->samples : 0));
     json_t *why = json_object();
@@ -267,6 +268,7 @@ json_t *fk_profile_metadata(const struct fk_profile_request *rq,
     json_object_set_new(rd, "nice", json_integer(r->nice));
     json_object_set_new(rd, "nice_raised", json_boolean(r->nice_raised));
     json_object_set_new(rd, "nice_refused", json_boolean(r->nice_refused));
+    json_object_set_new(rd, "poll_ms", json_integer(r->reader_poll_ms));
     json_object_set_new(rd, "cpu_moves", json_integer((json_int_t)r->reader_moves));
     json_object_set_new(rd, "cpu_released", json_integer((json_int_t)r->reader_released));
     json_object_set_new(rd, "pinned_files", json_integer((json_int_t)r->pins.files));

@@ -21,8 +21,8 @@
 #ifndef FK_PROFILE_H
 #define FK_PROFILE_H
 
-#include "capture/capture.h"
-#include "capture/offcpu.h"
+#include "engine/capture.h"
+#include "engine/offcpu.h"
 #include "capture/period_check.h"
 #include "deliver/upload.h"
 #include "unwind/python.h"
@@ -51,7 +51,7 @@ enum fk_profile_kind {
     FK_PROFILE_CPU,         /* on-CPU stacks at a frequency */
     FK_PROFILE_FAULTS,      /* one software event / tracepoint hit in N, verified */
     FK_PROFILE_OFFCPU,      /* blocked time: switch-out stacks weighted by the ns
-                               until the thread runs again (capture/offcpu.h) */
+                               until the thread runs again (engine/offcpu.h) */
 };
 
 /* Off-CPU defaults (flamekit-offcpu(1) gives the measurements behind them). */

@@ -4,7 +4,7 @@
  * deliver. The output location is checked before the capture starts, and
  * whatever a failed run created (files, directories) is removed. */
 #include "profile/kinds.h"
-#include "capture/pyframes.h"
+#include "engine/pyframes.h"
 #include "deliver/stream.h"
 #include "deliver/upload.h"
 #include "render/pprof.h"

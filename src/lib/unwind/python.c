@@ -64,6 +64,7 @@ static const struct fk_py_layout layouts[] = {
         .ts_datastack_chunk = 296, .ts_datastack_top = 304, .ts_datastack_limit = 312,
         .chunk_data = 24,
         .cf_current_frame = 8, .cf_previous = 16, .cf_size = 24,
+        .fr_func = 0, .fr_globals = 8,
         .fr_code = 32, .fr_previous = 48, .fr_prev_instr = 56, .fr_is_entry = 68,
         .fr_owner = 69, .fr_size = 72, .owner_generator = 1,
         .ob_type = 8, .ob_size = 16,
@@ -99,9 +100,16 @@ const char *fk_py_status_name(int status)
 /* ---- the walker ----------------------------------------------------------- */
 
 /* A code object as last read: reused when its address and identity fields
- * still match (code objects are freed and their memory reused). */
+ * still match (code objects are freed and their memory reused). Its
+ * header is read again unless a frame runs it with the function and
+ * globals it ran with when the header was last read, less than
+ * CODE_TRUST_NS ago (code_known). */
 struct code_entry {
     uint64_t addr, qualname, filename, linetable;
+    uint64_t func, globals;     /* a frame's f_func and f_globals at the last check */
+    uint64_t checked;           /* when (the walker's clock); 0: never */
+    uint32_t units;             /* code units (validated) */
+    int32_t firsttraceable;
     int32_t firstlineno;
     uint32_t name;          /* qualname's id; UINT32_MAX: unreadable */
     uint32_t file;          /* short file name's id (lines) */
@@ -486,9 +494,61 @@ static bool code_hdr(struct fk_py_walker *w, uint64_t addr, unsigned char *hdr)
     return true;
 }
 
-/* The code object at addr: validated and named (cached). NULL if invalid. */
-static const struct code_entry *code_at(struct fk_py_walker *w, uint64_t addr,
-                                        unsigned char *hdr)
+/* A frame's code object from the cache alone, without its header: when
+ * the frame runs it with the function and globals (f_func, f_globals) the
+ * cached entry was last checked with, less than CODE_TRUST_NS ago, and
+ * its prev_instr lies in that code's instructions (or just before them:
+ * not started). A frame holds references to all three, so a live frame
+ * keeps them from being freed; a new code object at a freed one's address
+ * would also need a function object at its function's address and the
+ * same globals to be taken for it (a program that compiles code in a
+ * loop can do that: the name is then at worst that of the code object
+ * freed within CODE_TRUST_NS). Nothing read from the target is followed
+ * here; a header is read every CODE_TRUST_NS, and whenever a frame names
+ * the code with another function or globals. The check a sample saved
+ * was one header read (its own page to pin) per code object of its
+ * stack, in the early read. */
+#define CODE_TRUST_NS (1000 * 1000000ull)
+static const struct code_entry *code_known(const struct fk_py_walker *w, uint64_t addr,
+                                           uint64_t func, uint64_t globals, uint64_t pi)
+{
+    if (!func || !globals)
+        return NULL;
+    struct fk_hiter it = fk_hindex_find(&w->code_idx, fk_hash_u64(addr));
+    uint32_t i;
+    while (fk_hindex_next(&it, &i)) {
+        const struct code_entry *c = &w->codes[i];
+        if (c->addr != addr || c->func != func || c->globals != globals || !c->checked ||
+            w->t0 < c->checked || w->t0 - c->checked >= CODE_TRUST_NS)
+            continue;
+        uint64_t code0 = addr + w->lay->co_code;
+        if (pi + 2 < code0 || pi >= code0 + 2 * (uint64_t)c->units)
+            return NULL;
+        return c;
+    }
+    return NULL;
+}
+
+/* Whether the cached entry of the code object at addr may be taken
+ * without its header at a walk soon after now: the early read then does
+ * not guess its header. */
+static bool code_fresh(const struct fk_py_walker *w, uint64_t addr, uint64_t now)
+{
+    struct fk_hiter it = fk_hindex_find(&w->code_idx, fk_hash_u64(addr));
+    uint32_t i;
+    while (fk_hindex_next(&it, &i)) {
+        const struct code_entry *c = &w->codes[i];
+        if (c->addr == addr && c->func && c->globals && c->checked && now >= c->checked &&
+            now - c->checked < CODE_TRUST_NS / 2)
+            return true;
+    }
+    return false;
+}
+
+/* The code object at addr, run by a frame with func and globals:
+ * validated and named (cached). NULL if invalid. */
+static const struct code_entry *code_at(struct fk_py_walker *w, uint64_t addr, uint64_t func,
+                                        uint64_t globals, unsigned char *hdr)
 {
     const struct fk_py_layout *L = w->lay;
     if (!ptr_ok(addr, 8) || L->co_size > FK_PY_CODE_BYTES || !code_hdr(w, addr, hdr))
@@ -508,11 +568,17 @@ static const struct code_entry *code_at(struct fk_py_walker *w, uint64_t addr,
     while (fk_hindex_next(&it, &i)) {
         struct code_entry *c = &w->codes[i];
         if (c->addr == addr && c->qualname == qn && c->filename == fn && c->linetable == lt &&
-            c->firstlineno == first)
+            c->firstlineno == first && c->units == (uint32_t)units && c->firsttraceable == ft) {
+            c->func = func;
+            c->globals = globals;
+            c->checked = w->t0;
             return c;
+        }
     }
     /* new (or changed): read its names */
     struct code_entry ce = { .addr = addr, .qualname = qn, .filename = fn, .linetable = lt,
+                             .func = func, .globals = globals, .checked = w->t0,
+                             .units = (uint32_t)units, .firsttraceable = ft,
                              .firstlineno = first, .file = UINT32_MAX };
     fk_buf_reset(&w->tmp);
     if (!read_str(w, qn, &w->tmp))
@@ -542,7 +608,8 @@ static const struct code_entry *code_at(struct fk_py_walker *w, uint64_t addr,
         }
     }
     if (!room(w, sizeof ce + 16)) {
-        /* past the budget: used once, not kept */
+        /* past the budget: used once, not kept (nor trusted) */
+        ce.checked = 0;
         w->scratch = ce;
         return &w->scratch;
     }
@@ -831,9 +898,12 @@ bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *sna
         }
     }
     size_t c0 = n;
-    for (unsigned i = 0; i < w->nspec_code && i < FK_PY_SNAP_CODES; i++) {
-        snap->code_addr[i] = w->spec_code[i].addr;
-        iov[n++] = (struct fk_py_iov){ w->spec_code[i].addr, snap->code_hdr[i], w->co_read };
+    unsigned nc = 0;
+    for (unsigned i = 0; i < w->nspec_code && nc < FK_PY_SNAP_CODES; i++) {
+        if (code_fresh(w, w->spec_code[i].addr, w->t0))
+            continue;   /* its frames will be named from the cache */
+        snap->code_addr[nc] = w->spec_code[i].addr;
+        iov[n++] = (struct fk_py_iov){ w->spec_code[i].addr, snap->code_hdr[nc++], w->co_read };
     }
     size_t f0 = n;
     for (unsigned i = 0; i < w->nspec_frame && i < FK_PY_SNAP_FRAMES; i++) {
@@ -939,18 +1009,21 @@ static uint8_t walk_chain(struct fk_py_walker *w, uint64_t frame, bool one_segme
             spec_note(w->spec_frame, &w->nspec_frame, SPEC_FRAMES, frame, w->nsnaps);
         uint64_t code = get_u64(fr, L->fr_code), prev = get_u64(fr, L->fr_previous);
         uint64_t pi = get_u64(fr, L->fr_prev_instr);
+        uint64_t func = get_u64(fr, L->fr_func), globals = get_u64(fr, L->fr_globals);
         bool entry = fr[L->fr_is_entry] != 0;
         unsigned owner = fr[L->fr_owner];
         if (fr[L->fr_is_entry] > 1 || owner > 3)
             return FK_PY_INVALID;
-        const struct code_entry *c = code_at(w, code, hdr);
+        const struct code_entry *c = code_known(w, code, func, globals, pi);
+        if (!c)
+            c = code_at(w, code, func, globals, hdr);
         if (!c)
             return w->over ? FK_PY_LIMIT : FK_PY_INVALID;
         /* a frame pushed but not started (3.11's _PyFrame_IsIncomplete)
          * has run none of its code: not shown, but its entry mark counts */
         uint64_t code0 = code + L->co_code;
-        int32_t ft = get_i32(hdr, L->co_firsttraceable);
-        bool incomplete = owner != L->owner_generator && pi < code0 + 2 * (uint64_t)ft;
+        bool incomplete = owner != L->owner_generator &&
+                          pi < code0 + 2 * (uint64_t)c->firsttraceable;
         if (!incomplete)
             add_frame(w, out, c, pi, entry);
         else if (entry && out->n && !out->f[out->n - 1].entry)

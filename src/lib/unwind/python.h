@@ -54,6 +54,7 @@ struct fk_py_layout {
     uint16_t ts_datastack_chunk, ts_datastack_top, ts_datastack_limit, chunk_data;
     /* _PyCFrame, _PyInterpreterFrame */
     uint16_t cf_current_frame, cf_previous, cf_size;
+    uint16_t fr_func, fr_globals;   /* the function and globals the frame runs with */
     uint16_t fr_code, fr_previous, fr_prev_instr, fr_is_entry, fr_owner, fr_size;
     uint8_t owner_generator;        /* FRAME_OWNED_BY_GENERATOR */
     /* PyObject, PyCodeObject (a PyVarObject: ob_size = code units) */

@@ -372,6 +372,30 @@ void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
 #define PC_CACHE_WAYS 4
 #define PC_CACHE_SETS 256
 
+/* The second level, behind the per-pc cache: what a code address of one
+ * binary (its CFI, so one file: fk_sym_cfi_at's DSO) resolves to, in
+ * whatever address space it is mapped -- its row and its location, both
+ * fixed by (DSO, vaddr). A first miss in a new address space (a second
+ * python3.11 worker, each short-lived cc1 of a build) still maps the pc
+ * (fk_sym_cfi_at), and is spared the row's search (fk_cfi_find, a binary
+ * search over tens of thousands of rows, cold) and the second map lookup
+ * (fk_sym_locate). 1024 sets of 4 ways, ~512 KiB, allocated with the
+ * unwinder (touched as it fills). */
+#define PC2_WAYS 4
+#define PC2_SETS 1024
+
+struct pc2_tags {
+    const struct fk_cfi *cfi[PC2_WAYS];     /* NULL: empty */
+    uint64_t vaddr[PC2_WAYS];
+    unsigned next;
+};
+
+struct pc2_entry {
+    struct fk_uw_row row;
+    struct fk_loc loc;
+    bool has_row;               /* fk_cfi_find found one */
+};
+
 /* Which pc of which address space (fk_sym_proc_gen) an entry holds. */
 struct pc_tags {
     uint64_t pc[PC_CACHE_WAYS];
@@ -403,6 +427,8 @@ struct fk_unwinder {
     struct fk_uw_code uncached;     /* the answer when it is not kept */
     struct pc_tags tags[PC_CACHE_SETS];
     struct pc_entry cache[PC_CACHE_SETS][PC_CACHE_WAYS];
+    struct pc2_tags tags2[PC2_SETS];
+    struct pc2_entry cache2[PC2_SETS][PC2_WAYS];
 };
 
 struct fk_unwinder *fk_unwinder_new(struct fk_symbolizer *s)
@@ -419,6 +445,34 @@ struct fk_unwinder *fk_unwinder_new(struct fk_symbolizer *s)
 void fk_unwinder_free(struct fk_unwinder *u)
 {
     free(u);
+}
+
+/* The second level's entry for (cfi, vaddr): found, or made now (the row
+ * searched and pc located in the sampled process). A location found in
+ * one process holds in another: fk_sym_locate gives an ELF file's code
+ * as (its DSO, the file offset), and cfi is that DSO's (one each), vaddr
+ * the offset's ELF address (one to one). */
+static const struct pc2_entry *pc2_lookup(struct fk_unwinder *u, struct fk_cfi *cfi,
+                                          uint64_t vaddr, uint64_t pc)
+{
+    unsigned set = (unsigned)(fk_hash_u64((uint64_t)(uintptr_t)cfi ^ vaddr) & (PC2_SETS - 1));
+    struct pc2_tags *t = &u->tags2[set];
+    for (unsigned w = 0; w < PC2_WAYS; w++)
+        if (t->cfi[w] == cfi && t->vaddr[w] == vaddr) {
+            u->st.pc_cache2_hits++;
+            return &u->cache2[set][w];
+        }
+    unsigned w = t->next;
+    t->next = (w + 1) % PC2_WAYS;
+    struct pc2_entry *c = &u->cache2[set][w];
+    t->cfi[w] = cfi;
+    t->vaddr[w] = vaddr;
+    const struct fk_uw_row *row = fk_cfi_find(cfi, vaddr);
+    c->has_row = row != NULL;
+    if (row)
+        c->row = *row;
+    c->loc = fk_sym_locate(u->sym, u->pid, pc, false);
+    return c;
 }
 
 /* The walker's question about pc, and the location of the frame: from the
@@ -455,14 +509,18 @@ static const struct fk_uw_code *resolve_sym(void *ctx, uint64_t pc)
     t->pc[w] = pc;
     t->image[w] = u->gen.image;
     t->maps[w] = u->gen.maps;
-    const struct fk_uw_row *row = out->cfi ? fk_cfi_find(out->cfi, out->vaddr) : NULL;
     c->code = *out;
     c->code.row = NULL;
-    if (row) {
-        c->row = *row;
-        c->code.row = &c->row;
+    if (out->cfi) {
+        const struct pc2_entry *c2 = pc2_lookup(u, out->cfi, out->vaddr, pc);
+        if (c2->has_row) {
+            c->row = c2->row;
+            c->code.row = &c->row;
+        }
+        c->loc = c2->loc;
+    } else {
+        c->loc = fk_sym_locate(u->sym, u->pid, pc, false);
     }
-    c->loc = fk_sym_locate(u->sym, u->pid, pc, false);
     u->locs[i] = c->loc;
     u->locs_ok[i] = true;
     return &c->code;

@@ -95,6 +95,7 @@ struct fk_unwind_stats {
     uint64_t reasons[FK_UW_R_N];
     uint64_t stack_bytes;       /* stack bytes copied by the kernel */
     uint64_t pc_cache_hits, pc_cache_misses;    /* frames answered by the per-pc cache, or asked */
+    uint64_t pc_cache2_hits;    /* ... of its misses, those the (binary, address) level answered */
     uint64_t ns_total;
     double median_us;           /* unwind time per sample (monotonic clock) */
 };

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The off-CPU event kind (capture/evkind.h): where threads wait, weighted
+/* The off-CPU event kind (engine/evkind.h): where threads wait, weighted
  * by how long, and optionally who woke them and where they ran.
  *
  * Events, in one evlist:
@@ -23,8 +23,8 @@
  *   comm;[on-CPU];main;...                                      (--with-cpu)
  * so a graph splits by state first, and per thread the widths add up to
  * the time captured. */
-#ifndef FK_CAPTURE_OFFCPU_H
-#define FK_CAPTURE_OFFCPU_H
+#ifndef FK_ENGINE_OFFCPU_H
+#define FK_ENGINE_OFFCPU_H
 
 #include "capture/blocktime.h"
 

@@ -11,9 +11,10 @@
  *
  * Used by the profile runner (profile/runner.c) for every capture
  * command. */
-#ifndef FK_CAPTURE_H
-#define FK_CAPTURE_H
+#ifndef FK_ENGINE_CAPTURE_H
+#define FK_ENGINE_CAPTURE_H
 
+#include "capture/sysinfo.h"
 #include "capture/target.h"
 #include "capture/tree.h"
 #include "stacks/prof.h"
@@ -23,7 +24,6 @@
 #include "unwind/unwind.h"
 #include "util/fk.h"
 
-#include <jansson.h>
 #include <signal.h>
 #include <sys/types.h>
 
@@ -97,7 +97,7 @@ struct fk_capture_opts {
     fk_warn_fn warn;                /* degraded modes the line names (unless quiet);
                                        NULL: none */
     void *warn_ctx;
-    /* The event kind (capture/evkind.h); NULL: fk_evkind_clock when
+    /* The event kind (engine/evkind.h); NULL: fk_evkind_clock when
      * event.freq is set, else fk_evkind_counted. */
     const struct fk_evkind *kind;
     const void *kind_opts;          /* the kind's own options (struct fk_offcpu_opts
@@ -162,6 +162,10 @@ struct fk_capture_result {
     int nice;
     bool nice_raised;
     bool nice_refused;              /* not raised: --no-priority */
+    /* the reader read the rings every reader_poll_ms on its own clock, the
+     * kernel waking no one (struct fk_evkind.poll_ms); 0: at the kernel's
+     * wake-ups (a quarter ring, every sample for an early stack hook) */
+    unsigned reader_poll_ms;
     uint64_t reader_moves;          /* the reader's thread bound to a sampled
                                        thread's CPU (capture.c follow_cpu) */
     uint64_t reader_released;       /* ... let go of, a sample read late */
@@ -236,14 +240,5 @@ void fk_replay_record(struct fk_replay *p, const void *rec, size_t len);
 void fk_replay_wakeup(struct fk_replay *p);
 /* Name the stacks into r and free the engine; r as fk_capture_run's. */
 void fk_replay_finish(struct fk_replay *p);
-
-/* Facts about this machine for metadata (sysinfo.c): host, kernel, os,
- * cpu, memory, numa, set into the JSON object o. */
-void fk_sysinfo_json(json_t *o);
-
-/* Kernel limits read from /proc/sys/kernel. */
-uint64_t fk_perf_max_sample_rate(void);
-uint64_t fk_perf_mlock_kb(void);
-int fk_perf_paranoid(void);
 
 #endif

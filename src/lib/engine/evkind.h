@@ -30,8 +30,8 @@
  * cpu-clock or cycles, weight = the nominal period in ns) and
  * fk_evkind_counted (any software event or tracepoint, one hit in N,
  * weight = N). */
-#ifndef FK_CAPTURE_EVKIND_H
-#define FK_CAPTURE_EVKIND_H
+#ifndef FK_ENGINE_EVKIND_H
+#define FK_ENGINE_EVKIND_H
 
 #include "capture/sample.h"
 #include "symbols/symbols.h"
@@ -138,9 +138,19 @@ struct fk_evkind {
     /* > 0: the ring reader reads the rings every poll_ms on its own clock
      * (sooner when a pass found a ring more than a quarter full: reader.c,
      * next_timeout) and the kernel wakes no one (the watermark at a full
-     * ring), for a kind whose samples a wake-up would disturb; 0: the
-     * engine's watermark and wake-ups. */
+     * ring), for a kind whose samples a wake-up would disturb, or that needs its
+     * records no sooner; 0: the engine's watermark and wake-ups. The
+     * engine keeps the watermark's wake-ups instead where the rings hold
+     * less than 4 polls of a frequency's largest samples (config.c
+     * choose_reads). */
     unsigned poll_ms;
+    /* With poll_ms: an early stack hook (struct fk_stack_hook.early) keeps
+     * the kernel's per-sample wake-ups, as without poll_ms (the CPU kind:
+     * a Python generator moves on within a millisecond). false: the
+     * kind's clock holds with early hooks too (the counted kind: a reader
+     * woken on the sampled CPU would add its own page faults to the
+     * count). */
+    bool early_wakeups;
 };
 
 /* A stack rewriter run on every kept sample after user-stack unwinding. */

@@ -4,7 +4,7 @@
  * before 6.0), the sample ids of several events, the rings (halved while
  * the locked-memory budget is short), and the cgroup target's own
  * counters. Errors are reported in our words, naming the fix. */
-#include "capture/engine.h"
+#include "engine/engine.h"
 #include "util/procfs.h"
 
 #include <dirent.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The Python stack hook (see pyframes.h). */
-#include "capture/pyframes.h"
+#include "engine/pyframes.h"
 
 #include <string.h>
 

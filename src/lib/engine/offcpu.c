@@ -3,9 +3,9 @@
  * hands them (raw tracepoint fields by the layout tracefs gives, switch
  * records) and feed the block accounting (blocktime.h), whose finished
  * blocks are added to the stacks they were interned as. */
-#include "capture/offcpu.h"
-#include "capture/capture.h"
-#include "capture/evkind.h"
+#include "engine/offcpu.h"
+#include "engine/capture.h"
+#include "engine/evkind.h"
 #include "capture/tracefs.h"
 #include "util/hindex.h"
 

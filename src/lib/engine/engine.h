@@ -16,11 +16,11 @@
  *   (loop)               take the reader's copies, hand records on in time order
  *   fk_engine_read_counts  the events' own counts after disabling
  *   fk_engine_name       unique stacks -> the structured profile */
-#ifndef FK_CAPTURE_ENGINE_H
-#define FK_CAPTURE_ENGINE_H
+#ifndef FK_ENGINE_ENGINE_H
+#define FK_ENGINE_ENGINE_H
 
-#include "capture/capture.h"
-#include "capture/evkind.h"
+#include "engine/capture.h"
+#include "engine/evkind.h"
 #include "capture/reader.h"
 #include "capture/ring.h"
 #include "capture/sample.h"
@@ -49,6 +49,9 @@ struct fk_engine {
     uint32_t stack_size;
     unsigned pages;                 /* data pages per ring */
     bool ring_limited;              /* pages were cut to the mlock budget */
+    uint64_t sample_bytes;          /* the largest sample the mode records */
+    unsigned poll_ms;               /* the reader's clock (config.c choose_reads);
+                                       0: the kernel's wake-ups */
     const struct fk_evkind *kind;
     void *kind_state;
     unsigned nevents;

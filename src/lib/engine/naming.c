@@ -8,7 +8,7 @@
  *
  * A raw stack's key is comm NUL pid32 then (dso u32, addr u64) per frame,
  * leaf first (capture.c writes it). */
-#include "capture/engine.h"
+#include "engine/engine.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,8 +3,8 @@
  * limits, the call-graph mode (auto resolved to dwarf or fp, with the note
  * saying why), the ring size, and one perf_event_attr per event of the
  * kind -- the engine's common bits first, then the kind's own. */
-#include "capture/engine.h"
-#include "capture/capture.h"
+#include "engine/engine.h"
+#include "engine/capture.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -191,6 +191,7 @@ static void size_rings(struct fk_engine *e)
     if (e->mode != FK_CG_FP) {
         /* header, ids, period, a kernel callchain, registers, stack copy */
         uint64_t sample_bytes = 8 + 6 * 8 + 64 * 8 + (1 + FK_UW_NREGS) * 8 + 16 + e->stack_size;
+        e->sample_bytes = sample_bytes;
         e->pages = ring_pages(o, sample_bytes, &e->ring_limited);
         uint64_t fits = (uint64_t)e->pages * page / sample_bytes;
         if (e->ring_limited && fits < 8 && e->mode == FK_CG_AUTO) {
@@ -208,14 +209,25 @@ static void size_rings(struct fk_engine *e)
                            (double)fits / (double)rate, e->stack_size, (unsigned long long)rate);
         }
     }
-    if (e->mode == FK_CG_FP)
+    if (e->mode == FK_CG_FP) {
         e->pages = ring_pages(o, 0, &e->ring_limited);
+        e->sample_bytes = 8 + 6 * 8 + 128 * 8;    /* ids, period, the kernel's chain */
+    }
     if (r->callgraph_note[0])
         fk_engine_warn(e, "user stacks by %s", r->callgraph_note);
     if (e->mode == FK_CG_AUTO)
         e->mode = FK_CG_DWARF;      /* resolved */
     r->callgraph = e->mode;
     r->stack_size = e->mode == FK_CG_DWARF ? e->stack_size : 0;
+}
+
+/* A stack hook reads the target as samples leave the rings. */
+static bool early_hooks(const struct fk_capture_opts *o)
+{
+    for (size_t k = 0; k < o->nstack_hooks; k++)
+        if (o->stack_hooks[k]->early)
+            return true;
+    return false;
 }
 
 /* What every event of the capture shares (evsel__config's common part);
@@ -275,20 +287,53 @@ static void base_attr(struct fk_engine *e, unsigned i, struct perf_event_attr *a
         a->read_format |= PERF_FORMAT_ID;   /* open.c finds libperf's fds by their ids */
     a->watermark = 1;
     a->wakeup_watermark = (uint32_t)(e->pages * (unsigned)sysconf(_SC_PAGESIZE) / 4);
-    /* a stack hook that reads the target as samples leave the ring wants
-     * them soon: wake up every sample up to 1000 Hz (the limit without
-     * --unsafe-limits; beyond, every freq/1000 samples), not at a quarter
-     * ring: a Python generator moves on within a millisecond */
-    bool early = false;
-    for (size_t k = 0; k < o->nstack_hooks; k++)
-        early = early || o->stack_hooks[k]->early;
-    if (e->kind->poll_ms) {
-        /* the reader's own clock (struct fk_evkind.poll_ms) */
+    if (e->poll_ms) {
+        /* the reader's own clock (choose_reads) */
         a->wakeup_watermark = (uint32_t)(e->pages * (unsigned)sysconf(_SC_PAGESIZE));
-    } else if (early) {
+    } else if (early_hooks(o)) {
+        /* a stack hook that reads the target as samples leave the ring
+         * wants them soon: wake up every sample up to 1000 Hz (the limit
+         * without --unsafe-limits; beyond, every freq/1000 samples), not
+         * at a quarter ring: a Python generator moves on within a
+         * millisecond */
         uint64_t rate = o->event.freq ? o->event.freq : 1000;
         a->watermark = 0;
         a->wakeup_events = rate > 1000 ? (uint32_t)(rate / 1000) : 1;
+    }
+}
+
+/* How the reader learns of records: on its own clock, every
+ * struct fk_evkind.poll_ms, with the kernel waking no one (the watermark
+ * at a full ring; the engine's thread then takes the copies every POLL_MS
+ * of capture.c), or at the kernel's wake-ups (a quarter ring, or every
+ * sample for an early stack hook) -- each one a switch to the reader's
+ * thread and often on to the engine's, ~16 us apiece on this VM. The
+ * kind's clock is not used
+ *  - with an early stack hook, when the kind keeps the kernel's wake-ups
+ *    for it (early_wakeups: the CPU kind; Python's frames are read as
+ *    the sample leaves the ring);
+ *  - when the kind samples at a frequency and the rings hold less than 4
+ *    polls of its largest samples at that rate (an mlock budget, a rate
+ *    past --unsafe-limits): the kernel then wakes the reader at a quarter
+ *    ring, before the ring can overflow. A kind sampling one in N has no
+ *    such bound; it chose its poll_ms knowing that, and the reader reads
+ *    sooner when a pass found a ring more than a quarter full (reader.c,
+ *    next_timeout). */
+static void choose_reads(struct fk_engine *e)
+{
+    const struct fk_capture_opts *o = e->o;
+    e->poll_ms = e->kind->poll_ms;
+    if (!e->poll_ms)
+        return;
+    if (e->kind->early_wakeups && early_hooks(o)) {
+        e->poll_ms = 0;
+        return;
+    }
+    if (o->event.freq && e->sample_bytes) {
+        uint64_t ring = (uint64_t)e->pages * (uint64_t)sysconf(_SC_PAGESIZE);
+        uint64_t ring_ms = ring * 1000 / (o->event.freq * e->sample_bytes);
+        if (ring_ms < 4ull * e->poll_ms)
+            e->poll_ms = 0;
     }
 }
 
@@ -332,6 +377,7 @@ bool fk_engine_configure(struct fk_engine *e)
     size_rings(e);
     e->kind = o->kind ? o->kind : o->event.freq ? &fk_evkind_clock : &fk_evkind_counted;
     choose_tree_mode(e);
+    choose_reads(e);
     char err[256] = "";
     e->nevents = 1;
     if (e->kind->start && !e->kind->start(o, &e->kind_state, &e->nevents, err, sizeof err)) {

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The Python stack hook (capture/evkind.h's struct fk_stack_hook): CPython
+/* The Python stack hook (engine/evkind.h's struct fk_stack_hook): CPython
  * frames read from the target (unwind/python.h) spliced into every kept
  * sample's user stack, whatever the event kind. The runner owns one per
  * capture: fk_pyframes_init before fk_capture_run, fk_pyframes_finish
  * after it (statistics, then everything freed). The reader itself is made
  * at the first sample, when the engine's symbolizer exists. */
-#ifndef FK_CAPTURE_PYFRAMES_H
-#define FK_CAPTURE_PYFRAMES_H
+#ifndef FK_ENGINE_PYFRAMES_H
+#define FK_ENGINE_PYFRAMES_H
 
-#include "capture/evkind.h"
+#include "engine/evkind.h"
 #include "unwind/python.h"
 #include "unwind/unwind.h"
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The built-in event kinds (evkind.h): a clock sampled at a frequency, and
  * a counted event sampled one hit in N. Both weigh a sample at once. */
-#include "capture/evkind.h"
-#include "capture/capture.h"
+#include "engine/evkind.h"
+#include "engine/capture.h"
 #include "capture/period_check.h"
 
 #include <linux/perf_event.h>
@@ -51,6 +51,16 @@ const struct fk_evkind fk_evkind_clock = {
     .config = clock_config,
     .values = clock_values,
     .sample = weigh_now,
+    /* The rings are read every 50 ms on the reader's clock, the kernel
+     * waking no one: the reader's thread already read them at least that
+     * often (reader.c READER_POLL_MS), so the files of short-lived
+     * processes are pinned as soon as before. What goes is the kernel's
+     * wake-up at each quarter ring and the engine's thread woken with
+     * it. The rings hold a quarter of a second of the largest samples at
+     * the rate (config.c), 5 polls; the Python hook keeps its per-sample
+     * wake-ups. */
+    .poll_ms = 50,
+    .early_wakeups = true,
 };
 
 /* ---- counted: a software event or tracepoint, one hit in N ------------ */

@@ -3,7 +3,7 @@
  * engine.h in order; this file holds the loop, what happens to each record
  * (side-band to the symbolizer and the target filter, samples decoded once
  * and turned into stacks for the event kind), and the final counts. */
-#include "capture/engine.h"
+#include "engine/engine.h"
 #include "symbols/pins.h"
 #include "util/buf.h"
 #include "util/procfs.h"
@@ -648,7 +648,8 @@ static bool engine_reader(struct fk_engine *e)
             ro.sample = early_seen;
             ro.sample_ctx = e;
         }
-    ro.poll_ms = (int)e->kind->poll_ms;
+    ro.poll_ms = (int)e->poll_ms;
+    e->r->reader_poll_ms = e->poll_ms;
     ro.ring_bytes = (size_t)e->pages * (size_t)sysconf(_SC_PAGESIZE);
     early_catch_up(e);  /* the hooks' state made before the thread reads it */
     ro.limit = e->o->max_mem_bytes ? (size_t)(e->o->max_mem_bytes / 4) : (256u << 20);
