@@ -95,6 +95,8 @@ int cmd_collapse(int argc, char **argv)
     struct fk_lineread r;
     bool binary;    /* perf script parsing reports malformed lines itself */
     enum fk_input_kind kind = fk_input_open(&r, in, &binary);
+    if (kind == FK_INPUT_TEXT)
+        fk_perfscript_expect(&ps, fk_lineread_plain_size(&r));
     bool rok = kind == FK_INPUT_PPROF ? fk_input_pprof(&r, &io, &tab, NULL)
              : kind == FK_INPUT_TEXT ? fk_perfscript_read_lines(&ps, &r) : false;
     if (kind != FK_INPUT_ERROR)

@@ -6,7 +6,10 @@
 #include "util/lineread.h"
 #include "util/outfile.h"
 
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -125,6 +128,47 @@ static void test_outfile_and_read(const char *dir)
     free(p2);
 }
 
+/* The size a reader knows before reading: a plain file's bytes after the
+ * offset it was opened at; nothing for gzip or a pipe. */
+static void test_plain_size(const char *dir)
+{
+    char *plain = fk_asprintf("%s/plain.txt", dir), *gz = fk_asprintf("%s/out.folded.gz", dir);
+    FILE *f = fopen(plain, "w");
+    for (int i = 0; f && i < 1000; i++)
+        fprintf(f, "line %04d\n", i);      /* 10 bytes each */
+    UNIT_CHECK("plain input written", f && fclose(f) == 0);
+    struct fk_lineread r;
+    size_t n;
+    bool eof;
+    UNIT_CHECK("a plain file's size is known", fk_lineread_open(&r, plain) &&
+               fk_lineread_peek(&r, 1, &n, &eof) && fk_lineread_plain_size(&r) == 10000);
+    fk_lineread_close(&r);
+    UNIT_CHECK("a gzip file's is not", fk_lineread_open(&r, gz) &&
+               fk_lineread_peek(&r, 1, &n, &eof) && fk_lineread_plain_size(&r) == 0);
+    fk_lineread_close(&r);
+    /* stdin: redirected from the file 30 bytes in, then a pipe */
+    int saved = dup(STDIN_FILENO), fd = open(plain, O_RDONLY), pfd[2];
+    bool redirected = saved >= 0 && fd >= 0 && lseek(fd, 30, SEEK_SET) == 30 &&
+                      dup2(fd, STDIN_FILENO) == STDIN_FILENO;
+    UNIT_CHECK("stdin redirected from a file: the bytes after its offset",
+               redirected && fk_lineread_open(&r, "-") && fk_lineread_peek(&r, 1, &n, &eof) &&
+               fk_lineread_plain_size(&r) == 9970 && !strncmp(fk_lineread_next(&r, &n), "line 0003", 9));
+    fk_lineread_close(&r);
+    bool piped = pipe(pfd) == 0 && write(pfd[1], "x\n", 2) == 2 && close(pfd[1]) == 0 &&
+                 dup2(pfd[0], STDIN_FILENO) == STDIN_FILENO;
+    UNIT_CHECK("a pipe's is not", piped && fk_lineread_open(&r, "-") &&
+               fk_lineread_peek(&r, 1, &n, &eof) && fk_lineread_plain_size(&r) == 0);
+    fk_lineread_close(&r);
+    if (saved >= 0)
+        dup2(saved, STDIN_FILENO), close(saved);
+    if (fd >= 0)
+        close(fd);
+    if (piped)
+        close(pfd[0]);
+    free(plain);
+    free(gz);
+}
+
 static bool short_is(const char *in, const char *want)
 {
     struct fk_buf b = FK_BUF_INIT;
@@ -186,6 +230,7 @@ int main(int argc, char **argv)
     test_stacktab();
     test_parse();
     test_outfile_and_read(dir);
+    test_plain_size(dir);
     test_names();
     char *cmd = fk_asprintf("rm -rf '%s'", dir);
     if (system(cmd) != 0)

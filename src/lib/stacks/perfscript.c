@@ -287,6 +287,40 @@ void fk_perfscript_init(struct fk_perfscript *p, const struct fk_perfscript_opts
     p->pname_id = UINT32_MAX;
 }
 
+/* Bytes of input per byte of key records, and of stack records, at
+ * which the tables are first made (fk_perfscript_expect): 65 MB host-wide
+ * and deep-stack captures keep 2.0-3.7 % of their size as keys and 1-3 %
+ * as stacks. Doubled from a small start, the key records of the shallow
+ * bench input went through blocks of 0.5, 1, 2 and 4 MB, each freed block
+ * a hole the heap had touched, and a 4 MB block 2.4 MB used put the next
+ * chunk's header on a fifth huge page: 10 MB of huge pages (each one
+ * zeroed on its first touch, 20 % of the CPU) for 6.5 MB in use. Started
+ * near their final sizes they are not copied. A guess too small only
+ * doubles as before; one too big is address space, untouched past what is
+ * used, but it moves what comes after it: which 2 MB pages the heap
+ * touches depends on that layout (24 and 40 gave the three bench inputs
+ * 3, 3 and 5 huge pages instead of 5, 5 and 6; 24 and 32, 4, 3 and 6). */
+enum { KEYS_PER_INPUT = 24, STACKS_PER_INPUT = 40, STACKS_START_MAX = 4 << 20,
+       TABLE_START_MIN = 64 << 10 };
+
+void fk_perfscript_expect(struct fk_perfscript *p, uint64_t bytes)
+{
+    uint64_t k = bytes / KEYS_PER_INPUT, s = bytes / STACKS_PER_INPUT;
+    if (k > (uint64_t)p->keys.max * sizeof *p->keys.w)
+        k = (uint64_t)p->keys.max * sizeof *p->keys.w;
+    if (s > STACKS_START_MAX)
+        s = STACKS_START_MAX;
+    /* exact sizes (fk_grow would round them up to a power of two) */
+    if (!p->keys.w && k >= TABLE_START_MIN) {
+        p->keys.cap = (size_t)k / sizeof *p->keys.w;
+        p->keys.w = fk_malloc(p->keys.cap * sizeof *p->keys.w);
+    }
+    if (!p->stacks.w && s >= TABLE_START_MIN) {
+        p->stacks.cap = (size_t)s / sizeof *p->stacks.w;
+        p->stacks.w = fk_malloc(p->stacks.cap * sizeof *p->stacks.w);
+    }
+}
+
 void fk_perfscript_free(struct fk_perfscript *p)
 {
     free(p->event);

@@ -120,6 +120,11 @@ static inline bool fk_perfscript_overflow(const struct fk_perfscript *p)
     return p->stacks.overflow;
 }
 void fk_perfscript_free(struct fk_perfscript *p);
+/* The input's size in bytes, when it is known before it is read (see
+ * fk_lineread_plain_size), given before the first line: the tables that
+ * grow with the input start at sizes that suit it. Only memory (layout
+ * and peak) depends on it, never the output. */
+void fk_perfscript_expect(struct fk_perfscript *p, uint64_t bytes);
 /* Parse an open reader's lines to its end ("-" = stdin, gzip transparent:
  * util/lineread.h); false on a read error (r->error). */
 struct fk_lineread;

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -34,6 +35,10 @@ bool fk_lineread_open(struct fk_lineread *r, const char *path)
         fail(r, "cannot open %s: %s", r->name, strerror(errno));
         return false;
     }
+    struct stat sb;
+    off_t at = S_ISREG(fstat(fd, &sb) == 0 ? sb.st_mode : 0) ? lseek(fd, 0, SEEK_CUR) : -1;
+    if (at >= 0 && at <= sb.st_size)
+        r->left = (uint64_t)(sb.st_size - at);
     /* zlib reads plain data through unchanged, so one path serves both. */
     r->gz = gzdopen(fd, "rb");
     if (!r->gz) {
@@ -153,6 +158,11 @@ char *fk_lineread_slurp(struct fk_lineread *r, size_t max, size_t *len)
     r->eof = true;
     *len = n;
     return data;
+}
+
+uint64_t fk_lineread_plain_size(struct fk_lineread *r)
+{
+    return r->gz && gzdirect(r->gz) ? r->left : 0;
 }
 
 void fk_lineread_close(struct fk_lineread *r)

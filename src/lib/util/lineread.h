@@ -12,6 +12,7 @@ struct fk_lineread {
     size_t cap, start, end;
     bool eof;
     uint64_t lineno;    /* 1-based number of the line last returned */
+    uint64_t left;      /* a regular file's bytes after the offset it was opened at, else 0 */
     const char *name;   /* for messages */
     char error[512];    /* "" or why reading failed: one line naming the input */
 };
@@ -32,6 +33,11 @@ static inline void fk_lineread_skip(struct fk_lineread *r, size_t n, uint64_t li
     r->start += n;
     r->lineno += lines;
 }
+/* The input's size in bytes when it is known before it is read: a
+ * regular file (or stdin redirected from one) that is not compressed;
+ * 0 otherwise. Call after a first peek (zlib has then looked for a gzip
+ * header). */
+uint64_t fk_lineread_plain_size(struct fk_lineread *r);
 /* Release the input and the buffer; name and error stay for a message. */
 void fk_lineread_close(struct fk_lineread *r);
 /* Look at the next bytes without consuming them: reads until at least want
