@@ -55,13 +55,23 @@
 #      same window: what following the tree on per-CPU events over the
 #      whole host would cost at least (every CPU's samples read, most
 #      dropped), the alternative to per-task events for a pid in the root
-#      cgroup (flamekit-record(1), Following a tree).
+#      cgroup (flamekit-record(1), Following a tree); FK_BENCH_HOST=0 leaves
+#      that row out (a 5-round quiet call then fits the 6-minute hold).
+#  (6) many children (FK_BENCH_PARTS=6): 'flamekit run' of a shell loop of
+#      N /bin/true for each N of FK_BENCH_CHILDREN (default "1000 10000"),
+#      at 99 Hz (with FK_BASELINE, the baseline's run first): the forks and
+#      exits the tree saw, samples against the tree's CPU time (rusage) x
+#      the frequency, flamekit's peak RSS and its own count of the bytes
+#      it held (memory_peak_bytes), and what each grew per child from one
+#      N to the next. Target: bounded memory -- growth per child is the
+#      samples' (each (pid, stack) an entry), not per-process state.
 # Needs root (cgroups, drop_caches). Take quiet figures under the lock, one
 # rate per call (each fits the 6-minute hold):
 #   FK_BENCH_PARTS=2 FK_BENCH_RATES=99 FK_BASELINE=DIR fk-quiet bench/children.sh
 # env: FLAMEKIT, FK_BASELINE, FK_BENCH_PARTS, FK_BENCH_RATES,
 # FK_BENCH_CACHES, FK_BENCH_TIMEOUT (seconds per capture, default 90),
-# FK_BENCH_STOP_AFTER.
+# FK_BENCH_STOP_AFTER, FK_BENCH_KEEP (a directory: each capture's metadata
+# and rusage are copied there at the end, to look at a round afterwards).
 set -euo pipefail
 src=${FK_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 fk=${FLAMEKIT:-${FK_BUILD:-$src/build}/flamekit}
@@ -87,6 +97,13 @@ cg=
 cg5=
 cleanup() {
     set +e      # (a process already gone must not end the clean-up)
+    if [ -n "${FK_BENCH_KEEP:-}" ] && mkdir -p "$FK_BENCH_KEEP"; then
+        for d in "$work"/*/; do
+            [ -e "$d" ] || continue
+            for j in "$d"*.json; do [ -e "$j" ] && cp "$j" "$FK_BENCH_KEEP/$(basename "$d").json"; done
+        done
+        cp "$work"/*.time "$FK_BENCH_KEEP/" 2>/dev/null
+    fi
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null; kill -CONT "$p" 2>/dev/null; done
     wait 2>/dev/null
     [ -n "$cg" ] && rmdir "$cg" 2>/dev/null
@@ -328,7 +345,7 @@ if [[ " $parts " == *" 5 "* ]] && [ -n "$base" ]; then
         sleep 2     # its threads up
         for round in $(seq "${FK_BENCH_ROUNDS:-3}"); do
             hostrow=
-            [ "$place" = here ] && hostrow=host
+            [ "$place" = here ] && [ "${FK_BENCH_HOST:-1}" != 0 ] && hostrow=host
             for build in base new $hostrow; do
                 bin=$fk; [ "$build" = base ] && bin=$base
                 what=(pid -q -d "$win" -o "p-$place-$build-$round" "$xp")
@@ -371,6 +388,36 @@ if [[ " $parts " == *" 5 "* ]] && [ -n "$base" ]; then
             done | sort -n | awk -v p="$place" -v what="$([ $f = 1 ] && echo CPU || echo 'peak RSS')" '{ v[NR] = $1 }
                 END { if (NR) printf "(5) %s: flamekit %s new/base: median %.3f, range %.3f-%.3f over %d rounds\n",
                       p, what, v[int((NR + 1) / 2)], v[1], v[NR], NR }'
+        done
+    done
+fi
+if [[ " $parts " == *" 6 "* ]]; then
+    for build in $builds; do
+        bin=$fk; [ "$build" = base ] && bin=$base
+        prev=
+        for n in ${FK_BENCH_CHILDREN:-1000 10000}; do
+            tag=c6-$build-$n
+            rc=0
+            /usr/bin/time -f '%U %S %M' -o "$tag.fk" timeout -k 5 "$limit" \
+                "$bin" run -q -o "$tag" -- /usr/bin/time -f '%U %S' -o "$tag.time" \
+                bash -c "for i in \$(seq $n); do /bin/true; done" >/dev/null 2>"$tag.err" || rc=$?
+            cj=$(ls "$tag"/*.json 2>/dev/null | head -1 || true)
+            if [ $rc != 0 ] || [ -z "$cj" ]; then
+                failed=1
+                echo "(6) $build, $n children: FAILED: exit $rc; $(tail -c 200 "$tag.err" | tr '\n' ' ')"
+                continue
+            fi
+            read -r samples hz forks exits mem lost mode <<<"$(meta "$cj" samples event.frequency_hz \
+                target.tree.forks target.tree.exits memory_peak_bytes lost target.tree.mode | paste -sd' ')"
+            read -r _ _ rss <"$tag.fk"
+            cpu=$(awk '{ print $1 + $2 }' "$tag.time")
+            awk -v b="$build" -v n="$n" -v s="$samples" -v hz="$hz" -v f="$forks" -v x="$exits" -v m="$mem" \
+                -v r="$rss" -v c="$cpu" -v l="$lost" -v md="$mode" -v p="$prev" 'BEGIN {
+                printf "(6) %s, %d x /bin/true under run (%s): forks %s, exits %s; %d samples for %.2f s of CPU (%.3f of it x %d Hz), lost %s; flamekit peak RSS %d KB, memory_peak_bytes %d",
+                    b, n, md, f, x, s, c, (c ? s / (c * hz) : 0), hz, l, r, m
+                if (p != "") { split(p, q, " "); printf "; per child since %d: RSS %+.0f B, memory_peak_bytes %+.0f B", q[1], (r - q[2]) * 1024 / (n - q[1]), (m - q[3]) / (n - q[1]) }
+                printf "\n" }'
+            prev="$n $rss $mem"
         done
     done
 fi

@@ -31,9 +31,9 @@ int main(void)
     r = check(100, 205, 20667, 2, 0, 0);
     UNIT_CHECK("two instances may each keep 99", r.verdict == FK_PERIOD_OK);
     r = check(100, 203, 20667, 2, 0, 0);
-    UNIT_CHECK("more missing than remainders: too few", r.verdict == FK_PERIOD_TOO_FEW && r.warning[0]);
+    UNIT_CHECK("more missing than remainders: wrong", r.verdict == FK_PERIOD_WRONG && r.warning[0]);
     r = check(100, 204, 20667, 2, 0, 0);
-    UNIT_CHECK("one below the remainders' reach: too few", r.verdict == FK_PERIOD_TOO_FEW);
+    UNIT_CHECK("one below the remainders' reach: wrong", r.verdict == FK_PERIOD_WRONG);
     r = check(100, 204, 20667, 2, 1, 0);
     UNIT_CHECK("a lost record explains one sample", r.verdict == FK_PERIOD_OK);
     /* samples the kernel counted but never wrote (seen in the counts the
@@ -48,11 +48,11 @@ int main(void)
                strstr(r.summary, "3 samples the kernel counted but never wrote") != NULL);
     u.unwritten = 0;
     fk_period_verify(&u, &r);
-    UNIT_CHECK("the same shortfall unexplained: too few", r.verdict == FK_PERIOD_TOO_FEW &&
+    UNIT_CHECK("the same shortfall unexplained: wrong", r.verdict == FK_PERIOD_WRONG &&
                strstr(r.warning, "0 unwritten samples") && !strstr(r.summary, "never wrote"));
     u.unwritten = 2;
     fk_period_verify(&u, &r);
-    UNIT_CHECK("fewer unwritten than missing: still too few", r.verdict == FK_PERIOD_TOO_FEW);
+    UNIT_CHECK("fewer unwritten than missing: still wrong", r.verdict == FK_PERIOD_WRONG);
     r = check(100, 100, 20667, 2, 0, 1);
     UNIT_CHECK("throttled: only the upper bound", r.verdict == FK_PERIOD_OK);
     r = check(100, 20667, 20667, 2, 0, 0);
@@ -65,13 +65,34 @@ int main(void)
     r = check(100, 0, 0, 2, 0, 0);
     UNIT_CHECK("nothing counted, nothing sampled", r.verdict == FK_PERIOD_OK);
     r = check(100, 0, 99, 1, 0, 0);
-    UNIT_CHECK("fewer hits than one period", r.verdict == FK_PERIOD_OK);
+    UNIT_CHECK("fewer hits than one period: too few to verify, said",
+               r.verdict == FK_PERIOD_TOO_FEW && strstr(r.warning, "too few to verify 1 in 100") &&
+               strcmp(fk_period_verdict_name(r.verdict), "too-few-samples") == 0);
     UNIT_CHECK("fewer hits than one period: no 0.0% share, says why",
                !strstr(r.summary, "%") && strstr(r.summary, "counted 99, below one period per counter"));
     r = check(1, 500, 500, 1, 0, 0);
     UNIT_CHECK("period 1: every hit is right", r.verdict == FK_PERIOD_OK);
     r = check(100, 0, 5000, 1000, 0, 0);
-    UNIT_CHECK("many instances: lower bound saturates at 0", r.verdict == FK_PERIOD_OK && r.lo == 0);
+    UNIT_CHECK("many instances: lower bound saturates at 0, too few to verify",
+               r.verdict == FK_PERIOD_TOO_FEW && r.lo == 0);
+    /* a short task's few faults against a tree's many: the same counters,
+     * one can be checked and fail, the other cannot */
+    r = check(100, 0, 198, 2, 0, 0);
+    UNIT_CHECK("two counters can hold 198 below a period each: too few", r.verdict == FK_PERIOD_TOO_FEW);
+    r = check(100, 0, 199, 2, 0, 0);
+    UNIT_CHECK("199 on two counters: one sample was due, none came: wrong",
+               r.verdict == FK_PERIOD_WRONG && strcmp(fk_period_verdict_name(r.verdict), "wrong") == 0);
+    r = check(100, 12, 45841, 2, 0, 0);
+    UNIT_CHECK("a tree's 45,841 faults for 12 samples: wrong", r.verdict == FK_PERIOD_WRONG);
+    r = check(100, 1, 150, 2, 0, 0);
+    UNIT_CHECK("a sample within a too-few range: still too few", r.verdict == FK_PERIOD_TOO_FEW);
+    r = check(100, 0, 150, 2, 0, 1);
+    UNIT_CHECK("throttled: checked from above only, not too few", r.verdict == FK_PERIOD_OK);
+    r = check(100, 0, 150, 2, 3, 0);
+    UNIT_CHECK("too few, lost records or not", r.verdict == FK_PERIOD_TOO_FEW);
+    r = check(100, 0, 500, 2, 4, 0);
+    UNIT_CHECK("a count losses explain away: ok, with its share", r.verdict == FK_PERIOD_OK &&
+               strstr(r.summary, "(0.0%)"));
     r = check(UINT64_MAX, 3, 10, 1, 0, 0);
     UNIT_CHECK("huge products saturate", r.estimate == UINT64_MAX && r.verdict != FK_PERIOD_OK);
 

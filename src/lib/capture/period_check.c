@@ -23,6 +23,7 @@ const char *fk_period_verdict_name(enum fk_period_verdict v)
     case FK_PERIOD_OK: return "ok";
     case FK_PERIOD_EVERY_HIT: return "every-hit";
     case FK_PERIOD_TOO_MANY: return "too-many-samples";
+    case FK_PERIOD_WRONG: return "wrong";
     case FK_PERIOD_TOO_FEW: return "too-few-samples";
     case FK_PERIOD_UNCHECKED: return "unchecked";
     }
@@ -55,11 +56,12 @@ void fk_period_verify(const struct fk_period_in *in, struct fk_period_result *ou
                               : in->lost + in->unwritten, k));
     /* A share of a count the remainders can swallow whole ("48 (0.0%)")
      * reads like a failure: say why there is nothing to compare. */
+    bool remainders_hold_all = in->count && !in->throttles && in->count <= sat_mul(inst, k - 1);
     char pct[96] = "";
-    if (in->count && (out->lo > 0 || in->throttles))
-        snprintf(pct, sizeof pct, " (%.1f%%)", 100.0 * (double)out->estimate / (double)in->count);
-    else if (in->count)
+    if (remainders_hold_all)
         snprintf(pct, sizeof pct, ", below one period per counter: too few to compare");
+    else if (in->count)
+        snprintf(pct, sizeof pct, " (%.1f%%)", 100.0 * (double)out->estimate / (double)in->count);
     char unwritten[96] = "";
     if (in->unwritten)
         snprintf(unwritten, sizeof unwritten, "; %" PRIu64 " sample%s the kernel counted but "
@@ -69,7 +71,15 @@ void fk_period_verify(const struct fk_period_in *in, struct fk_period_result *ou
              in->samples, out->estimate, unit, k, in->count, pct, unwritten);
 
     if (out->estimate >= out->lo && out->estimate <= out->hi) {
-        out->verdict = FK_PERIOD_OK;
+        /* within range, but a range from 0 that the remainders alone
+         * make proves nothing */
+        out->verdict = remainders_hold_all ? FK_PERIOD_TOO_FEW : FK_PERIOD_OK;
+        if (remainders_hold_all)
+            snprintf(out->warning, sizeof out->warning,
+                     "%s: %" PRIu64 " %s counted, which %" PRIu64 " counter%s can hold "
+                     "below one period each: too few to verify 1 in %" PRIu64
+                     " (verdict too-few-samples)",
+                     ev, in->count, unit, inst, inst == 1 ? "" : "s", k);
         return;
     }
     if (out->estimate > out->hi) {
@@ -90,7 +100,7 @@ void fk_period_verify(const struct fk_period_in *in, struct fk_period_result *ou
                      ev, in->samples, k, out->estimate, in->count, unit, k, out->one_in);
         return;
     }
-    out->verdict = FK_PERIOD_TOO_FEW;
+    out->verdict = FK_PERIOD_WRONG;
     snprintf(out->warning, sizeof out->warning,
              "WARNING: %s: %" PRIu64 " samples x %" PRIu64 " = %" PRIu64 " is below %" PRIu64
              " (counted %" PRIu64 " less remainders of %" PRIu64 " counters, %" PRIu64

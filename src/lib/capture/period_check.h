@@ -41,11 +41,17 @@ struct fk_period_in {
     uint64_t instances;     /* counters, each keeping a remainder < K; 0 = 1 */
 };
 
+/* Whether a check could fail is part of the answer: a count the
+ * counters' remainders can hold whole (a short task: 40 faults at 1 in
+ * 100) is consistent with any estimate from 0 up, so it is not "ok" but
+ * "too-few-samples" -- nothing to compare -- while an estimate below what
+ * the remainders and losses explain is "wrong": samples went missing. */
 enum fk_period_verdict {
-    FK_PERIOD_OK,           /* estimate within [lo, hi] */
+    FK_PERIOD_OK,           /* estimate within [lo, hi], lo > 0 (or throttled) */
     FK_PERIOD_EVERY_HIT,    /* about one sample per event: period ignored */
     FK_PERIOD_TOO_MANY,     /* more samples than the count allows */
-    FK_PERIOD_TOO_FEW,      /* fewer than the remainders and losses explain */
+    FK_PERIOD_WRONG,        /* fewer than the remainders and losses explain */
+    FK_PERIOD_TOO_FEW,      /* count <= instances x (K-1): nothing to compare */
     FK_PERIOD_UNCHECKED,    /* no count to check against */
 };
 

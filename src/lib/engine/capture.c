@@ -82,26 +82,35 @@ void fk_engine_warn(struct fk_engine *e, const char *fmt, ...)
 
 /* ---- what kinds and hooks call (evkind.h) ------------------------------- */
 
-/* The aggregation key: comm NUL pid32 (dso, addr)... (naming.c reads it). */
+/* The aggregation key (engine.h): the frames interned, then comm NUL
+ * pid32 frames-id32 in e->key (naming.c reads both). */
 static void stack_key(struct fk_engine *e, const struct fk_stack_frames *st)
 {
-    const char *comm = st->pid == 0 ? "swapper" : fk_sym_comm_of(e->sym, st->pid, st->tid);
-    size_t cl = strlen(comm);
     const size_t frame = sizeof st->locs[0].dso + sizeof st->locs[0].addr;
     /* one reservation, then plain stores: this runs for every sample */
     fk_buf_reset(&e->key);
-    fk_buf_reserve(&e->key, cl + 1 + sizeof(int32_t) + frame * (size_t)st->n);
+    fk_buf_reserve(&e->key, frame * (size_t)st->n);
     char *k = e->key.data;
-    memcpy(k, comm, cl + 1);
-    k += cl + 1;
-    int32_t pid32 = (int32_t)st->pid;
-    memcpy(k, &pid32, sizeof pid32);
-    k += sizeof pid32;
     for (unsigned i = 0; i < st->n; i++) {
         memcpy(k, &st->locs[i].dso, sizeof st->locs[i].dso);
         memcpy(k + sizeof st->locs[i].dso, &st->locs[i].addr, sizeof st->locs[i].addr);
         k += frame;
     }
+    const struct fk_stack *f = fk_stacktab_add(&e->frame_lists, e->key.data,
+                                               (size_t)(k - e->key.data), 0);
+    uint32_t fid = (uint32_t)(f - e->frame_lists.v);
+    const char *comm = st->pid == 0 ? "swapper" : fk_sym_comm_of(e->sym, st->pid, st->tid);
+    size_t cl = strlen(comm);
+    fk_buf_reset(&e->key);
+    fk_buf_reserve(&e->key, cl + 1 + sizeof(int32_t) + sizeof fid);
+    k = e->key.data;
+    memcpy(k, comm, cl + 1);
+    k += cl + 1;
+    int32_t pid32 = (int32_t)st->pid;
+    memcpy(k, &pid32, sizeof pid32);
+    k += sizeof pid32;
+    memcpy(k, &fid, sizeof fid);
+    k += sizeof fid;
     e->key.len = (size_t)(k - e->key.data);
     e->r->kernel_frames += st->user < st->n ? st->user : st->n;
     e->r->user_frames += st->user < st->n ? st->n - st->user : 0;
@@ -578,8 +587,9 @@ static uint64_t track_memory(struct fk_engine *e)
         hooks += fk_reader_bytes(e->reader) + e->ring.buf.cap;
     if (e->pins)
         hooks += fk_pins_bytes(e->pins);
-    fk_sym_set_other_bytes(e->sym, fk_stacktab_bytes(&e->raw) + hooks);
-    uint64_t mem = fk_stacktab_bytes(&e->raw) + fk_sym_bytes(e->sym) + hooks;
+    uint64_t tables = fk_stacktab_bytes(&e->raw) + fk_stacktab_bytes(&e->frame_lists);
+    fk_sym_set_other_bytes(e->sym, tables + hooks);
+    uint64_t mem = tables + fk_sym_bytes(e->sym) + hooks;
     if (mem > e->r->mem_bytes)
         e->r->mem_bytes = mem;
     return mem;
@@ -900,6 +910,7 @@ static void engine_init(struct fk_engine *e, const struct fk_capture_opts *o,
     e->errlen = errlen;
     if (err && errlen)
         err[0] = 0;
+    fk_stacktab_init(&e->frame_lists);
     fk_stacktab_init(&e->raw);
     fk_target_filter_init(&e->filter, o->target);
     e->reader_cpu = e->reader_mask_known = -1;
@@ -918,6 +929,7 @@ static void engine_free(struct fk_engine *e)
     fk_pins_free(e->pins);
     fk_ringq_free(&e->ring);
     fk_stacktab_free(&e->raw);
+    fk_stacktab_free(&e->frame_lists);
     fk_buf_free(&e->key);
     fk_target_filter_free(&e->filter);
     fk_tree_free(&e->tree);

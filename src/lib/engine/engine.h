@@ -100,7 +100,12 @@ struct fk_engine {
     struct fk_symbolizer *sym;
     struct fk_unwinder *uw;         /* dwarf mode */
     struct fk_target_filter filter;
-    /* aggregation: comm NUL pid32 (dso, addr)... -> samples, weight */
+    /* aggregation, two levels: a stack's frames, (dso u32, addr u64)...
+     * leaf first, interned once (its index the frames' id), and comm NUL
+     * pid32 frames-id32 -> samples, weight. A tree of short children
+     * repeats the same few stacks in every pid: each (pid, stack) costs an
+     * entry and 9 bytes past its comm, not a copy of its frames. */
+    struct fk_stacktab frame_lists;
     struct fk_stacktab raw;
     struct fk_buf key;
     struct fk_loc frames[FK_ENGINE_MAX_FRAMES];

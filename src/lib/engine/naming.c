@@ -6,8 +6,9 @@
  * as the event kind counted them. The folded table is then drawn from
  * that profile, so the two cannot disagree.
  *
- * A raw stack's key is comm NUL pid32 then (dso u32, addr u64) per frame,
- * leaf first (capture.c writes it). */
+ * A raw stack's key is comm NUL pid32 frames-id32, the id an entry of
+ * the engine's frame_lists table: (dso u32, addr u64) per frame, leaf first
+ * (capture.c writes both). */
 #include "engine/engine.h"
 
 #include <stdlib.h>
@@ -114,9 +115,12 @@ static void add_stack_sample(struct namer *n, const struct fk_stack *s)
 {
     size_t cl = strnlen(s->key, s->len);
     int32_t pid;
+    uint32_t fid;
     memcpy(&pid, s->key + cl + 1, sizeof pid);
-    const char *frames = s->key + cl + 1 + sizeof pid;
-    size_t nloc = (s->len - cl - 1 - sizeof pid) / sizeof(struct loc_key);
+    memcpy(&fid, s->key + cl + 1 + sizeof pid, sizeof fid);
+    const struct fk_stack *f = &n->e->frame_lists.v[fid];
+    const char *frames = f->key;
+    size_t nloc = f->len / sizeof(struct loc_key);
     n->ids = fk_grow(n->ids, &n->capids, nloc ? nloc : 1, sizeof *n->ids);
     for (size_t j = 0; j < nloc; j++) {
         struct loc_key k;

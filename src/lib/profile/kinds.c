@@ -83,7 +83,7 @@ static void faults_after(const struct fk_profile_request *rq, struct fk_profile_
     fk_period_verify(&in, &res->check);
     res->checked = true;
     struct fk_period_result *pr = &res->check;
-    if (pr->verdict == FK_PERIOD_TOO_FEW && r->tree_mode && !r->tree_cgroup && r->forks) {
+    if (pr->verdict == FK_PERIOD_WRONG && r->tree_mode && !r->tree_cgroup && r->forks) {
         size_t len = strlen(pr->warning);
         snprintf(pr->warning + len, sizeof pr->warning - len,
                  "; on inherited per-task events (%s) each of the %llu children counted from "
