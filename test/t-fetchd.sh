@@ -321,7 +321,9 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
         and all(.settings[]; (.runs | length) == $rounds and .fetches_per_client >= 1
                 and (.figures as $f | all(figs[]; . as $k | $f[$k] | stat))
                 and .figures.throughput_mib_s.min > 0 and .figures.server_cpu_s_per_gib.min > 0
-                and all(.runs[]; .bytes > 0 and .wall_s > 0 and .fetches >= 1))
+                and all(.runs[]; .bytes > 0 and .wall_s > 0 and .fetches >= 1
+                        # a server waits for its requests, a client for its responses
+                        and .server_context_switches >= 1 and .client_context_switches >= 1))
         and (.ratios | length) == $nr
         and all(.ratios[]; all(.server_cpu_per_gib_grpc_over_sock, .cpu_bound_throughput_sock_over_grpc,
                                .throughput_sock_over_grpc; stat and .min > 0)

@@ -35,8 +35,9 @@ extern struct bench_opts opt;
 
 /* One run: what was moved, in what time, at what cost. */
 struct obs {
-    double wall, bytes, fetches, server_cpu, git_cpu, client_cpu, client_minflt, alloc_calls, alloc_bytes, rss_mib,
-           load1;
+    double wall, bytes, fetches, server_cpu, git_cpu, client_cpu, client_minflt, alloc_calls, alloc_bytes;
+    double server_csw, client_csw;  /* context switches of the server's threads, of the clients */
+    double rss_mib, load1;
     double anon_mib;            /* the server's anonymous RSS after the run: heap, stacks (its own state) */
     double machine_busy;        /* %, every process on the machine */
     double probe_ms;            /* the machine's speed: a fixed piece of work, CPU ms, before the run */

@@ -403,21 +403,23 @@ static void pin_self(const cpu_set_t *set)
 /* Task-clock counters on every thread the server had when it became ready;
  * threads it creates later inherit them (their counts fold into these when
  * they exit, and a read includes the live ones). self: inherit_thread, so
- * threads only; all: every descendant, git included. */
+ * threads only; all: every descendant, git included; csw: the server's
+ * threads' context switches (how often it waited on its clients: the
+ * socket server's CPU per fetch moves with it). */
 #define MAX_TASKS 256
 struct srv_cpu {
     int n;
-    int self[MAX_TASKS], all[MAX_TASKS];
+    int self[MAX_TASKS], all[MAX_TASKS], csw[MAX_TASKS];
     bool perf;      /* else /proc ticks */
 };
 
-static int open_clock(pid_t tid, bool threads_only)
+static int open_counter(pid_t tid, uint64_t config, bool threads_only)
 {
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
     a.size = sizeof a;
     a.type = PERF_TYPE_SOFTWARE;
-    a.config = PERF_COUNT_SW_TASK_CLOCK;
+    a.config = config;
     a.inherit = 1;
     a.inherit_thread = threads_only;
     return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
@@ -439,9 +441,10 @@ static void srv_cpu_open(struct srv_cpu *c, pid_t pid)
             break;
         }
         pid_t tid = (pid_t)atoi(e->d_name);
-        c->self[c->n] = open_clock(tid, true);
-        c->all[c->n] = open_clock(tid, false);
-        if (c->self[c->n] < 0 || c->all[c->n] < 0) {
+        c->self[c->n] = open_counter(tid, PERF_COUNT_SW_TASK_CLOCK, true);
+        c->all[c->n] = open_counter(tid, PERF_COUNT_SW_TASK_CLOCK, false);
+        c->csw[c->n] = open_counter(tid, PERF_COUNT_SW_CONTEXT_SWITCHES, true);
+        if (c->self[c->n] < 0 || c->all[c->n] < 0 || c->csw[c->n] < 0) {
             fk_warn("perf_event_open on the server's thread %d: %s; CPU from /proc ticks (10 ms steps)",
                     (int)tid, strerror(errno));
             c->perf = false;
@@ -456,28 +459,32 @@ static void srv_cpu_open(struct srv_cpu *c, pid_t pid)
                 close(c->self[i]);
             if (c->all[i] >= 0)
                 close(c->all[i]);
+            if (c->csw[i] >= 0)
+                close(c->csw[i]);
         }
         c->n = 0;
     }
 }
 
-static double read_clock(int fd)
+static double read_counter(int fd)
 {
     uint64_t v = 0;
     if (read(fd, &v, sizeof v) != (ssize_t)sizeof v)
-        fk_die("reading a task-clock counter: %s", strerror(errno));
-    return (double)v / 1e9;
+        fk_die("reading a software counter: %s", strerror(errno));
+    return (double)v;
 }
 
-/* Seconds of CPU so far: the server's own threads, and its git children. */
-static void srv_cpu_read(const struct srv_cpu *c, pid_t pid, double *server, double *git)
+/* Seconds of CPU so far: the server's own threads, and its git children;
+ * the server's threads' context switches (0 without perf_event_open). */
+static void srv_cpu_read(const struct srv_cpu *c, pid_t pid, double *server, double *git, double *csw)
 {
-    *server = *git = 0;
+    *server = *git = *csw = 0;
     if (c->perf) {
         double all = 0;
         for (int i = 0; i < c->n; i++) {
-            *server += read_clock(c->self[i]);
-            all += read_clock(c->all[i]);
+            *server += read_counter(c->self[i]) / 1e9;
+            all += read_counter(c->all[i]) / 1e9;
+            *csw += read_counter(c->csw[i]);
         }
         *git = all > *server ? all - *server : 0;   /* read a moment apart */
         return;
@@ -545,17 +552,36 @@ static double loadavg1(void)
 
 /* The machine's speed just now: thread CPU milliseconds of a fixed piece
  * of work on the servers' CPUs (integer mixing and scattered reads and
- * writes in a 4 MiB table, like git's hashing and copying). On a virtual
- * machine the same work takes more CPU time when the host is busier
- * (invisible to /proc/stat here: no steal time); git upload-pack's CPU
- * per GiB moved 7-32 % between invocations with the server unchanged and
- * in step across all settings of a round. */
+ * writes in a PROBE_MIB table, like git's hashing and copying). On a
+ * virtual machine the same work takes more CPU time when the host is
+ * busier (invisible to /proc/stat here: no steal time); git upload-pack's
+ * CPU per GiB moved 7-32 % between invocations with the server unchanged and
+ * in step across all settings of a round. The table is far larger than the
+ * caches and the TLB's reach, so every probe misses them alike whatever ran
+ * before it: with 4 MiB, a probe after a run took 22-37 ms (the run had
+ * flushed the table's TLB entries; each miss a nested page walk) but one
+ * right after another probe 2-7 ms, even with the table's lines flushed
+ * from the caches first. The wait for a slow spell to pass and the retake's
+ * own probe ran back to back, so every retake passed at once, whatever the
+ * host did, and was kept as normal though it cost as much as the run it
+ * replaced (the socket server 688 ms/GiB where its setting's median was
+ * 565). */
+#define PROBE_MIB 64
 static double machine_probe_ms(void)
 {
-    enum { WORDS = 4 << 20 >> 3, STEPS = 1 << 20 };
+    enum { WORDS = (PROBE_MIB << 20) >> 3, STEPS = 1 << 20 };
     static uint64_t *t;
-    if (!t)
-        t = fk_calloc(WORDS, sizeof *t);
+    if (!t) {
+        void *m = mmap(NULL, (size_t)WORDS * sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            fk_die("mmap of the machine probe's %d MiB: %s", PROBE_MIB, strerror(errno));
+        /* small pages always; not in the clients (fork copies no page table of it) */
+        (void)madvise(m, (size_t)WORDS * sizeof *t, MADV_NOHUGEPAGE);
+        (void)madvise(m, (size_t)WORDS * sizeof *t, MADV_DONTFORK);
+        t = m;
+        for (size_t i = 0; i < WORDS; i += 512)
+            t[i] = i;
+    }
     pin_self(&server_cpus);
     struct timespec a, b;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
@@ -736,7 +762,7 @@ struct client_report {
     uint64_t fetches, bytes, errors;
     uint64_t t_end;             /* fk_now_ns() after its last fetch */
     double cpu;                 /* seconds of CPU (all its threads) over the timed fetches */
-    uint64_t minflt;            /* its minor page faults over them */
+    uint64_t minflt, csw;       /* its minor page faults and context switches over them */
     char err[256];
 };
 
@@ -824,12 +850,14 @@ static void streams_run(struct fetchd_client *c, const struct client_job *j, str
     free(args);
 }
 
-/* CPU seconds of this process so far, and its minor page faults. */
-static double self_cpu(uint64_t *minflt)
+/* CPU seconds of this process so far, its minor page faults and context
+ * switches. */
+static double self_cpu(uint64_t *minflt, uint64_t *csw)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     *minflt = (uint64_t)ru.ru_minflt;
+    *csw = (uint64_t)(ru.ru_nvcsw + ru.ru_nivcsw);
     return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
@@ -924,11 +952,11 @@ static _Noreturn void client_process(const struct client_job *j)
         _exit(1);
     while (read(j->go_r, &x, 1) < 0 && errno == EINTR)
         ;
-    uint64_t f0, f1;
-    double c0 = self_cpu(&f0);
+    uint64_t f0, f1, w0, w1;
+    double c0 = self_cpu(&f0, &w0);
     streams_run(c, j, st, n, j->fetches);
     uint64_t t_end = fk_now_ns();
-    double c1 = self_cpu(&f1);
+    double c1 = self_cpu(&f1, &w1);
     for (int i = 0; i < n; i++) {
         r->fetches += st[i].fetches;
         r->bytes += st[i].total;
@@ -939,6 +967,7 @@ static _Noreturn void client_process(const struct client_job *j)
     r->t_end = t_end;
     r->cpu = c1 - c0;
     r->minflt = f1 - f0;
+    r->csw = w1 - w0;
     if (write(j->done_w, &x, 1) != 1)
         _exit(1);
     _exit(0);   /* no gRPC shutdown: nothing of it is measured */
@@ -1037,11 +1066,11 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
         fk_die("%s, %s, %d clients: a client failed before the timed fetches: %s", s->name, mode_name[m],
                nclients, *e ? e : "(it died)");
     }
-    double sc0, gc0, sc1, gc1;
+    double sc0, gc0, sc1, gc1, sw0, sw1;
     struct counters m0 = { 0 }, m1 = { 0 };
     if (s->cnt)
         m0 = *s->cnt;
-    srv_cpu_read(&s->cpu, s->pid, &sc0, &gc0);
+    srv_cpu_read(&s->cpu, s->pid, &sc0, &gc0, &sw0);
     double mb0, mt0, mb1, mt1;
     machine_jiffies(&mb0, &mt0);
     bool going = !h || !h->before_go || h->before_go(h->arg);
@@ -1055,7 +1084,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
         *stop = 1;
     bool ok = read_tokens(done[0], nproc);
     machine_jiffies(&mb1, &mt1);
-    srv_cpu_read(&s->cpu, s->pid, &sc1, &gc1);
+    srv_cpu_read(&s->cpu, s->pid, &sc1, &gc1, &sw1);
     if (s->cnt)
         m1 = *s->cnt;
     o->rss_mib = status_mib(s->pid, "VmHWM");
@@ -1081,6 +1110,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
         o->bytes += (double)reps[i].bytes;
         o->client_cpu += reps[i].cpu;
         o->client_minflt += (double)reps[i].minflt;
+        o->client_csw += (double)reps[i].csw;
         errors += reps[i].errors;
         if (reps[i].errors && !err)
             err = reps[i].err;
@@ -1094,6 +1124,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
                (unsigned long long)errors, err && *err ? err : "a client died");
     o->wall = (double)(t_end - t0) / 1e9;
     o->server_cpu = sc1 - sc0;
+    o->server_csw = sw1 - sw0;
     o->git_cpu = gc1 > gc0 ? gc1 - gc0 : 0;
     o->alloc_counted = s->cnt != NULL;
     o->alloc_calls = (double)(m1.calls - m0.calls);
