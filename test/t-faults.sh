@@ -194,10 +194,11 @@ wait "$labpid" 2>/dev/null
 # steps' minflt_delta): one in N, so to within the period's rounding per
 # run of touches on a CPU (10 %), less what flamekit lost (the larger of
 # lost and lost_samples, x N, as the one-in-N check allows). It may hold
-# more: a sampled task is preempted by the wakeup of the profiler's reader
-# when that shares its CPU, so other tasks' faults follow samples and the
-# busiest faulter is over-sampled (the lab by 2-22 % here with flamekit on
-# its CPU, 0-2 % pinned apart; perf record the same), hence 1.5 x at most.
+# more when other tasks' faults on the lab's CPU follow its samples: a
+# profiler woken at samples, and running there before the lab, made the
+# lab over-sampled by 2-22 % (flamekit before it read the rings on a
+# timer, evkind.c; perf record by 5 %), and other tasks may still do it,
+# hence 1.5 x at most.
 # The lab runs under a name of this run's own (its comm is the name it was
 # exec'd by), so another lab on the host (a suite run beside this one) is
 # not counted as this one's.

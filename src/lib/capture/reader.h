@@ -74,8 +74,11 @@ struct fk_reader_opts {
     void *sample_ctx;
     /* The thread reads the rings at least every poll_ms (0: 50 ms); with
      * a sample tap each such pass counts as a wake-up of the kernel's
-     * (for rings that wake no one: struct fk_evkind.poll_ms). */
+     * (for rings that wake no one: struct fk_evkind.poll_ms). Sooner
+     * when a pass found a ring more than a quarter full (reader.c,
+     * next_timeout): ring_bytes is a ring's data size (0: never sooner). */
     int poll_ms;
+    size_t ring_bytes;
     /* Called in the reader's thread on each record, samples included,
      * before it is copied out (in its ring: read it, do not keep it), in
      * each ring's order; false: it is not copied, only given back to its
@@ -96,6 +99,11 @@ struct fk_reader_stats {
     uint64_t dropped;       /* records keep turned down */
     uint64_t full;          /* passes that left records in a ring: no room */
     uint64_t peak_bytes;    /* chunk bytes held at most */
+    uint64_t ring_peak_bytes;   /* the most bytes one pass read from one ring */
+    uint64_t soon;          /* passes that came sooner than poll_ms (a ring
+                             * was found more than a quarter full) */
+    uint64_t gap_peak_ns;   /* the longest time from one pass's start to the
+                             * next's (the thread starved: losses follow) */
 };
 
 struct fk_reader;

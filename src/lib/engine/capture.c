@@ -553,6 +553,9 @@ static void read_rings(struct fk_engine *e, int timeout_ms, bool final)
     e->r->ring_bytes = st.bytes;
     e->r->reader_peak_bytes = st.peak_bytes;
     e->r->reader_full = st.full;
+    e->r->reader_ring_peak = st.ring_peak_bytes;
+    e->r->reader_soon = st.soon;
+    e->r->reader_gap_peak_ns = st.gap_peak_ns;
     e->r->reader_records = st.records;
     e->r->reader_dropped = st.dropped;
     fk_pins_stats(e->pins, &e->r->pins);
@@ -657,6 +660,7 @@ static bool engine_reader(struct fk_engine *e)
         }
     ro.poll_ms = (int)e->poll_ms;
     e->r->reader_poll_ms = e->poll_ms;
+    ro.ring_bytes = (size_t)e->pages * (size_t)sysconf(_SC_PAGESIZE);
     early_catch_up(e);  /* the hooks' state made before the thread reads it */
     ro.limit = e->o->max_mem_bytes ? (size_t)(e->o->max_mem_bytes / 4) : (256u << 20);
     int err = 0;

@@ -151,6 +151,11 @@ struct fk_capture_result {
      * passes that found it full (records left in a ring, the kernel's to
      * drop and count in lost) */
     uint64_t reader_peak_bytes, reader_full;
+    /* the most bytes one pass found in one ring, and the passes that came
+     * sooner than the reader's period because a ring was found more than a
+     * quarter full (reader.c, next_timeout) */
+    uint64_t reader_ring_peak, reader_soon;
+    uint64_t reader_gap_peak_ns;    /* the longest time between two passes */
     /* records it read, and side-band records a kind counted as they left
      * the rings and had it drop there (off-CPU's switch-outs) */
     uint64_t reader_records, reader_dropped;

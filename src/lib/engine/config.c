@@ -316,7 +316,9 @@ static void base_attr(struct fk_engine *e, unsigned i, struct perf_event_attr *a
  *    polls of its largest samples at that rate (an mlock budget, a rate
  *    past --unsafe-limits): the kernel then wakes the reader at a quarter
  *    ring, before the ring can overflow. A kind sampling one in N has no
- *    such bound; it chose its poll_ms knowing that. */
+ *    such bound; it chose its poll_ms knowing that, and the reader reads
+ *    sooner when a pass found a ring more than a quarter full (reader.c,
+ *    next_timeout). */
 static void choose_reads(struct fk_engine *e)
 {
     const struct fk_capture_opts *o = e->o;

@@ -136,8 +136,9 @@ struct fk_evkind {
      * called with open false when the window failed. May be NULL. */
     void (*window)(void *state, struct fk_engine *e, bool open);
     /* > 0: the ring reader reads the rings every poll_ms on its own clock
-     * and the kernel wakes no one (the watermark at a full ring), for a
-     * kind whose samples a wake-up would disturb, or that needs its
+     * (sooner when a pass found a ring more than a quarter full: reader.c,
+     * next_timeout) and the kernel wakes no one (the watermark at a full
+     * ring), for a kind whose samples a wake-up would disturb, or that needs its
      * records no sooner; 0: the engine's watermark and wake-ups. The
      * engine keeps the watermark's wake-ups instead where the rings hold
      * less than 4 polls of a frequency's largest samples (config.c

@@ -260,6 +260,9 @@ json_t *fk_profile_metadata(const struct fk_profile_request *rq,
     json_t *rd = json_object();
     json_object_set_new(rd, "queue_peak_bytes", json_integer((json_int_t)r->reader_peak_bytes));
     json_object_set_new(rd, "full_passes", json_integer((json_int_t)r->reader_full));
+    json_object_set_new(rd, "ring_peak_bytes", json_integer((json_int_t)r->reader_ring_peak));
+    json_object_set_new(rd, "soon_passes", json_integer((json_int_t)r->reader_soon));
+    json_object_set_new(rd, "pass_gap_peak_ms", json_real((double)r->reader_gap_peak_ns / 1e6));
     json_object_set_new(rd, "records", json_integer((json_int_t)r->reader_records));
     json_object_set_new(rd, "records_dropped", json_integer((json_int_t)r->reader_dropped));
     json_object_set_new(rd, "nice", json_integer(r->nice));
