@@ -31,12 +31,23 @@ if [ -n "$lzma" ] && need readelf; then
     head -c 2000000 /dev/urandom | base64 > "$T/xz.in"
     if run_capture xz xz -9 -k -c -T1 "$T/xz.in"; then
         zcat "$FOLDED" | sed 's/ [0-9]*$//' | tr ';' '\n' | grep -F "[$lb+0x" | sort -u > "$T/xz.frames"
-        readelf --debug-dump=frames "$lzma" | awk '$4 == "FDE" { split($6, r, /[=.]/); print r[2] }' |
-            sed 's/^0*//' | sort -u > "$T/fde.starts"
+        # FDE ranges (pc=START..END). A frame inside one must be named by its
+        # start; a pc in no FDE (.init's few instructions, run once by the
+        # loader: 0x4000 was sampled once in CI run 12) has nothing to be
+        # named by and keeps its address.
+        readelf --debug-dump=frames "$lzma" | awk '$4 == "FDE" { split($6, r, /[=.]+/); print r[2], r[3] }' \
+            > "$T/fde.ranges"
         n=$(wc -l < "$T/xz.frames")
-        bad=$(sed "s/^\[$lb+0x//; s/\]\$//" "$T/xz.frames" | sort -u | comm -23 - "$T/fde.starts" | head -5)
+        bad=$(sed "s/^\[$lb+0x//; s/\]\$//" "$T/xz.frames" | sort -u |
+            awk -v ranges="$T/fde.ranges" '
+                function hex(h,   i, v, c) { v = 0; h = tolower(h)
+                    for (i = 1; i <= length(h); i++) { c = index("0123456789abcdef", substr(h, i, 1)) - 1; v = v * 16 + c }
+                    return v }
+                BEGIN { while ((getline l < ranges) > 0) { split(l, f, " "); s[++k] = hex(f[1]); e[k] = hex(f[2]) } }
+                { a = hex($1); for (i = 1; i <= k; i++) if (a >= s[i] && a < e[i]) { if (a != s[i]) print $1; break } }' |
+            head -5)
         check_range "xz -9: distinct liblzma frames (one per function)" "$n" 3 40
-        check_eq "xz -9: every liblzma frame is a function start from .eh_frame" "" "$bad"
+        check_eq "xz -9: every liblzma frame in an .eh_frame FDE is named by its start" "" "$bad"
         check_range "xz -9: share of xz samples in liblzma" \
             "$(share "$FOLDED" "\\[$lb\\+0x" '^xz;')" 0.70 1.0
     fi
