@@ -257,21 +257,17 @@ if mkdir "$svc" 2>/dev/null; then
         keys pid
         s0=$(jnum pid start_unix_ns); d=$(jnum pid duration_s)
         # ticks (USER_HZ 100) in the window, from below (readings taken wholly
-        # inside it) and from above (the nearest readings wholly outside it)
-        read -r tin tout <<EOF
-$(awk -v s="$s0" -v d="$d" 'BEGIN { e = s + d * 1e9 }
+        # inside it) and from above (the nearest readings wholly outside it),
+        # and the samples each makes at $F Hz (want: their midpoint's)
+        read -r tin tout win want wout < <(awk -v s="$s0" -v d="$d" -v f=$F 'BEGIN { e = s + d * 1e9 }
     NF == 3 { t1 = $1 * 1e9; t2 = $2 * 1e9; v = $3
       if (t2 <= s) ao = v
       if (t1 >= s && ai == "") ai = v
       if (t2 <= e) bi = v
       if (t1 >= e && bo == "") bo = v }
-    END { if (ao == "" || bo == "" || ai == "" || bi == "") print 0, 0
-          else print bi - ai, bo - ao }' "$T/pidcpu")
-EOF
-        ticks=$(( (tin + tout) / 2 ))
-        want=$(awk -v t="$ticks" -v f=$F 'BEGIN { printf "%d\n", t / 100 * f }')
-        win=$(awk -v t="$tin" -v f=$F 'BEGIN { printf "%d\n", t / 100 * f }')
-        wout=$(awk -v t="$tout" -v f=$F 'BEGIN { printf "%d\n", t / 100 * f }')
+    END { i = o = 0
+          if (ao != "" && bo != "" && ai != "" && bi != "") { i = bi - ai; o = bo - ao }
+          printf "%d %d %d %d %d\n", i, o, i / 100 * f, int((i + o) / 2) / 100 * f, o / 100 * f }' "$T/pidcpu")
         n=$(jnum pid samples)
         # each reading sums four fields truncated to ticks: 4 ticks either
         # way on top of the bracket, and the samples' own spread
