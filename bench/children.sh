@@ -70,6 +70,8 @@
 #      it held (memory_peak_bytes), and what each grew per child from one
 #      N to the next. Target: bounded memory -- growth per child is the
 #      samples' (each (pid, stack) an entry), not per-process state.
+#      FK_BENCH_NOTHP=1 runs both builds with transparent huge pages
+#      refused: peak RSS in 4 KiB pages, not whole 2 MiB heap pages.
 # Needs root (cgroups, drop_caches). Take quiet figures under the lock, one
 # rate per call (each fits the 6-minute hold):
 #   FK_BENCH_PARTS=2 FK_BENCH_RATES=99 FK_BASELINE=DIR fk-quiet bench/children.sh
@@ -129,6 +131,14 @@ for k in sys.argv[2:]:
     for p in k.split("."): v = v.get(p, "?") if isinstance(v, dict) else "?"
     print(v)' "$@"; }
 echo "bench/children: load average at start: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
+# ./nothp PROGRAM ARG...: PROGRAM with transparent huge pages refused
+# (PR_SET_THP_DISABLE, kept across exec), for FK_BENCH_NOTHP=1
+if [ "${FK_BENCH_NOTHP:-0}" = 1 ]; then
+    printf '%s\n' '#include <sys/prctl.h>' '#include <unistd.h>' '#include <stdio.h>' \
+        'int main(int c, char **v) { if (c < 2 || prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0)) { perror("prctl"); return 2; }' \
+        '    execv(v[1], v + 1); perror("execv"); return 2; }' >nothp.c
+    cc -O2 -o nothp nothp.c
+fi
 
 if [[ " $parts " == *" 1 "* ]]; then
     cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
@@ -346,15 +356,10 @@ if [[ " $parts " == *" 5 "* ]] && [ -n "$base" ]; then
     }
     ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
     # FK_BENCH_NOTHP=1: a third row in flamekit's cgroup, this build with
-    # transparent huge pages refused (PR_SET_THP_DISABLE, kept across
-    # exec): what its heap on huge pages (fk_heap_for_batch) costs or saves
+    # transparent huge pages refused: what its heap on huge pages
+    # (fk_heap_for_batch) costs or saves
     nothp=
-    if [ "${FK_BENCH_NOTHP:-0}" = 1 ]; then
-        printf '%s\n' '#include <sys/prctl.h>' '#include <unistd.h>' '#include <stdio.h>' \
-            'int main(int c, char **v) { (void)c; if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0)) { perror("prctl"); return 2; }' \
-            "execv(\"$fk\", v); perror(\"execv\"); return 2; }" >nothp.c
-        cc -O2 -o nothp nothp.c && nothp=nothp
-    fi
+    [ "${FK_BENCH_NOTHP:-0}" = 1 ] && nothp=nothp
     # watch_mem PID: while PID (time, then timeout, then flamekit) runs,
     # flamekit's largest Rss and AnonHugePages in smaps_rollup (KB), read
     # every 0.2 s: is a round's peak RSS a huge page more of its heap?
@@ -383,8 +388,8 @@ if [[ " $parts " == *" 5 "* ]] && [ -n "$base" ]; then
             [ "$place" = here ] && [ "${FK_BENCH_HOST:-1}" != 0 ] && hostrow=host
             for build in base new $([ "$place" = here ] && echo $nothp) $hostrow; do
                 bin=$fk; [ "$build" = base ] && bin=$base
-                [ "$build" = nothp ] && bin=./nothp
                 what=(pid -q -d "$win" -o "p-$place-$build-$round" "$xp")
+                [ "$build" = nothp ] && { bin=./nothp; what=("$fk" "${what[@]}"); }
                 [ "$build" = host ] && what=(host -q -d "$win" -o "p-$place-$build-$round")
                 tag=p-$place-$build-$round
                 t0=$(ticks "$xp")
@@ -440,8 +445,9 @@ if [[ " $parts " == *" 6 "* ]]; then
         for n in ${FK_BENCH_CHILDREN:-1000 10000}; do
             tag=c6-$build-$n
             rc=0
+            pre=(); [ "${FK_BENCH_NOTHP:-0}" = 1 ] && pre=(./nothp)
             /usr/bin/time -f '%U %S %M' -o "$tag.fk" timeout -k 5 "$limit" \
-                "$bin" run -q -o "$tag" -- /usr/bin/time -f '%U %S' -o "$tag.time" \
+                "${pre[@]}" "$bin" run -q -o "$tag" -- /usr/bin/time -f '%U %S' -o "$tag.time" \
                 bash -c "for i in \$(seq $n); do /bin/true; done" >/dev/null 2>"$tag.err" || rc=$?
             cj=$(ls "$tag"/*.json 2>/dev/null | head -1 || true)
             if [ $rc != 0 ] || [ -z "$cj" ]; then
