@@ -55,6 +55,7 @@ if [ -n "${FK_DEB_DIR:-}" ]; then
         check_grep "flamekit Depends on $lib (loaded at run time, not linked)" "(^|[ ,])$lib([ ,(]|\$)" "$dep"
     done
     check_grep "flamekit Depends on jansson" 'libjansson4' "$dep"
+    check_grep "flamekit Depends on libbpf1 (off-CPU and Python programs)" '(^|[ ,])libbpf1([ ,(]|$)' "$dep"
     check_nogrep "flamekit does not Depend on libcurl" 'libcurl' "$dep"
     rec=$(dpkg-deb -f "$deb" Recommends)
     check_grep "flamekit Recommends libcurl4 (for upload)" 'libcurl4' "$rec"
