@@ -441,6 +441,13 @@ struct pc2_entry {
     bool has_row;               /* fk_cfi_find found one */
 };
 
+#define MEMO_N 16
+
+static inline unsigned memo_slot(uint64_t pc)
+{
+    return (unsigned)((pc * 0x9e3779b97f4a7c15ull) >> 60);
+}
+
 /* Which pc of which address space (fk_sym_proc_gen) an entry holds. */
 struct pc_tags {
     uint64_t pc[PC_CACHE_WAYS];
@@ -470,6 +477,15 @@ struct fk_unwinder {
     bool locs_ok[FK_UW_DEFAULT_MAX_FRAMES];
     unsigned nsps;
     struct fk_uw_code uncached;     /* the answer when it is not kept */
+    /* The entries this walk already hit, by pc: a deep stack comes back to
+     * the same call sites (recursion; python3.11's frames: 2 of 3 a
+     * sample), and a repeat then costs one compare, not the set's hash
+     * and tags. Valid while memo_gen[i] == walk_gen: a new walk, or an
+     * entry replaced, moves walk_gen on. */
+    uint64_t memo_pc[MEMO_N];
+    const struct pc_entry *memo[MEMO_N];
+    uint32_t memo_gen[MEMO_N];
+    uint32_t walk_gen;
     struct pc_tags tags[PC_CACHE_SETS];
     struct pc_entry cache[PC_CACHE_SETS][PC_CACHE_WAYS];
     struct pc2_tags tags2[PC2_SETS];
@@ -490,6 +506,16 @@ struct fk_unwinder *fk_unwinder_new(struct fk_symbolizer *s)
 void fk_unwinder_free(struct fk_unwinder *u)
 {
     free(u);
+}
+
+/* Every memo slot stale: slots of an older walk_gen never match (after
+ * a wrap, all are reset to 0, which walk_gen then skips). */
+static void memo_forget(struct fk_unwinder *u)
+{
+    if (++u->walk_gen == 0) {
+        memset(u->memo_gen, 0, sizeof u->memo_gen);
+        u->walk_gen = 1;
+    }
 }
 
 /* The second level's entry for (cfi, vaddr): found, or made now (the row
@@ -528,6 +554,14 @@ static const struct fk_uw_code *resolve_sym(void *ctx, uint64_t pc)
     struct fk_unwinder *u = ctx;
     unsigned i = u->resolved++;
     struct pc_tags *t = NULL;
+    unsigned m = memo_slot(pc);
+    if (u->memo_gen[m] == u->walk_gen && u->memo_pc[m] == pc) {
+        const struct pc_entry *c = u->memo[m];
+        u->st.pc_cache_hits++;
+        u->locs[i] = c->loc;
+        u->locs_ok[i] = true;
+        return &c->code;
+    }
     if (u->gen.image) {
         uint64_t space = u->gen.image * 0x9e3779b97f4a7c15ull ^ u->gen.maps << 40;
         unsigned set = (unsigned)(fk_hash_u64(space ^ pc) & (PC_CACHE_SETS - 1));
@@ -535,6 +569,9 @@ static const struct fk_uw_code *resolve_sym(void *ctx, uint64_t pc)
         for (unsigned w = 0; w < PC_CACHE_WAYS; w++)
             if (t->pc[w] == pc && t->image[w] == u->gen.image && t->maps[w] == u->gen.maps) {
                 const struct pc_entry *c = &u->cache[set][w];
+                u->memo_pc[m] = pc;
+                u->memo[m] = c;
+                u->memo_gen[m] = u->walk_gen;
                 u->st.pc_cache_hits++;
                 u->locs[i] = c->loc;
                 u->locs_ok[i] = true;
@@ -551,6 +588,7 @@ static const struct fk_uw_code *resolve_sym(void *ctx, uint64_t pc)
     unsigned w = t->next;
     t->next = (w + 1) % PC_CACHE_WAYS;
     struct pc_entry *c = &u->cache[t - u->tags][w];
+    memo_forget(u);     /* an entry this walk hit may be replaced */
     t->pc[w] = pc;
     t->image[w] = u->gen.image;
     t->maps[w] = u->gen.maps;
@@ -566,6 +604,9 @@ static const struct fk_uw_code *resolve_sym(void *ctx, uint64_t pc)
     } else {
         c->loc = fk_sym_locate(u->sym, u->pid, pc, false);
     }
+    u->memo_pc[m] = pc;
+    u->memo[m] = c;
+    u->memo_gen[m] = u->walk_gen;
     u->locs[i] = c->loc;
     u->locs_ok[i] = true;
     return &c->code;
@@ -594,6 +635,7 @@ unsigned fk_unwind_sample(struct fk_unwinder *u, pid_t pid, const uint64_t *regs
     if (u->gen.capture_ended)
         u->gen.image = 0;       /* the CFI the entries point to is given back */
     u->resolved = 0;
+    memo_forget(u);
     struct fk_uw_result res;
     fk_uw_walk(u->arch, want, &st, resolve_sym, u, FK_UW_DEFAULT_MAX_FRAMES,
                FK_UW_DEFAULT_MAX_NS, u->pcs, u->sps, &res);
