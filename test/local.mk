@@ -118,3 +118,5 @@ test_unit_ring_SOURCES = test/unit/unit-ring.c test/unit/unit.h
 EXTRA_DIST += test/offcpu-ref.bt test/offcpu-keys.py
 EXTRA_DIST += test/t-offcpu.sh test/t-children.sh
 EXTRA_DIST += test/t-fuzz-seeds.sh
+check_PROGRAMS += test/unit-bpf
+test_unit_bpf_SOURCES = test/unit/unit-bpf.c test/unit/unit.h

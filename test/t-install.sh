@@ -54,7 +54,14 @@ if [ -n "${FK_DEB_DIR:-}" ]; then
     for lib in libelf1 libdw1 liblzma5; do
         check_grep "flamekit Depends on $lib (loaded at run time, not linked)" "(^|[ ,])$lib([ ,(]|\$)" "$dep"
     done
-    check_grep "flamekit Depends on jansson" 'libjansson4' "$dep"
+    # every library the binary links comes with a Depends on its package
+    # (libbpf1 once the BPF programs are in use, whatever is added next)
+    for so in $needed; do
+        pkg=$(dpkg -S "/lib/x86_64-linux-gnu/$so" 2>/dev/null | head -n 1 | cut -d: -f1)
+        [ -n "$pkg" ] || pkg=$(dpkg -S "/usr/lib/x86_64-linux-gnu/$so" 2>/dev/null | head -n 1 | cut -d: -f1)
+        case $pkg in libc6|'') continue ;; esac
+        check_grep "flamekit Depends on $pkg (it links $so)" "(^|[ ,])$pkg([ ,(]|\$)" "$dep"
+    done
     check_nogrep "flamekit does not Depend on libcurl" 'libcurl' "$dep"
     rec=$(dpkg-deb -f "$deb" Recommends)
     check_grep "flamekit Recommends libcurl4 (for upload)" 'libcurl4' "$rec"

@@ -16,3 +16,5 @@ libflamekit_a_SOURCES += src/lib/capture/period_check.c src/lib/capture/period_c
 libflamekit_a_SOURCES += src/lib/capture/swevent.c src/lib/capture/swevent.h
 libflamekit_a_SOURCES += src/lib/capture/tracefs.c src/lib/capture/tracefs.h
 libflamekit_a_SOURCES += src/lib/capture/blocktime.c src/lib/capture/blocktime.h
+# in-kernel programs built from instructions at run time, loaded with libbpf
+libflamekit_a_SOURCES += src/lib/capture/bpf.c src/lib/capture/bpf.h

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* In-kernel programs built from instructions at run time (see bpf.h). The
+ * builder grows its arrays itself and remembers the first failure instead
+ * of returning one per call, so a generator emits straight-line code and
+ * checks once, at load. Labels are resolved at load: a jump's offset is
+ * relative to the instruction after it and must fit the 16 bits of .off. */
+#include "capture/bpf.h"
+
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <pthread.h>
+#include <linux/perf_event.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct fk_bpf_fixup {
+    uint32_t at;     /* the jump instruction */
+    uint32_t label;
+};
+
+static void fail(struct fk_bpf_builder *b, const char *fmt, ...)
+{
+    if (b->failed[0])
+        return; /* the first failure is the one that explains the rest */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b->failed, sizeof b->failed, fmt, ap);
+    va_end(ap);
+}
+
+/* Grow *arr (elements of size sz) to hold need; false (and the builder
+ * failed) when the allocation fails. */
+static bool grow(struct fk_bpf_builder *b, void **arr, size_t *cap, size_t need, size_t sz)
+{
+    if (need <= *cap)
+        return true;
+    size_t n = *cap ? *cap * 2 : 64;
+    while (n < need)
+        n *= 2;
+    void *p = realloc(*arr, n * sz);
+    if (!p) {
+        fail(b, "no memory for a BPF program of %zu instructions", need);
+        return false;
+    }
+    *arr = p;
+    *cap = n;
+    return true;
+}
+
+void fk_bpf_builder_init(struct fk_bpf_builder *b)
+{
+    memset(b, 0, sizeof *b);
+}
+
+void fk_bpf_builder_free(struct fk_bpf_builder *b)
+{
+    free(b->insn);
+    free(b->label_at);
+    free(b->fix);
+    memset(b, 0, sizeof *b);
+}
+
+void fk_bpf_emit(struct fk_bpf_builder *b, struct bpf_insn insn)
+{
+    if (b->failed[0])
+        return;
+    if (b->n >= FK_BPF_MAX_INSNS) {
+        fail(b, "BPF program longer than %d instructions", FK_BPF_MAX_INSNS);
+        return;
+    }
+    if (!grow(b, (void **)&b->insn, &b->cap, b->n + 1, sizeof *b->insn))
+        return;
+    b->insn[b->n++] = insn;
+}
+
+void fk_bpf_emit_ld_imm64(struct fk_bpf_builder *b, unsigned reg, uint64_t value)
+{
+    fk_bpf_emit(b, FK_BPF_INSN(BPF_LD | BPF_DW | BPF_IMM, reg, 0, 0, (int32_t)(uint32_t)value));
+    fk_bpf_emit(b, FK_BPF_INSN(0, 0, 0, 0, (int32_t)(uint32_t)(value >> 32)));
+}
+
+void fk_bpf_emit_ld_map_fd(struct fk_bpf_builder *b, unsigned reg, int map_fd)
+{
+    fk_bpf_emit(b, FK_BPF_INSN(BPF_LD | BPF_DW | BPF_IMM, reg, BPF_PSEUDO_MAP_FD, 0, map_fd));
+    fk_bpf_emit(b, FK_BPF_INSN(0, 0, 0, 0, 0));
+}
+
+unsigned fk_bpf_label_new(struct fk_bpf_builder *b)
+{
+    if (!grow(b, (void **)&b->label_at, &b->caplabels, b->nlabels + 1, sizeof *b->label_at))
+        return 0; /* the builder failed; label 0 is never resolved against it */
+    b->label_at[b->nlabels] = -1;
+    return (unsigned)b->nlabels++;
+}
+
+void fk_bpf_label_place(struct fk_bpf_builder *b, unsigned label)
+{
+    if (b->failed[0])
+        return;
+    if (label >= b->nlabels) {
+        fail(b, "BPF label %u was never made", label);
+        return;
+    }
+    if (b->label_at[label] >= 0) {
+        fail(b, "BPF label %u placed twice", label);
+        return;
+    }
+    b->label_at[label] = (int32_t)b->n;
+}
+
+static void jump(struct fk_bpf_builder *b, struct bpf_insn insn, unsigned label)
+{
+    if (b->failed[0])
+        return;
+    if (label >= b->nlabels) {
+        fail(b, "BPF jump to label %u, which was never made", label);
+        return;
+    }
+    if (!grow(b, (void **)&b->fix, &b->capfix, b->nfix + 1, sizeof *b->fix))
+        return;
+    b->fix[b->nfix++] = (struct fk_bpf_fixup){ .at = (uint32_t)b->n, .label = label };
+    fk_bpf_emit(b, insn);
+}
+
+void fk_bpf_jump_imm(struct fk_bpf_builder *b, unsigned op, unsigned reg, int32_t imm,
+                     unsigned label)
+{
+    jump(b, FK_BPF_JMP_IMM(op, reg, imm, 0), label);
+}
+
+void fk_bpf_jump_reg(struct fk_bpf_builder *b, unsigned op, unsigned dst, unsigned src,
+                     unsigned label)
+{
+    jump(b, FK_BPF_JMP_REG(op, dst, src, 0), label);
+}
+
+void fk_bpf_goto(struct fk_bpf_builder *b, unsigned label)
+{
+    jump(b, FK_BPF_INSN(BPF_JMP | BPF_JA, 0, 0, 0, 0), label);
+}
+
+/* Give every recorded jump its offset. */
+static bool resolve(struct fk_bpf_builder *b)
+{
+    for (size_t i = 0; i < b->nfix && !b->failed[0]; i++) {
+        const struct fk_bpf_fixup *f = &b->fix[i];
+        int32_t to = b->label_at[f->label];
+        if (to < 0) {
+            fail(b, "BPF label %u used by instruction %u but never placed", f->label, f->at);
+            break;
+        }
+        int64_t off = (int64_t)to - ((int64_t)f->at + 1);
+        if (off < INT16_MIN || off > INT16_MAX) {
+            fail(b, "BPF jump at instruction %u too far (%lld)", f->at, (long long)off);
+            break;
+        }
+        b->insn[f->at].off = (int16_t)off;
+    }
+    return !b->failed[0];
+}
+
+/* The verifier log's line that says why: the last one before its
+ * statistics ("processed N insns...", "verification time..."), which
+ * names the instruction and the reason. */
+static const char *log_reason(char *log)
+{
+    const char *why = "";
+    char *save = NULL;
+    for (char *line = strtok_r(log, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (!strncmp(line, "processed ", 10) || !strncmp(line, "verification time", 17)
+            || !strncmp(line, "stack depth", 11) || !line[0])
+            continue;
+        why = line;
+    }
+    return why;
+}
+
+bool fk_bpf_prog_load(struct fk_bpf_builder *b, enum bpf_prog_type type, const char *name,
+                      int *fd, char *err, size_t errlen)
+{
+    *fd = -1;
+    if (!b->failed[0] && b->n == 0)
+        fail(b, "empty BPF program");
+    if (!resolve(b)) {
+        snprintf(err, errlen, "BPF program %s: %s", name, b->failed);
+        return false;
+    }
+    /* First without a log (the verifier runs faster and a program that
+     * loads needs none), then once more with one to say why it failed. */
+    int p = bpf_prog_load(type, name, "GPL", b->insn, b->n, NULL);
+    if (p >= 0) {
+        *fd = p;
+        return true;
+    }
+    int e = errno;
+    if (e == EPERM) { /* EACCES is the verifier's refusal: its log says why */
+        snprintf(err, errlen, "BPF program %s: not permitted (%s); run as root with "
+                  "CAP_BPF and CAP_PERFMON, outside kernel lockdown", name, strerror(e));
+        return false;
+    }
+    enum { LOG_SIZE = 1 << 20 };
+    char *log = malloc(LOG_SIZE);
+    if (!log) {
+        snprintf(err, errlen, "BPF program %s: %s", name, strerror(e));
+        return false;
+    }
+    log[0] = '\0';
+    LIBBPF_OPTS(bpf_prog_load_opts, opts, .log_buf = log, .log_size = LOG_SIZE,
+                .log_level = 1);
+    p = bpf_prog_load(type, name, "GPL", b->insn, b->n, &opts);
+    if (p >= 0) { /* loaded the second time: keep it */
+        free(log);
+        *fd = p;
+        return true;
+    }
+    const char *why = log_reason(log);
+    snprintf(err, errlen, "BPF program %s refused by the kernel (%s)%s%s", name,
+              strerror(errno), *why ? ": " : "", why);
+    free(log);
+    return false;
+}
+
+bool fk_bpf_map_create(enum bpf_map_type type, const char *name, uint32_t key_size,
+                       uint32_t value_size, uint32_t max_entries, uint32_t flags, int *fd,
+                       char *err, size_t errlen)
+{
+    LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = flags);
+    *fd = bpf_map_create(type, name, key_size, value_size, max_entries, &opts);
+    if (*fd < 0) {
+        snprintf(err, errlen, "BPF map %s (%u entries of %u+%u bytes): %s", name, max_entries,
+                  key_size, value_size, strerror(errno));
+        *fd = -1;
+        return false;
+    }
+    return true;
+}
+
+bool fk_bpf_attach_perf(int perf_fd, int prog_fd, char *err, size_t errlen)
+{
+    if (ioctl(perf_fd, PERF_EVENT_IOC_SET_BPF, prog_fd) != 0) {
+        snprintf(err, errlen, "attaching a BPF program to a perf event: %s", strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+/* Load "r0 = 0; exit" as a perf-event program and attach it to a
+ * software event of this thread: the whole path a capture takes. */
+static bool probe(char *err, size_t errlen)
+{
+    struct fk_bpf_builder b;
+    fk_bpf_builder_init(&b);
+    fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_0, 0));
+    fk_bpf_emit(&b, FK_BPF_EXIT());
+    int prog;
+    bool ok = fk_bpf_prog_load(&b, BPF_PROG_TYPE_PERF_EVENT, "fk_probe", &prog, err, errlen);
+    fk_bpf_builder_free(&b);
+    if (!ok)
+        return false;
+    struct perf_event_attr attr = {
+        .type = PERF_TYPE_SOFTWARE,
+        .size = sizeof attr,
+        .config = PERF_COUNT_SW_DUMMY,
+        .sample_period = 1,
+        .disabled = 1,
+    };
+    int ev = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (ev < 0) {
+        snprintf(err, errlen, "perf_event_open for the BPF probe: %s", strerror(errno));
+        close(prog);
+        return false;
+    }
+    ok = fk_bpf_attach_perf(ev, prog, err, errlen);
+    close(ev);
+    close(prog);
+    return ok;
+}
+
+/* The probe's answer, made once per process (captures may start on
+ * several threads, e.g. serve's). */
+static pthread_once_t usable_once = PTHREAD_ONCE_INIT;
+static bool usable_ok;
+static char usable_why[256];
+
+static void usable_probe(void)
+{
+    usable_ok = probe(usable_why, sizeof usable_why);
+}
+
+bool fk_bpf_usable(char *err, size_t errlen)
+{
+    pthread_once(&usable_once, usable_probe);
+    if (!usable_ok)
+        snprintf(err, errlen, "%s", usable_why);
+    return usable_ok;
+}

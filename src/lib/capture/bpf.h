@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* In-kernel programs for the capture (off-CPU switch timing, Python frames
+ * read at sample time): built from instructions at run time, so a host
+ * needs no compiler and no kernel headers, and loaded, given maps and
+ * attached to the perf events the capture opened through libbpf's
+ * low-level API. Map access and the BPF ring buffer are libbpf's own
+ * (bpf_map_update_elem, ring_buffer__new...): this module does not wrap
+ * them again.
+ *
+ * Invariants: a builder that failed (no memory, over FK_BPF_MAX_INSNS, a
+ * jump to a label never placed or out of the 16-bit range) refuses to
+ * load and says why; a label is resolved only by fk_bpf_prog_load, so
+ * forward and backward jumps read the same; every fd returned is the
+ * caller's to close. Errors are values (false + one line in err); a
+ * verifier rejection carries the log's last line, which names the
+ * instruction and the reason. */
+#ifndef FK_BPF_H
+#define FK_BPF_H
+
+#include <linux/bpf.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Instructions (the encoding of linux/bpf.h; the kernel's own macros are
+ * not part of its uapi). size is BPF_B, BPF_H, BPF_W or BPF_DW; op an
+ * ALU op (BPF_ADD...) or a jump op (BPF_JEQ...). */
+#define FK_BPF_INSN(c, d, s, o, i) \
+    ((struct bpf_insn){ .code = (c), .dst_reg = (d), .src_reg = (s), .off = (o), .imm = (i) })
+#define FK_BPF_MOV64_IMM(dst, imm)   FK_BPF_INSN(BPF_ALU64 | BPF_MOV | BPF_K, dst, 0, 0, imm)
+#define FK_BPF_MOV64_REG(dst, src)   FK_BPF_INSN(BPF_ALU64 | BPF_MOV | BPF_X, dst, src, 0, 0)
+#define FK_BPF_MOV32_IMM(dst, imm)   FK_BPF_INSN(BPF_ALU | BPF_MOV | BPF_K, dst, 0, 0, imm)
+#define FK_BPF_ALU64_IMM(op, dst, imm) FK_BPF_INSN(BPF_ALU64 | (op) | BPF_K, dst, 0, 0, imm)
+#define FK_BPF_ALU64_REG(op, dst, src) FK_BPF_INSN(BPF_ALU64 | (op) | BPF_X, dst, src, 0, 0)
+#define FK_BPF_LDX_MEM(size, dst, src, off) \
+    FK_BPF_INSN(BPF_LDX | (size) | BPF_MEM, dst, src, off, 0)
+#define FK_BPF_STX_MEM(size, dst, src, off) \
+    FK_BPF_INSN(BPF_STX | (size) | BPF_MEM, dst, src, off, 0)
+#define FK_BPF_ST_MEM(size, dst, off, imm) \
+    FK_BPF_INSN(BPF_ST | (size) | BPF_MEM, dst, 0, off, imm)
+/* dst += src at [dst + off], atomically (BPF_ATOMIC, 32 or 64 bits) */
+#define FK_BPF_ATOMIC_ADD(size, dst, src, off) \
+    FK_BPF_INSN(BPF_STX | (size) | BPF_ATOMIC, dst, src, off, BPF_ADD)
+#define FK_BPF_JMP_IMM(op, dst, imm, off) FK_BPF_INSN(BPF_JMP | (op) | BPF_K, dst, 0, off, imm)
+#define FK_BPF_JMP_REG(op, dst, src, off) FK_BPF_INSN(BPF_JMP | (op) | BPF_X, dst, src, off, 0)
+#define FK_BPF_CALL(helper)          FK_BPF_INSN(BPF_JMP | BPF_CALL, 0, 0, 0, helper)
+#define FK_BPF_EXIT()                FK_BPF_INSN(BPF_JMP | BPF_EXIT, 0, 0, 0, 0)
+
+/* The verifier's own limit for unprivileged programs; ours stay far below
+ * it, and a generator that runs away is stopped here. */
+#define FK_BPF_MAX_INSNS 4096
+
+struct fk_bpf_fixup;
+
+struct fk_bpf_builder {
+    struct bpf_insn *insn;
+    size_t n, cap;
+    int32_t *label_at;          /* instruction index per label, -1 until placed */
+    size_t nlabels, caplabels;
+    struct fk_bpf_fixup *fix;   /* jumps waiting for their label */
+    size_t nfix, capfix;
+    char failed[96];            /* "" while sound; else why it failed */
+};
+
+void fk_bpf_builder_init(struct fk_bpf_builder *b);
+void fk_bpf_builder_free(struct fk_bpf_builder *b);
+
+/* Append one instruction. */
+void fk_bpf_emit(struct fk_bpf_builder *b, struct bpf_insn insn);
+/* reg = a 64-bit constant (the two-slot BPF_LD | BPF_IMM | BPF_DW). */
+void fk_bpf_emit_ld_imm64(struct fk_bpf_builder *b, unsigned reg, uint64_t value);
+/* reg = the map whose fd is map_fd (the loader turns it into a pointer). */
+void fk_bpf_emit_ld_map_fd(struct fk_bpf_builder *b, unsigned reg, int map_fd);
+
+/* A new label, not yet placed. */
+unsigned fk_bpf_label_new(struct fk_bpf_builder *b);
+/* The label names the next instruction emitted. */
+void fk_bpf_label_place(struct fk_bpf_builder *b, unsigned label);
+/* if (reg OP imm) goto label / if (dst OP src) goto label / goto label */
+void fk_bpf_jump_imm(struct fk_bpf_builder *b, unsigned op, unsigned reg, int32_t imm,
+                     unsigned label);
+void fk_bpf_jump_reg(struct fk_bpf_builder *b, unsigned op, unsigned dst, unsigned src,
+                     unsigned label);
+void fk_bpf_goto(struct fk_bpf_builder *b, unsigned label);
+
+/* Resolve the labels and load the program (license GPL: the helpers that
+ * read user memory and emit samples need it). false with one line in err:
+ * the builder's failure, or the kernel's refusal with the verifier log's
+ * last line. */
+bool fk_bpf_prog_load(struct fk_bpf_builder *b, enum bpf_prog_type type, const char *name,
+                      int *fd, char *err, size_t errlen);
+
+/* A map (bpf_map_create); name is at most 15 characters. */
+bool fk_bpf_map_create(enum bpf_map_type type, const char *name, uint32_t key_size,
+                       uint32_t value_size, uint32_t max_entries, uint32_t flags, int *fd,
+                       char *err, size_t errlen);
+
+/* Run prog_fd on each overflow of the perf event perf_fd (a sampling or
+ * tracepoint event); the program lives as long as the event does. */
+bool fk_bpf_attach_perf(int perf_fd, int prog_fd, char *err, size_t errlen);
+
+/* Can this process load and attach a perf-event program on this kernel
+ * (permissions, lockdown, a kernel without BPF)? Probed once and cached;
+ * false with the reason in err. */
+bool fk_bpf_usable(char *err, size_t errlen);
+
+#endif
