@@ -656,6 +656,7 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                                   "client_cpu_s", b->client_cpu, "peak_rss_mib", b->rss_mib, "load1", b->load1);
             json_object_set_new(x, "anon_rss_mib", json_real(b->anon_mib));
             json_object_set_new(x, "client_page_faults", json_real(b->client_minflt));
+            json_object_set_new(x, "server_page_faults", json_real(b->server_minflt));
             json_object_set_new(x, "server_context_switches", json_real(b->server_csw));
             json_object_set_new(x, "client_context_switches", json_real(b->client_csw));
             if (b->sides) {

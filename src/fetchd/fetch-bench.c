@@ -526,6 +526,27 @@ static double status_mib(pid_t pid, const char *key)
     return kb / 1024;
 }
 
+/* Minor page faults of a process so far, all its threads (/proc/PID/stat
+ * field 10; its children's are apart), or 0. */
+static double proc_minflt(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');        /* past comm, which may hold anything */
+    unsigned long long v = 0;
+    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %llu", &v) != 1)
+        return 0;
+    return (double)v;
+}
+
 /* Peak RSS from now on (clear_refs 5 resets VmHWM). */
 static void reset_hwm(pid_t pid)
 {
@@ -1144,6 +1165,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     if (s->cnt)
         m0 = *s->cnt;
     srv_cpu_read(&s->cpu, s->pid, &sc0, &gc0, &sw0);
+    double sf0 = proc_minflt(s->pid);
     double mb0, mt0, mb1, mt1, ss0 = 0, cs0 = 0, ss1 = 0, cs1 = 0;
     bool sides = side_cpu && !h && cpus_busy_mark(&server_cpus, &ss0) && cpus_busy_mark(&client_cpus, &cs0);
     machine_jiffies(&mb0, &mt0);
@@ -1160,6 +1182,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     sides = sides && cpus_busy_mark(&server_cpus, &ss1) && cpus_busy_mark(&client_cpus, &cs1);
     machine_jiffies(&mb1, &mt1);
     srv_cpu_read(&s->cpu, s->pid, &sc1, &gc1, &sw1);
+    double sf1 = proc_minflt(s->pid);
     if (s->cnt)
         m1 = *s->cnt;
     o->rss_mib = status_mib(s->pid, "VmHWM");
@@ -1200,6 +1223,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     o->wall = (double)(t_end - t0) / 1e9;
     o->server_cpu = o->server_threads_cpu = sc1 - sc0;
     o->server_csw = sw1 - sw0;
+    o->server_minflt = sf1 > sf0 ? sf1 - sf0 : 0;
     o->git_cpu = gc1 > gc0 ? gc1 - gc0 : 0;
     o->client_procs_cpu = o->client_cpu;
     o->sides = sides;
