@@ -1780,11 +1780,13 @@ static const char *line_key(const struct fk_perfscript *p, const char *b, const 
 
 /* Frame lines whose key is the one predicted (predicted_key), else the one
  * last seen with the same ip digits (lcache), checked in the reader's
- * buffer: no hash, and mostly no parse (raw_line). As frame_line would
- * take them: blanks, a hex ip, blanks, the key, the newline. Not a key
- * ending in '\r' (the reader drops one before a newline, which this check
- * would not). The sample's stack is kept in locals meanwhile: the stores
- * through p would be reloaded after every store to a record. */
+ * buffer: no hash, and mostly no parse (raw_line); else a known key found
+ * by its hash. A new key ends the run (frame_line makes its record). As
+ * frame_line would take them: blanks, a hex ip, blanks, the key, the
+ * newline. Not a key ending in '\r' (the reader drops one before a
+ * newline, which this check would not). The sample's stack is kept in
+ * locals meanwhile: the stores through p would be reloaded after every
+ * store to a record. */
 static void predicted_lines(struct fk_perfscript *p, struct fk_lineread *r)
 {
     size_t avail;
@@ -1811,23 +1813,32 @@ static void predicted_lines(struct fk_perfscript *p, struct fk_lineread *r)
             ended = true;
             break;
         }
+        /* the key last seen with this ip is fetched now, with the
+         * predicted one: when the prediction fails (the first line of a
+         * sample, nearly half the time on host-wide input) its record is
+         * not a second miss after the first */
+        int slot = line_slot(b, e);
+        uint32_t other = slot >= 0 ? p->lcache[slot] : 0;
+        if (other && other != want)
+            __builtin_prefetch(kw + other - 1);
         const char *key = want ? raw_line(p, want, b, e, java) : NULL;
         uint32_t kr = want;
         if (!key) {
-            int slot = line_slot(b, e);
-            uint32_t other = slot >= 0 ? p->lcache[slot] : 0;
             if (other && other != want && (key = raw_line(p, other, b, e, java))) {
                 kr = other;
             } else {
-                /* the same key after an ip of another width? */
+                /* the same key after an ip of another width, or a known
+                 * key after an ip not seen with it (a library at another
+                 * address in another process): found by its hash here,
+                 * as frame_line would; a new key ends the run */
                 size_t klen;
-                if (!(want || other) || !(key = line_key(p, b, e, &klen)))
+                if (!(key = line_key(p, b, e, &klen)))
                     break;
                 if (want && kr_is(&p->keys, want, key, klen, java))
                     kr = want;
                 else if (other && kr_is(&p->keys, other, key, klen, java))
                     kr = other;
-                else
+                else if (!(kr = kr_find(&p->keys, key, klen, key_hash(key, klen, java), java)))
                     break;
                 kr_set_prefix(&p->keys, kr, b, (size_t)(key - b));
                 if (slot >= 0)
