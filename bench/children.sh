@@ -57,6 +57,11 @@
 #      dropped), the alternative to per-task events for a pid in the root
 #      cgroup (flamekit-record(1), Following a tree); FK_BENCH_HOST=0 leaves
 #      that row out (a 5-round quiet call then fits the 6-minute hold).
+#      Each row also gives flamekit's largest Rss and AnonHugePages seen in
+#      its smaps_rollup (read every 0.2 s), its minor faults and
+#      memory_peak_bytes; FK_BENCH_NOTHP=1 adds a row in flamekit's cgroup:
+#      this build with transparent huge pages refused (the cost of its heap
+#      on huge pages against its saving; FK_BENCH_WINDOW=10 then fits).
 #  (6) many children (FK_BENCH_PARTS=6): 'flamekit run' of a shell loop of
 #      N /bin/true for each N of FK_BENCH_CHILDREN (default "1000 10000"),
 #      at 99 Hz (with FK_BASELINE, the baseline's run first): the forks and
@@ -65,12 +70,15 @@
 #      it held (memory_peak_bytes), and what each grew per child from one
 #      N to the next. Target: bounded memory -- growth per child is the
 #      samples' (each (pid, stack) an entry), not per-process state.
+#      FK_BENCH_NOTHP=1 runs both builds with transparent huge pages
+#      refused: peak RSS in 4 KiB pages, not whole 2 MiB heap pages.
 # Needs root (cgroups, drop_caches). Take quiet figures under the lock, one
 # rate per call (each fits the 6-minute hold):
 #   FK_BENCH_PARTS=2 FK_BENCH_RATES=99 FK_BASELINE=DIR fk-quiet bench/children.sh
 # env: FLAMEKIT, FK_BASELINE, FK_BENCH_PARTS, FK_BENCH_RATES,
 # FK_BENCH_CACHES, FK_BENCH_TIMEOUT (seconds per capture, default 90),
-# FK_BENCH_STOP_AFTER, FK_BENCH_KEEP (a directory: each capture's metadata
+# FK_BENCH_STOP_AFTER, FK_BENCH_WINDOW, FK_BENCH_ROUNDS, FK_BENCH_HOST,
+# FK_BENCH_NOTHP, FK_BENCH_KEEP (a directory: each capture's metadata
 # and rusage are copied there at the end, to look at a round afterwards).
 set -euo pipefail
 src=${FK_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -123,6 +131,14 @@ for k in sys.argv[2:]:
     for p in k.split("."): v = v.get(p, "?") if isinstance(v, dict) else "?"
     print(v)' "$@"; }
 echo "bench/children: load average at start: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
+# ./nothp PROGRAM ARG...: PROGRAM with transparent huge pages refused
+# (PR_SET_THP_DISABLE, kept across exec), for FK_BENCH_NOTHP=1
+if [ "${FK_BENCH_NOTHP:-0}" = 1 ]; then
+    printf '%s\n' '#include <sys/prctl.h>' '#include <unistd.h>' '#include <stdio.h>' \
+        'int main(int c, char **v) { if (c < 2 || prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0)) { perror("prctl"); return 2; }' \
+        '    execv(v[1], v + 1); perror("execv"); return 2; }' >nothp.c
+    cc -O2 -o nothp nothp.c
+fi
 
 if [[ " $parts " == *" 1 "* ]]; then
     cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
@@ -339,6 +355,30 @@ if [[ " $parts " == *" 5 "* ]] && [ -n "$base" ]; then
         for i in $(seq 100); do xp=$(pgrep -x xz -P $! 2>/dev/null || true); [ -n "$xp" ] && break; sleep 0.05; done
     }
     ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+    # FK_BENCH_NOTHP=1: a third row in flamekit's cgroup, this build with
+    # transparent huge pages refused: what its heap on huge pages
+    # (fk_heap_for_batch) costs or saves
+    nothp=
+    [ "${FK_BENCH_NOTHP:-0}" = 1 ] && nothp=nothp
+    # watch_mem PID: while PID (time, then timeout, then flamekit) runs,
+    # flamekit's largest Rss and AnonHugePages in smaps_rollup (KB), read
+    # every 0.2 s: is a round's peak RSS a huge page more of its heap?
+    watch_mem() {
+        local t=$1 f= c rss=0 huge=0 r h
+        while kill -0 "$t" 2>/dev/null; do
+            if [ -z "$f" ]; then
+                c=$(pgrep -P "$t" 2>/dev/null | head -1 || true)
+                [ -n "$c" ] && f=$(pgrep -P "$c" 2>/dev/null | head -1 || true)
+            fi
+            if [ -n "$f" ] && read -r r h < <(awk '$1 == "Rss:" { r = $2 } $1 == "AnonHugePages:" { h = $2 }
+                    END { if (r != "") print r, h + 0 }' "/proc/$f/smaps_rollup" 2>/dev/null); then
+                [ "$r" -gt "$rss" ] && rss=$r
+                [ "$h" -gt "$huge" ] && huge=$h
+            fi
+            sleep 0.2
+        done
+        echo "$rss $huge"
+    }
     for place in $places; do
         busy "$place"
         [ -n "$xp" ] || { failed=1; echo "(5) $place: FAILED: xz did not start"; continue; }
@@ -346,15 +386,19 @@ if [[ " $parts " == *" 5 "* ]] && [ -n "$base" ]; then
         for round in $(seq "${FK_BENCH_ROUNDS:-3}"); do
             hostrow=
             [ "$place" = here ] && [ "${FK_BENCH_HOST:-1}" != 0 ] && hostrow=host
-            for build in base new $hostrow; do
+            for build in base new $([ "$place" = here ] && echo $nothp) $hostrow; do
                 bin=$fk; [ "$build" = base ] && bin=$base
                 what=(pid -q -d "$win" -o "p-$place-$build-$round" "$xp")
+                [ "$build" = nothp ] && { bin=./nothp; what=("$fk" "${what[@]}"); }
                 [ "$build" = host ] && what=(host -q -d "$win" -o "p-$place-$build-$round")
                 tag=p-$place-$build-$round
                 t0=$(ticks "$xp")
                 rc=0
-                /usr/bin/time -f '%U %S %M' -o "$tag.time" timeout -k 5 "$limit" \
-                    "$bin" "${what[@]}" >/dev/null 2>"$tag.err" || rc=$?
+                /usr/bin/time -f '%U %S %M %R' -o "$tag.time" timeout -k 5 "$limit" \
+                    "$bin" "${what[@]}" >/dev/null 2>"$tag.err" &
+                tp=$!       # (watch_mem's process substitutions set $!)
+                watch_mem "$tp" >"$tag.smaps"
+                wait "$tp" || rc=$?
                 t1=$(ticks "$xp")
                 pj=$(ls "$tag"/*.json 2>/dev/null | head -1 || true)
                 if [ $rc != 0 ] || [ -z "$pj" ]; then
@@ -362,15 +406,16 @@ if [[ " $parts " == *" 5 "* ]] && [ -n "$base" ]; then
                     echo "(5) $place, $build, round $round: FAILED: exit $rc; $(tail -c 200 "$tag.err" | tr '\n' ' ')"
                     continue
                 fi
-                read -r n hz dur mode lost complete stacks <<<"$(meta "$pj" samples event.frequency_hz duration_s \
-                    target.tree.mode lost callgraph.unwind.complete callgraph.unwind.stacks | paste -sd' ')"
+                read -r n hz dur mode lost complete stacks mem <<<"$(meta "$pj" samples event.frequency_hz duration_s \
+                    target.tree.mode lost callgraph.unwind.complete callgraph.unwind.stacks memory_peak_bytes | paste -sd' ')"
                 # host: xz's samples are those of its command name
                 [ "$build" = host ] && { mode=host; n=$(zcat "$tag"/*.folded.gz | awk '/^xz;/ { s += $NF } END { print s + 0 }'); }
                 awk -v p="$place" -v b="$build" -v r="$round" -v n="$n" -v hz="$hz" -v d="$dur" -v m="$mode" \
-                    -v l="$lost" -v c="$complete" -v s="$stacks" -v t="$((t1 - t0))" -v tm="$(cat "$tag.time")" 'BEGIN {
-                    split(tm, x, " ")
-                    printf "(5) %s, %s, round %d (%s): flamekit %.3f s CPU, %d KB peak RSS; %d samples for %.2f s of xz CPU (%.3f of it x %d Hz); %s of %s stacks complete; lost %s\n",
-                        p, b, r, m, x[1] + x[2], x[3], n, t / 100, (t ? n / (t / 100 * hz) : 0), hz, c, s, l }'
+                    -v l="$lost" -v c="$complete" -v s="$stacks" -v t="$((t1 - t0))" -v tm="$(cat "$tag.time")" \
+                    -v mem="$mem" -v sm="$(cat "$tag.smaps")" 'BEGIN {
+                    split(tm, x, " "); split(sm, y, " ")
+                    printf "(5) %s, %s, round %d (%s): flamekit %.3f s CPU, %d KB peak RSS (smaps: Rss %d KB, AnonHugePages %d KB at most; %d minor faults; memory_peak_bytes %s); %d samples for %.2f s of xz CPU (%.3f of it x %d Hz); %s of %s stacks complete; lost %s\n",
+                        p, b, r, m, x[1] + x[2], x[3], y[1], y[2], x[4], mem, n, t / 100, (t ? n / (t / 100 * hz) : 0), hz, c, s, l }'
             done
         done
         # the stream's processes, by id: its loop's subshell, xz, the shell
@@ -380,14 +425,16 @@ if [[ " $parts " == *" 5 "* ]] && [ -n "$base" ]; then
     done
     # ratios: new / base per place, median and range over the rounds
     for place in $places; do
-        for f in 1 2; do
-            for r in $(seq "${FK_BENCH_ROUNDS:-3}"); do
-                [ -s "p-$place-base-$r.time" ] && [ -s "p-$place-new-$r.time" ] || continue
-                awk -v f=$f 'NR == FNR { b = (f == 1 ? $1 + $2 : $3); next } { n = (f == 1 ? $1 + $2 : $3); print (b ? n / b : 0) }' \
-                    "p-$place-base-$r.time" "p-$place-new-$r.time"
-            done | sort -n | awk -v p="$place" -v what="$([ $f = 1 ] && echo CPU || echo 'peak RSS')" '{ v[NR] = $1 }
-                END { if (NR) printf "(5) %s: flamekit %s new/base: median %.3f, range %.3f-%.3f over %d rounds\n",
-                      p, what, v[int((NR + 1) / 2)], v[1], v[NR], NR }'
+        for b in new $nothp; do
+            for f in 1 2; do
+                for r in $(seq "${FK_BENCH_ROUNDS:-3}"); do
+                    [ -s "p-$place-base-$r.time" ] && [ -s "p-$place-$b-$r.time" ] || continue
+                    awk -v f=$f 'NR == FNR { b = (f == 1 ? $1 + $2 : $3); next } { n = (f == 1 ? $1 + $2 : $3); print (b ? n / b : 0) }' \
+                        "p-$place-base-$r.time" "p-$place-$b-$r.time"
+                done | sort -n | awk -v p="$place" -v b="$b" -v what="$([ $f = 1 ] && echo CPU || echo 'peak RSS')" '{ v[NR] = $1 }
+                    END { if (NR) printf "(5) %s: flamekit %s %s/base: median %.3f, range %.3f-%.3f over %d rounds\n",
+                          p, what, b, v[int((NR + 1) / 2)], v[1], v[NR], NR }'
+            done
         done
     done
 fi
@@ -398,8 +445,9 @@ if [[ " $parts " == *" 6 "* ]]; then
         for n in ${FK_BENCH_CHILDREN:-1000 10000}; do
             tag=c6-$build-$n
             rc=0
+            pre=(); [ "${FK_BENCH_NOTHP:-0}" = 1 ] && pre=(./nothp)
             /usr/bin/time -f '%U %S %M' -o "$tag.fk" timeout -k 5 "$limit" \
-                "$bin" run -q -o "$tag" -- /usr/bin/time -f '%U %S' -o "$tag.time" \
+                "${pre[@]}" "$bin" run -q -o "$tag" -- /usr/bin/time -f '%U %S' -o "$tag.time" \
                 bash -c "for i in \$(seq $n); do /bin/true; done" >/dev/null 2>"$tag.err" || rc=$?
             cj=$(ls "$tag"/*.json 2>/dev/null | head -1 || true)
             if [ $rc != 0 ] || [ -z "$cj" ]; then

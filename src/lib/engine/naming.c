@@ -3,7 +3,8 @@
  * unique raw stacks. Each new location is named once (fk_sym_name) and
  * becomes a pprof-style location with its function and mapping; each raw
  * stack becomes a sample labelled comm and pid, valued (samples, weight)
- * as the event kind counted them. The folded table is then drawn from
+ * as the event kind counted them; samples of the same frames in other
+ * processes share one location list. The folded table is then drawn from
  * that profile, so the two cannot disagree.
  *
  * A raw stack's key is comm NUL pid32 frames-id32, the id an entry of
@@ -35,6 +36,8 @@ struct namer {
     struct fk_buf text;
     uint64_t *ids;                  /* one stack's location ids */
     size_t capids;
+    size_t *sample_of;              /* by frame list: 1 + the first sample
+                                     * with it (0: none yet) */
     uint32_t comm_key, pid_key;
 };
 
@@ -118,17 +121,22 @@ static void add_stack_sample(struct namer *n, const struct fk_stack *s)
     uint32_t fid;
     memcpy(&pid, s->key + cl + 1, sizeof pid);
     memcpy(&fid, s->key + cl + 1 + sizeof pid, sizeof fid);
-    const struct fk_stack *f = &n->e->frame_lists.v[fid];
-    const char *frames = f->key;
-    size_t nloc = f->len / sizeof(struct loc_key);
-    n->ids = fk_grow(n->ids, &n->capids, nloc ? nloc : 1, sizeof *n->ids);
-    for (size_t j = 0; j < nloc; j++) {
-        struct loc_key k;
-        memcpy(&k, frames + j * sizeof k, sizeof k);
-        n->ids[j] = location_id(n, &k);
-    }
     int64_t v[2] = { (int64_t)s->count, (int64_t)s->count2 };
-    fk_prof_add_sample(n->p, n->ids, nloc, v);
+    if (n->sample_of[fid]) {       /* the same frames in another process */
+        fk_prof_add_sample_like(n->p, n->sample_of[fid] - 1, v);
+    } else {
+        const struct fk_stack *f = &n->e->frame_lists.v[fid];
+        const char *frames = f->key;
+        size_t nloc = f->len / sizeof(struct loc_key);
+        n->ids = fk_grow(n->ids, &n->capids, nloc ? nloc : 1, sizeof *n->ids);
+        for (size_t j = 0; j < nloc; j++) {
+            struct loc_key k;
+            memcpy(&k, frames + j * sizeof k, sizeof k);
+            n->ids[j] = location_id(n, &k);
+        }
+        fk_prof_add_sample(n->p, n->ids, nloc, v);
+        n->sample_of[fid] = n->p->nsamples;
+    }
     fk_buf_reset(&n->text);
     fk_buf_add(&n->text, s->key, cl);
     fk_prof_frame_sanitize(n->text.data, n->text.len);
@@ -176,6 +184,7 @@ void fk_engine_name(struct fk_engine *e)
     fk_stacktab_init(&n.locs);
     n.comm_key = fk_prof_strz(p, "comm");
     n.pid_key = fk_prof_strz(p, "pid");
+    n.sample_of = fk_calloc(e->frame_lists.n + 1, sizeof *n.sample_of);
     for (size_t i = 0; i < e->raw.n; i++)
         if (e->raw.v[i].count || e->raw.v[i].count2)    /* interned, never weighed: none */
             add_stack_sample(&n, &e->raw.v[i]);
@@ -184,6 +193,7 @@ void fk_engine_name(struct fk_engine *e)
     fk_prof_main_mapping_first(p);
     fk_prof_fold(p, e->values.fold_weight ? 1 : 0, SIZE_MAX, &e->r->stacks, NULL);
     free(n.ids);
+    free(n.sample_of);
     free(n.maps);
     fk_buf_free(&n.text);
     fk_stacktab_free(&n.locs);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* pprof encoding (see pprof.h). The protobuf-c message tree points into the
- * structured profile's own arrays (location ids, values, strings); only the
- * per-object structs protobuf-c wants are allocated, in one array each; the
- * message is packed into one buffer and gzip-compressed in one call. */
+/* pprof encoding (see pprof.h). The Profile message goes out a field at a
+ * time, each object packed by protobuf-c from a struct on the stack that
+ * points into the structured profile's own arrays (location ids, values,
+ * strings), and is gzip-compressed as it goes: memory beyond the profile is
+ * one object's structs, a 64 KiB staging buffer and the compressed bytes. */
 #include "pprof.h"
 #include "stacks/profile.pb-c.h"
 #include "util/buf.h"
@@ -64,22 +65,96 @@ static void flatten(struct comments *c, const char *prefix, const json_t *v)
     }
 }
 
-/* Pack p (and the comment lines cm) into out. */
-static void encode(const struct fk_prof *p, const struct comments *c, struct fk_buf *out)
+/* Where the encoding goes, a piece at a time: appended to out, or (z set)
+ * gzip-compressed into out through a staging buffer, so that zlib sees
+ * large blocks. base first: protobuf-c packs a message into it. */
+struct sink {
+    ProtobufCBuffer base;
+    struct fk_buf *out;
+    z_stream *z;
+    struct fk_buf stage;
+    bool ok;
+};
+enum { STAGE_BYTES = 64 << 10 };
+
+/* Compress the staged bytes (flush: Z_NO_FLUSH or Z_FINISH). */
+static void sink_deflate(struct sink *s, int flush)
+{
+    s->z->next_in = (Bytef *)s->stage.data;
+    s->z->avail_in = (uInt)s->stage.len;
+    for (;;) {
+        fk_buf_reserve(s->out, s->stage.len / 2 + 4096);
+        size_t room = s->out->cap - 1 - s->out->len;
+        if (room > UINT_MAX)
+            room = UINT_MAX;
+        s->z->next_out = (Bytef *)s->out->data + s->out->len;
+        s->z->avail_out = (uInt)room;
+        int r = deflate(s->z, flush);
+        s->out->len += room - s->z->avail_out;
+        if (r == Z_STREAM_ERROR || (r == Z_BUF_ERROR && s->z->avail_out)) {
+            s->ok = false;
+            break;
+        }
+        if (flush == Z_FINISH ? r == Z_STREAM_END : !s->z->avail_in && s->z->avail_out)
+            break;
+    }
+    s->stage.len = 0;
+}
+
+static void sink_put(struct sink *s, const void *d, size_t n)
+{
+    if (!s->z) {
+        fk_buf_add(s->out, d, n);
+        return;
+    }
+    fk_buf_add(&s->stage, d, n);
+    if (s->stage.len >= STAGE_BYTES)
+        sink_deflate(s, Z_NO_FLUSH);
+}
+
+static void sink_append(ProtobufCBuffer *b, size_t n, const uint8_t *d)
+{
+    sink_put((struct sink *)b, d, n);
+}
+
+/* A length-delimited field (wire type 2) of the Profile: its key and
+ * length, then n bytes the caller puts. */
+static void put_len_key(struct sink *s, uint32_t field, size_t n)
+{
+    uint8_t hdr[20];
+    size_t h = 0;
+    for (uint64_t v = (uint64_t)field << 3 | 2;; v >>= 7) {
+        hdr[h++] = (uint8_t)(v & 0x7f) | (v > 0x7f ? 0x80 : 0);
+        if (v <= 0x7f)
+            break;
+    }
+    for (uint64_t v = n;; v >>= 7) {
+        hdr[h++] = (uint8_t)(v & 0x7f) | (v > 0x7f ? 0x80 : 0);
+        if (v <= 0x7f)
+            break;
+    }
+    sink_put(s, hdr, h);
+}
+
+static void put_message(struct sink *s, uint32_t field, const ProtobufCMessage *m)
+{
+    put_len_key(s, field, protobuf_c_message_get_packed_size(m));
+    protobuf_c_message_pack_to_buffer(m, &s->base);
+}
+
+/* Pack p (and the comment lines cm) into the sink. The Profile's fields go
+ * out in field order one object at a time -- the bytes protobuf-c packs
+ * for the whole message, without its tree of one struct per sample, label,
+ * location and line (~200 B a sample: a tree of 10,000 children has a
+ * sample per (pid, stack)) or the whole encoding held before compression.
+ * Fields: 1 sample_type, 2 sample, 3 mapping, 4 location, 5 function,
+ * 6 string_table, then the scalars and comments (9-14). */
+static void encode(const struct fk_prof *p, const struct comments *c, struct sink *s)
 {
     struct comments none = { 0 };
-    const struct comments *cmp = c ? c : &none;
-    const struct comments cm = *cmp;
-    Perftools__Profiles__Profile msg = PERFTOOLS__PROFILES__PROFILE__INIT;
-    size_t nstr = p->strs.n + cm.n;
-    char **strs = fk_malloc(nstr * sizeof *strs);
-    for (size_t i = 0; i < p->strs.n; i++)
-        strs[i] = (char *)p->strs.v[i].key;
-    for (size_t i = 0; i < cm.n; i++)
-        strs[p->strs.n + i] = cm.v[i];
-    msg.n_string_table = nstr;
-    msg.string_table = strs;
+    const struct comments cm = c ? *c : none;
 
+    Perftools__Profiles__Profile head = PERFTOOLS__PROFILES__PROFILE__INIT;
     Perftools__Profiles__ValueType *vt = fk_calloc(p->ntypes + 1, sizeof *vt);
     Perftools__Profiles__ValueType **vtp = fk_calloc(p->ntypes + 1, sizeof *vtp);
     for (size_t i = 0; i < p->ntypes; i++) {
@@ -88,118 +163,131 @@ static void encode(const struct fk_prof *p, const struct comments *c, struct fk_
         vt[i].unit = p->types[i].unit;
         vtp[i] = &vt[i];
     }
-    msg.n_sample_type = p->ntypes;
-    msg.sample_type = vtp;
+    head.n_sample_type = p->ntypes;
+    head.sample_type = vtp;
+    protobuf_c_message_pack_to_buffer(&head.base, &s->base);
+    free(vt), free(vtp);
+
+    size_t caplb = 0;
+    Perftools__Profiles__Label *lb = NULL;
+    Perftools__Profiles__Label **lbp = NULL;
+    for (size_t i = 0; i < p->nsamples; i++) {
+        const struct fk_prof_sample *x = &p->samples[i];
+        if (x->nlabels > caplb) {
+            size_t cap = caplb;
+            lb = fk_grow(lb, &caplb, x->nlabels, sizeof *lb);
+            lbp = fk_grow(lbp, &cap, x->nlabels, sizeof *lbp);
+        }
+        for (uint32_t k = 0; k < x->nlabels; k++) {
+            const struct fk_prof_label *l = &p->labels[x->label0 + k];
+            perftools__profiles__label__init(&lb[k]);
+            lb[k].key = l->key;
+            lb[k].str = l->str;
+            lb[k].num = l->num;
+            lb[k].num_unit = l->unit;
+            lbp[k] = &lb[k];
+        }
+        Perftools__Profiles__Sample sm = PERFTOOLS__PROFILES__SAMPLE__INIT;
+        sm.n_location_id = x->nlocs;
+        sm.location_id = p->locids + x->loc0;
+        sm.n_value = p->ntypes;
+        sm.value = (int64_t *)fk_prof_vals(p, i);
+        sm.n_label = x->nlabels;
+        sm.label = lbp;
+        put_message(s, 2, &sm.base);
+    }
+    free(lb), free(lbp);
+
+    for (size_t i = 0; i < p->nmaps; i++) {
+        const struct fk_prof_mapping *m = &p->maps[i];
+        Perftools__Profiles__Mapping mp = PERFTOOLS__PROFILES__MAPPING__INIT;
+        mp.id = i + 1;
+        mp.memory_start = m->start;
+        mp.memory_limit = m->limit;
+        mp.file_offset = m->offset;
+        mp.filename = m->file;
+        mp.build_id = m->build_id;
+        mp.has_functions = m->has_functions;
+        mp.has_filenames = m->has_filenames;
+        mp.has_line_numbers = m->has_lines;
+        mp.has_inline_frames = m->has_inline;
+        put_message(s, 3, &mp.base);
+    }
+
+    size_t capln = 0;
+    Perftools__Profiles__Line *ln = NULL;
+    Perftools__Profiles__Line **lnp = NULL;
+    for (size_t i = 0; i < p->nlocs; i++) {
+        const struct fk_prof_loc *l = &p->locs[i];
+        if (l->nlines > capln) {
+            size_t cap = capln;
+            ln = fk_grow(ln, &capln, l->nlines, sizeof *ln);
+            lnp = fk_grow(lnp, &cap, l->nlines, sizeof *lnp);
+        }
+        for (uint32_t k = 0; k < l->nlines; k++) {
+            perftools__profiles__line__init(&ln[k]);
+            ln[k].function_id = p->lines[l->line0 + k].func;
+            ln[k].line = p->lines[l->line0 + k].line;
+            lnp[k] = &ln[k];
+        }
+        Perftools__Profiles__Location lc = PERFTOOLS__PROFILES__LOCATION__INIT;
+        lc.id = i + 1;
+        lc.mapping_id = l->mapping;
+        lc.address = l->addr;
+        lc.n_line = l->nlines;
+        lc.line = lnp;
+        lc.is_folded = l->folded;
+        put_message(s, 4, &lc.base);
+    }
+    free(ln), free(lnp);
+
+    for (size_t i = 0; i < p->nfuncs; i++) {
+        const struct fk_prof_func *f = &p->funcs[i];
+        Perftools__Profiles__Function fn = PERFTOOLS__PROFILES__FUNCTION__INIT;
+        fn.id = i + 1;
+        fn.name = f->name;
+        fn.system_name = f->system_name != f->name ? f->system_name : 0;
+        fn.filename = f->file;
+        fn.start_line = f->start_line;
+        put_message(s, 5, &fn.base);
+    }
+
+    for (size_t i = 0; i < p->strs.n + cm.n; i++) {
+        const char *str = i < p->strs.n ? p->strs.v[i].key : cm.v[i - p->strs.n];
+        size_t n = i < p->strs.n ? p->strs.v[i].len : strlen(str);
+        put_len_key(s, 6, n);
+        sink_put(s, str, n);
+    }
+
+    Perftools__Profiles__Profile tail = PERFTOOLS__PROFILES__PROFILE__INIT;
     Perftools__Profiles__ValueType period_type = PERFTOOLS__PROFILES__VALUE_TYPE__INIT;
     if (p->period_type.type) {
         period_type.type = p->period_type.type;
         period_type.unit = p->period_type.unit;
-        msg.period_type = &period_type;
+        tail.period_type = &period_type;
     }
-    msg.period = p->period;
-    msg.time_nanos = p->time_nanos;
-    msg.duration_nanos = p->duration_nanos;
-    msg.default_sample_type = p->default_type;
-
+    tail.period = p->period;
+    tail.time_nanos = p->time_nanos;
+    tail.duration_nanos = p->duration_nanos;
+    tail.default_sample_type = p->default_type;
     int64_t *comments = fk_malloc((p->ncomments + cm.n + 1) * sizeof *comments);
     for (size_t i = 0; i < p->ncomments; i++)
         comments[i] = p->comments[i];
     for (size_t i = 0; i < cm.n; i++)
         comments[p->ncomments + i] = (int64_t)(p->strs.n + i);
-    msg.n_comment = p->ncomments + cm.n;
-    msg.comment = comments;
+    tail.n_comment = p->ncomments + cm.n;
+    tail.comment = comments;
+    protobuf_c_message_pack_to_buffer(&tail.base, &s->base);
+    free(comments);
+}
 
-    Perftools__Profiles__Label *lb = fk_malloc((p->nlabels + 1) * sizeof *lb);
-    Perftools__Profiles__Label **lbp = fk_malloc((p->nlabels + 1) * sizeof *lbp);
-    for (size_t i = 0; i < p->nlabels; i++) {
-        perftools__profiles__label__init(&lb[i]);
-        lb[i].key = p->labels[i].key;
-        lb[i].str = p->labels[i].str;
-        lb[i].num = p->labels[i].num;
-        lb[i].num_unit = p->labels[i].unit;
-        lbp[i] = &lb[i];
-    }
-    Perftools__Profiles__Sample *sm = fk_malloc((p->nsamples + 1) * sizeof *sm);
-    Perftools__Profiles__Sample **smp = fk_malloc((p->nsamples + 1) * sizeof *smp);
-    for (size_t i = 0; i < p->nsamples; i++) {
-        const struct fk_prof_sample *s = &p->samples[i];
-        perftools__profiles__sample__init(&sm[i]);
-        sm[i].n_location_id = s->nlocs;
-        sm[i].location_id = p->locids + s->loc0;
-        sm[i].n_value = p->ntypes;
-        sm[i].value = (int64_t *)fk_prof_vals(p, i);
-        sm[i].n_label = s->nlabels;
-        sm[i].label = lbp + s->label0;
-        smp[i] = &sm[i];
-    }
-    msg.n_sample = p->nsamples;
-    msg.sample = smp;
-
-    Perftools__Profiles__Mapping *mp = fk_malloc((p->nmaps + 1) * sizeof *mp);
-    Perftools__Profiles__Mapping **mpp = fk_malloc((p->nmaps + 1) * sizeof *mpp);
-    for (size_t i = 0; i < p->nmaps; i++) {
-        const struct fk_prof_mapping *m = &p->maps[i];
-        perftools__profiles__mapping__init(&mp[i]);
-        mp[i].id = i + 1;
-        mp[i].memory_start = m->start;
-        mp[i].memory_limit = m->limit;
-        mp[i].file_offset = m->offset;
-        mp[i].filename = m->file;
-        mp[i].build_id = m->build_id;
-        mp[i].has_functions = m->has_functions;
-        mp[i].has_filenames = m->has_filenames;
-        mp[i].has_line_numbers = m->has_lines;
-        mp[i].has_inline_frames = m->has_inline;
-        mpp[i] = &mp[i];
-    }
-    msg.n_mapping = p->nmaps;
-    msg.mapping = mpp;
-
-    Perftools__Profiles__Line *ln = fk_malloc((p->nlines + 1) * sizeof *ln);
-    Perftools__Profiles__Line **lnp = fk_malloc((p->nlines + 1) * sizeof *lnp);
-    for (size_t i = 0; i < p->nlines; i++) {
-        perftools__profiles__line__init(&ln[i]);
-        ln[i].function_id = p->lines[i].func;
-        ln[i].line = p->lines[i].line;
-        lnp[i] = &ln[i];
-    }
-    Perftools__Profiles__Location *lc = fk_malloc((p->nlocs + 1) * sizeof *lc);
-    Perftools__Profiles__Location **lcp = fk_malloc((p->nlocs + 1) * sizeof *lcp);
-    for (size_t i = 0; i < p->nlocs; i++) {
-        const struct fk_prof_loc *l = &p->locs[i];
-        perftools__profiles__location__init(&lc[i]);
-        lc[i].id = i + 1;
-        lc[i].mapping_id = l->mapping;
-        lc[i].address = l->addr;
-        lc[i].n_line = l->nlines;
-        lc[i].line = lnp + l->line0;
-        lc[i].is_folded = l->folded;
-        lcp[i] = &lc[i];
-    }
-    msg.n_location = p->nlocs;
-    msg.location = lcp;
-
-    Perftools__Profiles__Function *fn = fk_malloc((p->nfuncs + 1) * sizeof *fn);
-    Perftools__Profiles__Function **fnp = fk_malloc((p->nfuncs + 1) * sizeof *fnp);
-    for (size_t i = 0; i < p->nfuncs; i++) {
-        const struct fk_prof_func *f = &p->funcs[i];
-        perftools__profiles__function__init(&fn[i]);
-        fn[i].id = i + 1;
-        fn[i].name = f->name;
-        fn[i].system_name = f->system_name != f->name ? f->system_name : 0;
-        fn[i].filename = f->file;
-        fn[i].start_line = f->start_line;
-        fnp[i] = &fn[i];
-    }
-    msg.n_function = p->nfuncs;
-    msg.function = fnp;
-
-    size_t len = protobuf_c_message_get_packed_size(&msg.base);
-    fk_buf_reserve(out, len);
-    out->len += protobuf_c_message_pack(&msg.base, (uint8_t *)out->data + out->len);
-
-    free(fn), free(fnp), free(lc), free(lcp), free(ln), free(lnp), free(mp), free(mpp);
-    free(sm), free(smp), free(lb), free(lbp), free(comments), free(vt), free(vtp), free(strs);
+static void sink_init(struct sink *s, struct fk_buf *out, z_stream *z)
+{
+    memset(s, 0, sizeof *s);
+    s->base.append = sink_append;
+    s->out = out;
+    s->z = z;
+    s->ok = true;
 }
 
 static void comments_free(struct comments *c)
@@ -215,7 +303,9 @@ void fk_pprof_encode(const struct fk_prof *p, const json_t *meta, struct fk_buf 
     struct comments cm = { 0 };
     if (meta)
         flatten(&cm, "", meta);
-    encode(p, &cm, out);
+    struct sink s;
+    sink_init(&s, out, NULL);
+    encode(p, &cm, &s);
     comments_free(&cm);
 }
 
@@ -230,29 +320,25 @@ struct fk_pprof_job {
     pthread_t thread;
 };
 
-/* gzip (level 1, as Go's runtime/pprof writes) of the encoded profile. */
+/* gzip (level 1, as Go's runtime/pprof writes) of the encoded profile,
+ * compressed as it is encoded. */
 static void *job_run(void *arg)
 {
     struct fk_pprof_job *j = arg;
     struct timespec t0, t1;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
-    struct fk_buf raw = FK_BUF_INIT;
-    encode(j->p, &j->cm, &raw);
     z_stream z;
     memset(&z, 0, sizeof z);
     j->ok = deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
     if (j->ok) {
-        uLong bound = deflateBound(&z, (uLong)raw.len);
-        fk_buf_reserve(&j->gz, bound);
-        z.next_in = (Bytef *)raw.data;
-        z.avail_in = (uInt)raw.len;
-        z.next_out = (Bytef *)j->gz.data;
-        z.avail_out = (uInt)bound;
-        j->ok = raw.len <= UINT_MAX && deflate(&z, Z_FINISH) == Z_STREAM_END;
-        j->gz.len = z.total_out;
+        struct sink s;
+        sink_init(&s, &j->gz, &z);
+        encode(j->p, &j->cm, &s);
+        sink_deflate(&s, Z_FINISH);
+        j->ok = s.ok;
+        fk_buf_free(&s.stage);
         deflateEnd(&z);
     }
-    fk_buf_free(&raw);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
     j->cpu_ns = (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec));
     return NULL;

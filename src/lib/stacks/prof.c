@@ -112,6 +112,19 @@ void fk_prof_add_sample(struct fk_prof *p, const uint64_t *locids, size_t n, con
     p->nsamples++;
 }
 
+void fk_prof_add_sample_like(struct fk_prof *p, size_t like, const int64_t *vals)
+{
+    if (like >= p->nsamples)
+        fk_die("internal error: sample like %zu of %zu", like, p->nsamples);
+    p->samples = fk_grow(p->samples, &p->capsamples, p->nsamples + 1, sizeof *p->samples);
+    p->vals = fk_grow(p->vals, &p->capvals, (p->nsamples + 1) * p->ntypes, sizeof *p->vals);
+    const struct fk_prof_sample *l = &p->samples[like];
+    p->samples[p->nsamples] = (struct fk_prof_sample){ l->loc0, l->nlocs, 0, p->nlabels };
+    if (p->ntypes)
+        memcpy(p->vals + p->nsamples * p->ntypes, vals, p->ntypes * sizeof *vals);
+    p->nsamples++;
+}
+
 void fk_prof_add_label(struct fk_prof *p, uint32_t key, uint32_t str, int64_t num, uint32_t unit)
 {
     if (!p->nsamples)

@@ -49,7 +49,8 @@ struct fk_prof_label {
 };
 
 struct fk_prof_sample {
-    size_t loc0;                /* locids[loc0 .. +nlocs): leaf first */
+    size_t loc0;                /* locids[loc0 .. +nlocs): leaf first (samples
+                                 * may share a list) */
     uint32_t nlocs;
     uint32_t nlabels;
     size_t label0;              /* labels[label0 .. +nlabels) */
@@ -119,6 +120,10 @@ void fk_prof_add_line(struct fk_prof *p, uint32_t func, int64_t line);
 /* A sample: location ids leaf first, ntypes values; its labels follow
  * with fk_prof_add_label. */
 void fk_prof_add_sample(struct fk_prof *p, const uint64_t *locids, size_t n, const int64_t *vals);
+/* A sample with the location list of the earlier sample `like` (the list
+ * is shared, not copied: a capture's samples per (pid, stack) name the
+ * same stacks in many processes). */
+void fk_prof_add_sample_like(struct fk_prof *p, size_t like, const int64_t *vals);
 void fk_prof_add_label(struct fk_prof *p, uint32_t key, uint32_t str, int64_t num, uint32_t unit);
 static inline const int64_t *fk_prof_vals(const struct fk_prof *p, size_t sample)
 {

@@ -112,9 +112,6 @@ static _Noreturn void oom(size_t n)
 static char *huge_end;
 
 enum { HUGE_PAGE = 2 << 20, HUGE_PAD = 64 << 20, MMAP_FROM = 32 << 20 };
-#ifndef MADV_COLLAPSE
-#define MADV_COLLAPSE 25        /* Linux 6.1; glibc 2.36's headers lack it */
-#endif
 
 /* Mark what the heap grew by since the last look (malloc grows it by at
  * least HUGE_PAD at a time, so this is rare). */
@@ -250,25 +247,22 @@ void fk_heap_for_batch(void)
     huge_end = (char *)at;
     /* Grow the heap now, so the first tables land on marked pages. A
      * block this big comes from the top of the heap (not a free list): its
-     * header goes in the small page and the header after it 30 MB on,
-     * which leaves the first huge pages untouched until they are marked
-     * (a huge page touched before is small pages for good: 512 faults).
+     * header goes in the small page below the boundary.
      * (volatile: a compiler may drop a malloc whose block is unused) */
     void *volatile grow = malloc(MMAP_FROM - 2 * HUGE_PAGE);
     free(grow);
     huge_follow();
-    /* a malloc that wrote there anyway: make that huge page now (Linux
-     * 6.1+; elsewhere the hint fails and nothing changes) */
-    unsigned char resident[HUGE_PAGE / 4096];
-    size_t pages = (size_t)(HUGE_PAGE / small), touched = 0;
-    if (huge_end >= (char *)at + HUGE_PAGE &&
-        mincore((char *)at, HUGE_PAGE, resident) == 0)
-        for (size_t i = 0; i < pages; i++)
-            touched += resident[i] & 1;
-    else
-        touched = 1;
-    if (touched)
-        (void)madvise((char *)at, HUGE_PAGE, MADV_COLLAPSE);
+    /* Freed, the block is the top chunk's free space (its header below the
+     * boundary): nothing lives above the boundary yet. Pages malloc wrote
+     * there before they were marked -- the header after the block, 28 MB
+     * on -- are small pages in a huge-page region, and khugepaged
+     * (max_ptes_none 511 by default) collapses such a range into a whole
+     * huge page at some point of the capture: 2 MB of RSS for one header
+     * (bench/children.sh part 5 saw a round's peak RSS +1.8 MB). Drop
+     * them: the next touch of each 2 MB range faults in a huge page. */
+    char *end = sbrk(0);
+    if (huge_end && end != (char *)-1 && end > (char *)at)
+        (void)madvise((void *)at, (size_t)(end - (char *)at), MADV_DONTNEED);
 }
 
 void *fk_malloc(size_t n)
