@@ -366,6 +366,17 @@ if FLAMEKIT_CACHE="$T/fkcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 2 -R 3 -
     if [ "$(id -u)" = 0 ] && [ "$(nproc)" -ge 2 ]; then
         check_eq "fetch-bench: clients over the veth pair" veth "$(jq -r .network_kind "$T/bench/report.json")"
         check_grep "fetch-bench: report.md names the network" "Network: veth between two network namespaces" "$T/bench/report.md"
+        # Pinned on the veth pair, each side's CPU is its CPUs' busy time
+        # (its receive softirq work included): at least what its tasks
+        # were counted, at most its CPUs' time over the run (a run's marks
+        # are taken just outside its wall-clock window: 0.2 s of slack).
+        check "fetch-bench: each side's CPU is its CPUs' busy time, within their time" jq -e '
+            (.cpus / 2 | floor) as $sc | (.cpus - $sc) as $cc
+            | (.cpu_accounting | test("busy time"))
+              and all(.settings[].runs[]; (.server_threads_cpu_s | type == "number")
+                      and .server_cpu_s >= .server_threads_cpu_s and .client_cpu_s >= .client_processes_cpu_s
+                      and .server_cpu_s + .git_cpu_s <= (.wall_s + 0.2) * $sc
+                      and .client_cpu_s <= (.wall_s + 0.2) * $cc)' "$T/bench/report.json"
     fi
     # The check fails on a report with a figure missing, or a cell malformed.
     mkdir -p "$T/bad1" "$T/bad2"

@@ -51,6 +51,26 @@ if [ -n "$lzma" ] && need readelf; then
         check_range "xz -9: share of xz samples in liblzma" \
             "$(share "$FOLDED" "\\[$lb\\+0x" '^xz;')" 0.70 1.0
     fi
+    # .init and .fini have no FDE and no .dynsym entry: named _init and _fini
+    # from the dynamic section (DT_INIT, DT_FINI), sized by their sections,
+    # so the PLT right after .init keeps its own name.
+    init=$(readelf -dW "$lzma" | awk '$2 == "(INIT)" { print $3 }')
+    fini=$(readelf -dW "$lzma" | awk '$2 == "(FINI)" { print $3 }')
+    plt=$(readelf -SW "$lzma" | sed 's/^ *\[ *[0-9]*\] *//' | awk '$1 == ".plt" { print $3 }')
+    [ -n "$plt" ] && plt=$(printf '0x%x' "$((16#$plt))")
+    if [ -n "$init" ] && [ -n "$fini" ] && [ -n "$plt" ]; then
+        mkfifo "$T/xz.fifo"; exec {xzfd}<>"$T/xz.fifo"
+        xz -c < "$T/xz.fifo" > /dev/null & xzpid=$!
+        for ((i = 0; i < 100; i++)); do grep -q "$lb" /proc/$xzpid/maps 2>/dev/null && break; sleep 0.05; done
+        base=$(awk -v f="$lzma" '$6 == f && $3 == "00000000" { split($1, a, "-"); print a[1]; exit }' /proc/$xzpid/maps)
+        out=$("$LOOKUP" "$xzpid" "$(printf '%x' $((0x$base + init)))" "$(printf '%x' $((0x$base + init + 5)))" \
+            "$(printf '%x' $((0x$base + fini)))" "$(printf '%x' $((0x$base + plt)))" | tr '\n' ' ')
+        kill $xzpid; exec {xzfd}>&-; wait $xzpid 2>/dev/null
+        check_eq "liblzma: DT_INIT and DT_FINI named _init and _fini, the PLT after .init not" \
+            "_init _init _fini [$lb+$plt] " "$out"
+    else
+        skip "liblzma: _init and _fini" "no DT_INIT, DT_FINI or .plt in $lb"
+    fi
 else
     skip "xz -9 liblzma frames" "no xz linked with liblzma"
 fi

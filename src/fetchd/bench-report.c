@@ -280,8 +280,9 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
         fk_outfile_printf(&md, "%s `%s` (%s per fetch)", i ? ";" : "", repos[i].name,
                           human((double)repos[i].fetch_bytes, b1, sizeof b1));
     fk_outfile_printf(&md, ". gRPC messages of %llu bytes.\n\n", (unsigned long long)opt.chunk);
-    fk_outfile_printf(&md, "CPU: %s. Server = the server process's own threads; git = its git upload-pack "
-                      "children; clients = the client processes over their timed fetches. CPU utilisation = "
+    bool sides = nsettings > 0 && settings[0].o[0].sides;
+    fk_outfile_printf(&md, "CPU: %s. Server = %s; git = its git upload-pack "
+                      "children; clients = %s. CPU utilisation = "
                       "(server + git + clients) / (wall time × %d CPUs). Allocations: calls and bytes of "
                       "malloc/calloc/realloc in the server process (fetchd-malloc.so). Peak RSS: the server's "
                       "VmHWM during the run (reset before it). The clients keep the memory they free "
@@ -292,7 +293,13 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                       "glibc's defaults. A gRPC "
                       "client process runs all its calls (grpc-shared: one per client) from one thread through "
                       "one completion queue, and reads each message's bytes where they were received.\n\n",
-                      cpu_source, ncpus, CLIENT_HEAP_MIB);
+                      cpu_source,
+                      sides ? "the servers' CPUs' busy time over the run less git's (the server process's own threads "
+                      "and the receive work done on those CPUs; the threads alone are server_threads_cpu_s in "
+                      "report.json)" : "the server process's own threads",
+                      sides ? "the clients' CPUs' busy time over the run (the client processes alone: "
+                      "client_processes_cpu_s)" : "the client processes over their timed fetches",
+                      ncpus, CLIENT_HEAP_MIB);
     /* The machine's speed over the whole benchmark: per-setting CPU
      * figures move with it, ratios within a round do not. */
     double *pv = fk_calloc((size_t)(nsettings * opt.rounds) + 1, sizeof *pv);
@@ -308,9 +315,10 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                       "gRPC/socket ratios, taken within a round, much less. A run whose probe was "
                       "over %.0f %% of the median probe (%.2f ms) was taken while the host was slow (the gRPC "
                       "server's CPU per GiB then rises 35–100 %%, the socket server's 10–40 %%): it is taken again "
-                      "once the probe is back to normal, at most twice, while retakes cost under 15 %% of the "
-                      "time. Runs taken again: %d; kept though slow: %d.\n\n",
-                      "integer mixing, scattered reads and writes in 4 MiB", probe.med, probe.min, probe.max, np,
+                      "after the rounds (a slow spell lasts tens of seconds), once the probe is back to normal, at "
+                      "most twice, while retakes cost under 15 %% of the time. Runs taken again: %d; kept though "
+                      "slow: %d.\n\n",
+                      "integer mixing, scattered reads and writes in 64 MiB", probe.med, probe.min, probe.max, np,
                       SLOW_PROBE * 100, probe_reference_ms, runs_retaken, runs_slow_kept);
     json_object_set_new(jr, "machine_probe_ms", jstat(probe));
     json_object_set_new(jr, "probe_reference_ms", json_real(probe_reference_ms));
@@ -648,8 +656,13 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                                   "client_cpu_s", b->client_cpu, "peak_rss_mib", b->rss_mib, "load1", b->load1);
             json_object_set_new(x, "anon_rss_mib", json_real(b->anon_mib));
             json_object_set_new(x, "client_page_faults", json_real(b->client_minflt));
+            json_object_set_new(x, "server_page_faults", json_real(b->server_minflt));
             json_object_set_new(x, "server_context_switches", json_real(b->server_csw));
             json_object_set_new(x, "client_context_switches", json_real(b->client_csw));
+            if (b->sides) {
+                json_object_set_new(x, "server_threads_cpu_s", json_real(b->server_threads_cpu));
+                json_object_set_new(x, "client_processes_cpu_s", json_real(b->client_procs_cpu));
+            }
             json_object_set_new(x, "machine_busy_pct", json_real(b->machine_busy));
             json_object_set_new(x, "machine_probe_ms", json_real(b->probe_ms));
             json_object_set_new(x, "retakes", json_integer(b->retakes));

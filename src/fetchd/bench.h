@@ -37,6 +37,13 @@ extern struct bench_opts opt;
 struct obs {
     double wall, bytes, fetches, server_cpu, git_cpu, client_cpu, client_minflt, alloc_calls, alloc_bytes;
     double server_csw, client_csw;  /* context switches of the server's threads, of the clients */
+    double server_minflt;       /* the server process's minor page faults (not git's) */
+    /* server_cpu and client_cpu: with sides, the busy time of the servers'
+     * CPUs less git's, and of the clients' CPUs (fetch-bench.c, "each
+     * side's CPU"); else these two: the server's threads' task-clock, the
+     * client processes' own CPU */
+    double server_threads_cpu, client_procs_cpu;
+    bool sides;
     double rss_mib, load1;
     double anon_mib;            /* the server's anonymous RSS after the run: heap, stacks (its own state) */
     double machine_busy;        /* %, every process on the machine */

@@ -58,6 +58,7 @@ static struct {
     GElf_Phdr *(*getphdr)(Elf *, int, GElf_Phdr *);
     GElf_Shdr *(*getshdr)(Elf_Scn *, GElf_Shdr *);
     GElf_Sym *(*getsym)(Elf_Data *, int, GElf_Sym *);
+    GElf_Dyn *(*getdyn)(Elf_Data *, int, GElf_Dyn *);
 } el;
 
 static struct {
@@ -96,7 +97,7 @@ static bool elf_load_now(void)
         SYM("elf_", strptr, el.strptr), SYM("elf_", version, el.version),
         SYM("gelf_", getclass, el.getclass), SYM("gelf_", getehdr, el.getehdr),
         SYM("gelf_", getphdr, el.getphdr), SYM("gelf_", getshdr, el.getshdr),
-        SYM("gelf_", getsym, el.getsym),
+        SYM("gelf_", getsym, el.getsym), SYM("gelf_", getdyn, el.getdyn),
     };
     return fk_dynlib_once(&libelf, syms, sizeof syms / sizeof syms[0], NULL, 0);
 }
@@ -164,6 +165,7 @@ GElf_Ehdr *gelf_getehdr(Elf *e, GElf_Ehdr *h) { return elf_load() ? el.getehdr(e
 GElf_Phdr *gelf_getphdr(Elf *e, int i, GElf_Phdr *h) { return elf_load() ? el.getphdr(e, i, h) : NULL; }
 GElf_Shdr *gelf_getshdr(Elf_Scn *s, GElf_Shdr *h) { return elf_load() ? el.getshdr(s, h) : NULL; }
 GElf_Sym *gelf_getsym(Elf_Data *d, int i, GElf_Sym *s) { return elf_load() ? el.getsym(d, i, s) : NULL; }
+GElf_Dyn *gelf_getdyn(Elf_Data *d, int i, GElf_Dyn *y) { return elf_load() ? el.getdyn(d, i, y) : NULL; }
 
 /* libdw */
 Dwarf *dwarf_begin_elf(Elf *e, Dwarf_Cmd cmd, Elf_Scn *g)

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <limits.h>
 #include <lzma.h>
 #include <stdlib.h>
 #include <string.h>
@@ -247,15 +248,67 @@ static size_t read_syms(Elf *e, Elf64_Word type, struct fk_symtab *t)
     return added;
 }
 
-static bool has_section(Elf *e, Elf64_Word type)
+/* The first non-empty section of a type, its header in *sh. */
+static Elf_Scn *section_typed(Elf *e, Elf64_Word type, GElf_Shdr *sh)
 {
     Elf_Scn *scn = NULL;
-    while ((scn = elf_nextscn(e, scn))) {
-        GElf_Shdr sh;
-        if (gelf_getshdr(scn, &sh) && sh.sh_type == type && sh.sh_size > 0)
-            return true;
+    while ((scn = elf_nextscn(e, scn)))
+        if (gelf_getshdr(scn, sh) && sh->sh_type == type && sh->sh_size > 0)
+            return scn;
+    return NULL;
+}
+
+static bool has_section(Elf *e, Elf64_Word type)
+{
+    GElf_Shdr sh;
+    return section_typed(e, type, &sh) != NULL;
+}
+
+/* The code the loader runs once per file, DT_INIT and DT_FINI in the
+ * dynamic section (.init and .fini: a few instructions with no FDE and no
+ * .dynsym entry, sampled now and then as a process starts or exits),
+ * named _init and _fini when a stripped file has no symbol there. Sized
+ * by the executable section that starts at the address; with none (no
+ * section headers) left unnamed: a zero-sized symbol would reach over
+ * the PLT and the functions that follow. The dynamic section counts
+ * toward t's budget while read, like a symbol table. */
+static void read_init_fini(Elf *e, struct fk_symtab *t)
+{
+    static const struct { Elf64_Sxword tag; const char *name; } entry[] = {
+        { DT_INIT, "_init" }, { DT_FINI, "_fini" },
+    };
+    uint64_t addr[2] = { 0, 0 };
+    GElf_Shdr sh;
+    Elf_Scn *scn = section_typed(e, SHT_DYNAMIC, &sh);
+    if (!scn || sh.sh_entsize == 0 || sh.sh_size > SIZE_MAX / 2 || !fk_symtab_fits(t, (size_t)sh.sh_size))
+        return;
+    Elf_Data *data = elf_getdata(scn, NULL);
+    if (!data)
+        return;
+    t->transient += (size_t)sh.sh_size;
+    uint64_t n = sh.sh_size / sh.sh_entsize;    /* gelf_getdyn checks each against the data */
+    for (uint64_t i = 0; i < n && i < INT_MAX; i++) {
+        GElf_Dyn dyn;
+        if (!gelf_getdyn(data, (int)i, &dyn) || dyn.d_tag == DT_NULL)
+            break;
+        for (int k = 0; k < 2; k++)
+            if (dyn.d_tag == entry[k].tag)
+                addr[k] = dyn.d_un.d_ptr;
     }
-    return false;
+    t->transient -= (size_t)sh.sh_size;
+    for (int k = 0; k < 2 && !t->over; k++) {
+        uint64_t size = 0;
+        scn = NULL;
+        while (addr[k] && !size && (scn = elf_nextscn(e, scn)))
+            if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_PROGBITS && sh.sh_addr == addr[k] &&
+                (sh.sh_flags & SHF_EXECINSTR))
+                size = sh.sh_size;
+        bool named = false;     /* an exported symbol there keeps its name */
+        for (size_t i = 0; size && i < t->n && !named; i++)
+            named = t->syms[i].addr == addr[k];
+        if (size && !named)
+            fk_symtab_add(t, addr[k], size, entry[k].name);
+    }
 }
 
 static Elf_Scn *section_named(Elf *e, const char *want, GElf_Shdr *sh)
@@ -759,6 +812,8 @@ void fk_dso_load_elf(struct dso *d, struct fk_debuginfod *dbg, bool keep_elf, si
             /* exported names only: the rest is named by function start */
             set_budget(t, budget, size);
             read_syms(e, SHT_DYNSYM, t);
+            if (!t->over)
+                read_init_fini(e, t);
             if (!t->over)
                 fk_dso_load_fde_names(d, e);
         }
