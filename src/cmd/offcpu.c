@@ -43,6 +43,9 @@ static const struct fk_opt offcpu_optset[] = {
     { "with-cpu", 0, FK_OPT_FLAG, RQ(with_cpu), NULL,
       "also sample on-CPU stacks (-F Hz, under an [on-CPU] frame): one wall-clock graph, "
       "warm on CPU, cold off it" },
+    { "no-bpf", 0, FK_OPT_FLAG, RQ(no_bpf), NULL,
+      "time blocks from the kernel's context-switch records instead of the in-kernel "
+      "program on sched_switch (used anyway where BPF cannot load; costs the workload more)" },
     { "switch-budget", 0, FK_OPT_UINT, RQ(switch_budget), "N",
       "record about N switch-outs per second at most: one in the rate over N, measured "
       "before the window and followed within it (default 2000, at most 100000)", "5000",

@@ -5,12 +5,23 @@
  * never given time; switch-ins read before their switch-out; tid reuse;
  * memory bounded by threads across a million switches; --min-block; one in
  * N; wakers matched to the woken thread's block; prev_state decoding;
- * format files parsed, not assumed (a made-up layout with other offsets). */
+ * format files parsed, not assumed (a made-up layout with other offsets);
+ * blocks paired in the kernel (fk_bt_block), and the in-kernel program
+ * itself (capture/swtime.h) on this kernel's sched_switch: this thread's
+ * sleeps come back as blocks of their length, a thread asleep at the
+ * stop is pending, nothing is written after it. */
 #include "unit.h"
 #include "capture/blocktime.h"
+#include "capture/swtime.h"
 #include "capture/tracefs.h"
 
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #define MS 1000000ull
 
@@ -31,6 +42,13 @@ static void sink(void *ctx, const struct fk_block *b)
         g->v[g->n] = *b;
     g->n++;
     g->ns += b->ns;
+}
+
+static bool still_off_301(void *ctx, pid_t tid, uint64_t out_time)
+{
+    (void)ctx;
+    (void)out_time;
+    return tid == 301;
 }
 
 static void init(struct fk_blocktime *bt, struct got *g, uint64_t min_ns, uint64_t n)
@@ -56,6 +74,121 @@ static const char sched_switch_fmt[] =
 static const char old_fmt[] =
     "format:\n\tfield:pid_t prev_pid;\toffset:20;\tsize:4;\tsigned:1;\n"
     "\tfield:int prev_state;\toffset:28;\tsize:4;\tsigned:1;\n";
+
+/* ---- the in-kernel program on this kernel ---- */
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void nap_ms(unsigned ms)
+{
+    struct timespec d = { 0, (long)ms * 1000000L };
+    while (nanosleep(&d, &d) < 0)
+        ;
+}
+
+struct seen { pid_t tid; unsigned n, others; uint64_t min_ns, max_ns, last_in; };
+
+static void seen_block(void *ctx, const struct fk_swtime_block *b)
+{
+    struct seen *s = ctx;
+    if ((pid_t)b->tid != s->tid) {
+        s->others++;
+        return;
+    }
+    uint64_t ns = b->in - b->out;
+    if (b->in <= b->out)
+        ns = 0;
+    if (!s->n || ns < s->min_ns)
+        s->min_ns = ns;
+    if (ns > s->max_ns)
+        s->max_ns = ns;
+    if (b->in > s->last_in)
+        s->last_in = b->in;
+    s->n++;
+}
+
+static void *sleeper(void *arg)
+{
+    *(pid_t *)arg = (pid_t)syscall(SYS_gettid);
+    nap_ms(400);
+    return NULL;
+}
+
+static void kernel_program(void)
+{
+    struct fk_tp_format sw;
+    char err[256] = "";
+    if (!fk_tp_format_load("sched", "sched_switch", &sw, err, sizeof err)) {
+        UNIT_CHECK("sched_switch's format (needs tracefs, root)", false);
+        printf("  %s\n", err);
+        return;
+    }
+    uint64_t exit_bits = 0;
+    for (unsigned i = 0; i < sw.nflags; i++)
+        if (!strcmp(sw.flags[i].letter, "X") || !strcmp(sw.flags[i].letter, "Z"))
+            exit_bits |= sw.flags[i].bit;
+    struct fk_swtime *t = NULL;
+    bool ok = fk_swtime_new(&sw, exit_bits, 0x100, 1u << 16, &t, err, sizeof err);
+    UNIT_CHECK("the switch-timing program loads (the verifier accepts what was generated)", ok);
+    if (!ok) {
+        printf("  %s\n", err);
+        return;
+    }
+    /* this process's tracepoint event, per task (this thread and those it
+     * makes), counting only: the program runs on every hit */
+    struct perf_event_attr a = {
+        .type = PERF_TYPE_TRACEPOINT, .size = sizeof a, .config = sw.id, .sample_period = 1,
+        .disabled = 1, .inherit = 1,
+    };
+    int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    ok = fd >= 0 && fk_swtime_filter(t, FK_SWTIME_TGIDS, NULL, err, sizeof err) &&
+         fk_swtime_add_tgid(t, getpid()) && fk_swtime_attach(t, fd, err, sizeof err);
+    UNIT_CHECK("attached to a sched_switch event, filtered to this process", ok);
+    if (!ok) {
+        printf("  %s (%s)\n", err, fd < 0 ? strerror(errno) : "");
+        if (fd >= 0)
+            close(fd);
+        fk_swtime_free(t);
+        return;
+    }
+    struct seen s = { .tid = (pid_t)syscall(SYS_gettid) };
+    uint64_t t0 = mono_ns();
+    for (int i = 0; i < 5; i++)
+        nap_ms(20);
+    uint64_t t1 = mono_ns();
+    fk_swtime_drain(t, seen_block, &s);
+    UNIT_CHECK("five 20 ms sleeps are five blocks of 20 ms (and the rest short)",
+               s.n >= 5 && s.max_ns >= 20 * MS && s.max_ns < 200 * MS);
+    UNIT_CHECK("blocks are timed in CLOCK_MONOTONIC within the sleeps", s.last_in > t0 &&
+               s.last_in <= t1);
+    /* a thread asleep when the program stops is pending; nothing after */
+    pid_t stid = 0;
+    pthread_t th;
+    pthread_create(&th, NULL, sleeper, &stid);
+    nap_ms(100);
+    uint64_t out = 0, stop = mono_ns();
+    fk_swtime_stop(t, stop);
+    bool pending = fk_swtime_pending(t, stid, &out);
+    UNIT_CHECK("a thread off CPU at the stop is pending since its switch-out",
+               stid > 0 && pending && out < stop && out > t1);
+    pthread_join(th, NULL);
+    struct seen s2 = { .tid = stid };
+    fk_swtime_drain(t, seen_block, &s2);
+    nap_ms(5);
+    struct seen s3 = { .tid = s.tid };
+    fk_swtime_drain(t, seen_block, &s3);
+    UNIT_CHECK("nothing is written after the stop", s2.n == 0 && s3.n == 0);
+    struct fk_swtime_stats st;
+    fk_swtime_stats(t, &st);
+    UNIT_CHECK("no switch-out or block lost for room", st.map_full == 0 && st.ring_full == 0);
+    close(fd);
+    fk_swtime_free(t);
+}
 
 int main(void)
 {
@@ -315,5 +448,27 @@ int main(void)
                v1 == -1);
     memset(&fmt, 0, sizeof fmt);
     UNIT_CHECK("garbage is not a format", !fk_tp_format_parse("field:;;;\n\x01\x02", 12, &fmt));
+
+    /* blocks paired in the kernel: the one holding a recorded switch-out
+     * (timed just after the switch) ends it, from its own start */
+    init(&bt, &g, 0, 1);
+    fk_bt_out(&bt, 300, 105 * MS, FK_BT_SLEEPING, 9);
+    UNIT_CHECK("a block before the recorded switch-out is not its block",
+               !fk_bt_block(&bt, 300, 50 * MS, 100 * MS) && g.n == 0);
+    UNIT_CHECK("the block holding the recorded switch-out times it from its start",
+               fk_bt_block(&bt, 300, 104 * MS, 130 * MS) && g.n == 1 && g.v[0].ns == 26 * MS &&
+               bt.st.outs_exact == 1);
+    UNIT_CHECK("a later block of the thread adds nothing", !fk_bt_block(&bt, 300, 140 * MS, 150 * MS) &&
+               g.n == 1);
+    /* at the end: open only if the thread is still off CPU */
+    fk_bt_out(&bt, 301, 200 * MS, FK_BT_SLEEPING, 1);
+    fk_bt_out(&bt, 302, 200 * MS, FK_BT_SLEEPING, 2);
+    fk_bt_finish_checked(&bt, 300 * MS, still_off_301, NULL);
+    UNIT_CHECK("at the end a thread still off CPU is counted to it, one that ran again lost "
+               "its switch-in", g.n == 2 && g.v[1].tid == 301 && g.v[1].open &&
+               g.v[1].ns == 100 * MS && bt.st.lost_in == 1);
+    fk_bt_free(&bt);
+
+    kernel_program();
     return UNIT_END();
 }

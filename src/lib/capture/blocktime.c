@@ -196,6 +196,18 @@ void fk_bt_switched_out(struct fk_blocktime *bt, pid_t tid, uint64_t time)
     bt->st.outs_exact++;
 }
 
+bool fk_bt_block(struct fk_blocktime *bt, pid_t tid, uint64_t out, uint64_t in)
+{
+    struct fk_bt_thread *e = find(bt, tid);
+    if (!e || !e->pending || e->out_time < out || e->out_time > in)
+        return false;
+    e->out_time = out;
+    e->out_exact = true;
+    bt->st.outs_exact++;
+    fk_bt_in(bt, tid, in);
+    return true;
+}
+
 void fk_bt_lost(struct fk_blocktime *bt, uint64_t time)
 {
     for (size_t i = 0; i < bt->n; i++) {
@@ -265,13 +277,23 @@ void fk_bt_exit(struct fk_blocktime *bt, pid_t tid)
         compact(bt, false);
 }
 
-void fk_bt_finish(struct fk_blocktime *bt, uint64_t time)
+void fk_bt_finish_checked(struct fk_blocktime *bt, uint64_t time,
+                          bool (*off_cpu)(void *ctx, pid_t tid, uint64_t out_time), void *ctx)
 {
     for (size_t i = 0; i < bt->n; i++) {
         struct fk_bt_thread *e = &bt->v[i];
         if (!e->tid || !e->pending)
             continue;
         e->pending = false;
+        if (off_cpu && !off_cpu(ctx, e->tid, e->out_time)) {
+            bt->st.lost_in++;
+            continue;
+        }
         emit(bt, e, time > e->out_time ? time - e->out_time : 0, true);
     }
+}
+
+void fk_bt_finish(struct fk_blocktime *bt, uint64_t time)
+{
+    fk_bt_finish_checked(bt, time, NULL, NULL);
 }

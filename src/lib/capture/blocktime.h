@@ -131,6 +131,12 @@ void fk_bt_out_n(struct fk_blocktime *bt, pid_t tid, uint64_t time, enum fk_bt_s
  * wall time off CPU. The first switch-out record after a recorded one
  * counts; later ones, or one older than the sample, are ignored. */
 void fk_bt_switched_out(struct fk_blocktime *bt, pid_t tid, uint64_t time);
+/* tid was off CPU from out to in, both ends timed where they happened (an
+ * in-kernel program on sched_switch paired them): the block pending from a
+ * recorded switch-out timed within [out, in] starts at out and ends at in
+ * (counted in outs_exact): true. Any other pending block is left as it
+ * is. */
+bool fk_bt_block(struct fk_blocktime *bt, pid_t tid, uint64_t out, uint64_t in);
 /* Records were lost before time (PERF_RECORD_LOST): the switch-in of any
  * block pending since before may have been among them; those blocks are
  * dropped (lost_in), never counted to a later switch-in. */
@@ -152,6 +158,12 @@ void fk_bt_new_thread(struct fk_blocktime *bt, pid_t tid);
 void fk_bt_exit(struct fk_blocktime *bt, pid_t tid);
 /* The window ended at time: pending blocks are counted to it, marked open. */
 void fk_bt_finish(struct fk_blocktime *bt, uint64_t time);
+/* The same, when whether a thread was still off CPU at the end is known
+ * elsewhere (an in-kernel program's pending switch-outs): a pending block
+ * whose thread off_cpu says ran again since its switch-out (out_time) lost
+ * its switch-in (lost_in), never counted to the end. */
+void fk_bt_finish_checked(struct fk_blocktime *bt, uint64_t time,
+                          bool (*off_cpu)(void *ctx, pid_t tid, uint64_t out_time), void *ctx);
 
 /* Bytes held (for --max-memory). */
 size_t fk_bt_bytes(const struct fk_blocktime *bt);

@@ -18,3 +18,5 @@ libflamekit_a_SOURCES += src/lib/capture/tracefs.c src/lib/capture/tracefs.h
 libflamekit_a_SOURCES += src/lib/capture/blocktime.c src/lib/capture/blocktime.h
 # in-kernel programs built from instructions at run time, loaded with libbpf
 libflamekit_a_SOURCES += src/lib/capture/bpf.c src/lib/capture/bpf.h
+# off-CPU switch timing in the kernel (sched_switch program, blocks in a BPF ring buffer)
+libflamekit_a_SOURCES += src/lib/capture/swtime.c src/lib/capture/swtime.h

@@ -219,6 +219,8 @@ static size_t read_pass(struct fk_reader *r, bool wake)
     bool full = false;
     size_t most = 0;
     struct perf_mmap *map;
+    if (r->o.pass)
+        r->o.pass(r->o.pass_ctx, r, false);
     perf_evlist__for_each_mmap(r->evlist, map, false) {
         if (perf_mmap__read_init(map) < 0)
             continue;
@@ -262,6 +264,8 @@ static size_t read_pass(struct fk_reader *r, bool wake)
         if (full)
             break;
     }
+    if (r->o.pass)
+        r->o.pass(r->o.pass_ctx, r, true);
     pthread_mutex_lock(&r->lock);
     r->st.full += full;
     if (most > r->st.ring_peak_bytes)
@@ -269,6 +273,21 @@ static size_t read_pass(struct fk_reader *r, bool wake)
     publish(r, start, wake);
     pthread_mutex_unlock(&r->lock);
     return most;
+}
+
+bool fk_reader_add(struct fk_reader *r, const union perf_event *ev)
+{
+    size_t need = (ev->header.size + 7u) & ~(size_t)7;
+    pthread_mutex_lock(&r->lock);
+    bool ok = ev->header.size >= sizeof ev->header && need <= MAX_RECORD && cur_ready(r);
+    if (ok && r->cur->cap - r->wlen < need)
+        cur_next(r);    /* the spare cur_ready set aside */
+    ok = ok && r->cur;
+    r->st.full += !ok;
+    pthread_mutex_unlock(&r->lock);
+    if (ok)
+        copy_record(r, ev);
+    return ok;
 }
 
 /* How long the thread may sleep before its next pass (ms; 0: at once).

@@ -22,7 +22,7 @@
  * back, and a chunk is reused only when it is full or drained, given
  * back, and every byte of it was taken. Spans are handed on in the order
  * they were filled. The thread makes no system call but poll, the rings'
- * and the hooks' (struct fk_reader_opts.seen, .sample). */
+ * and the hooks' (struct fk_reader_opts.seen, .sample, .pass). */
 #ifndef FK_CAPTURE_READER_H
 #define FK_CAPTURE_READER_H
 
@@ -34,6 +34,7 @@
 
 struct perf_evlist;
 union perf_event;
+struct fk_reader;
 
 /* Records one after another, each 8-byte aligned. */
 struct fk_reader_chunk {
@@ -86,6 +87,16 @@ struct fk_reader_opts {
      * copied. */
     bool (*keep)(void *ctx, const union perf_event *ev);
     void *keep_ctx;
+    /* Called in the reader's thread at each pass (then in
+     * fk_reader_finish's caller): end false before the rings are read,
+     * true after them. For buffers of the caller's own that the reader's
+     * thread drains along with the rings (a BPF ring buffer): read them at
+     * the start, and hand on records made from them at the end with
+     * fk_reader_add. What the kernel wrote to a ring before a record of
+     * such a buffer (a sample before the block it begins) is then read in
+     * the same pass or an earlier one. NULL: none. */
+    void (*pass)(void *ctx, struct fk_reader *r, bool end);
+    void *pass_ctx;
 };
 
 /* With a sample tap, the taker is woken at least this often while records
@@ -128,6 +139,12 @@ const struct fk_reader_span *fk_reader_take(struct fk_reader *r, int timeout_ms,
 void fk_reader_give_back(struct fk_reader *r, struct fk_reader_chunk *chunk);
 /* Every ring's fd hung up (a per-task target's tasks are gone). */
 bool fk_reader_hung_up(struct fk_reader *r);
+/* From the pass hook only (end true): a record of the caller's making
+ * (8-byte aligned, header.size bytes, a trailer laid out as the rings'
+ * records are: fk_sample_id_write) handed on with the rings' records, in
+ * time order with them. false: no room under the limit (counted in
+ * fk_reader_stats.full). */
+bool fk_reader_add(struct fk_reader *r, const union perf_event *ev);
 /* Stop the thread, then read what is left in the rings from the caller
  * (the events disabled first); fk_reader_take then returns it all. */
 void fk_reader_finish(struct fk_reader *r);

@@ -199,6 +199,31 @@ bool fk_sample_id_parse(const struct fk_sample_format *f, const void *rec, size_
     return true;
 }
 
+size_t fk_sample_id_write(const struct fk_sample_format *f, const struct fk_sample_id *id,
+                          void *out)
+{
+    uint64_t st = f->sample_type, w[8];
+    unsigned n = 0;
+    if (!f->sample_id_all || !f->id_words || f->id_words > 8)
+        return 0;
+    if (st & PERF_SAMPLE_TID)
+        w[n++] = (uint64_t)(uint32_t)id->pid | (uint64_t)(uint32_t)id->tid << 32;
+    if (st & PERF_SAMPLE_TIME)
+        w[n++] = id->time;
+    if (st & PERF_SAMPLE_ID)
+        w[n++] = id->id;
+    if (st & PERF_SAMPLE_STREAM_ID)
+        w[n++] = id->stream_id;
+    if (st & PERF_SAMPLE_CPU)
+        w[n++] = id->cpu;
+    if (st & PERF_SAMPLE_IDENTIFIER)
+        w[n++] = id->identifier;
+    if (n != f->id_words)
+        return 0;
+    memcpy(out, w, 8 * n);
+    return 8 * n;
+}
+
 uint64_t fk_record_time(const struct fk_sample_format *f, const void *rec, size_t len)
 {
     const struct perf_event_header *h = rec;

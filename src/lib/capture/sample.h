@@ -80,6 +80,12 @@ struct fk_sample_id {
 bool fk_sample_id_parse(const struct fk_sample_format *f, const void *rec, size_t len,
                         struct fk_sample_id *id);
 
+/* Write id as f lays out the trailer (f->id_words words) at out, for a
+ * record of the caller's making that travels with the kernel's (e.g.
+ * fk_reader_add). Returns the bytes written (0: f has no trailer). */
+size_t fk_sample_id_write(const struct fk_sample_format *f, const struct fk_sample_id *id,
+                          void *out);
+
 /* A copy of a sample whose user stack copy is cut to the bytes the
  * kernel really copied (and one word more when that was less than asked,
  * so the decoder still tells a stack that ended from one cut short): the

@@ -644,6 +644,13 @@ static bool kind_keeps(void *ctx, const union perf_event *ev)
     return !e->kind->early_record || e->kind->early_record(e->kind_state, ev, &e->fmt[0]);
 }
 
+/* The reader's pass hook: the kind's. */
+static void kind_pass(void *ctx, struct fk_reader *r, bool end)
+{
+    struct fk_engine *e = ctx;
+    e->kind->reader_pass(e->kind_state, r, &e->fmt[0], end);
+}
+
 /* The reader's queue may hold a quarter of --max-memory: the stack
  * table and the symbolizer (at most half) keep the rest. */
 static bool engine_reader(struct fk_engine *e)
@@ -652,6 +659,10 @@ static bool engine_reader(struct fk_engine *e)
     if (e->kind->early_record || e->kind->early_sample) {
         ro.keep = kind_keeps;
         ro.keep_ctx = e;
+    }
+    if (e->kind->reader_pass) {
+        ro.pass = kind_pass;
+        ro.pass_ctx = e;
     }
     for (size_t i = 0; i < e->o->nstack_hooks; i++)
         if (e->o->stack_hooks[i]->early) {
@@ -955,6 +966,13 @@ int fk_capture_run(const struct fk_capture_opts *o, struct fk_capture_result *r,
     int rc = FK_EXIT_ERROR;
     if (!fk_engine_configure(e) || !fk_engine_open(e) || !fk_engine_mmap(e))
         goto out;
+    if (e->kind->opened) {
+        char kerr[256] = "";
+        if (!e->kind->opened(e->kind_state, e, kerr, sizeof kerr)) {
+            fk_engine_fail(e, "%s", kerr);
+            goto out;
+        }
+    }
     if (e->tree_cgroup)
         r->tree_cgroup = fk_strdup(e->tree_cgroup);
     if ((rc = engine_start(e)) != FK_EXIT_OK)

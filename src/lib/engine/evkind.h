@@ -43,6 +43,7 @@ struct perf_event_attr;
 union perf_event;
 struct fk_capture_opts;
 struct fk_engine;               /* the running capture; kinds use the functions below */
+struct fk_reader;
 
 #define FK_EVKIND_MAX_EVENTS 4
 
@@ -135,6 +136,18 @@ struct fk_evkind {
      * milliseconds after they happen, seconds while symbols load. Also
      * called with open false when the window failed. May be NULL. */
     void (*window)(void *state, struct fk_engine *e, bool open);
+    /* Optional: the events are open and mapped, not yet enabled (from the
+     * engine's thread): a kind that attaches programs of its own to them
+     * (fk_engine_event_fd). false with one phrase in err: the capture
+     * fails. */
+    bool (*opened)(void *state, struct fk_engine *e, char *err, size_t errlen);
+    /* Optional: the ring reader's pass hook (struct fk_reader_opts.pass),
+     * in its thread: a buffer of the kind's own (a BPF ring buffer)
+     * drained with the rings, records made from it handed on in time
+     * order with theirs (fk_reader_add; f lays out their trailer). Same
+     * rules as early_record. */
+    void (*reader_pass)(void *state, struct fk_reader *r, const struct fk_sample_format *f,
+                        bool end);
     /* > 0: the ring reader reads the rings every poll_ms on its own clock
      * (sooner when a pass found a ring more than a quarter full: reader.c,
      * next_timeout) and the kernel wakes no one (the watermark at a full
@@ -234,6 +247,13 @@ bool fk_engine_set_period(struct fk_engine *e, unsigned event, uint64_t period, 
  * fk_engine_set_period reaches every task). Valid from the window's
  * opening. */
 bool fk_engine_inherits(const struct fk_engine *e);
+
+/* One fd of event i (the first found; the engine's: do not close it),
+ * -1 with one phrase in err. From the opened hook on. */
+int fk_engine_event_fd(struct fk_engine *e, unsigned event, char *err, size_t errlen);
+/* PID, RUN in cgroup mode: the cgroup v2 directory the events are limited
+ * to (its tasks and those below); NULL otherwise. From the opened hook on. */
+const char *fk_engine_tree_cgroup(const struct fk_engine *e);
 
 /* Built-in kinds. */
 extern const struct fk_evkind fk_evkind_clock;      /* o->event at o->event.freq Hz */

@@ -6,6 +6,10 @@
 #include "engine/offcpu.h"
 #include "engine/capture.h"
 #include "engine/evkind.h"
+#include "capture/bpf.h"
+#include "capture/reader.h"
+#include "capture/swtime.h"
+#include "capture/target.h"
 #include "capture/tracefs.h"
 #include "util/hindex.h"
 
@@ -45,6 +49,20 @@ struct exact {
 };
 #define EXACT_CACHE 64
 #define EXACT_MAX 65536
+
+/* The in-kernel program's ring buffer: 32 bytes a block; at two pinned
+ * switch storms (~520,000 blocks a second) 4 MiB hold 250 ms, 25 of the
+ * reader's 10 ms passes. */
+#define SWTIME_RING_BYTES (4u << 20)
+/* A block handed on to the engine's thread (the reader's pass hook makes
+ * it from the program's block that holds a recorded switch-out): header,
+ * the switch-out time, then the trailer (tid, time = the switch-in). */
+#define RECORD_BLOCK 0x464b0001u
+/* Recorded switch-outs of one thread waiting for their block, at most: a
+ * thread recorded at N = 1 may switch out thousands of times between two
+ * of the reader's passes (and passes may be seconds apart on a loaded
+ * host); past it the oldest is dropped, counted. */
+#define WANT_MAX 65536
 
 struct offcpu {
     struct fk_offcpu_opts o;
@@ -136,6 +154,27 @@ struct offcpu {
     uint32_t cpus_seen;             /* the highest CPU of a sample + 1 */
     bool counts_lost;               /* records were lost: a counter not seen yet may
                                        have lost samples too */
+    /* in-kernel switch timing (capture/swtime.h) instead of switch
+     * records; NULL: the records (the fallback), bpf_note says why */
+    struct fk_swtime *swt;
+    char bpf_note[160];
+    const char *bpf_filter;
+    const struct fk_target *target;
+    /* the reader's thread: the blocks of this pass, and per thread the
+     * recorded switch-outs (sample times) whose block has not come yet */
+    struct fk_swtime_block *pass_blocks;
+    size_t npass, cappass;
+    struct fk_u64map want_of;       /* tid -> index + 1 */
+    struct want { pid_t tid; uint32_t n; size_t cap; uint64_t *t; } *want;
+    size_t nwant, capwant;
+    uint64_t bpf_blocks, bpf_unmatched, bpf_in_missed;  /* (the reader's) */
+    size_t want_bytes;
+    pid_t *exited;                  /* threads that exited in this pass */
+    size_t nexited, capexited;
+    uint64_t bpf_matched;           /* (the engine's) blocks given to recorded switch-outs */
+    struct fk_swtime_stats bpf_st;
+    struct fk_u64map pend;          /* the engine's, at the end: tid -> its pending
+                                       switch-out in the program's map + 1 */
     struct fk_loc scratch[2 * MAX_FRAMES + 4];
 };
 
@@ -497,7 +536,9 @@ static void count_out(struct offcpu *k, uint64_t time)
     if (!k->sec_start)
         k->sec_start = time;
     k->sec_count++;
-    if (time - k->sec_start >= 1000000000ull) {
+    /* (records of other CPUs, or blocks ended in another order, may be
+     * older than the second's start) */
+    if (time > k->sec_start && time - k->sec_start >= 1000000000ull) {
         uint64_t rate = k->sec_count * 1000000000ull / (time - k->sec_start);
         if (rate > k->peak_rate)
             k->peak_rate = rate;
@@ -645,6 +686,8 @@ static void offcpu_window(void *state, struct fk_engine *e, bool open)
         pthread_cond_destroy(&k->wake);
         k->steering = false;
     }
+    if (!open && k->swt)
+        fk_swtime_stop(k->swt, fk_now_ns());    /* the window's end: nothing more */
 }
 
 /* ---- stacks ------------------------------------------------------------- */
@@ -835,6 +878,18 @@ static bool offcpu_start(const struct fk_capture_opts *o, void **state, unsigned
     };
     fk_bt_init(&k->bt, &bo);
     fk_stacktab_init(&k->store);
+    k->target = o->target;
+    /* switch-ins from the in-kernel program where it loads, else from the
+     * kernel's switch records */
+    if (k->o.no_bpf) {
+        snprintf(k->bpf_note, sizeof k->bpf_note, "--no-bpf");
+    } else {
+        char why[256] = "";
+        if (!fk_bpf_usable(why, sizeof why) ||
+            !fk_swtime_new(&k->sw, k->exit_bits, k->bits.preempt, SWTIME_RING_BYTES, &k->swt, why,
+                           sizeof why))
+            snprintf(k->bpf_note, sizeof k->bpf_note, "%s", why);
+    }
     long cpus = sysconf(_SC_NPROCESSORS_CONF);
     k->nmarked = cpus > 0 && cpus < 65536 ? (uint32_t)cpus : 1024;
     k->marked = fk_calloc(k->nmarked, sizeof *k->marked);
@@ -876,7 +931,9 @@ static bool offcpu_config(void *state, const struct fk_capture_opts *o, unsigned
     attr->exclude_callchain_kernel = o->event.exclude_kernel;
     attr->exclude_kernel = 0;
     if (i == k->ev_switch) {
-        attr->context_switch = 1;   /* every switch-in, sampled or not */
+        /* every switch-in, sampled or not: the in-kernel program's
+         * blocks, else the kernel's switch records */
+        attr->context_switch = !k->swt;
         /* each sample's weight: its counter's count (sample_weight);
          * refused on inherited per-task events before Linux 6.12, where
          * the engine takes it off again */
@@ -1119,6 +1176,232 @@ static void calibrate(struct offcpu *k, uint64_t end)
     fk_u64map_free(&scale);
 }
 
+/* ---- switch-ins from the in-kernel program ----------------------------- */
+
+/* The program (capture/swtime.h) times every switch-out and switch-in of
+ * the target's threads in the kernel and writes each block (tid, out,
+ * in) to its ring buffer, which the reader's thread drains at each pass:
+ * the blocks give each thread's exact off-CPU time (exact_switch), and
+ * the block holding a recorded switch-out -- the sample is timed inside
+ * it, just after its start -- is handed on to the engine's thread in time
+ * order (RECORD_BLOCK, fk_bt_block). The ring buffer is read before the
+ * rings in a pass and matched after them: a block is written when its
+ * thread runs again, after its switch-out's sample, so that sample has
+ * been read by then (in this pass or an earlier one). */
+
+/* tid's recorded switch-outs waiting for their block (the reader's). */
+static struct want *want_of(struct offcpu *k, pid_t tid, bool add)
+{
+    uint64_t *v = fk_u64map_slot(&k->want_of, (uint64_t)(uint32_t)tid, add);
+    if (!v || (!*v && !add))
+        return NULL;
+    if (!*v) {
+        k->want = fk_grow(k->want, &k->capwant, k->nwant + 1, sizeof *k->want);
+        k->want[k->nwant] = (struct want){ .tid = tid };
+        *v = ++k->nwant;
+    }
+    return &k->want[*v - 1];
+}
+
+/* A recorded switch-out of tid at time (its sample's, as it leaves its
+ * ring): its block is handed on when it comes. */
+static void want_block(struct offcpu *k, pid_t tid, uint64_t time)
+{
+    struct want *w = want_of(k, tid, true);
+    if (w->n && w->t[w->n - 1] == time)
+        return;     /* a second sample of the same switch-out */
+    if (w->n == WANT_MAX) {     /* the oldest never found its block */
+        memmove(w->t, w->t + 1, (WANT_MAX - 1) * sizeof *w->t);
+        w->n--;
+        k->bpf_unmatched++;
+    }
+    w->t = fk_grow(w->t, &w->cap, w->n + 1, sizeof *w->t);
+    w->t[w->n++] = time;
+}
+
+/* FORK and EXIT as they leave the rings: per-task targets' new processes
+ * are timed (the program's tgid filter), exited threads wait for nothing. */
+static void swtime_task(struct offcpu *k, const union perf_event *ev)
+{
+    bool proc = ev->fork.pid == ev->fork.tid;
+    if (ev->header.type == PERF_RECORD_FORK) {
+        if (proc && k->bpf_filter && !strcmp(k->bpf_filter, "tgids"))
+            fk_swtime_add_tgid(k->swt, (pid_t)ev->fork.pid);
+        return;
+    }
+    if (proc && k->bpf_filter && !strcmp(k->bpf_filter, "tgids"))
+        fk_swtime_forget_tgid(k->swt, (pid_t)ev->fork.pid);
+    /* (its last switch-out, recorded or not, has no block): its list is
+     * emptied after this pass's blocks, which may hold its last ones */
+    if (k->want_of.n && want_of(k, (pid_t)ev->fork.tid, false)) {
+        k->exited = fk_grow(k->exited, &k->capexited, k->nexited + 1, sizeof *k->exited);
+        k->exited[k->nexited++] = (pid_t)ev->fork.tid;
+    }
+}
+
+static void keep_block(void *ctx, const struct fk_swtime_block *b)
+{
+    struct offcpu *k = ctx;
+    k->pass_blocks = fk_grow(k->pass_blocks, &k->cappass, k->npass + 1, sizeof *k->pass_blocks);
+    k->pass_blocks[k->npass++] = *b;
+}
+
+/* The block b, holding a recorded switch-out, to the engine's thread. */
+static void hand_on(struct offcpu *k, struct fk_reader *r, const struct fk_sample_format *f,
+                    const struct fk_swtime_block *b)
+{
+    struct {
+        struct perf_event_header h;
+        uint64_t out;
+        uint64_t trailer[8];
+    } rec;
+    struct fk_sample_id id = { .pid = (pid_t)b->tid, .tid = (pid_t)b->tid, .time = b->in };
+    size_t n = fk_sample_id_write(f, &id, rec.trailer);
+    if (!n) {
+        k->bpf_unmatched++;
+        return;
+    }
+    memset(&rec.h, 0, sizeof rec.h);
+    rec.h.type = RECORD_BLOCK;
+    rec.h.size = (uint16_t)(sizeof rec.h + 8 + n);
+    rec.out = b->out;
+    if (!fk_reader_add(r, (const union perf_event *)(const void *)&rec))
+        k->bpf_unmatched++;
+}
+
+static void offcpu_reader_pass(void *state, struct fk_reader *r, const struct fk_sample_format *f,
+                               bool end)
+{
+    struct offcpu *k = state;
+    if (!k->swt)
+        return;
+    if (!end) {
+        k->npass = 0;
+        fk_swtime_drain(k->swt, keep_block, k);
+        return;
+    }
+    for (size_t i = 0; i < k->npass; i++) {
+        const struct fk_swtime_block *b = &k->pass_blocks[i];
+        pid_t tid = (pid_t)b->tid;
+        if (!b->in || b->out == FK_SWTIME_RUNNING) {
+            /* a switch the program did not see: no exact total for the
+             * thread (its recorded blocks keep their estimate) */
+            struct exact *x = exact_of(k, tid, true);
+            if (x)
+                x->reused = true;
+            k->bpf_in_missed++;
+            continue;
+        }
+        k->bpf_blocks++;
+        count_out(k, b->out);
+        exact_switch(k, tid, b->out, true);
+        exact_switch(k, tid, b->in, false);
+        struct want *w = k->want_of.n ? want_of(k, tid, false) : NULL;
+        if (!w || !w->n)
+            continue;
+        uint32_t kept = 0;
+        for (uint32_t j = 0; j < w->n; j++) {
+            uint64_t t = w->t[j];
+            if (t < b->out)
+                k->bpf_unmatched++;     /* its block never came */
+            else if (t < b->in)
+                hand_on(k, r, f, b);
+            else
+                w->t[kept++] = t;
+        }
+        w->n = kept;
+    }
+    k->npass = 0;
+    for (size_t i = 0; i < k->nexited; i++) {
+        struct want *w = want_of(k, k->exited[i], false);
+        if (w)
+            w->n = 0;
+    }
+    k->nexited = 0;
+}
+
+/* The events are open, not enabled: the program times the target's
+ * threads -- all of them (host, user: the events see every thread), a
+ * cgroup and those below it (cgroup targets, pid and run trees in one),
+ * or per-task targets' processes by tgid, new ones as their FORK
+ * records leave the rings -- and runs on each hit of the switch event. */
+static bool offcpu_opened(void *state, struct fk_engine *e, char *err, size_t errlen)
+{
+    struct offcpu *k = state;
+    if (!k->swt)
+        return true;
+    const struct fk_target *t = k->target;
+    const char *cg = fk_engine_tree_cgroup(e);
+    enum fk_swtime_filter f = FK_SWTIME_ALL;
+    k->bpf_filter = "all";
+    if (cg) {
+        f = FK_SWTIME_CGROUP;
+        k->bpf_filter = "cgroup";
+    } else if (fk_engine_inherits(e)) {
+        f = FK_SWTIME_TGIDS;
+        k->bpf_filter = "tgids";
+    } else if (t && t->kind == FK_TARGET_CGROUP) {
+        f = FK_SWTIME_CGROUP;
+        cg = t->cgroup_dir;
+        k->bpf_filter = "cgroup";
+    }
+    char why[256];
+    int fd = -1;
+    bool ok = fk_swtime_filter(k->swt, f, cg, why, sizeof why);
+    for (size_t i = 0; ok && f == FK_SWTIME_TGIDS && t && i < t->npids; i++)
+        ok = fk_swtime_add_tgid(k->swt, t->pids[i]);
+    if (ok && (fd = fk_engine_event_fd(e, k->ev_switch, why, sizeof why)) < 0)
+        ok = false;
+    if (ok && !fk_swtime_attach(k->swt, fd, why, sizeof why))
+        ok = false;
+    if (!ok)
+        snprintf(err, errlen, "off-CPU switch timing in the kernel: %s (--no-bpf times blocks "
+                 "from the kernel's switch records instead)", why);
+    return ok;
+}
+
+/* At the end: a thread with a recorded block pending is still off CPU if
+ * the program holds a switch-out for it no later than the sample's (and
+ * that switch-out counts toward its exact total); otherwise the block's
+ * switch-in was lost. */
+static bool still_off(void *ctx, pid_t tid, uint64_t out_time)
+{
+    struct offcpu *k = ctx;
+    uint64_t *v = fk_u64map_slot(&k->pend, (uint64_t)(uint32_t)tid, false), out;
+    if (v && *v) {
+        out = *v - 1;
+    } else {
+        if (!fk_swtime_pending(k->swt, tid, &out))
+            return false;
+        *fk_u64map_slot(&k->pend, (uint64_t)(uint32_t)tid, true) = out + 1;
+        exact_switch(k, tid, out, true);
+        count_out(k, out);
+    }
+    return out <= out_time;
+}
+
+/* The threads with blocks still off CPU at the end (pending in the
+ * program's map) toward their exact totals; blocks lost in the kernel
+ * (no room in its map or ring) leave those totals short: none is used. */
+static void swtime_finish(struct offcpu *k, uint64_t end)
+{
+    fk_swtime_stats(k->swt, &k->bpf_st);
+    if (k->bpf_st.map_full || k->bpf_st.ring_full || k->bpf_st.missed)
+        k->records_lost = true;
+    for (size_t i = 0; i < k->exact_of.n; i++) {
+        pid_t tid = (pid_t)k->exact_of.v[i].key;
+        uint64_t out;
+        if (k->exact_of.v[i].val && fk_swtime_pending(k->swt, tid, &out) && out <= end) {
+            *fk_u64map_slot(&k->pend, (uint64_t)(uint32_t)tid, true) = out + 1;
+            exact_switch(k, tid, out, true);
+            count_out(k, out);
+        }
+    }
+    k->outs_seen += k->bpf_st.exits;
+    /* (switch-outs with no block: counted too) */
+    fk_bt_finish_checked(&k->bt, end, still_off, k);
+}
+
 /* A switch-out record, as it leaves its ring (in the ring reader's
  * thread): counted, and never ordered nor handed on -- half of the
  * records at a switch storm, a third of flamekit's CPU ordering them --
@@ -1134,6 +1417,8 @@ static bool offcpu_early_record(void *state, const union perf_event *ev,
         k->early = true;    /* (before the first record it hands on) */
     if (ev->header.type == PERF_RECORD_FORK || ev->header.type == PERF_RECORD_EXIT) {
         exact_task(k, ev);
+        if (k->swt)
+            swtime_task(k, ev);
         return true;
     }
     if (ev->header.type != PERF_RECORD_SWITCH && ev->header.type != PERF_RECORD_SWITCH_CPU_WIDE)
@@ -1165,6 +1450,11 @@ static bool offcpu_early_record(void *state, const union perf_event *ev,
 static void offcpu_early_sample(void *state, unsigned event, const struct fk_sample *s)
 {
     struct offcpu *k = state;
+    if (k->swt) {
+        if (event == k->ev_switch && s->tid > 0)
+            want_block(k, s->tid, s->time);
+        return;
+    }
     if (event == k->ev_switch && s->tid > 0 && s->cpu < k->nmarked)
         k->marked[s->cpu] = s->tid;
 }
@@ -1211,6 +1501,17 @@ static void offcpu_record(void *state, struct fk_engine *e, const union perf_eve
         inherited_forget(k, (pid_t)ev->fork.tid);
         counts_forget(k, (pid_t)ev->fork.tid);
         break;
+    case RECORD_BLOCK: {
+        uint64_t out;
+        if (!id || id->tid <= 0 || ev->header.size < sizeof ev->header + 8)
+            return;
+        memcpy(&out, (const char *)ev + sizeof ev->header, 8);
+        if (id->time > k->last_time)
+            k->last_time = id->time;
+        name_frames(k);
+        k->bpf_matched += fk_bt_block(&k->bt, id->tid, out, id->time);
+        break;
+    }
     case PERF_RECORD_LOST:
         k->records_lost = true;
         counts_lost(k);
@@ -1227,11 +1528,27 @@ static void offcpu_flush(void *state, struct fk_engine *e, uint64_t end_time)
     k->e = e;
     if (end_time == UINT64_MAX)     /* no window end given: the last record's time */
         end_time = k->last_time > k->outs_last ? k->last_time : k->outs_last;
+    name_frames(k);
+    if (k->swt) {
+        swtime_finish(k, end_time);
+        k->st.switch_ins = k->bpf_blocks;
+    } else {
+        fk_bt_finish(&k->bt, end_time);
+    }
     k->st.switch_outs = k->outs_seen;
     k->st.peak_rate = k->peak_rate;
-    name_frames(k);
-    fk_bt_finish(&k->bt, end_time);
     k->st.blocks = k->bt.st;
+    k->st.block_source = k->swt ? "bpf" : "switch-records";
+    snprintf(k->st.bpf_note, sizeof k->st.bpf_note, "%s", k->bpf_note);
+    k->st.bpf_filter = k->bpf_filter;
+    k->st.bpf_blocks = k->bpf_blocks;
+    k->st.bpf_matched = k->bpf_matched;
+    k->st.bpf_unmatched = k->bpf_unmatched;
+    k->st.bpf_map_full = k->bpf_st.map_full;
+    k->st.bpf_ring_full = k->bpf_st.ring_full;
+    k->st.bpf_missed = k->bpf_st.missed;
+    k->st.bpf_in_missed = k->bpf_in_missed;
+    k->st.bpf_bytes = k->swt ? fk_swtime_bytes(k->swt) : 0;
     calibrate(k, end_time);
     k->st.exact_over = k->exact_over;
     k->st.one_in = k->o.one_in;
@@ -1239,13 +1556,18 @@ static void offcpu_flush(void *state, struct fk_engine *e, uint64_t end_time)
     k->st.one_in_unsure = k->unsure;
     k->st.cpu_period_ns = k->cpu_period_ns;
     k->st.waker_event = k->waker_event;
+    k->want_bytes = 0;
+    for (size_t i = 0; i < k->nwant; i++)
+        k->want_bytes += k->want[i].cap * sizeof *k->want[i].t;
     k->st.bytes = fk_bt_bytes(&k->bt) + fk_stacktab_bytes(&k->store) +
                   k->capids * sizeof *k->ids + k->caplocs * sizeof *k->locs +
                   fk_u64map_bytes(&k->refs) + fk_u64map_bytes(&k->inherited) +
                   fk_u64map_bytes(&k->counts) +
                   k->capchg * sizeof *k->chg + k->nmarked * sizeof *k->marked +
                   fk_u64map_bytes(&k->exact_of) + k->capexact * sizeof *k->exact +
-                  fk_u64map_bytes(&k->acc_of) + k->capacc * sizeof *k->acc;
+                  fk_u64map_bytes(&k->acc_of) + k->capacc * sizeof *k->acc +
+                  k->cappass * sizeof *k->pass_blocks + fk_u64map_bytes(&k->want_of) +
+                  k->capwant * sizeof *k->want + fk_u64map_bytes(&k->pend) + k->want_bytes;
     if (k->o.stats)
         *k->o.stats = k->st;
 }
@@ -1267,6 +1589,14 @@ static void offcpu_stop(void *state)
     free(k->exact);
     fk_u64map_free(&k->acc_of);
     free(k->acc);
+    fk_swtime_free(k->swt);
+    free(k->pass_blocks);
+    fk_u64map_free(&k->want_of);
+    for (size_t i = 0; i < k->nwant; i++)
+        free(k->want[i].t);
+    free(k->want);
+    free(k->exited);
+    fk_u64map_free(&k->pend);
     free(k->ids);
     free(k->locs);
     free(k);
@@ -1285,6 +1615,8 @@ const struct fk_evkind fk_evkind_offcpu = {
     .flush = offcpu_flush,
     .stop = offcpu_stop,
     .window = offcpu_window,
+    .opened = offcpu_opened,
+    .reader_pass = offcpu_reader_pass,
     /* No wake-ups from the kernel: one comes at a sample (at the sample
      * count a stack hook asks for, or at the byte watermark, which is
      * nearly always crossed by an 8 KiB stack copy, not a switch record),

@@ -102,6 +102,24 @@ struct fk_offcpu_stats {
     uint64_t threads_cut;       /* ... estimated above the window: cut to it */
     uint64_t window_ns;
     size_t bytes;               /* accounting memory at the end */
+    /* where switch-ins came from: "bpf" (the in-kernel program on
+     * sched_switch, capture/swtime.h) or "switch-records" (the kernel's
+     * context-switch records: --no-bpf, or BPF unusable here, bpf_note
+     * says why) */
+    const char *block_source;
+    char bpf_note[160];
+    const char *bpf_filter;     /* the program's threads: "all", "cgroup", "tgids" */
+    uint64_t bpf_blocks;        /* blocks the program wrote (every switch-in of a
+                                   thread whose switch-out it kept) */
+    uint64_t bpf_matched;       /* ... holding a recorded switch-out */
+    uint64_t bpf_unmatched;     /* recorded switch-outs whose block never came */
+    uint64_t bpf_map_full, bpf_ring_full;   /* switch-outs not kept, blocks not
+                                   written: no room in the kernel */
+    uint64_t bpf_missed;        /* switches the kernel did not run the program on
+                                   (another BPF program was running on that CPU) */
+    uint64_t bpf_in_missed;     /* gaps: a switch-in or switch-out the program did
+                                   not see (the thread's total then estimated) */
+    size_t bpf_bytes;           /* the program's map and ring (kernel memory) */
 };
 
 struct fk_offcpu_opts {
@@ -113,6 +131,8 @@ struct fk_offcpu_opts {
     bool wakers;
     bool with_cpu;
     uint64_t cpu_freq;          /* --with-cpu: Hz */
+    bool no_bpf;                /* switch records even where the in-kernel program
+                                   would load (--no-bpf) */
     struct fk_offcpu_stats *stats;  /* filled when the capture ends; may be NULL */
 };
 

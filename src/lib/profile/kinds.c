@@ -241,6 +241,7 @@ static int offcpu_prepare(const struct fk_profile_request *rq, struct fk_profile
     oo->min_block_ns = rq->min_block_ns;
     oo->wakers = rq->wakers;
     oo->with_cpu = rq->with_cpu;
+    oo->no_bpf = rq->no_bpf;
     oo->cpu_freq = rq->freq;
     oo->stats = &res->offcpu;
     co->kind = &fk_evkind_offcpu;
@@ -286,6 +287,23 @@ static json_t *offcpu_meta(const struct fk_profile_request *rq, const struct fk_
     const struct fk_bt_stats *b = &o->blocks;
     json_t *f = json_object();
     json_object_set_new(f, "one_in", json_integer((json_int_t)o->one_in));
+    /* what timed the blocks: the in-kernel program, or the switch records
+     * (and why) */
+    json_object_set_new(f, "block_source", json_string(o->block_source ? o->block_source : ""));
+    if (o->block_source && !strcmp(o->block_source, "bpf")) {
+        json_object_set_new(f, "bpf_filter", json_string(o->bpf_filter ? o->bpf_filter : ""));
+        json_object_set_new(f, "bpf_blocks", json_integer((json_int_t)o->bpf_blocks));
+        json_object_set_new(f, "bpf_blocks_recorded", json_integer((json_int_t)o->bpf_matched));
+        json_object_set_new(f, "bpf_recorded_without_block",
+                            json_integer((json_int_t)o->bpf_unmatched));
+        json_object_set_new(f, "bpf_map_full", json_integer((json_int_t)o->bpf_map_full));
+        json_object_set_new(f, "bpf_ring_full", json_integer((json_int_t)o->bpf_ring_full));
+        json_object_set_new(f, "bpf_missed", json_integer((json_int_t)o->bpf_missed));
+        json_object_set_new(f, "bpf_switches_unseen", json_integer((json_int_t)o->bpf_in_missed));
+        json_object_set_new(f, "bpf_kernel_bytes", json_integer((json_int_t)o->bpf_bytes));
+    } else {
+        json_object_set_new(f, "bpf_note", json_string(o->bpf_note));
+    }
     json_object_set_new(f, "switch_budget", json_integer((json_int_t)(rq->switch_budget ?
                         rq->switch_budget : rq->one_in ? 0 : FK_OFFCPU_DEFAULT_BUDGET)));
     json_object_set_new(f, "switch_rate_before", json_integer((json_int_t)res->offcpu_rate_before));
@@ -386,6 +404,13 @@ static void offcpu_summary(FILE *out, const struct fk_profile_request *rq,
                 (unsigned long long)o->one_in_changes, (unsigned long long)o->one_in_min,
                 (unsigned long long)o->one_in_max, (unsigned long long)o->one_in_last);
     fprintf(out, ")\n");
+    if (o->block_source && strcmp(o->block_source, "bpf"))
+        fprintf(out, "  switch-ins from the kernel's switch records (in-kernel program not used: %s)\n",
+                o->bpf_note);
+    if (o->bpf_map_full || o->bpf_ring_full)
+        fprintf(out, "  WARNING: the in-kernel program had no room for %llu switch-outs and %llu "
+                "blocks (threads' exact totals not used)\n", (unsigned long long)o->bpf_map_full,
+                (unsigned long long)o->bpf_ring_full);
     if (o->adapt_error[0])
         fprintf(out, "  NOTE: N stopped following the rate: %s\n", o->adapt_error);
     uint64_t budget = rq->switch_budget ? rq->switch_budget : rq->one_in ? 0 : FK_OFFCPU_DEFAULT_BUDGET;

@@ -85,6 +85,8 @@ struct fk_profile_request {
     uint64_t min_block_ns;      /* drop blocks shorter than this */
     bool wakers;                /* also the waker's stack: blocked;--;waker */
     bool with_cpu;              /* also on-CPU samples at freq: one wall-clock tree */
+    bool no_bpf;                /* switch-ins from the kernel's switch records, not
+                                   the in-kernel program (--no-bpf) */
     uint64_t switch_budget;     /* switch-outs recorded per second at most (2,000):
                                    N = the measured rate / budget, rounded up */
     uint64_t one_in;            /* > 0: sample one switch-out in N, whatever the rate */

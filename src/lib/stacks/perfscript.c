@@ -1813,17 +1813,26 @@ static void predicted_lines(struct fk_perfscript *p, struct fk_lineread *r)
             ended = true;
             break;
         }
-        /* the key last seen with this ip is fetched now, with the
-         * predicted one: when the prediction fails (the first line of a
-         * sample, nearly half the time on host-wide input) its record is
-         * not a second miss after the first */
-        int slot = line_slot(b, e);
-        uint32_t other = slot >= 0 ? p->lcache[slot] : 0;
-        if (other && other != want)
-            __builtin_prefetch(kw + other - 1);
+        /* on a sample's first line the key last seen with this ip is
+         * fetched now, with the predicted one: that prediction fails
+         * nearly half the time on host-wide input, and its record is then
+         * not a second miss after the first; on later lines (predicted 4
+         * times in 5) only when the prediction fails */
+        int slot = -2;
+        uint32_t other = 0;
+        if (!kprev) {
+            slot = line_slot(b, e);
+            other = slot >= 0 ? p->lcache[slot] : 0;
+            if (other && other != want)
+                __builtin_prefetch(kw + other - 1);
+        }
         const char *key = want ? raw_line(p, want, b, e, java) : NULL;
         uint32_t kr = want;
         if (!key) {
+            if (slot == -2) {
+                slot = line_slot(b, e);
+                other = slot >= 0 ? p->lcache[slot] : 0;
+            }
             if (other && other != want && (key = raw_line(p, other, b, e, java))) {
                 kr = other;
             } else {
