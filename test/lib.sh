@@ -26,7 +26,7 @@ fi
 FLAMEKIT=${FLAMEKIT:-$FK_BUILD/flamekit}
 [ -x "$FLAMEKIT" ] || { echo "$(basename "$0"): $FLAMEKIT not built (--build=DIR, or make first)" >&2; exit 2; }
 export FK_SRC FK_BUILD FLAMEKIT
-export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$FK_SRC/test/lsan.supp:print_suppressions=0}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$FK_SRC/test/lsan.supp:print_suppressions=0:intercept_tls_get_addr=0}
 TNAME=${FK_TEST_NAME:-$(basename "$0" .sh)}
 T=$(mktemp -d "${TMPDIR:-/tmp}/fk-$TNAME.XXXXXX")
 _fk_cleanups=()
