@@ -142,45 +142,45 @@ static void map_by_fd(void)
     close(map);
 }
 
+/* Load b as a socket filter: true when it is refused, fd is left at -1
+ * and the error contains want. The builder is freed. */
+static bool refused_saying(struct fk_bpf_builder *b, const char *want, char *err, size_t errlen)
+{
+    int fd;
+    err[0] = '\0';
+    bool refused = !fk_bpf_prog_load(b, BPF_PROG_TYPE_SOCKET_FILTER, "fk_bad", &fd, err, errlen);
+    fk_bpf_builder_free(b);
+    printf("# %s\n", err);
+    return refused && fd == -1 && strstr(err, want);
+}
+
 static void refusals(void)
 {
-    char err[256] = "";
+    char err[256];
     struct fk_bpf_builder b;
-    int fd;
 
     /* the verifier's reason reaches the caller */
     fk_bpf_builder_init(&b);
     fk_bpf_emit(&b, FK_BPF_MOV64_REG(BPF_REG_0, BPF_REG_2));
     fk_bpf_emit(&b, FK_BPF_EXIT());
-    UNIT_CHECK("a program reading an unset register is refused",
-               !fk_bpf_prog_load(&b, BPF_PROG_TYPE_SOCKET_FILTER, "fk_bad", &fd, err, sizeof err)
-               && fd == -1);
-    printf("# %s\n", err);
-    UNIT_CHECK("the refusal carries the verifier's reason (R2 !read_ok)",
-               strstr(err, "refused by the kernel") && strstr(err, "R2 !read_ok"));
-    fk_bpf_builder_free(&b);
+    UNIT_CHECK("a program reading an unset register is refused by the kernel",
+               refused_saying(&b, "refused by the kernel", err, sizeof err));
+    UNIT_CHECK("the refusal carries the verifier's reason (R2 !read_ok)", strstr(err, "R2 !read_ok"));
 
     fk_bpf_builder_init(&b);
     unsigned never = fk_bpf_label_new(&b);
     fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_0, 0));
     fk_bpf_goto(&b, never);
     fk_bpf_emit(&b, FK_BPF_EXIT());
-    err[0] = '\0';
     UNIT_CHECK("a jump to a label never placed is refused before the kernel sees it",
-               !fk_bpf_prog_load(&b, BPF_PROG_TYPE_SOCKET_FILTER, "fk_bad", &fd, err, sizeof err)
-               && strstr(err, "never placed"));
-    fk_bpf_builder_free(&b);
+               refused_saying(&b, "never placed", err, sizeof err));
 
     fk_bpf_builder_init(&b);
     for (int i = 0; i < FK_BPF_MAX_INSNS + 5; i++)
         fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_0, 0));
     fk_bpf_emit(&b, FK_BPF_EXIT());
-    err[0] = '\0';
     UNIT_CHECK("a generator that runs away is stopped at the limit",
-               b.n == FK_BPF_MAX_INSNS
-               && !fk_bpf_prog_load(&b, BPF_PROG_TYPE_SOCKET_FILTER, "fk_bad", &fd, err, sizeof err)
-               && strstr(err, "longer than"));
-    fk_bpf_builder_free(&b);
+               b.n == FK_BPF_MAX_INSNS && refused_saying(&b, "longer than", err, sizeof err));
 
     fk_bpf_builder_init(&b);
     unsigned l = fk_bpf_label_new(&b);
@@ -188,11 +188,7 @@ static void refusals(void)
     fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_0, 0));
     fk_bpf_label_place(&b, l);
     fk_bpf_emit(&b, FK_BPF_EXIT());
-    err[0] = '\0';
-    UNIT_CHECK("a label placed twice is refused",
-               !fk_bpf_prog_load(&b, BPF_PROG_TYPE_SOCKET_FILTER, "fk_bad", &fd, err, sizeof err)
-               && strstr(err, "placed twice"));
-    fk_bpf_builder_free(&b);
+    UNIT_CHECK("a label placed twice is refused", refused_saying(&b, "placed twice", err, sizeof err));
 }
 
 /* Spin for ms of this thread's own CPU (not wall time: a loaded host
