@@ -372,9 +372,24 @@ PY
         for i in $(seq 100); do [ -e "$T/nap.ready" ] && break; sleep 0.1; done
         sleep 0.3
         if offcpu cgroup-real -d 2 --no-svg cgroup "fk-offcpu-$$"; then
+            # Against the capture's own window (duration_s: a reader
+            # stalled at a loaded host stretches -d 2). Samples lost then
+            # leave the thread's total exact on the program's path (stop
+            # 37's 73.89 % was such a total voided); on failure the counts
+            # that say why, and the capture's metadata beside the log.
             nap=$(weight "$F" '^python3\.11;\[S\];.*;nap_20ms_\[p\];')
-            check "cgroup, python3.11: nap_20ms_[p] blocked under [S] for most of the window ($(pct "$nap" $((2 * 1000000000)))% of 2 s)" \
-                awk -v v="$nap" 'BEGIN { exit !(v > 1.5e9 && v < 2.1e9) }'
+            win=$(jnum duration_s "$J")
+            napw="$(pct "$nap" "$(awk -v d="${win:-0}" 'BEGIN { printf "%.0f", d * 1e9 }')")% of the ${win:-?} s window"
+            if [ "$PATH_TIMED" = records ] && [ "$(jnum lost "$J")" != 0 ]; then
+                skip "cgroup, python3.11: nap_20ms_[p] blocked for most of the window" "$(jnum lost "$J") records lost (host too loaded to drain the rings): no exact total on the records path"
+            elif awk -v v="$nap" -v d="${win:-0}" 'BEGIN { exit !(d >= 1.9 && v > 0.75e9 * d && v < 1.05e9 * d) }'; then
+                pass "cgroup, python3.11: nap_20ms_[p] blocked under [S] for most of the window ($napw)"
+            else
+                cp "$J" "$FK_BUILD/test/out/$TNAME-nap.json" 2>/dev/null
+                zcat "$F" >"$FK_BUILD/test/out/$TNAME-nap.folded" 2>/dev/null
+                fail "cgroup, python3.11: nap_20ms_[p] blocked under [S] for most of the window" \
+                    "$napw; all python3.11 stacks $(weight "$F" '^python3\.11;') ns; $(jnum lost "$J") records lost; reader pass gap $(jnum reader.pass_gap_peak_ms "$J") ms; threads exact $(jnum offcpu.threads_exact "$J"), estimated $(jnum offcpu.threads_estimated "$J"), switches unseen $(unseen); python walks $(python3 -c 'import json, sys; print(json.dumps(json.load(open(sys.argv[1])).get("python", {}).get("walks")))' "$J")"
+            fi
         fi
         kill $NP 2>/dev/null; wait $NP 2>/dev/null
     else
