@@ -137,6 +137,9 @@ fi
 ## (do_task_dead, after its EXIT record) is no block: it used to stay open
 ## to the capture's end, 20 children giving 18 s "other" in a 1.8 s window.
 cp "$(command -v sleep)" "$T/fksleep$tag"
+# seconds in capture $1's folded stacks matching the awk pattern $2
+secs() { zcat "$(folded "$1")" | awk -v re="$2" '$0 ~ re { s += $NF } END { printf "%.3f\n", s / 1e9 }'; }
+sleeps="^fksleep$tag;\\\\[S\\\\];.*nanosleep"
 "$FLAMEKIT" offcpu --call-graph fp -o "$T/offrun" run -- "$LOOP" -c "for i in \$(seq 20); do $T/fksleep$tag 0.05; done" \
     >"$T/offrun.out" 2>&1
 rc=$?
@@ -144,8 +147,8 @@ keys offrun
 if [ $rc = 0 ] && [ -s "$T/offrun.keys" ]; then
     fo=$(folded offrun)
     win=$(jnum offrun duration_s)
-    slept=$(zcat "$fo" | awk -v re="^fksleep$tag;\\\\[S\\\\];.*nanosleep" '$0 ~ re { s += $NF } END { printf "%.3f\n", s / 1e9 }')
-    all=$(zcat "$fo" | awk -v re="^fksleep$tag;" '$0 ~ re { s += $NF } END { printf "%.3f\n", s / 1e9 }')
+    slept=$(secs offrun "$sleeps")
+    all=$(secs offrun "^fksleep$tag;")
     check_eq "offcpu run: the tree is followed in a cgroup" cgroup "$(jnum offrun target.tree.mode)"
     check_range "offcpu run: the children's sleeps are there (20 x 50 ms, in s)" "$slept" 0.95 "$win"
     check_range "offcpu run: the children's off-CPU time fits the window ($win s; sequential children)" \
@@ -154,6 +157,27 @@ if [ $rc = 0 ] && [ -s "$T/offrun.keys" ]; then
     check_eq "offcpu run: nothing off CPU in do_task_dead" 0 "$(zcat "$fo" | grep -c 'do_task_dead')"
 else
     fail "offcpu run: loop of short sleeps" "exit $rc: $(head -5 "$T/offrun.out")"
+fi
+
+## The same loop on inherited per-task events (cgroup2 unmounted in a
+## private mount namespace): each child is timed from its fork (the
+## in-kernel program follows forks), and the first child's exit does not
+## stop the timing (a program attached to an inherited event was taken off
+## the tracepoint then: 0 s of the children's sleeps, "blocks dropped").
+if need unshare && unshare -m true 2>/dev/null; then
+    unshare -m sh -c "umount '$CG2' && exec \"\$0\" \"\$@\"" "$FLAMEKIT" offcpu --call-graph fp \
+        -o "$T/offpt" run -- "$LOOP" -c "for i in \$(seq 20); do $T/fksleep$tag 0.05; done" >"$T/offpt.out" 2>&1
+    rc=$?
+    keys offpt
+    if [ $rc = 0 ] && [ -s "$T/offpt.keys" ]; then
+        check_eq "offcpu run, per-task: followed per task" per-task "$(jnum offpt target.tree.mode)"
+        check_range "offcpu run, per-task: the children's sleeps are there (20 x 50 ms, in s; $(jnum offpt offcpu.block_source) blocks, $(jnum offpt offcpu.switch_ins_lost) switch-ins lost)" \
+            "$(secs offpt "$sleeps")" 0.95 "$(jnum offpt duration_s)"
+    else
+        fail "offcpu run, per-task: loop of short sleeps" "exit $rc: $(head -5 "$T/offpt.out")"
+    fi
+else
+    skip "offcpu run, per-task" "no unshare -m"
 fi
 
 ## Python frames of a tree: six short interpreters (Debian's python3.11,
