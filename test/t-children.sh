@@ -364,8 +364,20 @@ if mkdir "$svc" 2>/dev/null; then
             got=$(zcat "$fo" | awk '/;fk_child_spin_\[p\]/ { s += $NF } END { print s + 0 }')
             check_eq "python pid: followed in its own small cgroup, ends with the tree" "cgroup:$svc target exited" \
                 "$(jnum pypid target.tree.mode):$(jnum pypid target.tree.cgroup_dir) $(jnum pypid stop_reason)"
-            check_range "python pid: the children's Python function has its CPU time ($got samples, $want expected)" \
-                "$(ratio "$got" "$want")" "$(floor_ratio "$want")" "$(awk -v w="$want" 'BEGIN { print 1 + 5 / sqrt(w) + 0.05 }')"
+            # (failed once in 2 sessions, 645 of 899: on failure the Python
+            # metadata and where the interpreters' samples went are printed,
+            # and the capture's metadata and stacks kept beside the log)
+            r=$(ratio "$got" "$want")
+            lo=$(floor_ratio "$want")
+            hi=$(awk -v w="$want" 'BEGIN { print 1 + 5 / sqrt(w) + 0.05 }')
+            if awk -v v="$r" -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(v + 0 >= lo + 0 && v + 0 <= hi + 0) }'; then
+                pass "python pid: the children's Python function has its CPU time ($got samples, $want expected) ($r in [$lo, $hi])"
+            else
+                cp "$(json pypid)" "$FK_BUILD/test/out/$TNAME-pypid.json" 2>/dev/null
+                cp "$fo" "$FK_BUILD/test/out/$TNAME-pypid.folded.gz" 2>/dev/null
+                fail "python pid: the children's Python function has its CPU time ($got samples, $want expected)" \
+                    "value $r not in [$lo, $hi]; $(grep '^python\.' "$T/pypid.keys" | tr '\n' ' ' | head -c 1500); samples by comm and first frame: $(zcat "$fo" | awk '{ split($1, f, ";"); s[f[1] ";" f[2]] += $NF } END { for (k in s) print s[k], k }' | sort -rn | head -8 | tr '\n' ' ')"
+            fi
             check_range "python pid: ... read in every interpreter forked in the window" \
                 "$(jnum pypid target.tree.forks)" 6 100000000
             check_eq "python pid: the outsider is not in the graph" 0 "$(comm_samples "$fo" "^fkout$tag")"
