@@ -88,8 +88,14 @@ print("consistent %d of %d spliced, reads %.2f/%.2f/%.1f ms after the samples (m
 "$PY" "$TRUTH" threads 20 >/dev/null 2>&1 &
 LIVE=$!
 fk_cleanup "kill $LIVE 2>/dev/null"
-sleep 0.5
-out=$("$PYSTACK" "$LIVE" 20 5 2>&1)
+# read once its threads run (the first read that shows the second one,
+# within 10 s): under load its imports alone can take over 0.5 s, and a
+# read then found the interpreter still in _find_and_load
+for i in $(seq 40); do
+    sleep 0.25
+    out=$("$PYSTACK" "$LIVE" 20 5 2>&1)
+    grep -q 'thread_b' <<<"$out" && break
+done
 check_grep "live read: thread states found, chains reach the thread bootstrap" \
     '^[0-9]+ ok Thread._bootstrap;Thread._bootstrap_inner;Thread.run;thread_a' "$out"
 check_grep "live read: the second thread's own chain" 'Thread.run;thread_b(;spin)?$' "$out"
