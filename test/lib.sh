@@ -43,6 +43,19 @@ trap _fk_exit EXIT
 # a plain rmdir registered before the workload's kill ran first and failed
 # on a test cut short, leaving empty fk-* cgroups behind.
 fk_cgroup_cleanup() { fk_cleanup "_fk_cgroup_rm '$1'"; }
+# fk_perf_maps_cleanup: the /tmp/perf-PID.map files that appear while the
+# test runs (JIT maps of node and java, maps the test plants) are removed at
+# exit. One left behind is read for the next process given that pid (pids
+# wrap at 32768 here): t-names once found node's map from t-unwind where it
+# planted a symlink ("ln: ... File exists"), and its check got no warning.
+fk_perf_maps_cleanup() {
+    ls /tmp/perf-*.map 2>/dev/null | sort > "$T/perf-maps.before"
+    fk_cleanup 'ls /tmp/perf-*.map 2>/dev/null | sort | comm -13 "$T/perf-maps.before" - | xargs -r rm -f'
+}
+# fk_perf_map_path PID: /tmp/perf-PID.map for a process of the test that
+# writes no map of its own, with any stale file there (a dead process's
+# that had the pid before) removed, so the test plants on an empty path.
+fk_perf_map_path() { rm -f "/tmp/perf-$1.map"; echo "/tmp/perf-$1.map"; }
 _fk_cgroup_rm() {
     [ -d "$1" ] || return 0
     [ -e "$1/cgroup.kill" ] && echo 1 >"$1/cgroup.kill" 2>/dev/null

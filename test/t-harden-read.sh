@@ -13,8 +13,7 @@ PROG=$FK_BUILD/test/progs/symprog
 # The workload runs as nobody and in a chroot: a copy outside $T (0700).
 prog=/dev/shm/fk-harden-symprog.$$
 cp "$PROG" "$prog" && chmod 755 "$prog" && fk_cleanup "rm -f '$prog'"
-ls /tmp/perf-*.map 2>/dev/null | sort > "$T/maps.before"
-fk_cleanup 'ls /tmp/perf-*.map 2>/dev/null | sort | comm -13 "$T/maps.before" - | xargs -r rm -f'
+fk_perf_maps_cleanup
 # (commands, not shell functions: the workload's pid must be the job's, to kill it)
 as_nobody=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
 
@@ -50,7 +49,7 @@ pid=$(jit_pid "$line")
 if [ -z "$pid" ]; then
     fail "nobody's JIT workload started" "$line"
 else
-    mkfifo "/tmp/perf-$pid.map" && chown nobody:nogroup "/tmp/perf-$pid.map"
+    mkfifo "$(fk_perf_map_path "$pid")" && chown nobody:nogroup "/tmp/perf-$pid.map"
     capture fifo 3 host -q -d 3
     check_eq "FIFO perf map: host -d 3 exits 0" 0 "$rc"
     check_range "FIFO perf map: host -d 3 ends within 3 s + 8 s (s)" "$secs" 3 11
@@ -131,7 +130,7 @@ pid=$(jit_pid "$line")
 if [ -z "$pid" ]; then
     fail "JIT workload started" "$line"
 else
-    ln -s /dev/zero "/tmp/perf-$pid.map"
+    ln -s /dev/zero "$(fk_perf_map_path "$pid")"
     capture zero 3 pid "$pid" -d 3 --max-memory 16M
     check_eq "map symlinked to /dev/zero: capture exits 0" 0 "$rc"
     check_range "map symlinked to /dev/zero: ends within 3 s + 8 s (s)" "$secs" 3 11

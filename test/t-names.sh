@@ -129,8 +129,7 @@ fi
 
 # 4. JIT maps that appear after the first sample. Maps left in /tmp by the
 # programs below are removed at exit.
-ls /tmp/perf-*.map 2>/dev/null | sort > "$T/maps.before"
-fk_cleanup 'ls /tmp/perf-*.map 2>/dev/null | sort | comm -13 "$T/maps.before" - | xargs -r rm -f'
+fk_perf_maps_cleanup
 
 # a. written at exit, in a private /tmp of another mount + pid namespace: only
 # reachable through the /tmp the symbolizer held while the process lived
@@ -147,7 +146,7 @@ fi
 # hostile maps: a FIFO is never opened (no hang), a symlink never followed
 for kind in fifo symlink; do
     start_prog addr "$PROG" jit nomap
-    m=/tmp/perf-$PROG_PID.map
+    m=$(fk_perf_map_path "$PROG_PID")
     if [ $kind = fifo ]; then mkfifo "$m"; else echo "$addr 40 fk_planted" > "$T/planted.map"; ln -s "$T/planted.map" "$m"; fi
     out=$(timeout 20 "$LOOKUP" -a "$PROG_PID" "$(printf '%x' $((0x$addr + 2)))" 2>"$T/hostile.err"; echo "rc=$?")
     rm -f "$m"; stop_prog

@@ -12,6 +12,7 @@ NOFP2=$FK_BUILD/test/progs/nofp2
 [ -x "$NOFP" ] && [ -x "$NOFP2" ] || { fail "test/progs/nofp not built"; exit 0; }
 chmod 755 "$T"
 cd "$T" || exit 0     # node writes isolate-*-v8.log files into its cwd
+fk_perf_maps_cleanup  # and node --perf-basic-prof its /tmp/perf-PID.map
 
 jget() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); v=d
 for k in sys.argv[2].split("."): v=v[k]
