@@ -137,6 +137,9 @@ fi
 ## (do_task_dead, after its EXIT record) is no block: it used to stay open
 ## to the capture's end, 20 children giving 18 s "other" in a 1.8 s window.
 cp "$(command -v sleep)" "$T/fksleep$tag"
+# seconds in capture $1's folded stacks matching the awk pattern $2
+secs() { zcat "$(folded "$1")" | awk -v re="$2" '$0 ~ re { s += $NF } END { printf "%.3f\n", s / 1e9 }'; }
+sleeps="^fksleep$tag;\\\\[S\\\\];.*nanosleep"
 "$FLAMEKIT" offcpu --call-graph fp -o "$T/offrun" run -- "$LOOP" -c "for i in \$(seq 20); do $T/fksleep$tag 0.05; done" \
     >"$T/offrun.out" 2>&1
 rc=$?
@@ -144,8 +147,8 @@ keys offrun
 if [ $rc = 0 ] && [ -s "$T/offrun.keys" ]; then
     fo=$(folded offrun)
     win=$(jnum offrun duration_s)
-    slept=$(zcat "$fo" | awk -v re="^fksleep$tag;\\\\[S\\\\];.*nanosleep" '$0 ~ re { s += $NF } END { printf "%.3f\n", s / 1e9 }')
-    all=$(zcat "$fo" | awk -v re="^fksleep$tag;" '$0 ~ re { s += $NF } END { printf "%.3f\n", s / 1e9 }')
+    slept=$(secs offrun "$sleeps")
+    all=$(secs offrun "^fksleep$tag;")
     check_eq "offcpu run: the tree is followed in a cgroup" cgroup "$(jnum offrun target.tree.mode)"
     check_range "offcpu run: the children's sleeps are there (20 x 50 ms, in s)" "$slept" 0.95 "$win"
     check_range "offcpu run: the children's off-CPU time fits the window ($win s; sequential children)" \
@@ -154,6 +157,27 @@ if [ $rc = 0 ] && [ -s "$T/offrun.keys" ]; then
     check_eq "offcpu run: nothing off CPU in do_task_dead" 0 "$(zcat "$fo" | grep -c 'do_task_dead')"
 else
     fail "offcpu run: loop of short sleeps" "exit $rc: $(head -5 "$T/offrun.out")"
+fi
+
+## The same loop on inherited per-task events (cgroup2 unmounted in a
+## private mount namespace): each child is timed from its fork (the
+## in-kernel program follows forks), and the first child's exit does not
+## stop the timing (a program attached to an inherited event was taken off
+## the tracepoint then: 0 s of the children's sleeps, "blocks dropped").
+if need unshare && unshare -m true 2>/dev/null; then
+    unshare -m sh -c "umount '$CG2' && exec \"\$0\" \"\$@\"" "$FLAMEKIT" offcpu --call-graph fp \
+        -o "$T/offpt" run -- "$LOOP" -c "for i in \$(seq 20); do $T/fksleep$tag 0.05; done" >"$T/offpt.out" 2>&1
+    rc=$?
+    keys offpt
+    if [ $rc = 0 ] && [ -s "$T/offpt.keys" ]; then
+        check_eq "offcpu run, per-task: followed per task" per-task "$(jnum offpt target.tree.mode)"
+        check_range "offcpu run, per-task: the children's sleeps are there (20 x 50 ms, in s; $(jnum offpt offcpu.block_source) blocks, $(jnum offpt offcpu.switch_ins_lost) switch-ins lost)" \
+            "$(secs offpt "$sleeps")" 0.95 "$(jnum offpt duration_s)"
+    else
+        fail "offcpu run, per-task: loop of short sleeps" "exit $rc: $(head -5 "$T/offpt.out")"
+    fi
+else
+    skip "offcpu run, per-task" "no unshare -m"
 fi
 
 ## Python frames of a tree: six short interpreters (Debian's python3.11,
@@ -340,8 +364,20 @@ if mkdir "$svc" 2>/dev/null; then
             got=$(zcat "$fo" | awk '/;fk_child_spin_\[p\]/ { s += $NF } END { print s + 0 }')
             check_eq "python pid: followed in its own small cgroup, ends with the tree" "cgroup:$svc target exited" \
                 "$(jnum pypid target.tree.mode):$(jnum pypid target.tree.cgroup_dir) $(jnum pypid stop_reason)"
-            check_range "python pid: the children's Python function has its CPU time ($got samples, $want expected)" \
-                "$(ratio "$got" "$want")" "$(floor_ratio "$want")" "$(awk -v w="$want" 'BEGIN { print 1 + 5 / sqrt(w) + 0.05 }')"
+            # (failed once in 2 sessions, 645 of 899: on failure the Python
+            # metadata and where the interpreters' samples went are printed,
+            # and the capture's metadata and stacks kept beside the log)
+            r=$(ratio "$got" "$want")
+            lo=$(floor_ratio "$want")
+            hi=$(awk -v w="$want" 'BEGIN { print 1 + 5 / sqrt(w) + 0.05 }')
+            if awk -v v="$r" -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(v + 0 >= lo + 0 && v + 0 <= hi + 0) }'; then
+                pass "python pid: the children's Python function has its CPU time ($got samples, $want expected) ($r in [$lo, $hi])"
+            else
+                cp "$(json pypid)" "$FK_BUILD/test/out/$TNAME-pypid.json" 2>/dev/null
+                cp "$fo" "$FK_BUILD/test/out/$TNAME-pypid.folded.gz" 2>/dev/null
+                fail "python pid: the children's Python function has its CPU time ($got samples, $want expected)" \
+                    "value $r not in [$lo, $hi]; $(grep '^python\.' "$T/pypid.keys" | tr '\n' ' ' | head -c 1500); samples by comm and first frame: $(zcat "$fo" | awk '{ split($1, f, ";"); s[f[1] ";" f[2]] += $NF } END { for (k in s) print s[k], k }' | sort -rn | head -8 | tr '\n' ' ')"
+            fi
             check_range "python pid: ... read in every interpreter forked in the window" \
                 "$(jnum pypid target.tree.forks)" 6 100000000
             check_eq "python pid: the outsider is not in the graph" 0 "$(comm_samples "$fo" "^fkout$tag")"

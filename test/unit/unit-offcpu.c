@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -139,16 +140,17 @@ static void kernel_program(void)
         printf("  %s\n", err);
         return;
     }
-    /* this process's tracepoint event, per task (this thread and those it
-     * makes), counting only: the program runs on every hit */
+    /* this process's tracepoint event, per task and inherited (this thread
+     * and those it makes), as a per-task capture opens: the program is not
+     * attached to it but to an event of its own, and runs on every hit */
     struct perf_event_attr a = {
         .type = PERF_TYPE_TRACEPOINT, .size = sizeof a, .config = sw.id, .sample_period = 1,
         .disabled = 1, .inherit = 1,
     };
     int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
     ok = fd >= 0 && fk_swtime_filter(t, FK_SWTIME_TGIDS, NULL, err, sizeof err) &&
-         fk_swtime_add_tgid(t, getpid()) && fk_swtime_attach(t, fd, err, sizeof err);
-    UNIT_CHECK("attached to a sched_switch event, filtered to this process", ok);
+         fk_swtime_add_tgid(t, getpid()) && fk_swtime_attach(t, err, sizeof err);
+    UNIT_CHECK("attached to sched_switch, filtered to this process", ok);
     if (!ok) {
         printf("  %s (%s)\n", err, fd < 0 ? strerror(errno) : "");
         if (fd >= 0)
@@ -166,6 +168,29 @@ static void kernel_program(void)
                s.n >= 5 && s.max_ns >= 20 * MS && s.max_ns < 200 * MS);
     UNIT_CHECK("blocks are timed in CLOCK_MONOTONIC within the sleeps", s.last_in > t0 &&
                s.last_in <= t1);
+    /* a child made now sleeps at once: a block, the fork program having
+     * put it in the filter before it ran; its exit frees the first
+     * inherited copy of the event above, which took an attached program
+     * off the tracepoint for every event (Linux >= 6.10): sleeps after it
+     * must still be blocks */
+    pid_t child = fork();
+    if (child == 0) {
+        nap_ms(30);
+        _exit(0);
+    }
+    int status = 0;
+    UNIT_CHECK("a child process ran", child > 0 && waitpid(child, &status, 0) == child &&
+               WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    struct seen c = { .tid = child };
+    fk_swtime_drain(t, seen_block, &c);
+    UNIT_CHECK("a new child's first sleep (30 ms, right after its fork) is a block",
+               c.n >= 1 && c.max_ns >= 30 * MS && c.max_ns < 300 * MS);
+    struct seen after = { .tid = s.tid };
+    for (int i = 0; i < 3; i++)
+        nap_ms(20);
+    fk_swtime_drain(t, seen_block, &after);
+    UNIT_CHECK("after the child exited, sleeps are still blocks (the program stays attached)",
+               after.n >= 3 && after.max_ns >= 20 * MS && after.max_ns < 200 * MS);
     /* a thread asleep when the program stops is pending; nothing after */
     pid_t stid = 0;
     pthread_t th;

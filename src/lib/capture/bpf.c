@@ -249,6 +249,31 @@ bool fk_bpf_attach_perf(int perf_fd, int prog_fd, char *err, size_t errlen)
     return true;
 }
 
+bool fk_bpf_attach_tracepoint(uint64_t tp_id, int prog_fd, int *fd, char *err, size_t errlen)
+{
+    /* a tracepoint's programs are one array for the tracepoint (run
+     * before perf looks for this CPU's events), so a disabled event
+     * anywhere keeps them running everywhere */
+    struct perf_event_attr attr = {
+        .type = PERF_TYPE_TRACEPOINT,
+        .size = sizeof attr,
+        .config = tp_id,
+        .disabled = 1,
+    };
+    *fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (*fd < 0) {
+        snprintf(err, errlen, "perf_event_open on tracepoint %llu for a BPF program: %s",
+                 (unsigned long long)tp_id, strerror(errno));
+        return false;
+    }
+    if (!fk_bpf_attach_perf(*fd, prog_fd, err, errlen)) {
+        close(*fd);
+        *fd = -1;
+        return false;
+    }
+    return true;
+}
+
 /* Load "r0 = 0; exit" as a perf-event program and attach it to a
  * software event of this thread: the whole path a capture takes. */
 static bool probe(char *err, size_t errlen)

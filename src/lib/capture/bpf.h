@@ -99,6 +99,16 @@ bool fk_bpf_map_create(enum bpf_map_type type, const char *name, uint32_t key_si
  * tracepoint event); the program lives as long as the event does. */
 bool fk_bpf_attach_perf(int perf_fd, int prog_fd, char *err, size_t errlen);
 
+/* Run the tracepoint program prog_fd (BPF_PROG_TYPE_TRACEPOINT) at every
+ * hit of the tracepoint tp_id, on every CPU, whatever else is attached:
+ * through an event of its own (*fd, this thread's, disabled, never
+ * inherited: it counts nothing); closing *fd detaches the program. Never
+ * attach a tracepoint program to an inherited event instead: since Linux
+ * 6.10 each inherited copy shares the program, and the first copy freed
+ * (the first child or thread created after the event exits) takes it off
+ * the tracepoint for every event. *fd -1 on failure. */
+bool fk_bpf_attach_tracepoint(uint64_t tp_id, int prog_fd, int *fd, char *err, size_t errlen);
+
 /* Can this process load and attach a perf-event program on this kernel
  * (permissions, lockdown, a kernel without BPF)? Probed once and cached;
  * false with the reason in err. */

@@ -24,6 +24,10 @@ struct cfg { uint64_t stop_ns, filter; };
 
 struct fk_swtime {
     int prog, outs, cfg, stats, cgrp, tgids, rb;
+    int event;                  /* the switch program's own event */
+    int fork_prog, fork_event;  /* FK_SWTIME_TGIDS: new processes followed */
+    uint64_t tp_id;             /* sched_switch's */
+    uint64_t filter;
     bool array;
     uint32_t entries;
     size_t ring_bytes;
@@ -52,8 +56,8 @@ static bool load_field(struct fk_bpf_builder *b, unsigned dst, unsigned ctx,
 {
     int sz = ld_size(f->size);
     if (sz < 0 || f->offset < 8 || f->offset % f->size) {
-        snprintf(err, errlen, "sched_switch's %s (offset %u, %u bytes) cannot be read by a "
-                 "BPF program", f->name, f->offset, f->size);
+        snprintf(err, errlen, "the tracepoint's field %s (offset %u, %u bytes) cannot be read "
+                 "by a BPF program", f->name, f->offset, f->size);
         return false;
     }
     fk_bpf_emit(b, FK_BPF_LDX_MEM(sz, dst, ctx, (int16_t)f->offset));
@@ -263,6 +267,8 @@ bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t p
     *out = NULL;
     struct fk_swtime *t = fk_calloc(1, sizeof *t);
     t->prog = t->outs = t->cfg = t->stats = t->cgrp = t->tgids = t->rb = t->cgroup_fd = -1;
+    t->event = t->fork_prog = t->fork_event = -1;
+    t->tp_id = sw->id;
     uint32_t pm = pid_max();
     t->array = pm && pm <= ARRAY_PID_MAX;
     t->entries = t->array ? pm : HASH_THREADS;
@@ -319,6 +325,7 @@ bool fk_swtime_filter(struct fk_swtime *t, enum fk_swtime_filter f, const char *
             return false;
         }
     }
+    t->filter = (uint64_t)f;
     if (!set_cfg(t, 0, (uint64_t)f)) {
         snprintf(err, errlen, "setting the BPF program's filter: %s", strerror(errno));
         return false;
@@ -339,9 +346,70 @@ void fk_swtime_forget_tgid(struct fk_swtime *t, pid_t tgid)
     (void)bpf_map_delete_elem(t->tgids, &k);
 }
 
-bool fk_swtime_attach(struct fk_swtime *t, int perf_fd, char *err, size_t errlen)
+/* The fork program: the child of a process whose tgid is in tgids (the
+ * forking thread is current) is put in it before it first runs
+ * (sched_process_fork fires before the child is woken), so a new
+ * process's first switches are timed -- not only those after its FORK
+ * record reached user space, tens of ms later. A new thread's tid is put
+ * there too (the record does not say which it is): harmless, as no
+ * process has that tgid while the thread lives, and forgotten at its
+ * EXIT (fk_swtime_forget_tgid). */
+static bool follow_forks(struct fk_swtime *t, char *err, size_t errlen)
 {
-    return fk_bpf_attach_perf(perf_fd, t->prog, err, errlen);
+    struct fk_tp_format fork;
+    if (!fk_tp_format_load("sched", "sched_process_fork", &fork, err, errlen))
+        return false;
+    const struct fk_tp_field *child = fk_tp_field(&fork, "child_pid");
+    if (!child || child->size != 4) {
+        snprintf(err, errlen, "sched:sched_process_fork has no 4-byte child_pid field");
+        return false;
+    }
+    struct fk_bpf_builder b;
+    fk_bpf_builder_init(&b);
+    unsigned done = fk_bpf_label_new(&b);
+    fk_bpf_emit(&b, FK_BPF_MOV64_REG(BPF_REG_6, BPF_REG_1));
+    fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_get_current_pid_tgid));
+    fk_bpf_emit(&b, FK_BPF_ALU64_IMM(BPF_RSH, BPF_REG_0, 32));
+    fk_bpf_emit(&b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_0, -4));
+    fk_bpf_emit_ld_map_fd(&b, BPF_REG_1, t->tgids);
+    fk_bpf_emit(&b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
+    fk_bpf_emit(&b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -4));
+    fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
+    fk_bpf_jump_imm(&b, BPF_JEQ, BPF_REG_0, 0, done);
+    bool ok = load_field(&b, BPF_REG_1, BPF_REG_6, child, err, errlen);
+    fk_bpf_emit(&b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_1, -8));
+    fk_bpf_emit(&b, FK_BPF_ST_MEM(BPF_B, BPF_REG_10, -12, 1));
+    fk_bpf_emit_ld_map_fd(&b, BPF_REG_1, t->tgids);
+    fk_bpf_emit(&b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
+    fk_bpf_emit(&b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -8));
+    fk_bpf_emit(&b, FK_BPF_MOV64_REG(BPF_REG_3, BPF_REG_10));
+    fk_bpf_emit(&b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_3, -12));
+    fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_4, BPF_ANY));
+    fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_map_update_elem));
+    fk_bpf_label_place(&b, done);
+    fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_0, 0));     /* nothing for perf */
+    fk_bpf_emit(&b, FK_BPF_EXIT());
+    ok = ok && fk_bpf_prog_load(&b, BPF_PROG_TYPE_TRACEPOINT, "fk_switch_fork", &t->fork_prog, err,
+                                errlen);
+    fk_bpf_builder_free(&b);
+    return ok && fk_bpf_attach_tracepoint(fork.id, t->fork_prog, &t->fork_event, err, errlen);
+}
+
+bool fk_swtime_attach(struct fk_swtime *t, char *err, size_t errlen)
+{
+    if (t->filter == FK_SWTIME_TGIDS && !follow_forks(t, err, errlen))
+        return false;
+    return fk_bpf_attach_tracepoint(t->tp_id, t->prog, &t->event, err, errlen);
+}
+
+size_t fk_swtime_events(const struct fk_swtime *t, int fds[2])
+{
+    size_t n = 0;
+    if (t->event >= 0)
+        fds[n++] = t->event;
+    if (t->fork_event >= 0)
+        fds[n++] = t->fork_event;
+    return n;
 }
 
 void fk_swtime_stop(struct fk_swtime *t, uint64_t at_ns)
@@ -406,8 +474,8 @@ void fk_swtime_free(struct fk_swtime *t)
     if (!t)
         return;
     ring_buffer__free(t->ring);
-    int *fds[] = { &t->prog, &t->outs, &t->cfg, &t->stats, &t->cgrp, &t->tgids, &t->rb,
-                   &t->cgroup_fd };
+    int *fds[] = { &t->event, &t->fork_event, &t->prog, &t->fork_prog, &t->outs, &t->cfg,
+                   &t->stats, &t->cgrp, &t->tgids, &t->rb, &t->cgroup_fd };
     for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
         if (*fds[i] >= 0)
             close(*fds[i]);

@@ -27,7 +27,8 @@
  *    preempted) clears its entry: exited threads hold nothing.
  *  - Which threads: all (host, user targets), a cgroup v2 and everything
  *    below it (bpf_current_task_under_cgroup, as perf's cgroup events),
- *    or processes by tgid (per-task targets: the caller adds new ones).
+ *    or processes by tgid and their children from their start (per-task
+ *    targets: the fork program adds them; the caller may add more).
  *  - What could not be kept (the map full, the ring full) is counted per
  *    CPU and read with fk_swtime_stats: those threads' times are then
  *    incomplete. After fk_swtime_stop nothing more is written. */
@@ -84,9 +85,17 @@ bool fk_swtime_filter(struct fk_swtime *t, enum fk_swtime_filter f, const char *
  * more (it exited). */
 bool fk_swtime_add_tgid(struct fk_swtime *t, pid_t tgid);
 void fk_swtime_forget_tgid(struct fk_swtime *t, pid_t tgid);
-/* Run the program on every hit of the tracepoint event perf_fd (one fd
- * only: the program runs once per attach). */
-bool fk_swtime_attach(struct fk_swtime *t, int perf_fd, char *err, size_t errlen);
+/* Run the program on every hit of sched_switch, through an event of its
+ * own (fk_bpf_attach_tracepoint: never the capture's events, which per-task
+ * targets inherit, and the first inherited copy freed would take the
+ * program off the tracepoint for good). With FK_SWTIME_TGIDS, a second
+ * program on sched:sched_process_fork adds the children of the processes
+ * timed, before they first run. Once only. */
+bool fk_swtime_attach(struct fk_swtime *t, char *err, size_t errlen);
+/* The programs' own events (fk_swtime_attach), at most 2, to fds; how
+ * many. fk_swtime_free closes them; a copy (dup) the caller holds keeps
+ * the event, and the tracepoint, until it closes that too. */
+size_t fk_swtime_events(const struct fk_swtime *t, int fds[2]);
 /* Switches at or after at_ns are no longer timed (the window's end). */
 void fk_swtime_stop(struct fk_swtime *t, uint64_t at_ns);
 /* Blocks written since the last call, each to fn; returns how many. Any

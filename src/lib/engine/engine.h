@@ -74,6 +74,8 @@ struct fk_engine {
     struct perf_evsel *evsel[FK_EVKIND_MAX_EVENTS];
     struct fk_u64map event_of;      /* sample id -> event index + 1 (several events) */
     int *cgfds;                     /* CGROUP: the target's own counters per CPU */
+    int *kept_fds;                  /* fk_engine_keep_fd's */
+    size_t nkept_fds, capkept_fds;
     int *period_fds[FK_EVKIND_MAX_EVENTS];  /* fk_engine_set_period: each event's fds,
                                                found at the first call */
     size_t nperiod_fds[FK_EVKIND_MAX_EVENTS];

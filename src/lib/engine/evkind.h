@@ -251,6 +251,11 @@ bool fk_engine_inherits(const struct fk_engine *e);
 /* One fd of event i (the first found; the engine's: do not close it),
  * -1 with one phrase in err. From the opened hook on. */
 int fk_engine_event_fd(struct fk_engine *e, unsigned event, char *err, size_t errlen);
+/* fd (a kind's own perf event, e.g. a BPF program's: the engine's from
+ * now on) closed with the capture's events, after the result's files are
+ * written when they are held: closing a tracepoint's last event waits for
+ * RCU grace periods, seconds on a busy host. */
+void fk_engine_keep_fd(struct fk_engine *e, int fd);
 /* PID, RUN in cgroup mode: the cgroup v2 directory the events are limited
  * to (its tasks and those below); NULL otherwise. From the opened hook on. */
 const char *fk_engine_tree_cgroup(const struct fk_engine *e);

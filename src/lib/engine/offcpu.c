@@ -1220,7 +1220,9 @@ static void want_block(struct offcpu *k, pid_t tid, uint64_t time)
 }
 
 /* FORK and EXIT as they leave the rings: per-task targets' new processes
- * are timed (the program's tgid filter), exited threads wait for nothing. */
+ * are timed (the program's tgid filter; the kernel's fork program put
+ * them there first, and a new thread's tid too: forgotten at its EXIT),
+ * exited threads wait for nothing. */
 static void swtime_task(struct offcpu *k, const union perf_event *ev)
 {
     bool proc = ev->fork.pid == ev->fork.tid;
@@ -1229,8 +1231,8 @@ static void swtime_task(struct offcpu *k, const union perf_event *ev)
             fk_swtime_add_tgid(k->swt, (pid_t)ev->fork.pid);
         return;
     }
-    if (proc && k->bpf_filter && !strcmp(k->bpf_filter, "tgids"))
-        fk_swtime_forget_tgid(k->swt, (pid_t)ev->fork.pid);
+    if (k->bpf_filter && !strcmp(k->bpf_filter, "tgids"))
+        fk_swtime_forget_tgid(k->swt, (pid_t)ev->fork.tid);
     /* (its last switch-out, recorded or not, has no block): its list is
      * emptied after this pass's blocks, which may hold its last ones */
     if (k->want_of.n && want_of(k, (pid_t)ev->fork.tid, false)) {
@@ -1323,8 +1325,11 @@ static void offcpu_reader_pass(void *state, struct fk_reader *r, const struct fk
 /* The events are open, not enabled: the program times the target's
  * threads -- all of them (host, user: the events see every thread), a
  * cgroup and those below it (cgroup targets, pid and run trees in one),
- * or per-task targets' processes by tgid, new ones as their FORK
- * records leave the rings -- and runs on each hit of the switch event. */
+ * or per-task targets' processes by tgid and their children from their
+ * fork -- and runs on each hit of sched_switch, through an event of its
+ * own (fk_swtime_attach: attached to an inherited event of the capture's,
+ * it stopped for good when the first child or thread made in the window
+ * exited, Linux >= 6.10). */
 static bool offcpu_opened(void *state, struct fk_engine *e, char *err, size_t errlen)
 {
     struct offcpu *k = state;
@@ -1346,14 +1351,19 @@ static bool offcpu_opened(void *state, struct fk_engine *e, char *err, size_t er
         k->bpf_filter = "cgroup";
     }
     char why[256];
-    int fd = -1;
     bool ok = fk_swtime_filter(k->swt, f, cg, why, sizeof why);
     for (size_t i = 0; ok && f == FK_SWTIME_TGIDS && t && i < t->npids; i++)
         ok = fk_swtime_add_tgid(k->swt, t->pids[i]);
-    if (ok && (fd = fk_engine_event_fd(e, k->ev_switch, why, sizeof why)) < 0)
+    if (ok && !fk_swtime_attach(k->swt, why, sizeof why))
         ok = false;
-    if (ok && !fk_swtime_attach(k->swt, fd, why, sizeof why))
-        ok = false;
+    /* their events are closed with the capture's, after the files are
+     * written: the fork program's is its tracepoint's only one */
+    int fds[2];
+    for (size_t i = 0, n = ok ? fk_swtime_events(k->swt, fds) : 0; i < n; i++) {
+        int d = fcntl(fds[i], F_DUPFD_CLOEXEC, 0);
+        if (d >= 0)
+            fk_engine_keep_fd(e, d);
+    }
     if (!ok)
         snprintf(err, errlen, "off-CPU switch timing in the kernel: %s (--no-bpf times blocks "
                  "from the kernel's switch records instead)", why);

@@ -443,6 +443,8 @@ struct fk_held_events {
     struct perf_thread_map *threads;
     int *cgfds;
     int ncgfds;
+    int *kept_fds;
+    size_t nkept_fds;
 };
 
 static void events_close(struct fk_held_events *h)
@@ -463,6 +465,9 @@ static void events_close(struct fk_held_events *h)
         if (h->cgfds[i] >= 0)
             close(h->cgfds[i]);
     free(h->cgfds);
+    for (size_t i = 0; i < h->nkept_fds; i++)
+        close(h->kept_fds[i]);
+    free(h->kept_fds);
 }
 
 /* The engine's events, its fields cleared. */
@@ -471,6 +476,7 @@ static struct fk_held_events take_events(struct fk_engine *e)
     struct fk_held_events h = {
         .evlist = e->evlist, .nevents = e->nevents, .cpus = e->cpus, .threads = e->threads,
         .cgfds = e->cgfds, .ncgfds = e->r ? e->r->ncpus : 0,
+        .kept_fds = e->kept_fds, .nkept_fds = e->nkept_fds,
     };
     memcpy(h.evsel, e->evsel, sizeof h.evsel);
     e->evlist = NULL;
@@ -478,7 +484,15 @@ static struct fk_held_events take_events(struct fk_engine *e)
     e->threads = NULL;
     e->cpus = NULL;
     e->cgfds = NULL;
+    e->kept_fds = NULL;
+    e->nkept_fds = 0;
     return h;
+}
+
+void fk_engine_keep_fd(struct fk_engine *e, int fd)
+{
+    e->kept_fds = fk_grow(e->kept_fds, &e->capkept_fds, e->nkept_fds + 1, sizeof *e->kept_fds);
+    e->kept_fds[e->nkept_fds++] = fd;
 }
 
 struct fk_held_events *fk_engine_hold_events(struct fk_engine *e)
