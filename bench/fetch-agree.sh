@@ -81,6 +81,8 @@ printf '%s' "$sweeps" | jq -r -s --argjson pct "$pct" --argjson verbose "$verbos
       # The speed of the machine in each sweep (its pieces averaged): per-setting
       # CPU figures move with it, ratios within a round much less.
       "machine probe CPU ms, median per sweep: " + (map([.[] | .machine_probe_ms.median? // empty]
+          | if length > 0 then add / length | r3 | tostring else "-" end) | join(" ")),
+      "compute probe CPU ms, median per sweep: " + (map([.[] | .compute_probe_ms.median? // empty]
           | if length > 0 then add / length | r3 | tostring else "-" end) | join(" "))
 ' || exit 2
 # The exit status: every ratio of every kind agrees.

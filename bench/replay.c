@@ -40,6 +40,7 @@
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -274,6 +275,14 @@ static int run(const char *path, unsigned repeat, const char *folded)
                 memcpy(rec, st.buf + st.pos, h.size);
             }
             st.pos += h.size;
+            if (st.end - st.pos >= sizeof h) {
+                /* as the engine's delivery in time order (fk_ringq_deliver)
+                 * does: the next record fetched while this one is handled */
+                uint16_t next;
+                memcpy(&next, st.buf + st.pos + offsetof(struct perf_event_header, size), 2);
+                for (size_t off = 0; off < next && off < st.end - st.pos; off += 64)
+                    __builtin_prefetch(st.buf + st.pos + off);
+            }
             uint64_t tm = fk_record_time(fk_replay_format(p), rec, h.size);
             if (tm >= next_wakeup) {
                 fk_replay_wakeup(p);

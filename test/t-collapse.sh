@@ -198,39 +198,43 @@ else
     # perf's [unknown] for an empty symbol field.
     # Its outputs are kept between runs, outside the tree (FK_PERL_REF_CACHE,
     # default ~/.cache/flamekit/perl-ref): the ASan suite reuses the default
-    # suite's (Perl and the ASan flamekit on every pair passed this file's
-    # time limit at load 25). An entry is named by a hash of all its bytes
-    # depend on: the script's bytes, perl's version, the option and the
-    # exact input Perl reads; its first line is the checksum of the rest
-    # (a torn or corrupted entry is run again, never used). One pair, drawn
-    # at random, is run through Perl first and must equal its entry, or the
-    # whole cache is set aside for this run and every pair runs through Perl.
+    # suite's. An entry is named by what its bytes depend on: perl_salt (the
+    # script's bytes, perl's version and this function's text, which says
+    # how an input is given to Perl), the option and the input's checksum;
+    # its first line is the checksum of the rest (a torn or corrupted entry
+    # is run again, never used). A hit costs four small programs, not nine
+    # (at load 16-33 the lookups of 78 pairs took 35 s of this file's 200,
+    # the ASan flamekit's 78 runs 49 s). One pair, drawn at random, is
+    # run through Perl first and must equal its entry, or the whole cache
+    # is set aside for this run and every pair runs through Perl.
     prc=${FK_PERL_REF_CACHE:-$HOME/.cache/flamekit/perl-ref}
     mkdir -p "$prc" 2>/dev/null || prc=
     [ -z "$prc" ] || find "$prc" -name '.new.*' -mmin +60 -delete 2>/dev/null    # left by a killed run
     ref_hits=0 ref_runs=0
     perl_ref() {  # perl_ref INPUT [OPTION] > folded (REF_FRESH=1: always run Perl)
-        { sed -E 's/^([[:space:]]*[0-9a-fA-F]+)  \(/\1 [unknown] (/' "$1"; echo; } >"$T/ref.in"
-        local ent= tmp
+        local ent= sum= tmp rc=0
         if [ -n "$prc" ]; then
-            ent=$prc/$({ echo "$perl_salt ${2:-}"; sha256sum <"$T/ref.in"; } | sha256sum | cut -c1-64)
+            sum=$(sha256sum <"$1")
+            ent=$prc/${perl_salt:0:32}${2:-}-${sum%% *}
             if [ -z "${REF_FRESH:-}" ] && [ -f "$ent" ] &&
-               [ "$(head -n 1 "$ent")" = "$(tail -n +2 "$ent" | sha256sum | cut -c1-64)" ]; then
+               { IFS= read -r sum && cat >"$T/ref.hit"; } <"$ent" &&
+               tmp=$(sha256sum <"$T/ref.hit") && [ "$sum" = "${tmp%% *}" ]; then
                 ref_hits=$((ref_hits + 1))
-                tail -n +2 "$ent"
+                cat "$T/ref.hit"
                 return
             fi
         fi
         ref_runs=$((ref_runs + 1))
-        local rc=0
+        { sed -E 's/^([[:space:]]*[0-9a-fA-F]+)  \(/\1 [unknown] (/' "$1"; echo; } >"$T/ref.in"
         perl "$fgd/stackcollapse-perf.pl" ${2:+"$2"} "$T/ref.in" >"$T/ref.out" 2>/dev/null || rc=$?
         cat "$T/ref.out"
         # only what Perl finished is kept (killed, its output may be cut)
         [ $rc = 0 ] && [ -n "$ent" ] && tmp=$(mktemp "$prc/.new.XXXXXX" 2>/dev/null) &&
-            { sha256sum <"$T/ref.out" | cut -c1-64; cat "$T/ref.out"; } >"$tmp" && mv -f "$tmp" "$ent"
+            { sum=$(sha256sum <"$T/ref.out") && echo "${sum%% *}" && cat "$T/ref.out"; } >"$tmp" &&
+            mv -f "$tmp" "$ent"
         return 0
     }
-    # (the hash covers this function's text too: a change to how Perl is
+    # (the salt covers this function's text too: a change to how Perl is
     # run starts a new cache)
     perl_salt=$({ sha256sum <"$fgd/stackcollapse-perf.pl"; perl -e 'print "$^V\n"'; declare -f perl_ref; } | sha256sum)
     if [ -n "$prc" ]; then

@@ -311,27 +311,47 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
     [ "$5" = true ] || cell="($cell|not counted)"  # servers built with AddressSanitizer
     jq -e --argjson ns "$2" --argjson nr "$3" --argjson rounds "$4" --argjson alloc "$5" '
         def stat: type == "object" and ([.median, .min, .max] | all(type == "number" and . >= 0))
-                  and .min <= .median and .median <= .max;
+                  and .min <= .median and .median <= .max and (.n | type == "number" and . >= 1);
+        # the rounds a median is over: those with no slow run, when at
+        # least 3 (or every round) are so, else every round
+        def used($k): if $k >= 3 or $k == $rounds then $k else $rounds end;
         def figs: ["throughput_mib_s", "cpu_bound_throughput_mib_s", "fetches_per_s", "cpu_utilisation_pct",
                    "server_cpu_pct", "server_cpu_s_per_gib", "git_cpu_s_per_gib", "client_cpu_s_per_gib",
                    "peak_rss_mib", "load1", "machine_busy_pct", "machine_probe_ms"]
                   + if $alloc then ["alloc_bytes_per_gib", "alloc_calls_per_gib", "alloc_calls_per_fetch",
                                     "alloc_bytes_per_fetch"] else [] end;
-        (.settings | length) == $ns
+        . as $top | .settings as $S
+        | (.settings | length) == $ns
         and all(.settings[]; (.runs | length) == $rounds and .fetches_per_client >= 1
                 and (.figures as $f | all(figs[]; . as $k | $f[$k] | stat))
                 and .figures.throughput_mib_s.min > 0 and .figures.server_cpu_s_per_gib.min > 0
+                and (([.runs[] | select(.host_slow | not)] | length) as $k | all(.figures[]; .n == used($k)))
                 and all(.runs[]; .bytes > 0 and .wall_s > 0 and .fetches >= 1
                         # a server waits for its requests, a client for its responses
                         and .server_context_switches >= 1 and .client_context_switches >= 1))
         and (.ratios | length) == $nr
         and all(.ratios[]; all(.server_cpu_per_gib_grpc_over_sock, .cpu_bound_throughput_sock_over_grpc,
                                .throughput_sock_over_grpc; stat and .min > 0)
-                and (($alloc | not) or (.alloc_bytes_per_gib_grpc_over_sock | stat and .min > 0)))
+                and (($alloc | not) or (.alloc_bytes_per_gib_grpc_over_sock | stat and .min > 0))
+                # over the rounds where neither run of the pair was slow
+                and (. as $r | [$S[] | select(.fetch_bytes == $r.fetch_bytes and .cache == $r.cache
+                                              and .clients == $r.clients)] as $p
+                     | ($p[] | select(.server == "sock") | .runs) as $s
+                     | ($p[] | select(.server == $r.grpc_mode) | .runs) as $g
+                     | ([range($rounds) | select(($s[.].host_slow or $g[.].host_slow) | not)] | length) as $k
+                     | .server_cpu_per_gib_grpc_over_sock.n == used($k) and .throughput_sock_over_grpc.n == used($k)))
         and (.talk | length) == 8
         and all(.talk[]; (.claim | length) > 0 and (.verdict | IN("agrees", "disagrees", "cannot tell")))
         and (.table_sentences | length) == 9 and (.pinning | length) > 0
         and (.machine_probe_ms | stat and .min > 0) and .probe_reference_ms > 0
+        and (.compute_probe_ms | stat and .min > 0) and .compute_probe_reference_ms > 0
+        and .probe_after_reference_ms > 0 and .compute_probe_after_reference_ms > 0
+        # a run is slow when any probe around it took over 115 % of the median of its kind
+        and all(.settings[].runs[]; .compute_probe_ms > 0 and .machine_probe_after_ms > 0 and .compute_probe_after_ms > 0
+              and .host_slow == (.machine_probe_ms > 1.15 * $top.probe_reference_ms
+                                 or .compute_probe_ms > 1.15 * $top.compute_probe_reference_ms
+                                 or .machine_probe_after_ms > 1.15 * $top.probe_after_reference_ms
+                                 or .compute_probe_after_ms > 1.15 * $top.compute_probe_after_reference_ms))
         and (.runs_retaken | type == "number" and . >= 0) and (.runs_slow_kept | type == "number" and . >= 0)
         and ([.settings[].runs[] | select(.host_slow)] | length) == .runs_slow_kept
         and ([.settings[].runs[].retakes] | add) <= .runs_retaken

@@ -22,7 +22,8 @@ static const char *const mode_label[NMODES] = { "socket", "gRPC, a connection pe
 
 /* ---- statistics ---- */
 
-struct stat3 { double med, min, max; };
+/* A median and range over n values (n: the rounds they came from). */
+struct stat3 { double med, min, max; int n; };
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -35,7 +36,7 @@ static struct stat3 stat_of(const double *v, int n)
     double *s = fk_calloc((size_t)n, sizeof *s);
     memcpy(s, v, sizeof *s * (size_t)n);
     qsort(s, (size_t)n, sizeof *s, cmp_double);
-    struct stat3 r = { n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2, s[0], s[n - 1] };
+    struct stat3 r = { n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2, s[0], s[n - 1], n };
     free(s);
     return r;
 }
@@ -123,20 +124,45 @@ static double ratio_of(const struct obs *g, const struct obs *s, enum ratio r)
     }
 }
 
+/* The rounds a figure is taken over: those where the host was normal
+ * around the runs it needs (no probe said slow, fetch-bench.c's
+ * retake_slow) when there are at least MIN_NORMAL_ROUNDS of them (or
+ * every round is), else every round. A run in a slow spell measures the
+ * host: in one quiet invocation three rounds of a setting taken in such a
+ * spell raised gRPC's CPU per GiB 30-60 % and the socket server's 15-20 %,
+ * and moved the ratio's median 21 % from the next two invocations'. */
+#define MIN_NORMAL_ROUNDS 3
+static bool use_round(const struct obs *a, const struct obs *b, int normal)
+{
+    return normal < MIN_NORMAL_ROUNDS && normal < opt.rounds ? true : !a->slow && !(b && b->slow);
+}
+
+static int normal_rounds(const struct setting *g, const struct setting *s)
+{
+    int n = 0;
+    for (int i = 0; i < opt.rounds; i++)
+        n += !g->o[i].slow && !(s && s->o[i].slow);
+    return n;
+}
+
 static struct stat3 ratio_stat(const struct setting *g, const struct setting *s, enum ratio r)
 {
     double v[1000];
+    int n = 0, normal = normal_rounds(g, s);
     for (int i = 0; i < opt.rounds; i++)
-        v[i] = ratio_of(&g->o[i], &s->o[i], r);
-    return stat_of(v, opt.rounds);
+        if (use_round(&g->o[i], &s->o[i], normal))
+            v[n++] = ratio_of(&g->o[i], &s->o[i], r);
+    return stat_of(v, n);
 }
 
 static struct stat3 fig_stat(const struct setting *st, enum fig f)
 {
     double v[1000];
+    int n = 0, normal = normal_rounds(st, NULL);
     for (int i = 0; i < opt.rounds; i++)
-        v[i] = figure(&st->o[i], f);
-    return stat_of(v, opt.rounds);
+        if (use_round(&st->o[i], NULL, normal))
+            v[n++] = figure(&st->o[i], f);
+    return stat_of(v, n);
 }
 
 /* ---- formatting ---- */
@@ -181,7 +207,7 @@ static const char *rcell(struct stat3 s, char *buf, size_t n)
 
 static json_t *jstat(struct stat3 s)
 {
-    return json_pack("{s:f,s:f,s:f}", "median", s.med, "min", s.min, "max", s.max);
+    return json_pack("{s:f,s:f,s:f,s:i}", "median", s.med, "min", s.min, "max", s.max, "n", s.n);
 }
 
 struct setting *find_setting(int size, int cache, int n, enum mode m)
@@ -303,25 +329,39 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
     /* The machine's speed over the whole benchmark: per-setting CPU
      * figures move with it, ratios within a round do not. */
     double *pv = fk_calloc((size_t)(nsettings * opt.rounds) + 1, sizeof *pv);
-    int np = 0;
-    for (int i = 0; i < nsettings; i++)
-        for (int r = 0; r < opt.rounds; r++)
-            pv[np++] = settings[i].o[r].probe_ms;
-    struct stat3 probe = stat_of(pv, np);
+    struct stat3 probe[2];
+    for (int k = 0; k < 2; k++) {
+        int np = 0;
+        for (int i = 0; i < nsettings; i++)
+            for (int r = 0; r < opt.rounds; r++)
+                pv[np++] = k ? settings[i].o[r].cprobe_ms : settings[i].o[r].probe_ms;
+        probe[k] = stat_of(pv, np);
+    }
     free(pv);
-    fk_outfile_printf(&md, "The machine's speed: a fixed piece of work (%s) on the servers' CPU before each run "
-                      "took %.2f ms of CPU (%.2f–%.2f) over the %d runs. On a virtual machine it takes longer when "
-                      "the host is busier; the CPU per GiB of every setting (git's most) moves with it, the "
-                      "gRPC/socket ratios, taken within a round, much less. A run whose probe was "
-                      "over %.0f %% of the median probe (%.2f ms) was taken while the host was slow (the gRPC "
-                      "server's CPU per GiB then rises 35–100 %%, the socket server's 10–40 %%): it is taken again "
-                      "after the rounds (a slow spell lasts tens of seconds), once the probe is back to normal, at "
-                      "most twice, while retakes cost under 15 %% of the time. Runs taken again: %d; kept though "
-                      "slow: %d.\n\n",
-                      "integer mixing, scattered reads and writes in 64 MiB", probe.med, probe.min, probe.max, np,
-                      SLOW_PROBE * 100, probe_reference_ms, runs_retaken, runs_slow_kept);
-    json_object_set_new(jr, "machine_probe_ms", jstat(probe));
-    json_object_set_new(jr, "probe_reference_ms", json_real(probe_reference_ms));
+    fk_outfile_printf(&md, "The machine's speed: two fixed pieces of work on the servers' CPU before and after each "
+                      "run, one bound by memory (%s) and one by the core (%s), took %.2f ms (%.2f–%.2f) and %.2f ms "
+                      "(%.2f–%.2f) of CPU before the %d runs. On a virtual machine they take longer when the host "
+                      "is busier; the CPU per GiB of every setting (git's most) moves with them, the gRPC/socket "
+                      "ratios, taken within a round, much less. A run where any of the four probes was over %.0f %% "
+                      "of the median of its kind (before: %.2f and %.2f ms; after: %.2f and %.2f ms) was taken "
+                      "while the host was slow (the gRPC server's CPU per GiB then rises 15–100 %%, the socket "
+                      "server's 10–40 %%): its round's runs of the settings it is compared with are taken again "
+                      "together after the rounds (a slow spell lasts tens of seconds), once the probes are back "
+                      "to normal, at most twice, while retakes cost under 15 %% of the time. Runs taken again: "
+                      "%d; kept though slow: %d. Every median and range is over the rounds where no probe said "
+                      "slow around the runs it needs, when at least %d rounds were so (else over every round; "
+                      "report.json gives each one's count as n).\n\n",
+                      "integer mixing, scattered reads and writes in 64 MiB", "integer mixing in 16 KiB",
+                      probe[0].med, probe[0].min, probe[0].max, probe[1].med, probe[1].min, probe[1].max,
+                      nsettings * opt.rounds, SLOW_PROBE * 100, probe_ref[PROBE_MEM].ref_ms,
+                      probe_ref[PROBE_COMPUTE].ref_ms, probe_ref[PROBE_MEM_AFTER].ref_ms,
+                      probe_ref[PROBE_COMPUTE_AFTER].ref_ms, runs_retaken, runs_slow_kept, MIN_NORMAL_ROUNDS);
+    json_object_set_new(jr, "machine_probe_ms", jstat(probe[0]));
+    json_object_set_new(jr, "compute_probe_ms", jstat(probe[1]));
+    json_object_set_new(jr, "probe_reference_ms", json_real(probe_ref[PROBE_MEM].ref_ms));
+    json_object_set_new(jr, "compute_probe_reference_ms", json_real(probe_ref[PROBE_COMPUTE].ref_ms));
+    json_object_set_new(jr, "probe_after_reference_ms", json_real(probe_ref[PROBE_MEM_AFTER].ref_ms));
+    json_object_set_new(jr, "compute_probe_after_reference_ms", json_real(probe_ref[PROBE_COMPUTE_AFTER].ref_ms));
     json_object_set_new(jr, "runs_retaken", json_integer(runs_retaken));
     json_object_set_new(jr, "runs_slow_kept", json_integer(runs_slow_kept));
 
@@ -665,6 +705,9 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
             }
             json_object_set_new(x, "machine_busy_pct", json_real(b->machine_busy));
             json_object_set_new(x, "machine_probe_ms", json_real(b->probe_ms));
+            json_object_set_new(x, "compute_probe_ms", json_real(b->cprobe_ms));
+            json_object_set_new(x, "machine_probe_after_ms", json_real(b->probe_after_ms));
+            json_object_set_new(x, "compute_probe_after_ms", json_real(b->cprobe_after_ms));
             json_object_set_new(x, "retakes", json_integer(b->retakes));
             json_object_set_new(x, "host_slow", json_boolean(b->slow));
             if (b->alloc_counted) {
@@ -705,16 +748,21 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
 void bench_print_summary(void)
 {
     char b1[160], b2[160], b3[160], b4[160], b5[160], sl[64];
-    printf("gRPC against the socket server (median (min-max) of %d rounds): server CPU per GiB gRPC/socket, "
+    printf("gRPC against the socket server (median (min-max) of %d rounds, or of the rounds the host was not slow "
+           "in where it was in some): server CPU per GiB gRPC/socket, "
            "throughput socket/gRPC if CPU-bound and by the wall clock, server and clients' CPU per GiB "
            "gRPC/socket, allocated bytes per GiB gRPC/socket\n",
            opt.rounds);
     for (int k = 0; k < npairs; k++) {
         struct setting *g = pairs[k].g, *s = pairs[k].s;
-        printf("%-14s %-8s %d clients %-11s server CPU/GiB %s  throughput %s (wall clock %s)  "
+        struct stat3 cpu = ratio_stat(g, s, R_CPU);
+        char nr[32] = "";
+        if (cpu.n < opt.rounds)
+            snprintf(nr, sizeof nr, " (%d rounds)", cpu.n);
+        printf("%-14s %-8s %d clients %-11s%s server CPU/GiB %s  throughput %s (wall clock %s)  "
                "server+clients CPU/GiB %s",
                size_label(g->size, sl, sizeof sl), g->cache ? "cache" : "no cache", g->nclients, mode_name[g->mode],
-               rcell(ratio_stat(g, s, R_CPU), b1, sizeof b1), rcell(ratio_stat(g, s, R_CAP), b2, sizeof b2),
+               nr, rcell(cpu, b1, sizeof b1), rcell(ratio_stat(g, s, R_CAP), b2, sizeof b2),
                rcell(ratio_stat(g, s, R_THR), b4, sizeof b4), rcell(ratio_stat(g, s, R_SC), b5, sizeof b5));
         if (g->o[0].alloc_counted && s->o[0].alloc_counted)
             printf("  alloc/GiB %s", rcell(ratio_stat(g, s, R_ALLOC), b3, sizeof b3));

@@ -48,6 +48,8 @@ struct obs {
     double anon_mib;            /* the server's anonymous RSS after the run: heap, stacks (its own state) */
     double machine_busy;        /* %, every process on the machine */
     double probe_ms;            /* the machine's speed: a fixed piece of work, CPU ms, before the run */
+    double cprobe_ms;           /* its speed at compute (compute_probe_ms), before the run */
+    double probe_after_ms, cprobe_after_ms;     /* both again after the run */
     int retakes;                /* times the run was taken again (the host was slow) */
     bool slow;                  /* kept though a probe said the host was slow */
     bool alloc_counted;
@@ -79,14 +81,22 @@ extern int npairs;
 extern int ncpus;
 extern char pin_desc[192];   /* where servers and clients run (--no-pin) */
 extern char net_desc[512];   /* how clients reach the servers (--loopback) */
-/* Runs taken again because the machine probe before them took longer than
- * SLOW_PROBE x the median probe (the host was slow), and runs kept though
- * slow (the retake budget spent); the median probe. */
+/* Runs taken again because a probe around them took longer than
+ * SLOW_PROBE x the median of its kind (the host was slow), and runs kept
+ * though slow (the retake budget spent). */
 #define SLOW_PROBE 1.15
 /* What a gRPC client process grows its heap by after its warm-up. */
 #define CLIENT_HEAP_MIB 32
 extern int runs_retaken, runs_slow_kept;
-extern double probe_reference_ms;
+/* The probes around each run (obs: probe_ms, cprobe_ms, probe_after_ms,
+ * cprobe_after_ms) and the median of each kind so far, its reference. */
+enum { PROBE_MEM, PROBE_COMPUTE, PROBE_MEM_AFTER, PROBE_COMPUTE_AFTER, NPROBES };
+struct probe_ref {
+    double *seen;
+    int n, cap;
+    double ref_ms;
+};
+extern struct probe_ref probe_ref[NPROBES];
 
 struct setting *find_setting(int size, int cache, int n, enum mode m);
 /* The setting the talk's table shows: the largest fetch, 4 clients (or the

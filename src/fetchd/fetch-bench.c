@@ -587,6 +587,27 @@ static double loadavg1(void)
  * host did, and was kept as normal though it cost as much as the run it
  * replaced (the socket server 688 ms/GiB where its setting's median was
  * 565). */
+/* Thread CPU milliseconds, on the servers' CPUs, of steps of integer
+ * mixing (a multiply by mul when not 1) with a read and a write at
+ * scattered places of t[words]. */
+static double probe_loop_ms(uint64_t *t, size_t words, int steps, uint64_t mul)
+{
+    pin_self(&server_cpus);
+    struct timespec a, b;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    uint64_t x = 0x9E3779B97F4A7C15ull, acc = 0;
+    for (int i = 0; i < steps; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        acc = acc * mul + t[x % words];
+        t[(x >> 32) % words] += acc;
+    }
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    pin_self(&all_cpus);
+    return (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+}
+
 #define PROBE_MIB 64
 static double machine_probe_ms(void)
 {
@@ -603,20 +624,21 @@ static double machine_probe_ms(void)
         for (size_t i = 0; i < WORDS; i += 512)
             t[i] = i;
     }
-    pin_self(&server_cpus);
-    struct timespec a, b;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
-    uint64_t x = 0x9E3779B97F4A7C15ull, acc = 0;
-    for (int i = 0; i < STEPS; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        acc += t[x % WORDS];
-        t[(x >> 32) % WORDS] ^= acc;
-    }
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
-    pin_self(&all_cpus);
-    return (double)(b.tv_sec - a.tv_sec) * 1e3 + (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+    return probe_loop_ms(t, WORDS, STEPS, 1);
+}
+
+/* The servers' CPUs' speed at compute: thread CPU milliseconds of a fixed
+ * piece of integer work on a 16 KiB table (the L1 cache's size), the kind
+ * of work the gRPC server and its clients do between system calls
+ * (protobuf coding, copying, hashing). machine_probe_ms above misses the
+ * caches and the TLB on purpose and is slowed by what slows memory; this
+ * one is slowed by what slows a core (a busy sibling thread on the host,
+ * a lower clock). */
+static double compute_probe_ms(void)
+{
+    enum { WORDS = 2048, STEPS = 1 << 22 };
+    static uint64_t t[WORDS];
+    return probe_loop_ms(t, WORDS, STEPS, 0x100000001B3ull);
 }
 
 /* Busy and total jiffies of all CPUs (/proc/stat), for the machine's
@@ -1127,7 +1149,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     int ready[2], go[2], done[2];
     if (pipe2(ready, O_CLOEXEC) != 0 || pipe2(go, O_CLOEXEC) != 0 || pipe2(done, O_CLOEXEC) != 0)
         fk_die("pipe: %s", strerror(errno));
-    double probe = machine_probe_ms();
+    double probe = machine_probe_ms(), cprobe = compute_probe_ms();
     reset_hwm(s->pid);
     pid_t *pids = fk_calloc((size_t)nproc, sizeof *pids);
     fflush(NULL);
@@ -1190,6 +1212,9 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     o->load1 = loadavg1();
     o->machine_busy = mt1 > mt0 ? 100 * (mb1 - mb0) / (mt1 - mt0) : 0;
     o->probe_ms = probe;
+    o->cprobe_ms = cprobe;
+    o->probe_after_ms = machine_probe_ms();
+    o->cprobe_after_ms = compute_probe_ms();
     for (int i = 0; i < nproc; i++) {
         if (!ok)
             kill(pids[i], SIGKILL);
@@ -1248,12 +1273,16 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
  * socket server's 10-40 %, so a round's ratios moved. In two default
  * sweeps, 40 of 44 gRPC runs 20 % or more above their setting's median
  * had a probe 15 % or more above the sweep's median probe, and every run
- * with such a probe was 10 % or more above. Such a run is taken again
- * once the probe is back to normal, within a budget of time. */
+ * with such a probe was 10 % or more above. But a spell that slows cores
+ * rather than memory passed the memory probe: whole rounds of the gRPC
+ * server's runs (and its clients') cost 15-20 % more or less than the
+ * rest with the memory probe unchanged, and a spell that began during a
+ * run was seen by no probe before it. So each run is bracketed by both
+ * probes (memory and compute, before and after), each against the median
+ * of its own kind and place, and a run any of them calls slow is taken
+ * again once the probes are back to normal, within a budget of time. */
 int runs_retaken, runs_slow_kept;
-double probe_reference_ms;
-static double *probe_seen;
-static int nprobe_seen, probe_cap;
+struct probe_ref probe_ref[NPROBES];
 static double retake_s;         /* spent on retakes and waits */
 
 static int cmp_double(const void *a, const void *b)
@@ -1262,26 +1291,49 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static void probe_note(double ms)
+static void probe_note1(struct probe_ref *p, double ms)
 {
-    if (nprobe_seen == probe_cap) {
-        probe_cap = probe_cap ? probe_cap * 2 : 256;
-        probe_seen = fk_realloc(probe_seen, (size_t)probe_cap * sizeof *probe_seen);
+    if (p->n == p->cap) {
+        p->cap = p->cap ? p->cap * 2 : 256;
+        p->seen = fk_realloc(p->seen, (size_t)p->cap * sizeof *p->seen);
     }
-    probe_seen[nprobe_seen++] = ms;
-    double *t = fk_malloc((size_t)nprobe_seen * sizeof *t);
-    memcpy(t, probe_seen, (size_t)nprobe_seen * sizeof *t);
-    qsort(t, (size_t)nprobe_seen, sizeof *t, cmp_double);
-    probe_reference_ms = t[nprobe_seen / 2];
+    p->seen[p->n++] = ms;
+    double *t = fk_malloc((size_t)p->n * sizeof *t);
+    memcpy(t, p->seen, (size_t)p->n * sizeof *t);
+    qsort(t, (size_t)p->n, sizeof *t, cmp_double);
+    p->ref_ms = t[p->n / 2];
     free(t);
+}
+
+static const double *probe_of(const struct obs *o, int k)
+{
+    static const size_t at[NPROBES] = { offsetof(struct obs, probe_ms), offsetof(struct obs, cprobe_ms),
+                                        offsetof(struct obs, probe_after_ms), offsetof(struct obs, cprobe_after_ms) };
+    return (const double *)((const char *)o + at[k]);
+}
+
+static void probe_note(const struct obs *o)
+{
+    for (int k = 0; k < NPROBES; k++)
+        probe_note1(&probe_ref[k], *probe_of(o, k));
 }
 
 static bool host_slow(const struct obs *o)
 {
-    return o->probe_ms > SLOW_PROBE * probe_reference_ms;
+    for (int k = 0; k < NPROBES; k++)
+        if (*probe_of(o, k) > SLOW_PROBE * probe_ref[k].ref_ms)
+            return true;
+    return false;
 }
 
-/* One round's run of a setting. A slow one (the probe before it says the
+/* Both probes as they would be before a run are normal. */
+static bool host_normal_now(void)
+{
+    return machine_probe_ms() <= SLOW_PROBE * probe_ref[PROBE_MEM].ref_ms &&
+           compute_probe_ms() <= SLOW_PROBE * probe_ref[PROBE_COMPUTE].ref_ms;
+}
+
+/* One round's run of a setting. A slow one (a probe around it says the
  * host was slow) is taken again after the rounds (retake_slow), not at
  * once: a slow spell lasts tens of seconds, so a retake right after it
  * mostly met the same spell. */
@@ -1290,7 +1342,7 @@ static void run_setting(struct server *sv, struct setting *s, int r)
     struct obs *o = &s->o[r];
     o->retakes = 0;
     run(sv, s->mode, s->nclients, repos[s->size].name, &repos[s->size].req, s->fetches, o, NULL);
-    probe_note(o->probe_ms);
+    probe_note(o);
 }
 
 /* ---- the whole benchmark ---- */
@@ -1304,32 +1356,55 @@ int npairs;
 static struct server servers[2][2];     /* [grpc][cache] */
 static bool server_up[2][2];
 
-/* After the rounds: every run whose probe says the host was slow (against
- * the median probe of the whole benchmark by then) is taken again, up to
- * twice, after waiting (up to 5 s) for a normal probe, while the retakes
- * have cost less than 15 % of the time so far; then the slow runs left
- * are counted. */
+/* The settings a ratio compares (a socket setting and its gRPC ones: the
+ * same size, cache and client count) are neighbours in settings[] and run
+ * one after another in a round, so that a ratio is taken between runs of
+ * the same moment. */
+static bool same_group(const struct setting *a, const struct setting *b)
+{
+    return a->size == b->size && a->cache == b->cache && a->nclients == b->nclients;
+}
+
+/* After the rounds: where a probe says the host was slow around any run of
+ * a group in a round (against the medians of the whole benchmark by then),
+ * the whole group's runs of that round are taken again, one after another
+ * as in the round (a retaken gRPC run beside a socket run of minutes
+ * before is a ratio across a change of the host), up to twice, after
+ * waiting (up to 5 s) for normal probes (not at all if they stay slow),
+ * while the retakes have cost less than 15 % of the time so far; then the
+ * slow runs left are counted, and the report leaves them out of the
+ * medians where enough rounds were normal (bench-report.c, use_round). */
 static void retake_slow(uint64_t start)
 {
     for (int k = 0; k < 2; k++)
-        for (int i = 0; i < nsettings; i++)
-            for (int r = 0; r < opt.rounds; r++) {
-                struct setting *s = &settings[i];
-                struct obs *o = &s->o[r];
-                if (!host_slow(o))
+        for (int r = 0; r < opt.rounds; r++)
+            for (int i = 0, j; i < nsettings; i = j) {
+                bool slow = false;
+                for (j = i; j < nsettings && same_group(&settings[i], &settings[j]); j++)
+                    slow = slow || host_slow(&settings[j].o[r]);
+                if (!slow)
                     continue;
                 if (retake_s > 0.15 * (double)(fk_now_ns() - start) / 1e9 || fk_stop_signal)
                     goto count;
                 uint64_t t = fk_now_ns();
-                for (int w = 0; w < 20 && machine_probe_ms() > SLOW_PROBE * probe_reference_ms; w++)
+                bool normal = false;
+                for (int w = 0; w < 20 && !(normal = host_normal_now()); w++)
                     usleep(250000);
-                int retakes = o->retakes;
-                run(&servers[s->mode != M_SOCK][s->cache], s->mode, s->nclients, repos[s->size].name,
-                    &repos[s->size].req, s->fetches, o, NULL);
-                o->retakes = retakes + 1;
-                runs_retaken++;
+                if (!normal) {  /* still in the spell: the retake would meet it too */
+                    retake_s += (double)(fk_now_ns() - t) / 1e9;
+                    continue;
+                }
+                for (int q = i; q < j; q++) {
+                    struct setting *s = &settings[q];
+                    struct obs *o = &s->o[r];
+                    int retakes = o->retakes;
+                    run(&servers[s->mode != M_SOCK][s->cache], s->mode, s->nclients, repos[s->size].name,
+                        &repos[s->size].req, s->fetches, o, NULL);
+                    o->retakes = retakes + 1;
+                    runs_retaken++;
+                    probe_note(o);
+                }
                 retake_s += (double)(fk_now_ns() - t) / 1e9;
-                probe_note(o->probe_ms);
             }
 count:
     runs_slow_kept = 0;
@@ -1663,8 +1738,13 @@ int main(int argc, char **argv)
         if (g->mode != M_SOCK && so)
             pairs[npairs++] = (struct pair){ g, so };
     }
-    for (int i = 0; i < 5; i++)
-        probe_note(machine_probe_ms());
+    for (int i = 0; i < 5; i++) {
+        /* the references' first values: both kinds, back to back, as around a run */
+        struct obs o = { .probe_ms = machine_probe_ms(), .cprobe_ms = compute_probe_ms() };
+        o.probe_after_ms = machine_probe_ms();
+        o.cprobe_after_ms = compute_probe_ms();
+        probe_note(&o);
+    }
     fprintf(stderr, "fetch-bench: %d settings × %d rounds (output in %s)\n", nsettings, opt.rounds, opt.out);
     for (int r = 0; r < opt.rounds; r++) {
         uint64_t t = fk_now_ns();

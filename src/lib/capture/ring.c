@@ -161,6 +161,16 @@ static void compact(struct fk_ringq *q, size_t pending)
     q->spare = swap;
 }
 
+/* A record's bytes on their way into the cache, up to PREFETCH_MAX. */
+#define PREFETCH_MAX (16u << 10)
+static inline void prefetch_rec(const struct fk_ringq *q, const struct fk_ring_rec *r)
+{
+    const char *p = r->ref ? (const char *)r->ref : q->buf.data + r->off;
+    size_t n = r->len < PREFETCH_MAX ? r->len : PREFETCH_MAX;
+    for (size_t off = 0; off < n; off += 64)
+        __builtin_prefetch(p + off);
+}
+
 void fk_ringq_deliver(struct fk_ringq *q, uint64_t cutoff,
                       void (*fn)(void *ctx, const union perf_event *ev), void *ctx)
 {
@@ -177,6 +187,13 @@ void fk_ringq_deliver(struct fk_ringq *q, uint64_t cutoff,
             next = &q->v[q->runs[q->heap[hn > 2 && run_before(q, q->heap[2], q->heap[1]) ? 2 : 1]].at];
         do {
             const struct fk_ring_rec *r = &q->v[run->at++];
+            /* the record most likely handed on after this one is fetched
+             * while this one is handled: a sample is read nearly whole
+             * (decode, the unwinder's walk over its stack copy), and live
+             * it is tens of ms old, out of every cache */
+            const struct fk_ring_rec *after = run->at < run->end ? &q->v[run->at] : next;
+            if (after)
+                prefetch_rec(q, after);
             if (r->ref) {
                 fn(ctx, r->ref);
                 --*r->hold;

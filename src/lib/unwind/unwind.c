@@ -180,33 +180,39 @@ static enum rd eval(const struct fk_uw_arch *a, const struct fk_uw_op *ops, unsi
 
 /* ---- one step ---- */
 
-/* apply_row's common case, without its loop and switches: the CFA a
- * tracked register plus an offset, the return address saved at CFA + off,
- * the stack pointer the CFA (plus an offset), the frame pointer unchanged,
- * saved at CFA + off or lost (compilers' prologues: python3.11's deep
- * stacks step ~48 frames a sample, nearly all of them so). Same answers
- * as apply_row's loop. */
-static inline bool simple_row(const struct fk_uw_row *row)
+bool fk_uw_step_of(const struct fk_uw_row *row, struct fk_uw_step *out)
 {
     unsigned sp = row->rule[FK_UW_SP].kind, fp = row->rule[FK_UW_FP].kind;
-    return row->cfa_kind == FK_CFA_REG && row->rule[FK_UW_IP].kind == FK_RULE_AT &&
-           (sp == FK_RULE_SAME || sp == FK_RULE_VAL) &&
-           (fp == FK_RULE_SAME || fp == FK_RULE_AT || fp == FK_RULE_UNDEF);
+    if (row->src == FK_SRC_NONE || row->signal || row->cfa_kind != FK_CFA_REG ||
+        row->cfa_reg >= FK_UW_NREGS || row->rule[FK_UW_IP].kind != FK_RULE_AT ||
+        (sp != FK_RULE_SAME && sp != FK_RULE_VAL) ||
+        (fp != FK_RULE_SAME && fp != FK_RULE_AT && fp != FK_RULE_UNDEF))
+        return false;
+    int64_t off[4] = { row->cfa_off, row->rule[FK_UW_IP].off,
+                       sp == FK_RULE_VAL ? row->rule[FK_UW_SP].off : 0,
+                       fp == FK_RULE_AT ? row->rule[FK_UW_FP].off : 0 };
+    for (int i = 0; i < 4; i++)
+        if (off[i] < INT32_MIN || off[i] > INT32_MAX)
+            return false;
+    *out = (struct fk_uw_step){ (int32_t)off[0], (int32_t)off[1], (int32_t)off[2],
+                                (int32_t)off[3], row->cfa_reg, (uint8_t)sp, (uint8_t)fp };
+    return true;
 }
 
-static inline enum rd apply_simple_row(const struct fk_uw_row *row, const struct regs *r,
-                                       const struct fk_uw_stack *st, struct regs *nr)
+/* One step with a compact row: apply_row's answers for the same row,
+ * without its loop and switches. */
+static inline enum rd apply_step(const struct fk_uw_step *s, const struct regs *r,
+                                 const struct fk_uw_stack *st, struct regs *nr)
 {
-    if (!(r->valid & (1u << row->cfa_reg)))
+    if (!(r->valid & (1u << s->cfa_reg)))
         return RD_BAD;
-    uint64_t cfa = r->v[row->cfa_reg] + (uint64_t)row->cfa_off;
-    enum rd e = mem_read(st, cfa + (uint64_t)row->rule[FK_UW_IP].off, &nr->v[FK_UW_IP]);
+    uint64_t cfa = r->v[s->cfa_reg] + (uint64_t)(int64_t)s->cfa_off;
+    enum rd e = mem_read(st, cfa + (uint64_t)(int64_t)s->ra_off, &nr->v[FK_UW_IP]);
     if (e != RD_OK)
         return e;
-    nr->v[FK_UW_SP] = row->rule[FK_UW_SP].kind == FK_RULE_SAME
-                      ? cfa : cfa + (uint64_t)row->rule[FK_UW_SP].off;
+    nr->v[FK_UW_SP] = s->sp_kind == FK_RULE_SAME ? cfa : cfa + (uint64_t)(int64_t)s->sp_off;
     nr->valid = 1u << FK_UW_IP | 1u << FK_UW_SP;
-    switch (row->rule[FK_UW_FP].kind) {
+    switch (s->fp_kind) {
     case FK_RULE_SAME:
         if (r->valid & (1u << FK_UW_FP)) {
             nr->v[FK_UW_FP] = r->v[FK_UW_FP];
@@ -214,7 +220,7 @@ static inline enum rd apply_simple_row(const struct fk_uw_row *row, const struct
         }
         break;
     case FK_RULE_AT:
-        if (mem_read(st, cfa + (uint64_t)row->rule[FK_UW_FP].off, &nr->v[FK_UW_FP]) == RD_OK)
+        if (mem_read(st, cfa + (uint64_t)(int64_t)s->fp_off, &nr->v[FK_UW_FP]) == RD_OK)
             nr->valid |= 1u << FK_UW_FP;
         break;
     default:
@@ -227,8 +233,9 @@ static enum rd apply_row(const struct fk_uw_arch *a, const struct fk_cfi *c,
                          const struct fk_uw_row *row, const struct regs *r,
                          const struct fk_uw_stack *st, struct regs *nr)
 {
-    if (simple_row(row))
-        return apply_simple_row(row, r, st, nr);
+    struct fk_uw_step step;
+    if (fk_uw_step_of(row, &step))
+        return apply_step(&step, r, st, nr);
     const struct fk_uw_op *pool = fk_cfi_ops(c);
     uint64_t cfa;
     switch (row->cfa_kind) {
@@ -355,12 +362,19 @@ void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
             res->reason = FK_UW_R_NO_MAP;
             return;
         }
-        const struct fk_uw_row *row = code->row ? code->row
+        const struct fk_uw_row *row = code->step || code->row ? code->row
                                       : code->cfi ? fk_cfi_find(code->cfi, code->vaddr) : NULL;
         struct regs nr;
         enum rd e;
         bool signal = false;
-        if (row && row->src != FK_SRC_NONE) {
+        if (code->step) {
+            e = apply_step(code->step, &r, st, &nr);
+            res->cfi_frames++;
+            if (e == RD_BAD) {
+                res->reason = FK_UW_R_BAD_CFI;
+                return;
+            }
+        } else if (row && row->src != FK_SRC_NONE) {
             if (row->rule[FK_UW_IP].kind == FK_RULE_UNDEF) {
                 res->status = FK_UW_COMPLETE;
                 res->reason = FK_UW_R_OUTERMOST;
@@ -411,9 +425,15 @@ void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
  * bench/replay recording of two python3.11 workers (about 2 misses a
  * sample), two such call sites in python3.11 made 43 % of the misses, and
  * a 4x larger table only moved such pairs elsewhere. With 4 ways, what is
- * left are first sightings (each pc of each address space once). Tags
- * apart from the entries: a lookup reads one set's tags (two cache lines)
- * and the entry it hits. ~180 KiB, allocated with the unwinder. */
+ * left are first sightings (each pc of each address space once).
+ * A lookup reads one 16-byte fingerprint set (all sets' fit in 4 KiB,
+ * which stays cached between batches) and only the entry whose
+ * fingerprint matched: one cache line holding its exact key, location
+ * and, for the common row, its compact step. Live, the entries have gone
+ * cold between batches: the 96-byte tag sets and 136-byte entries before
+ * (not line-aligned) cost 4-6 cache lines a lookup. ~64 KiB of entries
+ * and ~120 KiB of the rest (pc_slow, read for uncommon rows only),
+ * allocated with the unwinder. */
 #define PC_CACHE_WAYS 4
 #define PC_CACHE_SETS 256
 
@@ -448,18 +468,27 @@ static inline unsigned memo_slot(uint64_t pc)
     return (unsigned)((pc * 0x9e3779b97f4a7c15ull) >> 60);
 }
 
-/* Which pc of which address space (fk_sym_proc_gen) an entry holds. */
+/* A 32-bit fingerprint of each way's (address space, pc) per set; 0: empty. */
 struct pc_tags {
-    uint64_t pc[PC_CACHE_WAYS];
-    uint64_t image[PC_CACHE_WAYS];      /* 0: empty */
-    uint64_t maps[PC_CACHE_WAYS];
-    unsigned next;                      /* the way replaced next */
+    uint32_t fp[PC_CACHE_WAYS];
 };
 
-/* What one pc of one address space resolves to. */
+/* What one pc of one address space (fk_sym_proc_gen) resolves to, in one
+ * cache line. has_step: the row is of the common shape, kept here;
+ * otherwise the walker's answer is in the pc_slow of the same index. */
 struct pc_entry {
-    struct fk_uw_code code;     /* fk_sym_cfi_at's; code.row: &row or NULL */
-    struct fk_loc loc;          /* fk_sym_locate's answer */
+    uint64_t pc, image, maps;
+    uint64_t loc_addr;          /* fk_sym_locate's answer */
+    uint32_t loc_dso;
+    bool has_step;
+    struct fk_uw_step step;
+};
+#define PC_ENTRY_ALIGN 64
+_Static_assert(sizeof(struct pc_entry) == PC_ENTRY_ALIGN, "a pc cache entry is one cache line");
+
+/* The rest of an entry: fk_sym_cfi_at's answer and the row as found. */
+struct pc_slow {
+    struct fk_uw_code code;     /* code.row: &row or NULL */
     struct fk_uw_row row;       /* fk_cfi_find(code.cfi, code.vaddr) */
 };
 
@@ -486,8 +515,12 @@ struct fk_unwinder {
     const struct pc_entry *memo[MEMO_N];
     uint32_t memo_gen[MEMO_N];
     uint32_t walk_gen;
+    struct fk_uw_code hit;          /* the answer for an entry with a step */
     struct pc_tags tags[PC_CACHE_SETS];
-    struct pc_entry cache[PC_CACHE_SETS][PC_CACHE_WAYS];
+    uint8_t next_way[PC_CACHE_SETS];    /* the way replaced next */
+    struct pc_entry *cache;         /* [set * PC_CACHE_WAYS + way], in cache_mem, line-aligned */
+    struct pc_slow slow[PC_CACHE_SETS * PC_CACHE_WAYS];
+    unsigned char cache_mem[PC_CACHE_SETS * PC_CACHE_WAYS * PC_ENTRY_ALIGN + PC_ENTRY_ALIGN];
     struct pc2_tags tags2[PC2_SETS];
     struct pc2_entry cache2[PC2_SETS][PC2_WAYS];
 };
@@ -500,6 +533,9 @@ struct fk_unwinder *fk_unwinder_new(struct fk_symbolizer *s)
     struct fk_unwinder *u = fk_calloc(1, sizeof *u);
     u->sym = s;
     u->arch = a;
+    uintptr_t at = ((uintptr_t)u->cache_mem + PC_ENTRY_ALIGN - 1) & ~(uintptr_t)(PC_ENTRY_ALIGN - 1);
+    u->cache = (struct pc_entry *)at;
+    u->hit.mapped = true;
     return u;
 }
 
@@ -546,6 +582,19 @@ static const struct pc2_entry *pc2_lookup(struct fk_unwinder *u, struct fk_cfi *
     return c;
 }
 
+/* The walker's answer for entry c (pcs[i]'s), its location noted. */
+static inline const struct fk_uw_code *entry_answer(struct fk_unwinder *u,
+                                                    const struct pc_entry *c, unsigned i)
+{
+    u->locs[i] = (struct fk_loc){ c->loc_dso, c->loc_addr };
+    u->locs_ok[i] = true;
+    if (c->has_step) {
+        u->hit.step = &c->step;
+        return &u->hit;
+    }
+    return &u->slow[c - u->cache].code;
+}
+
 /* The walker's question about pc, and the location of the frame: from the
  * cache, or asked of the symbolizer and kept (a pc in no mapping is not
  * kept: the answer then depends on JIT maps, and such walks end there). */
@@ -554,29 +603,30 @@ static const struct fk_uw_code *resolve_sym(void *ctx, uint64_t pc)
     struct fk_unwinder *u = ctx;
     unsigned i = u->resolved++;
     struct pc_tags *t = NULL;
+    unsigned set = 0;
+    uint32_t fp = 0;
     unsigned m = memo_slot(pc);
     if (u->memo_gen[m] == u->walk_gen && u->memo_pc[m] == pc) {
-        const struct pc_entry *c = u->memo[m];
         u->st.pc_cache_hits++;
-        u->locs[i] = c->loc;
-        u->locs_ok[i] = true;
-        return &c->code;
+        return entry_answer(u, u->memo[m], i);
     }
     if (u->gen.image) {
         uint64_t space = u->gen.image * 0x9e3779b97f4a7c15ull ^ u->gen.maps << 40;
-        unsigned set = (unsigned)(fk_hash_u64(space ^ pc) & (PC_CACHE_SETS - 1));
+        uint64_t h = fk_hash_u64(space ^ pc);
+        set = (unsigned)(h & (PC_CACHE_SETS - 1));
+        fp = (uint32_t)(h >> 32) | 1;
         t = &u->tags[set];
-        for (unsigned w = 0; w < PC_CACHE_WAYS; w++)
-            if (t->pc[w] == pc && t->image[w] == u->gen.image && t->maps[w] == u->gen.maps) {
-                const struct pc_entry *c = &u->cache[set][w];
+        for (unsigned w = 0; w < PC_CACHE_WAYS; w++) {
+            const struct pc_entry *c = &u->cache[set * PC_CACHE_WAYS + w];
+            if (t->fp[w] == fp && c->pc == pc && c->image == u->gen.image &&
+                c->maps == u->gen.maps) {
                 u->memo_pc[m] = pc;
                 u->memo[m] = c;
                 u->memo_gen[m] = u->walk_gen;
                 u->st.pc_cache_hits++;
-                u->locs[i] = c->loc;
-                u->locs_ok[i] = true;
-                return &c->code;
+                return entry_answer(u, c, i);
             }
+        }
     }
     struct fk_uw_code *out = &u->uncached;
     *out = (struct fk_uw_code){ 0 };
@@ -585,31 +635,35 @@ static const struct fk_uw_code *resolve_sym(void *ctx, uint64_t pc)
     if (!t || !out->mapped)
         return out;
     u->st.pc_cache_misses++;
-    unsigned w = t->next;
-    t->next = (w + 1) % PC_CACHE_WAYS;
-    struct pc_entry *c = &u->cache[t - u->tags][w];
+    unsigned w = u->next_way[set];
+    u->next_way[set] = (uint8_t)((w + 1) % PC_CACHE_WAYS);
+    struct pc_entry *c = &u->cache[set * PC_CACHE_WAYS + w];
+    struct pc_slow *sl = &u->slow[set * PC_CACHE_WAYS + w];
     memo_forget(u);     /* an entry this walk hit may be replaced */
-    t->pc[w] = pc;
-    t->image[w] = u->gen.image;
-    t->maps[w] = u->gen.maps;
-    c->code = *out;
-    c->code.row = NULL;
+    t->fp[w] = fp;
+    c->pc = pc;
+    c->image = u->gen.image;
+    c->maps = u->gen.maps;
+    sl->code = *out;
+    sl->code.row = NULL;
+    struct fk_loc loc;
     if (out->cfi) {
         const struct pc2_entry *c2 = pc2_lookup(u, out->cfi, out->vaddr, pc);
         if (c2->has_row) {
-            c->row = c2->row;
-            c->code.row = &c->row;
+            sl->row = c2->row;
+            sl->code.row = &sl->row;
         }
-        c->loc = c2->loc;
+        loc = c2->loc;
     } else {
-        c->loc = fk_sym_locate(u->sym, u->pid, pc, false);
+        loc = fk_sym_locate(u->sym, u->pid, pc, false);
     }
+    c->loc_dso = loc.dso;
+    c->loc_addr = loc.addr;
+    c->has_step = sl->code.row && fk_uw_step_of(sl->code.row, &c->step);
     u->memo_pc[m] = pc;
     u->memo[m] = c;
     u->memo_gen[m] = u->walk_gen;
-    u->locs[i] = c->loc;
-    u->locs_ok[i] = true;
-    return &c->code;
+    return entry_answer(u, c, i);
 }
 
 unsigned fk_unwind_sample(struct fk_unwinder *u, pid_t pid, const uint64_t *regs,

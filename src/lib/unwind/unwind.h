@@ -53,6 +53,22 @@ enum fk_uw_reason {
 /* "outermost", "stack-end", ... for metadata. */
 const char *fk_uw_reason_name(int reason);
 
+/* A row of the common shape in 20 bytes (compilers' prologues; nearly
+ * every frame of python3.11's deep stacks): the CFA a tracked register
+ * plus cfa_off, the return address saved at CFA + ra_off, the stack
+ * pointer the CFA (sp_kind FK_RULE_SAME) or CFA + sp_off (FK_RULE_VAL),
+ * the frame pointer unchanged (fp_kind FK_RULE_SAME), saved at CFA +
+ * fp_off (FK_RULE_AT) or lost (FK_RULE_UNDEF); not a signal frame. The
+ * walker steps with it without the general rule loop, and a cache can
+ * keep it beside its key in one cache line. */
+struct fk_uw_step {
+    int32_t cfa_off, ra_off, sp_off, fp_off;
+    uint8_t cfa_reg, sp_kind, fp_kind;
+};
+/* row as a step; false when the row is not of that shape (or an offset
+ * does not fit in 32 bits). */
+bool fk_uw_step_of(const struct fk_uw_row *row, struct fk_uw_step *out);
+
 /* Where the code at a pc is, as the caller's address space knows it. */
 struct fk_uw_code {
     struct fk_cfi *cfi;     /* NULL: no CFI (anonymous/JIT memory, no ELF) */
@@ -61,6 +77,9 @@ struct fk_uw_code {
     /* fk_cfi_find(cfi, vaddr) when the resolver has it at hand (a cache),
      * valid until its next call; NULL: the walker looks it up */
     const struct fk_uw_row *row;
+    /* non-NULL: that row is this step (the resolver compacted it; cfi,
+     * vaddr and row are then not read), valid until its next call */
+    const struct fk_uw_step *step;
 };
 /* The resolver's answer for pc, never NULL, valid until its next call (a
  * pointer, not a copy: on a cache hit nothing is copied). */
