@@ -5,7 +5,7 @@
  * it: [flags][budget][patch: 3-byte offset, 1-byte length, bytes]... so
  * the fuzzer reaches pointers, sizes, type fields and string states
  * directly; flags 32 and 64 take the early snapshot first and batch the
- * reads, 32 and 128 walk it as a kernel record with names of the input's. Every walk must end within its bounds; names must come out as
+ * reads. Every walk must end within its bounds; names must come out as
  * valid UTF-8 without ';' or control characters; the caches must stay in
  * their budget; the splice must stay in its room and point at real
  * frames. */
@@ -99,24 +99,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (snap.n > FK_PY_SNAP_FRAMES || snap.ncodes > FK_PY_SNAP_CODES ||
                     snap.win_len > FK_PY_SNAP_WINDOW || snap.reads > FK_PY_MAX_READS)
                     abort();
-                if (data[0] & 128) {
-                    /* as a record of the kernel's (fk_python_krec): walked
-                     * from its head, each code object's name copied (here
-                     * the input's bytes: what the target held then) */
-                    snap.kernel = true;
-                    snap.head = snap.n ? snap.addr[0] : 0;
-                    snap.nnames = snap.ncodes;
-                    for (unsigned k = 0; k < snap.ncodes; k++) {
-                        memcpy(&snap.name_addr[k], snap.code_hdr[k] + f.L->co_qualname, 8);
-                        for (unsigned j = 0; j < FK_PY_NAME_BYTES; j++)
-                            snap.name[k][j] = data[(k * 131 + j + tid) % size];
-                    }
-                }
                 fk_py_use_snap(w, &snap);
             }
-            if (data[0] & 32 && snap.kernel) {
-                fk_py_walk_head(w, snap.head, &st);
-            } else if (again && data[0] & 8) {
+            if (again && data[0] & 8) {
                 uint64_t heads[3] = { 0, 0, 0 };
                 for (int k = 0; k < 3; k++)
                     memcpy(&heads[k], data + (2 + 8 * k + tid) % (size > 8 ? size - 8 : 1),

@@ -167,27 +167,15 @@ for mode in ratio generators threads; do
     *) check_consistent "$mode at 99 Hz" "$J" ;;
     esac
 done
-# frames read in the kernel at the sample (engine/pyframes.c): the
-# reader keeps the kind's 50 ms clock, and the program's records serve
-# the samples but a thread's first few (read by process_vm_readv before
-# the program knows the thread: 17 of 303 at load 13; a thread never
-# given to the program would leave half of them)
-if [ "$(jget "$J" python.frames_read)" = kernel ]; then
-    check_eq "frames read in the kernel: the reader keeps its own clock" "50" "$(jget "$J" reader.poll_ms)"
-    read -r kserved ksamples <<<"$("$PY" -c 'import json,sys; p=json.load(open(sys.argv[1]))["python"]; print(p["kernel"]["samples_served"], p["samples"])' "$J")"
-    check_range "frames read in the kernel: samples served by its records ($kserved of $ksamples)" \
-        "$(awk -v a="$kserved" -v b="$ksamples" 'BEGIN { printf "%.3f", b ? a / b : 0 }')" 0.75 1
+# the reader's thread follows the CPU of the Python samples it reads
+# early (capture.c follow_cpu), at the raised priority only
+# ... woken by the kernel at every sample for it (fk_evkind.early_wakeups)
+check_eq "early reads: the reader keeps the kernel's wake-ups" "0" "$(jget "$J" reader.poll_ms)"
+if [ "$(jget "$J" reader.nice_raised)" = True ]; then
+    check_range "the ring reader moved to the sampled thread's CPU (moves)" \
+        "$(jget "$J" reader.cpu_moves)" 1 1000
 else
-    # the reader's thread follows the CPU of the Python samples it reads
-    # early (capture.c follow_cpu), at the raised priority only
-    # ... woken by the kernel at every sample for it (fk_evkind.early_wakeups)
-    check_eq "early reads: the reader keeps the kernel's wake-ups" "0" "$(jget "$J" reader.poll_ms)"
-    if [ "$(jget "$J" reader.nice_raised)" = True ]; then
-        check_range "the ring reader moved to the sampled thread's CPU (moves)" \
-            "$(jget "$J" reader.cpu_moves)" 1 1000
-    else
-        skip "the ring reader follows the sampled thread's CPU" "capture threads not raised (no CAP_SYS_NICE)"
-    fi
+    skip "the ring reader follows the sampled thread's CPU" "capture threads not raised (no CAP_SYS_NICE)"
 fi
 # the early copy of the data stack's top: its offsets fit Debian's 3.11
 # (a wrong one fails the bounds checks and gives no window)
@@ -255,11 +243,8 @@ else
         # another call's), and never a head read late walked through frames
         # of the sample's moment -- such walks came out invalid in 9-57 %
         # of them (be195e5); a read racing the thread rarely does
-        # (or read in the kernel at the sample: those walks start from the
-        # sample's own frame too, with the code objects and their names as
-        # they were then -- an import frees them within milliseconds)
         read -r used samples anch walks inval <<<"$("$PY" -c 'import json,sys; p=json.load(open(sys.argv[1]))["python"]; w=p["walks"]
-print(p["snapshots_used"], p["samples"], p["anchored"] + p.get("kernel", {}).get("walks", 0), sum(w.values()), w["invalid"])' "$J")"
+print(p["snapshots_used"], p["samples"], p["anchored"], sum(w.values()), w["invalid"])' "$J")"
         check_range "pydoc: samples read as they left the ring ($used of $samples)" \
             "$(awk -v a="$used" -v b="$samples" 'BEGIN { printf "%.3f", b ? a / b : 0 }')" 0.8 1
         check_range "pydoc: walks anchored to their samples ($anch of $walks)" \

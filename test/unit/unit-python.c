@@ -11,7 +11,6 @@
 
 #include <limits.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -1057,164 +1056,6 @@ static void test_early(void)
     fk_sym_free(sym);
 }
 
-/* A chain read in the kernel at the sample (struct fk_py_krec, as
- * fk_python_krec turns it into a snapshot): walked from its head with the
- * frames as they were then, whatever the thread did since; frames past
- * the record's are read from the target; no head: no Python code ran. */
-static void test_kernel_head(void)
-{
-    static struct fk_py_snap snap;
-    struct fakepy f;
-    fakepy_init(&f, mem);
-    const struct fk_py_layout *L = f.L;
-    uint64_t file = fakepy_ascii(&f, "k.py");
-    uint64_t ca = fakepy_code(&f, fakepy_ascii(&f, "outer"), file, 1, 0, 4);
-    uint64_t cb = fakepy_code(&f, fakepy_ascii(&f, "inner"), file, 1, 0, 4);
-    uint64_t cc = fakepy_code(&f, fakepy_ascii(&f, "later"), file, 1, 0, 4);
-    uint64_t f0 = fakepy_alloc(&f, 128), f1 = fakepy_alloc(&f, 128);
-    put_frame(&f, f0, ca, 0, true);
-    put_frame(&f, f1, cb, f0, false);
-    struct fk_py_walker *w = walker_new(L, &f.where, fakepy_read, &f, false, 0);
-    memset(&snap, 0, sizeof snap);
-    snap.kernel = true;
-    snap.head = f1;
-    snap.n = 2;
-    snap.addr[0] = f1;
-    snap.addr[1] = f0;
-    fakepy_read(&f, f1, snap.bytes[0], L->fr_size);
-    fakepy_read(&f, f0, snap.bytes[1], L->fr_size);
-    put_frame(&f, f1, cc, f0, false);   /* the thread moved on */
-    fk_py_use_snap(w, &snap);
-    fk_py_walk_head(w, snap.head, &st);
-    UNIT_CHECK("kernel record: the chain at the sample, not the one read after",
-               st.status == FK_PY_OK && strcmp(chain(w, &st), "outer!;inner") == 0);
-    snap.n = 1;     /* the record held the first frame only */
-    fk_py_walk_head(w, snap.head, &st);
-    UNIT_CHECK("kernel record: frames past the record's are read from the target",
-               st.status == FK_PY_OK && strcmp(chain(w, &st), "outer!;inner") == 0);
-    fk_py_walk_head(w, 0, &st);
-    UNIT_CHECK("kernel record: no head, no Python code running", st.status == FK_PY_IDLE);
-    /* a module's body during its import: its code object and its name
-     * are freed (and their memory reused) before the record is walked;
-     * the record's copies of both name it */
-    uint64_t qn = fakepy_ascii(&f, "imported");
-    uint64_t cd = fakepy_code(&f, qn, file, 1, 0, 4);
-    uint64_t f2 = fakepy_alloc(&f, 128);
-    put_frame(&f, f2, cd, 0, true);
-    memset(&snap, 0, sizeof snap);
-    snap.kernel = true;
-    snap.head = f2;
-    snap.n = 1;
-    snap.addr[0] = f2;
-    fakepy_read(&f, f2, snap.bytes[0], L->fr_size);
-    snap.ncodes = 1;
-    snap.code_addr[0] = cd;
-    fakepy_read(&f, cd, snap.code_hdr[0], FK_PY_CODE_BYTES);
-    snap.nnames = 1;
-    snap.name_addr[0] = qn;
-    fakepy_read(&f, qn, snap.name[0], FK_PY_NAME_BYTES);
-    fakepy_u64(&f, cd, L->ob_type, 0);  /* freed */
-    fakepy_u64(&f, qn, L->ob_type, 0);
-    fk_py_walk_head(w, snap.head, &st);
-    UNIT_CHECK("kernel record: a code object and its name freed since are named from it",
-               st.status == FK_PY_OK && strcmp(chain(w, &st), "imported!") == 0);
-    /* (the walker caches names by code object: a new one at the same
-     * address with another name pointer is looked up afresh) */
-    uint64_t qn2 = fakepy_ascii(&f, "gone");
-    fakepy_u64(&f, cd, L->ob_type, f.where.code_type);
-    fakepy_u64(&f, cd, L->co_qualname, qn2);
-    fakepy_read(&f, cd, snap.code_hdr[0], FK_PY_CODE_BYTES);
-    fakepy_u64(&f, cd, L->ob_type, 0);
-    fakepy_u64(&f, qn2, L->ob_type, 0);
-    snap.nnames = 0;    /* the name's read failed in the kernel */
-    fk_py_walk_head(w, snap.head, &st);
-    UNIT_CHECK("kernel record: without the name's copy a freed name is not read",
-               st.status == FK_PY_INVALID);
-    fk_py_use_snap(w, NULL);
-    fk_py_walker_free(w);
-}
-
-/* The capture's glue with records from the kernel (fk_python_set_kernel;
- * here handed in by a drain of the test's own): a thread is given to the
- * kernel's table by its first read; a record within microseconds of a
- * sample of its thread serves it without a read; one of another thread
- * state (a reused tid), or 1 ms away, does not. */
-static struct fk_python *kpy;
-static struct fk_py_krec krec;
-static bool krec_pending;
-static uint64_t kput_tstate;
-static unsigned kput_calls;
-static void kdrain(void *ctx)
-{
-    (void)ctx;
-    if (krec_pending)
-        fk_python_krec(kpy, &krec, offsetof(struct fk_py_krec, f));
-    krec_pending = false;
-}
-static bool kput(void *ctx, uint32_t tid, uint64_t tstate)
-{
-    (void)ctx;
-    (void)tid;
-    kput_tstate = tstate;
-    kput_calls++;
-    return true;
-}
-
-static void test_kernel_records(void)
-{
-    pid_t P = start_sleeper("kernel records");
-    if (P < 0)
-        return;
-    if (!P) {
-        UNIT_CHECK("kernel records: python3.11 started", false);
-        return;
-    }
-    struct fk_symbolizer *sym = fk_sym_new(&(struct fk_sym_opts){ 0 });
-    kpy = fk_python_new(sym, false, 0);
-    fk_python_set_kernel(kpy, fk_py_layout_for(0x030b), kdrain, kput, NULL);
-    struct fk_python_stats pst;
-    fk_sym_scan_pid(sym, P);
-    uint64_t t = fk_now_ns() + 60 * 1000000000ull;
-    fk_python_early(kpy, P, P, t);
-    fk_python_catch_up(kpy);
-    fk_python_stats(kpy, &pst);
-    UNIT_CHECK("kernel records: a thread read once is given to the kernel's table",
-               pst.snapshots == 1 && kput_calls == 1 && kput_tstate && pst.kernel_threads == 1 &&
-               pst.kernel_missed == 1);
-    struct fk_loc loc = fk_sym_special(sym, "[unit]");
-    struct fk_py_native nat = { .locs = &loc, .n = 1, .max = 1, .complete = true };
-    /* the record is stamped ~12 us after its sample (6.18, a VM) */
-    krec = (struct fk_py_krec){ .tid = (uint32_t)P, .time = t + 1000000 + 12000,
-                                .tstate = kput_tstate };
-    krec_pending = true;
-    int got = fk_python_early(kpy, P, P, t + 1000000);
-    fk_python_stats(kpy, &pst);
-    nat.time = t + 1000000;
-    fk_python_sample(kpy, P, P, &nat);
-    struct fk_python_stats after;
-    fk_python_stats(kpy, &after);
-    UNIT_CHECK("kernel records: a record serves its sample without a read",
-               got == 0 && pst.kernel_records == 1 && pst.kernel_used == 1 &&
-               pst.snapshots == 1 && after.snapshots_used == pst.snapshots_used + 1);
-    krec.time = t + 2000000;
-    krec.tstate = kput_tstate + 4096;   /* another thread state: a reused tid */
-    krec_pending = true;
-    got = fk_python_early(kpy, P, P, t + 2000000);
-    fk_python_stats(kpy, &pst);
-    UNIT_CHECK("kernel records: a record of another thread state is not used",
-               got == FK_PY_EARLY_READ && pst.kernel_used == 1 && pst.snapshots == 2);
-    krec.time = t + 4000000;
-    krec.tstate = kput_tstate;
-    krec_pending = true;
-    got = fk_python_early(kpy, P, P, t + 3000000);
-    fk_python_stats(kpy, &pst);
-    UNIT_CHECK("kernel records: a record 1 ms away is not the sample's",
-               got == FK_PY_EARLY_READ && pst.kernel_used == 1 && pst.snapshots == 3);
-    stop_sleeper(P);
-    fk_python_free(kpy);
-    fk_sym_free(sym);
-}
-
 int main(void)
 {
     unit_name = "unit-python";
@@ -1238,8 +1079,6 @@ int main(void)
     test_exec();
     test_mapped();
     test_early();
-    test_kernel_head();
-    test_kernel_records();
     free(mem);
     return UNIT_END();
 }

@@ -69,8 +69,6 @@ struct fk_reader {
     uint64_t pass_ns;               /* start of the last pass handed on */
     uint64_t woke_ns;               /* when the taker was last woken */
     bool tap_wants;                 /* a sample tap asked for the taker (this pass) */
-    bool tap_soon;                  /* ... asked for the short clock (this pass) */
-    uint64_t soon_until;            /* the short clock's end (the thread's) */
     bool woken, stop, hup;
     struct fk_reader_stats st;
 };
@@ -207,12 +205,9 @@ static void copy_record(struct fk_reader *r, const union perf_event *ev)
     r->st.records++;
     if (ev->header.type != PERF_RECORD_SAMPLE && r->o.seen)
         r->o.seen(r->o.seen_ctx, (const union perf_event *)dst);
-    else if (ev->header.type == PERF_RECORD_SAMPLE && r->o.sample) {
-        unsigned got = r->o.sample(r->o.sample_ctx, (const union perf_event *)dst);
-        r->tap_wants |= (got & FK_READER_TAP_WAKE) != 0;
-        if (got & FK_READER_TAP_SOON)
-            r->tap_soon = true;
-    }
+    else if (ev->header.type == PERF_RECORD_SAMPLE && r->o.sample &&
+             r->o.sample(r->o.sample_ctx, (const union perf_event *)dst))
+        r->tap_wants = true;
 }
 
 /* One pass over every ring: copy out, release. Holds r->rings. Returns
@@ -343,11 +338,6 @@ static void *reader_main(void *arg)
         size_t most = read_pass(r, n > 0 || (n == 0 && r->o.sample && r->o.poll_ms > 0));
         pthread_mutex_unlock(&r->rings);
         timeout = next_timeout(r, period, most, now - last);
-        if (r->tap_soon)
-            r->soon_until = now + FK_READER_SOON_NS;
-        r->tap_soon = false;
-        if (r->soon_until > now && timeout > FK_READER_SOON_MS)
-            timeout = FK_READER_SOON_MS;
         pthread_mutex_lock(&r->lock);
         r->st.soon += timeout < period;
         if (now - last > r->st.gap_peak_ns)

@@ -69,12 +69,9 @@ struct fk_reader_opts {
     /* Called in the reader's thread on each sample as it is copied out
      * (the copy, its stack cut); NULL: none. With it the kernel's wake-ups
      * (a wake-up per sample) are the tap's: a pass wakes the taker only
-     * when a tap asked (FK_READER_TAP_WAKE), a ring hung up, the chunks
-     * pass a quarter of the limit, or FK_READER_TAP_WAKE_NS went by since
-     * it last did. FK_READER_TAP_SOON: the rings are read every
-     * FK_READER_SOON_MS at most for FK_READER_SOON_NS from now, whatever
-     * poll_ms says. */
-    unsigned (*sample)(void *ctx, const union perf_event *ev);
+     * when a tap asked (true), a ring hung up, the chunks pass a quarter
+     * of the limit, or FK_READER_TAP_WAKE_NS went by since it last did. */
+    bool (*sample)(void *ctx, const union perf_event *ev);
     void *sample_ctx;
     /* The thread reads the rings at least every poll_ms (0: 50 ms); with
      * a sample tap each such pass counts as a wake-up of the kernel's
@@ -102,10 +99,6 @@ struct fk_reader_opts {
     void *pass_ctx;
 };
 
-enum { FK_READER_TAP_WAKE = 1u, FK_READER_TAP_SOON = 2u };
-#define FK_READER_SOON_MS 2
-#define FK_READER_SOON_NS (20 * 1000000ull)
-
 /* With a sample tap, the taker is woken at least this often while records
  * come (it hands them on in time order after ring.h's slack, and enforces
  * the limits). */
@@ -119,8 +112,7 @@ struct fk_reader_stats {
     uint64_t peak_bytes;    /* chunk bytes held at most */
     uint64_t ring_peak_bytes;   /* the most bytes one pass read from one ring */
     uint64_t soon;          /* passes that came sooner than poll_ms (a ring
-                             * was found more than a quarter full, or a
-                             * tap asked: FK_READER_TAP_SOON) */
+                             * was found more than a quarter full) */
     uint64_t gap_peak_ns;   /* the longest time from one pass's start to the
                              * next's (the thread starved: losses follow) */
 };

@@ -489,14 +489,7 @@ static void follow_cpu(struct fk_engine *e, uint32_t cpu, uint64_t time)
     e->reader_follow_at = now + FOLLOW_EVERY_NS;
 }
 
-/* A sample an in-kernel hook could not read yet (FK_EARLY_SOON): the
- * rings are read on the reader's short clock for a while (reader.h
- * FK_READER_TAP_SOON), not the kind's 50 ms one. Without it a Python
- * interpreter's first ~50 ms (its threads' first samples, read by
- * process_vm_readv before the program knows them) were read up to 50 ms
- * late, when an import's code objects were freed: 0-4 % of pydoc -w's
- * walks invalid. */
-static unsigned early_seen(void *ctx, const union perf_event *ev)
+static bool early_seen(void *ctx, const union perf_event *ev)
 {
     struct fk_engine *e = ctx;
     struct fk_sample s;
@@ -509,8 +502,7 @@ static unsigned early_seen(void *ctx, const union perf_event *ev)
             got |= e->o->stack_hooks[i]->early(e->o->stack_hooks[i]->state, &s);
     if ((got & FK_EARLY_FOLLOW) && (e->fmt[idx].sample_type & PERF_SAMPLE_CPU))
         follow_cpu(e, s.cpu, s.time);
-    return (got & FK_EARLY_CATCH_UP ? FK_READER_TAP_WAKE : 0u) |
-           (got & FK_EARLY_SOON ? FK_READER_TAP_SOON : 0u);
+    return got & FK_EARLY_CATCH_UP;
 }
 
 /* The early stack hooks' work that needs the engine's thread. */

@@ -230,21 +230,6 @@ static bool early_hooks(const struct fk_capture_opts *o)
     return false;
 }
 
-/* Every early stack hook reads at the sample in the kernel instead
- * (struct fk_stack_hook.in_kernel): their programs are attached once the
- * events are open (open.c attach_hooks). */
-static bool early_in_kernel(struct fk_engine *e)
-{
-    const struct fk_capture_opts *o = e->o;
-    for (size_t k = 0; k < o->nstack_hooks; k++) {
-        const struct fk_stack_hook *h = o->stack_hooks[k];
-        if (h->early && (!h->in_kernel || !h->in_kernel(h->state)))
-            return false;
-    }
-    e->hooks_in_kernel = true;
-    return true;
-}
-
 /* What every event of the capture shares (evsel__config's common part);
  * the side-band records come from event 0 only. */
 static void base_attr(struct fk_engine *e, unsigned i, struct perf_event_attr *a)
@@ -298,7 +283,7 @@ static void base_attr(struct fk_engine *e, unsigned i, struct perf_event_attr *a
     bool per_task = (t->kind == FK_TARGET_PID || t->kind == FK_TARGET_RUN) && !e->tree_cgroup;
     a->inherit = per_task;
     a->enable_on_exec = per_task && t->kind == FK_TARGET_RUN;
-    if (e->tree_cgroup || e->hooks_in_kernel)
+    if (e->tree_cgroup)
         a->read_format |= PERF_FORMAT_ID;   /* open.c finds libperf's fds by their ids */
     a->watermark = 1;
     a->wakeup_watermark = (uint32_t)(e->pages * (unsigned)sysconf(_SC_PAGESIZE) / 4);
@@ -326,8 +311,7 @@ static void base_attr(struct fk_engine *e, unsigned i, struct perf_event_attr *a
  * kind's clock is not used
  *  - with an early stack hook, when the kind keeps the kernel's wake-ups
  *    for it (early_wakeups: the CPU kind; Python's frames are read as
- *    the sample leaves the ring), unless the hooks read in the kernel at
- *    the sample instead (fk_stack_hook.in_kernel);
+ *    the sample leaves the ring);
  *  - when the kind samples at a frequency and the rings hold less than 4
  *    polls of its largest samples at that rate (an mlock budget, a rate
  *    past --unsafe-limits): the kernel then wakes the reader at a quarter
@@ -341,7 +325,7 @@ static void choose_reads(struct fk_engine *e)
     e->poll_ms = e->kind->poll_ms;
     if (!e->poll_ms)
         return;
-    if (e->kind->early_wakeups && early_hooks(o) && !early_in_kernel(e)) {
+    if (e->kind->early_wakeups && early_hooks(o)) {
         e->poll_ms = 0;
         return;
     }

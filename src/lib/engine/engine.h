@@ -52,8 +52,6 @@ struct fk_engine {
     uint64_t sample_bytes;          /* the largest sample the mode records */
     unsigned poll_ms;               /* the reader's clock (config.c choose_reads);
                                        0: the kernel's wake-ups */
-    bool hooks_in_kernel;           /* ... kept because the early stack hooks read
-                                       in the kernel: attach their programs */
     const struct fk_evkind *kind;
     void *kind_state;
     unsigned nevents;

@@ -167,7 +167,7 @@ struct fk_evkind {
 };
 
 /* A stack rewriter run on every kept sample after user-stack unwinding. */
-enum { FK_EARLY_CATCH_UP = 1u, FK_EARLY_FOLLOW = 2u, FK_EARLY_SOON = 4u };
+enum { FK_EARLY_CATCH_UP = 1u, FK_EARLY_FOLLOW = 2u };
 struct fk_stack_hook {
     const char *name;
     void *state;
@@ -183,12 +183,7 @@ struct fk_stack_hook {
      * thread (catch_up), which is woken for it (otherwise the kernel's
      * per-sample wake-ups stay the reader's); FOLLOW, the hook read the
      * sampled thread for it, and the reader's thread moves to the CPU it
-     * ran on (capture.c follow_cpu); SOON, the hook reads in the kernel
-     * (in_kernel) but could not for this sample's thread yet (a process
-     * or thread it has not met): the reader, on the kind's slower clock,
-     * reads the rings on a short one for a while (capture.c early_seen),
-     * so the thread's next samples are read soon after they are taken
-     * until the kernel's program knows it. */
+     * ran on (capture.c follow_cpu). */
     unsigned (*early)(void *state, const struct fk_sample *s);
     /* With early: from the engine's thread, once before the reader
      * starts and then before each batch of samples is handled. */
@@ -201,16 +196,6 @@ struct fk_stack_hook {
     void (*mapped)(void *state, pid_t pid, const char *path, uint64_t time);
     /* Optional: bytes the hook holds, counted toward --max-memory. */
     size_t (*bytes)(void *state);
-    /* Optional, with early: the hook reads what it needs in the kernel at
-     * the sample (a perf-event program on the sampling events), so a kind
-     * that keeps the kernel's per-sample wake-ups for early hooks
-     * (fk_evkind.early_wakeups) need not for this one. Called once before
-     * the events open, when the kind keeps them; true: the program is
-     * ready, and attach is given each sampling event's fd once they are
-     * open (its failures are the hook's to count: the samples it missed
-     * are read as without it, only later). */
-    bool (*in_kernel)(void *state);
-    void (*attach)(void *state, int perf_fd);
 };
 
 /* ---- what kinds and hooks may call ---- */

@@ -276,7 +276,7 @@ static bool per_task_instead(struct fk_engine *e, int err, const char *what)
         struct perf_event_attr *a = perf_evsel__attr(e->evsel[i]);
         a->inherit = 1;
         a->enable_on_exec = t->kind == FK_TARGET_RUN;
-        if (e->nevents == 1 && !e->hooks_in_kernel)
+        if (e->nevents == 1)
             a->read_format &= ~(uint64_t)PERF_FORMAT_ID;
         a->sample_type &= ~(uint64_t)PERF_SAMPLE_READ;  /* refused with inherit before 6.12 */
     }
@@ -288,30 +288,6 @@ static bool per_task_instead(struct fk_engine *e, int err, const char *what)
     perf_thread_map__put(e->threads);
     e->threads = m;
     return true;
-}
-
-static bool find_event_fds(struct fk_engine *e, unsigned i, char *err, size_t errlen);
-
-/* The early stack hooks' in-kernel programs (config.c early_in_kernel)
- * on every sampling event's fd (found by their ids: config.c asks for
- * PERF_FORMAT_ID then). An event whose fds cannot be found is the hooks'
- * to count: attach is given -1. */
-static void attach_hooks(struct fk_engine *e)
-{
-    if (!e->hooks_in_kernel)
-        return;
-    for (unsigned i = 0; i < e->nevents; i++) {
-        const struct perf_event_attr *a = perf_evsel__attr(e->evsel[i]);
-        if (!a->sample_period || a->type == PERF_TYPE_TRACEPOINT)
-            continue;
-        char err[160];
-        bool found = e->nperiod_fds[i] || find_event_fds(e, i, err, sizeof err);
-        for (size_t f = 0; f < (found ? e->nperiod_fds[i] : 1); f++)
-            for (size_t k = 0; k < e->o->nstack_hooks; k++)
-                if (e->o->stack_hooks[k]->attach)
-                    e->o->stack_hooks[k]->attach(e->o->stack_hooks[k]->state,
-                                                 found ? e->period_fds[i][f] : -1);
-    }
 }
 
 bool fk_engine_open(struct fk_engine *e)
@@ -367,7 +343,6 @@ bool fk_engine_open(struct fk_engine *e)
         open_error(e, -err);
         return false;
     }
-    attach_hooks(e);
     return e->nevents == 1 || learn_sample_ids(e);
 }
 

@@ -12,19 +12,11 @@
 #include "unwind/python.h"
 #include "unwind/unwind.h"
 
-struct ring_buffer;
-
 struct fk_pyframes {
     struct fk_stack_hook hook;
     struct fk_python *py;
     bool lines;
     uint64_t max_bytes;
-    /* frames read in the kernel at the sample (fk_python_set_kernel) */
-    bool kernel;                /* the program is loaded (in_kernel said true) */
-    unsigned attached, refused; /* sampling events given it / that refused it */
-    char why[256];              /* why not (or why one refused) */
-    int prog_fd, tstates_fd, ring_fd;   /* -1: none */
-    struct ring_buffer *ring;
 };
 
 /* lines: "qualname (file.py:LINE)"; max_bytes: what the reader's caches

@@ -34,20 +34,6 @@ static json_t *python_json(const struct fk_profile_request *rq, const struct fk_
     if (rq->python == FK_PYTHON_OFF)
         return o;
     json_object_set_new(o, "versions", json_string(p->versions));
-    /* how the frames were read: at the sample by the kernel's program
-     * (engine/pyframes.c), else by process_vm_readv after it */
-    json_object_set_new(o, "frames_read",
-                        json_string(p->kernel ? "kernel" : "process_vm_readv"));
-    json_t *k = json_object();
-    json_object_set_new(k, "events_attached", json_integer((json_int_t)p->kernel_attached));
-    json_object_set_new(k, "events_refused", json_integer((json_int_t)p->kernel_refused));
-    json_object_set_new(k, "note", json_string(p->kernel_why));
-    json_object_set_new(k, "records", json_integer((json_int_t)p->kernel_records));
-    json_object_set_new(k, "samples_served", json_integer((json_int_t)p->kernel_used));
-    json_object_set_new(k, "samples_missed", json_integer((json_int_t)p->kernel_missed));
-    json_object_set_new(k, "threads", json_integer((json_int_t)p->kernel_threads));
-    json_object_set_new(k, "walks", json_integer((json_int_t)p->kernel_walks));
-    json_object_set_new(o, "kernel", k);
     json_object_set_new(o, "processes", json_integer((json_int_t)p->processes));
     json_object_set_new(o, "processes_forgotten", json_integer((json_int_t)p->forgotten));
     json_object_set_new(o, "unknown_versions", json_string(p->unknown_version ? p->versions : ""));

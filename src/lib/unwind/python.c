@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -390,24 +389,6 @@ static void put_cp(struct fk_buf *out, uint32_t c)
     }
 }
 
-/* len bytes at addr of str object base: from the snapshot's copy of
- * base when it holds them all (in-kernel reads copy a code object's name
- * at the sample: it may be freed since), else read now. */
-static bool str_bytes(struct fk_py_walker *w, uint64_t base, uint64_t addr, void *buf,
-                      size_t len)
-{
-    const struct fk_py_snap *s = w->snap;
-    for (unsigned i = 0; s && i < s->nnames && i < FK_PY_SNAP_CODES; i++)
-        if (s->name_addr[i] == base) {
-            uint64_t off = addr - base;
-            if (addr < base || off > FK_PY_NAME_BYTES || len > FK_PY_NAME_BYTES - off)
-                break;
-            memcpy(buf, s->name[i] + off, len);
-            return true;
-        }
-    return rd(w, addr, buf, len);
-}
-
 /* A str object's text, as UTF-8, appended to out: compact strings only
  * (code objects' names and file names are), at most FK_PY_NAME_MAX
  * characters ("..." after a cut). False if it is no valid str. */
@@ -416,7 +397,7 @@ static bool read_str(struct fk_py_walker *w, uint64_t addr, struct fk_buf *out)
     const struct fk_py_layout *L = w->lay;
     unsigned char h[128];
     size_t hl = L->str_compact_data;
-    if (!ptr_ok(addr, 8) || hl > sizeof h || !str_bytes(w, addr, addr, h, hl))
+    if (!ptr_ok(addr, 8) || hl > sizeof h || !rd(w, addr, h, hl))
         return false;
     if (get_u64(h, L->ob_type) != w->where.unicode_type)
         return false;
@@ -428,7 +409,7 @@ static bool read_str(struct fk_py_walker *w, uint64_t addr, struct fk_buf *out)
     uint64_t data = addr + (ascii ? L->str_ascii_data : L->str_compact_data);
     size_t n = len > FK_PY_NAME_MAX ? FK_PY_NAME_MAX : (size_t)len;
     unsigned char raw[FK_PY_NAME_MAX * 4];
-    if (n && !str_bytes(w, addr, data, raw, n * kind))
+    if (n && !rd(w, data, raw, n * kind))
         return false;
     for (size_t i = 0; i < n; i++) {
         uint32_t c;
@@ -508,7 +489,7 @@ static bool code_hdr(struct fk_py_walker *w, uint64_t addr, unsigned char *hdr)
         }
     if (!got && !rd(w, addr, hdr, w->co_read))
         return false;
-    if (s && !s->kernel)
+    if (s)
         spec_note(w->spec_code, &w->nspec_code, SPEC_CODES, addr, w->nsnaps);
     return true;
 }
@@ -891,9 +872,6 @@ bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *sna
     snap->win_len = 0;
     snap->reads = snap->read_bytes = 0;
     snap->tstate = snap->cframe = 0;
-    snap->kernel = false;
-    snap->head = 0;
-    snap->nnames = 0;
     unsigned char ts[512];
     size_t off, tsl;
     ts_block(L, &off, &tsl);
@@ -1027,8 +1005,7 @@ static uint8_t walk_chain(struct fk_py_walker *w, uint64_t frame, bool one_segme
         int held = snap_frame(w, frame, fr);
         if (!held && !rd(w, frame, fr, L->fr_size))
             return w->over ? FK_PY_LIMIT : FK_PY_BAD_READ;
-        if (held != SNAP_WINDOW && w->snap && !w->snap->kernel)
-            /* outside the window: guess it next time */
+        if (held != SNAP_WINDOW && w->snap)     /* outside the window: guess it next time */
             spec_note(w->spec_frame, &w->nspec_frame, SPEC_FRAMES, frame, w->nsnaps);
         uint64_t code = get_u64(fr, L->fr_code), prev = get_u64(fr, L->fr_previous);
         uint64_t pi = get_u64(fr, L->fr_prev_instr);
@@ -1078,21 +1055,6 @@ static void walk_begin(struct fk_py_walker *w, struct fk_py_stack *out)
     w->over = false;
 }
 
-/* The whole chain from frame (0: the thread runs no Python code). */
-static uint8_t walk_whole(struct fk_py_walker *w, uint64_t frame, struct fk_py_stack *out)
-{
-    if (!frame)
-        return FK_PY_IDLE;
-    uint64_t next;
-    uint8_t st = walk_chain(w, frame, false, out, &next);
-    /* the root frame ends its segment even if its mark was unreadable */
-    if (st == FK_PY_OK && out->n && !out->f[out->n - 1].entry) {
-        out->f[out->n - 1].entry = true;
-        out->segments++;
-    }
-    return st;
-}
-
 void fk_py_walk(struct fk_py_walker *w, uint64_t tid, struct fk_py_stack *out)
 {
     const struct fk_py_layout *L = w->lay;
@@ -1100,7 +1062,7 @@ void fk_py_walk(struct fk_py_walker *w, uint64_t tid, struct fk_py_stack *out)
     bool refreshed = false;
     uint64_t ts = tstate_of(w, tid, &refreshed);
     uint8_t st = FK_PY_OK;
-    uint64_t cframe, frame = 0;
+    uint64_t cframe, frame = 0, next;
     if (!ts) {
         st = w->over ? FK_PY_LIMIT : FK_PY_NO_THREAD;
         goto done;
@@ -1112,20 +1074,18 @@ void fk_py_walk(struct fk_py_walker *w, uint64_t tid, struct fk_py_stack *out)
     }
     out->cframe = cframe;
     out->tstate = ts;
-    st = walk_whole(w, frame, out);
+    if (!frame) {
+        st = FK_PY_IDLE;
+        goto done;
+    }
+    st = walk_chain(w, frame, false, out, &next);
+    /* the root frame ends its segment even if its mark was unreadable */
+    if (st == FK_PY_OK && out->n && !out->f[out->n - 1].entry) {
+        out->f[out->n - 1].entry = true;
+        out->segments++;
+    }
 done:
     out->status = st;
-    w->cur = NULL;
-}
-
-void fk_py_walk_head(struct fk_py_walker *w, uint64_t head, struct fk_py_stack *out)
-{
-    walk_begin(w, out);
-    if (w->snap) {
-        out->cframe = w->snap->cframe;
-        out->tstate = w->snap->tstate;
-    }
-    out->status = walk_whole(w, head, out);
     w->cur = NULL;
 }
 
@@ -1383,20 +1343,7 @@ struct snap_slot {
                                    as samples' times) */
     uint64_t times[SNAP_TIMES]; /* the samples it serves; 0 once spliced */
     unsigned ntimes;
-    /* a record of the kernel's (fk_python_krec): KREC_OPEN until a sample
-     * of its thread, taken just after it, is met (times[0] is then that
-     * sample's; before, the record's) */
-    uint8_t kernel;
 };
-enum { KREC_NONE, KREC_OPEN, KREC_BOUND };
-/* a record's time and its sample's differ by microseconds (the kernel
- * stamps the sample as the event overflows, the program runs in the
- * overflow handler: 6.18 in a VM, ~12 us after): the nearest record of the
- * thread within this much either side is the sample's (a thread's samples
- * are 1 ms apart at 999 Hz) */
-#define KREC_MATCH_NS (300 * 1000ull)
-/* slots looked back for a sample's record */
-#define KREC_BACK 256
 
 /* A sample fk_python_early left to the engine's thread. */
 struct pending { pid_t pid, tid; uint64_t time; };
@@ -1428,15 +1375,6 @@ struct fk_python {
     uint64_t exits_seen, last_sweep;    /* fk_sym_exits at the last sweep */
     struct pending pending[PENDING_MAX];
     unsigned npending;
-    /* frames read in the kernel (fk_python_set_kernel) */
-    const struct fk_py_layout *klay;    /* NULL: none */
-    fk_py_kdrain_fn kdrain;
-    fk_py_kput_fn kput;
-    void *kctx;
-    struct u64pairs *kput_tids;         /* tid -> thread state given to the kernel */
-    size_t nkput, capkput;
-    struct fk_hindex kput_idx;
-    bool kput_full;                     /* the kernel's table refused one: full */
 };
 
 static bool ns_inode(pid_t pid, uint64_t *ino)
@@ -1491,8 +1429,6 @@ void fk_python_free(struct fk_python *p)
         free(p->slots[i].s);
     free(p->slots);
     fk_hindex_free(&p->proc_idx);
-    free(p->kput_tids);
-    fk_hindex_free(&p->kput_idx);
     pthread_mutex_destroy(&p->lock);
     free(p);
 }
@@ -1501,7 +1437,6 @@ static size_t python_bytes(const struct fk_python *p)
 {
     size_t b = sizeof *p + p->capprocs * sizeof *p->procs + fk_hindex_bytes(&p->proc_idx);
     b += p->nslots * sizeof *p->slots + p->nsnapmem * sizeof(struct fk_py_snap);
-    b += p->capkput * sizeof *p->kput_tids + fk_hindex_bytes(&p->kput_idx);
     for (size_t i = 0; i < p->nprocs; i++) {
         const struct py_proc *pp = p->procs[i];
         b += sizeof *pp + fk_py_walker_bytes(pp->w) + pp->caploc * sizeof *pp->loc_of +
@@ -1772,8 +1707,7 @@ static struct snap_slot *shared_read(struct fk_python *p, pid_t tid, uint64_t im
 {
     for (unsigned i = 1; i <= SNAP_BACK && i <= p->nslots; i++) {
         struct snap_slot *sl = &p->slots[(p->slot_next + p->nslots - i) % p->nslots];
-        if (sl->ntimes && sl->kernel == KREC_NONE && sl->tid == (uint64_t)tid &&
-            sl->image == image && time &&
+        if (sl->ntimes && sl->tid == (uint64_t)tid && sl->image == image && time &&
             time <= sl->taken && sl->ntimes < SNAP_TIMES)
             return sl;
     }
@@ -1821,169 +1755,6 @@ static struct snap_slot *next_slot(struct fk_python *p, uint64_t time)
     return sl;
 }
 
-static void take_early(struct fk_python *p, struct py_proc *pp, pid_t tid, uint64_t time,
-                       uint64_t t0);
-
-/* Give thread tid's state to the kernel's program (once per state: a tid
- * reused by another thread is given its own). Under lock. */
-static void kernel_put(struct fk_python *p, const struct py_proc *pp, pid_t tid, uint64_t tstate)
-{
-    if (!p->kput || !tstate || fk_py_walker_layout(pp->w) != p->klay)
-        return;
-    uint64_t h = fk_hash_u64((uint32_t)tid);
-    struct fk_hiter it = fk_hindex_find(&p->kput_idx, h);
-    uint32_t i;
-    struct u64pairs *e = NULL;
-    while (fk_hindex_next(&it, &i))
-        if (p->kput_tids[i].k == (uint64_t)tid)
-            e = &p->kput_tids[i];
-    if (e && e->v == tstate)
-        return;
-    if (!e && (p->kput_full || (p->max_bytes && python_bytes(p) + 64 > p->max_bytes)))
-        return;
-    if (!p->kput(p->kctx, (uint32_t)tid, tstate)) {
-        p->kput_full = !e;
-        return;
-    }
-    p->st.kernel_threads++;
-    if (e) {
-        e->v = tstate;
-        return;
-    }
-    p->kput_tids = fk_grow(p->kput_tids, &p->capkput, p->nkput + 1, sizeof *p->kput_tids);
-    p->kput_tids[p->nkput] = (struct u64pairs){ (uint64_t)tid, tstate };
-    fk_hindex_add(&p->kput_idx, h, (uint32_t)p->nkput++);
-}
-
-void fk_python_set_kernel(struct fk_python *p, const struct fk_py_layout *lay,
-                          fk_py_kdrain_fn drain, fk_py_kput_fn put, void *ctx)
-{
-    pthread_mutex_lock(&p->lock);
-    p->klay = lay;
-    p->kdrain = drain;
-    p->kput = put;
-    p->kctx = ctx;
-    pthread_mutex_unlock(&p->lock);
-}
-
-void fk_python_krec(struct fk_python *p, const void *rec, size_t len)
-{
-    const struct fk_py_layout *L = p->klay;
-    const size_t hdr = offsetof(struct fk_py_krec, f);
-    if (!L || len < hdr)
-        return;
-    const struct fk_py_krec *r = rec;
-    p->st.kernel_records++;
-    unsigned n = r->n;
-    if (n > FK_PY_KDEPTH || (n && len < sizeof *r) || !r->time || L->fr_size > FK_PY_KSTRIDE ||
-        FK_PY_KDEPTH > FK_PY_SNAP_FRAMES || code_read_len(L) > FK_PY_KCODE_BYTES ||
-        FK_PY_KCODES > FK_PY_SNAP_CODES)
-        return;
-    struct snap_slot *sl = next_slot(p, r->time);
-    if (!sl)
-        return;
-    struct fk_py_snap *sn = sl->s;
-    sn->n = n;
-    for (unsigned k = 0; k < n; k++) {
-        sn->addr[k] = k ? get_u64(r->f[k - 1], L->fr_previous) : r->head;
-        memcpy(sn->bytes[k], r->f[k], L->fr_size);
-    }
-    /* each code object once; a header or name whose read failed (zeros:
-     * no type) is left out, to be read from the target if still there */
-    sn->ncodes = sn->nnames = 0;
-    for (unsigned k = 0; k < n && k < FK_PY_KCODES; k++) {
-        uint64_t code = get_u64(r->f[k], L->fr_code);
-        bool dup = false;
-        for (unsigned j = 0; j < sn->ncodes && !dup; j++)
-            dup = sn->code_addr[j] == code;
-        if (dup || !get_u64(r->code[k], L->ob_type))
-            continue;
-        sn->code_addr[sn->ncodes] = code;
-        memcpy(sn->code_hdr[sn->ncodes++], r->code[k], code_read_len(L));
-        if (get_u64(r->name[k], L->ob_type)) {
-            sn->name_addr[sn->nnames] = get_u64(r->code[k], L->co_qualname);
-            memcpy(sn->name[sn->nnames++], r->name[k], FK_PY_NAME_BYTES);
-        }
-    }
-    sn->reads = sn->read_bytes = 0;
-    sn->tstate = r->tstate;
-    sn->cframe = r->cframe;
-    sn->win_addr = 0;
-    sn->win_len = 0;
-    sn->kernel = true;
-    sn->head = r->head;
-    sl->tid = r->tid;
-    sl->image = 0;      /* set when its sample is met */
-    sl->taken = sl->done = r->time;
-    sl->times[0] = r->time;
-    sl->ntimes = 1;
-    sl->kernel = KREC_OPEN;
-    p->slot_next = (p->slot_next + 1) % p->nslots;
-}
-
-/* The kernel's record of thread tid's sample at time, if one was drained
- * and the thread state it read is the one pp's walker knows for tid
- * (its table in the kernel is not told of a tid reused): bound to the
- * sample. Under lock. */
-static struct snap_slot *kernel_slot(struct fk_python *p, const struct py_proc *pp, pid_t tid,
-                                     uint64_t time)
-{
-    struct snap_slot *sl = NULL;
-    uint64_t best = KREC_MATCH_NS + 1;
-    for (unsigned i = 1; i <= KREC_BACK && i <= p->nslots; i++) {
-        struct snap_slot *c = &p->slots[(p->slot_next + p->nslots - i) % p->nslots];
-        if (c->kernel != KREC_OPEN || c->tid != (uint64_t)tid || !c->ntimes)
-            continue;
-        uint64_t d = c->times[0] > time ? c->times[0] - time : time - c->times[0];
-        if (d < best) {
-            best = d;
-            sl = c;
-        }
-    }
-    if (sl) {
-        sl->kernel = KREC_BOUND;
-        uint64_t h = fk_hash_u64((uint32_t)tid);
-        struct fk_hiter it = fk_hindex_find(&p->kput_idx, h);
-        uint32_t j;
-        bool same = false;
-        while (fk_hindex_next(&it, &j))
-            if (p->kput_tids[j].k == (uint64_t)tid)
-                same = p->kput_tids[j].v == sl->s->tstate;
-        if (!same) {
-            sl->ntimes = 0;
-            return NULL;
-        }
-        sl->image = pp->gen.image;
-        sl->times[0] = time;
-        return sl;
-    }
-    return NULL;
-}
-
-/* A sample of thread tid of pp (a Python process) at time, as it leaves
- * its ring: served by the kernel's record of it, else read now. Returns
- * FK_PY_EARLY_READ when the target was read for it. Under lock. */
-static int early_python(struct fk_python *p, struct py_proc *pp, pid_t tid, uint64_t time,
-                        uint64_t t0)
-{
-    if (p->klay && fk_py_walker_layout(pp->w) == p->klay) {
-        struct snap_slot *sl = kernel_slot(p, pp, tid, time);
-        if (!sl && p->kdrain) {
-            p->kdrain(p->kctx);
-            sl = kernel_slot(p, pp, tid, time);
-        }
-        if (sl) {
-            p->st.kernel_used++;
-            note_delay(p, time, time);  /* read at the sample */
-            p->st.early_ns += fk_now_ns() - t0;
-            return 0;
-        }
-        p->st.kernel_missed++;
-    }
-    take_early(p, pp, tid, time, t0);
-    return FK_PY_EARLY_READ;
-}
-
 /* Read thread tid of pp (a Python process) for its sample at time, or
  * let a read of it made after that sample serve it. t0: when the sample
  * was met. Under lock. */
@@ -2014,8 +1785,6 @@ static void take_early(struct fk_python *p, struct py_proc *pp, pid_t tid, uint6
     sl->done = now;
     sl->times[0] = time;
     sl->ntimes = 1;
-    sl->kernel = KREC_NONE;
-    kernel_put(p, pp, tid, sl->s->tstate);
     p->slot_next = (p->slot_next + 1) % p->nslots;
     p->st.snapshots++;
     p->st.snapshot_windows += sl->s->win_len > 0;
@@ -2045,7 +1814,8 @@ int fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
             p->pending[p->npending++] = (struct pending){ pid, tid, time };
         got = FK_PY_EARLY_WAIT;
     } else if (pp && pp->state == PS_PYTHON) {
-        got = early_python(p, pp, tid, time, t0);
+        take_early(p, pp, tid, time, t0);
+        got = FK_PY_EARLY_READ;
     }
     pthread_mutex_unlock(&p->lock);
     return got;
@@ -2078,7 +1848,7 @@ void fk_python_catch_up(struct fk_python *p)
             refresh(p, pp);     /* once the symbolizer handled the exec */
         }
         if (pp && pp->state == PS_PYTHON)
-            early_python(p, pp, q->tid, q->time, t0);
+            take_early(p, pp, q->tid, q->time, t0);
     }
     p->npending = 0;
     pthread_mutex_unlock(&p->lock);
@@ -2092,7 +1862,7 @@ static const struct fk_py_snap *snap_of(struct fk_python *p, const struct py_pro
 {
     for (unsigned i = 1; time && i <= p->nslots; i++) {
         struct snap_slot *sl = &p->slots[(p->slot_next + p->nslots - i) % p->nslots];
-        if (sl->tid != (uint64_t)tid || !sl->ntimes || sl->kernel == KREC_OPEN)
+        if (sl->tid != (uint64_t)tid || !sl->ntimes)
             continue;
         for (unsigned j = 0; j < sl->ntimes; j++)
             if (sl->times[j] == time) {
@@ -2138,12 +1908,7 @@ static void sample_locked(struct fk_python *p, pid_t pid, pid_t tid, struct fk_p
         if (!pp->cf_known && nat->sps && snap)
             learn_cframe(p, pp, nat, nn, snap->cframe, snap->tstate);
         uint64_t outer;
-        if (snap && snap->kernel) {
-            /* the chain as the kernel read it at the sample itself */
-            fk_py_use_snap(pp->w, snap);
-            fk_py_walk_head(pp->w, snap->head, s);
-            p->st.kernel_walks++;
-        } else if (pp->cf_known && nat->sps &&
+        if (pp->cf_known && nat->sps &&
             fk_py_heads_from_copy(fk_py_walker_layout(pp->w), nat, p->evals, nn, pp->cf_off,
                                   heads, &nh, &outer) && nh == nev) {
             fk_py_use_snap(pp->w, snap);

@@ -193,9 +193,6 @@ void fk_py_walk_from(struct fk_py_walker *w, const uint64_t *heads, unsigned nhe
 #define FK_PY_FRAME_BYTES 80
 #define FK_PY_SNAP_CODES 32
 #define FK_PY_CODE_BYTES 192
-/* bytes of a code object's co_qualname str object held from the sample
- * (in-kernel reads): its header and up to 80 ASCII characters */
-#define FK_PY_NAME_BYTES 128
 #define FK_PY_SNAP_NEED (12u << 10)     /* bytes of data stack a sample needs, at most */
 #define FK_PY_SNAP_ABOVE (4u << 10)     /* ... of them above datastack_top */
 #define FK_PY_SNAP_WINDOW (16u << 10)   /* read: that and 2 KiB either side */
@@ -208,16 +205,6 @@ struct fk_py_snap {
     unsigned char code_hdr[FK_PY_SNAP_CODES][FK_PY_CODE_BYTES];
     uint32_t reads, read_bytes; /* what taking it cost */
     uint64_t tstate, cframe;    /* the thread state read, its _PyCFrame then (0: none) */
-    /* read in the kernel at the sample itself (fk_python_krec): head is
-     * the thread's current frame then (0: it ran no Python code) and the
-     * frames are its chain from there, in order */
-    bool kernel;
-    uint64_t head;
-    /* ... and the qualname str objects of the code objects it holds
-     * (read_str takes a name from here when it lies wholly inside one) */
-    unsigned nnames;
-    uint64_t name_addr[FK_PY_SNAP_CODES];
-    unsigned char name[FK_PY_SNAP_CODES][FK_PY_NAME_BYTES];
     uint64_t win_addr;          /* the window's address in the target */
     uint32_t win_len;           /* 0: none */
     unsigned char win[FK_PY_SNAP_WINDOW];
@@ -225,10 +212,6 @@ struct fk_py_snap {
 /* Record tid's data stack window and live chain into snap; false when
  * there is neither. */
 bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *snap);
-/* Walk the chain from frame head, the thread's current frame at the
- * sample as read then (an in-kernel read: fk_python_krec), with frames
- * from the snapshot set by fk_py_use_snap where it holds them. */
-void fk_py_walk_head(struct fk_py_walker *w, uint64_t head, struct fk_py_stack *out);
 /* Walks read frames from snap where it holds them (NULL: from the target). */
 void fk_py_use_snap(struct fk_py_walker *w, const struct fk_py_snap *snap);
 /* A name by id (NUL-terminated, UTF-8, no ';' or control characters). */
@@ -290,17 +273,6 @@ struct fk_python_stats {
     uint64_t snapshot_reads, snapshot_read_bytes;   /* ... what taking them read */
     uint64_t early_ns;              /* CPU time taking them */
     double delay_median_ms, delay_p90_ms, delay_max_ms; /* sample -> chain read */
-    /* the frames read in the kernel at the sample (fk_python_set_kernel) */
-    uint64_t kernel_records;        /* records drained */
-    uint64_t kernel_used;           /* ... that served their sample */
-    uint64_t kernel_missed;         /* samples of Python processes without one
-                                       (the thread not known to the kernel yet:
-                                       read by process_vm_readv instead) */
-    uint64_t kernel_threads;        /* threads given to the kernel's table */
-    uint64_t kernel_walks;          /* walks from the chain a record holds */
-    bool kernel;                    /* frames read in the kernel (engine/pyframes.c) */
-    unsigned kernel_attached, kernel_refused;   /* sampling events given the program */
-    char kernel_why[256];           /* why not, or why an event refused it */
     char versions[64];              /* "3.11" ... as found; unknown ones as "3.12?" */
 };
 
@@ -374,45 +346,6 @@ void fk_python_catch_up(struct fk_python *p);
  * the engine's thread (fk_python_early), which looks at pid again as soon
  * as it has. */
 void fk_python_mapped(struct fk_python *p, pid_t pid, const char *path, uint64_t time);
-/* Frames read in the kernel (engine/pyframes.c: a perf-event program on
- * the sampling events that reads the sampled thread's chain at the sample,
- * so no one is woken to read it before the thread moves on). The program
- * knows a thread by the address of its thread state, which the module
- * gives it the first time it finds a thread's (put: a table keyed by the
- * kernel's tid; false when full); until then that thread's samples are
- * read with process_vm_readv as without it. drain, called under the
- * module's lock whenever a sample of a Python process has no record yet,
- * hands each record written since to fk_python_krec. */
-#define FK_PY_KDEPTH 64     /* frames a record holds (the chain goes on by reads) */
-#define FK_PY_KSTRIDE 72    /* bytes per frame: the layout's fr_size at most */
-/* the code object headers of the first FK_PY_KCODES frames, as they were
- * at the sample, and the first FK_PY_NAME_BYTES of each one's co_qualname
- * str object: a code object that lives briefly (a module's or a class's
- * body during an import) is freed with its name before the record is
- * drained, and its frames were then unnamed (6-34 % of pydoc -w's walks
- * invalid with the headers alone) */
-#define FK_PY_KCODES 32
-#define FK_PY_KCODE_BYTES 176   /* the layout's code_read_len at most */
-struct fk_py_krec {
-    uint32_t tid;           /* the kernel's (the samples') */
-    uint32_t n;             /* frames read */
-    uint64_t time;          /* CLOCK_MONOTONIC, taken just before the sample's */
-    uint64_t tstate;        /* the thread state the table gave */
-    uint64_t head;          /* its current frame (0: no Python code running) */
-    uint64_t next;          /* the frame after the n read (0: the chain ended) */
-    uint64_t cframe;        /* tstate's _PyCFrame */
-    unsigned char f[FK_PY_KDEPTH][FK_PY_KSTRIDE];   /* frame k: fr_size bytes */
-    unsigned char code[FK_PY_KCODES][FK_PY_KCODE_BYTES];    /* frame k's code object */
-    unsigned char name[FK_PY_KCODES][FK_PY_NAME_BYTES];     /* ... its co_qualname */
-};
-typedef void (*fk_py_kdrain_fn)(void *ctx);
-typedef bool (*fk_py_kput_fn)(void *ctx, uint32_t tid, uint64_t tstate);
-/* lay: the only layout the program reads (processes of another version
- * are not given to it). */
-void fk_python_set_kernel(struct fk_python *p, const struct fk_py_layout *lay,
-                          fk_py_kdrain_fn drain, fk_py_kput_fn put, void *ctx);
-/* From drain alone (the lock is held): one record of len bytes. */
-void fk_python_krec(struct fk_python *p, const void *rec, size_t len);
 /* Rewrite one sample's user frames in place when pid runs CPython: Python
  * frames become locations of the symbolizer's named frames,
  * "qualname_[p]". With the stack copy and frame stack pointers, each
