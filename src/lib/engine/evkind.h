@@ -137,8 +137,8 @@ struct fk_evkind {
      * called with open false when the window failed. May be NULL. */
     void (*window)(void *state, struct fk_engine *e, bool open);
     /* Optional: the events are open and mapped, not yet enabled (from the
-     * engine's thread): a kind that attaches programs of its own to them
-     * (fk_engine_event_fd). false with one phrase in err: the capture
+     * engine's thread): a kind that attaches programs of its own
+     * (their events handed to fk_engine_keep_fd). false with one phrase in err: the capture
      * fails. */
     bool (*opened)(void *state, struct fk_engine *e, char *err, size_t errlen);
     /* Optional: the ring reader's pass hook (struct fk_reader_opts.pass),
@@ -248,9 +248,6 @@ bool fk_engine_set_period(struct fk_engine *e, unsigned event, uint64_t period, 
  * opening. */
 bool fk_engine_inherits(const struct fk_engine *e);
 
-/* One fd of event i (the first found; the engine's: do not close it),
- * -1 with one phrase in err. From the opened hook on. */
-int fk_engine_event_fd(struct fk_engine *e, unsigned event, char *err, size_t errlen);
 /* fd (a kind's own perf event, e.g. a BPF program's: the engine's from
  * now on) closed with the capture's events, after the result's files are
  * written when they are held: closing a tracepoint's last event waits for

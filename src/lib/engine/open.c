@@ -570,21 +570,6 @@ bool fk_engine_set_period(struct fk_engine *e, unsigned event, uint64_t period, 
     return true;
 }
 
-int fk_engine_event_fd(struct fk_engine *e, unsigned event, char *err, size_t errlen)
-{
-    if (event >= e->nevents || !e->evsel[event]) {
-        snprintf(err, errlen, "no event %u", event);
-        return -1;
-    }
-    if (!e->nperiod_fds[event] && !find_event_fds(e, event, err, errlen))
-        return -1;
-    for (size_t k = 0; k < e->nperiod_fds[event]; k++)
-        if (e->period_fds[event][k] >= 0)
-            return e->period_fds[event][k];
-    snprintf(err, errlen, "event %u has no fds", event);
-    return -1;
-}
-
 const char *fk_engine_tree_cgroup(const struct fk_engine *e)
 {
     return e->tree_cgroup;
