@@ -41,7 +41,13 @@
  *                                   falls as a window opens
  *   offcpu-truth spin SECONDS       two threads spin (spin_hot) without
  *                                   blocking: on one CPU (taskset -c 0) each
- *                                   waits runnable [R] half the time
+ *                                   waits runnable [R] half the time; prints
+ *                                   "spin_cpu_ns NS", the CPU time they got
+ *   offcpu-truth nap SECONDS        one sleep of SECONDS (nap_long), after
+ *                                   printing "nap_start_unix_ns NS": when it
+ *                                   began, on the clock of the metadata's
+ *                                   start_unix_ns (a loaded host starts it
+ *                                   late)
  *   offcpu-truth threads N          N short-lived threads, each sleeping
  *                                   1 ms (tid churn)
  *   offcpu-truth names SECONDS      threads with hostile names (';', a
@@ -435,6 +441,15 @@ static void *spinner(void *arg)
     return NULL;
 }
 
+/* ---- one long sleep ---- */
+
+static NOINLINE void nap_long(double secs)
+{
+    struct timespec ts = { (time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9) };
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
 /* ---- thread churn ---- */
 
 static NOINLINE void *short_thread(void *arg)
@@ -486,7 +501,7 @@ int main(int argc, char **argv)
     if (argc < 3) {
         fprintf(stderr, "usage: offcpu-truth sleeps|pipe|mutex|storm|spin|names SECONDS | fsync SECONDS DIR"
                         " | phases SECONDS STORM_SECONDS | lull SECONDS [STORM_SECONDS]"
-                        " | threads N\n");
+                        " | nap SECONDS | threads N\n");
         return 2;
     }
     const char *mode = argv[1];
@@ -565,6 +580,10 @@ int main(int argc, char **argv)
         start(&th[1], spinner);
         pthread_join(th[0], NULL);
         pthread_join(th[1], NULL);
+        struct timespec cpu;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+        printf("spin_cpu_ns %llu\n",
+               (unsigned long long)cpu.tv_sec * 1000000000ull + (unsigned long long)cpu.tv_nsec);
     } else if (!strcmp(mode, "names")) {
         pthread_t nt[NHOSTILE];
         for (size_t i = 0; i < NHOSTILE; i++)
@@ -572,6 +591,13 @@ int main(int argc, char **argv)
                 die("pthread_create");
         for (size_t i = 0; i < NHOSTILE; i++)
             pthread_join(nt[i], NULL);
+    } else if (!strcmp(mode, "nap")) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        printf("nap_start_unix_ns %llu\n",
+               (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
+        fflush(stdout);
+        nap_long(secs);
     } else if (!strcmp(mode, "threads")) {
         int n = atoi(argv[2]);
         for (int i = 0; i < n; i++) {
