@@ -43,7 +43,8 @@ total=$(( pairs * nb * (short + long + long99 + 30) ))
 for ((i = 0; i < $(nproc); i++)); do "$PY" "$work/busy.py" "$total" & pids+=($!); done
 sleep 1
 
-# one capture: prints "CPU_S SAMPLES"
+# one capture: prints "CPU_S SAMPLES LOST" (LOST: records the kernel
+# dropped; a cheaper build that loses records has not proven its cost)
 run() {  # run FLAMEKIT HZ SECS
     local out=$work/out.$RANDOM
     python3 - "$1" "$2" "$3" "$out" <<'PY'
@@ -57,7 +58,7 @@ _, status, ru = os.wait4(p.pid, 0)
 if status:
     sys.exit("flamekit failed (wait status %d)" % status)
 d = json.load(open(glob.glob(out + "/*.json")[0]))
-print("%.4f %d" % (ru.ru_utime + ru.ru_stime, d["samples"]))
+print("%.4f %d %d" % (ru.ru_utime + ru.ru_stime, d["samples"], d.get("lost", 0)))
 PY
     rm -rf "$out"
 }
@@ -68,40 +69,41 @@ declare -A figs
 for ((p = 0; p < pairs; p++)); do
     for b in "${builds[@]}"; do
         bin=$fk; [ "$b" = base ] && bin=$base
-        cs=0 ns=0 cl=0 nl=0
+        cs=0 ns=0 cl=0 nl=0 ls=0 ll=0 l99=0
         if [ "$long" -gt 0 ]; then
-            read -r cs ns < <(run "$bin" 999 "$short")
-            read -r cl nl < <(run "$bin" 999 "$long")
+            read -r cs ns ls < <(run "$bin" 999 "$short")
+            read -r cl nl ll < <(run "$bin" 999 "$long")
         fi
         c99=0
-        [ "$long99" -gt 0 ] && read -r c99 _ < <(run "$bin" 99 "$long99")
-        figs[$b]+="$cs $ns $cl $nl $c99"$'\n'
+        [ "$long99" -gt 0 ] && read -r c99 _ l99 < <(run "$bin" 99 "$long99")
+        figs[$b]+="$cs $ns $cl $nl $c99 $((ls + ll + l99))"$'\n'
     done
 done
-# per build: medians of whole-run us/sample, per-sample us, fixed ms, 99 Hz %
+# per build: medians of whole-run us/sample, per-sample us, fixed ms, 99 Hz %;
+# lost records over all its captures
 summary() {
     awk -v short="$short" -v long99="$long99" '
     function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
                                    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-    NF == 5 { n++; whole[n] = 1e6 * $3 / ($4 ? $4 : 1)
+    NF == 6 { n++; whole[n] = 1e6 * $3 / ($4 ? $4 : 1); lost += $6
               per = ($4 > $2) ? ($3 - $1) / ($4 - $2) : 0; ps[n] = 1e6 * per
               fx[n] = 1e3 * ($1 - per * $2); pc[n] = long99 ? 100 * $5 / long99 : 0 }
-    END { printf "%.2f %.2f %.0f %.3f\n", med(whole, n), med(ps, n), med(fx, n), med(pc, n) }'
+    END { printf "%.2f %.2f %.0f %.3f %d\n", med(whole, n), med(ps, n), med(fx, n), med(pc, n), lost }'
 }
 declare -A s
 for b in "${builds[@]}"; do
     s[$b]=$(printf '%s' "${figs[$b]}" | summary)
-    read -r w ps fx pc <<<"${s[$b]}"
+    read -r w ps fx pc lost <<<"${s[$b]}"
     printf '(%s)' "$b"
     [ "$long" -gt 0 ] && printf ' 999 Hz: %s us CPU/sample over a %ss run (target <= 4); per sample %s us + fixed %s ms;' \
         "$w" "$long" "$ps" "$fx"
     [ "$long99" -gt 0 ] && printf ' 99 Hz %ss: %s %% of a core (target <= 1)' "$long99" "$pc"
-    echo
-    printf '%s' "${figs[$b]}" | sed "s/^/    ($b) cpu_s samples (${short}s), cpu_s samples (${long}s), cpu_s (99 Hz): /"
+    printf ' lost records: %s\n' "$lost"
+    printf '%s' "${figs[$b]}" | sed "s/^/    ($b) cpu_s samples (${short}s), cpu_s samples (${long}s), cpu_s (99 Hz), lost: /"
 done
 if [ -n "$base" ]; then
-    read -r bw bps bfx bpc <<<"${s[base]}"
-    read -r nw nps nfx npc <<<"${s[new]}"
+    read -r bw bps bfx bpc _ <<<"${s[base]}"
+    read -r nw nps nfx npc _ <<<"${s[new]}"
     awk -v bw="$bw" -v nw="$nw" -v bps="$bps" -v nps="$nps" -v bfx="$bfx" -v nfx="$nfx" \
         -v bpc="$bpc" -v npc="$npc" -v long99="$long99" 'function r(a, b) { return a > 0 ? b / a : 0 }
         BEGIN { printf "ratio new/base (medians of %s pairs): us/sample %.2fx, per sample %.2fx, fixed %.2fx", '"$pairs"', r(bw, nw), r(bps, nps), r(bfx, nfx)

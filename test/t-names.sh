@@ -153,6 +153,23 @@ for kind in fifo symlink; do
     check_eq "perf map that is a $kind: not read" "[JIT] tid $PROG_PID""_[j] rc=0" "$(echo $out)"
     check_grep "perf map that is a $kind: skipped, said" "perf map /tmp/perf-$PROG_PID\\.map of pid $PROG_PID skipped" "$T/hostile.err"
 done
+# a map last written before the process started (an earlier process's, the
+# pid reused) is not read, said; the same map written after it started is
+start_prog addr "$PROG" jit nomap
+m=$(fk_perf_map_path "$PROG_PID")
+for age in stale fresh; do
+    echo "$addr 40 fk_planted" >"$m"
+    [ $age = fresh ] || touch -d '-1 hour' "$m"
+    out=$(timeout 20 "$LOOKUP" -a "$PROG_PID" "$(printf '%x' $((0x$addr + 2)))" 2>"$T/age.err"; echo "rc=$?")
+    if [ $age = stale ]; then
+        check_eq "perf map older than its process: not read" "[JIT] tid $PROG_PID""_[j] rc=0" "$(echo $out)"
+        check_grep "perf map older than its process: skipped, said" \
+            "perf map /tmp/perf-$PROG_PID\\.map of pid $PROG_PID skipped: it was last written before the process started" "$T/age.err"
+    else
+        check_eq "perf map written after its process started: read" "fk_planted_[j] rc=0" "$(echo $out)"
+    fi
+done
+rm -f "$m"; stop_prog
 
 # b. java -XX:+DumpPerfMapAtExit: the JVM writes its map when it exits
 if need java && need javac; then

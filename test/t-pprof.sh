@@ -188,14 +188,54 @@ check_eq "go heap: unknown --sample-type exits 1" 1 "$rc"
 check_grep "go heap: ... naming the types there are" "^flamekit svg: .*no sample type 'nosuch'.*alloc_objects \(count\), alloc_space \(bytes\), inuse_objects \(count\), inuse_space \(bytes\)" "$o"
 check_eq "go heap: ... in one line" 1 "$(printf '%s\n' "$o" | wc -l)"
 
-# diff and merge of two Go profiles: 3:1 before, 1:1 after
+# diff and merge of two Go profiles: 3:1 work before, 1:1 after
 "$FLAMEKIT" diff --normalize -o "$T/gdiff.svg" "$gcpu" "$T/g2/cpu.pprof"
 check "go diff: renders, well-formed" xmllint --noout "$T/gdiff.svg"
-# the frames' colours as the viewer draws them (the widest frame of each name)
+# The frames' colours as the viewer draws them (the widest frame of each
+# name) against the colour formula of flamekit-diff(1), from the two
+# profiles as go tool pprof reads them (cpu nanoseconds, flamekit's default
+# type: samples x period, checked above). Not "goHotOne grew": Go's SIGPROF samples do not split as the work
+# does under load (1:1 work was sampled 88:47 at load 18 here, and a CI run
+# drew a 3:1-sampled AFTER), so which way a frame moved is the profiles'
+# fact; the check is that the graph shows that fact. The largest delta is
+# the file's (it is over the drawn frames), at least these frames' own.
+for k in 1 2; do
+    f=$gcpu; [ $k = 1 ] || f=$T/g2/cpu.pprof
+    gotraces -sample_index=samples "$f" |
+        awk -v p="$(pp -raw "$f" | awk '/^Period: / {print $2}')" '{$NF = sprintf("%.0f", $NF * p); print}' >"$T/gd$k.traces"
+done
+maxdelta=$(sed -n 's/.* data-maxdelta="\([^"]*\)".*/\1/p' "$T/gdiff.svg")
+# expected NAME: "c1 c2 colour" of the widest (largest AFTER) frame of NAME
+diffcolour() {
+    awk -v name="$1" -v maxd="$maxdelta" '
+    { k = $0; sub(/ [0-9]+$/, "", k); m = split(k, f, ";"); p = ""
+      for (i = 1; i <= m; i++) { p = p (i > 1 ? ";" : "") f[i]; c[FILENAME == ARGV[1], p] += $NF; if (f[i] == name) is[p] = 1 }
+      t[FILENAME == ARGV[1]] += $NF }
+    END { best = ""; for (p in is) if (best == "" || c[0, p] > c[0, best]) best = p
+          c1 = c[1, best] + 0; c2 = c[0, best] + 0; d = c2 - c1 * (t[0] / t[1])
+          r = maxd > 0 ? (d < 0 ? -d : d) / maxd : 0; if (r > 1) r = 1
+          if (c1 == 0 && d != 0 && r < 0.6) r = 0.6
+          v = sprintf("%02x", int(225 * (1 - r) + 0.5))
+          col = d > 0 ? "#ff" v v : d < 0 ? "#" v v "ff" : "#e1e1e1"
+          printf "%.0f %.0f %s %s\n", c1, c2, col, ((d < 0 ? -d : d) <= maxd * (1 + 1e-12)) ? "bounded" : "over" }
+    ' "$T/gd1.traces" "$T/gd2.traces"
+}
 if have_browser; then
     browser "open:$T/gdiff.svg,1200,600" frame:main.goHotOne frame:main.goHotThree >"$T/gdiff.out" 2>&1
-    check_grep "go diff: goHotOne grew (red)" ' #ff[0-9a-f]{4}$' "$(val "$T/gdiff.out" frame.main.goHotOne)"
-    check_grep "go diff: goHotThree shrank (blue)" ' #[0-9a-f]{4}ff$' "$(val "$T/gdiff.out" frame.main.goHotThree)"
+    split=$(for f in "$T/gd1.traces" "$T/gd2.traces"; do
+        awk '/;main\.goHotThree( |;)/ {a += $NF} /;main\.goHotOne( |;)/ {b += $NF} END {printf "%.0f:%.0f ", a, b}' "$f"; done)
+    for fn in main.goHotOne main.goHotThree; do
+        read -r c1 c2 want bound < <(diffcolour "$fn")
+        got=$(val "$T/gdiff.out" "frame.$fn")
+        check_eq "go diff: $fn's delta is within the file's largest" bounded "$bound"
+        if [ "${got##* }" = "$want" ]; then
+            pass "go diff: $fn drawn in the colour of its delta (normalized)"
+        else
+            fail "go diff: $fn drawn in the colour of its delta (normalized)" \
+                "expected $want for cpu ns $c1 before, $c2 after (largest delta $maxdelta); the viewer drew: $got
+goHotThree:goHotOne cpu ns before:after $split"
+        fi
+    done
 else
     skip "go diff: colours" "node or chromium not found: apt-get install nodejs chromium"
 fi

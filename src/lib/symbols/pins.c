@@ -68,6 +68,8 @@ void fk_jit_where(pid_t pid, struct fk_jit_where *w)
     w->gone = true;
     w->nspid = ns_pid(pid);
     w->nuids = fk_proc_uids(pid, w->uids);
+    if (!fk_proc_start_boot_ns(pid, &w->start_ns))
+        w->start_ns = 0;
     if (w->nspid > 0 && w->nuids)
         w->tmp_fd = fk_proc_tmp_open(pid, &w->gone);
 }

@@ -35,6 +35,7 @@ struct fk_jit_where {
     pid_t nspid;            /* its pid in its own pid namespace; 0: unknown */
     uid_t uids[2];          /* its real and effective uid */
     size_t nuids;           /* 0: unknown */
+    unsigned long long start_ns; /* its start, CLOCK_BOOTTIME ns; 0: unknown */
     int tmp_fd;             /* its /tmp, O_PATH; -1 */
     bool gone;              /* tmp_fd is -1 because the process is gone */
 };

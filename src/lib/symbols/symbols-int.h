@@ -72,6 +72,7 @@ struct dso {
     enum { JIT_TMP_UNKNOWN, JIT_TMP_OURS, JIT_TMP_OTHER, JIT_TMP_NONE } jit_tmp;
     uid_t uids[2];          /* DSO_ANON: the process's real and effective uid */
     size_t nuids;           /* (0: unknown, then only a map owned by root is read) */
+    unsigned long long start_ns; /* DSO_ANON: the process's start (boot ns); 0: unknown */
     bool sampled;           /* a sample fell in it (DSO_ANON: map re-read at the end) */
     bool map_warned;        /* DSO_ANON: its map was refused or cut (said once) */
     struct load_seg *loads;

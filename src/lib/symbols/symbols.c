@@ -21,6 +21,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #define COMM_LEN 16
@@ -348,6 +349,7 @@ static void jit_locate(struct fk_symbolizer *s, struct dso *d)
         fk_jit_where(d->pid, &w);   /* not pinned as its record left the ring: now */
     d->nspid = w.nspid;
     d->nuids = w.nuids;
+    d->start_ns = w.start_ns;
     memcpy(d->uids, w.uids, sizeof d->uids);
     bool gone = w.gone;
     int fd = w.tmp_fd;
@@ -415,6 +417,26 @@ static void map_warn(struct fk_symbolizer *s, struct dso *d, const char *name, c
                what);
 }
 
+/* A map last written before the process started is an earlier process's
+ * (pids are reused; nothing removes a map when its JIT exits): its names
+ * would be wrong, not missing. The map's mtime (wall clock) is taken to
+ * boot time through the clocks' offset now; a second of slack covers the
+ * coarse file clock, the start's tick and clock slewing since. */
+#define MAP_STALE_SLACK_NS 1000000000ull
+static bool map_predates(const struct dso *d, int fd)
+{
+    struct stat st;
+    struct timespec real, boot;
+    if (!d->start_ns || fstat(fd, &st) != 0 || clock_gettime(CLOCK_REALTIME, &real) != 0 ||
+        clock_gettime(CLOCK_BOOTTIME, &boot) != 0)
+        return false;
+    long long mtime = (long long)st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec;
+    long long offset = ((long long)real.tv_sec - boot.tv_sec) * 1000000000ll +
+                       (real.tv_nsec - boot.tv_nsec);   /* wall clock at boot */
+    long long written = mtime - offset;                 /* in boot time */
+    return written + (long long)MAP_STALE_SLACK_NS < (long long)d->start_ns;
+}
+
 /* The process's perf map: a regular file owned by one of its uids or
  * root, in its /tmp (never through a symlink), within JIT_MAP_MAX_SIZE
  * and what --max-memory leaves. A process gone before we saw it: our
@@ -445,6 +467,12 @@ static void read_perf_map(struct fk_symbolizer *s, struct dso *d, bool at_end)
                      JIT_MAP_MAX_SIZE >> 20);
             map_warn(s, d, name, what);
         }
+        return;
+    }
+    if (!guess && map_predates(d, fd)) {
+        map_warn(s, d, name, "skipped: it was last written before the process started (a map "
+                 "left by an earlier process with the same pid)");
+        close(fd);
         return;
     }
     if (fk_perfmap_load(&d->st, fd, JIT_MAP_MAX_SIZE, sym_left(s)) == FK_PERFMAP_TRUNCATED)

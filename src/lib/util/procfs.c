@@ -4,6 +4,7 @@
 #include "util/fk.h"
 
 #include <dirent.h>
+#include <unistd.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -88,4 +89,31 @@ size_t fk_proc_status_numbers(const char *path, const char *key, unsigned long l
         line = end;
     }
     return n;
+}
+
+bool fk_proc_start_boot_ns(pid_t pid, unsigned long long *ns)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    if (fk_read_small(path, buf, sizeof buf) <= 0)
+        return false;
+    /* "pid (comm) state ...": comm may hold anything but ends at the last
+     * ')'; starttime is the 20th field after it */
+    char *p = strrchr(buf, ')');
+    if (!p)
+        return false;
+    p++;
+    for (int field = 3; field < 22; field++) {
+        p = strchr(p + 1, ' ');
+        if (!p)
+            return false;
+    }
+    char *end;
+    errno = 0;
+    unsigned long long ticks = strtoull(p + 1, &end, 10);
+    long hz = sysconf(_SC_CLK_TCK);
+    if (end == p + 1 || errno || hz <= 0 || ticks > UINT64_MAX / 1000000000ull)
+        return false;
+    *ns = ticks * (1000000000ull / (unsigned long long)hz);
+    return true;
 }

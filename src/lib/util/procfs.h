@@ -24,5 +24,9 @@ unsigned long long fk_proc_status_last(const char *path, const char *key);
  * real, effective, saved and filesystem uids. */
 size_t fk_proc_status_numbers(const char *path, const char *key, unsigned long long *v,
                               size_t max);
+/* When process pid started (its fork), in nanoseconds of CLOCK_BOOTTIME,
+ * to the kernel's clock tick (/proc/PID/stat field 22, rounded down); false
+ * when the process is gone or the file unreadable. */
+bool fk_proc_start_boot_ns(pid_t pid, unsigned long long *ns);
 
 #endif
