@@ -45,17 +45,16 @@ v=$("$FK" --version 2>&1)
 check_grep "installed flamekit --version: $want_version, libperf's source" \
     "^flamekit ${want_version//./\\.}([- ][^ ]*)? \(libperf from linux-source 6\.12\." "$v"
 needed=$(readelf -d "$FK" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
-check_nogrep "libcurl, libdebuginfod, libcrypto, Nettle, libmicrohttpd, GnuTLS, libelf, libdw, liblzma and gRPC are not linked (loaded when needed, or fetchd's)" \
-    'libcurl|libdebuginfod|libcrypto|libnettle|libmicrohttpd|libgnutls|libelf|libdw|liblzma|libgrpc|libgpr' "$needed"
+check_nogrep "libcurl, libdebuginfod, libcrypto, Nettle, libmicrohttpd, GnuTLS, libelf, libdw, liblzma, libbpf and gRPC are not linked (loaded when needed, or fetchd's)" \
+    'libcurl|libdebuginfod|libcrypto|libnettle|libmicrohttpd|libgnutls|libelf|libdw|liblzma|libbpf|libgrpc|libgpr' "$needed"
 check_nogrep "every library flamekit needs is on this host" 'not found' "$(ldd "$FK" 2>&1)"
 
 if [ -n "${FK_DEB_DIR:-}" ]; then
     dep=$(dpkg-deb -f "$deb" Depends)
-    for lib in libelf1 libdw1 liblzma5; do
+    for lib in libelf1 libdw1 liblzma5 libbpf1; do
         check_grep "flamekit Depends on $lib (loaded at run time, not linked)" "(^|[ ,])$lib([ ,(]|\$)" "$dep"
     done
     # every library the binary links comes with a Depends on its package
-    # (libbpf1 once the BPF programs are in use, whatever is added next)
     for so in $needed; do
         pkg=$(dpkg -S "/lib/x86_64-linux-gnu/$so" 2>/dev/null | head -n 1 | cut -d: -f1)
         [ -n "$pkg" ] || pkg=$(dpkg -S "/usr/lib/x86_64-linux-gnu/$so" 2>/dev/null | head -n 1 | cut -d: -f1)

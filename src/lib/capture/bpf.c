@@ -5,6 +5,7 @@
  * checks once, at load. Labels are resolved at load: a jump's offset is
  * relative to the instruction after it and must fit the 16 bits of .off. */
 #include "capture/bpf.h"
+#include "capture/bpf-dyn.h"
 
 #include <bpf/bpf.h>
 #include <errno.h>
@@ -180,10 +181,19 @@ static const char *log_reason(char *log)
     return why;
 }
 
+/* libbpf is there (loaded at run time, bpf-dyn.c): else err says which
+ * package to install. */
+static bool libbpf_ready(char *err, size_t errlen)
+{
+    return !fk_bpf_lib_load || fk_bpf_lib_load(err, errlen);
+}
+
 bool fk_bpf_prog_load(struct fk_bpf_builder *b, enum bpf_prog_type type, const char *name,
                       int *fd, char *err, size_t errlen)
 {
     *fd = -1;
+    if (!libbpf_ready(err, errlen))
+        return false;
     if (!b->failed[0] && b->n == 0)
         fail(b, "empty BPF program");
     if (!resolve(b)) {
@@ -229,6 +239,9 @@ bool fk_bpf_map_create(enum bpf_map_type type, const char *name, uint32_t key_si
                        uint32_t value_size, uint32_t max_entries, uint32_t flags, int *fd,
                        char *err, size_t errlen)
 {
+    *fd = -1;
+    if (!libbpf_ready(err, errlen))
+        return false;
     LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = flags);
     *fd = bpf_map_create(type, name, key_size, value_size, max_entries, &opts);
     if (*fd < 0) {

@@ -18,5 +18,11 @@ libflamekit_a_SOURCES += src/lib/capture/tracefs.c src/lib/capture/tracefs.h
 libflamekit_a_SOURCES += src/lib/capture/blocktime.c src/lib/capture/blocktime.h
 # in-kernel programs built from instructions at run time, loaded with libbpf
 libflamekit_a_SOURCES += src/lib/capture/bpf.c src/lib/capture/bpf.h
+# libbpf loaded on first use (bpf-dyn.c): an archive of its own, after
+# libflamekit.a in FK_LIBS, so commands that load no program (collapse, svg,
+# diff...) do not load it; flamekit-portable links libbpf statically instead.
+noinst_LIBRARIES += libfkbpfdyn.a
+libfkbpfdyn_a_SOURCES = src/lib/capture/bpf-dyn.c src/lib/capture/bpf-dyn.h
+libfkbpfdyn_a_CFLAGS = $(AM_CFLAGS)
 # off-CPU switch timing in the kernel (sched_switch program, blocks in a BPF ring buffer)
 libflamekit_a_SOURCES += src/lib/capture/swtime.c src/lib/capture/swtime.h
