@@ -92,13 +92,23 @@ static void nap_ms(unsigned ms)
         ;
 }
 
-struct seen { pid_t tid; unsigned n, others; uint64_t min_ns, max_ns, last_in; };
+/* A thread's blocks (n: min, max, last switch-in) and its gaps, which are
+ * not blocks: a switch-in or switch-out the kernel did not show the
+ * program (fk_swtime_block); a gap switched in at `in` has `out` 1, so
+ * timing it as a block would give it the whole uptime. */
+struct seen { pid_t tid; unsigned n, gaps, others; uint64_t min_ns, max_ns, last_in; };
 
 static void seen_block(void *ctx, const struct fk_swtime_block *b)
 {
     struct seen *s = ctx;
     if ((pid_t)b->tid != s->tid) {
         s->others++;
+        return;
+    }
+    if (b->in > s->last_in)
+        s->last_in = b->in;
+    if (!b->in || b->out == FK_SWTIME_RUNNING) {
+        s->gaps++;
         return;
     }
     uint64_t ns = b->in - b->out;
@@ -108,9 +118,23 @@ static void seen_block(void *ctx, const struct fk_swtime_block *b)
         s->min_ns = ns;
     if (ns > s->max_ns)
         s->max_ns = ns;
-    if (b->in > s->last_in)
-        s->last_in = b->in;
     s->n++;
+}
+
+static uint64_t longest(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
+/* what was seen, for a check's name: blocks, gaps, the longest block */
+static const char *seen_str(const struct seen *s)
+{
+    static char buf[4][96];
+    static unsigned next;
+    char *b = buf[next++ % 4];
+    snprintf(b, sizeof buf[0], "%u blocks, %u gaps, longest %.1f ms", s->n, s->gaps,
+             (double)s->max_ns / MS);
+    return b;
 }
 
 static void *sleeper(void *arg)
@@ -147,6 +171,9 @@ static void kernel_program(void)
         .type = PERF_TYPE_TRACEPOINT, .size = sizeof a, .config = sw.id, .sample_period = 1,
         .disabled = 1, .inherit = 1,
     };
+    /* a block cannot be longer than the stretch it fell in, as this
+     * thread timed it: the bound when the host stalled us past 200 ms */
+    uint64_t t_attach = mono_ns();
     int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
     ok = fd >= 0 && fk_swtime_filter(t, FK_SWTIME_TGIDS, NULL, err, sizeof err) &&
          fk_swtime_add_tgid(t, getpid()) && fk_swtime_attach(t, err, sizeof err);
@@ -164,8 +191,14 @@ static void kernel_program(void)
         nap_ms(20);
     uint64_t t1 = mono_ns();
     fk_swtime_drain(t, seen_block, &s);
-    UNIT_CHECK("five 20 ms sleeps are five blocks of 20 ms (and the rest short)",
-               s.n >= 5 && s.max_ns >= 20 * MS && s.max_ns < 200 * MS);
+    char what[256];
+    /* (a sleep whose switch-in or switch-out the kernel did not show the
+     * program is a gap, not a block: seen on this kernel about once in
+     * thousands of switches, so one gap is allowed per check) */
+    snprintf(what, sizeof what, "five 20 ms sleeps are five blocks of 20 ms, and the rest short (%s)",
+             seen_str(&s));
+    UNIT_CHECK(what, s.n + s.gaps >= 5 && s.n >= 4 && s.max_ns >= 20 * MS &&
+                     s.max_ns < longest(200 * MS, t1 - t_attach));
     UNIT_CHECK("blocks are timed in CLOCK_MONOTONIC within the sleeps", s.last_in > t0 &&
                s.last_in <= t1);
     /* a child made now sleeps at once: a block, the fork program having
@@ -182,15 +215,21 @@ static void kernel_program(void)
     UNIT_CHECK("a child process ran", child > 0 && waitpid(child, &status, 0) == child &&
                WIFEXITED(status) && WEXITSTATUS(status) == 0);
     struct seen c = { .tid = child };
+    uint64_t t2 = mono_ns();
     fk_swtime_drain(t, seen_block, &c);
-    UNIT_CHECK("a new child's first sleep (30 ms, right after its fork) is a block",
-               c.n >= 1 && c.max_ns >= 30 * MS && c.max_ns < 300 * MS);
+    snprintf(what, sizeof what, "a new child's first sleep (30 ms, right after its fork) is a block (%s)",
+             seen_str(&c));
+    UNIT_CHECK(what, c.n >= 1 && c.max_ns >= 30 * MS && c.max_ns < 300 * MS);
     struct seen after = { .tid = s.tid };
     for (int i = 0; i < 3; i++)
         nap_ms(20);
+    uint64_t t3 = mono_ns();
     fk_swtime_drain(t, seen_block, &after);
-    UNIT_CHECK("after the child exited, sleeps are still blocks (the program stays attached)",
-               after.n >= 3 && after.max_ns >= 20 * MS && after.max_ns < 200 * MS);
+    snprintf(what, sizeof what,
+             "after the child exited, sleeps are still blocks (the program stays attached: %s)",
+             seen_str(&after));
+    UNIT_CHECK(what, after.n + after.gaps >= 3 && after.n >= 2 && after.max_ns >= 20 * MS &&
+                     after.max_ns < longest(200 * MS, t3 - t2));
     /* a thread asleep when the program stops is pending; nothing after */
     pid_t stid = 0;
     pthread_t th;
