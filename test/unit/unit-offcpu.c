@@ -126,15 +126,14 @@ static uint64_t longest(uint64_t a, uint64_t b)
     return a > b ? a : b;
 }
 
-/* what was seen, for a check's name: blocks, gaps, the longest block */
+/* what was seen, for a check's name: blocks, gaps, the longest block
+ * (one name is made at a time: one buffer) */
 static const char *seen_str(const struct seen *s)
 {
-    static char buf[4][96];
-    static unsigned next;
-    char *b = buf[next++ % 4];
-    snprintf(b, sizeof buf[0], "%u blocks, %u gaps, longest %.1f ms", s->n, s->gaps,
+    static char buf[96];
+    snprintf(buf, sizeof buf, "%u blocks, %u gaps, longest %.1f ms", s->n, s->gaps,
              (double)s->max_ns / MS);
-    return b;
+    return buf;
 }
 
 static void *sleeper(void *arg)
