@@ -1262,16 +1262,17 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
         }
     }
 
-    flush_sample(p);
-    p->in_sample = true;
-    p->keep = keep;
-    p->weight = p->o.period ? period : 1;
-    if (!keep)
+    if (!keep) {
+        flush_sample(p);
+        p->in_sample = true;
+        p->keep = false;
         return true;
-    p->kstart = true;
+    }
 
     /* process name: the comm itself when it needs no tidying and gets no
-     * pid (nearly always), else made in p->pname */
+     * pid (nearly always), else made in p->pname; found before the sample
+     * before is counted, so that the record of the key its last sample
+     * began with is fetched meanwhile */
     char *cb = ts[0], *ce = commend > 0 ? ts[commend] : ts[0];
     while (ce > cb && is_space(ce[-1]))
         ce--;
@@ -1284,7 +1285,18 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
         pn = pname_make(p, cb, ce, with_pid ? ts[pidt] : NULL, with_pid ? tl[pidt] : 0);
         pl = p->pname.len;
     }
-    p->pname_id = pname_intern(p, pn, pl, plain ? end : pn + pl);
+    uint32_t pname_id = pname_intern(p, pn, pl, plain ? end : pn + pl);
+    uint32_t first = p->kfirst[pname_id];
+    if (first) {
+        __builtin_prefetch(p->keys.w + first - 1);
+        __builtin_prefetch(p->keys.w + first - 1 + KR_HEAD);
+    }
+    flush_sample(p);
+    p->in_sample = true;
+    p->keep = true;
+    p->weight = p->o.period ? period : 1;
+    p->kstart = true;
+    p->pname_id = pname_id;
     /* from the bytes at hand, not the name table's (a cache miss) */
     p->java = pl >= 4 && !memcmp(pn, "java", 4);
     /* Without -g the sample's own ip/sym/dso follow the event. */
@@ -1900,6 +1912,14 @@ bool fk_perfscript_read_lines(struct fk_perfscript *p, struct fk_lineread *r)
             predicted_lines(p, r);
         if (!(line = fk_lineread_next(r, &len)))
             break;
+        /* a sample's first frame line is checked against the key last
+         * seen with its ip (lcache): that record is fetched now, while
+         * the header before it is parsed and the sample before counted */
+        int slot = line_slot(r->buf + r->start, r->buf + r->end);
+        if (slot >= 0 && p->lcache[slot]) {
+            __builtin_prefetch(p->keys.w + p->lcache[slot] - 1);
+            __builtin_prefetch(p->keys.w + p->lcache[slot] - 1 + KR_HEAD);
+        }
         fk_perfscript_line(p, line, len, r->lineno);
     }
     fk_perfscript_finish(p);
