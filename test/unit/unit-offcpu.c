@@ -6,7 +6,8 @@
  * memory bounded by threads across a million switches; --min-block; one in
  * N; wakers matched to the woken thread's block; prev_state decoding;
  * format files parsed, not assumed (a made-up layout with other offsets);
- * blocks paired in the kernel (fk_bt_block), and the in-kernel program
+ * blocks paired in the kernel (fk_bt_block); a thread's exact total cut
+ * to the window (fk_bt_total), and the in-kernel program
  * itself (capture/swtime.h) on this kernel's sched_switch: this thread's
  * sleeps come back as blocks of their length, a thread asleep at the
  * stop is pending, nothing is written after it. */
@@ -259,6 +260,61 @@ static void kernel_program(void)
                s.bad_gaps + c.bad_gaps + after.bad_gaps + s2.bad_gaps + s3.bad_gaps == 0);
     close(fd);
     fk_swtime_free(t);
+}
+
+/* A thread's exact total from its switch records (fk_bt_total), cut to
+ * the window [1000, 2000] ms: records before it come while /proc is
+ * scanned (the window not yet open: start 0), after it until the disable
+ * (end 2100 ms). */
+static void exact_totals(void)
+{
+    struct fk_bt_total x;
+    uint64_t ns = 0, w0 = 1000 * MS, w1 = 2000 * MS, end = 2100 * MS;
+
+    fk_bt_total_init(&x);
+    fk_bt_total_add(&x, 50 * MS, false, 0, 0);
+    fk_bt_total_add(&x, 100 * MS, true, 0, 0);
+    UNIT_CHECK("a thread blocked from before the window to after it gets the window, no more",
+               fk_bt_total_get(&x, w0, w1, end, &ns) && ns == w1 - w0);
+    UNIT_CHECK("without a window it is timed from its first switch-out to the records' end",
+               fk_bt_total_get(&x, 0, 0, end, &ns) && ns == 2000 * MS);
+    fk_bt_total_add(&x, 2050 * MS, false, w0, w1);
+    UNIT_CHECK("... also when its switch-in came after the window closed",
+               fk_bt_total_get(&x, w0, w1, end, &ns) && ns == w1 - w0);
+
+    fk_bt_total_init(&x);
+    fk_bt_total_add(&x, 500 * MS, true, 0, 0);
+    fk_bt_total_add(&x, 1500 * MS, false, w0, 0);
+    fk_bt_total_add(&x, 1600 * MS, true, w0, 0);
+    fk_bt_total_add(&x, 2500 * MS, false, w0, w1);
+    UNIT_CHECK("blocks across the window's edges count their part inside it",
+               fk_bt_total_get(&x, w0, w1, 2600 * MS, &ns) && ns == 900 * MS);
+
+    fk_bt_total_init(&x);
+    fk_bt_total_add(&x, 50 * MS, false, 0, 0);
+    fk_bt_total_add(&x, 1200 * MS, true, w0, 0);
+    fk_bt_total_add(&x, 1300 * MS, false, w0, 0);
+    UNIT_CHECK("a first switch-in before the window (no switch-out before it) counts nothing",
+               fk_bt_total_get(&x, w0, w1, end, &ns) && ns == 100 * MS);
+
+    fk_bt_total_init(&x);
+    fk_bt_total_add(&x, 1200 * MS, true, 0, 0);
+    fk_bt_total_add(&x, 1300 * MS, false, w0, 0);
+    UNIT_CHECK("a record read before the opening was known but timed after it: no total",
+               !fk_bt_total_get(&x, w0, w1, end, &ns));
+    fk_bt_total_init(&x);
+    fk_bt_total_add(&x, 1200 * MS, true, w0, 0);
+    fk_bt_total_add(&x, 2050 * MS, false, w0, 0);
+    UNIT_CHECK("... nor one read before the closing was known but timed after it",
+               !fk_bt_total_get(&x, w0, w1, end, &ns));
+
+    fk_bt_total_init(&x);
+    fk_bt_total_add(&x, 1200 * MS, true, w0, 0);
+    fk_bt_total_add(&x, 1300 * MS, false, w0, 0);
+    fk_bt_total_add(&x, 1900 * MS, true, w0, 0);
+    x.exited = true;
+    UNIT_CHECK("an exited thread's last switch-out counts nothing",
+               fk_bt_total_get(&x, w0, w1, end, &ns) && ns == 100 * MS);
 }
 
 int main(void)
@@ -551,6 +607,7 @@ int main(void)
                g.v[1].ns == 100 * MS && bt.st.lost_in == 1);
     fk_bt_free(&bt);
 
+    exact_totals();
     kernel_program();
     return UNIT_END();
 }

@@ -307,3 +307,81 @@ void fk_bt_finish(struct fk_blocktime *bt, uint64_t time)
 {
     fk_bt_finish_checked(bt, time, NULL, NULL);
 }
+
+/* ---- a thread's exact off-CPU time in the window ------------------------ */
+
+void fk_bt_total_init(struct fk_bt_total *x)
+{
+    memset(x, 0, sizeof *x);
+    x->min_in = x->min_out = UINT64_MAX;
+}
+
+void fk_bt_total_add(struct fk_bt_total *x, uint64_t time, bool out, uint64_t start,
+                     uint64_t stop)
+{
+    if (out) {
+        x->n_out++;
+        x->min_out = time < x->min_out ? time : x->min_out;
+        x->max_out = time > x->max_out ? time : x->max_out;
+    } else {
+        x->n_in++;
+        x->min_in = time < x->min_in ? time : x->min_in;
+        x->max_in = time > x->max_in ? time : x->max_in;
+    }
+    if (!start) {
+        /* (in practice timed before the opening: it was read before the
+         * opening was known; fk_bt_total_get checks) */
+        *(out ? &x->early_out : &x->early_in) += time;
+        *(out ? &x->nearly_out : &x->nearly_in) += 1;
+        x->early_max = time > x->early_max ? time : x->early_max;
+        return;
+    }
+    uint64_t t = time < start ? start : time;
+    if (stop)
+        t = t > stop ? stop : t;
+    else
+        x->open_max = time > x->open_max ? time : x->open_max;
+    *(out ? &x->sum_out : &x->sum_in) += t;
+}
+
+/* time as fk_bt_total_add counted it, once the window is known */
+static uint64_t in_window(uint64_t time, uint64_t start, uint64_t stop)
+{
+    if (start && time < start)
+        time = start;
+    if (stop && time > stop)
+        time = stop;
+    return time;
+}
+
+bool fk_bt_total_get(const struct fk_bt_total *x, uint64_t start, uint64_t stop, uint64_t end,
+                     uint64_t *ns)
+{
+    if (x->reused || (!x->n_out && !x->exited))
+        return false;
+    if ((start && x->early_max > start) || (stop && x->open_max > stop))
+        return false;   /* read before the opening (closing) was known, timed after it */
+    unsigned __int128 in = x->sum_in, out = x->sum_out;
+    in += start ? (unsigned __int128)start * x->nearly_in : x->early_in;
+    out += start ? (unsigned __int128)start * x->nearly_out : x->early_out;
+    uint64_t n_in = x->n_in;
+    if (n_in && x->min_in < x->min_out) {
+        in -= in_window(x->min_in, start, stop);   /* a switch-in without a switch-out before */
+        n_in--;
+    }
+    uint64_t n_out = x->n_out;
+    if (n_out && (x->max_out > x->max_in || !x->n_in)) {
+        if (x->exited) {
+            out -= in_window(x->max_out, start, stop);     /* do_task_dead's */
+            n_out--;
+        } else {
+            /* off CPU at the end */
+            in += in_window(end > x->max_out ? end : x->max_out, start, stop);
+            n_in++;
+        }
+    }
+    if (n_in != n_out || in < out)
+        return false;
+    *ns = (uint64_t)(in - out);
+    return true;
+}

@@ -173,6 +173,48 @@ void fk_bt_finish(struct fk_blocktime *bt, uint64_t time);
 void fk_bt_finish_checked(struct fk_blocktime *bt, uint64_t time,
                           bool (*off_cpu)(void *ctx, pid_t tid, uint64_t out_time), void *ctx);
 
+/* ---- a thread's exact off-CPU time in the window --------------------
+ *
+ * One thread's switch records (every one, not sampled): its off-CPU time
+ * from them, exactly (fk_bt_total_get). Sums, not pairs: a thread's
+ * switch-out on one CPU and its switch-in on another are in different
+ * rings, read in either order. Times are cut to the window: the events
+ * are on before it opens (while /proc is scanned: hundreds of ms on a
+ * loaded host) and after it closes, and a thread off CPU all along is
+ * off CPU for the window, not more (it is what the profile's duration
+ * says). The window is given to each call as it is known then (0: not
+ * yet opened / closed): a record added before the opening was known is
+ * kept raw apart, and moved to the opening when the total is taken. */
+struct fk_bt_total {
+    unsigned __int128 sum_in, sum_out;      /* times, cut to the window as known */
+    unsigned __int128 early_in, early_out;  /* times added before it opened: raw */
+    uint64_t n_in, n_out, nearly_in, nearly_out;   /* n_: all, early too */
+    uint64_t min_in, min_out, max_in, max_out;      /* raw times */
+    uint64_t early_max, open_max;   /* latest time added before the window
+                                       opened / before it closed (as known) */
+    bool exited;        /* its EXIT was seen: a last switch-out with no switch-in
+                           after it is do_task_dead's (it never runs again:
+                           not off-CPU time); it may block on its way out
+                           before that */
+    bool reused;        /* its tid was given to a new thread: no total */
+};
+
+void fk_bt_total_init(struct fk_bt_total *x);
+/* A switch-out (out) or switch-in at time; the window [start, stop] as
+ * known now (0: unknown). */
+void fk_bt_total_add(struct fk_bt_total *x, uint64_t time, bool out, uint64_t start,
+                     uint64_t stop);
+/* Its off-CPU time in the window [start, stop] (0: none given; stop 0:
+ * to end), counted the way its blocks are (from a switch-out to the
+ * switch-in after it) over every switch-out: not the time before its
+ * first switch-out (off CPU when the records began, or new: no stack was
+ * recorded for it), and up to end (the records' end) when it is off CPU
+ * then -- unless it exited: that switch-out was its last. false: its
+ * records do not pair (lost records, a reused tid), or one added before
+ * the window's opening (or closing) was known lies inside it (after it). */
+bool fk_bt_total_get(const struct fk_bt_total *x, uint64_t start, uint64_t stop, uint64_t end,
+                     uint64_t *ns);
+
 /* Bytes held (for --max-memory). */
 size_t fk_bt_bytes(const struct fk_blocktime *bt);
 

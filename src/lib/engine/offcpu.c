@@ -34,19 +34,10 @@
  * FK_OFFCPU_PROBE_MS of them at most). */
 #define FIRST_LOOKS 64
 
-/* One thread's switch records in the window: what its off-CPU time is,
- * exactly, whatever was sampled (exact_total). Sums, not pairs: a
- * thread's switch-out on one CPU and its switch-in on another are in
- * different rings, read in either order. */
+/* One thread's switch records: its exact off-CPU time in the window
+ * (capture/blocktime.h: fk_bt_total). */
 struct exact {
-    unsigned __int128 sum_in, sum_out;  /* record times, ns */
-    uint64_t n_in, n_out;
-    uint64_t min_in, min_out, max_in, max_out;
-    bool exited;        /* its EXIT was seen: a last switch-out with no switch-in
-                           after it is do_task_dead's (it never runs again:
-                           not off-CPU time); it may block on its way out
-                           before that */
-    bool reused;        /* its tid was given to a new thread in the window */
+    struct fk_bt_total t;
     bool bounded;       /* a switch-in the kernel did not show: its total is
                            exact within the gap's bound (FK_SWTIME_UNSEEN_IN) */
 };
@@ -130,7 +121,9 @@ struct offcpu {
     struct fk_u64map acc_of;        /* tid << 32 | engine ref -> index + 1 */
     struct acc { uint64_t switches, ns, short_ns; pid_t tid; uint32_t ref; uint8_t state; } *acc;
     size_t nacc, capacc;
-    uint64_t window_start;          /* when it opened */
+    uint64_t window_start;          /* when it opened (0: not yet) */
+    uint64_t window_end;            /* when it closed (0: not yet); both read by
+                                       the reader's thread too (exact_switch) */
     uint64_t unsure;                /* samples timed during a change */
     /* N within the window: the rate over each interval of records, the N in
      * force, every change (when it was made, for the samples' weights), and
@@ -678,8 +671,10 @@ static void offcpu_window(void *state, struct fk_engine *e, bool open)
 {
     struct offcpu *k = state;
     k->e = e;
+    if (!open)  /* (the engine's loop ended just before: its duration) */
+        __atomic_store_n(&k->window_end, fk_now_ns(), __ATOMIC_SEQ_CST);
     if (open) {
-        k->window_start = fk_now_ns();
+        __atomic_store_n(&k->window_start, fk_now_ns(), __ATOMIC_SEQ_CST);
         /* threads created in the window inherit the N of their creation */
         k->per_task = fk_engine_inherits(e);
     }
@@ -1074,8 +1069,8 @@ static struct exact *exact_of(struct offcpu *k, pid_t tid, bool add)
         }
         k->exact = fk_grow(k->exact, &k->capexact, k->nexact + 1, sizeof *k->exact);
         struct exact *x = &k->exact[k->nexact];
-        memset(x, 0, sizeof *x);
-        x->min_in = x->min_out = UINT64_MAX;
+        fk_bt_total_init(&x->t);
+        x->bounded = false;
         v = fk_u64map_slot(&k->exact_of, (uint64_t)tid, true);
         *v = ++k->nexact;
     }
@@ -1084,22 +1079,13 @@ static struct exact *exact_of(struct offcpu *k, pid_t tid, bool add)
     return &k->exact[*v - 1];
 }
 
+/* (the reader's thread, or the engine's at the end) */
 static void exact_switch(struct offcpu *k, pid_t tid, uint64_t time, bool out)
 {
     struct exact *x = exact_of(k, tid, true);
-    if (!x)
-        return;
-    if (out) {
-        x->sum_out += time;
-        x->n_out++;
-        x->min_out = time < x->min_out ? time : x->min_out;
-        x->max_out = time > x->max_out ? time : x->max_out;
-    } else {
-        x->sum_in += time;
-        x->n_in++;
-        x->min_in = time < x->min_in ? time : x->min_in;
-        x->max_in = time > x->max_in ? time : x->max_in;
-    }
+    if (x)
+        fk_bt_total_add(&x->t, time, out, __atomic_load_n(&k->window_start, __ATOMIC_SEQ_CST),
+                        __atomic_load_n(&k->window_end, __ATOMIC_SEQ_CST));
 }
 
 /* FORK of a thread whose tid has records from before: another thread's
@@ -1112,42 +1098,10 @@ static void exact_task(struct offcpu *k, const union perf_event *ev)
     if (!x)
         return;
     if (ev->header.type == PERF_RECORD_EXIT)
-        x->exited = true;
-    else if (ev->fork.tid != ev->fork.ptid && (x->min_in < ev->fork.time || x->min_out < ev->fork.time))
-        x->reused = true;
-}
-
-/* A thread's off-CPU time in the window, the way its blocks are timed
- * (from a switch-out record to the switch-in record after it), over
- * every switch-out: not the time before its first switch-out (off CPU
- * when the window opened, or new: no stack was recorded for it), and
- * up to end when it is off CPU then -- unless it exited: that switch-out
- * was its last. false: its records do not pair (lost records, a reused
- * tid). */
-static bool exact_total(const struct exact *x, uint64_t end, uint64_t *ns)
-{
-    if (x->reused || (!x->n_out && !x->exited))
-        return false;
-    unsigned __int128 in = x->sum_in, out = x->sum_out;
-    uint64_t n_in = x->n_in;
-    if (n_in && x->min_in < x->min_out) {
-        in -= x->min_in;        /* its switch-in without a switch-out before */
-        n_in--;
-    }
-    uint64_t n_out = x->n_out;
-    if (n_out && (x->max_out > x->max_in || !x->n_in)) {
-        if (x->exited) {
-            out -= x->max_out;      /* do_task_dead's */
-            n_out--;
-        } else {
-            in += end > x->max_out ? end : x->max_out;     /* off CPU at the end */
-            n_in++;
-        }
-    }
-    if (n_in != n_out || in < out)
-        return false;
-    *ns = (uint64_t)(in - out);
-    return true;
+        x->t.exited = true;
+    else if (ev->fork.tid != ev->fork.ptid &&
+             (x->t.min_in < ev->fork.time || x->t.min_out < ev->fork.time))
+        x->t.reused = true;
 }
 
 /* The recorded blocks are one switch-out in N, each standing for N, and
@@ -1166,10 +1120,15 @@ static bool exact_total(const struct exact *x, uint64_t end, uint64_t *ns)
  * less the CPU its own samples were seen using (--with-cpu) if it is
  * longer (counted): with records lost, one sample after the loss weighs
  * every hit its counter counted meanwhile, and a storm thread's estimate
- * alone passed the window (ASan: ping off + on 122.6 % of it). */
+ * alone passed the window (ASan: ping off + on 122.6 % of it).
+ * Both are the window's: from its opening to its closing, as the
+ * profile's duration is (the engine's loop), not from the events' enable
+ * (before /proc is scanned: a napping python3.11 blocked 108-117 % of its
+ * window, CI under load) nor to the records' end (end, after the disable). */
 static void calibrate(struct offcpu *k, uint64_t end)
 {
-    uint64_t window = end > k->window_start ? end - k->window_start : 0;
+    uint64_t stop = k->window_end && k->window_end < end ? k->window_end : end;
+    uint64_t window = stop > k->window_start ? stop - k->window_start : 0;
     struct fk_u64map est = { 0 };       /* tid -> its recorded ns (short ones too) */
     for (size_t i = 0; i < k->nacc; i++)
         *fk_u64map_slot(&est, (uint64_t)(uint32_t)k->acc[i].tid, true) +=
@@ -1180,7 +1139,7 @@ static void calibrate(struct offcpu *k, uint64_t end)
         struct exact *x = exact_of(k, tid, false);
         uint64_t ns;
         k->st.blocked_ns_recorded += est.v[i].val;
-        if (x && est.v[i].val && !k->records_lost && exact_total(x, end, &ns)) {
+        if (x && est.v[i].val && !k->records_lost && fk_bt_total_get(&x->t, k->window_start, k->window_end, end, &ns)) {
             *fk_u64map_slot(&scale, (uint64_t)(uint32_t)tid, true) = ns + 1;
             k->st.threads_exact++;
             k->st.threads_exact_bounded += x->bounded;
@@ -1360,7 +1319,7 @@ static void offcpu_reader_pass(void *state, struct fk_reader *r, const struct fk
              * the thread (its recorded blocks keep their estimate) */
             struct exact *x = exact_of(k, tid, true);
             if (x)
-                x->reused = true;
+                x->t.reused = true;
             k->bpf_in_missed++;
             continue;
         }
