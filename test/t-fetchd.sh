@@ -398,6 +398,17 @@ if FLAMEKIT_CACHE="$T/fkcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 2 -R 3 -
                       and .server_cpu_s + .git_cpu_s <= (.wall_s + 0.2) * $sc
                       and .client_cpu_s <= (.wall_s + 0.2) * $cc)' "$T/bench/report.json"
     fi
+    # The server's switches by thread: its main thread first; gRPC's own
+    # threads by name beside the call threads (the socket server has none
+    # of its own); the threads alive after the run are the groups'; the
+    # switches the /proc counts of those threads saw are within what the
+    # server's counter saw (read a moment apart: 20 + 2 % of slack).
+    check "fetch-bench: the server's context switches by thread" jq -e '
+        all(.settings[]; .server as $s | all(.runs[] | select(.server_context_switches > 0);
+            .server_context_switches_by_thread as $b | .server_context_switches as $t
+            | $b.main.threads == 1 and ([$b[].threads] | add) == .server_threads_after
+              and ([$b | to_entries[] | select(.key != "ended") | .value.context_switches] | add) <= $t * 1.02 + 20
+              and (($b | keys - ["main", "calls", "ended"] | length > 0) == ($s != "sock"))))' "$T/bench/report.json"
     # The check fails on a report with a figure missing, or a cell malformed.
     mkdir -p "$T/bad1" "$T/bad2"
     cp "$T/bench/report.md" "$T/bad1/" && jq 'del(.settings[3].figures.server_cpu_s_per_gib)' "$T/bench/report.json" >"$T/bad1/report.json"
