@@ -94,9 +94,10 @@ static void nap_ms(unsigned ms)
 
 /* A thread's blocks (n: min, max, last switch-in) and its gaps, which are
  * not blocks: a switch-in or switch-out the kernel did not show the
- * program (fk_swtime_block); a gap switched in at `in` has `out` 1, so
- * timing it as a block would give it the whole uptime. */
-struct seen { pid_t tid; unsigned n, gaps, others; uint64_t min_ns, max_ns, last_in; };
+ * program (enum fk_swtime_kind); a gap switched in at `in` has `out` 1, so
+ * timing it as a block would give it the whole uptime; one switched out
+ * twice is bounded by its two times (bad_gaps: not). */
+struct seen { pid_t tid; unsigned n, gaps, bad_gaps, others; uint64_t min_ns, max_ns, last_in; };
 
 static void seen_block(void *ctx, const struct fk_swtime_block *b)
 {
@@ -105,12 +106,14 @@ static void seen_block(void *ctx, const struct fk_swtime_block *b)
         s->others++;
         return;
     }
-    if (b->in > s->last_in)
-        s->last_in = b->in;
-    if (!b->in || b->out == FK_SWTIME_RUNNING) {
+    if (b->kind != FK_SWTIME_BLOCK) {
         s->gaps++;
+        /* a switch-in not shown: bounded by the next switch-out */
+        s->bad_gaps += b->kind == FK_SWTIME_UNSEEN_IN && (b->in < b->out || b->out <= FK_SWTIME_RUNNING);
         return;
     }
+    if (b->in > s->last_in)
+        s->last_in = b->in;
     uint64_t ns = b->in - b->out;
     if (b->in <= b->out)
         ns = 0;
@@ -252,6 +255,8 @@ static void kernel_program(void)
     struct fk_swtime_stats st;
     fk_swtime_stats(t, &st);
     UNIT_CHECK("no switch-out or block lost for room", st.map_full == 0 && st.ring_full == 0);
+    UNIT_CHECK("every switch-in not shown is bounded by its switch-outs, in time order",
+               s.bad_gaps + c.bad_gaps + after.bad_gaps + s2.bad_gaps + s3.bad_gaps == 0);
     close(fd);
     fk_swtime_free(t);
 }
@@ -526,6 +531,17 @@ int main(void)
                bt.st.outs_exact == 1);
     UNIT_CHECK("a later block of the thread adds nothing", !fk_bt_block(&bt, 300, 140 * MS, 150 * MS) &&
                g.n == 1);
+    /* a switch-in the kernel did not show (switched out twice): the
+     * recorded block in that gap is dropped, counted apart from lost
+     * switch-ins, never given time */
+    fk_bt_out(&bt, 300, 160 * MS, FK_BT_SLEEPING, 9);
+    UNIT_CHECK("a gap before the recorded switch-out is not its gap",
+               !fk_bt_unseen_in(&bt, 300, 150 * MS, 155 * MS) && g.n == 1 && bt.st.unseen_in == 0);
+    UNIT_CHECK("the gap holding the recorded switch-out drops it, counted, with no time",
+               fk_bt_unseen_in(&bt, 300, 159 * MS, 170 * MS) && g.n == 1 && bt.st.unseen_in == 1 &&
+               bt.st.lost_in == 0);
+    fk_bt_in(&bt, 300, 180 * MS);
+    UNIT_CHECK("a later switch-in gives the dropped block nothing", g.n == 1);
     /* at the end: open only if the thread is still off CPU */
     fk_bt_out(&bt, 301, 200 * MS, FK_BT_SLEEPING, 1);
     fk_bt_out(&bt, 302, 200 * MS, FK_BT_SLEEPING, 2);

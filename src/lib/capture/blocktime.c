@@ -208,6 +208,16 @@ bool fk_bt_block(struct fk_blocktime *bt, pid_t tid, uint64_t out, uint64_t in)
     return true;
 }
 
+bool fk_bt_unseen_in(struct fk_blocktime *bt, pid_t tid, uint64_t out, uint64_t next_out)
+{
+    struct fk_bt_thread *e = find(bt, tid);
+    if (!e || !e->pending || e->out_time < out || e->out_time > next_out)
+        return false;
+    e->pending = false;
+    bt->st.unseen_in++;
+    return true;
+}
+
 void fk_bt_lost(struct fk_blocktime *bt, uint64_t time)
 {
     for (size_t i = 0; i < bt->n; i++) {

@@ -79,6 +79,8 @@ struct fk_bt_stats {
     uint64_t short_blocks;      /* below min_block_ns, dropped */
     uint64_t short_ns;          /* their time (x N) */
     uint64_t lost_in;           /* switch-ins lost: block dropped, no time given */
+    uint64_t unseen_in;         /* switch-ins the kernel did not show (fk_bt_unseen_in):
+                                   block dropped, its thread's total bounded */
     uint64_t reordered;         /* switch-ins that arrived before their switch-out */
     uint64_t outs_exact;        /* recorded switch-outs whose block starts at the
                                    switch itself (fk_bt_switched_out), not at the
@@ -137,6 +139,12 @@ void fk_bt_switched_out(struct fk_blocktime *bt, pid_t tid, uint64_t time);
  * (counted in outs_exact): true. Any other pending block is left as it
  * is. */
 bool fk_bt_block(struct fk_blocktime *bt, pid_t tid, uint64_t out, uint64_t in);
+/* tid was switched out at out and again at next_out with no switch-in
+ * between (the kernel ran it again unseen): the block pending from a
+ * recorded switch-out timed within [out, next_out] lasted anywhere from 0
+ * to next_out - out; it is dropped (unseen_in), never given a guess, and
+ * the caller accounts for its thread's total within that bound: true. */
+bool fk_bt_unseen_in(struct fk_blocktime *bt, pid_t tid, uint64_t out, uint64_t next_out);
 /* Records were lost before time (PERF_RECORD_LOST): the switch-in of any
  * block pending since before may have been among them; those blocks are
  * dropped (lost_in), never counted to a later switch-in. */

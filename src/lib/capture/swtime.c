@@ -89,10 +89,10 @@ static void lookup_out(struct fk_bpf_builder *b, int outs_fd)
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
 }
 
-/* Write the block {r9, out_reg, in_reg (-1: 0)} to the ring buffer, then
+/* Write the block {r9, kind, out_reg, in_reg} to the ring buffer, then
  * goto next. Clobbers r0-r5. */
-static void emit_block(struct fk_bpf_builder *b, const struct fk_swtime *t, int out_reg,
-                       int in_reg, unsigned next)
+static void emit_block(struct fk_bpf_builder *b, const struct fk_swtime *t, enum fk_swtime_kind kind,
+                       unsigned out_reg, unsigned in_reg, unsigned next)
 {
     unsigned full = fk_bpf_label_new(b);
     fk_bpf_emit_ld_map_fd(b, BPF_REG_1, t->rb);
@@ -100,12 +100,10 @@ static void emit_block(struct fk_bpf_builder *b, const struct fk_swtime *t, int 
     fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_3, 0));
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_ringbuf_reserve));
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, full);
-    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, BPF_REG_9, 0));
-    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, (unsigned)out_reg, 8));
-    if (in_reg < 0)
-        fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_0, 16, 0));
-    else
-        fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, (unsigned)in_reg, 16));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_0, BPF_REG_9, 0));
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_0, 4, (int32_t)kind));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, out_reg, 8));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, in_reg, 16));
     fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_1, BPF_REG_0));
     /* no wake-up: the reader drains it on its own clock */
     fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_2, BPF_RB_NO_WAKEUP));
@@ -194,11 +192,12 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
         fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -8));
         fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_delete_elem));
     }
-    /* a switch-out kept with no switch-in seen since: said as a gap, as
-     * at any later switch-out (cleared silently, the block holding a
-     * recorded switch-out was lost with no count moving: CI run 15) */
+    /* a switch-out kept with no switch-in seen since: said as a gap
+     * bounded by this one, as at any later switch-out (cleared silently,
+     * the block holding a recorded switch-out was lost with no count
+     * moving: CI run 15) */
     fk_bpf_jump_imm(b, BPF_JLE, BPF_REG_8, FK_SWTIME_RUNNING, in);
-    emit_block(b, t, BPF_REG_8, -1, in);
+    emit_block(b, t, FK_SWTIME_UNSEEN_IN, BPF_REG_8, BPF_REG_7, in);
     /* off CPU from now: in place when the thread has an entry */
     fk_bpf_label_place(b, store);
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_9, -8));
@@ -207,10 +206,11 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_8, BPF_REG_0, 0));
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, BPF_REG_7, 0));
     fk_bpf_jump_imm(b, BPF_JLE, BPF_REG_8, FK_SWTIME_RUNNING, in);
-    /* switched out again with no switch-in seen since (the kernel skipped
-     * the tracepoint's hit): the thread's times do not pair, said with a
-     * block ending at 0 */
-    emit_block(b, t, BPF_REG_8, -1, in);
+    /* switched out again with no switch-in seen since (the kernel ran
+     * the thread again without a sched_switch hit: seen on Linux 6.18,
+     * by bpftrace too): off CPU for at most the time until now, said
+     * with both times */
+    emit_block(b, t, FK_SWTIME_UNSEEN_IN, BPF_REG_8, BPF_REG_7, in);
     fk_bpf_label_place(b, insert);
     if (!t->array) {
         fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_7, -16));
@@ -237,8 +237,12 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_8, 0, out);     /* not seen yet */
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_0, 0, FK_SWTIME_RUNNING));
     /* a block; or (RUNNING) a switch-in with no switch-out seen since the
-     * last one: said as a block from RUNNING */
-    emit_block(b, t, BPF_REG_8, BPF_REG_7, out);
+     * last one: said as such, from RUNNING */
+    unsigned whole = fk_bpf_label_new(b);
+    fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_8, FK_SWTIME_RUNNING, whole);
+    emit_block(b, t, FK_SWTIME_UNSEEN_OUT, BPF_REG_8, BPF_REG_7, out);
+    fk_bpf_label_place(b, whole);
+    emit_block(b, t, FK_SWTIME_BLOCK, BPF_REG_8, BPF_REG_7, out);
     fk_bpf_label_place(b, out);
     fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_0, 1));     /* perf records as it would */
     fk_bpf_emit(b, FK_BPF_EXIT());

@@ -22,7 +22,7 @@
  *    when the program was attached gives no block for that wait; one off
  *    CPU when it stopped is pending in the map (fk_swtime_pending). A
  *    switch-out or switch-in the program did not see is said (a gap:
- *    struct fk_swtime_block), never hidden in a thread's total.
+ *    enum fk_swtime_kind), never hidden in a thread's total.
  *  - A thread's last switch-out (do_task_dead: prev_state X or Z, not
  *    preempted) clears its entry: exited threads hold nothing.
  *  - Which threads: all (host, user targets), a cgroup v2 and everything
@@ -44,17 +44,26 @@
 
 struct fk_swtime;
 
+/* What a block of the program's says. */
+enum fk_swtime_kind {
+    FK_SWTIME_BLOCK,        /* off CPU from out to in */
+    FK_SWTIME_UNSEEN_IN,    /* switched out at out, and again at in with no
+                               switch-in seen between: the kernel ran the
+                               thread again without a sched_switch hit (Linux
+                               6.18 does, about once in thousands of
+                               switches; bpftrace sees the same). Off CPU for
+                               at most in - out: a bound, not a block */
+    FK_SWTIME_UNSEEN_OUT,   /* switched in at in with no switch-out seen since
+                               its last switch-in (out is FK_SWTIME_RUNNING:
+                               the thread left the filter and came back, or
+                               the kernel skipped a hit): unbounded */
+};
+
 /* One block as the program writes it (the ring buffer's record). */
 struct fk_swtime_block {
-    uint64_t tid;
-    uint64_t out, in;       /* CLOCK_MONOTONIC ns. Not a block but a gap (the
-                               kernel did not run the program on some hit, or
-                               the thread left the filter): in 0, the thread
-                               was switched out again at its next switch-out
-                               after out with no switch-in seen between;
-                               out FK_SWTIME_RUNNING, switched in at in with
-                               no switch-out seen since its last switch-in.
-                               Its times then do not pair. */
+    uint32_t tid;
+    uint32_t kind;          /* enum fk_swtime_kind */
+    uint64_t out, in;       /* CLOCK_MONOTONIC ns */
 };
 /* The map's value of a thread seen switched in (0: never seen). */
 #define FK_SWTIME_RUNNING 1

@@ -46,6 +46,8 @@ struct exact {
                            not off-CPU time); it may block on its way out
                            before that */
     bool reused;        /* its tid was given to a new thread in the window */
+    bool bounded;       /* a switch-in the kernel did not show: its total is
+                           exact within the gap's bound (FK_SWTIME_UNSEEN_IN) */
 };
 #define EXACT_CACHE 64
 #define EXACT_MAX 65536
@@ -58,6 +60,9 @@ struct exact {
  * it from the program's block that holds a recorded switch-out): header,
  * the switch-out time, then the trailer (tid, time = the switch-in). */
 #define RECORD_BLOCK 0x464b0001u
+/* The same for a recorded switch-out in a gap (FK_SWTIME_UNSEEN_IN): the
+ * switch-out time, then the trailer (time = the next switch-out). */
+#define RECORD_UNSEEN 0x464b0002u
 /* Recorded switch-outs of one thread waiting for their block, at most: a
  * thread recorded at N = 1 may switch out thousands of times between two
  * of the reader's passes (and passes may be seconds apart on a loaded
@@ -170,11 +175,15 @@ struct offcpu {
     struct want { pid_t tid; uint32_t n; size_t cap; uint64_t *t; } *want;
     size_t nwant, capwant;
     uint64_t bpf_blocks, bpf_unmatched, bpf_in_missed;  /* (the reader's) */
+    uint64_t bpf_unseen_in, bpf_unseen_ns;  /* (the reader's) gaps bounded by their
+                                               next switch-out, and their spans */
     size_t want_bytes;
     uint64_t bpf_matched;           /* (the engine's) blocks given to recorded switch-outs */
     struct fk_swtime_stats bpf_st;
     struct fk_u64map pend;          /* the engine's, at the end: tid -> its pending
                                        switch-out in the program's map + 1 */
+    struct fk_u64map oncpu_of;      /* the engine's (--with-cpu): tid -> its on-CPU
+                                       samples' ns */
     struct fk_loc scratch[2 * MAX_FRAMES + 4];
 };
 
@@ -966,6 +975,7 @@ static void offcpu_sample(void *state, struct fk_engine *e, unsigned event,
     if (event == k->ev_cpu) {
         struct fk_stack_frames f = with_root(k, st, k->oncpu_loc);
         fk_engine_add(e, &f, 1, k->cpu_period_ns);
+        *fk_u64map_slot(&k->oncpu_of, (uint64_t)(uint32_t)s->tid, true) += k->cpu_period_ns;
         k->st.cpu_samples++;
         k->st.cpu_ns += k->cpu_period_ns;
         return;
@@ -1127,9 +1137,14 @@ static bool exact_total(const struct exact *x, uint64_t end, uint64_t *ns)
  * thread's recorded total was 90-318 % of its switch records' own.
  * Every switch record is read anyway, so each thread's total is known
  * exactly: its recorded blocks (short ones too) are scaled to add up to
- * it, and the samples only share it out among its stacks and states. A
- * thread whose records do not pair (or any, when records were lost) keeps
- * its estimate, cut to the window if it is longer (counted). */
+ * it, and the samples only share it out among its stacks and states (a
+ * switch-in the kernel did not show counts nothing, its bound reported:
+ * the total is then exact within it). A thread whose records do not pair
+ * (or any, when records were lost) keeps its estimate, cut to the window
+ * less the CPU its own samples were seen using (--with-cpu) if it is
+ * longer (counted): with records lost, one sample after the loss weighs
+ * every hit its counter counted meanwhile, and a storm thread's estimate
+ * alone passed the window (ASan: ping off + on 122.6 % of it). */
 static void calibrate(struct offcpu *k, uint64_t end)
 {
     uint64_t window = end > k->window_start ? end - k->window_start : 0;
@@ -1146,10 +1161,14 @@ static void calibrate(struct offcpu *k, uint64_t end)
         if (x && est.v[i].val && !k->records_lost && exact_total(x, end, &ns)) {
             *fk_u64map_slot(&scale, (uint64_t)(uint32_t)tid, true) = ns + 1;
             k->st.threads_exact++;
+            k->st.threads_exact_bounded += x->bounded;
         } else {
             k->st.threads_estimated++;
-            if (window && k->window_start && est.v[i].val > window) {
-                *fk_u64map_slot(&scale, (uint64_t)(uint32_t)tid, true) = window + 1;
+            uint64_t *on = k->oncpu_of.n ? fk_u64map_slot(&k->oncpu_of, (uint64_t)(uint32_t)tid,
+                                                          false) : NULL;
+            uint64_t room = on && *on < window ? window - *on : on ? 0 : window;
+            if (window && k->window_start && est.v[i].val > room) {
+                *fk_u64map_slot(&scale, (uint64_t)(uint32_t)tid, true) = room + 1;
                 k->st.threads_cut++;
             }
         }
@@ -1244,9 +1263,10 @@ static void keep_block(void *ctx, const struct fk_swtime_block *b)
     k->pass_blocks[k->npass++] = *b;
 }
 
-/* The block b, holding a recorded switch-out, to the engine's thread. */
+/* The block b, holding a recorded switch-out, to the engine's thread
+ * (type: RECORD_BLOCK, or RECORD_UNSEEN for a gap). */
 static void hand_on(struct offcpu *k, struct fk_reader *r, const struct fk_sample_format *f,
-                    const struct fk_swtime_block *b)
+                    const struct fk_swtime_block *b, uint32_t type)
 {
     struct {
         struct perf_event_header h;
@@ -1260,7 +1280,7 @@ static void hand_on(struct offcpu *k, struct fk_reader *r, const struct fk_sampl
         return;
     }
     memset(&rec.h, 0, sizeof rec.h);
-    rec.h.type = RECORD_BLOCK;
+    rec.h.type = type;
     rec.h.size = (uint16_t)(sizeof rec.h + 8 + n);
     rec.out = b->out;
     if (!fk_reader_add(r, (const union perf_event *)(const void *)&rec))
@@ -1281,19 +1301,34 @@ static void offcpu_reader_pass(void *state, struct fk_reader *r, const struct fk
     for (size_t i = 0; i < k->npass; i++) {
         const struct fk_swtime_block *b = &k->pass_blocks[i];
         pid_t tid = (pid_t)b->tid;
-        if (!b->in || b->out == FK_SWTIME_RUNNING) {
-            /* a switch the program did not see: no exact total for the
-             * thread (its recorded blocks keep their estimate) */
+        bool gap = b->kind == FK_SWTIME_UNSEEN_IN;
+        if ((b->kind != FK_SWTIME_BLOCK && !gap) || b->in < b->out || b->out <= FK_SWTIME_RUNNING) {
+            /* a switch-out the program did not see: no exact total for
+             * the thread (its recorded blocks keep their estimate) */
             struct exact *x = exact_of(k, tid, true);
             if (x)
                 x->reused = true;
             k->bpf_in_missed++;
             continue;
         }
-        k->bpf_blocks++;
         count_out(k, b->out);
         exact_switch(k, tid, b->out, true);
-        exact_switch(k, tid, b->in, false);
+        if (gap) {
+            /* switched out at out and again at in, run again unseen in
+             * between: off CPU for 0 to in - out of it. Counted as 0 (its
+             * lower bound: no time invented), the bound reported; the
+             * thread's total stays exact within it */
+            struct exact *x = exact_of(k, tid, false);
+            if (x)
+                x->bounded = true;
+            exact_switch(k, tid, b->out, false);
+            k->bpf_in_missed++;
+            k->bpf_unseen_in++;
+            k->bpf_unseen_ns += b->in - b->out;
+        } else {
+            k->bpf_blocks++;
+            exact_switch(k, tid, b->in, false);
+        }
         struct want *w = k->want_of.n ? want_of(k, tid, false) : NULL;
         if (!w || !w->n)
             continue;
@@ -1303,7 +1338,7 @@ static void offcpu_reader_pass(void *state, struct fk_reader *r, const struct fk
             if (t < b->out)
                 k->bpf_unmatched++;     /* its block never came */
             else if (t < b->in)
-                hand_on(k, r, f, b);
+                hand_on(k, r, f, b, gap ? RECORD_UNSEEN : RECORD_BLOCK);
             else
                 w->t[kept++] = t;
         }
@@ -1516,6 +1551,14 @@ static void offcpu_record(void *state, struct fk_engine *e, const union perf_eve
         k->bpf_matched += fk_bt_block(&k->bt, id->tid, out, id->time);
         break;
     }
+    case RECORD_UNSEEN: {
+        uint64_t out;
+        if (!id || id->tid <= 0 || ev->header.size < sizeof ev->header + 8)
+            return;
+        memcpy(&out, (const char *)ev + sizeof ev->header, 8);
+        fk_bt_unseen_in(&k->bt, id->tid, out, id->time);
+        break;
+    }
     case PERF_RECORD_LOST:
         counts_lost(k);
         if (k->swt)
@@ -1558,6 +1601,8 @@ static void offcpu_flush(void *state, struct fk_engine *e, uint64_t end_time)
     k->st.bpf_ring_full = k->bpf_st.ring_full;
     k->st.bpf_missed = k->bpf_st.missed;
     k->st.bpf_in_missed = k->bpf_in_missed;
+    k->st.bpf_unseen_in = k->bpf_unseen_in;
+    k->st.bpf_unseen_ns = k->bpf_unseen_ns;
     k->st.bpf_bytes = k->swt ? fk_swtime_bytes(k->swt) : 0;
     calibrate(k, end_time);
     k->st.exact_over = k->exact_over;
@@ -1577,7 +1622,8 @@ static void offcpu_flush(void *state, struct fk_engine *e, uint64_t end_time)
                   fk_u64map_bytes(&k->exact_of) + k->capexact * sizeof *k->exact +
                   fk_u64map_bytes(&k->acc_of) + k->capacc * sizeof *k->acc +
                   k->cappass * sizeof *k->pass_blocks + fk_u64map_bytes(&k->want_of) +
-                  k->capwant * sizeof *k->want + fk_u64map_bytes(&k->pend) + k->want_bytes;
+                  k->capwant * sizeof *k->want + fk_u64map_bytes(&k->pend) + k->want_bytes +
+                  fk_u64map_bytes(&k->oncpu_of);
     if (k->o.stats)
         *k->o.stats = k->st;
 }
@@ -1606,6 +1652,7 @@ static void offcpu_stop(void *state)
         free(k->want[i].t);
     free(k->want);
     fk_u64map_free(&k->pend);
+    fk_u64map_free(&k->oncpu_of);
     free(k->ids);
     free(k->locs);
     free(k);

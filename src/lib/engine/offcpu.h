@@ -99,7 +99,9 @@ struct fk_offcpu_stats {
      * profile's (and blocks.ns_by_state) */
     uint64_t blocked_ns_recorded, blocked_ns;
     uint64_t threads_exact, threads_estimated, exact_over;
-    uint64_t threads_cut;       /* ... estimated above the window: cut to it */
+    uint64_t threads_exact_bounded;     /* ... exact within an unseen switch-in's bound */
+    uint64_t threads_cut;       /* ... estimated above the window (less the CPU their
+                                   own samples were seen using): cut to it */
     uint64_t window_ns;
     size_t bytes;               /* accounting memory at the end */
     /* where switch-ins came from: "bpf" (the in-kernel program on
@@ -118,7 +120,10 @@ struct fk_offcpu_stats {
     uint64_t bpf_missed;        /* switches the kernel did not run the program on
                                    (another BPF program was running on that CPU) */
     uint64_t bpf_in_missed;     /* gaps: a switch-in or switch-out the program did
-                                   not see (the thread's total then estimated) */
+                                   not see */
+    uint64_t bpf_unseen_in;     /* ... of them switch-ins (switched out twice): the
+                                   thread's total stays exact within the gap */
+    uint64_t bpf_unseen_ns;     /* their spans: the bound (counted as 0, not invented) */
     size_t bpf_bytes;           /* the program's map and ring (kernel memory) */
 };
 

@@ -300,6 +300,8 @@ static json_t *offcpu_meta(const struct fk_profile_request *rq, const struct fk_
         json_object_set_new(f, "bpf_ring_full", json_integer((json_int_t)o->bpf_ring_full));
         json_object_set_new(f, "bpf_missed", json_integer((json_int_t)o->bpf_missed));
         json_object_set_new(f, "bpf_switches_unseen", json_integer((json_int_t)o->bpf_in_missed));
+        json_object_set_new(f, "bpf_switch_ins_unseen", json_integer((json_int_t)o->bpf_unseen_in));
+        json_object_set_new(f, "bpf_unseen_bound_ns", json_integer((json_int_t)o->bpf_unseen_ns));
         json_object_set_new(f, "bpf_kernel_bytes", json_integer((json_int_t)o->bpf_bytes));
     } else {
         json_object_set_new(f, "bpf_note", json_string(o->bpf_note));
@@ -347,10 +349,13 @@ static json_t *offcpu_meta(const struct fk_profile_request *rq, const struct fk_
     json_object_set_new(f, "blocks_short", json_integer((json_int_t)b->short_blocks));
     json_object_set_new(f, "blocks_short_ns", json_integer((json_int_t)b->short_ns));
     json_object_set_new(f, "switch_ins_lost", json_integer((json_int_t)b->lost_in));
+    json_object_set_new(f, "switch_ins_unseen", json_integer((json_int_t)b->unseen_in));
     json_object_set_new(f, "blocks_from_switch_record", json_integer((json_int_t)b->outs_exact));
     json_object_set_new(f, "blocked_ns_recorded", json_integer((json_int_t)o->blocked_ns_recorded));
     json_object_set_new(f, "blocked_ns", json_integer((json_int_t)o->blocked_ns));
     json_object_set_new(f, "threads_exact", json_integer((json_int_t)o->threads_exact));
+    json_object_set_new(f, "threads_exact_within_bound",
+                        json_integer((json_int_t)o->threads_exact_bounded));
     json_object_set_new(f, "threads_estimated", json_integer((json_int_t)o->threads_estimated));
     json_object_set_new(f, "threads_cut_to_window", json_integer((json_int_t)o->threads_cut));
     json_object_set_new(f, "records_past_thread_limit", json_integer((json_int_t)o->exact_over));
