@@ -120,3 +120,5 @@ EXTRA_DIST += test/t-offcpu.sh test/t-offcpu-records.sh test/t-children.sh
 EXTRA_DIST += test/t-fuzz-seeds.sh
 check_PROGRAMS += test/unit-bpf
 test_unit_bpf_SOURCES = test/unit/unit-bpf.c test/unit/unit.h
+check_PROGRAMS += test/unit-dynlib
+test_unit_dynlib_SOURCES = test/unit/unit-dynlib.c test/unit/unit.h

@@ -20,8 +20,6 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
-#include <pthread.h>
-#include <stdio.h>
 
 static struct fk_dynlib libbpf = {
     .soname = "libbpf.so.1", .who = "loading BPF programs (off-CPU, Python frames)",
@@ -44,10 +42,7 @@ static struct {
     int (*ring_consume)(struct ring_buffer *);
 } lib;
 
-/* Once per process: captures may start on several threads (serve's). */
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-
-static void load(void)
+bool fk_bpf_lib_load(char *err, size_t errlen)
 {
     const struct fk_dynsym syms[] = {
         { "bpf_map_create", (void **)&lib.map_create },
@@ -62,22 +57,14 @@ static void load(void)
         { "ring_buffer__free", (void **)&lib.ring_free },
         { "ring_buffer__consume", (void **)&lib.ring_consume },
     };
-    (void)fk_dynlib_once(&libbpf, syms, sizeof syms / sizeof syms[0], NULL, 0);
-}
-
-bool fk_bpf_lib_load(char *err, size_t errlen)
-{
-    pthread_once(&load_once, load);
-    if (libbpf.state < 0 && errlen)
-        snprintf(err, errlen, "%s", libbpf.why);
-    return libbpf.state > 0;
+    return fk_dynlib_once(&libbpf, syms, sizeof syms / sizeof syms[0], err, errlen);
 }
 
 /* Loaded, or errno ENOSYS (libbpf's convention: -1 and errno, or a
  * negative errno; the callers read errno). */
 static bool loaded(void)
 {
-    if (fk_bpf_lib_load(NULL, 0))
+    if (libbpf.state > 0 || fk_bpf_lib_load(NULL, 0))
         return true;
     errno = ENOSYS;
     return false;

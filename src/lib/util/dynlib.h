@@ -5,6 +5,7 @@
 #ifndef FK_DYNLIB_H
 #define FK_DYNLIB_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -22,15 +23,18 @@ int fk_dynlib_load(const char *soname, const struct fk_dynsym *syms, size_t n, c
 /* An optional library loaded once, on first use. state: 0 untried, 1
  * loaded, -1 unavailable, why then saying so: "WHO needs SONAME (dlerror);
  * install it: apt-get install PACKAGE" or "SONAME lacks SYMBOL; install
- * NEWER". */
+ * NEWER". Once state is non-zero it never changes, and the slots and why
+ * are set before it is (a plain read of state > 0 is a valid fast path). */
 struct fk_dynlib {
     const char *soname, *who, *package, *newer;
-    int state;
+    _Atomic int state;
     char why[512];
 };
 /* Load l (the first call) and say whether it is loaded; when it is not,
  * err gets its why on every call (the caller decides whether that is an
- * error or a warning). */
+ * error or a warning). Safe to call from several threads at once: the
+ * library is loaded by one of them, and every caller gets the same result
+ * and why (the others wait for the load). */
 bool fk_dynlib_once(struct fk_dynlib *l, const struct fk_dynsym *syms, size_t n, char *err,
                     size_t errlen);
 
