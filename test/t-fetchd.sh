@@ -424,6 +424,8 @@ if FLAMEKIT_CACHE="$T/fkcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 2 -R 3 -
     jq '.ratios |= .[4:]' "$T/bench/report.json" >"$T/pieces/b/report.json"
     o=$(sh "$agree" "$T/bench" "$T/pieces" 2>&1)
     check_grep "fetch-agree: a sweep agrees with itself in pieces" "server CPU/GiB gRPC/socket: 8 of 8 within 10 %" "$o"
+    check_grep "fetch-agree: the gRPC server's switches per GiB, the same in both" \
+        "gRPC server context switches/GiB, median per sweep: ([1-9][0-9]*) \\1\$" "$o"
     jq '.ratios[5].server_cpu_per_gib_grpc_over_sock.median *= 1.2 | (.repositories[], .ratios[], .settings[]).fetch_bytes += 7' \
         "$T/bench/report.json" >"$T/off/report.json"
     o=$(sh "$agree" -v "$T/bench" "$T/off" 2>&1); rc=$?
