@@ -60,7 +60,8 @@ struct fk_reader {
     size_t wlen;                    /* cur's bytes written (the reader's) */
     struct fk_reader_chunk *spare;  /* the next cur, set aside (the reader's) */
     struct fk_reader_chunk *pool;
-    struct fk_reader_chunk **all;   /* every chunk allocated (freed at the end) */
+    size_t npool;                   /* chunks in the pool */
+    struct fk_reader_chunk **all;   /* every chunk allocated and not freed */
     size_t nall, capall;
     struct fk_reader_span *spans;   /* the last take */
     size_t capspans;
@@ -79,6 +80,7 @@ static struct fk_reader_chunk *chunk_get(struct fk_reader *r)
     struct fk_reader_chunk *c = r->pool;
     if (c) {
         r->pool = c->next;
+        r->npool--;
     } else {
         if (r->held + FK_READER_CHUNK > r->o.limit)
             return NULL;
@@ -86,8 +88,9 @@ static struct fk_reader_chunk *chunk_get(struct fk_reader *r)
         if (!c)
             return NULL;
         r->all = fk_grow(r->all, &r->capall, r->nall + 1, sizeof *r->all);
-        r->all[r->nall++] = c;
         memset(c, 0, sizeof *c);
+        c->slot = r->nall;
+        r->all[r->nall++] = c;
         c->cap = FK_READER_CHUNK;
         r->held += FK_READER_CHUNK;
         if (r->held > r->st.peak_bytes)
@@ -99,15 +102,32 @@ static struct fk_reader_chunk *chunk_get(struct fk_reader *r)
     return c;
 }
 
-/* Back to the pool, for good: freeing chunks (and their arena trimmed,
- * its huge pages given back) made the next ones fault in and clear 2 MB
- * pages again: 10-16 % of flamekit's CPU at 999 Hz with stack copies.
- * What is held stays within the limit and is charged as held. Under
- * lock. */
+/* Back to the pool while the pool holds no more chunks than are in use
+ * (at least POOL_MIN), else back to malloc. A pool kept whole after a
+ * backlog (the engine's thread loading a large binary's symbols and
+ * unwind tables early in the window: 14-57 MB of queue at 999 Hz with
+ * 32 KB stack copies) held that memory idle for the rest of the capture
+ * while the stack tables and the symbolizer grew into pages never
+ * touched: each a 2 MB huge page to clear (fk_heap_for_batch), 18 % of
+ * flamekit's CPU. Given back, the heap keeps it (no trim: the tables
+ * grow into it, faulting nothing); the pool's half keeps a steady rate's
+ * chunks from going through malloc at every pass. What is held stays
+ * within the limit and is charged as held. Under lock. */
+#define POOL_MIN 16
 static void chunk_put(struct fk_reader *r, struct fk_reader_chunk *c)
 {
+    size_t in_use = r->nall - r->npool - 1;
+    if (r->npool >= POOL_MIN && r->npool >= in_use) {
+        struct fk_reader_chunk *last = r->all[--r->nall];
+        last->slot = c->slot;
+        r->all[c->slot] = last;
+        r->held -= c->cap;
+        free(c);
+        return;
+    }
     c->next = r->pool;
     r->pool = c;
+    r->npool++;
 }
 
 /* A chunk the reader left: reused once the taker has had all of it and

@@ -42,6 +42,7 @@ struct fk_reader_chunk {
     struct fk_reader_chunk *next;   /* in the filled list or the pool */
     size_t len, cap;                /* len: bytes handed on so far */
     size_t taken;                   /* [0, taken) was given to the taker */
+    size_t slot;                    /* its index in the reader's list of chunks */
     bool listed;                    /* in the filled list */
     bool held;                      /* taken and not given back yet */
     /* the taker's own: the reader never touches them */

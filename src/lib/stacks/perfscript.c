@@ -152,8 +152,11 @@ static inline unsigned hex_mask16(__m128i v)
  *   last time (indent and ip: the same ip comes back with the same key in
  *   a process), so that a predicted line is checked whole with one
  *   compare, and the key's bytes, padded to a word.
- * Records are named by offset + 1 (0: none) and never move. */
-enum { KR_KJ, KR_ID, KR_NEXT, KR_PFX, KR_PFXMAX = 24, KR_HEAD = KR_PFX + 1 + KR_PFXMAX / 4 };
+ * Records are named by offset + 1 (0: none) from the first block's start
+ * and never move: a full block is followed by another one (kr_block),
+ * not copied, so memory the heap has touched is all in use. */
+enum { KR_KJ, KR_ID, KR_NEXT, KR_PFX, KR_PFXMAX = 24, KR_HEAD = KR_PFX + 1 + KR_PFXMAX / 4,
+       KR_BLOCK_MIN = (64 << 10) / 4 };
 enum { LC_CHAIN = 1u << 31, LC_SKIP = UINT32_MAX - 1 };
 
 static inline const char *kr_key(const struct fk_perfscript_keys *c, uint32_t r)
@@ -198,15 +201,50 @@ static inline uint32_t kr_find(const struct fk_perfscript_keys *c, const char *k
     return 0;
 }
 
+/* A block of at least `words` words for more records, after the current
+ * one: false when none can be named from the first block (it would lie
+ * below it or too far above; then nothing new is kept, as past max). A
+ * new block is as big as all before it together (the first: 64 KB, or
+ * what fk_perfscript_expect chose). */
+static bool kr_block(struct fk_perfscript_keys *c, size_t words)
+{
+    size_t size = c->w ? c->cap - c->len + c->used : KR_BLOCK_MIN;
+    if (size > c->max - c->used)
+        size = c->max - c->used;
+    if (size < words)
+        size = words;
+    if (c->nblocks == sizeof c->block / sizeof c->block[0])
+        return false;
+    uint32_t *b = fk_malloc(size * sizeof *b);
+    size_t at = 0;
+    if (c->w) {
+        /* named by its distance from the first block, in words */
+        uintptr_t d = (uintptr_t)b - (uintptr_t)c->w;
+        if ((uintptr_t)b < (uintptr_t)c->w || d % sizeof *b
+            || d / sizeof *b + size >= UINT32_MAX / 2) {
+            free(b);
+            return false;
+        }
+        at = d / sizeof *b;
+    } else {
+        c->w = b;
+    }
+    c->block[c->nblocks++] = b;
+    c->len = at;
+    c->cap = at + size;
+    return true;
+}
+
 /* Add key (not there yet) with its frames id; its record, 0 when the
  * records would pass c->max words (then nothing new is kept). */
 static uint32_t kr_put(struct fk_perfscript_keys *c, const char *key, size_t len, uint64_t h,
                        bool java, uint32_t id)
 {
     size_t words = KR_HEAD + (len + 3) / 4;
-    if (len >= UINT32_MAX / 2 || c->len + words + fk_hindex_bytes(&c->index) / 4 > c->max)
+    if (len >= UINT32_MAX / 2 || c->used + words + fk_hindex_bytes(&c->index) / 4 > c->max)
         return 0;
-    c->w = fk_grow(c->w, &c->cap, c->len + words, sizeof *c->w);
+    if (c->len + words > c->cap && !kr_block(c, words))
+        return 0;
     uint32_t *r = c->w + c->len;
     r[KR_KJ] = (uint32_t)(len << 1 | java);
     r[KR_ID] = id;
@@ -217,13 +255,15 @@ static uint32_t kr_put(struct fk_perfscript_keys *c, const char *key, size_t len
     memcpy(r + KR_HEAD, key, len);
     fk_hindex_add(&c->index, h, (uint32_t)c->len);
     c->len += words;
+    c->used += words;
     return (uint32_t)(r - c->w) + 1;
 }
 
 static void kr_free(struct fk_perfscript_keys *c)
 {
     fk_hindex_free(&c->index);
-    free(c->w);
+    for (unsigned i = 0; i < c->nblocks; i++)
+        free(c->block[i]);
     memset(c, 0, sizeof *c);    /* max 0: keeps nothing more */
 }
 
@@ -311,10 +351,8 @@ void fk_perfscript_expect(struct fk_perfscript *p, uint64_t bytes)
     if (s > STACKS_START_MAX)
         s = STACKS_START_MAX;
     /* exact sizes (fk_grow would round them up to a power of two) */
-    if (!p->keys.w && k >= TABLE_START_MIN) {
-        p->keys.cap = (size_t)k / sizeof *p->keys.w;
-        p->keys.w = fk_malloc(p->keys.cap * sizeof *p->keys.w);
-    }
+    if (!p->keys.w && k >= TABLE_START_MIN)
+        kr_block(&p->keys, (size_t)k / sizeof *p->keys.w);
     if (!p->stacks.w && s >= TABLE_START_MIN) {
         p->stacks.cap = (size_t)s / sizeof *p->stacks.w;
         p->stacks.w = fk_malloc(p->stacks.cap * sizeof *p->stacks.w);
@@ -1262,16 +1300,17 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
         }
     }
 
-    flush_sample(p);
-    p->in_sample = true;
-    p->keep = keep;
-    p->weight = p->o.period ? period : 1;
-    if (!keep)
+    if (!keep) {
+        flush_sample(p);
+        p->in_sample = true;
+        p->keep = false;
         return true;
-    p->kstart = true;
+    }
 
     /* process name: the comm itself when it needs no tidying and gets no
-     * pid (nearly always), else made in p->pname */
+     * pid (nearly always), else made in p->pname; found before the sample
+     * before is counted, so that the record of the key its last sample
+     * began with is fetched meanwhile */
     char *cb = ts[0], *ce = commend > 0 ? ts[commend] : ts[0];
     while (ce > cb && is_space(ce[-1]))
         ce--;
@@ -1284,7 +1323,18 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
         pn = pname_make(p, cb, ce, with_pid ? ts[pidt] : NULL, with_pid ? tl[pidt] : 0);
         pl = p->pname.len;
     }
-    p->pname_id = pname_intern(p, pn, pl, plain ? end : pn + pl);
+    uint32_t pname_id = pname_intern(p, pn, pl, plain ? end : pn + pl);
+    uint32_t first = p->kfirst[pname_id];
+    if (first) {
+        __builtin_prefetch(p->keys.w + first - 1);
+        __builtin_prefetch(p->keys.w + first - 1 + KR_HEAD);
+    }
+    flush_sample(p);
+    p->in_sample = true;
+    p->keep = true;
+    p->weight = p->o.period ? period : 1;
+    p->kstart = true;
+    p->pname_id = pname_id;
     /* from the bytes at hand, not the name table's (a cache miss) */
     p->java = pl >= 4 && !memcmp(pn, "java", 4);
     /* Without -g the sample's own ip/sym/dso follow the event. */
@@ -1900,6 +1950,14 @@ bool fk_perfscript_read_lines(struct fk_perfscript *p, struct fk_lineread *r)
             predicted_lines(p, r);
         if (!(line = fk_lineread_next(r, &len)))
             break;
+        /* a sample's first frame line is checked against the key last
+         * seen with its ip (lcache): that record is fetched now, while
+         * the header before it is parsed and the sample before counted */
+        int slot = line_slot(r->buf + r->start, r->buf + r->end);
+        if (slot >= 0 && p->lcache[slot]) {
+            __builtin_prefetch(p->keys.w + p->lcache[slot] - 1);
+            __builtin_prefetch(p->keys.w + p->lcache[slot] - 1 + KR_HEAD);
+        }
         fk_perfscript_line(p, line, len, r->lineno);
     }
     fk_perfscript_finish(p);

@@ -74,10 +74,16 @@ struct fk_perfscript {
      * after a line's ip (its key) maps to its frames, and each key
      * remembers the key that followed it last time, checked in place
      * before anything is hashed (stacks repeat). Bounded: beyond max
-     * words nothing new is kept. */
+     * words nothing new is kept. The records are in blocks that never
+     * move (a full block is followed by a new one, not copied: a copy
+     * leaves the old block a hole the heap has touched), all named by
+     * word offsets from the first. */
     struct fk_perfscript_keys {
-        uint32_t *w;            /* records (see perfscript.c) */
-        size_t len, cap, max;   /* words */
+        uint32_t *w;            /* the first block: records are named from here */
+        size_t len, cap;        /* offsets from w of the current block's next free word and end */
+        size_t used, max;       /* words in records, and their bound */
+        uint32_t *block[24];    /* the blocks, to free */
+        unsigned nblocks;
         struct fk_hindex index; /* key hash -> record's word offset */
     } keys;
     uint32_t kprev;             /* record offset + 1 of this sample's last frame line, 0 none */
