@@ -111,6 +111,7 @@ test_progs_symbomb_LDADD = $(LZMA_LIBS)
 check_PROGRAMS += test/progs/offcpu-truth
 test_progs_offcpu_truth_CFLAGS = $(AM_CFLAGS) -O1 -fno-omit-frame-pointer -fno-inline -fno-optimize-sibling-calls -mno-omit-leaf-frame-pointer -pthread
 test_progs_offcpu_truth_LDADD = -lpthread
+check_PROGRAMS += test/progs/seccomp-deny
 check_PROGRAMS += test/unit-offcpu
 test_unit_offcpu_SOURCES = test/unit/unit-offcpu.c test/unit/unit.h
 check_PROGRAMS += test/unit-ring

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "capture/bpf.h"
+#include "capture/tracefs.h"
 #include "unit.h"
 
 /* Run a socket filter once (or repeat times) on a zeroed 64-byte packet;
@@ -210,7 +211,7 @@ static void spin_cpu_ms(long ms)
 static void perf_attach(void)
 {
     char err[256] = "";
-    bool usable = fk_bpf_usable(err, sizeof err);
+    bool usable = fk_bpf_usable(BPF_PROG_TYPE_PERF_EVENT, 0, err, sizeof err);
     UNIT_CHECK("BPF is usable here (root, perf-event programs)", usable);
     if (!usable) {
         printf("# %s\n", err);
@@ -262,6 +263,29 @@ static void perf_attach(void)
     close(map);
 }
 
+/* fk_bpf_usable probes each program type on its own path (a tracepoint
+ * program attached to a tracepoint), and refuses a type it does not
+ * probe with a reason. */
+static void usable_by_type(void)
+{
+    char err[256] = "";
+    struct fk_tp_format sw;
+    bool fmt = fk_tp_format_load("sched", "sched_switch", &sw, err, sizeof err);
+    UNIT_CHECK("sched_switch's format (needs tracefs, root)", fmt);
+    if (fmt) {
+        bool ok = fk_bpf_usable(BPF_PROG_TYPE_TRACEPOINT, sw.id, err, sizeof err);
+        UNIT_CHECK("tracepoint programs are usable here (attached to sched_switch)", ok);
+        if (!ok)
+            printf("# %s\n", err);
+        UNIT_CHECK("the answer is cached per type",
+                   fk_bpf_usable(BPF_PROG_TYPE_TRACEPOINT, 0, err, sizeof err) == ok);
+    }
+    err[0] = '\0';
+    UNIT_CHECK("a type it does not probe is refused, saying so",
+               !fk_bpf_usable(BPF_PROG_TYPE_SOCKET_FILTER, 0, err, sizeof err) &&
+               strstr(err, "does not probe"));
+}
+
 int main(void)
 {
     unit_name = "unit-bpf";
@@ -270,5 +294,6 @@ int main(void)
     map_by_fd();
     refusals();
     perf_attach();
+    usable_by_type();
     return UNIT_END();
 }

@@ -288,18 +288,28 @@ bool fk_bpf_attach_tracepoint(uint64_t tp_id, int prog_fd, int *fd, char *err, s
 }
 
 /* Load "r0 = 0; exit" as a perf-event program and attach it to a
- * software event of this thread: the whole path a capture takes. */
-static bool probe(char *err, size_t errlen)
+ * software event of this thread, or "r0 = 1; exit" as a tracepoint program
+ * and attach it to tracepoint tp_id: the whole path a capture takes. */
+static bool probe(enum bpf_prog_type type, uint64_t tp_id, char *err, size_t errlen)
 {
+    bool tp = type == BPF_PROG_TYPE_TRACEPOINT;
     struct fk_bpf_builder b;
     fk_bpf_builder_init(&b);
-    fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_0, 0));
+    fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_0, tp ? 1 : 0));
     fk_bpf_emit(&b, FK_BPF_EXIT());
     int prog;
-    bool ok = fk_bpf_prog_load(&b, BPF_PROG_TYPE_PERF_EVENT, "fk_probe", &prog, err, errlen);
+    bool ok = fk_bpf_prog_load(&b, type, tp ? "fk_probe_tp" : "fk_probe", &prog, err, errlen);
     fk_bpf_builder_free(&b);
     if (!ok)
         return false;
+    int ev = -1;
+    if (tp) {
+        ok = fk_bpf_attach_tracepoint(tp_id, prog, &ev, err, errlen);
+        if (ev >= 0)
+            close(ev);
+        close(prog);
+        return ok;
+    }
     struct perf_event_attr attr = {
         .type = PERF_TYPE_SOFTWARE,
         .size = sizeof attr,
@@ -307,7 +317,7 @@ static bool probe(char *err, size_t errlen)
         .sample_period = 1,
         .disabled = 1,
     };
-    int ev = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    ev = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
     if (ev < 0) {
         snprintf(err, errlen, "perf_event_open for the BPF probe: %s", strerror(errno));
         close(prog);
@@ -319,21 +329,26 @@ static bool probe(char *err, size_t errlen)
     return ok;
 }
 
-/* The probe's answer, made once per process (captures may start on
- * several threads, e.g. serve's). */
-static pthread_once_t usable_once = PTHREAD_ONCE_INIT;
-static bool usable_ok;
-static char usable_why[256];
+/* The probes' answers, made once per program type per process (captures
+ * may start on several threads, e.g. serve's). */
+static pthread_mutex_t usable_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { bool probed, ok; char why[256]; } usable[2];
 
-static void usable_probe(void)
+bool fk_bpf_usable(enum bpf_prog_type type, uint64_t tp_id, char *err, size_t errlen)
 {
-    usable_ok = probe(usable_why, sizeof usable_why);
-}
-
-bool fk_bpf_usable(char *err, size_t errlen)
-{
-    pthread_once(&usable_once, usable_probe);
-    if (!usable_ok)
-        snprintf(err, errlen, "%s", usable_why);
-    return usable_ok;
+    if (type != BPF_PROG_TYPE_PERF_EVENT && type != BPF_PROG_TYPE_TRACEPOINT) {
+        snprintf(err, errlen, "BPF program type %d: flamekit does not probe it", (int)type);
+        return false;
+    }
+    unsigned i = type == BPF_PROG_TYPE_TRACEPOINT;
+    pthread_mutex_lock(&usable_lock);
+    if (!usable[i].probed) {
+        usable[i].ok = probe(type, tp_id, usable[i].why, sizeof usable[i].why);
+        usable[i].probed = true;
+    }
+    bool ok = usable[i].ok;
+    if (!ok)
+        snprintf(err, errlen, "%s", usable[i].why);
+    pthread_mutex_unlock(&usable_lock);
+    return ok;
 }

@@ -109,9 +109,15 @@ bool fk_bpf_attach_perf(int perf_fd, int prog_fd, char *err, size_t errlen);
  * the tracepoint for every event. *fd -1 on failure. */
 bool fk_bpf_attach_tracepoint(uint64_t tp_id, int prog_fd, int *fd, char *err, size_t errlen);
 
-/* Can this process load and attach a perf-event program on this kernel
- * (permissions, lockdown, a kernel without BPF)? Probed once and cached;
- * false with the reason in err. */
-bool fk_bpf_usable(char *err, size_t errlen);
+/* Can this process load a program of type (BPF_PROG_TYPE_PERF_EVENT or
+ * BPF_PROG_TYPE_TRACEPOINT) and attach it to a perf event on this kernel
+ * (permissions, lockdown, a seccomp filter, a kernel without BPF)? The
+ * probe takes the whole path a capture takes: a perf-event program on a
+ * software event of this thread; a tracepoint program on tracepoint
+ * tp_id (through an event of its own: fk_bpf_attach_tracepoint; the probe
+ * returns 1, so perf records on that tracepoint as it would meanwhile).
+ * Probed once per type and cached (any thread); false with the reason
+ * in err. */
+bool fk_bpf_usable(enum bpf_prog_type type, uint64_t tp_id, char *err, size_t errlen);
 
 #endif

@@ -473,9 +473,22 @@ void fk_swtime_stats(struct fk_swtime *t, struct fk_swtime_stats *st)
         st->missed = info.recursion_misses;
 }
 
+/* The switch-out map's size: an array of pid_max entries, or a hash. */
+static size_t outs_bytes(bool array, uint32_t entries)
+{
+    return (size_t)entries * (array ? 8 : 64);
+}
+
 size_t fk_swtime_bytes(const struct fk_swtime *t)
 {
-    return t->ring_bytes + (size_t)t->entries * (t->array ? 8 : 64);
+    return t->ring_bytes + outs_bytes(t->array, t->entries);
+}
+
+size_t fk_swtime_bytes_for(size_t ring_bytes)
+{
+    uint32_t pm = pid_max();
+    bool array = pm && pm <= ARRAY_PID_MAX;
+    return ring_bytes + outs_bytes(array, array ? pm : HASH_THREADS);
 }
 
 void fk_swtime_free(struct fk_swtime *t)

@@ -116,6 +116,8 @@ bool fk_swtime_pending(struct fk_swtime *t, pid_t tid, uint64_t *out);
 void fk_swtime_stats(struct fk_swtime *t, struct fk_swtime_stats *st);
 /* Bytes of the maps and ring (the kernel's memory, mapped in part). */
 size_t fk_swtime_bytes(const struct fk_swtime *t);
+/* The same before making them, for a ring of ring_bytes on this host. */
+size_t fk_swtime_bytes_for(size_t ring_bytes);
 void fk_swtime_free(struct fk_swtime *t);
 
 #endif

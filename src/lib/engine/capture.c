@@ -590,6 +590,8 @@ static uint64_t track_memory(struct fk_engine *e)
         hooks += fk_reader_bytes(e->reader) + e->ring.buf.cap;
     if (e->pins)
         hooks += fk_pins_bytes(e->pins);
+    if (e->kind->bytes)
+        hooks += e->kind->bytes(e->kind_state);
     uint64_t tables = fk_stacktab_bytes(&e->raw) + fk_stacktab_bytes(&e->frame_lists);
     fk_sym_set_other_bytes(e->sym, tables + hooks);
     uint64_t mem = tables + fk_sym_bytes(e->sym) + hooks;

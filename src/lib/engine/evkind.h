@@ -148,6 +148,10 @@ struct fk_evkind {
      * rules as early_record. */
     void (*reader_pass)(void *state, struct fk_reader *r, const struct fk_sample_format *f,
                         bool end);
+    /* Optional: bytes the kind holds now, charged to --max-memory with the
+     * engine's own (called in the engine's thread: what that thread owns,
+     * and what the kind made in the kernel for the capture, BPF maps). */
+    size_t (*bytes)(void *state);
     /* > 0: the ring reader reads the rings every poll_ms on its own clock
      * (sooner when a pass found a ring more than a quarter full: reader.c,
      * next_timeout) and the kernel wakes no one (the watermark at a full

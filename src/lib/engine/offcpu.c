@@ -12,6 +12,7 @@
 #include "capture/target.h"
 #include "capture/tracefs.h"
 #include "util/hindex.h"
+#include "util/procfs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -56,6 +57,11 @@ struct exact {
  * switch storms (~520,000 blocks a second) 4 MiB hold 250 ms, 25 of the
  * reader's 10 ms passes. */
 #define SWTIME_RING_BYTES (4u << 20)
+/* ... halved, down to this, to fit its share of --max-memory (an eighth,
+ * with the map: SWTIME_MEM_SHARE); below it, the switch records. 256 KiB
+ * hold 15 ms of that storm: a pass and a half. */
+#define SWTIME_RING_MIN (256u << 10)
+#define SWTIME_MEM_SHARE 8
 /* A block handed on to the engine's thread (the reader's pass hook makes
  * it from the program's block that holds a recorded switch-out): header,
  * the switch-out time, then the trailer (tid, time = the switch-in). */
@@ -172,6 +178,8 @@ struct offcpu {
     struct fk_swtime_block *pass_blocks;
     size_t npass, cappass;
     struct fk_u64map want_of;       /* tid -> index + 1 */
+    struct fk_u64map leaders_gone;  /* (the reader's) tgids filter: pid -> 1, its leader
+                                       exited before its other threads */
     struct want { pid_t tid; uint32_t n; size_t cap; uint64_t *t; } *want;
     size_t nwant, capwant;
     uint64_t bpf_blocks, bpf_unmatched, bpf_in_missed;  /* (the reader's) */
@@ -893,10 +901,20 @@ static bool offcpu_start(const struct fk_capture_opts *o, void **state, unsigned
     if (k->o.no_bpf) {
         snprintf(k->bpf_note, sizeof k->bpf_note, "--no-bpf");
     } else {
+        /* the program's map and ring are the kernel's memory, made for
+         * this capture: charged to --max-memory (offcpu_bytes), at most
+         * its share */
         char why[256] = "";
-        if (!fk_bpf_usable(why, sizeof why) ||
-            !fk_swtime_new(&k->sw, k->exit_bits, k->bits.preempt, SWTIME_RING_BYTES, &k->swt, why,
-                           sizeof why))
+        size_t ring = SWTIME_RING_BYTES;
+        uint64_t share = o->max_mem_bytes ? o->max_mem_bytes / SWTIME_MEM_SHARE : UINT64_MAX;
+        while (ring > SWTIME_RING_MIN && fk_swtime_bytes_for(ring) > share)
+            ring /= 2;
+        if (fk_swtime_bytes_for(ring) > share)
+            snprintf(why, sizeof why, "its map and ring buffer (%zu KiB) do not fit in an eighth of "
+                     "--max-memory (%llu KiB): raise it to use it",
+                     fk_swtime_bytes_for(ring) >> 10, (unsigned long long)(o->max_mem_bytes >> 10));
+        if (why[0] || !fk_bpf_usable(BPF_PROG_TYPE_TRACEPOINT, k->sw.id, why, sizeof why) ||
+            !fk_swtime_new(&k->sw, k->exit_bits, k->bits.preempt, ring, &k->swt, why, sizeof why))
             snprintf(k->bpf_note, sizeof k->bpf_note, "%s", why);
     }
     long cpus = sysconf(_SC_NPROCESSORS_CONF);
@@ -973,11 +991,15 @@ static void offcpu_sample(void *state, struct fk_engine *e, unsigned event,
     if (!st)
         return;
     if (event == k->ev_cpu) {
+        /* weighed by its own period (cpu-clock: ns of the target's CPU
+         * time), not the nominal 1/99 s: the kernel moves a frequency-
+         * driven event's period as it follows the rate */
+        uint64_t ns = s->period > 1 ? s->period : k->cpu_period_ns;
         struct fk_stack_frames f = with_root(k, st, k->oncpu_loc);
-        fk_engine_add(e, &f, 1, k->cpu_period_ns);
-        *fk_u64map_slot(&k->oncpu_of, (uint64_t)(uint32_t)s->tid, true) += k->cpu_period_ns;
+        fk_engine_add(e, &f, 1, ns);
+        *fk_u64map_slot(&k->oncpu_of, (uint64_t)(uint32_t)s->tid, true) += ns;
         k->st.cpu_samples++;
-        k->st.cpu_ns += k->cpu_period_ns;
+        k->st.cpu_ns += ns;
         return;
     }
     if (event == k->ev_wake) {
@@ -1238,19 +1260,50 @@ static void want_block(struct offcpu *k, pid_t tid, uint64_t time)
     w->t[w->n++] = time;
 }
 
+/* Does process pid still have threads that run (not only its leader, a
+ * zombie, or nothing: gone)? */
+static bool threads_live(pid_t pid)
+{
+    char path[40];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    return fk_proc_status_last(path, "Threads") > 1;
+}
+
 /* FORK and EXIT as they leave the rings: per-task targets' new processes
  * are timed (the program's tgid filter; the kernel's fork program put
- * them there first, and a new thread's tid too: forgotten at its EXIT). */
+ * them there first, and a new thread's tid too: forgotten at its EXIT).
+ * A process is forgotten when its last thread exits, not at its leader's
+ * EXIT: a leader that ends with pthread_exit leaves its other threads
+ * running, and the filter would stop timing them (each of their next
+ * switch-ins a gap that voids the thread's total). Such a process is
+ * looked at again at each of its threads' EXIT (leaders_gone). */
 static void swtime_task(struct offcpu *k, const union perf_event *ev)
 {
-    bool proc = ev->fork.pid == ev->fork.tid;
+    pid_t pid = (pid_t)ev->fork.pid, tid = (pid_t)ev->fork.tid;
+    bool proc = pid == tid;
+    bool tgids = k->bpf_filter && !strcmp(k->bpf_filter, "tgids");
     if (ev->header.type == PERF_RECORD_FORK) {
-        if (proc && k->bpf_filter && !strcmp(k->bpf_filter, "tgids"))
-            fk_swtime_add_tgid(k->swt, (pid_t)ev->fork.pid);
+        if (proc && tgids)
+            fk_swtime_add_tgid(k->swt, pid);
         return;
     }
-    if (k->bpf_filter && !strcmp(k->bpf_filter, "tgids"))
-        fk_swtime_forget_tgid(k->swt, (pid_t)ev->fork.tid);
+    if (!tgids)
+        return;
+    uint64_t *gone = k->leaders_gone.n ? fk_u64map_slot(&k->leaders_gone, (uint64_t)(uint32_t)pid,
+                                                        false) : NULL;
+    if (!proc) {
+        fk_swtime_forget_tgid(k->swt, tid);     /* the fork program's entry for it */
+        if (gone && *gone && !threads_live(pid)) {
+            fk_swtime_forget_tgid(k->swt, pid);
+            *gone = 0;
+        }
+    } else if (threads_live(pid)) {
+        *fk_u64map_slot(&k->leaders_gone, (uint64_t)(uint32_t)pid, true) = 1;
+    } else {
+        fk_swtime_forget_tgid(k->swt, pid);
+        if (gone)
+            *gone = 0;
+    }
     /* (its wants are kept: a block may still come for each, written as
      * the thread ran on its way out, before its EXIT record, but drained
      * in a later pass than the record was read) */
@@ -1623,9 +1676,22 @@ static void offcpu_flush(void *state, struct fk_engine *e, uint64_t end_time)
                   fk_u64map_bytes(&k->acc_of) + k->capacc * sizeof *k->acc +
                   k->cappass * sizeof *k->pass_blocks + fk_u64map_bytes(&k->want_of) +
                   k->capwant * sizeof *k->want + fk_u64map_bytes(&k->pend) + k->want_bytes +
+                  fk_u64map_bytes(&k->leaders_gone) +
                   fk_u64map_bytes(&k->oncpu_of);
     if (k->o.stats)
         *k->o.stats = k->st;
+}
+
+/* What the engine's thread holds (the reader's thread's tables are
+ * counted at the end: offcpu_flush), and the program's map and ring. */
+static size_t offcpu_bytes(void *state)
+{
+    struct offcpu *k = state;
+    return (k->swt ? fk_swtime_bytes(k->swt) : 0) + fk_bt_bytes(&k->bt) +
+           fk_stacktab_bytes(&k->store) + k->capids * sizeof *k->ids +
+           k->caplocs * sizeof *k->locs + fk_u64map_bytes(&k->refs) +
+           fk_u64map_bytes(&k->acc_of) + k->capacc * sizeof *k->acc +
+           fk_u64map_bytes(&k->oncpu_of);
 }
 
 static void offcpu_stop(void *state)
@@ -1648,6 +1714,7 @@ static void offcpu_stop(void *state)
     fk_swtime_free(k->swt);
     free(k->pass_blocks);
     fk_u64map_free(&k->want_of);
+    fk_u64map_free(&k->leaders_gone);
     for (size_t i = 0; i < k->nwant; i++)
         free(k->want[i].t);
     free(k->want);
@@ -1673,6 +1740,7 @@ const struct fk_evkind fk_evkind_offcpu = {
     .window = offcpu_window,
     .opened = offcpu_opened,
     .reader_pass = offcpu_reader_pass,
+    .bytes = offcpu_bytes,
     /* No wake-ups from the kernel: one comes at a sample (at the sample
      * count a stack hook asks for, or at the byte watermark, which is
      * nearly always crossed by an 8 KiB stack copy, not a switch record),
