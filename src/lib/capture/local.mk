@@ -26,3 +26,5 @@ libfkbpfdyn_a_SOURCES = src/lib/capture/bpf-dyn.c src/lib/capture/bpf-dyn.h
 libfkbpfdyn_a_CFLAGS = $(AM_CFLAGS)
 # off-CPU switch timing in the kernel (sched_switch program, blocks in a BPF ring buffer)
 libflamekit_a_SOURCES += src/lib/capture/swtime.c src/lib/capture/swtime.h
+# a pid's tree kept in the kernel: per-CPU samples of other processes dropped there
+libflamekit_a_SOURCES += src/lib/capture/bpftree.c src/lib/capture/bpftree.h

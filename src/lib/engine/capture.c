@@ -338,6 +338,13 @@ static void handle_mmap2(struct fk_engine *e, const union perf_event *ev)
 static void pin_seen(void *ctx, const union perf_event *ev)
 {
     struct fk_engine *e = ctx;
+    /* bpf mode: the host's other processes pin nothing (the map is the
+     * tree's superset as the records leave the rings: a child is in it
+     * from its fork on, an exited member until its EXIT is handled) */
+    if (e->bpftree && (ev->header.type == PERF_RECORD_MMAP2 || ev->header.type == PERF_RECORD_COMM) &&
+        !fk_bpftree_has(e->bpftree, ev->header.type == PERF_RECORD_MMAP2 ? (pid_t)ev->mmap2.pid
+                                                                         : (pid_t)ev->comm.pid))
+        return;
     if (ev->header.type == PERF_RECORD_COMM && (ev->header.misc & PERF_RECORD_MISC_COMM_EXEC)) {
         fk_pins_exec(e->pins, (pid_t)ev->comm.pid);
         return;
@@ -376,31 +383,59 @@ static void handle_comm(struct fk_engine *e, const union perf_event *ev)
         fk_tree_exec(&e->tree, (pid_t)ev->comm.pid, (pid_t)ev->comm.tid);
 }
 
+/* PID with the tree filtered in the kernel (tree_bpf): the side-band
+ * records come from the whole host; those of processes outside the tree
+ * never reach the symbolizer (the tree's FORK and EXIT still decide). */
+static bool outside_tree(const struct fk_engine *e, pid_t pid)
+{
+    return e->tree_bpf && !fk_tree_owns(&e->tree, pid);
+}
+
+/* A member's EXIT, in bpf mode: out of the kernel's map (a thread's tid;
+ * a process's pid once its last thread is gone) unless a FORK since gave
+ * the number to another member (its entry is newer than the exit). */
+static void bpftree_exit(struct fk_engine *e, const union perf_event *ev)
+{
+    pid_t pid = (pid_t)ev->fork.pid, tid = (pid_t)ev->fork.tid;
+    if (tid != pid)
+        fk_bpftree_exit(e->bpftree, tid, ev->fork.time);
+    else if (!fk_tree_has(&e->tree, pid))
+        fk_bpftree_exit(e->bpftree, pid, ev->fork.time);
+}
+
 static void handle_side_band(struct fk_engine *e, const union perf_event *ev)
 {
+    bool member;
     switch (ev->header.type) {
     case PERF_RECORD_MMAP2:
-        handle_mmap2(e, ev);
+        if (!outside_tree(e, (pid_t)ev->mmap2.pid))
+            handle_mmap2(e, ev);
         break;
     case PERF_RECORD_COMM:
-        handle_comm(e, ev);
+        if (!outside_tree(e, (pid_t)ev->comm.pid))
+            handle_comm(e, ev);
         break;
     case PERF_RECORD_FORK:
+        member = !e->follow_tree ||
+                 fk_tree_fork(&e->tree, (pid_t)ev->fork.pid, (pid_t)ev->fork.ppid,
+                              (pid_t)ev->fork.tid, (pid_t)ev->fork.ptid);
+        if (e->tree_bpf && !member)
+            break;
         e->r->forks++;
         fk_sym_fork(e->sym, (pid_t)ev->fork.pid, (pid_t)ev->fork.ppid, (pid_t)ev->fork.tid,
                     (pid_t)ev->fork.ptid);
         fk_target_filter_fork(&e->filter, (pid_t)ev->fork.pid, (pid_t)ev->fork.ppid);
-        if (e->follow_tree)
-            fk_tree_fork(&e->tree, (pid_t)ev->fork.pid, (pid_t)ev->fork.ppid,
-                         (pid_t)ev->fork.tid, (pid_t)ev->fork.ptid);
         break;
     case PERF_RECORD_EXIT:
+        member = !e->follow_tree || fk_tree_exit(&e->tree, (pid_t)ev->fork.pid, (pid_t)ev->fork.tid);
+        if (e->tree_bpf && !member)
+            break;
+        if (e->bpftree)
+            bpftree_exit(e, ev);
         e->r->exits += ev->fork.pid == ev->fork.tid;
         if (e->pins && ev->fork.pid == ev->fork.tid)
             fk_pins_drop_exit(e->pins, (pid_t)ev->fork.pid, ev->fork.time);
         fk_sym_exit(e->sym, (pid_t)ev->fork.pid, (pid_t)ev->fork.tid);
-        if (e->follow_tree)
-            fk_tree_exit(&e->tree, (pid_t)ev->fork.pid, (pid_t)ev->fork.tid);
         break;
     case PERF_RECORD_LOST:
         e->r->lost += ev->lost.lost;
@@ -586,6 +621,8 @@ static uint64_t track_memory(struct fk_engine *e)
         if (e->o->stack_hooks[i]->bytes)
             hooks += e->o->stack_hooks[i]->bytes(e->o->stack_hooks[i]->state);
     hooks += fk_tree_bytes(&e->tree);
+    if (e->bpftree)
+        hooks += fk_bpftree_bytes(e->bpftree);     /* kernel memory, made for this capture */
     if (e->reader)
         hooks += fk_reader_bytes(e->reader) + e->ring.buf.cap;
     if (e->pins)
@@ -626,8 +663,13 @@ static void seed_tree(struct fk_engine *e)
         fk_tree_add_process(&e->tree, t->pids[i]);
     fk_tree_add_descendants(&e->tree);
     for (size_t i = 0; i < e->tree.procs.n; i++)
-        if (e->tree.procs.v[i].val)
+        if (e->tree.procs.v[i].val) {
+            /* the fork program is attached already (fk_engine_open): a
+             * child forked since is in the kernel's map by now */
+            if (e->bpftree)
+                fk_bpftree_add(e->bpftree, (pid_t)e->tree.procs.v[i].key);
             fk_sym_scan_pid(e->sym, (pid_t)e->tree.procs.v[i].key);
+        }
     e->r->tree_followed = true;
 }
 
@@ -955,6 +997,7 @@ static void engine_free(struct fk_engine *e, bool hold)
     fk_buf_free(&e->key);
     fk_target_filter_free(&e->filter);
     fk_tree_free(&e->tree);
+    fk_bpftree_free(e->bpftree);
     free(e->pid_cgroup);
     free(e->read_last);
     free(e->read_seen);

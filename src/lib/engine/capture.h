@@ -200,8 +200,11 @@ struct fk_capture_result {
      * events the kernel limits to a cgroup: every process is sampled from
      * its first instruction, CPU-wide periods do not restart per child) or
      * "per-task" (inherited per-task events: each child starts its period
-     * from zero, so a child that runs less than one is never sampled);
-     * tree_note says why not "cgroup". NULL for the other targets. */
+     * from zero, so a child that runs less than one is never sampled), or
+     * "bpf" (PID, CPU clock, the target in the root or a large cgroup:
+     * per-CPU events over the host, other processes' samples dropped in
+     * the kernel by a map of the tree, capture/bpftree.h); tree_note says
+     * why not "cgroup". NULL for the other targets. */
     const char *tree_mode;
     char *tree_cgroup;              /* "cgroup": its directory */
     char tree_note[320];

@@ -5,6 +5,7 @@
  * kind -- the engine's common bits first, then the kind's own. */
 #include "engine/engine.h"
 #include "engine/capture.h"
+#include "capture/bpf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -280,10 +281,11 @@ static void base_attr(struct fk_engine *e, unsigned i, struct perf_event_attr *a
     /* per-task events follow the tree through inherited copies (a RUN
      * target from its exec); cgroup events are per CPU and enabled before
      * the command is let go */
-    bool per_task = (t->kind == FK_TARGET_PID || t->kind == FK_TARGET_RUN) && !e->tree_cgroup;
+    bool per_task = (t->kind == FK_TARGET_PID || t->kind == FK_TARGET_RUN) && !e->tree_cgroup &&
+                    !e->tree_bpf;
     a->inherit = per_task;
     a->enable_on_exec = per_task && t->kind == FK_TARGET_RUN;
-    if (e->tree_cgroup)
+    if (e->tree_cgroup || e->tree_bpf)
         a->read_format |= PERF_FORMAT_ID;   /* open.c finds libperf's fds by their ids */
     a->watermark = 1;
     a->wakeup_watermark = (uint32_t)(e->pages * (unsigned)sysconf(_SC_PAGESIZE) / 4);
@@ -358,6 +360,21 @@ static void choose_tree_mode(struct fk_engine *e)
         e->pid_cgroup = fk_target_pid_cgroup(t, why, sizeof why);
         if (!e->pid_cgroup) {
             snprintf(r->tree_note, sizeof r->tree_note, "%s", why);
+            /* the CPU clock over the whole host, filtered in the kernel by
+             * the tree (the other kinds' per-task events stay: their
+             * counts are the target's) */
+            char bpf_why[160];
+            if (e->kind != &fk_evkind_clock)
+                return;
+            if (!fk_bpf_usable(BPF_PROG_TYPE_PERF_EVENT, 0, bpf_why, sizeof bpf_why)) {
+                size_t len = strlen(r->tree_note);
+                snprintf(r->tree_note + len, sizeof r->tree_note - len, "; no BPF tree filter: %s",
+                         bpf_why);
+                return;
+            }
+            e->tree_bpf = true;
+            e->follow_tree = true;
+            r->tree_mode = "bpf";
             return;
         }
         e->tree_cgroup = e->pid_cgroup;

@@ -26,6 +26,7 @@
 #include "capture/sample.h"
 #include "capture/target.h"
 #include "capture/tree.h"
+#include "capture/bpftree.h"
 
 #include <linux/perf_event.h>
 #include <sched.h>
@@ -65,6 +66,11 @@ struct fk_engine {
     /* PID in cgroup mode: the cgroup holds others too; samples are kept
      * by the target's process tree, followed from the records */
     bool follow_tree;
+    /* PID in the root (or a large) cgroup, CPU clock, BPF usable: per-CPU
+     * events over the host, the samples of processes outside the tree
+     * dropped in the kernel (capture/bpftree.h), then the tree as above */
+    bool tree_bpf;
+    struct fk_bpftree *bpftree;
     bool tree_resync;               /* records were lost: check against /proc */
     struct fk_tree tree;
     /* open */

@@ -93,7 +93,7 @@ static void raise_nofile(void)
 static struct perf_thread_map *target_threads(struct fk_engine *e)
 {
     const struct fk_target *t = e->o->target;
-    if ((t->kind != FK_TARGET_PID && t->kind != FK_TARGET_RUN) || e->tree_cgroup)
+    if ((t->kind != FK_TARGET_PID && t->kind != FK_TARGET_RUN) || e->tree_cgroup || e->tree_bpf)
         return perf_thread_map__new_dummy();
     struct tid_list tids = { 0 };
     for (size_t i = 0; i < t->npids; i++)
@@ -260,16 +260,18 @@ static int open_events(struct fk_engine *e)
     return err;
 }
 
-/* A tree whose cgroup events the kernel refused (no perf_event controller
- * on cgroup v2, not allowed CPU-wide events): inherited per-task events,
- * the reason kept for the summary and the metadata. */
-static bool per_task_instead(struct fk_engine *e, int err, const char *what)
+/* A tree whose cgroup events or BPF filter the kernel refused (no
+ * perf_event controller on cgroup v2, not allowed CPU-wide events, a
+ * program refused): inherited per-task events, the reason (why, already
+ * in tree_note) kept for the summary and the metadata. */
+static bool per_task_instead(struct fk_engine *e)
 {
-    snprintf(e->r->tree_note, sizeof e->r->tree_note, "cgroup events refused (%s: %s)", what,
-             strerror(-err));
     e->r->tree_mode = "per-task";
     e->tree_cgroup = NULL;
     e->follow_tree = false;
+    e->tree_bpf = false;
+    fk_bpftree_free(e->bpftree);
+    e->bpftree = NULL;
     perf_evlist__close(e->evlist);
     const struct fk_target *t = e->o->target;
     for (unsigned i = 0; i < e->nevents; i++) {
@@ -288,6 +290,30 @@ static bool per_task_instead(struct fk_engine *e, int err, const char *what)
     perf_thread_map__put(e->threads);
     e->threads = m;
     return true;
+}
+
+/* The in-kernel tree (capture/bpftree.h) on every CPU's sampling event:
+ * the fork program attached now, before the tree is seeded from /proc
+ * (engine_start), so no child falls between. Sized for a host's worth of
+ * processes and threads at once (pid_max is 4M, but a tree of more than
+ * 64k live tasks is not what a 'pid' target is); its memory is charged
+ * with the tree's. false with why in err. */
+#define FK_ENGINE_BPFTREE_ENTRIES 65536
+static bool attach_bpftree(struct fk_engine *e, char *err, size_t errlen)
+{
+    e->bpftree = fk_bpftree_new(FK_ENGINE_BPFTREE_ENTRIES, err, errlen);
+    if (!e->bpftree)
+        return false;
+    size_t n = (size_t)perf_cpu_map__nr(e->cpus);
+    int *fds = fk_malloc(n * sizeof *fds);
+    bool ok = true;
+    for (unsigned i = 0; ok && i < e->nevents; i++) {
+        ok = event_fds(e, i, fds, err, errlen);
+        for (size_t c = 0; ok && c < n; c++)
+            ok = fk_bpftree_filter(e->bpftree, fds[c], err, errlen);
+    }
+    free(fds);
+    return ok;
 }
 
 bool fk_engine_open(struct fk_engine *e)
@@ -323,7 +349,20 @@ bool fk_engine_open(struct fk_engine *e)
     int err = open_events(e);
     const char *what = "perf_event_open";
     if (e->tree_cgroup && (err < 0 || (err = adopt_cgroup_events(e, &what)) < 0)) {
-        if (!per_task_instead(e, err, what))
+        snprintf(e->r->tree_note, sizeof e->r->tree_note, "cgroup events refused (%s: %s)", what,
+                 strerror(-err));
+        if (!per_task_instead(e))
+            return false;
+        err = open_events(e);
+    }
+    char why[200];
+    if (e->tree_bpf && (err < 0 || !attach_bpftree(e, why, sizeof why))) {
+        size_t len = strlen(e->r->tree_note);
+        if (err < 0)
+            snprintf(why, sizeof why, "per-CPU events refused: %s", strerror(-err));
+        snprintf(e->r->tree_note + len, sizeof e->r->tree_note - len, "; BPF tree filter refused (%s)",
+                 why);
+        if (!per_task_instead(e))
             return false;
         err = open_events(e);
     }

@@ -6,6 +6,7 @@
 #include "util/buf.h"
 
 #include <linux/perf_event.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -164,11 +165,15 @@ static json_t *target_json(const struct fk_profile_request *rq, const struct fk_
             json_object_set_new(tr, "cgroup_dir", json_string(r->tree_cgroup));
         if (r->tree_note[0])
             json_object_set_new(tr, "why_not_cgroup", json_string(r->tree_note));
-        json_object_set_new(tr, "short_children_may_be_missed", json_boolean(!r->tree_cgroup));
+        bool per_task = !strcmp(r->tree_mode, "per-task");
+        json_object_set_new(tr, "short_children_may_be_missed", json_boolean(per_task));
         if (r->tree_followed) {
-            /* the target's own processes in its cgroup (capture/tree.h) */
+            /* the target's own processes in its cgroup, or over the host
+             * with the others' samples dropped in the kernel ("bpf") */
             const struct fk_tree_stats *ts = &r->tree;
-            json_object_set_new(tr, "followed_by", json_string("fork/exit records"));
+            json_object_set_new(tr, "followed_by",
+                                json_string(r->tree_cgroup ? "fork/exit records"
+                                                           : "fork/exit records and a BPF map"));
             json_object_set_new(tr, "processes", json_integer((json_int_t)ts->processes));
             json_object_set_new(tr, "forks", json_integer((json_int_t)ts->forks));
             json_object_set_new(tr, "threads", json_integer((json_int_t)ts->threads));
