@@ -390,13 +390,19 @@ if FLAMEKIT_CACHE="$T/fkcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 2 -R 3 -
         # (its receive softirq work included): at least what its tasks
         # were counted, at most its CPUs' time over the run (a run's marks
         # are taken just outside its wall-clock window: 0.2 s of slack).
-        check "fetch-bench: each side's CPU is its CPUs' busy time, within their time" jq -e '
+        # (on failure: the accounting, or each run that broke a bound, with
+        # its figures)
+        check "fetch-bench: each side's CPU is its CPUs' busy time, within their time" jq -e -r '
             (.cpus / 2 | floor) as $sc | (.cpus - $sc) as $cc
-            | (.cpu_accounting | test("busy time"))
-              and all(.settings[].runs[]; (.server_threads_cpu_s | type == "number")
-                      and .server_cpu_s >= .server_threads_cpu_s and .client_cpu_s >= .client_processes_cpu_s
-                      and .server_cpu_s + .git_cpu_s <= (.wall_s + 0.2) * $sc
-                      and .client_cpu_s <= (.wall_s + 0.2) * $cc)' "$T/bench/report.json"
+            | if (.cpu_accounting | test("busy time")) | not then "cpu_accounting: \(.cpu_accounting)", false
+              else [.settings[] | .server as $s | .runs[]
+                    | select(((.server_threads_cpu_s | type == "number")
+                              and .server_cpu_s >= .server_threads_cpu_s and .client_cpu_s >= .client_processes_cpu_s
+                              and .server_cpu_s + .git_cpu_s <= (.wall_s + 0.2) * $sc
+                              and .client_cpu_s <= (.wall_s + 0.2) * $cc) | not)
+                    | "\($s): wall \(.wall_s) s on \($sc)+\($cc) CPUs: server \(.server_cpu_s) (threads \(.server_threads_cpu_s)), git \(.git_cpu_s), clients \(.client_cpu_s) (processes \(.client_processes_cpu_s))"]
+                   | if length == 0 then true else (.[], false) end
+              end' "$T/bench/report.json"
     fi
     # The server's switches by thread: its main thread first; gRPC's own
     # threads by name beside the call threads (the socket server has none
