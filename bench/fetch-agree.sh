@@ -46,6 +46,8 @@ printf '%s' "$sweeps" | jq -r -s --argjson pct "$pct" --argjson verbose "$verbos
     def skey: "\(.repo) \(if .cache then "cache" else "no cache" end) \(.clients) \(.server)";
     def r3: . * 1000 | round / 1000;
     def agrees: (max == min) or (min > 0 and (max / min - 1) * 100 <= $pct);
+    def med: sort | if length == 0 then null elif length % 2 == 1 then .[length / 2 | floor]
+                    else (.[length / 2 - 1] + .[length / 2]) / 2 end;
     # rows: [{key, vals: [median per sweep]}] for metric m of items chosen by f
     def table(items; key; m):
         [ to_entries[] | .key as $i | [.value | items | select(m != null) | { k: key, i: $i, v: m }]
@@ -83,7 +85,13 @@ printf '%s' "$sweeps" | jq -r -s --argjson pct "$pct" --argjson verbose "$verbos
       "machine probe CPU ms, median per sweep: " + (map([.[] | .machine_probe_ms.median? // empty]
           | if length > 0 then add / length | r3 | tostring else "-" end) | join(" ")),
       "compute probe CPU ms, median per sweep: " + (map([.[] | .compute_probe_ms.median? // empty]
-          | if length > 0 then add / length | r3 | tostring else "-" end) | join(" "))
+          | if length > 0 then add / length | r3 | tostring else "-" end) | join(" ")),
+      # How often the gRPC server switched threads: its CPU per GiB moves
+      # with it (fetch-bench(1)); a sweep far from the others here is why
+      # its gRPC ratios are.
+      "gRPC server context switches/GiB, median per sweep: " + (map([.[] | .settings[]? | select(.server != "sock")
+          | [.runs[] | select(.bytes > 0) | .server_context_switches / (.bytes / 1073741824)] | med // empty]
+          | med // "-" | if type == "number" then round | tostring else . end) | join(" "))
 ' || exit 2
 # The exit status: every ratio of every kind agrees.
 bad=$(printf '%s' "$sweeps" | jq -s --argjson pct "$pct" '

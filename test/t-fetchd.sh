@@ -390,14 +390,31 @@ if FLAMEKIT_CACHE="$T/fkcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 2 -R 3 -
         # (its receive softirq work included): at least what its tasks
         # were counted, at most its CPUs' time over the run (a run's marks
         # are taken just outside its wall-clock window: 0.2 s of slack).
-        check "fetch-bench: each side's CPU is its CPUs' busy time, within their time" jq -e '
+        # (on failure: the accounting, or each run that broke a bound, with
+        # its figures)
+        check "fetch-bench: each side's CPU is its CPUs' busy time, within their time" jq -e -r '
             (.cpus / 2 | floor) as $sc | (.cpus - $sc) as $cc
-            | (.cpu_accounting | test("busy time"))
-              and all(.settings[].runs[]; (.server_threads_cpu_s | type == "number")
-                      and .server_cpu_s >= .server_threads_cpu_s and .client_cpu_s >= .client_processes_cpu_s
-                      and .server_cpu_s + .git_cpu_s <= (.wall_s + 0.2) * $sc
-                      and .client_cpu_s <= (.wall_s + 0.2) * $cc)' "$T/bench/report.json"
+            | if (.cpu_accounting | test("busy time")) | not then "cpu_accounting: \(.cpu_accounting)", false
+              else [.settings[] | .server as $s | .runs[]
+                    | select(((.server_threads_cpu_s | type == "number")
+                              and .server_cpu_s >= .server_threads_cpu_s and .client_cpu_s >= .client_processes_cpu_s
+                              and .server_cpu_s + .git_cpu_s <= (.wall_s + 0.2) * $sc
+                              and .client_cpu_s <= (.wall_s + 0.2) * $cc) | not)
+                    | "\($s): wall \(.wall_s) s on \($sc)+\($cc) CPUs: server \(.server_cpu_s) (threads \(.server_threads_cpu_s)), git \(.git_cpu_s), clients \(.client_cpu_s) (processes \(.client_processes_cpu_s))"]
+                   | if length == 0 then true else (.[], false) end
+              end' "$T/bench/report.json"
     fi
+    # The server's switches by thread: its main thread first; gRPC's own
+    # threads by name beside the call threads (the socket server has none
+    # of its own); the threads alive after the run are the groups'; the
+    # switches the /proc counts of those threads saw are within what the
+    # server's counter saw (read a moment apart: 20 + 2 % of slack).
+    check "fetch-bench: the server's context switches by thread" jq -e '
+        all(.settings[]; .server as $s | all(.runs[] | select(.server_context_switches > 0);
+            .server_context_switches_by_thread as $b | .server_context_switches as $t
+            | $b.main.threads == 1 and ([$b[].threads] | add) == .server_threads_after
+              and ([$b | to_entries[] | select(.key != "ended") | .value.context_switches] | add) <= $t * 1.02 + 20
+              and (($b | keys - ["main", "calls", "ended"] | length > 0) == ($s != "sock"))))' "$T/bench/report.json"
     # The check fails on a report with a figure missing, or a cell malformed.
     mkdir -p "$T/bad1" "$T/bad2"
     cp "$T/bench/report.md" "$T/bad1/" && jq 'del(.settings[3].figures.server_cpu_s_per_gib)' "$T/bench/report.json" >"$T/bad1/report.json"
@@ -413,6 +430,8 @@ if FLAMEKIT_CACHE="$T/fkcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 2 -R 3 -
     jq '.ratios |= .[4:]' "$T/bench/report.json" >"$T/pieces/b/report.json"
     o=$(sh "$agree" "$T/bench" "$T/pieces" 2>&1)
     check_grep "fetch-agree: a sweep agrees with itself in pieces" "server CPU/GiB gRPC/socket: 8 of 8 within 10 %" "$o"
+    check_grep "fetch-agree: the gRPC server's switches per GiB, the same in both" \
+        "gRPC server context switches/GiB, median per sweep: ([1-9][0-9]*) \\1\$" "$o"
     jq '.ratios[5].server_cpu_per_gib_grpc_over_sock.median *= 1.2 | (.repositories[], .ratios[], .settings[]).fetch_bytes += 7' \
         "$T/bench/report.json" >"$T/off/report.json"
     o=$(sh "$agree" -v "$T/bench" "$T/off" 2>&1); rc=$?

@@ -699,6 +699,15 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
             json_object_set_new(x, "server_page_faults", json_real(b->server_minflt));
             json_object_set_new(x, "server_context_switches", json_real(b->server_csw));
             json_object_set_new(x, "client_context_switches", json_real(b->client_csw));
+            if (b->nby_thread) {
+                json_t *bt = json_object();
+                for (int t = 0; t < b->nby_thread; t++)
+                    json_object_set_new(bt, b->by_thread[t].name,
+                                        json_pack("{s:i,s:f}", "threads", b->by_thread[t].threads,
+                                                  "context_switches", b->by_thread[t].csw));
+                json_object_set_new(x, "server_context_switches_by_thread", bt);
+                json_object_set_new(x, "server_threads_after", json_integer(b->server_threads));
+            }
             if (b->sides) {
                 json_object_set_new(x, "server_threads_cpu_s", json_real(b->server_threads_cpu));
                 json_object_set_new(x, "client_processes_cpu_s", json_real(b->client_procs_cpu));

@@ -33,6 +33,8 @@ struct bench_opts {
 };
 extern struct bench_opts opt;
 
+#define OBS_THREAD_GROUPS 8
+
 /* One run: what was moved, in what time, at what cost. */
 struct obs {
     double wall, bytes, fetches, server_cpu, git_cpu, client_cpu, client_minflt, alloc_calls, alloc_bytes;
@@ -44,6 +46,17 @@ struct obs {
      * client processes' own CPU */
     double server_threads_cpu, client_procs_cpu;
     bool sides;
+    /* The server's context switches in the run by thread (fetch-bench.c,
+     * threads_csw): its main thread, the threads alive after the run
+     * grouped by name (those named as the process: its call or connection
+     * threads), and the threads that ended during it, together. */
+    struct thread_csw {
+        char name[16];
+        int threads;
+        double csw;
+    } by_thread[OBS_THREAD_GROUPS];
+    int nby_thread;
+    int server_threads;         /* alive after the run */
     double rss_mib, load1;
     double anon_mib;            /* the server's anonymous RSS after the run: heap, stacks (its own state) */
     double machine_busy;        /* %, every process on the machine */

@@ -21,6 +21,7 @@
 #include "capture/target.h"
 #include "util/opt.h"
 #include "util/stopsig.h"
+#include "util/procfs.h"
 #include "cmd/term.h"
 
 #include <dirent.h>
@@ -545,6 +546,89 @@ static double proc_minflt(pid_t pid)
     if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %llu", &v) != 1)
         return 0;
     return (double)v;
+}
+
+/* Context switches of each of a process's threads so far (its /proc task
+ * status: voluntary and involuntary), with the thread's name. Read outside
+ * the timed window, before and after a run: which threads the server's
+ * switches were (does gRPC's cost follow its hand-offs between threads?). */
+#define MAX_SNAP_TASKS 512
+struct task_csw { pid_t tid; char name[16]; double csw; };
+struct tasks_snap { int n; struct task_csw t[MAX_SNAP_TASKS]; };
+
+static bool snap_task(pid_t tid, void *ctx)
+{
+    struct tasks_snap *s = ctx;
+    if (s->n == MAX_SNAP_TASKS)
+        return false;
+    pid_t pid = s->t[0].tid;    /* the process, put first by tasks_snap */
+    char path[80], name[sizeof s->t[0].name];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+    ssize_t n = fk_read_small(path, name, sizeof name);
+    if (n <= 0)
+        return true;            /* gone meanwhile: counted with the threads that ended */
+    name[strcspn(name, "\n")] = 0;
+    snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)pid, (int)tid);
+    double csw = (double)(fk_proc_status_last(path, "voluntary_ctxt_switches") +
+                          fk_proc_status_last(path, "nonvoluntary_ctxt_switches"));
+    struct task_csw *t = tid == pid ? &s->t[0] : &s->t[s->n++];
+    t->tid = tid;
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->csw = csw;
+    return true;
+}
+
+static void tasks_snap(pid_t pid, struct tasks_snap *s)
+{
+    s->n = 1;
+    s->t[0] = (struct task_csw){ .tid = pid };
+    if (!fk_proc_for_each_tid(pid, snap_task, s))
+        s->n = 0;
+}
+
+/* Add csw switches of one thread to its group in o->by_thread. */
+static void by_thread_add(struct obs *o, const char *name, double csw, bool thread)
+{
+    int i = 0;
+    while (i < o->nby_thread && strcmp(o->by_thread[i].name, name) != 0)
+        i++;
+    if (i == o->nby_thread) {
+        if (i == OBS_THREAD_GROUPS)
+            i--;                /* more names than groups: the last one takes the rest */
+        else {
+            o->nby_thread++;
+            snprintf(o->by_thread[i].name, sizeof o->by_thread[i].name, "%s", name);
+        }
+    }
+    o->by_thread[i].threads += thread;
+    o->by_thread[i].csw += csw;
+}
+
+/* The run's switches by thread: each thread alive after it (less what it
+ * had before), grouped as struct obs says; what the counter (total) saw
+ * beyond them is the threads that ended during the run. */
+static void threads_csw(struct obs *o, const struct tasks_snap *a, const struct tasks_snap *b, double total)
+{
+    o->nby_thread = 0;
+    o->server_threads = b->n;
+    if (!a->n || !b->n)
+        return;
+    double seen = 0;
+    const char *self = b->t[0].name;
+    for (int i = 0; i < b->n; i++) {
+        const struct task_csw *t = &b->t[i];
+        double before = 0;
+        for (int k = 0; k < a->n; k++)
+            if (a->t[k].tid == t->tid) {
+                before = a->t[k].csw;
+                break;
+            }
+        double d = t->csw > before ? t->csw - before : 0;
+        seen += d;
+        by_thread_add(o, i == 0 ? "main" : strcmp(t->name, self) == 0 ? "calls" : t->name, d, true);
+    }
+    if (total > 0)
+        by_thread_add(o, "ended", total > seen ? total - seen : 0, false);
 }
 
 /* Peak RSS from now on (clear_refs 5 resets VmHWM). */
@@ -1188,6 +1272,8 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
         m0 = *s->cnt;
     srv_cpu_read(&s->cpu, s->pid, &sc0, &gc0, &sw0);
     double sf0 = proc_minflt(s->pid);
+    static struct tasks_snap ts0, ts1;
+    tasks_snap(s->pid, &ts0);
     double mb0, mt0, mb1, mt1, ss0 = 0, cs0 = 0, ss1 = 0, cs1 = 0;
     bool sides = side_cpu && !h && cpus_busy_mark(&server_cpus, &ss0) && cpus_busy_mark(&client_cpus, &cs0);
     machine_jiffies(&mb0, &mt0);
@@ -1205,6 +1291,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     machine_jiffies(&mb1, &mt1);
     srv_cpu_read(&s->cpu, s->pid, &sc1, &gc1, &sw1);
     double sf1 = proc_minflt(s->pid);
+    tasks_snap(s->pid, &ts1);
     if (s->cnt)
         m1 = *s->cnt;
     o->rss_mib = status_mib(s->pid, "VmHWM");
@@ -1248,6 +1335,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     o->wall = (double)(t_end - t0) / 1e9;
     o->server_cpu = o->server_threads_cpu = sc1 - sc0;
     o->server_csw = sw1 - sw0;
+    threads_csw(o, &ts0, &ts1, o->server_csw);
     o->server_minflt = sf1 > sf0 ? sf1 - sf0 : 0;
     o->git_cpu = gc1 > gc0 ? gc1 - gc0 : 0;
     o->client_procs_cpu = o->client_cpu;
