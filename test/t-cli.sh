@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# lane: side (the dispatcher's output: no capture, no timing)
 # The dispatcher: help, version, unknown commands.
 . "$(dirname "$0")/lib.sh"
 check_grep "--help lists commands" '^Commands:' "$("$FLAMEKIT" --help)"

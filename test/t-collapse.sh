@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# lane: side (golden outputs; its perf recording samples collapse-spin's own CPU time (cpu-clock), however slowly it runs)
 # flamekit collapse: a real perf recording of a known workload, golden
 # inputs for the perf script formats, and bad input.
 # timeout: 200

@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# lane: side (configure runs in temporary directories: no capture, no timing)
 # timeout: 480
 # configure on a host without gRPC (its pkg-config files hidden): the
 # profiler is still configured, the fetch servers are left out with the

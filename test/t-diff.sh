@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# lane: side (SVG files and the viewer in the browser: no capture, no timing)
 # flamekit diff: widths from AFTER, red grew / blue shrank, the legend, the
 # per-frame relative change, new and vanished frames, label contrast,
 # --normalize, --negate, two-column input, bad input.

@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# lane: side (seed replays: no capture, no timing)
 # The fuzz targets' committed seeds (fuzz/corpus/NAME/), replayed once each
 # through the target's own LLVMFuzzerTestOneInput (fuzz/replay-NAME, no
 # libFuzzer), plus the empty input: in the default build, and under

@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# lane: side (the sources' include graph: no capture, no timing)
 # The library's layout is its architecture (the brief): data flows one way,
 # target -> capture -> symbolize/unwind -> aggregate -> render -> deliver,
 # and no stage includes a later one; the runners sit above the stages

@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# lane: side (folded files: no capture, no timing)
 # flamekit merge: folded profiles (plain and gzip) into one, host frames, SVG.
 # timeout: 60
 . "$(dirname "$0")/lib.sh"

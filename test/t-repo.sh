@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# lane: side (git's index: no capture, no timing)
 # Repository hygiene: only the product is tracked. A tracked editor backup,
 # swap file, merge leftover or personal note fails here; only the ChangeLog
 # is merged with merge=union (a union merge duplicates lines of code lists).

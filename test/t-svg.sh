@@ -1,5 +1,4 @@
 #!/usr/bin/env bash
-# lane: side (SVG files and the viewer in the browser, no timing; its perf recording (xz, gzip) is only rendered)
 # flamekit svg: the file (escaping, data block, static picture, options, bad
 # input), then the viewer in a real browser (headless chromium driven by
 # test/browser.js): exact search figures against the folded input, zoom,
