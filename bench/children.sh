@@ -29,11 +29,15 @@
 #  (3) trees under run against host (FK_BENCH_PARTS=3; FK_BENCH_TREES,
 #      default "true python make git"): a loop of 1,000 /bin/true, 20
 #      python3 -c pass, make -j2 of a 17-file C project, git clone
-#      --no-local of FK_BENCH_REPO (default this source tree), each under
-#      'flamekit run' at 99 Hz with 'flamekit host' over the same window:
-#      samples of each against the tree's CPU time (rusage) x the
-#      frequency, and run's over host's (host's counted by the command
-#      names run saw). Targets: >= 0.90, run/host within 10%.
+#      --no-local of FK_BENCH_REPO (default this source tree), each taken
+#      at 99 Hz in each way of FK_BENCH_TREE_BY (default "run"): 'flamekit
+#      run'; 'pid' on the tree started in flamekit's cgroup (the root
+#      here: the BPF tree filter); 'pid-pertask' the same with bpf(2)
+#      refused (per-task events) -- with 'flamekit host' over the same
+#      window: samples of each against the tree's CPU time (rusage) x the
+#      frequency, and the tree capture's over host's (host's counted by the
+#      command names the tree capture saw). Targets: >= 0.90, within 10%
+#      of host.
 #  (4) page faults of the same trees (FK_BENCH_PARTS=4, FK_BENCH_TREES):
 #      'flamekit faults run' (1 in 100): the estimate (samples x 100)
 #      against the faults flamekit counted for the command's cgroup and
@@ -78,8 +82,9 @@
 # env: FLAMEKIT, FK_BASELINE, FK_BENCH_PARTS, FK_BENCH_RATES,
 # FK_BENCH_CACHES, FK_BENCH_TIMEOUT (seconds per capture, default 90),
 # FK_BENCH_STOP_AFTER, FK_BENCH_WINDOW, FK_BENCH_ROUNDS, FK_BENCH_HOST,
-# FK_BENCH_NOTHP, FK_BENCH_KEEP (a directory: each capture's metadata
-# and rusage are copied there at the end, to look at a round afterwards).
+# FK_BENCH_TREES, FK_BENCH_TREE_BY, FK_BENCH_NOTHP, FK_BENCH_KEEP (a
+# directory: each capture's metadata and rusage are copied there at the
+# end, to look at a round afterwards).
 set -euo pipefail
 src=${FK_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 fk=${FLAMEKIT:-${FK_BUILD:-$src/build}/flamekit}
@@ -113,6 +118,9 @@ cleanup() {
         cp "$work"/*.time "$FK_BENCH_KEEP/" 2>/dev/null
     fi
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null; kill -CONT "$p" 2>/dev/null; done
+    if [ -n "${tp:-}" ]; then     # a part-3 tree (its shell may wait on its fifo)
+        kill $(pgrep -P "$tp") "$tp" 2>/dev/null
+    fi
     wait 2>/dev/null
     [ -n "$cg" ] && rmdir "$cg" 2>/dev/null
     if [ -n "$cg5" ]; then     # (its stream's last cat ends on SIGPIPE)
@@ -272,35 +280,74 @@ if [[ " $parts " == *" 3 "* || " $parts " == *" 4 "* ]]; then
     )
 fi
 if [[ " $parts " == *" 3 "* ]]; then
-    # Fork-heavy trees under 'run', with 'flamekit host' over the same
-    # window: samples per CPU second of the tree (rusage, /usr/bin/time)
-    # for each, and host's over run's. host's share of the tree is its
-    # samples whose command name is one of those run saw.
+    # Fork-heavy trees under 'run' or attached by 'pid' (FK_BENCH_TREE_BY),
+    # with 'flamekit host' over the same window: samples per CPU second of
+    # the tree (rusage, /usr/bin/time) for each, and host's over the
+    # tree's. host's share of the tree is its samples whose command name
+    # is one of those the tree's capture saw. A 'pid' tree is started
+    # here (flamekit's cgroup: the root on this host), its shell held on
+    # a fifo until 'flamekit pid --ready-fd' is ready; pid-pertask takes
+    # it with bpf(2) refused (test/progs/seccomp-deny): per-task events.
+    deny=$(dirname "$fk")/test/progs/seccomp-deny
     for w in ${FK_BENCH_TREES:-true python make git}; do
-        : >"h-$w.ready"
-        "$fk" host -q -d 120 --ready-fd 3 -o "h-$w" >/dev/null 2>"h-$w.err" 3>"h-$w.ready" &
-        hp=$!
-        while [ ! -s "h-$w.ready" ] && kill -0 $hp 2>/dev/null; do sleep 0.05; done
-        rc=0
-        "$fk" run -q -o "r-$w" -- /usr/bin/time -f '%U %S' -o "$w.time" bash -c "${wl[$w]}" \
-            >/dev/null 2>"r-$w.err" || rc=$?
-        kill -INT $hp 2>/dev/null
-        hrc=0; wait $hp || hrc=$?
-        rj=$(ls "r-$w"/*.json 2>/dev/null | head -1 || true)
-        hj=$(ls "h-$w"/*.json 2>/dev/null | head -1 || true)
-        if [ $rc != 0 ] || [ $hrc != 0 ] || [ -z "$rj" ] || [ -z "$hj" ]; then
-            failed=1
-            echo "(3) $w: FAILED: run exit $rc, host exit $hrc; $(tail -c 200 "r-$w.err" "h-$w.err" | tr '\n' ' ')"
+      for by in ${FK_BENCH_TREE_BY:-run}; do
+        tag=$by-$w
+        if [ $by = pid-pertask ] && [ ! -x "$deny" ]; then
+            echo "(3) $tag: SKIP: no $deny (make check-programs)"
             continue
         fi
-        cpu=$(awk '{ print $1 + $2 }' "$w.time")
-        read -r hz mode lost <<<"$(meta "$rj" event.frequency_hz target.tree.mode lost | paste -sd' ')"
-        zcat "r-$w"/*.folded.gz | awk '{ split($0, f, ";"); print f[1] }' | sort -u >"$w.comms"
-        rn=$(zcat "r-$w"/*.folded.gz | awk '{ s += $NF } END { print s + 0 }')
-        hn=$(zcat "h-$w"/*.folded.gz | awk 'NR == FNR { c[$0] = 1; next } { split($0, f, ";"); if (f[1] in c) s += $NF } END { print s + 0 }' "$w.comms" -)
-        awk -v w="$w" -v c="$cpu" -v hz="$hz" -v r="$rn" -v h="$hn" -v m="$mode" -v l="$lost" 'BEGIN {
-            printf "(3) %s under run (%s): %.2f s of CPU (rusage); run %d samples (%.3f of CPU x %d Hz), host %d (%.3f); run/host %.3f; lost %s\n",
-                w, m, c, r, r / (c * hz), hz, h, h / (c * hz), (h ? r / h : 0), l }'
+        : >"h-$tag.ready"
+        "$fk" host -q -d 120 --ready-fd 3 -o "h-$tag" >/dev/null 2>"h-$tag.err" 3>"h-$tag.ready" &
+        hp=$!
+        while [ ! -s "h-$tag.ready" ] && kill -0 $hp 2>/dev/null; do sleep 0.05; done
+        rc=0
+        case $by in
+        run)
+            "$fk" run -q -o "r-$tag" -- /usr/bin/time -f '%U %S' -o "$tag.time" bash -c "${wl[$w]}" \
+                >/dev/null 2>"r-$tag.err" || rc=$?
+            ;;
+        pid|pid-pertask)
+            mkfifo "go-$tag"
+            /usr/bin/time -f '%U %S' -o "$tag.time" bash -c "read -r _ <go-$tag; ${wl[$w]}" &
+            tp=$!
+            bp=
+            for _ in $(seq 200); do bp=$(pgrep -P "$tp") && break; sleep 0.02; done
+            pre=()
+            [ $by = pid-pertask ] && pre=("$deny" bpf)
+            : >"p-$tag.ready"
+            "${pre[@]}" "$fk" pid -q -d 120 --ready-fd 3 -o "r-$tag" "$bp" >/dev/null \
+                2>"r-$tag.err" 3>"p-$tag.ready" &
+            fp=$!
+            while [ ! -s "p-$tag.ready" ] && kill -0 $fp 2>/dev/null; do sleep 0.05; done
+            echo go >"go-$tag"
+            wait "$tp" || rc=$?
+            tp=
+            wait "$fp" || rc=$?
+            ;;
+        *)
+            echo "bench/children: FK_BENCH_TREE_BY: '$by' is not run, pid or pid-pertask" >&2
+            exit 2
+            ;;
+        esac
+        kill -INT $hp 2>/dev/null
+        hrc=0; wait $hp || hrc=$?
+        rj=$(ls "r-$tag"/*.json 2>/dev/null | head -1 || true)
+        hj=$(ls "h-$tag"/*.json 2>/dev/null | head -1 || true)
+        if [ $rc != 0 ] || [ $hrc != 0 ] || [ -z "$rj" ] || [ -z "$hj" ]; then
+            failed=1
+            echo "(3) $tag: FAILED: $by exit $rc, host exit $hrc; $(tail -c 200 "r-$tag.err" "h-$tag.err" | tr '\n' ' ')"
+            continue
+        fi
+        cpu=$(awk '{ print $1 + $2 }' "$tag.time")
+        read -r hz mode lost forks stop <<<"$(meta "$rj" event.frequency_hz target.tree.mode lost target.tree.forks stop_reason | paste -sd' ')"
+        zcat "r-$tag"/*.folded.gz | awk '{ split($0, f, ";"); print f[1] }' | sort -u >"$tag.comms"
+        rn=$(zcat "r-$tag"/*.folded.gz | awk '{ s += $NF } END { print s + 0 }')
+        hn=$(zcat "h-$tag"/*.folded.gz | awk 'NR == FNR { c[$0] = 1; next } { split($0, f, ";"); if (f[1] in c) s += $NF } END { print s + 0 }' "$tag.comms" -)
+        awk -v w="$w" -v by="$by" -v c="$cpu" -v hz="$hz" -v r="$rn" -v h="$hn" -v m="$mode" -v l="$lost" \
+            -v st="$stop" -v fk="$forks" 'BEGIN {
+            printf "(3) %s under %s (%s): %.2f s of CPU (rusage); %s %d samples (%.3f of CPU x %d Hz), host %d (%.3f); %s/host %.3f; lost %s; forks %s; ended: %s\n",
+                w, by, m, c, by, r, r / (c * hz), hz, h, h / (c * hz), by, (h ? r / h : 0), l, fk, st }'
+      done
     done
 fi
 if [[ " $parts " == *" 4 "* ]]; then
