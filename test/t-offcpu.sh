@@ -462,6 +462,49 @@ PY
 else
     skip "cgroup" "no cgroup v2 directory to make"
 fi
+## A process whose main thread ends first lives on in its other threads,
+## and so does its profile: pid A,B,C where B's main thread ends with
+## pthread_exit half a second into the window (its process was followed
+## to its leader's EXIT only: the thread left got nothing after it) and
+## C's had ended before the capture (a zombie leader, listed until its
+## process exits: per-task events cannot be opened on it, and the
+## capture failed). Each one's other thread sleeps throughout: blocked
+## for the whole window.
+rm -f "$T/lgo"; mkfifo "$T/lgo"
+"$TRUTH" leader 30 -0.5 <"$T/lgo" >"$T/leader-b.out" & LB=$!
+exec 7>"$T/lgo"
+"$TRUTH" leader 30 0 truth-orphan0 >/dev/null & LC=$!
+fk_cleanup "kill $LB $LC 2>/dev/null"
+for i in $(seq 100); do
+    [ "$(ls /proc/$LB/task 2>/dev/null | wc -l)" -ge 2 ] && [ "$(awk '{ print $3 }' /proc/$LC/stat 2>/dev/null)" = Z ] && break
+    sleep 0.05
+done
+rm -rf "$T/leader"
+"$FLAMEKIT" offcpu $NOBPF -q --no-svg -d 2 -o "$T/leader" --ready-fd 8 pid "$SW,$LB,$LC" >/dev/null 2>"$T/leader.err" 8>"$T/lgo"
+rc=$?
+exec 7>&-
+F=$(ls "$T"/leader/*.offcpu.folded.gz 2>/dev/null | head -1); J=$(ls "$T"/leader/*.offcpu.json 2>/dev/null | head -1)
+if [ $rc -ne 0 ] || [ -z "$J" ]; then
+    fail "leader: pid A,B,C with leaders gone: capture failed (status $rc)" "$(cat "$T/leader.err")"
+else
+    win=$(jnum duration_s "$J")
+    left=$(python3 -c 'import json, sys
+m = json.load(open(sys.argv[1]))
+ex = [int(l.split()[1]) for l in open(sys.argv[2]) if l.startswith("leader_exit_unix_ns ")]
+print("%.2f" % ((ex[0] - m["start_unix_ns"]) / 1e9) if ex else "never")' "$J" "$T/leader-b.out")
+    for th in truth-orphan truth-orphan0; do
+        o=$(weight "$F" "^$th;\\[S\\];.*;wait_50ms;")
+        what="leader: $th blocked for the window (%; B's leader ended $left s in; $(jnum target.tree.mode "$J"))"
+        if [ "$PATH_TIMED" = records ] && [ "$(jnum lost "$J")" != 0 ]; then
+            skip "$what" "$(jnum lost "$J") records lost (host too loaded to drain the rings): no exact total on the records path"
+        else
+            within "$what" "$(pct "$o" "$(awk -v d="${win:-0}" 'BEGIN { printf "%.0f", d * 1e9 }')")" 100 10
+        fi
+    done
+    check_grep "leader: A's threads too" '^truth-a;\[S\];.*;wait_10ms;' "$(zcat "$F")"
+fi
+kill $LB $LC 2>/dev/null; wait $LB $LC 2>/dev/null || true
+
 if shared "--stdout"; then
     "$FLAMEKIT" offcpu $NOBPF -q -d 1 --stdout pid $SW >"$T/stream" 2>"$T/stream.err"
     check_eq "--stdout: exit 0" 0 "$?"
