@@ -711,6 +711,8 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
             if (b->sides) {
                 json_object_set_new(x, "server_threads_cpu_s", json_real(b->server_threads_cpu));
                 json_object_set_new(x, "client_processes_cpu_s", json_real(b->client_procs_cpu));
+                json_object_set_new(x, "server_cpus_elapsed_s", json_real(b->server_cpus_elapsed));
+                json_object_set_new(x, "client_cpus_elapsed_s", json_real(b->client_cpus_elapsed));
             }
             json_object_set_new(x, "machine_busy_pct", json_real(b->machine_busy));
             json_object_set_new(x, "machine_probe_ms", json_real(b->probe_ms));
