@@ -168,16 +168,23 @@ static void *sleeper_a(void *arg)
     return NULL;
 }
 
-static void *sleeper_b(void *arg)
+/* The calling thread, named name, sleeps 50 ms at a time until the
+ * deadline. */
+static void naps_50ms(const char *name)
 {
-    (void)arg;
-    name_thread("truth-b");
+    name_thread(name);
     struct truth *c = truth("wait_50ms");
     while (now_ns() < deadline) {
         uint64_t t = now_ns();
         wait_50ms();
         account(c, t);
     }
+}
+
+static void *sleeper_b(void *arg)
+{
+    (void)arg;
+    naps_50ms("truth-b");
     add_run_delay();
     return NULL;
 }
@@ -192,13 +199,7 @@ static const char *orphan_name = "truth-orphan";
 static void *orphan(void *arg)
 {
     (void)arg;
-    name_thread(orphan_name);
-    struct truth *c = truth("wait_50ms");
-    while (now_ns() < deadline) {
-        uint64_t t = now_ns();
-        wait_50ms();
-        account(c, t);
-    }
+    naps_50ms(orphan_name);
     print_truths();
     printf("wall_ns %llu\n", (unsigned long long)(now_ns() - orphan_t0));
     fflush(stdout);
