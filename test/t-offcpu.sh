@@ -408,8 +408,10 @@ fi
 ## The other targets: host, user and cgroup see a sleeper's waits (one
 ## workload in a cgroup of its own, another outside it); --stdout streams
 ## the four files.
-"$TRUTH" sleeps 30 >/dev/null & SW=$!
-"$TRUTH" pipe 30 >/dev/null & OW=$!
+# (killed after the last capture of them: long enough to outlast the
+# sections on a loaded host under ASan, where 30 s ended before --stdout)
+"$TRUTH" sleeps 300 >/dev/null & SW=$!
+"$TRUTH" pipe 300 >/dev/null & OW=$!
 fk_cleanup "kill $SW $OW 2>/dev/null"
 if shared host && offcpu host -d 1 --no-svg host; then
     check_grep "host: the sleeper's wait under [S]" '^truth-a;\[S\];.*;wait_10ms;' "$(zcat "$F")"
