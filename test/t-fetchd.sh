@@ -316,7 +316,7 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
         # least 3 (or every round) are so, else every round
         def used($k): if $k >= 3 or $k == $rounds then $k else $rounds end;
         def figs: ["throughput_mib_s", "cpu_bound_throughput_mib_s", "fetches_per_s", "cpu_utilisation_pct",
-                   "server_cpu_pct", "server_cpu_s_per_gib", "git_cpu_s_per_gib", "client_cpu_s_per_gib",
+                   "server_cpu_pct", "server_cpu_s_per_gib", "server_context_switches_per_gib", "git_cpu_s_per_gib", "client_cpu_s_per_gib",
                    "peak_rss_mib", "load1", "machine_busy_pct", "machine_probe_ms"]
                   + if $alloc then ["alloc_bytes_per_gib", "alloc_calls_per_gib", "alloc_calls_per_fetch",
                                     "alloc_bytes_per_fetch"] else [] end;
@@ -452,6 +452,11 @@ if FLAMEKIT_CACHE="$fbcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 2 -R 3 -f 
     check_grep "fetch-agree: a sweep agrees with itself in pieces" "server CPU/GiB gRPC/socket: 8 of 8 within 10 %" "$o"
     check_grep "fetch-agree: the gRPC server's switches per GiB, the same in both" \
         "gRPC server context switches/GiB, median per sweep: ([1-9][0-9]*) \\1\$" "$o"
+    # ... and priced at a common CPU per switch: the same in both too.
+    check_grep "fetch-agree: the gRPC server's CPU per context switch, from the runs" \
+        "gRPC server CPU per context switch: -?[0-9.]+ us \\(r = -?[0-9.]+, [1-9][0-9]* runs" "$o"
+    check_grep "fetch-agree: switch-normalised ratios agree with themselves in pieces" \
+        "server CPU/GiB gRPC/socket, gRPC at the median switches/GiB of its setting: 8 of 8 within 10 %" "$o"
     jq '.ratios[5].server_cpu_per_gib_grpc_over_sock.median *= 1.2 | (.repositories[], .ratios[], .settings[]).fetch_bytes += 7' \
         "$T/bench/report.json" >"$T/off/report.json"
     o=$(sh "$agree" -v "$T/bench" "$T/off" 2>&1); rc=$?
