@@ -12,6 +12,15 @@
 # PCT % (default 10) across all the sweeps: largest / smallest - 1 <= PCT.
 # -v lists every setting's medians and spread. Exit status 0 when every
 # ratio agrees, 1 when one does not, 2 on bad input.
+#
+# gRPC's CPU per GiB moves with how often its server's threads hand work to
+# each other (context switches per GiB), and that rate differs between
+# invocations. So it also prints the gRPC server's CPU per switch (the
+# slope over all the sweeps' gRPC runs, each setting centred, with its
+# correlation), how well each setting's switches/GiB agree, and the server
+# CPU ratio with each gRPC run priced at its setting's median switches/GiB
+# over the sweeps: what the ratio would be had the threads switched alike
+# (not part of the exit status).
 set -eu
 pct=10 verbose=false
 while getopts t:v o; do
@@ -61,7 +70,44 @@ printf '%s' "$sweeps" | jq -r -s --argjson pct "$pct" --argjson verbose "$verbos
           (if $verbose then
               $r[] | "    \(.key): \(.vals | map(r3 | tostring) | join(" "))  spread \(if (.vals | min) > 0 then ((.vals | max) / (.vals | min) - 1) * 100 | round | tostring + " %" else "-" end)"
            else empty end);
+    # Switch-normalised: gRPC server CPU per GiB moves with its context
+    # switches per GiB (fetch-bench(1)), which differ between invocations.
+    # k, the CPU per switch, is the slope of server CPU/GiB on switches/GiB
+    # over the gRPC runs of all the sweeps, each setting centred on its own
+    # means (so settings that differ in both do not make it); each gRPC run
+    # is then priced at its setting'"'"'s median switches/GiB over the sweeps
+    # (the median of the sweeps'"'"' medians) instead of its own, and the
+    # ratio to the socket run of its round taken again.
+    def gib: .bytes / 1073741824;
+    def runs_xy: [.runs[] | select(.bytes > 0)
+                  | { x: (.server_context_switches / gib), y: (.server_cpu_s / gib), slow: .host_slow }];
+    # the rounds a median is over, as fetch-bench takes them: those where
+    # neither run was slow when at least 3 (or all) are so, else all
+    def used_rounds($a; $b): [range($a | length) | select(($a[.].slow or $b[.].slow) | not)] as $ok
+        | if ($ok | length) >= 3 or ($ok | length) == ($a | length) then $ok else [range($a | length)] end;
     length as $nsweeps
+    | ([.[] | [.[] | .settings[]? | select(.server != "sock") | { k: skey, xy: runs_xy }]
+        | unique_by(.k)[]] | group_by(.k)     # a setting twice in one sweep: once
+       | map([.[].xy[] | select(.slow | not)] | select(length >= 2)
+             | (map(.x) | add / length) as $mx | (map(.y) | add / length) as $my
+             | map({ dx: (.x - $mx), dy: (.y - $my) }))
+       | add // []) as $d
+    | ([$d[] | .dx * .dx] | add // 0) as $sxx | ([$d[] | .dy * .dy] | add // 0) as $syy
+    | ([$d[] | .dx * .dy] | add // 0) as $sxy
+    | (if $sxx > 0 then $sxy / $sxx else 0 end) as $kps
+    | (if $sxx > 0 and $syy > 0 then $sxy / ($sxx * $syy | sqrt) else 0 end) as $kr
+    | ([to_entries[] | .key as $i | .value[] | .settings[]? | select(.server != "sock")
+        | { k: skey, i: $i, m: (runs_xy | map(.x) | med) }] | unique_by([.k, .i])
+       | group_by(.k) | map({ key: .[0].k, value: (map(.m) | med) }) | from_entries) as $xref
+    | map(. as $sw | [$sw[] | .settings[]?] as $set | [$sw[] | .ratios[]? | . as $r
+          | ($set | map(select(.repo == $r.repo and .cache == $r.cache and .clients == $r.clients))) as $p
+          | ($p | map(select(.server == "sock")) | first | runs_xy) as $s
+          | ($p | map(select(.server == $r.grpc_mode)) | first) as $g
+          | select($s != null and $g != null)
+          | ($g | runs_xy) as $gx | ($g | skey) as $gk
+          | { repo: $r.repo, cache: $r.cache, clients: $r.clients, grpc_mode: $r.grpc_mode,
+              norm: [used_rounds($gx; $s)[] | ($gx[.].y + $kps * ($xref[$gk] - $gx[.].x)) / $s[.].y] | med,
+              switches: ($gx | map(.x) | med) }]) as $norm
     | map([.[] | .ratios[]?]) as $ratios
     | map([.[] | .settings[]?]) as $settings
     | ($ratios[0] | length) as $nr
@@ -72,6 +118,9 @@ printf '%s' "$sweeps" | jq -r -s --argjson pct "$pct" --argjson verbose "$verbos
       report("  throughput (wall clock) socket/gRPC"; $ratios | table(.[]; rkey; .throughput_sock_over_grpc.median); $nsweeps),
       report("  allocated bytes/GiB gRPC/socket"; $ratios | table(.[]; rkey; .alloc_bytes_per_gib_grpc_over_sock.median); $nsweeps),
       report("  server + clients CPU/GiB gRPC/socket"; $ratios | table(.[]; rkey; .server_client_cpu_per_gib_grpc_over_sock.median); $nsweeps),
+      "  gRPC server CPU per context switch: \($kps * 1e6 * 10 | round / 10) us (r = \($kr * 100 | round / 100), \($d | length) runs, each setting centred)",
+      report("  gRPC server switches/GiB"; $norm | table(.[]; rkey; .switches); $nsweeps),
+      report("  server CPU/GiB gRPC/socket, gRPC at the median switches/GiB of its setting"; $norm | table(.[]; rkey; .norm); $nsweeps),
       "settings:",
       report("  server CPU s/GiB"; $settings | table(.[]; skey; .figures.server_cpu_s_per_gib.median); $nsweeps),
       report("  throughput MiB/s (wall clock)"; $settings | table(.[]; skey; .figures.throughput_mib_s.median); $nsweeps),

@@ -99,12 +99,19 @@ elif need man; then
     out=$(MANPATH=$R$mandir MANWIDTH=80 man -P cat flamekit-record 2>&1)
     check_grep "man flamekit-record renders from the installed tree" '^SYNOPSIS' "$out"
     check_grep "man flamekit-record shows its commands" 'flamekit host' "$out"
-    bad=""
-    for p in "$R$mandir"/man1/*; do
-        o=$(MANWIDTH=80 man -l -P cat "$p" 2>&1 >/dev/null) || bad="$bad $(basename "$p")"
-        [ -z "$o" ] || bad="$bad $(basename "$p"):$o"
-    done
-    check_eq "every installed man page renders without a message" "" "$bad"
+    # The pages are the same files whatever the build (about 0.2 s of CPU
+    # each to render): the plain build's suite, distcheck and the packages
+    # render them all, the sanitized suite need not.
+    if sanitized; then
+        skip "every installed man page renders without a message" "sanitizer build: the plain build's runs render them"
+    else
+        bad=""
+        for p in "$R$mandir"/man1/*; do
+            o=$(MANWIDTH=80 man -l -P cat "$p" 2>&1 >/dev/null) || bad="$bad $(basename "$p")"
+            [ -z "$o" ] || bad="$bad $(basename "$p"):$o"
+        done
+        check_eq "every installed man page renders without a message" "" "$bad"
+    fi
 else
     skip "man renders" "man not installed: apt-get install man-db"
 fi

@@ -43,7 +43,7 @@ static struct stat3 stat_of(const double *v, int n)
 
 /* The figures of a run, by name: what the tables and report.json show. */
 enum fig {
-    F_MIBS, F_CAP_MIBS, F_FETCHES_S, F_UTIL, F_SERVER_PCT, F_SERVER_S_GIB, F_GIT_S_GIB, F_CLIENT_S_GIB, F_SC_S_GIB, F_ALLOC_B_GIB,
+    F_MIBS, F_CAP_MIBS, F_FETCHES_S, F_UTIL, F_SERVER_PCT, F_SERVER_S_GIB, F_CSW_GIB, F_GIT_S_GIB, F_CLIENT_S_GIB, F_SC_S_GIB, F_ALLOC_B_GIB,
     F_ALLOC_CALLS_GIB, F_ALLOC_CALLS_FETCH, F_ALLOC_B_FETCH, F_RSS, F_ANON, F_LOAD, F_MACHINE, F_PROBE, NFIGS
 };
 static const struct {
@@ -56,6 +56,8 @@ static const struct {
     [F_UTIL] = { "cpu_utilisation_pct", "CPU utilisation % (server+git+clients, of all CPUs)", false },
     [F_SERVER_PCT] = { "server_cpu_pct", "server CPU % of one CPU", false },
     [F_SERVER_S_GIB] = { "server_cpu_s_per_gib", "server CPU s/GiB", false },
+    /* gRPC's CPU per GiB moves with it, ~10-13 us per switch (fetch-bench(1)) */
+    [F_CSW_GIB] = { "server_context_switches_per_gib", "server context switches/GiB", false },
     [F_GIT_S_GIB] = { "git_cpu_s_per_gib", "git CPU s/GiB", false },
     [F_CLIENT_S_GIB] = { "client_cpu_s_per_gib", "clients CPU s/GiB", false },
     [F_SC_S_GIB] = { "server_client_cpu_s_per_gib", "server + clients CPU s/GiB", false },
@@ -81,6 +83,7 @@ static double figure(const struct obs *o, enum fig f)
     case F_UTIL: return 100 * (o->server_cpu + o->git_cpu + o->client_cpu) / (o->wall * ncpus);
     case F_SERVER_PCT: return 100 * o->server_cpu / o->wall;
     case F_SERVER_S_GIB: return o->server_cpu / gib;
+    case F_CSW_GIB: return o->server_csw / gib;
     case F_GIT_S_GIB: return o->git_cpu / gib;
     case F_CLIENT_S_GIB: return o->client_cpu / gib;
     case F_SC_S_GIB: return (o->server_cpu + o->client_cpu) / gib;
@@ -570,7 +573,7 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
 
     /* Sweeps. */
     fk_outfile_printf(&md, "## Sweeps\n\nEach setting: median (min–max) over %d rounds.\n\n", opt.rounds);
-    static const enum fig sweep_figs[] = { F_MIBS, F_CAP_MIBS, F_SERVER_S_GIB, F_GIT_S_GIB, F_CLIENT_S_GIB, F_UTIL,
+    static const enum fig sweep_figs[] = { F_MIBS, F_CAP_MIBS, F_SERVER_S_GIB, F_CSW_GIB, F_GIT_S_GIB, F_CLIENT_S_GIB, F_UTIL,
                                            F_ALLOC_B_GIB, F_ALLOC_CALLS_FETCH, F_RSS, F_ANON };
     for (int i = 0; i < nrepos; i++)
         for (int c = 0; c < 2; c++) {
@@ -711,6 +714,8 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
             if (b->sides) {
                 json_object_set_new(x, "server_threads_cpu_s", json_real(b->server_threads_cpu));
                 json_object_set_new(x, "client_processes_cpu_s", json_real(b->client_procs_cpu));
+                json_object_set_new(x, "server_cpus_elapsed_s", json_real(b->server_cpus_elapsed));
+                json_object_set_new(x, "client_cpus_elapsed_s", json_real(b->client_cpus_elapsed));
             }
             json_object_set_new(x, "machine_busy_pct", json_real(b->machine_busy));
             json_object_set_new(x, "machine_probe_ms", json_real(b->probe_ms));

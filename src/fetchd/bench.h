@@ -45,6 +45,10 @@ struct obs {
      * side's CPU"); else these two: the server's threads' task-clock, the
      * client processes' own CPU */
     double server_threads_cpu, client_procs_cpu;
+    /* with sides: the CPU time between the marks each side's busy time was
+     * taken from (its CPUs' seconds; the run's, or more when a mark was
+     * read late): that busy time is within it */
+    double server_cpus_elapsed, client_cpus_elapsed;
     bool sides;
     /* The server's context switches in the run by thread (fetch-bench.c,
      * threads_csw): its main thread, the threads alive after the run

@@ -22,6 +22,7 @@
 #include "util/opt.h"
 #include "util/stopsig.h"
 #include "util/procfs.h"
+#include "util/crypto-dyn.h"
 #include "cmd/term.h"
 
 #include <dirent.h>
@@ -214,25 +215,11 @@ static const char *cache_base(char *dir, size_t n)
     return dir;
 }
 
-/* SIZE bytes of word-like text (compressible like source) in one commit,
- * packed with a bitmap the way a server's housekeeping leaves a repository
- * (git then reuses the pack instead of searching for deltas per fetch). */
-static char *generate_repo(const char *dir, uint64_t size)
+/* The generator: SIZE bytes of word-like text (compressible like source)
+ * in one commit, as a git fast-import stream handed to out() piece by
+ * piece. Deterministic: the same size gives the same bytes. */
+static void repo_stream(uint64_t size, void (*out)(void *ctx, const void *p, size_t n), void *ctx)
 {
-    char *path = fk_asprintf("%s/packed-%lluM.git", dir, (unsigned long long)(size >> 20));
-    struct stat st;
-    if (stat(path, &st) == 0)
-        return path;
-    char cmd[PATH_MAX * 3];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
-    if (system(cmd) != 0)
-        fk_die("cannot create %s", dir);
-    char *tmp = fk_asprintf("%s.tmp.%d", path, (int)getpid());
-    snprintf(cmd, sizeof cmd, "git init -q --bare '%s' && git -C '%s' fast-import --quiet", tmp, tmp);
-    fprintf(stderr, "fetch-bench: generating a %lluM test repository in %s\n", (unsigned long long)(size >> 20), path);
-    FILE *fi = popen(cmd, "w");
-    if (!fi)
-        fk_die("cannot run git fast-import: %s", strerror(errno));
     rng = 0x2545F4914F6CDD1DULL;
     char words[1024][12];
     for (int i = 0; i < 1024; i++) {
@@ -243,7 +230,7 @@ static char *generate_repo(const char *dir, uint64_t size)
     }
     const size_t blob = 256 << 10;
     size_t nblobs = (size_t)(size / blob) + 1;
-    char *b = fk_malloc(blob + 64);
+    char *b = fk_malloc(blob + 64), line[128];
     for (size_t k = 0; k < nblobs; k++) {
         size_t n = 0;
         while (n < blob) {
@@ -253,22 +240,84 @@ static char *generate_repo(const char *dir, uint64_t size)
             n += l;
             b[n++] = next() % 12 == 0 ? '\n' : ' ';
         }
-        fprintf(fi, "blob\nmark :%zu\ndata %zu\n", k + 1, n);
-        fwrite(b, 1, n, fi);
-        fputc('\n', fi);
+        out(ctx, line, (size_t)snprintf(line, sizeof line, "blob\nmark :%zu\ndata %zu\n", k + 1, n));
+        b[n++] = '\n';
+        out(ctx, b, n);
     }
     free(b);
-    fprintf(fi, "commit refs/heads/main\ncommitter bench <bench@example.org> 1700000000 +0000\ndata 6\nbench\n");
+    static const char commit[] = "commit refs/heads/main\ncommitter bench <bench@example.org> 1700000000 +0000\n"
+                                 "data 6\nbench\n";
+    out(ctx, commit, sizeof commit - 1);
     for (size_t k = 0; k < nblobs; k++)
-        fprintf(fi, "M 100644 :%zu d%02zu/f%05zu.txt\n", k + 1, k % 64, k);
-    fprintf(fi, "\n");
+        out(ctx, line, (size_t)snprintf(line, sizeof line, "M 100644 :%zu d%02zu/f%05zu.txt\n", k + 1, k % 64, k));
+    out(ctx, "\n", 1);
+}
+
+static void stream_hash(void *ctx, const void *p, size_t n) { fk_sha256_update(ctx, p, n); }
+
+static void stream_pipe(void *ctx, const void *p, size_t n)
+{
+    if (fwrite(p, 1, n, ctx) != n)
+        fk_die("git fast-import: %s", strerror(errno));
+}
+
+/* How a generated repository is packed: with a bitmap, the way a server's
+ * housekeeping leaves a repository (git then reuses the pack instead of
+ * searching for deltas per fetch). */
+#define REPO_REPACK "repack -a -d -q --write-bitmap-index"
+
+/* The generated repository of SIZE in dir, made unless there: its name
+ * carries a SHA-256 of everything that makes it (the generator's stream,
+ * the repack command, git's version), so a repository kept from another
+ * generator or git is never taken for this one, and any number of
+ * invocations (or test suites) share it. Made under a temporary name and
+ * renamed whole: a repository under its final name is complete; of two
+ * invocations making it at once, the second to finish uses the first's. */
+static char *generate_repo(const char *dir, uint64_t size)
+{
+    char err[256], gitver[128] = "";
+    if (!fk_crypto_load(err, sizeof err))
+        fk_die("cannot name the generated repositories by their content: %s", err);
+    FILE *v = popen("git --version", "r");
+    if (!v || !fgets(gitver, sizeof gitver, v) || pclose(v) != 0)
+        fk_die("cannot run git --version (is git installed?)");
+    struct fk_sha256_ctx c;
+    unsigned char md[32];
+    char key[17];
+    fk_sha256_begin(&c);
+    fk_sha256_update(&c, REPO_REPACK "\n", sizeof REPO_REPACK);
+    fk_sha256_update(&c, gitver, strlen(gitver));
+    repo_stream(size, stream_hash, &c);
+    fk_sha256_end(&c, md);
+    for (unsigned i = 0; i < 8; i++)
+        snprintf(key + 2 * i, 3, "%02x", md[i]);
+    char *path = fk_asprintf("%s/packed-%lluM-%s.git", dir, (unsigned long long)(size >> 20), key);
+    struct stat st;
+    if (stat(path, &st) == 0)
+        return path;
+    char cmd[PATH_MAX * 3];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+    if (system(cmd) != 0)
+        fk_die("cannot create %s", dir);
+    char *tmp = fk_asprintf("%s.tmp.%d", path, (int)getpid());
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && git init -q --bare '%s' && git -C '%s' fast-import --quiet", tmp, tmp, tmp);
+    fprintf(stderr, "fetch-bench: generating a %lluM test repository in %s\n", (unsigned long long)(size >> 20), path);
+    FILE *fi = popen(cmd, "w");
+    if (!fi)
+        fk_die("cannot run git fast-import: %s", strerror(errno));
+    repo_stream(size, stream_pipe, fi);
     if (pclose(fi) != 0)
         fk_die("git fast-import failed");
-    snprintf(cmd, sizeof cmd, "git -C '%s' repack -a -d -q --write-bitmap-index", tmp);
+    snprintf(cmd, sizeof cmd, "git -C '%s' " REPO_REPACK, tmp);
     if (system(cmd) != 0)
         fk_die("git repack failed in %s", tmp);
-    if (rename(tmp, path) != 0)
-        fk_die("cannot rename %s: %s", tmp, strerror(errno));
+    if (rename(tmp, path) != 0) {
+        if ((errno != EEXIST && errno != ENOTEMPTY) || stat(path, &st) != 0)
+            fk_die("cannot rename %s: %s", tmp, strerror(errno));
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);     /* another invocation made it first */
+        if (system(cmd) != 0)
+            fk_warn("cannot remove %s", tmp);
+    }
     free(tmp);
     return path;
 }
@@ -800,17 +849,20 @@ static bool cpu_idle_ns(int cpu, double *idle, double *at)
 }
 
 /* The sum over the CPUs of set of (time - idle time), in seconds: its
- * difference over a run is their busy time. The calling thread is back on
- * all_cpus after. */
-static bool cpus_busy_mark(const cpu_set_t *set, double *mark)
+ * difference over a run is their busy time; and the sum of the times the
+ * CPUs were read, in seconds: its difference is the CPU time that busy
+ * time is within (more than the run's when a reading waited for its CPU,
+ * on a loaded machine). The calling thread is back on all_cpus after. */
+static bool cpus_busy_mark(const cpu_set_t *set, double *mark, double *read_at)
 {
     bool ok = true;
-    *mark = 0;
+    *mark = *read_at = 0;
     for (int c = 0; c < CPU_SETSIZE && ok; c++)
         if (CPU_ISSET(c, set)) {
             double idle, at;
             ok = cpu_idle_ns(c, &idle, &at);
             *mark += (at - idle) / 1e9;
+            *read_at += at / 1e9;
         }
     pin_self(&all_cpus);
     return ok;
@@ -1274,8 +1326,8 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     double sf0 = proc_minflt(s->pid);
     static struct tasks_snap ts0, ts1;
     tasks_snap(s->pid, &ts0);
-    double mb0, mt0, mb1, mt1, ss0 = 0, cs0 = 0, ss1 = 0, cs1 = 0;
-    bool sides = side_cpu && !h && cpus_busy_mark(&server_cpus, &ss0) && cpus_busy_mark(&client_cpus, &cs0);
+    double mb0, mt0, mb1, mt1, ss0 = 0, cs0 = 0, ss1 = 0, cs1 = 0, sa0 = 0, ca0 = 0, sa1 = 0, ca1 = 0;
+    bool sides = side_cpu && !h && cpus_busy_mark(&server_cpus, &ss0, &sa0) && cpus_busy_mark(&client_cpus, &cs0, &ca0);
     machine_jiffies(&mb0, &mt0);
     bool going = !h || !h->before_go || h->before_go(h->arg);
     if (!going)
@@ -1287,7 +1339,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     if (!fetches)
         *stop = 1;
     bool ok = read_tokens(done[0], nproc);
-    sides = sides && cpus_busy_mark(&server_cpus, &ss1) && cpus_busy_mark(&client_cpus, &cs1);
+    sides = sides && cpus_busy_mark(&server_cpus, &ss1, &sa1) && cpus_busy_mark(&client_cpus, &cs1, &ca1);
     machine_jiffies(&mb1, &mt1);
     srv_cpu_read(&s->cpu, s->pid, &sc1, &gc1, &sw1);
     double sf1 = proc_minflt(s->pid);
@@ -1343,6 +1395,8 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     if (sides) {
         /* The CPUs' busy time; never below what their tasks were counted. */
         double sv = ss1 - ss0 - o->git_cpu, cl = cs1 - cs0;
+        o->server_cpus_elapsed = sa1 - sa0;
+        o->client_cpus_elapsed = ca1 - ca0;
         o->server_cpu = sv > o->server_cpu ? sv : o->server_cpu;
         o->client_cpu = cl > o->client_cpu ? cl : o->client_cpu;
     }
@@ -1712,8 +1766,8 @@ int main(int argc, char **argv)
                  "so the server's CPU per GiB includes a varying part of the clients'", why);
     } else {
         bench_net_describe(&server_cpus, &client_cpus, net_desc, sizeof net_desc);
-        double mark;
-        side_cpu = cpus_busy_mark(&all_cpus, &mark);
+        double mark, at;
+        side_cpu = cpus_busy_mark(&all_cpus, &mark, &at);
         if (!side_cpu)
             fk_warn("/proc/timer_list gives no idle time per CPU: server and client CPU are their tasks' own, "
                     "without the receive work done on their CPUs while idle");

@@ -53,6 +53,11 @@ fsid=$(cat /proc/sys/kernel/random/uuid)
 monport=$(pick_port) || { echo "radosgw.sh: no free port in $lo-$hi" >&2; exit 1; }
 rgwport=$(pick_port "$monport") || { echo "radosgw.sh: no free port in $lo-$hi" >&2; exit 1; }
 conf=$dir/ceph.conf
+# Started in each suite: the monitor commits each change (the OSD's boot,
+# each of radosgw's pools) after paxos' 1 s propose interval, and each pool
+# is created with 32 placement groups for one memstore OSD. With commits at
+# once and one group a pool it listens in half the time (24 -> 11 s from
+# start to a user made, medians of 4 beside a loaded host).
 mkdir -p "$dir/mon" "$dir/osd" "$dir/rgw" "$dir/run" "$dir/log"
 cat >"$conf" <<CONF
 [global]
@@ -75,6 +80,11 @@ osd pool default min size = 1
 mon allow pool size one = true
 mon warn on pool no redundancy = false
 osd crush chooseleaf type = 0
+paxos propose interval = 0.01
+paxos min wait = 0.001
+osd pool default pg num = 1
+osd pool default pgp num = 1
+osd pool default pg autoscale mode = off
 [mon.a]
 mon data = $dir/mon
 [osd.0]

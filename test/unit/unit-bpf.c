@@ -3,15 +3,17 @@
  * where they are placed (forward and back), maps are reached through their
  * fds, a verifier refusal says why, a broken builder refuses to load, and a
  * perf-event program attached to a real sampling event runs on its
- * overflows. Socket-filter programs are run with BPF_PROG_TEST_RUN, which
+ * overflows, and the fork follower keeps a tree over real forks. Socket-filter programs are run with BPF_PROG_TEST_RUN, which
  * gives their return value without any traffic. Needs root (as the suite). */
 #include <bpf/bpf.h>
 #include <errno.h>
+#include <stdio.h>
 #include <linux/perf_event.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -286,6 +288,151 @@ static void usable_by_type(void)
                strstr(err, "does not probe"));
 }
 
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* fork() a child that exits at once; its pid after reaping, or -1 */
+static pid_t fork_one(void)
+{
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(0);
+    if (pid > 0)
+        waitpid(pid, NULL, 0);
+    return pid;
+}
+
+/* The number of the last pid given out in this pid namespace, or -1. */
+static long last_pid(void)
+{
+    FILE *f = fopen("/proc/sys/kernel/ns_last_pid", "r");
+    long v = -1;
+    if (f) {
+        if (fscanf(f, "%ld", &v) != 1)
+            v = -1;
+        fclose(f);
+    }
+    return v;
+}
+
+/* fk_bpf_fork_follower on real forks of this process: while this tgid is
+ * in the map, the child goes in with its fork time (or a flag 1); once
+ * this tgid is out, the child's number -- put in beforehand, with a
+ * marker, for the next pids -- comes out (DELETE) or keeps its marker
+ * (KEEP). */
+static void fork_follower(enum fk_bpf_fork_value value, enum fk_bpf_fork_outsiders outsiders)
+{
+    bool timed = value == FK_BPF_FORK_TIME, del = outsiders == FK_BPF_FORK_DELETE;
+    char what[160], err[256] = "";
+    const char *mode = timed ? (del ? "time, delete" : "time, keep")
+                             : (del ? "flag, delete" : "flag, keep");
+    int map, prog, ev;
+    uint32_t vsize = timed ? 8 : 1;
+    if (!fk_bpf_map_create(BPF_MAP_TYPE_HASH, "fk_unit_tree", 4, vsize, 1024, 0, &map, err,
+                           sizeof err)) {
+        UNIT_CHECK("a hash map for the fork follower", false);
+        printf("# %s\n", err);
+        return;
+    }
+    bool made = fk_bpf_fork_follower(map, value, outsiders, -1, "fk_unit_fork", &prog, &ev, err,
+                                     sizeof err);
+    snprintf(what, sizeof what, "fork follower (%s): loads and attaches", mode);
+    UNIT_CHECK(what, made && prog >= 0 && ev >= 0);
+    if (!made) {
+        printf("# %s\n", err);
+        close(map);
+        return;
+    }
+    /* a member's child */
+    uint32_t k = (uint32_t)getpid();
+    uint64_t v = 0, marker = timed ? 7 : 2;
+    bpf_map_update_elem(map, &k, &v, BPF_ANY);
+    uint64_t t0 = mono_ns();
+    pid_t child = fork_one();
+    uint64_t t1 = mono_ns();
+    k = (uint32_t)child;
+    v = 0;
+    bool in = child > 0 && bpf_map_lookup_elem(map, &k, &v) == 0;
+    printf("# %s: member's child %d %s, value %llu (forked within [%llu, %llu])\n", mode,
+           (int)child, in ? "in" : "absent", (unsigned long long)v, (unsigned long long)t0,
+           (unsigned long long)t1);
+    snprintf(what, sizeof what, "fork follower (%s): a member's child goes in with %s", mode,
+             timed ? "its fork time" : "the flag 1");
+    UNIT_CHECK(what, in && (timed ? v >= t0 && v <= t1 : v == 1));
+    /* an outsider's child (this process, once out of the map) */
+    k = (uint32_t)getpid();
+    bpf_map_delete_elem(map, &k);
+    k = (uint32_t)child;
+    bpf_map_delete_elem(map, &k);
+    bool ranged = false, gone = false;
+    for (int attempt = 0; attempt < 5 && !ranged; attempt++) {
+        long last = last_pid();
+        if (last < 0)
+            break;
+        for (long p = last + 1; p <= last + 64; p++) {
+            k = (uint32_t)p;
+            bpf_map_update_elem(map, &k, &marker, BPF_ANY);
+        }
+        child = fork_one();
+        ranged = child > last && child <= last + 64;
+        k = (uint32_t)child;
+        v = 0;
+        gone = bpf_map_lookup_elem(map, &k, &v) != 0;
+        printf("# %s: outsider's child %d (marked %ld..%ld): %s, value %llu\n", mode,
+               (int)child, last + 1, last + 64, gone ? "absent" : "in", (unsigned long long)v);
+    }
+    snprintf(what, sizeof what, "fork follower (%s): an outsider's child's number %s", mode,
+             del ? "comes out" : "keeps its marker");
+    UNIT_CHECK(what, ranged && (del ? gone : !gone && v == marker));
+    close(ev);
+    close(prog);
+    close(map);
+}
+
+/* A map with no room for a member's child: the child is counted in the
+ * full counter, not silently left out. */
+static void fork_follower_full(void)
+{
+    char err[256] = "";
+    int map, full, prog, ev;
+    if (!fk_bpf_map_create(BPF_MAP_TYPE_HASH, "fk_unit_tree", 4, 8, 1, 0, &map, err, sizeof err) ||
+        !fk_bpf_map_create(BPF_MAP_TYPE_ARRAY, "fk_unit_full", 4, 8, 1, 0, &full, err,
+                           sizeof err)) {
+        UNIT_CHECK("maps for the full fork follower", false);
+        printf("# %s\n", err);
+        return;
+    }
+    bool made = fk_bpf_fork_follower(map, FK_BPF_FORK_TIME, FK_BPF_FORK_DELETE, full,
+                                     "fk_unit_fork", &prog, &ev, err, sizeof err);
+    UNIT_CHECK("fork follower with a full counter: loads and attaches", made);
+    if (!made) {
+        printf("# %s\n", err);
+        close(map);
+        close(full);
+        return;
+    }
+    uint32_t k = (uint32_t)getpid();
+    uint64_t v = 0;
+    bpf_map_update_elem(map, &k, &v, BPF_ANY);      /* the map's one entry */
+    pid_t a = fork_one(), b = fork_one();
+    uint32_t ka = (uint32_t)a, kb = (uint32_t)b, zero = 0;
+    uint64_t n = 0;
+    bool absent = bpf_map_lookup_elem(map, &ka, &v) != 0 && bpf_map_lookup_elem(map, &kb, &v) != 0;
+    bool read = bpf_map_lookup_elem(full, &zero, &n) == 0;
+    printf("# a full map of 1: children %d %d %s, counted %llu\n", (int)a, (int)b,
+           absent ? "absent" : "in", (unsigned long long)n);
+    UNIT_CHECK("a full map: a member's two children are counted, not put in",
+               absent && read && n == 2);
+    close(ev);
+    close(prog);
+    close(full);
+    close(map);
+}
+
 int main(void)
 {
     unit_name = "unit-bpf";
@@ -295,5 +442,8 @@ int main(void)
     refusals();
     perf_attach();
     usable_by_type();
+    fork_follower(FK_BPF_FORK_TIME, FK_BPF_FORK_DELETE);
+    fork_follower(FK_BPF_FORK_FLAG, FK_BPF_FORK_KEEP);
+    fork_follower_full();
     return UNIT_END();
 }

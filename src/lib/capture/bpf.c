@@ -6,6 +6,7 @@
  * relative to the instruction after it and must fit the 16 bits of .off. */
 #include "capture/bpf.h"
 #include "capture/bpf-dyn.h"
+#include "capture/tracefs.h"
 
 #include <bpf/bpf.h>
 #include <errno.h>
@@ -285,6 +286,94 @@ bool fk_bpf_attach_tracepoint(uint64_t tp_id, int prog_fd, int *fd, char *err, s
         return false;
     }
     return true;
+}
+
+bool fk_bpf_load_field(struct fk_bpf_builder *b, unsigned dst, unsigned ctx,
+                       const struct fk_tp_field *f, char *err, size_t errlen)
+{
+    int sz = f->size == 1 ? BPF_B : f->size == 2 ? BPF_H : f->size == 4 ? BPF_W
+           : f->size == 8 ? BPF_DW : -1;
+    if (sz < 0 || f->offset < 8 || f->offset % f->size) {
+        snprintf(err, errlen, "the tracepoint's field %s (offset %u, %u bytes) cannot be read "
+                 "by a BPF program", f->name, f->offset, f->size);
+        return false;
+    }
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(sz, dst, ctx, (int16_t)f->offset));
+    return true;
+}
+
+/* r6 = ctx, r7 = the child; stack: -4 the forking tgid, -8 the child (the
+ * key), -16 the value, -20 full_fd's key 0. */
+bool fk_bpf_fork_follower(int map_fd, enum fk_bpf_fork_value value,
+                          enum fk_bpf_fork_outsiders outsiders, int full_fd, const char *name,
+                          int *prog_fd, int *event_fd, char *err, size_t errlen)
+{
+    *prog_fd = *event_fd = -1;
+    struct fk_tp_format fork;
+    if (!fk_tp_format_load("sched", "sched_process_fork", &fork, err, errlen))
+        return false;
+    const struct fk_tp_field *child = fk_tp_field(&fork, "child_pid");
+    if (!child || child->size != 4) {
+        snprintf(err, errlen, "sched:sched_process_fork has no 4-byte child_pid field");
+        return false;
+    }
+    struct fk_bpf_builder b;
+    fk_bpf_builder_init(&b);
+    unsigned outside = fk_bpf_label_new(&b), done = fk_bpf_label_new(&b);
+    fk_bpf_emit(&b, FK_BPF_MOV64_REG(BPF_REG_6, BPF_REG_1));
+    bool ok = fk_bpf_load_field(&b, BPF_REG_7, BPF_REG_6, child, err, errlen);
+    fk_bpf_emit(&b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_7, -8));
+    fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_get_current_pid_tgid));
+    fk_bpf_emit(&b, FK_BPF_ALU64_IMM(BPF_RSH, BPF_REG_0, 32));
+    fk_bpf_emit(&b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_0, -4));
+    fk_bpf_emit_ld_map_fd(&b, BPF_REG_1, map_fd);
+    fk_bpf_emit(&b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
+    fk_bpf_emit(&b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -4));
+    fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
+    fk_bpf_jump_imm(&b, BPF_JEQ, BPF_REG_0, 0, outside);
+    if (value == FK_BPF_FORK_TIME) {
+        fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_ktime_get_ns));
+        fk_bpf_emit(&b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_0, -16));
+    } else {
+        fk_bpf_emit(&b, FK_BPF_ST_MEM(BPF_B, BPF_REG_10, -16, 1));
+    }
+    fk_bpf_emit_ld_map_fd(&b, BPF_REG_1, map_fd);
+    fk_bpf_emit(&b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
+    fk_bpf_emit(&b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -8));
+    fk_bpf_emit(&b, FK_BPF_MOV64_REG(BPF_REG_3, BPF_REG_10));
+    fk_bpf_emit(&b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_3, -16));
+    fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_4, BPF_ANY));
+    fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_map_update_elem));
+    if (full_fd >= 0) {     /* no room (-E2BIG): full_fd[0] += 1 */
+        fk_bpf_jump_imm(&b, BPF_JEQ, BPF_REG_0, 0, done);
+        fk_bpf_emit(&b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -20, 0));
+        fk_bpf_emit_ld_map_fd(&b, BPF_REG_1, full_fd);
+        fk_bpf_emit(&b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
+        fk_bpf_emit(&b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -20));
+        fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
+        fk_bpf_jump_imm(&b, BPF_JEQ, BPF_REG_0, 0, done);
+        fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_1, 1));
+        fk_bpf_emit(&b, FK_BPF_ATOMIC_ADD(BPF_DW, BPF_REG_0, BPF_REG_1, 0));
+    }
+    fk_bpf_goto(&b, done);
+    fk_bpf_label_place(&b, outside);
+    if (outsiders == FK_BPF_FORK_DELETE) {
+        fk_bpf_emit_ld_map_fd(&b, BPF_REG_1, map_fd);
+        fk_bpf_emit(&b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
+        fk_bpf_emit(&b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -8));
+        fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_map_delete_elem));
+    }
+    fk_bpf_label_place(&b, done);
+    fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_0, 0));     /* nothing for perf */
+    fk_bpf_emit(&b, FK_BPF_EXIT());
+    ok = ok && fk_bpf_prog_load(&b, BPF_PROG_TYPE_TRACEPOINT, name, prog_fd, err, errlen);
+    fk_bpf_builder_free(&b);
+    if (ok && fk_bpf_attach_tracepoint(fork.id, *prog_fd, event_fd, err, errlen))
+        return true;
+    if (*prog_fd >= 0)
+        close(*prog_fd);
+    *prog_fd = -1;
+    return false;
 }
 
 /* Load "r0 = 0; exit" as a perf-event program and attach it to a

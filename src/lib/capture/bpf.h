@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* In-kernel programs for the capture (off-CPU switch timing, Python frames
- * read at sample time): built from instructions at run time, so a host
+ * read at sample time, the process tree of a 'pid' target): built from instructions at run time, so a host
  * needs no compiler and no kernel headers, and loaded, given maps and
  * attached to the perf events the capture opened through libbpf's
  * low-level API. Map access and the BPF ring buffer are libbpf's own
@@ -108,6 +108,37 @@ bool fk_bpf_attach_perf(int perf_fd, int prog_fd, char *err, size_t errlen);
  * (the first child or thread created after the event exits) takes it off
  * the tracepoint for every event. *fd -1 on failure. */
 bool fk_bpf_attach_tracepoint(uint64_t tp_id, int prog_fd, int *fd, char *err, size_t errlen);
+
+struct fk_tp_field;
+
+/* dst = the tracepoint record's field f, read by a tracepoint program
+ * through its context ctx (aligned, past the first 8 bytes of common
+ * fields, 1, 2, 4 or 8 bytes); false with the reason in err when the
+ * field cannot be read that way. */
+bool fk_bpf_load_field(struct fk_bpf_builder *b, unsigned dst, unsigned ctx,
+                       const struct fk_tp_field *f, char *err, size_t errlen);
+
+/* The fork follower (fk_bpf_fork_follower): what it stores for a child of
+ * a member -- a flag byte 1 (a map of 1-byte values) or the fork time in
+ * CLOCK_MONOTONIC ns (8-byte values) -- and what it does with the number
+ * of any other child: nothing, or delete it (a reused pid must not stay a
+ * member). */
+enum fk_bpf_fork_value { FK_BPF_FORK_FLAG, FK_BPF_FORK_TIME };
+enum fk_bpf_fork_outsiders { FK_BPF_FORK_KEEP, FK_BPF_FORK_DELETE };
+
+/* Keep the hash map map_fd (4-byte tgid keys) a process tree: a program on
+ * sched:sched_process_fork (current: the forking thread) puts the child's
+ * pid in the map, with value, before the child first runs when the forking
+ * tgid is in the map. A new thread's tid goes in too (the tracepoint does
+ * not say which it is): callers forget it at its exit. A child the map
+ * has no room for (full) adds 1 to entry 0 of full_fd (an array of 8-byte
+ * counters), so a full map is counted, never silent; full_fd -1: not
+ * counted. Loaded as name and attached through an event of its own
+ * (fk_bpf_attach_tracepoint); *prog_fd and *event_fd are the caller's to
+ * close, both -1 on failure. */
+bool fk_bpf_fork_follower(int map_fd, enum fk_bpf_fork_value value,
+                          enum fk_bpf_fork_outsiders outsiders, int full_fd, const char *name,
+                          int *prog_fd, int *event_fd, char *err, size_t errlen);
 
 /* Can this process load a program of type (BPF_PROG_TYPE_PERF_EVENT or
  * BPF_PROG_TYPE_TRACEPOINT) and attach it to a perf event on this kernel

@@ -38,32 +38,6 @@ struct fk_swtime {
     size_t drained;
 };
 
-static int ld_size(unsigned size)
-{
-    switch (size) {
-    case 1: return BPF_B;
-    case 2: return BPF_H;
-    case 4: return BPF_W;
-    case 8: return BPF_DW;
-    default: return -1;
-    }
-}
-
-/* dst = the record's field f (a tracepoint program reads its record
- * through ctx, aligned, past the first 8 bytes) */
-static bool load_field(struct fk_bpf_builder *b, unsigned dst, unsigned ctx,
-                       const struct fk_tp_field *f, char *err, size_t errlen)
-{
-    int sz = ld_size(f->size);
-    if (sz < 0 || f->offset < 8 || f->offset % f->size) {
-        snprintf(err, errlen, "the tracepoint's field %s (offset %u, %u bytes) cannot be read "
-                 "by a BPF program", f->name, f->offset, f->size);
-        return false;
-    }
-    fk_bpf_emit(b, FK_BPF_LDX_MEM(sz, dst, ctx, (int16_t)f->offset));
-    return true;
-}
-
 /* stats[0].counter[i] += 1 (per CPU: no atomics). Clobbers r0-r5. */
 static void bump(struct fk_bpf_builder *b, int stats_fd, int i)
 {
@@ -149,7 +123,7 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_8, BPF_REG_0, 8));
 
     /* the thread switched out (current is still prev) */
-    if (!load_field(b, BPF_REG_9, BPF_REG_6, prev_pid, err, errlen))
+    if (!fk_bpf_load_field(b, BPF_REG_9, BPF_REG_6, prev_pid, err, errlen))
         return false;
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_9, 0, in);     /* the idle task */
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_8, FK_SWTIME_ALL, keep);
@@ -170,7 +144,7 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, in);
     fk_bpf_label_place(b, keep);
     /* its last switch-out (exiting, not preempted): forget it */
-    if (!load_field(b, BPF_REG_1, BPF_REG_6, prev_state, err, errlen))
+    if (!fk_bpf_load_field(b, BPF_REG_1, BPF_REG_6, prev_state, err, errlen))
         return false;
     fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_1));
     fk_bpf_emit_ld_imm64(b, BPF_REG_3, exit_bits);
@@ -227,7 +201,7 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
 
     /* the thread switched in: its block, if its switch-out was kept */
     fk_bpf_label_place(b, in);
-    if (!load_field(b, BPF_REG_9, BPF_REG_6, next_pid, err, errlen))
+    if (!fk_bpf_load_field(b, BPF_REG_9, BPF_REG_6, next_pid, err, errlen))
         return false;
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_9, 0, out);
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_9, -8));
@@ -355,58 +329,17 @@ void fk_swtime_forget_tgid(struct fk_swtime *t, pid_t tgid)
     (void)bpf_map_delete_elem(t->tgids, &k);
 }
 
-/* The fork program: the child of a process whose tgid is in tgids (the
- * forking thread is current) is put in it before it first runs
- * (sched_process_fork fires before the child is woken), so a new
- * process's first switches are timed -- not only those after its FORK
- * record reached user space, tens of ms later. A new thread's tid is put
- * there too (the record does not say which it is): harmless, as no
- * process has that tgid while the thread lives, and forgotten at its
- * EXIT (fk_swtime_forget_tgid). */
-static bool follow_forks(struct fk_swtime *t, char *err, size_t errlen)
-{
-    struct fk_tp_format fork;
-    if (!fk_tp_format_load("sched", "sched_process_fork", &fork, err, errlen))
-        return false;
-    const struct fk_tp_field *child = fk_tp_field(&fork, "child_pid");
-    if (!child || child->size != 4) {
-        snprintf(err, errlen, "sched:sched_process_fork has no 4-byte child_pid field");
-        return false;
-    }
-    struct fk_bpf_builder b;
-    fk_bpf_builder_init(&b);
-    unsigned done = fk_bpf_label_new(&b);
-    fk_bpf_emit(&b, FK_BPF_MOV64_REG(BPF_REG_6, BPF_REG_1));
-    fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_get_current_pid_tgid));
-    fk_bpf_emit(&b, FK_BPF_ALU64_IMM(BPF_RSH, BPF_REG_0, 32));
-    fk_bpf_emit(&b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_0, -4));
-    fk_bpf_emit_ld_map_fd(&b, BPF_REG_1, t->tgids);
-    fk_bpf_emit(&b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
-    fk_bpf_emit(&b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -4));
-    fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
-    fk_bpf_jump_imm(&b, BPF_JEQ, BPF_REG_0, 0, done);
-    bool ok = load_field(&b, BPF_REG_1, BPF_REG_6, child, err, errlen);
-    fk_bpf_emit(&b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_1, -8));
-    fk_bpf_emit(&b, FK_BPF_ST_MEM(BPF_B, BPF_REG_10, -12, 1));
-    fk_bpf_emit_ld_map_fd(&b, BPF_REG_1, t->tgids);
-    fk_bpf_emit(&b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
-    fk_bpf_emit(&b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -8));
-    fk_bpf_emit(&b, FK_BPF_MOV64_REG(BPF_REG_3, BPF_REG_10));
-    fk_bpf_emit(&b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_3, -12));
-    fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_4, BPF_ANY));
-    fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_map_update_elem));
-    fk_bpf_label_place(&b, done);
-    fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_0, 0));     /* nothing for perf */
-    fk_bpf_emit(&b, FK_BPF_EXIT());
-    ok = ok && fk_bpf_prog_load(&b, BPF_PROG_TYPE_TRACEPOINT, "fk_switch_fork", &t->fork_prog, err,
-                                errlen);
-    fk_bpf_builder_free(&b);
-    return ok && fk_bpf_attach_tracepoint(fork.id, t->fork_prog, &t->fork_event, err, errlen);
-}
-
 bool fk_swtime_attach(struct fk_swtime *t, char *err, size_t errlen)
 {
-    if (t->filter == FK_SWTIME_TGIDS && !follow_forks(t, err, errlen))
+    /* the child of a process whose tgid is in tgids is put in it before
+     * it first runs, so a new process's first switches are timed -- not
+     * only those after its FORK record reached user space, tens of ms
+     * later. A new thread's tid goes in too: harmless, as no process has
+     * that tgid while the thread lives, and forgotten at its EXIT
+     * (fk_swtime_forget_tgid). */
+    if (t->filter == FK_SWTIME_TGIDS &&
+        !fk_bpf_fork_follower(t->tgids, FK_BPF_FORK_FLAG, FK_BPF_FORK_KEEP, -1, "fk_switch_fork",
+                              &t->fork_prog, &t->fork_event, err, errlen))
         return false;
     return fk_bpf_attach_tracepoint(t->tp_id, t->prog, &t->event, err, errlen);
 }
