@@ -28,13 +28,22 @@
 #      over FK_BENCH_PAIRED_ROUNDS (24) rounds of 1 s windows, --python on,
 #      off, and nothing attached (the method's own noise, centred on 1);
 #      with FK_BENCH_BASE, that build's --python on in each round too.
+#  (6) observer bias: six short interpreters (0.15 s of CPU each in
+#      fk_child_spin, 899 samples at 999 Hz) forked one after another by a
+#      shell in a small cgroup of their own beside a busy outsider in it and
+#      FK_BENCH_LOOPS (4) nice-0 loops outside; `flamekit pid -F 999` on the
+#      shell (the cgroup tree), then `flamekit host -F 999` over the same
+#      work (the interpreter copied under a name of its own): fk_child_spin's samples / 899 and the interpreters' samples /
+#      (their CPU time x 999), --python on and off (FK_BENCH_BASE: its
+#      --python on too), FK_BENCH_BIAS_REPS (2) rounds.
 # Hold /tmp/fk-bench.lock while it runs on a shared machine; the load
 # average at the start is printed, and the delays depend on it.
 # env: FLAMEKIT, FK_BENCH_CPU (CPU-seconds per run, default 5), FK_BENCH_REPS
 # (pairs, 3), FK_BENCH_HZ ("99 999"), FK_BENCH_MODES ("ratio generators"),
 # FK_BENCH_ROUNDS (throughput rounds, 8), FK_BENCH_WINDOW (seconds, 2),
 # FK_BENCH_PARTS ("cost throughput paired stopped"), FK_BENCH_PAIRED_ROUNDS,
-# FK_BENCH_BASE
+# FK_BENCH_BASE, FK_BENCH_LOOPS, FK_BENCH_BIAS_REPS (part "bias" runs only
+# when named)
 set -euo pipefail
 src=${FK_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 build=${FK_BUILD:-$src/build}
@@ -47,7 +56,9 @@ TRUTH=$src/test/progs/pytruth.py
 BENCH=$src/bench/pybench.py
 [ -x "$PY" ] || { echo "bench/python: SKIP: $PY not found"; exit 0; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/fk-bench-python.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+# (part 6's loops and cgroup too, when it is interrupted)
+bias_pids=() bias_cg=""
+trap 'for p in "${bias_pids[@]}"; do kill "$p" 2>/dev/null; done; [ -z "$bias_cg" ] || rmdir "$bias_cg" 2>/dev/null; rm -rf "$work"' EXIT
 cd "$work"
 echo "bench/python: load average at start: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
 
@@ -72,6 +83,79 @@ case " $parts " in *" paired "*)
         "$PY" "$BENCH" paired "$fk" "$PY" "$TRUTH" 99 "$mode" "${FK_BENCH_PAIRED_ROUNDS:-24}" 1 \
             ${FK_BENCH_BASE:+"$FK_BENCH_BASE"} | sed 's/^/bench\/python: /'
     done
+esac
+
+# bias_run FLAMEKIT TARGET(pid|host) TAG [flamekit options]: part 6, one run
+bias_run() {
+    local fk=$1 target=$2 tag=$3 cg2 svc pyp rc i
+    shift 3
+    cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+    svc=$cg2/fk-bench-python-$$
+    mkdir "$svc" || return 1
+    bias_cg=$svc bias_pids=()
+    rm -rf "$work/bias" && mkdir "$work/bias"
+    "$work/fkout" -c "echo \$\$ >$svc/cgroup.procs; while :; do :; done" &
+    bias_pids+=($!)
+    for ((i = 0; i < ${FK_BENCH_LOOPS:-4}; i++)); do
+        sh -c 'while :; do :; done' &
+        bias_pids+=($!)
+    done
+    : >"$work/ready"
+    "$work/fkshell" -c "echo \$\$ >$svc/cgroup.procs; while [ ! -s $work/ready ]; do sleep 0.05; done
+        for i in 1 2 3 4 5 6; do $work/python-fkb $work/fkpy.py; done; times >$work/times" &
+    pyp=$!
+    bias_pids+=($pyp)
+    sleep 0.3
+    if [ "$target" = pid ]; then
+        timeout 120 "$fk" pid -q --no-svg -F 999 -d 60 --ready-fd 3 -o "$work/bias/out" "$@" "$pyp" \
+            >/dev/null 2>&1 3>"$work/ready"
+        rc=$?
+    else
+        # host-wide: until the shell is done (its times written)
+        timeout 120 "$fk" host -q --no-svg -F 999 -d 60 --ready-fd 3 -o "$work/bias/out" "$@" \
+            >/dev/null 2>&1 3>"$work/ready" &
+        local fp=$!
+        wait "$pyp"
+        kill -INT "$fp" 2>/dev/null
+        wait "$fp"
+        rc=$?
+    fi
+    wait "$pyp" 2>/dev/null
+    for i in "${bias_pids[@]}"; do kill "$i" 2>/dev/null; done
+    wait "${bias_pids[@]}" 2>/dev/null
+    rmdir "$svc"
+    bias_cg="" bias_pids=()
+    local fo spin pys cpu
+    fo=$(ls "$work"/bias/out/*.folded.gz 2>/dev/null | head -1)
+    [ "$rc" = 0 ] && [ -n "$fo" ] || { echo "bench/python: bias $target $tag: flamekit failed ($rc)"; return 0; }
+    spin=$(zcat "$fo" | awk '/^python-fkb;.*;fk_child_spin_\[p\]/ { s += $NF } END { print s + 0 }')
+    pys=$(zcat "$fo" | awk '/^python-fkb;/ { s += $NF } END { print s + 0 }')
+    # the shell's children's CPU time: the second line of `times`
+    cpu=$(sed -n 2p "$work/times" | awk '{ split($1, a, "m"); split($2, b, "m"); sub("s", "", a[2]);
+        sub("s", "", b[2]); print a[1] * 60 + a[2] + b[1] * 60 + b[2] }')
+    awk -v t="$target" -v g="$tag" -v s="$spin" -v p="$pys" -v c="$cpu" -v l="$(cut -d' ' -f1 /proc/loadavg)" \
+        'BEGIN { printf "bench/python: bias %-4s %-4s fk_child_spin %d of 899 (%.3f); interpreters %d samples for %.3f s of CPU (%.3f); load %s\n", t, g, s, s / 899, p, c, (c > 0 ? p / (c * 999) : 0), l }'
+}
+
+case " $parts " in *" bias "*)
+    if [ "$(id -u)" != 0 ] || ! awk '$9 == "cgroup2" { f = 1 } END { exit !f }' /proc/self/mountinfo; then
+        echo "bench/python: bias: SKIP: needs root and cgroup2"
+    else
+        printf '%s\n' 'import time' 'def fk_child_spin(t):' '    e = time.process_time() + t' \
+            '    while time.process_time() < e:' '        pass' 'fk_child_spin(0.15)' >"$work/fkpy.py"
+        cp /bin/sh "$work/fkout"
+        cp "$PY" "$work/python-fkb"    # a name of their own, host-wide
+        cp "$(command -v bash)" "$work/fkshell"
+        set +e      # (exit statuses are looked at: loops killed, flamekit's own)
+        for ((r = 0; r < ${FK_BENCH_BIAS_REPS:-2}; r++)); do
+            for target in pid host; do
+                bias_run "$fk" $target on
+                bias_run "$fk" $target off --python off
+                [ -z "${FK_BENCH_BASE:-}" ] || bias_run "$FK_BENCH_BASE" $target base
+            done
+        done
+        set -e
+    fi
 esac
 
 case " $parts " in *" stopped "*)

@@ -544,6 +544,9 @@ if [ "$cgof" = / ] && [ $rc = 0 ] && [ -s "$T/pidroot.keys" ] && [ -s "$T/pidroo
         check_range "pid in the root cgroup: the short children have their share" \
             "$(comm_samples "$(folded pidroot)" "^fktrue$tag")" $((want / 20)) 100000000
         check_range "pid in the root cgroup: the 400 children are followed" "$(jnum pidroot target.tree.forks)" 400 100000000
+        # (a full in-kernel map is counted: unit-bpf fills one of 2)
+        check_eq "pid in the root cgroup: every task fitted in the in-kernel tree" 0 \
+            "$(jnum pidroot target.tree.not_followed)"
         check_eq "pid in the root cgroup: the busy outsider is not in the graph" 0 \
             "$(comm_samples "$(folded pidroot)" "^fkrootout$tag")"
     else

@@ -183,6 +183,13 @@ golden "--kernel tags versioned vmlinux files and .ko modules" \
     "sw;[vmlinux-6.1.0-13-amd64]_[k];do_idle_[k];mod_fn_[k] 1" --kernel <"$T/r8"
 printf 'sp 1 1.0: 1 cycles:\n\tf7 fib+0x3 (/tmp/jitted-31-41.so)\n\t40 main (/bin/sp)\n\n' >"$T/r9"
 golden "--jit tags jitdump objects" "sp;main;fib_[j] 1" --jit <"$T/r9"
+# a header like one seen before but for one field (a header that differs
+# only in its cpu and time digits is taken without a parse)
+printf 'ab 10/10 [000] 1.000001: 100 cpu-clock: \n\t1 f (/x)\n\nab 10/10 [001] 1.000002: 100 cpu-clock: \n\t1 f (/x)\n\nab 10/11 [000] 1.000003: 100 cpu-clock: \n\t1 f (/x)\n\nab 10/10 [000] 1.000004: 300 cpu-clock: \n\t1 f (/x)\n\nab 10/10 [000] 1.000005: 100 page-faults: \n\t1 f (/x)\n\nab 10/10 [000] 1.000006: 100 cpu-clock: 2 g (/x)\n\nac 10/10 [000] 1.000007: 100 cpu-clock: \n\t1 f (/x)\n\nab 10/10 [000] 12.00008: 100 cpu-clock: \n\t1 f (/x)\n\n' >"$T/r11"
+golden "headers alike but for a tid, period, event, sample ip or comm" "ab-10/10;f 600
+ab-10/10;g 100
+ab-10/11;f 100
+ac-10/10;f 100" --tid --period <"$T/r11"
 
 # --- the public regression suites, side by side with today's Perl tool ---
 # FlameGraph's test.sh (every test/perf-*.txt x --pid --tid --kernel --jit

@@ -24,15 +24,30 @@ done
 # configure finds libperf through --with-libperf, as this build did.
 libperf=$(sed -n "s/^LIBPERF_CFLAGS = -I\(.*\)\/include *$/\1/p" "$FK_BUILD/Makefile")
 [ -n "$libperf" ] || { fail "libperf prefix from $FK_BUILD/Makefile"; skip_rest "no libperf prefix"; }
+# The first run fills a cache of the compiler's and headers' checks
+# (autoconf's --cache-file; pkg-config's answers are never cached, so each
+# run still decides on gRPC itself); the other two start from copies of it
+# and run at once, beside the first build's 'make distdir'.
 noconf() {  # noconf DIR ARGS...: configure without gRPC
     local dir=$1; shift
     mkdir -p "$dir"
+    [ -f "$T/config.cache" ] && cp "$T/config.cache" "$dir.cache"
     (cd "$dir" && PKG_CONFIG_LIBDIR=$T/pc \
-        "$FK_SRC/configure" --with-libperf="$libperf" "$@") >"$dir.log" 2>&1
+        "$FK_SRC/configure" --cache-file="$dir.cache" --with-libperf="$libperf" "$@") >"$dir.log" 2>&1
 }
 
 noconf "$T/auto"
-check_eq "configure without gRPC exits 0 (the profiler needs none)" 0 "$?"
+auto_rc=$?
+[ -f "$T/auto.cache" ] && cp "$T/auto.cache" "$T/config.cache"
+noconf "$T/enable" --enable-fetchd & enable_pid=$!
+noconf "$T/disable" --disable-fetchd & disable_pid=$!
+# The conditional lists (fetch servers, their man pages) still ship.
+make -s -C "$T/auto" distdir distdir="$T/dist" >"$T/distdir.log" 2>&1 & distdir_pid=$!
+wait $enable_pid; enable_rc=$?
+wait $disable_pid; disable_rc=$?
+wait $distdir_pid; distdir_rc=$?
+
+check_eq "configure without gRPC exits 0 (the profiler needs none)" 0 "$auto_rc"
 sum=$(sed -n '/will build:/,$p' "$T/auto.log")
 check_grep "the summary says the profiler is built" 'flamekit \(profiler\).* yes' "$sum"
 check_grep "the summary says the fetch servers are not, and what to install" \
@@ -40,18 +55,14 @@ check_grep "the summary says the fetch servers are not, and what to install" \
 check_grep "the summary names libperf's kernel source" 'libperf +linux-source 6\.12\.' "$sum"
 check_nogrep "the Makefile links no gRPC into the profiler" '^FK_LIBS = .*grpc' "$T/auto/Makefile"
 
-noconf "$T/enable" --enable-fetchd
-rc=$?
-if [ $rc -ne 0 ]; then pass "--enable-fetchd without gRPC fails"; else fail "--enable-fetchd without gRPC fails (exited 0)"; fi
+if [ $enable_rc -ne 0 ]; then pass "--enable-fetchd without gRPC fails"; else fail "--enable-fetchd without gRPC fails (exited 0)"; fi
 check_grep "--enable-fetchd names the packages to install" \
     'error: --enable-fetchd: gRPC not found: apt-get install libgrpc-dev$' "$T/enable.log"
 
-noconf "$T/disable" --disable-fetchd
-check_eq "configure --disable-fetchd exits 0" 0 "$?"
+check_eq "configure --disable-fetchd exits 0" 0 "$disable_rc"
 check_grep "--disable-fetchd is given as the reason" 'fetch servers, fetch-bench +no \(--disable-fetchd\)' "$T/disable.log"
 
-# The conditional lists (fetch servers, their man pages) still ship.
-if make -s -C "$T/auto" distdir distdir="$T/dist" >"$T/distdir.log" 2>&1; then
+if [ $distdir_rc -eq 0 ]; then
     missing=""
     for f in src/fetchd/fetchd-grpc.c src/fetchd/server.c src/fetchd/fetchd.proto man/fetchd-sock.1 man/fetch-bench.1; do
         [ -f "$T/dist/$f" ] || missing="$missing $f"

@@ -48,6 +48,16 @@
  *                                   began, on the clock of the metadata's
  *                                   start_unix_ns (a loaded host starts it
  *                                   late)
+ *   offcpu-truth leader SECONDS LEADER_SECONDS [NAME]
+ *                                   NAME (default truth-orphan) sleeps 50 ms
+ *                                   at a time (wait_50ms) for SECONDS; the
+ *                                   main thread (truth-leader) sleeps
+ *                                   LEADER_SECONDS (negative: waits for a
+ *                                   line on stdin first, then sleeps its
+ *                                   size), prints "leader_exit_unix_ns NS"
+ *                                   and ends with pthread_exit: the process
+ *                                   lives on in NAME, which prints the
+ *                                   truths and exits the process
  *   offcpu-truth threads N          N short-lived threads, each sleeping
  *                                   1 ms (tid churn)
  *   offcpu-truth names SECONDS      threads with hostile names (';', a
@@ -158,18 +168,42 @@ static void *sleeper_a(void *arg)
     return NULL;
 }
 
-static void *sleeper_b(void *arg)
+/* The calling thread, named name, sleeps 50 ms at a time until the
+ * deadline. */
+static void naps_50ms(const char *name)
 {
-    (void)arg;
-    name_thread("truth-b");
+    name_thread(name);
     struct truth *c = truth("wait_50ms");
     while (now_ns() < deadline) {
         uint64_t t = now_ns();
         wait_50ms();
         account(c, t);
     }
+}
+
+static void *sleeper_b(void *arg)
+{
+    (void)arg;
+    naps_50ms("truth-b");
     add_run_delay();
     return NULL;
+}
+
+/* ---- a process whose main thread ends first ---- */
+
+static void print_truths(void);
+
+static uint64_t orphan_t0;
+static const char *orphan_name = "truth-orphan";
+
+static void *orphan(void *arg)
+{
+    (void)arg;
+    naps_50ms(orphan_name);
+    print_truths();
+    printf("wall_ns %llu\n", (unsigned long long)(now_ns() - orphan_t0));
+    fflush(stdout);
+    exit(0);
 }
 
 /* ---- pipe: a fast producer, a slow consumer ---- */
@@ -501,7 +535,7 @@ int main(int argc, char **argv)
     if (argc < 3) {
         fprintf(stderr, "usage: offcpu-truth sleeps|pipe|mutex|storm|spin|names SECONDS | fsync SECONDS DIR"
                         " | phases SECONDS STORM_SECONDS | lull SECONDS [STORM_SECONDS]"
-                        " | nap SECONDS | threads N\n");
+                        " | nap SECONDS | leader SECONDS LEADER_SECONDS [NAME] | threads N\n");
         return 2;
     }
     const char *mode = argv[1];
@@ -605,6 +639,30 @@ int main(int argc, char **argv)
                (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
         fflush(stdout);
         nap_long(secs);
+    } else if (!strcmp(mode, "leader")) {
+        double lead = argc > 3 ? atof(argv[3]) : secs / 2;
+        if (argc > 4)
+            orphan_name = argv[4];
+        orphan_t0 = t0;
+        int e = pthread_create(&th[0], NULL, orphan, NULL);
+        if (e) {
+            errno = e;
+            die("pthread_create");
+        }
+        name_thread("truth-leader");
+        if (lead < 0) {
+            char line[64];
+            if (!fgets(line, sizeof line, stdin))
+                die("leader: stdin closed");
+            lead = -lead;
+        }
+        nap_long(lead);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        printf("leader_exit_unix_ns %llu\n",
+               (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
+        fflush(stdout);
+        pthread_exit(NULL);
     } else if (!strcmp(mode, "threads")) {
         int n = atoi(argv[2]);
         for (int i = 0; i < n; i++) {

@@ -3,7 +3,8 @@
  * where they are placed (forward and back), maps are reached through their
  * fds, a verifier refusal says why, a broken builder refuses to load, and a
  * perf-event program attached to a real sampling event runs on its
- * overflows, and the fork follower keeps a tree over real forks. Socket-filter programs are run with BPF_PROG_TEST_RUN, which
+ * overflows, and the fork follower keeps a tree over real forks (and
+ * capture/bpftree counts what a full map left out). Socket-filter programs are run with BPF_PROG_TEST_RUN, which
  * gives their return value without any traffic. Needs root (as the suite). */
 #include <bpf/bpf.h>
 #include <errno.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "capture/bpf.h"
+#include "capture/bpftree.h"
 #include "capture/tracefs.h"
 #include "unit.h"
 
@@ -433,6 +435,31 @@ static void fork_follower_full(void)
     close(map);
 }
 
+/* capture/bpftree with room for two: this process (from /proc) and its
+ * first child fit; its next two children and one more process seeded
+ * are counted as not followed. */
+static void bpftree_full(void)
+{
+    char err[256] = "";
+    struct fk_bpftree *t = fk_bpftree_new(2, err, sizeof err);
+    UNIT_CHECK("bpftree: a tree of 2 is made", t);
+    if (!t) {
+        printf("# %s\n", err);
+        return;
+    }
+    bool seeded = fk_bpftree_add(t, getpid());
+    pid_t a = fork_one(), b = fork_one(), c = fork_one();
+    bool in = fk_bpftree_has(t, a), out = !fk_bpftree_has(t, b) && !fk_bpftree_has(t, c);
+    bool refused = !fk_bpftree_add(t, 1);
+    uint64_t n = fk_bpftree_not_followed(t);
+    printf("# bpftree of 2: seeded %d, child %d %s, children %d %d %s, pid 1 %s; not followed "
+           "%llu\n", (int)seeded, (int)a, in ? "in" : "absent", (int)b, (int)c,
+           out ? "absent" : "in", refused ? "refused" : "added", (unsigned long long)n);
+    UNIT_CHECK("bpftree full: what had no room is counted (2 children, 1 seeded), the rest in",
+               seeded && in && out && refused && n == 3);
+    fk_bpftree_free(t);
+}
+
 int main(void)
 {
     unit_name = "unit-bpf";
@@ -445,5 +472,6 @@ int main(void)
     fork_follower(FK_BPF_FORK_TIME, FK_BPF_FORK_DELETE);
     fork_follower(FK_BPF_FORK_FLAG, FK_BPF_FORK_KEEP);
     fork_follower_full();
+    bpftree_full();
     return UNIT_END();
 }

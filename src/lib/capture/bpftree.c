@@ -8,12 +8,15 @@
 #include "util/fk.h"
 
 #include <bpf/bpf.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 struct fk_bpftree {
     int map, fork_prog, fork_event, filter_prog;
+    int full;                   /* [0]: children the fork program had no room for */
+    uint64_t seed_full;         /* processes from /proc with no room */
     uint32_t entries;
 };
 
@@ -50,14 +53,16 @@ struct fk_bpftree *fk_bpftree_new(uint32_t max_entries, char *err, size_t errlen
 {
     struct fk_bpftree *t = fk_malloc(sizeof *t);
     *t = (struct fk_bpftree){ .map = -1, .fork_prog = -1, .fork_event = -1, .filter_prog = -1,
-                              .entries = max_entries };
+                              .full = -1, .entries = max_entries };
     if (!fk_bpf_map_create(BPF_MAP_TYPE_HASH, "fk_tree", 4, 8, max_entries, 0, &t->map, err,
+                           errlen) ||
+        !fk_bpf_map_create(BPF_MAP_TYPE_ARRAY, "fk_tree_full", 4, 8, 1, 0, &t->full, err,
                            errlen) ||
         !load_filter_prog(t, err, errlen) ||
         /* a member's child goes in with its fork time; any other child's
-         * number comes out (a reused pid) */
-        !fk_bpf_fork_follower(t->map, FK_BPF_FORK_TIME, FK_BPF_FORK_DELETE, -1, "fk_tree_fork",
-                              &t->fork_prog, &t->fork_event, err, errlen)) {
+         * number comes out (a reused pid); one with no room is counted */
+        !fk_bpf_fork_follower(t->map, FK_BPF_FORK_TIME, FK_BPF_FORK_DELETE, t->full,
+                              "fk_tree_fork", &t->fork_prog, &t->fork_event, err, errlen)) {
         fk_bpftree_free(t);
         return NULL;
     }
@@ -73,7 +78,13 @@ bool fk_bpftree_add(struct fk_bpftree *t, pid_t pid)
 {
     uint32_t k = (uint32_t)pid;
     uint64_t v = 0;
-    return pid > 0 && bpf_map_update_elem(t->map, &k, &v, BPF_NOEXIST) == 0;
+    if (pid <= 0)
+        return false;
+    if (bpf_map_update_elem(t->map, &k, &v, BPF_NOEXIST) == 0)
+        return true;
+    if (errno == E2BIG)         /* (EEXIST: the fork program put it in) */
+        t->seed_full++;
+    return false;
 }
 
 void fk_bpftree_exit(struct fk_bpftree *t, pid_t pid, uint64_t at_ns)
@@ -91,6 +102,15 @@ bool fk_bpftree_has(struct fk_bpftree *t, pid_t pid)
     return pid > 0 && bpf_map_lookup_elem(t->map, &k, &v) == 0;
 }
 
+uint64_t fk_bpftree_not_followed(const struct fk_bpftree *t)
+{
+    uint32_t k = 0;
+    uint64_t n = 0;
+    if (bpf_map_lookup_elem(t->full, &k, &n) != 0)
+        n = 0;
+    return n + t->seed_full;
+}
+
 size_t fk_bpftree_bytes(const struct fk_bpftree *t)
 {
     return (size_t)t->entries * ENTRY_BYTES;
@@ -100,7 +120,7 @@ void fk_bpftree_free(struct fk_bpftree *t)
 {
     if (!t)
         return;
-    int *fds[] = { &t->fork_event, &t->fork_prog, &t->filter_prog, &t->map };
+    int *fds[] = { &t->fork_event, &t->fork_prog, &t->filter_prog, &t->full, &t->map };
     for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
         if (*fds[i] >= 0)
             close(*fds[i]);

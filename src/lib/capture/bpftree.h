@@ -23,8 +23,9 @@
  *    process has that tgid while the thread lives, and removed at its EXIT.
  *  - The fields' offsets come from the running kernel's tracefs format.
  *  - Map memory is fixed at creation (fk_bpftree_bytes, charged by the
- *    caller); a full map leaves a child out, counted in nothing the kernel
- *    reports: the size is the caller's to choose generously. */
+ *    caller); a full map leaves a child out (its samples are dropped), and
+ *    each one left out is counted (fk_bpftree_not_followed): the size is
+ *    the caller's to choose generously, a full map is never silent. */
 #ifndef FK_CAPTURE_BPFTREE_H
 #define FK_CAPTURE_BPFTREE_H
 
@@ -48,6 +49,10 @@ bool fk_bpftree_add(struct fk_bpftree *t, pid_t pid);
 void fk_bpftree_exit(struct fk_bpftree *t, pid_t pid, uint64_t at_ns);
 /* Is pid in the map now (any thread may ask)? */
 bool fk_bpftree_has(struct fk_bpftree *t, pid_t pid);
+/* Processes and threads the map had no room for (children of members
+ * at their fork, processes from /proc at fk_bpftree_add): their samples
+ * were dropped. 0 unless the map was full. */
+uint64_t fk_bpftree_not_followed(const struct fk_bpftree *t);
 size_t fk_bpftree_bytes(const struct fk_bpftree *t);
 void fk_bpftree_free(struct fk_bpftree *t);
 

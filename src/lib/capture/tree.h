@@ -50,6 +50,8 @@ struct fk_tree_stats {
     uint64_t live;          /* member processes alive now */
     uint64_t peak_live;     /* most member processes alive at once */
     uint64_t resyncs;       /* checks against /proc after lost records */
+    uint64_t not_followed;  /* BPF tree (capture/bpftree.h): tasks its full map
+                             * had no room for, their samples dropped */
 };
 
 /* Member processes whose last thread's EXIT record was the latest: the

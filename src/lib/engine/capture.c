@@ -975,6 +975,8 @@ static void engine_finish(struct fk_engine *e)
     track_memory(e);    /* with maps read again */
     fk_sym_stats(e->sym, &r->sym);
     r->tree = e->tree.st;
+    if (e->bpftree)
+        r->tree.not_followed = fk_bpftree_not_followed(e->bpftree);
     if (e->uw)
         fk_unwinder_stats(e->uw, &r->unwind);
     if (e->ends) {

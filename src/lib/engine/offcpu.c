@@ -40,6 +40,11 @@ struct exact {
     struct fk_bt_total t;
     bool bounded;       /* a switch-in the kernel did not show: its total is
                            exact within the gap's bound (FK_SWTIME_UNSEEN_IN) */
+    uint32_t want1;     /* the in-kernel program's path: the thread's recorded
+                           switch-outs waiting for their block (index + 1 in
+                           want; 0: none yet), so that each of its blocks --
+                           hundreds of thousands a second at a storm -- finds
+                           them without a hash lookup */
 };
 #define EXACT_CACHE 64
 #define EXACT_MAX 65536
@@ -1071,6 +1076,7 @@ static struct exact *exact_of(struct offcpu *k, pid_t tid, bool add)
         struct exact *x = &k->exact[k->nexact];
         fk_bt_total_init(&x->t);
         x->bounded = false;
+        x->want1 = 0;
         v = fk_u64map_slot(&k->exact_of, (uint64_t)tid, true);
         *v = ++k->nexact;
     }
@@ -1208,6 +1214,9 @@ static struct want *want_of(struct offcpu *k, pid_t tid, bool add)
 static void want_block(struct offcpu *k, pid_t tid, uint64_t time)
 {
     struct want *w = want_of(k, tid, true);
+    struct exact *x = exact_of(k, tid, true);
+    if (x)
+        x->want1 = (uint32_t)(w - k->want) + 1;
     if (w->n && w->t[w->n - 1] == time)
         return;     /* a second sample of the same switch-out */
     if (w->n == WANT_MAX) {     /* the oldest never found its block */
@@ -1310,6 +1319,9 @@ static void offcpu_reader_pass(void *state, struct fk_reader *r, const struct fk
         fk_swtime_drain(k->swt, keep_block, k);
         return;
     }
+    /* (the window as known now, as exact_switch reads it) */
+    uint64_t start = __atomic_load_n(&k->window_start, __ATOMIC_SEQ_CST);
+    uint64_t stop = __atomic_load_n(&k->window_end, __ATOMIC_SEQ_CST);
     for (size_t i = 0; i < k->npass; i++) {
         const struct fk_swtime_block *b = &k->pass_blocks[i];
         pid_t tid = (pid_t)b->tid;
@@ -1324,24 +1336,29 @@ static void offcpu_reader_pass(void *state, struct fk_reader *r, const struct fk
             continue;
         }
         count_out(k, b->out);
-        exact_switch(k, tid, b->out, true);
+        /* (one look-up for the block's two ends and its wants) */
+        struct exact *x = exact_of(k, tid, true);
+        if (x)
+            fk_bt_total_add(&x->t, b->out, true, start, stop);
         if (gap) {
             /* switched out at out and again at in, run again unseen in
              * between: off CPU for 0 to in - out of it. Counted as 0 (its
              * lower bound: no time invented), the bound reported; the
              * thread's total stays exact within it */
-            struct exact *x = exact_of(k, tid, false);
-            if (x)
+            if (x) {
                 x->bounded = true;
-            exact_switch(k, tid, b->out, false);
+                fk_bt_total_add(&x->t, b->out, false, start, stop);
+            }
             k->bpf_in_missed++;
             k->bpf_unseen_in++;
             k->bpf_unseen_ns += b->in - b->out;
         } else {
             k->bpf_blocks++;
-            exact_switch(k, tid, b->in, false);
+            if (x)
+                fk_bt_total_add(&x->t, b->in, false, start, stop);
         }
-        struct want *w = k->want_of.n ? want_of(k, tid, false) : NULL;
+        struct want *w = x ? (x->want1 ? &k->want[x->want1 - 1] : NULL)
+                           : k->want_of.n ? want_of(k, tid, false) : NULL;
         if (!w || !w->n)
             continue;
         uint32_t kept = 0;

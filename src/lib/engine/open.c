@@ -68,11 +68,18 @@ static void open_error(struct fk_engine *e, int err)
 struct tid_list {
     pid_t *v;
     size_t n, cap;
+    pid_t pid;      /* whose threads are being listed */
 };
 
+/* A thread that is still a task: not a leader that ended with pthread_exit
+ * while its other threads run on (listed as a zombie until its process
+ * exits; perf_event_open refuses it with ESRCH, every time). */
 static bool add_tid(pid_t tid, void *arg)
 {
     struct tid_list *l = arg;
+    char state = fk_proc_task_state(l->pid, tid);
+    if (state == 'Z' || state == 'X')
+        return true;
     l->v = fk_grow(l->v, &l->cap, l->n + 1, sizeof *l->v);
     l->v[l->n++] = tid;
     return true;
@@ -96,12 +103,15 @@ static struct perf_thread_map *target_threads(struct fk_engine *e)
     if ((t->kind != FK_TARGET_PID && t->kind != FK_TARGET_RUN) || e->tree_cgroup || e->tree_bpf)
         return perf_thread_map__new_dummy();
     struct tid_list tids = { 0 };
-    for (size_t i = 0; i < t->npids; i++)
-        if (!fk_proc_for_each_tid(t->pids[i], add_tid, &tids)) {
+    for (size_t i = 0; i < t->npids; i++) {
+        size_t had = tids.n;
+        tids.pid = t->pids[i];
+        if (!fk_proc_for_each_tid(t->pids[i], add_tid, &tids) || tids.n == had) {
             fk_engine_fail(e, "process %d exited before the capture started", (int)t->pids[i]);
             free(tids.v);
             return NULL;
         }
+    }
     struct perf_thread_map *m = perf_thread_map__new_array((int)tids.n, tids.v);
     free(tids.v);
     if (!m)

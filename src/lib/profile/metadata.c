@@ -188,6 +188,9 @@ static json_t *target_json(const struct fk_profile_request *rq, const struct fk_
             json_object_set_new(tr, "peak_live", json_integer((json_int_t)ts->peak_live));
             json_object_set_new(tr, "resyncs", json_integer((json_int_t)ts->resyncs));
             json_object_set_new(tr, "samples_outside", json_integer((json_int_t)r->samples_outside));
+            if (!r->tree_cgroup)    /* the BPF map full: tasks left out */
+                json_object_set_new(tr, "not_followed",
+                                    json_integer((json_int_t)ts->not_followed));
         } else {
             json_object_set_new(tr, "forks", json_integer((json_int_t)r->forks));
             json_object_set_new(tr, "exits", json_integer((json_int_t)r->exits));

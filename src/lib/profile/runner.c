@@ -581,14 +581,18 @@ void fk_profile_summary(FILE *out, const struct fk_profile_request *rq,
     fprintf(out, "  lost %llu records, throttled %llu times, %zu unique stacks, %.1f MB peak\n",
             (unsigned long long)r->lost, (unsigned long long)r->throttled, r->stacks.n,
             (double)r->mem_bytes / 1048576.0);
-    if (r->tree_followed && !r->tree_cgroup)
+    if (r->tree_followed && !r->tree_cgroup) {
         fprintf(out, "  tree: per-CPU events over the host, other processes' samples dropped in "
                 "the kernel (BPF; %s), the target's processes kept by their fork/exit records: "
                 "%llu processes (%llu forked, %llu exited), %llu samples dropped after\n",
                 r->tree_note, (unsigned long long)r->tree.processes,
                 (unsigned long long)r->tree.forks, (unsigned long long)r->tree.exits,
                 (unsigned long long)r->samples_outside);
-    else if (r->tree_followed)
+        if (r->tree.not_followed)
+            fprintf(out, "  tree: INCOMPLETE: %llu processes or threads not followed (the "
+                    "in-kernel tree map was full): their samples were dropped\n",
+                    (unsigned long long)r->tree.not_followed);
+    } else if (r->tree_followed)
         fprintf(out, "  tree: per-CPU events in the cgroup %s, the target's processes kept by "
                 "their fork/exit records: %llu processes (%llu forked, %llu exited), %llu "
                 "samples of the cgroup's others dropped\n", r->tree_cgroup,

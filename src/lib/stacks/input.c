@@ -27,7 +27,8 @@ static bool looks_binary(const unsigned char *d, size_t n)
 
 enum fk_input_kind fk_input_open(struct fk_lineread *r, const char *path, bool *binary)
 {
-    *binary = false;
+    if (binary)
+        *binary = false;
     if (!fk_lineread_open(r, path))
         return FK_INPUT_ERROR;
     size_t n;
@@ -44,7 +45,8 @@ enum fk_input_kind fk_input_open(struct fk_lineread *r, const char *path, bool *
     }
     if (s > 0)
         return FK_INPUT_PPROF;
-    *binary = looks_binary((const unsigned char *)d, n < SNIFF_BYTES ? n : SNIFF_BYTES);
+    if (binary)
+        *binary = looks_binary((const unsigned char *)d, n < SNIFF_BYTES ? n : SNIFF_BYTES);
     return FK_INPUT_TEXT;
 }
 

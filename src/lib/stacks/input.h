@@ -31,7 +31,8 @@ struct fk_input_info {
 enum fk_input_kind { FK_INPUT_ERROR, FK_INPUT_TEXT, FK_INPUT_PPROF };
 
 /* Open path ("-" = stdin) and tell what it holds, consuming nothing;
- * *binary: the text looks like binary data (NUL bytes, many control bytes).
+ * *binary: the text looks like binary data (NUL bytes, many control bytes);
+ * binary NULL: not looked at (a scan of the first 64 KB a byte at a time).
  * On FK_INPUT_ERROR r is closed and r->error says why. */
 enum fk_input_kind fk_input_open(struct fk_lineread *r, const char *path, bool *binary);
 /* FK_INPUT_PPROF: read the rest of r, decode, fold into t (counts added);

@@ -107,6 +107,21 @@ struct fk_perfscript {
      * last seen there: the second guess for a line when the predicted
      * key is not it. */
     uint32_t *lcache;
+    /* Sample headers of the usual shape that were parsed whole ("comm
+     * pid [cpu] time: period event:", blanks after), the last one by a
+     * hash of its first 8 bytes: a header that differs from the one in
+     * its slot only in the digits of its cpu and time is the same
+     * process, event and weight (header_again): 3 headers in 4 of the
+     * shallow bench input (host-wide, its processes interleaved). NULL
+     * until the first such header. */
+    struct fk_last_header {
+        char text[96];
+        unsigned char var[96];  /* 0xff where a digit may differ */
+        size_t len;             /* 0: none */
+        uint32_t pname_id;
+        bool java;
+        uint64_t weight;
+    } *lh;
 };
 
 void fk_perfscript_init(struct fk_perfscript *p, const struct fk_perfscript_opts *o,

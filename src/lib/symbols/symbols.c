@@ -761,18 +761,15 @@ static bool maps_parse(const char *p, struct maps_line *m)
     return true;
 }
 
-/* (Re)read /proc/PID: maps, comm, threads. */
-static void scan_into(struct fk_symbolizer *s, struct proc *pr)
+/* The executable mappings in a maps file (path) into pr; false when it
+ * cannot be opened. *lines: how many lines it had. */
+static bool scan_maps(struct fk_symbolizer *s, struct proc *pr, const char *path, size_t *lines)
 {
-    char p[64];
     pid_t pid = pr->pid;
-    pr->scanned = true;
-    snprintf(p, sizeof p, "/proc/%d/comm", (int)pid);
-    bool have_comm = read_comm(p, pr->comm);
-    snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
-    FILE *f = fopen(p, "re");
+    *lines = 0;
+    FILE *f = fopen(path, "re");
     if (!f)
-        return;
+        return false;
     pr->nmaps = 0;
     pr->maps_gen++;     /* even if none is added back */
     char *line = NULL;
@@ -780,6 +777,7 @@ static void scan_into(struct fk_symbolizer *s, struct proc *pr)
     /* (the kernel writes a read's worth of lines per call: fewer calls) */
     setvbuf(f, NULL, _IOFBF, 1 << 16);
     while (getline(&line, &cap, f) > 0) {
+        ++*lines;
         line[strcspn(line, "\n")] = 0;
         struct maps_line m;
         if (!maps_parse(line, &m) || !m.exec)
@@ -793,6 +791,21 @@ static void scan_into(struct fk_symbolizer *s, struct proc *pr)
     }
     free(line);
     fclose(f);
+    return true;
+}
+
+/* (Re)read /proc/PID: maps, comm, threads. */
+static void scan_into(struct fk_symbolizer *s, struct proc *pr)
+{
+    char p[64];
+    pid_t pid = pr->pid;
+    pr->scanned = true;
+    snprintf(p, sizeof p, "/proc/%d/comm", (int)pid);
+    bool have_comm = read_comm(p, pr->comm);
+    snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
+    size_t lines;
+    if (!scan_maps(s, pr, p, &lines))
+        return;
     snprintf(p, sizeof p, "/proc/%d/task", (int)pid);
     DIR *dir = opendir(p);
     if (!dir)
@@ -803,6 +816,13 @@ static void scan_into(struct fk_symbolizer *s, struct proc *pr)
         if (tid <= 0)
             continue;
         char cp[96];
+        /* A leader that ended with pthread_exit is a zombie with no
+         * memory until its process exits: /proc/PID/maps is empty, and
+         * the process's mappings are its other threads' */
+        if (!lines && tid != pid) {
+            snprintf(cp, sizeof cp, "/proc/%d/task/%d/maps", (int)pid, (int)tid);
+            (void)scan_maps(s, pr, cp, &lines);
+        }
         char comm[COMM_LEN];
         snprintf(cp, sizeof cp, "/proc/%d/task/%d/comm", (int)pid, (int)tid);
         if (tid == pid && have_comm) {      /* the leader's: /proc/PID/comm, read above */

@@ -117,3 +117,15 @@ bool fk_proc_start_boot_ns(pid_t pid, unsigned long long *ns)
     *ns = ticks * (1000000000ull / (unsigned long long)hz);
     return true;
 }
+
+char fk_proc_task_state(pid_t pid, pid_t tid)
+{
+    char path[80], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+    if (fk_read_small(path, buf, sizeof buf) <= 0)
+        return 0;
+    /* "tid (comm) state ...": comm may hold anything but ends at the last
+     * ')' */
+    char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && p[2] > ' ' ? p[2] : 0;
+}

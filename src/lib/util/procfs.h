@@ -28,5 +28,10 @@ size_t fk_proc_status_numbers(const char *path, const char *key, unsigned long l
  * to the kernel's clock tick (/proc/PID/stat field 22, rounded down); false
  * when the process is gone or the file unreadable. */
 bool fk_proc_start_boot_ns(pid_t pid, unsigned long long *ns);
+/* Thread tid of process pid's state letter (/proc/PID/task/TID/stat: 'R',
+ * 'S', 'D', 'Z' for a zombie -- a leader that ended with pthread_exit
+ * stays listed so until its process exits -- ...); 0 when it is gone or
+ * the file unreadable. */
+char fk_proc_task_state(pid_t pid, pid_t tid);
 
 #endif
