@@ -286,8 +286,12 @@ static void kernel_program(void)
     uint64_t out = 0, stop = mono_ns();
     fk_swtime_stop(t, stop);
     bool pending = fk_swtime_pending(t, stid, &out);
-    UNIT_CHECK("a thread off CPU at the stop is pending since its switch-out",
-               stid > 0 && pending && out < stop && out > t1);
+    snprintf(what, sizeof what,
+             "a thread off CPU at the stop is pending since its switch-out (tid %d, %s, out %.1f ms "
+             "before the stop, %.1f ms after the first sleeps)",
+             (int)stid, pending ? "pending" : "not pending", ((double)stop - (double)out) / MS,
+             ((double)out - (double)t1) / MS);
+    UNIT_CHECK(what, stid > 0 && pending && out < stop && out > t1);
     pthread_join(th, NULL);
     struct seen s2 = { .tid = stid };
     fk_swtime_drain(t, seen_block, &s2);
