@@ -82,7 +82,8 @@ static void tap(void *ctx, const struct fk_sample_format *fmt, const void *rec, 
     }
     /* records are handed on where they lie in the ring, stack copies
      * whole: the file keeps what the kernel filled, as a kept record */
-    size_t cut = (fmt->sample_type & PERF_SAMPLE_IDENTIFIER) ? 0 : fk_sample_cut_stack(fmt, rec, len, o->cut);
+    size_t cut = (fmt->sample_type & PERF_SAMPLE_IDENTIFIER)
+                 ? 0 : fk_sample_cut_stack(fmt, rec, len, o->cut, NULL);
     if (cut) {
         rec = o->cut;
         len = cut;

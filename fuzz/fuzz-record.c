@@ -14,11 +14,13 @@
  * pushed by reference (as a pass over the rings does) with a hold count
  * of its own, and its copy freed after the first delivery that lowered
  * that count to 0, so ASan sees the queue read one it handed on already.
- * A sample whose stack copy is cut (as the ring reader cuts it) must
- * decode to the same fields with the stack it kept. */
+ * A sample whose stack copy is cut (as the ring reader cuts it; every
+ * other one also where its thread's stack is known to end) must decode
+ * to the same fields with the stack it kept. */
 #include "fuzz.h"
 #include "capture/ring.h"
 #include "capture/sample.h"
+#include "capture/stackend.h"
 
 #include <linux/perf_event.h>
 #include <stdlib.h>
@@ -99,14 +101,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             inside(s.stack, s.stack_size, copy, len);
             if (s.stack_dyn > s.stack_size)
                 abort();
-            size_t n = fk_sample_cut_stack(&f, copy, len, cut);
+            /* every other sample's thread has a known stack end (its sp
+             * word 0, halfway into what was copied): the copy is cut there */
+            static struct fk_stack_ends *known;
+            bool end = s.regs && f.nregs && nrec % 2;
+            if (end) {
+                if (!known)
+                    known = fk_stack_ends_new(0);
+                fk_stack_ends_learn(known, s.tid, s.regs[0] + s.stack_dyn / 2);
+                fk_stack_ends_learn(known, s.tid, s.regs[0] + s.stack_dyn / 2);
+            }
+            size_t n = fk_sample_cut_stack(&f, copy, len, cut, end ? known : NULL);
+            if (end)
+                fk_stack_ends_forget(known, s.tid);
             struct fk_sample c;
             if (n && (n > len || !fk_sample_parse(&f, cut, n, &c) || c.pid != s.pid ||
-                      c.time != s.time || c.nr != s.nr || c.stack_dyn != s.stack_dyn ||
-                      c.stack_size > s.stack_size || c.regs_abi != s.regs_abi ||
-                      c.cgroup != s.cgroup || c.weight != s.weight ||
-                      memcmp(c.stack, s.stack, s.stack_dyn)))
-                abort();    /* the cut copy decodes to the same sample */
+                      c.time != s.time || c.nr != s.nr || c.stack_size > s.stack_size ||
+                      c.regs_abi != s.regs_abi || c.cgroup != s.cgroup || c.weight != s.weight ||
+                      (c.stack_cut ? c.stack_dyn != c.stack_size || c.stack_dyn >= s.stack_dyn
+                                   : c.stack_dyn != s.stack_dyn) ||
+                      memcmp(c.stack, s.stack, c.stack_dyn)))
+                abort();    /* the cut copy decodes to the same sample (its stack cut shorter) */
             for (uint64_t i = 0; i < s.nr; i++)
                 sum += s.ips[i];
             for (uint32_t i = 0; i < s.raw_size; i++)

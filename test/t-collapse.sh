@@ -183,6 +183,10 @@ golden "--kernel tags versioned vmlinux files and .ko modules" \
     "sw;[vmlinux-6.1.0-13-amd64]_[k];do_idle_[k];mod_fn_[k] 1" --kernel <"$T/r8"
 printf 'sp 1 1.0: 1 cycles:\n\tf7 fib+0x3 (/tmp/jitted-31-41.so)\n\t40 main (/bin/sp)\n\n' >"$T/r9"
 golden "--jit tags jitdump objects" "sp;main;fib_[j] 1" --jit <"$T/r9"
+# an ip with a control byte is no ip, however long the line (the ip test
+# a word at a time took bytes 0x10-0x19 for digits: found by fuzz-perfscript)
+printf 'ab 1 1.0: 1 cpu-clock:\n\t10\0221 fn_with_long_name (/x)\n\t7f03 main (/x)\n\n' >"$T/r12"
+golden "an ip with a control byte is not a frame line" "ab;main 1" <"$T/r12"
 # a header like one seen before but for one field (a header that differs
 # only in its cpu and time digits is taken without a parse)
 printf 'ab 10/10 [000] 1.000001: 100 cpu-clock: \n\t1 f (/x)\n\nab 10/10 [001] 1.000002: 100 cpu-clock: \n\t1 f (/x)\n\nab 10/11 [000] 1.000003: 100 cpu-clock: \n\t1 f (/x)\n\nab 10/10 [000] 1.000004: 300 cpu-clock: \n\t1 f (/x)\n\nab 10/10 [000] 1.000005: 100 page-faults: \n\t1 f (/x)\n\nab 10/10 [000] 1.000006: 100 cpu-clock: 2 g (/x)\n\nac 10/10 [000] 1.000007: 100 cpu-clock: \n\t1 f (/x)\n\nab 10/10 [000] 12.00008: 100 cpu-clock: \n\t1 f (/x)\n\n' >"$T/r11"

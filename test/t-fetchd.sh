@@ -497,8 +497,12 @@ check_fails "fetch-bench: bad --servers" "$B/fetch-bench" -s grpc,tcp
 
 # -p: a flame graph of each server, linked from report.md.
 if "$B/flamekit" pid --help >/dev/null 2>&1; then
+    # (its gRPC clients with a fixed window: fetches complete with one, the report says so)
     if FLAMEKIT_CACHE="$fbcache" timeout 120 "$B/fetch-bench" -S 1M -n 2 -R 1 -f 1 -c on -s sock,grpc-shared -p \
-            --profile-time 2s -o "$T/benchp" >"$T/benchp.out" 2>"$T/benchp.err"; then
+            --grpc-window 4M --profile-time 2s -o "$T/benchp" >"$T/benchp.out" 2>"$T/benchp.err"; then
+        check_eq "fetch-bench --grpc-window: in report.json" 4194304 "$(jq .grpc_client_window "$T/benchp/report.json")"
+        check_grep "fetch-bench --grpc-window: in report.md" "HTTP/2 window: 4(\\.0)? MiB" "$T/benchp/report.md"
+        check_eq "fetch-bench: gRPC's own window by default" 0 "$(jq .grpc_client_window "$T/bench/report.json")"
         check_nogrep "fetch-bench: a repository made once is reused" "generating" "$T/benchp.err"
         links=$(grep -o '](profile-[^)]*\.svg)' "$T/benchp/report.md" | tr -d '()]' | sort -u)
         n=$(printf '%s\n' "$links" | grep -c svg)

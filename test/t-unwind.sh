@@ -66,6 +66,11 @@ if [ -x "$PY" ]; then
         check_range "python3.11: main's callees named in order" "$s" 0.85 1.0
         c=$(jget "$J" callgraph.unwind.complete) k=$(jget "$J" callgraph.unwind.stacks)
         check_range "python3.11: unwinder's own complete count ($c of $k)" "$(awk -v a="$c" -v b="$k" 'BEGIN{print b ? a / b : 0}')" 0.90 1.0
+        # the copies are cut where the thread's stack ends (its argv and
+        # environment are not kept) once two walks agreed, and none too short
+        x=$(jget "$J" callgraph.unwind.stack_ends.cut)
+        check_range "python3.11: stack copies cut at the thread's known end ($x of $k)" "$(awk -v a="$x" -v b="$k" 'BEGIN{print b ? a / b : 0}')" 0.5 1.0
+        check_eq "python3.11: no copy cut too short" 0 "$(jget "$J" callgraph.unwind.stack_ends.cut_too_short)"
     else
         fail "python3.11: capture" "$(cat "$T/py.err")"
     fi
@@ -107,6 +112,8 @@ if cap nofp run -q -F 499 -o "$T/nofp" -- "$NOFP" 2 8; then
     read -r s n <<<"$(frac "$F" nofp "$(rep 9 ';nofp_middle');nofp_leaf" ';nofp_leaf')"
     check_range "-fomit-frame-pointer C: all 9 recursion levels above the leaf ($n samples)" "$s" 0.95 1.0
     check_eq "-fomit-frame-pointer C: no [truncated] at 8 levels" 0 "$(jget "$J" callgraph.unwind.truncated)"
+    check_range "-fomit-frame-pointer C: copies cut at the thread's known end" "$(jget "$J" callgraph.unwind.stack_ends.cut)" 1 100000000
+    check_eq "-fomit-frame-pointer C: no copy cut too short" 0 "$(jget "$J" callgraph.unwind.stack_ends.cut_too_short)"
 else
     fail "nofp: capture" "$(cat "$T/nofp.err")"
 fi

@@ -299,10 +299,12 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                       "setting runs once, in the same order, so a change in the machine's load meets all "
                       "settings alike. Each client makes one warm-up fetch (not counted), then all clients start "
                       "together and make a set number of fetches%s. Figures are median (min–max) over the rounds; "
-                      "ratios are taken within a round, then summarised. CPUs: %s. Network: %s. The benchmark took "
-                      "%.0f s.\n\n",
+                      "ratios are taken within a round, then summarised. CPUs: %s. Network: %s. gRPC messages of "
+                      "%s; the gRPC clients' HTTP/2 window: %s. The benchmark took %.0f s.\n\n",
                       ncpus, un.release, opt.rounds, opt.fetches ? "" : work_note(b1, sizeof b1), pin_desc,
-                      net_desc, secs_total);
+                      net_desc, human((double)opt.chunk, b2, sizeof b2),
+                      opt.grpc_window ? human((double)opt.grpc_window, b3, sizeof b3) : "gRPC's own (BDP probing)",
+                      secs_total);
     fk_outfile_printf(&md, "Repositories (generated text, one commit, packed with a bitmap, so git reuses the "
                       "pack):");
     for (int i = 0; i < nrepos; i++)
@@ -674,8 +676,9 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
         fk_die("%s", err);
 
     /* report.json: every run, and every figure's median and range. */
-    json_t *j = json_pack("{s:i,s:s,s:s,s:i,s:I,s:s,s:s,s:s}", "cpus", ncpus, "kernel", un.release,
+    json_t *j = json_pack("{s:i,s:s,s:s,s:i,s:I,s:I,s:s,s:s,s:s}", "cpus", ncpus, "kernel", un.release,
                           "cpu_accounting", cpu_source, "rounds", opt.rounds, "chunk_size", (json_int_t)opt.chunk,
+                          "grpc_client_window", (json_int_t)opt.grpc_window,
                           "pinning", pin_desc, "network", net_desc, "network_kind",
                           bench_net_active() ? "veth" : "loopback");
     json_t *jrepos = json_array();

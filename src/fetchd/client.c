@@ -28,7 +28,7 @@ struct fetchd_client {
     grpc_completion_queue *cq;  /* of every call on chan: one thread drives them all */
 };
 
-bool fetchd_client_small_window;
+uint32_t fetchd_client_window;
 
 static pthread_once_t grpc_once = PTHREAD_ONCE_INIT;
 static void grpc_start(void) { grpc_init(); }
@@ -54,12 +54,12 @@ struct fetchd_client *fetchd_client_new(enum fetchd_transport t, const char *add
         a[0].type = a[1].type = a[2].type = GRPC_ARG_INTEGER;
         a[0].key = max_receive;
         a[0].value.integer = -1;
-        /* No BDP probing: the window stays at 64K, not grown to megabytes. */
+        /* A fixed window: no BDP probing, so it is not grown to megabytes. */
         a[1].key = bdp_probe;
         a[1].value.integer = 0;
         a[2].key = lookahead;
-        a[2].value.integer = 64 << 10;
-        grpc_channel_args args = { fetchd_client_small_window ? 3 : 1, a };
+        a[2].value.integer = fetchd_client_window > INT32_MAX ? INT32_MAX : (int)fetchd_client_window;
+        grpc_channel_args args = { fetchd_client_window ? 3 : 1, a };
         grpc_channel_credentials *cr = grpc_insecure_credentials_create();
         c->chan = grpc_channel_create(addr, cr, &args);
         grpc_channel_credentials_release(cr);

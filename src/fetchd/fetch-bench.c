@@ -178,6 +178,9 @@ static const struct fk_opt bench_optset[] = {
       "namespaces, each end receiving on its own side's CPUs)" },
     { "chunk-size", 'k', FK_OPT_SIZE, BO(chunk), "SIZE", "fetchd-grpc message size (default 32K)", "32K",
       .min = 1024, .max = 4 << 20 },
+    { "grpc-window", 0, FK_OPT_SIZE, BO(grpc_window), "SIZE",
+      "gRPC clients: a fixed HTTP/2 window of SIZE, no BDP probing (default: gRPC's own, grown by BDP probing)",
+      "4M", .min = 64 << 10, .max = 1 << 30 },
     { "output", 'o', FK_OPT_STR, BO(out), "DIR",
       "report.md, report.json, logs, flame graphs (default fetch-bench.out)", "fetch-bench.out" },
     { "profile", 'p', FK_OPT_FLAG, BO(profile), NULL,
@@ -1752,6 +1755,7 @@ int main(int argc, char **argv)
     if (!fk_stop_on_signals(FK_STOP_IGNORE_SIGPIPE))
         fk_die("cannot install signal handlers: %s", strerror(errno));
     ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    fetchd_client_window = (uint32_t)opt.grpc_window;   /* the forked clients' */
     pin_setup();
     char why[256];
     if (!pinning || opt.loopback)

@@ -135,7 +135,7 @@ int main(int argc, char **argv)
     uint64_t stop_after = co.stop_after;
     const char *repo = args.v[0];
     char err[512];
-    fetchd_client_small_window = co.hold_after || co.read_delay;
+    fetchd_client_window = co.hold_after || co.read_delay ? 64 << 10 : 0;    /* a client that stalls the server */
     struct fetchd_client *c = fetchd_client_new(tr, addr, err, sizeof err);
     if (!c)
         fk_die("%s", err);

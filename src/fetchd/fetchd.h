@@ -99,9 +99,11 @@ bool fetchd_demux_feed(struct fetchd_demux *d, const void *data, size_t len);
 /* --- clients (client.c) --- */
 enum fetchd_transport { FETCHD_GRPC, FETCHD_SOCK };
 struct fetchd_client;
-/* Testing: a gRPC client that keeps its HTTP/2 window small, as one that
- * means to stall a server would. Set before fetchd_client_new. */
-extern bool fetchd_client_small_window;
+/* gRPC clients' HTTP/2 window: 0, gRPC's own (grown from 64K by BDP
+ * probing, as far as its estimate of the link says), or a fixed size with
+ * no probing (the tests' stalling clients: 64K; fetch-bench
+ * --grpc-window). Set before fetchd_client_new. */
+extern uint32_t fetchd_client_window;
 /* addr: HOST:PORT. NULL with a message on failure. */
 struct fetchd_client *fetchd_client_new(enum fetchd_transport t, const char *addr, char *err, size_t errlen);
 void fetchd_client_free(struct fetchd_client *c);

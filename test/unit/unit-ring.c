@@ -12,6 +12,7 @@
 #include "unit.h"
 #include "capture/ring.h"
 #include "capture/sample.h"
+#include "capture/stackend.h"
 
 #include <linux/perf_event.h>
 #include <stdlib.h>
@@ -60,6 +61,86 @@ static void take(void *ctx, const union perf_event *ev)
         s->beyond_cutoff++;
     s->last_time = t;
     s->n++;
+}
+
+/* A sample with user registers (ip, sp, bp) and a 256-byte stack copy of
+ * which the kernel filled 200, cut by fk_sample_cut_stack with ends;
+ * returns the copy's length (0: not cut), *smp its decoding. */
+#define SP 0x7ffd0000ull
+static size_t cut_sample(const struct fk_stack_ends *ends, uint64_t *out, struct fk_sample *smp)
+{
+    struct fk_sample_format f;
+    fk_sample_format_init(&f, PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_REGS_USER |
+                          PERF_SAMPLE_STACK_USER, 0, 0x7, true);
+    /* header, pid/tid, time, abi, 3 regs, size, 32 words, dyn */
+    uint64_t rec[1 + 2 + 1 + 3 + 1 + 32 + 1];
+    struct perf_event_header h = { PERF_RECORD_SAMPLE, 0, sizeof rec };
+    memcpy(rec, &h, sizeof h);
+    rec[1] = (42ull << 32) | 41;
+    rec[2] = 1000;
+    rec[3] = PERF_SAMPLE_REGS_ABI_64;
+    rec[4] = 0x401000;
+    rec[5] = SP;
+    rec[6] = SP + 512;
+    rec[7] = 256;
+    for (unsigned i = 0; i < 32; i++)
+        rec[8 + i] = 0x1000 + i;
+    rec[40] = 200;
+    size_t n = fk_sample_cut_stack(&f, rec, sizeof rec, out, ends);
+    memset(smp, 0, sizeof *smp);
+    if (!n || !fk_sample_parse(&f, out, n, smp) || smp->tid != 42 || smp->regs[1] != SP ||
+        (smp->stack_dyn && ((const uint64_t *)smp->stack)[smp->stack_dyn / 8 - 1] !=
+                           0x1000 + smp->stack_dyn / 8 - 1))
+        return 0;
+    return n;
+}
+
+/* Stack copies cut where the thread's stack is known to end
+ * (capture/stackend.h): only once two complete walks agreed, never for a
+ * thread whose walks end apart or whose cut copy proved too short, and
+ * not after its exit; the decoder tells a cut copy. */
+static void stack_ends(void)
+{
+    struct fk_stack_ends *t = fk_stack_ends_new(1);
+    uint64_t out[64];
+    struct fk_sample smp;
+    UNIT_CHECK("ends: unknown, the copy is cut to what the kernel filled (and a word)",
+               cut_sample(t, out, &smp) && smp.stack_size == 208 && smp.stack_dyn == 200 &&
+               !smp.stack_cut);
+    fk_stack_ends_learn(t, 42, SP + 60);
+    UNIT_CHECK("ends: one walk is not enough", fk_stack_ends_get(t, 42) == 0);
+    fk_stack_ends_learn(t, 42, SP + 60);
+    UNIT_CHECK("ends: two agreeing walks set it", fk_stack_ends_get(t, 42) == SP + 60 &&
+               fk_stack_ends_get(t, 43) == 0);
+    UNIT_CHECK("ends: the copy is cut there (to the word), the decoder tells it",
+               cut_sample(t, out, &smp) && smp.stack_size == 64 && smp.stack_dyn == 64 &&
+               smp.stack_cut);
+    fk_stack_ends_learn(t, 42, SP + 300);
+    UNIT_CHECK("ends: a walk that ends elsewhere withdraws it",
+               fk_stack_ends_get(t, 42) == 0 && cut_sample(t, out, &smp) && !smp.stack_cut);
+    fk_stack_ends_learn(t, 42, SP + 300);
+    UNIT_CHECK("ends: until two agree again", fk_stack_ends_get(t, 42) == SP + 300);
+    fk_stack_ends_learn(t, 42, SP + 60);
+    fk_stack_ends_learn(t, 42, SP + 60);
+    fk_stack_ends_learn(t, 42, SP + 300);
+    fk_stack_ends_learn(t, 42, SP + 300);
+    UNIT_CHECK("ends: walks that keep ending apart (stacks switched): never cut again",
+               fk_stack_ends_get(t, 42) == 0);
+    fk_stack_ends_forget(t, 42);
+    fk_stack_ends_learn(t, 42, SP + 400);
+    fk_stack_ends_learn(t, 42, SP + 400);
+    UNIT_CHECK("ends: after an exit, learnt anew; an end past what was copied cuts nothing more",
+               fk_stack_ends_get(t, 42) == SP + 400 && cut_sample(t, out, &smp) &&
+               smp.stack_size == 208 && !smp.stack_cut);
+    fk_stack_ends_wrong(t, 42);
+    fk_stack_ends_learn(t, 42, SP + 400);
+    fk_stack_ends_learn(t, 42, SP + 400);
+    struct fk_stack_ends_stats st;
+    fk_stack_ends_stats(t, &st);
+    UNIT_CHECK("ends: a copy found too short: never cut again, counted",
+               fk_stack_ends_get(t, 42) == 0 && st.wrong == 1 && st.varying == 1 && st.learned == 4);
+    UNIT_CHECK("ends: charged as allocated", fk_stack_ends_bytes(t) > FK_STACK_ENDS_SLOTS * 16);
+    fk_stack_ends_free(t);
 }
 
 int main(void)
@@ -223,5 +304,6 @@ int main(void)
     memcpy(rec, &rh, sizeof rh);
     UNIT_CHECK("READ: a record too short for its read is refused",
                !fk_sample_parse(&rf, rec, rh.size, &smp));
+    stack_ends();
     return UNIT_END();
 }

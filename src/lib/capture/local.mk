@@ -8,6 +8,8 @@ libflamekit_a_SOURCES += src/lib/capture/sample.c src/lib/capture/sample.h
 libflamekit_a_SOURCES += src/lib/capture/ring.c src/lib/capture/ring.h
 # the rings copied out on a thread of its own (draining never waits on symbol I/O)
 libflamekit_a_SOURCES += src/lib/capture/reader.c src/lib/capture/reader.h
+# where each thread's stack ends (what the reader keeps of its stack copies)
+libflamekit_a_SOURCES += src/lib/capture/stackend.c src/lib/capture/stackend.h
 libflamekit_a_SOURCES += src/lib/capture/target.c src/lib/capture/target.h
 # a pid target's process tree followed from FORK/EXIT records (cgroup mode)
 libflamekit_a_SOURCES += src/lib/capture/tree.c src/lib/capture/tree.h

@@ -213,7 +213,7 @@ static void copy_record(struct fk_reader *r, const union perf_event *ev)
     unsigned char *dst = r->cur->data + r->wlen;
     size_t len = ev->header.size;
     size_t n = r->cut && ev->header.type == PERF_RECORD_SAMPLE
-               ? fk_sample_cut_stack(r->cut, ev, len, dst) : 0;
+               ? fk_sample_cut_stack(r->cut, ev, len, dst, r->o.ends) : 0;
     if (!n) {
         memcpy(dst, ev, len);
         n = len;

@@ -61,6 +61,9 @@ struct fk_reader_span {
 
 struct fk_reader_opts {
     const struct fk_sample_format *fmt;     /* stack copies are cut by it */
+    /* where threads' stacks end (capture/stackend.h), read as samples are
+     * copied, to cut their stack copies there; NULL: none */
+    const struct fk_stack_ends *ends;
     size_t limit;           /* bytes of chunks at most (0: 64 MiB) */
     /* Called in the reader's thread on each side-band record (not a
      * sample) as it is copied out, while the process it names may still

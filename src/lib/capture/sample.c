@@ -4,6 +4,7 @@
  * field is present when its bit is set; every read is checked against the
  * record's end first. */
 #include "capture/sample.h"
+#include "capture/stackend.h"
 
 #include <linux/perf_event.h>
 #include <string.h>
@@ -154,8 +155,12 @@ bool fk_sample_parse(const struct fk_sample_format *f, const void *rec, size_t l
             const uint64_t *w;
             if (s->stack_size % 8 || !take_n(&c, s->stack_size / 8, &w) || !take(&c, &s->stack_dyn))
                 return false;
-            if (s->stack_dyn > s->stack_size)
-                return false;
+            if (s->stack_dyn > s->stack_size) {
+                /* never the kernel's: the reader cut the copy at the
+                 * thread's known end (fk_sample_cut_stack) */
+                s->stack_cut = true;
+                s->stack_dyn = s->stack_size;
+            }
             s->stack = (const unsigned char *)w;
         }
     }
@@ -255,8 +260,10 @@ const struct fk_sample_format *fk_sample_cut_format(const struct fk_sample_forma
  * asks this of every sample, and the engine decodes the copy once after
  * (fk_sample_parse): only the variable-length fields before the stack are
  * walked, each checked against the end as fk_sample_parse checks it. */
-static bool stack_at(const struct fk_sample_format *f, const void *rec, size_t len, size_t *at)
+static bool stack_at(const struct fk_sample_format *f, const void *rec, size_t len, size_t *at,
+                     size_t *regs_at)
 {
+    *regs_at = 0;
     const struct perf_event_header *h = rec;
     if (((uintptr_t)rec & 7) || len < sizeof *h || h->size > len || h->size < sizeof *h ||
         h->type != PERF_RECORD_SAMPLE)
@@ -289,6 +296,7 @@ static bool stack_at(const struct fk_sample_format *f, const void *rec, size_t l
         if (abi) {
             if (f->nregs > (size_t)(end - p))
                 return false;
+            *regs_at = (size_t)((const char *)p - (const char *)rec);
             p += f->nregs;
         }
     }
@@ -298,11 +306,33 @@ static bool stack_at(const struct fk_sample_format *f, const void *rec, size_t l
     return true;
 }
 
-size_t fk_sample_cut_stack(const struct fk_sample_format *f, const void *rec, size_t len,
-                           void *out)
+/* Where the sampled thread's copies may be cut (fk_stack_ends_get), as
+ * a length from the sampled sp that is less than dyn; 0: none known. */
+static uint64_t known_end(const struct fk_sample_format *f, const struct fk_stack_ends *ends,
+                          const unsigned char *r, size_t regs_at, uint64_t dyn)
 {
-    size_t at;
-    if (!(f->sample_type & PERF_SAMPLE_STACK_USER) || !stack_at(f, rec, len, &at))
+    uint64_t st = f->sample_type;
+    unsigned sp_word = ends ? fk_stack_ends_sp_word(ends) : 0;
+    if (!ends || !regs_at || !(st & PERF_SAMPLE_TID) || sp_word >= f->nregs)
+        return 0;
+    /* TID follows IDENTIFIER and IP (the fixed words stack_at checked) */
+    size_t tid_at = sizeof(struct perf_event_header) +
+                    8 * (size_t)(!!(st & PERF_SAMPLE_IDENTIFIER) + !!(st & PERF_SAMPLE_IP));
+    uint64_t pid_tid, sp;
+    memcpy(&pid_tid, r + tid_at, 8);
+    memcpy(&sp, r + regs_at + 8 * (size_t)sp_word, 8);
+    uint64_t end = fk_stack_ends_get(ends, (pid_t)(uint32_t)(pid_tid >> 32));
+    if (end <= sp)
+        return 0;
+    uint64_t keep = (end - sp + 7) & ~(uint64_t)7;
+    return keep < dyn ? keep : 0;
+}
+
+size_t fk_sample_cut_stack(const struct fk_sample_format *f, const void *rec, size_t len,
+                           void *out, const struct fk_stack_ends *ends)
+{
+    size_t at, regs_at;
+    if (!(f->sample_type & PERF_SAMPLE_STACK_USER) || !stack_at(f, rec, len, &at, &regs_at))
         return 0;
     const struct perf_event_header *h = rec;
     const unsigned char *r = rec;
@@ -317,9 +347,14 @@ size_t fk_sample_cut_stack(const struct fk_sample_format *f, const void *rec, si
         return 0;
     /* keep what the kernel copied, and one word more when it copied less
      * than asked, so "copied < asked" (the stack ended) stays true */
-    uint64_t keep = (dyn + 7) & ~(uint64_t)7;
-    if (dyn < size)
-        keep += 8;
+    uint64_t keep = known_end(f, ends, r, regs_at, dyn);
+    if (!keep) {
+        keep = (dyn + 7) & ~(uint64_t)7;
+        if (dyn < size)
+            keep += 8;
+    }
+    /* else the dyn word kept says more than keep: the decoder tells a cut
+     * copy by it (struct fk_sample.stack_cut) */
     if (keep >= size)
         return 0;
     size_t head = at;                       /* up to the size word */

@@ -59,6 +59,9 @@ struct fk_sample {
     uint64_t stack_size;        /* PERF_SAMPLE_STACK_USER: bytes asked */
     uint64_t stack_dyn;         /* ... bytes the kernel actually copied (<= stack_size) */
     const unsigned char *stack; /* stack_size bytes from the sampled sp */
+    bool stack_cut;             /* the reader cut the copy at the thread's known end
+                                 * (capture/stackend.h): more was copied, stack_dyn
+                                 * is stack_size */
     uint64_t weight;            /* PERF_SAMPLE_WEIGHT */
     uint64_t cgroup;            /* PERF_SAMPLE_CGROUP */
 };
@@ -90,14 +93,19 @@ size_t fk_sample_id_write(const struct fk_sample_format *f, const struct fk_samp
  * kernel really copied (and one word more when that was less than asked,
  * so the decoder still tells a stack that ended from one cut short): the
  * same sample for the decoder and the unwinder, often a tenth of the
- * size. out holds len bytes. Returns the copy's length, or 0 when there
- * is nothing to cut (not a sample, no stack copy, or already tight). */
+ * size. With ends (NULL: none), a thread's copy is cut shorter, where
+ * its stack is known to end (capture/stackend.h); the dyn word then
+ * stays what the kernel copied, more than the copy holds, which the
+ * decoder reports as stack_cut. out holds len bytes. Returns the copy's
+ * length, or 0 when there is nothing to cut (not a sample, no stack
+ * copy, or already tight). */
 /* The layout whose samples' stack copies are cut: f, or NULL when its
  * samples carry none, or when several events (an identifier first) may
  * lay samples out differently (only one layout could be cut). */
 const struct fk_sample_format *fk_sample_cut_format(const struct fk_sample_format *f);
+struct fk_stack_ends;
 size_t fk_sample_cut_stack(const struct fk_sample_format *f, const void *rec, size_t len,
-                           void *out);
+                           void *out, const struct fk_stack_ends *ends);
 
 /* A record's time for ordering (samples and trailers alike); 0 when it
  * has none (the record is then handled first). */

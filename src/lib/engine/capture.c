@@ -273,6 +273,17 @@ static void note_count(struct fk_engine *e, const struct fk_sample *s)
     e->read_seen[s->cpu]++;
 }
 
+/* What the walk just done tells of where the sampled thread's stack ends
+ * (capture/stackend.h): a cut copy the walk ran out of was cut wrong. */
+static void learn_stack_end(struct fk_engine *e, const struct fk_sample *s)
+{
+    e->r->stack_ends.cut += s->stack_cut;
+    if (s->stack_cut && fk_unwind_last_ran_out(e->uw))
+        fk_stack_ends_wrong(e->ends, s->tid);
+    else
+        fk_stack_ends_learn(e->ends, s->tid, fk_unwind_last_read_end(e->uw));
+}
+
 static void handle_sample(struct fk_engine *e, const union perf_event *ev)
 {
     struct fk_sample s;
@@ -296,6 +307,8 @@ static void handle_sample(struct fk_engine *e, const union perf_event *ev)
     e->r->samples_kept++;
     struct fk_stack_frames st;
     build_stack(e, &s, &st);
+    if (e->ends && st.user_unwound)
+        learn_stack_end(e, &s);
     for (size_t i = 0; i < e->o->nstack_hooks; i++)
         e->o->stack_hooks[i]->user_frames(e->o->stack_hooks[i]->state, e, &s, &st);
     e->kind->sample(e->kind_state, e, idx, &s, &st);
@@ -376,6 +389,8 @@ static void handle_comm(struct fk_engine *e, const union perf_event *ev)
     memcpy(comm, ev->comm.comm, 16);
     comm[16] = 0;
     bool exec = ev->header.misc & PERF_RECORD_MISC_COMM_EXEC;
+    if (exec)   /* a new stack */
+        fk_stack_ends_forget(e->ends, (pid_t)ev->comm.tid);
     fk_sym_comm(e->sym, (pid_t)ev->comm.pid, (pid_t)ev->comm.tid, comm, exec);
     if (exec)
         fk_target_filter_exec(&e->filter, (pid_t)ev->comm.pid);
@@ -427,6 +442,7 @@ static void handle_side_band(struct fk_engine *e, const union perf_event *ev)
         fk_target_filter_fork(&e->filter, (pid_t)ev->fork.pid, (pid_t)ev->fork.ppid);
         break;
     case PERF_RECORD_EXIT:
+        fk_stack_ends_forget(e->ends, (pid_t)ev->fork.tid);   /* its number may come back */
         member = !e->follow_tree || fk_tree_exit(&e->tree, (pid_t)ev->fork.pid, (pid_t)ev->fork.tid);
         if (e->tree_bpf && !member)
             break;
@@ -627,6 +643,7 @@ static uint64_t track_memory(struct fk_engine *e)
         hooks += fk_reader_bytes(e->reader) + e->ring.buf.cap;
     if (e->pins)
         hooks += fk_pins_bytes(e->pins);
+    hooks += fk_stack_ends_bytes(e->ends);
     if (e->kind->bytes)
         hooks += e->kind->bytes(e->kind_state);
     uint64_t tables = fk_stacktab_bytes(&e->raw) + fk_stacktab_bytes(&e->frame_lists);
@@ -713,6 +730,12 @@ static bool engine_reader(struct fk_engine *e)
             ro.sample = early_seen;
             ro.sample_ctx = e;
         }
+    if (e->uw && e->arch && fk_sample_cut_format(&e->fmt[0])) {
+        /* the sampled sp's word: perf lays the registers out in bit order */
+        uint64_t below = (1ull << e->arch->perf_reg[FK_UW_SP]) - 1;
+        e->ends = fk_stack_ends_new((unsigned)__builtin_popcountll(fk_uw_perf_mask(e->arch) & below));
+        ro.ends = e->ends;
+    }
     ro.poll_ms = (int)e->poll_ms;
     e->r->reader_poll_ms = e->poll_ms;
     ro.ring_bytes = (size_t)e->pages * (size_t)sysconf(_SC_PAGESIZE);
@@ -956,6 +979,11 @@ static void engine_finish(struct fk_engine *e)
         r->tree.not_followed = fk_bpftree_not_followed(e->bpftree);
     if (e->uw)
         fk_unwinder_stats(e->uw, &r->unwind);
+    if (e->ends) {
+        uint64_t cut = r->stack_ends.cut;
+        fk_stack_ends_stats(e->ends, &r->stack_ends);
+        r->stack_ends.cut = cut;
+    }
 }
 
 /* The set-up both entry points share, before configuration: an empty
@@ -990,6 +1018,8 @@ static void engine_free(struct fk_engine *e, bool hold)
     if (e->kind && e->kind->stop)
         e->kind->stop(e->kind_state);
     fk_unwinder_free(e->uw);
+    fk_stack_ends_free(e->ends);    /* the reader that read it is gone */
+    e->ends = NULL;
     if (e->sym)
         fk_sym_free(e->sym);
     fk_pins_free(e->pins);

@@ -14,6 +14,7 @@
 #ifndef FK_ENGINE_CAPTURE_H
 #define FK_ENGINE_CAPTURE_H
 
+#include "capture/stackend.h"
 #include "capture/sysinfo.h"
 #include "capture/target.h"
 #include "capture/tree.h"
@@ -181,6 +182,7 @@ struct fk_capture_result {
     uint32_t stack_size;
     char callgraph_note[256];
     struct fk_unwind_stats unwind;
+    struct fk_stack_ends_stats stack_ends;  /* stack copies cut where threads' stacks end */
     /* For one-in-N verification (capture/period_check.h): counters opened
      * (CPUs x threads) and tasks forked under inherited counters, each of
      * which keeps its own remainder below the period. */

@@ -27,6 +27,7 @@
 #include "capture/target.h"
 #include "capture/tree.h"
 #include "capture/bpftree.h"
+#include "capture/stackend.h"
 
 #include <linux/perf_event.h>
 #include <sched.h>
@@ -107,6 +108,9 @@ struct fk_engine {
     size_t read_cap;
     struct fk_symbolizer *sym;
     struct fk_unwinder *uw;         /* dwarf mode */
+    /* dwarf mode with stack copies cut by the reader: where threads'
+     * stacks end, learnt here from complete walks, read by the reader */
+    struct fk_stack_ends *ends;
     struct fk_target_filter filter;
     /* aggregation, two levels: a stack's frames, (dso u32, addr u64)...
      * leaf first, interned once (its index the frames' id), and comm NUL

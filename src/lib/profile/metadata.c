@@ -104,6 +104,12 @@ static json_t *callgraph_json(const struct fk_profile_request *rq,
     json_object_set_new(uw, "cfi_steps", json_integer((json_int_t)u->cfi_frames));
     json_object_set_new(uw, "frame_pointer_steps", json_integer((json_int_t)u->fp_frames));
     json_object_set_new(uw, "stack_bytes_copied", json_integer((json_int_t)u->stack_bytes));
+    json_t *ends = json_object();
+    json_object_set_new(ends, "cut", json_integer((json_int_t)r->stack_ends.cut));
+    json_object_set_new(ends, "learned", json_integer((json_int_t)r->stack_ends.learned));
+    json_object_set_new(ends, "varying", json_integer((json_int_t)r->stack_ends.varying));
+    json_object_set_new(ends, "cut_too_short", json_integer((json_int_t)r->stack_ends.wrong));
+    json_object_set_new(uw, "stack_ends", ends);
     json_object_set_new(uw, "pc_cache_hits", json_integer((json_int_t)u->pc_cache_hits));
     json_object_set_new(uw, "pc_cache_misses", json_integer((json_int_t)u->pc_cache_misses));
     json_object_set_new(uw, "pc_cache2_hits", json_integer((json_int_t)u->pc_cache2_hits));

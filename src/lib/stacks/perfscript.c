@@ -82,9 +82,13 @@ static inline bool hex_token(const char *s, size_t n, const char *end)
         uint64_t mask = k == 8 ? high : (high & ((1ULL << (8 * k)) - 1));
         if (w & mask)
             return false;       /* non-ASCII */
-        w = (w & ~high) | (0x20 * ones);   /* fold A-F to a-f (and ASCII only) */
+        /* ASCII only; digits tested unfolded (folded, the control
+         * bytes 0x10-0x19 would pass as '0'-'9'), letters with A-F
+         * folded to a-f */
+        w &= ~high;
+        uint64_t lw = w | (0x20 * ones);
         uint64_t ge0 = w + (0x80 - '0') * ones, gt9 = w + (0x80 - '9' - 1) * ones;
-        uint64_t gea = w + (0x80 - 'a') * ones, gtf = w + (0x80 - 'f' - 1) * ones;
+        uint64_t gea = lw + (0x80 - 'a') * ones, gtf = lw + (0x80 - 'f' - 1) * ones;
         uint64_t ok = ((ge0 & ~gt9) | (gea & ~gtf)) & mask;
         if (ok != mask)
             return false;

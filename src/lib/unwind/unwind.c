@@ -64,6 +64,8 @@ enum rd { RD_OK, RD_TRUNC, RD_BAD };
 static enum rd mem_read(const struct fk_uw_stack *st, uint64_t addr, uint64_t *out)
 {
     if (addr >= st->base && st->len >= 8 && addr - st->base <= st->len - 8) {
+        if (st->read_end && addr - st->base + 8 > *st->read_end)
+            *st->read_end = addr - st->base + 8;
         memcpy(out, st->data + (addr - st->base), 8);
         return RD_OK;
     }
@@ -505,6 +507,8 @@ struct fk_unwinder {
     struct fk_loc locs[FK_UW_DEFAULT_MAX_FRAMES];   /* pcs[i]'s location, when locs_ok[i] */
     bool locs_ok[FK_UW_DEFAULT_MAX_FRAMES];
     unsigned nsps;
+    uint64_t read_end;          /* the last walk's (fk_unwind_last_read_end) */
+    bool ran_out;
     struct fk_uw_code uncached;     /* the answer when it is not kept */
     /* The entries this walk already hit, by pc: a deep stack comes back to
      * the same call sites (recursion; python3.11's frames: 2 of 3 a
@@ -681,7 +685,8 @@ unsigned fk_unwind_sample(struct fk_unwinder *u, pid_t pid, const uint64_t *regs
     }
     if (dyn > size)
         dyn = size;
-    struct fk_uw_stack st = { stack, want[FK_UW_SP], dyn, dyn == size };
+    uint64_t read_end = 0;
+    struct fk_uw_stack st = { stack, want[FK_UW_SP], dyn, dyn == size, &read_end };
     for (uint64_t off = 0; off < dyn; off += 64)
         __builtin_prefetch(stack + off);
     u->pid = pid;
@@ -694,6 +699,8 @@ unsigned fk_unwind_sample(struct fk_unwinder *u, pid_t pid, const uint64_t *regs
     fk_uw_walk(u->arch, want, &st, resolve_sym, u, FK_UW_DEFAULT_MAX_FRAMES,
                FK_UW_DEFAULT_MAX_NS, u->pcs, u->sps, &res);
     u->nsps = res.n;
+    u->read_end = res.status == FK_UW_COMPLETE && read_end ? want[FK_UW_SP] + read_end : 0;
+    u->ran_out = res.reason == FK_UW_R_STACK_END;
     for (unsigned i = 0; i < res.n; i++)
         locs[i] = i < u->resolved && u->locs_ok[i] ? u->locs[i]
                                                    : fk_sym_locate(u->sym, pid, u->pcs[i], false);
@@ -721,9 +728,21 @@ const uint64_t *fk_unwind_last_sps(const struct fk_unwinder *u, unsigned *n)
     return u->sps;
 }
 
+uint64_t fk_unwind_last_read_end(const struct fk_unwinder *u)
+{
+    return u->read_end;
+}
+
+bool fk_unwind_last_ran_out(const struct fk_unwinder *u)
+{
+    return u->ran_out;
+}
+
 void fk_unwind_no_regs(struct fk_unwinder *u)
 {
     u->nsps = 0;
+    u->read_end = 0;
+    u->ran_out = false;
     u->st.no_regs++;
 }
 

@@ -33,6 +33,7 @@ struct fk_uw_stack {
     uint64_t base;
     uint64_t len;       /* bytes the kernel copied */
     bool full;          /* it copied all it was asked for: needing more is truncation */
+    uint64_t *read_end; /* non-NULL: raised to past the highest byte read (from base) */
 };
 
 enum fk_uw_status { FK_UW_COMPLETE, FK_UW_TRUNCATED, FK_UW_FAILED };
@@ -135,6 +136,12 @@ unsigned fk_unwind_sample(struct fk_unwinder *u, pid_t pid, const uint64_t *regs
  * (sps[i] for locs[i]; frame i's CFA is sps[i + 1]) and how many: for
  * readers of interpreter state kept in native frames (unwind/python.h). */
 const uint64_t *fk_unwind_last_sps(const struct fk_unwinder *u, unsigned *n);
+/* Of the last fk_unwind_sample: past the highest stack address its walk
+ * read when the walk was complete (where the thread's stack ends as far
+ * as unwinding goes: capture/stackend.h), else 0; and whether the walk
+ * ran out of the copy (it was truncated where the copy ended). */
+uint64_t fk_unwind_last_read_end(const struct fk_unwinder *u);
+bool fk_unwind_last_ran_out(const struct fk_unwinder *u);
 /* A sample that had no user registers. */
 void fk_unwind_no_regs(struct fk_unwinder *u);
 void fk_unwinder_stats(const struct fk_unwinder *u, struct fk_unwind_stats *out);
