@@ -520,6 +520,17 @@ static void start(pthread_t *t, void *(*fn)(void *))
     }
 }
 
+/* "KEY NS": the wall clock now, on the clock of the metadata's
+ * start_unix_ns, printed at once */
+static void print_unix_now(const char *key)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    printf("%s %llu\n", key,
+           (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
+    fflush(stdout);
+}
+
 static void print_truths(void)
 {
     if (atomic_load(&run_delay))
@@ -578,11 +589,7 @@ int main(int argc, char **argv)
         name_thread("truth-ping");
         /* when its threads start (a run target's window opens before
          * the exec: 0.5 s before, for an ASan build at load) */
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        printf("storm_start_unix_ns %llu\n",
-               (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
-        fflush(stdout);
+        print_unix_now("storm_start_unix_ns");
         start(&th[0], storm_pong);
         start(&th[1], storm_report);
         storm_ping();
@@ -633,22 +640,14 @@ int main(int argc, char **argv)
         for (size_t i = 0; i < NHOSTILE; i++)
             pthread_join(nt[i], NULL);
     } else if (!strcmp(mode, "nap")) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        printf("nap_start_unix_ns %llu\n",
-               (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
-        fflush(stdout);
+        print_unix_now("nap_start_unix_ns");
         nap_long(secs);
     } else if (!strcmp(mode, "leader")) {
         double lead = argc > 3 ? atof(argv[3]) : secs / 2;
         if (argc > 4)
             orphan_name = argv[4];
         orphan_t0 = t0;
-        int e = pthread_create(&th[0], NULL, orphan, NULL);
-        if (e) {
-            errno = e;
-            die("pthread_create");
-        }
+        start(&th[0], orphan);
         name_thread("truth-leader");
         if (lead < 0) {
             char line[64];
@@ -657,11 +656,7 @@ int main(int argc, char **argv)
             lead = -lead;
         }
         nap_long(lead);
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        printf("leader_exit_unix_ns %llu\n",
-               (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
-        fflush(stdout);
+        print_unix_now("leader_exit_unix_ns");
         pthread_exit(NULL);
     } else if (!strcmp(mode, "threads")) {
         int n = atoi(argv[2]);
