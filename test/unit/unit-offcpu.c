@@ -151,6 +151,17 @@ static const char *seen_str(const struct seen *s)
     return buf;
 }
 
+/* the program's counters moved from a to b, for a check's name */
+static const char *moved_str(const struct fk_swtime_stats *a, const struct fk_swtime_stats *b)
+{
+    static char buf[96];
+    snprintf(buf, sizeof buf, "missed %llu, ring_full %llu, map_full %llu",
+             (unsigned long long)(b->missed - a->missed),
+             (unsigned long long)(b->ring_full - a->ring_full),
+             (unsigned long long)(b->map_full - a->map_full));
+    return buf;
+}
+
 static void *sleeper(void *arg)
 {
     *(pid_t *)arg = (pid_t)syscall(SYS_gettid);
@@ -220,13 +231,9 @@ static void kernel_program(void)
      * switch-in only at the switch-out after it -- the 1 ms nap above, or
      * it was seen by no drain: "4 blocks, 0 gaps" -- and the first
      * sleep's unseen switch-out only if the thread was seen before it) */
-    uint64_t missed = st1.missed - st0.missed;
     snprintf(what, sizeof what,
-             "five 20 ms sleeps are five blocks of 20 ms, and the rest short (%s; "
-             "missed %llu, ring_full %llu, map_full %llu in the window)",
-             seen_str(&s), (unsigned long long)missed,
-             (unsigned long long)(st1.ring_full - st0.ring_full),
-             (unsigned long long)(st1.map_full - st0.map_full));
+             "five 20 ms sleeps are five blocks of 20 ms, and the rest short (%s; %s in the window)",
+             seen_str(&s), moved_str(&st0, &st1));
     UNIT_CHECK(what, s.n + s.gaps >= 5 && s.n >= 4 && s.max_ns >= 20 * MS &&
                      s.max_ns < longest(200 * MS, t1 - t_attach));
     /* (the thread preempted between t1 and the drain gave a block
@@ -251,13 +258,9 @@ static void kernel_program(void)
     uint64_t t2 = mono_ns();
     fk_swtime_drain(t, seen_block, &c);
     fk_swtime_stats(t, &st0);
-    missed = st0.missed - st1.missed;
     snprintf(what, sizeof what,
-             "a new child's first sleep (30 ms, right after its fork) is a block (%s; missed %llu, "
-             "ring_full %llu, map_full %llu since)",
-             seen_str(&c), (unsigned long long)missed,
-             (unsigned long long)(st0.ring_full - st1.ring_full),
-             (unsigned long long)(st0.map_full - st1.map_full));
+             "a new child's first sleep (30 ms, right after its fork) is a block (%s; %s since)",
+             seen_str(&c), moved_str(&st1, &st0));
     UNIT_CHECK(what, c.n >= 1 && c.max_ns >= 30 * MS && c.max_ns < 300 * MS);
     struct seen after = { .tid = s.tid };
     nap_ms(1);
@@ -269,13 +272,10 @@ static void kernel_program(void)
     after.until = t3;
     fk_swtime_drain(t, seen_block, &after);
     fk_swtime_stats(t, &st1);
-    missed = st1.missed - st0.missed;
     snprintf(what, sizeof what,
              "after the child exited, sleeps are still blocks (the program stays attached: %s; "
-             "missed %llu, ring_full %llu, map_full %llu since)",
-             seen_str(&after), (unsigned long long)missed,
-             (unsigned long long)(st1.ring_full - st0.ring_full),
-             (unsigned long long)(st1.map_full - st0.map_full));
+             "%s since)",
+             seen_str(&after), moved_str(&st0, &st1));
     UNIT_CHECK(what, after.n + after.gaps >= 3 && after.n >= 2 &&
                      after.max_ns >= 20 * MS && after.max_ns < longest(200 * MS, t3 - t2));
     /* a thread asleep when the program stops is pending; nothing after */
