@@ -26,6 +26,16 @@ fi
 FLAMEKIT=${FLAMEKIT:-$FK_BUILD/flamekit}
 [ -x "$FLAMEKIT" ] || { echo "$(basename "$0"): $FLAMEKIT not built (--build=DIR, or make first)" >&2; exit 2; }
 export FK_SRC FK_BUILD FLAMEKIT
+# python3 is the system's (Debian's /usr/bin/python3, what install-deps
+# installs): a version manager's shim ahead of it in PATH (pyenv's
+# ~/.pyenv/shims/python3, a script that resolves the version on each
+# call) cost 0.35 s a call on an idle machine here, several seconds under
+# load, and the files call python3 hundreds of times a suite.
+case ":$PATH:" in
+*/.pyenv/shims:*)
+    PATH=$(printf '%s\n' "$PATH" | tr : '\n' | grep -v '/\.pyenv/shims$' | paste -sd: -)
+    export PATH ;;
+esac
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$FK_SRC/test/lsan.supp:print_suppressions=0:intercept_tls_get_addr=0}
 TNAME=${FK_TEST_NAME:-$(basename "$0" .sh)}
 T=$(mktemp -d "${TMPDIR:-/tmp}/fk-$TNAME.XXXXXX")
