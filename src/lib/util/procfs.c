@@ -91,18 +91,25 @@ size_t fk_proc_status_numbers(const char *path, const char *key, unsigned long l
     return n;
 }
 
+/* A stat file ("pid (comm) state ...") read into buf: where its fields
+ * after the comm begin (at the ')' that ends it: the comm may hold
+ * anything, the last ')' is its end), or NULL when it cannot be read. */
+static char *read_stat(const char *path, char *buf, size_t size)
+{
+    if (fk_read_small(path, buf, size) <= 0)
+        return NULL;
+    char *p = strrchr(buf, ')');
+    return p ? p + 1 : NULL;
+}
+
 bool fk_proc_start_boot_ns(pid_t pid, unsigned long long *ns)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    if (fk_read_small(path, buf, sizeof buf) <= 0)
-        return false;
-    /* "pid (comm) state ...": comm may hold anything but ends at the last
-     * ')'; starttime is the 20th field after it */
-    char *p = strrchr(buf, ')');
+    /* starttime is the 20th field after the comm */
+    char *p = read_stat(path, buf, sizeof buf);
     if (!p)
         return false;
-    p++;
     for (int field = 3; field < 22; field++) {
         p = strchr(p + 1, ' ');
         if (!p)
@@ -122,10 +129,6 @@ char fk_proc_task_state(pid_t pid, pid_t tid)
 {
     char path[80], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-    if (fk_read_small(path, buf, sizeof buf) <= 0)
-        return 0;
-    /* "tid (comm) state ...": comm may hold anything but ends at the last
-     * ')' */
-    char *p = strrchr(buf, ')');
-    return p && p[1] == ' ' && p[2] > ' ' ? p[2] : 0;
+    char *p = read_stat(path, buf, sizeof buf);
+    return p && p[0] == ' ' && p[1] > ' ' ? p[1] : 0;
 }
