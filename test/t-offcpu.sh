@@ -8,14 +8,6 @@
 # timeout: 420
 . "$(dirname "$0")/lib.sh"
 TRUTH=$FK_BUILD/test/progs/offcpu-truth
-# python3 by the path of the interpreter it names, asked once: this file
-# reads its captures' metadata with some 70 calls, and where python3 is a
-# version manager's shim (a shell script that runs others) each call cost
-# 0.1-5 s against 0.02-0.5 s for the interpreter itself (this host: pyenv,
-# quiet and at load 23).
-if py=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null) && [ -x "$py" ]; then
-    python3() { "$py" "$@"; }
-fi
 # Which path times the blocks: the in-kernel program on sched_switch (bpf,
 # the default), or the kernel's context-switch records (records: --no-bpf,
 # the fallback where BPF cannot load; t-offcpu-records runs this file so).
