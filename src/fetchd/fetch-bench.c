@@ -478,34 +478,33 @@ static int open_counter(pid_t tid, uint64_t config, bool threads_only)
     return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
+/* fk_proc_for_each_tid's step: the three counters on thread tid; false
+ * (stop) when one cannot be opened or MAX_TASKS are open. */
+static bool srv_cpu_task(pid_t tid, void *ctx)
+{
+    struct srv_cpu *c = ctx;
+    if (c->n == MAX_TASKS) {
+        c->perf = false;
+        return false;
+    }
+    c->self[c->n] = open_counter(tid, PERF_COUNT_SW_TASK_CLOCK, true);
+    c->all[c->n] = open_counter(tid, PERF_COUNT_SW_TASK_CLOCK, false);
+    c->csw[c->n] = open_counter(tid, PERF_COUNT_SW_CONTEXT_SWITCHES, true);
+    c->n++;
+    if (c->self[c->n - 1] < 0 || c->all[c->n - 1] < 0 || c->csw[c->n - 1] < 0) {
+        fk_warn("perf_event_open on the server's thread %d: %s; CPU from /proc ticks (10 ms steps)",
+                (int)tid, strerror(errno));
+        c->perf = false;
+    }
+    return c->perf;
+}
+
 static void srv_cpu_open(struct srv_cpu *c, pid_t pid)
 {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-    DIR *d = opendir(path);
     c->n = 0;
-    c->perf = d != NULL;
-    struct dirent *e;
-    while (c->perf && (e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
-        if (c->n == MAX_TASKS) {
-            c->perf = false;
-            break;
-        }
-        pid_t tid = (pid_t)atoi(e->d_name);
-        c->self[c->n] = open_counter(tid, PERF_COUNT_SW_TASK_CLOCK, true);
-        c->all[c->n] = open_counter(tid, PERF_COUNT_SW_TASK_CLOCK, false);
-        c->csw[c->n] = open_counter(tid, PERF_COUNT_SW_CONTEXT_SWITCHES, true);
-        if (c->self[c->n] < 0 || c->all[c->n] < 0 || c->csw[c->n] < 0) {
-            fk_warn("perf_event_open on the server's thread %d: %s; CPU from /proc ticks (10 ms steps)",
-                    (int)tid, strerror(errno));
-            c->perf = false;
-        }
-        c->n++;
-    }
-    if (d)
-        closedir(d);
+    c->perf = true;
+    if (!fk_proc_for_each_tid(pid, srv_cpu_task, c))
+        c->perf = false;
     if (!c->perf) {
         for (int i = 0; i < c->n; i++) {
             if (c->self[i] >= 0)
@@ -565,18 +564,9 @@ static void srv_cpu_read(const struct srv_cpu *c, pid_t pid, double *server, dou
 /* A "Key: N kB" line of /proc/PID/status in MiB (0 when absent). */
 static double status_mib(pid_t pid, const char *key)
 {
-    char path[64], line[256];
+    char path[64];
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "re");
-    double kb = 0;
-    size_t kl = strlen(key);
-    if (!f)
-        return 0;
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, key, kl) == 0 && line[kl] == ':' && sscanf(line + kl + 1, "%lf kB", &kb) == 1)
-            break;
-    fclose(f);
-    return kb / 1024;
+    return (double)fk_proc_status_last(path, key) / 1024;     /* the line is "KEY: N kB" */
 }
 
 /* Minor page faults of a process so far, all its threads (/proc/PID/stat

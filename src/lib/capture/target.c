@@ -3,6 +3,7 @@
  * can open events on. */
 #include "capture/target.h"
 #include "util/buf.h"
+#include "util/procfs.h"
 #include "util/result.h"
 #include "util/safeopen.h"
 
@@ -43,19 +44,10 @@ bool fk_target_host(struct fk_target *t)
 /* Thread group id of pid, or -1 if there is no such task. */
 static pid_t tgid_of(pid_t pid)
 {
-    char path[64], line[256];
+    char path[64];
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return -1;
-    pid_t tgid = -1;
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "Tgid:", 5)) {
-            tgid = (pid_t)strtol(line + 5, NULL, 10);
-            break;
-        }
-    fclose(f);
-    return tgid;
+    unsigned long long tgid = fk_proc_status_last(path, "Tgid");
+    return tgid > 0 && tgid <= INT_MAX ? (pid_t)tgid : -1;
 }
 
 bool fk_target_pids(struct fk_target *t, const char *list, char *err, size_t errlen)
@@ -218,27 +210,32 @@ static char *proc_cgroup2_path(pid_t pid)
 
 /* Container id -> the cgroup path down to the component naming it
  * (component_names), from /proc/ANY/cgroup. */
+struct container_search {
+    const char *id;
+    char *found;
+};
+
+/* fk_proc_for_each_pid's step: the cgroup of pid, cut after the first
+ * component named by the id, if one is. */
+static bool container_step(pid_t pid, void *ctx)
+{
+    struct container_search *cs = ctx;
+    char *p = proc_cgroup2_path(pid);
+    for (char *c = p; c && *c == '/' && !cs->found;) {
+        size_t n = strcspn(c + 1, "/");
+        if (component_names(c + 1, n, cs->id))
+            cs->found = fk_strndup(p, (size_t)(c + 1 + n - p));
+        c += 1 + n;
+    }
+    free(p);
+    return !cs->found;
+}
+
 static char *cgroup_of_container(const char *id)
 {
-    DIR *d = opendir("/proc");
-    if (!d)
-        return NULL;
-    char *found = NULL;
-    struct dirent *de;
-    while (!found && (de = readdir(d))) {
-        if (!isdigit((unsigned char)de->d_name[0]))
-            continue;
-        char *p = proc_cgroup2_path((pid_t)atoi(de->d_name));
-        for (char *c = p; c && *c == '/' && !found;) {
-            size_t n = strcspn(c + 1, "/");
-            if (component_names(c + 1, n, id))
-                found = fk_strndup(p, (size_t)(c + 1 + n - p));
-            c += 1 + n;
-        }
-        free(p);
-    }
-    closedir(d);
-    return found;
+    struct container_search cs = { id, NULL };
+    fk_proc_for_each_pid(container_step, &cs);
+    return cs.found;
 }
 
 bool fk_target_cgroup(struct fk_target *t, const char *arg, char *err, size_t errlen)

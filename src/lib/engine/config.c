@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -96,19 +97,11 @@ static bool mlock_unlimited(void)
 {
     if (fk_perf_paranoid() == -1)
         return true;
-    FILE *f = fopen("/proc/self/status", "re");
-    if (!f)
+    struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct caps[_LINUX_CAPABILITY_U32S_3];
+    if (syscall(SYS_capget, &hdr, caps) != 0)
         return false;
-    char line[256];
-    bool yes = false;
-    while (fgets(line, sizeof line, f))
-        if (strncmp(line, "CapEff:", 7) == 0) {
-            unsigned long long caps = strtoull(line + 7, NULL, 16);
-            yes = caps & (1ull << 14);      /* CAP_IPC_LOCK */
-            break;
-        }
-    fclose(f);
-    return yes;
+    return caps[CAP_IPC_LOCK / 32].effective & (1u << (CAP_IPC_LOCK % 32));
 }
 
 /* Data pages per ring, a power of two. Frame-pointer samples are small:

@@ -14,7 +14,6 @@
 #include "util/hindex.h"
 #include "util/procfs.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
@@ -195,52 +194,54 @@ struct offcpu {
 
 /* ---- the rate before the window ---------------------------------------- */
 
-/* The number after key in a small /proc file, summed over its lines. */
-static bool proc_sum(const char *path, const char *const *keys, uint64_t *sum)
+/* The host's switches so far: /proc/stat's "ctxt N" line. */
+static bool host_switches(uint64_t *sum)
 {
     char buf[8192];
-    if (fk_read_small(path, buf, sizeof buf) <= 0)
+    if (fk_read_small("/proc/stat", buf, sizeof buf) <= 0)
         return false;
-    for (const char *const *k = keys; *k; k++) {
-        size_t kl = strlen(*k);
-        for (char *p = buf; (p = strstr(p, *k)); p += kl)
-            if (p == buf || p[-1] == '\n') {
-                *sum += strtoull(p + kl, NULL, 10);
-                break;
-            }
-    }
-    return true;
+    for (char *p = buf; (p = strstr(p, "ctxt ")); p += 5)
+        if (p == buf || p[-1] == '\n') {
+            *sum = strtoull(p + 5, NULL, 10);
+            return true;
+        }
+    return false;
+}
+
+struct task_switches {
+    pid_t pid;
+    unsigned tasks;
+    bool any;
+    uint64_t *sum;
+};
+
+/* fk_proc_for_each_tid's step: add thread tid's voluntary and involuntary
+ * switches; at most 16,384 threads in all (a bound on the walk). */
+static bool add_task_switches(pid_t tid, void *ctx)
+{
+    struct task_switches *ts = ctx;
+    char sp[96];
+    snprintf(sp, sizeof sp, "/proc/%d/task/%d/status", (int)ts->pid, (int)tid);
+    unsigned long long v = 0, nv = 0;
+    if (fk_proc_status_numbers(sp, "voluntary_ctxt_switches", &v, 1) +
+        fk_proc_status_numbers(sp, "nonvoluntary_ctxt_switches", &nv, 1))
+        ts->any = true;     /* the thread was there to be read */
+    *ts->sum += v + nv;
+    return ++ts->tasks < 16384;
 }
 
 /* Switches so far: the host's (/proc/stat ctxt) or the threads' of pids. */
 static bool switches_now(const pid_t *pids, size_t npids, uint64_t *sum)
 {
     *sum = 0;
-    if (!pids) {
-        static const char *const ctxt[] = { "ctxt ", NULL };
-        return proc_sum("/proc/stat", ctxt, sum);
+    if (!pids)
+        return host_switches(sum);
+    struct task_switches ts = { 0, 0, false, sum };
+    for (size_t i = 0; i < npids && ts.tasks < 16384; i++) {
+        ts.pid = pids[i];
+        fk_proc_for_each_tid(pids[i], add_task_switches, &ts);
     }
-    static const char *const keys[] = { "voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:", NULL };
-    bool any = false;
-    unsigned tasks = 0;
-    for (size_t i = 0; i < npids; i++) {
-        char path[64];
-        snprintf(path, sizeof path, "/proc/%d/task", (int)pids[i]);
-        DIR *d = opendir(path);
-        if (!d)
-            continue;
-        struct dirent *de;
-        while ((de = readdir(d)) && tasks < 16384) {
-            if (de->d_name[0] < '0' || de->d_name[0] > '9')
-                continue;
-            char sp[96];
-            snprintf(sp, sizeof sp, "/proc/%d/task/%.16s/status", (int)pids[i], de->d_name);
-            any |= proc_sum(sp, keys, sum);
-            tasks++;
-        }
-        closedir(d);
-    }
-    return any;
+    return ts.any;
 }
 
 int64_t fk_offcpu_switch_rate(const pid_t *pids, size_t npids, unsigned ms)
