@@ -184,7 +184,7 @@ static void kernel_program(void)
             exit_bits |= sw.flags[i].bit;
     struct fk_swtime *t = NULL;
     bool ok = fk_swtime_new(&sw, exit_bits, 0x100, 1u << 16, &t, err, sizeof err);
-    UNIT_CHECK("the switch-timing program loads (the verifier accepts what was generated)", ok);
+    UNIT_CHECK("the switch-timing program loads (the verifier accepts what was generated) and attaches", ok);
     if (!ok) {
         printf("  %s\n", err);
         return;
@@ -201,7 +201,7 @@ static void kernel_program(void)
     uint64_t t_attach = mono_ns();
     int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
     ok = fd >= 0 && fk_swtime_filter(t, FK_SWTIME_TGIDS, NULL, err, sizeof err) &&
-         fk_swtime_add_tgid(t, getpid()) && fk_swtime_attach(t, err, sizeof err);
+         fk_swtime_add_tgid(t, getpid()) && fk_swtime_follow_forks(t, err, sizeof err);
     UNIT_CHECK("attached to sched_switch, filtered to this process", ok);
     if (!ok) {
         printf("  %s (%s)\n", err, fd < 0 ? strerror(errno) : "");
