@@ -15,6 +15,7 @@
 #include "capture/blocktime.h"
 #include "capture/swtime.h"
 #include "capture/tracefs.h"
+#include "util/procfs.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -164,7 +165,7 @@ static const char *moved_str(const struct fk_swtime_stats *a, const struct fk_sw
 
 static void *sleeper(void *arg)
 {
-    *(pid_t *)arg = (pid_t)syscall(SYS_gettid);
+    __atomic_store_n((pid_t *)arg, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
     nap_ms(400);
     return NULL;
 }
@@ -282,14 +283,24 @@ static void kernel_program(void)
     pid_t stid = 0;
     pthread_t th;
     pthread_create(&th, NULL, sleeper, &stid);
-    nap_ms(100);
+    /* until it sleeps (a fixed 100 ms nap here failed 2 in 30 at load:
+     * the new thread not yet run, or still on its way to its sleep, is
+     * not off CPU) */
+    for (int i = 0; i < 200; i++) {
+        pid_t tid = __atomic_load_n(&stid, __ATOMIC_ACQUIRE);
+        if (tid > 0 && fk_proc_task_state(getpid(), tid) == 'S')
+            break;
+        nap_ms(2);
+    }
     uint64_t out = 0, stop = mono_ns();
     fk_swtime_stop(t, stop);
     bool pending = fk_swtime_pending(t, stid, &out);
+    char state = stid > 0 ? fk_proc_task_state(getpid(), stid) : 0;
     snprintf(what, sizeof what,
-             "a thread off CPU at the stop is pending since its switch-out (tid %d, %s, out %.1f ms "
-             "before the stop, %.1f ms after the first sleeps)",
-             (int)stid, pending ? "pending" : "not pending", ((double)stop - (double)out) / MS,
+             "a thread off CPU at the stop is pending since its switch-out (tid %d state %c, %s, "
+             "out %.1f ms before the stop, %.1f ms after the first sleeps)",
+             (int)stid, state ? state : '-',
+             pending ? "pending" : "not pending", ((double)stop - (double)out) / MS,
              ((double)out - (double)t1) / MS);
     UNIT_CHECK(what, stid > 0 && pending && out < stop && out > t1);
     pthread_join(th, NULL);
