@@ -27,17 +27,22 @@
 #      metadata, binaries stopped before its window ended) is printed as
 #      FAILED, and the script exits 1 after the others.
 #  (3) trees under run against host (FK_BENCH_PARTS=3; FK_BENCH_TREES,
-#      default "true python make git"): a loop of 1,000 /bin/true, 20
-#      python3 -c pass, make -j2 of a 17-file C project, git clone
-#      --no-local of FK_BENCH_REPO (default this source tree), each taken
+#      default "true python make git"): a loop of 2,000 /bin/true, 200
+#      python3 -c pass (Debian's /usr/bin/python3), 5 x (make clean;
+#      make -j2) of a 17-file C project, 7 x git clone --no-local of
+#      FK_BENCH_REPO (default this source tree) -- each ~6-7 s of CPU, so
+#      that host's ~650 samples of it move by ~4% (one sd), not the 13% of
+#      the 0.6 s tree of 20 python3 -c pass it had before -- each taken
 #      at 99 Hz in each way of FK_BENCH_TREE_BY (default "run"): 'flamekit
 #      run'; 'pid' on the tree started in flamekit's cgroup (the root
 #      here: the BPF tree filter); 'pid-pertask' the same with bpf(2)
 #      refused (per-task events) -- with 'flamekit host' over the same
 #      window: samples of each against the tree's CPU time (rusage) x the
 #      frequency, and the tree capture's over host's (host's counted by the
-#      command names the tree capture saw). Targets: >= 0.90, within 10%
-#      of host.
+#      command names the tree capture saw), with host's own relative sd
+#      (1/sqrt(its samples)). Targets: >= 0.90, within 10% of host.
+#      Parts 3 and 4 on all four trees, run and pid, fit one quiet call:
+#        FK_BENCH_PARTS="3 4" FK_BENCH_TREE_BY="run pid" fk-quiet bench/children.sh
 #  (4) page faults of the same trees (FK_BENCH_PARTS=4, FK_BENCH_TREES):
 #      'flamekit faults run' (1 in 100): the estimate (samples x 100)
 #      against the faults flamekit counted for the command's cgroup and
@@ -130,8 +135,16 @@ cleanup() {
 }
 trap cleanup EXIT
 cd "$work"
-# the interpreter itself: a pyenv shim costs ~1 s a start under load
-py=$(python3 -c 'import sys; print(sys.executable)')
+# python3 is the system's (Debian's /usr/bin/python3), not a version
+# manager's shim ahead of it in PATH (pyenv's: a script that resolves the
+# version on each start, ~0.3 s idle, ~1 s under load): the python tree
+# below is Debian's interpreter, and this script's own calls are cheap
+case :$PATH: in
+*/.pyenv/shims:*)
+    PATH=$(printf '%s\n' "$PATH" | tr : '\n' | grep -v '/\.pyenv/shims$' | paste -sd: -)
+    ;;
+esac
+py=$(command -v python3)
 # meta FILE KEY...: values of the metadata's (dotted) keys, one per line
 meta() { "$py" -c 'import json,sys; d=json.load(open(sys.argv[1]))
 for k in sys.argv[2:]:
@@ -273,10 +286,10 @@ if [[ " $parts " == *" 3 "* || " $parts " == *" 4 "* ]]; then
         "$(for i in $(seq 16); do printf 'f%s.o ' "$i"; done)" >proj/Makefile
     repo=${FK_BENCH_REPO:-$src}
     declare -A wl=(
-        [true]="for i in \$(seq 1000); do /bin/true; done"
-        [python]="for i in \$(seq 20); do python3 -c pass; done"
-        [make]="make -s -C $work/proj clean >/dev/null; make -s -j2 -C $work/proj"
-        [git]="rm -rf $work/clone; git clone -q --no-local $repo $work/clone"
+        [true]="for i in \$(seq 2000); do /bin/true; done"
+        [python]="for i in \$(seq 200); do $py -c pass; done"
+        [make]="for i in \$(seq 5); do make -s -C $work/proj clean >/dev/null; make -s -j2 -C $work/proj; done"
+        [git]="for i in \$(seq 7); do rm -rf $work/clone; git clone -q --no-local $repo $work/clone; done"
     )
 fi
 if [[ " $parts " == *" 3 "* ]]; then
@@ -345,8 +358,8 @@ if [[ " $parts " == *" 3 "* ]]; then
         hn=$(zcat "h-$tag"/*.folded.gz | awk 'NR == FNR { c[$0] = 1; next } { split($0, f, ";"); if (f[1] in c) s += $NF } END { print s + 0 }' "$tag.comms" -)
         awk -v w="$w" -v by="$by" -v c="$cpu" -v hz="$hz" -v r="$rn" -v h="$hn" -v m="$mode" -v l="$lost" \
             -v st="$stop" -v fk="$forks" 'BEGIN {
-            printf "(3) %s under %s (%s): %.2f s of CPU (rusage); %s %d samples (%.3f of CPU x %d Hz), host %d (%.3f); %s/host %.3f; lost %s; forks %s; ended: %s\n",
-                w, by, m, c, by, r, r / (c * hz), hz, h, h / (c * hz), by, (h ? r / h : 0), l, fk, st }'
+            printf "(3) %s under %s (%s): %.2f s of CPU (rusage); %s %d samples (%.3f of CPU x %d Hz), host %d (%.3f, sd %.1f%%); %s/host %.3f; lost %s; forks %s; ended: %s\n",
+                w, by, m, c, by, r, r / (c * hz), hz, h, h / (c * hz), (h ? 100 / sqrt(h) : 0), by, (h ? r / h : 0), l, fk, st }'
       done
     done
 fi
