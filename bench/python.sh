@@ -28,22 +28,28 @@
 #      over FK_BENCH_PAIRED_ROUNDS (24) rounds of 1 s windows, --python on,
 #      off, and nothing attached (the method's own noise, centred on 1);
 #      with FK_BENCH_BASE, that build's --python on in each round too.
-#  (6) observer bias: six short interpreters (0.15 s of CPU each in
-#      fk_child_spin, 899 samples at 999 Hz) forked one after another by a
+#  (6) observer bias: six short interpreters (FK_BENCH_BIAS_SPIN, 0.15 s
+#      of CPU each in fk_child_spin: 899 samples at FK_BENCH_BIAS_HZ, 999)
+#      forked one after another by a
 #      shell in a small cgroup of their own beside a busy outsider in it and
-#      FK_BENCH_LOOPS (4) nice-0 loops outside; `flamekit pid -F 999` on the
-#      shell (the cgroup tree), then `flamekit host -F 999` over the same
-#      work (the interpreter copied under a name of its own): fk_child_spin's samples / 899 and the interpreters' samples /
-#      (their CPU time x 999), --python on and off (FK_BENCH_BASE: its
-#      --python on too), FK_BENCH_BIAS_REPS (2) rounds.
+#      FK_BENCH_LOOPS (4) nice-0 loops outside; `flamekit pid -F HZ` on the
+#      shell (the cgroup tree), then `flamekit host -F HZ` over the same
+#      work (the interpreter copied under a name of its own): fk_child_spin's
+#      samples / (6 x SPIN x HZ) and the interpreters' samples /
+#      (their CPU time x HZ), --python on and off (FK_BENCH_BASE: its
+#      --python on too), FK_BENCH_BIAS_REPS (2) rounds. Each run also
+#      gives the capture's own samples over CPUs x HZ x its duration (a
+#      loss of every process's samples rather than a bias against the
+#      interpreters; near 1 host-wide, where every CPU is busy), its lost
+#      samples, the reader's moves and the reads' consistency and delay.
 # Hold /tmp/fk-bench.lock while it runs on a shared machine; the load
 # average at the start is printed, and the delays depend on it.
 # env: FLAMEKIT, FK_BENCH_CPU (CPU-seconds per run, default 5), FK_BENCH_REPS
 # (pairs, 3), FK_BENCH_HZ ("99 999"), FK_BENCH_MODES ("ratio generators"),
 # FK_BENCH_ROUNDS (throughput rounds, 8), FK_BENCH_WINDOW (seconds, 2),
 # FK_BENCH_PARTS ("cost throughput paired stopped"), FK_BENCH_PAIRED_ROUNDS,
-# FK_BENCH_BASE, FK_BENCH_LOOPS, FK_BENCH_BIAS_REPS (part "bias" runs only
-# when named)
+# FK_BENCH_BASE, FK_BENCH_LOOPS, FK_BENCH_BIAS_REPS, FK_BENCH_BIAS_HZ,
+# FK_BENCH_BIAS_SPIN (part "bias" runs only when named)
 set -euo pipefail
 src=${FK_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 build=${FK_BUILD:-$src/build}
@@ -51,6 +57,8 @@ fk=${FLAMEKIT:-$build/flamekit}
 cpu=${FK_BENCH_CPU:-5}
 reps=${FK_BENCH_REPS:-3}
 parts=${FK_BENCH_PARTS:-cost throughput paired stopped}
+bias_hz=${FK_BENCH_BIAS_HZ:-999} bias_spin=${FK_BENCH_BIAS_SPIN:-0.15}
+bias_want=$(awk -v h="$bias_hz" -v s="$bias_spin" 'BEGIN { printf "%d", 6 * s * h }')
 PY=/usr/bin/python3.11
 TRUTH=$src/test/progs/pytruth.py
 BENCH=$src/bench/pybench.py
@@ -107,12 +115,12 @@ bias_run() {
     bias_pids+=($pyp)
     sleep 0.3
     if [ "$target" = pid ]; then
-        timeout 120 "$fk" pid -q --no-svg -F 999 -d 60 --ready-fd 3 -o "$work/bias/out" "$@" "$pyp" \
+        timeout 120 "$fk" pid -q --no-svg -F "$bias_hz" -d 60 --ready-fd 3 -o "$work/bias/out" "$@" "$pyp" \
             >/dev/null 2>&1 3>"$work/ready"
         rc=$?
     else
         # host-wide: until the shell is done (its times written)
-        timeout 120 "$fk" host -q --no-svg -F 999 -d 60 --ready-fd 3 -o "$work/bias/out" "$@" \
+        timeout 120 "$fk" host -q --no-svg -F "$bias_hz" -d 60 --ready-fd 3 -o "$work/bias/out" "$@" \
             >/dev/null 2>&1 3>"$work/ready" &
         local fp=$!
         wait "$pyp"
@@ -134,7 +142,21 @@ bias_run() {
     cpu=$(sed -n 2p "$work/times" | awk '{ split($1, a, "m"); split($2, b, "m"); sub("s", "", a[2]);
         sub("s", "", b[2]); print a[1] * 60 + a[2] + b[1] * 60 + b[2] }')
     awk -v t="$target" -v g="$tag" -v s="$spin" -v p="$pys" -v c="$cpu" -v l="$(cut -d' ' -f1 /proc/loadavg)" \
-        'BEGIN { printf "bench/python: bias %-4s %-4s fk_child_spin %d of 899 (%.3f); interpreters %d samples for %.3f s of CPU (%.3f); load %s\n", t, g, s, s / 899, p, c, (c > 0 ? p / (c * 999) : 0), l }'
+        -v hz="$bias_hz" -v e="$bias_want" \
+        'BEGIN { printf "bench/python: bias %-4s %-4s fk_child_spin %d of %d (%.3f); interpreters %d samples for %.3f s of CPU (%.3f); load %s\n", t, g, s, e, s / e, p, c, (c > 0 ? p / (c * hz) : 0), l }'
+    # what tells a bias against the interpreters from a loss of every
+    # process's samples: the capture's samples over CPUs x HZ x its
+    # duration, the kernel's lost samples; and how the reads went: the
+    # reader's moves, consistency, read delay
+    "$PY" -c 'import glob, json, sys
+d = json.load(open(glob.glob(sys.argv[1] + "/*.json")[0]))
+p, r = d.get("python", {}), d.get("reader", {})
+print("bench/python: bias %-4s %-4s   all samples %.3f of CPUs x HZ x %.1f s, %d lost; reader moves %d; "
+      "consistent %s, read delay median %s ms" % (sys.argv[2], sys.argv[3],
+      d["samples"] / (d["duration_s"] * int(sys.argv[4]) * int(sys.argv[5])), d["duration_s"], d["lost_samples"],
+      r.get("cpu_moves", 0), "%.3f" % p["consistent_share"] if "consistent_share" in p else "-",
+      p.get("read_delay", {}).get("median_ms", "-")))' "$work/bias/out" "$target" "$tag" "$(nproc)" "$bias_hz" \
+        || echo "bench/python: bias $target $tag: no metadata"
 }
 
 case " $parts " in *" bias "*)
@@ -142,7 +164,7 @@ case " $parts " in *" bias "*)
         echo "bench/python: bias: SKIP: needs root and cgroup2"
     else
         printf '%s\n' 'import time' 'def fk_child_spin(t):' '    e = time.process_time() + t' \
-            '    while time.process_time() < e:' '        pass' 'fk_child_spin(0.15)' >"$work/fkpy.py"
+            '    while time.process_time() < e:' '        pass' "fk_child_spin($bias_spin)" >"$work/fkpy.py"
         cp /bin/sh "$work/fkout"
         cp "$PY" "$work/python-fkb"    # a name of their own, host-wide
         cp "$(command -v bash)" "$work/fkshell"

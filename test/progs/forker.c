@@ -14,14 +14,20 @@
  *   forker outsider PFILE DONE
  *       waits for PFILE, makes its pid P for a child fkreuse (150 ms),
  *       writes "1" (had it) or "0" to DONE.
+ *   forker zleader GO S
+ *       its leader ends at once (pthread_exit: a zombie while the process
+ *       lives); its other thread, fkzthread, waits for file GO (non-empty),
+ *       spins S seconds of its own CPU time and ends the process (0).
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -98,6 +104,20 @@ static bool child_with_pid(pid_t p, const char *name, double s)
     return false;
 }
 
+static const char *zl_go;
+static double zl_secs;
+
+static void *zl_thread(void *arg)
+{
+    (void)arg;
+    prctl(PR_SET_NAME, "fkzthread");
+    struct stat st;
+    while (stat(zl_go, &st) != 0 || st.st_size == 0)
+        usleep(10000);
+    spin(zl_secs);
+    exit(0);
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "kids") == 0) {
@@ -135,6 +155,14 @@ int main(int argc, char **argv)
         write_file(argv[3], child_with_pid(p, "fkreuse", 0.15) ? "1\n" : "0\n");
         return 0;
     }
-    fprintf(stderr, "usage: forker kids N US | member GO PFILE DONE | outsider PFILE DONE\n");
+    if (argc == 4 && strcmp(argv[1], "zleader") == 0) {
+        zl_go = argv[2];
+        zl_secs = atof(argv[3]);
+        pthread_t th;
+        if (pthread_create(&th, NULL, zl_thread, NULL) != 0)
+            return 2;
+        pthread_exit(NULL);
+    }
+    fprintf(stderr, "usage: forker kids N US | member GO PFILE DONE | outsider PFILE DONE | zleader GO S\n");
     return 2;
 }

@@ -22,6 +22,7 @@
 #include "capture/bpftree.h"
 #include "capture/tracefs.h"
 #include "unit.h"
+#include "util/fk.h"
 
 /* Run a socket filter once (or repeat times) on a zeroed 64-byte packet;
  * its return value, or -1. */
@@ -460,6 +461,33 @@ static void bpftree_full(void)
     fk_bpftree_free(t);
 }
 
+/* capture/bpftree's memo: an answer serves the records written before
+ * its look-up; a later record of the same pid (a new process may have it)
+ * is looked up again. */
+static void bpftree_memo(void)
+{
+    char err[256] = "";
+    struct fk_bpftree *t = fk_bpftree_new(64, err, sizeof err);
+    UNIT_CHECK("bpftree memo: a tree is made", t);
+    if (!t) {
+        printf("# %s\n", err);
+        return;
+    }
+    struct fk_bpftree_memo m = { 0 };
+    pid_t self = getpid();
+    uint64_t before = fk_now_ns();
+    bool out = !fk_bpftree_has_memo(t, &m, self, before);
+    fk_bpftree_add(t, self);    /* as a member's fork would have, after the look-up */
+    bool old = !fk_bpftree_has_memo(t, &m, self, before);
+    bool again = fk_bpftree_has_memo(t, &m, self, fk_now_ns());
+    bool other = !fk_bpftree_has_memo(t, &m, 1, 0);
+    printf("# bpftree memo: outside %d, an earlier record %d, a later record %d, pid 1 %d\n",
+           (int)out, (int)old, (int)again, (int)other);
+    UNIT_CHECK("bpftree memo: an earlier record keeps the answer, a later one is looked up again",
+               out && old && again && other);
+    fk_bpftree_free(t);
+}
+
 int main(void)
 {
     unit_name = "unit-bpf";
@@ -473,5 +501,6 @@ int main(void)
     fork_follower(FK_BPF_FORK_FLAG, FK_BPF_FORK_KEEP);
     fork_follower_full();
     bpftree_full();
+    bpftree_memo();
     return UNIT_END();
 }

@@ -2,9 +2,42 @@
 /* Unit tests for the process tree followed from FORK/EXIT/COMM records. */
 #include "unit.h"
 #include "capture/tree.h"
+#include "util/procfs.h"
 
+#include <dirent.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+/* A child whose leader ends with pthread_exit while its thread reads
+ * go[0] until the parent closes go[1]. */
+static int zombie_go[2];
+
+static void *zombie_thread(void *arg)
+{
+    (void)arg;
+    char b;
+    (void)!read(zombie_go[0], &b, 1);
+    _exit(0);
+}
+
+/* The first thread of pid that is not tid (0: none listed). */
+static pid_t other_thread(pid_t pid, pid_t tid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    pid_t found = 0;
+    struct dirent *de;
+    while (d && !found && (de = readdir(d)))
+        if (atoi(de->d_name) > 0 && atoi(de->d_name) != tid)
+            found = atoi(de->d_name);
+    if (d)
+        closedir(d);
+    return found;
+}
 
 int main(void)
 {
@@ -103,6 +136,48 @@ int main(void)
         UNIT_CHECK("resync adds a live child of a member", fk_tree_has(&r, c));
         close(go[1]);
         waitpid(c, NULL, 0);
+    }
+    /* a zombie leader (pthread_exit) is not a member task: it wrote its
+     * EXIT record before the capture, and would keep its process (and the
+     * tree) alive after its last thread's EXIT */
+    if (pipe(zombie_go) == 0) {
+        pid_t z = fork();
+        if (z == 0) {
+            pthread_t th;
+            close(zombie_go[1]);
+            if (pthread_create(&th, NULL, zombie_thread, NULL))
+                _exit(2);
+            pthread_exit(NULL);
+        }
+        close(zombie_go[0]);
+        char state = 0;
+        for (int i = 0; i < 400 && state != 'Z'; i++) {     /* up to 2 s */
+            struct timespec ms5 = { 0, 5000000 };
+            nanosleep(&ms5, NULL);
+            state = fk_proc_task_state(z, z);
+        }
+        pid_t zt = other_thread(z, z);
+        if (state == 'Z' && zt > 0) {
+            struct fk_tree zr;
+            fk_tree_init(&zr);
+            fk_tree_add_task(&zr, getpid(), getpid());
+            UNIT_CHECK("a zombie leader's process is found by its parent by its live thread",
+                       fk_tree_add_descendants(&zr) >= 1 && fk_tree_has(&zr, z));
+            fk_tree_exit(&zr, z, zt);
+            UNIT_CHECK("... and leaves the tree at that thread's EXIT (the leader's came before)",
+                       !fk_tree_has(&zr, z) && fk_tree_has(&zr, getpid()));
+            fk_tree_free(&zr);
+            fk_tree_init(&zr);      /* the same process as the target */
+            UNIT_CHECK("a target with a zombie leader is added by its live thread",
+                       fk_tree_add_process(&zr, z) && fk_tree_has(&zr, z));
+            fk_tree_exit(&zr, z, zt);
+            UNIT_CHECK("... and the tree is empty at that thread's EXIT", fk_tree_empty(&zr));
+            fk_tree_free(&zr);
+        } else {
+            UNIT_CHECK("a leader that ended with pthread_exit is listed as a zombie", false);
+        }
+        close(zombie_go[1]);
+        waitpid(z, NULL, 0);
     }
     fk_tree_free(&r);
     fk_tree_free(&t);

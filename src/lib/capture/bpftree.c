@@ -102,6 +102,17 @@ bool fk_bpftree_has(struct fk_bpftree *t, pid_t pid)
     return pid > 0 && bpf_map_lookup_elem(t->map, &k, &v) == 0;
 }
 
+bool fk_bpftree_has_memo(struct fk_bpftree *t, struct fk_bpftree_memo *m, pid_t pid,
+                         uint64_t rec_ns)
+{
+    if (pid != m->pid || rec_ns > m->at_ns) {
+        m->at_ns = fk_now_ns();
+        m->pid = pid;
+        m->member = fk_bpftree_has(t, pid);
+    }
+    return m->member;
+}
+
 uint64_t fk_bpftree_not_followed(const struct fk_bpftree *t)
 {
     uint32_t k = 0;

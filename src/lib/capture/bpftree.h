@@ -49,6 +49,21 @@ bool fk_bpftree_add(struct fk_bpftree *t, pid_t pid);
 void fk_bpftree_exit(struct fk_bpftree *t, pid_t pid, uint64_t at_ns);
 /* Is pid in the map now (any thread may ask)? */
 bool fk_bpftree_has(struct fk_bpftree *t, pid_t pid);
+/* One process's membership as last looked up, for a reader asking per
+ * record (an exec writes a dozen MMAP2s; one look-up is a system call). */
+struct fk_bpftree_memo {
+    pid_t pid;          /* 0: none yet */
+    bool member;
+    uint64_t at_ns;     /* CLOCK_MONOTONIC just before the look-up */
+};
+/* Is the process pid of a record written at rec_ns (CLOCK_MONOTONIC, the
+ * records' clock) in the map: the memo's answer when it is pid's and was
+ * looked up after the record was written -- the map then had that
+ * process from its fork on -- else a look-up, remembered. A record
+ * written after the look-up may be a new process with the pid (its FORK
+ * in another CPU's ring, not read yet). */
+bool fk_bpftree_has_memo(struct fk_bpftree *t, struct fk_bpftree_memo *m, pid_t pid,
+                         uint64_t rec_ns);
 /* Processes and threads the map had no room for (children of members
  * at their fork, processes from /proc at fk_bpftree_add): their samples
  * were dropped. 0 unless the map was full. */

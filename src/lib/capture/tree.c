@@ -131,9 +131,20 @@ struct add_ctx {
     bool any;
 };
 
+/* A task found in /proc is a member only if it has not begun to exit:
+ * the kernel writes its EXIT record (perf_event_exit_task) after setting
+ * PF_EXITING and before the task turns zombie (exit_notify), so a task
+ * in between, listed as running, may have written its EXIT before the
+ * events were on; a leader that ended with pthread_exit stays listed, a
+ * zombie, while its threads run. Either, added, would never leave, and
+ * the tree never end ("target exited"). */
 static bool add_thread(pid_t tid, void *arg)
 {
     struct add_ctx *c = arg;
+    struct fk_proc_stat st;
+    if (!fk_proc_stat(c->pid, tid, &st) || st.state == 'Z' || st.state == 'X' ||
+        (st.flags & FK_PF_EXITING))
+        return true;
     task_add(c->t, c->pid, tid);
     c->any = true;
     return true;
@@ -272,26 +283,14 @@ struct desc_pass {
     size_t added;
 };
 
+/* (a child with no thread left that has not begun to exit is not added:
+ * add_thread) */
 static bool add_if_child(pid_t pid, void *arg)
 {
     struct desc_pass *p = arg;
-    if (fk_tree_has(p->t, pid))
-        return true;
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "re");
-    if (!f)
-        return true;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    /* "pid (comm) state ppid ...": comm may hold anything but ends at
-     * the last ')' */
-    char *rp = strrchr(buf, ')');
-    char state;
-    long ppid;
-    if (!rp || sscanf(rp + 1, " %c %ld", &state, &ppid) != 2 || ppid <= 0 || ppid > INT32_MAX ||
-        state == 'Z' || !fk_tree_has(p->t, (pid_t)ppid))
+    struct fk_proc_stat st;
+    if (fk_tree_has(p->t, pid) || !fk_proc_stat(pid, 0, &st) || st.ppid <= 0 ||
+        !fk_tree_has(p->t, st.ppid))
         return true;
     if (fk_tree_add_process(p->t, pid)) {
         p->t->st.forks++;

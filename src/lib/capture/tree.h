@@ -72,8 +72,9 @@ void fk_tree_free(struct fk_tree *t);
 
 /* A process present when the capture starts: it and the threads listed in
  * /proc/PID/task (call after the events are enabled: a thread created in
- * between is then seen twice, which is harmless, rather than never).
- * False if the process is gone. */
+ * between is then seen twice, which is harmless, rather than never) but
+ * those that have begun to exit (a zombie leader, PF_EXITING: their EXIT
+ * record may be written already). False if no thread was added. */
 bool fk_tree_add_process(struct fk_tree *t, pid_t pid);
 /* Processes whose parent is a member, from /proc (their children too):
  * the descendants of the given processes running when the capture starts,

@@ -354,19 +354,13 @@ static void pin_seen(void *ctx, const union perf_event *ev)
     /* bpf mode: the host's other processes pin nothing (the map is the
      * tree's superset as the records leave the rings: a child is in it
      * from its fork on, an exited member until its EXIT is handled).
-     * One lookup (a system call) per run of one process's records -- an
-     * exec writes a dozen MMAP2s -- as its membership cannot change
-     * before a FORK or EXIT record. */
-    if (e->bpftree && (ev->header.type == PERF_RECORD_FORK || ev->header.type == PERF_RECORD_EXIT))
-        e->pin_pid = 0;
+     * One look-up (a system call) per process per pass of the reader,
+     * not one per record: an exec writes a dozen MMAP2s. */
     if (e->bpftree && (ev->header.type == PERF_RECORD_MMAP2 || ev->header.type == PERF_RECORD_COMM)) {
         pid_t pid = ev->header.type == PERF_RECORD_MMAP2 ? (pid_t)ev->mmap2.pid
                                                          : (pid_t)ev->comm.pid;
-        if (pid != e->pin_pid) {
-            e->pin_pid = pid;
-            e->pin_member = fk_bpftree_has(e->bpftree, pid);
-        }
-        if (!e->pin_member)
+        if (!fk_bpftree_has_memo(e->bpftree, &e->pin_memo, pid,
+                                 fk_record_time(&e->fmt[0], ev, ev->header.size)))
             return;
     }
     if (ev->header.type == PERF_RECORD_COMM && (ev->header.misc & PERF_RECORD_MISC_COMM_EXEC)) {

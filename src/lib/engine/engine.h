@@ -72,8 +72,7 @@ struct fk_engine {
      * dropped in the kernel (capture/bpftree.h), then the tree as above */
     bool tree_bpf;
     struct fk_bpftree *bpftree;
-    pid_t pin_pid;                  /* the reader's: bpftree's last answer (0: none) */
-    bool pin_member;
+    struct fk_bpftree_memo pin_memo;    /* the reader's: bpftree's last answer */
     bool tree_resync;               /* records were lost: check against /proc */
     struct fk_tree tree;
     /* open */

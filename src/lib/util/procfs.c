@@ -125,10 +125,27 @@ bool fk_proc_start_boot_ns(pid_t pid, unsigned long long *ns)
     return true;
 }
 
-char fk_proc_task_state(pid_t pid, pid_t tid)
+bool fk_proc_stat(pid_t pid, pid_t tid, struct fk_proc_stat *st)
 {
     char path[80], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+    if (tid > 0)
+        snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+    else
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    /* " state ppid pgrp session tty_nr tpgid flags ..." */
     char *p = read_stat(path, buf, sizeof buf);
-    return p && p[0] == ' ' && p[1] > ' ' ? p[1] : 0;
+    char state;
+    long ppid;
+    unsigned flags;
+    if (!p || sscanf(p, " %c %ld %*d %*d %*d %*d %u", &state, &ppid, &flags) != 3 || state <= ' ' ||
+        ppid < 0 || ppid > INT32_MAX)
+        return false;
+    *st = (struct fk_proc_stat){ state, (pid_t)ppid, flags };
+    return true;
+}
+
+char fk_proc_task_state(pid_t pid, pid_t tid)
+{
+    struct fk_proc_stat st;
+    return fk_proc_stat(pid, tid, &st) ? st.state : 0;
 }

@@ -28,6 +28,20 @@ size_t fk_proc_status_numbers(const char *path, const char *key, unsigned long l
  * to the kernel's clock tick (/proc/PID/stat field 22, rounded down); false
  * when the process is gone or the file unreadable. */
 bool fk_proc_start_boot_ns(pid_t pid, unsigned long long *ns);
+/* The fields of a stat file the process tree needs: the state letter,
+ * the parent and the kernel's task flags (fields 3, 4 and 9). */
+struct fk_proc_stat {
+    char state;
+    pid_t ppid;
+    unsigned flags;
+};
+/* The task has begun to exit (include/linux/sched.h: set by do_exit
+ * before it writes perf's EXIT record and long before the task turns
+ * zombie). */
+#define FK_PF_EXITING 0x4u
+/* Process pid's stat (tid 0: /proc/PID/stat, the leader's) or its thread
+ * tid's (/proc/PID/task/TID/stat); false when gone or unreadable. */
+bool fk_proc_stat(pid_t pid, pid_t tid, struct fk_proc_stat *st);
 /* Thread tid of process pid's state letter (/proc/PID/task/TID/stat: 'R',
  * 'S', 'D', 'Z' for a zombie -- a leader that ended with pthread_exit
  * stays listed so until its process exits -- ...); 0 when it is gone or
