@@ -49,8 +49,10 @@ struct proc {
     size_t nmaps, cap;
     uint32_t anon_dso;      /* DSO_ANON for this process, or JIT_NONE */
     /* fk_sym_proc_gen: image is new for each program the pid runs (a new
-     * process, a fork's copy, an exec), maps for each mapping added */
-    uint64_t image, maps_gen;
+     * process, a fork's copy, an exec), maps for each mapping added;
+     * space is new whenever the maps change, but a fork's copy keeps its
+     * parent's (set_space) */
+    uint64_t image, maps_gen, space;
 };
 
 struct thread {
@@ -109,6 +111,7 @@ struct fk_symbolizer {
     unsigned map_warnings, budget_warnings;
     uint64_t locate_unknown, names_unresolved, names_fde, deleted_kept, over_budget;
     uint64_t images;            /* the last proc.image given */
+    uint64_t spaces;            /* the last proc.space given */
 };
 
 /* ---- DSOs ---- */
@@ -593,6 +596,7 @@ static struct proc *proc_new(struct fk_symbolizer *s, pid_t pid)
     pr->pid = pid;
     pr->anon_dso = JIT_NONE;
     pr->image = ++s->images;
+    pr->space = ++s->spaces;
     return pr;
 }
 
@@ -694,6 +698,7 @@ static void add_mapping(struct fk_symbolizer *s, struct proc *pr, uint64_t start
         dso = dso_anon(s, pr);      /* "", "//anon", "[heap]", "[anon:...]" */
     maps_insert(pr, start, end, pgoff, dso);
     pr->maps_gen++;
+    pr->space = ++s->spaces;
 }
 
 static bool read_comm(const char *path, char comm[COMM_LEN])
@@ -771,6 +776,7 @@ static bool scan_maps(struct fk_symbolizer *s, struct proc *pr, const char *path
         return false;
     pr->nmaps = 0;
     pr->maps_gen++;     /* even if none is added back */
+    pr->space = ++s->spaces;
     char *line = NULL;
     size_t cap = 0;
     /* (the kernel writes a read's worth of lines per call: fewer calls) */
@@ -956,6 +962,7 @@ void fk_sym_comm(struct fk_symbolizer *s, pid_t pid, pid_t tid, const char *comm
         /* the new image's mmaps follow this record */
         pr->nmaps = 0;
         pr->image = ++s->images;
+        pr->space = ++s->spaces;
         pr->anon_dso = JIT_NONE;
         pr->exited = false;
     }
@@ -985,12 +992,19 @@ void fk_sym_fork(struct fk_symbolizer *s, pid_t pid, pid_t ppid, pid_t tid, pid_
         pr->image = ++s->images;
         pr->maps_gen++;
         pr->maps = fk_grow(pr->maps, &pr->cap, parent->nmaps + 1, sizeof *pr->maps);
+        bool own = false;
         for (size_t i = 0; i < parent->nmaps; i++) {
             pr->maps[i] = parent->maps[i];
-            if (s->dsos[pr->maps[i].dso].kind == DSO_ANON) /* JIT code: the child's own map */
+            if (s->dsos[pr->maps[i].dso].kind == DSO_ANON) { /* JIT code: the child's own map */
                 pr->maps[i].dso = dso_anon(s, pr);
+                own = true;
+            }
         }
         pr->nmaps = parent->nmaps;
+        /* the same maps, so the same answers for every address (a shell's
+         * forks, a server's workers): the parent's space, unless an
+         * address may locate in a JIT DSO (the child's is its own) */
+        pr->space = own || parent->anon_dso != JIT_NONE ? ++s->spaces : parent->space;
         set_comm(pr->comm, comm);
     }
     set_comm(thread_get(s, tid, pid)->comm, comm);
@@ -1551,6 +1565,7 @@ void fk_sym_proc_gen(struct fk_symbolizer *s, pid_t pid, struct fk_sym_gen *out)
     const struct proc *pr = proc_find(s, pid);
     out->image = pr ? pr->image : 0;
     out->maps = pr ? pr->maps_gen : 0;
+    out->space = pr ? pr->space : 0;
     out->capture_ended = s->capture_ended;
     out->exited = pr && pr->exited;
 }
