@@ -323,9 +323,11 @@ static int run(const char *path, unsigned repeat, const char *folded)
            (unsigned long long)r.unwind.pc_cache_hits, (unsigned long long)r.unwind.pc_cache_misses,
            (unsigned long long)r.unwind.pc_cache2_hits, ru.ru_maxrss / 1024);
     printf("replay-figures: samples=%zu cpu_s=%.4f rate=%.0f median_us=%.3f p99_us=%.3f rss_mb=%ld "
-           "complete=%llu unwound=%llu\n",
+           "complete=%llu unwound=%llu pc_misses=%.3f pc2_hits=%.3f\n",
            nlat, c2 - c1, nlat ? (double)nlat / (c2 - c1) : 0, med, p99, ru.ru_maxrss / 1024,
-           (unsigned long long)r.unwind.complete, (unsigned long long)r.unwind.samples);
+           (unsigned long long)r.unwind.complete, (unsigned long long)r.unwind.samples,
+           r.unwind.samples ? (double)r.unwind.pc_cache_misses / (double)r.unwind.samples : 0,
+           r.unwind.samples ? (double)r.unwind.pc_cache2_hits / (double)r.unwind.samples : 0);
     int rc = 0;
     if (read_failed) {
         fk_error("%s: read failed: the figures cover only the records before the error", path);

@@ -163,6 +163,23 @@ static void test_pc_cache(void)
     fk_sym_fork(s, C, Q, C, Q);
     n2 = unwind3(u, C, b);
     UNIT_CHECK("cache: a reused pid gets its new parent's frames", n2 == n && same_locs(a, b, n));
+
+    /* a fork's copy is answered by its parent's entries while neither
+     * maps anything; then each by its own maps */
+    pid_t D = 4190014;
+    n = unwind3(u, Q, a);
+    fk_unwinder_stats(u, &st0);
+    fk_sym_fork(s, D, Q, D, Q);
+    n2 = unwind3(u, D, b);
+    fk_unwinder_stats(u, &st1);
+    UNIT_CHECK("cache: a fork's copy hits its parent's entries",
+               n2 == n && same_locs(a, b, n) && st1.pc_cache_misses == st0.pc_cache_misses);
+    map_file(s, D, f1, 0x4000);
+    n2 = unwind3(u, D, b);
+    UNIT_CHECK("cache: a fork's copy that maps anew has its own frames",
+               n2 == 3 && b[0].dso != a[0].dso && b[0].addr == 0x4100);
+    n2 = unwind3(u, Q, b);
+    UNIT_CHECK("cache: ... and its parent keeps its own", n2 == n && same_locs(a, b, n));
     fk_unwinder_free(u);
     fk_sym_free(s);
 }

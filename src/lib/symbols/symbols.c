@@ -10,7 +10,6 @@
 #include "util/procfs.h"
 #include "util/safeopen.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -50,8 +49,10 @@ struct proc {
     size_t nmaps, cap;
     uint32_t anon_dso;      /* DSO_ANON for this process, or JIT_NONE */
     /* fk_sym_proc_gen: image is new for each program the pid runs (a new
-     * process, a fork's copy, an exec), maps for each mapping added */
-    uint64_t image, maps_gen;
+     * process, a fork's copy, an exec), maps for each mapping added;
+     * space is new whenever the maps change, but a fork's copy keeps its
+     * parent's (set_space) */
+    uint64_t image, maps_gen, space;
 };
 
 struct thread {
@@ -110,6 +111,7 @@ struct fk_symbolizer {
     unsigned map_warnings, budget_warnings;
     uint64_t locate_unknown, names_unresolved, names_fde, deleted_kept, over_budget;
     uint64_t images;            /* the last proc.image given */
+    uint64_t spaces;            /* the last proc.space given */
 };
 
 /* ---- DSOs ---- */
@@ -594,6 +596,7 @@ static struct proc *proc_new(struct fk_symbolizer *s, pid_t pid)
     pr->pid = pid;
     pr->anon_dso = JIT_NONE;
     pr->image = ++s->images;
+    pr->space = ++s->spaces;
     return pr;
 }
 
@@ -695,6 +698,7 @@ static void add_mapping(struct fk_symbolizer *s, struct proc *pr, uint64_t start
         dso = dso_anon(s, pr);      /* "", "//anon", "[heap]", "[anon:...]" */
     maps_insert(pr, start, end, pgoff, dso);
     pr->maps_gen++;
+    pr->space = ++s->spaces;
 }
 
 static bool read_comm(const char *path, char comm[COMM_LEN])
@@ -772,6 +776,7 @@ static bool scan_maps(struct fk_symbolizer *s, struct proc *pr, const char *path
         return false;
     pr->nmaps = 0;
     pr->maps_gen++;     /* even if none is added back */
+    pr->space = ++s->spaces;
     char *line = NULL;
     size_t cap = 0;
     /* (the kernel writes a read's worth of lines per call: fewer calls) */
@@ -794,45 +799,50 @@ static bool scan_maps(struct fk_symbolizer *s, struct proc *pr, const char *path
     return true;
 }
 
+/* One thread of a process being scanned (scan_into). */
+struct scan_ctx {
+    struct fk_symbolizer *s;
+    struct proc *pr;
+    size_t lines;               /* of the process's maps read so far */
+    bool have_comm;             /* pr->comm read from /proc/PID/comm */
+};
+
+static bool scan_thread(pid_t tid, void *ctx)
+{
+    struct scan_ctx *c = ctx;
+    pid_t pid = c->pr->pid;
+    char cp[96];
+    /* A leader that ended with pthread_exit is a zombie with no
+     * memory until its process exits: /proc/PID/maps is empty, and
+     * the process's mappings are its other threads' */
+    if (!c->lines && tid != pid) {
+        snprintf(cp, sizeof cp, "/proc/%d/task/%d/maps", (int)pid, (int)tid);
+        (void)scan_maps(c->s, c->pr, cp, &c->lines);
+    }
+    char comm[COMM_LEN];
+    snprintf(cp, sizeof cp, "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+    if (tid == pid && c->have_comm) {       /* the leader's: /proc/PID/comm, read above */
+        set_comm(thread_get(c->s, tid, pid)->comm, c->pr->comm);
+    } else if (read_comm(cp, comm)) {
+        struct thread *t = thread_get(c->s, tid, pid);
+        set_comm(t->comm, comm);
+    }
+    return true;
+}
+
 /* (Re)read /proc/PID: maps, comm, threads. */
 static void scan_into(struct fk_symbolizer *s, struct proc *pr)
 {
     char p[64];
     pid_t pid = pr->pid;
     pr->scanned = true;
+    struct scan_ctx c = { .s = s, .pr = pr };
     snprintf(p, sizeof p, "/proc/%d/comm", (int)pid);
-    bool have_comm = read_comm(p, pr->comm);
+    c.have_comm = read_comm(p, pr->comm);
     snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
-    size_t lines;
-    if (!scan_maps(s, pr, p, &lines))
+    if (!scan_maps(s, pr, p, &c.lines))
         return;
-    snprintf(p, sizeof p, "/proc/%d/task", (int)pid);
-    DIR *dir = opendir(p);
-    if (!dir)
-        return;
-    struct dirent *de;
-    while ((de = readdir(dir))) {
-        pid_t tid = (pid_t)atoi(de->d_name);
-        if (tid <= 0)
-            continue;
-        char cp[96];
-        /* A leader that ended with pthread_exit is a zombie with no
-         * memory until its process exits: /proc/PID/maps is empty, and
-         * the process's mappings are its other threads' */
-        if (!lines && tid != pid) {
-            snprintf(cp, sizeof cp, "/proc/%d/task/%d/maps", (int)pid, (int)tid);
-            (void)scan_maps(s, pr, cp, &lines);
-        }
-        char comm[COMM_LEN];
-        snprintf(cp, sizeof cp, "/proc/%d/task/%d/comm", (int)pid, (int)tid);
-        if (tid == pid && have_comm) {      /* the leader's: /proc/PID/comm, read above */
-            set_comm(thread_get(s, tid, pid)->comm, pr->comm);
-        } else if (read_comm(cp, comm)) {
-            struct thread *t = thread_get(s, tid, pid);
-            set_comm(t->comm, comm);
-        }
-    }
-    closedir(dir);
+    (void)fk_proc_for_each_tid(pid, scan_thread, &c);   /* gone meanwhile: nothing more to read */
 }
 
 /* The process, seeded from /proc the first time we hear of it. */
@@ -952,6 +962,7 @@ void fk_sym_comm(struct fk_symbolizer *s, pid_t pid, pid_t tid, const char *comm
         /* the new image's mmaps follow this record */
         pr->nmaps = 0;
         pr->image = ++s->images;
+        pr->space = ++s->spaces;
         pr->anon_dso = JIT_NONE;
         pr->exited = false;
     }
@@ -981,12 +992,19 @@ void fk_sym_fork(struct fk_symbolizer *s, pid_t pid, pid_t ppid, pid_t tid, pid_
         pr->image = ++s->images;
         pr->maps_gen++;
         pr->maps = fk_grow(pr->maps, &pr->cap, parent->nmaps + 1, sizeof *pr->maps);
+        bool own = false;
         for (size_t i = 0; i < parent->nmaps; i++) {
             pr->maps[i] = parent->maps[i];
-            if (s->dsos[pr->maps[i].dso].kind == DSO_ANON) /* JIT code: the child's own map */
+            if (s->dsos[pr->maps[i].dso].kind == DSO_ANON) { /* JIT code: the child's own map */
                 pr->maps[i].dso = dso_anon(s, pr);
+                own = true;
+            }
         }
         pr->nmaps = parent->nmaps;
+        /* the same maps, so the same answers for every address (a shell's
+         * forks, a server's workers): the parent's space, unless an
+         * address may locate in a JIT DSO (the child's is its own) */
+        pr->space = own || parent->anon_dso != JIT_NONE ? ++s->spaces : parent->space;
         set_comm(pr->comm, comm);
     }
     set_comm(thread_get(s, tid, pid)->comm, comm);
@@ -1547,6 +1565,7 @@ void fk_sym_proc_gen(struct fk_symbolizer *s, pid_t pid, struct fk_sym_gen *out)
     const struct proc *pr = proc_find(s, pid);
     out->image = pr ? pr->image : 0;
     out->maps = pr ? pr->maps_gen : 0;
+    out->space = pr ? pr->space : 0;
     out->capture_ended = s->capture_ended;
     out->exited = pr && pr->exited;
 }

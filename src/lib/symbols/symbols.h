@@ -191,9 +191,13 @@ size_t fk_sym_proc_files(struct fk_symbolizer *s, pid_t pid, bool (*want)(const 
  * heard of, or forgotten: a process is forgotten 256 exits after its own
  * (its maps freed). exited: that image's process exited (its EXIT record
  * was handled: records come in time order, so none of its samples
- * follow). */
+ * follow). space: the contents of the maps -- new whenever they change,
+ * unique across processes but for a fork's copy, which keeps its
+ * parent's while neither changes (no JIT code of the parent's: the
+ * child's is its own DSO) -- so answers found for one pc hold for every
+ * process of that space; 0: never heard of, or forgotten. */
 struct fk_sym_gen {
-    uint64_t image, maps;
+    uint64_t image, maps, space;
     bool capture_ended, exited;
 };
 void fk_sym_proc_gen(struct fk_symbolizer *s, pid_t pid, struct fk_sym_gen *out);

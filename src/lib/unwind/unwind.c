@@ -420,8 +420,13 @@ void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
 
 #define HIST_NS 50
 #define HIST_N 4096
-/* Set-associative, 256 sets of 4 ways, replaced in turn: python3.11's
- * deep stacks touch a few hundred pcs, a busy host a few thousand. It was
+/* Set-associative, 2048 sets of 4 ways, replaced in turn: python3.11's
+ * deep stacks touch a few hundred pcs per process, a busy host thousands.
+ * With 256 sets (1,024 entries), two python3.11 workers on a host capture
+ * (~700 pcs each, keyed per address space) and flamekit's own stacks
+ * already overflowed it: each worker's pcs missed 3-4 times over an 8 s
+ * window, 3.5 misses a stack in all under a build's load (2.2 with 2048
+ * sets; what is left are first sightings: new processes). It was
  * direct-mapped (1024 slots, as framehop's 509), and two hot pcs of one
  * stack that hash to one slot evicted each other at every frame: in a
  * bench/replay recording of two python3.11 workers (about 2 misses a
@@ -433,11 +438,13 @@ void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
  * fingerprint matched: one cache line holding its exact key, location
  * and, for the common row, its compact step. Live, the entries have gone
  * cold between batches: the 96-byte tag sets and 136-byte entries before
- * (not line-aligned) cost 4-6 cache lines a lookup. ~64 KiB of entries
- * and ~120 KiB of the rest (pc_slow, read for uncommon rows only),
- * allocated with the unwinder. */
+ * (not line-aligned) cost 4-6 cache lines a lookup. 512 KiB of entries,
+ * 32 KiB of tags and ~1 MiB of the rest (pc_slow, written and read for
+ * uncommon rows only), allocated with the unwinder. The key is the
+ * address space (fk_sym_gen.space): a fork's copy shares its parent's
+ * entries (a shell's forks, a server's workers). */
 #define PC_CACHE_WAYS 4
-#define PC_CACHE_SETS 256
+#define PC_CACHE_SETS 2048
 
 /* The second level, behind the per-pc cache: what a code address of one
  * binary (its CFI, so one file: fk_sym_cfi_at's DSO) resolves to, in
@@ -458,9 +465,11 @@ struct pc2_tags {
 };
 
 struct pc2_entry {
-    struct fk_uw_row row;
+    struct fk_uw_row row;       /* when has_row and not has_step */
     struct fk_loc loc;
     bool has_row;               /* fk_cfi_find found one */
+    bool has_step;              /* that row is of the common shape: step */
+    struct fk_uw_step step;
 };
 
 #define MEMO_N 16
@@ -475,11 +484,11 @@ struct pc_tags {
     uint32_t fp[PC_CACHE_WAYS];
 };
 
-/* What one pc of one address space (fk_sym_proc_gen) resolves to, in one
- * cache line. has_step: the row is of the common shape, kept here;
+/* What one pc of one address space (fk_sym_gen.space) resolves to, in
+ * one cache line. has_step: the row is of the common shape, kept here;
  * otherwise the walker's answer is in the pc_slow of the same index. */
 struct pc_entry {
-    uint64_t pc, image, maps;
+    uint64_t pc, space, pad_;
     uint64_t loc_addr;          /* fk_sym_locate's answer */
     uint32_t loc_dso;
     bool has_step;
@@ -498,7 +507,7 @@ struct fk_unwinder {
     struct fk_symbolizer *sym;
     const struct fk_uw_arch *arch;
     pid_t pid;
-    struct fk_sym_gen gen;      /* pid's address space, for this sample; image 0: no caching */
+    struct fk_sym_gen gen;      /* pid's address space, for this sample; space 0: no caching */
     unsigned resolved;          /* resolve calls in this walk: pcs[i]'s is i */
     struct fk_unwind_stats st;
     uint32_t hist[HIST_N];      /* unwind time per sample, 50 ns buckets */
@@ -580,7 +589,8 @@ static const struct pc2_entry *pc2_lookup(struct fk_unwinder *u, struct fk_cfi *
     t->vaddr[w] = vaddr;
     const struct fk_uw_row *row = fk_cfi_find(cfi, vaddr);
     c->has_row = row != NULL;
-    if (row)
+    c->has_step = row && fk_uw_step_of(row, &c->step);
+    if (row && !c->has_step)
         c->row = *row;
     c->loc = fk_sym_locate(u->sym, u->pid, pc, false);
     return c;
@@ -614,16 +624,14 @@ static const struct fk_uw_code *resolve_sym(void *ctx, uint64_t pc)
         u->st.pc_cache_hits++;
         return entry_answer(u, u->memo[m], i);
     }
-    if (u->gen.image) {
-        uint64_t space = u->gen.image * 0x9e3779b97f4a7c15ull ^ u->gen.maps << 40;
-        uint64_t h = fk_hash_u64(space ^ pc);
+    if (u->gen.space) {
+        uint64_t h = fk_hash_u64(u->gen.space * 0x9e3779b97f4a7c15ull ^ pc);
         set = (unsigned)(h & (PC_CACHE_SETS - 1));
         fp = (uint32_t)(h >> 32) | 1;
         t = &u->tags[set];
         for (unsigned w = 0; w < PC_CACHE_WAYS; w++) {
             const struct pc_entry *c = &u->cache[set * PC_CACHE_WAYS + w];
-            if (t->fp[w] == fp && c->pc == pc && c->image == u->gen.image &&
-                c->maps == u->gen.maps) {
+            if (t->fp[w] == fp && c->pc == pc && c->space == u->gen.space) {
                 u->memo_pc[m] = pc;
                 u->memo[m] = c;
                 u->memo_gen[m] = u->walk_gen;
@@ -646,24 +654,32 @@ static const struct fk_uw_code *resolve_sym(void *ctx, uint64_t pc)
     memo_forget(u);     /* an entry this walk hit may be replaced */
     t->fp[w] = fp;
     c->pc = pc;
-    c->image = u->gen.image;
-    c->maps = u->gen.maps;
-    sl->code = *out;
-    sl->code.row = NULL;
+    c->space = u->gen.space;
+    c->has_step = false;
     struct fk_loc loc;
     if (out->cfi) {
+        /* the common row's step is copied (24 bytes), not the row (80):
+         * pc_slow is then never touched */
         const struct pc2_entry *c2 = pc2_lookup(u, out->cfi, out->vaddr, pc);
-        if (c2->has_row) {
-            sl->row = c2->row;
-            sl->code.row = &sl->row;
+        if (c2->has_step) {
+            c->step = c2->step;
+            c->has_step = true;
+        } else {
+            sl->code = *out;
+            sl->code.row = NULL;
+            if (c2->has_row) {
+                sl->row = c2->row;
+                sl->code.row = &sl->row;
+            }
         }
         loc = c2->loc;
     } else {
+        sl->code = *out;
+        sl->code.row = NULL;
         loc = fk_sym_locate(u->sym, u->pid, pc, false);
     }
     c->loc_dso = loc.dso;
     c->loc_addr = loc.addr;
-    c->has_step = sl->code.row && fk_uw_step_of(sl->code.row, &c->step);
     u->memo_pc[m] = pc;
     u->memo[m] = c;
     u->memo_gen[m] = u->walk_gen;
@@ -692,7 +708,7 @@ unsigned fk_unwind_sample(struct fk_unwinder *u, pid_t pid, const uint64_t *regs
     u->pid = pid;
     fk_sym_proc_gen(u->sym, pid, &u->gen);
     if (u->gen.capture_ended)
-        u->gen.image = 0;       /* the CFI the entries point to is given back */
+        u->gen.space = 0;       /* the CFI the entries point to is given back */
     u->resolved = 0;
     memo_forget(u);
     struct fk_uw_result res;
