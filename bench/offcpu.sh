@@ -83,13 +83,17 @@ storm() {
         [ "$mode" = fk-every1 ] && extra=(--every 1)
         [ "$mode" = fk-base ] && fk=$BASE
         rm -rf "$T/fk" "$T/ready"
-        /usr/bin/time -f '%U %S %M' -o "$T/time" \
+        # (time's child, a shell that says its pid and execs flamekit:
+        # never another flamekit found by name)
+        rm -f "$T/fk.pid"
+        /usr/bin/time -f '%U %S %M' -o "$T/time" sh -c 'echo $$ >"$0"; exec "$@"' "$T/fk.pid" \
             "$fk" offcpu -q --no-svg "${extra[@]}" -d "$SECS" --ready-fd 9 -o "$T/fk" pid $W \
             2>"$T/fk.err" 9>"$T/ready" &
         local f=$!
         for ((i = 0; i < 400; i++)); do grep -q ready "$T/ready" 2>/dev/null && break; sleep 0.01; done
         from=$(now_ns)
-        local fp; fp=$(pgrep -P $f -x flamekit || true); fp=${fp:-$f}
+        local fp; fp=$(cat "$T/fk.pid" 2>/dev/null)
+        [ -n "$fp" ] || { echo "flamekit's pid was not written" >&2; exit 1; }
         sleep 1
         local c1 t1; c1=$(cpu_ticks "$fp"); t1=$(now_ns)
         sleep "$(awk -v f="$from" -v s="$SECS" -v n="$(now_ns)" 'BEGIN { d = (f + (s - 1) * 1e9 - n) / 1e9; print (d > 0 ? d : 0) }')"

@@ -194,6 +194,19 @@ golden "headers alike but for a tid, period, event, sample ip or comm" "ab-10/10
 ab-10/10;g 100
 ab-10/11;f 100
 ac-10/10;f 100" --tid --period <"$T/r11"
+# the pid's digits too, but only while no option shows the pid
+printf 'ab 10/10 [000] 1.000001: 100 cpu-clock: \n\t1 f (/x)\n\nab 11/11 [000] 1.000002: 100 cpu-clock: \n\t1 f (/x)\n\nab 12/12 [001] 1.000003: 100 cpu-clock: \n\t1 g (/x)\n\nab 13/13 [000] 1.000004: 100 cpu-clock: \n\t1 f (/x)\n\nab 13/14 [000] 1.000005: 100 cpu-clock: \n\t1 f (/x)\n\n' >"$T/r13"
+golden "headers alike but for a pid: one process name" "ab;f 4
+ab;g 1" <"$T/r13"
+golden "headers alike but for a pid: --pid names each" "ab-10;f 1
+ab-11;f 1
+ab-12;g 1
+ab-13;f 2" --pid <"$T/r13"
+golden "headers alike but for a pid: --tid names each" "ab-10/10;f 1
+ab-11/11;f 1
+ab-12/12;g 1
+ab-13/13;f 1
+ab-13/14;f 1" --tid <"$T/r13"
 
 # --- the public regression suites, side by side with today's Perl tool ---
 # FlameGraph's test.sh (every test/perf-*.txt x --pid --tid --kernel --jit

@@ -519,24 +519,61 @@ if shared "--stdout"; then
     check_eq "--stdout: the stream's magic" FKS1 "$(head -c 4 "$T/stream")"
     check_eq "--stdout: the four offcpu files in it" 4 "$(LC_ALL=C grep -aoE '\.offcpu\.(flamegraph\.svg|folded\.gz|pb\.gz|json)' "$T/stream" | sort -u | wc -l)"
 fi
-# The files come before the events are closed: closing the last perf
-# event on sched:sched_switch waits for RCU grace periods
-# (synchronize_rcu_tasks_trace), 10-60 s on a host whose CPUs were all
-# busy, so the capture keeps them open, disabled, until its files are
-# renamed into place. (LeakSanitizer cannot run under ptrace: off here.)
-if ! shared "events closed after the files"; then
-    :
-elif need strace; then
-    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" timeout -k 5 60 \
-        strace -f -qq -y -e trace=close,rename,renameat,renameat2 -o "$T/close.strace" \
-        "$FLAMEKIT" offcpu $NOBPF -q --no-svg -d 1 -o "$T/close" pid $SW >/dev/null 2>"$T/close.err"
-    check_eq "events closed after the files: exit 0" 0 "$?"
-    renamed=$(grep -n 'rename.*\.offcpu\.json"' "$T/close.strace" | tail -1 | cut -d: -f1)
-    closed=$(grep -n 'close([0-9]*<anon_inode:\[perf_event\]>' "$T/close.strace" | tail -1 | cut -d: -f1)
-    check "the last perf event is closed after the .json is renamed into place (lines ${closed:-none} > ${renamed:-none} of the trace)" \
-        test "${closed:-0}" -gt "${renamed:-0}" -a "${renamed:-0}" -gt 0
-else
-    skip "events closed after the files" "no strace"
+# Nothing before the window, in it or before the files waits for an RCU
+# tasks-trace grace period. Closing a tracepoint event with a BPF program
+# attached waits for one (perf_event_detach_bpf_prog), and so does closing
+# the last perf event on sched:sched_switch: a start-up probe's close once
+# held a window back 15 s with both CPUs busy, and closing the events
+# before the files took 10-60 s. rcu-hold holds every such grace period
+# (a sleepable BPF program blocked on a userfaultfd page) while a capture
+# runs: its window must open and its files be renamed into place
+# meanwhile; it ends once released (the events closed then). A CPU 'pid'
+# capture beside it, in the same hold, of a sleeper in the root cgroup:
+# its tree is kept in the kernel by a program on sched_process_fork
+# (capture/bpftree.h), whose event was closed before the files.
+if shared "grace periods held"; then
+    rootcg=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+    sh -c "echo \$\$ >$rootcg/cgroup.procs 2>/dev/null; exec sleep 60" &
+    RS=$!
+    fk_cleanup "kill $RS 2>/dev/null"
+    rm -f "$T/hold.in"; mkfifo "$T/hold.in"
+    "$FK_BUILD/test/progs/rcu-hold" 60 <"$T/hold.in" >"$T/hold.out" 2>&1 &
+    H=$!
+    exec 8>"$T/hold.in"
+    fk_cleanup "kill $H 2>/dev/null"
+    for i in $(seq 200); do grep -q 'held\|unsupported' "$T/hold.out" && break; sleep 0.05; done
+    if ! grep -q held "$T/hold.out"; then
+        exec 8>&-
+        skip "grace periods held" "rcu-hold: $(head -1 "$T/hold.out")"
+    else
+        rm -rf "$T/held"
+        "$FLAMEKIT" offcpu $NOBPF -q --no-svg -d 1 --ready-fd 9 -o "$T/held" pid $SW \
+            9>"$T/held.ready" 8>&- >/dev/null 2>"$T/held.err" &
+        FKH=$!
+        "$FLAMEKIT" pid -q --no-svg -d 1 -o "$T/heldcpu" $RS 8>&- >/dev/null 2>"$T/heldcpu.err" &
+        FKC=$!
+        # (30 s: a start-up under ASan at load; a capture that waits never
+        # gets there before the release)
+        for i in $(seq 600); do
+            ls "$T"/held/*.offcpu.json "$T"/heldcpu/*.json >/dev/null 2>&1 && break
+            kill -0 $FKH 2>/dev/null || kill -0 $FKC 2>/dev/null || break
+            sleep 0.05
+        done
+        ready=$(cat "$T/held.ready" 2>/dev/null) files=$(ls "$T/held" 2>/dev/null | wc -l)
+        cpu=$(ls "$T/heldcpu" 2>/dev/null | wc -l)
+        still=$(grep -c released "$T/hold.out")
+        exec 8>&-
+        wait $H
+        wait $FKH
+        check_eq "grace periods held: exit 0 once released" 0 "$?"
+        wait $FKC
+        check_eq "grace periods held: CPU pid: exit 0 once released" 0 "$?"
+        check "grace periods held: the window opened and the files were written meanwhile (ready '$ready', $files files, released early: $still)" \
+            test "$ready" = ready -a "$files" -ge 3 -a "$still" = 0
+        check "grace periods held: CPU pid ($(jnum target.tree.mode "$(ls "$T"/heldcpu/*.json 2>/dev/null | head -1)")): the files were written meanwhile ($cpu files)" \
+            test "$cpu" -ge 3 -a "$still" = 0
+    fi
+    kill $RS 2>/dev/null
 fi
 kill $SW $OW 2>/dev/null; wait $SW $OW 2>/dev/null || true
 

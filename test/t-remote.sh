@@ -94,7 +94,7 @@ nfiles() { find "$T/out" -mindepth 1 | wc -l; }
 
 # 1. Round trip with the stand-in capture.
 fresh
-out=$("$FLAMEKIT" remote --status lines --remote-path "$FAKE" -o "$T/out" h1 -- run -- sleep 5 2>"$T/err"); rc=$?
+out=$("$FLAMEKIT" remote --status lines --remote-path "$FAKE" -o "$T/out" h1 -- run -- sleep 0 2>"$T/err"); rc=$?
 check_eq "round trip exits 0" 0 "$rc"
 check_eq "round trip: three files land locally" 3 "$(nfiles)"
 check_eq "round trip: stdout lists the three local paths" 3 "$(printf '%s\n' "$out" | grep -c "^$T/out/")"
@@ -110,7 +110,7 @@ check_grep "round trip: remote progress shown with the host" '^h1: flamekit|^h1:
 if "$FLAMEKIT" run --help 2>&1 | grep -q -- '--stdout'; then
     fresh
     "$FLAMEKIT" remote --status lines --remote-path "$FLAMEKIT" -o "$T/out" h1 -- \
-        run -- "$FK_BUILD/test/progs/remote-spin" 2000 >"$T/real.out" 2>"$T/real.err"; rc=$?
+        run -- "$FK_BUILD/test/progs/remote-spin" 1000 >"$T/real.out" 2>"$T/real.err"; rc=$?
     check_eq "real capture round trip exits 0" 0 "$rc" 
     svg=$(ls "$T"/out/*.svg 2>/dev/null | head -1)
     check "real capture: SVG valid" xmllint --noout "$svg"
@@ -120,7 +120,7 @@ if "$FLAMEKIT" run --help 2>&1 | grep -q -- '--stdout'; then
     # --deploy of this very binary, running a real capture.
     fresh
     before=$(find "$T/rtmp" -maxdepth 1 -name 'flamekit.??????' | sort)
-    "$FLAMEKIT" remote --status lines --deploy -o "$T/out" h1 -- run -- "$FK_BUILD/test/progs/remote-spin" 1000 >/dev/null 2>"$T/err"; rc=$?
+    "$FLAMEKIT" remote --status lines --deploy -o "$T/out" h1 -- run -- "$FK_BUILD/test/progs/remote-spin" 500 >/dev/null 2>"$T/err"; rc=$?
     check_eq "real capture with --deploy exits 0" 0 "$rc"
     check_grep "real capture with --deploy: the workload's function" 'remote_spin_hot' "$(zcat "$T"/out/*.folded.gz 2>&1)"
     check_eq "real capture with --deploy: deployed copy removed" "$before" "$(find "$T/rtmp" -maxdepth 1 -name 'flamekit.??????' | sort)"
@@ -170,7 +170,7 @@ if [ -x "$FK_BUILD/flamekit-portable" ]; then
     check_eq "flamekit-portable needs only libc and libm (upload and serve load their libraries)" "" "$extra"
     fresh
     if [ -n "$HAVE_REAL" ]; then
-        "$FLAMEKIT" remote --status lines --deploy-binary "$FK_BUILD/flamekit-portable" -o "$T/out" h1 -- run -- "$FK_BUILD/test/progs/remote-spin" 1000 >/dev/null 2>"$T/err"
+        "$FLAMEKIT" remote --status lines --deploy-binary "$FK_BUILD/flamekit-portable" -o "$T/out" h1 -- run -- "$FK_BUILD/test/progs/remote-spin" 500 >/dev/null 2>"$T/err"
         check_grep "flamekit-portable deploys and captures" 'remote_spin_hot' "$(zcat "$T"/out/*.folded.gz 2>&1)"
     else
         "$FLAMEKIT" remote --status lines --deploy-binary "$FK_BUILD/flamekit-portable" -o "$T/out" h1 -- no-such-command >/dev/null 2>"$T/err"

@@ -38,9 +38,12 @@ mkfifo "$T/go-on"
 "$LOOKUP" -M -w "$PROG_PID" "$a" "$b" < "$T/go-on" > "$T/deleted.out" {PROG_FD}>&- &
 lk=$!
 exec {GO_FD}> "$T/go-on"
-sleep 0.3; rm -f "$T/victim"; stop_prog
+# delete once symlookup has located (not after a fixed 0.3 s: an ASan
+# symlookup at load 40 had not yet, and named nothing)
+for _ in $(seq 600); do grep -qx located "$T/deleted.out" && break; sleep 0.05; done
+rm -f "$T/victim"; stop_prog
 echo >&$GO_FD; exec {GO_FD}>&-; wait $lk
-out=$(tr '\n' ' ' < "$T/deleted.out")
+out=$(grep -vx located "$T/deleted.out" | tr '\n' ' ')
 check_eq "binary deleted after first sight" "fk_symprog_alpha fk_symprog_beta " "$out"
 
 # 3. Other mount namespace, through /proc/PID/root (-M: no map_files)
@@ -81,8 +84,10 @@ fi
 cp "$PROG" "$T/deleted-prog"
 if run_capture deleted sh -c "(sleep 0.5; rm -f '$T/deleted-prog') & exec '$T/deleted-prog' spin 2"; then
     check_eq "deleted mid-capture: binary is gone" "no" "$([ -e "$T/deleted-prog" ] && echo yes || echo no)"
-    a=$(share "$FOLDED" ';fk_symprog_alpha(;|$)' '^deleted-prog;')
-    b=$(share "$FOLDED" ';fk_symprog_beta(;|$)' '^deleted-prog;')
+    # under main, as in b.: an ASan start-up at load 10 was a fifth of the
+    # samples (alpha 0.571 and beta 0.196 of all: 0.744 : 0.256 between them)
+    a=$(share "$FOLDED" ';fk_symprog_alpha(;|$)' '^deleted-prog;(.*;)?main;')
+    b=$(share "$FOLDED" ';fk_symprog_beta(;|$)' '^deleted-prog;(.*;)?main;')
     check_range "deleted mid-capture: fk_symprog_alpha share" "$a" 0.60 0.88
     check_range "deleted mid-capture: fk_symprog_beta share" "$b" 0.12 0.40
     check_nogrep "deleted mid-capture: no unresolved program frames" 'deleted-prog\+0x' "$(zcat "$FOLDED")"

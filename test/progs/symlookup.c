@@ -6,7 +6,8 @@
  * -T: debuginfod time bounds (servers: $DEBUGINFOD_URLS, as in a capture);
  * PID2:HEXADDR: an address in another process (one symbolizer for all);
  * -g: after each name, the debug file it came from (fk_sym_debug_file).
- * Reads a line from stdin between locating and naming when -w is given. */
+ * With -w: prints "located" once every address is located (their files
+ * opened), then reads a line from stdin before naming them. */
 #include "symbols/symbols.h"
 #include "cmd/term.h"
 
@@ -53,6 +54,8 @@ int main(int argc, char **argv)
         locs[i] = fk_sym_locate(s, p, strtoull(colon ? colon + 1 : arg, NULL, 16), kernel);
     }
     if (wait_line) {
+        printf("located\n");
+        fflush(stdout);
         char line[64];
         if (!fgets(line, sizeof line, stdin))
             line[0] = 0;

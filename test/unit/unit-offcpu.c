@@ -15,6 +15,7 @@
 #include "capture/blocktime.h"
 #include "capture/swtime.h"
 #include "capture/tracefs.h"
+#include "util/procfs.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -164,7 +165,7 @@ static const char *moved_str(const struct fk_swtime_stats *a, const struct fk_sw
 
 static void *sleeper(void *arg)
 {
-    *(pid_t *)arg = (pid_t)syscall(SYS_gettid);
+    __atomic_store_n((pid_t *)arg, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
     nap_ms(400);
     return NULL;
 }
@@ -184,7 +185,7 @@ static void kernel_program(void)
             exit_bits |= sw.flags[i].bit;
     struct fk_swtime *t = NULL;
     bool ok = fk_swtime_new(&sw, exit_bits, 0x100, 1u << 16, &t, err, sizeof err);
-    UNIT_CHECK("the switch-timing program loads (the verifier accepts what was generated)", ok);
+    UNIT_CHECK("the switch-timing program loads (the verifier accepts what was generated) and attaches", ok);
     if (!ok) {
         printf("  %s\n", err);
         return;
@@ -201,7 +202,7 @@ static void kernel_program(void)
     uint64_t t_attach = mono_ns();
     int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
     ok = fd >= 0 && fk_swtime_filter(t, FK_SWTIME_TGIDS, NULL, err, sizeof err) &&
-         fk_swtime_add_tgid(t, getpid()) && fk_swtime_attach(t, err, sizeof err);
+         fk_swtime_add_tgid(t, getpid()) && fk_swtime_follow_forks(t, err, sizeof err);
     UNIT_CHECK("attached to sched_switch, filtered to this process", ok);
     if (!ok) {
         printf("  %s (%s)\n", err, fd < 0 ? strerror(errno) : "");
@@ -282,14 +283,24 @@ static void kernel_program(void)
     pid_t stid = 0;
     pthread_t th;
     pthread_create(&th, NULL, sleeper, &stid);
-    nap_ms(100);
+    /* until it sleeps (a fixed 100 ms nap here failed 2 in 30 at load:
+     * the new thread not yet run, or still on its way to its sleep, is
+     * not off CPU) */
+    for (int i = 0; i < 200; i++) {
+        pid_t tid = __atomic_load_n(&stid, __ATOMIC_ACQUIRE);
+        if (tid > 0 && fk_proc_task_state(getpid(), tid) == 'S')
+            break;
+        nap_ms(2);
+    }
     uint64_t out = 0, stop = mono_ns();
     fk_swtime_stop(t, stop);
     bool pending = fk_swtime_pending(t, stid, &out);
+    char state = stid > 0 ? fk_proc_task_state(getpid(), stid) : 0;
     snprintf(what, sizeof what,
-             "a thread off CPU at the stop is pending since its switch-out (tid %d, %s, out %.1f ms "
-             "before the stop, %.1f ms after the first sleeps)",
-             (int)stid, pending ? "pending" : "not pending", ((double)stop - (double)out) / MS,
+             "a thread off CPU at the stop is pending since its switch-out (tid %d state %c, %s, "
+             "out %.1f ms before the stop, %.1f ms after the first sleeps)",
+             (int)stid, state ? state : '-',
+             pending ? "pending" : "not pending", ((double)stop - (double)out) / MS,
              ((double)out - (double)t1) / MS);
     UNIT_CHECK(what, stid > 0 && pending && out < stop && out > t1);
     pthread_join(th, NULL);

@@ -377,28 +377,20 @@ bool fk_bpf_fork_follower(int map_fd, enum fk_bpf_fork_value value,
 }
 
 /* Load "r0 = 0; exit" as a perf-event program and attach it to a
- * software event of this thread, or "r0 = 1; exit" as a tracepoint program
- * and attach it to tracepoint tp_id: the whole path a capture takes. */
-static bool probe(enum bpf_prog_type type, uint64_t tp_id, char *err, size_t errlen)
+ * software event of this thread: the whole path a capture takes (its
+ * close waits for nothing: only tracing events detach through
+ * perf_event_detach_bpf_prog). */
+static bool probe(char *err, size_t errlen)
 {
-    bool tp = type == BPF_PROG_TYPE_TRACEPOINT;
     struct fk_bpf_builder b;
     fk_bpf_builder_init(&b);
-    fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_0, tp ? 1 : 0));
+    fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_0, 0));
     fk_bpf_emit(&b, FK_BPF_EXIT());
     int prog;
-    bool ok = fk_bpf_prog_load(&b, type, tp ? "fk_probe_tp" : "fk_probe", &prog, err, errlen);
+    bool ok = fk_bpf_prog_load(&b, BPF_PROG_TYPE_PERF_EVENT, "fk_probe", &prog, err, errlen);
     fk_bpf_builder_free(&b);
     if (!ok)
         return false;
-    int ev = -1;
-    if (tp) {
-        ok = fk_bpf_attach_tracepoint(tp_id, prog, &ev, err, errlen);
-        if (ev >= 0)
-            close(ev);
-        close(prog);
-        return ok;
-    }
     struct perf_event_attr attr = {
         .type = PERF_TYPE_SOFTWARE,
         .size = sizeof attr,
@@ -406,7 +398,7 @@ static bool probe(enum bpf_prog_type type, uint64_t tp_id, char *err, size_t err
         .sample_period = 1,
         .disabled = 1,
     };
-    ev = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    int ev = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
     if (ev < 0) {
         snprintf(err, errlen, "perf_event_open for the BPF probe: %s", strerror(errno));
         close(prog);
@@ -418,26 +410,25 @@ static bool probe(enum bpf_prog_type type, uint64_t tp_id, char *err, size_t err
     return ok;
 }
 
-/* The probes' answers, made once per program type per process (captures
- * may start on several threads, e.g. serve's). */
+/* The probe's answer, made once per process (captures may start on
+ * several threads, e.g. serve's). */
 static pthread_mutex_t usable_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct { bool probed, ok; char why[256]; } usable[2];
+static struct { bool probed, ok; char why[256]; } usable;
 
-bool fk_bpf_usable(enum bpf_prog_type type, uint64_t tp_id, char *err, size_t errlen)
+bool fk_bpf_usable(enum bpf_prog_type type, char *err, size_t errlen)
 {
-    if (type != BPF_PROG_TYPE_PERF_EVENT && type != BPF_PROG_TYPE_TRACEPOINT) {
+    if (type != BPF_PROG_TYPE_PERF_EVENT) {
         snprintf(err, errlen, "BPF program type %d: flamekit does not probe it", (int)type);
         return false;
     }
-    unsigned i = type == BPF_PROG_TYPE_TRACEPOINT;
     pthread_mutex_lock(&usable_lock);
-    if (!usable[i].probed) {
-        usable[i].ok = probe(type, tp_id, usable[i].why, sizeof usable[i].why);
-        usable[i].probed = true;
+    if (!usable.probed) {
+        usable.ok = probe(usable.why, sizeof usable.why);
+        usable.probed = true;
     }
-    bool ok = usable[i].ok;
+    bool ok = usable.ok;
     if (!ok)
-        snprintf(err, errlen, "%s", usable[i].why);
+        snprintf(err, errlen, "%s", usable.why);
     pthread_mutex_unlock(&usable_lock);
     return ok;
 }

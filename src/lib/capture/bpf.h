@@ -140,15 +140,16 @@ bool fk_bpf_fork_follower(int map_fd, enum fk_bpf_fork_value value,
                           enum fk_bpf_fork_outsiders outsiders, int full_fd, const char *name,
                           int *prog_fd, int *event_fd, char *err, size_t errlen);
 
-/* Can this process load a program of type (BPF_PROG_TYPE_PERF_EVENT or
- * BPF_PROG_TYPE_TRACEPOINT) and attach it to a perf event on this kernel
- * (permissions, lockdown, a seccomp filter, a kernel without BPF)? The
- * probe takes the whole path a capture takes: a perf-event program on a
- * software event of this thread; a tracepoint program on tracepoint
- * tp_id (through an event of its own: fk_bpf_attach_tracepoint; the probe
- * returns 1, so perf records on that tracepoint as it would meanwhile).
- * Probed once per type and cached (any thread); false with the reason
- * in err. */
-bool fk_bpf_usable(enum bpf_prog_type type, uint64_t tp_id, char *err, size_t errlen);
+/* Can this process load a program of type BPF_PROG_TYPE_PERF_EVENT and
+ * attach it to a perf event on this kernel (permissions, lockdown, a
+ * seccomp filter, a kernel without BPF)? The probe takes the whole path a
+ * capture takes: a perf-event program on a software event of this thread.
+ * Probed once and cached (any thread); false with the reason in err.
+ * Tracepoint programs are not probed: a tracepoint event with a program
+ * attached waits when closed for an RCU tasks-trace grace period (Linux
+ * 6.18's perf_event_detach_bpf_prog; 15 s seen with both CPUs busy), so
+ * a capture attaches its real program instead and keeps its event until
+ * its results are written (capture/swtime.h). */
+bool fk_bpf_usable(enum bpf_prog_type type, char *err, size_t errlen);
 
 #endif

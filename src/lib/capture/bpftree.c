@@ -127,6 +127,11 @@ size_t fk_bpftree_bytes(const struct fk_bpftree *t)
     return (size_t)t->entries * ENTRY_BYTES;
 }
 
+int fk_bpftree_fork_event(const struct fk_bpftree *t)
+{
+    return t->fork_event;
+}
+
 void fk_bpftree_free(struct fk_bpftree *t)
 {
     if (!t)

@@ -69,6 +69,11 @@ bool fk_bpftree_has_memo(struct fk_bpftree *t, struct fk_bpftree_memo *m, pid_t 
  * were dropped. 0 unless the map was full. */
 uint64_t fk_bpftree_not_followed(const struct fk_bpftree *t);
 size_t fk_bpftree_bytes(const struct fk_bpftree *t);
+/* The fork program's event. Its close waits for an RCU tasks-trace grace
+ * period (seconds on a busy host: capture/bpf.h), so the caller keeps a
+ * copy (dup) open until its results are written; fk_bpftree_free closes
+ * this one. */
+int fk_bpftree_fork_event(const struct fk_bpftree *t);
 void fk_bpftree_free(struct fk_bpftree *t);
 
 #endif

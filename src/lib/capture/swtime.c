@@ -232,6 +232,13 @@ static uint32_t pid_max(void)
     return v > 0 && v <= 0x400000 ? (uint32_t)v : 0;
 }
 
+static bool set_cfg(struct fk_swtime *t, uint64_t stop_ns, uint64_t filter)
+{
+    uint32_t k = 0;
+    struct cfg c = { stop_ns, filter };
+    return bpf_map_update_elem(t->cfg, &k, &c, BPF_ANY) == 0;
+}
+
 static int on_block(void *ctx, void *data, size_t size)
 {
     struct fk_swtime *t = ctx;
@@ -281,19 +288,23 @@ bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t p
             ok = false;
         }
     }
+    /* attached last, idle (stopped at 1 ns) until fk_swtime_filter: the
+     * attachment is what tells whether the capture can time switches in
+     * the kernel. No probe of its own: an event with a program attached
+     * waits when closed for an RCU tasks-trace grace period (Linux 6.18's
+     * perf_event_detach_bpf_prog), which took 15 s before a window with
+     * both CPUs busy; this one is kept until the files are written. */
+    if (ok && !set_cfg(t, 1, FK_SWTIME_ALL)) {
+        snprintf(err, errlen, "setting the BPF program's configuration: %s", strerror(errno));
+        ok = false;
+    }
+    ok = ok && fk_bpf_attach_tracepoint(t->tp_id, t->prog, &t->event, err, errlen);
     if (!ok) {
         fk_swtime_free(t);
         return false;
     }
     *out = t;
     return true;
-}
-
-static bool set_cfg(struct fk_swtime *t, uint64_t stop_ns, uint64_t filter)
-{
-    uint32_t k = 0;
-    struct cfg c = { stop_ns, filter };
-    return bpf_map_update_elem(t->cfg, &k, &c, BPF_ANY) == 0;
 }
 
 bool fk_swtime_filter(struct fk_swtime *t, enum fk_swtime_filter f, const char *cgroup_dir,
@@ -329,7 +340,7 @@ void fk_swtime_forget_tgid(struct fk_swtime *t, pid_t tgid)
     (void)bpf_map_delete_elem(t->tgids, &k);
 }
 
-bool fk_swtime_attach(struct fk_swtime *t, char *err, size_t errlen)
+bool fk_swtime_follow_forks(struct fk_swtime *t, char *err, size_t errlen)
 {
     /* the child of a process whose tgid is in tgids is put in it before
      * it first runs, so a new process's first switches are timed -- not
@@ -337,11 +348,9 @@ bool fk_swtime_attach(struct fk_swtime *t, char *err, size_t errlen)
      * later. A new thread's tid goes in too: harmless, as no process has
      * that tgid while the thread lives, and forgotten at its EXIT
      * (fk_swtime_forget_tgid). */
-    if (t->filter == FK_SWTIME_TGIDS &&
-        !fk_bpf_fork_follower(t->tgids, FK_BPF_FORK_FLAG, FK_BPF_FORK_KEEP, -1, "fk_switch_fork",
-                              &t->fork_prog, &t->fork_event, err, errlen))
-        return false;
-    return fk_bpf_attach_tracepoint(t->tp_id, t->prog, &t->event, err, errlen);
+    return t->filter != FK_SWTIME_TGIDS ||
+           fk_bpf_fork_follower(t->tgids, FK_BPF_FORK_FLAG, FK_BPF_FORK_KEEP, -1, "fk_switch_fork",
+                                &t->fork_prog, &t->fork_event, err, errlen);
 }
 
 size_t fk_swtime_events(const struct fk_swtime *t, int fds[2])

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Off-CPU switch timing in the kernel: a program on sched:sched_switch
- * (attached to the capture's own tracepoint event) that keeps each
+ * (attached to a tracepoint event of its own) that keeps each
  * switched-out thread's switch-out time in a map by tid and, when the
  * thread is switched in again, writes its block -- tid, switch-out and
  * switch-in times -- to a BPF ring buffer. It replaces the kernel's two
@@ -19,7 +19,7 @@
  *    taken before perf times the same hit: a sampled switch-out's block
  *    starts at or before the sample's time and ends after it.
  *  - A block is written only whole (its switch-in seen): a thread off CPU
- *    when the program was attached gives no block for that wait; one off
+ *    when timing began (fk_swtime_filter) gives no block for that wait; one off
  *    CPU when it stopped is pending in the map (fk_swtime_pending). A
  *    switch-out or switch-in the program did not see is said (a gap:
  *    enum fk_swtime_kind), never hidden in a thread's total.
@@ -79,14 +79,20 @@ struct fk_swtime_stats {
 
 enum fk_swtime_filter { FK_SWTIME_ALL, FK_SWTIME_CGROUP, FK_SWTIME_TGIDS };
 
-/* Maps made and the program loaded (not attached). sw: sched_switch's
+/* Maps made, the program loaded and run on every hit of sched_switch
+ * through an event of its own (fk_bpf_attach_tracepoint: never the
+ * capture's events, which per-task targets inherit, and the first
+ * inherited copy freed would take the program off the tracepoint for
+ * good), timing nothing until fk_swtime_filter. sw: sched_switch's
  * format; exit_bits: prev_state's X and Z bits, preempt_bit: the
  * preemption bit; ring_bytes: the ring buffer's size (a power of 2, at
  * least a page). false with one line in err (the verifier's reason when
- * it refused). */
+ * it refused). Its event's close waits for an RCU tasks-trace grace
+ * period (seconds on a busy host): the caller keeps a copy
+ * (fk_swtime_events) open until its results are written. */
 bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t preempt_bit,
                    size_t ring_bytes, struct fk_swtime **out, char *err, size_t errlen);
-/* Before attaching: which threads' switches are timed. cgroup_dir: for
+/* Which threads' switches are timed, from now. cgroup_dir: for
  * FK_SWTIME_CGROUP; FK_SWTIME_TGIDS starts with none (fk_swtime_add_tgid). */
 bool fk_swtime_filter(struct fk_swtime *t, enum fk_swtime_filter f, const char *cgroup_dir,
                       char *err, size_t errlen);
@@ -94,14 +100,11 @@ bool fk_swtime_filter(struct fk_swtime *t, enum fk_swtime_filter f, const char *
  * more (it exited). */
 bool fk_swtime_add_tgid(struct fk_swtime *t, pid_t tgid);
 void fk_swtime_forget_tgid(struct fk_swtime *t, pid_t tgid);
-/* Run the program on every hit of sched_switch, through an event of its
- * own (fk_bpf_attach_tracepoint: never the capture's events, which per-task
- * targets inherit, and the first inherited copy freed would take the
- * program off the tracepoint for good). With FK_SWTIME_TGIDS, a second
- * program on sched:sched_process_fork adds the children of the processes
- * timed, before they first run. Once only. */
-bool fk_swtime_attach(struct fk_swtime *t, char *err, size_t errlen);
-/* The programs' own events (fk_swtime_attach), at most 2, to fds; how
+/* With FK_SWTIME_TGIDS (after fk_swtime_filter), a second program on
+ * sched:sched_process_fork adds the children of the processes timed,
+ * before they first run; nothing otherwise. Once only. */
+bool fk_swtime_follow_forks(struct fk_swtime *t, char *err, size_t errlen);
+/* The programs' own events, at most 2, to fds; how
  * many. fk_swtime_free closes them; a copy (dup) the caller holds keeps
  * the event, and the tracepoint, until it closes that too. */
 size_t fk_swtime_events(const struct fk_swtime *t, int fds[2]);

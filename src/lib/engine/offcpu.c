@@ -914,8 +914,7 @@ static bool offcpu_start(const struct fk_capture_opts *o, void **state, unsigned
             snprintf(why, sizeof why, "its map and ring buffer (%zu KiB) do not fit in an eighth of "
                      "--max-memory (%llu KiB): raise it to use it",
                      fk_swtime_bytes_for(ring) >> 10, (unsigned long long)(o->max_mem_bytes >> 10));
-        if (why[0] || !fk_bpf_usable(BPF_PROG_TYPE_TRACEPOINT, k->sw.id, why, sizeof why) ||
-            !fk_swtime_new(&k->sw, k->exit_bits, k->bits.preempt, ring, &k->swt, why, sizeof why))
+        if (why[0] || !fk_swtime_new(&k->sw, k->exit_bits, k->bits.preempt, ring, &k->swt, why, sizeof why))
             snprintf(k->bpf_note, sizeof k->bpf_note, "%s", why);
     }
     long cpus = sysconf(_SC_NPROCESSORS_CONF);
@@ -1377,14 +1376,12 @@ static void offcpu_reader_pass(void *state, struct fk_reader *r, const struct fk
     k->npass = 0;
 }
 
-/* The events are open, not enabled: the program times the target's
- * threads -- all of them (host, user: the events see every thread), a
- * cgroup and those below it (cgroup targets, pid and run trees in one),
- * or per-task targets' processes by tgid and their children from their
- * fork -- and runs on each hit of sched_switch, through an event of its
- * own (fk_swtime_attach: attached to an inherited event of the capture's,
- * it stopped for good when the first child or thread made in the window
- * exited, Linux >= 6.10). */
+/* The events are open, not enabled: the program (on sched_switch since
+ * offcpu_start, through an event of its own: fk_swtime_new) starts timing
+ * the target's threads -- all of them (host, user: the events see every
+ * thread), a cgroup and those below it (cgroup targets, pid and run trees
+ * in one), or per-task targets' processes by tgid and their children from
+ * their fork (fk_swtime_follow_forks). */
 static bool offcpu_opened(void *state, struct fk_engine *e, char *err, size_t errlen)
 {
     struct offcpu *k = state;
@@ -1409,12 +1406,13 @@ static bool offcpu_opened(void *state, struct fk_engine *e, char *err, size_t er
     bool ok = fk_swtime_filter(k->swt, f, cg, why, sizeof why);
     for (size_t i = 0; ok && f == FK_SWTIME_TGIDS && t && i < t->npids; i++)
         ok = fk_swtime_add_tgid(k->swt, t->pids[i]);
-    if (ok && !fk_swtime_attach(k->swt, why, sizeof why))
+    if (ok && !fk_swtime_follow_forks(k->swt, why, sizeof why))
         ok = false;
     /* their events are closed with the capture's, after the files are
-     * written: the fork program's is its tracepoint's only one */
+     * written (each close waits for an RCU tasks-trace grace period:
+     * fk_swtime_new), failed or not */
     int fds[2];
-    for (size_t i = 0, n = ok ? fk_swtime_events(k->swt, fds) : 0; i < n; i++) {
+    for (size_t i = 0, n = fk_swtime_events(k->swt, fds); i < n; i++) {
         int d = fcntl(fds[i], F_DUPFD_CLOEXEC, 0);
         if (d >= 0)
             fk_engine_keep_fd(e, d);

@@ -314,6 +314,11 @@ static bool attach_bpftree(struct fk_engine *e, char *err, size_t errlen)
     e->bpftree = fk_bpftree_new(FK_ENGINE_BPFTREE_ENTRIES, err, errlen);
     if (!e->bpftree)
         return false;
+    /* its fork program's event closed with the capture's, after the files
+     * (a fallback to per-task events leaves it running until then) */
+    int d = fcntl(fk_bpftree_fork_event(e->bpftree), F_DUPFD_CLOEXEC, 0);
+    if (d >= 0)
+        fk_engine_keep_fd(e, d);
     size_t n = (size_t)perf_cpu_map__nr(e->cpus);
     int *fds = fk_malloc(n * sizeof *fds);
     bool ok = true;

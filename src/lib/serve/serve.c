@@ -263,11 +263,8 @@ static enum MHD_Result text(struct MHD_Connection *c, struct req *r, const char 
 {
     va_list ap;
     va_start(ap, fmt);
-    char *s = NULL;
-    int n = vasprintf(&s, fmt, ap);
+    char *s = fk_vasprintf(fmt, ap);
     va_end(ap);
-    if (n < 0)
-        return MHD_NO;
     char *line = fk_asprintf("%s\n", s);
     if (status >= 400)  /* the log says why as the client was told */
         snprintf(r->why, sizeof r->why, "%s", s);

@@ -1247,10 +1247,10 @@ static inline struct fk_last_header *header_slot(const struct fk_perfscript *p, 
 }
 
 /* The header s..end's slot when it holds this header but for the digits
- * of its cpu and time, else NULL. Then parse_header would find the same
- * tokens at the same places (only digits differ, where digits were), so
- * the same process name, event and period. 16 bytes at a time, the last
- * chunk overlapping. */
+ * header_keep let differ (cpu, time, pid), else NULL. Then parse_header
+ * would find the same tokens at the same places (only digits differ,
+ * where digits were), so the same process name, event and period. 16
+ * bytes at a time, the last chunk overlapping. */
 static inline const struct fk_last_header *header_again(const struct fk_perfscript *p,
                                                         const char *s, const char *end)
 {
@@ -1279,9 +1279,12 @@ static inline const struct fk_last_header *header_again(const struct fk_perfscri
 
 /* Keep the header s..end (tokens of the usual shape, nt of them, the
  * event last with only blanks after it) in its slot for header_again,
- * with what it gave. */
+ * with what it gave. The digits of its cpu and time may differ next
+ * time, and those of its pid (token pidt; -1: none) when the process
+ * name does not show it: a host's short-lived processes (each compiler
+ * run a new pid) then take their headers again too. */
 static void header_keep(struct fk_perfscript *p, const char *s, const char *end, char **ts,
-                        const size_t *tl, const enum tok *tk, int nt)
+                        const size_t *tl, const enum tok *tk, int nt, int pidt)
 {
     size_t len = (size_t)(end - s);
     if (len < 16)
@@ -1295,7 +1298,7 @@ static void header_keep(struct fk_perfscript *p, const char *s, const char *end,
     memcpy(h->text, s, len);
     memset(h->var, 0, len);
     for (int i = 0; i < nt; i++) {
-        if (tk[i] != T_CPU && tk[i] != T_TIME)
+        if (tk[i] != T_CPU && tk[i] != T_TIME && i != pidt)
             continue;
         for (size_t j = (size_t)(ts[i] - s); j < (size_t)(ts[i] - s) + tl[i]; j++)
             if (is_digit(s[j]))
@@ -1437,7 +1440,7 @@ static bool parse_header(struct fk_perfscript *p, char *s, char *end, const char
         if (r < end && is_hex(*r) && end[-1] == ')')
             frame_line(p, NULL, r, end);
         else if (r == end && fast && ev == nt - 1)
-            header_keep(p, s, end, ts, tl, tk, nt);
+            header_keep(p, s, end, ts, tl, tk, nt, p->o.pid || p->o.tid ? -1 : pidt);
     }
     return true;
 }
@@ -1849,13 +1852,28 @@ static inline bool ip_prefix_scalar(const char *s, size_t n, bool addrs)
 }
 
 /* ip_prefix_scalar's answer (n <= KR_PFXMAX; end: where the readable bytes
- * after s end) from masks of blanks and hex digits over 32 bytes: the ip
- * of a known key often changes (a process's libraries at other addresses,
- * or a stripped binary's "[unknown]" at every address), and the loops a
- * byte at a time missed their exits as the ips' widths vary. */
+ * after s end) from masks of blanks and hex digits: the ip of a known key
+ * often changes (a process's libraries at other addresses, or a stripped
+ * binary's "[unknown]" at every address: a third of a host capture's
+ * frame lines), and the loops a byte at a time missed their exits as the
+ * ips' widths vary. perf's own shape, one indent byte, an ip field of at
+ * most 16 bytes and one blank, takes one 16-byte load: the bytes between
+ * a blank first and a blank last must be blanks, one run of hex digits,
+ * blanks. */
 static inline bool ip_prefix(const char *s, size_t n, const char *end, bool addrs)
 {
 #ifdef __SSE2__
+    if (!addrs && n >= 3 && n <= 18 && end - s >= 17) {
+        if (!is_space(s[0]) || !is_space(s[n - 1]))
+            return false;
+        __m128i v = _mm_loadu_si128((const __m128i *)(s + 1));
+        unsigned mid = (1u << (n - 2)) - 1;
+        unsigned ip = ~blank_mask16(v) & mid;
+        if (!ip || (ip & ~hex_mask16(v)))
+            return false;
+        ip >>= __builtin_ctz(ip);
+        return !(ip & (ip + 1));    /* one run */
+    }
     if (end - s >= 32 && n < 32) {
         uint32_t blank = 0, hex = 0;
         for (unsigned off = 0; off < 32; off += 16) {
@@ -1878,6 +1896,29 @@ static inline bool ip_prefix(const char *s, size_t n, const char *end, bool addr
     return ip_prefix_scalar(s, n, addrs);
 }
 
+/* Is b[0..plen) (e: the end of what is buffered) a prefix of frame_line's
+ * shape, like pfx[0..plen), the one kept before a key? Then it becomes
+ * the one kept: an ip comes back with its key in a process. Out of line:
+ * raw_line is inlined in the loop over frame lines, and this is its rare
+ * path. */
+static __attribute__((noinline)) bool other_ip(char *pfx, const char *b, size_t plen,
+                                               const char *e, bool addrs)
+{
+    if (!ip_prefix(b, plen, e, addrs))
+        return false;
+#ifdef __SSE2__
+    if (plen >= 16) {   /* perf's shape: two moves, not a call */
+        __m128i lo = _mm_loadu_si128((const __m128i *)b);
+        __m128i hi = _mm_loadu_si128((const __m128i *)(b + plen - 16));
+        _mm_storeu_si128((__m128i *)pfx, lo);
+        _mm_storeu_si128((__m128i *)(pfx + plen - 16), hi);
+        return true;
+    }
+#endif
+    memcpy(pfx, b, plen);
+    return true;
+}
+
 /* Is the line at b (e: the end of what is buffered), newline included,
  * record r's key after as many bytes as came before it last time (its
  * prefix)? Its key; else NULL. The line as it was last time is two
@@ -1887,16 +1928,16 @@ static inline bool ip_prefix(const char *s, size_t n, const char *end, bool addr
 static inline const char *raw_line(const struct fk_perfscript *p, uint32_t r, const char *b,
                                    const char *e, bool java)
 {
-    const uint32_t *rec = p->keys.w + r - 1;
+    uint32_t *rec = p->keys.w + r - 1;
     uint32_t kj = rec[KR_KJ];
     size_t klen = kj >> 1, plen = rec[KR_PFX], n = plen + klen;
     if (!plen || (size_t)(e - b) <= n || b[n] != '\n' || (kj & 1) != java)
         return NULL;
-    const char *pfx = (const char *)(rec + KR_HEAD) - plen;
+    char *pfx = (char *)(rec + KR_HEAD) - plen;
     /* the line as last time (one compare: the prefix is kept before the
      * key), else the key after another ip */
     if (!same_bytes(b, pfx, n) &&
-        (!same_bytes(b + plen, pfx + plen, klen) || !ip_prefix(b, plen, e, p->o.addrs)))
+        (!same_bytes(b + plen, pfx + plen, klen) || !other_ip(pfx, b, plen, e, p->o.addrs)))
         return NULL;
     return b + plen;
 }

@@ -110,10 +110,11 @@ struct fk_perfscript {
     /* Sample headers of the usual shape that were parsed whole ("comm
      * pid [cpu] time: period event:", blanks after), the last one by a
      * hash of its first 8 bytes: a header that differs from the one in
-     * its slot only in the digits of its cpu and time is the same
-     * process, event and weight (header_again): 3 headers in 4 of the
-     * shallow bench input (host-wide, its processes interleaved). NULL
-     * until the first such header. */
+     * its slot only in the digits of its cpu and time (and of its pid
+     * when the process name does not show it) is the same process name,
+     * event and weight (header_again): most headers of the shallow
+     * bench input (host-wide, its processes interleaved). NULL until
+     * the first such header. */
     struct fk_last_header {
         char text[96];
         unsigned char var[96];  /* 0xff where a digit may differ */

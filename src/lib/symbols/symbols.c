@@ -10,7 +10,6 @@
 #include "util/procfs.h"
 #include "util/safeopen.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -800,45 +799,50 @@ static bool scan_maps(struct fk_symbolizer *s, struct proc *pr, const char *path
     return true;
 }
 
+/* One thread of a process being scanned (scan_into). */
+struct scan_ctx {
+    struct fk_symbolizer *s;
+    struct proc *pr;
+    size_t lines;               /* of the process's maps read so far */
+    bool have_comm;             /* pr->comm read from /proc/PID/comm */
+};
+
+static bool scan_thread(pid_t tid, void *ctx)
+{
+    struct scan_ctx *c = ctx;
+    pid_t pid = c->pr->pid;
+    char cp[96];
+    /* A leader that ended with pthread_exit is a zombie with no
+     * memory until its process exits: /proc/PID/maps is empty, and
+     * the process's mappings are its other threads' */
+    if (!c->lines && tid != pid) {
+        snprintf(cp, sizeof cp, "/proc/%d/task/%d/maps", (int)pid, (int)tid);
+        (void)scan_maps(c->s, c->pr, cp, &c->lines);
+    }
+    char comm[COMM_LEN];
+    snprintf(cp, sizeof cp, "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+    if (tid == pid && c->have_comm) {       /* the leader's: /proc/PID/comm, read above */
+        set_comm(thread_get(c->s, tid, pid)->comm, c->pr->comm);
+    } else if (read_comm(cp, comm)) {
+        struct thread *t = thread_get(c->s, tid, pid);
+        set_comm(t->comm, comm);
+    }
+    return true;
+}
+
 /* (Re)read /proc/PID: maps, comm, threads. */
 static void scan_into(struct fk_symbolizer *s, struct proc *pr)
 {
     char p[64];
     pid_t pid = pr->pid;
     pr->scanned = true;
+    struct scan_ctx c = { .s = s, .pr = pr };
     snprintf(p, sizeof p, "/proc/%d/comm", (int)pid);
-    bool have_comm = read_comm(p, pr->comm);
+    c.have_comm = read_comm(p, pr->comm);
     snprintf(p, sizeof p, "/proc/%d/maps", (int)pid);
-    size_t lines;
-    if (!scan_maps(s, pr, p, &lines))
+    if (!scan_maps(s, pr, p, &c.lines))
         return;
-    snprintf(p, sizeof p, "/proc/%d/task", (int)pid);
-    DIR *dir = opendir(p);
-    if (!dir)
-        return;
-    struct dirent *de;
-    while ((de = readdir(dir))) {
-        pid_t tid = (pid_t)atoi(de->d_name);
-        if (tid <= 0)
-            continue;
-        char cp[96];
-        /* A leader that ended with pthread_exit is a zombie with no
-         * memory until its process exits: /proc/PID/maps is empty, and
-         * the process's mappings are its other threads' */
-        if (!lines && tid != pid) {
-            snprintf(cp, sizeof cp, "/proc/%d/task/%d/maps", (int)pid, (int)tid);
-            (void)scan_maps(s, pr, cp, &lines);
-        }
-        char comm[COMM_LEN];
-        snprintf(cp, sizeof cp, "/proc/%d/task/%d/comm", (int)pid, (int)tid);
-        if (tid == pid && have_comm) {      /* the leader's: /proc/PID/comm, read above */
-            set_comm(thread_get(s, tid, pid)->comm, pr->comm);
-        } else if (read_comm(cp, comm)) {
-            struct thread *t = thread_get(s, tid, pid);
-            set_comm(t->comm, comm);
-        }
-    }
-    closedir(dir);
+    (void)fk_proc_for_each_tid(pid, scan_thread, &c);   /* gone meanwhile: nothing more to read */
 }
 
 /* The process, seeded from /proc the first time we hear of it. */

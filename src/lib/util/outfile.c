@@ -178,13 +178,10 @@ bool fk_outfile_printf(struct fk_outfile *o, const char *fmt, ...)
 {
     va_list ap;
     if (o->gz) {
-        char *s;
         va_start(ap, fmt);
-        int n = vasprintf(&s, fmt, ap);
+        char *s = fk_vasprintf(fmt, ap);
         va_end(ap);
-        if (n < 0)
-            return false;
-        bool ok = fk_outfile_write(o, s, (size_t)n);
+        bool ok = fk_outfile_write(o, s, strlen(s));
         free(s);
         return ok;
     }
