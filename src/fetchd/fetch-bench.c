@@ -610,9 +610,8 @@ static bool snap_task(pid_t tid, void *ctx)
     if (n <= 0)
         return true;            /* gone meanwhile: counted with the threads that ended */
     name[strcspn(name, "\n")] = 0;
-    snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)pid, (int)tid);
-    double csw = (double)(fk_proc_status_last(path, "voluntary_ctxt_switches") +
-                          fk_proc_status_last(path, "nonvoluntary_ctxt_switches"));
+    unsigned long long switches = 0;
+    double csw = fk_proc_task_switches(pid, tid, &switches) ? (double)switches : 0;
     struct task_csw *t = tid == pid ? &s->t[0] : &s->t[s->n++];
     t->tid = tid;
     snprintf(t->name, sizeof t->name, "%s", name);

@@ -188,6 +188,13 @@ int main(void)
                ids[1] == 7 && ids[2] == 3);
     UNIT_CHECK("status: at most max numbers", fk_proc_status_numbers(fake, "NStgid", ids, 2) == 2);
     free(fake);
+    unsigned long long sw0 = 0, sw1 = 0;
+    bool sw_read = fk_proc_task_switches(getpid(), getpid(), &sw0);
+    usleep(1000);       /* one voluntary switch at least */
+    sw_read = sw_read && fk_proc_task_switches(getpid(), getpid(), &sw1);
+    UNIT_CHECK("task switches: ours, rising with a sleep", sw_read && sw1 > sw0);
+    UNIT_CHECK("task switches: a thread gone gives false",
+               !fk_proc_task_switches(getpid(), 0, &sw0));
     uid_t uids[2];
     UNIT_CHECK("fk_proc_uids: our real and effective uid",
                fk_proc_uids(getpid(), uids) == 2 && uids[0] == getuid() && uids[1] == geteuid());

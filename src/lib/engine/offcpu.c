@@ -220,13 +220,11 @@ struct task_switches {
 static bool add_task_switches(pid_t tid, void *ctx)
 {
     struct task_switches *ts = ctx;
-    char sp[96];
-    snprintf(sp, sizeof sp, "/proc/%d/task/%d/status", (int)ts->pid, (int)tid);
-    unsigned long long v = 0, nv = 0;
-    if (fk_proc_status_numbers(sp, "voluntary_ctxt_switches", &v, 1) +
-        fk_proc_status_numbers(sp, "nonvoluntary_ctxt_switches", &nv, 1))
+    unsigned long long n;
+    if (fk_proc_task_switches(ts->pid, tid, &n)) {
         ts->any = true;     /* the thread was there to be read */
-    *ts->sum += v + nv;
+        *ts->sum += n;
+    }
     return ++ts->tasks < 16384;
 }
 

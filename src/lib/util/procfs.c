@@ -44,20 +44,29 @@ bool fk_proc_for_each_tid(pid_t pid, bool (*fn)(pid_t tid, void *ctx), void *ctx
     return for_each_number(path, fn, ctx);
 }
 
-/* The text after "KEY:" on its line of the status file read into buf (the
- * line cut at its newline); NULL when the line is missing. */
-static char *status_line(char *buf, const char *key)
+/* The text after "KEY:" on its line of a status file's text (the key
+ * matched whole, at a line's start), up to and with its newline; NULL
+ * when the line is missing. */
+static char *status_find(char *buf, const char *key)
 {
     size_t klen = strlen(key);
     for (char *line = buf; line && *line;) {
-        char *nl = strchr(line, '\n');
-        if (nl)
-            *nl = 0;
         if (strncmp(line, key, klen) == 0 && line[klen] == ':')
             return line + klen + 1;
+        char *nl = strchr(line, '\n');
         line = nl ? nl + 1 : NULL;
     }
     return NULL;
+}
+
+/* The same, the line cut at its newline. */
+static char *status_line(char *buf, const char *key)
+{
+    char *v = status_find(buf, key);
+    char *nl = v ? strchr(v, '\n') : NULL;
+    if (nl)
+        *nl = 0;
+    return v;
 }
 
 /* A status file is about 1.5 KiB. */
@@ -89,6 +98,20 @@ size_t fk_proc_status_numbers(const char *path, const char *key, unsigned long l
         line = end;
     }
     return n;
+}
+
+bool fk_proc_task_switches(pid_t pid, pid_t tid, unsigned long long *n)
+{
+    char path[80], buf[STATUS_MAX];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/status", (int)pid, (int)tid);
+    if (fk_read_small(path, buf, sizeof buf) <= 0)
+        return false;
+    char *v = status_find(buf, "voluntary_ctxt_switches");
+    char *nv = status_find(buf, "nonvoluntary_ctxt_switches");
+    if (!v && !nv)
+        return false;
+    *n = (v ? strtoull(v, NULL, 10) : 0) + (nv ? strtoull(nv, NULL, 10) : 0);
+    return true;
 }
 
 /* A stat file ("pid (comm) state ...") read into buf: where its fields

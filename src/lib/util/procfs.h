@@ -24,6 +24,10 @@ unsigned long long fk_proc_status_last(const char *path, const char *key);
  * real, effective, saved and filesystem uids. */
 size_t fk_proc_status_numbers(const char *path, const char *key, unsigned long long *v,
                               size_t max);
+/* Thread tid of process pid's context switches so far, voluntary and
+ * involuntary (/proc/PID/task/TID/status, one read); false when it is
+ * gone or the file unreadable. */
+bool fk_proc_task_switches(pid_t pid, pid_t tid, unsigned long long *n);
 /* When process pid started (its fork), in nanoseconds of CLOCK_BOOTTIME,
  * to the kernel's clock tick (/proc/PID/stat field 22, rounded down); false
  * when the process is gone or the file unreadable. */
