@@ -287,13 +287,6 @@ static void usable_by_type(void)
                strstr(err, "does not probe"));
 }
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* fork() a child that exits at once; its pid after reaping, or -1 */
 static pid_t fork_one(void)
 {
@@ -350,9 +343,9 @@ static void fork_follower(enum fk_bpf_fork_value value, enum fk_bpf_fork_outside
     uint32_t k = (uint32_t)getpid();
     uint64_t v = 0, marker = timed ? 7 : 2;
     bpf_map_update_elem(map, &k, &v, BPF_ANY);
-    uint64_t t0 = mono_ns();
+    uint64_t t0 = fk_now_ns();
     pid_t child = fork_one();
-    uint64_t t1 = mono_ns();
+    uint64_t t1 = fk_now_ns();
     k = (uint32_t)child;
     v = 0;
     bool in = child > 0 && bpf_map_lookup_elem(map, &k, &v) == 0;
