@@ -19,8 +19,18 @@
 #define ARRAY_PID_MAX (1u << 18)
 #define HASH_THREADS 65536u
 
-/* cfg's one value: when to stop (0: not yet), which threads */
+/* cfg's one value: when to stop (0: not yet; STOP_IDLE: before the
+ * window), which threads */
 struct cfg { uint64_t stop_ns, filter; };
+#define STOP_IDLE 1
+
+/* A hit reads the clock (bpf_ktime_get_ns) only once it knows a thread
+ * it times is switched out or in: on this VM (PVM) every clock read traps
+ * to the hypervisor (~190 ns of the program's ~500 a hit at a switch
+ * storm, kernel.bpf_stats_enabled; rdtsc ~120 ns from user space), and
+ * most hits of a busy host are of threads not timed. (The scheduler's own
+ * clock, rq->clock reached through BTF, was tried instead: no cheaper a
+ * hit, and microseconds stale after a wake-up that preempts.) */
 
 struct fk_swtime {
     int prog, outs, cfg, stats, cgrp, tgids, rb;
@@ -88,9 +98,24 @@ static void emit_block(struct fk_bpf_builder *b, const struct fk_swtime *t, enum
     fk_bpf_goto(b, next);
 }
 
-/* The program. Registers: r6 ctx, r7 now, r8 the filter then the block's
- * switch-out, r9 the tid; the stack: [-4] array index, [-8] tid key,
- * [-16] a new entry's value. */
+/* r7 = the hit's time (CLOCK_MONOTONIC ns); then to stopped if the
+ * window has ended (its end at [-32]). Clobbers r0-r5. */
+static void emit_now(struct fk_bpf_builder *b, unsigned stopped)
+{
+    unsigned go = fk_bpf_label_new(b);
+    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_ktime_get_ns));
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_7, BPF_REG_0));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_10, -32));
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, 0, go);
+    fk_bpf_jump_reg(b, BPF_JGE, BPF_REG_7, BPF_REG_1, stopped);
+    fk_bpf_label_place(b, go);
+}
+
+/* The program. Registers: r6 ctx, r7 now
+ * (0: not read yet: a hit of threads not timed reads no clock), r8 the
+ * filter then the block's switch-out, r9 the tid; the stack: [-4] array
+ * index, [-8] tid key, [-16] a new entry's value, [-32] the window's
+ * end, [-40] the switched-in thread's entry. */
 static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
                      const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t preempt_bit,
                      char *err, size_t errlen)
@@ -102,14 +127,14 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
         snprintf(err, errlen, "sched:sched_switch has no prev_pid/prev_state/next_pid field");
         return false;
     }
-    unsigned go = fk_bpf_label_new(b), in = fk_bpf_label_new(b), out = fk_bpf_label_new(b);
+    unsigned in = fk_bpf_label_new(b), out = fk_bpf_label_new(b);
     unsigned by_tgid = fk_bpf_label_new(b), keep = fk_bpf_label_new(b);
     unsigned store = fk_bpf_label_new(b), insert = fk_bpf_label_new(b);
 
     fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_6, BPF_REG_1));
-    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_ktime_get_ns));
-    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_7, BPF_REG_0));
-    /* stopped? which threads? */
+    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_7, 0));
+    /* stopped? which threads? (no clock read yet: most hits of a busy
+     * host are of threads not timed) */
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -4, 0));
     fk_bpf_emit_ld_map_fd(b, BPF_REG_1, t->cfg);
     fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
@@ -117,9 +142,8 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, out);
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
-    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, 0, go);
-    fk_bpf_jump_reg(b, BPF_JGE, BPF_REG_7, BPF_REG_1, out);
-    fk_bpf_label_place(b, go);
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, STOP_IDLE, out);
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_1, -32));
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_8, BPF_REG_0, 8));
 
     /* the thread switched out (current is still prev) */
@@ -143,6 +167,7 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, in);
     fk_bpf_label_place(b, keep);
+    emit_now(b, out);
     /* its last switch-out (exiting, not preempted): forget it */
     if (!fk_bpf_load_field(b, BPF_REG_1, BPF_REG_6, prev_state, err, errlen))
         return false;
@@ -209,6 +234,12 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, out);
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_8, BPF_REG_0, 0));
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_8, 0, out);     /* not seen yet */
+    unsigned timed = fk_bpf_label_new(b);
+    fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_7, 0, timed);
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_0, -40));
+    emit_now(b, out);
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_10, -40));
+    fk_bpf_label_place(b, timed);
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_0, 0, FK_SWTIME_RUNNING));
     /* a block; or (RUNNING) a switch-in with no switch-out seen since the
      * last one: said as such, from RUNNING */
@@ -294,7 +325,7 @@ bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t p
      * waits when closed for an RCU tasks-trace grace period (Linux 6.18's
      * perf_event_detach_bpf_prog), which took 15 s before a window with
      * both CPUs busy; this one is kept until the files are written. */
-    if (ok && !set_cfg(t, 1, FK_SWTIME_ALL)) {
+    if (ok && !set_cfg(t, STOP_IDLE, FK_SWTIME_ALL)) {
         snprintf(err, errlen, "setting the BPF program's configuration: %s", strerror(errno));
         ok = false;
     }
@@ -368,7 +399,7 @@ void fk_swtime_stop(struct fk_swtime *t, uint64_t at_ns)
     uint32_t k = 0;
     struct cfg c;
     if (bpf_map_lookup_elem(t->cfg, &k, &c) == 0) {
-        c.stop_ns = at_ns ? at_ns : 1;
+        c.stop_ns = at_ns ? at_ns : STOP_IDLE;
         (void)bpf_map_update_elem(t->cfg, &k, &c, BPF_ANY);
     }
 }
