@@ -211,11 +211,40 @@ fi
 ## at the memory limit 40-150 ms in, before the sleepers' first block
 ## when the host was loaded (12 of 24 runs beside 4 CPU burners: 0 ns
 ## asleep). The sleeps' timing needs no kernel frames: --no-kernel.
+## The set-bpf capture runs while every RCU tasks-trace grace period is
+## held (test/progs/rcu-hold; t-offcpu's "grace periods held"): its window
+## must open and its files be written meanwhile. It opened sched_switch's
+## event for the program, and the refused attach closed it bare, the
+## tracepoint's last perf event: a grace period's wait before the window.
 if [ "$PATH_TIMED" = records ]; then
     for how in set-bpf max-memory; do
         rm -rf "$T/fallback-$how"
         if [ $how = set-bpf ]; then
-            o=$("$FK_BUILD/test/progs/seccomp-deny" set-bpf "$FLAMEKIT" offcpu -o "$T/fallback-$how" run -- "$TRUTH" sleeps 0.5 2>&1)
+            rm -f "$T/fhold.in"; mkfifo "$T/fhold.in"
+            "$FK_BUILD/test/progs/rcu-hold" 30 <"$T/fhold.in" >"$T/fhold.out" 2>&1 &
+            H=$!
+            exec 8>"$T/fhold.in"
+            fk_cleanup "kill $H 2>/dev/null"
+            for i in $(seq 200); do grep -q 'held\|unsupported' "$T/fhold.out" && break; sleep 0.05; done
+            "$FK_BUILD/test/progs/seccomp-deny" set-bpf "$FLAMEKIT" offcpu -o "$T/fallback-$how" run -- "$TRUTH" sleeps 0.5 >"$T/fallback.out" 2>&1 8>&- &
+            FKH=$!
+            # (its events close after the files: that close waits)
+            for i in $(seq 400); do
+                ls "$T/fallback-$how"/*.offcpu.json >/dev/null 2>&1 && break
+                kill -0 $FKH 2>/dev/null || break
+                sleep 0.05
+            done
+            files=$(ls "$T/fallback-$how" 2>/dev/null | wc -l) still=$(grep -c released "$T/fhold.out")
+            exec 8>&-
+            wait $H
+            wait $FKH
+            o=$(cat "$T/fallback.out")
+            if grep -q held "$T/fhold.out"; then
+                check "fallback ($how): the files were written while grace periods were held ($files files, released early: $still)" \
+                    test "$files" -ge 3 -a "$still" = 0
+            else
+                skip "fallback ($how): no grace period waited for" "rcu-hold: $(head -1 "$T/fhold.out")"
+            fi
             want='attaching a BPF program to a perf event: Operation not permitted'
         else
             o=$("$FLAMEKIT" offcpu --no-kernel --max-memory 3M -o "$T/fallback-$how" run -- "$TRUTH" sleeps 0.5 2>&1)
