@@ -10,6 +10,12 @@
 #      the /proc scan, naming, files) and a per-sample cost: two windows,
 #      SHORT and LONG seconds; per sample = extra CPU / extra samples,
 #      fixed = the short run's CPU less its samples' share.
+#      And steady: the CPU its threads took (schedstat, ns) from 3 s into
+#      the LONG run to 1 s before its end, per sample at the run's mean
+#      rate: no start-up, naming or files, no rusage tick rounding, so
+#      the quietest per-sample figure; split into the ring reader's
+#      thread (flamekit-reader) and the rest (the engine's thread, symbol
+#      loading).
 #  (2) 'flamekit host -F 99 -d LONG99' (the default frequency, dwarf):
 #      share of one core (target <= 1 % for 60 s).
 # Ratios are new/base of the medians over the pairs. Without FK_BASELINE
@@ -43,22 +49,49 @@ total=$(( pairs * nb * (short + long + long99 + 30) ))
 for ((i = 0; i < $(nproc); i++)); do "$PY" "$work/busy.py" "$total" & pids+=($!); done
 sleep 1
 
-# one capture: prints "CPU_S SAMPLES LOST" (LOST: records the kernel
-# dropped; a cheaper build that loses records has not proven its cost)
+# one capture: prints "CPU_S SAMPLES LOST STEADY_US READER_US" (LOST:
+# records the kernel dropped; a cheaper build that loses records has not
+# proven its cost; STEADY_US, READER_US: 0 for runs under 5 s)
 run() {  # run FLAMEKIT HZ SECS
     local out=$work/out.$RANDOM
     python3 - "$1" "$2" "$3" "$out" <<'PY'
-import glob, json, os, subprocess, sys
+import glob, json, os, subprocess, sys, time
 fk, hz, secs, out = sys.argv[1:5]
 p = subprocess.Popen([fk, "host", "-q", "--python", "off", "--no-svg", "-F", hz, "-d", secs + "s",
                       "-o", out])
+def threads():
+    """{tid: (ns on CPU, is the reader)} of flamekit's threads now"""
+    ts = {}
+    for d in glob.glob("/proc/%d/task/*" % p.pid):
+        try:
+            with open(d + "/schedstat") as f:
+                ns = int(f.read().split()[0])
+            with open(d + "/comm") as f:
+                ts[d] = (ns, f.read().strip() == "flamekit-reader")
+        except (OSError, ValueError, IndexError):
+            pass
+    return ts, time.monotonic()
+steady = int(secs) >= 5
+if steady:
+    head = min(3, int(secs) // 3)   # kallsyms, the /proc scan, first symbols
+    time.sleep(head)
+    a, ta = threads()
+    time.sleep(int(secs) - head - 1)
+    b, tb = threads()
 # its own rusage (and its waited children's): RUSAGE_CHILDREN would add
 # whatever this interpreter's start-up ran (a pyenv shim: ~0.3 s, 6,500 faults)
 _, status, ru = os.wait4(p.pid, 0)
 if status:
     sys.exit("flamekit failed (wait status %d)" % status)
 d = json.load(open(glob.glob(out + "/*.json")[0]))
-print("%.4f %d %d" % (ru.ru_utime + ru.ru_stime, d["samples"], d.get("lost", 0)))
+su = ru_ = 0.0
+if steady and d["samples"] and d.get("duration_s"):
+    n = d["samples"] / d["duration_s"] * (tb - ta)   # samples in the window, at the mean rate
+    for t, (ns, reader) in b.items():
+        dn = ns - a.get(t, (0, reader))[0]
+        su += dn / 1e3 / n
+        ru_ += dn / 1e3 / n if reader else 0
+print("%.4f %d %d %.3f %.3f" % (ru.ru_utime + ru.ru_stime, d["samples"], d.get("lost", 0), su, ru_))
 PY
     rm -rf "$out"
 }
@@ -69,44 +102,46 @@ declare -A figs
 for ((p = 0; p < pairs; p++)); do
     for b in "${builds[@]}"; do
         bin=$fk; [ "$b" = base ] && bin=$base
-        cs=0 ns=0 cl=0 nl=0 ls=0 ll=0 l99=0
+        cs=0 ns=0 cl=0 nl=0 ls=0 ll=0 l99=0 su=0 ru=0
         if [ "$long" -gt 0 ]; then
-            read -r cs ns ls < <(run "$bin" 999 "$short")
-            read -r cl nl ll < <(run "$bin" 999 "$long")
+            read -r cs ns ls _ _ < <(run "$bin" 999 "$short")
+            read -r cl nl ll su ru < <(run "$bin" 999 "$long")
         fi
         c99=0
-        [ "$long99" -gt 0 ] && read -r c99 _ l99 < <(run "$bin" 99 "$long99")
-        figs[$b]+="$cs $ns $cl $nl $c99 $((ls + ll + l99))"$'\n'
+        [ "$long99" -gt 0 ] && read -r c99 _ l99 _ _ < <(run "$bin" 99 "$long99")
+        figs[$b]+="$cs $ns $cl $nl $c99 $((ls + ll + l99)) $su $ru"$'\n'
     done
 done
-# per build: medians of whole-run us/sample, per-sample us, fixed ms, 99 Hz %;
-# lost records over all its captures
+# per build: medians of whole-run us/sample, per-sample us, fixed ms, 99 Hz %,
+# steady us/sample, the reader's part of it; lost records over all its captures
 summary() {
     awk -v short="$short" -v long99="$long99" '
     function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
                                    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-    NF == 6 { n++; whole[n] = 1e6 * $3 / ($4 ? $4 : 1); lost += $6
+    NF == 8 { n++; whole[n] = 1e6 * $3 / ($4 ? $4 : 1); lost += $6
               per = ($4 > $2) ? ($3 - $1) / ($4 - $2) : 0; ps[n] = 1e6 * per
-              fx[n] = 1e3 * ($1 - per * $2); pc[n] = long99 ? 100 * $5 / long99 : 0 }
-    END { printf "%.2f %.2f %.0f %.3f %d\n", med(whole, n), med(ps, n), med(fx, n), med(pc, n), lost }'
+              fx[n] = 1e3 * ($1 - per * $2); pc[n] = long99 ? 100 * $5 / long99 : 0
+              st[n] = $7; rd[n] = $8 }
+    END { printf "%.2f %.2f %.0f %.3f %d %.2f %.2f\n", med(whole, n), med(ps, n), med(fx, n), med(pc, n), lost,
+                 med(st, n), med(rd, n) }'
 }
 declare -A s
 for b in "${builds[@]}"; do
     s[$b]=$(printf '%s' "${figs[$b]}" | summary)
-    read -r w ps fx pc lost <<<"${s[$b]}"
+    read -r w ps fx pc lost st rd <<<"${s[$b]}"
     printf '(%s)' "$b"
-    [ "$long" -gt 0 ] && printf ' 999 Hz: %s us CPU/sample over a %ss run (target <= 4); per sample %s us + fixed %s ms;' \
-        "$w" "$long" "$ps" "$fx"
+    [ "$long" -gt 0 ] && printf ' 999 Hz: %s us CPU/sample over a %ss run (target <= 4); per sample %s us + fixed %s ms; steady %s us/sample (reader %s);' \
+        "$w" "$long" "$ps" "$fx" "$st" "$rd"
     [ "$long99" -gt 0 ] && printf ' 99 Hz %ss: %s %% of a core (target <= 1)' "$long99" "$pc"
     printf ' lost records: %s\n' "$lost"
-    printf '%s' "${figs[$b]}" | sed "s/^/    ($b) cpu_s samples (${short}s), cpu_s samples (${long}s), cpu_s (99 Hz), lost: /"
+    printf '%s' "${figs[$b]}" | sed "s/^/    ($b) cpu_s samples (${short}s), cpu_s samples (${long}s), cpu_s (99 Hz), lost, steady us, reader us: /"
 done
 if [ -n "$base" ]; then
-    read -r bw bps bfx bpc _ <<<"${s[base]}"
-    read -r nw nps nfx npc _ <<<"${s[new]}"
+    read -r bw bps bfx bpc _ bst _ <<<"${s[base]}"
+    read -r nw nps nfx npc _ nst _ <<<"${s[new]}"
     awk -v bw="$bw" -v nw="$nw" -v bps="$bps" -v nps="$nps" -v bfx="$bfx" -v nfx="$nfx" \
-        -v bpc="$bpc" -v npc="$npc" -v long99="$long99" 'function r(a, b) { return a > 0 ? b / a : 0 }
-        BEGIN { printf "ratio new/base (medians of %s pairs): us/sample %.2fx, per sample %.2fx, fixed %.2fx", '"$pairs"', r(bw, nw), r(bps, nps), r(bfx, nfx)
+        -v bpc="$bpc" -v npc="$npc" -v bst="$bst" -v nst="$nst" -v long99="$long99" 'function r(a, b) { return a > 0 ? b / a : 0 }
+        BEGIN { printf "ratio new/base (medians of %s pairs): us/sample %.2fx, per sample %.2fx, fixed %.2fx, steady %.2fx", '"$pairs"', r(bw, nw), r(bps, nps), r(bfx, nfx), r(bst, nst)
                 if (long99 > 0) printf ", 99 Hz core share %.2fx", r(bpc, npc)
                 printf "\n" }'
 fi

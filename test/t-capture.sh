@@ -90,6 +90,9 @@ check_eq "--ready-fd of a closed descriptor: usage error" 2 "$rc"
 check_grep "--ready-fd of a closed descriptor: named" 'ready-fd 7: not an open file descriptor' "$o2"
 check_eq "nonexistent pid: one line" 1 "$(printf '%s\n' "$o" | wc -l)"
 check_grep "nonexistent pid: named" 'no process with pid 999999' "$o"
+o=$("$FLAMEKIT" pid -d 1 1,abc 2>&1); rc=$?
+check_eq "malformed pid list: usage error" 2 "$rc"
+check_grep "malformed pid list: named, with the fix" "'abc' is not a process id; give PID" "$o"
 
 # host: our workload is in there, metadata complete, SVG well-formed
 "$HOT" 3 & hp=$!

@@ -62,6 +62,13 @@ check_grep "... says so" 'no process with pid 999999999' "$(cat "$T/body")"
 # The reason is the library's own (target resolution), not a copy in serve
 # that could drift from it, nor "the server's log says why".
 check_grep "... in the library's words, with the fix" "no process with pid 999999999; check it with 'ps -p 999999999'" "$(cat "$T/body")"
+# A malformed pid list is the request's mistake (400), not a target that
+# is missing (404): the library tells the two apart (fk_profile_check).
+# Pid 1 exists, so only the malformed word can refuse it.
+check_eq "malformed pid list: 400" 400 "$(code -H "Authorization: Bearer $TOK_A" "$U/profile?target=pid:1,abc&seconds=1")"
+check_grep "... in the library's words, with the fix" "'abc' is not a process id; give PID\\[,PID...\\]" "$(cat "$T/body")"
+check_eq "pid list without a pid: 400" 400 "$(code -H "Authorization: Bearer $TOK_A" "$U/profile?target=pid:,&seconds=1")"
+check_grep "... says so" 'no process id given' "$(cat "$T/body")"
 check_eq "cgroup that does not exist: 404" 404 "$(code -H "Authorization: Bearer $TOK_A" "$U/profile?target=cgroup:fk-no-such-cgroup-$$&seconds=1")"
 check_grep "... says why, in the library's words" "'fk-no-such-cgroup-$$' is neither a cgroup v2 directory" "$(cat "$T/body")"
 check_eq "user that does not exist: 404" 404 "$(code -H "Authorization: Bearer $TOK_A" "$U/profile?target=user:fk-no-such-user&seconds=1")"

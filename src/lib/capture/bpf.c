@@ -415,12 +415,8 @@ static bool probe(char *err, size_t errlen)
 static pthread_mutex_t usable_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct { bool probed, ok; char why[256]; } usable;
 
-bool fk_bpf_usable(enum bpf_prog_type type, char *err, size_t errlen)
+bool fk_bpf_usable(char *err, size_t errlen)
 {
-    if (type != BPF_PROG_TYPE_PERF_EVENT) {
-        snprintf(err, errlen, "BPF program type %d: flamekit does not probe it", (int)type);
-        return false;
-    }
     pthread_mutex_lock(&usable_lock);
     if (!usable.probed) {
         usable.ok = probe(usable.why, sizeof usable.why);

@@ -145,11 +145,11 @@ bool fk_bpf_fork_follower(int map_fd, enum fk_bpf_fork_value value,
  * seccomp filter, a kernel without BPF)? The probe takes the whole path a
  * capture takes: a perf-event program on a software event of this thread.
  * Probed once and cached (any thread); false with the reason in err.
- * Tracepoint programs are not probed: a tracepoint event with a program
- * attached waits when closed for an RCU tasks-trace grace period (Linux
- * 6.18's perf_event_detach_bpf_prog; 15 s seen with both CPUs busy), so
- * a capture attaches its real program instead and keeps its event until
- * its results are written (capture/swtime.h). */
-bool fk_bpf_usable(enum bpf_prog_type type, char *err, size_t errlen);
+ * Only perf-event programs: a probe of a tracepoint program would wait
+ * when its event closes for an RCU tasks-trace grace period (Linux 6.18's
+ * perf_event_detach_bpf_prog; 15 s seen with both CPUs busy), so a
+ * capture that needs one attaches its real program instead and keeps its
+ * event until its results are written (capture/swtime.h). */
+bool fk_bpf_usable(char *err, size_t errlen);
 
 #endif

@@ -398,6 +398,9 @@ struct fk_reader *fk_reader_start(struct perf_evlist *evlist, const struct fk_re
         fk_reader_free(r);
         return NULL;
     }
+    /* its own name (top -H, /proc/PID/task/TID/comm: bench/engine.sh
+     * tells its CPU from the engine's by it); a refusal changes nothing */
+    (void)pthread_setname_np(r->thread, "flamekit-reader");
     r->running = true;
     return r;
 }

@@ -50,26 +50,57 @@ static pid_t tgid_of(pid_t pid)
     return tgid > 0 && tgid <= INT_MAX ? (pid_t)tgid : -1;
 }
 
-bool fk_target_pids(struct fk_target *t, const char *list, char *err, size_t errlen)
+bool fk_target_pid_list(const char *list, pid_t **pids, size_t *npids, char *err, size_t errlen)
 {
-    memset(t, 0, sizeof *t);
-    t->kind = FK_TARGET_PID;
-    struct fk_buf scope = FK_BUF_INIT, desc = FK_BUF_INIT;
-    fk_buf_adds(&scope, "pid");
-    fk_buf_adds(&desc, "pid");
-    size_t cap = 0;
+    pid_t *v = NULL;
+    size_t n = 0, cap = 0;
     char *copy = fk_strdup(list), *save = NULL;
     bool ok = true;
     for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        uint64_t v;
-        if (!fk_parse_u64(tok, &v) || v == 0 || v > INT_MAX) {
+        uint64_t u;
+        if (!fk_parse_u64(tok, &u) || u == 0 || u > INT_MAX) {
             snprintf(err, errlen, "'%s' is not a process id; give PID[,PID...]", tok);
             ok = false;
             break;
         }
-        pid_t tgid = tgid_of((pid_t)v);
+        if (pids) {
+            v = fk_grow(v, &cap, n + 1, sizeof *v);
+            v[n] = (pid_t)u;
+        }
+        n++;
+    }
+    free(copy);
+    if (ok && n == 0) {
+        snprintf(err, errlen, "no process id given; give PID[,PID...]");
+        ok = false;
+    }
+    if (!ok || !pids) {
+        free(v);
+        return ok;
+    }
+    *pids = v;
+    *npids = n;
+    return true;
+}
+
+bool fk_target_pids(struct fk_target *t, const char *list, char *err, size_t errlen)
+{
+    memset(t, 0, sizeof *t);
+    t->kind = FK_TARGET_PID;
+    pid_t *given;
+    size_t ngiven;
+    if (!fk_target_pid_list(list, &given, &ngiven, err, errlen))
+        return false;
+    struct fk_buf scope = FK_BUF_INIT, desc = FK_BUF_INIT;
+    fk_buf_adds(&scope, "pid");
+    fk_buf_adds(&desc, "pid");
+    size_t cap = 0;
+    bool ok = true;
+    for (size_t k = 0; k < ngiven; k++) {
+        pid_t tgid = tgid_of(given[k]);
         if (tgid <= 0) {
-            snprintf(err, errlen, "no process with pid %s; check it with 'ps -p %s'", tok, tok);
+            snprintf(err, errlen, "no process with pid %d; check it with 'ps -p %d'",
+                     (int)given[k], (int)given[k]);
             ok = false;
             break;
         }
@@ -83,11 +114,7 @@ bool fk_target_pids(struct fk_target *t, const char *list, char *err, size_t err
         fk_buf_printf(&scope, "-%d", (int)tgid);
         fk_buf_printf(&desc, "%s%d", t->npids == 1 ? " " : ",", (int)tgid);
     }
-    free(copy);
-    if (ok && t->npids == 0) {
-        snprintf(err, errlen, "no process id given; give PID[,PID...]");
-        ok = false;
-    }
+    free(given);
     if (!ok) {
         fk_buf_free(&scope);
         fk_buf_free(&desc);

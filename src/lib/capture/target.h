@@ -44,6 +44,11 @@ struct fk_target {
  * prints it or sends it to a client) and return false. */
 bool fk_target_host(struct fk_target *t);
 bool fk_target_pids(struct fk_target *t, const char *list, char *err, size_t errlen);  /* "12,34" */
+/* The pids of a list "12,34" as written, looked up nowhere: true with a
+ * fk_grow'n array in *pids (pids NULL: only check), false with err when
+ * the list itself is malformed (a word that is no pid, no pid at all),
+ * which fk_target_pids reports the same way before it looks for any. */
+bool fk_target_pid_list(const char *list, pid_t **pids, size_t *npids, char *err, size_t errlen);
 bool fk_target_user(struct fk_target *t, const char *user, char *err, size_t errlen);  /* name or uid */
 bool fk_target_cgroup(struct fk_target *t, const char *arg, char *err, size_t errlen); /* path or container id */
 /* Fork argv[0] stopped before exec; fk_target_run_exec lets it go once the

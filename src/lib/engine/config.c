@@ -359,7 +359,7 @@ static void choose_tree_mode(struct fk_engine *e)
             char bpf_why[160];
             if (e->kind != &fk_evkind_clock)
                 return;
-            if (!fk_bpf_usable(BPF_PROG_TYPE_PERF_EVENT, bpf_why, sizeof bpf_why)) {
+            if (!fk_bpf_usable(bpf_why, sizeof bpf_why)) {
                 size_t len = strlen(r->tree_note);
                 snprintf(r->tree_note + len, sizeof r->tree_note - len, "; no BPF tree filter: %s",
                          bpf_why);

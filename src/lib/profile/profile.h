@@ -146,7 +146,8 @@ struct fk_profile_result {
      * failure is the result's own (a one-in-N verdict, the command's exit
      * status). fk_profile_deliver puts its own failure here too. */
     char error[512];
-    bool bad_target;            /* error: the target named does not exist or is wrong */
+    bool bad_target;            /* error: the target named does not exist (a
+                                   malformed one is fk_profile_check's usage error) */
     char *dir;                  /* where the files are */
     bool dir_is_temp;
     char *base;                 /* HOST.STAMP.SCOPE[.PROFILE] (result.h) */

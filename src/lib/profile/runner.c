@@ -113,6 +113,10 @@ int fk_profile_check(struct fk_profile_request *rq, char *err, size_t errlen)
         snprintf(err, errlen, "no command to run: give run -- CMD [ARGS]");
         return FK_EXIT_USAGE;
     }
+    /* A malformed pid list is the request's mistake; a pid that names no
+     * process is found only by fk_profile_run (res->bad_target). */
+    if (rq->target == FK_TARGET_PID && !fk_target_pid_list(rq->target_arg, NULL, NULL, err, errlen))
+        return FK_EXIT_USAGE;
     struct fk_event ev;
     const char *unit, *countname;
     return fk_profile_ops(rq->kind)->event(rq, &ev, &unit, &countname, err, errlen);
