@@ -3,6 +3,14 @@
 // benchmarks, through the DevTools protocol over a pipe (--remote-debugging-
 // pipe: NUL-terminated JSON on fds 3 and 4; no network, no npm modules).
 // usage: node browser.js SCENARIO.js [ARG...]
+//        node browser.js --serve SCENARIO.js REQUESTS ANSWERS
+// The second form keeps one Chromium for many runs of the scenario (a
+// launch and close cost seconds, more than most runs): each request on the
+// fifo REQUESTS is NUL-terminated fields, their count after the first,
+// then the paths its output and its errors are appended to, then its
+// arguments; each gets its exit status, one line on the fifo ANSWERS. A
+// request of no fields ends it.
+// Every run starts without a page (test/lib.sh: browser).
 // The scenario module exports `async function (b, args)`; b has:
 //   b.open(url, {width, height})  new page at that viewport size, loaded
 //   b.eval(expr)                  value of a JS expression (awaited) in the page
@@ -58,6 +66,7 @@ class Browser {
         this.buf = Buffer.alloc(0);
         this.session = null;
         this.exceptions = [];
+        this.write = text => process.stdout.write(text);
         proc.stdio[4].on("data", d => this.data(d));
         proc.on("exit", code => {
             for (const [, p] of this.pending)
@@ -121,7 +130,7 @@ class Browser {
     }
     flushExceptions() {
         for (const e of this.exceptions)
-            process.stdout.write("exception=" + (e.exception ? e.exception.description : e.text).split("\n")[0] + "\n");
+            this.write("exception=" + (e.exception ? e.exception.description : e.text).split("\n")[0] + "\n");
         this.exceptions = [];
     }
     async eval(expr) {
@@ -175,7 +184,7 @@ class Browser {
     }
     out(name, value) {
         const v = typeof value === "string" ? value : JSON.stringify(value);
-        process.stdout.write(name + "=" + String(v).replace(/\n/g, "\\n") + "\n");
+        this.write(name + "=" + String(v).replace(/\n/g, "\\n") + "\n");
     }
     async close() {
         const exited = this.proc.exitCode !== null ? Promise.resolve()
@@ -192,7 +201,87 @@ class Browser {
     }
 }
 
+/* The requests on the fifo at path, one at a time: [out, err, args], or
+ * null at a request of no fields or once every writer has closed it. */
+function requests(path) {
+    const stream = fs.createReadStream(path);
+    let buf = Buffer.alloc(0), ended = false, wake = null;
+    stream.on("data", d => { buf = Buffer.concat([buf, d]); if (wake) wake(); });
+    stream.on("end", () => { ended = true; if (wake) wake(); });
+    stream.on("error", () => { ended = true; if (wake) wake(); });
+    function fields() {
+        const f = [];
+        let at = 0, k;
+        while ((k = buf.indexOf(0, at)) >= 0) {
+            f.push(buf.slice(at, k).toString("utf8"));
+            at = k + 1;
+            if (f.length === +f[0] + 1) {
+                buf = buf.slice(at);
+                return f;
+            }
+        }
+        return null;
+    }
+    return async function next() {
+        for (;;) {
+            const f = fields();
+            if (f && +f[0] === 0)   /* the end, before every writer has closed */
+                return null;
+            if (f)
+                return [f[1], f[2], f.slice(3)];
+            if (ended)
+                return null;
+            await new Promise(r => { wake = r; });
+            wake = null;
+        }
+    };
+}
+
+async function serve(scenario, reqPath, ansPath) {
+    const run = require(path.resolve(scenario));
+    const next = requests(reqPath);
+    const ans = fs.openSync(ansPath, "w");
+    let b = null, req;
+    while ((req = await next())) {
+        const [outPath, errPath, args] = req;
+        const out = fs.openSync(outPath, "a"), err = fs.openSync(errPath, "a");
+        if (!b || b.proc.exitCode !== null || b.proc.signalCode !== null)
+            b = launch();
+        b.write = text => fs.writeSync(out, text);
+        let rc = 0, timer;
+        const timeout = new Promise((_, reject) => {
+            timer = setTimeout(() => reject(new Error("timed out after " + timeoutMs + " ms")), timeoutMs);
+        });
+        try {
+            await Promise.race([run(b, args), timeout]);
+            b.flushExceptions();
+            if (b.session) {    /* the next run starts without a page */
+                await Promise.race([b.send("Target.closeTarget", { targetId: b.target }, true), timeout]);
+                b.session = null;
+            }
+        } catch (e) {
+            fs.writeSync(err, "browser.js: " + (e && e.stack || e) + "\n");
+            for (const x of b.exceptions)
+                fs.writeSync(err, "page exception: " + (x.exception ? x.exception.description : x.text) + "\n");
+            rc = 1;
+            /* a run that failed may have left the browser in any state */
+            b.proc.kill("SIGKILL");
+            rmProfile(b.prof);
+            b = null;
+        }
+        clearTimeout(timer);
+        fs.closeSync(out);
+        fs.closeSync(err);
+        fs.writeSync(ans, rc + "\n");
+    }
+    if (b)
+        await b.close();
+    process.exit(0);
+}
+
 async function main() {
+    if (process.argv[2] === "--serve")
+        return serve(process.argv[3], process.argv[4], process.argv[5]);
     const [scenario, ...args] = process.argv.slice(2);
     if (!scenario) {
         process.stderr.write("usage: node browser.js SCENARIO.js [ARG...]\n");

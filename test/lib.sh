@@ -172,7 +172,56 @@ chromium_bin() { local c; for c in "${FK_CHROMIUM:-}" /usr/bin/chromium /usr/bin
 # plain build's suite.
 sanitized() { ldd "$FLAMEKIT" 2>/dev/null | grep -q libasan; }
 have_browser() { need node && chromium_bin >/dev/null; }
-browser() { FK_CHROMIUM=$(chromium_bin) timeout 150 node "$FK_SRC/test/browser.js" "$FK_SRC/test/svg-scenarios.js" "$@"; }
+# One Chromium serves every browser call of a test file (browser.js
+# --serve; a launch and close took 1.5-2 s on a quiet host, 10 s and more
+# under load, more than most calls' steps): a call sends its steps and its stdout and stderr as /proc paths of copies
+# of them (fd 1 itself is the request fifo while printf writes to it), so
+# the output goes where the call's redirections say; then it waits up to
+# 150 s for the exit status. A server gone or silent is ended; the next
+# call starts a new one.
+browser() {
+    if [ -n "${_fk_browser_pid:-}" ] && ! kill -0 "$_fk_browser_pid" 2>/dev/null; then
+        browser_stop
+    fi
+    if [ -z "${_fk_browser_pid:-}" ]; then
+        local q=$T/browser.$BASHPID
+        rm -f "$q.req" "$q.ans"
+        mkfifo "$q.req" "$q.ans" || return 1
+        FK_CHROMIUM=$(chromium_bin) node "$FK_SRC/test/browser.js" --serve "$FK_SRC/test/svg-scenarios.js" \
+            "$q.req" "$q.ans" </dev/null >>"$q.log" 2>&1 &
+        _fk_browser_pid=$! _fk_browser_log=$q.log
+        # read-write opens: neither waits for the other side
+        exec {_fk_browser_req}<>"$q.req" {_fk_browser_ans}<>"$q.ans"
+    fi
+    local out err rc= i
+    exec {out}>&1 {err}>&2
+    printf '%s\0' $(($# + 2)) "/proc/$BASHPID/fd/$out" "/proc/$BASHPID/fd/$err" "$@" >&"$_fk_browser_req"
+    for ((i = 0; i < 150; i++)); do
+        read -r -t 1 rc <&"$_fk_browser_ans" && break
+        rc=
+        kill -0 "$_fk_browser_pid" 2>/dev/null || break
+    done
+    exec {out}>&- {err}>&-
+    [ -n "$rc" ] && return "$rc"
+    echo "browser: no answer from browser.js: $(tail -c 600 "$_fk_browser_log" 2>/dev/null)" >&2
+    browser_stop
+    return 1
+}
+# End the browser server (the cleanup at exit does): an empty request
+# lets it close Chromium; it and its Chromium are killed if it has not
+# ended in 10 s.
+browser_stop() {
+    [ -n "${_fk_browser_pid:-}" ] || return 0
+    printf '0\0' >&"$_fk_browser_req" 2>/dev/null
+    exec {_fk_browser_req}>&- {_fk_browser_ans}>&-
+    local i
+    for ((i = 0; i < 100; i++)); do kill -0 "$_fk_browser_pid" 2>/dev/null || break; sleep 0.1; done
+    pkill -9 -P "$_fk_browser_pid" 2>/dev/null
+    kill -9 "$_fk_browser_pid" 2>/dev/null
+    wait "$_fk_browser_pid" 2>/dev/null
+    _fk_browser_pid=
+}
+fk_cleanup browser_stop
 val() { awk -v k="$2=" 'index($0, k) == 1 { print substr($0, length(k) + 1); exit }' "$1"; }
 
 # wait_for_file FILE SECONDS: until FILE is non-empty (a port, a "ready"

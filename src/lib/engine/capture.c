@@ -27,7 +27,7 @@
 /* Records newer than this are held back one pass so records from all CPU
  * rings are handled in time order (ring.h). */
 #define REORDER_SLACK_NS (20 * 1000000ull)
-#define POLL_MS 100
+#define POLL_MS 100     /* a kind's take_ms by default (evkind.h) */
 /* files pinned at once as their records leave the rings (symbols/pins.h):
  * a few hundred processes starting between two wake-ups of the engine */
 #define PIN_FDS 512
@@ -845,8 +845,8 @@ static const char *stop_reason(struct fk_engine *e)
 }
 
 /* The window: wake up when the reader was woken (a ring a quarter full) or
- * every POLL_MS, hand on its copies, load symbols for what was sampled,
- * enforce the limits. */
+ * every take_ms (the kind's, else POLL_MS), hand on its copies, load
+ * symbols for what was sampled, enforce the limits. */
 static void engine_loop(struct fk_engine *e)
 {
     const struct fk_capture_opts *o = e->o;
@@ -859,6 +859,9 @@ static void engine_loop(struct fk_engine *e)
     if (e->kind->window)
         e->kind->window(e->kind_state, e, true);
     uint64_t last_progress = start;
+    /* a followed tree's end is seen in its records (exits), at a take:
+     * the window of a 'run' or 'pid' capture ends within POLL_MS of it */
+    const uint64_t take_ms = e->kind->take_ms && !e->follow_tree ? e->kind->take_ms : POLL_MS;
     for (;;) {
         uint64_t now = fk_now_ns();
         if (o->stop && *o->stop) {
@@ -870,7 +873,7 @@ static void engine_loop(struct fk_engine *e)
             break;
         }
         uint64_t wait = (deadline - now) / 1000000ull;
-        read_rings(e, wait < POLL_MS ? (int)wait + 1 : POLL_MS, false);
+        read_rings(e, wait < take_ms ? (int)wait + 1 : (int)take_ms, false);
         now = fk_now_ns();
         if (!preloaded) {
             /* in the window, not after it; once the rings were drained

@@ -299,8 +299,8 @@ static void base_attr(struct fk_engine *e, unsigned i, struct perf_event_attr *a
 
 /* How the reader learns of records: on its own clock, every
  * struct fk_evkind.poll_ms, with the kernel waking no one (the watermark
- * at a full ring; the engine's thread then takes the copies every POLL_MS
- * of capture.c), or at the kernel's wake-ups (a quarter ring, or every
+ * at a full ring; the engine's thread then takes the copies every
+ * take_ms, evkind.h), or at the kernel's wake-ups (a quarter ring, or every
  * sample for an early stack hook) -- each one a switch to the reader's
  * thread and often on to the engine's, ~16 us apiece on this VM. The
  * kind's clock is not used

@@ -168,6 +168,17 @@ struct fk_evkind {
      * woken on the sampled CPU would add its own page faults to the
      * count). */
     bool early_wakeups;
+    /* > 0: the engine's thread takes the reader's copies at least every
+     * take_ms when nothing wakes it sooner (the reader wakes it at the
+     * kernel's wake-ups, a sample tap's asking, chunks a quarter of the
+     * limit); 0, or a followed tree ('run', 'pid' in a cgroup: its end
+     * is seen at a take), every 100 ms (capture.c POLL_MS). Each take begins with
+     * the engine's tables and the unwinder's per-address cache out of
+     * every cache (the sampled tasks ran in between): fewer, larger
+     * batches pay that less often, for copies held longer (their bytes
+     * charged to --max-memory as ever) and limits and Ctrl-C seen up to
+     * take_ms later. */
+    unsigned take_ms;
 };
 
 /* A stack rewriter run on every kept sample after user-stack unwinding. */
