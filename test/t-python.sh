@@ -169,8 +169,11 @@ for mode in ratio generators threads; do
 done
 # the reader's thread follows the CPU of the Python samples it reads
 # early (capture.c follow_cpu), at the raised priority only
-# ... woken by the kernel at every sample for it (fk_evkind.early_wakeups)
+# ... woken by the kernel for it (fk_evkind.early_wakeups): for the Python
+# samples only, through the BPF gate (capture/pygate.h)
 check_eq "early reads: the reader keeps the kernel's wake-ups" "0" "$(jget "$J" reader.poll_ms)"
+check_eq "early reads: the reader is woken through the Python gate" "python gate" \
+    "$(jget "$J" reader.wakeups)"
 if [ "$(jget "$J" reader.nice_raised)" = True ]; then
     check_range "the ring reader moved to the sampled thread's CPU (moves)" \
         "$(jget "$J" reader.cpu_moves)" 1 1000
@@ -183,9 +186,21 @@ check_range "data stack windows in the early snapshots (share)" \
     "$("$PY" -c 'import json,sys; p=json.load(open(sys.argv[1]))["python"]; print("%.3f" % (p["snapshot_windows"]/max(p["snapshots"],1)))' "$J")" 0.99 1
 
 # ---- a C extension stays in place under the Python function that called it
-cap extension -F 999 -- "$PY" "$TRUTH" extension 3
+# (a busy non-Python process beside it: the gate's check below)
+cap extension -F 999 -- bash -c 'sh -c "while :; do :; done" & s=$!; '"$PY $TRUTH extension 3"'; kill $s'
 check_grep "zlib's compressor under py_compress" 'py_compress_\[p\];(.*;)?(deflate|zlib|compress)' "$(zcat "$F")"
 check_nogrep "no eval frame left where a segment was spliced" '_PyEval_EvalFrameDefault;' "$(zcat "$F" | grep 'py_compress_\[p\]')"
+# the reader is woken for the Python samples, not for a busy non-Python
+# process beside the interpreter: every notification is a Python sample's
+# (or one of the first samples of a process not looked at yet), not one
+# at every sample as before the gate
+gw=$(jget "$J" reader.python_wakeups) gs=$(jget "$J" python.samples) ga=$(jget "$J" samples)
+echo "gate: $gw wake-ups, $gs Python samples of $ga"
+check_range "gate: one wake-up per Python sample" \
+    "$(awk -v w="${gw:-0}" -v s="${gs:-0}" 'BEGIN { printf "%.2f", s ? w / s : 0 }')" 0.8 1.3
+# (its samples: the capture's others, at least ~50 whatever the load)
+check_range "gate: the spinner's samples woke no one (wake-ups beyond the Python samples per other sample)" \
+    "$(awk -v w="${gw:-0}" -v s="${gs:-0}" -v a="${ga:-0}" 'BEGIN { printf "%.2f", (a - s >= 50 ? (w - s) / (a - s) : 1) }')" -1 0.2
 
 # ---- against cProfile on the same script: inclusive shares of the top
 # functions within the workload's main() (pinned where it can be, as the
@@ -282,6 +297,7 @@ check_eq "--python off: the ring reader stays unbound" "0" "$(jget "$J" reader.c
 # no early reads: the rings are read on the reader's 50 ms clock, not at
 # the kernel's quarter-ring wake-ups (evkind.c fk_evkind_clock.poll_ms)
 check_eq "--python off: the reader's own clock" "50" "$(jget "$J" reader.poll_ms)"
+check_eq "--python off: no Python gate" "clock" "$(jget "$J" reader.wakeups)"
 
 # ---- not CPython 3.11: a binary named python3.12 with the symbols, no layout
 cat >"$T/fake.c" <<'EOF'

@@ -74,6 +74,11 @@ bool fk_bpftree_filter(struct fk_bpftree *t, int perf_fd, char *err, size_t errl
     return fk_bpf_attach_perf(perf_fd, t->filter_prog, err, errlen);
 }
 
+int fk_bpftree_map(const struct fk_bpftree *t)
+{
+    return t->map;
+}
+
 bool fk_bpftree_add(struct fk_bpftree *t, pid_t pid)
 {
     uint32_t k = (uint32_t)pid;

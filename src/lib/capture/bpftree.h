@@ -42,6 +42,9 @@ struct fk_bpftree *fk_bpftree_new(uint32_t max_entries, char *err, size_t errlen
 /* Drop the samples of processes outside the tree on the sampling event
  * perf_fd (one per CPU). */
 bool fk_bpftree_filter(struct fk_bpftree *t, int perf_fd, char *err, size_t errlen);
+/* The tree map's fd, for a program that filters by it itself (the Python
+ * wake-up gate, capture/pygate.h: an event holds one program). */
+int fk_bpftree_map(const struct fk_bpftree *t);
 /* A process present at the start (seeded from /proc after the fork program
  * was attached: a child forked in between is then seen twice, never lost). */
 bool fk_bpftree_add(struct fk_bpftree *t, pid_t pid);

@@ -20,6 +20,8 @@ libflamekit_a_SOURCES += src/lib/capture/tracefs.c src/lib/capture/tracefs.h
 libflamekit_a_SOURCES += src/lib/capture/blocktime.c src/lib/capture/blocktime.h
 # in-kernel programs built from instructions at run time, loaded with libbpf
 libflamekit_a_SOURCES += src/lib/capture/bpf.c src/lib/capture/bpf.h
+# the ring reader woken for Python samples only (a perf-event program, a BPF ring buffer)
+libflamekit_a_SOURCES += src/lib/capture/pygate.c src/lib/capture/pygate.h
 # libbpf loaded on first use (bpf-dyn.c): an archive of its own, after
 # libflamekit.a in FK_LIBS, so commands that load no program (collapse, svg,
 # diff...) do not load it; flamekit-portable links libbpf statically instead.

@@ -239,6 +239,8 @@ static size_t read_pass(struct fk_reader *r, bool wake)
     bool full = false;
     size_t most = 0;
     struct perf_mmap *map;
+    if (r->o.wake)
+        r->o.wake(r->o.wake_ctx);
     if (r->o.pass)
         r->o.pass(r->o.pass_ctx, r, false);
     perf_evlist__for_each_mmap(r->evlist, map, false) {
@@ -374,9 +376,19 @@ static void *reader_main(void *arg)
     }
 }
 
+/* libperf's (internal/evlist.h, not installed); flags 1 is
+ * fdarray_flag__nonfilterable: not counted by perf_evlist__filter_pollfd,
+ * so the rings' hang-up is still seen. */
+int perf_evlist__add_pollfd(struct perf_evlist *evlist, int fd, void *ptr, short revent,
+                            int flags);
+
 struct fk_reader *fk_reader_start(struct perf_evlist *evlist, const struct fk_reader_opts *o,
                                   int *err)
 {
+    if (o->wake && perf_evlist__add_pollfd(evlist, o->wake_fd, NULL, POLLIN, 1) < 0) {
+        *err = ENOMEM;
+        return NULL;
+    }
     struct fk_reader *r = fk_calloc(1, sizeof *r);
     r->evlist = evlist;
     r->o = *o;

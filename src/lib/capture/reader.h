@@ -101,6 +101,13 @@ struct fk_reader_opts {
      * the same pass or an earlier one. NULL: none. */
     void (*pass)(void *ctx, struct fk_reader *r, bool end);
     void *pass_ctx;
+    /* With wake: wake_fd (a BPF ring buffer of wake-ups,
+     * capture/pygate.h) is polled beside the rings, and wake, called in
+     * the reader's thread before each pass, takes what it holds. NULL:
+     * none. */
+    void (*wake)(void *ctx);
+    void *wake_ctx;
+    int wake_fd;
 };
 
 /* With a sample tap, the taker is woken at least this often while records

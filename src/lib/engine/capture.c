@@ -154,6 +154,11 @@ struct fk_unwinder *fk_engine_unwinder(struct fk_engine *e)
     return e->uw;
 }
 
+struct fk_pygate *fk_engine_pygate(struct fk_engine *e)
+{
+    return e->pygate;
+}
+
 const struct fk_evkind_values *fk_engine_values(const struct fk_engine *e)
 {
     return &e->values;
@@ -644,6 +649,7 @@ static uint64_t track_memory(struct fk_engine *e)
     hooks += fk_tree_bytes(&e->tree);
     if (e->bpftree)
         hooks += fk_bpftree_bytes(e->bpftree);     /* kernel memory, made for this capture */
+    hooks += fk_pygate_bytes(e->pygate);
     if (e->reader)
         hooks += fk_reader_bytes(e->reader) + e->ring.buf.cap;
     if (e->pins)
@@ -717,6 +723,12 @@ static void kind_pass(void *ctx, struct fk_reader *r, bool end)
     e->kind->reader_pass(e->kind_state, r, &e->fmt[0], end);
 }
 
+/* The reader's wake hook: the Python gate's notifications taken. */
+static void gate_wake(void *ctx)
+{
+    (void)fk_pygate_drain(ctx);
+}
+
 /* The reader's queue may hold a quarter of --max-memory: the stack
  * table and the symbolizer (at most half) keep the rest. */
 static bool engine_reader(struct fk_engine *e)
@@ -740,6 +752,11 @@ static bool engine_reader(struct fk_engine *e)
         uint64_t below = (1ull << e->arch->perf_reg[FK_UW_SP]) - 1;
         e->ends = fk_stack_ends_new((unsigned)__builtin_popcountll(fk_uw_perf_mask(e->arch) & below));
         ro.ends = e->ends;
+    }
+    if (e->pygate) {
+        ro.wake = gate_wake;
+        ro.wake_ctx = e->pygate;
+        ro.wake_fd = fk_pygate_fd(e->pygate);
     }
     ro.poll_ms = (int)e->poll_ms;
     e->r->reader_poll_ms = e->poll_ms;
@@ -985,6 +1002,13 @@ static void engine_finish(struct fk_engine *e)
     r->tree = e->tree.st;
     if (e->bpftree)
         r->tree.not_followed = fk_bpftree_not_followed(e->bpftree);
+    if (e->pygate) {
+        struct fk_pygate_stats gs;
+        fk_pygate_stats(e->pygate, &gs);
+        r->gate_wakeups = gs.wakeups;
+        r->gate_marked = gs.marked;
+        r->gate_full = gs.full;
+    }
     if (e->uw)
         fk_unwinder_stats(e->uw, &r->unwind);
     if (e->ends) {
@@ -1038,6 +1062,7 @@ static void engine_free(struct fk_engine *e, bool hold)
     fk_target_filter_free(&e->filter);
     fk_tree_free(&e->tree);
     fk_bpftree_free(e->bpftree);
+    fk_pygate_free(e->pygate);
     free(e->pid_cgroup);
     free(e->read_last);
     free(e->read_seen);

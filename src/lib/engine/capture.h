@@ -172,6 +172,13 @@ struct fk_capture_result {
     uint64_t reader_moves;          /* the reader's thread bound to a sampled
                                        thread's CPU (capture.c follow_cpu) */
     uint64_t reader_released;       /* ... let go of, a sample read late */
+    /* what wakes the reader (config.c choose_wakeups): "watermark" (a
+     * quarter ring), "clock" (reader_poll_ms), "python gate" (a Python
+     * sample, capture/pygate.h) or "every sample"; the note says why
+     * not the gate where an early hook wanted it */
+    const char *reader_wakeups;
+    char reader_wakeups_note[192];
+    uint64_t gate_wakeups, gate_marked, gate_full;  /* struct fk_pygate_stats */
     /* files and JIT /tmp directories pinned by the reader (symbols/pins.h) */
     struct fk_pins_stats pins;
     int ncpus;

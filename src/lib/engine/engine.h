@@ -27,6 +27,7 @@
 #include "capture/target.h"
 #include "capture/tree.h"
 #include "capture/bpftree.h"
+#include "capture/pygate.h"
 #include "capture/stackend.h"
 
 #include <linux/perf_event.h>
@@ -73,6 +74,9 @@ struct fk_engine {
     bool tree_bpf;
     struct fk_bpftree *bpftree;
     struct fk_bpftree_memo pin_memo;    /* the reader's: bpftree's last answer */
+    /* an early stack hook's wake-ups: the reader woken only for Python
+     * samples (config.c choose_wakeups); NULL: at every sample */
+    struct fk_pygate *pygate;
     bool tree_resync;               /* records were lost: check against /proc */
     struct fk_tree tree;
     /* open */

@@ -44,6 +44,7 @@ union perf_event;
 struct fk_capture_opts;
 struct fk_engine;               /* the running capture; kinds use the functions below */
 struct fk_reader;
+struct fk_pygate;
 
 #define FK_EVKIND_MAX_EVENTS 4
 
@@ -232,6 +233,10 @@ struct fk_symbolizer *fk_engine_symbolizer(struct fk_engine *e);
 /* The DWARF unwinder (NULL in frame-pointer mode): for stack hooks that
  * read the last sample's frame stack pointers (fk_unwind_last_sps). */
 struct fk_unwinder *fk_engine_unwinder(struct fk_engine *e);
+/* The Python wake-up gate (capture/pygate.h) when the reader is woken
+ * through it, else NULL: for the Python stack hook, which marks the
+ * processes it found running CPython (or not). */
+struct fk_pygate *fk_engine_pygate(struct fk_engine *e);
 /* The kind's values as its values hook set them (period: the weight of one
  * sample of a fixed-rate kind). */
 const struct fk_evkind_values *fk_engine_values(const struct fk_engine *e);

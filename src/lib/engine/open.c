@@ -288,7 +288,7 @@ static bool per_task_instead(struct fk_engine *e)
         struct perf_event_attr *a = perf_evsel__attr(e->evsel[i]);
         a->inherit = 1;
         a->enable_on_exec = t->kind == FK_TARGET_RUN;
-        if (e->nevents == 1)
+        if (e->nevents == 1 && !e->pygate)     /* (the gate finds its fds by id) */
             a->read_format &= ~(uint64_t)PERF_FORMAT_ID;
         a->sample_type &= ~(uint64_t)PERF_SAMPLE_READ;  /* refused with inherit before 6.12 */
     }
@@ -324,11 +324,39 @@ static bool attach_bpftree(struct fk_engine *e, char *err, size_t errlen)
     bool ok = true;
     for (unsigned i = 0; ok && i < e->nevents; i++) {
         ok = event_fds(e, i, fds, err, errlen);
+        /* with the Python gate, its program filters by the tree too */
         for (size_t c = 0; ok && c < n; c++)
-            ok = fk_bpftree_filter(e->bpftree, fds[c], err, errlen);
+            ok = e->pygate ? fk_pygate_attach(e->pygate, fds[c], fk_bpftree_map(e->bpftree), err,
+                                              errlen)
+                           : fk_bpftree_filter(e->bpftree, fds[c], err, errlen);
     }
     free(fds);
     return ok;
+}
+
+/* The Python wake-up gate (config.c choose_wakeups) on every fd of every
+ * event. Refused (no fds to tell: per-task events after a fallback; the
+ * kernel's refusal), the rings wake the reader only at their watermark:
+ * the reason goes in the result, and the gate is dropped. */
+static void attach_pygate(struct fk_engine *e)
+{
+    size_t n = (size_t)perf_cpu_map__nr(e->cpus) * (size_t)perf_thread_map__nr(e->threads);
+    int *fds = fk_malloc(n * sizeof *fds);
+    char why[160] = "";
+    bool ok = true;
+    for (unsigned i = 0; ok && i < e->nevents; i++) {
+        ok = event_fds(e, i, fds, why, sizeof why);
+        for (size_t c = 0; ok && c < n; c++)
+            ok = fk_pygate_attach(e->pygate, fds[c], -1, why, sizeof why);
+    }
+    free(fds);
+    if (ok)
+        return;
+    e->r->reader_wakeups = "watermark";
+    snprintf(e->r->reader_wakeups_note, sizeof e->r->reader_wakeups_note,
+             "the Python wake-up gate was refused (%s)", why);
+    fk_pygate_free(e->pygate);
+    e->pygate = NULL;
 }
 
 bool fk_engine_open(struct fk_engine *e)
@@ -397,6 +425,8 @@ bool fk_engine_open(struct fk_engine *e)
         open_error(e, -err);
         return false;
     }
+    if (e->pygate && !e->bpftree)     /* (attach_bpftree: the gate is its filter) */
+        attach_pygate(e);
     return e->nevents == 1 || learn_sample_ids(e);
 }
 

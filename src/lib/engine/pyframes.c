@@ -2,12 +2,24 @@
 /* The Python stack hook (see pyframes.h). */
 #include "engine/pyframes.h"
 
+#include "capture/pygate.h"
+
 #include <string.h>
+
+static void gate_mark(void *ctx, pid_t pid, int how)
+{
+    fk_pygate_mark(ctx, pid, how == FK_PY_GATE_WAKE ? FK_PYGATE_WAKE
+                             : how == FK_PY_GATE_QUIET ? FK_PYGATE_QUIET : FK_PYGATE_FORGET);
+}
 
 static struct fk_python *reader(struct fk_pyframes *h, struct fk_engine *e)
 {
-    if (!h->py)
+    if (!h->py) {
         h->py = fk_python_new(fk_engine_symbolizer(e), h->lines, h->max_bytes);
+        struct fk_pygate *g = fk_engine_pygate(e);
+        if (g)
+            fk_python_set_gate(h->py, gate_mark, g);
+    }
     return h->py;
 }
 
@@ -37,8 +49,11 @@ static void user_frames(void *state, struct fk_engine *e, const struct fk_sample
                         struct fk_stack_frames *st)
 {
     struct fk_pyframes *h = state;
-    if (st->user >= st->n)
+    if (st->user >= st->n) {
+        if (fk_engine_pygate(e))
+            fk_python_settle(reader(h, e), st->pid);
         return;
+    }
     struct fk_python *py = reader(h, e);
     struct fk_py_native nat = {
         .locs = st->locs + st->user, .n = st->n - st->user, .max = st->cap - st->user,

@@ -285,6 +285,13 @@ json_t *fk_profile_metadata(const struct fk_profile_request *rq,
     json_object_set_new(rd, "poll_ms", json_integer(r->reader_poll_ms));
     json_object_set_new(rd, "cpu_moves", json_integer((json_int_t)r->reader_moves));
     json_object_set_new(rd, "cpu_released", json_integer((json_int_t)r->reader_released));
+    json_object_set_new(rd, "wakeups", json_string(r->reader_wakeups ? r->reader_wakeups
+                                                                      : "watermark"));
+    if (r->reader_wakeups_note[0])
+        json_object_set_new(rd, "wakeups_note", json_string(r->reader_wakeups_note));
+    json_object_set_new(rd, "python_wakeups", json_integer((json_int_t)r->gate_wakeups));
+    json_object_set_new(rd, "python_gate_marked", json_integer((json_int_t)r->gate_marked));
+    json_object_set_new(rd, "python_gate_full", json_integer((json_int_t)r->gate_full));
     json_object_set_new(rd, "pinned_files", json_integer((json_int_t)r->pins.files));
     json_object_set_new(rd, "pinned_jits", json_integer((json_int_t)r->pins.jits));
     json_object_set_new(rd, "pins_used", json_integer((json_int_t)r->pins.used));

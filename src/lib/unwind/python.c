@@ -1307,6 +1307,8 @@ struct py_proc {
     pid_t pid;
     uint8_t state;
     bool early_checked;     /* looked for once as its first sample left the ring */
+    uint8_t gate;           /* what the wake-up gate was last told (FK_PY_GATE_*; 0: nothing) */
+    uint64_t checked;       /* the time of the sample it was first looked at for */
     /* an executable file named like CPython's was mapped (its record left
      * the ring at this time; 0: none since CPython was last found): the
      * exec of an interpreter the symbolizer has not handled yet */
@@ -1375,6 +1377,8 @@ struct fk_python {
     uint64_t exits_seen, last_sweep;    /* fk_sym_exits at the last sweep */
     struct pending pending[PENDING_MAX];
     unsigned npending;
+    void (*gate)(void *ctx, pid_t pid, int how);    /* fk_python_set_gate */
+    void *gate_ctx;
 };
 
 static bool ns_inode(pid_t pid, uint64_t *ino)
@@ -1411,9 +1415,40 @@ static void proc_clear(struct py_proc *pp)
     fk_hindex_free(&pp->nstid_idx);
     pid_t pid = pp->pid;
     uint64_t soon = pp->soon;
+    uint8_t gate = pp->gate;
     memset(pp, 0, sizeof *pp);
     pp->pid = pid;
     pp->soon = soon;
+    pp->gate = gate;    /* the gate's map still holds it */
+}
+
+/* Tell the wake-up gate what pp's samples need now: the reader at once (a
+ * CPython process), nothing (looked at, settled: none), or to be looked
+ * at (never looked at, an interpreter's exec on its way: out of the map,
+ * whose absent processes wake the reader). A look as its first sample
+ * left the ring settles nothing: an exec's mappings may still wait in the
+ * ring, which (quiet) would then be read only at its watermark; the
+ * handled samples' look does (refresh). Once per change. Under lock. */
+static void gate_sync(struct fk_python *p, struct py_proc *pp, bool gone, bool settled)
+{
+    if (!p->gate)
+        return;
+    int want = gone ? FK_PY_GATE_FORGET
+             : pp->state == PS_PYTHON ? FK_PY_GATE_WAKE
+             : pp->looked && !pp->soon && settled ? FK_PY_GATE_QUIET : FK_PY_GATE_FORGET;
+    if (pp->gate == want || (!pp->gate && want == FK_PY_GATE_FORGET))
+        return;
+    p->gate(p->gate_ctx, pp->pid, want);
+    pp->gate = (uint8_t)want;
+}
+
+void fk_python_set_gate(struct fk_python *p, void (*mark)(void *ctx, pid_t pid, int how),
+                        void *ctx)
+{
+    pthread_mutex_lock(&p->lock);
+    p->gate = mark;
+    p->gate_ctx = ctx;
+    pthread_mutex_unlock(&p->lock);
 }
 
 void fk_python_free(struct fk_python *p)
@@ -1665,6 +1700,7 @@ static void refresh(struct fk_python *p, struct py_proc *pp)
         proc_clear(pp);
     if (pp->state == PS_NONE && (!pp->looked || g.maps != pp->gen.maps))
         detect(p, pp);
+    gate_sync(p, pp, false, true);
 }
 
 /* Drop what is kept for processes whose exit was handled -- their walker,
@@ -1688,6 +1724,7 @@ static void sweep(struct fk_python *p, uint64_t now)
          * was forgotten after its exit) */
         if (g.exited || (pp->looked && pp->gen.image && !g.image)) {
             p->st.forgotten += pp->state == PS_PYTHON;
+            gate_sync(p, pp, true, true);
             proc_clear(pp);
             free(pp);
             continue;
@@ -1794,10 +1831,12 @@ static void take_early(struct fk_python *p, struct py_proc *pp, pid_t tid, uint6
 /* Whether pp's samples wait for the engine's thread: never looked at,
  * or an interpreter exec'd into it that the symbolizer has not handled
  * yet. Under lock. */
-static bool needs_engine(struct py_proc *pp, uint64_t time)
+static bool needs_engine(struct fk_python *p, struct py_proc *pp, uint64_t time)
 {
-    if (pp->soon && time > pp->soon && time - pp->soon > SOON_NS)
+    if (pp->soon && time > pp->soon && time - pp->soon > SOON_NS) {
         pp->soon = 0;   /* handled long since: not an interpreter after all */
+        gate_sync(p, pp, false, true);
+    }
     return (pp->state == PS_NONE && !pp->early_checked) || (pp->soon && pp->state != PS_PYTHON);
 }
 
@@ -1807,7 +1846,11 @@ int fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
     int got = 0;
     pthread_mutex_lock(&p->lock);
     struct py_proc *pp = pid > 0 ? proc_of(p, pid) : NULL;
-    if (pp && needs_engine(pp, time)) {
+    if (pp && pp->early_checked && pp->state != PS_PYTHON && pp->gate != FK_PY_GATE_QUIET &&
+        !pp->soon && time > pp->checked + SOON_NS)
+        gate_sync(p, pp, false, true);  /* its samples were not handled (outside the
+                                           target's filter): settled by now */
+    if (pp && needs_engine(p, pp, time)) {
         /* by the engine's thread, soon (a short-lived interpreter may be
          * gone when its first sample is handled) */
         if (p->npending < PENDING_MAX)
@@ -1827,8 +1870,10 @@ void fk_python_mapped(struct fk_python *p, pid_t pid, const char *path, uint64_t
         return;
     pthread_mutex_lock(&p->lock);
     struct py_proc *pp = proc_of(p, pid);
-    if (pp)
+    if (pp) {
         pp->soon = time ? time : 1;
+        gate_sync(p, pp, false, false);
+    }
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -1843,7 +1888,9 @@ void fk_python_catch_up(struct fk_python *p)
             /* once: its maps may not be known yet (an exec's records wait
              * in the ring), then the handled samples look again (refresh) */
             pp->early_checked = true;
+            pp->checked = q->time;
             detect(p, pp);
+            gate_sync(p, pp, false, false);
         } else if (pp && pp->soon && pp->state != PS_PYTHON) {
             refresh(p, pp);     /* once the symbolizer handled the exec */
         }
@@ -1958,6 +2005,15 @@ static void sample_locked(struct fk_python *p, pid_t pid, pid_t tid, struct fk_p
     uint64_t ns = fk_now_ns() - t0;
     p->st.ns_total += ns;
     p->hist[ns / HIST_NS < HIST_N ? ns / HIST_NS : HIST_N - 1]++;
+}
+
+void fk_python_settle(struct fk_python *p, pid_t pid)
+{
+    pthread_mutex_lock(&p->lock);
+    struct py_proc *pp = pid > 0 ? proc_of(p, pid) : NULL;
+    if (pp)
+        refresh(p, pp);
+    pthread_mutex_unlock(&p->lock);
 }
 
 void fk_python_sample(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_native *nat)

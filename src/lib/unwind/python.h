@@ -333,6 +333,19 @@ bool fk_py_cframe_offset(const struct fk_py_layout *L, const struct fk_py_native
  * FK_PY_EARLY_READ when it is a Python process's (read now, or served by a
  * read made after it), else 0. */
 enum { FK_PY_EARLY_WAIT = 1, FK_PY_EARLY_READ = 2 };
+/* The ring reader's wake-up gate (capture/pygate.h), told through mark
+ * (called with the module's lock held, from either thread) as each
+ * process is found to run CPython (FK_PY_GATE_WAKE: its samples wake the
+ * reader), found not to (QUIET), or is to be looked at again or exited
+ * (FORGET: a process the gate does not know wakes the reader, so that its
+ * first samples ask for the engine's thread at once). */
+enum { FK_PY_GATE_WAKE = 1, FK_PY_GATE_QUIET, FK_PY_GATE_FORGET };
+void fk_python_set_gate(struct fk_python *p, void (*mark)(void *ctx, pid_t pid, int how),
+                        void *ctx);
+/* A handled sample of pid with no user frames to splice (a kernel
+ * thread's): pid looked at as its handled samples are, so that the gate
+ * is told (a process never told stays one whose samples wake the reader). */
+void fk_python_settle(struct fk_python *p, pid_t pid);
 int fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time);
 /* From the engine's thread, before the samples fk_python_early met are
  * handled: a process seen for the first time is looked for CPython
