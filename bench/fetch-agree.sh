@@ -21,6 +21,11 @@
 # CPU ratio with each gRPC run priced at its setting's median switches/GiB
 # over the sweeps: what the ratio would be had the threads switched alike
 # (not part of the exit status).
+#
+# fetch-bench calls a run slow against a low percentile of its own sweep's
+# probes, which a host slow for the whole sweep passes: the sweeps' probe
+# references are printed, and a sweep whose reference is over 115 % of the
+# lowest is named (its CPU figures and ratios are not comparable).
 set -eu
 pct=10 verbose=false
 while getopts t:v o; do
@@ -50,7 +55,7 @@ for d in "$@"; do
 "
 done
 
-printf '%s' "$sweeps" | jq -r -s --argjson pct "$pct" --argjson verbose "$verbose" '
+printf '%s' "$sweeps" | jq -r -s --argjson pct "$pct" --argjson verbose "$verbose" --argjson names "$(jq -n -c '$ARGS.positional' --args "$@")" '
     def rkey: "\(.repo) \(if .cache then "cache" else "no cache" end) \(.clients) \(.grpc_mode)";
     def skey: "\(.repo) \(if .cache then "cache" else "no cache" end) \(.clients) \(.server)";
     def r3: . * 1000 | round / 1000;
@@ -135,6 +140,17 @@ printf '%s' "$sweeps" | jq -r -s --argjson pct "$pct" --argjson verbose "$verbos
           | if length > 0 then add / length | r3 | tostring else "-" end) | join(" ")),
       "compute probe CPU ms, median per sweep: " + (map([.[] | .compute_probe_ms.median? // empty]
           | if length > 0 then add / length | r3 | tostring else "-" end) | join(" ")),
+      # A host slow for a whole sweep is slow against its own reference
+      # (a low percentile of its probes) nowhere: compare the references.
+      (map([.[] | .probe_reference_ms? // empty] | min) as $mem
+       | map([.[] | .compute_probe_reference_ms? // empty] | min) as $cpu
+       | "probe references (memory/compute ms, lowest piece) per sweep: "
+         + ([range(length) | "\($mem[.] // "-" | if type == "number" then r3 else . end)/\($cpu[.] // "-" | if type == "number" then r3 else . end)"] | join(" ")),
+         ([range(length) | select(($mem[.] != null and $mem[.] > 1.15 * ([$mem[] | values] | min))
+                                  or ($cpu[.] != null and $cpu[.] > 1.15 * ([$cpu[] | values] | min)))
+           | $names[.]] as $slow
+          | if ($slow | length) > 0 then "  host slower throughout (a reference over 115 % of the lowest): \($slow | join(", ")): its CPU figures and ratios are not comparable"
+            else "  no sweep slower throughout (every reference within 115 % of the lowest)" end)),
       # How often the gRPC server switched threads: its CPU per GiB moves
       # with it (fetch-bench(1)); a sweep far from the others here is why
       # its gRPC ratios are.

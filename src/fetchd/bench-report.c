@@ -348,7 +348,8 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                       "(%.2f–%.2f) of CPU before the %d runs. On a virtual machine they take longer when the host "
                       "is busier; the CPU per GiB of every setting (git's most) moves with them, the gRPC/socket "
                       "ratios, taken within a round, much less. A run where any of the four probes was over %.0f %% "
-                      "of the median of its kind (before: %.2f and %.2f ms; after: %.2f and %.2f ms) was taken "
+                      "of the reference of its kind, the %dth percentile of its probes (before: %.2f and %.2f ms; "
+                      "after: %.2f and %.2f ms), was taken "
                       "while the host was slow (the gRPC server's CPU per GiB then rises 15–100 %%, the socket "
                       "server's 10–40 %%): its round's runs of the settings it is compared with are taken again "
                       "together after the rounds (a slow spell lasts tens of seconds), once the probes are back "
@@ -358,7 +359,7 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                       "report.json gives each one's count as n).\n\n",
                       "integer mixing, scattered reads and writes in 64 MiB", "integer mixing in 16 KiB",
                       probe[0].med, probe[0].min, probe[0].max, probe[1].med, probe[1].min, probe[1].max,
-                      nsettings * opt.rounds, SLOW_PROBE * 100, probe_ref[PROBE_MEM].ref_ms,
+                      nsettings * opt.rounds, SLOW_PROBE * 100, PROBE_REF_PCT, probe_ref[PROBE_MEM].ref_ms,
                       probe_ref[PROBE_COMPUTE].ref_ms, probe_ref[PROBE_MEM_AFTER].ref_ms,
                       probe_ref[PROBE_COMPUTE_AFTER].ref_ms, runs_retaken, runs_slow_kept, MIN_NORMAL_ROUNDS);
     json_object_set_new(jr, "machine_probe_ms", jstat(probe[0]));

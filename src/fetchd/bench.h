@@ -100,14 +100,17 @@ extern int ncpus;
 extern char pin_desc[192];   /* where servers and clients run (--no-pin) */
 extern char net_desc[512];   /* how clients reach the servers (--loopback) */
 /* Runs taken again because a probe around them took longer than
- * SLOW_PROBE x the median of its kind (the host was slow), and runs kept
- * though slow (the retake budget spent). */
+ * SLOW_PROBE x the reference of its kind, the PROBE_REF_PCT-th percentile
+ * of its probes so far (the host was slow), and runs kept though slow (the
+ * retake budget spent). */
 #define SLOW_PROBE 1.15
+#define PROBE_REF_PCT 10
 /* What a gRPC client process grows its heap by after its warm-up. */
 #define CLIENT_HEAP_MIB 32
 extern int runs_retaken, runs_slow_kept;
 /* The probes around each run (obs: probe_ms, cprobe_ms, probe_after_ms,
- * cprobe_after_ms) and the median of each kind so far, its reference. */
+ * cprobe_after_ms) and the PROBE_REF_PCT-th percentile of each kind so
+ * far, its reference. */
 enum { PROBE_MEM, PROBE_COMPUTE, PROBE_MEM_AFTER, PROBE_COMPUTE_AFTER, NPROBES };
 struct probe_ref {
     double *seen;

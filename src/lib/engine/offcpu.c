@@ -912,7 +912,13 @@ static bool offcpu_start(const struct fk_capture_opts *o, void **state, unsigned
             snprintf(why, sizeof why, "its map and ring buffer (%zu KiB) do not fit in an eighth of "
                      "--max-memory (%llu KiB): raise it to use it",
                      fk_swtime_bytes_for(ring) >> 10, (unsigned long long)(o->max_mem_bytes >> 10));
-        if (why[0] || !fk_swtime_new(&k->sw, k->exit_bits, k->bits.preempt, ring, &k->swt, why, sizeof why))
+        /* a host that refuses BPF on perf events (a seccomp filter on
+         * PERF_EVENT_IOC_SET_BPF) is told by the cached probe, whose event
+         * closes at once: fk_swtime_new would open sched_switch's event
+         * first, and closing a tracepoint's last perf event, bare, waits
+         * for an RCU tasks-trace grace period before the window */
+        if (why[0] || !fk_bpf_usable(why, sizeof why) ||
+            !fk_swtime_new(&k->sw, k->exit_bits, k->bits.preempt, ring, &k->swt, why, sizeof why))
             snprintf(k->bpf_note, sizeof k->bpf_note, "%s", why);
     }
     long cpus = sysconf(_SC_NPROCESSORS_CONF);
