@@ -205,7 +205,7 @@ fi
 ## PERF_EVENT_IOC_SET_BPF, as a locked-down container does), and a
 ## --max-memory too small for the program's map and ring. (Run by
 ## t-offcpu-records: the plain build's suite, where the records path is
-## checked; each a 0.5 s capture, run to the command's end.) The program
+## checked; each a 0.3 s capture, run to the command's end.) The program
 ## needs at least 512 KiB here (4 MiB of --max-memory), but the kernel's
 ## symbol table alone takes ~5 MB: with kernel stacks a 3M capture ended
 ## at the memory limit 40-150 ms in, before the sleepers' first block
@@ -226,7 +226,7 @@ if [ "$PATH_TIMED" = records ]; then
             exec 8>"$T/fhold.in"
             fk_cleanup "kill $H 2>/dev/null"
             for i in $(seq 200); do grep -q 'held\|unsupported' "$T/fhold.out" && break; sleep 0.05; done
-            "$FK_BUILD/test/progs/seccomp-deny" set-bpf "$FLAMEKIT" offcpu -o "$T/fallback-$how" run -- "$TRUTH" sleeps 0.5 >"$T/fallback.out" 2>&1 8>&- &
+            "$FK_BUILD/test/progs/seccomp-deny" set-bpf "$FLAMEKIT" offcpu -o "$T/fallback-$how" run -- "$TRUTH" sleeps 0.3 >"$T/fallback.out" 2>&1 8>&- &
             FKH=$!
             # (its events close after the files: that close waits)
             for i in $(seq 400); do
@@ -247,7 +247,7 @@ if [ "$PATH_TIMED" = records ]; then
             fi
             want='attaching a BPF program to a perf event: Operation not permitted'
         else
-            o=$("$FLAMEKIT" offcpu --no-kernel --max-memory 3M -o "$T/fallback-$how" run -- "$TRUTH" sleeps 0.5 2>&1)
+            o=$("$FLAMEKIT" offcpu --no-kernel --max-memory 3M -o "$T/fallback-$how" run -- "$TRUTH" sleeps 0.3 2>&1)
             want='do not fit in an eighth of --max-memory \(3072 KiB\)'
         fi
         J=$(ls "$T/fallback-$how"/*.offcpu.json 2>/dev/null | head -1)
