@@ -33,6 +33,7 @@
 #include "engine/capture.h"
 #include "capture/sample.h"
 #include "stacks/folded.h"
+#include "util/fk.h"
 #include "util/outfile.h"
 #include "cmd/term.h"
 
@@ -49,13 +50,6 @@
 
 #define MAGIC "FKREPLAY"
 #define WAKEUP_NS (100 * 1000000ull)    /* the live loop's poll interval */
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static double cpu_s(void)
 {
@@ -293,10 +287,10 @@ static int run(const char *path, unsigned repeat, const char *folded)
                 fk_replay_record(p, rec, h.size);
                 continue;
             }
-            uint64_t t0 = mono_ns();
+            uint64_t t0 = fk_now_ns();
             fk_replay_record(p, rec, h.size);
             lat = fk_grow(lat, &caplat, nlat + 1, sizeof *lat);
-            lat[nlat++] = mono_ns() - t0;
+            lat[nlat++] = fk_now_ns() - t0;
         }
         next_wakeup = 0;
     }
@@ -306,9 +300,9 @@ static int run(const char *path, unsigned repeat, const char *folded)
     bool read_failed = st.failed;
     close(st.fd);
     free(st.buf);
-    uint64_t n0 = mono_ns();
+    uint64_t n0 = fk_now_ns();
     fk_replay_finish(p);
-    double naming_ms = (double)(mono_ns() - n0) / 1e6;
+    double naming_ms = (double)(fk_now_ns() - n0) / 1e6;
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     qsort(lat, nlat, sizeof *lat, cmp_u64);

@@ -15,6 +15,7 @@
 #include "capture/blocktime.h"
 #include "capture/swtime.h"
 #include "capture/tracefs.h"
+#include "util/fk.h"
 #include "util/procfs.h"
 
 #include <errno.h>
@@ -79,13 +80,6 @@ static const char old_fmt[] =
     "\tfield:int prev_state;\toffset:28;\tsize:4;\tsigned:1;\n";
 
 /* ---- the in-kernel program on this kernel ---- */
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void nap_ms(unsigned ms)
 {
@@ -199,7 +193,7 @@ static void kernel_program(void)
     };
     /* a block cannot be longer than the stretch it fell in, as this
      * thread timed it: the bound when the host stalled us past 200 ms */
-    uint64_t t_attach = mono_ns();
+    uint64_t t_attach = fk_now_ns();
     int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
     ok = fd >= 0 && fk_swtime_filter(t, FK_SWTIME_TGIDS, NULL, err, sizeof err) &&
          fk_swtime_add_tgid(t, getpid()) && fk_swtime_follow_forks(t, err, sizeof err);
@@ -215,10 +209,10 @@ static void kernel_program(void)
     struct fk_swtime_stats st0, st1;
     fk_swtime_stats(t, &st0);
     nap_ms(1);      /* seen switched out once: a later hit not shown is a gap */
-    uint64_t t0 = mono_ns();
+    uint64_t t0 = fk_now_ns();
     for (int i = 0; i < 5; i++)
         nap_ms(20);
-    uint64_t t1 = mono_ns();
+    uint64_t t1 = fk_now_ns();
     nap_ms(1);      /* a switch-out: the last sleep's switch-in not shown is a gap now */
     s.from = t0;
     s.until = t1;
@@ -256,7 +250,7 @@ static void kernel_program(void)
     UNIT_CHECK("a child process ran", child > 0 && waitpid(child, &status, 0) == child &&
                WIFEXITED(status) && WEXITSTATUS(status) == 0);
     struct seen c = { .tid = child };
-    uint64_t t2 = mono_ns();
+    uint64_t t2 = fk_now_ns();
     fk_swtime_drain(t, seen_block, &c);
     fk_swtime_stats(t, &st0);
     snprintf(what, sizeof what,
@@ -265,10 +259,10 @@ static void kernel_program(void)
     UNIT_CHECK(what, c.n >= 1 && c.max_ns >= 30 * MS && c.max_ns < 300 * MS);
     struct seen after = { .tid = s.tid };
     nap_ms(1);
-    after.from = mono_ns();
+    after.from = fk_now_ns();
     for (int i = 0; i < 3; i++)
         nap_ms(20);
-    uint64_t t3 = mono_ns();
+    uint64_t t3 = fk_now_ns();
     nap_ms(1);
     after.until = t3;
     fk_swtime_drain(t, seen_block, &after);
@@ -292,7 +286,7 @@ static void kernel_program(void)
             break;
         nap_ms(2);
     }
-    uint64_t out = 0, stop = mono_ns();
+    uint64_t out = 0, stop = fk_now_ns();
     fk_swtime_stop(t, stop);
     bool pending = fk_swtime_pending(t, stid, &out);
     char state = stid > 0 ? fk_proc_task_state(getpid(), stid) : 0;
