@@ -99,6 +99,18 @@ shared() {
 unseen() { local u b; u=$(jnum offcpu.bpf_switches_unseen "$J") b=$(jnum offcpu.bpf_switch_ins_unseen "$J"); echo $((${u:-0} - ${b:-0})); }
 bounded() { echo "$(jnum offcpu.bpf_switch_ins_unseen "$J") switch-ins unseen, bound $(jnum offcpu.bpf_unseen_bound_ns "$J") ns"; }
 # offcpu NAME ARGS...: capture into $T/NAME; the command's stdout in $T/NAME.out
+# hold_grace_periods NAME SECS: test/progs/rcu-hold holds every RCU
+# tasks-trace grace period for up to SECS, or until fd 8 (the write end of
+# its fifo $T/NAME.in, left open here) is closed; H is its pid, $T/NAME.out
+# says "held" (or why it cannot) once it holds them.
+hold_grace_periods() {
+    rm -f "$T/$1.in"; mkfifo "$T/$1.in"
+    "$FK_BUILD/test/progs/rcu-hold" "$2" <"$T/$1.in" >"$T/$1.out" 2>&1 &
+    H=$!
+    exec 8>"$T/$1.in"
+    fk_cleanup "kill $H 2>/dev/null"
+    for i in $(seq 200); do grep -q 'held\|unsupported' "$T/$1.out" && break; sleep 0.05; done
+}
 offcpu() {
     local n=$1; shift
     rm -rf "$T/$n"
@@ -220,12 +232,7 @@ if [ "$PATH_TIMED" = records ]; then
     for how in set-bpf max-memory; do
         rm -rf "$T/fallback-$how"
         if [ $how = set-bpf ]; then
-            rm -f "$T/fhold.in"; mkfifo "$T/fhold.in"
-            "$FK_BUILD/test/progs/rcu-hold" 30 <"$T/fhold.in" >"$T/fhold.out" 2>&1 &
-            H=$!
-            exec 8>"$T/fhold.in"
-            fk_cleanup "kill $H 2>/dev/null"
-            for i in $(seq 200); do grep -q 'held\|unsupported' "$T/fhold.out" && break; sleep 0.05; done
+            hold_grace_periods fhold 30
             "$FK_BUILD/test/progs/seccomp-deny" set-bpf "$FLAMEKIT" offcpu -o "$T/fallback-$how" run -- "$TRUTH" sleeps 0.3 >"$T/fallback.out" 2>&1 8>&- &
             FKH=$!
             # (its events close after the files: that close waits)
@@ -578,12 +585,7 @@ if shared "grace periods held"; then
     sh -c "echo \$\$ >$rootcg/cgroup.procs 2>/dev/null; exec sleep 60" &
     RS=$!
     fk_cleanup "kill $RS 2>/dev/null"
-    rm -f "$T/hold.in"; mkfifo "$T/hold.in"
-    "$FK_BUILD/test/progs/rcu-hold" 60 <"$T/hold.in" >"$T/hold.out" 2>&1 &
-    H=$!
-    exec 8>"$T/hold.in"
-    fk_cleanup "kill $H 2>/dev/null"
-    for i in $(seq 200); do grep -q 'held\|unsupported' "$T/hold.out" && break; sleep 0.05; done
+    hold_grace_periods hold 60
     if ! grep -q held "$T/hold.out"; then
         exec 8>&-
         skip "grace periods held" "rcu-hold: $(head -1 "$T/hold.out")"
