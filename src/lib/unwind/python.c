@@ -489,7 +489,7 @@ static bool code_hdr(struct fk_py_walker *w, uint64_t addr, unsigned char *hdr)
         }
     if (!got && !rd(w, addr, hdr, w->co_read))
         return false;
-    if (s)
+    if (s && !s->chain)
         spec_note(w->spec_code, &w->nspec_code, SPEC_CODES, addr, w->nsnaps);
     return true;
 }
@@ -784,6 +784,36 @@ static int snap_frame(const struct fk_py_walker *w, uint64_t frame, unsigned cha
     return SNAP_NONE;
 }
 
+_Static_assert(FK_PYGATE_DEPTH <= FK_PY_SNAP_FRAMES && FK_PYGATE_STRIDE <= FK_PY_FRAME_BYTES,
+               "a chain the gate's program read fits a snapshot");
+
+bool fk_py_snap_chain(struct fk_py_walker *w, const struct fk_pygate_chain *c, uint64_t tid,
+                      struct fk_py_snap *snap)
+{
+    const struct fk_py_layout *L = w->lay;
+    snap->n = snap->ncodes = 0;
+    snap->win_len = 0;
+    snap->reads = snap->read_bytes = 0;
+    snap->tstate = snap->cframe = snap->head = 0;
+    snap->chain = false;
+    if (c->native_tid != tid || !ptr_ok(c->tstate, 8) || c->n > FK_PYGATE_DEPTH ||
+        L->fr_size > FK_PYGATE_STRIDE || (c->n && !c->head))
+        return false;
+    uint64_t at = c->head;
+    for (unsigned i = 0; i < c->n; i++) {
+        const unsigned char *f = c->frames + (size_t)i * FK_PYGATE_STRIDE;
+        snap->addr[i] = at;
+        memcpy(snap->bytes[i], f, L->fr_size);
+        at = get_u64(f, L->fr_previous);
+    }
+    snap->n = c->n;
+    snap->tstate = c->tstate;
+    snap->cframe = c->cframe;
+    snap->head = c->head;
+    snap->chain = true;
+    return true;
+}
+
 void fk_py_use_snap(struct fk_py_walker *w, const struct fk_py_snap *snap)
 {
     w->snap = snap;
@@ -871,7 +901,8 @@ bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *sna
     snap->n = snap->ncodes = 0;
     snap->win_len = 0;
     snap->reads = snap->read_bytes = 0;
-    snap->tstate = snap->cframe = 0;
+    snap->tstate = snap->cframe = snap->head = 0;
+    snap->chain = false;
     unsigned char ts[512];
     size_t off, tsl;
     ts_block(L, &off, &tsl);
@@ -1005,7 +1036,8 @@ static uint8_t walk_chain(struct fk_py_walker *w, uint64_t frame, bool one_segme
         int held = snap_frame(w, frame, fr);
         if (!held && !rd(w, frame, fr, L->fr_size))
             return w->over ? FK_PY_LIMIT : FK_PY_BAD_READ;
-        if (held != SNAP_WINDOW && w->snap)     /* outside the window: guess it next time */
+        if (held != SNAP_WINDOW && w->snap && !w->snap->chain)  /* outside the window:
+                                                                   guess it next time */
             spec_note(w->spec_frame, &w->nspec_frame, SPEC_FRAMES, frame, w->nsnaps);
         uint64_t code = get_u64(fr, L->fr_code), prev = get_u64(fr, L->fr_previous);
         uint64_t pi = get_u64(fr, L->fr_prev_instr);
@@ -1085,6 +1117,29 @@ void fk_py_walk(struct fk_py_walker *w, uint64_t tid, struct fk_py_stack *out)
         out->segments++;
     }
 done:
+    out->status = st;
+    w->cur = NULL;
+}
+
+void fk_py_walk_snap(struct fk_py_walker *w, const struct fk_py_snap *snap,
+                     struct fk_py_stack *out)
+{
+    walk_begin(w, out);
+    out->cframe = snap->cframe;
+    out->tstate = snap->tstate;
+    const struct fk_py_snap *was = w->snap;
+    w->snap = snap;
+    uint8_t st = FK_PY_IDLE;
+    uint64_t next;
+    if (snap->chain && snap->head) {
+        st = walk_chain(w, snap->head, false, out, &next);
+        /* the root frame ends its segment even if its mark was unreadable */
+        if (st == FK_PY_OK && out->n && !out->f[out->n - 1].entry) {
+            out->f[out->n - 1].entry = true;
+            out->segments++;
+        }
+    }
+    w->snap = was;
     out->status = st;
     w->cur = NULL;
 }
@@ -1379,6 +1434,9 @@ struct fk_python {
     unsigned npending;
     void (*gate)(void *ctx, pid_t pid, int how);    /* fk_python_set_gate */
     void *gate_ctx;
+    bool (*put_thread)(void *ctx, pid_t tid, uint64_t tstate,   /* fk_python_set_chains */
+                       const struct fk_pygate_offsets *o);
+    void *put_ctx;
 };
 
 static bool ns_inode(pid_t pid, uint64_t *ino)
@@ -1448,6 +1506,17 @@ void fk_python_set_gate(struct fk_python *p, void (*mark)(void *ctx, pid_t pid, 
     pthread_mutex_lock(&p->lock);
     p->gate = mark;
     p->gate_ctx = ctx;
+    pthread_mutex_unlock(&p->lock);
+}
+
+void fk_python_set_chains(struct fk_python *p,
+                          bool (*put)(void *ctx, pid_t tid, uint64_t tstate,
+                                      const struct fk_pygate_offsets *o),
+                          void *ctx)
+{
+    pthread_mutex_lock(&p->lock);
+    p->put_thread = put;
+    p->put_ctx = ctx;
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -1810,6 +1879,15 @@ static void take_early(struct fk_python *p, struct py_proc *pp, pid_t tid, uint6
     if (!sl)
         return;
     bool ok = fk_py_snapshot(pp->w, ntid, sl->s);
+    if (ok && p->put_thread && sl->s->tstate) {
+        /* the gate's program reads this thread's next samples itself */
+        const struct fk_py_layout *L = fk_py_walker_layout(pp->w);
+        struct fk_pygate_offsets o = { .ts_cframe = L->ts_cframe,
+                                       .ts_native_thread_id = L->ts_native_thread_id,
+                                       .cf_current_frame = L->cf_current_frame,
+                                       .fr_previous = L->fr_previous, .fr_size = L->fr_size };
+        (void)p->put_thread(p->put_ctx, tid, sl->s->tstate, &o);
+    }
     uint64_t now = fk_now_ns();
     p->st.early_ns += now - t0;
     p->st.snapshot_reads += sl->s->reads;
@@ -1828,6 +1906,33 @@ static void take_early(struct fk_python *p, struct py_proc *pp, pid_t tid, uint6
     note_delay(p, time, now);
 }
 
+/* The chain the gate's program read at tid's sample at time, as its early
+ * read; false when it is not tid's (its thread state gone, the tid
+ * reused), so the target is read instead. Under lock. */
+static bool take_chain(struct fk_python *p, struct py_proc *pp, pid_t tid, uint64_t time,
+                       const struct fk_pygate_chain *c, uint64_t t0)
+{
+    uint64_t ntid = ns_tid(pp, tid);
+    struct snap_slot *sl = ntid ? next_slot(p, time) : NULL;
+    if (!sl)
+        return false;
+    if (!fk_py_snap_chain(pp->w, c, ntid, sl->s)) {
+        p->st.chains_refused++;
+        return false;
+    }
+    sl->tid = (uint64_t)tid;
+    sl->image = pp->gen.image;
+    sl->taken = c->time;    /* the chain's moment: it serves no later sample */
+    sl->done = fk_now_ns();
+    sl->times[0] = time;
+    sl->ntimes = 1;
+    p->slot_next = (p->slot_next + 1) % p->nslots;
+    p->st.chains++;
+    p->st.early_ns += sl->done - t0;
+    note_delay(p, time, time);
+    return true;
+}
+
 /* Whether pp's samples wait for the engine's thread: never looked at,
  * or an interpreter exec'd into it that the symbolizer has not handled
  * yet. Under lock. */
@@ -1840,7 +1945,8 @@ static bool needs_engine(struct fk_python *p, struct py_proc *pp, uint64_t time)
     return (pp->state == PS_NONE && !pp->early_checked) || (pp->soon && pp->state != PS_PYTHON);
 }
 
-int fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
+int fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time,
+                    const struct fk_pygate_chain *chain)
 {
     uint64_t t0 = fk_now_ns();
     int got = 0;
@@ -1856,7 +1962,7 @@ int fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
         if (p->npending < PENDING_MAX)
             p->pending[p->npending++] = (struct pending){ pid, tid, time };
         got = FK_PY_EARLY_WAIT;
-    } else if (pp && pp->state == PS_PYTHON) {
+    } else if (pp && pp->state == PS_PYTHON && !(chain && take_chain(p, pp, tid, time, chain, t0))) {
         take_early(p, pp, tid, time, t0);
         got = FK_PY_EARLY_READ;
     }
@@ -1955,7 +2061,10 @@ static void sample_locked(struct fk_python *p, pid_t pid, pid_t tid, struct fk_p
         if (!pp->cf_known && nat->sps && snap)
             learn_cframe(p, pp, nat, nn, snap->cframe, snap->tstate);
         uint64_t outer;
-        if (pp->cf_known && nat->sps &&
+        if (snap && snap->chain) {
+            /* read at the sample: no head to anchor, nothing moved */
+            fk_py_walk_snap(pp->w, snap, s);
+        } else if (pp->cf_known && nat->sps &&
             fk_py_heads_from_copy(fk_py_walker_layout(pp->w), nat, p->evals, nn, pp->cf_off,
                                   heads, &nh, &outer) && nh == nev) {
             fk_py_use_snap(pp->w, snap);
