@@ -6,26 +6,13 @@
 
 #include <string.h>
 
-static void gate_mark(void *ctx, pid_t pid, int how)
-{
-    fk_pygate_mark(ctx, pid, how == FK_PY_GATE_WAKE ? FK_PYGATE_WAKE
-                             : how == FK_PY_GATE_QUIET ? FK_PYGATE_QUIET : FK_PYGATE_FORGET);
-}
-
-static bool gate_thread(void *ctx, pid_t tid, uint64_t tstate, const struct fk_pygate_offsets *o)
-{
-    return fk_pygate_thread(ctx, tid, tstate, o);
-}
-
 static struct fk_python *reader(struct fk_pyframes *h, struct fk_engine *e)
 {
     if (!h->py) {
         h->py = fk_python_new(fk_engine_symbolizer(e), h->lines, h->max_bytes);
         h->gate = fk_engine_pygate(e);
-        if (h->gate) {
-            fk_python_set_gate(h->py, gate_mark, h->gate);
-            fk_python_set_chains(h->py, gate_thread, h->gate);
-        }
+        if (h->gate)
+            fk_python_set_gate(h->py, h->gate);
     }
     return h->py;
 }
