@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The Python wake-up gate (pygate.h): a hash map tgid -> wake, a BPF ring
- * buffer of notifications, and the perf-event program between them. */
+/* The Python wake-up gate (pygate.h): a hash map tgid -> wake, an LRU map
+ * tid -> thread state and offsets, a BPF ring buffer of notifications and
+ * chains, the perf-event program between them, and the per-CPU queues
+ * that hold the chains until their samples take them. */
 #include "capture/pygate.h"
 #include "capture/bpf.h"
 #include "util/fk.h"
@@ -21,7 +23,7 @@ enum {
 #define REC_MAX (REC_HDR + FK_PYGATE_DEPTH * FK_PYGATE_STRIDE)
 /* The thread map's value: the thread state, then struct fk_pygate_offsets. */
 enum { TV_TSTATE = 0, TV_CFRAME = 8, TV_NTID = 10, TV_CURRENT = 12, TV_PREVIOUS = 14,
-       TV_FRSIZE = 16, TV_BYTES = 24 };
+       TV_FRSIZE = 16, TV_CODE = 18, TV_BYTES = 24 };
 /* Why a sample notified (the note's second word). */
 enum { NOTE_NEW, NOTE_THREAD, NOTE_MISS, NOTE_FULL };
 
@@ -37,6 +39,7 @@ struct queue {
 struct fk_pygate {
     int pids, ring, prog;
     int tids, scratch;          /* the thread map and the program's per-CPU record */
+    int codes;                  /* code objects user space has named */
     int tree_prog, tree_map;    /* the variant with a tree filter (-1: none yet) */
     bool chains;                /* the program reads chains (else it only notifies:
                                    a kernel that refused the reads) */
@@ -54,6 +57,8 @@ struct fk_pygate {
 #define ENTRY_BYTES 64
 #define THREADS_MAX 4096
 #define THREAD_BYTES (64 + TV_BYTES)
+#define CODES_MAX 16384
+#define CODE_BYTES (64 + 16)
 /* Notifications are 16 bytes with their header, chains up to REC_MAX;
  * the reader takes them at each pass (at least every 50 ms): at 999 Hz
  * on a CPU ~50 chains of 30 frames (2.5 KB) a pass. */
@@ -86,9 +91,13 @@ static void emit_read8(struct fk_bpf_builder *b, int dst, unsigned miss)
 
 /* The chain of a Python thread in the thread map (the tid at fp-8):
  * read into the per-CPU record and written to the ring without a
- * wake-up. Registers: r6 ctx, r8 the thread's map value, r9 the record;
- * r7 the reason of a note (to note_thread, miss, full). Unrolled: each
- * frame's offsets are constants, which the verifier checks once. */
+ * wake-up -- unless a frame runs a code object not in the code map (one
+ * user space has not named yet: a module's code may be freed once it
+ * ran, so it is named while it lives), which wakes the reader. Registers:
+ * r6 ctx, r8 the thread's map value, r9 the record; r7 the reason of a
+ * note (to note_thread, miss, full). Stack: -24 a code pointer, -28 "a
+ * code object not named". Unrolled: each frame's offsets are constants,
+ * which the verifier checks once. */
 static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned note,
                        unsigned keep)
 {
@@ -123,6 +132,7 @@ static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned n
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_9, BPF_REG_1, REC_TSTATE));
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_9, REC_HEAD, 0));
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_9, REC_NEXT, 0));
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -28, 0));
     /* tstate->cframe, tstate->native_thread_id */
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_3, BPF_REG_8, TV_TSTATE));
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_1, BPF_REG_8, TV_CFRAME));
@@ -151,6 +161,20 @@ static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned n
         fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_probe_read_user));
         fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_0, 0, miss);
         fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_9, REC_N, k + 1));
+        unsigned named = fk_bpf_label_new(b);
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_1, BPF_REG_8, TV_CODE));
+        fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_1, FK_PYGATE_STRIDE - 8, miss);
+        fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_9));
+        fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_2, BPF_REG_1));
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_2, at));
+        fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_1, -24));
+        fk_bpf_emit_ld_map_fd(b, BPF_REG_1, g->codes);
+        fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
+        fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -24));
+        fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
+        fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_0, 0, named);
+        fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -28, 1));
+        fk_bpf_label_place(b, named);
         fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_1, BPF_REG_8, TV_PREVIOUS));
         fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_1, FK_PYGATE_STRIDE - 8, miss);
         fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_9));
@@ -164,9 +188,14 @@ static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned n
     fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_3, FK_PYGATE_DEPTH, miss);
     fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_MUL, BPF_REG_3, FK_PYGATE_STRIDE));
     fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_3, REC_HDR));
+    unsigned quiet = fk_bpf_label_new(b);
+    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_4, BPF_RB_NO_WAKEUP));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_W, BPF_REG_5, BPF_REG_10, -28));
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_5, 0, quiet);
+    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_4, BPF_RB_FORCE_WAKEUP));
+    fk_bpf_label_place(b, quiet);
     fk_bpf_emit_ld_map_fd(b, BPF_REG_1, g->ring);
     fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_9));
-    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_4, BPF_RB_NO_WAKEUP));
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_ringbuf_output));
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, keep);
     fk_bpf_goto(b, full);
@@ -293,7 +322,7 @@ static int on_note(void *ctx, void *data, size_t size)
 struct fk_pygate *fk_pygate_new(uint32_t max_entries, char *err, size_t errlen)
 {
     struct fk_pygate *g = fk_calloc(1, sizeof *g);
-    g->pids = g->ring = g->prog = g->tids = g->scratch = g->tree_prog = g->tree_map = -1;
+    g->pids = g->ring = g->prog = g->tids = g->scratch = g->codes = g->tree_prog = g->tree_map = -1;
     g->entries = max_entries;
     int ncpus = libbpf_num_possible_cpus();
     if (ncpus <= 0) {
@@ -309,6 +338,8 @@ struct fk_pygate *fk_pygate_new(uint32_t max_entries, char *err, size_t errlen)
                            &g->tids, err, errlen) ||
         !fk_bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "fk_py_chain", 4, REC_MAX, 1, 0,
                            &g->scratch, err, errlen) ||
+        !fk_bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "fk_py_codes", 8, 1, CODES_MAX, 0, &g->codes,
+                           err, errlen) ||
         !fk_bpf_map_create(BPF_MAP_TYPE_RINGBUF, "fk_py_notes", 0, 0, RING_BYTES, 0, &g->ring,
                            err, errlen)) {
         fk_pygate_free(g);
@@ -368,11 +399,11 @@ bool fk_pygate_thread(struct fk_pygate *g, pid_t tid, uint64_t tstate,
     if (!g->chains)
         return false;
     unsigned char v[TV_BYTES] = { 0 };
-    uint16_t f[5] = { o->ts_cframe, o->ts_native_thread_id, o->cf_current_frame, o->fr_previous,
-                      o->fr_size };
+    uint16_t f[6] = { o->ts_cframe, o->ts_native_thread_id, o->cf_current_frame, o->fr_previous,
+                      o->fr_size, o->fr_code };
     uint32_t k = (uint32_t)tid;
     if (tid <= 0 || !tstate || o->fr_size > FK_PYGATE_STRIDE ||
-        o->fr_previous > FK_PYGATE_STRIDE - 8)
+        o->fr_previous > FK_PYGATE_STRIDE - 8 || o->fr_code > FK_PYGATE_STRIDE - 8)
         return false;
     memcpy(v + TV_TSTATE, &tstate, 8);
     memcpy(v + TV_CFRAME, f, sizeof f);
@@ -380,6 +411,13 @@ bool fk_pygate_thread(struct fk_pygate *g, pid_t tid, uint64_t tstate,
         return false;
     __atomic_add_fetch(&g->threads, 1, __ATOMIC_RELAXED);
     return true;
+}
+
+void fk_pygate_code(struct fk_pygate *g, uint64_t code)
+{
+    uint8_t one = 1;
+    if (g->chains)
+        (void)bpf_map_update_elem(g->codes, &code, &one, BPF_ANY);
 }
 
 int fk_pygate_fd(const struct fk_pygate *g)
@@ -470,6 +508,7 @@ size_t fk_pygate_bytes(const struct fk_pygate *g)
     if (!g)
         return 0;
     return (size_t)g->entries * ENTRY_BYTES + RING_BYTES + (size_t)THREADS_MAX * THREAD_BYTES +
+           (size_t)CODES_MAX * CODE_BYTES +
            (size_t)g->ncpus * REC_MAX +
            (size_t)__atomic_load_n(&g->nqueues, __ATOMIC_RELAXED) * QUEUE_MAX * REC_MAX;
 }
@@ -479,7 +518,8 @@ void fk_pygate_free(struct fk_pygate *g)
     if (!g)
         return;
     ring_buffer__free(g->rb);
-    int *fds[] = { &g->tree_prog, &g->prog, &g->ring, &g->scratch, &g->tids, &g->pids };
+    int *fds[] = { &g->tree_prog, &g->prog, &g->ring, &g->codes, &g->scratch, &g->tids,
+                   &g->pids };
     for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
         if (*fds[i] >= 0)
             close(*fds[i]);

@@ -85,7 +85,7 @@ uint64_t fk_pygate_drain(struct fk_pygate *g);
  * process sees it, cframe + cf_current_frame the innermost frame, frame +
  * fr_previous the caller; fr_size bytes of each frame are read. */
 struct fk_pygate_offsets {
-    uint16_t ts_cframe, ts_native_thread_id, cf_current_frame, fr_previous, fr_size;
+    uint16_t ts_cframe, ts_native_thread_id, cf_current_frame, fr_previous, fr_size, fr_code;
 };
 #define FK_PYGATE_DEPTH 64      /* frames the program reads per sample */
 #define FK_PYGATE_STRIDE 80     /* bytes per frame in a record (fr_size at most) */
@@ -95,6 +95,12 @@ struct fk_pygate_offsets {
  * recently used threads make room, so only on an error). Any thread. */
 bool fk_pygate_thread(struct fk_pygate *g, pid_t tid, uint64_t tstate,
                       const struct fk_pygate_offsets *o);
+
+/* The code object at code (a frame's f_code) is named: a chain whose
+ * frames all run named ones is written without a wake-up; one with a
+ * code object not named yet wakes the reader, which names it while it
+ * lives (a module's code is freed once it ran). Any thread. */
+void fk_pygate_code(struct fk_pygate *g, uint64_t code);
 
 /* A chain as the program read it at one sample. */
 struct fk_pygate_chain {

@@ -115,6 +115,7 @@ struct code_entry {
     uint32_t name;          /* qualname's id; UINT32_MAX: unreadable */
     uint32_t file;          /* short file name's id (lines) */
     uint32_t lt_off, lt_len;/* line table bytes in w->lt (lines); lt_len 0: none */
+    bool told;              /* given in a chain snapshot's named[] (fk_py_snap_chain) */
 };
 
 struct tid_entry {
@@ -797,6 +798,7 @@ bool fk_py_snap_chain(struct fk_py_walker *w, const struct fk_pygate_chain *c, u
     snap->reads = snap->read_bytes = 0;
     snap->tstate = snap->cframe = snap->head = 0;
     snap->chain = false;
+    snap->nnamed = 0;
     if (c->native_tid != tid || !ptr_ok(c->tstate, 8) || c->n > FK_PYGATE_DEPTH ||
         L->fr_size > FK_PYGATE_STRIDE || (c->n && !c->head))
         return false;
@@ -812,6 +814,35 @@ bool fk_py_snap_chain(struct fk_py_walker *w, const struct fk_pygate_chain *c, u
     snap->cframe = c->cframe;
     snap->head = c->head;
     snap->chain = true;
+    /* the chain's code objects named now, while they live (a module's
+     * code is freed once it ran: a short-lived interpreter's imports),
+     * not when the sample is walked, up to a take of the engine's thread
+     * later: the cached ones cost nothing, the others (the cache's
+     * misses) are read now */
+    struct fk_py_stack tmp;
+    tmp.reads = tmp.read_bytes = 0;
+    const struct fk_py_snap *was = w->snap;
+    w->cur = &tmp;
+    w->snap = snap;
+    w->t0 = w->now();
+    w->over = false;
+    for (unsigned i = 0; i < snap->n && !w->over; i++) {
+        const unsigned char *fr = snap->bytes[i];
+        uint64_t code = get_u64(fr, L->fr_code), pi = get_u64(fr, L->fr_prev_instr);
+        uint64_t func = get_u64(fr, L->fr_func), globals = get_u64(fr, L->fr_globals);
+        unsigned char hdr[FK_PY_CODE_BYTES];
+        const struct code_entry *ce = code_known(w, code, func, globals, pi);
+        if (!ce)
+            ce = code_at(w, code, func, globals, hdr);
+        if (ce && ce != &w->scratch && !ce->told && snap->nnamed < FK_PY_SNAP_CODES) {
+            snap->named[snap->nnamed++] = code;
+            ((struct code_entry *)ce)->told = true;     /* w->codes[]: the walker's own */
+        }
+    }
+    w->snap = was;
+    w->cur = NULL;
+    snap->reads = tmp.reads;
+    snap->read_bytes = tmp.read_bytes;
     return true;
 }
 
@@ -904,6 +935,7 @@ bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *sna
     snap->reads = snap->read_bytes = 0;
     snap->tstate = snap->cframe = snap->head = 0;
     snap->chain = false;
+    snap->nnamed = 0;
     unsigned char ts[512];
     size_t off, tsl;
     ts_block(L, &off, &tsl);
@@ -1870,7 +1902,8 @@ static void take_early(struct fk_python *p, struct py_proc *pp, pid_t tid, uint6
         struct fk_pygate_offsets o = { .ts_cframe = L->ts_cframe,
                                        .ts_native_thread_id = L->ts_native_thread_id,
                                        .cf_current_frame = L->cf_current_frame,
-                                       .fr_previous = L->fr_previous, .fr_size = L->fr_size };
+                                       .fr_previous = L->fr_previous, .fr_size = L->fr_size,
+                                       .fr_code = L->fr_code };
         (void)fk_pygate_thread(p->gate, tid, sl->s->tstate, &o);
     }
     uint64_t now = fk_now_ns();
@@ -1908,12 +1941,16 @@ static bool take_chain(struct fk_python *p, struct py_proc *pp, pid_t tid, uint6
     sl->tid = (uint64_t)tid;
     sl->image = pp->gen.image;
     sl->taken = c->time;    /* the chain's moment: it serves no later sample */
-    sl->done = fk_now_ns();
     sl->times[0] = time;
     sl->ntimes = 1;
     p->slot_next = (p->slot_next + 1) % p->nslots;
     p->st.chains++;
+    for (unsigned i = 0; i < sl->s->nnamed && p->gate; i++)
+        fk_pygate_code(p->gate, sl->s->named[i]);
+    sl->done = fk_now_ns();
     p->st.early_ns += sl->done - t0;
+    p->st.snapshot_reads += sl->s->reads;
+    p->st.snapshot_read_bytes += sl->s->read_bytes;
     note_delay(p, time, time);
     return true;
 }
@@ -2049,6 +2086,7 @@ static void sample_locked(struct fk_python *p, pid_t pid, pid_t tid, struct fk_p
         if (snap && snap->chain) {
             /* read at the sample: no head to anchor, nothing moved */
             fk_py_walk_snap(pp->w, snap, s);
+            p->st.chain_walks++;
         } else if (pp->cf_known && nat->sps &&
             fk_py_heads_from_copy(fk_py_walker_layout(pp->w), nat, p->evals, nn, pp->cf_off,
                                   heads, &nh, &outer) && nh == nev) {

@@ -210,6 +210,8 @@ struct fk_py_snap {
                                    (fk_py_snap_chain): addr[]/bytes[] are the
                                    chain from head, as it was then */
     uint64_t head;              /* chain: the innermost frame (0: none) */
+    unsigned nnamed;            /* chain: code objects named for the first time */
+    uint64_t named[FK_PY_SNAP_CODES];
     uint64_t win_addr;          /* the window's address in the target */
     uint32_t win_len;           /* 0: none */
     unsigned char win[FK_PY_SNAP_WINDOW];
@@ -219,7 +221,9 @@ struct fk_py_snap {
 bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *snap);
 /* The chain the gate's program read at a sample (capture/pygate.h) as
  * snap: false unless it is thread tid's (its native_thread_id, as the
- * target sees it) and fits. No read of the target. */
+ * target sees it) and fits. Its code objects are named now, while they
+ * live (read only where the cache misses); those named for the first
+ * time are listed in snap->named (for the gate's code map). */
 bool fk_py_snap_chain(struct fk_py_walker *w, const struct fk_pygate_chain *c, uint64_t tid,
                       struct fk_py_snap *snap);
 /* Walk a chain snapshot (snap->chain) from its head: the thread's chain
@@ -289,6 +293,7 @@ struct fk_python_stats {
     uint64_t snapshot_reads, snapshot_read_bytes;   /* ... what taking them read */
     uint64_t chains;                /* samples whose chain the gate's program read */
     uint64_t chains_refused;        /* ... records not their thread's (a reused tid) */
+    uint64_t chain_walks;           /* walks of such chains (samples with eval frames) */
     uint64_t early_ns;              /* CPU time taking them */
     double delay_median_ms, delay_p90_ms, delay_max_ms; /* sample -> chain read */
     char versions[64];              /* "3.11" ... as found; unknown ones as "3.12?" */
