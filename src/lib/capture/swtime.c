@@ -97,10 +97,10 @@ static void lookup_entry(struct fk_bpf_builder *b, int outs_fd)
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
 }
 
-/* Write {r9, kind, out_reg, in_reg, oncpu_reg (0: none)} to the ring
- * buffer, then goto next. Clobbers r0-r5. */
+/* Write {r9, kind, out_reg, in_reg, the stack's oncpu_slot (0: none, 0
+ * written)} to the ring buffer, then goto next. Clobbers r0-r5. */
 static void emit_block(struct fk_bpf_builder *b, const struct fk_swtime *t, enum fk_swtime_kind kind,
-                       unsigned out_reg, unsigned in_reg, unsigned oncpu_reg, unsigned next)
+                       unsigned out_reg, unsigned in_reg, int16_t oncpu_slot, unsigned next)
 {
     unsigned full = fk_bpf_label_new(b);
     fk_bpf_emit_ld_map_fd(b, BPF_REG_1, t->rb);
@@ -112,10 +112,12 @@ static void emit_block(struct fk_bpf_builder *b, const struct fk_swtime *t, enum
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_0, 4, (int32_t)kind));
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, out_reg, 8));
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, in_reg, 16));
-    if (oncpu_reg)
-        fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, oncpu_reg, 24));
-    else
+    if (oncpu_slot) {
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_10, oncpu_slot));
+        fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, BPF_REG_1, 24));
+    } else {
         fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_0, 24, 0));
+    }
     fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_1, BPF_REG_0));
     /* no wake-up: the reader drains it on its own clock */
     fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_2, BPF_RB_NO_WAKEUP));
@@ -141,9 +143,11 @@ static void emit_now(struct fk_bpf_builder *b, unsigned stopped)
     fk_bpf_label_place(b, go);
 }
 
-/* [S_CPU] = the current task's sum_exec_runtime. Clobbers r0-r5. */
-static void emit_cpu_time(struct fk_bpf_builder *b, const struct fk_swtime *t)
+/* r7 = now (emit_now), [S_CPU] = the current task's sum_exec_runtime, and
+ * r0 = the entry in hand again. Clobbers r1-r5. */
+static void emit_times(struct fk_bpf_builder *b, const struct fk_swtime *t, unsigned stopped)
 {
+    emit_now(b, stopped);
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, S_CPU, 0));
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_get_current_task));
     fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_3, BPF_REG_0));
@@ -152,6 +156,7 @@ static void emit_cpu_time(struct fk_bpf_builder *b, const struct fk_swtime *t)
     fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_1, S_CPU));
     fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_2, 8));
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_probe_read_kernel));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_10, S_ENTRY));
 }
 
 /* The program. Registers: r6 ctx, r7 now (0: not read yet: most hits
@@ -277,9 +282,7 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
         fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_1, 0, pick);
         fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_10, S_STARTED));
         fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, 0, pick);
-        emit_now(b, stopped);
-        emit_cpu_time(b, t);
-        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_10, S_ENTRY));
+        emit_times(b, t, stopped);
         fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, BPF_REG_7, 8));
         fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_10, S_CPU));
         fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, BPF_REG_1, 16));
@@ -305,34 +308,12 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
         fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_10, S_ENTRY));
         fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_8, BPF_REG_0, 8));
         fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_8, 0, clear);
-        emit_now(b, stopped);
-        emit_cpu_time(b, t);
-        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_10, S_ENTRY));
+        emit_times(b, t, stopped);
         fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_0, 16));
         fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_2, BPF_REG_10, S_CPU));
         fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_SUB, BPF_REG_2, BPF_REG_1));
         fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_2, S_CPU));
-        /* (emit_block clobbers r0-r5: the CPU time from the stack, in r8's
-         * place after the switch-out time is written) */
-        unsigned full = fk_bpf_label_new(b), wrote = fk_bpf_label_new(b);
-        fk_bpf_emit_ld_map_fd(b, BPF_REG_1, t->rb);
-        fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_2, (int32_t)sizeof(struct fk_swtime_block)));
-        fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_3, 0));
-        fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_ringbuf_reserve));
-        fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, full);
-        fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_0, BPF_REG_9, 0));
-        fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_0, 4, (int32_t)FK_SWTIME_EXIT));
-        fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, BPF_REG_8, 8));
-        fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, BPF_REG_7, 16));
-        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_10, S_CPU));
-        fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, BPF_REG_1, 24));
-        fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_1, BPF_REG_0));
-        fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_2, BPF_RB_NO_WAKEUP));
-        fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_ringbuf_submit));
-        fk_bpf_goto(b, wrote);
-        fk_bpf_label_place(b, full);
-        bump(b, t->stats, ST_RING_FULL);
-        fk_bpf_label_place(b, wrote);
+        emit_block(b, t, FK_SWTIME_EXIT, BPF_REG_8, BPF_REG_7, S_CPU, clear);
     }
     fk_bpf_label_place(b, clear);
     if (t->array) {
