@@ -31,6 +31,7 @@ struct bench_opts {
     bool profile;
     bool no_pin;                /* else servers and clients on CPUs of their own */
     bool loopback;              /* else (pinned, root) over a veth pair (bench-net.c) */
+    bool no_probes;             /* no machine probes: every probe reads 0, no run is slow or retaken */
 };
 extern struct bench_opts opt;
 
