@@ -502,6 +502,7 @@ check_eq "fetch-bench: ... no cgroup left" "" "$(find /sys/fs/cgroup -maxdepth 3
 check_eq "fetch-bench: ... no veth end left in this namespace" "" "$(ls /sys/class/net | grep "^fkb${bp}[sc]$" || true)"
 check_fails "fetch-bench: bad --repo-size" "$B/fetch-bench" -S 4M,x
 check_fails "fetch-bench: bad --servers" "$B/fetch-bench" -s grpc,tcp
+check_fails "fetch-bench: --grpc-bdp with --grpc-window" "$B/fetch-bench" --grpc-bdp --grpc-window 1M
 
 # -p: a flame graph of each server, linked from report.md.
 if "$B/flamekit" pid --help >/dev/null 2>&1; then
@@ -515,7 +516,9 @@ if "$B/flamekit" pid --help >/dev/null 2>&1; then
         check_grep "fetch-bench --no-probes: in report.md" "not probed (--no-probes)" "$T/benchp/report.md"
         check_eq "fetch-bench --grpc-window: in report.json" 4194304 "$(jq .grpc_client_window "$T/benchp/report.json")"
         check_grep "fetch-bench --grpc-window: in report.md" "HTTP/2 window: 4(\\.0)? MiB" "$T/benchp/report.md"
-        check_eq "fetch-bench: gRPC's own window by default" 0 "$(jq .grpc_client_window "$T/bench/report.json")"
+        check_eq "fetch-bench: gRPC clients without BDP probing by default" "0 false" \
+            "$(jq -r '"\(.grpc_client_window) \(.grpc_bdp_probe)"' "$T/bench/report.json")"
+        check_grep "fetch-bench: ... report.md says so" "HTTP/2 window: 64 KiB, no BDP probing" "$T/bench/report.md"
         check_nogrep "fetch-bench: a repository made once is reused" "generating" "$T/benchp.err"
         links=$(grep -o '](profile-[^)]*\.svg)' "$T/benchp/report.md" | tr -d '()]' | sort -u)
         n=$(printf '%s\n' "$links" | grep -c svg)

@@ -303,7 +303,8 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                       "%s; the gRPC clients' HTTP/2 window: %s. The benchmark took %.0f s.\n\n",
                       ncpus, un.release, opt.rounds, opt.fetches ? "" : work_note(b1, sizeof b1), pin_desc,
                       net_desc, human((double)opt.chunk, b2, sizeof b2),
-                      opt.grpc_window ? human((double)opt.grpc_window, b3, sizeof b3) : "gRPC's own (BDP probing)",
+                      opt.grpc_bdp ? "gRPC's own (BDP probing)" : opt.grpc_window ?
+                      human((double)opt.grpc_window, b3, sizeof b3) : "64 KiB, no BDP probing (fetch-bench(1))",
                       secs_total);
     fk_outfile_printf(&md, "Repositories (generated text, one commit, packed with a bitmap, so git reuses the "
                       "pack):");
@@ -681,9 +682,10 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
         fk_die("%s", err);
 
     /* report.json: every run, and every figure's median and range. */
-    json_t *j = json_pack("{s:i,s:s,s:s,s:i,s:I,s:I,s:b,s:s,s:s,s:s}", "cpus", ncpus, "kernel", un.release,
+    json_t *j = json_pack("{s:i,s:s,s:s,s:i,s:I,s:I,s:b,s:b,s:s,s:s,s:s}", "cpus", ncpus, "kernel", un.release,
                           "cpu_accounting", cpu_source, "rounds", opt.rounds, "chunk_size", (json_int_t)opt.chunk,
-                          "grpc_client_window", (json_int_t)opt.grpc_window, "machine_probes", !opt.no_probes,
+                          "grpc_client_window", (json_int_t)opt.grpc_window, "grpc_bdp_probe", opt.grpc_bdp,
+                          "machine_probes", !opt.no_probes,
                           "pinning", pin_desc, "network", net_desc, "network_kind",
                           bench_net_active() ? "veth" : "loopback");
     json_t *jrepos = json_array();
