@@ -513,7 +513,7 @@ if "$B/flamekit" pid --help >/dev/null 2>&1; then
         check_eq "fetch-bench --no-probes: in report.json, every probe 0, no run slow" "false 0" \
             "$(jq -r '[.machine_probes, ([.settings[].runs[] | select(.host_slow or .machine_probe_ms != 0
                       or .compute_probe_after_ms != 0)] | length)] | join(" ")' "$T/benchp/report.json")"
-        check_grep "fetch-bench --no-probes: in report.md" "not probed (--no-probes)" "$T/benchp/report.md"
+        check_grep "fetch-bench --no-probes: in report.md" "speed was not probed" "$T/benchp/report.md"
         check_eq "fetch-bench --grpc-window: in report.json" 4194304 "$(jq .grpc_client_window "$T/benchp/report.json")"
         check_grep "fetch-bench --grpc-window: in report.md" "HTTP/2 window: 4(\\.0)? MiB" "$T/benchp/report.md"
         check_eq "fetch-bench: gRPC clients without BDP probing by default" "0 false" \
