@@ -30,19 +30,7 @@ pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$work"; }
 trap cleanup EXIT
 
-# Workload: one compile loop and one compression loop per CPU pair.
-workload() {
-    local secs=$1 n i
-    n=$(nproc)
-    for ((i = 0; i < (n + 1) / 2; i++)); do
-        ( end=$((SECONDS + secs)); while [ $SECONDS -lt $end ]; do
-            gcc -O2 -I"$src/src/lib" -I"$src/src" -D_GNU_SOURCE -std=gnu11 -c "$src/src/lib/stacks/stacktab.c" -o "$work/x$i.o" 2>/dev/null || true; done ) &
-        pids+=($!)
-        ( end=$((SECONDS + secs)); while [ $SECONDS -lt $end ]; do
-            head -c 20000000 /dev/urandom | gzip -6 >/dev/null; done ) &
-        pids+=($!)
-    done
-}
+. "$src/bench/workload.sh"
 now_ns() { date +%s%N; }
 ms() { echo $(( ($2 - $1) / 1000000 )); }
 

@@ -20,10 +20,16 @@
 #      share of one core (target <= 1 % for 60 s).
 # Ratios are new/base of the medians over the pairs. Without FK_BASELINE
 # only this build's figures are printed.
+# FK_BENCH_LOAD=mixed runs other programs instead of the python3.11
+# workers (a check on inputs the engine was not tuned on): 'xz -9' of a
+# 48 MB file of the system's shared libraries (C, no frame pointers: CFI
+# unwinding) on even CPUs, node on a recursive and allocating script (JIT
+# code, V8's frames) on odd ones.
 # env: FLAMEKIT, FK_BASELINE (a baseline build directory holding flamekit,
 #      e.g. main built in /tmp/base/build), FK_BENCH_PAIRS (default 3),
 #      FK_BENCH_SHORT (s, default 2), FK_BENCH_LONG (s, default 12; 0 skips (1)),
-#      FK_BENCH_LONG99 (s, default 60; 0 skips (2)).
+#      FK_BENCH_LONG99 (s, default 60; 0 skips (2)), FK_BENCH_LOAD (python,
+#      the default, or mixed).
 set -euo pipefail
 src=${FK_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 fk=${FLAMEKIT:-${FK_BUILD:-$src/build}/flamekit}
@@ -32,8 +38,15 @@ pairs=${FK_BENCH_PAIRS:-3}
 short=${FK_BENCH_SHORT:-2}
 long=${FK_BENCH_LONG:-12}
 long99=${FK_BENCH_LONG99:-60}
+load=${FK_BENCH_LOAD:-python}
 PY=/usr/bin/python3.11
-command -v "$PY" >/dev/null || { echo "bench/engine: SKIP: $PY not found"; exit 0; }
+case $load in
+python) command -v "$PY" >/dev/null || { echo "bench/engine: SKIP: $PY not found"; exit 0; } ;;
+mixed) for c in xz node; do
+           command -v "$c" >/dev/null || { echo "bench/engine: SKIP: $c not found"; exit 0; }
+       done ;;
+*) echo "bench/engine: FK_BENCH_LOAD is python or mixed, not '$load'" >&2; exit 2 ;;
+esac
 if [ -n "$base" ] && [ ! -x "$base" ]; then
     echo "bench/engine: FK_BASELINE has no flamekit ($base)" >&2
     exit 2
@@ -42,11 +55,37 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/fk-bench-engine.XXXXXX")
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
-echo "bench/engine: load average at start: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
-sed -n '/^cat >busy.py <<.EOF.$/,/^EOF$/p' "$src/bench/unwind.sh" | sed '1d;$d' >"$work/busy.py"
+echo "bench/engine: load average at start: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs; load: $load"
 nb=1; [ -n "$base" ] && nb=2
 total=$(( pairs * nb * (short + long + long99 + 30) ))
-for ((i = 0; i < $(nproc); i++)); do "$PY" "$work/busy.py" "$total" & pids+=($!); done
+if [ "$load" = python ]; then
+    sed -n '/^cat >busy.py <<.EOF.$/,/^EOF$/p' "$src/bench/unwind.sh" | sed '1d;$d' >"$work/busy.py"
+    for ((i = 0; i < $(nproc); i++)); do "$PY" "$work/busy.py" "$total" & pids+=($!); done
+else
+    find /usr/lib -name '*.so*' -type f -size +100k 2>/dev/null | sort | xargs cat 2>/dev/null |
+        head -c $((48 << 20)) >"$work/big" || true
+    cat >"$work/busy.js" <<'EOF'
+function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+function tree(d) { return d ? { l: tree(d - 1), r: tree(d - 1), s: "n" + d } : null; }
+function weigh(t) { return t ? 1 + weigh(t.l) + weigh(t.r) : 0; }
+const end = Date.now() + 1000 * Number(process.argv[2]);
+let sink = 0;
+while (Date.now() < end) {
+    sink += fib(20) + weigh(tree(12)) + JSON.stringify(tree(8)).length;
+    sink += [...Array(2000).keys()].map(i => (i * 7919) % 1013).sort((a, b) => a - b)[3];
+}
+console.log(sink > 0 ? "" : "?");
+EOF
+    for ((i = 0; i < $(nproc); i++)); do
+        if ((i % 2 == 0)); then
+            (trap 'kill $x 2>/dev/null; exit 0' TERM; end=$((SECONDS + total))
+             while ((SECONDS < end)); do xz -9 -T1 -c "$work/big" >/dev/null & x=$!; wait $x; done) &
+        else
+            node "$work/busy.js" "$total" >/dev/null &
+        fi
+        pids+=($!)
+    done
+fi
 sleep 1
 
 # one capture: prints "CPU_S SAMPLES LOST STEADY_US READER_US" (LOST:

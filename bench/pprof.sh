@@ -24,18 +24,7 @@ pids=()
 stop_workload() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; pids=(); }
 trap 'stop_workload; rm -rf "$work"' EXIT
 
-workload() {
-    local secs=$1 n i
-    n=$(nproc)
-    for ((i = 0; i < (n + 1) / 2; i++)); do
-        ( end=$((SECONDS + secs)); while [ $SECONDS -lt $end ]; do
-            gcc -O2 -I"$src/src/lib" -I"$src/src" -D_GNU_SOURCE -std=gnu11 -c "$src/src/lib/stacks/stacktab.c" -o "$work/x$i.o" 2>/dev/null || true; done ) &
-        pids+=($!)
-        ( end=$((SECONDS + secs)); while [ $SECONDS -lt $end ]; do
-            head -c 20000000 /dev/urandom | gzip -6 >/dev/null; done ) &
-        pids+=($!)
-    done
-}
+. "$src/bench/workload.sh"
 
 # capture BIN DIR: one window; prints "end_to_svg_ms" (window end -> exit).
 capture() {

@@ -15,10 +15,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static bool collect(void *ctx, const void *data, size_t len)
+/* One line as fk_lineread gives it: a CR before the newline dropped. */
+static void one_line(void *ctx, char *line, size_t len, uint64_t lineno)
 {
-    fk_buf_add(ctx, data, len);
-    return true;
+    if (len && line[len - 1] == '\r')
+        line[--len] = 0;
+    fk_perfscript_line(ctx, line, len, lineno);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -43,22 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct fk_perfscript p;
     fk_stacktab_init(&t);
     fk_perfscript_init(&p, &o, &t, &st);
-    /* Split into lines like fk_lineread does (each line its own writable copy). */
-    const uint8_t *s = data, *end = data + size;
-    uint64_t lineno = 0;
-    while (s < end) {
-        const uint8_t *nl = memchr(s, '\n', (size_t)(end - s));
-        size_t len = nl ? (size_t)(nl - s) : (size_t)(end - s);
-        char *line = malloc(len + 1);
-        memcpy(line, s, len);
-        line[len] = 0;
-        size_t l = len;
-        if (l && line[l - 1] == '\r')
-            line[--l] = 0;
-        fk_perfscript_line(&p, line, l, ++lineno);
-        free(line);
-        s += len + (nl ? 1 : 0);
-    }
+    fuzz_each_line(data, size, one_line, &p);
     fk_perfscript_finish(&p);
     /* every key must be a sane folded stack */
     uint64_t sum = 0;
@@ -72,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     /* the sorted output written from name ids is the table's, sorted */
     struct fk_buf w = FK_BUF_INIT, f = FK_BUF_INIT;
-    if (!fk_perfscript_write(&p, collect, &w))
+    if (!fk_perfscript_write(&p, fuzz_buf_sink, &w))
         abort();
     struct fk_stack **sorted = fk_stacktab_sorted(&t);
     for (size_t i = 0; i < t.n; i++) {
@@ -100,7 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fk_lineread_close(&r);
         close(fd);
         struct fk_buf w2 = FK_BUF_INIT;
-        if (!fk_perfscript_write(&p2, collect, &w2))
+        if (!fk_perfscript_write(&p2, fuzz_buf_sink, &w2))
             abort();
         if (w2.len != w.len || (w.len && memcmp(w.data, w2.data, w.len)) ||
             p2.samples != p.samples || st2.lines != st.lines || st2.bad != st.bad ||

@@ -12,10 +12,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool collect(void *ctx, const void *data, size_t len)
+static void one_line(void *ctx, char *line, size_t len, uint64_t lineno)
 {
-    fk_buf_add(ctx, data, len);
-    return true;
+    (void)lineno;
+    const char *stack, *why;
+    size_t slen;
+    uint64_t c, c2;
+    bool has2;
+    if (fk_folded_parse_line(line, len, true, &stack, &slen, &c, &c2, &has2, &why))
+        fk_stacktab_add2(ctx, stack, slen, c, has2 ? c2 : 0);
 }
 
 static bool valid_utf8(const unsigned char *s, size_t n)
@@ -43,22 +48,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     data++, size--;
     struct fk_stacktab t;
     fk_stacktab_init(&t);
-    const uint8_t *s = data, *end = data + size;
-    while (s < end) {
-        const uint8_t *nl = memchr(s, '\n', (size_t)(end - s));
-        size_t len = nl ? (size_t)(nl - s) : (size_t)(end - s);
-        char *line = malloc(len + 1);
-        memcpy(line, s, len);
-        line[len] = 0;
-        const char *stack, *why;
-        size_t slen;
-        uint64_t c, c2;
-        bool has2;
-        if (fk_folded_parse_line(line, len, true, &stack, &slen, &c, &c2, &has2, &why))
-            fk_stacktab_add2(&t, stack, slen, c, has2 ? c2 : 0);
-        free(line);
-        s += len + (nl ? 1 : 0);
-    }
+    fuzz_each_line(data, size, one_line, &t);
     struct fk_svg_opts o;
     fk_svg_opts_init(&o);
     o.inverted = flags & 1;
@@ -76,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         o.full_names = true;
     }
     struct fk_buf out = FK_BUF_INIT;
-    if (!fk_svg_render(&t, &o, collect, &out))
+    if (!fk_svg_render(&t, &o, fuzz_buf_sink, &out))
         abort();
     const char *svg = fk_buf_cstr(&out);
     if (!valid_utf8((const unsigned char *)svg, out.len))

@@ -3,8 +3,12 @@
 #ifndef FK_FUZZ_H
 #define FK_FUZZ_H
 
+#include "util/buf.h"
+
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -27,6 +31,37 @@ static inline int fuzz_memfd(const char *name, const uint8_t *data, size_t size)
         off += (size_t)n;
     }
     return fd;
+}
+
+/* A writer's sink (fk_svg_sink and its kin) that appends to the struct
+ * fk_buf ctx. */
+static inline bool fuzz_buf_sink(void *ctx, const void *data, size_t len)
+{
+    fk_buf_add(ctx, data, len);
+    return true;
+}
+
+/* fn on each line of the input, split at '\n' as fk_lineread splits (the
+ * last line may lack one): each its own writable NUL-terminated copy,
+ * numbered from 1. */
+static inline void fuzz_each_line(const uint8_t *data, size_t size,
+                                  void (*fn)(void *ctx, char *line, size_t len, uint64_t lineno),
+                                  void *ctx)
+{
+    const uint8_t *s = data, *end = data + size;
+    uint64_t lineno = 0;
+    while (s < end) {
+        const uint8_t *nl = memchr(s, '\n', (size_t)(end - s));
+        size_t len = nl ? (size_t)(nl - s) : (size_t)(end - s);
+        char *line = malloc(len + 1);
+        if (!line)
+            abort();
+        memcpy(line, s, len);
+        line[len] = 0;
+        fn(ctx, line, len, ++lineno);
+        free(line);
+        s += len + (nl ? 1 : 0);
+    }
 }
 
 #endif

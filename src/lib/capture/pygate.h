@@ -48,7 +48,7 @@ bool fk_pygate_attach(struct fk_pygate *g, int perf_fd, int tree_map, char *err,
  * FK_PYGATE_WAKE), or not (FK_PYGATE_QUIET: looked at, no CPython), or
  * forget it (FK_PYGATE_FORGET: it exited; a process not in the map wakes
  * the reader, so a new one is looked at at once). Any thread. */
-enum fk_pygate_mark { FK_PYGATE_WAKE, FK_PYGATE_QUIET, FK_PYGATE_FORGET };
+enum fk_pygate_mark { FK_PYGATE_WAKE = 1, FK_PYGATE_QUIET, FK_PYGATE_FORGET };  /* 0: none told */
 void fk_pygate_mark(struct fk_pygate *g, pid_t pid, enum fk_pygate_mark m);
 /* The ring buffer's fd: readable when a notification waits. */
 int fk_pygate_fd(const struct fk_pygate *g);

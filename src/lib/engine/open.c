@@ -302,6 +302,38 @@ static bool per_task_instead(struct fk_engine *e)
     return true;
 }
 
+/* attach(e, fd, err, errlen) on every fd of every event (cpus x threads
+ * each, found by event_fds); stops at the first refusal, false with why
+ * in err. */
+static bool attach_each_fd(struct fk_engine *e,
+                           bool (*attach)(struct fk_engine *e, int fd, char *err, size_t errlen),
+                           char *err, size_t errlen)
+{
+    size_t n = (size_t)perf_cpu_map__nr(e->cpus) * (size_t)perf_thread_map__nr(e->threads);
+    int *fds = fk_malloc(n * sizeof *fds);
+    bool ok = true;
+    for (unsigned i = 0; ok && i < e->nevents; i++) {
+        ok = event_fds(e, i, fds, err, errlen);
+        for (size_t c = 0; ok && c < n; c++)
+            ok = attach(e, fds[c], err, errlen);
+    }
+    free(fds);
+    return ok;
+}
+
+/* A 'pid' tree's filter on one fd; with the Python gate, its program
+ * filters by the tree too (an event holds one program). */
+static bool attach_tree_filter(struct fk_engine *e, int fd, char *err, size_t errlen)
+{
+    return e->pygate ? fk_pygate_attach(e->pygate, fd, fk_bpftree_map(e->bpftree), err, errlen)
+                     : fk_bpftree_filter(e->bpftree, fd, err, errlen);
+}
+
+static bool attach_gate(struct fk_engine *e, int fd, char *err, size_t errlen)
+{
+    return fk_pygate_attach(e->pygate, fd, -1, err, errlen);
+}
+
 /* The in-kernel tree (capture/bpftree.h) on every CPU's sampling event:
  * the fork program attached now, before the tree is seeded from /proc
  * (engine_start), so no child falls between. Sized for a host's worth of
@@ -319,19 +351,7 @@ static bool attach_bpftree(struct fk_engine *e, char *err, size_t errlen)
     int d = fcntl(fk_bpftree_fork_event(e->bpftree), F_DUPFD_CLOEXEC, 0);
     if (d >= 0)
         fk_engine_keep_fd(e, d);
-    size_t n = (size_t)perf_cpu_map__nr(e->cpus);
-    int *fds = fk_malloc(n * sizeof *fds);
-    bool ok = true;
-    for (unsigned i = 0; ok && i < e->nevents; i++) {
-        ok = event_fds(e, i, fds, err, errlen);
-        /* with the Python gate, its program filters by the tree too */
-        for (size_t c = 0; ok && c < n; c++)
-            ok = e->pygate ? fk_pygate_attach(e->pygate, fds[c], fk_bpftree_map(e->bpftree), err,
-                                              errlen)
-                           : fk_bpftree_filter(e->bpftree, fds[c], err, errlen);
-    }
-    free(fds);
-    return ok;
+    return attach_each_fd(e, attach_tree_filter, err, errlen);
 }
 
 /* The Python wake-up gate (config.c choose_wakeups) on every fd of every
@@ -340,17 +360,8 @@ static bool attach_bpftree(struct fk_engine *e, char *err, size_t errlen)
  * the reason goes in the result, and the gate is dropped. */
 static void attach_pygate(struct fk_engine *e)
 {
-    size_t n = (size_t)perf_cpu_map__nr(e->cpus) * (size_t)perf_thread_map__nr(e->threads);
-    int *fds = fk_malloc(n * sizeof *fds);
     char why[160] = "";
-    bool ok = true;
-    for (unsigned i = 0; ok && i < e->nevents; i++) {
-        ok = event_fds(e, i, fds, why, sizeof why);
-        for (size_t c = 0; ok && c < n; c++)
-            ok = fk_pygate_attach(e->pygate, fds[c], -1, why, sizeof why);
-    }
-    free(fds);
-    if (ok)
+    if (attach_each_fd(e, attach_gate, why, sizeof why))
         return;
     e->r->reader_wakeups = "watermark";
     snprintf(e->r->reader_wakeups_note, sizeof e->r->reader_wakeups_note,

@@ -6,19 +6,13 @@
 
 #include <string.h>
 
-static void gate_mark(void *ctx, pid_t pid, int how)
-{
-    fk_pygate_mark(ctx, pid, how == FK_PY_GATE_WAKE ? FK_PYGATE_WAKE
-                             : how == FK_PY_GATE_QUIET ? FK_PYGATE_QUIET : FK_PYGATE_FORGET);
-}
-
 static struct fk_python *reader(struct fk_pyframes *h, struct fk_engine *e)
 {
     if (!h->py) {
         h->py = fk_python_new(fk_engine_symbolizer(e), h->lines, h->max_bytes);
         struct fk_pygate *g = fk_engine_pygate(e);
         if (g)
-            fk_python_set_gate(h->py, gate_mark, g);
+            fk_python_set_gate(h->py, g);
     }
     return h->py;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* CPython frames for native stacks (see python.h). */
 #include "unwind/python.h"
+#include "capture/pygate.h"
 #include "util/hindex.h"
 #include "util/procfs.h"
 
@@ -1307,7 +1308,7 @@ struct py_proc {
     pid_t pid;
     uint8_t state;
     bool early_checked;     /* looked for once as its first sample left the ring */
-    uint8_t gate;           /* what the wake-up gate was last told (FK_PY_GATE_*; 0: nothing) */
+    uint8_t gate;           /* what the gate was last told (enum fk_pygate_mark; 0: nothing) */
     uint64_t checked;       /* the time of the sample it was first looked at for */
     /* an executable file named like CPython's was mapped (its record left
      * the ring at this time; 0: none since CPython was last found): the
@@ -1377,8 +1378,7 @@ struct fk_python {
     uint64_t exits_seen, last_sweep;    /* fk_sym_exits at the last sweep */
     struct pending pending[PENDING_MAX];
     unsigned npending;
-    void (*gate)(void *ctx, pid_t pid, int how);    /* fk_python_set_gate */
-    void *gate_ctx;
+    struct fk_pygate *gate;                         /* fk_python_set_gate */
 };
 
 static bool ns_inode(pid_t pid, uint64_t *ino)
@@ -1433,21 +1433,20 @@ static void gate_sync(struct fk_python *p, struct py_proc *pp, bool gone, bool s
 {
     if (!p->gate)
         return;
-    int want = gone ? FK_PY_GATE_FORGET
-             : pp->state == PS_PYTHON ? FK_PY_GATE_WAKE
-             : pp->looked && !pp->soon && settled ? FK_PY_GATE_QUIET : FK_PY_GATE_FORGET;
-    if (pp->gate == want || (!pp->gate && want == FK_PY_GATE_FORGET))
+    enum fk_pygate_mark want = gone ? FK_PYGATE_FORGET
+                             : pp->state == PS_PYTHON ? FK_PYGATE_WAKE
+                             : pp->looked && !pp->soon && settled ? FK_PYGATE_QUIET
+                                                                  : FK_PYGATE_FORGET;
+    if (pp->gate == want || (!pp->gate && want == FK_PYGATE_FORGET))
         return;
-    p->gate(p->gate_ctx, pp->pid, want);
+    fk_pygate_mark(p->gate, pp->pid, want);
     pp->gate = (uint8_t)want;
 }
 
-void fk_python_set_gate(struct fk_python *p, void (*mark)(void *ctx, pid_t pid, int how),
-                        void *ctx)
+void fk_python_set_gate(struct fk_python *p, struct fk_pygate *gate)
 {
     pthread_mutex_lock(&p->lock);
-    p->gate = mark;
-    p->gate_ctx = ctx;
+    p->gate = gate;
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -1846,7 +1845,7 @@ int fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
     int got = 0;
     pthread_mutex_lock(&p->lock);
     struct py_proc *pp = pid > 0 ? proc_of(p, pid) : NULL;
-    if (pp && pp->early_checked && pp->state != PS_PYTHON && pp->gate != FK_PY_GATE_QUIET &&
+    if (pp && pp->early_checked && pp->state != PS_PYTHON && pp->gate != FK_PYGATE_QUIET &&
         !pp->soon && time > pp->checked + SOON_NS)
         gate_sync(p, pp, false, true);  /* its samples were not handled (outside the
                                            target's filter): settled by now */

@@ -333,15 +333,14 @@ bool fk_py_cframe_offset(const struct fk_py_layout *L, const struct fk_py_native
  * FK_PY_EARLY_READ when it is a Python process's (read now, or served by a
  * read made after it), else 0. */
 enum { FK_PY_EARLY_WAIT = 1, FK_PY_EARLY_READ = 2 };
-/* The ring reader's wake-up gate (capture/pygate.h), told through mark
- * (called with the module's lock held, from either thread) as each
- * process is found to run CPython (FK_PY_GATE_WAKE: its samples wake the
- * reader), found not to (QUIET), or is to be looked at again or exited
- * (FORGET: a process the gate does not know wakes the reader, so that its
- * first samples ask for the engine's thread at once). */
-enum { FK_PY_GATE_WAKE = 1, FK_PY_GATE_QUIET, FK_PY_GATE_FORGET };
-void fk_python_set_gate(struct fk_python *p, void (*mark)(void *ctx, pid_t pid, int how),
-                        void *ctx);
+/* The ring reader's wake-up gate (capture/pygate.h), told (with the
+ * module's lock held, from either thread) as each process is found to run
+ * CPython (FK_PYGATE_WAKE: its samples wake the reader), found not to
+ * (QUIET), or is to be looked at again or exited (FORGET: a process the
+ * gate does not know wakes the reader, so that its first samples ask for
+ * the engine's thread at once). */
+struct fk_pygate;
+void fk_python_set_gate(struct fk_python *p, struct fk_pygate *gate);
 /* A handled sample of pid with no user frames to splice (a kernel
  * thread's): pid looked at as its handled samples are, so that the gate
  * is told (a process never told stays one whose samples wake the reader). */
