@@ -406,6 +406,70 @@ static int wait_status_code(int ws)
     return WIFEXITED(ws) ? WEXITSTATUS(ws) : WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : 0;
 }
 
+/* A 'run' target's command forked (it waits before its exec until the
+ * engine's events are open: capture/target.h); false with why in
+ * res->error. */
+static bool start_command(const struct fk_profile_request *rq, struct fk_profile_result *res)
+{
+    if (!fk_target_run(&res->target, rq->run_argv, rq->stream_fd == STDOUT_FILENO, res->error,
+                       sizeof res->error))
+        return false;
+    if (rq->run_pid)
+        *rq->run_pid = res->target.pids[0];
+    if (rq->redact_args) {
+        /* the description goes into the SVG title, the .json, the summary
+         * and the --stdout stream: no arguments in it */
+        free(res->target.desc);
+        res->target.desc = fk_asprintf("command: %s (arguments redacted)", rq->run_argv[0]);
+    }
+    return true;
+}
+
+/* The capture's options from the request and the kind's event. */
+static void capture_opts_from(const struct fk_profile_request *rq, struct fk_profile_result *res,
+                              struct fk_capture_opts *co)
+{
+    fk_capture_opts_init(co);
+    co->event = res->event;
+    co->target = &res->target;
+    co->duration_ms = rq->duration_ms;
+    co->max_mem_bytes = rq->max_mem_bytes;
+    co->weight_by_period = res->event.freq == 0;
+    co->value_name = res->unit;     /* pprof: faults/count, switches/count... */
+    co->quiet = rq->quiet;
+    co->progress = rq->progress;
+    co->progress_ctx = rq->progress_ctx;
+    co->warn = rq->warn;
+    co->warn_ctx = rq->warn_ctx;
+    co->stop = rq->stop;
+    co->sym.kernel = !rq->no_kernel;
+    co->no_priority = rq->no_priority;
+    co->callgraph = (enum fk_callgraph)rq->callgraph;
+    if (rq->stack_size)
+        co->stack_size = (uint32_t)rq->stack_size;
+    if (rq->no_debuginfod)
+        co->sym.debuginfod_urls = NULL;
+    else if (rq->debuginfod)
+        co->sym.debuginfod_urls = rq->debuginfod;
+}
+
+/* The duration limit ended the capture of a 'run' target: the command goes
+ * on, and its exit status is the result's. */
+static void wait_for_command(const struct fk_profile_request *rq, struct fk_profile_result *res)
+{
+    if (!rq->quiet && rq->warn) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "capture ended (%s); waiting for the command to exit",
+                 res->cap.stop_reason);
+        rq->warn(rq->warn_ctx, msg);
+    }
+    int ws;
+    while (waitpid(res->target.pids[0], &ws, 0) < 0 && errno == EINTR)
+        ;
+    res->cap.child_exited = true;
+    res->cap.child_status = ws;
+}
+
 int fk_profile_run(const struct fk_profile_request *rq, struct fk_profile_result *res)
 {
     memset(res, 0, sizeof *res);
@@ -425,45 +489,12 @@ int fk_profile_run(const struct fk_profile_request *rq, struct fk_profile_result
     bool dir_created;
     if (!prepare_dir(rq, res, &dir_created))
         return res->status;
-    if (run) {
-        if (!fk_target_run(&res->target, rq->run_argv, rq->stream_fd == STDOUT_FILENO,
-                           res->error, sizeof res->error)) {
-            undo_files(res, dir_created);
-            return res->status;
-        }
-        if (rq->run_pid)
-            *rq->run_pid = res->target.pids[0];
-        if (rq->redact_args) {
-            /* the description goes into the SVG title, the .json, the
-             * summary and the --stdout stream: no arguments in it */
-            free(res->target.desc);
-            res->target.desc = fk_asprintf("command: %s (arguments redacted)", rq->run_argv[0]);
-        }
+    if (run && !start_command(rq, res)) {
+        undo_files(res, dir_created);
+        return res->status;
     }
-
     struct fk_capture_opts co;
-    fk_capture_opts_init(&co);
-    co.event = res->event;
-    co.target = &res->target;
-    co.duration_ms = rq->duration_ms;
-    co.max_mem_bytes = rq->max_mem_bytes;
-    co.weight_by_period = res->event.freq == 0;
-    co.value_name = res->unit;      /* pprof: faults/count, switches/count... */
-    co.quiet = rq->quiet;
-    co.progress = rq->progress;
-    co.progress_ctx = rq->progress_ctx;
-    co.warn = rq->warn;
-    co.warn_ctx = rq->warn_ctx;
-    co.stop = rq->stop;
-    co.sym.kernel = !rq->no_kernel;
-    co.no_priority = rq->no_priority;
-    co.callgraph = (enum fk_callgraph)rq->callgraph;
-    if (rq->stack_size)
-        co.stack_size = (uint32_t)rq->stack_size;
-    if (rq->no_debuginfod)
-        co.sym.debuginfod_urls = NULL;
-    else if (rq->debuginfod)
-        co.sym.debuginfod_urls = rq->debuginfod;
+    capture_opts_from(rq, res, &co);
     if (ops->prepare && ops->prepare(rq, res, &co) != 0) {
         undo_files(res, dir_created);
         return res->status;
@@ -495,20 +526,8 @@ int fk_profile_run(const struct fk_profile_request *rq, struct fk_profile_result
         return res->status;
     }
     res->captured = true;
-    if (run && !res->cap.child_exited) {
-        /* the duration limit ended the capture: the command goes on */
-        if (!rq->quiet && rq->warn) {
-            char msg[128];
-            snprintf(msg, sizeof msg, "capture ended (%s); waiting for the command to exit",
-                     res->cap.stop_reason);
-            rq->warn(rq->warn_ctx, msg);
-        }
-        int ws;
-        while (waitpid(res->target.pids[0], &ws, 0) < 0 && errno == EINTR)
-            ;
-        res->cap.child_exited = true;
-        res->cap.child_status = ws;
-    }
+    if (run && !res->cap.child_exited)
+        wait_for_command(rq, res);
     if (rq->run_pid)
         *rq->run_pid = 0;
     fk_target_remove_cgroup(&res->target, rq->warn, rq->warn_ctx);
