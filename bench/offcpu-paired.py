@@ -107,6 +107,27 @@ def hold_tracepoint(name):
     return fd if fd >= 0 else None
 
 
+def prog_stats(pid):
+    """{prog_id: (run_time_ns, run_cnt)} of process pid's BPF programs, from
+    its fds' fdinfo; counted only while kernel.bpf_stats_enabled is 1."""
+    progs = {}
+    for fd in glob.glob("/proc/%d/fdinfo/*" % pid):
+        try:
+            with open(fd) as f:
+                info = dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+            progs[int(info["prog_id"])] = (int(info["run_time_ns"]), int(info["run_cnt"]))
+        except (OSError, KeyError, ValueError):
+            continue
+    return progs
+
+
+def busiest(p0, p1):
+    """(ns, hits) between two prog_stats of the program that ran most (the
+    switch program: it runs at every sched_switch)"""
+    d = [(p1[i][0] - p0[i][0], p1[i][1] - p0[i][1]) for i in p1 if i in p0]
+    return max(d, key=lambda x: x[1], default=(0, 0))
+
+
 def ticks_of(path):
     """the storm's "at WALL_NS TRIPS CPU_NS" lines as (wall, cpu, trips)"""
     t = []
@@ -163,7 +184,9 @@ def main(a):
         fkpath = dict(fks)
         stop_ns = [0]
 
-        def attach(c, m):
+        hits = {n: [] for n, _ in fks}     # stats windows: (ns, hits)
+
+        def attach(c, m, stats=False):
             out = os.path.join(work, "%s-%d" % (m, c))
             before = os.times()
             t0 = time.monotonic()
@@ -190,7 +213,21 @@ def main(a):
                     p.wait()
                     sys.exit("paired: flamekit %s on copy %d did not open its window in %d s: "
                              "stopped (where its threads were: above)" % (m, c, ATTACH_SLACK_S))
-                if ready.startswith(b"ready"):
+                if ready.startswith(b"ready") and stats:
+                    p0 = prog_stats(p.pid)
+                    time.sleep(window)
+                    ns_hits = busiest(p0, prog_stats(p.pid))
+                    if ns_hits[1] > 0:
+                        hits[m].append(ns_hits)
+                    else:
+                        print("paired: %s: no program hits counted (%d programs seen)" % (m, len(p0)),
+                              file=sys.stderr)
+                    time.sleep(STOP_AFTER_S)
+                    stop_ns[0] = time.time_ns()
+                    for w in ws:
+                        os.kill(w.pid, signal.SIGSTOP)
+                    stopped = True
+                elif ready.startswith(b"ready"):
                     # Both storms stop just after the window, until flamekit
                     # is done: with both CPUs busy, its exit took 10-31 s
                     # (quiet; its close of the tracepoint events waits for
@@ -232,12 +269,31 @@ def main(a):
                   "after it, the storms stopped)" % (m, c, took, window, (lo - t_launch) / 1e9,
                                                      took - (lo - t_launch) / 1e9 - meta["duration_s"]),
                   file=sys.stderr, flush=True)
-            fkwall[m].append(took)
             shutil.rmtree(out)
+            if stats:
+                return lo, hi
+            fkwall[m].append(took)
             fkcpu[m].append((after.children_user + after.children_system -
                              before.children_user - before.children_system) / meta["duration_s"])
             return lo, hi
         windows = paired_rounds(rounds, window, [n for n, _ in fks], attach)
+        # The switch program's own time per hit, timed by the kernel in one
+        # more window per flamekit after the rounds (kernel.bpf_stats_enabled
+        # costs every BPF program two clock reads a run -- ~76 ns a hit here
+        # -- so it is off while the rounds measure the loss). Its hits are
+        # every sched_switch of both CPUs: the profiled copy's (the target's)
+        # and the control's.
+        stats_path = "/proc/sys/kernel/bpf_stats_enabled"
+        was = open(stats_path).read().strip() if os.path.exists(stats_path) else None
+        if was is not None:
+            try:
+                with open(stats_path, "w") as f:
+                    f.write("1")
+                for n, _ in fks:
+                    attach(0, n, stats=True)
+            finally:
+                with open(stats_path, "w") as f:
+                    f.write(was)
         time.sleep(0.3)
         t = [ticks_of(x) for x in outs]
     finally:
@@ -249,11 +305,20 @@ def main(a):
         shutil.rmtree(work)
     g = paired_g(windows, t, rounds, [n for n, _ in fks])
     for c in (0, 1):
-        v = [rate(t[c], lo, hi)[1] for r, cc, m, lo, hi in windows
+        # (rate: round trips per CPU second, per wall second)
+        v = [rate(t[c], lo, hi) for r, cc, m, lo, hi in windows
              if cc == c and m == "none" and rate(t[c], lo, hi)]
         if v:
-            print("copy %d (CPU %d) unprofiled: %.0f..%.0f round trips per wall second" %
-                  (c, c, min(v), max(v)))
+            print("copy %d (CPU %d) unprofiled: %.0f..%.0f round trips per CPU second, "
+                  "%.0f..%.0f per wall second (\"none\" windows)" %
+                  (c, c, min(x[0] for x in v), max(x[0] for x in v),
+                   min(x[1] for x in v), max(x[1] for x in v)))
+    for n, v in hits.items():
+        if v:
+            ns, cnt = sum(x[0] for x in v), sum(x[1] for x in v)
+            print("flamekit %s: switch program %.0f ns per hit (kernel.bpf_stats_enabled, its "
+                  "~76 ns included), %.0f hits/s, %.2f %% of a core" %
+                  (n, ns / cnt, cnt / (window * len(v)), 100 * ns / (window * len(v) * 1e9)))
     for k, what in ((0, "CPU"), (1, "wall")):
         print("round trips per %s second, profiled copy / control:" % what)
         for m in modes:

@@ -56,7 +56,19 @@ seen_check() {
     local est seen bytime nmax counters
     est=$(jnum offcpu.switches_estimated "$J") seen=$(jnum offcpu.switches_seen "$J")
     bytime=$(jnum offcpu.switches_weighed_by_time "$J") nmax=$(jnum offcpu.one_in_max "$J")
-    if [ "$bytime" = 0 ]; then
+    if [ "$PATH_TIMED" = bpf ]; then
+        # The program picks each switch-out alike with chance 1/N (exits
+        # are counted, never picked): the estimate sum(N) over the picks
+        # has variance sum over the switch-outs of N - 1, at most
+        # seen x (max N - 1); so 5 standard deviations are
+        # 500 sqrt((max N - 1) / seen) points, plus the span of N for
+        # picks timed while it was being changed (one_in_unsure).
+        local unsure span
+        unsure=$(jnum offcpu.one_in_unsure "$J")
+        span=$((nmax - $(jnum offcpu.one_in_min "$J")))
+        within "$1: picked switch-outs x their N vs switch-outs seen (%; random picks, max N $nmax, $unsure unsure of N)" \
+            "$(pct "$est" "$seen")" 100 "$(awk -v n="$nmax" -v s="$seen" -v u="$unsure" -v d="$span" 'BEGIN { printf "%.2f", 0.5 + (s ? 500 * sqrt((n - 1) / s) + 100 * u * d / s : 0) }')"
+    elif [ "$bytime" = 0 ]; then
         # Every sample weighed by its counter's count (PERF_SAMPLE_READ):
         # the switch-outs since that counter's previous sample, however N
         # moved. The estimate is exact but for each counter's switch-outs

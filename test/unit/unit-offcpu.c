@@ -98,8 +98,9 @@ static void nap_ms(unsigned ms)
  * blocks; gaps all count. */
 struct seen {
     pid_t tid;
-    unsigned n, gaps, bad_gaps, others, outside;
+    unsigned n, gaps, bad_gaps, others, outside, exits;
     uint64_t min_ns, max_ns, last_in, from, until;
+    uint64_t exit_off_ns;   /* the last exit's off-CPU total */
 };
 
 static void seen_block(void *ctx, const struct fk_swtime_block *b)
@@ -109,10 +110,15 @@ static void seen_block(void *ctx, const struct fk_swtime_block *b)
         s->others++;
         return;
     }
+    if (b->kind == FK_SWTIME_EXIT) {
+        s->exits++;
+        s->exit_off_ns = b->in > b->out + b->oncpu ? b->in - b->out - b->oncpu : 0;
+        return;
+    }
     if (b->kind != FK_SWTIME_BLOCK) {
         s->gaps++;
         /* a switch-in not shown: bounded by the next switch-out */
-        s->bad_gaps += b->kind == FK_SWTIME_UNSEEN_IN && (b->in < b->out || b->out <= FK_SWTIME_RUNNING);
+        s->bad_gaps += b->kind == FK_SWTIME_UNSEEN_IN && (b->in < b->out || !b->out);
         return;
     }
     if (s->until && (b->out < s->from || b->out >= s->until)) {
@@ -195,8 +201,12 @@ static void kernel_program(void)
      * thread timed it: the bound when the host stalled us past 200 ms */
     uint64_t t_attach = fk_now_ns();
     int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-    ok = fd >= 0 && fk_swtime_filter(t, FK_SWTIME_TGIDS, NULL, err, sizeof err) &&
-         fk_swtime_add_tgid(t, getpid()) && fk_swtime_follow_forks(t, err, sizeof err);
+    const char *note = NULL;
+    bool exact = fk_swtime_exact(t, &note);
+    UNIT_CHECK("the kernel's BTF gives the threads' CPU time (exact totals)", exact);
+    ok = fd >= 0 && fk_swtime_filter(t, FK_SWTIME_TGIDS, NULL, 1, err, sizeof err) &&
+         fk_swtime_add_tgid(t, getpid()) && fk_swtime_follow_forks(t, err, sizeof err) &&
+         fk_swtime_start(t);
     UNIT_CHECK("attached to sched_switch, filtered to this process", ok);
     if (!ok) {
         printf("  %s (%s)\n", err, fd < 0 ? strerror(errno) : "");
@@ -257,6 +267,22 @@ static void kernel_program(void)
              "a new child's first sleep (30 ms, right after its fork) is a block (%s; %s since)",
              seen_str(&c), moved_str(&st1, &st0));
     UNIT_CHECK(what, c.n >= 1 && c.max_ns >= 30 * MS && c.max_ns < 300 * MS);
+    /* its exit wrote its exact total: off CPU from its first switch-out
+     * (the sleep) to its last, less its CPU time */
+    snprintf(what, sizeof what, "the child's exit gives its exact off-CPU total, its 30 ms sleep "
+             "(%u exits, %.1f ms)", c.exits, (double)c.exit_off_ns / MS);
+    UNIT_CHECK(what, c.exits == 1 && c.exit_off_ns >= 30 * MS && c.exit_off_ns < 300 * MS);
+    /* this thread's total so far: from its first switch-out after the
+     * start (the 1 ms nap before the five sleeps) */
+    uint64_t t_first = 0, cpu0 = 0;
+    unsigned long long cpu = 0;
+    bool have = fk_swtime_thread(t, s.tid, &t_first, &cpu0) && fk_proc_task_cpu_ns(s.tid, &cpu);
+    uint64_t now = fk_now_ns(), off = have && now > t_first && cpu >= cpu0 ?
+                                            now - t_first - (cpu - cpu0) : 0;
+    snprintf(what, sizeof what, "this thread's exact off-CPU total covers its sleeps (%.1f ms off "
+             "of %.1f ms since its first switch-out)", (double)off / MS,
+             (double)(now - t_first) / MS);
+    UNIT_CHECK(what, have && t_first <= t0 && off >= 100 * MS && off <= now - t_first);
     struct seen after = { .tid = s.tid };
     nap_ms(1);
     after.from = fk_now_ns();
@@ -273,6 +299,24 @@ static void kernel_program(void)
              seen_str(&after), moved_str(&st0, &st1));
     UNIT_CHECK(what, after.n + after.gaps >= 3 && after.n >= 2 &&
                      after.max_ns >= 20 * MS && after.max_ns < longest(200 * MS, t3 - t2));
+    /* one in 4: each switch-out picked with chance 1/4 (the program's
+     * counters; within 5 standard deviations of a binomial draw) */
+    fk_swtime_stats(t, &st0);
+    UNIT_CHECK("N is set", fk_swtime_set_n(t, 4));
+    for (int i = 0; i < 400; i++) {
+        struct timespec d = { 0, 100000 };
+        nanosleep(&d, NULL);
+    }
+    fk_swtime_stats(t, &st1);
+    UNIT_CHECK("N is set back", fk_swtime_set_n(t, 1));
+    double outs = (double)(st1.outs - st0.outs), picked = (double)(st1.picked - st0.picked);
+    double var = outs * 0.25 * 0.75, dev = picked - outs / 4;
+    struct seen q = { .tid = s.tid };
+    fk_swtime_drain(t, seen_block, &q);
+    snprintf(what, sizeof what, "at N = 4 about a quarter of the switch-outs are picked (%.0f of "
+             "%.0f, expected %.0f, variance %.0f; %u blocks)", picked, outs, outs / 4, var, q.n);
+    UNIT_CHECK(what, outs >= 400 && dev * dev <= 25 * var &&
+               q.n + q.gaps <= (unsigned)picked + 1 && q.n + q.gaps + 2 >= (unsigned)picked);
     /* a thread asleep when the program stops is pending; nothing after */
     pid_t stid = 0;
     pthread_t th;

@@ -18,6 +18,7 @@
 #include "util/dynlib.h"
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 
@@ -40,6 +41,11 @@ static struct {
                                     const struct ring_buffer_opts *);
     void (*ring_free)(struct ring_buffer *);
     int (*ring_consume)(struct ring_buffer *);
+    struct btf *(*btf_load_vmlinux)(void);
+    __s32 (*btf_find)(const struct btf *, const char *, __u32);
+    const struct btf_type *(*btf_type)(const struct btf *, __u32);
+    const char *(*btf_name)(const struct btf *, __u32);
+    void (*btf_free)(struct btf *);
 } lib;
 
 bool fk_bpf_lib_load(char *err, size_t errlen)
@@ -56,6 +62,11 @@ bool fk_bpf_lib_load(char *err, size_t errlen)
         { "ring_buffer__new", (void **)&lib.ring_new },
         { "ring_buffer__free", (void **)&lib.ring_free },
         { "ring_buffer__consume", (void **)&lib.ring_consume },
+        { "btf__load_vmlinux_btf", (void **)&lib.btf_load_vmlinux },
+        { "btf__find_by_name_kind", (void **)&lib.btf_find },
+        { "btf__type_by_id", (void **)&lib.btf_type },
+        { "btf__name_by_offset", (void **)&lib.btf_name },
+        { "btf__free", (void **)&lib.btf_free },
     };
     return fk_dynlib_once(&libbpf, syms, sizeof syms / sizeof syms[0], err, errlen);
 }
@@ -130,4 +141,30 @@ void ring_buffer__free(struct ring_buffer *rb)
 int ring_buffer__consume(struct ring_buffer *rb)
 {
     return loaded() ? lib.ring_consume(rb) : -ENOSYS;
+}
+
+struct btf *btf__load_vmlinux_btf(void)
+{
+    return loaded() ? lib.btf_load_vmlinux() : NULL;
+}
+
+__s32 btf__find_by_name_kind(const struct btf *btf, const char *name, __u32 kind)
+{
+    return loaded() ? lib.btf_find(btf, name, kind) : -ENOSYS;
+}
+
+const struct btf_type *btf__type_by_id(const struct btf *btf, __u32 id)
+{
+    return loaded() ? lib.btf_type(btf, id) : NULL;
+}
+
+const char *btf__name_by_offset(const struct btf *btf, __u32 offset)
+{
+    return loaded() ? lib.btf_name(btf, offset) : NULL;
+}
+
+void btf__free(struct btf *btf)
+{
+    if (libbpf.state > 0)   /* none was made otherwise */
+        lib.btf_free(btf);
 }

@@ -5,6 +5,7 @@
 #include "util/fk.h"
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,33 +14,45 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Switch-out times by tid: an array indexed by tid where pid_max is small
- * (the lookup is inlined by the verifier, no hashing: 32768 tids here,
- * 256 KiB), else a hash of this many threads. */
+/* Each thread's entry by tid: an array indexed by tid where pid_max is
+ * small (the lookup is inlined by the verifier, no hashing: 32768 tids
+ * here, 768 KiB), else a hash of this many threads. */
 #define ARRAY_PID_MAX (1u << 18)
 #define HASH_THREADS 65536u
 
+/* A thread's entry: its picked switch-out waiting for its switch-in (0:
+ * none), its first switch-out in the window (0: none yet) and its CPU time
+ * (sum_exec_runtime) then. */
+struct entry { uint64_t out, t0, cpu0; };
+
 /* cfg's one value: when to stop (0: not yet; STOP_IDLE: before the
- * window), which threads */
-struct cfg { uint64_t stop_ns, filter; };
+ * window), which threads, the pick threshold (a switch-out is picked when
+ * bpf_get_prandom_u32() is below it: 2^32 / N), and whether the window has
+ * opened (exact totals count from then). */
+struct cfg { uint64_t stop_ns, filter, threshold, started; };
 #define STOP_IDLE 1
 
-/* A hit reads the clock (bpf_ktime_get_ns) only once it knows a thread
- * it times is switched out or in: on this VM (PVM) every clock read traps
- * to the hypervisor (~190 ns of the program's ~500 a hit at a switch
- * storm, kernel.bpf_stats_enabled; rdtsc ~120 ns from user space), and
- * most hits of a busy host are of threads not timed. (The scheduler's own
- * clock, rq->clock reached through BTF, was tried instead: no cheaper a
- * hit, and microseconds stale after a wake-up that preempts.) */
+/* Per-CPU counters (fk_sw_stats). */
+enum { ST_MAP_FULL, ST_RING_FULL, ST_EXITS, ST_OUTS, ST_PICKED, ST_N };
+
+/* A hit reads the clock (bpf_ktime_get_ns) only for a switch-out it picks,
+ * the switch-in that ends one, and once per thread (its first switch-out
+ * in the window, its last): on this VM (PVM) every clock read traps to the
+ * hypervisor (~190 ns of the ~570 a hit cost when every block was timed,
+ * kernel.bpf_stats_enabled; rdtsc ~120 ns from user space). (The
+ * scheduler's own clock, rq->clock reached through BTF, was tried instead:
+ * no cheaper a hit, and microseconds stale after a wake-up that preempts.) */
 
 struct fk_swtime {
     int prog, outs, cfg, stats, cgrp, tgids, rb;
     int event;                  /* the switch program's own event */
     int fork_prog, fork_event;  /* FK_SWTIME_TGIDS: new processes followed */
     uint64_t tp_id;             /* sched_switch's */
-    uint64_t filter;
+    struct cfg c;               /* as last written */
     bool array;
     uint32_t entries;
+    int32_t cpu_off;            /* task_struct.se.sum_exec_runtime (0: unknown) */
+    const char *cpu_note;
     size_t ring_bytes;
     int cgroup_fd;
     struct ring_buffer *ring;
@@ -48,14 +61,25 @@ struct fk_swtime {
     size_t drained;
 };
 
+/* Stack slots of the program. */
+#define S_KEY     (-4)      /* u32 0: cfg's and stats' key */
+#define S_TID     (-8)      /* u32: an entry's key */
+#define S_STOP    (-16)     /* the window's end (0: open) */
+#define S_THRESH  (-24)
+#define S_STARTED (-32)
+#define S_RET     (-40)     /* what perf is told */
+#define S_CPU     (-48)     /* a CPU time read */
+#define S_ENTRY   (-56)     /* the entry in hand */
+#define S_NEW     (-80)     /* a new entry (hash): 24 bytes */
+
 /* stats[0].counter[i] += 1 (per CPU: no atomics). Clobbers r0-r5. */
 static void bump(struct fk_bpf_builder *b, int stats_fd, int i)
 {
     unsigned skip = fk_bpf_label_new(b);
-    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -4, 0));
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, S_KEY, 0));
     fk_bpf_emit_ld_map_fd(b, BPF_REG_1, stats_fd);
     fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
-    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -4));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, S_KEY));
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, skip);
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_0, (int16_t)(8 * i)));
@@ -64,19 +88,19 @@ static void bump(struct fk_bpf_builder *b, int stats_fd, int i)
     fk_bpf_label_place(b, skip);
 }
 
-/* r0 = &outs[tid at r10-8] (or NULL). Clobbers r1-r5. */
-static void lookup_out(struct fk_bpf_builder *b, int outs_fd)
+/* r0 = &entry[tid at S_TID] (or NULL). Clobbers r1-r5. */
+static void lookup_entry(struct fk_bpf_builder *b, int outs_fd)
 {
     fk_bpf_emit_ld_map_fd(b, BPF_REG_1, outs_fd);
     fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
-    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -8));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, S_TID));
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
 }
 
-/* Write the block {r9, kind, out_reg, in_reg} to the ring buffer, then
- * goto next. Clobbers r0-r5. */
+/* Write {r9, kind, out_reg, in_reg, the stack's oncpu_slot (0: none, 0
+ * written)} to the ring buffer, then goto next. Clobbers r0-r5. */
 static void emit_block(struct fk_bpf_builder *b, const struct fk_swtime *t, enum fk_swtime_kind kind,
-                       unsigned out_reg, unsigned in_reg, unsigned next)
+                       unsigned out_reg, unsigned in_reg, int16_t oncpu_slot, unsigned next)
 {
     unsigned full = fk_bpf_label_new(b);
     fk_bpf_emit_ld_map_fd(b, BPF_REG_1, t->rb);
@@ -88,34 +112,56 @@ static void emit_block(struct fk_bpf_builder *b, const struct fk_swtime *t, enum
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_0, 4, (int32_t)kind));
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, out_reg, 8));
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, in_reg, 16));
+    if (oncpu_slot) {
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_10, oncpu_slot));
+        fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, BPF_REG_1, 24));
+    } else {
+        fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_0, 24, 0));
+    }
     fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_1, BPF_REG_0));
     /* no wake-up: the reader drains it on its own clock */
     fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_2, BPF_RB_NO_WAKEUP));
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_ringbuf_submit));
     fk_bpf_goto(b, next);
     fk_bpf_label_place(b, full);
-    bump(b, t->stats, 1);
+    bump(b, t->stats, ST_RING_FULL);
     fk_bpf_goto(b, next);
 }
 
-/* r7 = the hit's time (CLOCK_MONOTONIC ns); then to stopped if the
- * window has ended (its end at [-32]). Clobbers r0-r5. */
+/* r7 = the hit's time (CLOCK_MONOTONIC ns), read once a hit (r7 0: not
+ * read yet); then to stopped if the window has ended. Clobbers r0-r5. */
 static void emit_now(struct fk_bpf_builder *b, unsigned stopped)
 {
-    unsigned go = fk_bpf_label_new(b);
+    unsigned go = fk_bpf_label_new(b), have = fk_bpf_label_new(b);
+    fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_7, 0, have);
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_ktime_get_ns));
     fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_7, BPF_REG_0));
-    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_10, -32));
+    fk_bpf_label_place(b, have);
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_10, S_STOP));
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, 0, go);
     fk_bpf_jump_reg(b, BPF_JGE, BPF_REG_7, BPF_REG_1, stopped);
     fk_bpf_label_place(b, go);
 }
 
-/* The program. Registers: r6 ctx, r7 now
- * (0: not read yet: a hit of threads not timed reads no clock), r8 the
- * filter then the block's switch-out, r9 the tid; the stack: [-4] array
- * index, [-8] tid key, [-16] a new entry's value, [-32] the window's
- * end, [-40] the switched-in thread's entry. */
+/* r7 = now (emit_now), [S_CPU] = the current task's sum_exec_runtime, and
+ * r0 = the entry in hand again. Clobbers r1-r5. */
+static void emit_times(struct fk_bpf_builder *b, const struct fk_swtime *t, unsigned stopped)
+{
+    emit_now(b, stopped);
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, S_CPU, 0));
+    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_get_current_task));
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_3, BPF_REG_0));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_3, t->cpu_off));
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_1, BPF_REG_10));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_1, S_CPU));
+    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_2, 8));
+    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_probe_read_kernel));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_10, S_ENTRY));
+}
+
+/* The program. Registers: r6 ctx, r7 now (0: not read yet: most hits
+ * read no clock), r8 the filter then an entry's field, r9 the tid; the
+ * stack: the S_ slots above. */
 static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
                      const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t preempt_bit,
                      char *err, size_t errlen)
@@ -127,29 +173,39 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
         snprintf(err, errlen, "sched:sched_switch has no prev_pid/prev_state/next_pid field");
         return false;
     }
-    unsigned in = fk_bpf_label_new(b), out = fk_bpf_label_new(b);
+    unsigned in = fk_bpf_label_new(b), done = fk_bpf_label_new(b), stopped = fk_bpf_label_new(b);
     unsigned by_tgid = fk_bpf_label_new(b), keep = fk_bpf_label_new(b);
-    unsigned store = fk_bpf_label_new(b), insert = fk_bpf_label_new(b);
+    unsigned have = fk_bpf_label_new(b), exiting = fk_bpf_label_new(b);
+    unsigned first = fk_bpf_label_new(b), pick = fk_bpf_label_new(b);
 
     fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_6, BPF_REG_1));
     fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_7, 0));
-    /* stopped? which threads? (no clock read yet: most hits of a busy
-     * host are of threads not timed) */
-    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -4, 0));
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, S_RET, 1));
+    /* stopped? which threads? (no clock read: most hits of a busy host are
+     * of threads not timed, or not picked) */
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, S_KEY, 0));
     fk_bpf_emit_ld_map_fd(b, BPF_REG_1, t->cfg);
     fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
-    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -4));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, S_KEY));
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
-    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, out);
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, done);
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
-    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, STOP_IDLE, out);
-    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_1, -32));
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, STOP_IDLE, done);
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_1, S_STOP));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_0, 16));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_1, S_THRESH));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_0, 24));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_1, S_STARTED));
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_8, BPF_REG_0, 8));
 
     /* the thread switched out (current is still prev) */
     if (!fk_bpf_load_field(b, BPF_REG_9, BPF_REG_6, prev_pid, err, errlen))
         return false;
-    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_9, 0, in);     /* the idle task */
+    unsigned not_idle = fk_bpf_label_new(b);
+    fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_9, 0, not_idle);
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, S_RET, 0));     /* the idle task: no sample */
+    fk_bpf_goto(b, in);
+    fk_bpf_label_place(b, not_idle);
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_8, FK_SWTIME_ALL, keep);
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_8, FK_SWTIME_TGIDS, by_tgid);
     fk_bpf_emit_ld_map_fd(b, BPF_REG_1, t->cgrp);
@@ -160,98 +216,169 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
     fk_bpf_label_place(b, by_tgid);
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_get_current_pid_tgid));
     fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_RSH, BPF_REG_0, 32));
-    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_0, -8));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_0, S_TID));
     fk_bpf_emit_ld_map_fd(b, BPF_REG_1, t->tgids);
     fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
-    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -8));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, S_TID));
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, in);
+
+    /* the target's switch-out: no sample unless picked */
     fk_bpf_label_place(b, keep);
-    emit_now(b, out);
-    /* its last switch-out (exiting, not preempted): forget it */
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, S_RET, 0));
+    bump(b, t->stats, ST_OUTS);
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_9, S_TID));
+    lookup_entry(b, t->outs);
+    fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_0, 0, have);
+    if (!t->array) {
+        unsigned full = fk_bpf_label_new(b);
+        fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, S_NEW, 0));
+        fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, S_NEW + 8, 0));
+        fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, S_NEW + 16, 0));
+        fk_bpf_emit_ld_map_fd(b, BPF_REG_1, t->outs);
+        fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
+        fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, S_TID));
+        fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_3, BPF_REG_10));
+        fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_3, S_NEW));
+        fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_4, BPF_NOEXIST));
+        fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_update_elem));
+        fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_0, 0, full);
+        lookup_entry(b, t->outs);
+        fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_0, 0, have);
+        fk_bpf_label_place(b, full);
+    }
+    bump(b, t->stats, ST_MAP_FULL);     /* no room (or a tid past the array) */
+    fk_bpf_goto(b, in);
+
+    fk_bpf_label_place(b, have);
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_0, S_ENTRY));
+    /* a picked switch-out with no switch-in seen since (the kernel ran the
+     * thread again without a sched_switch hit: seen on Linux 6.18, by
+     * bpftrace too): off CPU for at most the time until now, said with
+     * both times */
+    unsigned no_gap = fk_bpf_label_new(b);
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_8, BPF_REG_0, 0));
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_8, 0, no_gap);
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_0, 0, 0));
+    emit_now(b, stopped);
+    emit_block(b, t, FK_SWTIME_UNSEEN_IN, BPF_REG_8, BPF_REG_7, 0, no_gap);
+    fk_bpf_label_place(b, no_gap);
+    /* its last switch-out (exiting, not preempted)? */
     if (!fk_bpf_load_field(b, BPF_REG_1, BPF_REG_6, prev_state, err, errlen))
         return false;
     fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_1));
     fk_bpf_emit_ld_imm64(b, BPF_REG_3, exit_bits);
     fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_AND, BPF_REG_2, BPF_REG_3));
-    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_2, 0, store);
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_2, 0, first);
     fk_bpf_emit_ld_imm64(b, BPF_REG_3, preempt_bit);
     fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_AND, BPF_REG_1, BPF_REG_3));
-    fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_1, 0, store);
-    bump(b, t->stats, 2);
-    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_9, -8));
-    lookup_out(b, t->outs);
-    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, in);
-    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_8, BPF_REG_0, 0));
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, 0, exiting);
+
+    /* its first switch-out in the window: where its exact total starts */
+    fk_bpf_label_place(b, first);
+    if (t->cpu_off) {
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_10, S_ENTRY));
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_0, 8));
+        fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_1, 0, pick);
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_10, S_STARTED));
+        fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, 0, pick);
+        emit_times(b, t, stopped);
+        fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, BPF_REG_7, 8));
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_10, S_CPU));
+        fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, BPF_REG_1, 16));
+    }
+    /* one in N, each switch-out alike */
+    fk_bpf_label_place(b, pick);
+    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_get_prandom_u32));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_10, S_THRESH));
+    fk_bpf_jump_reg(b, BPF_JGE, BPF_REG_0, BPF_REG_1, in);
+    emit_now(b, stopped);
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_10, S_ENTRY));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, BPF_REG_7, 0));
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, S_RET, 1));
+    bump(b, t->stats, ST_PICKED);
+    fk_bpf_goto(b, in);
+
+    /* its last switch-out: its exact total (from its first switch-out in
+     * the window), and its entry cleared */
+    fk_bpf_label_place(b, exiting);
+    bump(b, t->stats, ST_EXITS);
+    unsigned clear = fk_bpf_label_new(b);
+    if (t->cpu_off) {
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_10, S_ENTRY));
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_8, BPF_REG_0, 8));
+        fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_8, 0, clear);
+        emit_times(b, t, stopped);
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_0, 16));
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_2, BPF_REG_10, S_CPU));
+        fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_SUB, BPF_REG_2, BPF_REG_1));
+        fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_2, S_CPU));
+        emit_block(b, t, FK_SWTIME_EXIT, BPF_REG_8, BPF_REG_7, S_CPU, clear);
+    }
+    fk_bpf_label_place(b, clear);
     if (t->array) {
-        fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_0, 0, 0));     /* (r9 is kept) */
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_10, S_ENTRY));
+        fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_0, 0, 0));
+        fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_0, 8, 0));
+        fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_0, 16, 0));
     } else {
         fk_bpf_emit_ld_map_fd(b, BPF_REG_1, t->outs);
         fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
-        fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -8));
+        fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, S_TID));
         fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_delete_elem));
     }
-    /* a switch-out kept with no switch-in seen since: said as a gap
-     * bounded by this one, as at any later switch-out (cleared silently,
-     * the block holding a recorded switch-out was lost with no count
-     * moving: CI run 15) */
-    fk_bpf_jump_imm(b, BPF_JLE, BPF_REG_8, FK_SWTIME_RUNNING, in);
-    emit_block(b, t, FK_SWTIME_UNSEEN_IN, BPF_REG_8, BPF_REG_7, in);
-    /* off CPU from now: in place when the thread has an entry */
-    fk_bpf_label_place(b, store);
-    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_9, -8));
-    lookup_out(b, t->outs);
-    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, insert);
-    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_8, BPF_REG_0, 0));
-    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, BPF_REG_7, 0));
-    fk_bpf_jump_imm(b, BPF_JLE, BPF_REG_8, FK_SWTIME_RUNNING, in);
-    /* switched out again with no switch-in seen since (the kernel ran
-     * the thread again without a sched_switch hit: seen on Linux 6.18,
-     * by bpftrace too): off CPU for at most the time until now, said
-     * with both times */
-    emit_block(b, t, FK_SWTIME_UNSEEN_IN, BPF_REG_8, BPF_REG_7, in);
-    fk_bpf_label_place(b, insert);
-    if (!t->array) {
-        fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_7, -16));
-        fk_bpf_emit_ld_map_fd(b, BPF_REG_1, t->outs);
-        fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
-        fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -8));
-        fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_3, BPF_REG_10));
-        fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_3, -16));
-        fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_4, BPF_ANY));
-        fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_update_elem));
-        fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, in);
-    }
-    bump(b, t->stats, 0);       /* no room (or a tid past the array) */
 
-    /* the thread switched in: its block, if its switch-out was kept */
+    /* the thread switched in: its block, if its switch-out was picked */
     fk_bpf_label_place(b, in);
     if (!fk_bpf_load_field(b, BPF_REG_9, BPF_REG_6, next_pid, err, errlen))
         return false;
-    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_9, 0, out);
-    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_9, -8));
-    lookup_out(b, t->outs);
-    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, out);
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_9, 0, done);
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_9, S_TID));
+    lookup_entry(b, t->outs);
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, done);
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_8, BPF_REG_0, 0));
-    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_8, 0, out);     /* not seen yet */
-    unsigned timed = fk_bpf_label_new(b);
-    fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_7, 0, timed);
-    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_0, -40));
-    emit_now(b, out);
-    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_10, -40));
-    fk_bpf_label_place(b, timed);
-    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_0, 0, FK_SWTIME_RUNNING));
-    /* a block; or (RUNNING) a switch-in with no switch-out seen since the
-     * last one: said as such, from RUNNING */
-    unsigned whole = fk_bpf_label_new(b);
-    fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_8, FK_SWTIME_RUNNING, whole);
-    emit_block(b, t, FK_SWTIME_UNSEEN_OUT, BPF_REG_8, BPF_REG_7, out);
-    fk_bpf_label_place(b, whole);
-    emit_block(b, t, FK_SWTIME_BLOCK, BPF_REG_8, BPF_REG_7, out);
-    fk_bpf_label_place(b, out);
-    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_0, 1));     /* perf records as it would */
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_8, 0, done);     /* not picked */
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_0, 0, 0));
+    emit_now(b, stopped);
+    emit_block(b, t, FK_SWTIME_BLOCK, BPF_REG_8, BPF_REG_7, 0, done);
+    /* (past the window's end: S_RET as decided so far -- 0 for the
+     * target's switch-outs, whose stacks are not wanted any more) */
+    fk_bpf_label_place(b, stopped);
+    fk_bpf_label_place(b, done);
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_10, S_RET));
     fk_bpf_emit(b, FK_BPF_EXIT());
     return true;
+}
+
+/* task_struct.se.sum_exec_runtime's offset from the kernel's BTF (0, with
+ * *note saying why, when it cannot be found). */
+static int32_t cpu_time_offset(const char **note)
+{
+    struct btf *btf = btf__load_vmlinux_btf();
+    if (!btf) {
+        *note = "no kernel BTF (/sys/kernel/btf/vmlinux)";
+        return 0;
+    }
+    int32_t off = 0;
+    const char *path[][2] = { { "task_struct", "se" }, { "sched_entity", "sum_exec_runtime" } };
+    for (int step = 0; step < 2; step++) {
+        int id = btf__find_by_name_kind(btf, path[step][0], BTF_KIND_STRUCT);
+        const struct btf_type *ty = id > 0 ? btf__type_by_id(btf, (uint32_t)id) : NULL;
+        const struct btf_member *m = ty ? btf_members(ty) : NULL;
+        int found = -1;
+        for (int i = 0; ty && i < btf_vlen(ty); i++)
+            if (btf__name_by_offset(btf, m[i].name_off) &&
+                !strcmp(btf__name_by_offset(btf, m[i].name_off), path[step][1]))
+                found = i;
+        if (found < 0 || btf_member_bit_offset(ty, (uint32_t)found) % 8) {
+            *note = "the kernel's BTF has no task_struct.se.sum_exec_runtime";
+            off = 0;
+            break;
+        }
+        off += (int32_t)(btf_member_bit_offset(ty, (uint32_t)found) / 8);
+    }
+    btf__free(btf);
+    return off;
 }
 
 static uint32_t pid_max(void)
@@ -263,11 +390,17 @@ static uint32_t pid_max(void)
     return v > 0 && v <= 0x400000 ? (uint32_t)v : 0;
 }
 
-static bool set_cfg(struct fk_swtime *t, uint64_t stop_ns, uint64_t filter)
+/* t->c to the program (one writer at a time: the caller's). */
+static bool set_cfg(struct fk_swtime *t)
 {
     uint32_t k = 0;
-    struct cfg c = { stop_ns, filter };
-    return bpf_map_update_elem(t->cfg, &k, &c, BPF_ANY) == 0;
+    return bpf_map_update_elem(t->cfg, &k, &t->c, BPF_ANY) == 0;
+}
+
+/* The pick threshold for one in n: 2^32 / n (n 1: every switch-out). */
+static uint64_t threshold_for(uint64_t n)
+{
+    return n > 1 ? (1ull << 32) / n : 1ull << 32;
 }
 
 static int on_block(void *ctx, void *data, size_t size)
@@ -294,13 +427,15 @@ bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t p
     t->array = pm && pm <= ARRAY_PID_MAX;
     t->entries = t->array ? pm : HASH_THREADS;
     t->ring_bytes = ring_bytes;
+    t->cpu_off = cpu_time_offset(&t->cpu_note);
     struct fk_bpf_builder b;
     fk_bpf_builder_init(&b);
-    bool ok = fk_bpf_map_create(t->array ? BPF_MAP_TYPE_ARRAY : BPF_MAP_TYPE_HASH, "fk_sw_out", 4, 8,
+    bool ok = fk_bpf_map_create(t->array ? BPF_MAP_TYPE_ARRAY : BPF_MAP_TYPE_HASH, "fk_sw_out", 4,
+                                sizeof(struct entry),
                                 t->entries, 0, &t->outs, err, errlen) &&
               fk_bpf_map_create(BPF_MAP_TYPE_ARRAY, "fk_sw_cfg", 4, sizeof(struct cfg), 1, 0,
                                 &t->cfg, err, errlen) &&
-              fk_bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "fk_sw_stats", 4, 24, 1, 0, &t->stats,
+              fk_bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "fk_sw_stats", 4, 8 * ST_N, 1, 0, &t->stats,
                                 err, errlen) &&
               fk_bpf_map_create(BPF_MAP_TYPE_CGROUP_ARRAY, "fk_sw_cgroup", 4, 4, 1, 0, &t->cgrp,
                                 err, errlen) &&
@@ -325,7 +460,8 @@ bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t p
      * waits when closed for an RCU tasks-trace grace period (Linux 6.18's
      * perf_event_detach_bpf_prog), which took 15 s before a window with
      * both CPUs busy; this one is kept until the files are written. */
-    if (ok && !set_cfg(t, STOP_IDLE, FK_SWTIME_ALL)) {
+    t->c = (struct cfg){ STOP_IDLE, FK_SWTIME_ALL, threshold_for(1), 0 };
+    if (ok && !set_cfg(t)) {
         snprintf(err, errlen, "setting the BPF program's configuration: %s", strerror(errno));
         ok = false;
     }
@@ -339,7 +475,7 @@ bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t p
 }
 
 bool fk_swtime_filter(struct fk_swtime *t, enum fk_swtime_filter f, const char *cgroup_dir,
-                      char *err, size_t errlen)
+                      uint64_t n, char *err, size_t errlen)
 {
     if (f == FK_SWTIME_CGROUP) {
         t->cgroup_fd = open(cgroup_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -350,11 +486,42 @@ bool fk_swtime_filter(struct fk_swtime *t, enum fk_swtime_filter f, const char *
             return false;
         }
     }
-    t->filter = (uint64_t)f;
-    if (!set_cfg(t, 0, (uint64_t)f)) {
+    t->c.filter = (uint64_t)f;
+    t->c.threshold = threshold_for(n);
+    t->c.stop_ns = 0;
+    if (!set_cfg(t)) {
         snprintf(err, errlen, "setting the BPF program's filter: %s", strerror(errno));
         return false;
     }
+    return true;
+}
+
+bool fk_swtime_set_n(struct fk_swtime *t, uint64_t n)
+{
+    t->c.threshold = threshold_for(n);
+    return set_cfg(t);
+}
+
+bool fk_swtime_start(struct fk_swtime *t)
+{
+    t->c.started = 1;
+    return set_cfg(t);
+}
+
+bool fk_swtime_exact(const struct fk_swtime *t, const char **note)
+{
+    *note = t->cpu_off ? NULL : t->cpu_note;
+    return t->cpu_off != 0;
+}
+
+bool fk_swtime_thread(struct fk_swtime *t, pid_t tid, uint64_t *t0, uint64_t *cpu0)
+{
+    uint32_t k = (uint32_t)tid;
+    struct entry e;
+    if (tid <= 0 || bpf_map_lookup_elem(t->outs, &k, &e) != 0 || !e.t0)
+        return false;
+    *t0 = e.t0;
+    *cpu0 = e.cpu0;
     return true;
 }
 
@@ -379,7 +546,7 @@ bool fk_swtime_follow_forks(struct fk_swtime *t, char *err, size_t errlen)
      * later. A new thread's tid goes in too: harmless, as no process has
      * that tgid while the thread lives, and forgotten at its EXIT
      * (fk_swtime_forget_tgid). */
-    return t->filter != FK_SWTIME_TGIDS ||
+    return t->c.filter != FK_SWTIME_TGIDS ||
            fk_bpf_fork_follower(t->tgids, FK_BPF_FORK_FLAG, FK_BPF_FORK_KEEP, -1, "fk_switch_fork",
                                 &t->fork_prog, &t->fork_event, err, errlen);
 }
@@ -396,12 +563,9 @@ size_t fk_swtime_events(const struct fk_swtime *t, int fds[2])
 
 void fk_swtime_stop(struct fk_swtime *t, uint64_t at_ns)
 {
-    uint32_t k = 0;
-    struct cfg c;
-    if (bpf_map_lookup_elem(t->cfg, &k, &c) == 0) {
-        c.stop_ns = at_ns ? at_ns : STOP_IDLE;
-        (void)bpf_map_update_elem(t->cfg, &k, &c, BPF_ANY);
-    }
+    t->c.stop_ns = at_ns ? at_ns : STOP_IDLE;
+    t->c.threshold = 0;     /* nothing picked from now: no sample past the end */
+    (void)set_cfg(t);
 }
 
 size_t fk_swtime_drain(struct fk_swtime *t, void (*fn)(void *ctx, const struct fk_swtime_block *b),
@@ -417,10 +581,10 @@ size_t fk_swtime_drain(struct fk_swtime *t, void (*fn)(void *ctx, const struct f
 bool fk_swtime_pending(struct fk_swtime *t, pid_t tid, uint64_t *out)
 {
     uint32_t k = (uint32_t)tid;
-    uint64_t v = 0;
-    if (tid <= 0 || bpf_map_lookup_elem(t->outs, &k, &v) != 0 || v <= FK_SWTIME_RUNNING)
+    struct entry e;
+    if (tid <= 0 || bpf_map_lookup_elem(t->outs, &k, &e) != 0 || !e.out)
         return false;
-    *out = v;
+    *out = e.out;
     return true;
 }
 
@@ -430,13 +594,16 @@ void fk_swtime_stats(struct fk_swtime *t, struct fk_swtime_stats *st)
     int n = libbpf_num_possible_cpus();
     if (n <= 0)
         return;
-    uint64_t *v = fk_calloc((size_t)n * 3, sizeof *v);
+    uint64_t *v = fk_calloc((size_t)n * ST_N, sizeof *v);
     uint32_t k = 0;
     if (bpf_map_lookup_elem(t->stats, &k, v) == 0)
         for (int i = 0; i < n; i++) {
-            st->map_full += v[3 * i];
-            st->ring_full += v[3 * i + 1];
-            st->exits += v[3 * i + 2];
+            const uint64_t *c = v + (size_t)i * ST_N;
+            st->map_full += c[ST_MAP_FULL];
+            st->ring_full += c[ST_RING_FULL];
+            st->exits += c[ST_EXITS];
+            st->outs += c[ST_OUTS];
+            st->picked += c[ST_PICKED];
         }
     free(v);
     struct bpf_prog_info info;
@@ -446,10 +613,10 @@ void fk_swtime_stats(struct fk_swtime *t, struct fk_swtime_stats *st)
         st->missed = info.recursion_misses;
 }
 
-/* The switch-out map's size: an array of pid_max entries, or a hash. */
+/* The threads' map's size: an array of pid_max entries, or a hash. */
 static size_t outs_bytes(bool array, uint32_t entries)
 {
-    return (size_t)entries * (array ? 8 : 64);
+    return (size_t)entries * (array ? sizeof(struct entry) : 64 + sizeof(struct entry));
 }
 
 size_t fk_swtime_bytes(const struct fk_swtime *t)

@@ -1,37 +1,50 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* Off-CPU switch timing in the kernel: a program on sched:sched_switch
- * (attached to a tracepoint event of its own) that keeps each
- * switched-out thread's switch-out time in a map by tid and, when the
- * thread is switched in again, writes its block -- tid, switch-out and
- * switch-in times -- to a BPF ring buffer. It replaces the kernel's two
- * context-switch records per switch (PERF_RECORD_SWITCH_CPU_WIDE: ~0.39 us
- * per switch-out on this machine, ~10 of the 16 points a switch storm
- * lost) with one map access each way and one 32-byte record per block.
+/* Off-CPU switch sampling and timing in the kernel: a program on
+ * sched:sched_switch (attached to a tracepoint event of its own) that
+ * picks one in N of the target's switch-outs (bpf_get_prandom_u32: each
+ * switch-out alike, with chance 1/N, whatever its thread, its CPU or the
+ * rhythm of its switches), lets perf record only those (the program's
+ * return value: a tracepoint hit it returns 0 for is no sample of any
+ * perf event on it), keeps each picked switch-out's time in a map by tid
+ * and, when the thread is switched in again, writes its block -- tid,
+ * switch-out and switch-in times -- to a BPF ring buffer. The other
+ * switches read no clock (on this VM each read traps to the hypervisor:
+ * ~190 ns, most of what a timed hit cost) and write nothing.
+ *
+ * Each thread's exact off-CPU time is kept apart from the sampled blocks,
+ * from the scheduler's own accounting: at the thread's first switch-out
+ * in the window the program reads the time and the thread's
+ * sum_exec_runtime (its CPU time, offset from BTF); from then on, the
+ * thread was off CPU for the time elapsed less the CPU time it used --
+ * every block, sampled or not, without a clock read per switch
+ * (fk_swtime_thread, and an EXIT record at its last switch-out).
  *
  * Invariants:
  *  - Built from instructions at run time (capture/bpf.h); the fields'
- *    offsets and sizes come from the running kernel's format (tracefs.h),
- *    never assumed.
- *  - The program only reads the tracepoint's record and always returns 1:
- *    it never filters what perf (flamekit's sampled event, or anyone
- *    else's on the same tracepoint) records.
+ *    offsets and sizes come from the running kernel's format (tracefs.h)
+ *    and BTF, never assumed (no BTF: no exact totals, said).
+ *  - The program returns 0 (no sample) only for the target's switch-outs
+ *    it did not pick and for the idle task's; every other hit (threads not
+ *    timed, before and after the window) returns 1, as perf would record
+ *    it. Other tools' perf events on sched_switch miss those switch-outs
+ *    too while it runs (their BPF programs do not: they run on every hit).
  *  - Times are bpf_ktime_get_ns (CLOCK_MONOTONIC, the records' clock),
- *    taken before perf times the same hit: a sampled switch-out's block
+ *    taken before perf times the same hit: a picked switch-out's block
  *    starts at or before the sample's time and ends after it.
  *  - A block is written only whole (its switch-in seen): a thread off CPU
- *    when timing began (fk_swtime_filter) gives no block for that wait; one off
- *    CPU when it stopped is pending in the map (fk_swtime_pending). A
- *    switch-out or switch-in the program did not see is said (a gap:
- *    enum fk_swtime_kind), never hidden in a thread's total.
+ *    when the window ended is pending in the map (fk_swtime_pending). A
+ *    picked switch-out followed by another switch-out with no switch-in
+ *    seen is said as such (FK_SWTIME_UNSEEN_IN), never given a guess.
  *  - A thread's last switch-out (do_task_dead: prev_state X or Z, not
- *    preempted) clears its entry: exited threads hold nothing.
+ *    preempted) writes its exact total (FK_SWTIME_EXIT) and clears its
+ *    entry: exited threads hold nothing, a reused tid starts afresh.
  *  - Which threads: all (host, user targets), a cgroup v2 and everything
  *    below it (bpf_current_task_under_cgroup, as perf's cgroup events),
  *    or processes by tgid and their children from their start (per-task
  *    targets: the fork program adds them; the caller may add more).
  *  - What could not be kept (the map full, the ring full) is counted per
- *    CPU and read with fk_swtime_stats: those threads' times are then
- *    incomplete. After fk_swtime_stop nothing more is written. */
+ *    CPU and read with fk_swtime_stats. After fk_swtime_stop nothing more
+ *    is written. */
 #ifndef FK_CAPTURE_SWTIME_H
 #define FK_CAPTURE_SWTIME_H
 
@@ -53,10 +66,9 @@ enum fk_swtime_kind {
                                6.18 does, about once in thousands of
                                switches; bpftrace sees the same). Off CPU for
                                at most in - out: a bound, not a block */
-    FK_SWTIME_UNSEEN_OUT,   /* switched in at in with no switch-out seen since
-                               its last switch-in (out is FK_SWTIME_RUNNING:
-                               the thread left the filter and came back, or
-                               the kernel skipped a hit): unbounded */
+    FK_SWTIME_EXIT,         /* the thread's last switch-out, at in: from its
+                               first switch-out in the window (out) it was on
+                               CPU for oncpu ns, off CPU for the rest */
 };
 
 /* One block as the program writes it (the ring buffer's record). */
@@ -64,9 +76,8 @@ struct fk_swtime_block {
     uint32_t tid;
     uint32_t kind;          /* enum fk_swtime_kind */
     uint64_t out, in;       /* CLOCK_MONOTONIC ns */
+    uint64_t oncpu;         /* FK_SWTIME_EXIT: CPU time since out; else 0 */
 };
-/* The map's value of a thread seen switched in (0: never seen). */
-#define FK_SWTIME_RUNNING 1
 
 struct fk_swtime_stats {
     uint64_t map_full;      /* switch-outs not kept: no room in the map */
@@ -75,6 +86,8 @@ struct fk_swtime_stats {
     uint64_t missed;        /* tracepoint hits the kernel did not run the program
                                on: another BPF program was running on that CPU
                                (its recursion guard; perf then drops the sample too) */
+    uint64_t outs;          /* the target's switch-outs seen (exits too) */
+    uint64_t picked;        /* ... of them picked (perf records their stacks) */
 };
 
 enum fk_swtime_filter { FK_SWTIME_ALL, FK_SWTIME_CGROUP, FK_SWTIME_TGIDS };
@@ -92,10 +105,23 @@ enum fk_swtime_filter { FK_SWTIME_ALL, FK_SWTIME_CGROUP, FK_SWTIME_TGIDS };
  * (fk_swtime_events) open until its results are written. */
 bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t preempt_bit,
                    size_t ring_bytes, struct fk_swtime **out, char *err, size_t errlen);
-/* Which threads' switches are timed, from now. cgroup_dir: for
- * FK_SWTIME_CGROUP; FK_SWTIME_TGIDS starts with none (fk_swtime_add_tgid). */
+/* Which threads' switches are sampled, from now, one in n.
+ * cgroup_dir: for FK_SWTIME_CGROUP; FK_SWTIME_TGIDS starts with none
+ * (fk_swtime_add_tgid). */
 bool fk_swtime_filter(struct fk_swtime *t, enum fk_swtime_filter f, const char *cgroup_dir,
-                      char *err, size_t errlen);
+                      uint64_t n, char *err, size_t errlen);
+/* Pick one switch-out in n (>= 1) from now on (one map update). */
+bool fk_swtime_set_n(struct fk_swtime *t, uint64_t n);
+/* The window opened: each thread's exact total counts from its first
+ * switch-out from now (fk_swtime_thread). */
+bool fk_swtime_start(struct fk_swtime *t);
+/* Whether exact totals are kept (the kernel's BTF gave the CPU time's
+ * place in task_struct); why not in note otherwise. */
+bool fk_swtime_exact(const struct fk_swtime *t, const char **note);
+/* tid's first switch-out in the window (*t0) and its CPU time then (*cpu0):
+ * true when it has one. Its off-CPU time until a later moment is that
+ * moment - t0 less the CPU time it used since (fk_proc_task_cpu_ns). */
+bool fk_swtime_thread(struct fk_swtime *t, pid_t tid, uint64_t *t0, uint64_t *cpu0);
 /* Time the switches of process tgid's threads too (FK_SWTIME_TGIDS), or no
  * more (it exited). */
 bool fk_swtime_add_tgid(struct fk_swtime *t, pid_t tgid);
@@ -108,13 +134,14 @@ bool fk_swtime_follow_forks(struct fk_swtime *t, char *err, size_t errlen);
  * many. fk_swtime_free closes them; a copy (dup) the caller holds keeps
  * the event, and the tracepoint, until it closes that too. */
 size_t fk_swtime_events(const struct fk_swtime *t, int fds[2]);
-/* Switches at or after at_ns are no longer timed (the window's end). */
+/* Switches at or after at_ns are no longer timed, and none is picked
+ * from now (the window's end). */
 void fk_swtime_stop(struct fk_swtime *t, uint64_t at_ns);
 /* Blocks written since the last call, each to fn; returns how many. Any
  * thread may call it, one at a time. */
 size_t fk_swtime_drain(struct fk_swtime *t, void (*fn)(void *ctx, const struct fk_swtime_block *b),
                        void *ctx);
-/* tid's switch-out with no switch-in yet (off CPU since *out): true. */
+/* tid's picked switch-out with no switch-in yet (off CPU since *out): true. */
 bool fk_swtime_pending(struct fk_swtime *t, pid_t tid, uint64_t *out);
 void fk_swtime_stats(struct fk_swtime *t, struct fk_swtime_stats *st);
 /* Bytes of the maps and ring (the kernel's memory, mapped in part). */

@@ -48,10 +48,11 @@ struct exact {
 #define EXACT_CACHE 64
 #define EXACT_MAX 65536
 
-/* The in-kernel program's ring buffer: 32 bytes a block; at two pinned
- * switch storms (~520,000 blocks a second) 4 MiB hold 250 ms, 25 of the
- * reader's 10 ms passes. */
-#define SWTIME_RING_BYTES (4u << 20)
+/* The in-kernel program's ring buffer: 40 bytes a picked block or an
+ * exit; at N = 1 (a command's first switch-outs, before N rises) two
+ * pinned switch storms write ~520,000 blocks a second: 1 MiB holds 50 ms,
+ * five of the reader's 10 ms passes. */
+#define SWTIME_RING_BYTES (1u << 20)
 /* ... halved, down to this, to fit its share of --max-memory (an eighth,
  * with the map: SWTIME_MEM_SHARE); below it, the switch records. 256 KiB
  * hold 15 ms of that storm: a pass and a half. */
@@ -185,12 +186,23 @@ struct offcpu {
     size_t want_bytes;
     uint64_t bpf_matched;           /* (the engine's) blocks given to recorded switch-outs */
     struct fk_swtime_stats bpf_st;
+    struct fk_swtime_stats bpf_at_stop;     /* its counters at the window's end */
     struct fk_u64map pend;          /* the engine's, at the end: tid -> its pending
                                        switch-out in the program's map + 1 */
     struct fk_u64map oncpu_of;      /* the engine's (--with-cpu): tid -> its on-CPU
                                        samples' ns */
+    /* the program's exact totals (swtime.h): threads that exited in the
+     * window (the reader's: tid -> ns + 1, summed over the tid's threads),
+     * those alive when it closed (the engine's, read then: tid -> ns + 1),
+     * and the threads with samples (the engine's: whose to read) */
+    struct fk_u64map exited_ns, live_ns, sampled_tids;
+    bool exact_ok;                  /* the program keeps exact totals */
+    uint64_t live_unread;           /* sampled threads whose CPU time could not be read */
     struct fk_loc scratch[2 * MAX_FRAMES + 4];
 };
+
+static void live_totals(struct offcpu *k);
+static bool live_total(struct offcpu *k, pid_t tid, uint64_t stop, uint64_t *ns);
 
 /* ---- the rate before the window ---------------------------------------- */
 
@@ -365,6 +377,8 @@ static uint64_t *counter_of(struct offcpu *k, const struct fk_sample *s)
 static uint64_t sample_weight(struct offcpu *k, const struct fk_sample *s, bool *by_count)
 {
     *by_count = false;
+    if (k->swt)     /* picked by the program at the N in force then */
+        return n_at(k, s->time);
     if (!s->count)
         return sample_n(k, s->tid, s->time);
     uint64_t *last = counter_of(k, s), was = *last;
@@ -422,7 +436,11 @@ static void counts_forget(struct offcpu *k, pid_t tid)
 static bool draw(struct offcpu *k, uint64_t n, char *err, size_t errlen)
 {
     k->drawn = fk_now_ns();
-    return fk_engine_set_period(k->e, k->ev_switch, n, n / 2, err, errlen) &&
+    if (k->swt && !fk_swtime_set_n(k->swt, n)) {
+        snprintf(err, errlen, "setting the switch program's N: %s", strerror(errno));
+        return false;
+    }
+    return (k->swt || fk_engine_set_period(k->e, k->ev_switch, n, n / 2, err, errlen)) &&
            (k->ev_wake == NO_EVENT || fk_engine_set_period(k->e, k->ev_wake, n, n / 2, err, errlen));
 }
 
@@ -484,7 +502,7 @@ static void redraw(struct offcpu *k, uint64_t now)
     bool off = k->adapt_off;
     pthread_mutex_unlock(&k->lock);
     char err[128];
-    if (n < 2 || off || draw(k, n, err, sizeof err))
+    if (n < 2 || off || (k->swt && k->ev_wake == NO_EVENT) || draw(k, n, err, sizeof err))
         return;
     pthread_mutex_lock(&k->lock);
     snprintf(k->st.adapt_error, sizeof k->st.adapt_error, "%s", err);
@@ -576,6 +594,18 @@ static uint64_t first_median(struct offcpu *k)
     return k->first[k->nfirst / 2];
 }
 
+/* The target's switch-outs so far: the program's counter (its event's
+ * perf count sees only the picked ones), else the switch event's count. */
+static uint64_t switch_count(struct offcpu *k)
+{
+    if (!k->swt)
+        return fk_engine_event_count(k->e, k->ev_switch, &k->nfds);
+    struct fk_swtime_stats st;
+    fk_swtime_stats(k->swt, &st);
+    k->nfds = 1;
+    return st.outs;
+}
+
 /* The steering thread: the rate from the switch event's own count (every
  * hit of the target's, as it happens), a look every FK_OFFCPU_PROBE_MS --
  * or every ms per event fd when there are more (each is a read). N is set
@@ -598,7 +628,7 @@ static uint64_t first_median(struct offcpu *k)
  * looks more per capture. */
 static void look(struct offcpu *k, uint64_t now)
 {
-    uint64_t count = fk_engine_event_count(k->e, k->ev_switch, &k->nfds);
+    uint64_t count = switch_count(k);
     if (!k->counting) {
         k->counting = count > 0 || k->o.rate_known;
         k->counting_since = now;
@@ -615,6 +645,8 @@ static void look(struct offcpu *k, uint64_t now)
     if (!el)
         return;
     uint64_t rate = hits * 1000000000ull / el;
+    if (k->swt && el >= 250000000ull && rate > k->peak_rate)
+        k->peak_rate = rate;    /* (no per-switch record to time it by) */
     pthread_mutex_lock(&k->lock);
     uint64_t n = k->n_now;
     pthread_mutex_unlock(&k->lock);
@@ -633,8 +665,8 @@ static void *steer(void *arg)
     /* the fds now, not in the first change's time, and each its own
      * period at once */
     if (!k->o.budget)
-        fk_engine_event_count(k->e, k->ev_switch, &k->nfds);
-    if (!fk_engine_set_period(k->e, k->ev_switch, 0, 0, err, sizeof err) ||
+        switch_count(k);
+    if ((!k->swt && !fk_engine_set_period(k->e, k->ev_switch, 0, 0, err, sizeof err)) ||
         (k->ev_wake != NO_EVENT && !fk_engine_set_period(k->e, k->ev_wake, 0, 0, err, sizeof err)) ||
         (k->n_now > 1 && !draw(k, k->n_now, err, sizeof err))) {
         pthread_mutex_lock(&k->lock);
@@ -681,6 +713,8 @@ static void offcpu_window(void *state, struct fk_engine *e, bool open)
         __atomic_store_n(&k->window_start, fk_now_ns(), __ATOMIC_SEQ_CST);
         /* threads created in the window inherit the N of their creation */
         k->per_task = fk_engine_inherits(e);
+        if (k->swt && !fk_swtime_start(k->swt))
+            k->exact_ok = false;
     }
     if (open && (k->o.budget || k->o.one_in > 1) && !k->steering) {
         pthread_condattr_t ca;
@@ -702,8 +736,11 @@ static void offcpu_window(void *state, struct fk_engine *e, bool open)
         pthread_cond_destroy(&k->wake);
         k->steering = false;
     }
-    if (!open && k->swt)
+    if (!open && k->swt) {
         fk_swtime_stop(k->swt, fk_now_ns());    /* the window's end: nothing more */
+        fk_swtime_stats(k->swt, &k->bpf_at_stop);   /* (its counters go on counting) */
+        live_totals(k);
+    }
 }
 
 /* ---- stacks ------------------------------------------------------------- */
@@ -920,6 +957,9 @@ static bool offcpu_start(const struct fk_capture_opts *o, void **state, unsigned
         if (why[0] || !fk_bpf_usable(why, sizeof why) ||
             !fk_swtime_new(&k->sw, k->exit_bits, k->bits.preempt, ring, &k->swt, why, sizeof why))
             snprintf(k->bpf_note, sizeof k->bpf_note, "%s", why);
+        const char *note = NULL;
+        if (k->swt && !(k->exact_ok = fk_swtime_exact(k->swt, &note)))
+            snprintf(k->bpf_note, sizeof k->bpf_note, "no exact totals: %s", note);
     }
     long cpus = sysconf(_SC_NPROCESSORS_CONF);
     k->nmarked = cpus > 0 && cpus < 65536 ? (uint32_t)cpus : 1024;
@@ -956,6 +996,8 @@ static bool offcpu_config(void *state, const struct fk_capture_opts *o, unsigned
     attr->config = i == k->ev_switch ? k->sw.id : k->wk.id;
     attr->freq = 0;
     attr->sample_period = k->o.one_in;
+    if (i == k->ev_switch && k->swt)
+        attr->sample_period = 1;    /* the program picks (fk_swtime_set_n) */
     attr->sample_type &= ~(uint64_t)PERF_SAMPLE_PERIOD;
     attr->sample_type |= PERF_SAMPLE_RAW;
     attr->read_format |= PERF_FORMAT_ID;    /* fk_engine_set_period finds the fds by it */
@@ -967,8 +1009,10 @@ static bool offcpu_config(void *state, const struct fk_capture_opts *o, unsigned
         attr->context_switch = !k->swt;
         /* each sample's weight: its counter's count (sample_weight);
          * refused on inherited per-task events before Linux 6.12, where
-         * the engine takes it off again */
-        attr->sample_type |= PERF_SAMPLE_READ;
+         * the engine takes it off again. Not with the program: its
+         * counter counts only the hits the program lets through */
+        if (!k->swt)
+            attr->sample_type |= PERF_SAMPLE_READ;
     }
     return true;
 }
@@ -1045,6 +1089,8 @@ static void offcpu_sample(void *state, struct fk_engine *e, unsigned event,
         k->st.exit_switches++;
         return;
     }
+    if (k->swt)
+        *fk_u64map_slot(&k->sampled_tids, (uint64_t)(uint32_t)s->tid, true) = 1;
     fk_bt_out_n(&k->bt, s->tid, s->time, state_, store_stack(k, &f), n);
 }
 
@@ -1114,6 +1160,27 @@ static void exact_task(struct offcpu *k, const union perf_event *ev)
         x->t.reused = true;
 }
 
+/* tid's exact total from the program (its threads that exited in the
+ * window, and the one alive at its end). */
+static bool program_total(struct offcpu *k, pid_t tid, uint64_t *ns)
+{
+    if (!k->exact_ok)
+        return false;
+    uint64_t key = (uint64_t)(uint32_t)tid, live;
+    uint64_t *e = k->exited_ns.n ? fk_u64map_slot(&k->exited_ns, key, false) : NULL;
+    uint64_t *l = k->live_ns.n ? fk_u64map_slot(&k->live_ns, key, false) : NULL;
+    bool have_live = l && *l;
+    if (!have_live && live_total(k, tid, k->window_end, &live)) {
+        have_live = true;       /* (first sampled after the window closed) */
+        *fk_u64map_slot(&k->live_ns, key, true) = live + 1;
+        l = fk_u64map_slot(&k->live_ns, key, false);
+    }
+    if (!have_live && !(e && *e))
+        return false;
+    *ns = (have_live ? *l - 1 : 0) + (e && *e ? *e - 1 : 0);
+    return true;
+}
+
 /* The recorded blocks are one switch-out in N, each standing for N, and
  * sampling is not blind to what it measures: a recorded switch-out is
  * slower (its stack is copied) and wakes flamekit's own threads; and
@@ -1146,13 +1213,16 @@ static void calibrate(struct offcpu *k, uint64_t end)
     struct fk_u64map scale = { 0 };     /* tid -> exact ns + 1 (0: keep the estimate) */
     for (size_t i = 0; i < est.n; i++) {
         pid_t tid = (pid_t)est.v[i].key;
-        struct exact *x = exact_of(k, tid, false);
+        struct exact *x = k->swt ? NULL : exact_of(k, tid, false);
         uint64_t ns;
         k->st.blocked_ns_recorded += est.v[i].val;
-        if (x && est.v[i].val && !k->records_lost && fk_bt_total_get(&x->t, k->window_start, k->window_end, end, &ns)) {
+        bool known = x && fk_bt_total_get(&x->t, k->window_start, k->window_end, end, &ns);
+        if (k->swt)
+            known = program_total(k, tid, &ns);
+        if (est.v[i].val && !k->records_lost && known) {
             *fk_u64map_slot(&scale, (uint64_t)(uint32_t)tid, true) = ns + 1;
             k->st.threads_exact++;
-            k->st.threads_exact_bounded += x->bounded;
+            k->st.threads_exact_bounded += x && x->bounded;
         } else {
             k->st.threads_estimated++;
             uint64_t *on = k->oncpu_of.n ? fk_u64map_slot(&k->oncpu_of, (uint64_t)(uint32_t)tid,
@@ -1323,44 +1393,34 @@ static void offcpu_reader_pass(void *state, struct fk_reader *r, const struct fk
         fk_swtime_drain(k->swt, keep_block, k);
         return;
     }
-    /* (the window as known now, as exact_switch reads it) */
-    uint64_t start = __atomic_load_n(&k->window_start, __ATOMIC_SEQ_CST);
-    uint64_t stop = __atomic_load_n(&k->window_end, __ATOMIC_SEQ_CST);
     for (size_t i = 0; i < k->npass; i++) {
         const struct fk_swtime_block *b = &k->pass_blocks[i];
         pid_t tid = (pid_t)b->tid;
         bool gap = b->kind == FK_SWTIME_UNSEEN_IN;
-        if ((b->kind != FK_SWTIME_BLOCK && !gap) || b->in < b->out || b->out <= FK_SWTIME_RUNNING) {
-            /* a switch-out the program did not see: no exact total for
-             * the thread (its recorded blocks keep their estimate) */
-            struct exact *x = exact_of(k, tid, true);
-            if (x)
-                x->t.reused = true;
+        if (b->kind == FK_SWTIME_EXIT) {
+            /* a thread's last switch-out: its exact total, from its first
+             * switch-out in the window (the program's) */
+            uint64_t span = b->in > b->out ? b->in - b->out : 0;
+            uint64_t *v = fk_u64map_slot(&k->exited_ns, (uint64_t)(uint32_t)tid, true);
+            *v = (*v ? *v : 1) + (span > b->oncpu ? span - b->oncpu : 0);
+            continue;
+        }
+        if ((b->kind != FK_SWTIME_BLOCK && !gap) || b->in < b->out || !b->out) {
             k->bpf_in_missed++;
             continue;
         }
-        count_out(k, b->out);
-        /* (one look-up for the block's two ends and its wants) */
-        struct exact *x = exact_of(k, tid, true);
-        if (x)
-            fk_bt_total_add(&x->t, b->out, true, start, stop);
         if (gap) {
             /* switched out at out and again at in, run again unseen in
-             * between: off CPU for 0 to in - out of it. Counted as 0 (its
-             * lower bound: no time invented), the bound reported; the
-             * thread's total stays exact within it */
-            if (x) {
-                x->bounded = true;
-                fk_bt_total_add(&x->t, b->out, false, start, stop);
-            }
+             * between: off CPU for 0 to in - out of it. Its recorded block
+             * is dropped (no time invented), the bound reported; the
+             * thread's exact total does not depend on it */
             k->bpf_in_missed++;
             k->bpf_unseen_in++;
             k->bpf_unseen_ns += b->in - b->out;
         } else {
             k->bpf_blocks++;
-            if (x)
-                fk_bt_total_add(&x->t, b->in, false, start, stop);
         }
+        struct exact *x = exact_of(k, tid, true);
         struct want *w = x ? (x->want1 ? &k->want[x->want1 - 1] : NULL)
                            : k->want_of.n ? want_of(k, tid, false) : NULL;
         if (!w || !w->n)
@@ -1407,7 +1467,7 @@ static bool offcpu_opened(void *state, struct fk_engine *e, char *err, size_t er
         k->bpf_filter = "cgroup";
     }
     char why[256];
-    bool ok = fk_swtime_filter(k->swt, f, cg, why, sizeof why);
+    bool ok = fk_swtime_filter(k->swt, f, cg, k->n_now, why, sizeof why);
     for (size_t i = 0; ok && f == FK_SWTIME_TGIDS && t && i < t->npids; i++)
         ok = fk_swtime_add_tgid(k->swt, t->pids[i]);
     if (ok && !fk_swtime_follow_forks(k->swt, why, sizeof why))
@@ -1441,32 +1501,65 @@ static bool still_off(void *ctx, pid_t tid, uint64_t out_time)
         if (!fk_swtime_pending(k->swt, tid, &out))
             return false;
         *fk_u64map_slot(&k->pend, (uint64_t)(uint32_t)tid, true) = out + 1;
-        exact_switch(k, tid, out, true);
-        count_out(k, out);
     }
     return out <= out_time;
 }
 
-/* The threads with blocks still off CPU at the end (pending in the
- * program's map) toward their exact totals; blocks lost in the kernel
- * (no room in its map or ring) leave those totals short: none is used. */
+/* The counters, and the recorded blocks still off CPU at the end (their
+ * switch-out pending in the program's map). An exit total lost in the
+ * kernel (no room in its ring) or a thread it could not keep (its map)
+ * leaves totals unknown: none is used. (Hits it missed do not matter to
+ * the totals: they come from the scheduler's CPU time.) */
 static void swtime_finish(struct offcpu *k, uint64_t end)
 {
     fk_swtime_stats(k->swt, &k->bpf_st);
-    if (k->bpf_st.map_full || k->bpf_st.ring_full || k->bpf_st.missed)
+    if (k->bpf_st.map_full || k->bpf_st.ring_full)
         k->records_lost = true;
-    for (size_t i = 0; i < k->exact_of.n; i++) {
-        pid_t tid = (pid_t)k->exact_of.v[i].key;
-        uint64_t out;
-        if (k->exact_of.v[i].val && fk_swtime_pending(k->swt, tid, &out) && out <= end) {
-            *fk_u64map_slot(&k->pend, (uint64_t)(uint32_t)tid, true) = out + 1;
-            exact_switch(k, tid, out, true);
-            count_out(k, out);
-        }
+    if (k->bpf_at_stop.outs) {  /* the window's, not the hits after its end */
+        k->bpf_st.outs = k->bpf_at_stop.outs;
+        k->bpf_st.exits = k->bpf_at_stop.exits;
+        k->bpf_st.picked = k->bpf_at_stop.picked;
     }
-    k->outs_seen += k->bpf_st.exits;
-    /* (switch-outs with no block: counted too) */
+    k->outs_seen = k->bpf_st.outs;
     fk_bt_finish_checked(&k->bt, end, still_off, k);
+}
+
+/* tid's off-CPU time from its first switch-out in the window to the
+ * window's end (stop), from the scheduler's CPU time: true when known. Read
+ * now, just after the end: the part since is taken off (all of it for a
+ * thread still off CPU from a recorded switch-out, else its share). */
+static bool live_total(struct offcpu *k, pid_t tid, uint64_t stop, uint64_t *ns)
+{
+    uint64_t t0, cpu0, out;
+    unsigned long long cpu;
+    if (!fk_swtime_thread(k->swt, tid, &t0, &cpu0) || !fk_proc_task_cpu_ns(tid, &cpu))
+        return false;
+    uint64_t now = fk_now_ns();
+    if (now <= t0 || cpu < cpu0)
+        return false;
+    uint64_t span = now - t0, used = cpu - cpu0;
+    uint64_t off = span > used ? span - used : 0;
+    if (stop && stop < now) {
+        uint64_t after = now - (stop > t0 ? stop : t0);
+        if (fk_swtime_pending(k->swt, tid, &out) && out <= stop)
+            off = off > after ? off - after : 0;
+        else
+            off -= (uint64_t)((long double)off * (long double)after / (long double)span);
+    }
+    *ns = off;
+    return true;
+}
+
+/* The window closed: the exact totals of the threads with samples so far,
+ * read at once (those sampled later are read at the end: calibrate). */
+static void live_totals(struct offcpu *k)
+{
+    if (!k->exact_ok)
+        return;
+    uint64_t stop = __atomic_load_n(&k->window_end, __ATOMIC_SEQ_CST), ns;
+    for (size_t i = 0; i < k->sampled_tids.n; i++)
+        if (k->sampled_tids.v[i].val && live_total(k, (pid_t)k->sampled_tids.v[i].key, stop, &ns))
+            *fk_u64map_slot(&k->live_ns, k->sampled_tids.v[i].key, true) = ns + 1;
 }
 
 /* A switch-out record, as it leaves its ring (in the ring reader's
@@ -1621,6 +1714,9 @@ static void offcpu_flush(void *state, struct fk_engine *e, uint64_t end_time)
         fk_bt_finish(&k->bt, end_time);
     }
     k->st.switch_outs = k->outs_seen;
+    if (k->swt && !k->peak_rate && end_time > k->window_start && k->window_start)
+        k->peak_rate = (uint64_t)((long double)k->outs_seen * 1e9L /
+                                  (long double)(end_time - k->window_start));   /* (no looks: N fixed) */
     k->st.peak_rate = k->peak_rate;
     k->st.blocks = k->bt.st;
     k->st.block_source = k->swt ? "bpf" : "switch-records";
@@ -1636,6 +1732,10 @@ static void offcpu_flush(void *state, struct fk_engine *e, uint64_t end_time)
     k->st.bpf_unseen_in = k->bpf_unseen_in;
     k->st.bpf_unseen_ns = k->bpf_unseen_ns;
     k->st.bpf_bytes = k->swt ? fk_swtime_bytes(k->swt) : 0;
+    k->st.bpf_picked = k->bpf_st.picked;
+    k->st.totals_from = k->swt ? (k->exact_ok ? "scheduler" : "none") : "switch-records";
+    /* (exits are never picked -- no block follows -- and counted each) */
+    k->st.switches_estimated += k->swt ? k->bpf_st.exits : 0;
     calibrate(k, end_time);
     k->st.exact_over = k->exact_over;
     k->st.one_in = k->o.one_in;
@@ -1656,7 +1756,8 @@ static void offcpu_flush(void *state, struct fk_engine *e, uint64_t end_time)
                   k->cappass * sizeof *k->pass_blocks + fk_u64map_bytes(&k->want_of) +
                   k->capwant * sizeof *k->want + fk_u64map_bytes(&k->pend) + k->want_bytes +
                   fk_u64map_bytes(&k->leaders_gone) +
-                  fk_u64map_bytes(&k->oncpu_of);
+                  fk_u64map_bytes(&k->oncpu_of) + fk_u64map_bytes(&k->exited_ns) +
+                  fk_u64map_bytes(&k->live_ns) + fk_u64map_bytes(&k->sampled_tids);
     if (k->o.stats)
         *k->o.stats = k->st;
 }
@@ -1670,7 +1771,8 @@ static size_t offcpu_bytes(void *state)
            fk_stacktab_bytes(&k->store) + k->capids * sizeof *k->ids +
            k->caplocs * sizeof *k->locs + fk_u64map_bytes(&k->refs) +
            fk_u64map_bytes(&k->acc_of) + k->capacc * sizeof *k->acc +
-           fk_u64map_bytes(&k->oncpu_of);
+           fk_u64map_bytes(&k->oncpu_of) + fk_u64map_bytes(&k->live_ns) +
+           fk_u64map_bytes(&k->sampled_tids);
 }
 
 static void offcpu_stop(void *state)
@@ -1699,6 +1801,9 @@ static void offcpu_stop(void *state)
     free(k->want);
     fk_u64map_free(&k->pend);
     fk_u64map_free(&k->oncpu_of);
+    fk_u64map_free(&k->exited_ns);
+    fk_u64map_free(&k->live_ns);
+    fk_u64map_free(&k->sampled_tids);
     free(k->ids);
     free(k->locs);
     free(k);

@@ -124,6 +124,10 @@ struct fk_offcpu_stats {
     uint64_t bpf_unseen_in;     /* ... of them switch-ins (switched out twice): the
                                    thread's total stays exact within the gap */
     uint64_t bpf_unseen_ns;     /* their spans: the bound (counted as 0, not invented) */
+    uint64_t bpf_picked;        /* switch-outs the program picked (one in N) */
+    const char *totals_from;    /* each thread's exact total: "scheduler" (the
+                                   program's CPU-time reads), "switch-records", or
+                                   "none" (estimates only) */
     size_t bpf_bytes;           /* the program's map and ring (kernel memory) */
 };
 

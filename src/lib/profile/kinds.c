@@ -302,6 +302,7 @@ static json_t *offcpu_meta(const struct fk_profile_request *rq, const struct fk_
         json_object_set_new(f, "bpf_switches_unseen", json_integer((json_int_t)o->bpf_in_missed));
         json_object_set_new(f, "bpf_switch_ins_unseen", json_integer((json_int_t)o->bpf_unseen_in));
         json_object_set_new(f, "bpf_unseen_bound_ns", json_integer((json_int_t)o->bpf_unseen_ns));
+        json_object_set_new(f, "bpf_switches_picked", json_integer((json_int_t)o->bpf_picked));
         json_object_set_new(f, "bpf_kernel_bytes", json_integer((json_int_t)o->bpf_bytes));
     } else {
         json_object_set_new(f, "bpf_note", json_string(o->bpf_note));
@@ -315,6 +316,7 @@ static json_t *offcpu_meta(const struct fk_profile_request *rq, const struct fk_
     json_object_set_new(f, "switches_recorded", json_integer((json_int_t)o->recorded));
     json_object_set_new(f, "switches_sampled_one_in", json_integer((json_int_t)o->one_in));
     json_object_set_new(f, "switches_estimated", json_integer((json_int_t)o->switches_estimated));
+    json_object_set_new(f, "totals_from", json_string(o->totals_from ? o->totals_from : "none"));
     /* N within the window: where it went, when, and the samples whose N
      * was not the one in force (see fk_offcpu_stats) */
     json_object_set_new(f, "one_in_last", json_integer((json_int_t)o->one_in_last));

@@ -114,6 +114,20 @@ bool fk_proc_task_switches(pid_t pid, pid_t tid, unsigned long long *n)
     return true;
 }
 
+bool fk_proc_task_cpu_ns(pid_t tid, unsigned long long *ns)
+{
+    /* /proc/TID (a thread's own directory, listed or not): its schedstat
+     * opens with the scheduler's sum_exec_runtime, in ns */
+    char path[48], buf[128];
+    snprintf(path, sizeof path, "/proc/%d/schedstat", (int)tid);
+    if (tid <= 0 || fk_read_small(path, buf, sizeof buf) <= 0)
+        return false;
+    char *end;
+    errno = 0;
+    *ns = strtoull(buf, &end, 10);
+    return end != buf && !errno;
+}
+
 /* A stat file ("pid (comm) state ...") read into buf: where its fields
  * after the comm begin (at the ')' that ends it: the comm may hold
  * anything, the last ')' is its end), or NULL when it cannot be read. */

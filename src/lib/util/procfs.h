@@ -28,6 +28,9 @@ size_t fk_proc_status_numbers(const char *path, const char *key, unsigned long l
  * involuntary (/proc/PID/task/TID/status, one read); false when it is
  * gone or the file unreadable. */
 bool fk_proc_task_switches(pid_t pid, pid_t tid, unsigned long long *n);
+/* Thread tid's time on CPU so far (the scheduler's sum_exec_runtime, ns:
+ * /proc/TID/schedstat): false when it cannot be read (gone, no schedstat). */
+bool fk_proc_task_cpu_ns(pid_t tid, unsigned long long *ns);
 /* When process pid started (its fork), in nanoseconds of CLOCK_BOOTTIME,
  * to the kernel's clock tick (/proc/PID/stat field 22, rounded down); false
  * when the process is gone or the file unreadable. */
