@@ -101,7 +101,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     abort();
                 fk_py_use_snap(w, &snap);
             }
-            if (again && data[0] & 8) {
+            if (data[0] & 128) {
+                /* what the gate's program would read of tid's thread at a
+                 * sample, from the same hostile memory */
+                static unsigned char frames[FK_PYGATE_DEPTH * FK_PYGATE_STRIDE];
+                static struct fk_py_snap chain;
+                struct fk_pygate_chain c;
+                uint64_t interp = 0, ts = 0;
+                fakepy_read(&f, f.where.runtime + f.L->rt_interp_head, &interp, 8);
+                fakepy_read(&f, interp + f.L->interp_threads_head, &ts, 8);
+                for (uint64_t k = 10; k < tid && ts; k++)
+                    if (!fakepy_read(&f, ts + f.L->ts_next, &ts, 8))
+                        ts = 0;
+                if (fakepy_chain(&f, ts, frames, &c) && fk_py_snap_chain(w, &c, tid, &chain)) {
+                    if (chain.n > FK_PY_SNAP_FRAMES)
+                        abort();
+                    fk_py_walk_snap(w, &chain, &st);
+                } else {
+                    fk_py_walk(w, tid, &st);
+                }
+            } else if (again && data[0] & 8) {
                 uint64_t heads[3] = { 0, 0, 0 };
                 for (int k = 0; k < 3; k++)
                     memcpy(&heads[k], data + (2 + 8 * k + tid) % (size > 8 ? size - 8 : 1),

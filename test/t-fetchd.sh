@@ -343,7 +343,7 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
         and (.talk | length) == 8
         and all(.talk[]; (.claim | length) > 0 and (.verdict | IN("agrees", "disagrees", "cannot tell")))
         and (.table_sentences | length) == 9 and (.pinning | length) > 0
-        and (.machine_probe_ms | stat and .min > 0) and .probe_reference_ms > 0
+        and .machine_probes == true and (.machine_probe_ms | stat and .min > 0) and .probe_reference_ms > 0
         and (.compute_probe_ms | stat and .min > 0) and .compute_probe_reference_ms > 0
         # the references are a low percentile, not the median
         and .probe_reference_ms <= .machine_probe_ms.median and .compute_probe_reference_ms <= .compute_probe_ms.median
@@ -489,8 +489,10 @@ else
     fail "fetch-bench runs" "$(cat "$T/bench.err")"
 fi
 # SIGTERM mid-sweep: exit 1 saying so, no report, no server or cgroup left.
-FLAMEKIT_CACHE="$fbcache" "$B/fetch-bench" -S 1M -n 1 -R 50 -f 1 -c on -s sock -o "$T/stop" 2>"$T/stop.err" & bp=$!
-wait_grep "$T/stop.err" "round 1/50 done" 60
+# (no machine probes: this sweep's checks need no figures)
+FLAMEKIT_CACHE="$fbcache" "$B/fetch-bench" -S 1M -n 1 -R 500 -f 1 -c on -s sock --no-probes -o "$T/stop" \
+    2>"$T/stop.err" & bp=$!
+wait_grep "$T/stop.err" "round 1/500 done" 60
 kill -TERM $bp; wait $bp; rc=$?
 check_eq "fetch-bench: SIGTERM mid-sweep exits 1" 1 "$rc"
 check_grep "fetch-bench: ... saying so" "stopped by signal 15 .*no report written" "$T/stop.err"
@@ -500,15 +502,23 @@ check_eq "fetch-bench: ... no cgroup left" "" "$(find /sys/fs/cgroup -maxdepth 3
 check_eq "fetch-bench: ... no veth end left in this namespace" "" "$(ls /sys/class/net | grep "^fkb${bp}[sc]$" || true)"
 check_fails "fetch-bench: bad --repo-size" "$B/fetch-bench" -S 4M,x
 check_fails "fetch-bench: bad --servers" "$B/fetch-bench" -s grpc,tcp
+check_fails "fetch-bench: --grpc-bdp with --grpc-window" "$B/fetch-bench" --grpc-bdp --grpc-window 1M
 
 # -p: a flame graph of each server, linked from report.md.
 if "$B/flamekit" pid --help >/dev/null 2>&1; then
-    # (its gRPC clients with a fixed window: fetches complete with one, the report says so)
+    # (its gRPC clients with a fixed window: fetches complete with one, the report says so;
+    # no machine probes: its checks need no figures, and the report says that too)
     if FLAMEKIT_CACHE="$fbcache" timeout 120 "$B/fetch-bench" -S 1M -n 2 -R 1 -f 1 -c on -s sock,grpc-shared -p \
-            --grpc-window 4M --profile-time 2s -o "$T/benchp" >"$T/benchp.out" 2>"$T/benchp.err"; then
+            --grpc-window 4M --no-probes --profile-time 2s -o "$T/benchp" >"$T/benchp.out" 2>"$T/benchp.err"; then
+        check_eq "fetch-bench --no-probes: in report.json, every probe 0, no run slow" "false 0" \
+            "$(jq -r '[.machine_probes, ([.settings[].runs[] | select(.host_slow or .machine_probe_ms != 0
+                      or .compute_probe_after_ms != 0)] | length)] | join(" ")' "$T/benchp/report.json")"
+        check_grep "fetch-bench --no-probes: in report.md" "speed was not probed" "$T/benchp/report.md"
         check_eq "fetch-bench --grpc-window: in report.json" 4194304 "$(jq .grpc_client_window "$T/benchp/report.json")"
         check_grep "fetch-bench --grpc-window: in report.md" "HTTP/2 window: 4(\\.0)? MiB" "$T/benchp/report.md"
-        check_eq "fetch-bench: gRPC's own window by default" 0 "$(jq .grpc_client_window "$T/bench/report.json")"
+        check_eq "fetch-bench: gRPC clients without BDP probing by default" "0 false" \
+            "$(jq -r '"\(.grpc_client_window) \(.grpc_bdp_probe)"' "$T/bench/report.json")"
+        check_grep "fetch-bench: ... report.md says so" "HTTP/2 window: 64 KiB, no BDP probing" "$T/bench/report.md"
         check_nogrep "fetch-bench: a repository made once is reused" "generating" "$T/benchp.err"
         links=$(grep -o '](profile-[^)]*\.svg)' "$T/benchp/report.md" | tr -d '()]' | sort -u)
         n=$(printf '%s\n' "$links" | grep -c svg)

@@ -303,7 +303,8 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                       "%s; the gRPC clients' HTTP/2 window: %s. The benchmark took %.0f s.\n\n",
                       ncpus, un.release, opt.rounds, opt.fetches ? "" : work_note(b1, sizeof b1), pin_desc,
                       net_desc, human((double)opt.chunk, b2, sizeof b2),
-                      opt.grpc_window ? human((double)opt.grpc_window, b3, sizeof b3) : "gRPC's own (BDP probing)",
+                      opt.grpc_bdp ? "gRPC's own (BDP probing)" : opt.grpc_window ?
+                      human((double)opt.grpc_window, b3, sizeof b3) : "64 KiB, no BDP probing (fetch-bench(1))",
                       secs_total);
     fk_outfile_printf(&md, "Repositories (generated text, one commit, packed with a bitmap, so git reuses the "
                       "pack):");
@@ -343,25 +344,29 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
         probe[k] = stat_of(pv, np);
     }
     free(pv);
-    fk_outfile_printf(&md, "The machine's speed: two fixed pieces of work on the servers' CPU before and after each "
-                      "run, one bound by memory (%s) and one by the core (%s), took %.2f ms (%.2f–%.2f) and %.2f ms "
-                      "(%.2f–%.2f) of CPU before the %d runs. On a virtual machine they take longer when the host "
-                      "is busier; the CPU per GiB of every setting (git's most) moves with them, the gRPC/socket "
-                      "ratios, taken within a round, much less. A run where any of the four probes was over %.0f %% "
-                      "of the reference of its kind, the %dth percentile of its probes (before: %.2f and %.2f ms; "
-                      "after: %.2f and %.2f ms), was taken "
-                      "while the host was slow (the gRPC server's CPU per GiB then rises 15–100 %%, the socket "
-                      "server's 10–40 %%): its round's runs of the settings it is compared with are taken again "
-                      "together after the rounds (a slow spell lasts tens of seconds), once the probes are back "
-                      "to normal, at most twice, while retakes cost under 15 %% of the time. Runs taken again: "
-                      "%d; kept though slow: %d. Every median and range is over the rounds where no probe said "
-                      "slow around the runs it needs, when at least %d rounds were so (else over every round; "
-                      "report.json gives each one's count as n).\n\n",
-                      "integer mixing, scattered reads and writes in 64 MiB", "integer mixing in 16 KiB",
-                      probe[0].med, probe[0].min, probe[0].max, probe[1].med, probe[1].min, probe[1].max,
-                      nsettings * opt.rounds, SLOW_PROBE * 100, PROBE_REF_PCT, probe_ref[PROBE_MEM].ref_ms,
-                      probe_ref[PROBE_COMPUTE].ref_ms, probe_ref[PROBE_MEM_AFTER].ref_ms,
-                      probe_ref[PROBE_COMPUTE_AFTER].ref_ms, runs_retaken, runs_slow_kept, MIN_NORMAL_ROUNDS);
+    if (opt.no_probes)
+        fk_outfile_printf(&md, "The machine's speed was not probed (--no-probes): no run was called slow or taken "
+                          "again, and the probes read 0.\n\n");
+    else
+        fk_outfile_printf(&md, "The machine's speed: two fixed pieces of work on the servers' CPU before and after each "
+                          "run, one bound by memory (%s) and one by the core (%s), took %.2f ms (%.2f–%.2f) and %.2f ms "
+                          "(%.2f–%.2f) of CPU before the %d runs. On a virtual machine they take longer when the host "
+                          "is busier; the CPU per GiB of every setting (git's most) moves with them, the gRPC/socket "
+                          "ratios, taken within a round, much less. A run where any of the four probes was over %.0f %% "
+                          "of the reference of its kind, the %dth percentile of its probes (before: %.2f and %.2f ms; "
+                          "after: %.2f and %.2f ms), was taken "
+                          "while the host was slow (the gRPC server's CPU per GiB then rises 15–100 %%, the socket "
+                          "server's 10–40 %%): its round's runs of the settings it is compared with are taken again "
+                          "together after the rounds (a slow spell lasts tens of seconds), once the probes are back "
+                          "to normal, at most twice, while retakes cost under 15 %% of the time. Runs taken again: "
+                          "%d; kept though slow: %d. Every median and range is over the rounds where no probe said "
+                          "slow around the runs it needs, when at least %d rounds were so (else over every round; "
+                          "report.json gives each one's count as n).\n\n",
+                          "integer mixing, scattered reads and writes in 64 MiB", "integer mixing in 16 KiB",
+                          probe[0].med, probe[0].min, probe[0].max, probe[1].med, probe[1].min, probe[1].max,
+                          nsettings * opt.rounds, SLOW_PROBE * 100, PROBE_REF_PCT, probe_ref[PROBE_MEM].ref_ms,
+                          probe_ref[PROBE_COMPUTE].ref_ms, probe_ref[PROBE_MEM_AFTER].ref_ms,
+                          probe_ref[PROBE_COMPUTE_AFTER].ref_ms, runs_retaken, runs_slow_kept, MIN_NORMAL_ROUNDS);
     json_object_set_new(jr, "machine_probe_ms", jstat(probe[0]));
     json_object_set_new(jr, "compute_probe_ms", jstat(probe[1]));
     json_object_set_new(jr, "probe_reference_ms", json_real(probe_ref[PROBE_MEM].ref_ms));
@@ -677,9 +682,10 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
         fk_die("%s", err);
 
     /* report.json: every run, and every figure's median and range. */
-    json_t *j = json_pack("{s:i,s:s,s:s,s:i,s:I,s:I,s:s,s:s,s:s}", "cpus", ncpus, "kernel", un.release,
+    json_t *j = json_pack("{s:i,s:s,s:s,s:i,s:I,s:I,s:b,s:b,s:s,s:s,s:s}", "cpus", ncpus, "kernel", un.release,
                           "cpu_accounting", cpu_source, "rounds", opt.rounds, "chunk_size", (json_int_t)opt.chunk,
-                          "grpc_client_window", (json_int_t)opt.grpc_window,
+                          "grpc_client_window", (json_int_t)opt.grpc_window, "grpc_bdp_probe", opt.grpc_bdp,
+                          "machine_probes", !opt.no_probes,
                           "pinning", pin_desc, "network", net_desc, "network_kind",
                           bench_net_active() ? "veth" : "loopback");
     json_t *jrepos = json_array();

@@ -24,13 +24,15 @@ struct bench_opts {
     bool modes[NMODES];
     bool cache_modes[2];        /* [0] without, [1] with the pack cache */
     uint64_t work, chunk, profile_ms;
-    uint64_t grpc_window;       /* gRPC clients' fixed HTTP/2 window, or 0: gRPC's own (BDP probing) */
+    uint64_t grpc_window;       /* gRPC clients' HTTP/2 window with no BDP probing, or 0: 64K */
+    bool grpc_bdp;              /* gRPC clients probe BDP and grow their window (gRPC's default) */
     uint64_t min_run_ms;        /* --work: a run shorter than this in the first
                                    round gets more fetches, and runs again */
     int fetches, rounds;
     bool profile;
     bool no_pin;                /* else servers and clients on CPUs of their own */
     bool loopback;              /* else (pinned, root) over a veth pair (bench-net.c) */
+    bool no_probes;             /* no machine probes: every probe reads 0, no run is slow or retaken */
 };
 extern struct bench_opts opt;
 

@@ -176,11 +176,17 @@ static const struct fk_opt bench_optset[] = {
     { "loopback", 0, FK_OPT_FLAG, BO(loopback), NULL,
       "clients connect over 127.0.0.1 (default, when pinned and root: over a veth pair between two network "
       "namespaces, each end receiving on its own side's CPUs)" },
+    { "no-probes", 0, FK_OPT_FLAG, BO(no_probes), NULL,
+      "no machine probes around the runs (about 80 ms of CPU each): no run is called slow or taken again; "
+      "for checks that need no figures" },
     { "chunk-size", 'k', FK_OPT_SIZE, BO(chunk), "SIZE", "fetchd-grpc message size (default 32K)", "32K",
       .min = 1024, .max = 4 << 20 },
     { "grpc-window", 0, FK_OPT_SIZE, BO(grpc_window), "SIZE",
-      "gRPC clients: a fixed HTTP/2 window of SIZE, no BDP probing (default: gRPC's own, grown by BDP probing)",
-      "4M", .min = 64 << 10, .max = 1 << 30 },
+      "gRPC clients: no BDP probing and an HTTP/2 window of SIZE (default 64K; Debian 12's gRPC 1.51 keeps 64K "
+      "whatever SIZE)", "4M", .min = 64 << 10, .max = 1 << 30 },
+    { "grpc-bdp", 0, FK_OPT_FLAG, BO(grpc_bdp), NULL,
+      "gRPC clients: gRPC's own window, grown by BDP probing (its window-update rate, and with it the gRPC "
+      "server's CPU per GiB, then changes from run to run)" },
     { "output", 'o', FK_OPT_STR, BO(out), "DIR",
       "report.md, report.json, logs, flame graphs (default fetch-bench.out)", "fetch-bench.out" },
     { "profile", 'p', FK_OPT_FLAG, BO(profile), NULL,
@@ -738,6 +744,8 @@ static double machine_probe_ms(void)
 {
     enum { WORDS = (PROBE_MIB << 20) >> 3, STEPS = 1 << 20 };
     static uint64_t *t;
+    if (opt.no_probes)
+        return 0;       /* every reference 0 too: no probe is over 115 % of it */
     if (!t) {
         void *m = mmap(NULL, (size_t)WORDS * sizeof *t, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED)
@@ -763,6 +771,8 @@ static double compute_probe_ms(void)
 {
     enum { WORDS = 2048, STEPS = 1 << 22 };
     static uint64_t t[WORDS];
+    if (opt.no_probes)
+        return 0;
     return probe_loop_ms(t, WORDS, STEPS, 0x100000001B3ull);
 }
 
@@ -1732,6 +1742,8 @@ int main(int argc, char **argv)
         return rc;
     if (opt.rounds > 1000)
         return fk_opt_error("--rounds: at most 1000");
+    if (opt.grpc_bdp && opt.grpc_window)
+        return fk_opt_error("--grpc-bdp grows gRPC's window itself: give it without --grpc-window");
     ssize_t n = readlink("/proc/self/exe", exedir, sizeof exedir - 1);
     if (n > 0) {
         exedir[n] = 0;
@@ -1755,7 +1767,8 @@ int main(int argc, char **argv)
     if (!fk_stop_on_signals(FK_STOP_IGNORE_SIGPIPE))
         fk_die("cannot install signal handlers: %s", strerror(errno));
     ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    fetchd_client_window = (uint32_t)opt.grpc_window;   /* the forked clients' */
+    /* the forked clients': BDP probing off unless asked for (fetch-bench(1)) */
+    fetchd_client_window = opt.grpc_bdp ? 0 : opt.grpc_window ? (uint32_t)opt.grpc_window : 64u << 10;
     pin_setup();
     char why[256];
     if (!pinning || opt.loopback)

@@ -150,4 +150,31 @@ static void fakepy_threads(struct fakepy *f, const uint64_t *tids, const uint64_
     fakepy_u64(f, interp, L->interp_threads_head, prev);
 }
 
+/* What the Python gate's program (capture/pygate.c) writes for a sample
+ * of thread tid whose state is tstate, from the fake memory as it is:
+ * false where one of its reads fails (it then notifies instead). frames
+ * holds FK_PYGATE_DEPTH frames. */
+static bool fakepy_chain(struct fakepy *f, uint64_t tstate, unsigned char *frames,
+                         struct fk_pygate_chain *c)
+{
+    const struct fk_py_layout *L = f->L;
+    *c = (struct fk_pygate_chain){ .tstate = tstate, .frames = frames };
+    if (!fakepy_read(f, tstate + L->ts_cframe, &c->cframe, 8) ||
+        !fakepy_read(f, tstate + L->ts_native_thread_id, &c->native_tid, 8))
+        return false;
+    if (!c->cframe)
+        return true;
+    if (!fakepy_read(f, c->cframe + L->cf_current_frame, &c->head, 8))
+        return false;
+    uint64_t at = c->head;
+    for (; at && c->n < FK_PYGATE_DEPTH; c->n++) {
+        unsigned char *fr = frames + (size_t)c->n * FK_PYGATE_STRIDE;
+        if (!fakepy_read(f, at, fr, L->fr_size))
+            return false;
+        memcpy(&at, fr + L->fr_previous, 8);
+    }
+    c->next = at;
+    return true;
+}
+
 #endif

@@ -162,6 +162,57 @@ static void test_basic(void)
  * previous link (gen_send_ex2), so its segment cannot be linked to the
  * next head -- its frame, in the generator object, is still the one that
  * ran. Any other entry frame without its caller is stale. */
+/* A chain the gate's program read at the sample: walked without a read
+ * of frames, the same names as the live walk; a record whose thread
+ * state no longer says its tid (a reused tid) is refused; a chain deeper
+ * than the program reads goes on from the target. */
+static void test_chain(void)
+{
+    static struct fk_py_snap snap;
+    static unsigned char frames[FK_PYGATE_DEPTH * FK_PYGATE_STRIDE];
+    struct fakepy f;
+    fakepy_init(&f, mem);
+    const struct fk_py_layout *L = f.L;
+    uint64_t file = fakepy_ascii(&f, "c.py");
+    uint64_t ca = fakepy_code(&f, fakepy_ascii(&f, "root"), file, 1, 0, 4);
+    uint64_t cb = fakepy_code(&f, fakepy_ascii(&f, "rec"), file, 1, 0, 4);
+    uint64_t f0 = fakepy_frame(&f, ca, 0, 1, true), top = f0;
+    for (int i = 0; i < FK_PYGATE_DEPTH + 6; i++)
+        top = fakepy_frame(&f, cb, top, 1, i == 2);
+    uint64_t tid = 9;
+    fakepy_threads(&f, &tid, &top, 1);
+    uint64_t interp, ts;
+    fakepy_read(&f, f.where.runtime + L->rt_interp_head, &interp, 8);
+    fakepy_read(&f, interp + L->interp_threads_head, &ts, 8);
+    struct fk_py_walker *w = walker_new(L, &f.where, fakepy_read, &f, false, 0);
+    fk_py_walk(w, tid, &st);
+    char live[4096];
+    snprintf(live, sizeof live, "%s", chain(w, &st));
+    unsigned live_n = st.n;
+    struct fk_pygate_chain c;
+    bool ok = fakepy_chain(&f, ts, frames, &c);
+    UNIT_CHECK("the program's chain stops at its depth", ok && c.n == FK_PYGATE_DEPTH && c.next);
+    UNIT_CHECK("a chain is taken for its own thread", fk_py_snap_chain(w, &c, tid, &snap));
+    /* the thread moved on after the sample: the chain is its own moment */
+    uint64_t cf;
+    fakepy_read(&f, ts + L->ts_cframe, &cf, 8);
+    fakepy_u64(&f, cf, L->cf_current_frame, f0);
+    fk_py_walk_snap(w, &snap, &st);
+    UNIT_CHECK("walked from the chain: the names at the sample, the frames past the depth read",
+               st.status == FK_PY_OK && st.n == live_n && strcmp(chain(w, &st), live) == 0);
+    UNIT_CHECK("a chain of another thread (a reused tid) is refused",
+               !fk_py_snap_chain(w, &c, tid + 1, &snap) && !snap.chain);
+    c.n = 0;
+    c.head = 0;
+    fk_py_snap_chain(w, &c, tid, &snap);
+    fk_py_walk_snap(w, &snap, &st);
+    UNIT_CHECK("a chain without frames is an idle thread", st.status == FK_PY_IDLE && !st.n);
+    c.n = FK_PYGATE_DEPTH + 1;
+    UNIT_CHECK("a record with more frames than the program reads is refused",
+               !fk_py_snap_chain(w, &c, tid, &snap));
+    fk_py_walker_free(w);
+}
+
 static void test_suspended(void)
 {
     struct fakepy f;
@@ -847,34 +898,34 @@ static void test_mapped(void)
         fk_sym_comm(sym, q, q, "sh", false);
         MAP(q, self, ss);
     }
-    bool first = fk_python_early(py, P, P, 1 * ms) == FK_PY_EARLY_WAIT;
+    bool first = fk_python_early(py, P, P, 1 * ms, NULL) == FK_PY_EARLY_WAIT;
     fk_python_catch_up(py);
-    bool after = fk_python_early(py, P, P, 2 * ms);
+    bool after = fk_python_early(py, P, P, 2 * ms, NULL);
     UNIT_CHECK("mapped: a process is looked at once; without CPython its samples then pass",
                first && !after);
     fk_python_mapped(py, P, "/usr/bin/dash", 3 * ms);
     fk_python_mapped(py, P, "/usr/lib/x86_64-linux-gnu/libc.so.6", 3 * ms);
     UNIT_CHECK("mapped: a file not named like CPython marks nothing",
-               !fk_python_early(py, P, P, 4 * ms));
+               !fk_python_early(py, P, P, 4 * ms, NULL));
     fk_python_mapped(py, P, python, 5 * ms);
     UNIT_CHECK("mapped: python3.11 mapped: the samples wait for the engine's thread",
-               fk_python_early(py, P, P, 6 * ms) == FK_PY_EARLY_WAIT);
+               fk_python_early(py, P, P, 6 * ms, NULL) == FK_PY_EARLY_WAIT);
     fk_python_catch_up(py);     /* the exec's records not handled yet */
     fk_python_stats(py, &pst);
     UNIT_CHECK("mapped: ... which finds no CPython before the symbolizer has the exec, "
                "and the mark holds",
-               pst.processes == 0 && fk_python_early(py, P, P, 7 * ms) == FK_PY_EARLY_WAIT);
+               pst.processes == 0 && fk_python_early(py, P, P, 7 * ms, NULL) == FK_PY_EARLY_WAIT);
     fk_sym_comm(sym, P, P, "python3.11", true);
     MAP(P, python, ps);
     fk_python_catch_up(py);
     fk_python_stats(py, &pst);
     UNIT_CHECK("mapped: once it has, the engine's thread finds CPython; its samples are read",
-               pst.processes == 1 && fk_python_early(py, P, P, 8 * ms) == FK_PY_EARLY_READ);
-    fk_python_early(py, Q, Q, 1 * ms);
+               pst.processes == 1 && fk_python_early(py, P, P, 8 * ms, NULL) == FK_PY_EARLY_READ);
+    fk_python_early(py, Q, Q, 1 * ms, NULL);
     fk_python_catch_up(py);
     fk_python_mapped(py, Q, "/opt/lib/libpython3.11.so.1.0", 10 * ms);
-    bool soon = fk_python_early(py, Q, Q, 200 * ms) == FK_PY_EARLY_WAIT;
-    bool lapsed = !fk_python_early(py, Q, Q, 261 * ms) && !fk_python_early(py, Q, Q, 262 * ms);
+    bool soon = fk_python_early(py, Q, Q, 200 * ms, NULL) == FK_PY_EARLY_WAIT;
+    bool lapsed = !fk_python_early(py, Q, Q, 261 * ms, NULL) && !fk_python_early(py, Q, Q, 262 * ms, NULL);
     UNIT_CHECK("mapped: libpython marks too; without CPython the mark lapses after 250 ms",
                soon && lapsed);
 #undef MAP
@@ -1012,14 +1063,14 @@ static void test_early(void)
     struct fk_python_stats pst;
     fk_sym_scan_pid(sym, P);
     uint64_t t1 = fk_now_ns();
-    bool waits = fk_python_early(py, P, P, t1) == FK_PY_EARLY_WAIT;
+    bool waits = fk_python_early(py, P, P, t1, NULL) == FK_PY_EARLY_WAIT;
     fk_python_stats(py, &pst);
     UNIT_CHECK("early: a process never looked at waits for the engine's thread (no read)",
                waits && pst.processes == 0 && pst.snapshots == 0);
     fk_python_catch_up(py);
     fk_python_stats(py, &pst);
     uint64_t reads = pst.snapshot_reads;
-    int got = fk_python_early(py, P, P, t1 + 1);     /* before that read: shared */
+    int got = fk_python_early(py, P, P, t1 + 1, NULL);     /* before that read: shared */
     fk_python_stats(py, &pst);
     UNIT_CHECK("early: a Python process's samples are read in the reader's thread",
                got == FK_PY_EARLY_READ);
@@ -1035,7 +1086,7 @@ static void test_early(void)
     uint64_t times[40], ahead = fk_now_ns() + 60 * 1000000000ull;
     for (int i = 0; i < 40; i++) {
         times[i] = ahead + (uint64_t)i * 1000;
-        fk_python_early(py, P, P, times[i]);
+        fk_python_early(py, P, P, times[i], NULL);
     }
     fk_python_stats(py, &pst);
     bool ok = pst.snapshots == 41 && pst.snapshots_shared == 1;
@@ -1067,6 +1118,7 @@ int main(void)
     }
     test_basic();
     test_suspended();
+    test_chain();
     test_strings();
     test_hostile();
     test_time_bound();

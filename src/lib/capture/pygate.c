@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The Python wake-up gate (pygate.h): a hash map tgid -> wake, a BPF ring
- * buffer of notifications, and the perf-event program between them. */
+/* The Python wake-up gate (pygate.h): a hash map tgid -> wake, an LRU map
+ * tid -> thread state and offsets, a BPF ring buffer of notifications and
+ * chains, the perf-event program between them, and the per-CPU queues
+ * that hold the chains until their samples take them. */
 #include "capture/pygate.h"
 #include "capture/bpf.h"
 #include "util/fk.h"
@@ -13,36 +15,223 @@
 #include <string.h>
 #include <unistd.h>
 
+/* A record's header (the program writes it; fk_pygate_chain unpacks it). */
+enum {
+    REC_CPU = 4, REC_TID = 8, REC_N = 12, REC_TIME = 16, REC_IP = 24, REC_TSTATE = 32,
+    REC_CFRAME = 40, REC_NTID = 48, REC_HEAD = 56, REC_NEXT = 64, REC_HDR = 72
+};
+#define REC_MAX (REC_HDR + FK_PYGATE_DEPTH * FK_PYGATE_STRIDE)
+/* The thread map's value: the thread state, then struct fk_pygate_offsets. */
+enum { TV_TSTATE = 0, TV_CFRAME = 8, TV_NTID = 10, TV_CURRENT = 12, TV_PREVIOUS = 14,
+       TV_FRSIZE = 16, TV_CODE = 18, TV_BYTES = 24 };
+/* Why a sample notified (the note's second word). */
+enum { NOTE_NEW, NOTE_THREAD, NOTE_MISS, NOTE_FULL };
+
+/* Records drained and waiting for their samples, per CPU, oldest first. */
+#define QUEUE_MAX 128
+struct queue {
+    unsigned char *buf;     /* QUEUE_MAX slots of REC_MAX bytes; NULL until used */
+    uint64_t pass[QUEUE_MAX];
+    bool taken[QUEUE_MAX];
+    unsigned head, count;
+};
+
 struct fk_pygate {
     int pids, ring, prog;
+    int tids, scratch;          /* the thread map and the program's per-CPU record */
+    int codes;                  /* code objects user space has named */
     int tree_prog, tree_map;    /* the variant with a tree filter (-1: none yet) */
+    bool chains;                /* the program reads chains (else it only notifies:
+                                   a kernel that refused the reads) */
     struct ring_buffer *rb;
     uint32_t entries;
     uint64_t wakeups, marked, full;
+    uint64_t no_thread, missed, ring_full, threads;
+    uint64_t nchains, joined, unjoined, join_max_ns;
+    struct queue *q;            /* per possible CPU */
+    unsigned ncpus, nqueues;    /* nqueues: buffers made */
+    uint64_t passes;            /* drains: the queues' clock */
 };
 
 /* Hash map entry with the kernel's element header, preallocated. */
 #define ENTRY_BYTES 64
-/* Notifications are 16 bytes with their header; the reader takes them at
- * each wake-up, so a few pages hold thousands. */
-#define RING_BYTES (64u << 10)
+#define THREADS_MAX 4096
+#define THREAD_BYTES (64 + TV_BYTES)
+#define CODES_MAX 16384
+#define CODE_BYTES (64 + 16)
+/* Notifications are 16 bytes with their header, chains up to REC_MAX;
+ * the reader takes them at each pass (at least every 50 ms): at 999 Hz
+ * on a CPU ~50 chains of 30 frames (2.5 KB) a pass. */
+#define RING_BYTES (2u << 20)
+
+/* Emit: ring output of *(fp-16) (8 bytes: the CPU, reason) with a
+ * wake-up. r7 holds the reason. */
+static void emit_note(struct fk_bpf_builder *b, int ring)
+{
+    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_get_smp_processor_id));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_0, -16));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_7, -12));
+    fk_bpf_emit_ld_map_fd(b, BPF_REG_1, ring);
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -16));
+    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_3, 8));
+    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_4, BPF_RB_FORCE_WAKEUP));
+    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_ringbuf_output));
+}
+
+/* Emit: bpf_probe_read_user(r9 + dst, 8, r3); on failure to miss. */
+static void emit_read8(struct fk_bpf_builder *b, int dst, unsigned miss)
+{
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_1, BPF_REG_9));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_1, dst));
+    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_2, 8));
+    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_probe_read_user));
+    fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_0, 0, miss);
+}
+
+/* The chain of a Python thread in the thread map (the tid at fp-8):
+ * read into the per-CPU record and written to the ring without a
+ * wake-up -- unless a frame runs a code object not in the code map (one
+ * user space has not named yet: a module's code may be freed once it
+ * ran, so it is named while it lives), which wakes the reader. Registers:
+ * r6 ctx, r8 the thread's map value, r9 the record; r7 the reason of a
+ * note (to note_thread, miss, full). Stack: -24 a code pointer, -28 "a
+ * code object not named". Unrolled: each frame's offsets are constants,
+ * which the verifier checks once. */
+static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned note,
+                       unsigned keep)
+{
+    unsigned no_thread = fk_bpf_label_new(b), miss = fk_bpf_label_new(b),
+             full = fk_bpf_label_new(b), out = fk_bpf_label_new(b);
+    fk_bpf_emit_ld_map_fd(b, BPF_REG_1, g->tids);
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -8));
+    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, no_thread);
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_8, BPF_REG_0));
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -12, 0));
+    fk_bpf_emit_ld_map_fd(b, BPF_REG_1, g->scratch);
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -12));
+    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, miss);
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_9, BPF_REG_0));
+    /* the header: cpu, tid, n = 0, time, ip, tstate */
+    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_get_smp_processor_id));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_9, BPF_REG_0, REC_CPU));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_W, BPF_REG_1, BPF_REG_10, -8));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_9, BPF_REG_1, REC_TID));
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_9, REC_N, 0));
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_9, 0, 0));
+    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_ktime_get_ns));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_9, BPF_REG_0, REC_TIME));
+    /* struct bpf_perf_event_data: regs first; x86-64 pt_regs' ip is word 16 */
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_6, 16 * 8));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_9, BPF_REG_1, REC_IP));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_8, TV_TSTATE));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_9, BPF_REG_1, REC_TSTATE));
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_9, REC_HEAD, 0));
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_9, REC_NEXT, 0));
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -28, 0));
+    /* tstate->cframe, tstate->native_thread_id */
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_3, BPF_REG_8, TV_TSTATE));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_1, BPF_REG_8, TV_CFRAME));
+    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_3, BPF_REG_1));
+    emit_read8(b, REC_CFRAME, miss);
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_3, BPF_REG_8, TV_TSTATE));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_1, BPF_REG_8, TV_NTID));
+    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_3, BPF_REG_1));
+    emit_read8(b, REC_NTID, miss);
+    /* cframe->current_frame: the head (0: no Python frame now) */
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_3, BPF_REG_9, REC_CFRAME));
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_3, 0, out);
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_1, BPF_REG_8, TV_CURRENT));
+    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_3, BPF_REG_1));
+    emit_read8(b, REC_HEAD, miss);
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_9, REC_HEAD));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_9, BPF_REG_1, REC_NEXT));
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, 0, out);
+    for (int k = 0; k < FK_PYGATE_DEPTH; k++) {
+        int at = REC_HDR + k * FK_PYGATE_STRIDE;
+        fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_1, BPF_REG_9));
+        fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_1, at));
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_2, BPF_REG_8, TV_FRSIZE));
+        fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_2, FK_PYGATE_STRIDE, miss);
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_3, BPF_REG_9, REC_NEXT));
+        fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_probe_read_user));
+        fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_0, 0, miss);
+        fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_9, REC_N, k + 1));
+        unsigned named = fk_bpf_label_new(b);
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_1, BPF_REG_8, TV_CODE));
+        fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_1, FK_PYGATE_STRIDE - 8, miss);
+        fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_9));
+        fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_2, BPF_REG_1));
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_2, at));
+        fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_1, -24));
+        fk_bpf_emit_ld_map_fd(b, BPF_REG_1, g->codes);
+        fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
+        fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -24));
+        fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
+        fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_0, 0, named);
+        fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -28, 1));
+        fk_bpf_label_place(b, named);
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_1, BPF_REG_8, TV_PREVIOUS));
+        fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_1, FK_PYGATE_STRIDE - 8, miss);
+        fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_9));
+        fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_2, BPF_REG_1));
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_2, at));
+        fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_9, BPF_REG_1, REC_NEXT));
+        fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, 0, out);
+    }
+    fk_bpf_label_place(b, out);
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_W, BPF_REG_3, BPF_REG_9, REC_N));
+    fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_3, FK_PYGATE_DEPTH, miss);
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_MUL, BPF_REG_3, FK_PYGATE_STRIDE));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_3, REC_HDR));
+    unsigned quiet = fk_bpf_label_new(b);
+    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_4, BPF_RB_NO_WAKEUP));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_W, BPF_REG_5, BPF_REG_10, -28));
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_5, 0, quiet);
+    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_4, BPF_RB_FORCE_WAKEUP));
+    fk_bpf_label_place(b, quiet);
+    fk_bpf_emit_ld_map_fd(b, BPF_REG_1, g->ring);
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_9));
+    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_ringbuf_output));
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, keep);
+    fk_bpf_goto(b, full);
+    fk_bpf_label_place(b, no_thread);
+    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_7, NOTE_THREAD));
+    fk_bpf_goto(b, note);
+    fk_bpf_label_place(b, miss);
+    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_7, NOTE_MISS));
+    fk_bpf_goto(b, note);
+    fk_bpf_label_place(b, full);
+    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_7, NOTE_FULL));
+    fk_bpf_goto(b, note);
+}
 
 /* On a sample: the tgid. tgid 0 (a CPU's idle task) and a process marked
- * 0 write nothing; a process marked 1 or not in the map writes its CPU's
- * number, waking the reader. Returns 1 (the sample is kept) -- with
- * tree_map >= 0 (a 'pid' target's tree, capture/bpftree.h), 0 for a
- * process outside it, whose sample is dropped as the tree's own filter
- * drops it (an event holds one program). Stack: -4 the key, -16 the
- * notification. */
+ * 0 write nothing; a process not in the map notifies (its CPU's number),
+ * waking the reader; one marked 1 has its thread's chain read
+ * (emit_chain), or notifies where that fails. Returns 1 (the sample is
+ * kept) -- with tree_map >= 0 (a 'pid' target's tree,
+ * capture/bpftree.h), 0 for a process outside it, whose sample is
+ * dropped as the tree's own filter drops it (an event holds one
+ * program). Without g->chains, a Python process's samples notify (the
+ * gate as it was before the program read chains). Stack: -4 the tgid, -8
+ * the tid, -12 the per-CPU key, -16 the notification. */
 static bool load_prog(struct fk_pygate *g, int tree_map, int *prog, char *err, size_t errlen)
 {
     struct fk_bpf_builder b;
     fk_bpf_builder_init(&b);
     unsigned keep = fk_bpf_label_new(&b), note = fk_bpf_label_new(&b),
              drop = tree_map >= 0 ? fk_bpf_label_new(&b) : 0;
+    fk_bpf_emit(&b, FK_BPF_MOV64_REG(BPF_REG_6, BPF_REG_1));
     fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_get_current_pid_tgid));
+    fk_bpf_emit(&b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_0, -8));
     fk_bpf_emit(&b, FK_BPF_ALU64_IMM(BPF_RSH, BPF_REG_0, 32));
     fk_bpf_emit(&b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_0, -4));
+    fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_7, NOTE_NEW));
     if (tree_map >= 0) {
         fk_bpf_emit_ld_map_fd(&b, BPF_REG_1, tree_map);
         fk_bpf_emit(&b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
@@ -59,15 +248,10 @@ static bool load_prog(struct fk_pygate *g, int tree_map, int *prog, char *err, s
     fk_bpf_jump_imm(&b, BPF_JEQ, BPF_REG_0, 0, note);
     fk_bpf_emit(&b, FK_BPF_LDX_MEM(BPF_B, BPF_REG_1, BPF_REG_0, 0));
     fk_bpf_jump_imm(&b, BPF_JEQ, BPF_REG_1, 0, keep);
+    if (g->chains)
+        emit_chain(g, &b, note, keep);
     fk_bpf_label_place(&b, note);
-    fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_get_smp_processor_id));
-    fk_bpf_emit(&b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_0, -16));
-    fk_bpf_emit_ld_map_fd(&b, BPF_REG_1, g->ring);
-    fk_bpf_emit(&b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
-    fk_bpf_emit(&b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -16));
-    fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_3, 8));
-    fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_4, BPF_RB_FORCE_WAKEUP));
-    fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_ringbuf_output));
+    emit_note(&b, g->ring);
     fk_bpf_label_place(&b, keep);
     fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_0, 1));
     fk_bpf_emit(&b, FK_BPF_EXIT());
@@ -82,27 +266,93 @@ static bool load_prog(struct fk_pygate *g, int tree_map, int *prog, char *err, s
     return ok;
 }
 
+static uint64_t get64(const unsigned char *p, size_t off)
+{
+    uint64_t v;
+    memcpy(&v, p + off, sizeof v);
+    return v;
+}
+
+static uint32_t get32(const unsigned char *p, size_t off)
+{
+    uint32_t v;
+    memcpy(&v, p + off, sizeof v);
+    return v;
+}
+
+/* A chain record into its CPU's queue (the oldest dropped when full). */
+static void queue_chain(struct fk_pygate *g, const unsigned char *rec, size_t size)
+{
+    uint32_t cpu = get32(rec, REC_CPU), n = get32(rec, REC_N);
+    if (cpu >= g->ncpus || n > FK_PYGATE_DEPTH || size != REC_HDR + (size_t)n * FK_PYGATE_STRIDE)
+        return;
+    __atomic_add_fetch(&g->nchains, 1, __ATOMIC_RELAXED);
+    struct queue *q = &g->q[cpu];
+    if (!q->buf) {
+        q->buf = fk_malloc((size_t)QUEUE_MAX * REC_MAX);    /* written as far as used */
+        __atomic_add_fetch(&g->nqueues, 1, __ATOMIC_RELAXED);
+    }
+    if (q->count == QUEUE_MAX) {
+        __atomic_add_fetch(&g->unjoined, !q->taken[q->head], __ATOMIC_RELAXED);
+        q->head = (q->head + 1) % QUEUE_MAX;
+        q->count--;
+    }
+    unsigned i = (q->head + q->count++) % QUEUE_MAX;
+    memcpy(q->buf + (size_t)i * REC_MAX, rec, size);
+    q->pass[i] = g->passes;
+    q->taken[i] = false;
+}
+
 static int on_note(void *ctx, void *data, size_t size)
 {
-    (void)data;
-    (void)size;
     struct fk_pygate *g = ctx;
+    if (size >= REC_HDR) {
+        queue_chain(g, data, size);
+        return 0;
+    }
     __atomic_add_fetch(&g->wakeups, 1, __ATOMIC_RELAXED);
+    uint32_t why = size >= 8 ? get32(data, 4) : NOTE_NEW;
+    uint64_t *count = why == NOTE_THREAD ? &g->no_thread : why == NOTE_MISS ? &g->missed
+                      : why == NOTE_FULL ? &g->ring_full : NULL;
+    if (count)
+        __atomic_add_fetch(count, 1, __ATOMIC_RELAXED);
     return 0;
 }
 
 struct fk_pygate *fk_pygate_new(uint32_t max_entries, char *err, size_t errlen)
 {
     struct fk_pygate *g = fk_calloc(1, sizeof *g);
-    g->pids = g->ring = g->prog = g->tree_prog = g->tree_map = -1;
+    g->pids = g->ring = g->prog = g->tids = g->scratch = g->codes = g->tree_prog = g->tree_map = -1;
     g->entries = max_entries;
+    int ncpus = libbpf_num_possible_cpus();
+    if (ncpus <= 0) {
+        snprintf(err, errlen, "the possible CPUs for the Python gate: %s", strerror(-ncpus));
+        free(g);
+        return NULL;
+    }
+    g->ncpus = (unsigned)ncpus;
+    g->q = fk_calloc(g->ncpus, sizeof *g->q);
     if (!fk_bpf_map_create(BPF_MAP_TYPE_HASH, "fk_py_pids", 4, 1, max_entries, 0, &g->pids, err,
                            errlen) ||
-        !fk_bpf_map_create(BPF_MAP_TYPE_RINGBUF, "fk_py_notes", 0, 0, RING_BYTES, 0, &g->ring,
+        !fk_bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "fk_py_tids", 4, TV_BYTES, THREADS_MAX, 0,
+                           &g->tids, err, errlen) ||
+        !fk_bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "fk_py_chain", 4, REC_MAX, 1, 0,
+                           &g->scratch, err, errlen) ||
+        !fk_bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "fk_py_codes", 8, 1, CODES_MAX, 0, &g->codes,
                            err, errlen) ||
-        !load_prog(g, -1, &g->prog, err, errlen)) {
+        !fk_bpf_map_create(BPF_MAP_TYPE_RINGBUF, "fk_py_notes", 0, 0, RING_BYTES, 0, &g->ring,
+                           err, errlen)) {
         fk_pygate_free(g);
         return NULL;
+    }
+    /* a kernel whose verifier refuses the reads keeps the wake-ups */
+    g->chains = true;
+    if (!load_prog(g, -1, &g->prog, err, errlen)) {
+        g->chains = false;
+        if (!load_prog(g, -1, &g->prog, err, errlen)) {
+            fk_pygate_free(g);
+            return NULL;
+        }
     }
     g->rb = ring_buffer__new(g->ring, on_note, g, NULL);
     if (!g->rb) {
@@ -143,15 +393,96 @@ void fk_pygate_mark(struct fk_pygate *g, pid_t pid, enum fk_pygate_mark m)
         __atomic_add_fetch(&g->full, 1, __ATOMIC_RELAXED);
 }
 
+bool fk_pygate_thread(struct fk_pygate *g, pid_t tid, uint64_t tstate,
+                      const struct fk_pygate_offsets *o)
+{
+    if (!g->chains)
+        return false;
+    unsigned char v[TV_BYTES] = { 0 };
+    uint16_t f[6] = { o->ts_cframe, o->ts_native_thread_id, o->cf_current_frame, o->fr_previous,
+                      o->fr_size, o->fr_code };
+    uint32_t k = (uint32_t)tid;
+    if (tid <= 0 || !tstate || o->fr_size > FK_PYGATE_STRIDE ||
+        o->fr_previous > FK_PYGATE_STRIDE - 8 || o->fr_code > FK_PYGATE_STRIDE - 8)
+        return false;
+    memcpy(v + TV_TSTATE, &tstate, 8);
+    memcpy(v + TV_CFRAME, f, sizeof f);
+    if (bpf_map_update_elem(g->tids, &k, v, BPF_ANY) != 0)
+        return false;
+    __atomic_add_fetch(&g->threads, 1, __ATOMIC_RELAXED);
+    return true;
+}
+
+void fk_pygate_code(struct fk_pygate *g, uint64_t code)
+{
+    uint8_t one = 1;
+    if (g->chains)
+        (void)bpf_map_update_elem(g->codes, &code, &one, BPF_ANY);
+}
+
 int fk_pygate_fd(const struct fk_pygate *g)
 {
     return g->ring;
 }
 
+/* Records no sample took within two passes of their drain are dropped. */
+static void queue_expire(struct fk_pygate *g, struct queue *q)
+{
+    while (q->count && (q->taken[q->head] || q->pass[q->head] + 2 <= g->passes)) {
+        __atomic_add_fetch(&g->unjoined, !q->taken[q->head], __ATOMIC_RELAXED);
+        q->head = (q->head + 1) % QUEUE_MAX;
+        q->count--;
+    }
+}
+
 uint64_t fk_pygate_drain(struct fk_pygate *g)
 {
+    g->passes++;
+    for (unsigned c = 0; c < g->ncpus; c++)
+        queue_expire(g, &g->q[c]);
     int n = ring_buffer__consume(g->rb);
     return n > 0 ? (uint64_t)n : 0;
+}
+
+/* The oldest record of q for tid at ip within FK_PYGATE_JOIN_NS of time. */
+static bool find(struct fk_pygate *g, struct queue *q, pid_t tid, uint64_t ip, uint64_t time,
+                 struct fk_pygate_chain *out)
+{
+    for (unsigned j = 0; j < q->count; j++) {
+        unsigned i = (q->head + j) % QUEUE_MAX;
+        const unsigned char *r = q->buf + (size_t)i * REC_MAX;
+        uint64_t t = get64(r, REC_TIME);
+        if (q->taken[i] || get32(r, REC_TID) != (uint32_t)tid || get64(r, REC_IP) != ip ||
+            (t > time ? t - time : time - t) > FK_PYGATE_JOIN_NS)
+            continue;
+        q->taken[i] = true;
+        *out = (struct fk_pygate_chain){
+            .cpu = get32(r, REC_CPU), .tid = (uint32_t)tid, .n = get32(r, REC_N),
+            .time = t, .ip = ip, .tstate = get64(r, REC_TSTATE),
+            .cframe = get64(r, REC_CFRAME), .native_tid = get64(r, REC_NTID),
+            .head = get64(r, REC_HEAD), .next = get64(r, REC_NEXT), .frames = r + REC_HDR,
+        };
+        uint64_t d = time > t ? time - t : t - time;
+        if (d > g->join_max_ns)
+            __atomic_store_n(&g->join_max_ns, d, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&g->joined, 1, __ATOMIC_RELAXED);
+        return true;
+    }
+    return false;
+}
+
+bool fk_pygate_take(struct fk_pygate *g, uint32_t cpu, pid_t tid, uint64_t ip, uint64_t time,
+                    struct fk_pygate_chain *out)
+{
+    if (cpu >= g->ncpus || tid <= 0)
+        return false;
+    struct queue *q = &g->q[cpu];
+    if (q->buf && find(g, q, tid, ip, time, out))
+        return true;
+    /* a sample written after this pass drained the ring: its record too */
+    if (ring_buffer__consume(g->rb) <= 0)
+        return false;
+    return q->buf && find(g, q, tid, ip, time, out);
 }
 
 void fk_pygate_stats(const struct fk_pygate *g, struct fk_pygate_stats *out)
@@ -159,11 +490,27 @@ void fk_pygate_stats(const struct fk_pygate *g, struct fk_pygate_stats *out)
     out->wakeups = __atomic_load_n(&g->wakeups, __ATOMIC_RELAXED);
     out->marked = __atomic_load_n(&g->marked, __ATOMIC_RELAXED);
     out->full = __atomic_load_n(&g->full, __ATOMIC_RELAXED);
+    out->chains = __atomic_load_n(&g->nchains, __ATOMIC_RELAXED);
+    out->joined = __atomic_load_n(&g->joined, __ATOMIC_RELAXED);
+    out->unjoined = __atomic_load_n(&g->unjoined, __ATOMIC_RELAXED);
+    out->no_thread = __atomic_load_n(&g->no_thread, __ATOMIC_RELAXED);
+    out->missed = __atomic_load_n(&g->missed, __ATOMIC_RELAXED);
+    out->ring_full = __atomic_load_n(&g->ring_full, __ATOMIC_RELAXED);
+    out->threads = __atomic_load_n(&g->threads, __ATOMIC_RELAXED);
+    out->join_max_ns = __atomic_load_n(&g->join_max_ns, __ATOMIC_RELAXED);
+    out->reads = g->chains;
 }
 
+/* The maps' fixed kernel memory (the per-CPU record counted per CPU) and
+ * the queues made so far. */
 size_t fk_pygate_bytes(const struct fk_pygate *g)
 {
-    return g ? (size_t)g->entries * ENTRY_BYTES + RING_BYTES : 0;
+    if (!g)
+        return 0;
+    return (size_t)g->entries * ENTRY_BYTES + RING_BYTES + (size_t)THREADS_MAX * THREAD_BYTES +
+           (size_t)CODES_MAX * CODE_BYTES +
+           (size_t)g->ncpus * REC_MAX +
+           (size_t)__atomic_load_n(&g->nqueues, __ATOMIC_RELAXED) * QUEUE_MAX * REC_MAX;
 }
 
 void fk_pygate_free(struct fk_pygate *g)
@@ -171,9 +518,13 @@ void fk_pygate_free(struct fk_pygate *g)
     if (!g)
         return;
     ring_buffer__free(g->rb);
-    int *fds[] = { &g->tree_prog, &g->prog, &g->ring, &g->pids };
+    int *fds[] = { &g->tree_prog, &g->prog, &g->ring, &g->codes, &g->scratch, &g->tids,
+                   &g->pids };
     for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
         if (*fds[i] >= 0)
             close(*fds[i]);
+    for (unsigned c = 0; c < g->ncpus && g->q; c++)
+        free(g->q[c].buf);
+    free(g->q);
     free(g);
 }

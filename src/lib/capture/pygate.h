@@ -19,6 +19,31 @@
  * polls that buffer beside the rings (fk_reader_opts.wake_fd) and reads
  * the rings at once.
  *
+ * Frames read at the sample: for a thread of a CPython process whose
+ * thread state user space put in the gate's thread map
+ * (fk_pygate_thread), the program itself follows tstate->cframe->
+ * current_frame and each frame's previous link with bpf_probe_read_user,
+ * at most FK_PYGATE_DEPTH frames, and writes the frames' bytes to the ring
+ * buffer WITHOUT a wake-up: the reader takes them at its next pass, and
+ * the sample's Python chain is the one its thread ran at the sample,
+ * with no read of the target and no wake-up per sample. Where the program
+ * cannot read (a thread not in the map yet, a page not resident: such a
+ * read cannot fault, the ring full) it notifies and wakes the reader as
+ * above, which reads the target then (counted by reason).
+ *
+ * Joining a record to its sample (fk_pygate_take): records and samples
+ * of one CPU come in the same order; a record carries the CPU, the tid,
+ * the sampled instruction pointer (the regs the program and the sample
+ * share) and bpf_ktime_get_ns, the clock of the samples' times
+ * (use_clockid CLOCK_MONOTONIC: both are the kernel's mono fast clock, the
+ * program's time a little before the sample's). A sample takes the oldest
+ * record of its CPU with its tid and ip within FK_PYGATE_JOIN_NS of its
+ * time; records no sample took (a sample lost in its ring, or dropped
+ * after the program) are dropped two reader passes after they were
+ * drained (a sample is read in the pass that drained its record or the
+ * next), and a sample without a record (the BPF ring was full) is read
+ * from the target like a notified one.
+ *
  * Invariants: the program returns 1 whatever it finds, so every sample is
  * written as without it; a process the map has no room for is left out
  * (its samples wake the reader, as before the gate) and counted; the
@@ -55,10 +80,56 @@ int fk_pygate_fd(const struct fk_pygate *g);
 /* Take the notifications waiting (the reader's thread): how many. */
 uint64_t fk_pygate_drain(struct fk_pygate *g);
 
+/* Where the program finds a thread's chain (bytes): tstate + ts_cframe
+ * holds its _PyCFrame *, tstate + ts_native_thread_id its tid as the
+ * process sees it, cframe + cf_current_frame the innermost frame, frame +
+ * fr_previous the caller; fr_size bytes of each frame are read. */
+struct fk_pygate_offsets {
+    uint16_t ts_cframe, ts_native_thread_id, cf_current_frame, fr_previous, fr_size, fr_code;
+};
+#define FK_PYGATE_DEPTH 64      /* frames the program reads per sample */
+#define FK_PYGATE_STRIDE 80     /* bytes per frame in a record (fr_size at most) */
+#define FK_PYGATE_JOIN_NS (1000 * 1000ull)
+/* Read thread tid's (global tid) chain at its samples from now on, at
+ * tstate (in its process); false when the map refused (full: least
+ * recently used threads make room, so only on an error). Any thread. */
+bool fk_pygate_thread(struct fk_pygate *g, pid_t tid, uint64_t tstate,
+                      const struct fk_pygate_offsets *o);
+
+/* The code object at code (a frame's f_code) is named: a chain whose
+ * frames all run named ones is written without a wake-up; one with a
+ * code object not named yet wakes the reader, which names it while it
+ * lives (a module's code is freed once it ran). Any thread. */
+void fk_pygate_code(struct fk_pygate *g, uint64_t code);
+
+/* A chain as the program read it at one sample. */
+struct fk_pygate_chain {
+    uint32_t cpu, tid, n;           /* n frames read */
+    uint64_t time, ip;              /* bpf_ktime_get_ns; the sampled ip */
+    uint64_t tstate, cframe, native_tid;
+    uint64_t head;                  /* cframe->current_frame (0: no Python frame) */
+    uint64_t next;                  /* the last frame's previous link (0: root reached) */
+    const unsigned char *frames;    /* n frames, FK_PYGATE_STRIDE bytes apart */
+};
+/* The record of the sample of tid at time on cpu, sampled at ip, into out
+ * (its frames valid until the next call or drain); false when there is
+ * none (the reader's thread). */
+bool fk_pygate_take(struct fk_pygate *g, uint32_t cpu, pid_t tid, uint64_t ip, uint64_t time,
+                    struct fk_pygate_chain *out);
+
 struct fk_pygate_stats {
     uint64_t wakeups;       /* notifications taken */
     uint64_t marked;        /* processes put in the map */
     uint64_t full;          /* ... it had no room for */
+    uint64_t chains;        /* chains read by the program (records taken in) */
+    uint64_t joined;        /* ... taken by their sample */
+    uint64_t unjoined;      /* ... dropped: no sample took them */
+    uint64_t no_thread;     /* notifications: a Python thread not in the map */
+    uint64_t missed;        /* ... a read the program could not make */
+    uint64_t ring_full;     /* ... the record did not fit in the ring */
+    uint64_t threads;       /* threads put in the thread map */
+    uint64_t join_max_ns;   /* the largest |sample time - record time| joined */
+    bool reads;             /* the program reads chains (the kernel took it) */
 };
 void fk_pygate_stats(const struct fk_pygate *g, struct fk_pygate_stats *out);
 size_t fk_pygate_bytes(const struct fk_pygate *g);

@@ -1002,13 +1002,8 @@ static void engine_finish(struct fk_engine *e)
     r->tree = e->tree.st;
     if (e->bpftree)
         r->tree.not_followed = fk_bpftree_not_followed(e->bpftree);
-    if (e->pygate) {
-        struct fk_pygate_stats gs;
-        fk_pygate_stats(e->pygate, &gs);
-        r->gate_wakeups = gs.wakeups;
-        r->gate_marked = gs.marked;
-        r->gate_full = gs.full;
-    }
+    if (e->pygate)
+        fk_pygate_stats(e->pygate, &r->gate);
     if (e->uw)
         fk_unwinder_stats(e->uw, &r->unwind);
     if (e->ends) {

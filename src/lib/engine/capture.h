@@ -14,6 +14,7 @@
 #ifndef FK_ENGINE_CAPTURE_H
 #define FK_ENGINE_CAPTURE_H
 
+#include "capture/pygate.h"
 #include "capture/stackend.h"
 #include "capture/sysinfo.h"
 #include "capture/target.h"
@@ -178,7 +179,7 @@ struct fk_capture_result {
      * not the gate where an early hook wanted it */
     const char *reader_wakeups;
     char reader_wakeups_note[192];
-    uint64_t gate_wakeups, gate_marked, gate_full;  /* struct fk_pygate_stats */
+    struct fk_pygate_stats gate;    /* the Python gate (zero without it) */
     /* files and JIT /tmp directories pinned by the reader (symbols/pins.h) */
     struct fk_pins_stats pins;
     int ncpus;

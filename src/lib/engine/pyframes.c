@@ -10,19 +10,24 @@ static struct fk_python *reader(struct fk_pyframes *h, struct fk_engine *e)
 {
     if (!h->py) {
         h->py = fk_python_new(fk_engine_symbolizer(e), h->lines, h->max_bytes);
-        struct fk_pygate *g = fk_engine_pygate(e);
-        if (g)
-            fk_python_set_gate(h->py, g);
+        h->gate = fk_engine_pygate(e);
+        if (h->gate)
+            fk_python_set_gate(h->py, h->gate);
     }
     return h->py;
 }
 
 /* The reader's thread: h->py was made by the first catch_up, before the
- * thread started. */
+ * thread started. The chain the gate's program read at the sample, if it
+ * did, is joined to it here (capture/pygate.h). */
 static unsigned early(void *state, const struct fk_sample *s)
 {
     struct fk_pyframes *h = state;
-    int got = h->py ? fk_python_early(h->py, s->pid, s->tid, s->time) : 0;
+    if (!h->py)
+        return 0;
+    struct fk_pygate_chain c;
+    bool chain = h->gate && fk_pygate_take(h->gate, s->cpu, s->tid, s->ip, s->time, &c);
+    int got = fk_python_early(h->py, s->pid, s->tid, s->time, chain ? &c : NULL);
     return (got & FK_PY_EARLY_WAIT ? FK_EARLY_CATCH_UP : 0u) |
            (got & FK_PY_EARLY_READ ? FK_EARLY_FOLLOW : 0u);
 }

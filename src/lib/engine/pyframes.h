@@ -15,6 +15,7 @@
 struct fk_pyframes {
     struct fk_stack_hook hook;
     struct fk_python *py;
+    struct fk_pygate *gate;     /* the engine's Python gate, or NULL */
     bool lines;
     uint64_t max_bytes;
 };

@@ -52,6 +52,9 @@ static json_t *python_json(const struct fk_profile_request *rq, const struct fk_
     json_object_set_new(o, "snapshot_windows", json_integer((json_int_t)p->snapshot_windows));
     json_object_set_new(o, "snapshots_used", json_integer((json_int_t)p->snapshots_used));
     json_object_set_new(o, "snapshots_shared", json_integer((json_int_t)p->snapshots_shared));
+    json_object_set_new(o, "chains", json_integer((json_int_t)p->chains));
+    json_object_set_new(o, "chains_refused", json_integer((json_int_t)p->chains_refused));
+    json_object_set_new(o, "chain_walks", json_integer((json_int_t)p->chain_walks));
     json_object_set_new(o, "snapshot_reads", json_integer((json_int_t)p->snapshot_reads));
     json_object_set_new(o, "snapshot_read_bytes",
                         json_integer((json_int_t)p->snapshot_read_bytes));
@@ -289,9 +292,21 @@ json_t *fk_profile_metadata(const struct fk_profile_request *rq,
                                                                       : "watermark"));
     if (r->reader_wakeups_note[0])
         json_object_set_new(rd, "wakeups_note", json_string(r->reader_wakeups_note));
-    json_object_set_new(rd, "python_wakeups", json_integer((json_int_t)r->gate_wakeups));
-    json_object_set_new(rd, "python_gate_marked", json_integer((json_int_t)r->gate_marked));
-    json_object_set_new(rd, "python_gate_full", json_integer((json_int_t)r->gate_full));
+    const struct fk_pygate_stats *g = &r->gate;
+    json_object_set_new(rd, "python_wakeups", json_integer((json_int_t)g->wakeups));
+    json_object_set_new(rd, "python_gate_marked", json_integer((json_int_t)g->marked));
+    json_object_set_new(rd, "python_gate_full", json_integer((json_int_t)g->full));
+    json_t *pc = json_object();
+    json_object_set_new(pc, "program_reads", json_boolean(g->reads));
+    json_object_set_new(pc, "threads", json_integer((json_int_t)g->threads));
+    json_object_set_new(pc, "read", json_integer((json_int_t)g->chains));
+    json_object_set_new(pc, "joined", json_integer((json_int_t)g->joined));
+    json_object_set_new(pc, "unjoined", json_integer((json_int_t)g->unjoined));
+    json_object_set_new(pc, "no_thread", json_integer((json_int_t)g->no_thread));
+    json_object_set_new(pc, "missed", json_integer((json_int_t)g->missed));
+    json_object_set_new(pc, "ring_full", json_integer((json_int_t)g->ring_full));
+    json_object_set_new(pc, "join_max_us", json_real((double)g->join_max_ns / 1e3));
+    json_object_set_new(rd, "python_chains", pc);
     json_object_set_new(rd, "pinned_files", json_integer((json_int_t)r->pins.files));
     json_object_set_new(rd, "pinned_jits", json_integer((json_int_t)r->pins.jits));
     json_object_set_new(rd, "pins_used", json_integer((json_int_t)r->pins.used));

@@ -115,6 +115,7 @@ struct code_entry {
     uint32_t name;          /* qualname's id; UINT32_MAX: unreadable */
     uint32_t file;          /* short file name's id (lines) */
     uint32_t lt_off, lt_len;/* line table bytes in w->lt (lines); lt_len 0: none */
+    bool told;              /* given in a chain snapshot's named[] (fk_py_snap_chain) */
 };
 
 struct tid_entry {
@@ -490,7 +491,7 @@ static bool code_hdr(struct fk_py_walker *w, uint64_t addr, unsigned char *hdr)
         }
     if (!got && !rd(w, addr, hdr, w->co_read))
         return false;
-    if (s)
+    if (s && !s->chain)
         spec_note(w->spec_code, &w->nspec_code, SPEC_CODES, addr, w->nsnaps);
     return true;
 }
@@ -785,6 +786,66 @@ static int snap_frame(const struct fk_py_walker *w, uint64_t frame, unsigned cha
     return SNAP_NONE;
 }
 
+_Static_assert(FK_PYGATE_DEPTH <= FK_PY_SNAP_FRAMES && FK_PYGATE_STRIDE <= FK_PY_FRAME_BYTES,
+               "a chain the gate's program read fits a snapshot");
+
+bool fk_py_snap_chain(struct fk_py_walker *w, const struct fk_pygate_chain *c, uint64_t tid,
+                      struct fk_py_snap *snap)
+{
+    const struct fk_py_layout *L = w->lay;
+    snap->n = snap->ncodes = 0;
+    snap->win_len = 0;
+    snap->reads = snap->read_bytes = 0;
+    snap->tstate = snap->cframe = snap->head = 0;
+    snap->chain = false;
+    snap->nnamed = 0;
+    if (c->native_tid != tid || !ptr_ok(c->tstate, 8) || c->n > FK_PYGATE_DEPTH ||
+        L->fr_size > FK_PYGATE_STRIDE || (c->n && !c->head))
+        return false;
+    uint64_t at = c->head;
+    for (unsigned i = 0; i < c->n; i++) {
+        const unsigned char *f = c->frames + (size_t)i * FK_PYGATE_STRIDE;
+        snap->addr[i] = at;
+        memcpy(snap->bytes[i], f, L->fr_size);
+        at = get_u64(f, L->fr_previous);
+    }
+    snap->n = c->n;
+    snap->tstate = c->tstate;
+    snap->cframe = c->cframe;
+    snap->head = c->head;
+    snap->chain = true;
+    /* the chain's code objects named now, while they live (a module's
+     * code is freed once it ran: a short-lived interpreter's imports),
+     * not when the sample is walked, up to a take of the engine's thread
+     * later: the cached ones cost nothing, the others (the cache's
+     * misses) are read now */
+    struct fk_py_stack tmp;
+    tmp.reads = tmp.read_bytes = 0;
+    const struct fk_py_snap *was = w->snap;
+    w->cur = &tmp;
+    w->snap = snap;
+    w->t0 = w->now();
+    w->over = false;
+    for (unsigned i = 0; i < snap->n && !w->over; i++) {
+        const unsigned char *fr = snap->bytes[i];
+        uint64_t code = get_u64(fr, L->fr_code), pi = get_u64(fr, L->fr_prev_instr);
+        uint64_t func = get_u64(fr, L->fr_func), globals = get_u64(fr, L->fr_globals);
+        unsigned char hdr[FK_PY_CODE_BYTES];
+        const struct code_entry *ce = code_known(w, code, func, globals, pi);
+        if (!ce)
+            ce = code_at(w, code, func, globals, hdr);
+        if (ce && ce != &w->scratch && !ce->told && snap->nnamed < FK_PY_SNAP_CODES) {
+            snap->named[snap->nnamed++] = code;
+            ((struct code_entry *)ce)->told = true;     /* w->codes[]: the walker's own */
+        }
+    }
+    w->snap = was;
+    w->cur = NULL;
+    snap->reads = tmp.reads;
+    snap->read_bytes = tmp.read_bytes;
+    return true;
+}
+
 void fk_py_use_snap(struct fk_py_walker *w, const struct fk_py_snap *snap)
 {
     w->snap = snap;
@@ -872,7 +933,9 @@ bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *sna
     snap->n = snap->ncodes = 0;
     snap->win_len = 0;
     snap->reads = snap->read_bytes = 0;
-    snap->tstate = snap->cframe = 0;
+    snap->tstate = snap->cframe = snap->head = 0;
+    snap->chain = false;
+    snap->nnamed = 0;
     unsigned char ts[512];
     size_t off, tsl;
     ts_block(L, &off, &tsl);
@@ -1006,7 +1069,8 @@ static uint8_t walk_chain(struct fk_py_walker *w, uint64_t frame, bool one_segme
         int held = snap_frame(w, frame, fr);
         if (!held && !rd(w, frame, fr, L->fr_size))
             return w->over ? FK_PY_LIMIT : FK_PY_BAD_READ;
-        if (held != SNAP_WINDOW && w->snap)     /* outside the window: guess it next time */
+        if (held != SNAP_WINDOW && w->snap && !w->snap->chain)  /* outside the window:
+                                                                   guess it next time */
             spec_note(w->spec_frame, &w->nspec_frame, SPEC_FRAMES, frame, w->nsnaps);
         uint64_t code = get_u64(fr, L->fr_code), prev = get_u64(fr, L->fr_previous);
         uint64_t pi = get_u64(fr, L->fr_prev_instr);
@@ -1086,6 +1150,29 @@ void fk_py_walk(struct fk_py_walker *w, uint64_t tid, struct fk_py_stack *out)
         out->segments++;
     }
 done:
+    out->status = st;
+    w->cur = NULL;
+}
+
+void fk_py_walk_snap(struct fk_py_walker *w, const struct fk_py_snap *snap,
+                     struct fk_py_stack *out)
+{
+    walk_begin(w, out);
+    out->cframe = snap->cframe;
+    out->tstate = snap->tstate;
+    const struct fk_py_snap *was = w->snap;
+    w->snap = snap;
+    uint8_t st = FK_PY_IDLE;
+    uint64_t next;
+    if (snap->chain && snap->head) {
+        st = walk_chain(w, snap->head, false, out, &next);
+        /* the root frame ends its segment even if its mark was unreadable */
+        if (st == FK_PY_OK && out->n && !out->f[out->n - 1].entry) {
+            out->f[out->n - 1].entry = true;
+            out->segments++;
+        }
+    }
+    w->snap = was;
     out->status = st;
     w->cur = NULL;
 }
@@ -1809,6 +1896,16 @@ static void take_early(struct fk_python *p, struct py_proc *pp, pid_t tid, uint6
     if (!sl)
         return;
     bool ok = fk_py_snapshot(pp->w, ntid, sl->s);
+    if (ok && p->gate && sl->s->tstate) {
+        /* the gate's program reads this thread's next samples itself */
+        const struct fk_py_layout *L = fk_py_walker_layout(pp->w);
+        struct fk_pygate_offsets o = { .ts_cframe = L->ts_cframe,
+                                       .ts_native_thread_id = L->ts_native_thread_id,
+                                       .cf_current_frame = L->cf_current_frame,
+                                       .fr_previous = L->fr_previous, .fr_size = L->fr_size,
+                                       .fr_code = L->fr_code };
+        (void)fk_pygate_thread(p->gate, tid, sl->s->tstate, &o);
+    }
     uint64_t now = fk_now_ns();
     p->st.early_ns += now - t0;
     p->st.snapshot_reads += sl->s->reads;
@@ -1827,6 +1924,37 @@ static void take_early(struct fk_python *p, struct py_proc *pp, pid_t tid, uint6
     note_delay(p, time, now);
 }
 
+/* The chain the gate's program read at tid's sample at time, as its early
+ * read; false when it is not tid's (its thread state gone, the tid
+ * reused), so the target is read instead. Under lock. */
+static bool take_chain(struct fk_python *p, struct py_proc *pp, pid_t tid, uint64_t time,
+                       const struct fk_pygate_chain *c, uint64_t t0)
+{
+    uint64_t ntid = ns_tid(pp, tid);
+    struct snap_slot *sl = ntid ? next_slot(p, time) : NULL;
+    if (!sl)
+        return false;
+    if (!fk_py_snap_chain(pp->w, c, ntid, sl->s)) {
+        p->st.chains_refused++;
+        return false;
+    }
+    sl->tid = (uint64_t)tid;
+    sl->image = pp->gen.image;
+    sl->taken = c->time;    /* the chain's moment: it serves no later sample */
+    sl->times[0] = time;
+    sl->ntimes = 1;
+    p->slot_next = (p->slot_next + 1) % p->nslots;
+    p->st.chains++;
+    for (unsigned i = 0; i < sl->s->nnamed && p->gate; i++)
+        fk_pygate_code(p->gate, sl->s->named[i]);
+    sl->done = fk_now_ns();
+    p->st.early_ns += sl->done - t0;
+    p->st.snapshot_reads += sl->s->reads;
+    p->st.snapshot_read_bytes += sl->s->read_bytes;
+    note_delay(p, time, time);
+    return true;
+}
+
 /* Whether pp's samples wait for the engine's thread: never looked at,
  * or an interpreter exec'd into it that the symbolizer has not handled
  * yet. Under lock. */
@@ -1839,7 +1967,8 @@ static bool needs_engine(struct fk_python *p, struct py_proc *pp, uint64_t time)
     return (pp->state == PS_NONE && !pp->early_checked) || (pp->soon && pp->state != PS_PYTHON);
 }
 
-int fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
+int fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time,
+                    const struct fk_pygate_chain *chain)
 {
     uint64_t t0 = fk_now_ns();
     int got = 0;
@@ -1855,7 +1984,7 @@ int fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time)
         if (p->npending < PENDING_MAX)
             p->pending[p->npending++] = (struct pending){ pid, tid, time };
         got = FK_PY_EARLY_WAIT;
-    } else if (pp && pp->state == PS_PYTHON) {
+    } else if (pp && pp->state == PS_PYTHON && !(chain && take_chain(p, pp, tid, time, chain, t0))) {
         take_early(p, pp, tid, time, t0);
         got = FK_PY_EARLY_READ;
     }
@@ -1954,7 +2083,11 @@ static void sample_locked(struct fk_python *p, pid_t pid, pid_t tid, struct fk_p
         if (!pp->cf_known && nat->sps && snap)
             learn_cframe(p, pp, nat, nn, snap->cframe, snap->tstate);
         uint64_t outer;
-        if (pp->cf_known && nat->sps &&
+        if (snap && snap->chain) {
+            /* read at the sample: no head to anchor, nothing moved */
+            fk_py_walk_snap(pp->w, snap, s);
+            p->st.chain_walks++;
+        } else if (pp->cf_known && nat->sps &&
             fk_py_heads_from_copy(fk_py_walker_layout(pp->w), nat, p->evals, nn, pp->cf_off,
                                   heads, &nh, &outer) && nh == nev) {
             fk_py_use_snap(pp->w, snap);

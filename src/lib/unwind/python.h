@@ -29,6 +29,7 @@
 #ifndef FK_UNWIND_PYTHON_H
 #define FK_UNWIND_PYTHON_H
 
+#include "capture/pygate.h"
 #include "symbols/symbols.h"
 
 #include <stdbool.h>
@@ -205,6 +206,12 @@ struct fk_py_snap {
     unsigned char code_hdr[FK_PY_SNAP_CODES][FK_PY_CODE_BYTES];
     uint32_t reads, read_bytes; /* what taking it cost */
     uint64_t tstate, cframe;    /* the thread state read, its _PyCFrame then (0: none) */
+    bool chain;                 /* read at the sample by the gate's program
+                                   (fk_py_snap_chain): addr[]/bytes[] are the
+                                   chain from head, as it was then */
+    uint64_t head;              /* chain: the innermost frame (0: none) */
+    unsigned nnamed;            /* chain: code objects named for the first time */
+    uint64_t named[FK_PY_SNAP_CODES];
     uint64_t win_addr;          /* the window's address in the target */
     uint32_t win_len;           /* 0: none */
     unsigned char win[FK_PY_SNAP_WINDOW];
@@ -212,6 +219,19 @@ struct fk_py_snap {
 /* Record tid's data stack window and live chain into snap; false when
  * there is neither. */
 bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *snap);
+/* The chain the gate's program read at a sample (capture/pygate.h) as
+ * snap: false unless it is thread tid's (its native_thread_id, as the
+ * target sees it) and fits. Its code objects are named now, while they
+ * live (read only where the cache misses); those named for the first
+ * time are listed in snap->named (for the gate's code map). */
+bool fk_py_snap_chain(struct fk_py_walker *w, const struct fk_pygate_chain *c, uint64_t tid,
+                      struct fk_py_snap *snap);
+/* Walk a chain snapshot (snap->chain) from its head: the thread's chain
+ * at the sample, validated and named as any walk (code objects from the
+ * cache, read when not known); frames past the program's depth are read
+ * from the target. */
+void fk_py_walk_snap(struct fk_py_walker *w, const struct fk_py_snap *snap,
+                     struct fk_py_stack *out);
 /* Walks read frames from snap where it holds them (NULL: from the target). */
 void fk_py_use_snap(struct fk_py_walker *w, const struct fk_py_snap *snap);
 /* A name by id (NUL-terminated, UTF-8, no ';' or control characters). */
@@ -271,6 +291,9 @@ struct fk_python_stats {
     uint64_t snapshots_shared;      /* samples served by a read of their thread made
                                        after them for an earlier sample */
     uint64_t snapshot_reads, snapshot_read_bytes;   /* ... what taking them read */
+    uint64_t chains;                /* samples whose chain the gate's program read */
+    uint64_t chains_refused;        /* ... records not their thread's (a reused tid) */
+    uint64_t chain_walks;           /* walks of such chains (samples with eval frames) */
     uint64_t early_ns;              /* CPU time taking them */
     double delay_median_ms, delay_p90_ms, delay_max_ms; /* sample -> chain read */
     char versions[64];              /* "3.11" ... as found; unknown ones as "3.12?" */
@@ -338,14 +361,18 @@ enum { FK_PY_EARLY_WAIT = 1, FK_PY_EARLY_READ = 2 };
  * CPython (FK_PYGATE_WAKE: its samples wake the reader), found not to
  * (QUIET), or is to be looked at again or exited (FORGET: a process the
  * gate does not know wakes the reader, so that its first samples ask for
- * the engine's thread at once). */
-struct fk_pygate;
+ * the engine's thread at once); and, as each thread's state is read from
+ * the target, given the thread (fk_pygate_thread), so that its program
+ * reads that thread's chain at its next samples. */
 void fk_python_set_gate(struct fk_python *p, struct fk_pygate *gate);
 /* A handled sample of pid with no user frames to splice (a kernel
  * thread's): pid looked at as its handled samples are, so that the gate
  * is told (a process never told stays one whose samples wake the reader). */
 void fk_python_settle(struct fk_python *p, pid_t pid);
-int fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time);
+/* chain: the sample's chain as the gate's program read it (NULL: none);
+ * a Python process's sample with one needs no read (returns 0). */
+int fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time,
+                    const struct fk_pygate_chain *chain);
 /* From the engine's thread, before the samples fk_python_early met are
  * handled: a process seen for the first time is looked for CPython
  * (its binary's symbols, once), so short-lived interpreters are read
