@@ -10,6 +10,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,16 @@ static void emit_read8(struct fk_bpf_builder *b, int dst, unsigned miss)
     fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_0, 0, miss);
 }
 
+/* Emit: read the thread state's field at the offset the thread's map
+ * value holds at tv (r8) into the record at dst. */
+static void emit_ts_read(struct fk_bpf_builder *b, int tv, int dst, unsigned miss)
+{
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_3, BPF_REG_8, TV_TSTATE));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_1, BPF_REG_8, tv));
+    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_3, BPF_REG_1));
+    emit_read8(b, dst, miss);
+}
+
 /* The chain of a Python thread in the thread map (the tid at fp-8):
  * read into the per-CPU record and written to the ring without a
  * wake-up -- unless a frame runs a code object not in the code map (one
@@ -134,14 +145,8 @@ static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned n
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_9, REC_NEXT, 0));
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -28, 0));
     /* tstate->cframe, tstate->native_thread_id */
-    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_3, BPF_REG_8, TV_TSTATE));
-    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_1, BPF_REG_8, TV_CFRAME));
-    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_3, BPF_REG_1));
-    emit_read8(b, REC_CFRAME, miss);
-    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_3, BPF_REG_8, TV_TSTATE));
-    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_1, BPF_REG_8, TV_NTID));
-    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_3, BPF_REG_1));
-    emit_read8(b, REC_NTID, miss);
+    emit_ts_read(b, TV_CFRAME, REC_CFRAME, miss);
+    emit_ts_read(b, TV_NTID, REC_NTID, miss);
     /* cframe->current_frame: the head (0: no Python frame now) */
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_3, BPF_REG_9, REC_CFRAME));
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_3, 0, out);
@@ -266,24 +271,27 @@ static bool load_prog(struct fk_pygate *g, int tree_map, int *prog, char *err, s
     return ok;
 }
 
-static uint64_t get64(const unsigned char *p, size_t off)
-{
-    uint64_t v;
-    memcpy(&v, p + off, sizeof v);
-    return v;
-}
+/* A record's header as the REC_* offsets lay it out. */
+struct rec {
+    uint32_t zero, cpu, tid, n;
+    uint64_t time, ip, tstate, cframe, ntid, head, next;
+};
+_Static_assert(sizeof(struct rec) == REC_HDR && offsetof(struct rec, next) == REC_NEXT &&
+               offsetof(struct rec, cpu) == REC_CPU && offsetof(struct rec, time) == REC_TIME,
+               "the program's record layout");
 
-static uint32_t get32(const unsigned char *p, size_t off)
+static struct rec rec_of(const unsigned char *p)
 {
-    uint32_t v;
-    memcpy(&v, p + off, sizeof v);
-    return v;
+    struct rec r;
+    memcpy(&r, p, sizeof r);
+    return r;
 }
 
 /* A chain record into its CPU's queue (the oldest dropped when full). */
 static void queue_chain(struct fk_pygate *g, const unsigned char *rec, size_t size)
 {
-    uint32_t cpu = get32(rec, REC_CPU), n = get32(rec, REC_N);
+    struct rec h = rec_of(rec);
+    uint32_t cpu = h.cpu, n = h.n;
     if (cpu >= g->ncpus || n > FK_PYGATE_DEPTH || size != REC_HDR + (size_t)n * FK_PYGATE_STRIDE)
         return;
     __atomic_add_fetch(&g->nchains, 1, __ATOMIC_RELAXED);
@@ -311,7 +319,9 @@ static int on_note(void *ctx, void *data, size_t size)
         return 0;
     }
     __atomic_add_fetch(&g->wakeups, 1, __ATOMIC_RELAXED);
-    uint32_t why = size >= 8 ? get32(data, 4) : NOTE_NEW;
+    uint32_t why = NOTE_NEW;    /* a note: the CPU, then the reason */
+    if (size >= 8)
+        memcpy(&why, (const unsigned char *)data + 4, sizeof why);
     uint64_t *count = why == NOTE_THREAD ? &g->no_thread : why == NOTE_MISS ? &g->missed
                       : why == NOTE_FULL ? &g->ring_full : NULL;
     if (count)
@@ -451,16 +461,16 @@ static bool find(struct fk_pygate *g, struct queue *q, pid_t tid, uint64_t ip, u
     for (unsigned j = 0; j < q->count; j++) {
         unsigned i = (q->head + j) % QUEUE_MAX;
         const unsigned char *r = q->buf + (size_t)i * REC_MAX;
-        uint64_t t = get64(r, REC_TIME);
-        if (q->taken[i] || get32(r, REC_TID) != (uint32_t)tid || get64(r, REC_IP) != ip ||
+        struct rec h = rec_of(r);
+        uint64_t t = h.time;
+        if (q->taken[i] || h.tid != (uint32_t)tid || h.ip != ip ||
             (t > time ? t - time : time - t) > FK_PYGATE_JOIN_NS)
             continue;
         q->taken[i] = true;
         *out = (struct fk_pygate_chain){
-            .cpu = get32(r, REC_CPU), .tid = (uint32_t)tid, .n = get32(r, REC_N),
-            .time = t, .ip = ip, .tstate = get64(r, REC_TSTATE),
-            .cframe = get64(r, REC_CFRAME), .native_tid = get64(r, REC_NTID),
-            .head = get64(r, REC_HEAD), .next = get64(r, REC_NEXT), .frames = r + REC_HDR,
+            .cpu = h.cpu, .tid = (uint32_t)tid, .n = h.n, .time = t, .ip = ip,
+            .tstate = h.tstate, .cframe = h.cframe, .native_tid = h.ntid, .head = h.head,
+            .next = h.next, .frames = r + REC_HDR,
         };
         uint64_t d = time > t ? time - t : t - time;
         if (d > g->join_max_ns)

@@ -786,6 +786,16 @@ static int snap_frame(const struct fk_py_walker *w, uint64_t frame, unsigned cha
     return SNAP_NONE;
 }
 
+/* A snapshot holding nothing (its arrays are written as far as read). */
+static void snap_clear(struct fk_py_snap *snap)
+{
+    snap->n = snap->ncodes = snap->nnamed = 0;
+    snap->win_len = 0;
+    snap->reads = snap->read_bytes = 0;
+    snap->tstate = snap->cframe = snap->head = 0;
+    snap->chain = false;
+}
+
 _Static_assert(FK_PYGATE_DEPTH <= FK_PY_SNAP_FRAMES && FK_PYGATE_STRIDE <= FK_PY_FRAME_BYTES,
                "a chain the gate's program read fits a snapshot");
 
@@ -793,12 +803,7 @@ bool fk_py_snap_chain(struct fk_py_walker *w, const struct fk_pygate_chain *c, u
                       struct fk_py_snap *snap)
 {
     const struct fk_py_layout *L = w->lay;
-    snap->n = snap->ncodes = 0;
-    snap->win_len = 0;
-    snap->reads = snap->read_bytes = 0;
-    snap->tstate = snap->cframe = snap->head = 0;
-    snap->chain = false;
-    snap->nnamed = 0;
+    snap_clear(snap);
     if (c->native_tid != tid || !ptr_ok(c->tstate, 8) || c->n > FK_PYGATE_DEPTH ||
         L->fr_size > FK_PYGATE_STRIDE || (c->n && !c->head))
         return false;
@@ -930,12 +935,7 @@ bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *sna
 {
     const struct fk_py_layout *L = w->lay;
     struct fk_py_stack tmp;     /* only its read counters are used */
-    snap->n = snap->ncodes = 0;
-    snap->win_len = 0;
-    snap->reads = snap->read_bytes = 0;
-    snap->tstate = snap->cframe = snap->head = 0;
-    snap->chain = false;
-    snap->nnamed = 0;
+    snap_clear(snap);
     unsigned char ts[512];
     size_t off, tsl;
     ts_block(L, &off, &tsl);
