@@ -235,7 +235,7 @@ check_eq "run: ... and no new directory" "" "$(ls -A "$T/empty")"
 "$FLAMEKIT" host --help | grep -q -- --unsafe-limits; check_eq "--help documents --unsafe-limits" 0 "$?"
 
 # --stdout: a valid stream (magic, CRCs, four files, end record), nothing else
-"$FLAMEKIT" host -q -d 1 --stdout >"$T/stream" 2>"$T/stream.err"
+"$FLAMEKIT" host -q -d 500ms --stdout >"$T/stream" 2>"$T/stream.err"
 check_eq "--stdout: exit 0" 0 "$?"
 res=$(python3 - "$T/stream" <<'PY'
 import struct, sys, zlib
@@ -256,9 +256,25 @@ PY
 )
 check_eq "--stdout: stream has the four files and status 0" "0 flamegraph.svg folded.gz json pb.gz" "$res"
 
+# memory cap: a limit that cannot hold the kernel's symbol table is refused
+# before the capture starts, naming the table and the least limit (at
+# which a short command's capture must run to its end); before, such a
+# capture stopped at the limit 37-150 ms in, and did not say why
+o=$("$FLAMEKIT" host -d 1 --max-memory 3M -o "$T/memk" 2>&1); rc=$?
+check_eq "memory cap below the kernel's symbol table: exit 2" 2 "$rc"
+check_grep "memory cap below the kernel's table: one line naming it and the least limit" \
+    "^flamekit host: --max-memory 3M cannot hold the kernel's symbol table \([0-9.]+M here\) and 2M for the capture: give at least [0-9]+M, or --no-kernel; see 'flamekit host --help'$" "$o"
+check_eq "memory cap below the kernel's table: the error is all it prints" 1 "$(printf '%s\n' "$o" | wc -l)"
+check_eq "memory cap below the kernel's table: nothing written" no "$([ -e "$T/memk" ] && echo yes || echo no)"
+least=$(printf '%s\n' "$o" | sed -n 's/.*give at least \([0-9]*\)M.*/\1/p')
+"$FLAMEKIT" run -q --no-svg --max-memory "${least:-0}M" -o "$T/meml" -- sleep 0.2 >/dev/null 2>&1
+check_eq "memory cap: the least limit named (${least:-none}M) is accepted" 0 "$?"
+j=$(ls "$T"/meml/*.json 2>/dev/null)
+check_eq "memory cap: at the least limit named a command's capture runs to its end" "command exited" \
+    "$([ -n "$j" ] && jget "$j" stop_reason)"
 # memory cap: stops cleanly, says so, files complete
 start=$(date +%s)
-o=$("$FLAMEKIT" host -d 20 --max-memory 1M -o "$T/mem" 2>&1); rc=$?
+o=$("$FLAMEKIT" host -d 20 --no-kernel --max-memory 1M -o "$T/mem" 2>&1); rc=$?
 check_eq "memory cap: exit 0" 0 "$rc"
 check_grep "memory cap: summary says so" 'memory limit' "$o"
 check_range "memory cap: stopped early (s)" $(( $(date +%s) - start )) 0 15

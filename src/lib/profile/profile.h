@@ -46,6 +46,13 @@ struct fk_pprof_job;
 #define FK_PROFILE_MAX_MEM (1024ull << 20)
 #define FK_PROFILE_UNSAFE_MEM (16ull << 30)
 #define FK_PROFILE_MIN_MEM (1ull << 20)
+/* Below this --max-memory, a capture with kernel stacks first checks that
+ * the limit holds the kernel's symbol table (~5 MB here; the largest
+ * distribution kernels' are under 16 MB) and FK_PROFILE_KERNEL_ROOM more:
+ * the capture's own tables beside it (a 'run' capture's took 1.5 MB here,
+ * whatever its limit; a busy host's take more and stop at the limit). */
+#define FK_PROFILE_KERNEL_CHECK_MEM (64ull << 20)
+#define FK_PROFILE_KERNEL_ROOM (2ull << 20)
 
 enum fk_profile_kind {
     FK_PROFILE_CPU,         /* on-CPU stacks at a frequency */

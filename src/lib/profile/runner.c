@@ -11,6 +11,7 @@
 #include "render/svg.h"
 #include "stacks/folded.h"
 #include "stacks/names.h"
+#include "symbols/symbols.h"
 #include "util/opt.h"
 #include "util/outfile.h"
 
@@ -34,6 +35,31 @@ void fk_profile_request_init(struct fk_profile_request *rq)
 const char *fk_python_mode_name(int mode)
 {
     return mode == FK_PYTHON_OFF ? "off" : mode == FK_PYTHON_LINES ? "lines" : "on";
+}
+
+/* The kernel's symbol table counts against --max-memory like every table
+ * the capture holds. A limit that cannot hold it and FK_PROFILE_KERNEL_ROOM
+ * more would stop a capture with kernel stacks at the limit as soon as
+ * the table is read, whatever it captured: refused before anything starts,
+ * naming the table and the least limit that holds both. */
+static bool kernel_table_fits(const struct fk_profile_request *rq, char *err, size_t errlen)
+{
+    if (rq->no_kernel || rq->max_mem_bytes >= FK_PROFILE_KERNEL_CHECK_MEM)
+        return true;
+    uint64_t table = fk_sym_kernel_bytes();
+    uint64_t need = table + FK_PROFILE_KERNEL_ROOM, mib = 1ull << 20;
+    if (rq->max_mem_bytes >= need)
+        return true;
+    char given[32];
+    if (rq->max_mem_bytes % mib)
+        snprintf(given, sizeof given, "%lluK", (unsigned long long)(rq->max_mem_bytes >> 10));
+    else
+        snprintf(given, sizeof given, "%lluM", (unsigned long long)(rq->max_mem_bytes / mib));
+    snprintf(err, errlen, "--max-memory %s cannot hold the kernel's symbol table (%.1fM here) "
+             "and %lluM for the capture: give at least %lluM, or --no-kernel", given,
+             (double)table / (double)mib, (unsigned long long)(FK_PROFILE_KERNEL_ROOM / mib),
+             (unsigned long long)((need + mib - 1) / mib));
+    return false;
 }
 
 int fk_profile_check(struct fk_profile_request *rq, char *err, size_t errlen)
@@ -67,6 +93,8 @@ int fk_profile_check(struct fk_profile_request *rq, char *err, size_t errlen)
     }
     if (!rq->max_mem_bytes)
         rq->max_mem_bytes = FK_PROFILE_DEFAULT_MEM;
+    if (!kernel_table_fits(rq, err, errlen))
+        return FK_EXIT_USAGE;
     if (rq->kind == FK_PROFILE_CPU || (rq->kind == FK_PROFILE_OFFCPU && rq->with_cpu)) {
         if (!rq->freq)
             rq->freq = FK_PROFILE_DEFAULT_FREQ;

@@ -1249,6 +1249,17 @@ static void kernel_load(struct fk_symtab *t, bool *hidden, bool *core_only, uint
         fk_kcache_store(t, &info);
 }
 
+uint64_t fk_sym_kernel_bytes(void)
+{
+    struct fk_symtab t = { 0 };
+    bool hidden, core_only;
+    uint64_t lo, hi;
+    kernel_load(&t, &hidden, &core_only, &lo, &hi);
+    uint64_t bytes = hidden ? 0 : fk_symtab_bytes(&t);
+    fk_symtab_free(&t);
+    return bytes;
+}
+
 static void *kernel_load_main(void *arg)
 {
     struct fk_symbolizer *s = arg;
