@@ -92,6 +92,14 @@ void fk_bpf_emit_ld_map_fd(struct fk_bpf_builder *b, unsigned reg, int map_fd)
     fk_bpf_emit(b, FK_BPF_INSN(0, 0, 0, 0, 0));
 }
 
+void fk_bpf_emit_map_lookup(struct fk_bpf_builder *b, int map_fd, int32_t key_off)
+{
+    fk_bpf_emit_ld_map_fd(b, BPF_REG_1, map_fd);
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, key_off));
+    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
+}
+
 unsigned fk_bpf_label_new(struct fk_bpf_builder *b)
 {
     if (!grow(b, (void **)&b->label_at, &b->caplabels, b->nlabels + 1, sizeof *b->label_at))
@@ -326,10 +334,7 @@ bool fk_bpf_fork_follower(int map_fd, enum fk_bpf_fork_value value,
     fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_get_current_pid_tgid));
     fk_bpf_emit(&b, FK_BPF_ALU64_IMM(BPF_RSH, BPF_REG_0, 32));
     fk_bpf_emit(&b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_0, -4));
-    fk_bpf_emit_ld_map_fd(&b, BPF_REG_1, map_fd);
-    fk_bpf_emit(&b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
-    fk_bpf_emit(&b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -4));
-    fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
+    fk_bpf_emit_map_lookup(&b, map_fd, -4);
     fk_bpf_jump_imm(&b, BPF_JEQ, BPF_REG_0, 0, outside);
     if (value == FK_BPF_FORK_TIME) {
         fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_ktime_get_ns));
@@ -347,10 +352,7 @@ bool fk_bpf_fork_follower(int map_fd, enum fk_bpf_fork_value value,
     if (full_fd >= 0) {     /* no room (-E2BIG): full_fd[0] += 1 */
         fk_bpf_jump_imm(&b, BPF_JEQ, BPF_REG_0, 0, done);
         fk_bpf_emit(&b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -20, 0));
-        fk_bpf_emit_ld_map_fd(&b, BPF_REG_1, full_fd);
-        fk_bpf_emit(&b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
-        fk_bpf_emit(&b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -20));
-        fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
+        fk_bpf_emit_map_lookup(&b, full_fd, -20);
         fk_bpf_jump_imm(&b, BPF_JEQ, BPF_REG_0, 0, done);
         fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_1, 1));
         fk_bpf_emit(&b, FK_BPF_ATOMIC_ADD(BPF_DW, BPF_REG_0, BPF_REG_1, 0));

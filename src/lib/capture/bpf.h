@@ -71,6 +71,10 @@ void fk_bpf_emit(struct fk_bpf_builder *b, struct bpf_insn insn);
 void fk_bpf_emit_ld_imm64(struct fk_bpf_builder *b, unsigned reg, uint64_t value);
 /* reg = the map whose fd is map_fd (the loader turns it into a pointer). */
 void fk_bpf_emit_ld_map_fd(struct fk_bpf_builder *b, unsigned reg, int map_fd);
+/* r0 = bpf_map_lookup_elem(the map map_fd, r10 + key_off): the key is on
+ * the program's stack at key_off (< 0); r0 is NULL when it is absent and
+ * r1-r5 are clobbered, as by any call. */
+void fk_bpf_emit_map_lookup(struct fk_bpf_builder *b, int map_fd, int32_t key_off);
 
 /* A new label, not yet placed. */
 unsigned fk_bpf_label_new(struct fk_bpf_builder *b);

@@ -33,10 +33,7 @@ static bool load_filter_prog(struct fk_bpftree *t, char *err, size_t errlen)
     fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_get_current_pid_tgid));
     fk_bpf_emit(&b, FK_BPF_ALU64_IMM(BPF_RSH, BPF_REG_0, 32));
     fk_bpf_emit(&b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_0, -4));
-    fk_bpf_emit_ld_map_fd(&b, BPF_REG_1, t->map);
-    fk_bpf_emit(&b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
-    fk_bpf_emit(&b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -4));
-    fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
+    fk_bpf_emit_map_lookup(&b, t->map, -4);
     fk_bpf_jump_imm(&b, BPF_JEQ, BPF_REG_0, 0, no);
     fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_0, 1));
     fk_bpf_emit(&b, FK_BPF_EXIT());

@@ -114,17 +114,11 @@ static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned n
 {
     unsigned no_thread = fk_bpf_label_new(b), miss = fk_bpf_label_new(b),
              full = fk_bpf_label_new(b), out = fk_bpf_label_new(b);
-    fk_bpf_emit_ld_map_fd(b, BPF_REG_1, g->tids);
-    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
-    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -8));
-    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
+    fk_bpf_emit_map_lookup(b, g->tids, -8);
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, no_thread);
     fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_8, BPF_REG_0));
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -12, 0));
-    fk_bpf_emit_ld_map_fd(b, BPF_REG_1, g->scratch);
-    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
-    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -12));
-    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
+    fk_bpf_emit_map_lookup(b, g->scratch, -12);
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, miss);
     fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_9, BPF_REG_0));
     /* the header: cpu, tid, n = 0, time, ip, tstate */
@@ -173,10 +167,7 @@ static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned n
         fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_2, BPF_REG_1));
         fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_2, at));
         fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_1, -24));
-        fk_bpf_emit_ld_map_fd(b, BPF_REG_1, g->codes);
-        fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
-        fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -24));
-        fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
+        fk_bpf_emit_map_lookup(b, g->codes, -24);
         fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_0, 0, named);
         fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -28, 1));
         fk_bpf_label_place(b, named);
@@ -238,18 +229,12 @@ static bool load_prog(struct fk_pygate *g, int tree_map, int *prog, char *err, s
     fk_bpf_emit(&b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_0, -4));
     fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_7, NOTE_NEW));
     if (tree_map >= 0) {
-        fk_bpf_emit_ld_map_fd(&b, BPF_REG_1, tree_map);
-        fk_bpf_emit(&b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
-        fk_bpf_emit(&b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -4));
-        fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
+        fk_bpf_emit_map_lookup(&b, tree_map, -4);
         fk_bpf_jump_imm(&b, BPF_JEQ, BPF_REG_0, 0, drop);
         fk_bpf_emit(&b, FK_BPF_LDX_MEM(BPF_W, BPF_REG_0, BPF_REG_10, -4));
     }
     fk_bpf_jump_imm(&b, BPF_JEQ, BPF_REG_0, 0, keep);
-    fk_bpf_emit_ld_map_fd(&b, BPF_REG_1, g->pids);
-    fk_bpf_emit(&b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
-    fk_bpf_emit(&b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -4));
-    fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
+    fk_bpf_emit_map_lookup(&b, g->pids, -4);
     fk_bpf_jump_imm(&b, BPF_JEQ, BPF_REG_0, 0, note);
     fk_bpf_emit(&b, FK_BPF_LDX_MEM(BPF_B, BPF_REG_1, BPF_REG_0, 0));
     fk_bpf_jump_imm(&b, BPF_JEQ, BPF_REG_1, 0, keep);

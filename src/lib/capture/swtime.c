@@ -77,10 +77,7 @@ static void bump(struct fk_bpf_builder *b, int stats_fd, int i)
 {
     unsigned skip = fk_bpf_label_new(b);
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, S_KEY, 0));
-    fk_bpf_emit_ld_map_fd(b, BPF_REG_1, stats_fd);
-    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
-    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, S_KEY));
-    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
+    fk_bpf_emit_map_lookup(b, stats_fd, S_KEY);
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, skip);
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_0, (int16_t)(8 * i)));
     fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_1, 1));
@@ -91,10 +88,7 @@ static void bump(struct fk_bpf_builder *b, int stats_fd, int i)
 /* r0 = &entry[tid at S_TID] (or NULL). Clobbers r1-r5. */
 static void lookup_entry(struct fk_bpf_builder *b, int outs_fd)
 {
-    fk_bpf_emit_ld_map_fd(b, BPF_REG_1, outs_fd);
-    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
-    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, S_TID));
-    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
+    fk_bpf_emit_map_lookup(b, outs_fd, S_TID);
 }
 
 /* Write {r9, kind, out_reg, in_reg, the stack's oncpu_slot (0: none, 0
@@ -184,10 +178,7 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
     /* stopped? which threads? (no clock read: most hits of a busy host are
      * of threads not timed, or not picked) */
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, S_KEY, 0));
-    fk_bpf_emit_ld_map_fd(b, BPF_REG_1, t->cfg);
-    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
-    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, S_KEY));
-    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
+    fk_bpf_emit_map_lookup(b, t->cfg, S_KEY);
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, done);
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, STOP_IDLE, done);
@@ -217,10 +208,7 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_get_current_pid_tgid));
     fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_RSH, BPF_REG_0, 32));
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_0, S_TID));
-    fk_bpf_emit_ld_map_fd(b, BPF_REG_1, t->tgids);
-    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
-    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, S_TID));
-    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_lookup_elem));
+    fk_bpf_emit_map_lookup(b, t->tgids, S_TID);
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, in);
 
     /* the target's switch-out: no sample unless picked */
