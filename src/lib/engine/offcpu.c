@@ -1736,6 +1736,7 @@ static void offcpu_flush(void *state, struct fk_engine *e, uint64_t end_time)
     k->st.totals_from = k->swt ? (k->exact_ok ? "scheduler" : "none") : "switch-records";
     /* (exits are never picked -- no block follows -- and counted each) */
     k->st.switches_estimated += k->swt ? k->bpf_st.exits : 0;
+    k->st.exit_switches += k->swt ? k->bpf_st.exits : 0;
     calibrate(k, end_time);
     k->st.exact_over = k->exact_over;
     k->st.one_in = k->o.one_in;

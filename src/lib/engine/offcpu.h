@@ -51,9 +51,11 @@ struct fk_offcpu_stats {
                                        stands for (its weight) */
     uint64_t raw_mismatch;      /* samples whose raw record did not parse or name
                                    another thread: not counted */
-    uint64_t exit_switches;     /* recorded switch-outs of exiting threads (state X
-                                   or Z: their last, in do_task_dead): weighed,
-                                   never a block (it would stay open to the end) */
+    uint64_t exit_switches;     /* switch-outs of exiting threads (state X or Z:
+                                   their last, in do_task_dead): weighed, never a
+                                   block (it would stay open to the end); on the
+                                   in-kernel path the program counts them and
+                                   never picks one */
     uint64_t wakeups_recorded;  /* --wakers: sampled wakeups */
     const char *waker_event;    /* "sched_waking" (or "sched_wakeup", older kernels) */
     uint64_t waker_unmatched;   /* blocks without a recorded wakeup ("--;[no waker
