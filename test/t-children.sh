@@ -218,6 +218,12 @@ if [ -x "$PY" ]; then
             check_range "python run, per-task: the children's Python function has its CPU time ($got samples, $want expected)" \
                 "$(ratio "$got" "$want")" "$(floor_ratio "$want")" "$(awk -v w="$want" 'BEGIN { print 1 + 5 / sqrt(w) + 0.05 }')"
             check_eq "python run, per-task: no invalid walk" 0 "$(jnum pypt python.walks.invalid)"
+            # (a chain read at the sample whose code object was freed before
+            # it was named -- start-up code run once -- is read again from
+            # the target: python.chains_retaken) and past the interpreters'
+            # start-up, every sample is spliced
+            past=$(zcat "$(folded pypt)" | awk '/;_PyEval_EvalFrameDefault[; ]/ && !/;Py_InitializeFromConfig;/ { s += $NF } END { print s + 0 }')
+            check_eq "python run, per-task: every sample past the interpreters' start-up is spliced" 0 "$past"
         else
             fail "python run, per-task: a shell's short interpreters" "exit $rc: $(head -5 "$T/pypt.out")"
         fi

@@ -2087,6 +2087,15 @@ static void sample_locked(struct fk_python *p, pid_t pid, pid_t tid, struct fk_p
             /* read at the sample: no head to anchor, nothing moved */
             fk_py_walk_snap(pp->w, snap, s);
             p->st.chain_walks++;
+            /* a code object freed before it was named (code a module's
+             * import runs once, then drops) no longer validates: the
+             * chain is read again from the target, as it is now, and
+             * judged like any read made after the sample */
+            uint64_t ntid = s->status == FK_PY_INVALID ? ns_tid(pp, tid) : 0;
+            if (ntid) {
+                fk_py_walk(pp->w, ntid, s);
+                p->st.chains_retaken++;
+            }
         } else if (pp->cf_known && nat->sps &&
             fk_py_heads_from_copy(fk_py_walker_layout(pp->w), nat, p->evals, nn, pp->cf_off,
                                   heads, &nh, &outer) && nh == nev) {

@@ -294,6 +294,8 @@ struct fk_python_stats {
     uint64_t chains;                /* samples whose chain the gate's program read */
     uint64_t chains_refused;        /* ... records not their thread's (a reused tid) */
     uint64_t chain_walks;           /* walks of such chains (samples with eval frames) */
+    uint64_t chains_retaken;        /* ... invalid (a code object freed before it was
+                                       named): read again from the target */
     uint64_t early_ns;              /* CPU time taking them */
     double delay_median_ms, delay_p90_ms, delay_max_ms; /* sample -> chain read */
     char versions[64];              /* "3.11" ... as found; unknown ones as "3.12?" */
