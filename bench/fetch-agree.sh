@@ -86,17 +86,16 @@ printf '%s' "$sweeps" | jq -r -s --argjson pct "$pct" --argjson verbose "$verbos
     def gib: .bytes / 1073741824;
     def runs_xy: [.runs[] | select(.bytes > 0)
                   | { x: (.server_context_switches / gib), y: (.server_cpu_s / gib), slow: .host_slow }];
-    # the rounds a median is over, as fetch-bench takes them: those where
-    # neither run was slow when at least 3 (or all) are so, else all
-    def used_rounds($a; $b): [range($a | length) | select(($a[.].slow or $b[.].slow) | not)] as $ok
-        | if ($ok | length) >= 3 or ($ok | length) == ($a | length) then $ok else [range($a | length)] end;
+    # of runs ({slow, ...}), those a median is over, as fetch-bench takes
+    # them: the ones not slow when at least 3 (or all) are so, else all
+    def used: [.[] | select(.slow | not)] as $ok
+        | if ($ok | length) >= 3 or ($ok | length) == length then $ok else . end;
+    # the rounds of a ratio of two settings: those where neither run was slow
+    def used_rounds($a; $b): [range($a | length) | { i: ., slow: ($a[.].slow or $b[.].slow) }] | used | map(.i);
     length as $nsweeps
     | ([.[] | [.[] | .settings[]? | select(.server != "sock") | { k: skey, xy: runs_xy }]
         | unique_by(.k)[]] | group_by(.k)     # a setting twice in one sweep: once
-       | map([.[].xy[]] as $all | [$all[] | select(.slow | not)] as $ok
-             # (the runs the medians take: see used_rounds)
-             | (if ($ok | length) >= 3 or ($ok | length) == ($all | length) then $ok else $all end)
-             | select(length >= 2)
+       | map([.[].xy[]] | used | select(length >= 2)
              | (map(.x) | add / length) as $mx | (map(.y) | add / length) as $my
              | map({ dx: (.x - $mx), dy: (.y - $my) }))
        | add // []) as $d
