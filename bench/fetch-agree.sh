@@ -25,7 +25,10 @@
 # fetch-bench calls a run slow against a low percentile of its own sweep's
 # probes, which a host slow for the whole sweep passes: the sweeps' probe
 # references are printed, and a sweep whose reference is over 115 % of the
-# lowest is named (its CPU figures and ratios are not comparable).
+# lowest is named (its CPU figures and ratios are not comparable). So is a
+# sweep where other work shared the benchmark's CPUs, which the probes do
+# not see (crowded runs kept, or the clients' CPUs busy beyond the clients
+# over 25 % of the time at the median).
 set -eu
 pct=10 verbose=false
 while getopts t:v o; do
@@ -153,6 +156,18 @@ printf '%s' "$sweeps" | jq -r -s --argjson pct "$pct" --argjson verbose "$verbos
            | $names[.]] as $slow
           | if ($slow | length) > 0 then "  host slower throughout (a reference over 115 % of the lowest): \($slow | join(", ")): its CPU figures and ratios are not comparable"
             else "  no sweep slower throughout (every reference within 115 % of the lowest)" end)),
+      # Other work on the benchmark'"'"'s CPUs, which the probes do not see
+      # (fetch-bench marks such runs crowded): a sweep with crowded runs
+      # kept is not comparable either.
+      (map([.[] | .settings[]? | .runs[]
+            | .client_cpus_others_pct? // (select(.client_cpus_elapsed_s? > 0)   # (a report before it: the same)
+              | 100 * (.client_cpu_s - .client_processes_cpu_s) / .client_cpus_elapsed_s)] | med) as $others
+       | map([.[] | .runs_crowded_kept? // 0] | add // 0) as $kept
+       | "clients'"'"' CPUs busy beyond the clients (%), median per sweep: "
+         + ($others | map(if . == null then "-" else round | tostring end) | join(" ")),
+         ([range(length) | select($kept[.] > 0 or ($others[.] // 0) > 25) | "\($names[.]) (median \($others[.] // 0 | round) %, \($kept[.]) crowded runs kept)"] as $c
+          | if ($c | length) > 0 then "  other work on the CPUs (crowded runs kept, or a median over 25 %): \($c | join(", ")): their CPU figures and ratios are not comparable"
+            else "  no sweep crowded (no crowded run kept, every median within 25 %)" end)),
       # How often the gRPC server switched threads: its CPU per GiB moves
       # with it (fetch-bench(1)); a sweep far from the others here is why
       # its gRPC ratios are.

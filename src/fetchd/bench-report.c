@@ -343,6 +343,11 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                 pv[np++] = k ? settings[i].o[r].cprobe_ms : settings[i].o[r].probe_ms;
         probe[k] = stat_of(pv, np);
     }
+    int np = 0;
+    for (int i = 0; i < nsettings; i++)
+        for (int r = 0; r < opt.rounds; r++)
+            pv[np++] = client_cpus_others_pct(&settings[i].o[r]);
+    struct stat3 others = stat_of(pv, np);
     free(pv);
     if (opt.no_probes)
         fk_outfile_printf(&md, "The machine's speed was not probed (--no-probes): no run was called slow or taken "
@@ -358,15 +363,23 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                           "while the host was slow (the gRPC server's CPU per GiB then rises 15–100 %%, the socket "
                           "server's 10–40 %%): its round's runs of the settings it is compared with are taken again "
                           "together after the rounds (a slow spell lasts tens of seconds), once the probes are back "
-                          "to normal, at most twice, while retakes cost under 15 %% of the time. Runs taken again: "
-                          "%d; kept though slow: %d. Every median and range is over the rounds where no probe said "
-                          "slow around the runs it needs, when at least %d rounds were so (else over every round; "
-                          "report.json gives each one's count as n).\n\n",
+                          "to normal, at most twice, while retakes cost under 15 %% of the time. The probes time their "
+                          "work in CPU time and miss other processes sharing the CPUs, which each side's busy time "
+                          "counts: a run whose clients' CPUs were busy over %d %% of the time beyond the client "
+                          "processes' own CPU (other work: here %.0f %% (%.0f–%.0f); 2–15 %% on a quiet machine, "
+                          "38–82 %% in a call shared with other work) is crowded and taken as slow too. Runs taken "
+                          "again: %d; kept though slow: %d, %d of them crowded. Every median and range is over the "
+                          "rounds where no run it needs was slow, when at least %d rounds were so (else over every "
+                          "round; report.json gives each one's count as n).%s\n\n",
                           "integer mixing, scattered reads and writes in 64 MiB", "integer mixing in 16 KiB",
                           probe[0].med, probe[0].min, probe[0].max, probe[1].med, probe[1].min, probe[1].max,
                           nsettings * opt.rounds, SLOW_PROBE * 100, PROBE_REF_PCT, probe_ref[PROBE_MEM].ref_ms,
                           probe_ref[PROBE_COMPUTE].ref_ms, probe_ref[PROBE_MEM_AFTER].ref_ms,
-                          probe_ref[PROBE_COMPUTE_AFTER].ref_ms, runs_retaken, runs_slow_kept, MIN_NORMAL_ROUNDS);
+                          probe_ref[PROBE_COMPUTE_AFTER].ref_ms, OTHERS_MAX_PCT, others.med, others.min, others.max,
+                          runs_retaken, runs_slow_kept, runs_crowded_kept, MIN_NORMAL_ROUNDS,
+                          runs_crowded_kept ? " **Other work shared the benchmark's CPUs in runs kept: their CPU "
+                          "figures are not the servers' alone; compare this sweep with others (bench/fetch-agree.sh) "
+                          "or run it again on a quiet machine.**" : "");
     json_object_set_new(jr, "machine_probe_ms", jstat(probe[0]));
     json_object_set_new(jr, "compute_probe_ms", jstat(probe[1]));
     json_object_set_new(jr, "probe_reference_ms", json_real(probe_ref[PROBE_MEM].ref_ms));
@@ -375,6 +388,8 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
     json_object_set_new(jr, "compute_probe_after_reference_ms", json_real(probe_ref[PROBE_COMPUTE_AFTER].ref_ms));
     json_object_set_new(jr, "runs_retaken", json_integer(runs_retaken));
     json_object_set_new(jr, "runs_slow_kept", json_integer(runs_slow_kept));
+    json_object_set_new(jr, "runs_crowded_kept", json_integer(runs_crowded_kept));
+    json_object_set_new(jr, "client_cpus_others_pct", jstat(others));
 
     int hs, hn;
     enum mode hg;
@@ -726,7 +741,10 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                 json_object_set_new(x, "client_processes_cpu_s", json_real(b->client_procs_cpu));
                 json_object_set_new(x, "server_cpus_elapsed_s", json_real(b->server_cpus_elapsed));
                 json_object_set_new(x, "client_cpus_elapsed_s", json_real(b->client_cpus_elapsed));
+                json_object_set_new(x, "client_cpus_others_pct", json_real(client_cpus_others_pct(b)));
+                json_object_set_new(x, "server_cpus_others_pct", json_real(server_cpus_others_pct(b)));
             }
+            json_object_set_new(x, "crowded", json_boolean(run_crowded(b)));
             json_object_set_new(x, "machine_busy_pct", json_real(b->machine_busy));
             json_object_set_new(x, "machine_probe_ms", json_real(b->probe_ms));
             json_object_set_new(x, "compute_probe_ms", json_real(b->cprobe_ms));
