@@ -542,6 +542,14 @@ if "$B/flamekit" pid --help >/dev/null 2>&1; then
         check_eq "fetch-bench: gRPC clients without BDP probing by default" "0 false" \
             "$(jq -r '"\(.grpc_client_window) \(.grpc_bdp_probe)"' "$T/bench/report.json")"
         check_grep "fetch-bench: ... report.md says so" "HTTP/2 window: 64 KiB, no BDP probing" "$T/bench/report.md"
+        # ... first, with its price and the option that gives gRPC's own
+        # window, and again where the gRPC/socket CPU ratios are
+        check_eq "fetch-bench: report.md's headline: BDP probing off, its price, --grpc-bdp" 1 \
+            "$(sed -n 3p "$T/bench/report.md" | grep -c '^\*\*gRPC here runs with BDP probing off\*\*.* 1\.2–2\.3× what it is with probing.*--grpc-bdp')"
+        check_grep "fetch-bench: ... in the server CPU row" "^- \*\*server CPU s/GiB\.\*\*.*BDP probing off.*--grpc-bdp" "$T/bench/report.md"
+        check_grep "fetch-bench: ... above the ratios" "^Within each round, then median \(min–max\)\. gRPC with BDP probing off" "$T/bench/report.md"
+        check_grep "fetch-bench --grpc-window: the headline says what gRPC 1.51 does with it" \
+            "^\*\*gRPC here runs with BDP probing off\*\*.*4(\.0)? MiB asked for" "$T/benchp/report.md"
         check_nogrep "fetch-bench: a repository made once is reused" "generating" "$T/benchp.err"
         links=$(grep -o '](profile-[^)]*\.svg)' "$T/benchp/report.md" | tr -d '()]' | sort -u)
         n=$(printf '%s\n' "$links" | grep -c svg)
