@@ -1110,7 +1110,8 @@ static uint8_t walk_chain(struct fk_py_walker *w, uint64_t frame, bool one_segme
 }
 
 /* A walk of out from nothing; again: one more walk for the same sample,
- * whose reads (and time) count toward the same bounds and figures. */
+ * whose reads count toward the same bounds and figures (its time bound
+ * starts anew: the first walk may have been preempted on a loaded host). */
 static void walk_begin(struct fk_py_walker *w, struct fk_py_stack *out, bool again)
 {
     out->n = out->segments = 0;
@@ -1118,10 +1119,9 @@ static void walk_begin(struct fk_py_walker *w, struct fk_py_stack *out, bool aga
     out->cframe = out->tstate = 0;
     w->cur = out;
     w->over = false;
-    if (again)
-        return;
-    out->reads = out->read_bytes = 0;
     w->t0 = w->now();
+    if (!again)
+        out->reads = out->read_bytes = 0;
 }
 
 /* Thread tid's chain as it is now into out (walk_begin done). */
