@@ -19,9 +19,11 @@
 #include "util/procfs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -415,6 +417,58 @@ static void exact_totals(void)
                fk_bt_total_get(&x, w0, w1, end, &ns) && ns == 100 * MS);
 }
 
+/* The CPU time's offset kept for the boot (DIR/btf-offsets): made by a
+ * first look-up in the kernel's BTF, used by the next; a damaged file or
+ * another boot's is ignored and made again. */
+static void btf_cache(void)
+{
+    char dir[] = "/tmp/fk-unit-offcpu.XXXXXX", file[64];
+    const char *note = NULL;
+    if (geteuid() != 0 || !mkdtemp(dir)) {
+        printf("SKIP: %s: the BTF offset's cache (not root)\n", unit_name);
+        return;
+    }
+    snprintf(file, sizeof file, "%s/btf-offsets", dir);
+    setenv("FLAMEKIT_KERNEL_CACHE", dir, 1);
+    int32_t off = fk_swtime_cpu_offset(&note);
+    struct stat st;
+    unsigned char first[64], now[64];
+    int fd = open(file, O_RDWR | O_CLOEXEC);
+    bool made = off > 0 && fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == 0 &&
+                (st.st_mode & 0777) == 0600 && st.st_size == (off_t)sizeof first &&
+                pread(fd, first, sizeof first, 0) == (ssize_t)sizeof first;
+    UNIT_CHECK("the CPU time's offset is kept for the boot (root's, 0600)", made);
+    /* the offset (bytes 48-51) changed without its check hash: ignored */
+    int32_t bad = off + 8;
+    bool io = made && pwrite(fd, &bad, sizeof bad, 48) == (ssize_t)sizeof bad;
+    if (fd >= 0)
+        close(fd);
+    bool again = io && fk_swtime_cpu_offset(&note) == off;
+    fd = open(file, O_RDWR | O_CLOEXEC);
+    again = again && fd >= 0 && pread(fd, now, sizeof now, 0) == (ssize_t)sizeof now &&
+            !memcmp(first, now, sizeof now);
+    UNIT_CHECK("a damaged file is ignored and made again", again);
+    /* another boot's (a byte of the boot id, at 8): ignored */
+    unsigned char boot = first[8] ^ 1;
+    io = fd >= 0 && pwrite(fd, &boot, 1, 8) == 1;
+    if (fd >= 0)
+        close(fd);
+    again = io && fk_swtime_cpu_offset(&note) == off;
+    fd = open(file, O_RDONLY | O_CLOEXEC);
+    again = again && fd >= 0 && pread(fd, now, sizeof now, 0) == (ssize_t)sizeof now &&
+            !memcmp(first, now, sizeof now);
+    if (fd >= 0)
+        close(fd);
+    UNIT_CHECK("another boot's is ignored and made again", again);
+    /* "off": neither read nor written */
+    unlink(file);
+    setenv("FLAMEKIT_KERNEL_CACHE", "off", 1);
+    UNIT_CHECK("FLAMEKIT_KERNEL_CACHE=off: looked up, nothing kept",
+               fk_swtime_cpu_offset(&note) == off && access(file, F_OK) != 0);
+    unsetenv("FLAMEKIT_KERNEL_CACHE");
+    rmdir(dir);
+}
+
 int main(void)
 {
     unit_name = "unit-offcpu";
@@ -706,6 +760,7 @@ int main(void)
     fk_bt_free(&bt);
 
     exact_totals();
+    btf_cache();
     kernel_program();
     return UNIT_END();
 }
