@@ -266,8 +266,8 @@ static void kernel_program(void)
     fk_swtime_drain(t, seen_block, &c);
     fk_swtime_stats(t, &st0);
     snprintf(what, sizeof what,
-             "a new child's first sleep (30 ms, right after its fork) is a block (%s; %s since)",
-             seen_str(&c), moved_str(&st1, &st0));
+             "a new child's first sleep (30 ms, right after its fork) is a block (%s; %s since; "
+             "pid %d)", seen_str(&c), moved_str(&st1, &st0), (int)child);
     UNIT_CHECK(what, c.n >= 1 && c.max_ns >= 30 * MS && c.max_ns < 300 * MS);
     /* its exit wrote its exact total: off CPU from its first switch-out
      * (the sleep) to its last, less its CPU time */
