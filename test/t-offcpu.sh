@@ -458,6 +458,10 @@ if offcpu churn run -- "$TRUTH" threads 1000; then
     if [ "$(jnum lost "$J")" = 0 ]; then
         check "churn: every thread timed by its switch records ($(jnum offcpu.threads_exact "$J") scaled, $(jnum offcpu.threads_estimated "$J") not; $(unseen) switches unseen)" \
             test "$(jnum offcpu.threads_estimated "$J")" -le "$(unseen)" -a "$(jnum offcpu.threads_exact "$J")" -gt 100
+        # (no records lost, totals kept: a thread estimated had none of its own)
+        why=$(python3 -c 'import json, sys; o = json.load(open(sys.argv[1]))["offcpu"]; b = o["threads_estimated_by"]
+print(int(sum(b.values()) == o["threads_estimated"] and b["records_lost"] == 0 and b["no_program_totals"] == 0), json.dumps(b))' "$J")
+        check "churn: each thread estimated had no total of its own (by reason: ${why#* })" test "${why%% *}" = 1
     else
         skip "churn: every thread timed by its switch records" "$(jnum lost "$J") records lost"
     fi
