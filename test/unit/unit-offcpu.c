@@ -103,6 +103,7 @@ struct seen {
     unsigned n, gaps, bad_gaps, others, outside, exits;
     uint64_t min_ns, max_ns, last_in, from, until;
     uint64_t exit_off_ns;   /* the last exit's off-CPU total */
+    uint64_t gap_max_ns;    /* the widest gap's bound */
 };
 
 static void seen_block(void *ctx, const struct fk_swtime_block *b)
@@ -121,6 +122,8 @@ static void seen_block(void *ctx, const struct fk_swtime_block *b)
         s->gaps++;
         /* a switch-in not shown: bounded by the next switch-out */
         s->bad_gaps += b->kind == FK_SWTIME_UNSEEN_IN && (b->in < b->out || !b->out);
+        if (b->out && b->in > b->out && b->in - b->out > s->gap_max_ns)
+            s->gap_max_ns = b->in - b->out;
         return;
     }
     if (s->until && (b->out < s->from || b->out >= s->until)) {
@@ -149,8 +152,9 @@ static uint64_t longest(uint64_t a, uint64_t b)
 static const char *seen_str(const struct seen *s)
 {
     static char buf[128];
-    snprintf(buf, sizeof buf, "%u blocks, %u gaps, longest %.1f ms, %u outside, %u others", s->n,
-             s->gaps, (double)s->max_ns / MS, s->outside, s->others);
+    snprintf(buf, sizeof buf, "%u blocks, %u gaps, longest %.1f ms (gap %.1f ms), %u outside, "
+             "%u others", s->n, s->gaps, (double)s->max_ns / MS, (double)s->gap_max_ns / MS,
+             s->outside, s->others);
     return buf;
 }
 
@@ -268,7 +272,12 @@ static void kernel_program(void)
     snprintf(what, sizeof what,
              "a new child's first sleep (30 ms, right after its fork) is a block (%s; %s since; "
              "pid %d)", seen_str(&c), moved_str(&st1, &st0), (int)child);
-    UNIT_CHECK(what, c.n >= 1 && c.max_ns >= 30 * MS && c.max_ns < 300 * MS);
+    /* (or, when the kernel did not show the program its switch-in after
+     * the sleep -- a gap, as above: once in 10 runs beside a process busy
+     * on the same CPU, "1 blocks, 1 gaps", the program's missed count 0 --
+     * a gap from the sleep's switch-out to its exit's, no block) */
+    UNIT_CHECK(what, (c.n >= 1 && c.max_ns >= 30 * MS && c.max_ns < 300 * MS) ||
+                     (c.gaps == 1 && c.gap_max_ns >= 30 * MS && c.gap_max_ns < 300 * MS));
     /* its exit wrote its exact total: off CPU from its first switch-out
      * (the sleep) to its last, less its CPU time */
     snprintf(what, sizeof what, "the child's exit gives its exact off-CPU total, its 30 ms sleep "
@@ -317,7 +326,10 @@ static void kernel_program(void)
     fk_swtime_drain(t, seen_block, &q);
     snprintf(what, sizeof what, "at N = 4 about a quarter of the switch-outs are picked (%.0f of "
              "%.0f, expected %.0f, variance %.0f; %u blocks)", picked, outs, outs / 4, var, q.n);
-    UNIT_CHECK(what, outs >= 400 && dev * dev <= 25 * var &&
+    /* (enough draws: each nap is a switch-out, unless its 100 us timer
+     * fired before the thread blocked -- it then runs on, never switched
+     * out: 399 switch-outs for the 400 naps seen at load) */
+    UNIT_CHECK(what, outs >= 300 && dev * dev <= 25 * var &&
                q.n + q.gaps <= (unsigned)picked + 1 && q.n + q.gaps + 2 >= (unsigned)picked);
     /* a thread asleep when the program stops is pending; nothing after */
     pid_t stid = 0;
