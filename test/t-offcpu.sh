@@ -66,7 +66,7 @@ seen_check() {
         local unsure span
         unsure=$(jnum offcpu.one_in_unsure "$J")
         span=$((nmax - $(jnum offcpu.one_in_min "$J")))
-        within "$1: picked switch-outs x their N vs switch-outs seen (%; random picks, max N $nmax, $unsure unsure of N)" \
+        within "$1: picked switch-outs x their N vs switch-outs seen (%; random picks, max N $nmax, $unsure unsure of N; picked $(jnum offcpu.bpf_switches_picked "$J"), recorded $(jnum offcpu.switches_recorded "$J"), seen $seen)" \
             "$(pct "$est" "$seen")" 100 "$(awk -v n="$nmax" -v s="$seen" -v u="$unsure" -v d="$span" 'BEGIN { printf "%.2f", 0.5 + (s ? 500 * sqrt((n - 1) / s) + 100 * u * d / s : 0) }')"
     elif [ "$bytime" = 0 ]; then
         # Every sample weighed by its counter's count (PERF_SAMPLE_READ):
