@@ -16,15 +16,17 @@
 #   steady     two threads named fk-steady-a and fk-steady-b (the folded
 #              stacks' roots) whose Python stacks never change while they
 #              spin: deep_a x 41 under spin_a, deep_b x 13 under spin_b;
-#              the second starts after a quarter of the CPU seconds (a
-#              thread new to a capture). Every sample of a thread must
-#              carry exactly its chain, however the chain was read.
+#              the second starts after a quarter of the CPU seconds, or
+#              once the file $FK_STEADY_GO exists (a thread new to a
+#              capture). Every sample of a thread must carry exactly its
+#              chain, however the chain was read.
 # The work unit is a fixed loop, so counts give the truth shares of the
 # work; a CPU profile's truth is the CPU time, which the counts miss by the
 # fixed cost of each call (work_b's unit costs about 4 % more than
 # work_a's), so where a call can be timed it is, with the thread's CPU
 # clock around the call (a system call per 0.4 ms unit: 0.1 %).
 import json
+import os
 import random
 import sys
 import threading
@@ -214,8 +216,9 @@ def main():
         ts = [threading.Thread(target=steady, args=("fk-steady-a", prctl, deep_a, 40, stop)),
               threading.Thread(target=steady, args=("fk-steady-b", prctl, deep_b, 12, stop))]
         ts[0].start()
-        while time.process_time() < end - 0.75 * secs:
-            time.sleep(0.02)
+        go = os.environ.get("FK_STEADY_GO")
+        while not (os.path.exists(go) if go else time.process_time() >= end - 0.75 * secs):
+            time.sleep(0.01)
         ts[1].start()
         while time.process_time() < end:
             time.sleep(0.02)
