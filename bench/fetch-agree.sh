@@ -25,7 +25,10 @@
 # fetch-bench calls a run slow against a low percentile of its own sweep's
 # probes, which a host slow for the whole sweep passes: the sweeps' probe
 # references are printed, and a sweep whose reference is over 115 % of the
-# lowest is named (its CPU figures and ratios are not comparable).
+# lowest is named (its CPU figures and ratios are not comparable). So is a
+# sweep where other work shared the benchmark's CPUs, which the probes do
+# not see (crowded runs kept, or the clients' CPUs busy beyond the clients
+# over 25 % of the time at the median).
 set -eu
 pct=10 verbose=false
 while getopts t:v o; do
@@ -86,17 +89,16 @@ printf '%s' "$sweeps" | jq -r -s --argjson pct "$pct" --argjson verbose "$verbos
     def gib: .bytes / 1073741824;
     def runs_xy: [.runs[] | select(.bytes > 0)
                   | { x: (.server_context_switches / gib), y: (.server_cpu_s / gib), slow: .host_slow }];
-    # the rounds a median is over, as fetch-bench takes them: those where
-    # neither run was slow when at least 3 (or all) are so, else all
-    def used_rounds($a; $b): [range($a | length) | select(($a[.].slow or $b[.].slow) | not)] as $ok
-        | if ($ok | length) >= 3 or ($ok | length) == ($a | length) then $ok else [range($a | length)] end;
+    # of runs ({slow, ...}), those a median is over, as fetch-bench takes
+    # them: the ones not slow when at least 3 (or all) are so, else all
+    def used: [.[] | select(.slow | not)] as $ok
+        | if ($ok | length) >= 3 or ($ok | length) == length then $ok else . end;
+    # the rounds of a ratio of two settings: those where neither run was slow
+    def used_rounds($a; $b): [range($a | length) | { i: ., slow: ($a[.].slow or $b[.].slow) }] | used | map(.i);
     length as $nsweeps
     | ([.[] | [.[] | .settings[]? | select(.server != "sock") | { k: skey, xy: runs_xy }]
         | unique_by(.k)[]] | group_by(.k)     # a setting twice in one sweep: once
-       | map([.[].xy[]] as $all | [$all[] | select(.slow | not)] as $ok
-             # (the runs the medians take: see used_rounds)
-             | (if ($ok | length) >= 3 or ($ok | length) == ($all | length) then $ok else $all end)
-             | select(length >= 2)
+       | map([.[].xy[]] | used | select(length >= 2)
              | (map(.x) | add / length) as $mx | (map(.y) | add / length) as $my
              | map({ dx: (.x - $mx), dy: (.y - $my) }))
        | add // []) as $d
@@ -154,6 +156,18 @@ printf '%s' "$sweeps" | jq -r -s --argjson pct "$pct" --argjson verbose "$verbos
            | $names[.]] as $slow
           | if ($slow | length) > 0 then "  host slower throughout (a reference over 115 % of the lowest): \($slow | join(", ")): its CPU figures and ratios are not comparable"
             else "  no sweep slower throughout (every reference within 115 % of the lowest)" end)),
+      # Other work on the benchmark'"'"'s CPUs, which the probes do not see
+      # (fetch-bench marks such runs crowded): a sweep with crowded runs
+      # kept is not comparable either.
+      (map([.[] | .settings[]? | .runs[]
+            | .client_cpus_others_pct? // (select(.client_cpus_elapsed_s? > 0)   # (a report before it: the same)
+              | 100 * (.client_cpu_s - .client_processes_cpu_s) / .client_cpus_elapsed_s)] | med) as $others
+       | map([.[] | .runs_crowded_kept? // 0] | add // 0) as $kept
+       | "clients'"'"' CPUs busy beyond the clients (%), median per sweep: "
+         + ($others | map(if . == null then "-" else round | tostring end) | join(" ")),
+         ([range(length) | select($kept[.] > 0 or ($others[.] // 0) > 25) | "\($names[.]) (median \($others[.] // 0 | round) %, \($kept[.]) crowded runs kept)"] as $c
+          | if ($c | length) > 0 then "  other work on the CPUs (crowded runs kept, or a median over 25 %): \($c | join(", ")): their CPU figures and ratios are not comparable"
+            else "  no sweep crowded (no crowded run kept, every median within 25 %)" end)),
       # How often the gRPC server switched threads: its CPU per GiB moves
       # with it (fetch-bench(1)); a sweep far from the others here is why
       # its gRPC ratios are.

@@ -95,10 +95,11 @@ check_eq "malformed pid list: usage error" 2 "$rc"
 check_grep "malformed pid list: named, with the fix" "'abc' is not a process id; give PID" "$o"
 
 # host: our workload is in there, metadata complete, SVG well-formed
-"$HOT" 3 & hp=$!
+FK_HOT_START="$T/host.ready" "$HOT" 2 & hp=$!
 fk_cleanup "kill $hp 2>/dev/null"
-"$FLAMEKIT" host -F 199 -d 2 -o "$T/host" >"$T/host.out" 2>&1
-check_eq "host: capture succeeds" 0 "$?"
+"$FLAMEKIT" host -F 199 -d 2 --ready-fd 3 -o "$T/host" >"$T/host.out" 2>&1 3>"$T/host.ready"; rc=$?
+[ -s "$T/host.ready" ] || kill $hp 2>/dev/null  # never ready: no 60 s wait below
+check_eq "host: capture succeeds" 0 "$rc"
 f=$(folded "$T/host")
 [ -n "$f" ] && check_grep "host: workload stacks present" '^hot;.*hot_three' "$(zcat "$f")" || fail "host: no folded"
 check_grep "host: summary lists top frames" 'top frames' "$T/host.out"
@@ -131,14 +132,16 @@ if [ -n "$s" ] && need xmllint; then check "host: SVG passes xmllint" xmllint --
 check_eq "host: output dir mode 0700 (default new dir)" 700 "$(cd "$T" && "$FLAMEKIT" host -q -d 200ms >/dev/null 2>&1; stat -c %a "$T"/*.host 2>/dev/null | head -1)"
 wait "$hp" 2>/dev/null
 
-# user: only the user's processes (workload as nobody, a root spinner beside it)
+# user: only the user's processes (workload as nobody, a root spinner beside it;
+# both start their clocks when flamekit says ready, as in the pid case)
 cp "$HOT" "$T/hotroot"
-"$T/hotroot" 3 & rp=$!
-setpriv --reuid=nobody --regid=nogroup --clear-groups "$HOT" 3 & np=$!
+FK_HOT_START="$T/user.ready" "$T/hotroot" 2 & rp=$!
+FK_HOT_START="$T/user.ready" setpriv --reuid=nobody --regid=nogroup --clear-groups "$HOT" 2 & np=$!
 fk_cleanup "kill $rp $np 2>/dev/null"
 sleep 0.1
-"$FLAMEKIT" user -q -F 199 -d 2 -o "$T/user" nobody >/dev/null 2>&1
-check_eq "user: capture succeeds" 0 "$?"
+"$FLAMEKIT" user -q -F 199 -d 2 --ready-fd 3 -o "$T/user" nobody >/dev/null 2>&1 3>"$T/user.ready"; rc=$?
+[ -s "$T/user.ready" ] || kill $rp $np 2>/dev/null  # never ready: no 60 s wait below
+check_eq "user: capture succeeds" 0 "$rc"
 f=$(folded "$T/user")
 if [ -n "$f" ]; then
     check_grep "user: nobody's workload present" '^hot;.*hot_three' "$(zcat "$f")"
@@ -150,12 +153,15 @@ wait "$rp" "$np" 2>/dev/null
 cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
 if [ -n "$cg2" ] && mkdir "$cg2/fk-test-$$" 2>/dev/null; then
     fk_cgroup_cleanup "$cg2/fk-test-$$"
-    "$HOT" 3 & cp_=$!
-    "$T/hotroot" 3 & rp=$!
+    # the workloads' clocks start when flamekit says ready: an ASan build's
+    # start under CI load took longer than a fixed 3 s workload ran (CI run 34)
+    FK_HOT_START="$T/cg.ready" "$HOT" 2 & cp_=$!
+    FK_HOT_START="$T/cg.ready" "$T/hotroot" 2 & rp=$!
     fk_cleanup "kill $cp_ $rp 2>/dev/null"
     echo "$cp_" >"$cg2/fk-test-$$/cgroup.procs"
-    "$FLAMEKIT" cgroup -q -F 199 -d 2 -o "$T/cg" "fk-test-$$" >"$T/cg.out" 2>&1
-    check_eq "cgroup: capture succeeds" 0 "$?"
+    "$FLAMEKIT" cgroup -q -F 199 -d 2 --ready-fd 3 -o "$T/cg" "fk-test-$$" >"$T/cg.out" 2>&1 3>"$T/cg.ready"; rc=$?
+    [ -s "$T/cg.ready" ] || kill $cp_ $rp 2>/dev/null  # never ready: no 60 s wait below
+    check_eq "cgroup: capture succeeds" 0 "$rc"
     f=$(folded "$T/cg")
     if [ -n "$f" ]; then
         check_grep "cgroup: workload inside present" '^hot;.*hot_three' "$(zcat "$f")"

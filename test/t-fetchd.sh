@@ -349,13 +349,21 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
         and .probe_reference_ms <= .machine_probe_ms.median and .compute_probe_reference_ms <= .compute_probe_ms.median
         and .probe_after_reference_ms > 0 and .compute_probe_after_reference_ms > 0
         # a run is slow when any probe around it took over 115 % of the reference of its kind (a low percentile)
+        # or when the clients CPUs were busy over 25 % of the time beyond the client processes (crowded)
         and all(.settings[].runs[]; .compute_probe_ms > 0 and .machine_probe_after_ms > 0 and .compute_probe_after_ms > 0
+              and ((.client_cpus_others_pct | not) or (.client_cpus_elapsed_s > 0 and
+                   (.client_cpus_others_pct - 100 * (.client_cpu_s - .client_processes_cpu_s) / .client_cpus_elapsed_s
+                    | fabs) < 1e-6))
+              and .crowded == ((.client_cpus_others_pct // 0) > 25)
               and .host_slow == (.machine_probe_ms > 1.15 * $top.probe_reference_ms
                                  or .compute_probe_ms > 1.15 * $top.compute_probe_reference_ms
                                  or .machine_probe_after_ms > 1.15 * $top.probe_after_reference_ms
-                                 or .compute_probe_after_ms > 1.15 * $top.compute_probe_after_reference_ms))
+                                 or .compute_probe_after_ms > 1.15 * $top.compute_probe_after_reference_ms
+                                 or .crowded))
         and (.runs_retaken | type == "number" and . >= 0) and (.runs_slow_kept | type == "number" and . >= 0)
         and ([.settings[].runs[] | select(.host_slow)] | length) == .runs_slow_kept
+        and ([.settings[].runs[] | select(.crowded)] | length) == .runs_crowded_kept
+        and (.client_cpus_others_pct | stat)
         and ([.settings[].runs[].retakes] | add) <= .runs_retaken
         and all(.settings[].runs[]; .machine_probe_ms > 0 and (.retakes | IN(0, 1, 2)) and (.host_slow | type == "boolean"))' "$d/report.json" >/dev/null || { echo "report.json malformed"; return 1; }
     # The talk's table: a header of four columns, nine rows, every cell "M (A–B)".
@@ -478,6 +486,12 @@ if FLAMEKIT_CACHE="$fbcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 2 -R 3 -f 
     check_grep "fetch-agree: its spread" " spread 20 %" "$o"
     check_grep "fetch-agree: a sweep whose probe reference is 30 % higher is named slow throughout" \
         "host slower throughout .*: $T/off:" "$o"
+    # Other work on the CPUs, which the probes miss: a sweep with crowded
+    # runs kept is named.
+    jq '.runs_crowded_kept = 3 | .settings[].runs[] |= (.client_cpus_others_pct = 60)' "$T/bench/report.json" >"$T/crowd.json"
+    mkdir -p "$T/crowd" && mv "$T/crowd.json" "$T/crowd/report.json"
+    check_grep "fetch-agree: a sweep with crowded runs kept is named" \
+        "other work on the CPUs .*[ ]$T/crowd \\(median 60 %, 3 crowded runs kept\\)" "$(sh "$agree" "$T/bench" "$T/crowd" 2>&1)"
     check_fails "fetch-agree: one sweep is a usage error" sh "$agree" "$T/bench"
     # The socket server's state is per request: the same allocations per fetch for both sizes.
     for c in false true; do
@@ -528,6 +542,14 @@ if "$B/flamekit" pid --help >/dev/null 2>&1; then
         check_eq "fetch-bench: gRPC clients without BDP probing by default" "0 false" \
             "$(jq -r '"\(.grpc_client_window) \(.grpc_bdp_probe)"' "$T/bench/report.json")"
         check_grep "fetch-bench: ... report.md says so" "HTTP/2 window: 64 KiB, no BDP probing" "$T/bench/report.md"
+        # ... first, with its price and the option that gives gRPC's own
+        # window, and again where the gRPC/socket CPU ratios are
+        check_eq "fetch-bench: report.md's headline: BDP probing off, its price, --grpc-bdp" 1 \
+            "$(sed -n 3p "$T/bench/report.md" | grep -c '^\*\*gRPC here runs with BDP probing off\*\*.* 1\.2–2\.3× what it is with probing.*--grpc-bdp')"
+        check_grep "fetch-bench: ... in the server CPU row" "^- \*\*server CPU s/GiB\.\*\*.*BDP probing off.*--grpc-bdp" "$T/bench/report.md"
+        check_grep "fetch-bench: ... above the ratios" "^Within each round, then median \(min–max\)\. gRPC with BDP probing off" "$T/bench/report.md"
+        check_grep "fetch-bench --grpc-window: the headline says what gRPC 1.51 does with it" \
+            "^\*\*gRPC here runs with BDP probing off\*\*.*4(\.0)? MiB asked for" "$T/benchp/report.md"
         check_nogrep "fetch-bench: a repository made once is reused" "generating" "$T/benchp.err"
         links=$(grep -o '](profile-[^)]*\.svg)' "$T/benchp/report.md" | tr -d '()]' | sort -u)
         n=$(printf '%s\n' "$links" | grep -c svg)

@@ -282,38 +282,86 @@ void bench_check_figures(void)
             }
 }
 
-void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double secs_total)
+/* The talk's table: the headline setting (headline()), its socket and
+ * gRPC settings with and without the cache, NULL where not run. */
+struct talk {
+    int hs, hn;
+    enum mode hg;
+    bool have_both;             /* the socket server and a gRPC mode ran */
+    struct setting *T[2][2];    /* [grpc][cache] */
+};
+static const char *const colname[2][2] = { { "socket", "socket + cache" }, { "gRPC", "gRPC + cache" } };
+/* Its rows, each with a sentence on what it shows. */
+static const enum fig rows[] = { F_MIBS, F_CAP_MIBS, F_UTIL, F_MACHINE, F_SERVER_PCT, F_SERVER_S_GIB,
+                                 F_ALLOC_B_GIB, F_ALLOC_CALLS_GIB, F_RSS };
+
+static void talk_settings(struct talk *t)
 {
-    char path[PATH_MAX + 16], b1[320], b2[160], b3[160], b4[160];
-    struct fk_outfile md;
-    snprintf(path, sizeof path, "%s/report.md", opt.out);
-    char err[512] = "";
-    if (!fk_outfile_open(&md, path, 0644, err, sizeof err))
-        fk_die("%s", err);
-    json_t *jr = json_object();
-    struct utsname un;
-    uname(&un);
-    fk_outfile_printf(&md, "# fetch-bench: gRPC against a plain socket, serving git fetches\n\n");
-    fk_outfile_printf(&md,
+    headline(&t->hs, &t->hn, &t->hg);
+    t->have_both = opt.modes[M_SOCK] && (opt.modes[M_GRPC_CONN] || opt.modes[M_GRPC_SHARED]);
+    for (int c = 0; c < 2; c++) {
+        t->T[0][c] = opt.cache_modes[c] ? find_setting(t->hs, c, t->hn, M_SOCK) : NULL;
+        t->T[1][c] = opt.cache_modes[c] ? find_setting(t->hs, c, t->hn, t->hg) : NULL;
+    }
+}
+
+/* Which gRPC is compared, the first thing a reader of the figures needs:
+ * by default the clients probe no bandwidth-delay product (fetch-bench.c,
+ * fetchd_client_window), so that runs repeat, at a price to gRPC. */
+static void md_grpc_window(struct fk_outfile *md)
+{
+    if (opt.grpc_bdp) {
+        fk_outfile_printf(md, "**gRPC here runs with BDP probing (--grpc-bdp)**: its clients grow their HTTP/2 "
+                          "window from their estimate of the link's bandwidth-delay product, as gRPC does by "
+                          "default. How often they then announce window, and with it the gRPC server's context "
+                          "switches and CPU per GiB, changes from one client process to the next, so these gRPC "
+                          "figures do not repeat from run to run. Without --grpc-bdp (64 KiB, no probing) they "
+                          "repeat, and gRPC's server uses 1.2–2.3× the CPU per GiB it uses here.\n\n");
+        return;
+    }
+    char w[64] = "";
+    if (opt.grpc_window && opt.grpc_window != 64u << 10) {
+        char h[32];
+        snprintf(w, sizeof w, " (%s asked for: gRPC 1.51 announces it once, then 64 KiB)",
+                 human((double)opt.grpc_window, h, sizeof h));
+    }
+    fk_outfile_printf(md, "**gRPC here runs with BDP probing off**: its clients keep HTTP/2's default 64 KiB "
+                      "window%s instead of growing it from their estimate of the link's bandwidth-delay product, as "
+                      "gRPC does by default. With probing, the gRPC server switched between two rates of context "
+                      "switches from one client process to the next and its figures did not repeat; without, a "
+                      "client announces window once per 32 KiB message in every run. That costs gRPC: each window "
+                      "update wakes its server's poller thread, and its server's CPU per GiB is 1.2–2.3× what it "
+                      "is with probing (measured here on 1.4 MiB fetches with the cache), so every gRPC/socket CPU "
+                      "ratio below is higher by as much (one client: about 3× against about 2×). `fetch-bench "
+                      "--grpc-bdp` gives the figures with gRPC's own window.\n\n", w);
+}
+
+/* The title, the machine, the repositories, how CPU is counted. */
+static void md_header(struct fk_outfile *md, const char *cpu_source, double secs_total, const char *release)
+{
+    char b1[320], b2[160], b3[160];
+    fk_outfile_printf(md, "# fetch-bench: gRPC against a plain socket, serving git fetches\n\n");
+    md_grpc_window(md);
+    fk_outfile_printf(md,
                       "Machine: %d CPUs, Linux %s; the clients run on the same machine. %d rounds; in each, every "
                       "setting runs once, in the same order, so a change in the machine's load meets all "
                       "settings alike. Each client makes one warm-up fetch (not counted), then all clients start "
                       "together and make a set number of fetches%s. Figures are median (min–max) over the rounds; "
                       "ratios are taken within a round, then summarised. CPUs: %s. Network: %s. gRPC messages of "
                       "%s; the gRPC clients' HTTP/2 window: %s. The benchmark took %.0f s.\n\n",
-                      ncpus, un.release, opt.rounds, opt.fetches ? "" : work_note(b1, sizeof b1), pin_desc,
+                      ncpus, release, opt.rounds, opt.fetches ? "" : work_note(b1, sizeof b1), pin_desc,
                       net_desc, human((double)opt.chunk, b2, sizeof b2),
                       opt.grpc_bdp ? "gRPC's own (BDP probing)" : opt.grpc_window ?
                       human((double)opt.grpc_window, b3, sizeof b3) : "64 KiB, no BDP probing (fetch-bench(1))",
                       secs_total);
-    fk_outfile_printf(&md, "Repositories (generated text, one commit, packed with a bitmap, so git reuses the "
+    fk_outfile_printf(md, "Repositories (generated text, one commit, packed with a bitmap, so git reuses the "
                       "pack):");
     for (int i = 0; i < nrepos; i++)
-        fk_outfile_printf(&md, "%s `%s` (%s per fetch)", i ? ";" : "", repos[i].name,
+        fk_outfile_printf(md, "%s `%s` (%s per fetch)", i ? ";" : "", repos[i].name,
                           human((double)repos[i].fetch_bytes, b1, sizeof b1));
-    fk_outfile_printf(&md, ". gRPC messages of %llu bytes.\n\n", (unsigned long long)opt.chunk);
+    fk_outfile_printf(md, ". gRPC messages of %llu bytes.\n\n", (unsigned long long)opt.chunk);
     bool sides = nsettings > 0 && settings[0].o[0].sides;
-    fk_outfile_printf(&md, "CPU: %s. Server = %s; git = its git upload-pack "
+    fk_outfile_printf(md, "CPU: %s. Server = %s; git = its git upload-pack "
                       "children; clients = %s. CPU utilisation = "
                       "(server + git + clients) / (wall time × %d CPUs). Allocations: calls and bytes of "
                       "malloc/calloc/realloc in the server process (fetchd-malloc.so). Peak RSS: the server's "
@@ -332,6 +380,11 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                       sides ? "the clients' CPUs' busy time over the run (the client processes alone: "
                       "client_processes_cpu_s)" : "the client processes over their timed fetches",
                       ncpus, CLIENT_HEAP_MIB);
+}
+
+/* The probes, the slow and crowded runs: how far the figures are the servers'. */
+static void md_machine_speed(struct fk_outfile *md, json_t *jr)
+{
     /* The machine's speed over the whole benchmark: per-setting CPU
      * figures move with it, ratios within a round do not. */
     double *pv = fk_calloc((size_t)(nsettings * opt.rounds) + 1, sizeof *pv);
@@ -343,12 +396,17 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                 pv[np++] = k ? settings[i].o[r].cprobe_ms : settings[i].o[r].probe_ms;
         probe[k] = stat_of(pv, np);
     }
+    int np = 0;
+    for (int i = 0; i < nsettings; i++)
+        for (int r = 0; r < opt.rounds; r++)
+            pv[np++] = client_cpus_others_pct(&settings[i].o[r]);
+    struct stat3 others = stat_of(pv, np);
     free(pv);
     if (opt.no_probes)
-        fk_outfile_printf(&md, "The machine's speed was not probed (--no-probes): no run was called slow or taken "
+        fk_outfile_printf(md, "The machine's speed was not probed (--no-probes): no run was called slow or taken "
                           "again, and the probes read 0.\n\n");
     else
-        fk_outfile_printf(&md, "The machine's speed: two fixed pieces of work on the servers' CPU before and after each "
+        fk_outfile_printf(md, "The machine's speed: two fixed pieces of work on the servers' CPU before and after each "
                           "run, one bound by memory (%s) and one by the core (%s), took %.2f ms (%.2f–%.2f) and %.2f ms "
                           "(%.2f–%.2f) of CPU before the %d runs. On a virtual machine they take longer when the host "
                           "is busier; the CPU per GiB of every setting (git's most) moves with them, the gRPC/socket "
@@ -358,15 +416,23 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                           "while the host was slow (the gRPC server's CPU per GiB then rises 15–100 %%, the socket "
                           "server's 10–40 %%): its round's runs of the settings it is compared with are taken again "
                           "together after the rounds (a slow spell lasts tens of seconds), once the probes are back "
-                          "to normal, at most twice, while retakes cost under 15 %% of the time. Runs taken again: "
-                          "%d; kept though slow: %d. Every median and range is over the rounds where no probe said "
-                          "slow around the runs it needs, when at least %d rounds were so (else over every round; "
-                          "report.json gives each one's count as n).\n\n",
+                          "to normal, at most twice, while retakes cost under 15 %% of the time. The probes time their "
+                          "work in CPU time and miss other processes sharing the CPUs, which each side's busy time "
+                          "counts: a run whose clients' CPUs were busy over %d %% of the time beyond the client "
+                          "processes' own CPU (other work: here %.0f %% (%.0f–%.0f); 2–15 %% on a quiet machine, "
+                          "38–82 %% in a call shared with other work) is crowded and taken as slow too. Runs taken "
+                          "again: %d; kept though slow: %d, %d of them crowded. Every median and range is over the "
+                          "rounds where no run it needs was slow, when at least %d rounds were so (else over every "
+                          "round; report.json gives each one's count as n).%s\n\n",
                           "integer mixing, scattered reads and writes in 64 MiB", "integer mixing in 16 KiB",
                           probe[0].med, probe[0].min, probe[0].max, probe[1].med, probe[1].min, probe[1].max,
                           nsettings * opt.rounds, SLOW_PROBE * 100, PROBE_REF_PCT, probe_ref[PROBE_MEM].ref_ms,
                           probe_ref[PROBE_COMPUTE].ref_ms, probe_ref[PROBE_MEM_AFTER].ref_ms,
-                          probe_ref[PROBE_COMPUTE_AFTER].ref_ms, runs_retaken, runs_slow_kept, MIN_NORMAL_ROUNDS);
+                          probe_ref[PROBE_COMPUTE_AFTER].ref_ms, OTHERS_MAX_PCT, others.med, others.min, others.max,
+                          runs_retaken, runs_slow_kept, runs_crowded_kept, MIN_NORMAL_ROUNDS,
+                          runs_crowded_kept ? " **Other work shared the benchmark's CPUs in runs kept: their CPU "
+                          "figures are not the servers' alone; compare this sweep with others (bench/fetch-agree.sh) "
+                          "or run it again on a quiet machine.**" : "");
     json_object_set_new(jr, "machine_probe_ms", jstat(probe[0]));
     json_object_set_new(jr, "compute_probe_ms", jstat(probe[1]));
     json_object_set_new(jr, "probe_reference_ms", json_real(probe_ref[PROBE_MEM].ref_ms));
@@ -375,44 +441,47 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
     json_object_set_new(jr, "compute_probe_after_reference_ms", json_real(probe_ref[PROBE_COMPUTE_AFTER].ref_ms));
     json_object_set_new(jr, "runs_retaken", json_integer(runs_retaken));
     json_object_set_new(jr, "runs_slow_kept", json_integer(runs_slow_kept));
+    json_object_set_new(jr, "runs_crowded_kept", json_integer(runs_crowded_kept));
+    json_object_set_new(jr, "client_cpus_others_pct", jstat(others));
+}
 
-    int hs, hn;
-    enum mode hg;
-    headline(&hs, &hn, &hg);
-    bool have_both = opt.modes[M_SOCK] && (opt.modes[M_GRPC_CONN] || opt.modes[M_GRPC_SHARED]);
-    struct setting *T[2][2] = { { NULL, NULL }, { NULL, NULL } };     /* [grpc][cache] */
-    for (int c = 0; c < 2; c++) {
-        T[0][c] = opt.cache_modes[c] ? find_setting(hs, c, hn, M_SOCK) : NULL;
-        T[1][c] = opt.cache_modes[c] ? find_setting(hs, c, hn, hg) : NULL;
-    }
-    char sl[64];
-    fk_outfile_printf(&md, "## The talk's table\n\n%s, %d client%s, %s against the socket server.\n\n",
+static void md_talk_table(struct fk_outfile *md, const struct talk *t)
+{
+    char b1[320], sl[64];
+    int hs = t->hs, hn = t->hn;
+    enum mode hg = t->hg;
+    struct setting *const (*T)[2] = t->T;
+    fk_outfile_printf(md, "## The talk's table\n\n%s, %d client%s, %s against the socket server.\n\n",
                       size_label(hs, sl, sizeof sl), hn, hn > 1 ? "s" : "", mode_label[hg]);
-    static const enum fig rows[] = { F_MIBS, F_CAP_MIBS, F_UTIL, F_MACHINE, F_SERVER_PCT, F_SERVER_S_GIB,
-                                     F_ALLOC_B_GIB, F_ALLOC_CALLS_GIB, F_RSS };
-    static const char *const colname[2][2] = { { "socket", "socket + cache" }, { "gRPC", "gRPC + cache" } };
-    fk_outfile_printf(&md, "| |");
+    fk_outfile_printf(md, "| |");
     for (int g = 1; g >= 0; g--)
         for (int c = 0; c < 2; c++)
             if (T[g][c])
-                fk_outfile_printf(&md, " %s |", colname[g][c]);
-    fk_outfile_printf(&md, "\n|---|");
+                fk_outfile_printf(md, " %s |", colname[g][c]);
+    fk_outfile_printf(md, "\n|---|");
     for (int g = 1; g >= 0; g--)
         for (int c = 0; c < 2; c++)
             if (T[g][c])
-                fk_outfile_printf(&md, "---|");
-    fk_outfile_printf(&md, "\n");
+                fk_outfile_printf(md, "---|");
+    fk_outfile_printf(md, "\n");
     for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++) {
         enum fig f = rows[r];
-        fk_outfile_printf(&md, "| %s |", figs[f].label);
+        fk_outfile_printf(md, "| %s |", figs[f].label);
         for (int g = 1; g >= 0; g--)
             for (int c = 0; c < 2; c++)
                 if (T[g][c])
-                    fk_outfile_printf(&md, " %s |", figs[f].alloc && !T[g][c]->o[0].alloc_counted
+                    fk_outfile_printf(md, " %s |", figs[f].alloc && !T[g][c]->o[0].alloc_counted
                                                         ? "not counted" : cell(f, fig_stat(T[g][c], f), b1, sizeof b1));
-        fk_outfile_printf(&md, "\n");
+        fk_outfile_printf(md, "\n");
     }
-    fk_outfile_printf(&md, "\n");
+    fk_outfile_printf(md, "\n");
+}
+
+static void md_table_sentences(struct fk_outfile *md, json_t *jr, const struct talk *t)
+{
+    char b1[320], b2[160], b3[160];
+    bool have_both = t->have_both;
+    struct setting *const (*T)[2] = t->T;
     /* One sentence per row: what it shows, from the ratios. */
     json_t *jsent = json_object();
     enum { NROWS = sizeof rows / sizeof rows[0] };
@@ -457,8 +526,13 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
             case F_SERVER_S_GIB:
                 snprintf(x, sizeof x, "%s, gRPC's server spent %s the socket server's CPU per GiB served; "
                          "server and clients together %s (the steadier figure: how the TCP work of a transfer "
-                         "divides between the server's and the clients' accounting moves from run to run).", w,
-                         rcell(ratio_stat(G, S, R_CPU), b1, sizeof b1), rcell(ratio_stat(G, S, R_SC), b2, sizeof b2));
+                         "divides between the server's and the clients' accounting moves from run to run)%s.", w,
+                         rcell(ratio_stat(G, S, R_CPU), b1, sizeof b1), rcell(ratio_stat(G, S, R_SC), b2, sizeof b2),
+                         sent[r][0] ? ""     /* said once per row */
+                         : opt.grpc_bdp ? "; gRPC with BDP probing (--grpc-bdp): its figures change from run to run"
+                                        : "; gRPC with BDP probing off (HTTP/2's 64 KiB window): its CPU per GiB "
+                                          "is 1.2–2.3× what it is with probing (--grpc-bdp, which varies from run "
+                                          "to run)");
                 break;
             case F_ALLOC_B_GIB:
                 if (G->o[0].alloc_counted && S->o[0].alloc_counted)
@@ -499,23 +573,31 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
     }
     for (size_t r = 0; r < NROWS; r++)
         if (sent[r][0]) {
-            fk_outfile_printf(&md, "- **%s.** %s\n", figs[rows[r]].label, sent[r]);
+            fk_outfile_printf(md, "- **%s.** %s\n", figs[rows[r]].label, sent[r]);
             json_object_set_new(jsent, figs[rows[r]].key, json_string(sent[r]));
         }
-    fk_outfile_printf(&md, "\n");
+    fk_outfile_printf(md, "\n");
     json_object_set_new(jr, "table_sentences", jsent);
 
+}
+
+static void md_against_talk(struct fk_outfile *md, json_t *jr, const struct talk *t)
+{
+    char b1[320], b2[160], b3[160], b4[160];
+    int hn = t->hn;
+    bool have_both = t->have_both;
+    struct setting *const (*T)[2] = t->T;
     /* Where the data disagrees with the talk. */
     json_t *jv = json_array();
     if (have_both && T[0][0] && T[1][0] && T[0][1] && T[1][1]) {
-        fk_outfile_printf(&md, "## Against the talk\n\n");
+        fk_outfile_printf(md, "## Against the talk\n\n");
         struct stat3 thr0 = ratio_stat(T[1][0], T[0][0], R_THR), cap0 = ratio_stat(T[1][0], T[0][0], R_CAP);
-        verdict(&md, jv, "The talk: the socket server (rpctest) doubles throughput without the cache.",
+        verdict(md, jv, "The talk: the socket server (rpctest) doubles throughput without the cache.",
                 cap0.med >= 1.6 && cap0.med <= 2.5 ? AGREES : DISAGREES,
                 "here %s on CPUs given to the benchmark alone (%s by the wall clock); without the cache git "
                 "upload-pack's CPU dominates both.", rcell(cap0, b1, sizeof b1), rcell(thr0, b2, sizeof b2));
         struct stat3 g0 = fig_stat(T[1][0], F_CAP_MIBS), g1 = fig_stat(T[1][1], F_CAP_MIBS);
-        verdict(&md, jv, "The talk: adding the pack cache gives gRPC more throughput.", g1.med > g0.med * 1.1 ? AGREES : DISAGREES,
+        verdict(md, jv, "The talk: adding the pack cache gives gRPC more throughput.", g1.med > g0.med * 1.1 ? AGREES : DISAGREES,
                 "here %s MiB/s with the cache against %s without, if CPU-bound.", num(g1.med, b1, sizeof b1),
                 num(g0.med, b2, sizeof b2));
         /* Utilisation says something only when the benchmark had the
@@ -532,17 +614,17 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
         snprintf(why, sizeof why, " The machine was up to %.0f%% busy with everyone's work (load1 %.1f): other work "
                  "took what the benchmark did not, so its share says nothing about saturation.", busy,
                  fig_stat(T[0][1], F_LOAD).med);
-        verdict(&md, jv, "The talk: with the cache gRPC's machine is slightly less utilised (about 77%), "
+        verdict(md, jv, "The talk: with the cache gRPC's machine is slightly less utilised (about 77%), "
                 "still nearly saturated.", shared ? CANNOT_TELL : ug1.med < ug0.med && ug1.med >= 60 ? AGREES : DISAGREES,
                 "here %.0f%% with the cache against %.0f%% without.%s", ug1.med, ug0.med, shared ? why : "");
-        verdict(&md, jv, "The talk: the socket server without the cache saturates the CPUs (about 100%).",
+        verdict(md, jv, "The talk: the socket server without the cache saturates the CPUs (about 100%).",
                 shared ? CANNOT_TELL : us0.med >= 90 ? AGREES : DISAGREES, "here %.0f%%.%s", us0.med, shared ? why : "");
-        verdict(&md, jv, "The talk: the socket server with the cache does not saturate the CPUs (load about 0.6).",
+        verdict(md, jv, "The talk: the socket server with the cache does not saturate the CPUs (load about 0.6).",
                 shared ? CANNOT_TELL : us1.med < 90 ? AGREES : DISAGREES,
                 "here %.0f%%; the clients run on the same CPUs as the server, so a faster server makes them busier."
                 "%s", us1.med, shared ? why : "");
         struct stat3 cpu0 = ratio_stat(T[1][0], T[0][0], R_CPU), cpu1 = ratio_stat(T[1][1], T[0][1], R_CPU);
-        verdict(&md, jv, "The talk: gRPC spends more CPU queueing messages than writing them, i.e. more server "
+        verdict(md, jv, "The talk: gRPC spends more CPU queueing messages than writing them, i.e. more server "
                 "CPU per byte than the socket server.", cpu0.med > 1 && cpu1.med > 1 ? AGREES : DISAGREES,
                 "here %s without the cache and %s with it%s.", rcell(cpu0, b1, sizeof b1), rcell(cpu1, b2, sizeof b2),
                 cpu0.min <= 1 || cpu1.min <= 1 ? " (the median; not in every round)" : "");
@@ -553,11 +635,11 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
             const char *uncounted = "allocations were not counted: fetchd-malloc.so was not found, or the "
                                     "servers are built with AddressSanitizer, whose allocator a preloaded one "
                                     "cannot replace";
-            verdict(&md, jv, alloc_claim, CANNOT_TELL, "%s.", uncounted);
-            verdict(&md, jv, sock_claim, CANNOT_TELL, "%s.", uncounted);
+            verdict(md, jv, alloc_claim, CANNOT_TELL, "%s.", uncounted);
+            verdict(md, jv, sock_claim, CANNOT_TELL, "%s.", uncounted);
         } else {
             struct stat3 ag = fig_stat(T[1][0], F_ALLOC_B_GIB);
-            verdict(&md, jv, alloc_claim,
+            verdict(md, jv, alloc_claim,
                     ag.med >= 0.5 * (double)(1ull << 30) ? AGREES : DISAGREES, "here %s allocated per GiB served.",
                     human(ag.med, b1, sizeof b1));
             /* Per fetch, the socket server across sizes. */
@@ -570,119 +652,207 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
                     hi = v > hi ? v : hi;
                 }
             }
-            verdict(&md, jv, sock_claim, nrepos < 2 || hi <= lo * 1.1 ? AGREES : DISAGREES,
+            verdict(md, jv, sock_claim, nrepos < 2 || hi <= lo * 1.1 ? AGREES : DISAGREES,
                     "here %s to %s per fetch over fetches of %s to %s.", human(lo, b1, sizeof b1),
                     human(hi, b2, sizeof b2), human((double)repos[0].fetch_bytes, b3, sizeof b3),
                     human((double)repos[nrepos - 1].fetch_bytes, b4, sizeof b4));
         }
-        fk_outfile_printf(&md, "\n");
+        fk_outfile_printf(md, "\n");
     }
     json_object_set_new(jr, "talk", jv);
 
+}
+
+static void md_sweeps(struct fk_outfile *md)
+{
+    char b1[320], sl[64];
     /* Sweeps. */
-    fk_outfile_printf(&md, "## Sweeps\n\nEach setting: median (min–max) over %d rounds.\n\n", opt.rounds);
+    fk_outfile_printf(md, "## Sweeps\n\nEach setting: median (min–max) over %d rounds.\n\n", opt.rounds);
     static const enum fig sweep_figs[] = { F_MIBS, F_CAP_MIBS, F_SERVER_S_GIB, F_CSW_GIB, F_GIT_S_GIB, F_CLIENT_S_GIB, F_UTIL,
                                            F_ALLOC_B_GIB, F_ALLOC_CALLS_FETCH, F_RSS, F_ANON };
     for (int i = 0; i < nrepos; i++)
         for (int c = 0; c < 2; c++) {
             if (!opt.cache_modes[c])
                 continue;
-            fk_outfile_printf(&md, "### %s, %s\n\n| clients | server | fetches/client |", size_label(i, sl, sizeof sl),
+            fk_outfile_printf(md, "### %s, %s\n\n| clients | server | fetches/client |", size_label(i, sl, sizeof sl),
                               c ? "pack cache" : "no cache");
             for (size_t k = 0; k < sizeof sweep_figs / sizeof sweep_figs[0]; k++)
-                fk_outfile_printf(&md, " %s |", figs[sweep_figs[k]].label);
-            fk_outfile_printf(&md, "\n|---|---|---|");
+                fk_outfile_printf(md, " %s |", figs[sweep_figs[k]].label);
+            fk_outfile_printf(md, "\n|---|---|---|");
             for (size_t k = 0; k < sizeof sweep_figs / sizeof sweep_figs[0]; k++)
-                fk_outfile_printf(&md, "---|");
-            fk_outfile_printf(&md, "\n");
+                fk_outfile_printf(md, "---|");
+            fk_outfile_printf(md, "\n");
             for (int q = 0; q < opt.nclients; q++)
                 for (int m = 0; m < NMODES; m++) {
                     struct setting *s = find_setting(i, c, opt.clients[q], (enum mode)m);
                     if (!s)
                         continue;
-                    fk_outfile_printf(&md, "| %d | %s | %d |", s->nclients, mode_name[m], s->fetches);
+                    fk_outfile_printf(md, "| %d | %s | %d |", s->nclients, mode_name[m], s->fetches);
                     for (size_t k = 0; k < sizeof sweep_figs / sizeof sweep_figs[0]; k++) {
                         enum fig f = sweep_figs[k];
-                        fk_outfile_printf(&md, " %s |", figs[f].alloc && !s->o[0].alloc_counted
+                        fk_outfile_printf(md, " %s |", figs[f].alloc && !s->o[0].alloc_counted
                                                             ? "not counted" : cell(f, fig_stat(s, f), b1, sizeof b1));
                     }
-                    fk_outfile_printf(&md, "\n");
+                    fk_outfile_printf(md, "\n");
                 }
-            fk_outfile_printf(&md, "\n");
+            fk_outfile_printf(md, "\n");
         }
 
+}
+
+static void md_ratios(struct fk_outfile *md, json_t *jr, bool have_both)
+{
+    char b1[320], b2[160];
     /* Ratios. */
     json_t *jratios = json_array();
     if (have_both) {
-        fk_outfile_printf(&md, "## Ratios, gRPC against the socket server\n\nWithin each round, then median "
-                          "(min–max).\n\n| fetch | cache | clients | gRPC | %s | %s | %s | %s | %s |\n"
-                          "|---|---|---|---|---|---|---|---|---|\n", ratio_info[R_CPU].label, ratio_info[R_CAP].label,
+        fk_outfile_printf(md, "## Ratios, gRPC against the socket server\n\nWithin each round, then median "
+                          "(min–max). %s\n\n| fetch | cache | clients | gRPC | %s | %s | %s | %s | %s |\n"
+                          "|---|---|---|---|---|---|---|---|---|\n",
+                          opt.grpc_bdp ? "gRPC with BDP probing (--grpc-bdp): its CPU figures change from run to run."
+                                       : "gRPC with BDP probing off (HTTP/2's 64 KiB window; see the top): its CPU "
+                                         "ratios are 1.2–2.3× what they are with probing (--grpc-bdp).",
+                          ratio_info[R_CPU].label, ratio_info[R_CAP].label,
                           ratio_info[R_THR].label, ratio_info[R_ALLOC].label, ratio_info[R_SC].label);
         for (int k = 0; k < npairs; k++) {
             struct setting *g = pairs[k].g, *s = pairs[k].s;
             int i = g->size, c = g->cache;
             json_t *o = json_pack("{s:I,s:b,s:i,s:s}", "fetch_bytes", (json_int_t)repos[i].fetch_bytes, "cache", c,
                                   "clients", g->nclients, "grpc_mode", mode_name[g->mode]);
-            fk_outfile_printf(&md, "| %s | %s | %d | %s |", human((double)repos[i].fetch_bytes, b1, sizeof b1),
+            fk_outfile_printf(md, "| %s | %s | %d | %s |", human((double)repos[i].fetch_bytes, b1, sizeof b1),
                               c ? "yes" : "no", g->nclients, mode_name[g->mode]);
             for (int r = 0; r < NRATIOS; r++) {
                 if (r == R_ALLOC && !(g->o[0].alloc_counted && s->o[0].alloc_counted)) {
-                    fk_outfile_printf(&md, " not counted |");
+                    fk_outfile_printf(md, " not counted |");
                     continue;
                 }
                 struct stat3 st = ratio_stat(g, s, (enum ratio)r);
-                fk_outfile_printf(&md, " %s |", rcell(st, b2, sizeof b2));
+                fk_outfile_printf(md, " %s |", rcell(st, b2, sizeof b2));
                 json_object_set_new(o, ratio_info[r].key, jstat(st));
             }
-            fk_outfile_printf(&md, "\n");
+            fk_outfile_printf(md, "\n");
             json_array_append_new(jratios, o);
         }
-        fk_outfile_printf(&md, "\n");
+        fk_outfile_printf(md, "\n");
     }
     json_object_set_new(jr, "ratios", jratios);
 
+}
+
+static void md_socket_allocs(struct fk_outfile *md)
+{
+    char b1[320], b2[160], sl[64];
     /* Socket allocations per fetch across sizes. */
     if (opt.modes[M_SOCK] && nrepos > 1 && find_setting(0, opt.cache_modes[0] ? 0 : 1, opt.clients[0], M_SOCK)->o[0].alloc_counted) {
-        fk_outfile_printf(&md, "## The socket server's allocations per fetch, by fetch size\n\n| cache | clients |");
+        fk_outfile_printf(md, "## The socket server's allocations per fetch, by fetch size\n\n| cache | clients |");
         for (int i = 0; i < nrepos; i++)
-            fk_outfile_printf(&md, " %s |", size_label(i, sl, sizeof sl));
-        fk_outfile_printf(&md, "\n|---|---|");
+            fk_outfile_printf(md, " %s |", size_label(i, sl, sizeof sl));
+        fk_outfile_printf(md, "\n|---|---|");
         for (int i = 0; i < nrepos; i++)
-            fk_outfile_printf(&md, "---|");
-        fk_outfile_printf(&md, "\n");
+            fk_outfile_printf(md, "---|");
+        fk_outfile_printf(md, "\n");
         for (int c = 0; c < 2; c++)
             for (int q = 0; q < opt.nclients && opt.cache_modes[c]; q++) {
-                fk_outfile_printf(&md, "| %s | %d |", c ? "yes" : "no", opt.clients[q]);
+                fk_outfile_printf(md, "| %s | %d |", c ? "yes" : "no", opt.clients[q]);
                 for (int i = 0; i < nrepos; i++) {
                     struct setting *s = find_setting(i, c, opt.clients[q], M_SOCK);
                     struct stat3 n = fig_stat(s, F_ALLOC_CALLS_FETCH), b = fig_stat(s, F_ALLOC_B_FETCH);
-                    fk_outfile_printf(&md, " %s calls, %s |", num(n.med, b1, sizeof b1), human(b.med, b2, sizeof b2));
+                    fk_outfile_printf(md, " %s calls, %s |", num(n.med, b1, sizeof b1), human(b.med, b2, sizeof b2));
                 }
-                fk_outfile_printf(&md, "\n");
+                fk_outfile_printf(md, "\n");
             }
-        fk_outfile_printf(&md, "\n");
+        fk_outfile_printf(md, "\n");
     }
 
+}
+
+static void md_profiles(struct fk_outfile *md, json_t *jr, const struct talk *t, char *fk_profiles[2][2])
+{
+    char sl[64];
+    int hs = t->hs, hn = t->hn;
     /* Flame graphs. */
     json_t *jprof = json_object();
     if (opt.profile) {
-        fk_outfile_printf(&md, "## Flame graphs\n\nCaptured with `flamekit pid` in separate runs after the rounds "
+        fk_outfile_printf(md, "## Flame graphs\n\nCaptured with `flamekit pid` in separate runs after the rounds "
                           "(%s, %d clients), so the profiler's cost is in none of the figures above.\n\n",
                           size_label(hs, sl, sizeof sl), hn);
         for (int g = 1; g >= 0; g--)
             for (int c = 0; c < 2; c++)
                 if (fk_profiles[g][c]) {
-                    fk_outfile_printf(&md, "- [%s](%s)\n", colname[g][c], fk_profiles[g][c]);
+                    fk_outfile_printf(md, "- [%s](%s)\n", colname[g][c], fk_profiles[g][c]);
                     json_object_set_new(jprof, colname[g][c], json_string(fk_profiles[g][c]));
                 }
-        fk_outfile_printf(&md, "\n");
+        fk_outfile_printf(md, "\n");
     }
     json_object_set_new(jr, "profiles", jprof);
-    if (!fk_outfile_commit(&md, err, sizeof err))
-        fk_die("%s", err);
+}
+/* report.json's record of one run. */
+static json_t *json_run(const struct obs *b)
+{
+    json_t *x = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "wall_s", b->wall, "bytes", b->bytes,
+                          "fetches", b->fetches, "server_cpu_s", b->server_cpu, "git_cpu_s", b->git_cpu,
+                          "client_cpu_s", b->client_cpu, "peak_rss_mib", b->rss_mib, "load1", b->load1);
+    json_object_set_new(x, "anon_rss_mib", json_real(b->anon_mib));
+    json_object_set_new(x, "client_page_faults", json_real(b->client_minflt));
+    json_object_set_new(x, "server_page_faults", json_real(b->server_minflt));
+    json_object_set_new(x, "server_context_switches", json_real(b->server_csw));
+    json_object_set_new(x, "client_context_switches", json_real(b->client_csw));
+    if (b->nby_thread) {
+        json_t *bt = json_object();
+        for (int t = 0; t < b->nby_thread; t++)
+            json_object_set_new(bt, b->by_thread[t].name,
+                                json_pack("{s:i,s:f}", "threads", b->by_thread[t].threads,
+                                          "context_switches", b->by_thread[t].csw));
+        json_object_set_new(x, "server_context_switches_by_thread", bt);
+        json_object_set_new(x, "server_threads_after", json_integer(b->server_threads));
+    }
+    if (b->sides) {
+        json_object_set_new(x, "server_threads_cpu_s", json_real(b->server_threads_cpu));
+        json_object_set_new(x, "client_processes_cpu_s", json_real(b->client_procs_cpu));
+        json_object_set_new(x, "server_cpus_elapsed_s", json_real(b->server_cpus_elapsed));
+        json_object_set_new(x, "client_cpus_elapsed_s", json_real(b->client_cpus_elapsed));
+        json_object_set_new(x, "client_cpus_others_pct", json_real(client_cpus_others_pct(b)));
+        json_object_set_new(x, "server_cpus_others_pct", json_real(server_cpus_others_pct(b)));
+    }
+    json_object_set_new(x, "crowded", json_boolean(run_crowded(b)));
+    json_object_set_new(x, "machine_busy_pct", json_real(b->machine_busy));
+    json_object_set_new(x, "machine_probe_ms", json_real(b->probe_ms));
+    json_object_set_new(x, "compute_probe_ms", json_real(b->cprobe_ms));
+    json_object_set_new(x, "machine_probe_after_ms", json_real(b->probe_after_ms));
+    json_object_set_new(x, "compute_probe_after_ms", json_real(b->cprobe_after_ms));
+    json_object_set_new(x, "retakes", json_integer(b->retakes));
+    json_object_set_new(x, "host_slow", json_boolean(b->slow));
+    if (b->alloc_counted) {
+        json_object_set_new(x, "alloc_calls", json_real(b->alloc_calls));
+        json_object_set_new(x, "alloc_bytes", json_real(b->alloc_bytes));
+    }
+    return x;
+}
 
-    /* report.json: every run, and every figure's median and range. */
-    json_t *j = json_pack("{s:i,s:s,s:s,s:i,s:I,s:I,s:b,s:b,s:s,s:s,s:s}", "cpus", ncpus, "kernel", un.release,
+/* report.json's record of a setting: its runs, its figures' medians and ranges. */
+static json_t *json_setting(const struct setting *s)
+{
+    json_t *o = json_pack("{s:I,s:b,s:i,s:s,s:i}", "fetch_bytes", (json_int_t)repos[s->size].fetch_bytes, "cache",
+                          s->cache, "clients", s->nclients, "server", mode_name[s->mode], "fetches_per_client",
+                          s->fetches);
+    json_t *runs = json_array();
+    for (int r = 0; r < opt.rounds; r++)
+        json_array_append_new(runs, json_run(&s->o[r]));
+    json_object_set_new(o, "runs", runs);
+    json_t *sum = json_object();
+    for (int f = 0; f < NFIGS; f++)
+        if (!figs[f].alloc || s->o[0].alloc_counted)
+            json_object_set_new(sum, figs[f].key, jstat(fig_stat(s, (enum fig)f)));
+    json_object_set_new(o, "figures", sum);
+    return o;
+}
+
+/* report.json: the sweep (jr: what the report.md writers gathered), every
+ * setting and run; taken by its decref. Exits on a write error. */
+static void write_json(const char *cpu_source, const char *release, const struct talk *t, json_t *jr)
+{
+    char path[PATH_MAX + 16], err[512] = "";
+    json_t *j = json_pack("{s:i,s:s,s:s,s:i,s:I,s:I,s:b,s:b,s:s,s:s,s:s}", "cpus", ncpus, "kernel", release,
                           "cpu_accounting", cpu_source, "rounds", opt.rounds, "chunk_size", (json_int_t)opt.chunk,
                           "grpc_client_window", (json_int_t)opt.grpc_window, "grpc_bdp_probe", opt.grpc_bdp,
                           "machine_probes", !opt.no_probes,
@@ -693,68 +863,17 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
         json_array_append_new(jrepos, json_pack("{s:s,s:I}", "repository", repos[i].path, "fetch_bytes",
                                                 (json_int_t)repos[i].fetch_bytes));
     json_object_set_new(j, "repositories", jrepos);
-    json_object_set_new(j, "headline", json_pack("{s:I,s:i,s:s}", "fetch_bytes", (json_int_t)repos[hs].fetch_bytes,
-                                                 "clients", hn, "grpc_mode", mode_name[hg]));
+    json_object_set_new(j, "headline", json_pack("{s:I,s:i,s:s}", "fetch_bytes", (json_int_t)repos[t->hs].fetch_bytes,
+                                                 "clients", t->hn, "grpc_mode", mode_name[t->hg]));
     json_t *jset = json_array();
-    for (int i = 0; i < nsettings; i++) {
-        struct setting *s = &settings[i];
-        json_t *o = json_pack("{s:I,s:b,s:i,s:s,s:i}", "fetch_bytes", (json_int_t)repos[s->size].fetch_bytes, "cache",
-                              s->cache, "clients", s->nclients, "server", mode_name[s->mode], "fetches_per_client",
-                              s->fetches);
-        json_t *runs = json_array();
-        for (int r = 0; r < opt.rounds; r++) {
-            struct obs *b = &s->o[r];
-            json_t *x = json_pack("{s:f,s:f,s:f,s:f,s:f,s:f,s:f,s:f}", "wall_s", b->wall, "bytes", b->bytes,
-                                  "fetches", b->fetches, "server_cpu_s", b->server_cpu, "git_cpu_s", b->git_cpu,
-                                  "client_cpu_s", b->client_cpu, "peak_rss_mib", b->rss_mib, "load1", b->load1);
-            json_object_set_new(x, "anon_rss_mib", json_real(b->anon_mib));
-            json_object_set_new(x, "client_page_faults", json_real(b->client_minflt));
-            json_object_set_new(x, "server_page_faults", json_real(b->server_minflt));
-            json_object_set_new(x, "server_context_switches", json_real(b->server_csw));
-            json_object_set_new(x, "client_context_switches", json_real(b->client_csw));
-            if (b->nby_thread) {
-                json_t *bt = json_object();
-                for (int t = 0; t < b->nby_thread; t++)
-                    json_object_set_new(bt, b->by_thread[t].name,
-                                        json_pack("{s:i,s:f}", "threads", b->by_thread[t].threads,
-                                                  "context_switches", b->by_thread[t].csw));
-                json_object_set_new(x, "server_context_switches_by_thread", bt);
-                json_object_set_new(x, "server_threads_after", json_integer(b->server_threads));
-            }
-            if (b->sides) {
-                json_object_set_new(x, "server_threads_cpu_s", json_real(b->server_threads_cpu));
-                json_object_set_new(x, "client_processes_cpu_s", json_real(b->client_procs_cpu));
-                json_object_set_new(x, "server_cpus_elapsed_s", json_real(b->server_cpus_elapsed));
-                json_object_set_new(x, "client_cpus_elapsed_s", json_real(b->client_cpus_elapsed));
-            }
-            json_object_set_new(x, "machine_busy_pct", json_real(b->machine_busy));
-            json_object_set_new(x, "machine_probe_ms", json_real(b->probe_ms));
-            json_object_set_new(x, "compute_probe_ms", json_real(b->cprobe_ms));
-            json_object_set_new(x, "machine_probe_after_ms", json_real(b->probe_after_ms));
-            json_object_set_new(x, "compute_probe_after_ms", json_real(b->cprobe_after_ms));
-            json_object_set_new(x, "retakes", json_integer(b->retakes));
-            json_object_set_new(x, "host_slow", json_boolean(b->slow));
-            if (b->alloc_counted) {
-                json_object_set_new(x, "alloc_calls", json_real(b->alloc_calls));
-                json_object_set_new(x, "alloc_bytes", json_real(b->alloc_bytes));
-            }
-            json_array_append_new(runs, x);
-        }
-        json_object_set_new(o, "runs", runs);
-        json_t *sum = json_object();
-        for (int f = 0; f < NFIGS; f++)
-            if (!figs[f].alloc || s->o[0].alloc_counted)
-                json_object_set_new(sum, figs[f].key, jstat(fig_stat(s, (enum fig)f)));
-        json_object_set_new(o, "figures", sum);
-        json_array_append_new(jset, o);
-    }
+    for (int i = 0; i < nsettings; i++)
+        json_array_append_new(jset, json_setting(&settings[i]));
     json_object_set_new(j, "settings", jset);
     json_object_update(j, jr);
     json_decref(jr);
     char *js = json_dumps(j, JSON_INDENT(2));
     struct fk_outfile jf;
     snprintf(path, sizeof path, "%s/report.json", opt.out);
-    err[0] = 0;
     bool ok = fk_outfile_open(&jf, path, 0644, err, sizeof err);
     if (ok && !(fk_outfile_printf(&jf, "%s\n", js) && fk_outfile_commit(&jf, err, sizeof err))) {
         fk_outfile_abort(&jf);
@@ -767,6 +886,31 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
             fk_error("%s", err);
         exit(1);
     }
+}
+void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double secs_total)
+{
+    char path[PATH_MAX + 16], err[512] = "";
+    struct fk_outfile md;
+    snprintf(path, sizeof path, "%s/report.md", opt.out);
+    if (!fk_outfile_open(&md, path, 0644, err, sizeof err))
+        fk_die("%s", err);
+    struct utsname un;
+    uname(&un);
+    struct talk t = { 0 };
+    talk_settings(&t);
+    json_t *jr = json_object();
+    md_header(&md, cpu_source, secs_total, un.release);
+    md_machine_speed(&md, jr);
+    md_talk_table(&md, &t);
+    md_table_sentences(&md, jr, &t);
+    md_against_talk(&md, jr, &t);
+    md_sweeps(&md);
+    md_ratios(&md, jr, t.have_both);
+    md_socket_allocs(&md);
+    md_profiles(&md, jr, &t, fk_profiles);
+    if (!fk_outfile_commit(&md, err, sizeof err))
+        fk_die("%s", err);
+    write_json(cpu_source, un.release, &t, jr);
 }
 
 void bench_print_summary(void)

@@ -1436,7 +1436,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
  * the low reference flags little more when the host is steady. A host
  * slow for a whole sweep, calibration included, is seen by no reference
  * of the sweep's own: fetch-agree.sh compares the sweeps' references. */
-int runs_retaken, runs_slow_kept;
+int runs_retaken, runs_slow_kept, runs_crowded_kept;
 struct probe_ref probe_ref[NPROBES];
 static double retake_s;         /* spent on retakes and waits */
 
@@ -1473,19 +1473,67 @@ static void probe_note(const struct obs *o)
         probe_note1(&probe_ref[k], *probe_of(o, k));
 }
 
+/* Other work on the benchmark's CPUs. The probes time a fixed piece of
+ * work in CPU time, so a process that shares the CPUs with the benchmark
+ * leaves them unchanged, but each side's CPU is its CPUs' busy time, which
+ * counts that process too. In one quiet call of session 14 (every setting
+ * 4M, cache, 1 and 2 clients, six invocations) the clients' CPU was busy
+ * 38-82 % of the time beyond the client processes' own CPU in every run,
+ * against 2-15 % in the next call: the servers' CPU per GiB rose 30-100 %,
+ * unevenly (the socket server's with one client 1.5-1.8 s against 0.8),
+ * and the gRPC/socket ratios with two clients moved 26-48 % between the
+ * two calls while each call's invocations agreed with one another. The
+ * clients' CPUs are the ones to watch: the servers' are near 100 % busy
+ * with the benchmark, so the scheduler puts other work on the clients'
+ * first, and the servers' own count misses the short-lived threads of the
+ * socket server (its side's extra is 10-40 % on a quiet machine). What is
+ * left there on a quiet machine is softirq work taken while the CPU was
+ * idle (the receive side of RPS) and kernel threads. */
+double client_cpus_others_pct(const struct obs *o)
+{
+    if (!o->sides || o->client_cpus_elapsed <= 0)
+        return 0;
+    return 100 * (o->client_cpu - o->client_procs_cpu) / o->client_cpus_elapsed;
+}
+
+double server_cpus_others_pct(const struct obs *o)
+{
+    if (!o->sides || o->server_cpus_elapsed <= 0)
+        return 0;
+    return 100 * (o->server_cpu - o->server_threads_cpu) / o->server_cpus_elapsed;
+}
+
+bool run_crowded(const struct obs *o)
+{
+    return !opt.no_probes && client_cpus_others_pct(o) > OTHERS_MAX_PCT;
+}
+
+/* The run cannot be quoted: a probe says the host was slow around it, or
+ * other work crowded its CPUs. */
 static bool host_slow(const struct obs *o)
 {
     for (int k = 0; k < NPROBES; k++)
         if (*probe_of(o, k) > SLOW_PROBE * probe_ref[k].ref_ms)
             return true;
-    return false;
+    return run_crowded(o);
 }
 
-/* Both probes as they would be before a run are normal. */
-static bool host_normal_now(void)
+/* Whether a run started now would be normal: both probes as they would
+ * be before it, and the clients' CPUs, with no client running, busy under
+ * OTHERS_MAX_PCT % of 0.1 s. */
+enum host_now { HOST_NORMAL, HOST_SLOW, HOST_CROWDED };
+static enum host_now host_now(void)
 {
-    return machine_probe_ms() <= SLOW_PROBE * probe_ref[PROBE_MEM].ref_ms &&
-           compute_probe_ms() <= SLOW_PROBE * probe_ref[PROBE_COMPUTE].ref_ms;
+    if (machine_probe_ms() > SLOW_PROBE * probe_ref[PROBE_MEM].ref_ms ||
+        compute_probe_ms() > SLOW_PROBE * probe_ref[PROBE_COMPUTE].ref_ms)
+        return HOST_SLOW;
+    double b0, a0, b1, a1;
+    if (!side_cpu || !cpus_busy_mark(&client_cpus, &b0, &a0))
+        return HOST_NORMAL;
+    usleep(100000);
+    if (!cpus_busy_mark(&client_cpus, &b1, &a1) || a1 <= a0 || 100 * (b1 - b0) / (a1 - a0) <= OTHERS_MAX_PCT)
+        return HOST_NORMAL;
+    return HOST_CROWDED;
 }
 
 /* One round's run of a setting. A slow one (a probe around it says the
@@ -1525,7 +1573,9 @@ static bool same_group(const struct setting *a, const struct setting *b)
  * the whole group's runs of that round are taken again, one after another
  * as in the round (a retaken gRPC run beside a socket run of minutes
  * before is a ratio across a change of the host), up to twice, after
- * waiting (up to 5 s) for normal probes (not at all if they stay slow),
+ * waiting (up to 5 s) for normal probes and uncrowded CPUs (not at all if
+ * the probes stay slow; no more retakes at all if the CPUs stay crowded
+ * for 2 s),
  * while the retakes have cost less than 15 % of the time so far; then the
  * slow runs left are counted, and the report leaves them out of the
  * medians where enough rounds were normal (bench-report.c, use_round). */
@@ -1542,11 +1592,14 @@ static void retake_slow(uint64_t start)
                 if (retake_s > 0.15 * (double)(fk_now_ns() - start) / 1e9 || fk_stop_signal)
                     goto count;
                 uint64_t t = fk_now_ns();
-                bool normal = false;
-                for (int w = 0; w < 20 && !(normal = host_normal_now()); w++)
+                enum host_now now = HOST_SLOW;
+                /* up to 5 s for a slow spell to pass; other work, 2 s */
+                for (int w = 0; w < 20 && (now = host_now()) != HOST_NORMAL && !(now == HOST_CROWDED && w >= 6); w++)
                     usleep(250000);
-                if (!normal) {  /* still in the spell: the retake would meet it too */
+                if (now != HOST_NORMAL) {       /* still in the spell: the retake would meet it too */
                     retake_s += (double)(fk_now_ns() - t) / 1e9;
+                    if (now == HOST_CROWDED)    /* other work for 2 s (a build, a test suite) is no spell */
+                        goto count;
                     continue;
                 }
                 for (int q = i; q < j; q++) {
@@ -1562,12 +1615,13 @@ static void retake_slow(uint64_t start)
                 retake_s += (double)(fk_now_ns() - t) / 1e9;
             }
 count:
-    runs_slow_kept = 0;
+    runs_slow_kept = runs_crowded_kept = 0;
     for (int i = 0; i < nsettings; i++)
         for (int r = 0; r < opt.rounds; r++) {
             struct obs *o = &settings[i].o[r];
             o->slow = host_slow(o);
             runs_slow_kept += o->slow;
+            runs_crowded_kept += run_crowded(o);
         }
 }
 
@@ -1729,9 +1783,9 @@ static char *find_svg(const char *dir)
     return r;
 }
 
-int main(int argc, char **argv)
+/* The options, checked; FK_OPT_CONTINUE to run. */
+static int parse_cmdline(int argc, char **argv)
 {
-    fk_progname = "fetch-bench";
     const struct fk_optsec secs[] = { { "Options", bench_optset, &opt }, { NULL } };
     struct fk_args a;
     int rc = fk_opt_parse(&cmdline, secs, argc, argv, &a);
@@ -1744,31 +1798,41 @@ int main(int argc, char **argv)
         return fk_opt_error("--rounds: at most 1000");
     if (opt.grpc_bdp && opt.grpc_window)
         return fk_opt_error("--grpc-bdp grows gRPC's window itself: give it without --grpc-window");
-    ssize_t n = readlink("/proc/self/exe", exedir, sizeof exedir - 1);
-    if (n > 0) {
-        exedir[n] = 0;
+    for (int i = 0; !opt.repo && i < opt.nsizes; i++)
+        for (int k = i + 1; k < opt.nsizes; k++)
+            if (opt.sizes[i] >> 20 == opt.sizes[k] >> 20)
+                return fk_opt_error("--repo-size: %lluM given twice", (unsigned long long)(opt.sizes[i] >> 20));
+    return FK_OPT_CONTINUE;
+}
+
+/* exedir (where the servers are looked for first), and the allocation
+ * counter: --malloc-shim, else next to the program or in libexec. */
+static void find_programs(char *shimbuf, size_t n)
+{
+    ssize_t len = readlink("/proc/self/exe", exedir, sizeof exedir - 1);
+    if (len > 0) {
+        exedir[len] = 0;
         char *d = dirname(exedir);
         memmove(exedir, d, strlen(d) + 1);
     } else
         snprintf(exedir, sizeof exedir, ".");
-    char shimbuf[PATH_MAX + 32];
     if (!opt.shim) {
-        snprintf(shimbuf, sizeof shimbuf, "%s/fetchd-malloc.so", exedir);
+        snprintf(shimbuf, n, "%s/fetchd-malloc.so", exedir);
         if (access(shimbuf, R_OK) != 0)
-            snprintf(shimbuf, sizeof shimbuf, "%s/fetchd-malloc.so", FK_PKGLIBEXECDIR);
+            snprintf(shimbuf, n, "%s/fetchd-malloc.so", FK_PKGLIBEXECDIR);
         opt.shim = shimbuf;
     }
     if (access(opt.shim, R_OK) != 0) {
         fk_warn("allocation counter %s not found: allocations not counted", opt.shim);
         opt.shim = NULL;
     }
-    if (mkdir(opt.out, 0755) != 0 && errno != EEXIST)
-        fk_die("cannot create output directory %s: %s", opt.out, strerror(errno));
-    if (!fk_stop_on_signals(FK_STOP_IGNORE_SIGPIPE))
-        fk_die("cannot install signal handlers: %s", strerror(errno));
-    ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    /* the forked clients': BDP probing off unless asked for (fetch-bench(1)) */
-    fetchd_client_window = opt.grpc_bdp ? 0 : opt.grpc_window ? (uint32_t)opt.grpc_window : 64u << 10;
+}
+
+/* Servers and clients on CPUs of their own, over the veth pair where it
+ * can be made (else loopback, said in net_desc), and whether each side's
+ * CPU is its CPUs' busy time (side_cpu). */
+static void place_sides(void)
+{
     pin_setup();
     char why[256];
     if (!pinning || opt.loopback)
@@ -1789,27 +1853,35 @@ int main(int argc, char **argv)
             fk_warn("/proc/timer_list gives no idle time per CPU: server and client CPU are their tasks' own, "
                     "without the receive work done on their CPUs while idle");
     }
-    char *fk = NULL;
-    if (opt.profile) {
-        fk = find_prog("flamekit");
-        if (!flamekit_has_pid(fk)) {
-            fk_warn("--profile: '%s pid' is not available (flamekit's CPU capture is not built in); "
-                    "running without flame graphs", fk);
-            free(fk);
-            fk = NULL;
-            opt.profile = false;
-        }
-    }
-    uint64_t start = fk_now_ns();
+}
 
-    /* Repositories: all under one root the servers serve. */
-    char root[PATH_MAX], dir[PATH_MAX];
+/* flamekit for -p, or NULL (and -p off, with a warning) without its CPU
+ * capture. */
+static char *find_profiler(void)
+{
+    if (!opt.profile)
+        return NULL;
+    char *fk = find_prog("flamekit");
+    if (flamekit_has_pid(fk))
+        return fk;
+    fk_warn("--profile: '%s pid' is not available (flamekit's CPU capture is not built in); "
+            "running without flame graphs", fk);
+    free(fk);
+    opt.profile = false;
+    return NULL;
+}
+
+/* repos[]: --repo, or the generated ones, smallest first; root: the
+ * directory the servers serve them from. */
+static void repos_prepare(char *root)
+{
+    char dir[PATH_MAX];
     if (opt.repo) {
         char real[PATH_MAX];
         if (!realpath(opt.repo, real))
             fk_die("repository %s: %s", opt.repo, strerror(errno));
         char *r = fk_strdup(real), *b = fk_strdup(real);
-        snprintf(root, sizeof root, "%s", dirname(r));
+        snprintf(root, PATH_MAX, "%s", dirname(r));
         repos[0].path = fk_strdup(real);
         repos[0].name = fk_strdup(basename(b));
         free(r);
@@ -1817,11 +1889,6 @@ int main(int argc, char **argv)
         nrepos = 1;
     } else {
         cache_base(dir, sizeof dir);
-        for (int i = 0; i < opt.nsizes; i++)
-            for (int k = i + 1; k < opt.nsizes; k++)
-                if (opt.sizes[i] >> 20 == opt.sizes[k] >> 20)
-                    return fk_opt_error("--repo-size: %lluM given twice", (unsigned long long)(opt.sizes[i] >> 20));
-        /* smallest first */
         for (int i = 0; i < opt.nsizes; i++)
             for (int k = i + 1; k < opt.nsizes; k++)
                 if (opt.sizes[k] < opt.sizes[i]) {
@@ -1841,8 +1908,12 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < nrepos; i++)
         build_request(repos[i].path, &repos[i].req);
+}
 
-    /* Servers, kept for all rounds. */
+/* The servers the settings need, kept for all rounds; how their CPU is
+ * counted (report.md's words). */
+static const char *servers_start(const char *root)
+{
     main_pid = getpid();
     atexit(servers_kill);
     bool want_grpc = opt.modes[M_GRPC_CONN] || opt.modes[M_GRPC_SHARED];
@@ -1868,8 +1939,12 @@ int main(int argc, char **argv)
     struct server *probe = server_up[0][0] ? &servers[0][0] : server_up[0][1] ? &servers[0][1] : NULL;
     for (int i = 0; i < nrepos; i++)
         repos[i].fetch_bytes = probe ? probe_fetch(probe, &repos[i]) : git_fetch_bytes(&repos[i]);
+    return cpu_source;
+}
 
-    /* Settings, in the order each round runs them. */
+/* settings[] in the order each round runs them, and pairs[]. */
+static void settings_make(void)
+{
     settings = fk_calloc((size_t)(nrepos * 2 * opt.nclients * NMODES), sizeof *settings);
     for (int i = 0; i < nrepos; i++)
         for (int c = 0; c < 2; c++)
@@ -1897,6 +1972,34 @@ int main(int argc, char **argv)
         if (g->mode != M_SOCK && so)
             pairs[npairs++] = (struct pair){ g, so };
     }
+}
+
+/* A setting's run in round r, and in the first two rounds sized: too
+ * short a run measures its start and the scheduler's whims (a sock+cache
+ * run of --work took 50 ms): size the work in the first round, then keep
+ * it for every round. A short run is slower per fetch than a long one
+ * (gRPC's flow-control windows still growing, caches cold): sized from a
+ * run of 2 fetches, a run of 24 took 0.2 s, not 0.77. So again until a
+ * run lasts long enough. A first round slowed down (the host, or before
+ * heap_prefault the clients' page faults) left runs of 0.24-0.5 s in
+ * later rounds: the second round sizes again a run under 3/4 of the time;
+ * the count then holds for every later round (each run's own fetches are
+ * in its figures). */
+static void run_sized(struct server *sv, struct setting *s, int r)
+{
+    run_setting(sv, s, r);
+    double want = (double)opt.min_run_ms / 1000;
+    for (int k = 0; r <= 1 && !opt.fetches && s->o[r].wall < (r ? 0.75 : 1) * want && s->fetches < 100000 &&
+                    k < 6; k++) {
+        double f = ceil((double)s->fetches * want * 1.2 / (s->o[r].wall > 1e-3 ? s->o[r].wall : 1e-3));
+        s->fetches = f > 100000 ? 100000 : (int)f;
+        run_setting(sv, s, r);
+    }
+}
+
+/* The probes' first references, the rounds, the retakes. */
+static void rounds_run(uint64_t start)
+{
     for (int i = 0; i < 5; i++) {
         /* the references' first values: both kinds, back to back, as around a run */
         struct obs o = { .probe_ms = machine_probe_ms(), .cprobe_ms = compute_probe_ms() };
@@ -1907,70 +2010,45 @@ int main(int argc, char **argv)
     fprintf(stderr, "fetch-bench: %d settings × %d rounds (output in %s)\n", nsettings, opt.rounds, opt.out);
     for (int r = 0; r < opt.rounds; r++) {
         uint64_t t = fk_now_ns();
-        for (int i = 0; i < nsettings; i++) {
-            struct setting *s = &settings[i];
-            struct server *sv = &servers[s->mode != M_SOCK][s->cache];
-            run_setting(sv, s, r);
-            /* Too short a run measures its start and the scheduler's
-             * whims (a sock+cache run of --work took 50 ms): size the work
-             * in the first round, then keep it for every round. A short
-             * run is slower per fetch than a long one (gRPC's flow-control
-             * windows still growing, caches cold): sized from a run of 2
-             * fetches, a run of 24 took 0.2 s, not 0.77. So again until a
-             * run lasts long enough. A first round slowed down (the host,
-             * or before heap_prefault the clients' page faults) left runs
-             * of 0.24-0.5 s in later rounds: the second round sizes again
-             * a run under 3/4 of the time; the count then holds for every
-             * later round (each run's own fetches are in its figures). */
-            double want = (double)opt.min_run_ms / 1000;
-            for (int k = 0; r <= 1 && !opt.fetches && s->o[r].wall < (r ? 0.75 : 1) * want && s->fetches < 100000 &&
-                            k < 6; k++) {
-                double f = ceil((double)s->fetches * want * 1.2 / (s->o[r].wall > 1e-3 ? s->o[r].wall : 1e-3));
-                s->fetches = f > 100000 ? 100000 : (int)f;
-                run_setting(sv, s, r);
-            }
-        }
+        for (int i = 0; i < nsettings; i++)
+            run_sized(&servers[settings[i].mode != M_SOCK][settings[i].cache], &settings[i], r);
         fprintf(stderr, "fetch-bench: round %d/%d done in %.1f s\n", r + 1, opt.rounds, (double)(fk_now_ns() - t) / 1e9);
     }
     retake_slow(start);
     if (runs_retaken)
         fprintf(stderr, "fetch-bench: %d slow run(s) taken again\n", runs_retaken);
+}
 
-    /* Flame graphs under the headline load, after the rounds. */
-    char *profiles[2][2] = { { NULL, NULL }, { NULL, NULL } };
-    int profiles_failed = 0;
-    if (opt.profile) {
-        int hs, hn;
-        enum mode hg;
-        headline(&hs, &hn, &hg);
-        for (int g = 0; g < 2; g++)
-            for (int c = 0; c < 2; c++) {
-                if (!server_up[g][c])
-                    continue;
-                struct prof_arg p = { .fk = fk, .s = &servers[g][c] };
-                snprintf(p.dir, sizeof p.dir, "%s/profile-%s", opt.out, servers[g][c].name);
-                char rm[PATH_MAX + 16];
-                snprintf(rm, sizeof rm, "rm -rf '%s'", p.dir);
-                if (system(rm) != 0)
-                    fk_warn("cannot clear %s", p.dir);
-                fprintf(stderr, "fetch-bench: flame graph of %s\n", servers[g][c].name);
-                struct obs o;
-                const struct run_hooks h = { profile_start, profile_during, &p };
-                run(&servers[g][c], g ? hg : M_SOCK, hn, repos[hs].name, &repos[hs].req, 0, &o, &h);
-                if (p.ok && !(profiles[g][c] = find_svg(p.dir)))
-                    fk_warn("%s: flamekit pid wrote no SVG into %s", servers[g][c].name, p.dir);
-                profiles_failed += !profiles[g][c];
-            }
-    }
+/* -p: a flame graph of each server under the headline load, after the
+ * rounds, into profiles[grpc][cache]; the number that failed. */
+static int profiles_capture(char *fk, char *profiles[2][2])
+{
+    int failed = 0, hs, hn;
+    enum mode hg;
+    headline(&hs, &hn, &hg);
     for (int g = 0; g < 2; g++)
-        for (int c = 0; c < 2; c++)
-            if (server_up[g][c])
-                server_stop(&servers[g][c]);
+        for (int c = 0; c < 2; c++) {
+            if (!server_up[g][c])
+                continue;
+            struct prof_arg p = { .fk = fk, .s = &servers[g][c] };
+            snprintf(p.dir, sizeof p.dir, "%s/profile-%s", opt.out, servers[g][c].name);
+            char rm[PATH_MAX + 16];
+            snprintf(rm, sizeof rm, "rm -rf '%s'", p.dir);
+            if (system(rm) != 0)
+                fk_warn("cannot clear %s", p.dir);
+            fprintf(stderr, "fetch-bench: flame graph of %s\n", servers[g][c].name);
+            struct obs o;
+            const struct run_hooks h = { profile_start, profile_during, &p };
+            run(&servers[g][c], g ? hg : M_SOCK, hn, repos[hs].name, &repos[hs].req, 0, &o, &h);
+            if (p.ok && !(profiles[g][c] = find_svg(p.dir)))
+                fk_warn("%s: flamekit pid wrote no SVG into %s", servers[g][c].name, p.dir);
+            failed += !profiles[g][c];
+        }
+    return failed;
+}
 
-    bench_check_figures();
-    bench_write_reports(cpu_source, profiles, (double)(fk_now_ns() - start) / 1e9);
-    bench_print_summary();
-    printf("report: %s/report.md, %s/report.json\n", opt.out, opt.out);
+static void bench_free(char *profiles[2][2])
+{
     for (int g = 0; g < 2; g++)
         for (int c = 0; c < 2; c++)
             free(profiles[g][c]);
@@ -1983,6 +2061,42 @@ int main(int argc, char **argv)
         free(repos[i].name);
         fk_buf_free(&repos[i].req);
     }
+}
+
+int main(int argc, char **argv)
+{
+    fk_progname = "fetch-bench";
+    int rc = parse_cmdline(argc, argv);
+    if (rc != FK_OPT_CONTINUE)
+        return rc;
+    char shimbuf[PATH_MAX + 32];
+    find_programs(shimbuf, sizeof shimbuf);
+    if (mkdir(opt.out, 0755) != 0 && errno != EEXIST)
+        fk_die("cannot create output directory %s: %s", opt.out, strerror(errno));
+    if (!fk_stop_on_signals(FK_STOP_IGNORE_SIGPIPE))
+        fk_die("cannot install signal handlers: %s", strerror(errno));
+    ncpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    /* the forked clients': BDP probing off unless asked for (fetch-bench(1)) */
+    fetchd_client_window = opt.grpc_bdp ? 0 : opt.grpc_window ? (uint32_t)opt.grpc_window : 64u << 10;
+    place_sides();
+    char *fk = find_profiler();
+    uint64_t start = fk_now_ns();
+    char root[PATH_MAX];
+    repos_prepare(root);
+    const char *cpu_source = servers_start(root);
+    settings_make();
+    rounds_run(start);
+    char *profiles[2][2] = { { NULL, NULL }, { NULL, NULL } };
+    int profiles_failed = opt.profile ? profiles_capture(fk, profiles) : 0;
+    for (int g = 0; g < 2; g++)
+        for (int c = 0; c < 2; c++)
+            if (server_up[g][c])
+                server_stop(&servers[g][c]);
+    bench_check_figures();
+    bench_write_reports(cpu_source, profiles, (double)(fk_now_ns() - start) / 1e9);
+    bench_print_summary();
+    printf("report: %s/report.md, %s/report.json\n", opt.out, opt.out);
+    bench_free(profiles);
     free(fk);
     if (profiles_failed) {
         fk_error("--profile: %d of the flame graphs failed (see the warnings above); the report is complete "
