@@ -263,6 +263,45 @@ static void test_chain_retaken(void)
     fk_py_walker_free(w);
 }
 
+/* A chain named as it left the gate's ring and walked more than
+ * CODE_TRUST_NS later (a loaded host's engine thread), by when the
+ * interpreter has freed its code and has no frame left (it was ending):
+ * its codes are trusted as of their naming, not read again at the walk. */
+static void test_chain_named_then_gone(void)
+{
+    static struct fk_py_snap snap;
+    static unsigned char frames[FK_PYGATE_DEPTH * FK_PYGATE_STRIDE];
+    struct fakepy f;
+    fakepy_init(&f, mem);
+    const struct fk_py_layout *L = f.L;
+    uint64_t file = fakepy_ascii(&f, "s.py");
+    uint64_t cm = fakepy_code(&f, fakepy_ascii(&f, "<module>"), file, 1, 0, 4);
+    uint64_t cs = fakepy_code(&f, fakepy_ascii(&f, "spin"), file, 1, 0, 4);
+    uint64_t root = fakepy_frame(&f, cm, 0, 1, true), top = fakepy_frame(&f, cs, root, 1, false);
+    /* a real frame's function and globals: what lets a code be trusted */
+    fakepy_u64(&f, root, L->fr_func, 0x70000);
+    fakepy_u64(&f, root, L->fr_globals, 0x71000);
+    fakepy_u64(&f, top, L->fr_func, 0x72000);
+    fakepy_u64(&f, top, L->fr_globals, 0x71000);
+    uint64_t tid = 12;
+    fakepy_threads(&f, &tid, &top, 1);
+    uint64_t interp, ts, cf;
+    fakepy_read(&f, f.where.runtime + L->rt_interp_head, &interp, 8);
+    fakepy_read(&f, interp + L->interp_threads_head, &ts, 8);
+    fakepy_read(&f, ts + L->ts_cframe, &cf, 8);
+    struct fk_py_walker *w = walker_new(L, &f.where, fakepy_read, &f, false, 0);
+    struct fk_pygate_chain c;
+    bool ok = fakepy_chain(&f, ts, frames, &c) && fk_py_snap_chain(w, &c, tid, &snap);
+    clock_ns += 2000 * 1000000ull;      /* twice CODE_TRUST_NS */
+    fakepy_u64(&f, cs, L->ob_type, 0);
+    fakepy_u64(&f, cm, L->ob_type, 0);
+    fakepy_u64(&f, cf, L->cf_current_frame, 0);
+    bool retaken = fk_py_walk_chain(w, &snap, tid, &st);
+    UNIT_CHECK("a chain walked 2 s after it was named, its code since freed: named as it was",
+               ok && !retaken && st.status == FK_PY_OK && strcmp(chain(w, &st), "<module>!;spin") == 0);
+    fk_py_walker_free(w);
+}
+
 /* A generator that yielded since the sample: 3.11 clears its frame's
  * previous link (gen_send_ex2), so its segment cannot be linked to the
  * next head -- its frame, in the generator object, is still the one that
@@ -1174,6 +1213,7 @@ int main(void)
     test_suspended();
     test_chain();
     test_chain_retaken();
+    test_chain_named_then_gone();
     test_strings();
     test_hostile();
     test_time_bound();

@@ -170,6 +170,8 @@ struct fk_py_walker {
     struct fk_py_stack *cur;
     const struct fk_py_snap *snap;  /* frames as read earlier, or NULL */
     uint64_t t0;
+    uint64_t trust_at;      /* the moment code_known's CODE_TRUST_NS counts back
+                               from: the walk's start, or a chain's naming */
     bool over;              /* a bound was hit */
 };
 
@@ -498,7 +500,9 @@ static bool code_hdr(struct fk_py_walker *w, uint64_t addr, unsigned char *hdr)
 
 /* A frame's code object from the cache alone, without its header: when
  * the frame runs it with the function and globals (f_func, f_globals) the
- * cached entry was last checked with, less than CODE_TRUST_NS ago, and
+ * cached entry was last checked with, less than CODE_TRUST_NS from the
+ * walk (w->trust_at: a chain the gate's program read counts from when it
+ * was named, as it left the ring, fk_py_walk_snap), and
  * its prev_instr lies in that code's instructions (or just before them:
  * not started). A frame holds references to all three, so a live frame
  * keeps them from being freed; a new code object at a freed one's address
@@ -520,8 +524,11 @@ static const struct code_entry *code_known(const struct fk_py_walker *w, uint64_
     uint32_t i;
     while (fk_hindex_next(&it, &i)) {
         const struct code_entry *c = &w->codes[i];
+        /* checked before or after trust_at (a chain's naming: another
+         * sample's may have checked the code again since) */
+        uint64_t apart = c->checked > w->trust_at ? c->checked - w->trust_at : w->trust_at - c->checked;
         if (c->addr != addr || c->func != func || c->globals != globals || !c->checked ||
-            w->t0 < c->checked || w->t0 - c->checked >= CODE_TRUST_NS)
+            apart >= CODE_TRUST_NS)
             continue;
         uint64_t code0 = addr + w->lay->co_code;
         if (pi + 2 < code0 || pi >= code0 + 2 * (uint64_t)c->units)
@@ -792,7 +799,7 @@ static void snap_clear(struct fk_py_snap *snap)
     snap->n = snap->ncodes = snap->nnamed = 0;
     snap->win_len = 0;
     snap->reads = snap->read_bytes = 0;
-    snap->tstate = snap->cframe = snap->head = 0;
+    snap->tstate = snap->cframe = snap->head = snap->named_at = 0;
     snap->chain = false;
 }
 
@@ -829,7 +836,7 @@ bool fk_py_snap_chain(struct fk_py_walker *w, const struct fk_pygate_chain *c, u
     const struct fk_py_snap *was = w->snap;
     w->cur = &tmp;
     w->snap = snap;
-    w->t0 = w->now();
+    w->t0 = w->trust_at = snap->named_at = w->now();
     w->over = false;
     for (unsigned i = 0; i < snap->n && !w->over; i++) {
         const unsigned char *fr = snap->bytes[i];
@@ -1119,7 +1126,7 @@ static void walk_begin(struct fk_py_walker *w, struct fk_py_stack *out, bool aga
     out->cframe = out->tstate = 0;
     w->cur = out;
     w->over = false;
-    w->t0 = w->now();
+    w->t0 = w->trust_at = w->now();
     if (!again)
         out->reads = out->read_bytes = 0;
 }
@@ -1172,6 +1179,15 @@ void fk_py_walk_snap(struct fk_py_walker *w, const struct fk_py_snap *snap,
     out->tstate = snap->tstate;
     const struct fk_py_snap *was = w->snap;
     w->snap = snap;
+    /* a chain's code objects were named (checked, or read) as it left the
+     * gate's ring, while they lived: trusted as of then, not of this walk
+     * -- up to a take of the engine's thread later, and on a loaded host
+     * more than CODE_TRUST_NS, by when a short-lived interpreter's code
+     * may be freed or the process gone (the walk was then invalid and
+     * retaken from a process that had no frames left: t-children's
+     * per-task interpreters under load, 5-12 samples in 2 of 6 runs) */
+    if (snap->chain && snap->named_at)
+        w->trust_at = snap->named_at;
     uint8_t st = FK_PY_IDLE;
     uint64_t next;
     if (snap->chain && snap->head) {

@@ -211,6 +211,7 @@ struct fk_py_snap {
                                    chain from head, as it was then */
     uint64_t head;              /* chain: the innermost frame (0: none) */
     unsigned nnamed;            /* chain: code objects named for the first time */
+    uint64_t named_at;          /* chain: when they were (the walker's clock) */
     uint64_t named[FK_PY_SNAP_CODES];
     uint64_t win_addr;          /* the window's address in the target */
     uint32_t win_len;           /* 0: none */
