@@ -262,25 +262,45 @@ PY
 )
 check_eq "--stdout: stream has the four files and status 0" "0 flamegraph.svg folded.gz json pb.gz" "$res"
 
-# memory cap: a limit that cannot hold the kernel's symbol table is refused
-# before the capture starts, naming the table and the least limit (at
-# which a short command's capture must run to its end); before, such a
-# capture stopped at the limit 37-150 ms in, and did not say why
+# memory cap: a limit that cannot hold the kernel's symbol table and the
+# Python gate's maps is refused before the capture starts, naming each and
+# the least limit (at which a command sampled in the kernel must run to its
+# end); before, such a capture stopped at the limit 37-150 ms in, and did
+# not say why
 o=$("$FLAMEKIT" host -d 1 --max-memory 3M -o "$T/memk" 2>&1); rc=$?
 check_eq "memory cap below the kernel's symbol table: exit 2" 2 "$rc"
-check_grep "memory cap below the kernel's table: one line naming it and the least limit" \
-    "^flamekit host: --max-memory 3M cannot hold the kernel's symbol table \([0-9.]+M here\) and 2M for the capture: give at least [0-9]+M, or --no-kernel; see 'flamekit host --help'$" "$o"
+check_grep "memory cap below the kernel's table: one line naming it, the gate and the least limit" \
+    "^flamekit host: --max-memory 3M cannot hold the kernel's symbol table \([0-9.]+M here\), the Python gate's maps \([0-9.]+M\) and 2M for the capture: give at least [0-9]+M, or --no-kernel, or --python off; see 'flamekit host --help'$" "$o"
 check_eq "memory cap below the kernel's table: the error is all it prints" 1 "$(printf '%s\n' "$o" | wc -l)"
 check_eq "memory cap below the kernel's table: nothing written" no "$([ -e "$T/memk" ] && echo yes || echo no)"
 least=$(printf '%s\n' "$o" | sed -n 's/.*give at least \([0-9]*\)M.*/\1/p')
-"$FLAMEKIT" run -q --no-svg --max-memory "${least:-0}M" -o "$T/meml" -- sleep 0.2 >/dev/null 2>&1
+# dd spends its time in the kernel: its first sample reads the kernel's
+# table (a sleep is seldom sampled: at the least limit of 9455819..64203b4,
+# which left out the gate, a sleep's capture ran to its end only when
+# nothing sampled it)
+"$FLAMEKIT" run -q --no-svg --max-memory "${least:-0}M" -o "$T/meml" -- \
+    dd if=/dev/zero of=/dev/null bs=1k count=100000 >/dev/null 2>&1
 check_eq "memory cap: the least limit named (${least:-none}M) is accepted" 0 "$?"
 j=$(ls "$T"/meml/*.json 2>/dev/null)
 check_eq "memory cap: at the least limit named a command's capture runs to its end" "command exited" \
     "$([ -n "$j" ] && jget "$j" stop_reason)"
-# memory cap: stops cleanly, says so, files complete
+check "memory cap: ... with kernel frames in it" zgrep -q '_\[k\]' "$T"/meml/*.folded.gz
+# memory cap: stops cleanly, says so, files complete -- at a limit the
+# fixed tables fit, reached by a Python program whose stacks are random
+# walks through ten functions (a new stack at nearly every sample: the
+# stack table grew ~14 KB a sample here; the limit was passed 0.2 s in)
+printf '%s\n' 'import random, time' 'R = random.Random(7)' 'def step(d):' '    if d == 0:' \
+    '        return sum(range(300))' '    return F[R.randrange(10)](d - 1)' \
+    'def f0(d): return step(d)' 'def f1(d): return step(d)' 'def f2(d): return step(d)' \
+    'def f3(d): return step(d)' 'def f4(d): return step(d)' 'def f5(d): return step(d)' \
+    'def f6(d): return step(d)' 'def f7(d): return step(d)' 'def f8(d): return step(d)' \
+    'def f9(d): return step(d)' 'F = [f0, f1, f2, f3, f4, f5, f6, f7, f8, f9]' \
+    'end = time.monotonic() + 30' 'while time.monotonic() < end:' '    step(14)' >"$T/manystacks.py"
+python3 "$T/manystacks.py" & mp=$!
+fk_cleanup "kill $mp 2>/dev/null"
 start=$(date +%s)
-o=$("$FLAMEKIT" host -d 20 --no-kernel --max-memory 1M -o "$T/mem" 2>&1); rc=$?
+o=$("$FLAMEKIT" host -F 999 -d 20 --no-kernel --max-memory 7M -o "$T/mem" 2>&1); rc=$?
+kill $mp 2>/dev/null; wait $mp 2>/dev/null
 check_eq "memory cap: exit 0" 0 "$rc"
 check_grep "memory cap: summary says so" 'memory limit' "$o"
 check_range "memory cap: stopped early (s)" $(( $(date +%s) - start )) 0 15

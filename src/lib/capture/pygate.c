@@ -516,13 +516,23 @@ void fk_pygate_stats(const struct fk_pygate *g, struct fk_pygate_stats *out)
 
 /* The maps' fixed kernel memory (the per-CPU record counted per CPU) and
  * the queues made so far. */
+static size_t maps_bytes(uint32_t entries, uint32_t ring, unsigned ncpus)
+{
+    return (size_t)entries * ENTRY_BYTES + ring + (size_t)THREADS_MAX * THREAD_BYTES +
+           (size_t)CODES_MAX * CODE_BYTES + (size_t)ncpus * REC_MAX;
+}
+
+size_t fk_pygate_fixed_bytes(uint32_t max_entries)
+{
+    int ncpus = libbpf_num_possible_cpus();
+    return maps_bytes(max_entries, ring_bytes(), ncpus > 0 ? (unsigned)ncpus : 1);
+}
+
 size_t fk_pygate_bytes(const struct fk_pygate *g)
 {
     if (!g)
         return 0;
-    return (size_t)g->entries * ENTRY_BYTES + g->ring_bytes + (size_t)THREADS_MAX * THREAD_BYTES +
-           (size_t)CODES_MAX * CODE_BYTES +
-           (size_t)g->ncpus * REC_MAX +
+    return maps_bytes(g->entries, g->ring_bytes, g->ncpus) +
            (size_t)__atomic_load_n(&g->nqueues, __ATOMIC_RELAXED) * QUEUE_MAX * REC_MAX;
 }
 

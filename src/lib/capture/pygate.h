@@ -64,6 +64,10 @@ struct fk_pygate;
  * attached yet. NULL with one line in err (no BPF, no ring buffer: Linux
  * 5.8, a program refused). */
 struct fk_pygate *fk_pygate_new(uint32_t max_entries, char *err, size_t errlen);
+/* The kernel memory a gate of max_entries processes holds from its start
+ * (maps and ring; the queues it makes later not counted): what a memory
+ * limit must leave it before the capture starts. */
+size_t fk_pygate_fixed_bytes(uint32_t max_entries);
 /* Run the gate on each sample of the sampling event perf_fd. tree_map
  * >= 0: a 'pid' target's tree map (capture/bpftree.h), whose filter the
  * gate then is too (an event holds one program): samples of processes

@@ -62,6 +62,10 @@ const char *fk_callgraph_name(enum fk_callgraph m);     /* "auto", "dwarf", "fp"
 #define FK_STACK_SIZE_DEFAULT (32 * 1024)
 #define FK_STACK_SIZE_MIN 512
 #define FK_STACK_SIZE_MAX 65528
+/* Processes the Python gate holds (engine/config.c choose_wakeups): its
+ * maps' kernel memory counts against --max-memory from the start
+ * (fk_pygate_fixed_bytes). */
+#define FK_ENGINE_PYGATE_ENTRIES 16384
 
 /* The capture's progress, for a status line: reported when the window
  * opens (elapsed 0: the capture runs), about every second, and at its end. */

@@ -345,7 +345,6 @@ static void choose_reads(struct fk_engine *e)
  * gate's program is the tree's filter too (an event holds one program:
  * open.c attach_bpftree). Without BPF or a BPF ring buffer (Linux 5.8) it
  * is every sample as before, the reason in the result. */
-#define FK_ENGINE_PYGATE_ENTRIES 16384
 static void choose_wakeups(struct fk_engine *e)
 {
     struct fk_capture_result *r = e->r;

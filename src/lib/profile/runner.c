@@ -4,6 +4,8 @@
  * deliver. The output location is checked before the capture starts, and
  * whatever a failed run created (files, directories) is removed. */
 #include "profile/kinds.h"
+#include "capture/pygate.h"
+#include "engine/capture.h"
 #include "engine/pyframes.h"
 #include "deliver/stream.h"
 #include "deliver/upload.h"
@@ -37,28 +39,43 @@ const char *fk_python_mode_name(int mode)
     return mode == FK_PYTHON_OFF ? "off" : mode == FK_PYTHON_LINES ? "lines" : "on";
 }
 
-/* The kernel's symbol table counts against --max-memory like every table
- * the capture holds. A limit that cannot hold it and FK_PROFILE_KERNEL_ROOM
- * more would stop a capture with kernel stacks at the limit as soon as
- * the table is read, whatever it captured: refused before anything starts,
- * naming the table and the least limit that holds both. */
-static bool kernel_table_fits(const struct fk_profile_request *rq, char *err, size_t errlen)
+/* The kernel's symbol table and the Python gate's maps count against
+ * --max-memory like every table the capture holds; the gate's from the
+ * start, the table from the first kernel frame. (The gate is made for CPU
+ * profiles with Python frames: the kind that keeps the kernel's wake-ups
+ * for them, engine/config.c choose_wakeups; the faults and off-CPU kinds
+ * read on their clock.) A limit that cannot hold
+ * them and FK_PROFILE_KERNEL_ROOM more would stop the capture at the
+ * limit as soon as the command or the host is sampled in the kernel,
+ * whatever it captured (before this counted the gate, a command's capture
+ * at the least limit named stopped at its first sample: 5.2M from the
+ * start, 10.3M after it, at 7M): refused before anything starts, naming
+ * each part and the least limit that holds them. */
+static bool fixed_tables_fit(const struct fk_profile_request *rq, char *err, size_t errlen)
 {
-    if (rq->no_kernel || rq->max_mem_bytes >= FK_PROFILE_KERNEL_CHECK_MEM)
+    bool gate = rq->kind == FK_PROFILE_CPU && rq->python != FK_PYTHON_OFF;
+    if ((rq->no_kernel && !gate) || rq->max_mem_bytes >= FK_PROFILE_KERNEL_CHECK_MEM)
         return true;
-    uint64_t table = fk_sym_kernel_bytes();
-    uint64_t need = table + FK_PROFILE_KERNEL_ROOM, mib = 1ull << 20;
+    uint64_t table = rq->no_kernel ? 0 : fk_sym_kernel_bytes();
+    uint64_t maps = gate ? fk_pygate_fixed_bytes(FK_ENGINE_PYGATE_ENTRIES) : 0;
+    uint64_t need = table + maps + FK_PROFILE_KERNEL_ROOM, mib = 1ull << 20;
     if (rq->max_mem_bytes >= need)
         return true;
-    char given[32];
+    char given[32], parts[160] = "", *p = parts;
     if (rq->max_mem_bytes % mib)
         snprintf(given, sizeof given, "%lluK", (unsigned long long)(rq->max_mem_bytes >> 10));
     else
         snprintf(given, sizeof given, "%lluM", (unsigned long long)(rq->max_mem_bytes / mib));
-    snprintf(err, errlen, "--max-memory %s cannot hold the kernel's symbol table (%.1fM here) "
-             "and %lluM for the capture: give at least %lluM, or --no-kernel", given,
-             (double)table / (double)mib, (unsigned long long)(FK_PROFILE_KERNEL_ROOM / mib),
-             (unsigned long long)((need + mib - 1) / mib));
+    if (table)
+        p += snprintf(p, sizeof parts, "the kernel's symbol table (%.1fM here)%s ", (double)table / (double)mib,
+                      maps ? "," : "");
+    if (maps)
+        snprintf(p, sizeof parts - (size_t)(p - parts), "the Python gate's maps (%.1fM) ",
+                 (double)maps / (double)mib);
+    snprintf(err, errlen, "--max-memory %s cannot hold %sand %lluM for the capture: give at least %lluM%s%s",
+             given, parts, (unsigned long long)(FK_PROFILE_KERNEL_ROOM / mib),
+             (unsigned long long)((need + mib - 1) / mib), table ? ", or --no-kernel" : "",
+             maps ? ", or --python off" : "");
     return false;
 }
 
@@ -93,7 +110,7 @@ int fk_profile_check(struct fk_profile_request *rq, char *err, size_t errlen)
     }
     if (!rq->max_mem_bytes)
         rq->max_mem_bytes = FK_PROFILE_DEFAULT_MEM;
-    if (!kernel_table_fits(rq, err, errlen))
+    if (!fixed_tables_fit(rq, err, errlen))
         return FK_EXIT_USAGE;
     if (rq->kind == FK_PROFILE_CPU || (rq->kind == FK_PROFILE_OFFCPU && rq->with_cpu)) {
         if (!rq->freq)
