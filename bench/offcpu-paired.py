@@ -22,7 +22,11 @@
 # whichever copy its threads preempt (flamekit is not pinned). Printed per
 # flamekit: g's median and mean with a 95 % bootstrap interval, per CPU and
 # per wall second, the per-round ratio g / g(none), and between the first
-# two flamekits the per-round ratio of their g (this build / baseline).
+# two flamekits the per-round ratio of their g (this build / baseline);
+# flamekit's CPU over its whole run and within its window alone (its
+# steady state: no start, no exit); and the switch program's own time per
+# hit (kernel.bpf_stats_enabled, in windows of their own after the rounds)
+# on the target's switches and on the switches it only filters out.
 import glob
 import json
 import os
@@ -45,6 +49,9 @@ ATTACH_SLACK_S = 60
 # length), and get this long back at speed after flamekit exits.
 STOP_AFTER_S = 0.3
 WARM_S = 0.5
+# The switch program's stats windows last at most this long.
+STATS_S = 2.0
+STATS_SLACK_S = 0.5
 
 
 def stuck(pid, debugger=True):
@@ -121,6 +128,20 @@ def prog_stats(pid):
     return progs
 
 
+def cpu_ns(pid):
+    """process pid's CPU time so far in ns: its threads' schedstat (a
+    thread that already exited is not counted: flamekit's threads live
+    from its start to its end)"""
+    total = 0
+    for task in glob.glob("/proc/%d/task/*/schedstat" % pid):
+        try:
+            with open(task) as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
 def busiest(p0, p1):
     """(ns, hits) between two prog_stats of the program that ran most (the
     switch program: it runs at every sched_switch)"""
@@ -164,6 +185,7 @@ def main(a):
     secs = 86400       # killed at the end (a loaded host may take long to start each run)
     outs = [os.path.join(work, "storm%d" % i) for i in (0, 1)]
     cgs, ws, fkcpu, fkwall = [], [], {n: [] for n, _ in fks}, {n: [] for n, _ in fks}
+    fksteady = {n: [] for n, _ in fks}
     try:
         for i in (0, 1):
             cg = None
@@ -184,15 +206,24 @@ def main(a):
         fkpath = dict(fks)
         stop_ns = [0]
 
-        hits = {n: [] for n, _ in fks}     # stats windows: (ns, hits)
+        # stats windows: (ns, hits) by (flamekit, "target" or "control")
+        hits = {(n, w): [] for n, _ in fks for w in ("target", "control")}
 
-        def attach(c, m, stats=False):
+        def attach(c, m, stats=None):
+            """One window of flamekit m on copy c; stats "target" or "control":
+            instead a window of STATS_S at most timing the switch program
+            with one copy stopped -- the other copy (the control) for
+            "target", copy c itself for "control" -- so its hits are the
+            profiled copy's switch-outs, or only switches it filters out."""
             out = os.path.join(work, "%s-%d" % (m, c))
             before = os.times()
             t0 = time.monotonic()
             rfd, wfd = os.pipe()
+            # (a stats window outlasts its timing by STATS_SLACK_S: flamekit
+            # must not close its program before the second reading)
+            secs = min(window, STATS_S) + STATS_SLACK_S if stats else window
             p = subprocess.Popen([fkpath[m], "offcpu", "-q", "--no-svg", "-d",
-                                  "%dms" % int(window * 1000), "--ready-fd", str(wfd), "-o", out,
+                                  "%dms" % int(secs * 1000), "--ready-fd", str(wfd), "-o", out,
                                   "pid", str(ws[c].pid)], stdout=subprocess.DEVNULL, pass_fds=(wfd,))
             os.close(wfd)
             t_launch = time.time_ns()
@@ -214,19 +245,23 @@ def main(a):
                     sys.exit("paired: flamekit %s on copy %d did not open its window in %d s: "
                              "stopped (where its threads were: above)" % (m, c, ATTACH_SLACK_S))
                 if ready.startswith(b"ready") and stats:
+                    quiet = ws[1 - c] if stats == "target" else ws[c]
+                    os.kill(quiet.pid, signal.SIGSTOP)
+                    stopped = True
+                    time.sleep(0.1)     # its last switches before the window
                     p0 = prog_stats(p.pid)
-                    time.sleep(window)
-                    ns_hits = busiest(p0, prog_stats(p.pid))
+                    time.sleep(min(window, STATS_S))
+                    p1 = prog_stats(p.pid)
+                    ns_hits = busiest(p0, p1)
                     if ns_hits[1] > 0:
-                        hits[m].append(ns_hits)
+                        hits[(m, stats)].append(ns_hits)
                     else:
-                        print("paired: %s: no program hits counted (%d programs seen)" % (m, len(p0)),
-                              file=sys.stderr)
-                    time.sleep(STOP_AFTER_S)
+                        print("paired: %s: no program hits counted (%d programs seen, then %d)" %
+                              (m, len(p0), len(p1)), file=sys.stderr)
+                    time.sleep(STATS_SLACK_S - 0.1 + STOP_AFTER_S)
                     stop_ns[0] = time.time_ns()
                     for w in ws:
                         os.kill(w.pid, signal.SIGSTOP)
-                    stopped = True
                 elif ready.startswith(b"ready"):
                     # Both storms stop just after the window, until flamekit
                     # is done: with both CPUs busy, its exit took 10-31 s
@@ -234,7 +269,14 @@ def main(a):
                     # an RCU tasks-trace grace period, its files' fsync for
                     # the disk), which made 4 rounds outlast 6 minutes. The
                     # rates are taken within the window alone.
-                    time.sleep(window + STOP_AFTER_S)
+                    # flamekit's own CPU in the window (its steady state:
+                    # no start, no exit), from its threads' schedstat
+                    c0, w0 = cpu_ns(p.pid), time.monotonic()
+                    time.sleep(window - 0.05)
+                    c1, w1 = cpu_ns(p.pid), time.monotonic()
+                    if c1 > c0:
+                        fksteady[m].append((c1 - c0) / ((w1 - w0) * 1e9))
+                    time.sleep(0.05 + STOP_AFTER_S)
                     stop_ns[0] = time.time_ns()
                     for w in ws:
                         os.kill(w.pid, signal.SIGSTOP)
@@ -277,12 +319,14 @@ def main(a):
                              before.children_user - before.children_system) / meta["duration_s"])
             return lo, hi
         windows = paired_rounds(rounds, window, [n for n, _ in fks], attach)
-        # The switch program's own time per hit, timed by the kernel in one
-        # more window per flamekit after the rounds (kernel.bpf_stats_enabled
+        # The switch program's own time per hit, timed by the kernel in two
+        # more windows per flamekit after the rounds (kernel.bpf_stats_enabled
         # costs every BPF program two clock reads a run -- ~76 ns a hit here
-        # -- so it is off while the rounds measure the loss). Its hits are
-        # every sched_switch of both CPUs: the profiled copy's (the target's)
-        # and the control's.
+        # -- so it is off while the rounds measure the loss). It runs at
+        # every sched_switch of both CPUs, and a hit of the target's costs
+        # more than one it filters out: one window with the control stopped
+        # (its hits are the target's), one with the target stopped (the
+        # control's, which it only filters).
         stats_path = "/proc/sys/kernel/bpf_stats_enabled"
         was = open(stats_path).read().strip() if os.path.exists(stats_path) else None
         if was is not None:
@@ -290,7 +334,8 @@ def main(a):
                 with open(stats_path, "w") as f:
                     f.write("1")
                 for n, _ in fks:
-                    attach(0, n, stats=True)
+                    for what in ("target", "control"):
+                        attach(0, n, stats=what)
             finally:
                 with open(stats_path, "w") as f:
                     f.write(was)
@@ -313,12 +358,15 @@ def main(a):
                   "%.0f..%.0f per wall second (\"none\" windows)" %
                   (c, c, min(x[0] for x in v), max(x[0] for x in v),
                    min(x[1] for x in v), max(x[1] for x in v)))
-    for n, v in hits.items():
+    secs = min(window, STATS_S)
+    for (n, what), v in hits.items():
         if v:
             ns, cnt = sum(x[0] for x in v), sum(x[1] for x in v)
             print("flamekit %s: switch program %.0f ns per hit (kernel.bpf_stats_enabled, its "
-                  "~76 ns included), %.0f hits/s, %.2f %% of a core" %
-                  (n, ns / cnt, cnt / (window * len(v)), 100 * ns / (window * len(v) * 1e9)))
+                  "~76 ns included), %.0f hits/s, %.2f %% of a core: %s" %
+                  (n, ns / cnt, cnt / (secs * len(v)), 100 * ns / (secs * len(v) * 1e9),
+                   "the target's switches (the control stopped)" if what == "target" else
+                   "switches it filters out (the target stopped, the control running)"))
     for k, what in ((0, "CPU"), (1, "wall")):
         print("round trips per %s second, profiled copy / control:" % what)
         for m in modes:
@@ -337,6 +385,11 @@ def main(a):
     for n, v in fkcpu.items():
         if v:
             print("flamekit %s: CPU over its whole run per window second, %% of a core: "
+                  "median %.2f, min..max %.2f..%.2f" %
+                  (n, 100 * statistics.median(v), 100 * min(v), 100 * max(v)))
+    for n, v in fksteady.items():
+        if v:
+            print("flamekit %s: CPU within its window (no start, no exit), %% of a core: "
                   "median %.2f, min..max %.2f..%.2f" %
                   (n, 100 * statistics.median(v), 100 * min(v), 100 * max(v)))
     for n, v in fkwall.items():

@@ -66,7 +66,7 @@ seen_check() {
         local unsure span
         unsure=$(jnum offcpu.one_in_unsure "$J")
         span=$((nmax - $(jnum offcpu.one_in_min "$J")))
-        within "$1: picked switch-outs x their N vs switch-outs seen (%; random picks, max N $nmax, $unsure unsure of N)" \
+        within "$1: picked switch-outs x their N vs switch-outs seen (%; random picks, max N $nmax, $unsure unsure of N; picked $(jnum offcpu.bpf_switches_picked "$J"), recorded $(jnum offcpu.switches_recorded "$J"), seen $seen)" \
             "$(pct "$est" "$seen")" 100 "$(awk -v n="$nmax" -v s="$seen" -v u="$unsure" -v d="$span" 'BEGIN { printf "%.2f", 0.5 + (s ? 500 * sqrt((n - 1) / s) + 100 * u * d / s : 0) }')"
     elif [ "$bytime" = 0 ]; then
         # Every sample weighed by its counter's count (PERF_SAMPLE_READ):
@@ -289,7 +289,8 @@ fi
 ## (two threads ping-ponging a byte, tens of thousands of blocks a second
 ## each, a few microseconds long, sampled one in N), in the command's
 ## cgroup (per-CPU counters) and as a pid outside one (per-task). Each
-## thread's blocks are scaled to the total of its own switch records:
+## thread's blocks are scaled to its exact total (the scheduler's CPU time
+## on the in-kernel path, its own switch records on the other):
 ## timed from the tracepoint's sample, weighed by counters that ticked in
 ## step, with flamekit's reader woken at samples -- each of which made
 ## the recorded blocks longer than the others -- the threads were given
@@ -325,11 +326,15 @@ print(int(e - max(s, st[0] if st else s)), int(e - s))' "$J" "$T/$2.out")
     # there leave its totals exact; what it could not keep does not)
     local kept=$lost
     [ "$PATH_TIMED" = bpf ] && kept=$(( $(jnum offcpu.bpf_map_full "$J") + $(jnum offcpu.bpf_ring_full "$J") + $(jnum offcpu.bpf_missed "$J") ))
+    # (exact totals: the scheduler's CPU time on the in-kernel path, the
+    # switch records on the other)
+    local from=switch-records
+    [ "$PATH_TIMED" = bpf ] && from=scheduler
     if [ "$kept" = 0 ] && [ "$(unseen)" = 0 ]; then
-        check "storm $what: the threads were timed by their switch records (threads scaled: $(jnum offcpu.threads_exact "$J"), $(jnum offcpu.threads_exact_within_bound "$J") within a bound: $(bounded))" \
-            test "$(jnum offcpu.threads_exact "$J")" -ge 2
+        check "storm $what: the threads' totals are exact, from the $from (threads: $(jnum offcpu.threads_exact "$J") from $(jnum offcpu.totals_from "$J"), $(jnum offcpu.threads_exact_within_bound "$J") within a bound: $(bounded))" \
+            test "$(jnum offcpu.threads_exact "$J")" -ge 2 -a "$(jnum offcpu.totals_from "$J")" = "$from"
     else
-        skip "storm $what: the threads were timed by their switch records" "$lost records lost ($kept not kept by the program), $(unseen) switches the in-kernel program did not see: estimates, cut to the window"
+        skip "storm $what: the threads' totals are exact, from the $from" "$lost records lost ($kept not kept by the program), $(unseen) switches the in-kernel program did not see: estimates, cut to the window"
     fi
 }
 if offcpu storm-cg -d 3 --no-svg --with-cpu run -- "$TRUTH" storm 4; then
@@ -453,6 +458,10 @@ if offcpu churn run -- "$TRUTH" threads 1000; then
     if [ "$(jnum lost "$J")" = 0 ]; then
         check "churn: every thread timed by its switch records ($(jnum offcpu.threads_exact "$J") scaled, $(jnum offcpu.threads_estimated "$J") not; $(unseen) switches unseen)" \
             test "$(jnum offcpu.threads_estimated "$J")" -le "$(unseen)" -a "$(jnum offcpu.threads_exact "$J")" -gt 100
+        # (no records lost, totals kept: a thread estimated had none of its own)
+        why=$(python3 -c 'import json, sys; o = json.load(open(sys.argv[1]))["offcpu"]; b = o["threads_estimated_by"]
+print(int(sum(b.values()) == o["threads_estimated"] and b["records_lost"] == 0 and b["no_program_totals"] == 0), json.dumps(b))' "$J")
+        check "churn: each thread estimated had no total of its own (by reason: ${why#* })" test "${why%% *}" = 1
     else
         skip "churn: every thread timed by its switch records" "$(jnum lost "$J") records lost"
     fi

@@ -143,8 +143,12 @@ if need go; then
     mkdir -p "$T/go" && cp "$FK_SRC/test/progs/unwgo/main.go" "$T/go/"
     if (cd "$T/go" && GOCACHE=$T/go/cache GO111MODULE=off GOFLAGS= go build -o unwgo main.go) >"$T/go.log" 2>&1; then
         if cap go-out run -q -F 499 -o "$T/go-out" -- "$T/go/unwgo" 2; then
-            read -r s n <<<"$(frac "$F" unwgo ';runtime\.main;main\.main;main\.unwMid(;|$)')"
-            check_range "Go: runtime.main;main.main;main.unwMid ($n samples)" "$s" 0.9 1.0
+            # over the samples in the program's own code (a frame of package
+            # main): the runtime's threads (sysmon, the scheduler), its
+            # start-up and exit never pass runtime.main, and their share
+            # grows with the host's load (12 of 91 samples at load 9)
+            read -r s n <<<"$(frac "$F" unwgo ';runtime\.main;main\.main;main\.unwMid(;|$)' ';main\.')"
+            check_range "Go: runtime.main;main.main;main.unwMid ($n samples in package main)" "$s" 0.9 1.0
             read -r s n <<<"$(frac "$F" unwgo ';main\.unwMid;main\.unwLeaf$' ';main\.unwLeaf$')"
             check_range "Go: the frameless leaf keeps its caller ($n leaf samples)" "$s" 0.9 1.0
         else
@@ -159,8 +163,8 @@ if need go; then
             cap gosw run -q -F 499 -o "$T/gosw" -- "$T/go/unwgo-sw" 1.5; then
             read -r s n <<<"$(frac "$F" unwgo-sw ';main\.unwMid;main\.unwLeaf$' ';main\.unwLeaf$')"
             check_range "Go -s -w (.gopclntab SP deltas): the leaf keeps its caller ($n leaf samples)" "$s" 0.9 1.0
-            read -r s n <<<"$(frac "$F" unwgo-sw ';runtime\.main;main\.main;')"
-            check_range "Go -s -w: stacks reach runtime.main ($n samples)" "$s" 0.9 1.0
+            read -r s n <<<"$(frac "$F" unwgo-sw ';runtime\.main;main\.main;' ';main\.')"
+            check_range "Go -s -w: stacks in package main reach runtime.main ($n samples)" "$s" 0.9 1.0
         else
             fail "Go -s -w: build or capture" "$(cat "$T/go.log" "$T/gosw.err" 2>/dev/null)"
         fi

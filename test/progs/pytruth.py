@@ -13,12 +13,20 @@
 #              gives them about equal CPU, but a vCPU the host steals from
 #              makes one thread's units dearer, so CPU is their truth
 #   extension  zlib.compress called from py_compress : py_loop = ~1 : 1
+#   steady     two threads named fk-steady-a and fk-steady-b (the folded
+#              stacks' roots) whose Python stacks never change while they
+#              spin: deep_a x 41 under spin_a, deep_b x 13 under spin_b;
+#              the second starts after a quarter of the CPU seconds, or
+#              once the file $FK_STEADY_GO exists (a thread new to a
+#              capture). Every sample of a thread must carry exactly its
+#              chain, however the chain was read.
 # The work unit is a fixed loop, so counts give the truth shares of the
 # work; a CPU profile's truth is the CPU time, which the counts miss by the
 # fixed cost of each call (work_b's unit costs about 4 % more than
 # work_a's), so where a call can be timed it is, with the thread's CPU
 # clock around the call (a system call per 0.4 ms unit: 0.1 %).
 import json
+import os
 import random
 import sys
 import threading
@@ -111,6 +119,31 @@ def py_loop():
     return spin(units("py_loop", 1))
 
 
+def spin_a(stop):
+    x = 0
+    while not stop:
+        x += 1
+
+
+def spin_b(stop):
+    x = 0
+    while not stop:
+        x += 1
+
+
+def deep_a(n, stop):
+    return deep_a(n - 1, stop) if n else spin_a(stop)
+
+
+def deep_b(n, stop):
+    return deep_b(n - 1, stop) if n else spin_b(stop)
+
+
+def steady(name, prctl, deep, depth, stop):
+    prctl(15, name.encode(), 0, 0, 0)   # PR_SET_NAME
+    deep(depth, stop)
+
+
 def done(name):
     """the work units NAME did"""
     return DONE.get(name, 0) / UNIT
@@ -176,6 +209,22 @@ def main():
             py_loop()
             n += 1
         counts = {"py_compress": n, "py_loop": done("py_loop")}
+    elif mode == "steady":
+        import ctypes
+        prctl = ctypes.CDLL(None).prctl
+        stop = []   # the threads read it at every turn: set by appending
+        ts = [threading.Thread(target=steady, args=("fk-steady-a", prctl, deep_a, 40, stop)),
+              threading.Thread(target=steady, args=("fk-steady-b", prctl, deep_b, 12, stop))]
+        ts[0].start()
+        go = os.environ.get("FK_STEADY_GO")
+        while not (os.path.exists(go) if go else time.process_time() >= end - 0.75 * secs):
+            time.sleep(0.01)
+        ts[1].start()
+        while time.process_time() < end:
+            time.sleep(0.02)
+        stop.append(1)
+        for t in ts:
+            t.join()
     else:
         sys.exit("unknown mode " + mode)
     if out:

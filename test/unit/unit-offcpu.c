@@ -19,9 +19,11 @@
 #include "util/procfs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -101,6 +103,7 @@ struct seen {
     unsigned n, gaps, bad_gaps, others, outside, exits;
     uint64_t min_ns, max_ns, last_in, from, until;
     uint64_t exit_off_ns;   /* the last exit's off-CPU total */
+    uint64_t gap_max_ns;    /* the widest gap's bound */
 };
 
 static void seen_block(void *ctx, const struct fk_swtime_block *b)
@@ -119,6 +122,8 @@ static void seen_block(void *ctx, const struct fk_swtime_block *b)
         s->gaps++;
         /* a switch-in not shown: bounded by the next switch-out */
         s->bad_gaps += b->kind == FK_SWTIME_UNSEEN_IN && (b->in < b->out || !b->out);
+        if (b->out && b->in > b->out && b->in - b->out > s->gap_max_ns)
+            s->gap_max_ns = b->in - b->out;
         return;
     }
     if (s->until && (b->out < s->from || b->out >= s->until)) {
@@ -147,8 +152,9 @@ static uint64_t longest(uint64_t a, uint64_t b)
 static const char *seen_str(const struct seen *s)
 {
     static char buf[128];
-    snprintf(buf, sizeof buf, "%u blocks, %u gaps, longest %.1f ms, %u outside, %u others", s->n,
-             s->gaps, (double)s->max_ns / MS, s->outside, s->others);
+    snprintf(buf, sizeof buf, "%u blocks, %u gaps, longest %.1f ms (gap %.1f ms), %u outside, "
+             "%u others", s->n, s->gaps, (double)s->max_ns / MS, (double)s->gap_max_ns / MS,
+             s->outside, s->others);
     return buf;
 }
 
@@ -264,9 +270,14 @@ static void kernel_program(void)
     fk_swtime_drain(t, seen_block, &c);
     fk_swtime_stats(t, &st0);
     snprintf(what, sizeof what,
-             "a new child's first sleep (30 ms, right after its fork) is a block (%s; %s since)",
-             seen_str(&c), moved_str(&st1, &st0));
-    UNIT_CHECK(what, c.n >= 1 && c.max_ns >= 30 * MS && c.max_ns < 300 * MS);
+             "a new child's first sleep (30 ms, right after its fork) is a block (%s; %s since; "
+             "pid %d)", seen_str(&c), moved_str(&st1, &st0), (int)child);
+    /* (or, when the kernel did not show the program its switch-in after
+     * the sleep -- a gap, as above: once in 10 runs beside a process busy
+     * on the same CPU, "1 blocks, 1 gaps", the program's missed count 0 --
+     * a gap from the sleep's switch-out to its exit's, no block) */
+    UNIT_CHECK(what, (c.n >= 1 && c.max_ns >= 30 * MS && c.max_ns < 300 * MS) ||
+                     (c.gaps == 1 && c.gap_max_ns >= 30 * MS && c.gap_max_ns < 300 * MS));
     /* its exit wrote its exact total: off CPU from its first switch-out
      * (the sleep) to its last, less its CPU time */
     snprintf(what, sizeof what, "the child's exit gives its exact off-CPU total, its 30 ms sleep "
@@ -315,7 +326,10 @@ static void kernel_program(void)
     fk_swtime_drain(t, seen_block, &q);
     snprintf(what, sizeof what, "at N = 4 about a quarter of the switch-outs are picked (%.0f of "
              "%.0f, expected %.0f, variance %.0f; %u blocks)", picked, outs, outs / 4, var, q.n);
-    UNIT_CHECK(what, outs >= 400 && dev * dev <= 25 * var &&
+    /* (enough draws: each nap is a switch-out, unless its 100 us timer
+     * fired before the thread blocked -- it then runs on, never switched
+     * out: 399 switch-outs for the 400 naps seen at load) */
+    UNIT_CHECK(what, outs >= 300 && dev * dev <= 25 * var &&
                q.n + q.gaps <= (unsigned)picked + 1 && q.n + q.gaps + 2 >= (unsigned)picked);
     /* a thread asleep when the program stops is pending; nothing after */
     pid_t stid = 0;
@@ -413,6 +427,58 @@ static void exact_totals(void)
     x.exited = true;
     UNIT_CHECK("an exited thread's last switch-out counts nothing",
                fk_bt_total_get(&x, w0, w1, end, &ns) && ns == 100 * MS);
+}
+
+/* The CPU time's offset kept for the boot (DIR/btf-offsets): made by a
+ * first look-up in the kernel's BTF, used by the next; a damaged file or
+ * another boot's is ignored and made again. */
+static void btf_cache(void)
+{
+    char dir[] = "/tmp/fk-unit-offcpu.XXXXXX", file[64];
+    const char *note = NULL;
+    if (geteuid() != 0 || !mkdtemp(dir)) {
+        printf("SKIP: %s: the BTF offset's cache (not root)\n", unit_name);
+        return;
+    }
+    snprintf(file, sizeof file, "%s/btf-offsets", dir);
+    setenv("FLAMEKIT_KERNEL_CACHE", dir, 1);
+    int32_t off = fk_swtime_cpu_offset(&note);
+    struct stat st;
+    unsigned char first[64], now[64];
+    int fd = open(file, O_RDWR | O_CLOEXEC);
+    bool made = off > 0 && fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == 0 &&
+                (st.st_mode & 0777) == 0600 && st.st_size == (off_t)sizeof first &&
+                pread(fd, first, sizeof first, 0) == (ssize_t)sizeof first;
+    UNIT_CHECK("the CPU time's offset is kept for the boot (root's, 0600)", made);
+    /* the offset (bytes 48-51) changed without its check hash: ignored */
+    int32_t bad = off + 8;
+    bool io = made && pwrite(fd, &bad, sizeof bad, 48) == (ssize_t)sizeof bad;
+    if (fd >= 0)
+        close(fd);
+    bool again = io && fk_swtime_cpu_offset(&note) == off;
+    fd = open(file, O_RDWR | O_CLOEXEC);
+    again = again && fd >= 0 && pread(fd, now, sizeof now, 0) == (ssize_t)sizeof now &&
+            !memcmp(first, now, sizeof now);
+    UNIT_CHECK("a damaged file is ignored and made again", again);
+    /* another boot's (a byte of the boot id, at 8): ignored */
+    unsigned char boot = first[8] ^ 1;
+    io = fd >= 0 && pwrite(fd, &boot, 1, 8) == 1;
+    if (fd >= 0)
+        close(fd);
+    again = io && fk_swtime_cpu_offset(&note) == off;
+    fd = open(file, O_RDONLY | O_CLOEXEC);
+    again = again && fd >= 0 && pread(fd, now, sizeof now, 0) == (ssize_t)sizeof now &&
+            !memcmp(first, now, sizeof now);
+    if (fd >= 0)
+        close(fd);
+    UNIT_CHECK("another boot's is ignored and made again", again);
+    /* "off": neither read nor written */
+    unlink(file);
+    setenv("FLAMEKIT_KERNEL_CACHE", "off", 1);
+    UNIT_CHECK("FLAMEKIT_KERNEL_CACHE=off: looked up, nothing kept",
+               fk_swtime_cpu_offset(&note) == off && access(file, F_OK) != 0);
+    unsetenv("FLAMEKIT_KERNEL_CACHE");
+    rmdir(dir);
 }
 
 int main(void)
@@ -706,6 +772,7 @@ int main(void)
     fk_bt_free(&bt);
 
     exact_totals();
+    btf_cache();
     kernel_program();
     return UNIT_END();
 }

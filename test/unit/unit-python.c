@@ -158,10 +158,6 @@ static void test_basic(void)
     fk_py_walker_free(w);
 }
 
-/* A generator that yielded since the sample: 3.11 clears its frame's
- * previous link (gen_send_ex2), so its segment cannot be linked to the
- * next head -- its frame, in the generator object, is still the one that
- * ran. Any other entry frame without its caller is stale. */
 /* A chain the gate's program read at the sample: walked without a read
  * of frames, the same names as the live walk; a record whose thread
  * state no longer says its tid (a reused tid) is refused; a chain deeper
@@ -213,6 +209,64 @@ static void test_chain(void)
     fk_py_walker_free(w);
 }
 
+/* A chain whose code object was freed before it was named (code an
+ * import runs once, then drops) no longer validates: it is read again
+ * from the target as it is now (fk_py_walk_chain), and the sample's reads
+ * are both walks' -- the second walk used to start from zero and
+ * python.reads left the first walk's out. */
+static void test_chain_retaken(void)
+{
+    static struct fk_py_snap snap;
+    static unsigned char frames[FK_PYGATE_DEPTH * FK_PYGATE_STRIDE];
+    struct fakepy f;
+    fakepy_init(&f, mem);
+    const struct fk_py_layout *L = f.L;
+    uint64_t file = fakepy_ascii(&f, "m.py");
+    uint64_t cm = fakepy_code(&f, fakepy_ascii(&f, "<module>"), file, 1, 0, 4);
+    uint64_t ci = fakepy_code(&f, fakepy_ascii(&f, "imported"), file, 1, 0, 4);
+    uint64_t cn = fakepy_code(&f, fakepy_ascii(&f, "later"), file, 1, 0, 4);
+    uint64_t root = fakepy_frame(&f, cm, 0, 1, true), top = fakepy_frame(&f, ci, root, 1, false);
+    uint64_t tid = 11;
+    fakepy_threads(&f, &tid, &top, 1);
+    uint64_t interp, ts, cf;
+    fakepy_read(&f, f.where.runtime + L->rt_interp_head, &interp, 8);
+    fakepy_read(&f, interp + L->interp_threads_head, &ts, 8);
+    fakepy_read(&f, ts + L->ts_cframe, &cf, 8);
+    struct fk_py_walker *w = walker_new(L, &f.where, fakepy_read, &f, false, 0);
+    struct fk_pygate_chain c;
+    bool ok = fakepy_chain(&f, ts, frames, &c);
+    UNIT_CHECK("a valid chain is walked once, not read again",
+               ok && fk_py_snap_chain(w, &c, tid, &snap) && !fk_py_walk_chain(w, &snap, tid, &st) &&
+               st.status == FK_PY_OK && strcmp(chain(w, &st), "<module>!;imported") == 0);
+    /* at the next sample the import's code is freed before its chain is
+     * named; the thread has moved on to later() */
+    fakepy_chain(&f, ts, frames, &c);
+    fakepy_u64(&f, ci, L->ob_type, 0);
+    fakepy_u64(&f, cf, L->cf_current_frame, fakepy_frame(&f, cn, root, 1, false));
+    fk_py_snap_chain(w, &c, tid, &snap);
+    fk_py_walk_snap(w, &snap, &st);
+    uint32_t r1 = st.reads, b1 = st.read_bytes;
+    bool invalid = st.status == FK_PY_INVALID;
+    fk_py_walk(w, tid, &st);
+    fk_py_walk(w, tid, &st);    /* the thread's state and codes known, as below */
+    uint32_t r2 = st.reads, b2 = st.read_bytes;
+    bool retaken = fk_py_walk_chain(w, &snap, tid, &st);
+    UNIT_CHECK("a chain that no longer validates is read again from the target, as it is now",
+               invalid && retaken && st.status == FK_PY_OK &&
+               strcmp(chain(w, &st), "<module>!;later") == 0);
+    printf("# retaken: first walk %u reads (%u B), the read again %u (%u B), counted %u (%u B)\n",
+           r1, b1, r2, b2, st.reads, st.read_bytes);
+    UNIT_CHECK("... and its reads count both walks",
+               r1 > 0 && st.reads == r1 + r2 && st.read_bytes == b1 + b2);
+    UNIT_CHECK("... not without the target's tid",
+               !fk_py_walk_chain(w, &snap, 0, &st) && st.status == FK_PY_INVALID);
+    fk_py_walker_free(w);
+}
+
+/* A generator that yielded since the sample: 3.11 clears its frame's
+ * previous link (gen_send_ex2), so its segment cannot be linked to the
+ * next head -- its frame, in the generator object, is still the one that
+ * ran. Any other entry frame without its caller is stale. */
 static void test_suspended(void)
 {
     struct fakepy f;
@@ -1119,6 +1173,7 @@ int main(void)
     test_basic();
     test_suspended();
     test_chain();
+    test_chain_retaken();
     test_strings();
     test_hostile();
     test_time_bound();

@@ -224,6 +224,55 @@ static void test_pc_cache2(void)
     fk_sym_free(s);
 }
 
+static bool same_row(const struct fk_uw_row *a, const struct fk_uw_row *b)
+{
+    if (a->cfa_kind != b->cfa_kind || a->cfa_reg != b->cfa_reg || a->cfa_off != b->cfa_off ||
+        a->src != b->src || a->signal != b->signal)
+        return false;
+    for (int i = 0; i < FK_UW_NREGS; i++)
+        if (a->rule[i].kind != b->rule[i].kind || a->rule[i].reg != b->rule[i].reg ||
+            a->rule[i].off != b->rule[i].off)
+            return false;
+    return true;
+}
+
+/* The row cache answers alike whatever order its rows were found in: one
+ * object asked for every address of nofp's text in a random order (rows
+ * then wait in the recent run and are merged many times), one in
+ * address order; every answer covers its address, and asking again
+ * finds every row (both runs searched right). */
+static void check_row_order(Elf *elf)
+{
+    enum { NOFP_TEXT = 0x3000 };
+    struct fk_cfi *shuffled = fk_cfi_new(elf), *ordered = fk_cfi_new(elf);
+    static uint32_t order[NOFP_TEXT];
+    for (uint32_t i = 0; i < NOFP_TEXT; i++)
+        order[i] = i;
+    for (uint32_t i = NOFP_TEXT - 1; i > 0; i--) {
+        uint32_t j = (uint32_t)random() % (i + 1), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    bool covers = true, same = true;
+    for (uint32_t i = 0; i < NOFP_TEXT; i++) {
+        const struct fk_uw_row *r = fk_cfi_find(shuffled, order[i]);
+        covers &= r->start <= order[i] && order[i] < r->end;
+    }
+    size_t rows = fk_cfi_rows(shuffled);
+    for (uint32_t v = 0; v < NOFP_TEXT; v++) {
+        struct fk_uw_row a = *fk_cfi_find(ordered, v);
+        const struct fk_uw_row *b = fk_cfi_find(shuffled, v);
+        covers &= a.start <= v && v < a.end && b->start <= v && v < b->end;
+        same &= same_row(&a, b);
+    }
+    UNIT_CHECK("row cache: every answer covers its address, found in any order", covers);
+    UNIT_CHECK("row cache: the same rows whatever order they were found in", same);
+    UNIT_CHECK("row cache: an address asked again is found, not read again",
+               rows > 1000 && fk_cfi_rows(shuffled) == rows);
+    fk_cfi_free(shuffled);
+    fk_cfi_free(ordered);
+}
+
 int main(void)
 {
     unit_name = "unit-unwind";
@@ -339,6 +388,7 @@ int main(void)
         UNIT_CHECK("random stacks on real CFI: CFI rows were used", rows);
         UNIT_CHECK("row cache bounded", fk_cfi_bytes(e.cfi) < 16u << 20);
         fk_cfi_free(e.cfi);
+        check_row_order(elf);
     }
     elf_end(elf);
     close(fd);

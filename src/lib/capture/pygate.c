@@ -45,7 +45,7 @@ struct fk_pygate {
     bool chains;                /* the program reads chains (else it only notifies:
                                    a kernel that refused the reads) */
     struct ring_buffer *rb;
-    uint32_t entries;
+    uint32_t entries, ring_bytes;
     uint64_t wakeups, marked, full;
     uint64_t no_thread, missed, ring_full, threads;
     uint64_t nchains, joined, unjoined, join_max_ns;
@@ -64,6 +64,23 @@ struct fk_pygate {
  * the reader takes them at each pass (at least every 50 ms): at 999 Hz
  * on a CPU ~50 chains of 30 frames (2.5 KB) a pass. */
 #define RING_BYTES (2u << 20)
+
+/* The ring's size: RING_BYTES, or FLAMEKIT_PYGATE_RING bytes (a power of
+ * two from a page up to RING_BYTES; anything else is ignored) -- a knob
+ * for t-python's check of the ring-full fallback alone, not for users:
+ * the full-size ring fills only behind a reader stalled for about half a
+ * second, which a test cannot cause without losing samples and records
+ * besides (the unjoined fallback, checked apart). */
+static uint32_t ring_bytes(void)
+{
+    const char *v = getenv("FLAMEKIT_PYGATE_RING");
+    char *end;
+    unsigned long n = v ? strtoul(v, &end, 10) : 0;
+    long page = sysconf(_SC_PAGESIZE);
+    if (!v || *end || page <= 0 || n < (unsigned long)page || n > RING_BYTES || (n & (n - 1)))
+        return RING_BYTES;
+    return (uint32_t)n;
+}
 
 /* Emit: ring output of *(fp-16) (8 bytes: the CPU, reason) with a
  * wake-up. r7 holds the reason. */
@@ -319,6 +336,7 @@ struct fk_pygate *fk_pygate_new(uint32_t max_entries, char *err, size_t errlen)
     struct fk_pygate *g = fk_calloc(1, sizeof *g);
     g->pids = g->ring = g->prog = g->tids = g->scratch = g->codes = g->tree_prog = g->tree_map = -1;
     g->entries = max_entries;
+    g->ring_bytes = ring_bytes();
     int ncpus = libbpf_num_possible_cpus();
     if (ncpus <= 0) {
         snprintf(err, errlen, "the possible CPUs for the Python gate: %s", strerror(-ncpus));
@@ -335,8 +353,8 @@ struct fk_pygate *fk_pygate_new(uint32_t max_entries, char *err, size_t errlen)
                            &g->scratch, err, errlen) ||
         !fk_bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "fk_py_codes", 8, 1, CODES_MAX, 0, &g->codes,
                            err, errlen) ||
-        !fk_bpf_map_create(BPF_MAP_TYPE_RINGBUF, "fk_py_notes", 0, 0, RING_BYTES, 0, &g->ring,
-                           err, errlen)) {
+        !fk_bpf_map_create(BPF_MAP_TYPE_RINGBUF, "fk_py_notes", 0, 0, g->ring_bytes, 0,
+                           &g->ring, err, errlen)) {
         fk_pygate_free(g);
         return NULL;
     }
@@ -502,7 +520,7 @@ size_t fk_pygate_bytes(const struct fk_pygate *g)
 {
     if (!g)
         return 0;
-    return (size_t)g->entries * ENTRY_BYTES + RING_BYTES + (size_t)THREADS_MAX * THREAD_BYTES +
+    return (size_t)g->entries * ENTRY_BYTES + g->ring_bytes + (size_t)THREADS_MAX * THREAD_BYTES +
            (size_t)CODES_MAX * CODE_BYTES +
            (size_t)g->ncpus * REC_MAX +
            (size_t)__atomic_load_n(&g->nqueues, __ATOMIC_RELAXED) * QUEUE_MAX * REC_MAX;

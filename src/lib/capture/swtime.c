@@ -2,6 +2,7 @@
 /* Off-CPU switch timing in the kernel: see swtime.h. */
 #include "capture/swtime.h"
 #include "capture/bpf.h"
+#include "util/bootcache.h"
 #include "util/fk.h"
 
 #include <bpf/bpf.h>
@@ -11,7 +12,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Each thread's entry by tid: an array indexed by tid where pid_max is
@@ -340,7 +343,7 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
 
 /* task_struct.se.sum_exec_runtime's offset from the kernel's BTF (0, with
  * *note saying why, when it cannot be found). */
-static int32_t cpu_time_offset(const char **note)
+static int32_t cpu_time_offset_btf(const char **note)
 {
     struct btf *btf = btf__load_vmlinux_btf();
     if (!btf) {
@@ -366,6 +369,58 @@ static int32_t cpu_time_offset(const char **note)
         off += (int32_t)(btf_member_bit_offset(ty, (uint32_t)found) / 8);
     }
     btf__free(btf);
+    return off;
+}
+
+/* The offset kept for this boot (util/bootcache.h): loading the kernel's
+ * BTF (5.4 MB here) took each capture 60-75 ms of CPU and ~10 MB, and it
+ * cannot change while the kernel runs. */
+#define BTF_CACHE_NAME "btf-offsets"
+static const char btf_cache_magic[8] = "FKBTF1";
+struct btf_cache {
+    char magic[8];
+    char boot_id[40];
+    int32_t sum_exec_runtime;
+    uint32_t zero;
+    uint64_t hash;          /* fk_hash of the bytes before it */
+};
+
+/* A sound offset: inside task_struct's first 64 KiB, 8-byte aligned. */
+static bool offset_sound(int32_t off)
+{
+    return off > 0 && off < (1 << 16) && off % 8 == 0;
+}
+
+int32_t fk_swtime_cpu_offset(const char **note)
+{
+    struct btf_cache c;
+    char boot[40];
+    struct stat st;
+    int fd = fk_bootcache_open(BTF_CACHE_NAME, sizeof c, &st);
+    bool have = fd >= 0 && (size_t)st.st_size == sizeof c && fk_read_full(fd, &c, sizeof c) &&
+                !memcmp(c.magic, btf_cache_magic, sizeof c.magic) && fk_boot_id(boot) &&
+                !memcmp(boot, c.boot_id, sizeof boot) && c.zero == 0 &&
+                c.hash == fk_hash(&c, offsetof(struct btf_cache, hash)) &&
+                offset_sound(c.sum_exec_runtime);
+    if (fd >= 0)
+        close(fd);
+    if (have)
+        return c.sum_exec_runtime;
+    int32_t off = cpu_time_offset_btf(note);
+    if (off && !offset_sound(off)) {
+        *note = "the kernel's BTF puts task_struct.se.sum_exec_runtime at an unexpected offset";
+        off = 0;
+    }
+    if (!off)
+        return 0;
+    memset(&c, 0, sizeof c);
+    memcpy(c.magic, btf_cache_magic, sizeof c.magic);
+    if (fk_bootcache_enabled() && fk_boot_id(c.boot_id)) {
+        c.sum_exec_runtime = off;
+        c.hash = fk_hash(&c, offsetof(struct btf_cache, hash));
+        (void)fk_bootcache_write(BTF_CACHE_NAME, (const void *const[]){ &c },
+                                 (const size_t[]){ sizeof c }, 1);
+    }
     return off;
 }
 
@@ -415,7 +470,7 @@ bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t p
     t->array = pm && pm <= ARRAY_PID_MAX;
     t->entries = t->array ? pm : HASH_THREADS;
     t->ring_bytes = ring_bytes;
-    t->cpu_off = cpu_time_offset(&t->cpu_note);
+    t->cpu_off = fk_swtime_cpu_offset(&t->cpu_note);
     struct fk_bpf_builder b;
     fk_bpf_builder_init(&b);
     bool ok = fk_bpf_map_create(t->array ? BPF_MAP_TYPE_ARRAY : BPF_MAP_TYPE_HASH, "fk_sw_out", 4,

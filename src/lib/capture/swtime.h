@@ -22,7 +22,9 @@
  * Invariants:
  *  - Built from instructions at run time (capture/bpf.h); the fields'
  *    offsets and sizes come from the running kernel's format (tracefs.h)
- *    and BTF, never assumed (no BTF: no exact totals, said).
+ *    and BTF, never assumed (no BTF: no exact totals, said); the BTF
+ *    offset is kept once per boot (util/bootcache.h: DIR/btf-offsets),
+ *    as loading the kernel's BTF costs a capture 60-75 ms of CPU.
  *  - The program returns 0 (no sample) only for the target's switch-outs
  *    it did not pick and for the idle task's; every other hit (threads not
  *    timed, before and after the window) returns 1, as perf would record
@@ -110,6 +112,12 @@ bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t p
  * (fk_swtime_add_tgid). */
 bool fk_swtime_filter(struct fk_swtime *t, enum fk_swtime_filter f, const char *cgroup_dir,
                       uint64_t n, char *err, size_t errlen);
+/* task_struct.se.sum_exec_runtime's offset in the running kernel (what
+ * fk_swtime_new reads the threads' CPU time with), kept for the boot in
+ * DIR/btf-offsets and taken from there when its boot id, its check hash
+ * and the offset's bounds hold, else from the kernel's BTF (and the file
+ * written anew); 0 with the reason in *note when there is none. */
+int32_t fk_swtime_cpu_offset(const char **note);
 /* Pick one switch-out in n (>= 1) from now on (one map update). */
 bool fk_swtime_set_n(struct fk_swtime *t, uint64_t n);
 /* The window opened: each thread's exact total counts from its first

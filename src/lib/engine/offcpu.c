@@ -1225,6 +1225,14 @@ static void calibrate(struct offcpu *k, uint64_t end)
             k->st.threads_exact_bounded += x && x->bounded;
         } else {
             k->st.threads_estimated++;
+            if (!est.v[i].val)
+                k->st.est_nothing_recorded++;
+            else if (k->records_lost)
+                k->st.est_records_lost++;
+            else if (k->swt && !k->exact_ok)
+                k->st.est_no_program_totals++;
+            else
+                k->st.est_no_total++;
             uint64_t *on = k->oncpu_of.n ? fk_u64map_slot(&k->oncpu_of, (uint64_t)(uint32_t)tid,
                                                           false) : NULL;
             uint64_t room = on && *on < window ? window - *on : on ? 0 : window;

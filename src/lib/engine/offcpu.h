@@ -102,6 +102,14 @@ struct fk_offcpu_stats {
     uint64_t blocked_ns_recorded, blocked_ns;
     uint64_t threads_exact, threads_estimated, exact_over;
     uint64_t threads_exact_bounded;     /* ... exact within an unseen switch-in's bound */
+    /* ... estimated, by why (they add up to threads_estimated): records
+     * were lost (no totals then); the in-kernel program kept none (no
+     * BTF: bpf_note); the
+     * thread had no total (its switch records did not pair, or the program
+     * saw no first switch-out of it in the window and no exit, or its
+     * CPU time could not be read at the end); nothing of it was recorded
+     * (no time to scale) */
+    uint64_t est_records_lost, est_no_program_totals, est_no_total, est_nothing_recorded;
     uint64_t threads_cut;       /* ... estimated above the window (less the CPU their
                                    own samples were seen using): cut to it */
     uint64_t window_ns;

@@ -359,6 +359,13 @@ static json_t *offcpu_meta(const struct fk_profile_request *rq, const struct fk_
     json_object_set_new(f, "threads_exact_within_bound",
                         json_integer((json_int_t)o->threads_exact_bounded));
     json_object_set_new(f, "threads_estimated", json_integer((json_int_t)o->threads_estimated));
+    json_t *why = json_object();
+    json_object_set_new(why, "records_lost", json_integer((json_int_t)o->est_records_lost));
+    json_object_set_new(why, "no_program_totals", json_integer((json_int_t)o->est_no_program_totals));
+    json_object_set_new(why, "no_total", json_integer((json_int_t)o->est_no_total));
+    json_object_set_new(why, "nothing_recorded",
+                        json_integer((json_int_t)o->est_nothing_recorded));
+    json_object_set_new(f, "threads_estimated_by", why);
     json_object_set_new(f, "threads_cut_to_window", json_integer((json_int_t)o->threads_cut));
     json_object_set_new(f, "records_past_thread_limit", json_integer((json_int_t)o->exact_over));
     json_object_set_new(f, "reordered", json_integer((json_int_t)b->reordered));

@@ -41,6 +41,10 @@ const struct fk_uw_row *fk_cfi_find(struct fk_cfi *c, uint64_t vaddr);
 /* Expression operations of a row (cfa_expr/rule.expr index them). */
 const struct fk_uw_op *fk_cfi_ops(const struct fk_cfi *c);
 
+/* Rows cached (every address asked is covered by one until the cache is
+ * full: asking again finds it). */
+size_t fk_cfi_rows(const struct fk_cfi *c);
+
 /* Bytes held by the row cache (for the memory cap). */
 size_t fk_cfi_bytes(const struct fk_cfi *c);
 

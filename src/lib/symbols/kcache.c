@@ -4,29 +4,25 @@
  * Reading /proc/kallsyms costs a capture about 40 ms of CPU (the kernel
  * formats 120,000 lines, we parse them), the largest part of its fixed
  * cost. The core kernel's text symbols cannot change while the system runs:
- * they are saved once per boot in DIR/kallsyms (DIR: $FLAMEKIT_KERNEL_CACHE,
- * default /var/cache/flamekit; "off" disables it) and read back by the
- * captures after it. Modules, BPF programs and trampolines come and go:
+ * they are saved once per boot in DIR/kallsyms (util/bootcache.h: DIR is
+ * $FLAMEKIT_KERNEL_CACHE, default /var/cache/flamekit; "off" disables it)
+ * and read back by the captures after it. Modules, BPF programs and trampolines come and go:
  * they are not saved, and a frame outside the core's span sends the
  * symbolizer to /proc/kallsyms as before.
  *
  * Invariants:
- *   - only root uses the cache; the directory is root's, not writable by
- *     anyone else, never reached through a symlink; the file is root's
- *     regular file, within FK_KCACHE_MAX bytes, opened with
- *     fk_safe_openat;
+ *   - the file is opened and written as util/bootcache.h says (root's,
+ *     within FK_KCACHE_MAX bytes, replaced whole);
  *   - a file is used only when its boot id and the first 64 lines of
  *     /proc/kallsyms as read now (which also shows the addresses are
  *     visible to us now: kptr_restrict) equal what it was made from, its
  *     sizes agree, its contents hash to the value saved, and every entry
  *     is sorted, inside its span, with its name inside the names; anything
  *     else is ignored and the file rewritten from a full read;
- *   - it is written whole under a temporary name and renamed into place,
- *     so a reader sees an old file or a new one, never half of one;
  *   - nothing here prints or fails a capture: the cache is an optimisation
  *     and every failure falls back to reading /proc/kallsyms. */
 #include "symbols/symbols-int.h"
-#include "util/safeopen.h"
+#include "util/bootcache.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,44 +42,6 @@ struct kcache_header {
     char boot_id[40];
     uint64_t head_hash, lo, hi, nsyms, strs_len, payload_hash;
 };
-
-static const char *kcache_dir(void)
-{
-    const char *d = getenv("FLAMEKIT_KERNEL_CACHE");
-    if (d && (!*d || strcmp(d, "off") == 0))
-        return NULL;
-    return d ? d : "/var/cache/flamekit";
-}
-
-static bool boot_id(char out[40])
-{
-    char buf[64];
-    memset(out, 0, 40);
-    ssize_t n = fk_read_small("/proc/sys/kernel/random/boot_id", buf, sizeof buf);
-    if (n < 32)
-        return false;
-    memcpy(out, buf, strcspn(buf, "\n") < 39 ? strcspn(buf, "\n") : 39);
-    return true;
-}
-
-/* The cache directory, O_PATH: root's, written by nobody else, no
- * symlink as its last component; made (0700) when missing and create. */
-static int dir_open(bool create)
-{
-    const char *dir = kcache_dir();
-    if (!dir || geteuid() != 0)
-        return -1;
-    if (create && mkdir(dir, 0700) != 0 && errno != EEXIST)
-        return -1;
-    int fd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    struct stat st;
-    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != 0 ||
-                    (st.st_mode & 022))) {
-        close(fd);
-        fd = -1;
-    }
-    return fd;
-}
 
 uint64_t fk_kallsyms_head_hash(const char *text, size_t len, size_t *used)
 {
@@ -147,25 +105,19 @@ static bool entries_sound(const struct kcache_header *h, const struct fk_sym *sy
 bool fk_kcache_load(struct fk_symtab *t, uint64_t *lo, uint64_t *hi)
 {
     char boot[40];
-    int dfd = dir_open(false);
-    if (dfd < 0)
-        return false;
-    const struct fk_safe_opts so = { .flags = FK_SAFE_NO_SYMLINKS, .max_size = FK_KCACHE_MAX,
-                                     .owners = (const uid_t[]){ 0 }, .nowners = 1 };
     struct stat st;
-    int fd = fk_safe_openat(dfd, KCACHE_NAME, &so, &st, NULL);
-    close(dfd);
+    int fd = fk_bootcache_open(KCACHE_NAME, FK_KCACHE_MAX, &st);
     if (fd < 0)
         return false;
     struct kcache_header h;
     struct fk_symtab tab = { 0 };
-    bool ok = !(st.st_mode & 022) && fk_read_full(fd, &h, sizeof h) &&
+    bool ok = fk_read_full(fd, &h, sizeof h) &&
               memcmp(h.magic, kcache_magic, sizeof h.magic) == 0 &&
               h.header_size == sizeof h && h.sym_size == sizeof(struct fk_sym) &&
               h.nsyms && h.nsyms <= FK_KCACHE_MAX / sizeof(struct fk_sym) &&
               h.strs_len <= FK_KCACHE_MAX &&
               (uint64_t)st.st_size == sizeof h + h.nsyms * sizeof(struct fk_sym) + h.strs_len &&
-              boot_id(boot) && memcmp(boot, h.boot_id, sizeof boot) == 0 &&
+              fk_boot_id(boot) && memcmp(boot, h.boot_id, sizeof boot) == 0 &&
               h.head_hash && h.head_hash == head_now();
     if (ok) {
         tab.n = tab.cap = (size_t)h.nsyms;
@@ -191,12 +143,12 @@ bool fk_kcache_load(struct fk_symtab *t, uint64_t *lo, uint64_t *hi)
 
 void fk_kcache_store(const struct fk_symtab *full, const struct fk_kallsyms_info *info)
 {
-    if (!info->core_apart || !info->head_hash || info->lo > info->hi || !kcache_dir())
+    if (!info->core_apart || !info->head_hash || info->lo > info->hi || !fk_bootcache_enabled())
         return;
     struct kcache_header h = { .header_size = sizeof h, .sym_size = sizeof(struct fk_sym),
                                .head_hash = info->head_hash, .lo = info->lo, .hi = info->hi };
     memcpy(h.magic, kcache_magic, sizeof h.magic);
-    if (!boot_id(h.boot_id))
+    if (!fk_boot_id(h.boot_id))
         return;
     /* the core's entries of the sorted table, their names packed */
     size_t first = fk_count_le(full->syms, full->n, sizeof *full->syms,
@@ -218,23 +170,10 @@ void fk_kcache_store(const struct fk_symtab *full, const struct fk_kallsyms_info
     h.nsyms = end - first;
     h.strs_len = strs.len;
     h.payload_hash = payload_hash(syms, (size_t)h.nsyms, strs.data, strs.len);
-    int dfd = h.strs_len + h.nsyms * sizeof *syms + sizeof h <= FK_KCACHE_MAX ? dir_open(true) : -1;
-    char tmp[64];
-    snprintf(tmp, sizeof tmp, KCACHE_NAME ".tmp.%d", (int)getpid());
-    if (dfd >= 0)
-        unlinkat(dfd, tmp, 0);      /* a dead capture's, with our pid */
-    int fd = dfd >= 0 ? openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)
-                      : -1;
-    if (fd >= 0) {
-        bool ok = fk_write_full(fd, &h, sizeof h) &&
-                  fk_write_full(fd, syms, (size_t)h.nsyms * sizeof *syms) &&
-                  fk_write_full(fd, strs.data, strs.len);
-        ok = close(fd) == 0 && ok;
-        if (!ok || renameat(dfd, tmp, dfd, KCACHE_NAME) != 0)
-            unlinkat(dfd, tmp, 0);
-    }
-    if (dfd >= 0)
-        close(dfd);
+    if (h.strs_len + h.nsyms * sizeof *syms + sizeof h <= FK_KCACHE_MAX)
+        (void)fk_bootcache_write(KCACHE_NAME, (const void *const[]){ &h, syms, strs.data },
+                                 (const size_t[]){ sizeof h, (size_t)h.nsyms * sizeof *syms,
+                                                   strs.len }, 3);
     free(syms);
     fk_buf_free(&strs);
 }

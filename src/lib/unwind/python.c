@@ -1109,21 +1109,25 @@ static uint8_t walk_chain(struct fk_py_walker *w, uint64_t frame, bool one_segme
     return FK_PY_OK;
 }
 
-static void walk_begin(struct fk_py_walker *w, struct fk_py_stack *out)
+/* A walk of out from nothing; again: one more walk for the same sample,
+ * whose reads count toward the same bounds and figures (its time bound
+ * starts anew: the first walk may have been preempted on a loaded host). */
+static void walk_begin(struct fk_py_walker *w, struct fk_py_stack *out, bool again)
 {
     out->n = out->segments = 0;
-    out->reads = out->read_bytes = 0;
     out->anchored = false;
     out->cframe = out->tstate = 0;
     w->cur = out;
-    w->t0 = w->now();
     w->over = false;
+    w->t0 = w->now();
+    if (!again)
+        out->reads = out->read_bytes = 0;
 }
 
-void fk_py_walk(struct fk_py_walker *w, uint64_t tid, struct fk_py_stack *out)
+/* Thread tid's chain as it is now into out (walk_begin done). */
+static void walk_thread(struct fk_py_walker *w, uint64_t tid, struct fk_py_stack *out)
 {
     const struct fk_py_layout *L = w->lay;
-    walk_begin(w, out);
     bool refreshed = false;
     uint64_t ts = tstate_of(w, tid, &refreshed);
     uint8_t st = FK_PY_OK;
@@ -1154,10 +1158,16 @@ done:
     w->cur = NULL;
 }
 
+void fk_py_walk(struct fk_py_walker *w, uint64_t tid, struct fk_py_stack *out)
+{
+    walk_begin(w, out, false);
+    walk_thread(w, tid, out);
+}
+
 void fk_py_walk_snap(struct fk_py_walker *w, const struct fk_py_snap *snap,
                      struct fk_py_stack *out)
 {
-    walk_begin(w, out);
+    walk_begin(w, out, false);
     out->cframe = snap->cframe;
     out->tstate = snap->tstate;
     const struct fk_py_snap *was = w->snap;
@@ -1177,10 +1187,21 @@ void fk_py_walk_snap(struct fk_py_walker *w, const struct fk_py_snap *snap,
     w->cur = NULL;
 }
 
+bool fk_py_walk_chain(struct fk_py_walker *w, const struct fk_py_snap *snap, uint64_t tid,
+                      struct fk_py_stack *out)
+{
+    fk_py_walk_snap(w, snap, out);
+    if (out->status != FK_PY_INVALID || !tid)
+        return false;
+    walk_begin(w, out, true);
+    walk_thread(w, tid, out);
+    return true;
+}
+
 void fk_py_walk_from(struct fk_py_walker *w, const uint64_t *heads, unsigned nheads,
                      bool last_is_root, struct fk_py_stack *out)
 {
-    walk_begin(w, out);
+    walk_begin(w, out, false);
     out->anchored = true;
     uint8_t st = FK_PY_OK;
     if (nheads > FK_PY_MAX_SEGMENTS)
@@ -2085,17 +2106,8 @@ static void sample_locked(struct fk_python *p, pid_t pid, pid_t tid, struct fk_p
         uint64_t outer;
         if (snap && snap->chain) {
             /* read at the sample: no head to anchor, nothing moved */
-            fk_py_walk_snap(pp->w, snap, s);
             p->st.chain_walks++;
-            /* a code object freed before it was named (code a module's
-             * import runs once, then drops) no longer validates: the
-             * chain is read again from the target, as it is now, and
-             * judged like any read made after the sample */
-            uint64_t ntid = s->status == FK_PY_INVALID ? ns_tid(pp, tid) : 0;
-            if (ntid) {
-                fk_py_walk(pp->w, ntid, s);
-                p->st.chains_retaken++;
-            }
+            p->st.chains_retaken += fk_py_walk_chain(pp->w, snap, ns_tid(pp, tid), s);
         } else if (pp->cf_known && nat->sps &&
             fk_py_heads_from_copy(fk_py_walker_layout(pp->w), nat, p->evals, nn, pp->cf_off,
                                   heads, &nh, &outer) && nh == nev) {

@@ -232,6 +232,14 @@ bool fk_py_snap_chain(struct fk_py_walker *w, const struct fk_pygate_chain *c, u
  * from the target. */
 void fk_py_walk_snap(struct fk_py_walker *w, const struct fk_py_snap *snap,
                      struct fk_py_stack *out);
+/* fk_py_walk_snap, and where the chain does not validate -- a code object
+ * freed before it was named (code a module's import runs once, then
+ * drops) -- thread tid's chain (as the target sees it; 0: none) read again
+ * from the target as it is now, judged like any read made after the
+ * sample: true when so. out's reads and read bytes count both walks, which
+ * share the sample's bounds on reads. */
+bool fk_py_walk_chain(struct fk_py_walker *w, const struct fk_py_snap *snap, uint64_t tid,
+                      struct fk_py_stack *out);
 /* Walks read frames from snap where it holds them (NULL: from the target). */
 void fk_py_use_snap(struct fk_py_walker *w, const struct fk_py_snap *snap);
 /* A name by id (NUL-terminated, UTF-8, no ';' or control characters). */

@@ -1,6 +1,6 @@
 # util: errors, allocation, the hash index, atomic output files, line input
 # (gzip-aware), safe opening of process-controlled files, /proc readers, SIGBUS guards for
-# reads through file mappings, the stop signals of servers, the option parser, the result
+# reads through file mappings, facts kept once per boot, the stop signals of servers, the option parser, the result
 # contract (names, metadata), optional libraries loaded at run time
 libflamekit_a_SOURCES += src/lib/util/fk.c src/lib/util/fk.h \
 	src/lib/util/hindex.c src/lib/util/hindex.h \
@@ -9,6 +9,7 @@ libflamekit_a_SOURCES += src/lib/util/fk.c src/lib/util/fk.h \
 	src/lib/util/buf.c src/lib/util/buf.h \
 	src/lib/util/sort.c src/lib/util/sort.h \
 	src/lib/util/safeopen.c src/lib/util/safeopen.h \
+	src/lib/util/bootcache.c src/lib/util/bootcache.h \
 	src/lib/util/procfs.c src/lib/util/procfs.h \
 	src/lib/util/busguard.c src/lib/util/busguard.h \
 	src/lib/util/stopsig.c src/lib/util/stopsig.h \
