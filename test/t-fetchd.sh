@@ -349,12 +349,14 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
         and .probe_reference_ms <= .machine_probe_ms.median and .compute_probe_reference_ms <= .compute_probe_ms.median
         and .probe_after_reference_ms > 0 and .compute_probe_after_reference_ms > 0
         # a run is slow when any probe around it took over 115 % of the reference of its kind (a low percentile)
-        # or when the clients CPUs were busy over 25 % of the time beyond the client processes (crowded)
-        and all(.settings[].runs[]; .compute_probe_ms > 0 and .machine_probe_after_ms > 0 and .compute_probe_after_ms > 0
-              and ((.client_cpus_others_pct | not) or (.client_cpus_elapsed_s > 0 and
+        # or when the clients CPUs were busy beyond the client processes over 35 % of the time and
+        # 15 points above the lowest run of the setting (crowded)
+        and all(.settings[]; ([.runs[].client_cpus_others_pct // 100] | min) as $low | all(.runs[];
+              ((.client_cpus_others_pct | not) or (.client_cpus_elapsed_s > 0 and
                    (.client_cpus_others_pct - 100 * (.client_cpu_s - .client_processes_cpu_s) / .client_cpus_elapsed_s
                     | fabs) < 1e-6))
-              and .crowded == ((.client_cpus_others_pct // 0) > 25)
+              and .crowded == ((.client_cpus_others_pct // 0) > ([35, $low + 15] | max))))
+        and all(.settings[].runs[]; .compute_probe_ms > 0 and .machine_probe_after_ms > 0 and .compute_probe_after_ms > 0
               and .host_slow == (.machine_probe_ms > 1.15 * $top.probe_reference_ms
                                  or .compute_probe_ms > 1.15 * $top.compute_probe_reference_ms
                                  or .machine_probe_after_ms > 1.15 * $top.probe_after_reference_ms

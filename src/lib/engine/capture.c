@@ -82,9 +82,19 @@ void fk_engine_warn(struct fk_engine *e, const char *fmt, ...)
 
 /* ---- what kinds and hooks call (evkind.h) ------------------------------- */
 
+/* A slot of the raw memo: which (frames id + 1, pid, comm) it holds. */
+#define FK_ENGINE_RAW_MEMO 4096
+struct fk_raw_memo {
+    uint32_t fid1;      /* 0: empty */
+    int32_t pid;
+    uint32_t raw;       /* the index in e->raw */
+    char comm[20];      /* NUL-terminated; longer comms are not memoized */
+};
+_Static_assert(sizeof(struct fk_raw_memo) == 32, "two memo slots a cache line");
+
 /* The aggregation key (engine.h): the frames interned, then comm NUL
- * pid32 frames-id32 in e->key (naming.c reads both). */
-static void stack_key(struct fk_engine *e, const struct fk_stack_frames *st)
+ * pid32 frames-id32 in e->raw (naming.c reads both); its index there. */
+static uint32_t stack_ref(struct fk_engine *e, const struct fk_stack_frames *st)
 {
     const size_t frame = sizeof st->locs[0].dso + sizeof st->locs[0].addr;
     /* one reservation, then plain stores: this runs for every sample */
@@ -99,44 +109,53 @@ static void stack_key(struct fk_engine *e, const struct fk_stack_frames *st)
     const struct fk_stack *f = fk_stacktab_add(&e->frame_lists, e->key.data,
                                                (size_t)(k - e->key.data), 0);
     uint32_t fid = (uint32_t)(f - e->frame_lists.v);
+    e->r->kernel_frames += st->user < st->n ? st->user : st->n;
+    e->r->user_frames += st->user < st->n ? st->n - st->user : 0;
     const char *comm = st->pid == 0 ? "swapper" : fk_sym_comm_of(e->sym, st->pid, st->tid);
     size_t cl = strlen(comm);
+    int32_t pid32 = (int32_t)st->pid;
+    if (!e->raw_memo)
+        e->raw_memo = fk_calloc(FK_ENGINE_RAW_MEMO, sizeof *e->raw_memo);
+    struct fk_raw_memo *m = &e->raw_memo[fk_hash_u64((uint64_t)fid << 32 | (uint32_t)pid32) &
+                                         (FK_ENGINE_RAW_MEMO - 1)];
+    bool memo = cl < sizeof m->comm;
+    if (memo && m->fid1 == fid + 1 && m->pid == pid32 && !memcmp(m->comm, comm, cl + 1))
+        return m->raw;
     fk_buf_reset(&e->key);
-    fk_buf_reserve(&e->key, cl + 1 + sizeof(int32_t) + sizeof fid);
+    fk_buf_reserve(&e->key, cl + 1 + sizeof pid32 + sizeof fid);
     k = e->key.data;
     memcpy(k, comm, cl + 1);
     k += cl + 1;
-    int32_t pid32 = (int32_t)st->pid;
     memcpy(k, &pid32, sizeof pid32);
     k += sizeof pid32;
     memcpy(k, &fid, sizeof fid);
     k += sizeof fid;
-    e->key.len = (size_t)(k - e->key.data);
-    e->r->kernel_frames += st->user < st->n ? st->user : st->n;
-    e->r->user_frames += st->user < st->n ? st->n - st->user : 0;
+    const struct fk_stack *s = fk_stacktab_add2(&e->raw, e->key.data, (size_t)(k - e->key.data), 0, 0);
+    uint32_t ref = (uint32_t)(s - e->raw.v);
+    if (memo) {
+        m->fid1 = fid + 1;
+        m->pid = pid32;
+        m->raw = ref;
+        memcpy(m->comm, comm, cl + 1);
+    }
+    return ref;
 }
 
 void fk_engine_add(struct fk_engine *e, const struct fk_stack_frames *st, uint64_t nsamples,
                    uint64_t weight)
 {
-    stack_key(e, st);
-    fk_stacktab_add2(&e->raw, e->key.data, e->key.len, nsamples, weight);
+    fk_stacktab_add_at(&e->raw, stack_ref(e, st), nsamples, weight);
 }
 
 uint32_t fk_engine_stack_ref(struct fk_engine *e, const struct fk_stack_frames *st)
 {
-    stack_key(e, st);
-    struct fk_stack *s = fk_stacktab_add2(&e->raw, e->key.data, e->key.len, 0, 0);
-    return (uint32_t)(s - e->raw.v);
+    return stack_ref(e, st);
 }
 
 void fk_engine_add_ref(struct fk_engine *e, uint32_t ref, uint64_t nsamples, uint64_t weight)
 {
-    if (ref >= e->raw.n)
-        return;
-    struct fk_stack *s = &e->raw.v[ref];
-    /* through the table, so its totals and saturation stay right */
-    fk_stacktab_add2(&e->raw, s->key, s->len, nsamples, weight);
+    if (ref < e->raw.n)
+        fk_stacktab_add_at(&e->raw, ref, nsamples, weight);
 }
 
 struct fk_loc fk_engine_named_frame(struct fk_engine *e, const char *name)
@@ -657,7 +676,8 @@ static uint64_t track_memory(struct fk_engine *e)
     hooks += fk_stack_ends_bytes(e->ends);
     if (e->kind->bytes)
         hooks += e->kind->bytes(e->kind_state);
-    uint64_t tables = fk_stacktab_bytes(&e->raw) + fk_stacktab_bytes(&e->frame_lists);
+    uint64_t tables = fk_stacktab_bytes(&e->raw) + fk_stacktab_bytes(&e->frame_lists) +
+                      (e->raw_memo ? FK_ENGINE_RAW_MEMO * sizeof *e->raw_memo : 0);
     fk_sym_set_other_bytes(e->sym, tables + hooks);
     uint64_t mem = tables + fk_sym_bytes(e->sym) + hooks;
     if (mem > e->r->mem_bytes)
@@ -1053,6 +1073,7 @@ static void engine_free(struct fk_engine *e, bool hold)
     fk_ringq_free(&e->ring);
     fk_stacktab_free(&e->raw);
     fk_stacktab_free(&e->frame_lists);
+    free(e->raw_memo);
     fk_buf_free(&e->key);
     fk_target_filter_free(&e->filter);
     fk_tree_free(&e->tree);

@@ -124,6 +124,11 @@ struct fk_engine {
      * entry and 9 bytes past its comm, not a copy of its frames. */
     struct fk_stacktab frame_lists;
     struct fk_stacktab raw;
+    /* (frames id, pid, comm) -> raw's index, direct-mapped
+     * (FK_ENGINE_RAW_MEMO slots; NULL until the first sample): a stack
+     * seen again in the same thread's process costs the frames' look-up
+     * and one slot, not raw's hash, slot, entry and key */
+    struct fk_raw_memo *raw_memo;
     struct fk_buf key;
     struct fk_loc frames[FK_ENGINE_MAX_FRAMES];
 };

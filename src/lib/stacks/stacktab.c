@@ -93,11 +93,17 @@ struct fk_stack *fk_stacktab_add2(struct fk_stacktab *t, const char *key, size_t
         fk_hindex_add(&t->index, h, (uint32_t)t->n);
         t->n++;
     }
+    fk_stacktab_add_at(t, (size_t)(e - t->v), count, count2);
+    return e;
+}
+
+void fk_stacktab_add_at(struct fk_stacktab *t, size_t i, uint64_t count, uint64_t count2)
+{
+    struct fk_stack *e = &t->v[i];
     e->count = sat_add(e->count, count, &t->overflow);
     e->count2 = sat_add(e->count2, count2, &t->overflow);
     t->total = sat_add(t->total, count, &t->overflow);
     t->total2 = sat_add(t->total2, count2, &t->overflow);
-    return e;
 }
 
 struct fk_stack *fk_stacktab_find(const struct fk_stacktab *t, const char *key, size_t len)

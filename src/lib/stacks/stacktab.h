@@ -41,6 +41,9 @@ static inline struct fk_stack *fk_stacktab_add(struct fk_stacktab *t, const char
     return fk_stacktab_add2(t, key, len, count, 0);
 }
 struct fk_stack *fk_stacktab_find(const struct fk_stacktab *t, const char *key, size_t len);
+/* Add count (and count2) to the entry at index i (< t->n), as
+ * fk_stacktab_add2 would to its key. */
+void fk_stacktab_add_at(struct fk_stacktab *t, size_t i, uint64_t count, uint64_t count2);
 /* Entries sorted bytewise by key (the folded format's canonical order).
  * The array is the caller's to free; entries stay owned by the table. */
 struct fk_stack **fk_stacktab_sorted(const struct fk_stacktab *t);
