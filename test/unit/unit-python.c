@@ -60,6 +60,19 @@ static struct fk_py_walker *walker_new(const struct fk_py_layout *lay,
     return w;
 }
 
+/* The fake interpreter's first thread state (fakepy_threads made it) and,
+ * when cf is not NULL, its _PyCFrame. */
+static uint64_t first_tstate(struct fakepy *f, uint64_t *cf)
+{
+    const struct fk_py_layout *L = f->L;
+    uint64_t interp, ts;
+    fakepy_read(f, f->where.runtime + L->rt_interp_head, &interp, 8);
+    fakepy_read(f, interp + L->interp_threads_head, &ts, 8);
+    if (cf)
+        fakepy_read(f, ts + L->ts_cframe, cf, 8);
+    return ts;
+}
+
 static void test_basic(void)
 {
     struct fakepy f;
@@ -177,9 +190,7 @@ static void test_chain(void)
         top = fakepy_frame(&f, cb, top, 1, i == 2);
     uint64_t tid = 9;
     fakepy_threads(&f, &tid, &top, 1);
-    uint64_t interp, ts;
-    fakepy_read(&f, f.where.runtime + L->rt_interp_head, &interp, 8);
-    fakepy_read(&f, interp + L->interp_threads_head, &ts, 8);
+    uint64_t ts = first_tstate(&f, NULL);
     struct fk_py_walker *w = walker_new(L, &f.where, fakepy_read, &f, false, 0);
     fk_py_walk(w, tid, &st);
     char live[4096];
@@ -228,10 +239,7 @@ static void test_chain_retaken(void)
     uint64_t root = fakepy_frame(&f, cm, 0, 1, true), top = fakepy_frame(&f, ci, root, 1, false);
     uint64_t tid = 11;
     fakepy_threads(&f, &tid, &top, 1);
-    uint64_t interp, ts, cf;
-    fakepy_read(&f, f.where.runtime + L->rt_interp_head, &interp, 8);
-    fakepy_read(&f, interp + L->interp_threads_head, &ts, 8);
-    fakepy_read(&f, ts + L->ts_cframe, &cf, 8);
+    uint64_t cf, ts = first_tstate(&f, &cf);
     struct fk_py_walker *w = walker_new(L, &f.where, fakepy_read, &f, false, 0);
     struct fk_pygate_chain c;
     bool ok = fakepy_chain(&f, ts, frames, &c);
@@ -285,10 +293,7 @@ static void test_chain_named_then_gone(void)
     fakepy_u64(&f, top, L->fr_globals, 0x71000);
     uint64_t tid = 12;
     fakepy_threads(&f, &tid, &top, 1);
-    uint64_t interp, ts, cf;
-    fakepy_read(&f, f.where.runtime + L->rt_interp_head, &interp, 8);
-    fakepy_read(&f, interp + L->interp_threads_head, &ts, 8);
-    fakepy_read(&f, ts + L->ts_cframe, &cf, 8);
+    uint64_t cf, ts = first_tstate(&f, &cf);
     struct fk_py_walker *w = walker_new(L, &f.where, fakepy_read, &f, false, 0);
     struct fk_pygate_chain c;
     bool ok = fakepy_chain(&f, ts, frames, &c) && fk_py_snap_chain(w, &c, tid, &snap);
@@ -528,10 +533,7 @@ static void test_window(void)
     put_frame(&f, f2, cc, f1, false);
     uint64_t tid = 7;
     fakepy_threads(&f, &tid, &f1, 1);
-    uint64_t interp, ts, cf;
-    fakepy_read(&f, f.where.runtime + L->rt_interp_head, &interp, 8);
-    fakepy_read(&f, interp + L->interp_threads_head, &ts, 8);
-    fakepy_read(&f, ts + L->ts_cframe, &cf, 8);
+    uint64_t cf, ts = first_tstate(&f, &cf);
     fakepy_u64(&f, ts, L->ts_datastack_chunk, chunk);
     fakepy_u64(&f, ts, L->ts_datastack_top, f1 + 128);
     fakepy_u64(&f, ts, L->ts_datastack_limit, chunk + 8192);
@@ -718,9 +720,7 @@ static void test_window_fit(void)
     put_frame(&f, data, code, 0, true);
     uint64_t tid = 9;
     fakepy_threads(&f, &tid, &data, 1);
-    uint64_t interp, ts;
-    fakepy_read(&f, f.where.runtime + L->rt_interp_head, &interp, 8);
-    fakepy_read(&f, interp + L->interp_threads_head, &ts, 8);
+    uint64_t ts = first_tstate(&f, NULL);
     fakepy_u64(&f, ts, L->ts_datastack_chunk, chunk);
     fakepy_u64(&f, ts, L->ts_datastack_limit, chunk + 32768);
     struct fk_py_walker *w = walker_new(L, &f.where, fakepy_read, &f, false, 0);
