@@ -3,7 +3,8 @@
  * are kept in two runs sorted by start: the settled rows, and the few
  * found since they were last merged (at most about the square root of
  * the settled ones), so a lookup is two binary searches; a miss asks
- * libdw (dwarf_cfi_addrframe) once for the range around the pc. One
+ * libdw (dwarf_cfi_addrframe) once for the range around the pc, or
+ * extends the row above it down to it (extend_below). One
  * sorted array took each new row in with a memmove of the rows above it:
  * python3.11's interpreter loop gets a row per return address (8,000 in
  * a 10 s capture of two busy interpreters), 1.4 GB moved, 7 % of
@@ -223,6 +224,13 @@ static bool conv_frame(struct fk_cfi *c, Dwarf_Frame *f, struct fk_uw_row *row, 
     return true;
 }
 
+/* The row at vaddr from libdw, kept for [vaddr, end). Its end is the
+ * first advance of the location past vaddr; its start, the last advance
+ * at or below vaddr, except after a DW_CFA_restore_state, where libdw
+ * gives back the remembered row's start (the code after a function's
+ * early return: the rows between have other rules). How far below vaddr
+ * libdw's start lies is kept (below) and checked only when an address
+ * there is asked (extend_below): most rows are never asked below. */
 static bool from_libdw(struct fk_cfi *c, Dwarf_CFI *cfi, uint64_t vaddr, struct fk_uw_row *row,
                        uint8_t src)
 {
@@ -230,11 +238,39 @@ static bool from_libdw(struct fk_cfi *c, Dwarf_CFI *cfi, uint64_t vaddr, struct 
     if (!cfi || dwarf_cfi_addrframe(cfi, vaddr, &f) != 0 || !f)
         return false;
     bool ok = conv_frame(c, f, row, src) && vaddr >= row->start && vaddr < row->end;
-    /* libdw's start stays at a DW_CFA_remember_state after the matching
-     * restore: only [vaddr, end) is known to share this row */
-    row->start = vaddr;
     free(f);
+    row->below = ok && vaddr - row->start <= UINT32_MAX ? (uint32_t)(vaddr - row->start) : 0;
+    row->start = vaddr;
     return ok;
+}
+
+/* The row r (from libdw) extended below its start to vaddr, when libdw's
+ * row at its start less below ends where r does: no advance of the
+ * location lies between (one there would have ended that row), so both
+ * ran the same instructions and every address between shares r's rules.
+ * out: [start less below, r's start); r's below is used up either way.
+ * One libdw call, as the row at vaddr would have cost: a large function's
+ * return addresses and sampled pcs below the first one asked then need
+ * no call of their own. */
+static bool extend_below(struct fk_cfi *c, struct fk_uw_row *r, uint64_t vaddr,
+                         struct fk_uw_row *out)
+{
+    uint64_t lo = r->start - r->below;
+    r->below = 0;
+    Dwarf_CFI *cfi = r->src == FK_SRC_EH ? c->eh : r->src == FK_SRC_DEBUG ? c->dbg : NULL;
+    Dwarf_Frame *f = NULL;
+    if (!cfi || vaddr < lo || dwarf_cfi_addrframe(cfi, lo, &f) != 0 || !f)
+        return false;
+    bool signal;
+    Dwarf_Addr s, e;
+    bool same = dwarf_frame_info(f, &s, &e, &signal) >= 0 && s == lo && e == r->end;
+    free(f);
+    if (!same)
+        return false;
+    *out = *r;
+    out->start = lo;
+    out->end = r->start;
+    return true;
 }
 
 static bool section_data(Elf *e, const char *want, const void **data, size_t *size)
@@ -346,8 +382,10 @@ static void compute_read(struct fk_cfi *c, uint64_t vaddr, struct fk_uw_row *row
         open_go(c);
     if (!ok && c->go_ok)
         ok = from_go(c, vaddr, row);
-    if (ok && c->go_ok)
+    if (ok && c->go_ok) {
         go_topframe(c, row, vaddr);
+        row->below = 0;
+    }
     if (!ok)
         compute_none(c, vaddr, row);
 }
@@ -355,7 +393,8 @@ static void compute_read(struct fk_cfi *c, uint64_t vaddr, struct fk_uw_row *row
 /* The row at vaddr, read from the file's mapping under a SIGBUS guard
  * (util/busguard.h): a file truncated by its owner meanwhile gives no
  * more rows, and its libdw state is left alone (fk_cfi_free too). */
-static void compute(struct fk_cfi *c, uint64_t vaddr, struct fk_uw_row *row)
+static void compute(struct fk_cfi *c, uint64_t vaddr, struct fk_uw_row *row,
+                    struct fk_uw_row *above)
 {
     if (c->truncated) {
         compute_none(c, vaddr, row);
@@ -364,7 +403,8 @@ static void compute(struct fk_cfi *c, uint64_t vaddr, struct fk_uw_row *row)
     struct fk_bus_guard g;
     fk_bus_push(&g);
     if (sigsetjmp(g.env, 0) == 0) {
-        compute_read(c, vaddr, row);
+        if (!above || !extend_below(c, above, vaddr, row))
+            compute_read(c, vaddr, row);
         fk_bus_pop(&g);
         return;
     }
@@ -412,8 +452,17 @@ const struct fk_uw_row *fk_cfi_find(struct fk_cfi *c, uint64_t vaddr)
     size_t lr = rows_past(c->recent, c->nrecent, vaddr);
     if (lr > 0 && vaddr < c->recent[lr - 1].end)
         return &c->recent[lr - 1];
+    /* the nearest row above vaddr, if its range may reach down here */
+    struct fk_uw_row *above = NULL;
+    if (ls < c->nsettled)
+        above = &c->rows[ls];
+    if (lr < c->nrecent && (!above || c->recent[lr].start < above->start))
+        above = &c->recent[lr];
+    if (above && (!above->below || above->start - above->below > vaddr))
+        above = NULL;
     struct fk_uw_row row;
-    compute(c, vaddr, &row);
+    compute(c, vaddr, &row, above);
+    uint64_t row_end = row.end;
     /* keep rows disjoint: clip to the neighbours in both runs (libdw
      * ranges never overlap for one FDE, but two sources may) */
     if (ls > 0 && row.start < c->rows[ls - 1].end)
@@ -428,6 +477,8 @@ const struct fk_uw_row *fk_cfi_find(struct fk_cfi *c, uint64_t vaddr)
         row.start = vaddr;
         row.end = vaddr + 1;
     }
+    if (row.end != row_end)
+        row.below = 0;      /* cut short: not libdw's row any more */
     /* pcs without CFI (code generated into a file's text) are cached one
      * by one: bound them apart from real rows */
     if (c->nrows >= FK_CFI_MAX_ROWS || (row.src == FK_SRC_NONE && c->nnone >= FK_CFI_MAX_ROWS / 16)) {

@@ -64,6 +64,7 @@ struct fk_uw_row {
     bool signal;                    /* a signal trampoline ('S'): the caller's pc is exact */
     uint16_t cfa_nops;
     uint32_t cfa_expr;
+    uint32_t below;                 /* symbols/cfi.c's: the row may also hold [start - below, start) */
     int64_t cfa_off;
     struct fk_uw_rule rule[FK_UW_NREGS];
 };
