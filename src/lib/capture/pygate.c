@@ -514,8 +514,8 @@ void fk_pygate_stats(const struct fk_pygate *g, struct fk_pygate_stats *out)
     out->reads = g->chains;
 }
 
-/* The maps' fixed kernel memory (the per-CPU record counted per CPU) and
- * the queues made so far. */
+/* The maps' fixed kernel memory: the tgid map's entries, the ring, the
+ * thread and code maps and the per-CPU record scratch (one per CPU). */
 static size_t maps_bytes(uint32_t entries, uint32_t ring, unsigned ncpus)
 {
     return (size_t)entries * ENTRY_BYTES + ring + (size_t)THREADS_MAX * THREAD_BYTES +
@@ -528,6 +528,7 @@ size_t fk_pygate_fixed_bytes(uint32_t max_entries)
     return maps_bytes(max_entries, ring_bytes(), ncpus > 0 ? (unsigned)ncpus : 1);
 }
 
+/* The maps' fixed kernel memory and the per-CPU queues made so far. */
 size_t fk_pygate_bytes(const struct fk_pygate *g)
 {
     if (!g)
