@@ -41,7 +41,9 @@
  * time; records no sample took (a sample lost in its ring, or dropped
  * after the program) are dropped two reader passes after they were
  * drained (a sample is read in the pass that drained its record or the
- * next), and a sample without a record (the BPF ring was full) is read
+ * next) -- and the oldest of a CPU's QUEUE_MAX when a drain brings more
+ * (after a stalled reader: their samples, not read yet, are read from
+ * the target, late), and a sample without a record (the BPF ring was full) is read
  * from the target like a notified one -- at the reader's next pass, not at
  * once, where the ring had no room even for the notification (counted:
  * ring_lost).
