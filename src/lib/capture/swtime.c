@@ -373,8 +373,9 @@ static int32_t cpu_time_offset_btf(const char **note)
 }
 
 /* The offset kept for this boot (util/bootcache.h): loading the kernel's
- * BTF (5.4 MB here) took each capture 60-75 ms of CPU and ~10 MB, and it
- * cannot change while the kernel runs. */
+ * BTF (5.4 MB here, read 4 KiB a read(2)) cost each capture ~8 ms of CPU,
+ * ~45 ms of its start's wall time and ~2 MB of RSS (measured in 2811975),
+ * and it cannot change while the kernel runs. */
 #define BTF_CACHE_NAME "btf-offsets"
 static const char btf_cache_magic[8] = "FKBTF1";
 struct btf_cache {
