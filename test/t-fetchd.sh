@@ -424,6 +424,16 @@ if FLAMEKIT_CACHE="$fbcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 2 -R 3 -f 
     if [ "$(id -u)" = 0 ] && [ "$(nproc)" -ge 2 ]; then
         check_eq "fetch-bench: clients over the veth pair" veth "$(jq -r .network_kind "$T/bench/report.json")"
         check_grep "fetch-bench: report.md names the network" "Network: veth between two network namespaces" "$T/bench/report.md"
+        # The servers' end of the pair sent every byte fetched (and framing:
+        # a tenth at most) and received the clients' ACKs and requests.
+        # (on failure: each run outside, with its counts)
+        check "fetch-bench: the servers' veth end's packets and bytes in every run" jq -e -r '
+            [.settings[] | .server as $s | .runs[]
+             | select((.server_tx_bytes >= .bytes and .server_tx_bytes <= 1.1 * .bytes + 65536
+                       and .server_tx_packets >= 1 and .server_tx_bytes / .server_tx_packets <= 65536 + 256
+                       and .server_rx_packets >= 1) | not)
+             | "\($s): bytes \(.bytes) sent \(.server_tx_bytes) in \(.server_tx_packets) packets, received \(.server_rx_packets)"]
+            | if length == 0 then true else (.[], false) end' "$T/bench/report.json"
         # Pinned on the veth pair, each side's CPU is its CPUs' busy time
         # (its receive softirq work included): at least what its tasks
         # were counted, at most its CPUs' time over the run (a run's marks

@@ -839,6 +839,9 @@ static json_t *json_run(const struct setting *s, int r)
     json_object_set_new(x, "anon_rss_mib", json_real(b->anon_mib));
     json_object_set_new(x, "client_page_faults", json_real(b->client_minflt));
     json_object_set_new(x, "server_page_faults", json_real(b->server_minflt));
+    json_object_set_new(x, "server_tx_packets", json_real(b->server_tx_packets));
+    json_object_set_new(x, "server_tx_bytes", json_real(b->server_tx_bytes));
+    json_object_set_new(x, "server_rx_packets", json_real(b->server_rx_packets));
     json_object_set_new(x, "server_context_switches", json_real(b->server_csw));
     json_object_set_new(x, "client_context_switches", json_real(b->client_csw));
     if (b->nby_thread) {
