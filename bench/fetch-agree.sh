@@ -26,9 +26,12 @@
 # probes, which a host slow for the whole sweep passes: the sweeps' probe
 # references are printed, and a sweep whose reference is over 115 % of the
 # lowest is named (its CPU figures and ratios are not comparable). So is a
-# sweep where other work shared the benchmark's CPUs, which the probes do
-# not see (crowded runs kept, or the clients' CPUs busy beyond the clients
-# over 25 % of the time at the median).
+# sweep whose host was slow for most of it: its runs' probes' median over
+# 115 % of its own reference (fetch-bench's host_slow_most_of_sweep; most
+# runs began on a slow host and its medians are mostly over every round).
+# So is a sweep where other work shared the benchmark's CPUs, which the
+# probes do not see (crowded runs kept, or the clients' CPUs busy beyond
+# the clients over 25 % of the time at the median).
 set -eu
 pct=10 verbose=false
 while getopts t:v o; do
@@ -156,6 +159,20 @@ printf '%s' "$sweeps" | jq -r -s --argjson pct "$pct" --argjson verbose "$verbos
            | $names[.]] as $slow
           | if ($slow | length) > 0 then "  host slower throughout (a reference over 115 % of the lowest): \($slow | join(", ")): its CPU figures and ratios are not comparable"
             else "  no sweep slower throughout (every reference within 115 % of the lowest)" end)),
+      # A host slow for most of a sweep passes its reference (a low
+      # percentile) but not its median: each run'"'"'s probes over its piece'"'"'s
+      # references, the median over the sweep (fetch-bench'"'"'s
+      # probe_median_over_reference for a sweep in one piece).
+      (map([.[] | (.probe_reference_ms? // 0) as $m | (.compute_probe_reference_ms? // 0) as $c
+            | select($m > 0 and $c > 0) | (.settings // [])[] | .runs[]
+            | { m: (.machine_probe_ms / $m), c: (.compute_probe_ms / $c) }]
+           | { m: (map(.m) | med), c: (map(.c) | med) }) as $over
+       | "probe medians over their reference (memory/compute %) per sweep: "
+         + ($over | map(if .m == null then "-" else "\(.m * 100 | round)/\(.c * 100 | round)" end) | join(" ")),
+         ([range(length) | select(($over[.].m // 0) > 1.15 or ($over[.].c // 0) > 1.15)
+           | "\($names[.]) (\($over[.].m * 100 | round)/\($over[.].c * 100 | round) %)"] as $s
+          | if ($s | length) > 0 then "  host slow for most of the sweep (a probe median over 115 % of its reference): \($s | join(", ")): most of its runs began on a slow host and its medians are mostly over every round: its CPU figures and ratios are a slow host'"'"'s"
+            else "  no sweep slow for most of its runs (every probe median within 115 % of its reference)" end)),
       # Other work on the benchmark'"'"'s CPUs, which the probes do not see
       # (fetch-bench marks such runs crowded): a sweep with crowded runs
       # kept is not comparable either.

@@ -1,6 +1,6 @@
 #!/bin/sh
 # gRPC vs socket git-fetch servers: fetch-bench's default sweep (fixed work,
-# 5 interleaved rounds, about 4 minutes on 2 quiet CPUs). Prints the
+# 5 interleaved rounds, about 6 minutes on 2 quiet CPUs). Prints the
 # gRPC/socket ratios (median and range) per setting; the report is in
 # $FK_BUILD/bench-fetch.out/report.md. FETCH_BENCH_ARGS adds options
 # (e.g. "-p" for flame graphs, "-R 3 -n 1,4" for a shorter run).

@@ -26,7 +26,10 @@
 # flamekit's CPU over its whole run and within its window alone (its
 # steady state: no start, no exit); and the switch program's own time per
 # hit (kernel.bpf_stats_enabled, in windows of their own after the rounds)
-# on the target's switches and on the switches it only filters out.
+# on the target's switches and on the switches it only filters out
+# (FK_BENCH_PAIRED_STATS=0: not, to keep a short call's time for rounds).
+# Each round's g is printed too ("round R g per CPU/wall second: ..."), so
+# rounds of several runs -- calls of a few minutes each -- can be pooled.
 import glob
 import json
 import os
@@ -329,7 +332,7 @@ def main(a):
         # control's, which it only filters).
         stats_path = "/proc/sys/kernel/bpf_stats_enabled"
         was = open(stats_path).read().strip() if os.path.exists(stats_path) else None
-        if was is not None:
+        if was is not None and os.environ.get("FK_BENCH_PAIRED_STATS", "1") != "0":
             try:
                 with open(stats_path, "w") as f:
                     f.write("1")
@@ -367,6 +370,10 @@ def main(a):
                   (n, ns / cnt, cnt / (secs * len(v)), 100 * ns / (secs * len(v) * 1e9),
                    "the target's switches (the control stopped)" if what == "target" else
                    "switches it filters out (the target stopped, the control running)"))
+    for k, what in ((0, "CPU"), (1, "wall")):
+        for r in range(rounds):
+            print("round %d g per %s second: %s" % (r, what, " ".join(
+                "%s=%.4f" % (m, g[(m, k)][r]) for m in modes if r in g[(m, k)])))
     for k, what in ((0, "CPU"), (1, "wall")):
         print("round trips per %s second, profiled copy / control:" % what)
         for m in modes:

@@ -366,6 +366,11 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
         and ([.settings[].runs[] | select(.host_slow)] | length) == .runs_slow_kept
         and ([.settings[].runs[] | select(.crowded)] | length) == .runs_crowded_kept
         and (.client_cpus_others_pct | stat)
+        # slow for most of the sweep: the median of a kind of probe before the runs over 115 % of its reference
+        and (.probe_median_over_reference as $o
+             | ($o.memory - .machine_probe_ms.median / .probe_reference_ms | fabs) < 1e-6
+             and ($o.compute - .compute_probe_ms.median / .compute_probe_reference_ms | fabs) < 1e-6
+             and .host_slow_most_of_sweep == ($o.memory > 1.15 or $o.compute > 1.15))
         and ([.settings[].runs[].retakes] | add) <= .runs_retaken
         and all(.settings[].runs[]; .machine_probe_ms > 0 and (.retakes | IN(0, 1, 2)) and (.host_slow | type == "boolean"))' "$d/report.json" >/dev/null || { echo "report.json malformed"; return 1; }
     # The talk's table: a header of four columns, nine rows, every cell "M (A–B)".
@@ -375,6 +380,9 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
              for (i = 3; i < n; i++) if (c[i] !~ cell) bad = bad " cell:" c[i] }
          t && /^- \*\*/ { sent++ }
          END { if (!hdr || rows != 9 || sent != 9 || bad != "") { print "table: header " hdr ", rows " rows ", sentences " sent bad; exit 1 } }' "$d/report.md" || return 1
+    # report.md says so in bold exactly when report.json does
+    [ "$(grep -c '^\*\*The host was slow for most of this sweep:\*\*' "$d/report.md")" = \
+      "$(jq 'if .host_slow_most_of_sweep then 1 else 0 end' "$d/report.json")" ] || { echo "report.md and report.json disagree on a slow host"; return 1; }
     grep -q '^## Against the talk' "$d/report.md" && grep -q '^## Sweeps' "$d/report.md" \
         && grep -q '^## Ratios' "$d/report.md" || { echo "report.md lacks a section"; return 1; }
 }
@@ -416,6 +424,16 @@ if FLAMEKIT_CACHE="$fbcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 2 -R 3 -f 
     if [ "$(id -u)" = 0 ] && [ "$(nproc)" -ge 2 ]; then
         check_eq "fetch-bench: clients over the veth pair" veth "$(jq -r .network_kind "$T/bench/report.json")"
         check_grep "fetch-bench: report.md names the network" "Network: veth between two network namespaces" "$T/bench/report.md"
+        # The servers' end of the pair sent every byte fetched (and framing:
+        # a tenth at most) and received the clients' ACKs and requests.
+        # (on failure: each run outside, with its counts)
+        check "fetch-bench: the servers' veth end's packets and bytes in every run" jq -e -r '
+            [.settings[] | .server as $s | .runs[]
+             | select((.server_tx_bytes >= .bytes and .server_tx_bytes <= 1.1 * .bytes + 65536
+                       and .server_tx_packets >= 1 and .server_tx_bytes / .server_tx_packets <= 65536 + 256
+                       and .server_rx_packets >= 1) | not)
+             | "\($s): bytes \(.bytes) sent \(.server_tx_bytes) in \(.server_tx_packets) packets, received \(.server_rx_packets)"]
+            | if length == 0 then true else (.[], false) end' "$T/bench/report.json"
         # Pinned on the veth pair, each side's CPU is its CPUs' busy time
         # (its receive softirq work included): at least what its tasks
         # were counted, at most its CPUs' time over the run (a run's marks
@@ -488,6 +506,12 @@ if FLAMEKIT_CACHE="$fbcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 2 -R 3 -f 
     check_grep "fetch-agree: its spread" " spread 20 %" "$o"
     check_grep "fetch-agree: a sweep whose probe reference is 30 % higher is named slow throughout" \
         "host slower throughout .*: $T/off:" "$o"
+    # A host slow for most of a sweep passes its own reference (a low
+    # percentile of its probes) but not the median: named.
+    jq '.settings[].runs[] |= (.machine_probe_ms *= 1.5)' "$T/bench/report.json" >"$T/slowmost.json"
+    mkdir -p "$T/slowmost" && mv "$T/slowmost.json" "$T/slowmost/report.json"
+    check_grep "fetch-agree: a sweep whose probes' median is 150 % of its reference is named slow for most of it" \
+        "host slow for most of the sweep .*[ ]$T/slowmost \\([0-9]+/[0-9]+ %\\)" "$(sh "$agree" "$T/bench" "$T/slowmost" 2>&1)"
     # Other work on the CPUs, which the probes miss: a sweep with crowded
     # runs kept is named.
     jq '.runs_crowded_kept = 3 | .settings[].runs[] |= (.client_cpus_others_pct = 60)' "$T/bench/report.json" >"$T/crowd.json"
@@ -537,7 +561,8 @@ if "$B/flamekit" pid --help >/dev/null 2>&1; then
             --grpc-window 4M --no-probes --profile-time 2s -o "$T/benchp" >"$T/benchp.out" 2>"$T/benchp.err"; then
         check_eq "fetch-bench --no-probes: in report.json, every probe 0, no run slow" "false 0" \
             "$(jq -r '[.machine_probes, ([.settings[].runs[] | select(.host_slow or .machine_probe_ms != 0
-                      or .compute_probe_after_ms != 0)] | length)] | join(" ")' "$T/benchp/report.json")"
+                      or .compute_probe_after_ms != 0)] | length) + (if .host_slow_most_of_sweep then 1 else 0 end)]
+                      | join(" ")' "$T/benchp/report.json")"
         check_grep "fetch-bench --no-probes: in report.md" "speed was not probed" "$T/benchp/report.md"
         check_eq "fetch-bench --grpc-window: in report.json" 4194304 "$(jq .grpc_client_window "$T/benchp/report.json")"
         check_grep "fetch-bench --grpc-window: in report.md" "HTTP/2 window: 4(\\.0)? MiB" "$T/benchp/report.md"

@@ -63,7 +63,18 @@ seen_check() {
         # seen x (max N - 1); so 5 standard deviations are
         # 500 sqrt((max N - 1) / seen) points, plus the span of N for
         # picks timed while it was being changed (one_in_unsure).
-        local unsure span
+        local unsure span picked made
+        # Each pick is a sample unless perf dropped it, counted (its ring
+        # full: lost, above; throttled): the program picks nothing before
+        # the window opens, while the capture's events may still be off
+        # (before, 1-2 of ~1,500 picks a capture of phases made none).
+        picked=$(jnum offcpu.bpf_switches_picked "$J")
+        made=$(( $(jnum offcpu.switches_recorded "$J") + $(jnum offcpu.switches_recorded_twice "$J") ))
+        if [ "$(jnum throttled "$J")" = 0 ]; then
+            check_eq "$1: every picked switch-out made a sample (picked vs recorded)" "$picked" "$made"
+        else
+            skip "$1: every picked switch-out made a sample" "perf throttled the switch events ($(jnum throttled "$J") times)"
+        fi
         unsure=$(jnum offcpu.one_in_unsure "$J")
         span=$((nmax - $(jnum offcpu.one_in_min "$J")))
         within "$1: picked switch-outs x their N vs switch-outs seen (%; random picks, max N $nmax, $unsure unsure of N; picked $(jnum offcpu.bpf_switches_picked "$J"), recorded $(jnum offcpu.switches_recorded "$J"), seen $seen)" \

@@ -382,13 +382,12 @@ static void md_header(struct fk_outfile *md, const char *cpu_source, double secs
                       ncpus, CLIENT_HEAP_MIB);
 }
 
-/* The probes, the slow and crowded runs: how far the figures are the servers'. */
-static void md_machine_speed(struct fk_outfile *md, json_t *jr)
+/* The machine's speed over the whole benchmark, the probes before the runs
+ * (memory, compute): per-setting CPU figures move with it, ratios within a
+ * round do not. */
+static void probe_stats(struct stat3 probe[2])
 {
-    /* The machine's speed over the whole benchmark: per-setting CPU
-     * figures move with it, ratios within a round do not. */
     double *pv = fk_calloc((size_t)(nsettings * opt.rounds) + 1, sizeof *pv);
-    struct stat3 probe[2];
     for (int k = 0; k < 2; k++) {
         int np = 0;
         for (int i = 0; i < nsettings; i++)
@@ -396,6 +395,38 @@ static void md_machine_speed(struct fk_outfile *md, json_t *jr)
                 pv[np++] = k ? settings[i].o[r].cprobe_ms : settings[i].o[r].probe_ms;
         probe[k] = stat_of(pv, np);
     }
+    free(pv);
+}
+
+/* A host slow for most of the sweep: the median of a kind of probe before
+ * the runs over SLOW_PROBE x its reference (a low percentile), that is
+ * more than half of the runs began on a slow host. Then few rounds are
+ * normal, the medians are taken over every round, and the sweep's CPU
+ * figures and ratios are those of a slow host: in session 15's second
+ * quiet call the memory probe's median was 31.4 ms against a reference of
+ * 19.2 (164 %; 76 of 110 runs slow) and its gRPC/socket CPU ratios were
+ * higher than the first call's in all 14 settings. Over the sweeps of
+ * sessions 13-15's quiet calls the memory probe's median was 91-111 % of
+ * its reference, or 149-164 % (four sweeps on a slow host); the compute
+ * probe's at most 113 %. over[]: each kind's median over its reference. */
+static bool host_slow_most(double over[2])
+{
+    struct stat3 probe[2];
+    probe_stats(probe);
+    const double ref[2] = { probe_ref[PROBE_MEM].ref_ms, probe_ref[PROBE_COMPUTE].ref_ms };
+    for (int k = 0; k < 2; k++)
+        over[k] = ref[k] > 0 ? probe[k].med / ref[k] : 0;
+    return !opt.no_probes && (over[0] > SLOW_PROBE || over[1] > SLOW_PROBE);
+}
+
+/* The probes, the slow and crowded runs: how far the figures are the servers'. */
+static void md_machine_speed(struct fk_outfile *md, json_t *jr)
+{
+    struct stat3 probe[2];
+    probe_stats(probe);
+    double over[2];
+    bool slow_most = host_slow_most(over);
+    double *pv = fk_calloc((size_t)(nsettings * opt.rounds) + 1, sizeof *pv);
     int np = 0;
     for (int i = 0; i < nsettings; i++)
         for (int r = 0; r < opt.rounds; r++)
@@ -434,6 +465,14 @@ static void md_machine_speed(struct fk_outfile *md, json_t *jr)
                           runs_crowded_kept ? " **Other work shared the benchmark's CPUs in runs kept: their CPU "
                           "figures are not the servers' alone; compare this sweep with others (bench/fetch-agree.sh) "
                           "or run it again on a quiet machine.**" : "");
+    if (slow_most)
+        fk_outfile_printf(md, "**The host was slow for most of this sweep:** the probes' medians before the runs "
+                          "were %.0f %% (memory) and %.0f %% (compute) of their references, over %.0f %%, so most runs "
+                          "began on a slow host, few rounds were normal and the medians are mostly over every round. "
+                          "Its CPU figures and gRPC/socket ratios are a slow host's (the gRPC server's CPU per GiB "
+                          "rises more than the socket server's): do not compare them with a sweep on a normal host "
+                          "(bench/fetch-agree.sh names such sweeps); run it again when the host is quiet.\n\n",
+                          100 * over[0], 100 * over[1], SLOW_PROBE * 100);
     json_object_set_new(jr, "machine_probe_ms", jstat(probe[0]));
     json_object_set_new(jr, "compute_probe_ms", jstat(probe[1]));
     json_object_set_new(jr, "probe_reference_ms", json_real(probe_ref[PROBE_MEM].ref_ms));
@@ -443,6 +482,9 @@ static void md_machine_speed(struct fk_outfile *md, json_t *jr)
     json_object_set_new(jr, "runs_retaken", json_integer(runs_retaken));
     json_object_set_new(jr, "runs_slow_kept", json_integer(runs_slow_kept));
     json_object_set_new(jr, "runs_crowded_kept", json_integer(runs_crowded_kept));
+    json_object_set_new(jr, "probe_median_over_reference",
+                        json_pack("{s:f,s:f}", "memory", over[0], "compute", over[1]));
+    json_object_set_new(jr, "host_slow_most_of_sweep", json_boolean(slow_most));
     json_object_set_new(jr, "client_cpus_others_pct", jstat(others));
 }
 
@@ -797,6 +839,9 @@ static json_t *json_run(const struct setting *s, int r)
     json_object_set_new(x, "anon_rss_mib", json_real(b->anon_mib));
     json_object_set_new(x, "client_page_faults", json_real(b->client_minflt));
     json_object_set_new(x, "server_page_faults", json_real(b->server_minflt));
+    json_object_set_new(x, "server_tx_packets", json_real(b->server_tx_packets));
+    json_object_set_new(x, "server_tx_bytes", json_real(b->server_tx_bytes));
+    json_object_set_new(x, "server_rx_packets", json_real(b->server_rx_packets));
     json_object_set_new(x, "server_context_switches", json_real(b->server_csw));
     json_object_set_new(x, "client_context_switches", json_real(b->client_csw));
     if (b->nby_thread) {
@@ -938,4 +983,9 @@ void bench_print_summary(void)
             printf("  alloc/GiB %s", rcell(ratio_stat(g, s, R_ALLOC), b3, sizeof b3));
         printf("\n");
     }
+    double over[2];
+    if (host_slow_most(over))
+        printf("the host was slow for most of the sweep (probes' medians %.0f %% and %.0f %% of their references): "
+               "these figures are a slow host's, not comparable with a sweep on a normal host\n",
+               100 * over[0], 100 * over[1]);
 }

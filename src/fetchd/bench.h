@@ -52,6 +52,11 @@ struct obs {
      * taken from (its CPUs' seconds; the run's, or more when a mark was
      * read late): that busy time is within it */
     double server_cpus_elapsed, client_cpus_elapsed;
+    /* on the veth pair: the packets and bytes the servers' end sent over
+     * the run (TCP segments as the kernel handed them to the device, up to
+     * 64 KiB each) and the packets it received (the clients' ACKs and
+     * requests); 0 on loopback */
+    double server_tx_packets, server_tx_bytes, server_rx_packets;
     bool sides;
     /* The server's context switches in the run by thread (fetch-bench.c,
      * threads_csw): its main thread, the threads alive after the run

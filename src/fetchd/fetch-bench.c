@@ -596,6 +596,39 @@ static double proc_minflt(pid_t pid)
     return (double)v;
 }
 
+/* Packets and bytes sent, and packets received, so far on the devices of
+ * a process's network namespace other than loopback (/proc/PID/net/dev
+ * shows PID's namespace): for a server in the benchmark's namespace, its
+ * end of the veth pair. false when unreadable. */
+static bool proc_netdev(pid_t pid, double *tx_packets, double *tx_bytes, double *rx_packets)
+{
+    char path[64], *line = NULL;
+    size_t cap = 0;
+    snprintf(path, sizeof path, "/proc/%d/net/dev", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return false;
+    *tx_packets = *tx_bytes = *rx_packets = 0;
+    int n = 0;
+    while (getline(&line, &cap, f) > 0) {
+        char *colon = strchr(line, ':');
+        unsigned long long rxb, rxp, txb, txp;
+        /* "  DEV: rx bytes packets errs drop fifo frame compressed multicast tx bytes packets ..." */
+        if (!colon || sscanf(colon + 1, "%llu %llu %*u %*u %*u %*u %*u %*u %llu %llu", &rxb, &rxp, &txb, &txp) != 4)
+            continue;
+        *colon = 0;
+        if (strcmp(line + strspn(line, " "), "lo") == 0)
+            continue;
+        *tx_packets += (double)txp;
+        *tx_bytes += (double)txb;
+        *rx_packets += (double)rxp;
+        n++;
+    }
+    free(line);
+    fclose(f);
+    return n > 0;
+}
+
 /* Context switches of each of a process's threads so far (its /proc task
  * status: voluntary and involuntary), with the thread's name. Read outside
  * the timed window, before and after a run: which threads the server's
@@ -1326,6 +1359,8 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
         m0 = *s->cnt;
     srv_cpu_read(&s->cpu, s->pid, &sc0, &gc0, &sw0);
     double sf0 = proc_minflt(s->pid);
+    double ntp0 = 0, ntb0 = 0, nrp0 = 0, ntp1 = 0, ntb1 = 0, nrp1 = 0;
+    bool netdev = bench_net_active() && proc_netdev(s->pid, &ntp0, &ntb0, &nrp0);
     static struct tasks_snap ts0, ts1;
     tasks_snap(s->pid, &ts0);
     double mb0, mt0, mb1, mt1, ss0 = 0, cs0 = 0, ss1 = 0, cs1 = 0, sa0 = 0, ca0 = 0, sa1 = 0, ca1 = 0;
@@ -1345,6 +1380,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     machine_jiffies(&mb1, &mt1);
     srv_cpu_read(&s->cpu, s->pid, &sc1, &gc1, &sw1);
     double sf1 = proc_minflt(s->pid);
+    netdev = netdev && proc_netdev(s->pid, &ntp1, &ntb1, &nrp1);
     tasks_snap(s->pid, &ts1);
     if (s->cnt)
         m1 = *s->cnt;
@@ -1391,6 +1427,11 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     o->server_csw = sw1 - sw0;
     threads_csw(o, &ts0, &ts1, o->server_csw);
     o->server_minflt = sf1 > sf0 ? sf1 - sf0 : 0;
+    if (netdev) {
+        o->server_tx_packets = ntp1 - ntp0;
+        o->server_tx_bytes = ntb1 - ntb0;
+        o->server_rx_packets = nrp1 - nrp0;
+    }
     o->git_cpu = gc1 > gc0 ? gc1 - gc0 : 0;
     o->client_procs_cpu = o->client_cpu;
     o->sides = sides;

@@ -24,11 +24,13 @@
  *    offsets and sizes come from the running kernel's format (tracefs.h)
  *    and BTF, never assumed (no BTF: no exact totals, said); the BTF
  *    offset is kept once per boot (util/bootcache.h: DIR/btf-offsets),
- *    as loading the kernel's BTF costs a capture 60-75 ms of CPU.
+ *    as loading the kernel's BTF cost a capture ~8 ms of CPU and ~45 ms
+ *    of its start.
  *  - The program returns 0 (no sample) only for the target's switch-outs
- *    it did not pick and for the idle task's; every other hit (threads not
- *    timed, before and after the window) returns 1, as perf would record
- *    it. Other tools' perf events on sched_switch miss those switch-outs
+ *    it did not pick (all of them before the window opens: the capture's
+ *    events may not be on yet, and a pick would make no sample) and for
+ *    the idle task's; every other hit (threads not timed) returns 1, as
+ *    perf would record it. Other tools' perf events on sched_switch miss those switch-outs
  *    too while it runs (their BPF programs do not: they run on every hit).
  *  - Times are bpf_ktime_get_ns (CLOCK_MONOTONIC, the records' clock),
  *    taken before perf times the same hit: a picked switch-out's block
@@ -107,7 +109,8 @@ enum fk_swtime_filter { FK_SWTIME_ALL, FK_SWTIME_CGROUP, FK_SWTIME_TGIDS };
  * (fk_swtime_events) open until its results are written. */
 bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t preempt_bit,
                    size_t ring_bytes, struct fk_swtime **out, char *err, size_t errlen);
-/* Which threads' switches are sampled, from now, one in n.
+/* Which threads' switches are sampled, one in n, once the window opens
+ * (fk_swtime_start).
  * cgroup_dir: for FK_SWTIME_CGROUP; FK_SWTIME_TGIDS starts with none
  * (fk_swtime_add_tgid). */
 bool fk_swtime_filter(struct fk_swtime *t, enum fk_swtime_filter f, const char *cgroup_dir,
@@ -120,8 +123,9 @@ bool fk_swtime_filter(struct fk_swtime *t, enum fk_swtime_filter f, const char *
 int32_t fk_swtime_cpu_offset(const char **note);
 /* Pick one switch-out in n (>= 1) from now on (one map update). */
 bool fk_swtime_set_n(struct fk_swtime *t, uint64_t n);
-/* The window opened: each thread's exact total counts from its first
- * switch-out from now (fk_swtime_thread). */
+/* The window opened (the capture's events on): the target's switch-outs
+ * are counted and picked from now, and each thread's exact total counts
+ * from its first switch-out from now (fk_swtime_thread). */
 bool fk_swtime_start(struct fk_swtime *t);
 /* Whether exact totals are kept (the kernel's BTF gave the CPU time's
  * place in task_struct); why not in note otherwise. */

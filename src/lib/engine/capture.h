@@ -66,6 +66,13 @@ const char *fk_callgraph_name(enum fk_callgraph m);     /* "auto", "dwarf", "fp"
  * maps' kernel memory counts against --max-memory from the start
  * (fk_pygate_fixed_bytes). */
 #define FK_ENGINE_PYGATE_ENTRIES 16384
+struct fk_evkind;
+/* Whether a capture of KIND with an early stack hook (Python frames) runs
+ * the Python gate (config.c choose_wakeups): only a kind that keeps the
+ * kernel's wake-ups for early hooks (evkind.h early_wakeups: the CPU
+ * clock; or one with no clock of its own) has wake-ups to gate. The
+ * profile runner asks the same for the --max-memory least limit. */
+bool fk_engine_runs_pygate(const struct fk_evkind *kind, bool early_hook);
 
 /* The capture's progress, for a status line: reported when the window
  * opens (elapsed 0: the capture runs), about every second, and at its end. */

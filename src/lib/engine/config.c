@@ -345,11 +345,16 @@ static void choose_reads(struct fk_engine *e)
  * gate's program is the tree's filter too (an event holds one program:
  * open.c attach_bpftree). Without BPF or a BPF ring buffer (Linux 5.8) it
  * is every sample as before, the reason in the result. */
+bool fk_engine_runs_pygate(const struct fk_evkind *kind, bool early_hook)
+{
+    return early_hook && (kind->early_wakeups || !kind->poll_ms);
+}
+
 static void choose_wakeups(struct fk_engine *e)
 {
     struct fk_capture_result *r = e->r;
     r->reader_wakeups = e->poll_ms ? "clock" : "watermark";
-    if (e->poll_ms || !early_hooks(e->o))
+    if (!fk_engine_runs_pygate(e->kind, early_hooks(e->o)))
         return;
     char why[160];
     r->reader_wakeups = "every sample";

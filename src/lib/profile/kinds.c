@@ -4,6 +4,7 @@
  * against the event's own count (period_check.h). */
 #include "profile/kinds.h"
 #include "capture/swevent.h"
+#include "engine/evkind.h"
 
 #include <linux/perf_event.h>
 #include <stdlib.h>
@@ -244,7 +245,6 @@ static int offcpu_prepare(const struct fk_profile_request *rq, struct fk_profile
     oo->no_bpf = rq->no_bpf;
     oo->cpu_freq = rq->freq;
     oo->stats = &res->offcpu;
-    co->kind = &fk_evkind_offcpu;
     co->kind_opts = oo;
     co->weight_by_period = false;
     if (!rq->stack_size)
@@ -485,16 +485,18 @@ static size_t offcpu_top_end(const char *stack, size_t len)
 
 static const struct fk_profile_ops ops[] = {
     [FK_PROFILE_CPU] = {
-        .name = "cpu", .colors = "hot", .event = cpu_event, .title = cpu_title,
+        .name = "cpu", .colors = "hot", .evkind = &fk_evkind_clock, .event = cpu_event,
+        .title = cpu_title,
         .subtitle = cpu_subtitle,
     },
     [FK_PROFILE_FAULTS] = {
-        .name = "faults", .colors = "mem", .event = faults_event, .after = faults_after,
-        .ok = faults_ok, .title = faults_title, .subtitle = faults_subtitle,
+        .name = "faults", .colors = "mem", .evkind = &fk_evkind_counted,
+        .event = faults_event, .after = faults_after, .ok = faults_ok, .title = faults_title, .subtitle = faults_subtitle,
         .meta = faults_meta, .summary = faults_summary,
     },
     [FK_PROFILE_OFFCPU] = {
-        .name = "offcpu", .colors = "cold", .event = offcpu_event, .prepare = offcpu_prepare,
+        .name = "offcpu", .colors = "cold", .evkind = &fk_evkind_offcpu,
+        .event = offcpu_event, .prepare = offcpu_prepare,
         .title = offcpu_title, .subtitle = offcpu_subtitle, .meta = offcpu_meta,
         .top_end = offcpu_top_end, .summary = offcpu_summary,
     },

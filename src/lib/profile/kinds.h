@@ -10,6 +10,7 @@
 struct fk_profile_ops {
     const char *name;           /* metadata "profile", result-name suffix (result.h) */
     const char *colors;         /* SVG palette */
+    const struct fk_evkind *evkind;     /* the engine's event kind (engine/evkind.h) */
     /* The sampling event for rq: 0, or FK_EXIT_USAGE with one phrase in err. */
     int (*event)(const struct fk_profile_request *rq, struct fk_event *ev, const char **unit,
                  const char **countname, char *err, size_t errlen);

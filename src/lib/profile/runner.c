@@ -41,10 +41,8 @@ const char *fk_python_mode_name(int mode)
 
 /* The kernel's symbol table and the Python gate's maps count against
  * --max-memory like every table the capture holds; the gate's from the
- * start, the table from the first kernel frame. (The gate is made for CPU
- * profiles with Python frames: the kind that keeps the kernel's wake-ups
- * for them, engine/config.c choose_wakeups; the faults and off-CPU kinds
- * read on their clock.) A limit that cannot hold
+ * start, the table from the first kernel frame (the gate where the
+ * engine runs one: fk_engine_runs_pygate). A limit that cannot hold
  * them and FK_PROFILE_KERNEL_ROOM more would stop the capture at the
  * limit as soon as the command or the host is sampled in the kernel,
  * whatever it captured (before this counted the gate, a command's capture
@@ -53,7 +51,7 @@ const char *fk_python_mode_name(int mode)
  * each part and the least limit that holds them. */
 static bool fixed_tables_fit(const struct fk_profile_request *rq, char *err, size_t errlen)
 {
-    bool gate = rq->kind == FK_PROFILE_CPU && rq->python != FK_PYTHON_OFF;
+    bool gate = fk_engine_runs_pygate(fk_profile_ops(rq->kind)->evkind, rq->python != FK_PYTHON_OFF);
     if ((rq->no_kernel && !gate) || rq->max_mem_bytes >= FK_PROFILE_KERNEL_CHECK_MEM)
         return true;
     uint64_t table = rq->no_kernel ? 0 : fk_sym_kernel_bytes();
@@ -512,6 +510,7 @@ int fk_profile_run(const struct fk_profile_request *rq, struct fk_profile_result
     }
     struct fk_capture_opts co;
     capture_opts_from(rq, res, &co);
+    co.kind = ops->evkind;
     if (ops->prepare && ops->prepare(rq, res, &co) != 0) {
         undo_files(res, dir_created);
         return res->status;
