@@ -222,8 +222,11 @@ check_range "gate: wake-ups per sample (neither the Python samples nor the spinn
 # CPython writes every frame as it pushes it and anonymous memory leaves
 # only to swap, which this host has not; seen only in the dying address
 # space of an exiting interpreter, whose samples have no Python frames --
-# and records no sample took (unjoined): a reader stopped for 1-2.5 s lost
-# 129-1155 samples in the perf rings and left none.
+# and records no sample took (unjoined): records of samples lost in the
+# perf rings, and records a CPU's queue (128) dropped in the burst that
+# follows a stalled reader before their samples were read (by hand,
+# flamekit stopped 1.5 s: 42 unjoined with no sample lost, those 42
+# samples read from the target late, up to 1.5 s after them).
 steady_chain() {    # steady_chain a|b: the thread's Python frames, root first
     local s="Thread._bootstrap;Thread._bootstrap_inner;Thread.run;steady" i n=13
     [ "$1" = a ] && n=41
@@ -271,9 +274,19 @@ if [ "$rc" = 0 ] && [ -n "$F" ] && [ -n "$J" ]; then
         check_range "fallbacks: fk-steady-$t's samples with exactly its chain" \
             "$(awk -v g="$good" -v a="$all" 'BEGIN { printf "%.3f", g / a }')" 0.98 1
     done
-    read -r nothr full spliced walks early <<<"$("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); c=d["reader"]["python_chains"]; p=d["python"]
-print(c["no_thread"], c["ring_full"], p["spliced"], p["chain_walks"], p["snapshots"] + p["snapshots_shared"])' "$J")"
-    echo "fallbacks: no_thread $nothr, ring_full $full, $spliced spliced, $walks from chains read at the sample, $early read as the reader was woken"
+    read -r nothr full spliced walks early recs wakes rlost sread slost <<<"$("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); c=d["reader"]["python_chains"]; p=d["python"]
+print(c["no_thread"], c["ring_full"], p["spliced"], p["chain_walks"], p["snapshots"] + p["snapshots_shared"], c["read"], d["reader"]["python_wakeups"], c["ring_lost"], d["samples_read"], d["lost_samples"])' "$J")"
+    echo "fallbacks: no_thread $nothr, ring_full $full, ring_lost $rlost, $spliced spliced, $walks from chains read at the sample, $early read as the reader was woken"
+    # the program ran at each of the interpreter's samples (the tree's
+    # filter drops the others') and left a chain record, a wake-up or,
+    # with no room even for that, a count: exactly one each, so as many
+    # as the samples read, and at most the lost ones besides: the
+    # kernel's lost count (lost_samples) also takes the side-band records
+    # (mmap, comm, fork) the perf rings had no room for. By hand, flamekit
+    # stopped 0.3 s: ring_lost 80, 868 = 868; stopped 1.5 s, 313 lost:
+    # 593 of 336 read + 313 lost.
+    check_range "fallbacks: each sample left a chain ($recs), a wake-up ($wakes) or a count (ring_lost), of $sread read and $slost lost" \
+        "$((recs + wakes + rlost))" "$sread" "$((sread + slost))"
     check_range "fallbacks: a thread new to the capture read from the target (no_thread)" "$nothr" 1 100000
     check_range "fallbacks: samples whose chain did not fit the ring (ring_full)" "$full" 10 100000
     # each such sample woke the reader, which read the target at once
@@ -401,4 +414,39 @@ if gcc -O1 -rdynamic -o "$T/python3.12" "$T/fake.c" 2>"$T/fake.err"; then
     check_grep "unknown version: a note in the metadata" '3\.12' "$(jget "$J" python.unknown_versions)"
 else
     skip "unknown version" "gcc failed: $(head -c 200 "$T/fake.err")"
+fi
+
+# ---- every python.* and reader.python_chains.* key the captures above
+# wrote is in flamekit-metadata(5), each with its meaning (keys are added
+# without a schema bump: readers ignore keys they do not know)
+metas=("$T"/*/*.json)
+if [ -e "${metas[0]}" ]; then
+    undoc=$("$PY" - "$FK_SRC/man/flamekit-metadata.5" "${metas[@]}" <<'PY'
+import json, re, sys
+text = open(sys.argv[1]).read()
+def documented(start, end):
+    sec = text[text.index(start):]
+    sec = sec[:sec.index(end)]
+    doc = set()
+    for line in sec.splitlines():
+        if "Li " in line and line.startswith("."):
+            doc.update(w for w in re.split(r"[ ,()]+", line.split("Li ", 1)[1]) if re.fullmatch(r"[a-z0-9_]+", w))
+    return doc
+py = documented(".It Li python\n", "\n.El")
+chains = documented(".Li python_chains ,\n", ".Li cpu_moves")
+keys = set()
+for j in sys.argv[2:]:
+    m = json.load(open(j))
+    for k, v in m.get("python", {}).items():
+        keys.add(k if k in py else "python." + k)
+        if k == "read_delay":
+            keys.update(s if s in py else "python.read_delay." + s for s in v)
+    keys.update(k if k in chains else "reader.python_chains." + k
+                for k in m.get("reader", {}).get("python_chains", {}))
+print(" ".join(sorted(k for k in keys if "." in k)) if keys else "(no python keys)")
+PY
+)
+    check_eq "metadata: every python key written (${#metas[@]} captures) is in flamekit-metadata(5)" "" "$undoc"
+else
+    skip "metadata: every python key written is in flamekit-metadata(5)" "no capture above succeeded"
 fi

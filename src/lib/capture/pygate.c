@@ -41,6 +41,7 @@ struct fk_pygate {
     int pids, ring, prog;
     int tids, scratch;          /* the thread map and the program's per-CPU record */
     int codes;                  /* code objects user space has named */
+    int lost;                   /* samples the ring had no room for, even a note's */
     int tree_prog, tree_map;    /* the variant with a tree filter (-1: none yet) */
     bool chains;                /* the program reads chains (else it only notifies:
                                    a kernel that refused the reads) */
@@ -83,18 +84,28 @@ static uint32_t ring_bytes(void)
 }
 
 /* Emit: ring output of *(fp-16) (8 bytes: the CPU, reason) with a
- * wake-up. r7 holds the reason. */
-static void emit_note(struct fk_bpf_builder *b, int ring)
+ * wake-up; where the ring has no room even for that, lost[0] += 1 (the
+ * sample then wakes no one and has no record: the reader reads its
+ * chain from the target at its next pass, late). r7 holds the reason. */
+static void emit_note(struct fk_pygate *g, struct fk_bpf_builder *b)
 {
+    unsigned done = fk_bpf_label_new(b);
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_get_smp_processor_id));
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_0, -16));
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_7, -12));
-    fk_bpf_emit_ld_map_fd(b, BPF_REG_1, ring);
+    fk_bpf_emit_ld_map_fd(b, BPF_REG_1, g->ring);
     fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
     fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -16));
     fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_3, 8));
     fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_4, BPF_RB_FORCE_WAKEUP));
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_ringbuf_output));
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, done);
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -32, 0));
+    fk_bpf_emit_map_lookup(b, g->lost, -32);
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, done);
+    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_1, 1));
+    fk_bpf_emit(b, FK_BPF_ATOMIC_ADD(BPF_DW, BPF_REG_0, BPF_REG_1, 0));
+    fk_bpf_label_place(b, done);
 }
 
 /* Emit: bpf_probe_read_user(r9 + dst, 8, r3); on failure to miss. */
@@ -232,7 +243,8 @@ static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned n
  * dropped as the tree's own filter drops it (an event holds one
  * program). Without g->chains, a Python process's samples notify (the
  * gate as it was before the program read chains). Stack: -4 the tgid, -8
- * the tid, -12 the per-CPU key, -16 the notification. */
+ * the tid, -12 the per-CPU key, -16 the notification, -32 the lost
+ * counter's key. */
 static bool load_prog(struct fk_pygate *g, int tree_map, int *prog, char *err, size_t errlen)
 {
     struct fk_bpf_builder b;
@@ -258,7 +270,7 @@ static bool load_prog(struct fk_pygate *g, int tree_map, int *prog, char *err, s
     if (g->chains)
         emit_chain(g, &b, note, keep);
     fk_bpf_label_place(&b, note);
-    emit_note(&b, g->ring);
+    emit_note(g, &b);
     fk_bpf_label_place(&b, keep);
     fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_0, 1));
     fk_bpf_emit(&b, FK_BPF_EXIT());
@@ -334,7 +346,8 @@ static int on_note(void *ctx, void *data, size_t size)
 struct fk_pygate *fk_pygate_new(uint32_t max_entries, char *err, size_t errlen)
 {
     struct fk_pygate *g = fk_calloc(1, sizeof *g);
-    g->pids = g->ring = g->prog = g->tids = g->scratch = g->codes = g->tree_prog = g->tree_map = -1;
+    g->pids = g->ring = g->prog = g->tids = g->scratch = g->codes = g->lost = g->tree_prog =
+        g->tree_map = -1;
     g->entries = max_entries;
     g->ring_bytes = ring_bytes();
     int ncpus = libbpf_num_possible_cpus();
@@ -353,6 +366,8 @@ struct fk_pygate *fk_pygate_new(uint32_t max_entries, char *err, size_t errlen)
                            &g->scratch, err, errlen) ||
         !fk_bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "fk_py_codes", 8, 1, CODES_MAX, 0, &g->codes,
                            err, errlen) ||
+        !fk_bpf_map_create(BPF_MAP_TYPE_ARRAY, "fk_py_lost", 4, 8, 1, 0, &g->lost, err,
+                           errlen) ||
         !fk_bpf_map_create(BPF_MAP_TYPE_RINGBUF, "fk_py_notes", 0, 0, g->ring_bytes, 0,
                            &g->ring, err, errlen)) {
         fk_pygate_free(g);
@@ -510,16 +525,20 @@ void fk_pygate_stats(const struct fk_pygate *g, struct fk_pygate_stats *out)
     out->missed = __atomic_load_n(&g->missed, __ATOMIC_RELAXED);
     out->ring_full = __atomic_load_n(&g->ring_full, __ATOMIC_RELAXED);
     out->threads = __atomic_load_n(&g->threads, __ATOMIC_RELAXED);
+    uint32_t zero = 0;
+    uint64_t lost = 0;
+    out->ring_lost = bpf_map_lookup_elem(g->lost, &zero, &lost) == 0 ? lost : 0;
     out->join_max_ns = __atomic_load_n(&g->join_max_ns, __ATOMIC_RELAXED);
     out->reads = g->chains;
 }
 
-/* The maps' fixed kernel memory (the per-CPU record counted per CPU) and
- * the queues made so far. */
+/* The maps' fixed kernel memory: the tgid map's entries, the ring, the
+ * thread and code maps, the per-CPU record scratch (one per CPU) and the
+ * lost counter. */
 static size_t maps_bytes(uint32_t entries, uint32_t ring, unsigned ncpus)
 {
     return (size_t)entries * ENTRY_BYTES + ring + (size_t)THREADS_MAX * THREAD_BYTES +
-           (size_t)CODES_MAX * CODE_BYTES + (size_t)ncpus * REC_MAX;
+           (size_t)CODES_MAX * CODE_BYTES + (size_t)ncpus * REC_MAX + ENTRY_BYTES;
 }
 
 size_t fk_pygate_fixed_bytes(uint32_t max_entries)
@@ -528,6 +547,7 @@ size_t fk_pygate_fixed_bytes(uint32_t max_entries)
     return maps_bytes(max_entries, ring_bytes(), ncpus > 0 ? (unsigned)ncpus : 1);
 }
 
+/* The maps' fixed kernel memory and the per-CPU queues made so far. */
 size_t fk_pygate_bytes(const struct fk_pygate *g)
 {
     if (!g)
@@ -541,8 +561,8 @@ void fk_pygate_free(struct fk_pygate *g)
     if (!g)
         return;
     ring_buffer__free(g->rb);
-    int *fds[] = { &g->tree_prog, &g->prog, &g->ring, &g->codes, &g->scratch, &g->tids,
-                   &g->pids };
+    int *fds[] = { &g->tree_prog, &g->prog, &g->ring, &g->codes, &g->lost, &g->scratch,
+                   &g->tids, &g->pids };
     for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
         if (*fds[i] >= 0)
             close(*fds[i]);

@@ -41,8 +41,12 @@
  * time; records no sample took (a sample lost in its ring, or dropped
  * after the program) are dropped two reader passes after they were
  * drained (a sample is read in the pass that drained its record or the
- * next), and a sample without a record (the BPF ring was full) is read
- * from the target like a notified one.
+ * next) -- and the oldest of a CPU's QUEUE_MAX when a drain brings more
+ * (after a stalled reader: their samples, not read yet, are read from
+ * the target, late), and a sample without a record (the BPF ring was full) is read
+ * from the target like a notified one -- at the reader's next pass, not at
+ * once, where the ring had no room even for the notification (counted:
+ * ring_lost).
  *
  * Invariants: the program returns 1 whatever it finds, so every sample is
  * written as without it; a process the map has no room for is left out
@@ -131,6 +135,8 @@ struct fk_pygate_stats {
     uint64_t no_thread;     /* notifications: a Python thread not in the map */
     uint64_t missed;        /* ... a read the program could not make */
     uint64_t ring_full;     /* ... the record did not fit in the ring */
+    uint64_t ring_lost;     /* samples the program wrote nothing for: no room
+                               in the ring even for a notification */
     uint64_t threads;       /* threads put in the thread map */
     uint64_t join_max_ns;   /* the largest |sample time - record time| joined */
     bool reads;             /* the program reads chains (the kernel took it) */

@@ -306,6 +306,7 @@ json_t *fk_profile_metadata(const struct fk_profile_request *rq,
     json_object_set_new(pc, "no_thread", json_integer((json_int_t)g->no_thread));
     json_object_set_new(pc, "missed", json_integer((json_int_t)g->missed));
     json_object_set_new(pc, "ring_full", json_integer((json_int_t)g->ring_full));
+    json_object_set_new(pc, "ring_lost", json_integer((json_int_t)g->ring_lost));
     json_object_set_new(pc, "join_max_us", json_real((double)g->join_max_ns / 1e3));
     json_object_set_new(rd, "python_chains", pc);
     json_object_set_new(rd, "pinned_files", json_integer((json_int_t)r->pins.files));

@@ -1433,6 +1433,7 @@ struct py_proc {
     uint8_t state;
     bool early_checked;     /* looked for once as its first sample left the ring */
     uint8_t gate;           /* what the gate was last told (enum fk_pygate_mark; 0: nothing) */
+    bool relook;            /* asked the engine's thread to look again and settle it */
     uint64_t checked;       /* the time of the sample it was first looked at for */
     /* an executable file named like CPython's was mapped (its record left
      * the ring at this time; 0: none since CPython was last found): the
@@ -1502,6 +1503,8 @@ struct fk_python {
     uint64_t exits_seen, last_sweep;    /* fk_sym_exits at the last sweep */
     struct pending pending[PENDING_MAX];
     unsigned npending;
+    uint64_t handled;       /* the latest sample handled: records are handled
+                               in time order, so all before it were too */
     struct fk_pygate *gate;                         /* fk_python_set_gate */
 };
 
@@ -2011,10 +2014,22 @@ int fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time,
     int got = 0;
     pthread_mutex_lock(&p->lock);
     struct py_proc *pp = pid > 0 ? proc_of(p, pid) : NULL;
-    if (pp && pp->early_checked && pp->state != PS_PYTHON && pp->gate != FK_PYGATE_QUIET &&
-        !pp->soon && time > pp->checked + SOON_NS)
-        gate_sync(p, pp, false, true);  /* its samples were not handled (outside the
-                                           target's filter): settled by now */
+    /* a process whose samples are not handled (outside a user's or a
+     * cgroup's filter: no handled sample settles it, refresh) and that
+     * still wakes the reader at each sample: once the records up to its
+     * first sample are handled, looked at again with them and settled by
+     * the engine's thread (fk_python_catch_up) -- 20-70 ms after that
+     * sample, where SOON_NS alone took 250 ms; SOON_NS still settles it
+     * when no sample is handled at all */
+    bool unsettled = p->gate && pp && pp->early_checked && pp->state != PS_PYTHON &&
+                     pp->gate != FK_PYGATE_QUIET && !pp->soon;
+    if (unsettled && time > pp->checked + SOON_NS)
+        gate_sync(p, pp, false, true);
+    else if (unsettled && p->handled > pp->checked && !pp->relook && p->npending < PENDING_MAX) {
+        pp->relook = true;
+        p->pending[p->npending++] = (struct pending){ pid, tid, time };
+        got = FK_PY_EARLY_WAIT;
+    }
     if (pp && needs_engine(p, pp, time)) {
         /* by the engine's thread, soon (a short-lived interpreter may be
          * gone when its first sample is handled) */
@@ -2058,6 +2073,9 @@ void fk_python_catch_up(struct fk_python *p)
             gate_sync(p, pp, false, false);
         } else if (pp && pp->soon && pp->state != PS_PYTHON) {
             refresh(p, pp);     /* once the symbolizer handled the exec */
+        } else if (pp && pp->relook) {
+            pp->relook = false;
+            refresh(p, pp);     /* settled: quiet, or CPython found after all */
         }
         if (pp && pp->state == PS_PYTHON)
             take_early(p, pp, q->tid, q->time, t0);
@@ -2087,6 +2105,8 @@ static const struct fk_py_snap *snap_of(struct fk_python *p, const struct py_pro
 
 static void sample_locked(struct fk_python *p, pid_t pid, pid_t tid, struct fk_py_native *nat)
 {
+    if (nat->time > p->handled)
+        p->handled = nat->time;
     if (pid <= 0 || !nat->n)
         return;
     uint64_t t0 = fk_now_ns();
