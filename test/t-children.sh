@@ -174,8 +174,18 @@ if need unshare && unshare -m true 2>/dev/null; then
     keys offpt
     if [ $rc = 0 ] && [ -s "$T/offpt.keys" ]; then
         check_eq "offcpu run, per-task: followed per task" per-task "$(jnum offpt target.tree.mode)"
+        slept=$(secs offpt "$sleeps")
+        win=$(jnum offpt duration_s)
         check_range "offcpu run, per-task: the children's sleeps are there (20 x 50 ms, in s; $(jnum offpt offcpu.block_source) blocks, $(jnum offpt offcpu.switch_ins_lost) switch-ins lost)" \
-            "$(secs offpt "$sleeps")" 0.95 "$(jnum offpt duration_s)"
+            "$slept" 0.95 "$win"
+        # sequential children's sleeps past the window are invented time
+        # (2.317 s in a 2.242 s window once, at load; not reproduced in 26
+        # runs): keep the capture and its thread accounting to find where
+        if awk -v s="$slept" -v w="$win" 'BEGIN { exit !(s > w) }'; then
+            rm -rf "$FK_BUILD/test/out/t-children.offpt" && cp -r "$T/offpt" "$FK_BUILD/test/out/t-children.offpt"
+            python3 -c 'import json,sys; o=json.load(open(sys.argv[1]))["offcpu"]
+print("    offcpu accounting:", json.dumps({k: o.get(k) for k in ("threads_exact", "threads_estimated", "threads_estimated_by", "threads_cut_to_window", "exit_switches", "blocked_ns_by_state", "blocks_open_at_end", "bpf_switches_picked", "bpf_blocks_recorded", "bpf_switch_ins_unseen", "bpf_switches_unseen", "bpf_unseen_bound_ns", "switches_recorded")}))' "$(json offpt)"
+        fi
     else
         fail "offcpu run, per-task: loop of short sleeps" "exit $rc: $(head -5 "$T/offpt.out")"
     fi
