@@ -334,6 +334,11 @@ static void choose_reads(struct fk_engine *e)
     }
 }
 
+bool fk_engine_runs_pygate(const struct fk_evkind *kind, bool early_hook)
+{
+    return early_hook && (kind->early_wakeups || !kind->poll_ms);
+}
+
 /* The Python-on path: an early stack hook with the kernel's wake-ups
  * (choose_reads left poll_ms 0) wakes the reader only for the samples of
  * Python processes, through the gate's program on the sampling events
@@ -345,11 +350,6 @@ static void choose_reads(struct fk_engine *e)
  * gate's program is the tree's filter too (an event holds one program:
  * open.c attach_bpftree). Without BPF or a BPF ring buffer (Linux 5.8) it
  * is every sample as before, the reason in the result. */
-bool fk_engine_runs_pygate(const struct fk_evkind *kind, bool early_hook)
-{
-    return early_hook && (kind->early_wakeups || !kind->poll_ms);
-}
-
 static void choose_wakeups(struct fk_engine *e)
 {
     struct fk_capture_result *r = e->r;

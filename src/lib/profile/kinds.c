@@ -486,13 +486,12 @@ static size_t offcpu_top_end(const char *stack, size_t len)
 static const struct fk_profile_ops ops[] = {
     [FK_PROFILE_CPU] = {
         .name = "cpu", .colors = "hot", .evkind = &fk_evkind_clock, .event = cpu_event,
-        .title = cpu_title,
-        .subtitle = cpu_subtitle,
+        .title = cpu_title, .subtitle = cpu_subtitle,
     },
     [FK_PROFILE_FAULTS] = {
         .name = "faults", .colors = "mem", .evkind = &fk_evkind_counted,
-        .event = faults_event, .after = faults_after, .ok = faults_ok, .title = faults_title, .subtitle = faults_subtitle,
-        .meta = faults_meta, .summary = faults_summary,
+        .event = faults_event, .after = faults_after, .ok = faults_ok, .title = faults_title,
+        .subtitle = faults_subtitle, .meta = faults_meta, .summary = faults_summary,
     },
     [FK_PROFILE_OFFCPU] = {
         .name = "offcpu", .colors = "cold", .evkind = &fk_evkind_offcpu,
