@@ -478,6 +478,59 @@ print(int(sum(b.values()) == o["threads_estimated"] and b["records_lost"] == 0 a
     fi
 fi
 
+## A thread is given no time past its exit, per task (inherited per-task
+## events: cgroup2 unmounted in a private mount namespace). truth-exit-a,
+## its pid namespace's first process, waits after its EXIT record for its
+## child to die (256 MiB to free): perf has taken its per-task events, so
+## nothing there is sampled, and that wait went to its one sleep's stack;
+## the in-kernel program stopped timing it at the EXIT record (its filter
+## let go of it), so it missed its last switch-out and kept its entry --
+## given to truth-exit-b, which got the same pid (clone3 set_tid) and was
+## timed from truth-exit-a's first switch-out (each sleep 120-128 % of its
+## own clock, 4 of 4 runs). And each switch-out the program picks of a
+## thread on its way out (PF_EXITING) is let go, counted: it made no
+## sample (picked 54, recorded 51).
+CG2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+if [ -n "$CG2" ] && need unshare && unshare -m true 2>/dev/null; then
+    rm -rf "$T/exits"
+    unshare -m sh -c "umount '$CG2' && exec \"\$0\" \"\$@\"" "$FLAMEKIT" offcpu $NOBPF -q --call-graph fp \
+        -o "$T/exits" run -- "$TRUTH" exits 256 >"$T/exits.out" 2>"$T/exits.err"
+    rc=$?
+    F=$(ls "$T"/exits/*.offcpu.folded.gz 2>/dev/null | head -1); J=$(ls "$T"/exits/*.offcpu.json 2>/dev/null | head -1)
+    if [ $rc -ne 0 ] || [ -z "$J" ]; then
+        fail "exits: per task, a slow exit and its pid given again: capture failed (status $rc)" "$(cat "$T/exits.err")"
+    else
+        check_eq "exits: followed per task" per-task "$(jnum target.tree.mode "$J")"
+        for c in a b; do
+            got=$(weight "$F" "^truth-exit-$c;\\[S\\];.*;exit_${c}_sleep;")
+            want=$(awk -v c="exit_${c}_sleep_ns" '$1 == c { print $2 }' "$T/exits.out")
+            what="exits: truth-exit-$c's sleep vs its clock (%)"
+            if [ $c = b ] && grep -q '^exit_b_reuse no' "$T/exits.out"; then
+                skip "$what" "the pid was not given again: $(grep '^exit_b_reuse' "$T/exits.out")"
+            elif [ "$PATH_TIMED" = records ] && [ "$(jnum lost "$J")" != 0 ]; then
+                skip "$what" "$(jnum lost "$J") records lost: no exact totals on the records path"
+            else
+                within "$what" "$(pct "$got" "${want:-0}")" 100 10
+            fi
+        done
+        if [ "$PATH_TIMED" = bpf ]; then
+            made=$(( $(jnum offcpu.switches_recorded "$J") + $(jnum offcpu.switches_recorded_twice "$J") ))
+            if [ "$(jnum throttled "$J")" = 0 ]; then
+                check_eq "exits: every picked switch-out made a sample, per task ($(jnum offcpu.bpf_switches_exiting "$J") of exiting threads let go)" \
+                    "$(jnum offcpu.bpf_switches_picked "$J")" "$made"
+            else
+                skip "exits: every picked switch-out made a sample, per task" "perf throttled the switch events"
+            fi
+            check_eq "exits: no thread's total unknown (the program saw each last switch-out)" 0 \
+                "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["offcpu"]["threads_estimated_by"]["no_total"])' "$J")"
+            check "exits: the wait after truth-exit-a's EXIT record is counted apart ($(jnum offcpu.exit_tail_ns "$J") ns)" \
+                test "$(jnum offcpu.threads_exit_tail "$J")" -ge 1
+        fi
+    fi
+else
+    skip "exits: per task, a slow exit and its pid given again" "no cgroup2 mount or no unshare -m"
+fi
+
 ## The other targets: host, user and cgroup see the workloads' waits (one
 ## workload in a cgroup of its own, another outside it); --stdout streams
 ## the four files.

@@ -60,6 +60,17 @@
  *                                   truths and exits the process
  *   offcpu-truth threads N          N short-lived threads, each sleeping
  *                                   1 ms (tid churn)
+ *   offcpu-truth exits MB           two children, each sleeping 50 ms once
+ *                                   (wait_50ms): truth-exit-a, the first
+ *                                   process of a pid namespace of its own,
+ *                                   dies slowly -- after its EXIT record it
+ *                                   waits for its own child, which holds MB
+ *                                   MiB, to die -- then truth-exit-b is
+ *                                   given its pid (clone3 with set_tid),
+ *                                   uses 30 ms of CPU and sleeps. Prints
+ *                                   "exit_a_pid P", "exit_b_pid P" (or
+ *                                   "exit_b_reuse no ERRNO": a pid of its
+ *                                   own) and the children's truths
  *   offcpu-truth names SECONDS      threads with hostile names (';', a
  *                                   newline, bytes that are not UTF-8,
  *                                   markup, 15 bytes, longer: cut to 15 by
@@ -76,7 +87,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -541,12 +557,116 @@ static void print_truths(void)
                (unsigned long long)truths[i].n);
 }
 
+/* ---- exits: a child's slow death, and its pid given again ---- */
+
+/* A child of this process (0 in it): with flags (CLONE_NEWPID: the first
+ * process of a new pid namespace), the pid asked (0: any). */
+static pid_t child(uint64_t flags, pid_t want)
+{
+#ifdef SYS_clone3
+    struct {
+        uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls,
+            set_tid, set_tid_size, cgroup;
+    } args;
+    memset(&args, 0, sizeof args);
+    args.flags = flags;
+    args.exit_signal = SIGCHLD;
+    if (want) {
+        args.set_tid = (uint64_t)(uintptr_t)&want;
+        args.set_tid_size = 1;
+    }
+    return (pid_t)syscall(SYS_clone3, &args, sizeof args);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+/* In a child: wait_50ms, its own time (ns) written to fd; under a
+ * function of each child's own (their names may not tell them apart: the
+ * same pid) */
+static void timed_sleep(int fd)
+{
+    uint64_t t = now_ns();
+    wait_50ms();
+    t = now_ns() - t;
+    if (write(fd, &t, sizeof t) != (ssize_t)sizeof t)
+        _exit(1);
+}
+static NOINLINE void exit_a_sleep(int fd) { timed_sleep(fd); }
+static NOINLINE void exit_b_sleep(int fd) { timed_sleep(fd); __asm__ volatile("nop"); }
+
+static void run_exits(size_t mb)
+{
+    int p[2];
+    if (pipe(p) < 0)
+        die("pipe");
+    sleep_ms(100);      /* (the window opens) */
+    pid_t a = child(CLONE_NEWPID, 0);
+    if (a < 0)
+        die("clone3 CLONE_NEWPID");
+    if (!a) {
+        /* its namespace's first process: its exit kills the others and
+         * waits for them, after its EXIT record (zap_pid_ns_processes) */
+        int ready[2];
+        if (pipe(ready) < 0)
+            _exit(1);
+        pid_t c = fork();
+        if (c < 0)
+            _exit(1);
+        if (!c) {
+            name_thread("truth-exit-c");
+            size_t len = mb << 20;
+            char *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+            if (m == MAP_FAILED)
+                _exit(1);
+            if (write(ready[1], "x", 1) != 1)
+                _exit(1);
+            for (;;)
+                pause();
+        }
+        name_thread("truth-exit-a");
+        char x;
+        if (read(ready[0], &x, 1) != 1)
+            _exit(1);
+        exit_a_sleep(p[1]);
+        _exit(0);
+    }
+    uint64_t a_ns = 0, b_ns = 0;
+    if (read(p[0], &a_ns, sizeof a_ns) != (ssize_t)sizeof a_ns || waitpid(a, NULL, 0) != a)
+        die("exits: the first child");
+    sleep_ms(20);
+    printf("exit_a_pid %d\n", (int)a);
+    pid_t b = child(0, a);
+    if (b < 0) {
+        printf("exit_b_reuse no %d\n", errno);
+        b = fork();
+    }
+    if (b < 0)
+        die("fork");
+    if (!b) {
+        name_thread("truth-exit-b");
+        struct timespec cpu;
+        do
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+        while (cpu.tv_sec == 0 && cpu.tv_nsec < 30000000L);
+        exit_b_sleep(p[1]);
+        _exit(0);
+    }
+    if (read(p[0], &b_ns, sizeof b_ns) != (ssize_t)sizeof b_ns || waitpid(b, NULL, 0) != b)
+        die("exits: the second child");
+    printf("exit_b_pid %d\nexit_a_sleep_ns %llu\nexit_b_sleep_ns %llu\n", (int)b,
+           (unsigned long long)a_ns, (unsigned long long)b_ns);
+    sleep_ms(100);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
         fprintf(stderr, "usage: offcpu-truth sleeps|pipe|mutex|storm|spin|names SECONDS | fsync SECONDS DIR"
                         " | phases SECONDS STORM_SECONDS | lull SECONDS [STORM_SECONDS]"
-                        " | nap SECONDS | leader SECONDS LEADER_SECONDS [NAME] | threads N\n");
+                        " | nap SECONDS | leader SECONDS LEADER_SECONDS [NAME] | threads N | exits MB\n");
         return 2;
     }
     const char *mode = argv[1];
@@ -658,6 +778,8 @@ int main(int argc, char **argv)
         nap_long(lead);
         print_unix_now("leader_exit_unix_ns");
         pthread_exit(NULL);
+    } else if (!strcmp(mode, "exits")) {
+        run_exits((size_t)atoi(argv[2]));
     } else if (!strcmp(mode, "threads")) {
         int n = atoi(argv[2]);
         for (int i = 0; i < n; i++) {

@@ -442,7 +442,9 @@ static void btf_cache(void)
     }
     snprintf(file, sizeof file, "%s/btf-offsets", dir);
     setenv("FLAMEKIT_KERNEL_CACHE", dir, 1);
-    int32_t off = fk_swtime_cpu_offset(&note);
+    int32_t flags = 0;
+    int32_t off = fk_swtime_cpu_offset(&note, &flags);
+    UNIT_CHECK("task_struct.flags' offset is known too", flags > 0 && flags % 4 == 0);
     struct stat st;
     unsigned char first[64], now[64];
     int fd = open(file, O_RDWR | O_CLOEXEC);
@@ -455,7 +457,7 @@ static void btf_cache(void)
     bool io = made && pwrite(fd, &bad, sizeof bad, 48) == (ssize_t)sizeof bad;
     if (fd >= 0)
         close(fd);
-    bool again = io && fk_swtime_cpu_offset(&note) == off;
+    bool again = io && fk_swtime_cpu_offset(&note, NULL) == off;
     fd = open(file, O_RDWR | O_CLOEXEC);
     again = again && fd >= 0 && pread(fd, now, sizeof now, 0) == (ssize_t)sizeof now &&
             !memcmp(first, now, sizeof now);
@@ -465,7 +467,7 @@ static void btf_cache(void)
     io = fd >= 0 && pwrite(fd, &boot, 1, 8) == 1;
     if (fd >= 0)
         close(fd);
-    again = io && fk_swtime_cpu_offset(&note) == off;
+    again = io && fk_swtime_cpu_offset(&note, NULL) == off;
     fd = open(file, O_RDONLY | O_CLOEXEC);
     again = again && fd >= 0 && pread(fd, now, sizeof now, 0) == (ssize_t)sizeof now &&
             !memcmp(first, now, sizeof now);
@@ -476,7 +478,7 @@ static void btf_cache(void)
     unlink(file);
     setenv("FLAMEKIT_KERNEL_CACHE", "off", 1);
     UNIT_CHECK("FLAMEKIT_KERNEL_CACHE=off: looked up, nothing kept",
-               fk_swtime_cpu_offset(&note) == off && access(file, F_OK) != 0);
+               fk_swtime_cpu_offset(&note, NULL) == off && access(file, F_OK) != 0);
     unsetenv("FLAMEKIT_KERNEL_CACHE");
     rmdir(dir);
 }

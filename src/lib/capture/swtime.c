@@ -36,7 +36,7 @@ struct cfg { uint64_t stop_ns, filter, threshold, started; };
 #define STOP_IDLE 1
 
 /* Per-CPU counters (fk_sw_stats). */
-enum { ST_MAP_FULL, ST_RING_FULL, ST_EXITS, ST_OUTS, ST_PICKED, ST_N };
+enum { ST_MAP_FULL, ST_RING_FULL, ST_EXITS, ST_OUTS, ST_PICKED, ST_EXITING, ST_N };
 
 /* A hit reads the clock (bpf_ktime_get_ns) only for a switch-out it picks,
  * the switch-in that ends one, and once per thread (its first switch-out
@@ -55,6 +55,8 @@ struct fk_swtime {
     bool array;
     uint32_t entries;
     int32_t cpu_off;            /* task_struct.se.sum_exec_runtime (0: unknown) */
+    int32_t flags_off;          /* task_struct.flags (0: unknown: exiting threads'
+                                   switch-outs are picked as any other) */
     const char *cpu_note;
     size_t ring_bytes;
     int cgroup_fd;
@@ -71,7 +73,7 @@ struct fk_swtime {
 #define S_THRESH  (-24)
 #define S_STARTED (-32)
 #define S_RET     (-40)     /* what perf is told */
-#define S_CPU     (-48)     /* a CPU time read */
+#define S_CPU     (-48)     /* a CPU time (or the task's flags) read */
 #define S_ENTRY   (-56)     /* the entry in hand */
 #define S_NEW     (-80)     /* a new entry (hash): 24 bytes */
 
@@ -140,19 +142,27 @@ static void emit_now(struct fk_bpf_builder *b, unsigned stopped)
     fk_bpf_label_place(b, go);
 }
 
+/* [S_CPU] = size bytes (8 or 4; 0 when unreadable) of the current task at
+ * off (the thread switching out: sched_switch runs in it). Clobbers
+ * r0-r5. */
+static void emit_read_task(struct fk_bpf_builder *b, int32_t off, int32_t size)
+{
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, S_CPU, 0));
+    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_get_current_task));
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_3, BPF_REG_0));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_3, off));
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_1, BPF_REG_10));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_1, S_CPU));
+    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_2, size));
+    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_probe_read_kernel));
+}
+
 /* r7 = now (emit_now), [S_CPU] = the current task's sum_exec_runtime, and
  * r0 = the entry in hand again. Clobbers r1-r5. */
 static void emit_times(struct fk_bpf_builder *b, const struct fk_swtime *t, unsigned stopped)
 {
     emit_now(b, stopped);
-    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, S_CPU, 0));
-    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_get_current_task));
-    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_3, BPF_REG_0));
-    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_3, t->cpu_off));
-    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_1, BPF_REG_10));
-    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_1, S_CPU));
-    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_2, 8));
-    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_probe_read_kernel));
+    emit_read_task(b, t->cpu_off, 8);
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_10, S_ENTRY));
 }
 
@@ -290,6 +300,20 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_get_prandom_u32));
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_10, S_THRESH));
     fk_bpf_jump_reg(b, BPF_JGE, BPF_REG_0, BPF_REG_1, in);
+    if (t->flags_off) {
+        /* not a thread on its way out (PF_EXITING): perf takes a thread's
+         * per-task events away in do_exit, and a switch-out after that
+         * makes no sample (~5 % of a shell loop's picks). Counted apart;
+         * its time is not the profile's (see calibrate in offcpu.c) */
+        unsigned alive = fk_bpf_label_new(b);
+        emit_read_task(b, t->flags_off, 4);
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_W, BPF_REG_1, BPF_REG_10, S_CPU));
+        fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_AND, BPF_REG_1, FK_SWTIME_PF_EXITING));
+        fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, 0, alive);
+        bump(b, t->stats, ST_EXITING);
+        fk_bpf_goto(b, in);
+        fk_bpf_label_place(b, alive);
+    }
     emit_now(b, stopped);
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_10, S_ENTRY));
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, BPF_REG_7, 0));
@@ -348,74 +372,90 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
     return true;
 }
 
-/* task_struct.se.sum_exec_runtime's offset from the kernel's BTF (0, with
- * *note saying why, when it cannot be found). */
-static int32_t cpu_time_offset_btf(const char **note)
+/* The byte offset of member name in struct sname (-1: none, or not at a
+ * byte). */
+static int32_t member_offset(const struct btf *btf, const char *sname, const char *name)
 {
+    int id = btf__find_by_name_kind(btf, sname, BTF_KIND_STRUCT);
+    const struct btf_type *ty = id > 0 ? btf__type_by_id(btf, (uint32_t)id) : NULL;
+    const struct btf_member *m = ty ? btf_members(ty) : NULL;
+    for (int i = 0; ty && i < btf_vlen(ty); i++) {
+        const char *n = btf__name_by_offset(btf, m[i].name_off);
+        if (n && !strcmp(n, name))
+            return btf_member_bit_offset(ty, (uint32_t)i) % 8
+                       ? -1 : (int32_t)(btf_member_bit_offset(ty, (uint32_t)i) / 8);
+    }
+    return -1;
+}
+
+/* task_struct.se.sum_exec_runtime's and task_struct.flags' offsets from
+ * the kernel's BTF (0 each, with *note saying why, when not found). */
+static void offsets_btf(int32_t *cpu, int32_t *flags, const char **note)
+{
+    *cpu = *flags = 0;
     struct btf *btf = btf__load_vmlinux_btf();
     if (!btf) {
         *note = "no kernel BTF (/sys/kernel/btf/vmlinux)";
-        return 0;
+        return;
     }
-    int32_t off = 0;
-    const char *path[][2] = { { "task_struct", "se" }, { "sched_entity", "sum_exec_runtime" } };
-    for (int step = 0; step < 2; step++) {
-        int id = btf__find_by_name_kind(btf, path[step][0], BTF_KIND_STRUCT);
-        const struct btf_type *ty = id > 0 ? btf__type_by_id(btf, (uint32_t)id) : NULL;
-        const struct btf_member *m = ty ? btf_members(ty) : NULL;
-        int found = -1;
-        for (int i = 0; ty && i < btf_vlen(ty); i++)
-            if (btf__name_by_offset(btf, m[i].name_off) &&
-                !strcmp(btf__name_by_offset(btf, m[i].name_off), path[step][1]))
-                found = i;
-        if (found < 0 || btf_member_bit_offset(ty, (uint32_t)found) % 8) {
-            *note = "the kernel's BTF has no task_struct.se.sum_exec_runtime";
-            off = 0;
-            break;
-        }
-        off += (int32_t)(btf_member_bit_offset(ty, (uint32_t)found) / 8);
-    }
+    int32_t se = member_offset(btf, "task_struct", "se");
+    int32_t sum = member_offset(btf, "sched_entity", "sum_exec_runtime");
+    if (se >= 0 && sum >= 0)
+        *cpu = se + sum;
+    else
+        *note = "the kernel's BTF has no task_struct.se.sum_exec_runtime";
+    int32_t f = member_offset(btf, "task_struct", "flags");
+    *flags = f > 0 ? f : 0;
     btf__free(btf);
-    return off;
 }
 
-/* The offset kept for this boot (util/bootcache.h): loading the kernel's
+/* The offsets kept for this boot (util/bootcache.h): loading the kernel's
  * BTF (5.4 MB here, read 4 KiB a read(2)) cost each capture ~8 ms of CPU,
  * ~45 ms of its start's wall time and ~2 MB of RSS (measured in 2811975),
- * and it cannot change while the kernel runs. */
+ * and they cannot change while the kernel runs. */
 #define BTF_CACHE_NAME "btf-offsets"
-static const char btf_cache_magic[8] = "FKBTF1";
+static const char btf_cache_magic[8] = "FKBTF2";
 struct btf_cache {
     char magic[8];
     char boot_id[40];
     int32_t sum_exec_runtime;
-    uint32_t zero;
+    int32_t task_flags;     /* task_struct.flags (0: unknown) */
     uint64_t hash;          /* fk_hash of the bytes before it */
 };
 
-/* A sound offset: inside task_struct's first 64 KiB, 8-byte aligned. */
-static bool offset_sound(int32_t off)
+/* A sound offset: inside task_struct's first 64 KiB, aligned to its
+ * size (8: sum_exec_runtime, 4: flags). */
+static bool offset_sound(int32_t off, int32_t align)
 {
-    return off > 0 && off < (1 << 16) && off % 8 == 0;
+    return off > 0 && off < (1 << 16) && off % align == 0;
 }
 
-int32_t fk_swtime_cpu_offset(const char **note)
+int32_t fk_swtime_cpu_offset(const char **note, int32_t *flags_off)
 {
     struct btf_cache c;
     char boot[40];
     struct stat st;
+    int32_t flags_unused;
+    if (!flags_off)
+        flags_off = &flags_unused;
     int fd = fk_bootcache_open(BTF_CACHE_NAME, sizeof c, &st);
     bool have = fd >= 0 && (size_t)st.st_size == sizeof c && fk_read_full(fd, &c, sizeof c) &&
                 !memcmp(c.magic, btf_cache_magic, sizeof c.magic) && fk_boot_id(boot) &&
-                !memcmp(boot, c.boot_id, sizeof boot) && c.zero == 0 &&
+                !memcmp(boot, c.boot_id, sizeof boot) &&
                 c.hash == fk_hash(&c, offsetof(struct btf_cache, hash)) &&
-                offset_sound(c.sum_exec_runtime);
+                offset_sound(c.sum_exec_runtime, 8) &&
+                (!c.task_flags || offset_sound(c.task_flags, 4));
     if (fd >= 0)
         close(fd);
-    if (have)
+    if (have) {
+        *flags_off = c.task_flags;
         return c.sum_exec_runtime;
-    int32_t off = cpu_time_offset_btf(note);
-    if (off && !offset_sound(off)) {
+    }
+    int32_t off;
+    offsets_btf(&off, flags_off, note);
+    if (*flags_off && !offset_sound(*flags_off, 4))
+        *flags_off = 0;
+    if (off && !offset_sound(off, 8)) {
         *note = "the kernel's BTF puts task_struct.se.sum_exec_runtime at an unexpected offset";
         off = 0;
     }
@@ -425,6 +465,7 @@ int32_t fk_swtime_cpu_offset(const char **note)
     memcpy(c.magic, btf_cache_magic, sizeof c.magic);
     if (fk_bootcache_enabled() && fk_boot_id(c.boot_id)) {
         c.sum_exec_runtime = off;
+        c.task_flags = *flags_off;
         c.hash = fk_hash(&c, offsetof(struct btf_cache, hash));
         (void)fk_bootcache_write(BTF_CACHE_NAME, (const void *const[]){ &c },
                                  (const size_t[]){ sizeof c }, 1);
@@ -478,7 +519,7 @@ bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t p
     t->array = pm && pm <= ARRAY_PID_MAX;
     t->entries = t->array ? pm : HASH_THREADS;
     t->ring_bytes = ring_bytes;
-    t->cpu_off = fk_swtime_cpu_offset(&t->cpu_note);
+    t->cpu_off = fk_swtime_cpu_offset(&t->cpu_note, &t->flags_off);
     struct fk_bpf_builder b;
     fk_bpf_builder_init(&b);
     bool ok = fk_bpf_map_create(t->array ? BPF_MAP_TYPE_ARRAY : BPF_MAP_TYPE_HASH, "fk_sw_out", 4,
@@ -655,6 +696,7 @@ void fk_swtime_stats(struct fk_swtime *t, struct fk_swtime_stats *st)
             st->exits += c[ST_EXITS];
             st->outs += c[ST_OUTS];
             st->picked += c[ST_PICKED];
+            st->exiting += c[ST_EXITING];
         }
     free(v);
     struct bpf_prog_info info;

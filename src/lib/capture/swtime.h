@@ -39,6 +39,10 @@
  *    when the window ended is pending in the map (fk_swtime_pending). A
  *    picked switch-out followed by another switch-out with no switch-in
  *    seen is said as such (FK_SWTIME_UNSEEN_IN), never given a guess.
+ *  - A switch-out picked of a thread on its way out (PF_EXITING, its offset
+ *    from BTF) is let go, counted (fk_swtime_stats.exiting): perf takes a
+ *    thread's per-task events away in do_exit, and such a pick made no
+ *    sample.
  *  - A thread's last switch-out (do_task_dead: prev_state X or Z, not
  *    preempted) writes its exact total (FK_SWTIME_EXIT) and clears its
  *    entry: exited threads hold nothing, a reused tid starts afresh.
@@ -92,7 +96,14 @@ struct fk_swtime_stats {
                                (its recursion guard; perf then drops the sample too) */
     uint64_t outs;          /* the target's switch-outs seen (exits too) */
     uint64_t picked;        /* ... of them picked (perf records their stacks) */
+    uint64_t exiting;       /* ... picked, but of a thread on its way out
+                               (PF_EXITING): let go, not recorded (its per-task
+                               events may be gone: no sample) */
 };
+
+/* task_struct.flags' bit for a thread in do_exit (include/linux/sched.h,
+ * the same since Linux 2.6) */
+#define FK_SWTIME_PF_EXITING 0x4
 
 enum fk_swtime_filter { FK_SWTIME_ALL, FK_SWTIME_CGROUP, FK_SWTIME_TGIDS };
 
@@ -116,11 +127,12 @@ bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t p
 bool fk_swtime_filter(struct fk_swtime *t, enum fk_swtime_filter f, const char *cgroup_dir,
                       uint64_t n, char *err, size_t errlen);
 /* task_struct.se.sum_exec_runtime's offset in the running kernel (what
- * fk_swtime_new reads the threads' CPU time with), kept for the boot in
+ * fk_swtime_new reads the threads' CPU time with), and task_struct.flags'
+ * in *flags_off (may be NULL; 0: unknown), kept for the boot in
  * DIR/btf-offsets and taken from there when its boot id, its check hash
- * and the offset's bounds hold, else from the kernel's BTF (and the file
+ * and the offsets' bounds hold, else from the kernel's BTF (and the file
  * written anew); 0 with the reason in *note when there is none. */
-int32_t fk_swtime_cpu_offset(const char **note);
+int32_t fk_swtime_cpu_offset(const char **note, int32_t *flags_off);
 /* Pick one switch-out in n (>= 1) from now on (one map update). */
 bool fk_swtime_set_n(struct fk_swtime *t, uint64_t n);
 /* The window opened (the capture's events on): the target's switch-outs

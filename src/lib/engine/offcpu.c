@@ -65,6 +65,13 @@ struct exact {
 /* The same for a recorded switch-out in a gap (FK_SWTIME_UNSEEN_IN): the
  * switch-out time, then the trailer (time = the next switch-out). */
 #define RECORD_UNSEEN 0x464b0002u
+/* A process is let go of by the program's filter at most this long after
+ * its last thread's EXIT record (its last switch-out's block lost, or none
+ * written: no first switch-out in the window), and at most DEFER_MAX wait. */
+#define DEFER_NS 1000000000ull
+#define DEFER_MAX 4096
+/* Threads whose lives (their FORK and EXIT records) are kept, at most. */
+#define LIFE_MAX EXACT_MAX
 /* Recorded switch-outs of one thread waiting for their block, at most: a
  * thread recorded at N = 1 may switch out thousands of times between two
  * of the reader's passes (and passes may be seconds apart on a loaded
@@ -191,11 +198,34 @@ struct offcpu {
                                        switch-out in the program's map + 1 */
     struct fk_u64map oncpu_of;      /* the engine's (--with-cpu): tid -> its on-CPU
                                        samples' ns */
+    /* (the reader's, or the engine's without it) each thread's life, from
+     * its task records: the first FORK of the tid in the capture and its
+     * last EXIT, unless a FORK came after it (time + 1; 0: none). No time
+     * is given to a thread outside them (calibrate) */
+    struct fk_u64map born_at, exit_at;
+    uint64_t lives_over;            /* task records past LIFE_MAX threads */
     /* the program's exact totals (swtime.h): threads that exited in the
      * window (the reader's: tid -> ns + 1, summed over the tid's threads),
      * those alive when it closed (the engine's, read then: tid -> ns + 1),
      * and the threads with samples (the engine's: whose to read) */
     struct fk_u64map exited_ns, live_ns, sampled_tids;
+    /* (the reader's) each tid's last EXIT block: the first switch-out its
+     * total starts at, its end (the thread's last switch-out), its CPU time
+     * between, and until its EXIT record came (open), the total it added
+     * to exited_ns: cut then to the record (exit_total) */
+    struct fk_u64map exitb_of;      /* tid -> index + 1 */
+    struct exitb { uint64_t t0, in, oncpu, added; bool open; } *exitb;
+    size_t nexitb, capexitb;
+    uint64_t threads_exit_tail, exit_tail_ns;   /* (the reader's) */
+    /* (the reader's) processes let go of by the program's filter once the
+     * last switch-out of their last thread was seen (its EXIT block), not
+     * at its EXIT record: the thread runs on after it (exit_notify, a
+     * namespace's first process waiting for the others to die), and a
+     * switch-out the program missed left its total unknown and its entry
+     * in the map to a thread given the same tid (1-3 of a shell loop's 20
+     * children a run). At most DEFER_NS after the record. */
+    struct defer { pid_t tid, pid; uint64_t at; } *defer;
+    size_t ndefer, capdefer;
     bool exact_ok;                  /* the program keeps exact totals */
     uint64_t live_unread;           /* sampled threads whose CPU time could not be read */
     struct fk_loc scratch[2 * MAX_FRAMES + 4];
@@ -203,6 +233,7 @@ struct offcpu {
 
 static void live_totals(struct offcpu *k);
 static bool live_total(struct offcpu *k, pid_t tid, uint64_t stop, uint64_t *ns);
+static void exit_total(struct offcpu *k, pid_t tid, uint64_t t);
 
 /* ---- the rate before the window ---------------------------------------- */
 
@@ -1160,6 +1191,83 @@ static void exact_task(struct offcpu *k, const union perf_event *ev)
         x->t.reused = true;
 }
 
+/* A FORK or EXIT record: the thread's life (born_at, exit_at). */
+static void life_task(struct offcpu *k, const union perf_event *ev)
+{
+    uint64_t tid = (uint64_t)(uint32_t)ev->fork.tid, t = ev->fork.time + 1;
+    if (!ev->fork.tid)
+        return;
+    bool fork = ev->header.type == PERF_RECORD_FORK;
+    uint64_t *b = fk_u64map_slot(&k->born_at, tid, false), *x;
+    if (!b && (k->born_at.n >= LIFE_MAX || k->exit_at.n >= LIFE_MAX)) {
+        k->lives_over++;
+        return;
+    }
+    if (fork) {
+        b = fk_u64map_slot(&k->born_at, tid, true);
+        if (!*b)
+            *b = t;
+        if ((x = fk_u64map_slot(&k->exit_at, tid, false)))
+            *x = 0;     /* alive again: a new thread under the tid */
+    } else {
+        if (!b)
+            *fk_u64map_slot(&k->born_at, tid, true) = 0;  /* (counted toward LIFE_MAX) */
+        *fk_u64map_slot(&k->exit_at, tid, true) = t;
+        if (k->swt)
+            exit_total(k, (pid_t)ev->fork.tid, t - 1);  /* (its EXIT block came first) */
+    }
+}
+
+/* tid's life in the window [start, stop]: from its first FORK (else the
+ * opening) to its last EXIT (else the closing); 0 when outside. */
+static uint64_t life_in_window(struct offcpu *k, pid_t tid, uint64_t start, uint64_t stop)
+{
+    uint64_t key = (uint64_t)(uint32_t)tid;
+    uint64_t *b = k->born_at.n ? fk_u64map_slot(&k->born_at, key, false) : NULL;
+    uint64_t *x = k->exit_at.n ? fk_u64map_slot(&k->exit_at, key, false) : NULL;
+    if (b && *b && *b - 1 > start)
+        start = *b - 1;
+    if (x && *x && *x - 1 < stop)
+        stop = *x - 1;
+    return stop > start ? stop - start : 0;
+}
+
+/* tid's EXIT record's time (true), when it exited and was not given again. */
+static bool exited_at(struct offcpu *k, pid_t tid, uint64_t *t)
+{
+    uint64_t *x = k->exit_at.n ? fk_u64map_slot(&k->exit_at, (uint64_t)(uint32_t)tid, false) : NULL;
+    if (!x || !*x)
+        return false;
+    *t = *x - 1;
+    return true;
+}
+
+/* tid's EXIT record, timed at t, and its last EXIT block (either first):
+ * the block's total is cut to the record when it lies within the block's
+ * span. perf takes a thread's per-task events at its EXIT record: nothing
+ * of it after is sampled, and the waits after it (a pid namespace's first
+ * process waits there for the others to die, a thread preempted on its
+ * way out) would go to its other stacks; they are counted apart
+ * (exit_tail_ns). Off CPU before the record: the time from the first
+ * switch-out to it less the CPU used -- all of it, up to the thread's
+ * last microseconds after the record, so at most that much too little. */
+static void exit_total(struct offcpu *k, pid_t tid, uint64_t t)
+{
+    uint64_t key = (uint64_t)(uint32_t)tid;
+    uint64_t *xi = k->exitb_of.n ? fk_u64map_slot(&k->exitb_of, key, false) : NULL;
+    struct exitb *xb = xi && *xi ? &k->exitb[*xi - 1] : NULL;
+    if (!xb || !xb->open || t < xb->t0 || t > xb->in)
+        return;
+    xb->open = false;
+    uint64_t before = t - xb->t0 > xb->oncpu ? t - xb->t0 - xb->oncpu : 0;
+    uint64_t *v = fk_u64map_slot(&k->exited_ns, key, false);
+    if (before >= xb->added || !v || !*v)
+        return;
+    k->threads_exit_tail++;
+    k->exit_tail_ns += xb->added - before;
+    *v -= xb->added - before;
+}
+
 /* tid's exact total from the program (its threads that exited in the
  * window, and the one alive at its end). */
 static bool program_total(struct offcpu *k, pid_t tid, uint64_t *ns)
@@ -1169,6 +1277,19 @@ static bool program_total(struct offcpu *k, pid_t tid, uint64_t *ns)
     uint64_t key = (uint64_t)(uint32_t)tid, live;
     uint64_t *e = k->exited_ns.n ? fk_u64map_slot(&k->exited_ns, key, false) : NULL;
     uint64_t *l = k->live_ns.n ? fk_u64map_slot(&k->live_ns, key, false) : NULL;
+    uint64_t exit_t;
+    if (exited_at(k, tid, &exit_t)) {
+        /* gone: what /proc shows under its tid now is a zombie's clock or
+         * another thread's (a tid given again), not its time; its total
+         * is its EXIT block's, up to its EXIT record: perf took its
+         * per-task events then (nothing of it after is sampled), and what
+         * it waited for after (a pid namespace's first process waits there
+         * for the others to die) is no block of the profile's */
+        if (!(e && *e))
+            return false;
+        *ns = *e - 1;
+        return true;
+    }
     bool have_live = l && *l;
     if (!have_live && live_total(k, tid, k->window_end, &live)) {
         have_live = true;       /* (first sampled after the window closed) */
@@ -1219,7 +1340,16 @@ static void calibrate(struct offcpu *k, uint64_t end)
         bool known = x && fk_bt_total_get(&x->t, k->window_start, k->window_end, end, &ns);
         if (k->swt)
             known = program_total(k, tid, &ns);
+        /* its life in the window: a thread is given no time before its
+         * FORK nor after its EXIT (a total or an estimate past it is
+         * another thread's, or waits perf could not sample) */
+        uint64_t life = window && k->window_start ? life_in_window(k, tid, k->window_start, stop)
+                                                  : window;
         if (est.v[i].val && !k->records_lost && known) {
+            if (window && k->window_start && ns > life) {
+                ns = life;
+                k->st.threads_exact_cut++;
+            }
             *fk_u64map_slot(&scale, (uint64_t)(uint32_t)tid, true) = ns + 1;
             k->st.threads_exact++;
             k->st.threads_exact_bounded += x && x->bounded;
@@ -1235,7 +1365,7 @@ static void calibrate(struct offcpu *k, uint64_t end)
                 k->st.est_no_total++;
             uint64_t *on = k->oncpu_of.n ? fk_u64map_slot(&k->oncpu_of, (uint64_t)(uint32_t)tid,
                                                           false) : NULL;
-            uint64_t room = on && *on < window ? window - *on : on ? 0 : window;
+            uint64_t room = on && *on < life ? life - *on : on ? 0 : life;
             if (window && k->window_start && est.v[i].val > room) {
                 *fk_u64map_slot(&scale, (uint64_t)(uint32_t)tid, true) = room + 1;
                 k->st.threads_cut++;
@@ -1310,6 +1440,41 @@ static void want_block(struct offcpu *k, pid_t tid, uint64_t time)
     w->t[w->n++] = time;
 }
 
+/* Has tid's last switch-out after time been seen (its EXIT block)? */
+static bool exit_block_after(struct offcpu *k, pid_t tid, uint64_t time)
+{
+    uint64_t *v = k->exitb_of.n ? fk_u64map_slot(&k->exitb_of, (uint64_t)(uint32_t)tid, false)
+                                : NULL;
+    return v && *v && k->exitb[*v - 1].in >= time;
+}
+
+/* Process pid is gone, its last thread tid's EXIT record timed at time:
+ * let go of it once that thread's last switch-out was seen (see struct
+ * offcpu's defer). */
+static void forget_after(struct offcpu *k, pid_t tid, pid_t pid, uint64_t time)
+{
+    if (exit_block_after(k, tid, time) || k->ndefer >= DEFER_MAX) {
+        fk_swtime_forget_tgid(k->swt, pid);
+        return;
+    }
+    k->defer = fk_grow(k->defer, &k->capdefer, k->ndefer + 1, sizeof *k->defer);
+    k->defer[k->ndefer++] = (struct defer){ tid, pid, time };
+}
+
+/* (the reader's, after each pass) the processes due to be let go of. */
+static void forget_due(struct offcpu *k, uint64_t now)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < k->ndefer; i++) {
+        struct defer *d = &k->defer[i];
+        if (exit_block_after(k, d->tid, d->at) || now > d->at + DEFER_NS)
+            fk_swtime_forget_tgid(k->swt, d->pid);
+        else
+            k->defer[kept++] = *d;
+    }
+    k->ndefer = kept;
+}
+
 /* Does process pid still have threads that run (not only its leader, a
  * zombie, or nothing: gone)? */
 static bool threads_live(pid_t pid)
@@ -1344,13 +1509,13 @@ static void swtime_task(struct offcpu *k, const union perf_event *ev)
     if (!proc) {
         fk_swtime_forget_tgid(k->swt, tid);     /* the fork program's entry for it */
         if (gone && *gone && !threads_live(pid)) {
-            fk_swtime_forget_tgid(k->swt, pid);
+            forget_after(k, tid, pid, ev->fork.time);
             *gone = 0;
         }
     } else if (threads_live(pid)) {
         *fk_u64map_slot(&k->leaders_gone, (uint64_t)(uint32_t)pid, true) = 1;
     } else {
-        fk_swtime_forget_tgid(k->swt, pid);
+        forget_after(k, tid, pid, ev->fork.time);
         if (gone)
             *gone = 0;
     }
@@ -1409,8 +1574,19 @@ static void offcpu_reader_pass(void *state, struct fk_reader *r, const struct fk
             /* a thread's last switch-out: its exact total, from its first
              * switch-out in the window (the program's) */
             uint64_t span = b->in > b->out ? b->in - b->out : 0;
-            uint64_t *v = fk_u64map_slot(&k->exited_ns, (uint64_t)(uint32_t)tid, true);
-            *v = (*v ? *v : 1) + (span > b->oncpu ? span - b->oncpu : 0);
+            uint64_t *v = fk_u64map_slot(&k->exitb_of, (uint64_t)(uint32_t)tid, true);
+            if (!*v) {
+                k->exitb = fk_grow(k->exitb, &k->capexitb, k->nexitb + 1, sizeof *k->exitb);
+                *v = ++k->nexitb;
+            }
+            struct exitb *xb = &k->exitb[*v - 1];
+            *xb = (struct exitb){ b->out, b->in, b->oncpu, span > b->oncpu ? span - b->oncpu : 0,
+                                  true };
+            v = fk_u64map_slot(&k->exited_ns, (uint64_t)(uint32_t)tid, true);
+            *v = (*v ? *v : 1) + xb->added;
+            uint64_t t;
+            if (exited_at(k, tid, &t))
+                exit_total(k, tid, t);  /* (its EXIT record was read first) */
             continue;
         }
         if ((b->kind != FK_SWTIME_BLOCK && !gap) || b->in < b->out || !b->out) {
@@ -1446,6 +1622,7 @@ static void offcpu_reader_pass(void *state, struct fk_reader *r, const struct fk
         w->n = kept;
     }
     k->npass = 0;
+    forget_due(k, fk_now_ns());
 }
 
 /* The events are open, not enabled: the program (on sched_switch since
@@ -1527,6 +1704,7 @@ static void swtime_finish(struct offcpu *k, uint64_t end)
         k->bpf_st.outs = k->bpf_at_stop.outs;
         k->bpf_st.exits = k->bpf_at_stop.exits;
         k->bpf_st.picked = k->bpf_at_stop.picked;
+        k->bpf_st.exiting = k->bpf_at_stop.exiting;
     }
     k->outs_seen = k->bpf_st.outs;
     fk_bt_finish_checked(&k->bt, end, still_off, k);
@@ -1584,6 +1762,7 @@ static bool offcpu_early_record(void *state, const union perf_event *ev,
     if (!k->early)
         k->early = true;    /* (before the first record it hands on) */
     if (ev->header.type == PERF_RECORD_FORK || ev->header.type == PERF_RECORD_EXIT) {
+        life_task(k, ev);
         exact_task(k, ev);
         if (k->swt)
             swtime_task(k, ev);
@@ -1656,8 +1835,10 @@ static void offcpu_record(void *state, struct fk_engine *e, const union perf_eve
         }
         break;
     case PERF_RECORD_FORK:
-        if (!k->early)
+        if (!k->early) {
             exact_task(k, ev);
+            life_task(k, ev);
+        }
         if (ev->fork.tid != ev->fork.ptid)
             fk_bt_new_thread(&k->bt, (pid_t)ev->fork.tid);
         if (k->per_task && ev->fork.tid > 0) {
@@ -1667,8 +1848,10 @@ static void offcpu_record(void *state, struct fk_engine *e, const union perf_eve
         }
         break;
     case PERF_RECORD_EXIT:
-        if (!k->early)
+        if (!k->early) {
             exact_task(k, ev);
+            life_task(k, ev);
+        }
         fk_bt_exit(&k->bt, (pid_t)ev->fork.tid);
         inherited_forget(k, (pid_t)ev->fork.tid);
         counts_forget(k, (pid_t)ev->fork.tid);
@@ -1741,12 +1924,18 @@ static void offcpu_flush(void *state, struct fk_engine *e, uint64_t end_time)
     k->st.bpf_unseen_ns = k->bpf_unseen_ns;
     k->st.bpf_bytes = k->swt ? fk_swtime_bytes(k->swt) : 0;
     k->st.bpf_picked = k->bpf_st.picked;
+    k->st.bpf_exiting = k->bpf_st.exiting;
+    k->st.threads_exit_tail = k->threads_exit_tail;
+    k->st.exit_tail_ns = k->exit_tail_ns;
     k->st.totals_from = k->swt ? (k->exact_ok ? "scheduler" : "none") : "switch-records";
     /* (exits are never picked -- no block follows -- and counted each) */
     k->st.switches_estimated += k->swt ? k->bpf_st.exits : 0;
+    /* (a pick let go, its thread exiting, stands for N too: the N now --
+     * exits come with a shell's children, at N = 1) */
+    k->st.switches_estimated += k->swt ? k->bpf_st.exiting * k->n_now : 0;
     k->st.exit_switches += k->swt ? k->bpf_st.exits : 0;
     calibrate(k, end_time);
-    k->st.exact_over = k->exact_over;
+    k->st.exact_over = k->exact_over + k->lives_over;
     k->st.one_in = k->o.one_in;
     k->st.one_in_last = k->n_now;
     k->st.one_in_unsure = k->unsure;
@@ -1766,6 +1955,9 @@ static void offcpu_flush(void *state, struct fk_engine *e, uint64_t end_time)
                   k->capwant * sizeof *k->want + fk_u64map_bytes(&k->pend) + k->want_bytes +
                   fk_u64map_bytes(&k->leaders_gone) +
                   fk_u64map_bytes(&k->oncpu_of) + fk_u64map_bytes(&k->exited_ns) +
+                  fk_u64map_bytes(&k->exitb_of) + k->capexitb * sizeof *k->exitb +
+                  k->capdefer * sizeof *k->defer + fk_u64map_bytes(&k->born_at) +
+                  fk_u64map_bytes(&k->exit_at) +
                   fk_u64map_bytes(&k->live_ns) + fk_u64map_bytes(&k->sampled_tids);
     if (k->o.stats)
         *k->o.stats = k->st;
@@ -1811,6 +2003,11 @@ static void offcpu_stop(void *state)
     fk_u64map_free(&k->pend);
     fk_u64map_free(&k->oncpu_of);
     fk_u64map_free(&k->exited_ns);
+    fk_u64map_free(&k->exitb_of);
+    free(k->exitb);
+    free(k->defer);
+    fk_u64map_free(&k->born_at);
+    fk_u64map_free(&k->exit_at);
     fk_u64map_free(&k->live_ns);
     fk_u64map_free(&k->sampled_tids);
     free(k->ids);

@@ -110,8 +110,15 @@ struct fk_offcpu_stats {
      * CPU time could not be read at the end); nothing of it was recorded
      * (no time to scale) */
     uint64_t est_records_lost, est_no_program_totals, est_no_total, est_nothing_recorded;
-    uint64_t threads_cut;       /* ... estimated above the window (less the CPU their
-                                   own samples were seen using): cut to it */
+    uint64_t threads_cut;       /* ... estimated above their life in the window
+                                   (from their FORK, to their EXIT; less the CPU
+                                   their own samples were seen using): cut to it */
+    uint64_t threads_exact_cut; /* exact totals above the thread's life in the
+                                   window: cut to it */
+    uint64_t threads_exit_tail; /* threads whose total ran on past their EXIT
+                                   record (the in-kernel path: waits in do_exit
+                                   after perf took their per-task events) ... */
+    uint64_t exit_tail_ns;      /* ... that time: not in the profile */
     uint64_t window_ns;
     size_t bytes;               /* accounting memory at the end */
     /* where switch-ins came from: "bpf" (the in-kernel program on
@@ -135,6 +142,8 @@ struct fk_offcpu_stats {
                                    thread's total stays exact within the gap */
     uint64_t bpf_unseen_ns;     /* their spans: the bound (counted as 0, not invented) */
     uint64_t bpf_picked;        /* switch-outs the program picked (one in N) */
+    uint64_t bpf_exiting;       /* ... of them of threads on their way out
+                                   (PF_EXITING): let go, not recorded */
     const char *totals_from;    /* each thread's exact total: "scheduler" (the
                                    program's CPU-time reads), "switch-records", or
                                    "none" (estimates only) */

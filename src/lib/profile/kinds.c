@@ -303,6 +303,9 @@ static json_t *offcpu_meta(const struct fk_profile_request *rq, const struct fk_
         json_object_set_new(f, "bpf_switch_ins_unseen", json_integer((json_int_t)o->bpf_unseen_in));
         json_object_set_new(f, "bpf_unseen_bound_ns", json_integer((json_int_t)o->bpf_unseen_ns));
         json_object_set_new(f, "bpf_switches_picked", json_integer((json_int_t)o->bpf_picked));
+        json_object_set_new(f, "bpf_switches_exiting", json_integer((json_int_t)o->bpf_exiting));
+        json_object_set_new(f, "threads_exit_tail", json_integer((json_int_t)o->threads_exit_tail));
+        json_object_set_new(f, "exit_tail_ns", json_integer((json_int_t)o->exit_tail_ns));
         json_object_set_new(f, "bpf_kernel_bytes", json_integer((json_int_t)o->bpf_bytes));
     } else {
         json_object_set_new(f, "bpf_note", json_string(o->bpf_note));
@@ -367,6 +370,8 @@ static json_t *offcpu_meta(const struct fk_profile_request *rq, const struct fk_
                         json_integer((json_int_t)o->est_nothing_recorded));
     json_object_set_new(f, "threads_estimated_by", why);
     json_object_set_new(f, "threads_cut_to_window", json_integer((json_int_t)o->threads_cut));
+    json_object_set_new(f, "threads_exact_cut_to_life",
+                        json_integer((json_int_t)o->threads_exact_cut));
     json_object_set_new(f, "records_past_thread_limit", json_integer((json_int_t)o->exact_over));
     json_object_set_new(f, "reordered", json_integer((json_int_t)b->reordered));
     json_object_set_new(f, "stale_switch_ins", json_integer((json_int_t)b->stale_in));
