@@ -20,8 +20,10 @@
  * deleted again if any later step fails. Every fd is close-on-exec.
  *
  * Both namespaces get one TCP congestion control, named by fetch-bench
- * (cubic unless told), not the host's default, which a new namespace
- * inherits: on this benchmark's VM that was bbr, which paces every
+ * (reno unless told: a namespace other than the first may take only those
+ * in net.ipv4.tcp_allowed_congestion_control, and reno is always there;
+ * nothing is lost on the pair, so a loss-based one never backs off), not
+ * the host's default, which a new namespace inherits: on this benchmark's VM that was bbr, which paces every
  * connection with an hrtimer (tcp_pace_kick: 328,246 of the 357,541
  * timer expiries on the servers' CPU in a 100-second sweep with the pack
  * cache; 10-13 local timer interrupts per 1.4 MiB fetch, 55-120 per 10.8
@@ -313,13 +315,14 @@ bool bench_net_setup(const cpu_set_t *server_cpus, const cpu_set_t *client_cpus,
     net_close();
     if (strncmp(step, "TCP congestion", 14) == 0) {     /* a bad --tcp-congestion: no sweep on another one */
         char avail[256] = "";
-        FILE *f = fopen("/proc/sys/net/ipv4/tcp_available_congestion_control", "re");
+        FILE *f = fopen("/proc/sys/net/ipv4/tcp_allowed_congestion_control", "re");
         if (!f || !fgets(avail, sizeof avail, f))
             snprintf(avail, sizeof avail, "unknown");
         if (f)
             fclose(f);
         avail[strcspn(avail, "\n")] = 0;
-        fk_die("--tcp-congestion %s: the kernel cannot use it (%s); loaded here: %s", tcp_cc, strerror(-rc), avail);
+        fk_die("--tcp-congestion %s: a network namespace cannot use it (%s); name one of "
+               "net.ipv4.tcp_allowed_congestion_control: %s", tcp_cc, strerror(-rc), avail);
     }
     return false;
 }
