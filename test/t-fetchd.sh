@@ -428,6 +428,15 @@ if FLAMEKIT_CACHE="$fbcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 2 -R 3 -f 
     if [ "$(id -u)" = 0 ] && [ "$(nproc)" -ge 2 ]; then
         check_eq "fetch-bench: clients over the veth pair" veth "$(jq -r .network_kind "$T/bench/report.json")"
         check_grep "fetch-bench: report.md names the network" "Network: veth between two network namespaces" "$T/bench/report.md"
+        # Its own TCP congestion control, not the host's (bbr paces each
+        # connection with a timer): reno unless told; one a namespace
+        # cannot take fails the sweep, naming the ones it can.
+        check_grep "fetch-bench: the veth pair's TCP congestion control, reno by default" \
+            "TCP congestion control reno)" "$T/bench/report.md"
+        tcpcc_bad() { local o; o=$("$B/fetch-bench" --no-probes -S 1M -n 1 -R 1 -f 1 --tcp-congestion no-such-cc \
+                                   -o "$T/bench-cc" 2>&1) && return 1
+                      printf '%s\n' "$o"; [[ $o == *"--tcp-congestion no-such-cc"*"tcp_allowed_congestion_control: "*reno* ]]; }
+        check "fetch-bench: a bad --tcp-congestion fails, naming the allowed ones" tcpcc_bad
         # The servers' end of the pair sent every byte fetched (and framing:
         # a tenth at most) and received the clients' ACKs and requests.
         # (on failure: each run outside, with its counts)
