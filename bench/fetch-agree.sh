@@ -91,13 +91,17 @@ printf '%s' "$sweeps" | jq -r -s --argjson pct "$pct" --argjson verbose "$verbos
     # ratio to the socket run of its round taken again.
     def gib: .bytes / 1073741824;
     def runs_xy: [.runs[] | select(.bytes > 0)
-                  | { x: (.server_context_switches / gib), y: (.server_cpu_s / gib), slow: .host_slow }];
-    # of runs ({slow, ...}), those a median is over, as fetch-bench takes
-    # them: the ones not slow when at least 3 (or all) are so, else all
-    def used: [.[] | select(.slow | not)] as $ok
-        | if ($ok | length) >= 3 or ($ok | length) == length then $ok else . end;
+                  | { x: (.server_context_switches / gib), y: (.server_cpu_s / gib), slow: .host_slow,
+                      crowded: (.crowded // false) }];
+    # of runs ({slow, crowded, ...}), those a median is over, as
+    # fetch-bench takes them: the ones not slow when at least 3 (or all)
+    # are so, else the ones not crowded when at least 3 are so, else all
+    def used: [.[] | select(.slow | not)] as $ok | [.[] | select(.crowded | not)] as $uc
+        | if ($ok | length) >= 3 or ($ok | length) == length then $ok elif ($uc | length) >= 3 then $uc else . end;
     # the rounds of a ratio of two settings: those where neither run was slow
-    def used_rounds($a; $b): [range($a | length) | { i: ., slow: ($a[.].slow or $b[.].slow) }] | used | map(.i);
+    # (or crowded, as above)
+    def used_rounds($a; $b): [range($a | length) | { i: ., slow: ($a[.].slow or $b[.].slow),
+                                                    crowded: ($a[.].crowded or $b[.].crowded) }] | used | map(.i);
     length as $nsweeps
     | ([.[] | [.[] | .settings[]? | select(.server != "sock") | { k: skey, xy: runs_xy }]
         | unique_by(.k)[]] | group_by(.k)     # a setting twice in one sweep: once

@@ -108,7 +108,9 @@ def one_run(fk, py, truth, hz, mode, cpu, pymode, work_dir, tag):
              consistent=p.get("consistent", 0), shared=p.get("snapshots_shared", 0),
              reads=p.get("reads", 0) + p.get("snapshot_reads", 0),
              bytes=p.get("read_bytes", 0) + p.get("snapshot_read_bytes", 0),
-             delay_med=d.get("median_ms", 0), delay_p90=d.get("p90_ms", 0))
+             delay_med=d.get("median_ms", 0), delay_p90=d.get("p90_ms", 0),
+             rss_kb=ru.ru_maxrss, mem=meta.get("memory_peak_bytes", 0),
+             queues=meta.get("reader", {}).get("python_chains", {}).get("queue_bytes", 0))
     shutil.rmtree(out)
     return r
 
@@ -145,9 +147,21 @@ def cost(fk, py, truth, hz, mode, reps, cpu, base=None):
                " ".join("%.2f" % x["delay_p90"] for x in on)))
         if tag == "on":
             on_extra = statistics.median(extra)
+        print("%s Hz %-10s %-4s flamekit's peak RSS %s KiB, memory charged %s KiB, of which "
+              "the gate's queues %s KiB" %
+              (hz, mode, tag, spread([x["rss_kb"] for x in on], "%.0f"),
+               spread([x["mem"] / 1024 for x in on], "%.0f"),
+               spread([x["queues"] / 1024 for x in on], "%.0f")))
     if base:
         print("%s Hz %-10s extra per Python sample, this build / base: %.2f" %
               (hz, mode, on_extra / statistics.median(extra)))
+        # paired: run i of each build came in the same rotation
+        for what, key in (("CPU per sample", None), ("peak RSS", "rss_kb"),
+                          ("memory charged", "mem")):
+            r = [(x["cpu_s"] / x["n"]) / (y["cpu_s"] / y["n"]) if key is None else x[key] / y[key]
+                 for x, y in zip(runs["on"], runs["base"])]
+            print("%s Hz %-10s %s, this build / base, paired: %s" %
+                  (hz, mode, what, spread(r, "%.3f")))
 
 
 def ticks_of(path):

@@ -9,8 +9,11 @@
 #      pairs: flamekit's own CPU (all its threads: its rusage), the extra
 #      per Python sample (median
 #      and spread over the pairs; target <= 10 us), reads and bytes per
-#      sample, the read delay. FK_BENCH_BASE=FLAMEKIT adds another build's
-#      --python on to the rotation and gives the ratio of the two.
+#      sample, the read delay, flamekit's peak RSS and the memory it
+#      charged to --max-memory (the gate's queues apart).
+#      FK_BENCH_BASE=FLAMEKIT adds another build's --python on to the
+#      rotation and gives the ratio of the two: the extra per Python
+#      sample, and paired per rotation CPU per sample, RSS and memory.
 #  (2) consistency: the share of Python samples with every segment
 #      consistent, at 99 and 999 Hz, from the same runs.
 #  (3) the target's throughput: one long-lived workload, --python on, off

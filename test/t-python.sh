@@ -5,7 +5,7 @@
 # and 99 Hz; the same script under cProfile; Debian's own tools
 # (compileall, pydoc, unittest) show their function names; the in-kernel
 # path's fallbacks (a new thread, a full ring) give each thread its own
-# chain; --python off;
+# chain; a stalled reader's burst keeps every record; --python off;
 # a fake "python" with a _PyRuntime symbol and an unknown version.
 # timeout: 480
 . "$(dirname "$0")/lib.sh"
@@ -223,10 +223,21 @@ check_range "gate: wake-ups per sample (neither the Python samples nor the spinn
 # only to swap, which this host has not; seen only in the dying address
 # space of an exiting interpreter, whose samples have no Python frames --
 # and records no sample took (unjoined): records of samples lost in the
-# perf rings, and records a CPU's queue (128) dropped in the burst that
-# follows a stalled reader before their samples were read (by hand,
-# flamekit stopped 1.5 s: 42 unjoined with no sample lost, those 42
-# samples read from the target late, up to 1.5 s after them).
+# perf rings (a stalled reader: below).
+# check_joins WHAT JSON: the gate's records each taken by its sample or
+# counted unjoined -- those still queued at the end too (unjoined_at_end),
+# so read = joined + unjoined exactly -- and every sample read took its
+# record, or had none: a wake-up (a note in its place) or ring_lost (no
+# room even for that). Samples read that had a record and did not take
+# it lost their chain (read from the target later instead).
+check_joins() {
+    local what=$1 j=$2 read joined unj wakes rlost sread
+    read -r read joined unj wakes rlost sread <<<"$("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); c=d["reader"]["python_chains"]
+print(c["read"], c["joined"], c["unjoined"], d["reader"]["python_wakeups"], c["ring_lost"], d["samples_read"])' "$j")"
+    check_eq "$what: records read = joined ($joined) + unjoined ($unj)" "${read:-none}" "$((joined + unj))"
+    check_range "$what: samples read without their record ($sread read, $joined joined, $wakes wake-ups, $rlost ring_lost)" \
+        "$(( (sread - joined - wakes - rlost) > 0 ? sread - joined - wakes - rlost : 0 ))" 0 0
+}
 steady_chain() {    # steady_chain a|b: the thread's Python frames, root first
     local s="Thread._bootstrap;Thread._bootstrap_inner;Thread.run;steady" i n=13
     [ "$1" = a ] && n=41
@@ -287,6 +298,7 @@ print(c["no_thread"], c["ring_full"], p["spliced"], p["chain_walks"], p["snapsho
     # 593 of 336 read + 313 lost.
     check_range "fallbacks: each sample left a chain ($recs), a wake-up ($wakes) or a count (ring_lost), of $sread read and $slost lost" \
         "$((recs + wakes + rlost))" "$sread" "$((sread + slost))"
+    check_joins fallbacks "$J"
     check_range "fallbacks: a thread new to the capture read from the target (no_thread)" "$nothr" 1 100000
     check_range "fallbacks: samples whose chain did not fit the ring (ring_full)" "$full" 10 100000
     # each such sample woke the reader, which read the target at once
@@ -299,6 +311,79 @@ print(c["no_thread"], c["ring_full"], p["spliced"], p["chain_walks"], p["snapsho
 else
     fail "fallbacks: capture failed" "exit $rc: $(cat "$T/fallbacks.log")"
 fi
+
+# ---- a stalled reader: flamekit stopped 1 s (SIGSTOP: its ring reader
+# with it; the target runs on) while the perf rings fill (~250 samples a
+# CPU with 32 KiB stack copies, then lost) and the gate's program keeps
+# writing records. Resumed, the reader drains them all at once, then reads
+# the samples; every sample still in a ring must find its record.
+# Before, each CPU's queue kept its 128 newest records: the oldest,
+# whose samples were read first, were dropped and those samples read
+# from the target late (by hand, 143-254 samples of the steady
+# threads after a 0.5-1 s stop, read up to 1.05 s late). On the steady
+# threads (both CPUs' rings) and on Debian's compileall, whose frames
+# change at every call.
+# stalled NAME PID: a 3 s pid capture of PID at 999 Hz, flamekit stopped
+# from 0.5 s in for 1 s; sets J
+stalled() {
+    local name=$1 pid=$2 fp i
+    J=
+    rm -rf "$T/$name"
+    "$FLAMEKIT" pid -q --no-svg -F 999 -d 3 --ready-fd 3 -o "$T/$name" "$pid" \
+        >"$T/$name.log" 2>&1 3>"$T/$name.ready" &
+    fp=$!
+    for i in $(seq 200); do [ -s "$T/$name.ready" ] && break; sleep 0.05; done
+    sleep 0.5
+    kill -STOP "$fp"
+    sleep 1
+    kill -CONT "$fp"
+    wait "$fp" || return 1
+    J=$(ls "$T/$name"/*.json 2>/dev/null | head -1)
+    [ -n "$J" ]
+}
+# check_stalled WHAT: the checks of check_joins, and that the stall
+# brought a CPU's queue more records than the 128 it kept before
+# (queue_peak), whose records no sample took were those of samples lost
+# in the perf rings (unjoined <= lost samples)
+check_stalled() {
+    local what=$1 peak unj lost
+    read -r peak unj lost <<<"$("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); c=d["reader"]["python_chains"]
+print(c.get("queue_peak", 0), c["unjoined"], d["lost_samples"])' "$J")"
+    echo "$what: queue_peak $peak, unjoined $unj, lost samples $lost"
+    check_joins "$what" "$J"
+    check_range "$what: records no sample took ($unj) are those of lost samples ($lost)" "$unj" 0 "$lost"
+    if [ "${peak:-0}" -gt 128 ]; then
+        pass "$what: a CPU's queue held more than 128 records ($peak)"
+    else
+        skip "$what: a CPU's queue held more than 128 records" "the stall brought $peak"
+    fi
+}
+"$PY" "$TRUTH" steady 30 >/dev/null 2>&1 &
+SP=$!
+fk_cleanup "kill $SP 2>/dev/null"
+sleep 0.3
+if stalled stall-steady "$SP"; then
+    check_stalled "stalled reader, steady threads"
+else
+    fail "stalled reader, steady threads: capture failed" "$(cat "$T/stall-steady.log")"
+fi
+kill "$SP" 2>/dev/null; wait "$SP" 2>/dev/null
+mkdir -p "$T/stdlib"
+cp -r /usr/lib/python3.11/email /usr/lib/python3.11/json /usr/lib/python3.11/asyncio "$T/stdlib/"
+"$PY" -c 'import compileall, sys
+for _ in range(200): compileall.compile_dir(sys.argv[1], quiet=1, force=True)' "$T/stdlib" \
+    >/dev/null 2>&1 &
+SP=$!
+fk_cleanup "kill $SP 2>/dev/null"
+sleep 0.3
+if stalled stall-compileall "$SP"; then
+    check_stalled "stalled reader, compileall"
+    check_grep "stalled reader, compileall: compile_dir and compile_file" \
+        'compile_dir_\[p\];(.*;)?compile_file_\[p\]' "$(zcat "$(dirname "$J")"/*.folded.gz)"
+else
+    fail "stalled reader, compileall: capture failed" "$(cat "$T/stall-compileall.log")"
+fi
+kill "$SP" 2>/dev/null; wait "$SP" 2>/dev/null
 
 # ---- against cProfile on the same script: inclusive shares of the top
 # functions within the workload's main() (pinned where it can be, as the

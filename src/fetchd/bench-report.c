@@ -128,32 +128,55 @@ static double ratio_of(const struct obs *g, const struct obs *s, enum ratio r)
 }
 
 /* The rounds a figure is taken over: those where the host was normal
- * around the runs it needs (no probe said slow, fetch-bench.c's
- * retake_slow) when there are at least MIN_NORMAL_ROUNDS of them (or
- * every round is), else every round. A run in a slow spell measures the
- * host: in one quiet invocation three rounds of a setting taken in such a
- * spell raised gRPC's CPU per GiB 30-60 % and the socket server's 15-20 %,
- * and moved the ratio's median 21 % from the next two invocations'. */
+ * around the runs it needs (no probe said slow and no other work crowded
+ * the CPUs: fetch-bench.c's retake_slow) when there are at least
+ * MIN_NORMAL_ROUNDS of them (or every round is); else those where no run
+ * it needs was crowded, when at least MIN_NORMAL_ROUNDS were so; else
+ * every round. A run in a slow spell measures the host: in one quiet
+ * invocation three rounds of a setting taken in such a spell raised
+ * gRPC's CPU per GiB 30-60 % and the socket server's 15-20 %, and moved
+ * the ratio's median 21 % from the next two invocations'. A crowded run
+ * measures other work besides (session 16: a pair with 2 normal rounds
+ * fell back to all 5, one crowded at 50 % other work, and its median
+ * moved 11 % from the next invocation's), so it goes before a run a probe
+ * merely called slow. */
 #define MIN_NORMAL_ROUNDS 3
-static bool use_round(const struct obs *a, const struct obs *b, int normal)
+enum rounds_used { USE_NORMAL, USE_UNCROWDED, USE_ALL };
+
+static bool round_slow(const struct setting *g, const struct setting *s, int i)
 {
-    return normal < MIN_NORMAL_ROUNDS && normal < opt.rounds ? true : !a->slow && !(b && b->slow);
+    return g->o[i].slow || (s && s->o[i].slow);
 }
 
-static int normal_rounds(const struct setting *g, const struct setting *s)
+static bool round_crowded(const struct setting *g, const struct setting *s, int i)
 {
-    int n = 0;
-    for (int i = 0; i < opt.rounds; i++)
-        n += !g->o[i].slow && !(s && s->o[i].slow);
-    return n;
+    return run_crowded(g, i) || (s && run_crowded(s, i));
+}
+
+static enum rounds_used rounds_used(const struct setting *g, const struct setting *s)
+{
+    int normal = 0, uncrowded = 0;
+    for (int i = 0; i < opt.rounds; i++) {
+        normal += !round_slow(g, s, i);
+        uncrowded += !round_crowded(g, s, i);
+    }
+    if (normal >= MIN_NORMAL_ROUNDS || normal == opt.rounds)
+        return USE_NORMAL;
+    return uncrowded >= MIN_NORMAL_ROUNDS ? USE_UNCROWDED : USE_ALL;
+}
+
+static bool use_round(const struct setting *g, const struct setting *s, int i, enum rounds_used u)
+{
+    return u == USE_ALL || (u == USE_NORMAL ? !round_slow(g, s, i) : !round_crowded(g, s, i));
 }
 
 static struct stat3 ratio_stat(const struct setting *g, const struct setting *s, enum ratio r)
 {
     double v[1000];
-    int n = 0, normal = normal_rounds(g, s);
+    int n = 0;
+    enum rounds_used u = rounds_used(g, s);
     for (int i = 0; i < opt.rounds; i++)
-        if (use_round(&g->o[i], &s->o[i], normal))
+        if (use_round(g, s, i, u))
             v[n++] = ratio_of(&g->o[i], &s->o[i], r);
     return stat_of(v, n);
 }
@@ -161,9 +184,10 @@ static struct stat3 ratio_stat(const struct setting *g, const struct setting *s,
 static struct stat3 fig_stat(const struct setting *st, enum fig f)
 {
     double v[1000];
-    int n = 0, normal = normal_rounds(st, NULL);
+    int n = 0;
+    enum rounds_used u = rounds_used(st, NULL);
     for (int i = 0; i < opt.rounds; i++)
-        if (use_round(&st->o[i], NULL, normal))
+        if (use_round(st, NULL, i, u))
             v[n++] = figure(&st->o[i], f);
     return stat_of(v, n);
 }
@@ -454,8 +478,9 @@ static void md_machine_speed(struct fk_outfile *md, json_t *jr)
                           "(%.0f–%.0f); 2–15 %% on a quiet machine, to 30 %% with the socket server's cache on large "
                           "fetches, 38–82 %% in a call shared with other work) is crowded and taken as slow too. Runs taken "
                           "again: %d; kept though slow: %d, %d of them crowded. Every median and range is over the "
-                          "rounds where no run it needs was slow, when at least %d rounds were so (else over every "
-                          "round; report.json gives each one's count as n).%s\n\n",
+                          "rounds where no run it needs was slow, when at least %d rounds were so, else over the rounds "
+                          "where none was crowded, when at least that many were so, else over every round; "
+                          "report.json gives each one's count as n.%s\n\n",
                           "integer mixing, scattered reads and writes in 64 MiB", "integer mixing in 16 KiB",
                           probe[0].med, probe[0].min, probe[0].max, probe[1].med, probe[1].min, probe[1].max,
                           nsettings * opt.rounds, SLOW_PROBE * 100, PROBE_REF_PCT, probe_ref[PROBE_MEM].ref_ms,

@@ -33,6 +33,7 @@ struct bench_opts {
     bool no_pin;                /* else servers and clients on CPUs of their own */
     bool loopback;              /* else (pinned, root) over a veth pair (bench-net.c) */
     bool no_probes;             /* no machine probes: every probe reads 0, no run is slow or retaken */
+    const char *tcp_cc;         /* TCP congestion control in the veth pair's namespaces */
 };
 extern struct bench_opts opt;
 
@@ -155,7 +156,8 @@ void bench_print_summary(void);
  * clients' CPUs (RPS), so each side's TCP receive work is charged to its
  * own processes. false (why set) when that cannot be set up: the caller
  * stays on loopback. */
-bool bench_net_setup(const cpu_set_t *server_cpus, const cpu_set_t *client_cpus, char *why, size_t n);
+bool bench_net_setup(const cpu_set_t *server_cpus, const cpu_set_t *client_cpus, const char *tcp_cc, char *why,
+                     size_t n);
 bool bench_net_active(void);
 const char *bench_net_server_ip(void);     /* what the servers listen on */
 /* The calling thread into the servers' or the clients' namespace (no-op

@@ -54,7 +54,7 @@ extern char **environ;
 struct bench_opts opt = { .out = "fetch-bench.out", .sizes = { 4ull << 20, 32ull << 20 }, .nsizes = 2,
                           .clients = { 1, 2, 4, 8 }, .nclients = 4, .modes = { true, true, true },
                           .cache_modes = { true, true }, .work = 16ull << 20, .chunk = 32 << 10,
-                          .profile_ms = 10000, .rounds = 5, .min_run_ms = 700 };
+                          .profile_ms = 10000, .rounds = 5, .min_run_ms = 700, .tcp_cc = "reno" };
 int ncpus;
 
 #define BO(field) offsetof(struct bench_opts, field)
@@ -176,6 +176,10 @@ static const struct fk_opt bench_optset[] = {
     { "loopback", 0, FK_OPT_FLAG, BO(loopback), NULL,
       "clients connect over 127.0.0.1 (default, when pinned and root: over a veth pair between two network "
       "namespaces, each end receiving on its own side's CPUs)" },
+    { "tcp-congestion", 0, FK_OPT_STR, BO(tcp_cc), "NAME",
+      "TCP congestion control on the veth pair (default reno, whatever the host's default: with bbr every "
+      "connection is paced by a timer, whose interrupts the socket server pays per fetch; a namespace may take "
+      "only those in net.ipv4.tcp_allowed_congestion_control)", "reno" },
     { "no-probes", 0, FK_OPT_FLAG, BO(no_probes), NULL,
       "no machine probes around the runs (about 80 ms of CPU each): no run is called slow or taken again; "
       "for checks that need no figures" },
@@ -1890,7 +1894,7 @@ static void place_sides(void)
         snprintf(net_desc, sizeof net_desc, "loopback (127.0.0.1; %s): the kernel does part of the clients' TCP "
                  "receive work in whichever process is running, server or client, so the server's CPU per GiB "
                  "includes a varying part of the clients'", opt.loopback ? "--loopback" : "servers and clients not pinned");
-    else if (!bench_net_setup(&server_cpus, &client_cpus, why, sizeof why)) {
+    else if (!bench_net_setup(&server_cpus, &client_cpus, opt.tcp_cc, why, sizeof why)) {
         fk_warn("clients on loopback: cannot set up the benchmark's network namespaces (%s); the server's CPU "
                 "per GiB then includes part of the clients' receive work (run as root, or see --loopback)", why);
         snprintf(net_desc, sizeof net_desc, "loopback (127.0.0.1; the network namespaces failed: %s): the kernel "

@@ -28,13 +28,21 @@ enum { TV_TSTATE = 0, TV_CFRAME = 8, TV_NTID = 10, TV_CURRENT = 12, TV_PREVIOUS 
 /* Why a sample notified (the note's second word). */
 enum { NOTE_NEW, NOTE_THREAD, NOTE_MISS, NOTE_FULL };
 
-/* Records drained and waiting for their samples, per CPU, oldest first. */
-#define QUEUE_MAX 128
+/* Records drained and waiting for their samples, per CPU, oldest first:
+ * each after its slot, packed in buf[start, end) (a record takes its
+ * chain's bytes, not the deepest chain's). A queue grows while the
+ * queues together stay within QUEUES_BYTES; a record that finds no room
+ * pushes out its CPU's oldest. */
+struct slot {
+    uint64_t pass;          /* the drain that brought it */
+    uint32_t size;          /* the record's bytes after the slot */
+    uint32_t taken;
+};
+#define SLOT_BYTES sizeof(struct slot)
 struct queue {
-    unsigned char *buf;     /* QUEUE_MAX slots of REC_MAX bytes; NULL until used */
-    uint64_t pass[QUEUE_MAX];
-    bool taken[QUEUE_MAX];
-    unsigned head, count;
+    unsigned char *buf;     /* NULL until used */
+    size_t cap, start, end;
+    unsigned count;
 };
 
 struct fk_pygate {
@@ -51,7 +59,9 @@ struct fk_pygate {
     uint64_t no_thread, missed, ring_full, threads;
     uint64_t nchains, joined, unjoined, join_max_ns;
     struct queue *q;            /* per possible CPU */
-    unsigned ncpus, nqueues;    /* nqueues: buffers made */
+    unsigned ncpus;
+    uint64_t queue_bytes;       /* the queues' buffers, together */
+    unsigned queue_peak;        /* the most records one queue held */
     uint64_t passes;            /* drains: the queues' clock */
 };
 
@@ -65,6 +75,16 @@ struct fk_pygate {
  * the reader takes them at each pass (at least every 50 ms): at 999 Hz
  * on a CPU ~50 chains of 30 frames (2.5 KB) a pass. */
 #define RING_BYTES (2u << 20)
+/* The queues' buffers together. A drain brings at most the ring's bytes
+ * (a slot is 8 bytes more than a record's ring header), and records are
+ * kept for two passes: twice the ring holds every record a burst brings,
+ * on any number of CPUs (the ring is one for all). 128 records a CPU, as
+ * before, dropped records whose samples were still waiting in the perf
+ * rings after a stalled reader (a perf ring holds ~250 samples with 32 KiB
+ * stack copies): read from the target instead, late. Each queue starts at
+ * QUEUE_FIRST and doubles, so a CPU's queue holds what a pass brings it. */
+#define QUEUES_BYTES (2 * (size_t)RING_BYTES)
+#define QUEUE_FIRST (32u << 10)
 
 /* The ring's size: RING_BYTES, or FLAMEKIT_PYGATE_RING bytes (a power of
  * two from a page up to RING_BYTES; anything else is ignored) -- a knob
@@ -301,7 +321,52 @@ static struct rec rec_of(const unsigned char *p)
     return r;
 }
 
-/* A chain record into its CPU's queue (the oldest dropped when full). */
+static struct slot *slot_at(const struct queue *q, size_t off)
+{
+    return (struct slot *)(void *)(q->buf + off);
+}
+
+/* The oldest record out of q: unjoined unless a sample took it. */
+static void queue_pop(struct fk_pygate *g, struct queue *q)
+{
+    const struct slot *sl = slot_at(q, q->start);
+    if (!sl->taken)
+        __atomic_add_fetch(&g->unjoined, 1, __ATOMIC_RELAXED);
+    q->start += SLOT_BYTES + sl->size;
+    if (!--q->count)
+        q->start = q->end = 0;
+}
+
+/* Room for need bytes at q's end: the records moved to the front, the
+ * buffer doubled within QUEUES_BYTES, and only then its oldest records
+ * pushed out. False: none even so (the other CPUs' queues hold the
+ * budget). */
+static bool queue_room(struct fk_pygate *g, struct queue *q, size_t need)
+{
+    if (q->cap - q->end >= need)
+        return true;
+    size_t left = QUEUES_BYTES - (size_t)g->queue_bytes;
+    if (q->end - q->start + need > q->cap && left) {
+        size_t cap = q->cap ? q->cap : QUEUE_FIRST;
+        while (cap < q->end - q->start + need)
+            cap *= 2;
+        if (cap - q->cap > left)
+            cap = q->cap + left;
+        q->buf = fk_realloc(q->buf, cap);
+        __atomic_add_fetch(&g->queue_bytes, cap - q->cap, __ATOMIC_RELAXED);
+        q->cap = cap;
+    }
+    while (q->count && q->end - q->start + need > q->cap)
+        queue_pop(g, q);
+    if (q->start) {
+        memmove(q->buf, q->buf + q->start, q->end - q->start);
+        q->end -= q->start;
+        q->start = 0;
+    }
+    return q->cap - q->end >= need;
+}
+
+/* A chain record into its CPU's queue. */
 static void queue_chain(struct fk_pygate *g, const unsigned char *rec, size_t size)
 {
     struct rec h = rec_of(rec);
@@ -310,19 +375,16 @@ static void queue_chain(struct fk_pygate *g, const unsigned char *rec, size_t si
         return;
     __atomic_add_fetch(&g->nchains, 1, __ATOMIC_RELAXED);
     struct queue *q = &g->q[cpu];
-    if (!q->buf) {
-        q->buf = fk_malloc((size_t)QUEUE_MAX * REC_MAX);    /* written as far as used */
-        __atomic_add_fetch(&g->nqueues, 1, __ATOMIC_RELAXED);
+    if (!queue_room(g, q, SLOT_BYTES + size)) {
+        __atomic_add_fetch(&g->unjoined, 1, __ATOMIC_RELAXED);
+        return;
     }
-    if (q->count == QUEUE_MAX) {
-        __atomic_add_fetch(&g->unjoined, !q->taken[q->head], __ATOMIC_RELAXED);
-        q->head = (q->head + 1) % QUEUE_MAX;
-        q->count--;
-    }
-    unsigned i = (q->head + q->count++) % QUEUE_MAX;
-    memcpy(q->buf + (size_t)i * REC_MAX, rec, size);
-    q->pass[i] = g->passes;
-    q->taken[i] = false;
+    struct slot sl = { .pass = g->passes, .size = (uint32_t)size };
+    memcpy(q->buf + q->end, &sl, sizeof sl);
+    memcpy(q->buf + q->end + SLOT_BYTES, rec, size);
+    q->end += SLOT_BYTES + size;
+    if (++q->count > g->queue_peak)
+        g->queue_peak = q->count;
 }
 
 static int on_note(void *ctx, void *data, size_t size)
@@ -456,11 +518,8 @@ int fk_pygate_fd(const struct fk_pygate *g)
 /* Records no sample took within two passes of their drain are dropped. */
 static void queue_expire(struct fk_pygate *g, struct queue *q)
 {
-    while (q->count && (q->taken[q->head] || q->pass[q->head] + 2 <= g->passes)) {
-        __atomic_add_fetch(&g->unjoined, !q->taken[q->head], __ATOMIC_RELAXED);
-        q->head = (q->head + 1) % QUEUE_MAX;
-        q->count--;
-    }
+    while (q->count && (slot_at(q, q->start)->taken || slot_at(q, q->start)->pass + 2 <= g->passes))
+        queue_pop(g, q);
 }
 
 uint64_t fk_pygate_drain(struct fk_pygate *g)
@@ -472,19 +531,21 @@ uint64_t fk_pygate_drain(struct fk_pygate *g)
     return n > 0 ? (uint64_t)n : 0;
 }
 
-/* The oldest record of q for tid at ip within FK_PYGATE_JOIN_NS of time. */
+/* The oldest record of q for tid at ip within FK_PYGATE_JOIN_NS of time;
+ * the records taken at q's front leave it (their bytes stay until the
+ * next record comes in). */
 static bool find(struct fk_pygate *g, struct queue *q, pid_t tid, uint64_t ip, uint64_t time,
                  struct fk_pygate_chain *out)
 {
-    for (unsigned j = 0; j < q->count; j++) {
-        unsigned i = (q->head + j) % QUEUE_MAX;
-        const unsigned char *r = q->buf + (size_t)i * REC_MAX;
+    for (size_t off = q->start; off < q->end; off += SLOT_BYTES + slot_at(q, off)->size) {
+        struct slot *sl = slot_at(q, off);
+        const unsigned char *r = q->buf + off + SLOT_BYTES;
         struct rec h = rec_of(r);
         uint64_t t = h.time;
-        if (q->taken[i] || h.tid != (uint32_t)tid || h.ip != ip ||
+        if (sl->taken || h.tid != (uint32_t)tid || h.ip != ip ||
             (t > time ? t - time : time - t) > FK_PYGATE_JOIN_NS)
             continue;
-        q->taken[i] = true;
+        sl->taken = 1;
         *out = (struct fk_pygate_chain){
             .cpu = h.cpu, .tid = (uint32_t)tid, .n = h.n, .time = t, .ip = ip,
             .tstate = h.tstate, .cframe = h.cframe, .native_tid = h.ntid, .head = h.head,
@@ -494,6 +555,8 @@ static bool find(struct fk_pygate *g, struct queue *q, pid_t tid, uint64_t ip, u
         if (d > g->join_max_ns)
             __atomic_store_n(&g->join_max_ns, d, __ATOMIC_RELAXED);
         __atomic_add_fetch(&g->joined, 1, __ATOMIC_RELAXED);
+        while (q->count && slot_at(q, q->start)->taken)
+            queue_pop(g, q);
         return true;
     }
     return false;
@@ -520,7 +583,17 @@ void fk_pygate_stats(const struct fk_pygate *g, struct fk_pygate_stats *out)
     out->full = __atomic_load_n(&g->full, __ATOMIC_RELAXED);
     out->chains = __atomic_load_n(&g->nchains, __ATOMIC_RELAXED);
     out->joined = __atomic_load_n(&g->joined, __ATOMIC_RELAXED);
-    out->unjoined = __atomic_load_n(&g->unjoined, __ATOMIC_RELAXED);
+    /* records still queued untaken (the capture's end: the reader's last
+     * pass is over) count as unjoined, so that read = joined + unjoined */
+    out->unjoined_at_end = 0;
+    for (unsigned c = 0; c < g->ncpus; c++) {
+        const struct queue *q = &g->q[c];
+        for (size_t off = q->start; off < q->end; off += SLOT_BYTES + slot_at(q, off)->size)
+            out->unjoined_at_end += !slot_at(q, off)->taken;
+    }
+    out->unjoined = __atomic_load_n(&g->unjoined, __ATOMIC_RELAXED) + out->unjoined_at_end;
+    out->queue_peak = g->queue_peak;
+    out->queue_bytes = __atomic_load_n(&g->queue_bytes, __ATOMIC_RELAXED);
     out->no_thread = __atomic_load_n(&g->no_thread, __ATOMIC_RELAXED);
     out->missed = __atomic_load_n(&g->missed, __ATOMIC_RELAXED);
     out->ring_full = __atomic_load_n(&g->ring_full, __ATOMIC_RELAXED);
@@ -544,7 +617,7 @@ static size_t maps_bytes(uint32_t entries, uint32_t ring, unsigned ncpus)
 size_t fk_pygate_fixed_bytes(uint32_t max_entries)
 {
     int ncpus = libbpf_num_possible_cpus();
-    return maps_bytes(max_entries, ring_bytes(), ncpus > 0 ? (unsigned)ncpus : 1);
+    return maps_bytes(max_entries, ring_bytes(), ncpus > 0 ? (unsigned)ncpus : 1) + QUEUES_BYTES;
 }
 
 /* The maps' fixed kernel memory and the per-CPU queues made so far. */
@@ -553,7 +626,7 @@ size_t fk_pygate_bytes(const struct fk_pygate *g)
     if (!g)
         return 0;
     return maps_bytes(g->entries, g->ring_bytes, g->ncpus) +
-           (size_t)__atomic_load_n(&g->nqueues, __ATOMIC_RELAXED) * QUEUE_MAX * REC_MAX;
+           (size_t)__atomic_load_n(&g->queue_bytes, __ATOMIC_RELAXED);
 }
 
 void fk_pygate_free(struct fk_pygate *g)

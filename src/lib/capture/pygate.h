@@ -41,11 +41,13 @@
  * time; records no sample took (a sample lost in its ring, or dropped
  * after the program) are dropped two reader passes after they were
  * drained (a sample is read in the pass that drained its record or the
- * next) -- and the oldest of a CPU's QUEUE_MAX when a drain brings more
- * (after a stalled reader: their samples, not read yet, are read from
- * the target, late), and a sample without a record (the BPF ring was full) is read
- * from the target like a notified one -- at the reader's next pass, not at
- * once, where the ring had no room even for the notification (counted:
+ * next); the queues together hold twice the ring's bytes, so the burst a
+ * stalled reader drains at once finds room (a queue of 128 records a CPU
+ * dropped the oldest, whose samples were still waiting in the perf rings:
+ * 143-254 of them read from the target late after a 0.5-1 s stall). A
+ * sample without a record (the BPF ring was full) is read from the
+ * target like a notified one -- at the reader's next pass, not at once,
+ * where the ring had no room even for the notification (counted:
  * ring_lost).
  *
  * Invariants: the program returns 1 whatever it finds, so every sample is
@@ -68,9 +70,10 @@ struct fk_pygate;
  * attached yet. NULL with one line in err (no BPF, no ring buffer: Linux
  * 5.8, a program refused). */
 struct fk_pygate *fk_pygate_new(uint32_t max_entries, char *err, size_t errlen);
-/* The kernel memory a gate of max_entries processes holds from its start
- * (maps and ring; the queues it makes later not counted): what a memory
- * limit must leave it before the capture starts. */
+/* The memory a gate of max_entries processes may hold: the kernel's (maps
+ * and ring) from its start, and its queues' at most (they grow with the
+ * records a pass brings): what a memory limit must leave it before the
+ * capture starts. */
 size_t fk_pygate_fixed_bytes(uint32_t max_entries);
 /* Run the gate on each sample of the sampling event perf_fd. tree_map
  * >= 0: a 'pid' target's tree map (capture/bpftree.h), whose filter the
@@ -131,7 +134,11 @@ struct fk_pygate_stats {
     uint64_t full;          /* ... it had no room for */
     uint64_t chains;        /* chains read by the program (records taken in) */
     uint64_t joined;        /* ... taken by their sample */
-    uint64_t unjoined;      /* ... dropped: no sample took them */
+    uint64_t unjoined;      /* ... dropped: no sample took them (those of
+                               unjoined_at_end too: read = joined + unjoined) */
+    uint64_t unjoined_at_end;   /* ... still queued when the statistics were taken */
+    uint64_t queue_peak;    /* the most records one CPU's queue held */
+    uint64_t queue_bytes;   /* the queues' buffers (they never shrink) */
     uint64_t no_thread;     /* notifications: a Python thread not in the map */
     uint64_t missed;        /* ... a read the program could not make */
     uint64_t ring_full;     /* ... the record did not fit in the ring */

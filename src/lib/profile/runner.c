@@ -39,16 +39,16 @@ const char *fk_python_mode_name(int mode)
     return mode == FK_PYTHON_OFF ? "off" : mode == FK_PYTHON_LINES ? "lines" : "on";
 }
 
-/* The kernel's symbol table and the Python gate's maps count against
- * --max-memory like every table the capture holds; the gate's from the
- * start, the table from the first kernel frame (the gate where the
- * engine runs one: fk_engine_runs_pygate). A limit that cannot hold
- * them and FK_PROFILE_KERNEL_ROOM more would stop the capture at the
- * limit as soon as the command or the host is sampled in the kernel,
- * whatever it captured (before this counted the gate, a command's capture
- * at the least limit named stopped at its first sample: 5.2M from the
- * start, 10.3M after it, at 7M): refused before anything starts, naming
- * each part and the least limit that holds them. */
+/* The kernel's symbol table and the Python gate's maps and queues count
+ * against --max-memory like every table the capture holds; the gate's
+ * from the start (its queues at most), the table from the first kernel
+ * frame (the gate where the engine runs one: fk_engine_runs_pygate). A
+ * limit that cannot hold them and FK_PROFILE_KERNEL_ROOM more would stop
+ * the capture at the limit as soon as the command or the host is sampled
+ * in the kernel, whatever it captured (before this counted the gate, a
+ * command's capture at the least limit named stopped at its first
+ * sample: 5.2M from the start, 10.3M after it, at 7M): refused before
+ * anything starts, naming each part and the least limit that holds them. */
 static bool fixed_tables_fit(const struct fk_profile_request *rq, char *err, size_t errlen)
 {
     bool gate = fk_engine_runs_pygate(fk_profile_ops(rq->kind)->evkind, rq->python != FK_PYTHON_OFF);
@@ -68,8 +68,8 @@ static bool fixed_tables_fit(const struct fk_profile_request *rq, char *err, siz
         p += snprintf(p, sizeof parts, "the kernel's symbol table (%.1fM here)%s ", (double)table / (double)mib,
                       maps ? "," : "");
     if (maps)
-        snprintf(p, sizeof parts - (size_t)(p - parts), "the Python gate's maps (%.1fM) ",
-                 (double)maps / (double)mib);
+        snprintf(p, sizeof parts - (size_t)(p - parts),
+                 "the Python gate's maps and queues (%.1fM) ", (double)maps / (double)mib);
     snprintf(err, errlen, "--max-memory %s cannot hold %sand %lluM for the capture: give at least %lluM%s%s",
              given, parts, (unsigned long long)(FK_PROFILE_KERNEL_ROOM / mib),
              (unsigned long long)((need + mib - 1) / mib), table ? ", or --no-kernel" : "",
