@@ -208,18 +208,25 @@ static void cpu_mask_hex(const cpu_set_t *set, char *out, size_t n)
     }
 }
 
+/* text written to a sysfs or procfs setting in one write: 0 or a negative
+ * errno (-EIO: taken in part). */
+static int setting_write(const char *path, const char *text)
+{
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    ssize_t w = write(fd, text, strlen(text));
+    int rc = w == (ssize_t)strlen(text) ? 0 : w < 0 ? -errno : -EIO;
+    close(fd);
+    return rc;
+}
+
 static int rps_set(const char *dev, const cpu_set_t *cpus)
 {
     char path[128], mask[256];
     snprintf(path, sizeof path, "/sys/class/net/%s/queues/rx-0/rps_cpus", dev);
     cpu_mask_hex(cpus, mask, sizeof mask);
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    ssize_t w = write(fd, mask, strlen(mask));
-    int rc = w == (ssize_t)strlen(mask) ? 0 : w < 0 ? -errno : -EIO;
-    close(fd);
-    return rc;
+    return setting_write(path, mask);
 }
 
 /* A new, empty network namespace, held by an fd; the calling thread stays
@@ -239,13 +246,7 @@ static int ns_new(void)
  * negative errno (ENOENT: no such algorithm, or its module not loaded). */
 static int tcp_cc_set(const char *name)
 {
-    int fd = open("/proc/sys/net/ipv4/tcp_congestion_control", O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    ssize_t w = write(fd, name, strlen(name));
-    int rc = w == (ssize_t)strlen(name) ? 0 : w < 0 ? -errno : -EIO;
-    close(fd);
-    return rc;
+    return setting_write("/proc/sys/net/ipv4/tcp_congestion_control", name);
 }
 
 /* In namespace ns: lo and dev up, dev with address ip, TCP's congestion
