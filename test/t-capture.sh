@@ -270,7 +270,7 @@ check_eq "--stdout: stream has the four files and status 0" "0 flamegraph.svg fo
 o=$("$FLAMEKIT" host -d 1 --max-memory 3M -o "$T/memk" 2>&1); rc=$?
 check_eq "memory cap below the kernel's symbol table: exit 2" 2 "$rc"
 check_grep "memory cap below the kernel's table: one line naming it, the gate and the least limit" \
-    "^flamekit host: --max-memory 3M cannot hold the kernel's symbol table \([0-9.]+M here\), the Python gate's maps and queues \([0-9.]+M\) and 2M for the capture: give at least [0-9]+M, or --no-kernel, or --python off; see 'flamekit host --help'$" "$o"
+    "^flamekit host: --max-memory 3M cannot hold the kernel's symbol table \([0-9.]+M here\), the Python gate's ring, maps and queues for [0-9]+ CPUs? \([0-9.]+M\) and 2M for the capture: give at least [0-9]+M, or --no-kernel, or --python off; see 'flamekit host --help'$" "$o"
 check_eq "memory cap below the kernel's table: the error is all it prints" 1 "$(printf '%s\n' "$o" | wc -l)"
 check_eq "memory cap below the kernel's table: nothing written" no "$([ -e "$T/memk" ] && echo yes || echo no)"
 least=$(printf '%s\n' "$o" | sed -n 's/.*give at least \([0-9]*\)M.*/\1/p')
