@@ -376,6 +376,14 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
              and ($o.compute - .compute_probe_ms.median / .compute_probe_reference_ms | fabs) < 1e-6
              and .host_slow_most_of_sweep == ($o.memory > 1.15 or $o.compute > 1.15))
         and ([.settings[].runs[].retakes] | add) <= .runs_retaken
+        # the retake pass: its time, its waits (within its time), how it ended; a pass that ended
+        # on other work waited in vain at least once, and one that did nothing waited for nothing
+        and (.retake_pass | .seconds >= 0 and .wait_seconds >= 0 and .wait_seconds <= .seconds + 1e-6
+             and .waits_still_slow >= 0 and .waits_crowded >= 0
+             and (.ended | IN("after its two passes", "with its budget (15 % of the time so far) spent",
+                              "on other work on the clients'"'"' CPUs"))
+             and ((.ended | startswith("on other")) == (.waits_crowded > 0)))
+        and (if .runs_retaken == 0 and .runs_slow_kept == 0 then .retake_pass.wait_seconds == 0 else true end)
         and all(.settings[].runs[]; .machine_probe_ms > 0 and (.retakes | IN(0, 1, 2)) and (.host_slow | type == "boolean"))' "$d/report.json" >/dev/null || { echo "report.json malformed"; return 1; }
     # The talk's table: a header of four columns, nine rows, every cell "M (A–B)".
     awk -v cell="^ $cell \$" '/^## The talk.s table/ { t = 1; next } t && /^## / { t = 0 }

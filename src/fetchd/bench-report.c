@@ -477,7 +477,9 @@ static void md_machine_speed(struct fk_outfile *md, json_t *jr)
                           "%d %% of the time and %d points above its setting's lowest run (other work: here %.0f %% "
                           "(%.0f–%.0f); 2–15 %% on a quiet machine, to 30 %% with the socket server's cache on large "
                           "fetches, 38–82 %% in a call shared with other work) is crowded and taken as slow too. Runs taken "
-                          "again: %d; kept though slow: %d, %d of them crowded. Every median and range is over the "
+                          "again: %d; kept though slow: %d, %d of them crowded (the retake pass took %.0f s, %.0f s of it waiting for "
+                          "normal probes; %d wait(s) ended with the host still slow, %d with other work; it ended %s). "
+                          "Every median and range is over the "
                           "rounds where no run it needs was slow, when at least %d rounds were so, else over the rounds "
                           "where none was crowded, when at least that many were so, else over every round; "
                           "report.json gives each one's count as n.%s\n\n",
@@ -486,7 +488,8 @@ static void md_machine_speed(struct fk_outfile *md, json_t *jr)
                           nsettings * opt.rounds, SLOW_PROBE * 100, PROBE_REF_PCT, probe_ref[PROBE_MEM].ref_ms,
                           probe_ref[PROBE_COMPUTE].ref_ms, probe_ref[PROBE_MEM_AFTER].ref_ms,
                           probe_ref[PROBE_COMPUTE_AFTER].ref_ms, OTHERS_MAX_PCT, OTHERS_MARGIN_PCT, others.med, others.min, others.max,
-                          runs_retaken, runs_slow_kept, runs_crowded_kept, MIN_NORMAL_ROUNDS,
+                          runs_retaken, runs_slow_kept, runs_crowded_kept, retake_pass.secs, retake_pass.wait_s,
+                          retake_pass.waits_slow, retake_pass.waits_crowded, retake_pass.ended, MIN_NORMAL_ROUNDS,
                           runs_crowded_kept ? " **Other work shared the benchmark's CPUs in runs kept: their CPU "
                           "figures are not the servers' alone; compare this sweep with others (bench/fetch-agree.sh) "
                           "or run it again on a quiet machine.**" : "");
@@ -507,6 +510,10 @@ static void md_machine_speed(struct fk_outfile *md, json_t *jr)
     json_object_set_new(jr, "runs_retaken", json_integer(runs_retaken));
     json_object_set_new(jr, "runs_slow_kept", json_integer(runs_slow_kept));
     json_object_set_new(jr, "runs_crowded_kept", json_integer(runs_crowded_kept));
+    json_object_set_new(jr, "retake_pass", json_pack("{s:f,s:f,s:i,s:i,s:s}", "seconds", retake_pass.secs,
+                                                      "wait_seconds", retake_pass.wait_s, "waits_still_slow",
+                                                      retake_pass.waits_slow, "waits_crowded",
+                                                      retake_pass.waits_crowded, "ended", retake_pass.ended));
     json_object_set_new(jr, "probe_median_over_reference",
                         json_pack("{s:f,s:f}", "memory", over[0], "compute", over[1]));
     json_object_set_new(jr, "host_slow_most_of_sweep", json_boolean(slow_most));

@@ -125,6 +125,21 @@ extern char net_desc[512];   /* how clients reach the servers (--loopback) */
 #define OTHERS_MAX_PCT 35
 #define OTHERS_MARGIN_PCT 15
 extern int runs_retaken, runs_slow_kept, runs_crowded_kept;
+/* The retake pass after the rounds (fetch-bench.c, retake_slow): its
+ * seconds; the seconds it spent waiting for normal probes, retakes or
+ * not; the waits that ended with the host still slow (the group not
+ * taken again) or its clients' CPUs crowded (the pass ended); why it
+ * ended (after two passes, its budget spent, other work, a signal). A
+ * slow spell that outlasts the budget leaves every slow run kept: in
+ * session 17's second default sweep one began in the last round and the
+ * pass spent its budget (about 50 s) on waits of 5 s per group, each
+ * ending still slow: 0 taken again, 57 kept. */
+struct retake_pass {
+    double secs, wait_s;
+    int waits_slow, waits_crowded;
+    const char *ended;
+};
+extern struct retake_pass retake_pass;
 double client_cpus_others_pct(const struct obs *o);
 double server_cpus_others_pct(const struct obs *o);
 bool run_crowded(const struct setting *s, int r);

@@ -1482,6 +1482,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
  * slow for a whole sweep, calibration included, is seen by no reference
  * of the sweep's own: fetch-agree.sh compares the sweeps' references. */
 int runs_retaken, runs_slow_kept, runs_crowded_kept;
+struct retake_pass retake_pass;
 struct probe_ref probe_ref[NPROBES];
 static double retake_s;         /* spent on retakes and waits */
 
@@ -1636,6 +1637,8 @@ static bool same_group(const struct setting *a, const struct setting *b)
  * medians where enough rounds were normal (bench-report.c, use_round). */
 static void retake_slow(uint64_t start)
 {
+    uint64_t t_pass = fk_now_ns();
+    retake_pass.ended = "after its two passes";
     for (int k = 0; k < 2; k++)
         for (int r = 0; r < opt.rounds; r++)
             for (int i = 0, j; i < nsettings; i = j) {
@@ -1644,17 +1647,28 @@ static void retake_slow(uint64_t start)
                     slow = slow || host_slow(&settings[j], r);
                 if (!slow)
                     continue;
-                if (retake_s > 0.15 * (double)(fk_now_ns() - start) / 1e9 || fk_stop_signal)
+                if (fk_stop_signal) {
+                    retake_pass.ended = "on a stop signal";
                     goto count;
+                }
+                if (retake_s > 0.15 * (double)(fk_now_ns() - start) / 1e9) {
+                    retake_pass.ended = "with its budget (15 % of the time so far) spent";
+                    goto count;
+                }
                 uint64_t t = fk_now_ns();
                 enum host_now now = HOST_SLOW;
                 /* up to 5 s for a slow spell to pass; other work, 2 s */
                 for (int w = 0; w < 20 && (now = host_now()) != HOST_NORMAL && !(now == HOST_CROWDED && w >= 6); w++)
                     usleep(250000);
+                retake_pass.wait_s += (double)(fk_now_ns() - t) / 1e9;
                 if (now != HOST_NORMAL) {       /* still in the spell: the retake would meet it too */
                     retake_s += (double)(fk_now_ns() - t) / 1e9;
-                    if (now == HOST_CROWDED)    /* other work for 2 s (a build, a test suite) is no spell */
+                    if (now == HOST_CROWDED) {  /* other work for 2 s (a build, a test suite) is no spell */
+                        retake_pass.waits_crowded++;
+                        retake_pass.ended = "on other work on the clients' CPUs";
                         goto count;
+                    }
+                    retake_pass.waits_slow++;
                     continue;
                 }
                 for (int q = i; q < j; q++) {
@@ -1670,6 +1684,7 @@ static void retake_slow(uint64_t start)
                 retake_s += (double)(fk_now_ns() - t) / 1e9;
             }
 count:
+    retake_pass.secs = (double)(fk_now_ns() - t_pass) / 1e9;
     runs_slow_kept = runs_crowded_kept = 0;
     for (int i = 0; i < nsettings; i++)
         for (int r = 0; r < opt.rounds; r++) {
@@ -2072,6 +2087,10 @@ static void rounds_run(uint64_t start)
     retake_slow(start);
     if (runs_retaken)
         fprintf(stderr, "fetch-bench: %d slow run(s) taken again\n", runs_retaken);
+    if (runs_slow_kept)
+        fprintf(stderr, "fetch-bench: %d slow run(s) kept: the retake pass (%.0f s) waited %d time(s) for a slow "
+                "spell to pass in vain (%.0f s of waits) and ended %s\n", runs_slow_kept, retake_pass.secs,
+                retake_pass.waits_slow + retake_pass.waits_crowded, retake_pass.wait_s, retake_pass.ended);
 }
 
 /* -p: a flame graph of each server under the headline load, after the
