@@ -486,7 +486,7 @@ static bool code_hdr(struct fk_py_walker *w, uint64_t addr, unsigned char *hdr)
 {
     const struct fk_py_snap *s = w->snap;
     bool got = false;
-    for (unsigned i = 0; s && i < s->ncodes && i < FK_PY_SNAP_CODES && !got; i++)
+    for (unsigned i = 0; s && !s->chain && i < s->ncodes && i < FK_PY_SNAP_CODES && !got; i++)
         if (s->code_addr[i] == addr) {
             memcpy(hdr, s->code_hdr[i], w->co_read);
             got = true;
@@ -780,7 +780,7 @@ enum { SNAP_NONE, SNAP_WINDOW, SNAP_FRAME };
 static int snap_frame(const struct fk_py_walker *w, uint64_t frame, unsigned char *fr)
 {
     const struct fk_py_snap *s = w->snap;
-    if (s && s->win_len && frame >= s->win_addr && s->win_len <= FK_PY_SNAP_WINDOW &&
+    if (s && !s->chain && s->win_len && frame >= s->win_addr && s->win_len <= FK_PY_SNAP_WINDOW &&
         frame - s->win_addr <= s->win_len && s->win_len - (frame - s->win_addr) >= w->lay->fr_size) {
         memcpy(fr, s->win + (frame - s->win_addr), w->lay->fr_size);
         return SNAP_WINDOW;
@@ -793,11 +793,11 @@ static int snap_frame(const struct fk_py_walker *w, uint64_t frame, unsigned cha
     return SNAP_NONE;
 }
 
-/* A snapshot holding nothing (its arrays are written as far as read). */
+/* A snapshot holding nothing (its arrays are written as far as read):
+ * its first FK_PY_SNAP_CHAIN_BYTES, which a chain's is. */
 static void snap_clear(struct fk_py_snap *snap)
 {
-    snap->n = snap->ncodes = snap->nnamed = 0;
-    snap->win_len = 0;
+    snap->n = snap->nnamed = 0;
     snap->reads = snap->read_bytes = 0;
     snap->tstate = snap->cframe = snap->head = snap->named_at = 0;
     snap->chain = false;
@@ -943,6 +943,8 @@ bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *sna
     const struct fk_py_layout *L = w->lay;
     struct fk_py_stack tmp;     /* only its read counters are used */
     snap_clear(snap);
+    snap->ncodes = 0;
+    snap->win_len = 0;
     unsigned char ts[512];
     size_t off, tsl;
     ts_block(L, &off, &tsl);
@@ -1466,6 +1468,8 @@ struct py_proc {
  * it came after the sample, as a fresh one would, only sooner. */
 struct snap_slot {
     struct fk_py_snap *s;       /* NULL until first used */
+    size_t bytes;               /* of s allocated: FK_PY_SNAP_CHAIN_BYTES until
+                                   a read of the target needs the whole */
     uint64_t tid, image;        /* whose, read through which image's tables */
     uint64_t taken, done;       /* when the read began and ended (CLOCK_MONOTONIC,
                                    as samples' times) */
@@ -1497,7 +1501,8 @@ struct fk_python {
     struct fk_loc tmp[ITEMS_MAX];
     struct fk_loc changed;
     struct snap_slot *slots;    /* a ring: slot_next is the oldest */
-    unsigned nslots, slot_next, nsnapmem;   /* nsnapmem: slots with a copy made */
+    unsigned nslots, slot_next;
+    size_t snapmem;             /* the slots' copies, together */
     uint32_t delay[DELAY_N];    /* sample -> chain read */
     uint64_t ndelay, delay_max;
     uint64_t exits_seen, last_sweep;    /* fk_sym_exits at the last sweep */
@@ -1597,7 +1602,7 @@ void fk_python_free(struct fk_python *p)
 static size_t python_bytes(const struct fk_python *p)
 {
     size_t b = sizeof *p + p->capprocs * sizeof *p->procs + fk_hindex_bytes(&p->proc_idx);
-    b += p->nslots * sizeof *p->slots + p->nsnapmem * sizeof(struct fk_py_snap);
+    b += p->nslots * sizeof *p->slots + p->snapmem;
     for (size_t i = 0; i < p->nprocs; i++) {
         const struct py_proc *pp = p->procs[i];
         b += sizeof *pp + fk_py_walker_bytes(pp->w) + pp->caploc * sizeof *pp->loc_of +
@@ -1887,10 +1892,14 @@ static bool slot_waits(const struct snap_slot *sl, uint64_t time)
 
 /* The slot for a new read at sample time: the oldest, unless it still
  * serves a sample that waits to be spliced (the table then doubles, in
- * the budget); NULL without memory for it. */
-static struct snap_slot *next_slot(struct fk_python *p, uint64_t time)
+ * the budget); its copy sized for a chain the gate's program read, or
+ * (whole) for a read of the target: each sample of a stalled reader's
+ * burst has its own chain until spliced, and a whole copy (a 16 KiB
+ * window chains never use) made the memory after a 0.5 s stop 1.38
+ * times what it was. NULL without memory for it. */
+static struct snap_slot *next_slot(struct fk_python *p, uint64_t time, bool whole)
 {
-    size_t one = sizeof(struct snap_slot) + sizeof(struct fk_py_snap);
+    size_t one = sizeof(struct snap_slot) + FK_PY_SNAP_CHAIN_BYTES;
     if (!p->nslots || (p->nslots < SNAP_MAX && slot_waits(&p->slots[p->slot_next], time))) {
         unsigned n = p->nslots ? 2 * p->nslots : SNAP_MIN;
         if (p->max_bytes && python_bytes(p) + (n - p->nslots) * one > p->max_bytes) {
@@ -1909,11 +1918,13 @@ static struct snap_slot *next_slot(struct fk_python *p, uint64_t time)
     }
     struct snap_slot *sl = &p->slots[p->slot_next];
     sl->ntimes = 0;
-    if (!sl->s) {
-        if (p->max_bytes && python_bytes(p) + sizeof *sl->s > p->max_bytes)
+    size_t need = whole ? sizeof *sl->s : FK_PY_SNAP_CHAIN_BYTES;
+    if (sl->bytes < need) {
+        if (p->max_bytes && python_bytes(p) + need - sl->bytes > p->max_bytes)
             return NULL;
-        sl->s = fk_malloc(sizeof *sl->s);   /* written as far as read */
-        p->nsnapmem++;
+        sl->s = fk_realloc(sl->s, need);    /* written as far as read */
+        p->snapmem += need - sl->bytes;
+        sl->bytes = need;
     }
     return sl;
 }
@@ -1932,7 +1943,7 @@ static void take_early(struct fk_python *p, struct py_proc *pp, pid_t tid, uint6
         return;
     }
     uint64_t ntid = ns_tid(pp, tid);
-    sl = ntid ? next_slot(p, time) : NULL;
+    sl = ntid ? next_slot(p, time, true) : NULL;
     if (!sl)
         return;
     bool ok = fk_py_snapshot(pp->w, ntid, sl->s);
@@ -1971,7 +1982,7 @@ static bool take_chain(struct fk_python *p, struct py_proc *pp, pid_t tid, uint6
                        const struct fk_pygate_chain *c, uint64_t t0)
 {
     uint64_t ntid = ns_tid(pp, tid);
-    struct snap_slot *sl = ntid ? next_slot(p, time) : NULL;
+    struct snap_slot *sl = ntid ? next_slot(p, time, false) : NULL;
     if (!sl)
         return false;
     if (!fk_py_snap_chain(pp->w, c, ntid, sl->s)) {
