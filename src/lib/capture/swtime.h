@@ -146,6 +146,10 @@ bool fk_swtime_exact(const struct fk_swtime *t, const char **note);
  * true when it has one. Its off-CPU time until a later moment is that
  * moment - t0 less the CPU time it used since (fk_proc_task_cpu_ns). */
 bool fk_swtime_thread(struct fk_swtime *t, pid_t tid, uint64_t *t0, uint64_t *cpu0);
+/* Each thread with a first switch-out in the window (fk_swtime_thread
+ * gives it), to fn until it returns false: how many. The threads alive;
+ * an exited one's entry is cleared at its last switch-out. */
+size_t fk_swtime_threads(struct fk_swtime *t, bool (*fn)(void *ctx, pid_t tid), void *ctx);
 /* Time the switches of process tgid's threads too (FK_SWTIME_TGIDS), or no
  * more (it exited). */
 bool fk_swtime_add_tgid(struct fk_swtime *t, pid_t tgid);

@@ -168,6 +168,13 @@ struct fk_symbolizer *fk_engine_symbolizer(struct fk_engine *e)
     return e->sym;
 }
 
+bool fk_engine_owns(struct fk_engine *e, pid_t pid)
+{
+    if (e->follow_tree && !fk_tree_owns(&e->tree, pid))
+        return false;
+    return e->filter.t->kind != FK_TARGET_USER || fk_target_keep(&e->filter, pid, 0);
+}
+
 struct fk_unwinder *fk_engine_unwinder(struct fk_engine *e)
 {
     return e->uw;

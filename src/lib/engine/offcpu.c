@@ -90,7 +90,7 @@ struct offcpu {
     uint64_t exit_bits;             /* prev_state's X and Z: the task is exiting */
     struct fk_blocktime bt;
     /* named frames, made once */
-    struct fk_loc state_loc[FK_BT_NSTATES], oncpu_loc, sep_loc, open_loc;
+    struct fk_loc state_loc[FK_BT_NSTATES], oncpu_loc, sep_loc, open_loc, unrec_loc;
     bool named;
     uint64_t cpu_period_ns;
     /* stacks by id (frames kept here: a block's stack is combined with its
@@ -228,6 +228,13 @@ struct offcpu {
     size_t ndefer, capdefer;
     bool exact_ok;                  /* the program keeps exact totals */
     uint64_t live_unread;           /* sampled threads whose CPU time could not be read */
+    /* (the engine's) threads with recorded blocks (tid -> 1), and the
+     * engine's reference for "comm;[not recorded]" of each thread that
+     * exited without one (tid -> ref + 1), made at its EXIT record while
+     * its name is known (the symbolizer keeps only the latest exits'):
+     * a thread with an exact total but no recorded block keeps it there
+     * (unrecorded) */
+    struct fk_u64map acc_tids, unrec_ref;
     struct fk_loc scratch[2 * MAX_FRAMES + 4];
 };
 
@@ -785,6 +792,7 @@ static void name_frames(struct offcpu *k)
     k->oncpu_loc = fk_engine_named_frame(k->e, FK_OFFCPU_ONCPU_FRAME);
     k->sep_loc = fk_engine_named_frame(k->e, FK_OFFCPU_WAKER_SEP);
     k->open_loc = fk_engine_named_frame(k->e, FK_OFFCPU_OPEN_FRAME);
+    k->unrec_loc = fk_engine_named_frame(k->e, FK_OFFCPU_UNRECORDED_FRAME);
     k->named = true;
 }
 
@@ -877,6 +885,7 @@ static void block_done(void *ctx, const struct fk_block *b)
         k->acc = fk_grow(k->acc, &k->capacc, k->nacc + 1, sizeof *k->acc);
         k->acc[k->nacc] = (struct acc){ .tid = b->tid, .ref = ref, .state = (uint8_t)b->state };
         *v = ++k->nacc;
+        *fk_u64map_slot(&k->acc_tids, (uint64_t)(uint32_t)b->tid, true) = 1;
     }
     struct acc *a = &k->acc[*v - 1];
     if (b->dropped) {
@@ -1302,6 +1311,132 @@ static bool program_total(struct offcpu *k, pid_t tid, uint64_t *ns)
     return true;
 }
 
+/* ---- threads with an exact total and no recorded block ----------------- */
+
+/* The engine's reference for "comm;[not recorded]" of thread tid of
+ * process pid. */
+static uint32_t unrec_stack(struct offcpu *k, pid_t pid, pid_t tid)
+{
+    name_frames(k);
+    struct fk_loc loc = k->unrec_loc;
+    struct fk_stack_frames f = { .pid = pid, .tid = tid, .locs = &loc, .n = 1, .user = 1, .cap = 1 };
+    return fk_engine_stack_ref(k->e, &f);
+}
+
+/* tid's EXIT record (the engine's thread, in time order): with no
+ * recorded block so far, its "[not recorded]" reference is made now, its
+ * name known (used only if no block comes and its total is known); a
+ * thread not the target's (another process in a pid target's cgroup,
+ * which the program times too) is marked so (UNREC_OUTSIDE). */
+#define UNREC_OUTSIDE UINT64_MAX
+static void unrec_exit(struct offcpu *k, pid_t pid, pid_t tid)
+{
+    uint64_t key = (uint64_t)(uint32_t)tid, *v;
+    if (tid <= 0 || (k->acc_tids.n && (v = fk_u64map_slot(&k->acc_tids, key, false)) && *v))
+        return;
+    *fk_u64map_slot(&k->unrec_ref, key, true) =
+        fk_engine_owns(k->e, pid) ? (uint64_t)unrec_stack(k, pid, tid) + 1 : UNREC_OUTSIDE;
+}
+
+/* tid's total ns (exact, cut to its life in the window) to its
+ * "[not recorded]" frame, if it is the target's. A thread alive at the
+ * end is judged and named now: its process from /proc (gone: tid), its
+ * name from the symbolizer (read from /proc if it has none). */
+static void unrec_add(struct offcpu *k, pid_t tid, uint64_t ns, uint64_t stop, uint64_t window)
+{
+    uint64_t key = (uint64_t)(uint32_t)tid;
+    uint64_t *r = k->unrec_ref.n ? fk_u64map_slot(&k->unrec_ref, key, false) : NULL;
+    if (r && *r == UNREC_OUTSIDE)
+        return;
+    uint64_t life = window && k->window_start ? life_in_window(k, tid, k->window_start, stop)
+                                              : window;
+    if (window && k->window_start && ns > life) {
+        ns = life;
+        k->st.threads_exact_cut++;
+    }
+    if (!ns)
+        return;
+    uint32_t ref;
+    if (r && *r) {
+        ref = (uint32_t)(*r - 1);
+    } else {
+        char path[48];
+        snprintf(path, sizeof path, "/proc/%d/status", (int)tid);
+        unsigned long long tgid = fk_proc_status_last(path, "Tgid");
+        pid_t pid = tgid > 0 && tgid <= INT32_MAX ? (pid_t)tgid : tid;
+        if (!fk_engine_owns(k->e, pid))
+            return;
+        struct fk_symbolizer *sym = fk_engine_symbolizer(k->e);
+        if (!strcmp(fk_sym_comm_of(sym, pid, tid), "[unknown]"))
+            fk_sym_scan_pid(sym, pid);
+        ref = unrec_stack(k, pid, tid);
+    }
+    fk_engine_add_ref(k->e, ref, 0, ns);
+    k->st.threads_unrecorded++;
+    k->st.unrecorded_ns += ns;
+    k->st.blocked_ns += ns;
+}
+
+struct unrec_ctx {
+    struct offcpu *k;
+    struct fk_u64map *est;
+    uint64_t stop, window;
+};
+
+/* A thread the program timed (alive at the end): without recorded blocks,
+ * its exact total to "[not recorded]". */
+static bool unrec_live(void *ctx, pid_t tid)
+{
+    struct unrec_ctx *c = ctx;
+    uint64_t key = (uint64_t)(uint32_t)tid, ns, t;
+    if (c->est->n && fk_u64map_slot(c->est, key, false))
+        return true;
+    if (exited_at(c->k, tid, &t) || !program_total(c->k, tid, &ns))
+        return true;
+    unrec_add(c->k, tid, ns, c->stop, c->window);
+    return true;
+}
+
+/* The threads whose exact total is known but none of whose switch-outs
+ * was recorded (N > 1: a short thread's one or two picked by none; a
+ * thread whose only block was dropped): without this they would be
+ * nowhere in the graph, and per thread the widths would not add up to
+ * the time captured. Their time, no stack nor state known, goes under
+ * "comm;[not recorded]" (counted: threads_unrecorded, unrecorded_ns).
+ * The program's totals: threads that exited (exited_ns), those alive at
+ * the end (its map); the switch records': every thread they paired for.
+ * None when records were lost (no exact totals then). est: tid -> the
+ * recorded ns of the threads with recorded blocks. */
+static void unrecorded(struct offcpu *k, uint64_t end, uint64_t stop, uint64_t window,
+                       struct fk_u64map *est)
+{
+    if (k->records_lost)
+        return;
+    struct unrec_ctx c = { k, est, stop, window };
+    uint64_t ns;
+    if (k->swt) {
+        if (!k->exact_ok)
+            return;
+        for (size_t i = 0; i < k->exited_ns.n; i++) {
+            pid_t tid = (pid_t)k->exited_ns.v[i].key;
+            uint64_t t;
+            if (!k->exited_ns.v[i].val || (est->n && fk_u64map_slot(est, k->exited_ns.v[i].key, false)))
+                continue;
+            if (exited_at(k, tid, &t) && program_total(k, tid, &ns))
+                unrec_add(k, tid, ns, stop, window);
+        }
+        fk_swtime_threads(k->swt, unrec_live, &c);
+        return;
+    }
+    for (size_t i = 0; i < k->exact_of.n; i++) {
+        uint64_t key = k->exact_of.v[i].key, idx = k->exact_of.v[i].val;
+        if (!idx || (est->n && fk_u64map_slot(est, key, false)))
+            continue;
+        if (fk_bt_total_get(&k->exact[idx - 1].t, k->window_start, k->window_end, end, &ns))
+            unrec_add(k, (pid_t)key, ns, stop, window);
+    }
+}
+
 /* The recorded blocks are one switch-out in N, each standing for N, and
  * sampling is not blind to what it measures: a recorded switch-out is
  * slower (its stack is copied) and wakes flamekit's own threads; and
@@ -1390,6 +1525,7 @@ static void calibrate(struct offcpu *k, uint64_t end)
         if (a->switches)
             fk_engine_add_ref(k->e, a->ref, a->switches, ns);
     }
+    unrecorded(k, end, stop, window, &est);
     fk_u64map_free(&est);
     fk_u64map_free(&scale);
 }
@@ -1853,6 +1989,7 @@ static void offcpu_record(void *state, struct fk_engine *e, const union perf_eve
             life_task(k, ev);
         }
         fk_bt_exit(&k->bt, (pid_t)ev->fork.tid);
+        unrec_exit(k, (pid_t)ev->fork.pid, (pid_t)ev->fork.tid);
         inherited_forget(k, (pid_t)ev->fork.tid);
         counts_forget(k, (pid_t)ev->fork.tid);
         break;
@@ -1958,7 +2095,8 @@ static void offcpu_flush(void *state, struct fk_engine *e, uint64_t end_time)
                   fk_u64map_bytes(&k->exitb_of) + k->capexitb * sizeof *k->exitb +
                   k->capdefer * sizeof *k->defer + fk_u64map_bytes(&k->born_at) +
                   fk_u64map_bytes(&k->exit_at) +
-                  fk_u64map_bytes(&k->live_ns) + fk_u64map_bytes(&k->sampled_tids);
+                  fk_u64map_bytes(&k->live_ns) + fk_u64map_bytes(&k->sampled_tids) +
+                  fk_u64map_bytes(&k->acc_tids) + fk_u64map_bytes(&k->unrec_ref);
     if (k->o.stats)
         *k->o.stats = k->st;
 }
@@ -1973,7 +2111,8 @@ static size_t offcpu_bytes(void *state)
            k->caplocs * sizeof *k->locs + fk_u64map_bytes(&k->refs) +
            fk_u64map_bytes(&k->acc_of) + k->capacc * sizeof *k->acc +
            fk_u64map_bytes(&k->oncpu_of) + fk_u64map_bytes(&k->live_ns) +
-           fk_u64map_bytes(&k->sampled_tids);
+           fk_u64map_bytes(&k->sampled_tids) + fk_u64map_bytes(&k->acc_tids) +
+           fk_u64map_bytes(&k->unrec_ref);
 }
 
 static void offcpu_stop(void *state)
@@ -2010,6 +2149,8 @@ static void offcpu_stop(void *state)
     fk_u64map_free(&k->exit_at);
     fk_u64map_free(&k->live_ns);
     fk_u64map_free(&k->sampled_tids);
+    fk_u64map_free(&k->acc_tids);
+    fk_u64map_free(&k->unrec_ref);
     free(k->ids);
     free(k->locs);
     free(k);
