@@ -189,6 +189,10 @@ printf '%s' "$sweeps" | jq -r -s --argjson pct "$pct" --argjson verbose "$verbos
          ([range(length) | select($kept[.] > 0 or ($others[.] // 0) > 25) | "\($names[.]) (median \($others[.] // 0 | round) %, \($kept[.]) crowded runs kept)"] as $c
           | if ($c | length) > 0 then "  other work on the CPUs (crowded runs kept, or a median over 25 %): \($c | join(", ")): their CPU figures and ratios are not comparable"
             else "  no sweep crowded (no crowded run kept, every median within 25 %)" end)),
+      # The clients'"'"' CPU has slow spells of its own (fetch-bench'"'"'s memory
+      # probe on it): runs kept so are out of the clients'"'"' figures only.
+      "runs kept slow on the clients'"'"' CPU, per sweep: "
+          + (map([.[] | .runs_clients_slow_kept? // empty] | if length > 0 then add | tostring else "-" end) | join(" ")),
       # How often the gRPC server switched threads: its CPU per GiB moves
       # with it (fetch-bench(1)); a sweep far from the others here is why
       # its gRPC ratios are.

@@ -321,13 +321,19 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
                    "peak_rss_mib", "load1", "machine_busy_pct", "machine_probe_ms"]
                   + if $alloc then ["alloc_bytes_per_gib", "alloc_calls_per_gib", "alloc_calls_per_fetch",
                                     "alloc_bytes_per_fetch"] else [] end;
+        def clientfigs: ["cpu_bound_throughput_mib_s", "cpu_utilisation_pct", "client_cpu_s_per_gib",
+                         "server_client_cpu_s_per_gib"];
         . as $top | .settings as $S
         | (.settings | length) == $ns
         and all(.settings[]; (.runs | length) == $rounds and .fetches_per_client >= 1
                 and (.figures as $f | all(figs[]; . as $k | $f[$k] | stat))
                 and .figures.throughput_mib_s.min > 0 and .figures.server_cpu_s_per_gib.min > 0
+                # the figures that count the clients CPU leave out the runs slow on the clients CPU too
                 and (([.runs[] | select(.host_slow | not)] | length) as $k
-                     | ([.runs[] | select(.crowded | not)] | length) as $u | all(.figures[]; .n == used($k; $u)))
+                     | ([.runs[] | select((.host_slow or .clients_slow) | not)] | length) as $kc
+                     | ([.runs[] | select(.crowded | not)] | length) as $u
+                     | all(.figures | to_entries[];
+                           .value.n == used(if .key | IN(clientfigs[]) then $kc else $k end; $u)))
                 and all(.runs[]; .bytes > 0 and .wall_s > 0 and .fetches >= 1
                         # a server waits for its requests, a client for its responses
                         and .server_context_switches >= 1 and .client_context_switches >= 1))
@@ -341,9 +347,13 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
                      | ($p[] | select(.server == "sock") | .runs) as $s
                      | ($p[] | select(.server == $r.grpc_mode) | .runs) as $g
                      | ([range($rounds) | select(($s[.].host_slow or $g[.].host_slow) | not)] | length) as $k
+                     | ([range($rounds) | select(($s[.].host_slow or $g[.].host_slow or $s[.].clients_slow
+                                                    or $g[.].clients_slow) | not)] | length) as $kc
                      | ([range($rounds) | select(($s[.].crowded or $g[.].crowded) | not)] | length) as $u
                      | .server_cpu_per_gib_grpc_over_sock.n == used($k; $u)
-                       and .throughput_sock_over_grpc.n == used($k; $u)))
+                       and .throughput_sock_over_grpc.n == used($k; $u)
+                       and .cpu_bound_throughput_sock_over_grpc.n == used($kc; $u)
+                       and .server_client_cpu_per_gib_grpc_over_sock.n == used($kc; $u)))
         and (.talk | length) == 8
         and all(.talk[]; (.claim | length) > 0 and (.verdict | IN("agrees", "disagrees", "cannot tell")))
         and (.table_sentences | length) == 9 and (.pinning | length) > 0
@@ -366,6 +376,12 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
                                  or .machine_probe_after_ms > 1.15 * $top.probe_after_reference_ms
                                  or .compute_probe_after_ms > 1.15 * $top.compute_probe_after_reference_ms
                                  or .crowded))
+        # the memory probe on the clients CPU: its own slow runs, left out of the clients figures only
+        and .client_probe_reference_ms > 0 and .client_probe_after_reference_ms > 0
+        and all(.settings[].runs[]; .client_probe_ms > 0 and .client_probe_after_ms > 0
+              and .clients_slow == (.client_probe_ms > 1.15 * $top.client_probe_reference_ms
+                                    or .client_probe_after_ms > 1.15 * $top.client_probe_after_reference_ms))
+        and ([.settings[].runs[] | select(.clients_slow)] | length) == .runs_clients_slow_kept
         and (.runs_retaken | type == "number" and . >= 0) and (.runs_slow_kept | type == "number" and . >= 0)
         and ([.settings[].runs[] | select(.host_slow)] | length) == .runs_slow_kept
         and ([.settings[].runs[] | select(.crowded)] | length) == .runs_crowded_kept
@@ -376,6 +392,14 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
              and ($o.compute - .compute_probe_ms.median / .compute_probe_reference_ms | fabs) < 1e-6
              and .host_slow_most_of_sweep == ($o.memory > 1.15 or $o.compute > 1.15))
         and ([.settings[].runs[].retakes] | add) <= .runs_retaken
+        # the retake pass: its time, its waits (within its time), how it ended; a pass that ended
+        # on other work waited in vain at least once, and one that did nothing waited for nothing
+        and (.retake_pass | .seconds >= 0 and .wait_seconds >= 0 and .wait_seconds <= .seconds + 1e-6
+             and .waits_still_slow >= 0 and .waits_crowded >= 0
+             and (.ended | IN("after its two passes", "with its budget (15 % of the time so far) spent",
+                              "on other work on the clients'"'"' CPUs"))
+             and ((.ended | startswith("on other")) == (.waits_crowded > 0)))
+        and (if .runs_retaken == 0 and .runs_slow_kept == 0 then .retake_pass.wait_seconds == 0 else true end)
         and all(.settings[].runs[]; .machine_probe_ms > 0 and (.retakes | IN(0, 1, 2)) and (.host_slow | type == "boolean"))' "$d/report.json" >/dev/null || { echo "report.json malformed"; return 1; }
     # The talk's table: a header of four columns, nine rows, every cell "M (A–B)".
     awk -v cell="^ $cell \$" '/^## The talk.s table/ { t = 1; next } t && /^## / { t = 0 }

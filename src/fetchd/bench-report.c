@@ -143,9 +143,12 @@ static double ratio_of(const struct obs *g, const struct obs *s, enum ratio r)
 #define MIN_NORMAL_ROUNDS 3
 enum rounds_used { USE_NORMAL, USE_UNCROWDED, USE_ALL };
 
-static bool round_slow(const struct setting *g, const struct setting *s, int i)
+/* clients: the figure counts the clients' CPU, so a run whose probe on
+ * the clients' CPU said slow is left out too (fetch-bench.c,
+ * run_clients_slow); the servers' figures keep it. */
+static bool round_slow(const struct setting *g, const struct setting *s, int i, bool clients)
 {
-    return g->o[i].slow || (s && s->o[i].slow);
+    return g->o[i].slow || (s && s->o[i].slow) || (clients && (g->o[i].clients_slow || (s && s->o[i].clients_slow)));
 }
 
 static bool round_crowded(const struct setting *g, const struct setting *s, int i)
@@ -153,11 +156,11 @@ static bool round_crowded(const struct setting *g, const struct setting *s, int 
     return run_crowded(g, i) || (s && run_crowded(s, i));
 }
 
-static enum rounds_used rounds_used(const struct setting *g, const struct setting *s)
+static enum rounds_used rounds_used(const struct setting *g, const struct setting *s, bool clients)
 {
     int normal = 0, uncrowded = 0;
     for (int i = 0; i < opt.rounds; i++) {
-        normal += !round_slow(g, s, i);
+        normal += !round_slow(g, s, i, clients);
         uncrowded += !round_crowded(g, s, i);
     }
     if (normal >= MIN_NORMAL_ROUNDS || normal == opt.rounds)
@@ -165,18 +168,30 @@ static enum rounds_used rounds_used(const struct setting *g, const struct settin
     return uncrowded >= MIN_NORMAL_ROUNDS ? USE_UNCROWDED : USE_ALL;
 }
 
-static bool use_round(const struct setting *g, const struct setting *s, int i, enum rounds_used u)
+static bool use_round(const struct setting *g, const struct setting *s, int i, enum rounds_used u, bool clients)
 {
-    return u == USE_ALL || (u == USE_NORMAL ? !round_slow(g, s, i) : !round_crowded(g, s, i));
+    return u == USE_ALL || (u == USE_NORMAL ? !round_slow(g, s, i, clients) : !round_crowded(g, s, i));
+}
+
+/* The figures and ratios that count the clients' CPU. */
+static bool fig_counts_clients(enum fig f)
+{
+    return f == F_CAP_MIBS || f == F_UTIL || f == F_CLIENT_S_GIB || f == F_SC_S_GIB;
+}
+
+static bool ratio_counts_clients(enum ratio r)
+{
+    return r == R_CAP || r == R_SC;
 }
 
 static struct stat3 ratio_stat(const struct setting *g, const struct setting *s, enum ratio r)
 {
     double v[1000];
     int n = 0;
-    enum rounds_used u = rounds_used(g, s);
+    bool cl = ratio_counts_clients(r);
+    enum rounds_used u = rounds_used(g, s, cl);
     for (int i = 0; i < opt.rounds; i++)
-        if (use_round(g, s, i, u))
+        if (use_round(g, s, i, u, cl))
             v[n++] = ratio_of(&g->o[i], &s->o[i], r);
     return stat_of(v, n);
 }
@@ -185,9 +200,10 @@ static struct stat3 fig_stat(const struct setting *st, enum fig f)
 {
     double v[1000];
     int n = 0;
-    enum rounds_used u = rounds_used(st, NULL);
+    bool cl = fig_counts_clients(f);
+    enum rounds_used u = rounds_used(st, NULL, cl);
     for (int i = 0; i < opt.rounds; i++)
-        if (use_round(st, NULL, i, u))
+        if (use_round(st, NULL, i, u, cl))
             v[n++] = figure(&st->o[i], f);
     return stat_of(v, n);
 }
@@ -468,16 +484,19 @@ static void md_machine_speed(struct fk_outfile *md, json_t *jr)
                           "ratios, taken within a round, much less. A run where any of the four probes was over %.0f %% "
                           "of the reference of its kind, the %dth percentile of its probes (before: %.2f and %.2f ms; "
                           "after: %.2f and %.2f ms), was taken "
-                          "while the host was slow (the gRPC server's CPU per GiB then rises 15–100 %%, the socket "
-                          "server's 10–40 %%): its round's runs of the settings it is compared with are taken again "
+                          "while the host was slow (in two default sweeps' slow runs the gRPC server's CPU per GiB was "
+                          "2–67 %% over its setting's median, the socket server's 0–161 %%, the most with the cache on "
+                          "10.8 MiB fetches, whose clients then sent 2.5 times the ACKs per fetch): its round's runs of the settings it is compared with are taken again "
                           "together after the rounds (a slow spell lasts tens of seconds), once the probes are back "
                           "to normal, at most twice, while retakes cost under 15 %% of the time. The probes time their "
                           "work in CPU time and miss other processes sharing the CPUs, which each side's busy time "
                           "counts: a run whose clients' CPUs were busy beyond the client processes' own CPU over "
                           "%d %% of the time and %d points above its setting's lowest run (other work: here %.0f %% "
-                          "(%.0f–%.0f); 2–15 %% on a quiet machine, to 30 %% with the socket server's cache on large "
-                          "fetches, 38–82 %% in a call shared with other work) is crowded and taken as slow too. Runs taken "
-                          "again: %d; kept though slow: %d, %d of them crowded. Every median and range is over the "
+                          "(%.0f–%.0f); 2–16 %% on a quiet machine, the socket server's clients on large fetches with "
+                          "the cache included, 38–82 %% in a call shared with other work) is crowded and taken as slow too. Runs taken "
+                          "again: %d; kept though slow: %d, %d of them crowded (the retake pass took %.0f s, %.0f s of it waiting for "
+                          "normal probes; %d wait(s) ended with the host still slow, %d with other work; it ended %s). "
+                          "Every median and range is over the "
                           "rounds where no run it needs was slow, when at least %d rounds were so, else over the rounds "
                           "where none was crowded, when at least that many were so, else over every round; "
                           "report.json gives each one's count as n.%s\n\n",
@@ -486,10 +505,30 @@ static void md_machine_speed(struct fk_outfile *md, json_t *jr)
                           nsettings * opt.rounds, SLOW_PROBE * 100, PROBE_REF_PCT, probe_ref[PROBE_MEM].ref_ms,
                           probe_ref[PROBE_COMPUTE].ref_ms, probe_ref[PROBE_MEM_AFTER].ref_ms,
                           probe_ref[PROBE_COMPUTE_AFTER].ref_ms, OTHERS_MAX_PCT, OTHERS_MARGIN_PCT, others.med, others.min, others.max,
-                          runs_retaken, runs_slow_kept, runs_crowded_kept, MIN_NORMAL_ROUNDS,
+                          runs_retaken, runs_slow_kept, runs_crowded_kept, retake_pass.secs, retake_pass.wait_s,
+                          retake_pass.waits_slow, retake_pass.waits_crowded, retake_pass.ended, MIN_NORMAL_ROUNDS,
                           runs_crowded_kept ? " **Other work shared the benchmark's CPUs in runs kept: their CPU "
                           "figures are not the servers' alone; compare this sweep with others (bench/fetch-agree.sh) "
                           "or run it again on a quiet machine.**" : "");
+    if (!opt.no_probes) {
+        double *cv = fk_calloc((size_t)(nsettings * opt.rounds) + 1, sizeof *cv);
+        int nc = 0;
+        for (int i = 0; i < nsettings; i++)
+            for (int r = 0; r < opt.rounds; r++)
+                cv[nc++] = settings[i].o[r].client_probe_ms;
+        struct stat3 cp = stat_of(cv, nc);
+        free(cv);
+        fk_outfile_printf(md, "The clients' CPU has slow spells of its own, which the probes on the servers' CPU do not "
+                          "see (the client processes' CPU per fetch then 1.2–1.9× its setting's median, the memory "
+                          "probe on the clients' CPU 1.5–2.0× its reference): that probe, before and after each run on "
+                          "the clients' CPU, took %.2f ms (%.2f–%.2f) before the runs (references: before %.2f ms, "
+                          "after %.2f ms). A run where it was over %.0f %% of its reference is taken again with the "
+                          "slow ones; kept (%d runs here), it is left out of the figures that count the clients' CPU "
+                          "(clients' CPU, server + clients CPU, throughput if CPU-bound, CPU utilisation, and their "
+                          "ratios) as a slow run is, and kept in the servers' own.\n\n",
+                          cp.med, cp.min, cp.max, probe_ref[PROBE_CLIENT_MEM].ref_ms,
+                          probe_ref[PROBE_CLIENT_MEM_AFTER].ref_ms, SLOW_PROBE * 100, runs_clients_slow_kept);
+    }
     if (slow_most)
         fk_outfile_printf(md, "**The host was slow for most of this sweep:** the probes' medians before the runs "
                           "were %.0f %% (memory) and %.0f %% (compute) of their references, over %.0f %%, so most runs "
@@ -507,6 +546,13 @@ static void md_machine_speed(struct fk_outfile *md, json_t *jr)
     json_object_set_new(jr, "runs_retaken", json_integer(runs_retaken));
     json_object_set_new(jr, "runs_slow_kept", json_integer(runs_slow_kept));
     json_object_set_new(jr, "runs_crowded_kept", json_integer(runs_crowded_kept));
+    json_object_set_new(jr, "runs_clients_slow_kept", json_integer(runs_clients_slow_kept));
+    json_object_set_new(jr, "client_probe_reference_ms", json_real(probe_ref[PROBE_CLIENT_MEM].ref_ms));
+    json_object_set_new(jr, "client_probe_after_reference_ms", json_real(probe_ref[PROBE_CLIENT_MEM_AFTER].ref_ms));
+    json_object_set_new(jr, "retake_pass", json_pack("{s:f,s:f,s:i,s:i,s:s}", "seconds", retake_pass.secs,
+                                                      "wait_seconds", retake_pass.wait_s, "waits_still_slow",
+                                                      retake_pass.waits_slow, "waits_crowded",
+                                                      retake_pass.waits_crowded, "ended", retake_pass.ended));
     json_object_set_new(jr, "probe_median_over_reference",
                         json_pack("{s:f,s:f}", "memory", over[0], "compute", over[1]));
     json_object_set_new(jr, "host_slow_most_of_sweep", json_boolean(slow_most));
@@ -894,6 +940,9 @@ static json_t *json_run(const struct setting *s, int r)
     json_object_set_new(x, "compute_probe_after_ms", json_real(b->cprobe_after_ms));
     json_object_set_new(x, "retakes", json_integer(b->retakes));
     json_object_set_new(x, "host_slow", json_boolean(b->slow));
+    json_object_set_new(x, "client_probe_ms", json_real(b->client_probe_ms));
+    json_object_set_new(x, "client_probe_after_ms", json_real(b->client_probe_after_ms));
+    json_object_set_new(x, "clients_slow", json_boolean(b->clients_slow));
     if (b->alloc_counted) {
         json_object_set_new(x, "alloc_calls", json_real(b->alloc_calls));
         json_object_set_new(x, "alloc_bytes", json_real(b->alloc_bytes));

@@ -76,8 +76,12 @@ struct obs {
     double probe_ms;            /* the machine's speed: a fixed piece of work, CPU ms, before the run */
     double cprobe_ms;           /* its speed at compute (compute_probe_ms), before the run */
     double probe_after_ms, cprobe_after_ms;     /* both again after the run */
+    /* the memory probe on the clients' CPUs before and after the run: the
+     * clients' vCPU has slow spells of its own (fetch-bench.c, run_clients_slow) */
+    double client_probe_ms, client_probe_after_ms;
     int retakes;                /* times the run was taken again (the host was slow) */
     bool slow;                  /* kept though a probe said the host was slow */
+    bool clients_slow;          /* kept though a probe on the clients' CPUs said it was slow */
     bool alloc_counted;
 };
 
@@ -125,13 +129,31 @@ extern char net_desc[512];   /* how clients reach the servers (--loopback) */
 #define OTHERS_MAX_PCT 35
 #define OTHERS_MARGIN_PCT 15
 extern int runs_retaken, runs_slow_kept, runs_crowded_kept;
+extern int runs_clients_slow_kept;     /* runs kept though the clients' probe said slow */
+/* The retake pass after the rounds (fetch-bench.c, retake_slow): its
+ * seconds; the seconds it spent waiting for normal probes, retakes or
+ * not; the waits that ended with the host still slow (the group not
+ * taken again) or its clients' CPUs crowded (the pass ended); why it
+ * ended (after two passes, its budget spent, other work, a signal). A
+ * slow spell that outlasts the budget leaves every slow run kept: in
+ * session 17's second default sweep one began in the last round and the
+ * pass spent its budget (about 50 s) on waits of 5 s per group, each
+ * ending still slow: 0 taken again, 57 kept. */
+struct retake_pass {
+    double secs, wait_s;
+    int waits_slow, waits_crowded;
+    const char *ended;
+};
+extern struct retake_pass retake_pass;
 double client_cpus_others_pct(const struct obs *o);
 double server_cpus_others_pct(const struct obs *o);
 bool run_crowded(const struct setting *s, int r);
 /* The probes around each run (obs: probe_ms, cprobe_ms, probe_after_ms,
- * cprobe_after_ms) and the PROBE_REF_PCT-th percentile of each kind so
- * far, its reference. */
-enum { PROBE_MEM, PROBE_COMPUTE, PROBE_MEM_AFTER, PROBE_COMPUTE_AFTER, NPROBES };
+ * cprobe_after_ms on the servers' CPUs; client_probe_ms,
+ * client_probe_after_ms on the clients') and the PROBE_REF_PCT-th
+ * percentile of each kind so far, its reference. */
+enum { PROBE_MEM, PROBE_COMPUTE, PROBE_MEM_AFTER, PROBE_COMPUTE_AFTER, PROBE_CLIENT_MEM, PROBE_CLIENT_MEM_AFTER,
+       NPROBES };
 struct probe_ref {
     double *seen;
     int n, cap;

@@ -755,12 +755,12 @@ static double loadavg1(void)
  * host did, and was kept as normal though it cost as much as the run it
  * replaced (the socket server 688 ms/GiB where its setting's median was
  * 565). */
-/* Thread CPU milliseconds, on the servers' CPUs, of steps of integer
+/* Thread CPU milliseconds, on the CPUs on, of steps of integer
  * mixing (a multiply by mul when not 1) with a read and a write at
  * scattered places of t[words]. */
-static double probe_loop_ms(uint64_t *t, size_t words, int steps, uint64_t mul)
+static double probe_loop_ms(const cpu_set_t *on, uint64_t *t, size_t words, int steps, uint64_t mul)
 {
-    pin_self(&server_cpus);
+    pin_self(on);
     struct timespec a, b;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
     uint64_t x = 0x9E3779B97F4A7C15ull, acc = 0;
@@ -777,7 +777,7 @@ static double probe_loop_ms(uint64_t *t, size_t words, int steps, uint64_t mul)
 }
 
 #define PROBE_MIB 64
-static double machine_probe_ms(void)
+static double machine_probe_ms(const cpu_set_t *on)
 {
     enum { WORDS = (PROBE_MIB << 20) >> 3, STEPS = 1 << 20 };
     static uint64_t *t;
@@ -794,7 +794,7 @@ static double machine_probe_ms(void)
         for (size_t i = 0; i < WORDS; i += 512)
             t[i] = i;
     }
-    return probe_loop_ms(t, WORDS, STEPS, 1);
+    return probe_loop_ms(on, t, WORDS, STEPS, 1);
 }
 
 /* The servers' CPUs' speed at compute: thread CPU milliseconds of a fixed
@@ -810,7 +810,7 @@ static double compute_probe_ms(void)
     static uint64_t t[WORDS];
     if (opt.no_probes)
         return 0;
-    return probe_loop_ms(t, WORDS, STEPS, 0x100000001B3ull);
+    return probe_loop_ms(&server_cpus, t, WORDS, STEPS, 0x100000001B3ull);
 }
 
 /* Busy and total jiffies of all CPUs (/proc/stat), for the machine's
@@ -1324,7 +1324,8 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     int ready[2], go[2], done[2];
     if (pipe2(ready, O_CLOEXEC) != 0 || pipe2(go, O_CLOEXEC) != 0 || pipe2(done, O_CLOEXEC) != 0)
         fk_die("pipe: %s", strerror(errno));
-    double probe = machine_probe_ms(), cprobe = compute_probe_ms();
+    double probe = machine_probe_ms(&server_cpus), cprobe = compute_probe_ms();
+    double clprobe = machine_probe_ms(&client_cpus);
     reset_hwm(s->pid);
     pid_t *pids = fk_calloc((size_t)nproc, sizeof *pids);
     fflush(NULL);
@@ -1394,8 +1395,10 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     o->machine_busy = mt1 > mt0 ? 100 * (mb1 - mb0) / (mt1 - mt0) : 0;
     o->probe_ms = probe;
     o->cprobe_ms = cprobe;
-    o->probe_after_ms = machine_probe_ms();
+    o->probe_after_ms = machine_probe_ms(&server_cpus);
     o->cprobe_after_ms = compute_probe_ms();
+    o->client_probe_ms = clprobe;
+    o->client_probe_after_ms = machine_probe_ms(&client_cpus);
     for (int i = 0; i < nproc; i++) {
         if (!ok)
             kill(pids[i], SIGKILL);
@@ -1481,7 +1484,8 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
  * the low reference flags little more when the host is steady. A host
  * slow for a whole sweep, calibration included, is seen by no reference
  * of the sweep's own: fetch-agree.sh compares the sweeps' references. */
-int runs_retaken, runs_slow_kept, runs_crowded_kept;
+int runs_retaken, runs_slow_kept, runs_crowded_kept, runs_clients_slow_kept;
+struct retake_pass retake_pass;
 struct probe_ref probe_ref[NPROBES];
 static double retake_s;         /* spent on retakes and waits */
 
@@ -1508,7 +1512,9 @@ static void probe_note1(struct probe_ref *p, double ms)
 static const double *probe_of(const struct obs *o, int k)
 {
     static const size_t at[NPROBES] = { offsetof(struct obs, probe_ms), offsetof(struct obs, cprobe_ms),
-                                        offsetof(struct obs, probe_after_ms), offsetof(struct obs, cprobe_after_ms) };
+                                        offsetof(struct obs, probe_after_ms), offsetof(struct obs, cprobe_after_ms),
+                                        offsetof(struct obs, client_probe_ms),
+                                        offsetof(struct obs, client_probe_after_ms) };
     return (const double *)((const char *)o + at[k]);
 }
 
@@ -1567,10 +1573,28 @@ bool run_crowded(const struct setting *s, int r)
  * other work crowded its CPUs. */
 static bool host_slow(const struct setting *s, int r)
 {
-    for (int k = 0; k < NPROBES; k++)
+    for (int k = 0; k < PROBE_CLIENT_MEM; k++)
         if (*probe_of(&s->o[r], k) > SLOW_PROBE * probe_ref[k].ref_ms)
             return true;
     return run_crowded(s, r);
+}
+
+/* The clients' CPU has slow spells of its own, which the probes on the
+ * servers' CPU do not see: in a quiet sweep without the cache (session 18,
+ * 138 runs) the client processes' CPU per fetch, over its setting's
+ * median, correlated 0.73 with the memory probe on the clients' CPU after
+ * the run (0.62 before) and 0.04-0.17 with the servers' probes; that probe
+ * took 1.5-2.0x its reference in such a spell, the clients' CPU per fetch
+ * 1.2-1.9x its median (the clients' CPU per GiB moved up to 48 % between
+ * two default sweeps with every server figure within 10 %). A run whose
+ * clients' probe was slow is taken again with the slow ones; kept, it is
+ * left out of the figures that count the clients' CPU (bench-report.c). */
+static bool run_clients_slow(const struct setting *s, int r)
+{
+    for (int k = PROBE_CLIENT_MEM; k < NPROBES; k++)
+        if (*probe_of(&s->o[r], k) > SLOW_PROBE * probe_ref[k].ref_ms)
+            return true;
+    return false;
 }
 
 /* Whether a run started now would be normal: both probes as they would
@@ -1579,8 +1603,9 @@ static bool host_slow(const struct setting *s, int r)
 enum host_now { HOST_NORMAL, HOST_SLOW, HOST_CROWDED };
 static enum host_now host_now(void)
 {
-    if (machine_probe_ms() > SLOW_PROBE * probe_ref[PROBE_MEM].ref_ms ||
-        compute_probe_ms() > SLOW_PROBE * probe_ref[PROBE_COMPUTE].ref_ms)
+    if (machine_probe_ms(&server_cpus) > SLOW_PROBE * probe_ref[PROBE_MEM].ref_ms ||
+        compute_probe_ms() > SLOW_PROBE * probe_ref[PROBE_COMPUTE].ref_ms ||
+        machine_probe_ms(&client_cpus) > SLOW_PROBE * probe_ref[PROBE_CLIENT_MEM].ref_ms)
         return HOST_SLOW;
     double b0, a0, b1, a1;
     if (!side_cpu || !cpus_busy_mark(&client_cpus, &b0, &a0))
@@ -1636,25 +1661,38 @@ static bool same_group(const struct setting *a, const struct setting *b)
  * medians where enough rounds were normal (bench-report.c, use_round). */
 static void retake_slow(uint64_t start)
 {
+    uint64_t t_pass = fk_now_ns();
+    retake_pass.ended = "after its two passes";
     for (int k = 0; k < 2; k++)
         for (int r = 0; r < opt.rounds; r++)
             for (int i = 0, j; i < nsettings; i = j) {
                 bool slow = false;
                 for (j = i; j < nsettings && same_group(&settings[i], &settings[j]); j++)
-                    slow = slow || host_slow(&settings[j], r);
+                    slow = slow || host_slow(&settings[j], r) || run_clients_slow(&settings[j], r);
                 if (!slow)
                     continue;
-                if (retake_s > 0.15 * (double)(fk_now_ns() - start) / 1e9 || fk_stop_signal)
+                if (fk_stop_signal) {
+                    retake_pass.ended = "on a stop signal";
                     goto count;
+                }
+                if (retake_s > 0.15 * (double)(fk_now_ns() - start) / 1e9) {
+                    retake_pass.ended = "with its budget (15 % of the time so far) spent";
+                    goto count;
+                }
                 uint64_t t = fk_now_ns();
                 enum host_now now = HOST_SLOW;
                 /* up to 5 s for a slow spell to pass; other work, 2 s */
                 for (int w = 0; w < 20 && (now = host_now()) != HOST_NORMAL && !(now == HOST_CROWDED && w >= 6); w++)
                     usleep(250000);
+                retake_pass.wait_s += (double)(fk_now_ns() - t) / 1e9;
                 if (now != HOST_NORMAL) {       /* still in the spell: the retake would meet it too */
                     retake_s += (double)(fk_now_ns() - t) / 1e9;
-                    if (now == HOST_CROWDED)    /* other work for 2 s (a build, a test suite) is no spell */
+                    if (now == HOST_CROWDED) {  /* other work for 2 s (a build, a test suite) is no spell */
+                        retake_pass.waits_crowded++;
+                        retake_pass.ended = "on other work on the clients' CPUs";
                         goto count;
+                    }
+                    retake_pass.waits_slow++;
                     continue;
                 }
                 for (int q = i; q < j; q++) {
@@ -1670,12 +1708,15 @@ static void retake_slow(uint64_t start)
                 retake_s += (double)(fk_now_ns() - t) / 1e9;
             }
 count:
-    runs_slow_kept = runs_crowded_kept = 0;
+    retake_pass.secs = (double)(fk_now_ns() - t_pass) / 1e9;
+    runs_slow_kept = runs_crowded_kept = runs_clients_slow_kept = 0;
     for (int i = 0; i < nsettings; i++)
         for (int r = 0; r < opt.rounds; r++) {
             struct obs *o = &settings[i].o[r];
             o->slow = host_slow(&settings[i], r);
+            o->clients_slow = run_clients_slow(&settings[i], r);
             runs_slow_kept += o->slow;
+            runs_clients_slow_kept += o->clients_slow;
             runs_crowded_kept += run_crowded(&settings[i], r);
         }
 }
@@ -2057,9 +2098,11 @@ static void rounds_run(uint64_t start)
 {
     for (int i = 0; i < 5; i++) {
         /* the references' first values: both kinds, back to back, as around a run */
-        struct obs o = { .probe_ms = machine_probe_ms(), .cprobe_ms = compute_probe_ms() };
-        o.probe_after_ms = machine_probe_ms();
+        struct obs o = { .probe_ms = machine_probe_ms(&server_cpus), .cprobe_ms = compute_probe_ms() };
+        o.client_probe_ms = machine_probe_ms(&client_cpus);
+        o.probe_after_ms = machine_probe_ms(&server_cpus);
         o.cprobe_after_ms = compute_probe_ms();
+        o.client_probe_after_ms = machine_probe_ms(&client_cpus);
         probe_note(&o);
     }
     fprintf(stderr, "fetch-bench: %d settings × %d rounds (output in %s)\n", nsettings, opt.rounds, opt.out);
@@ -2072,6 +2115,11 @@ static void rounds_run(uint64_t start)
     retake_slow(start);
     if (runs_retaken)
         fprintf(stderr, "fetch-bench: %d slow run(s) taken again\n", runs_retaken);
+    if (runs_slow_kept || runs_clients_slow_kept)
+        fprintf(stderr, "fetch-bench: %d slow run(s) kept (%d slow on the clients' CPU): the retake pass (%.0f s) "
+                "waited %d time(s) for a slow spell to pass in vain (%.0f s of waits) and ended %s\n",
+                runs_slow_kept, runs_clients_slow_kept, retake_pass.secs,
+                retake_pass.waits_slow + retake_pass.waits_crowded, retake_pass.wait_s, retake_pass.ended);
 }
 
 /* -p: a flame graph of each server under the headline load, after the
