@@ -1323,6 +1323,20 @@ static uint32_t unrec_stack(struct offcpu *k, pid_t pid, pid_t tid)
     return fk_engine_stack_ref(k->e, &f);
 }
 
+/* Whether a thread of process pid with no sample is the target's: as its
+ * samples would be judged (fk_engine_owns), or, for a cgroup target on the
+ * in-kernel path, by the program's own filter (it times only the cgroup's
+ * threads; the engine cannot tell without a sample's cgroup). On the
+ * switch-record path a cgroup target's threads with no sample are not
+ * told from the host's others: none is given "[not recorded]". */
+static bool unrec_owned(struct offcpu *k, pid_t pid)
+{
+    if (k->swt && k->target && k->target->kind == FK_TARGET_CGROUP && k->bpf_filter &&
+        !strcmp(k->bpf_filter, "cgroup"))
+        return true;
+    return fk_engine_owns(k->e, pid);
+}
+
 /* tid's EXIT record (the engine's thread, in time order): with no
  * recorded block so far, its "[not recorded]" reference is made now, its
  * name known (used only if no block comes and its total is known); a
@@ -1335,7 +1349,7 @@ static void unrec_exit(struct offcpu *k, pid_t pid, pid_t tid)
     if (tid <= 0 || (k->acc_tids.n && (v = fk_u64map_slot(&k->acc_tids, key, false)) && *v))
         return;
     *fk_u64map_slot(&k->unrec_ref, key, true) =
-        fk_engine_owns(k->e, pid) ? (uint64_t)unrec_stack(k, pid, tid) + 1 : UNREC_OUTSIDE;
+        unrec_owned(k, pid) ? (uint64_t)unrec_stack(k, pid, tid) + 1 : UNREC_OUTSIDE;
 }
 
 /* tid's total ns (exact, cut to its life in the window) to its
@@ -1364,7 +1378,7 @@ static void unrec_add(struct offcpu *k, pid_t tid, uint64_t ns, uint64_t stop, u
         snprintf(path, sizeof path, "/proc/%d/status", (int)tid);
         unsigned long long tgid = fk_proc_status_last(path, "Tgid");
         pid_t pid = tgid > 0 && tgid <= INT32_MAX ? (pid_t)tgid : tid;
-        if (!fk_engine_owns(k->e, pid))
+        if (!unrec_owned(k, pid))
             return;
         struct fk_symbolizer *sym = fk_engine_symbolizer(k->e);
         if (!strcmp(fk_sym_comm_of(sym, pid, tid), "[unknown]"))
