@@ -29,6 +29,15 @@
  * and, with wakers, the waker's and the separator. */
 #define MAX_FRAMES 512
 #define NO_EVENT 0xffffffffu
+/* A storm, between decisions (look): the rate since the last one past 4 x
+ * N x the budget over at least this many recorded switch-outs (N x as
+ * many hits): 9 hits in a look's first millisecond were a "storm" of
+ * 9,000 a second, and a shell loop's bursts (22-29 switch-outs in 1 ms,
+ * beside bpftrace) raised N to 2-6 for a second at 1,500 a second. 64
+ * samples with 16 KiB stack copies are 1 MiB, an eighth of a CPU's 8 MiB
+ * ring; a real storm (50,000 a second and more) passes it within the
+ * first 1 ms look. */
+#define STORM_RECORDS 64
 /* Looks kept for the window's first decision (FK_OFFCPU_ADAPT_MS /
  * FK_OFFCPU_PROBE_MS of them at most). */
 #define FIRST_LOOKS 64
@@ -156,6 +165,8 @@ struct offcpu {
     bool steering, steer_stop;
     uint64_t low_since, low_peak;   /* the rate has been low enough for a smaller N
                                        since, at most */
+    bool storm_raised;              /* N was last raised at a look, before a full
+                                       interval (look): the next decision may lower it */
     uint64_t n_now;
     uint64_t drawn;                 /* when each fd's period was last drawn */
     struct nchange { uint64_t t_a, t_b, n; } *chg;  /* ioctls between t_a and t_b */
@@ -564,13 +575,28 @@ static uint64_t n_for(uint64_t rate, uint64_t budget)
  * 231,000 times a second unprofiled did 84,000 a second profiled: how
  * often a ping-pong blocks depends on its timing) -- an N too high would
  * stay for a second. The median, not the mean: neither a lull (flamekit's
- * own start on a loaded host) nor the tail of a burst decides N. */
-static void adapt(struct offcpu *k, uint64_t now, uint64_t rate, uint64_t first)
+ * own start on a loaded host) nor the tail of a burst decides N. storm:
+ * decided at a look, on the rate since the last decision (look), not at
+ * the end of a full interval: a raise then is provisional. */
+static void adapt(struct offcpu *k, uint64_t now, uint64_t rate, uint64_t first, bool storm)
 {
     uint64_t b = k->o.budget, n = k->n_now;
+    bool provisional = k->storm_raised;
+    if (!storm)
+        k->storm_raised = false;    /* (this decision stands) */
     if (!b || k->adapt_off)
         return;
     if (n_for(rate, b) > n && rate > n * b + n * b / 4) {
+        k->low_since = 0;
+        set_n(k, n_for(rate, b));
+        k->storm_raised = storm;
+        return;
+    }
+    /* a raise at a look, on a few milliseconds' rate, stands only if the
+     * full interval after it bears it out: a light target's burst (120
+     * switch-outs in 3 ms from one at 1,500 a second) is no storm, and N
+     * stays as the interval's rate asks, not for a second more */
+    if (provisional && !storm && n > 1 && n_for(rate, b) < n) {
         k->low_since = 0;
         set_n(k, n_for(rate, b));
         return;
@@ -688,9 +714,10 @@ static void look(struct offcpu *k, uint64_t now)
     pthread_mutex_lock(&k->lock);
     uint64_t n = k->n_now;
     pthread_mutex_unlock(&k->lock);
-    if (el < FK_OFFCPU_ADAPT_MS * 1000000ull && rate <= 4 * n * k->o.budget)
+    bool full = el >= FK_OFFCPU_ADAPT_MS * 1000000ull;
+    if (!full && (rate <= 4 * n * k->o.budget || hits < STORM_RECORDS * n))
         return;
-    adapt(k, now, rate, k->probed ? 0 : first_median(k));
+    adapt(k, now, rate, k->probed ? 0 : first_median(k), !full);
     k->probed = true;
     k->win_start = now;
     k->win_count = count;
