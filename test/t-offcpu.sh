@@ -70,8 +70,16 @@ seen_check() {
         # (before, 1-2 of ~1,500 picks a capture of phases made none).
         picked=$(jnum offcpu.bpf_switches_picked "$J")
         made=$(( $(jnum offcpu.switches_recorded "$J") + $(jnum offcpu.switches_recorded_twice "$J") ))
-        if [ "$(jnum throttled "$J")" = 0 ]; then
-            check_eq "$1: every picked switch-out made a sample (picked vs recorded)" "$picked" "$made"
+        # (unless another program on sched_switch returned 0 for some: the
+        # kernel samples a hit only if all of them return non-zero, and
+        # another suite's offcpu host capture drops every switch-out it
+        # does not pick -- 1,017 picked, 394 recorded, under ASan beside
+        # the default suite)
+        local others; others=$(jnum offcpu.bpf_other_programs "$J")
+        if [ "${others:-0}" -gt 0 ]; then
+            skip "$1: every picked switch-out made a sample" "$others other BPF program(s) on sched_switch in the window: $(jnum offcpu.bpf_picks_without_sample "$J") of $picked picks made no sample"
+        elif [ "$(jnum throttled "$J")" = 0 ]; then
+            check_eq "$1: every picked switch-out made a sample (picked vs recorded; $(jnum offcpu.bpf_picks_without_sample "$J") without)" "$picked" "$made"
         else
             skip "$1: every picked switch-out made a sample" "perf throttled the switch events ($(jnum throttled "$J") times)"
         fi

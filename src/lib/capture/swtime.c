@@ -617,6 +617,12 @@ bool fk_swtime_thread(struct fk_swtime *t, pid_t tid, uint64_t *t0, uint64_t *cp
     return true;
 }
 
+int fk_swtime_others(const struct fk_swtime *t)
+{
+    int n = t->event >= 0 ? fk_bpf_tracepoint_programs(t->event) : -1;
+    return n > 0 ? n - 1 : n;
+}
+
 /* Every entry with a first switch-out, in batches (one system call a
  * THREADS_BATCH entries: the array holds pid_max of them, 32768 here);
  * one entry at a time where the kernel has no batch lookup. */

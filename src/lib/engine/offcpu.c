@@ -238,6 +238,8 @@ struct offcpu {
     struct defer { pid_t tid, pid; uint64_t at; } *defer;
     size_t ndefer, capdefer;
     bool exact_ok;                  /* the program keeps exact totals */
+    int others;                     /* (the reader's) other programs on sched_switch,
+                                       the most at once in the window (-1: unknown) */
     uint64_t live_unread;           /* sampled threads whose CPU time could not be read */
     /* (the engine's) threads with recorded blocks (tid -> 1), and the
      * engine's reference for "comm;[not recorded]" of each thread that
@@ -938,6 +940,7 @@ static bool offcpu_start(const struct fk_capture_opts *o, void **state, unsigned
     if (!k->o.one_in)
         k->o.one_in = 1;
     k->n_now = k->st.one_in_min = k->st.one_in_max = k->o.one_in;
+    k->others = -1;
     pthread_mutex_init(&k->lock, NULL);
     if (!fk_tp_format_load("sched", "sched_switch", &k->sw, err, errlen))
         goto fail;
@@ -1741,6 +1744,14 @@ static void offcpu_reader_pass(void *state, struct fk_reader *r, const struct fk
     if (!end) {
         k->npass = 0;
         fk_swtime_drain(k->swt, keep_block, k);
+        /* (each pass, one ioctl: a capture of the host started beside
+         * this one drops its picks' samples while it runs) */
+        if (__atomic_load_n(&k->window_start, __ATOMIC_SEQ_CST) &&
+            !__atomic_load_n(&k->window_end, __ATOMIC_SEQ_CST)) {
+            int o = fk_swtime_others(k->swt);
+            if (o > k->others || k->others < 0)
+                k->others = o;
+        }
         return;
     }
     for (size_t i = 0; i < k->npass; i++) {
@@ -2103,6 +2114,9 @@ static void offcpu_flush(void *state, struct fk_engine *e, uint64_t end_time)
     k->st.bpf_bytes = k->swt ? fk_swtime_bytes(k->swt) : 0;
     k->st.bpf_picked = k->bpf_st.picked;
     k->st.bpf_exiting = k->bpf_st.exiting;
+    k->st.bpf_others = k->others;
+    k->st.bpf_unsampled = k->bpf_st.picked > k->st.recorded + k->st.recorded_twice ?
+                          k->bpf_st.picked - k->st.recorded - k->st.recorded_twice : 0;
     k->st.threads_exit_tail = k->threads_exit_tail;
     k->st.exit_tail_ns = k->exit_tail_ns;
     k->st.totals_from = k->swt ? (k->exact_ok ? "scheduler" : "none") : "switch-records";

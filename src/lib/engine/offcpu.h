@@ -152,6 +152,12 @@ struct fk_offcpu_stats {
     uint64_t bpf_picked;        /* switch-outs the program picked (one in N) */
     uint64_t bpf_exiting;       /* ... of them of threads on their way out
                                    (PF_EXITING): let go, not recorded */
+    uint64_t bpf_unsampled;     /* ... picked, but no sample came (picked less
+                                   recorded, when positive): perf dropped it
+                                   (lost, throttled) or another program on
+                                   sched_switch returned 0 for it */
+    int bpf_others;             /* other programs on sched_switch, the most at
+                                   once in the window (-1: unknown) */
     const char *totals_from;    /* each thread's exact total: "scheduler" (the
                                    program's CPU-time reads), "switch-records", or
                                    "none" (estimates only) */
