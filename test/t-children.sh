@@ -394,6 +394,39 @@ if mkdir "$svc" 2>/dev/null; then
     else
         fail "offcpu pid: a loop of short sleepers in its cgroup" "$(head -5 "$T/offpid.out")"
     fi
+    ## The same loop sampled one switch-out in 5: a child whose one sleep
+    ## was not picked has no stack, but the program knows its exact total
+    ## (its last switch-out): it stays in the graph under
+    ## "fksleep;[not recorded]", so the children's time (summed by pid from
+    ## the pprof profile: a child picked only before its exec is named
+    ## fkbash) still holds every sleep inside the window, and no more than
+    ## the window (the children run one after another). Before, 0.48-0.80 s
+    ## of 0.99-1.56 s of sleeps were shown.
+    if "$FLAMEKIT" offcpu --call-graph fp --every 5 -d 2 -o "$T/offpid5" pid "$slp" >"$T/offpid5.out" 2>&1; then
+        keys offpid5
+        fo=$(folded offpid5)
+        win=$(jnum offpid5 duration_s)
+        inside=$(awk -v s="$(jnum offpid5 start_unix_ns)" -v d="$win" \
+            'BEGIN { s /= 1e9; e = s + d } { if (p != "" && p >= s && $1 <= e) n++; p = $1 } END { print n + 0 }' \
+            "$T/offpid.stamps")
+        nr=$(zcat "$fo" | awk -v re="^fksleep$tag;\\[not recorded\\] " '$0 ~ re { s += $NF } END { printf "%.3f\n", s / 1e9 }')
+        check_range "offcpu pid, 1 in 5: children with no switch-out recorded keep their exact totals ($(jnum offpid5 offcpu.threads_not_recorded) threads, $nr s under [not recorded])" \
+            "$(jnum offpid5 offcpu.threads_not_recorded)" 1 1000
+        check_eq "offcpu pid, 1 in 5: the outsider is not in the graph (nor under [not recorded])" 0 \
+            "$(comm_samples "$fo" "^fkout$tag")"
+        if command -v go >/dev/null; then
+            kids=$(cd "$T" && timeout 60 go tool pprof -raw "$(ls "$T"/offpid5/*.pb.gz | head -1)" 2>/dev/null |
+                awk -v lp="$slp" '/^ +[0-9]+ +[0-9]+:/ { w = $2; sub(":", "", w) }
+                    /pid:\[/ { p = $1; gsub(/[^0-9]/, "", p); if (p != lp) c += w }
+                    END { printf "%.3f\n", c / 1e9 }')
+            check_range "offcpu pid, 1 in 5: the children's off-CPU time holds their sleeps ($inside slept wholly in the window, 50 ms each; $nr s not recorded)" \
+                "$kids" "$(awk -v k="$inside" 'BEGIN { print (k > 0 ? k * 0.05 : 0.05) }')" "$win"
+        else
+            skip "offcpu pid, 1 in 5: the children's off-CPU time by pid" "go not installed"
+        fi
+    else
+        fail "offcpu pid, 1 in 5: a loop of short sleepers in its cgroup" "$(head -5 "$T/offpid5.out")"
+    fi
     kill "$slp" 2>/dev/null; wait "$slp" 2>/dev/null
     ## Python frames by pid in the same cgroup (per-CPU events, the tree
     ## kept by its fork/exit records, the Python stacks read as the samples

@@ -70,8 +70,16 @@ seen_check() {
         # (before, 1-2 of ~1,500 picks a capture of phases made none).
         picked=$(jnum offcpu.bpf_switches_picked "$J")
         made=$(( $(jnum offcpu.switches_recorded "$J") + $(jnum offcpu.switches_recorded_twice "$J") ))
-        if [ "$(jnum throttled "$J")" = 0 ]; then
-            check_eq "$1: every picked switch-out made a sample (picked vs recorded)" "$picked" "$made"
+        # (unless another program on sched_switch returned 0 for some: the
+        # kernel samples a hit only if all of them return non-zero, and
+        # another suite's offcpu host capture drops every switch-out it
+        # does not pick -- 1,017 picked, 394 recorded, under ASan beside
+        # the default suite)
+        local others; others=$(jnum offcpu.bpf_other_programs "$J")
+        if [ "${others:-0}" -gt 0 ]; then
+            skip "$1: every picked switch-out made a sample" "$others other BPF program(s) on sched_switch in the window: $(jnum offcpu.bpf_picks_without_sample "$J") of $picked picks made no sample"
+        elif [ "$(jnum throttled "$J")" = 0 ]; then
+            check_eq "$1: every picked switch-out made a sample (picked vs recorded; $(jnum offcpu.bpf_picks_without_sample "$J") without)" "$picked" "$made"
         else
             skip "$1: every picked switch-out made a sample" "perf throttled the switch events ($(jnum throttled "$J") times)"
         fi
@@ -780,6 +788,27 @@ if offcpu created -d 3 --no-svg --switch-budget 500 run -- "$TRUTH" lull 2 2; th
             "$(jnum offcpu.switches_recorded_per_s "$J" | cut -d. -f1)" 1 1250
         seen_check created 5
     fi
+fi
+
+## A light target whose switches come in bursts is no storm: truth-ping
+## and truth-pong ping-pong 60 round trips back to back every 78 ms
+## (~1,500 switch-outs a second, under the default budget of 2,000, in
+## bursts of 120 within a few ms). A look that catches a burst right after
+## a decision may still raise N at once (past 4 x the budget over 64
+## recorded switch-outs), but the quarter second after it lowers N again.
+## Before, each such raise (N 5-7) stayed 1.3 s, until a second under half
+## the budget, and 35-68 % of the switch-outs went unrecorded.
+if offcpu bursts -d 3 --no-svg run -- "$TRUTH" bursts 3; then
+    longest=$(python3 -c 'import json, sys
+j = json.load(open(sys.argv[1])); o = j["offcpu"]; end = j["duration_s"]
+n, since, longest = o["one_in"], 0.0, 0.0
+for at, new in o["one_in_timeline"] + [[end, 0]]:
+    if n > 1: longest = max(longest, at - since)
+    n, since = new, at
+print("%.3f" % longest)' "$J")
+    check "bursts: N raised for a burst comes back at the next decision (longest at N > 1: $longest s; N $(jnum offcpu.one_in_min "$J")-$(jnum offcpu.one_in_max "$J"), $(jnum offcpu.one_in_changes "$J") changes)" \
+        awk -v l="$longest" 'BEGIN { exit !(l <= 0.5) }'
+    check_eq "bursts: nothing lost" 0 "$(jnum lost "$J")"
 fi
 
 ## The rate before the window is taken without the events, and a target's

@@ -22,6 +22,12 @@
  *                                   "at REALTIME_NS ROUND_TRIPS CPU_NS" (the
  *                                   process's CPU so far: for a rate over a
  *                                   window of its own, per wall or CPU second)
+ *   offcpu-truth bursts SECONDS [TRIPS [REST_MS]]
+ *                                   truth-ping and truth-pong ping-pong TRIPS
+ *                                   (60) round trips back to back, then
+ *                                   truth-ping sleeps REST_MS (75) ms
+ *                                   (burst_rest): ~1,500 switch-outs a second
+ *                                   in bursts of 120
  *   offcpu-truth phases SECONDS STORM_SECONDS
  *                                   truth-sleep sleeps 1 ms at a time
  *                                   (wait_1ms) throughout, and says every
@@ -378,6 +384,31 @@ static void *storm_report(void *arg)
     return NULL;
 }
 
+/* ---- bursts: a light target whose switches come in bunches ---- */
+
+static int burst_trips = 60;
+static unsigned burst_rest_ms = 75;
+static NOINLINE void burst_rest(void) { sleep_ms(burst_rest_ms); }
+
+/* truth-ping: burst_trips round trips back to back with truth-pong (two
+ * switch-outs each, in a few milliseconds), then burst_rest_ms asleep: by
+ * default ~1,500 switch-outs a second, under the default budget, in
+ * bursts of 120 that a look of 10 ms sees as 12,000 a second */
+static void bursts(void)
+{
+    char c = 0;
+    uint64_t n = 0;
+    while (now_ns() < deadline) {
+        for (int i = 0; i < burst_trips; i++)
+            if (write(ping[1], &c, 1) != 1 || read(pong[0], &c, 1) != 1)
+                die("bursts: pipe");
+        burst_rest();
+        n++;
+    }
+    close(ping[1]);
+    printf("bursts %llu\nburst_round_trips %d\n", (unsigned long long)n, burst_trips);
+}
+
 /* ---- phases: a storm within a quiet run ---- */
 
 static void *phase_sleeper(void *arg)
@@ -664,8 +695,8 @@ static void run_exits(size_t mb)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: offcpu-truth sleeps|pipe|mutex|storm|spin|names SECONDS | fsync SECONDS DIR"
-                        " | phases SECONDS STORM_SECONDS | lull SECONDS [STORM_SECONDS]"
+        fprintf(stderr, "usage: offcpu-truth sleeps|pipe|mutex|storm|bursts|spin|names SECONDS | fsync SECONDS DIR"
+                        " | bursts SECONDS [TRIPS [REST_MS]] | phases SECONDS STORM_SECONDS | lull SECONDS [STORM_SECONDS]"
                         " | nap SECONDS | leader SECONDS LEADER_SECONDS [NAME] | threads N | exits MB\n");
         return 2;
     }
@@ -718,6 +749,17 @@ int main(int argc, char **argv)
         double el = (double)(now_ns() - t0) / 1e9;
         printf("round_trips %llu\nround_trips_per_s %.0f\n", (unsigned long long)trips,
                (double)trips / el);
+    } else if (!strcmp(mode, "bursts")) {
+        if (argc > 3)
+            burst_trips = atoi(argv[3]);
+        if (argc > 4)
+            burst_rest_ms = (unsigned)atoi(argv[4]);
+        if (pipe(ping) < 0 || pipe(pong) < 0)
+            die("pipe");
+        name_thread("truth-ping");
+        start(&th[0], storm_pong);
+        bursts();
+        pthread_join(th[0], NULL);
     } else if (!strcmp(mode, "phases")) {
         storm_secs = argc > 3 ? atof(argv[3]) : 1;
         if (pipe(ping) < 0 || pipe(pong) < 0)

@@ -32,6 +32,9 @@ static struct {
     int (*map_update_elem)(int, const void *, const void *, __u64);
     int (*map_lookup_elem)(int, const void *, void *);
     int (*map_delete_elem)(int, const void *);
+    int (*map_get_next_key)(int, const void *, void *);
+    int (*map_lookup_batch)(int, void *, void *, void *, void *, __u32 *,
+                            const struct bpf_map_batch_opts *);
     int (*obj_get_info_by_fd)(int, void *, __u32 *);
     int (*prog_load)(enum bpf_prog_type, const char *, const char *, const struct bpf_insn *,
                      size_t, const struct bpf_prog_load_opts *);
@@ -55,6 +58,8 @@ bool fk_bpf_lib_load(char *err, size_t errlen)
         { "bpf_map_update_elem", (void **)&lib.map_update_elem },
         { "bpf_map_lookup_elem", (void **)&lib.map_lookup_elem },
         { "bpf_map_delete_elem", (void **)&lib.map_delete_elem },
+        { "bpf_map_get_next_key", (void **)&lib.map_get_next_key },
+        { "bpf_map_lookup_batch", (void **)&lib.map_lookup_batch },
         { "bpf_obj_get_info_by_fd", (void **)&lib.obj_get_info_by_fd },
         { "bpf_prog_load", (void **)&lib.prog_load },
         { "bpf_prog_test_run_opts", (void **)&lib.prog_test_run_opts },
@@ -101,6 +106,18 @@ int bpf_map_lookup_elem(int fd, const void *key, void *value)
 int bpf_map_delete_elem(int fd, const void *key)
 {
     return loaded() ? lib.map_delete_elem(fd, key) : -ENOSYS;
+}
+
+int bpf_map_get_next_key(int fd, const void *key, void *next_key)
+{
+    return loaded() ? lib.map_get_next_key(fd, key, next_key) : -ENOSYS;
+}
+
+int bpf_map_lookup_batch(int fd, void *in_batch, void *out_batch, void *keys, void *values,
+                         __u32 *count, const struct bpf_map_batch_opts *opts)
+{
+    return loaded() ? lib.map_lookup_batch(fd, in_batch, out_batch, keys, values, count, opts)
+                    : -ENOSYS;
 }
 
 int bpf_obj_get_info_by_fd(int bpf_fd, void *info, __u32 *info_len)

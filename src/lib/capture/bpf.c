@@ -296,6 +296,17 @@ bool fk_bpf_attach_tracepoint(uint64_t tp_id, int prog_fd, int *fd, char *err, s
     return true;
 }
 
+int fk_bpf_tracepoint_programs(int perf_fd)
+{
+    struct {
+        struct perf_event_query_bpf q;
+        uint32_t ids[64];
+    } query = { .q = { .ids_len = 64 } };
+    if (ioctl(perf_fd, PERF_EVENT_IOC_QUERY_BPF, &query) != 0 && errno != ENOSPC)
+        return -1;
+    return (int)query.q.prog_cnt;
+}
+
 bool fk_bpf_load_field(struct fk_bpf_builder *b, unsigned dst, unsigned ctx,
                        const struct fk_tp_field *f, char *err, size_t errlen)
 {

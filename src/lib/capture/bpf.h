@@ -112,6 +112,10 @@ bool fk_bpf_attach_perf(int perf_fd, int prog_fd, char *err, size_t errlen);
  * (the first child or thread created after the event exits) takes it off
  * the tracepoint for every event. *fd -1 on failure. */
 bool fk_bpf_attach_tracepoint(uint64_t tp_id, int prog_fd, int *fd, char *err, size_t errlen);
+/* The programs on the tracepoint of perf_fd (a tracepoint event), all of
+ * them, whoever attached them (PERF_EVENT_IOC_QUERY_BPF); -1 when the
+ * kernel does not say. */
+int fk_bpf_tracepoint_programs(int perf_fd);
 
 struct fk_tp_field;
 

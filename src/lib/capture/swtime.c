@@ -617,6 +617,62 @@ bool fk_swtime_thread(struct fk_swtime *t, pid_t tid, uint64_t *t0, uint64_t *cp
     return true;
 }
 
+int fk_swtime_others(const struct fk_swtime *t)
+{
+    int n = t->event >= 0 ? fk_bpf_tracepoint_programs(t->event) : -1;
+    return n > 0 ? n - 1 : n;
+}
+
+/* Every entry with a first switch-out, in batches (one system call a
+ * THREADS_BATCH entries: the array holds pid_max of them, 32768 here);
+ * one entry at a time where the kernel has no batch lookup. */
+#define THREADS_BATCH 4096u
+
+size_t fk_swtime_threads(struct fk_swtime *t, bool (*fn)(void *ctx, pid_t tid), void *ctx)
+{
+    uint32_t *keys = fk_calloc(THREADS_BATCH, sizeof *keys);
+    struct entry *vals = fk_calloc(THREADS_BATCH, sizeof *vals);
+    size_t n = 0;
+    uint32_t next = 0;
+    bool first = true, more = true;
+    while (more) {
+        uint32_t count = THREADS_BATCH;
+        LIBBPF_OPTS(bpf_map_batch_opts, opts);
+        int rc = bpf_map_lookup_batch(t->outs, first ? NULL : &next, &next, keys, vals, &count,
+                                      &opts);
+        if (rc != 0 && errno != ENOENT) {
+            if (!first)
+                goto out;   /* (a later batch failed: what was seen) */
+            break;          /* no batch lookup: one at a time, below */
+        }
+        more = rc == 0;
+        first = false;
+        for (uint32_t i = 0; i < count; i++) {
+            if (!vals[i].t0 || !keys[i])
+                continue;
+            n++;
+            if (!fn(ctx, (pid_t)keys[i]))
+                goto out;
+        }
+        if (!more)
+            goto out;
+    }
+    uint32_t k, prev;
+    struct entry e;
+    for (int rc = bpf_map_get_next_key(t->outs, NULL, &k); rc == 0;
+         prev = k, rc = bpf_map_get_next_key(t->outs, &prev, &k)) {
+        if (!k || bpf_map_lookup_elem(t->outs, &k, &e) != 0 || !e.t0)
+            continue;
+        n++;
+        if (!fn(ctx, (pid_t)k))
+            break;
+    }
+out:
+    free(keys);
+    free(vals);
+    return n;
+}
+
 bool fk_swtime_add_tgid(struct fk_swtime *t, pid_t tgid)
 {
     uint32_t k = (uint32_t)tgid;

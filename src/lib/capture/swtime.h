@@ -146,6 +146,18 @@ bool fk_swtime_exact(const struct fk_swtime *t, const char **note);
  * true when it has one. Its off-CPU time until a later moment is that
  * moment - t0 less the CPU time it used since (fk_proc_task_cpu_ns). */
 bool fk_swtime_thread(struct fk_swtime *t, pid_t tid, uint64_t *t0, uint64_t *cpu0);
+/* Programs on sched_switch now besides this one (another capture's of
+ * this kind, a tool's), -1 when the kernel does not say. The kernel runs
+ * them all at each hit and makes perf's samples only if every one
+ * returns non-zero: another flamekit offcpu capture's program returns 0
+ * for the switch-outs of its target it did not pick (every thread's, for
+ * host and user captures), so a pick of this one's among them makes no
+ * sample. (bpftrace's programs return 1.) */
+int fk_swtime_others(const struct fk_swtime *t);
+/* Each thread with a first switch-out in the window (fk_swtime_thread
+ * gives it), to fn until it returns false: how many. The threads alive;
+ * an exited one's entry is cleared at its last switch-out. */
+size_t fk_swtime_threads(struct fk_swtime *t, bool (*fn)(void *ctx, pid_t tid), void *ctx);
 /* Time the switches of process tgid's threads too (FK_SWTIME_TGIDS), or no
  * more (it exited). */
 bool fk_swtime_add_tgid(struct fk_swtime *t, pid_t tgid);

@@ -168,6 +168,20 @@ struct fk_symbolizer *fk_engine_symbolizer(struct fk_engine *e)
     return e->sym;
 }
 
+bool fk_engine_owns(struct fk_engine *e, pid_t pid)
+{
+    if (e->follow_tree && !fk_tree_owns(&e->tree, pid))
+        return false;
+    switch (e->filter.t->kind) {
+    case FK_TARGET_USER:
+        return fk_target_keep(&e->filter, pid, 0);
+    case FK_TARGET_CGROUP:
+        return false;   /* the events see the host; a sample's cgroup decides */
+    default:
+        return true;
+    }
+}
+
 struct fk_unwinder *fk_engine_unwinder(struct fk_engine *e)
 {
     return e->uw;

@@ -230,6 +230,13 @@ void fk_engine_add_ref(struct fk_engine *e, uint32_t ref, uint64_t nsamples, uin
 struct fk_loc fk_engine_named_frame(struct fk_engine *e, const char *name);
 /* The symbolizer (comm of a thread, locations), for kinds that need it. */
 struct fk_symbolizer *fk_engine_symbolizer(struct fk_engine *e);
+/* Whether process pid is the target's now, as its samples would be judged
+ * (the tree followed, a user's processes; the events themselves limit the
+ * rest): for kinds that account for threads with no sample. False for a
+ * cgroup target, whose events see the whole host: only a sample's cgroup
+ * tells. From the engine's thread, in record order (a member stays the
+ * tree's just after its EXIT record). */
+bool fk_engine_owns(struct fk_engine *e, pid_t pid);
 /* The DWARF unwinder (NULL in frame-pointer mode): for stack hooks that
  * read the last sample's frame stack pointers (fk_unwind_last_sps). */
 struct fk_unwinder *fk_engine_unwinder(struct fk_engine *e);

@@ -29,6 +29,15 @@
  * and, with wakers, the waker's and the separator. */
 #define MAX_FRAMES 512
 #define NO_EVENT 0xffffffffu
+/* A storm, between decisions (look): the rate since the last one past 4 x
+ * N x the budget over at least this many recorded switch-outs (N x as
+ * many hits): 9 hits in a look's first millisecond were a "storm" of
+ * 9,000 a second, and a shell loop's bursts (22-29 switch-outs in 1 ms,
+ * beside bpftrace) raised N to 2-6 for a second at 1,500 a second. 64
+ * samples with 16 KiB stack copies are 1 MiB, an eighth of a CPU's 8 MiB
+ * ring; a real storm (50,000 a second and more) passes it within the
+ * first 1 ms look. */
+#define STORM_RECORDS 64
 /* Looks kept for the window's first decision (FK_OFFCPU_ADAPT_MS /
  * FK_OFFCPU_PROBE_MS of them at most). */
 #define FIRST_LOOKS 64
@@ -90,7 +99,7 @@ struct offcpu {
     uint64_t exit_bits;             /* prev_state's X and Z: the task is exiting */
     struct fk_blocktime bt;
     /* named frames, made once */
-    struct fk_loc state_loc[FK_BT_NSTATES], oncpu_loc, sep_loc, open_loc;
+    struct fk_loc state_loc[FK_BT_NSTATES], oncpu_loc, sep_loc, open_loc, unrec_loc;
     bool named;
     uint64_t cpu_period_ns;
     /* stacks by id (frames kept here: a block's stack is combined with its
@@ -156,6 +165,8 @@ struct offcpu {
     bool steering, steer_stop;
     uint64_t low_since, low_peak;   /* the rate has been low enough for a smaller N
                                        since, at most */
+    bool storm_raised;              /* N was last raised at a look, before a full
+                                       interval (look): the next decision may lower it */
     uint64_t n_now;
     uint64_t drawn;                 /* when each fd's period was last drawn */
     struct nchange { uint64_t t_a, t_b, n; } *chg;  /* ioctls between t_a and t_b */
@@ -227,7 +238,16 @@ struct offcpu {
     struct defer { pid_t tid, pid; uint64_t at; } *defer;
     size_t ndefer, capdefer;
     bool exact_ok;                  /* the program keeps exact totals */
+    int others;                     /* (the reader's) other programs on sched_switch,
+                                       the most at once in the window (-1: unknown) */
     uint64_t live_unread;           /* sampled threads whose CPU time could not be read */
+    /* (the engine's) threads with recorded blocks (tid -> 1), and the
+     * engine's reference for "comm;[not recorded]" of each thread that
+     * exited without one (tid -> ref + 1), made at its EXIT record while
+     * its name is known (the symbolizer keeps only the latest exits'):
+     * a thread with an exact total but no recorded block keeps it there
+     * (unrecorded) */
+    struct fk_u64map acc_tids, unrec_ref;
     struct fk_loc scratch[2 * MAX_FRAMES + 4];
 };
 
@@ -557,13 +577,28 @@ static uint64_t n_for(uint64_t rate, uint64_t budget)
  * 231,000 times a second unprofiled did 84,000 a second profiled: how
  * often a ping-pong blocks depends on its timing) -- an N too high would
  * stay for a second. The median, not the mean: neither a lull (flamekit's
- * own start on a loaded host) nor the tail of a burst decides N. */
-static void adapt(struct offcpu *k, uint64_t now, uint64_t rate, uint64_t first)
+ * own start on a loaded host) nor the tail of a burst decides N. storm:
+ * decided at a look, on the rate since the last decision (look), not at
+ * the end of a full interval: a raise then is provisional. */
+static void adapt(struct offcpu *k, uint64_t now, uint64_t rate, uint64_t first, bool storm)
 {
     uint64_t b = k->o.budget, n = k->n_now;
+    bool provisional = k->storm_raised;
+    if (!storm)
+        k->storm_raised = false;    /* (this decision stands) */
     if (!b || k->adapt_off)
         return;
     if (n_for(rate, b) > n && rate > n * b + n * b / 4) {
+        k->low_since = 0;
+        set_n(k, n_for(rate, b));
+        k->storm_raised = storm;
+        return;
+    }
+    /* a raise at a look, on a few milliseconds' rate, stands only if the
+     * full interval after it bears it out: a light target's burst (120
+     * switch-outs in 3 ms from one at 1,500 a second) is no storm, and N
+     * stays as the interval's rate asks, not for a second more */
+    if (provisional && !storm && n > 1 && n_for(rate, b) < n) {
         k->low_since = 0;
         set_n(k, n_for(rate, b));
         return;
@@ -681,9 +716,10 @@ static void look(struct offcpu *k, uint64_t now)
     pthread_mutex_lock(&k->lock);
     uint64_t n = k->n_now;
     pthread_mutex_unlock(&k->lock);
-    if (el < FK_OFFCPU_ADAPT_MS * 1000000ull && rate <= 4 * n * k->o.budget)
+    bool full = el >= FK_OFFCPU_ADAPT_MS * 1000000ull;
+    if (!full && (rate <= 4 * n * k->o.budget || hits < STORM_RECORDS * n))
         return;
-    adapt(k, now, rate, k->probed ? 0 : first_median(k));
+    adapt(k, now, rate, k->probed ? 0 : first_median(k), !full);
     k->probed = true;
     k->win_start = now;
     k->win_count = count;
@@ -785,6 +821,7 @@ static void name_frames(struct offcpu *k)
     k->oncpu_loc = fk_engine_named_frame(k->e, FK_OFFCPU_ONCPU_FRAME);
     k->sep_loc = fk_engine_named_frame(k->e, FK_OFFCPU_WAKER_SEP);
     k->open_loc = fk_engine_named_frame(k->e, FK_OFFCPU_OPEN_FRAME);
+    k->unrec_loc = fk_engine_named_frame(k->e, FK_OFFCPU_UNRECORDED_FRAME);
     k->named = true;
 }
 
@@ -877,6 +914,7 @@ static void block_done(void *ctx, const struct fk_block *b)
         k->acc = fk_grow(k->acc, &k->capacc, k->nacc + 1, sizeof *k->acc);
         k->acc[k->nacc] = (struct acc){ .tid = b->tid, .ref = ref, .state = (uint8_t)b->state };
         *v = ++k->nacc;
+        *fk_u64map_slot(&k->acc_tids, (uint64_t)(uint32_t)b->tid, true) = 1;
     }
     struct acc *a = &k->acc[*v - 1];
     if (b->dropped) {
@@ -902,6 +940,7 @@ static bool offcpu_start(const struct fk_capture_opts *o, void **state, unsigned
     if (!k->o.one_in)
         k->o.one_in = 1;
     k->n_now = k->st.one_in_min = k->st.one_in_max = k->o.one_in;
+    k->others = -1;
     pthread_mutex_init(&k->lock, NULL);
     if (!fk_tp_format_load("sched", "sched_switch", &k->sw, err, errlen))
         goto fail;
@@ -1302,6 +1341,146 @@ static bool program_total(struct offcpu *k, pid_t tid, uint64_t *ns)
     return true;
 }
 
+/* ---- threads with an exact total and no recorded block ----------------- */
+
+/* The engine's reference for "comm;[not recorded]" of thread tid of
+ * process pid. */
+static uint32_t unrec_stack(struct offcpu *k, pid_t pid, pid_t tid)
+{
+    name_frames(k);
+    struct fk_loc loc = k->unrec_loc;
+    struct fk_stack_frames f = { .pid = pid, .tid = tid, .locs = &loc, .n = 1, .user = 1, .cap = 1 };
+    return fk_engine_stack_ref(k->e, &f);
+}
+
+/* Whether a thread of process pid with no sample is the target's: as its
+ * samples would be judged (fk_engine_owns), or, for a cgroup target on the
+ * in-kernel path, by the program's own filter (it times only the cgroup's
+ * threads; the engine cannot tell without a sample's cgroup). On the
+ * switch-record path a cgroup target's threads with no sample are not
+ * told from the host's others: none is given "[not recorded]". */
+static bool unrec_owned(struct offcpu *k, pid_t pid)
+{
+    if (k->swt && k->target && k->target->kind == FK_TARGET_CGROUP && k->bpf_filter &&
+        !strcmp(k->bpf_filter, "cgroup"))
+        return true;
+    return fk_engine_owns(k->e, pid);
+}
+
+/* tid's EXIT record (the engine's thread, in time order): with no
+ * recorded block so far, its "[not recorded]" reference is made now, its
+ * name known (used only if no block comes and its total is known); a
+ * thread not the target's (another process in a pid target's cgroup,
+ * which the program times too) is marked so (UNREC_OUTSIDE). */
+#define UNREC_OUTSIDE UINT64_MAX
+static void unrec_exit(struct offcpu *k, pid_t pid, pid_t tid)
+{
+    uint64_t key = (uint64_t)(uint32_t)tid, *v;
+    if (tid <= 0 || (k->acc_tids.n && (v = fk_u64map_slot(&k->acc_tids, key, false)) && *v))
+        return;
+    *fk_u64map_slot(&k->unrec_ref, key, true) =
+        unrec_owned(k, pid) ? (uint64_t)unrec_stack(k, pid, tid) + 1 : UNREC_OUTSIDE;
+}
+
+/* tid's total ns (exact, cut to its life in the window) to its
+ * "[not recorded]" frame, if it is the target's. A thread alive at the
+ * end is judged and named now: its process from /proc (gone: tid), its
+ * name from the symbolizer (read from /proc if it has none). */
+static void unrec_add(struct offcpu *k, pid_t tid, uint64_t ns, uint64_t stop, uint64_t window)
+{
+    uint64_t key = (uint64_t)(uint32_t)tid;
+    uint64_t *r = k->unrec_ref.n ? fk_u64map_slot(&k->unrec_ref, key, false) : NULL;
+    if (r && *r == UNREC_OUTSIDE)
+        return;
+    uint64_t life = window && k->window_start ? life_in_window(k, tid, k->window_start, stop)
+                                              : window;
+    if (window && k->window_start && ns > life) {
+        ns = life;
+        k->st.threads_exact_cut++;
+    }
+    if (!ns)
+        return;
+    uint32_t ref;
+    if (r && *r) {
+        ref = (uint32_t)(*r - 1);
+    } else {
+        char path[48];
+        snprintf(path, sizeof path, "/proc/%d/status", (int)tid);
+        unsigned long long tgid = fk_proc_status_last(path, "Tgid");
+        pid_t pid = tgid > 0 && tgid <= INT32_MAX ? (pid_t)tgid : tid;
+        if (!unrec_owned(k, pid))
+            return;
+        struct fk_symbolizer *sym = fk_engine_symbolizer(k->e);
+        if (!strcmp(fk_sym_comm_of(sym, pid, tid), "[unknown]"))
+            fk_sym_scan_pid(sym, pid);
+        ref = unrec_stack(k, pid, tid);
+    }
+    fk_engine_add_ref(k->e, ref, 0, ns);
+    k->st.threads_unrecorded++;
+    k->st.unrecorded_ns += ns;
+    k->st.blocked_ns += ns;
+}
+
+struct unrec_ctx {
+    struct offcpu *k;
+    struct fk_u64map *est;
+    uint64_t stop, window;
+};
+
+/* A thread the program timed (alive at the end): without recorded blocks,
+ * its exact total to "[not recorded]". */
+static bool unrec_live(void *ctx, pid_t tid)
+{
+    struct unrec_ctx *c = ctx;
+    uint64_t key = (uint64_t)(uint32_t)tid, ns, t;
+    if (c->est->n && fk_u64map_slot(c->est, key, false))
+        return true;
+    if (exited_at(c->k, tid, &t) || !program_total(c->k, tid, &ns))
+        return true;
+    unrec_add(c->k, tid, ns, c->stop, c->window);
+    return true;
+}
+
+/* The threads whose exact total is known but none of whose switch-outs
+ * was recorded (N > 1: a short thread's one or two picked by none; a
+ * thread whose only block was dropped): without this they would be
+ * nowhere in the graph, and per thread the widths would not add up to
+ * the time captured. Their time, no stack nor state known, goes under
+ * "comm;[not recorded]" (counted: threads_unrecorded, unrecorded_ns).
+ * The program's totals: threads that exited (exited_ns), those alive at
+ * the end (its map); the switch records': every thread they paired for.
+ * None when records were lost (no exact totals then). est: tid -> the
+ * recorded ns of the threads with recorded blocks. */
+static void unrecorded(struct offcpu *k, uint64_t end, uint64_t stop, uint64_t window,
+                       struct fk_u64map *est)
+{
+    if (k->records_lost)
+        return;
+    struct unrec_ctx c = { k, est, stop, window };
+    uint64_t ns;
+    if (k->swt) {
+        if (!k->exact_ok)
+            return;
+        for (size_t i = 0; i < k->exited_ns.n; i++) {
+            pid_t tid = (pid_t)k->exited_ns.v[i].key;
+            uint64_t t;
+            if (!k->exited_ns.v[i].val || (est->n && fk_u64map_slot(est, k->exited_ns.v[i].key, false)))
+                continue;
+            if (exited_at(k, tid, &t) && program_total(k, tid, &ns))
+                unrec_add(k, tid, ns, stop, window);
+        }
+        fk_swtime_threads(k->swt, unrec_live, &c);
+        return;
+    }
+    for (size_t i = 0; i < k->exact_of.n; i++) {
+        uint64_t key = k->exact_of.v[i].key, idx = k->exact_of.v[i].val;
+        if (!idx || (est->n && fk_u64map_slot(est, key, false)))
+            continue;
+        if (fk_bt_total_get(&k->exact[idx - 1].t, k->window_start, k->window_end, end, &ns))
+            unrec_add(k, (pid_t)key, ns, stop, window);
+    }
+}
+
 /* The recorded blocks are one switch-out in N, each standing for N, and
  * sampling is not blind to what it measures: a recorded switch-out is
  * slower (its stack is copied) and wakes flamekit's own threads; and
@@ -1390,6 +1569,7 @@ static void calibrate(struct offcpu *k, uint64_t end)
         if (a->switches)
             fk_engine_add_ref(k->e, a->ref, a->switches, ns);
     }
+    unrecorded(k, end, stop, window, &est);
     fk_u64map_free(&est);
     fk_u64map_free(&scale);
 }
@@ -1564,6 +1744,14 @@ static void offcpu_reader_pass(void *state, struct fk_reader *r, const struct fk
     if (!end) {
         k->npass = 0;
         fk_swtime_drain(k->swt, keep_block, k);
+        /* (each pass, one ioctl: a capture of the host started beside
+         * this one drops its picks' samples while it runs) */
+        if (__atomic_load_n(&k->window_start, __ATOMIC_SEQ_CST) &&
+            !__atomic_load_n(&k->window_end, __ATOMIC_SEQ_CST)) {
+            int o = fk_swtime_others(k->swt);
+            if (o > k->others || k->others < 0)
+                k->others = o;
+        }
         return;
     }
     for (size_t i = 0; i < k->npass; i++) {
@@ -1853,6 +2041,7 @@ static void offcpu_record(void *state, struct fk_engine *e, const union perf_eve
             life_task(k, ev);
         }
         fk_bt_exit(&k->bt, (pid_t)ev->fork.tid);
+        unrec_exit(k, (pid_t)ev->fork.pid, (pid_t)ev->fork.tid);
         inherited_forget(k, (pid_t)ev->fork.tid);
         counts_forget(k, (pid_t)ev->fork.tid);
         break;
@@ -1925,6 +2114,9 @@ static void offcpu_flush(void *state, struct fk_engine *e, uint64_t end_time)
     k->st.bpf_bytes = k->swt ? fk_swtime_bytes(k->swt) : 0;
     k->st.bpf_picked = k->bpf_st.picked;
     k->st.bpf_exiting = k->bpf_st.exiting;
+    k->st.bpf_others = k->others;
+    k->st.bpf_unsampled = k->bpf_st.picked > k->st.recorded + k->st.recorded_twice ?
+                          k->bpf_st.picked - k->st.recorded - k->st.recorded_twice : 0;
     k->st.threads_exit_tail = k->threads_exit_tail;
     k->st.exit_tail_ns = k->exit_tail_ns;
     k->st.totals_from = k->swt ? (k->exact_ok ? "scheduler" : "none") : "switch-records";
@@ -1958,7 +2150,8 @@ static void offcpu_flush(void *state, struct fk_engine *e, uint64_t end_time)
                   fk_u64map_bytes(&k->exitb_of) + k->capexitb * sizeof *k->exitb +
                   k->capdefer * sizeof *k->defer + fk_u64map_bytes(&k->born_at) +
                   fk_u64map_bytes(&k->exit_at) +
-                  fk_u64map_bytes(&k->live_ns) + fk_u64map_bytes(&k->sampled_tids);
+                  fk_u64map_bytes(&k->live_ns) + fk_u64map_bytes(&k->sampled_tids) +
+                  fk_u64map_bytes(&k->acc_tids) + fk_u64map_bytes(&k->unrec_ref);
     if (k->o.stats)
         *k->o.stats = k->st;
 }
@@ -1973,7 +2166,8 @@ static size_t offcpu_bytes(void *state)
            k->caplocs * sizeof *k->locs + fk_u64map_bytes(&k->refs) +
            fk_u64map_bytes(&k->acc_of) + k->capacc * sizeof *k->acc +
            fk_u64map_bytes(&k->oncpu_of) + fk_u64map_bytes(&k->live_ns) +
-           fk_u64map_bytes(&k->sampled_tids);
+           fk_u64map_bytes(&k->sampled_tids) + fk_u64map_bytes(&k->acc_tids) +
+           fk_u64map_bytes(&k->unrec_ref);
 }
 
 static void offcpu_stop(void *state)
@@ -2010,6 +2204,8 @@ static void offcpu_stop(void *state)
     fk_u64map_free(&k->exit_at);
     fk_u64map_free(&k->live_ns);
     fk_u64map_free(&k->sampled_tids);
+    fk_u64map_free(&k->acc_tids);
+    fk_u64map_free(&k->unrec_ref);
     free(k->ids);
     free(k->locs);
     free(k);

@@ -21,6 +21,8 @@
  *   comm;[S];...;pipe_write;...;schedule;--;pipe_read;...;main;waker-comm
  *   comm;[S];main;...;schedule;[open at end]     (still off CPU at the end)
  *   comm;[on-CPU];main;...                                      (--with-cpu)
+ *   comm;[not recorded]     (a thread whose exact total is known but none
+ *                            of whose switch-outs was picked, N > 1)
  * so a graph splits by state first, and per thread the widths add up to
  * the time captured. */
 #ifndef FK_ENGINE_OFFCPU_H
@@ -39,6 +41,7 @@
 #define FK_OFFCPU_TIMELINE 64
 #define FK_OFFCPU_WAKER_SEP "--"
 #define FK_OFFCPU_OPEN_FRAME "[open at end]"
+#define FK_OFFCPU_UNRECORDED_FRAME "[not recorded]"
 
 /* What a capture reports (filled at the end of the window). */
 struct fk_offcpu_stats {
@@ -119,6 +122,11 @@ struct fk_offcpu_stats {
                                    record (the in-kernel path: waits in do_exit
                                    after perf took their per-task events) ... */
     uint64_t exit_tail_ns;      /* ... that time: not in the profile */
+    uint64_t threads_unrecorded;    /* threads with an exact total but no recorded
+                                   switch-out (none picked at N > 1, or its one
+                                   block dropped): their total under
+                                   "comm;[not recorded]", no stack, no state */
+    uint64_t unrecorded_ns;     /* ... that time (in blocked_ns, in no state's) */
     uint64_t window_ns;
     size_t bytes;               /* accounting memory at the end */
     /* where switch-ins came from: "bpf" (the in-kernel program on
@@ -144,6 +152,12 @@ struct fk_offcpu_stats {
     uint64_t bpf_picked;        /* switch-outs the program picked (one in N) */
     uint64_t bpf_exiting;       /* ... of them of threads on their way out
                                    (PF_EXITING): let go, not recorded */
+    uint64_t bpf_unsampled;     /* ... picked, but no sample came (picked less
+                                   recorded, when positive): perf dropped it
+                                   (lost, throttled) or another program on
+                                   sched_switch returned 0 for it */
+    int bpf_others;             /* other programs on sched_switch, the most at
+                                   once in the window (-1: unknown) */
     const char *totals_from;    /* each thread's exact total: "scheduler" (the
                                    program's CPU-time reads), "switch-records", or
                                    "none" (estimates only) */

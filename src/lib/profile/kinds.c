@@ -273,7 +273,7 @@ static char *offcpu_subtitle(const struct fk_profile_request *rq, const struct f
                        "1 in %s switch-outs recorded%s%s",
                        res->host, (double)res->cap.duration_ns / 1e9,
                        (double)(b->ns_by_state[0] + b->ns_by_state[1] + b->ns_by_state[2] +
-                                b->ns_by_state[3]) / 1e9,
+                                b->ns_by_state[3] + o->unrecorded_ns) / 1e9,
                        (double)b->ns_by_state[FK_BT_SLEEPING] / 1e9,
                        (double)b->ns_by_state[FK_BT_DISK] / 1e9,
                        (double)b->ns_by_state[FK_BT_RUNNABLE] / 1e9,
@@ -304,6 +304,8 @@ static json_t *offcpu_meta(const struct fk_profile_request *rq, const struct fk_
         json_object_set_new(f, "bpf_unseen_bound_ns", json_integer((json_int_t)o->bpf_unseen_ns));
         json_object_set_new(f, "bpf_switches_picked", json_integer((json_int_t)o->bpf_picked));
         json_object_set_new(f, "bpf_switches_exiting", json_integer((json_int_t)o->bpf_exiting));
+        json_object_set_new(f, "bpf_picks_without_sample", json_integer((json_int_t)o->bpf_unsampled));
+        json_object_set_new(f, "bpf_other_programs", json_integer((json_int_t)o->bpf_others));
         json_object_set_new(f, "threads_exit_tail", json_integer((json_int_t)o->threads_exit_tail));
         json_object_set_new(f, "exit_tail_ns", json_integer((json_int_t)o->exit_tail_ns));
         json_object_set_new(f, "bpf_kernel_bytes", json_integer((json_int_t)o->bpf_bytes));
@@ -362,6 +364,8 @@ static json_t *offcpu_meta(const struct fk_profile_request *rq, const struct fk_
     json_object_set_new(f, "threads_exact_within_bound",
                         json_integer((json_int_t)o->threads_exact_bounded));
     json_object_set_new(f, "threads_estimated", json_integer((json_int_t)o->threads_estimated));
+    json_object_set_new(f, "threads_not_recorded", json_integer((json_int_t)o->threads_unrecorded));
+    json_object_set_new(f, "not_recorded_ns", json_integer((json_int_t)o->unrecorded_ns));
     json_t *why = json_object();
     json_object_set_new(why, "records_lost", json_integer((json_int_t)o->est_records_lost));
     json_object_set_new(why, "no_program_totals", json_integer((json_int_t)o->est_no_program_totals));
@@ -445,6 +449,16 @@ static void offcpu_summary(FILE *out, const struct fk_profile_request *rq,
             (double)b->ns_by_state[FK_BT_SLEEPING] / 1e9, (double)b->ns_by_state[FK_BT_DISK] / 1e9,
             (double)b->ns_by_state[FK_BT_RUNNABLE] / 1e9, (double)b->ns_by_state[FK_BT_OTHER] / 1e9,
             (unsigned long long)b->open);
+    if (o->bpf_unsampled && o->bpf_others > 0)
+        fprintf(out, "  NOTE: %llu of %llu picked switch-outs made no sample: %d other BPF "
+                "program%s on sched_switch (another flamekit offcpu capture's drops the "
+                "switch-outs it does not pick; totals stay exact)\n",
+                (unsigned long long)o->bpf_unsampled, (unsigned long long)o->bpf_picked,
+                o->bpf_others, o->bpf_others == 1 ? "" : "s");
+    if (o->threads_unrecorded)
+        fprintf(out, "  not recorded: %llu threads with none of their switch-outs recorded "
+                "(1 in N), their exact total under [not recorded] (%.3f s)\n",
+                (unsigned long long)o->threads_unrecorded, (double)o->unrecorded_ns / 1e9);
     if (b->short_blocks)
         fprintf(out, "  %llu blocks under --min-block dropped (%.3f s)\n",
                 (unsigned long long)b->short_blocks, (double)b->short_ns / 1e9);
