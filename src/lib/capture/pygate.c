@@ -29,19 +29,34 @@ enum { TV_TSTATE = 0, TV_CFRAME = 8, TV_NTID = 10, TV_CURRENT = 12, TV_PREVIOUS 
 enum { NOTE_NEW, NOTE_THREAD, NOTE_MISS, NOTE_FULL };
 
 /* Records drained and waiting for their samples, per CPU, oldest first:
- * each after its slot, packed in buf[start, end) (a record takes its
- * chain's bytes, not the deepest chain's). A queue grows while the
- * queues together stay within QUEUES_BYTES; a record that finds no room
- * pushes out its CPU's oldest. */
+ * each after its slot, packed in a chain of blocks, block data
+ * [start, end) (a record takes its chain's bytes, not the deepest
+ * chain's, and never spans two blocks). The blocks come from one pool
+ * for all CPUs (at most blocks_max, made as needed, never freed before
+ * the end): a block whose records all left goes back to it at once, so
+ * the memory a burst on one CPU took serves every CPU again as soon as
+ * its samples took their records. (Per-CPU buffers that doubled and
+ * never shrank did not: after a stalled reader's burst one CPU's buffer
+ * kept the whole budget, and the other CPU's queue, stuck at its first
+ * 32 KiB, pushed out each pass's records before their samples were read:
+ * 273-967 samples of t-python's stalled steady threads read without
+ * their record in 9 of 34 runs beside a build.) A record that finds no
+ * block left is dropped, counted (queue_dropped). */
 struct slot {
     uint64_t pass;          /* the drain that brought it */
     uint32_t size;          /* the record's bytes after the slot */
     uint32_t taken;
 };
 #define SLOT_BYTES sizeof(struct slot)
+struct block {
+    struct block *next;
+    uint32_t start, end;
+    unsigned char data[];
+};
+#define BLOCK_BYTES (64u << 10)
+#define BLOCK_DATA (BLOCK_BYTES - offsetof(struct block, data))
 struct queue {
-    unsigned char *buf;     /* NULL until used */
-    size_t cap, start, end;
+    struct block *head, *tail;  /* NULL when empty */
     unsigned count;
 };
 
@@ -60,7 +75,10 @@ struct fk_pygate {
     uint64_t nchains, joined, unjoined, join_max_ns;
     struct queue *q;            /* per possible CPU */
     unsigned ncpus;
-    uint64_t queue_bytes;       /* the queues' buffers, together */
+    struct block *spare;        /* the pool's blocks not in a queue */
+    unsigned blocks, blocks_max;    /* made; the most the pool makes */
+    uint64_t queue_dropped;     /* records no block was left for */
+    uint64_t queue_bytes;       /* the pool's blocks made, together */
     unsigned queue_peak;        /* the most records one queue held */
     uint64_t passes;            /* drains: the queues' clock */
 };
@@ -73,33 +91,64 @@ struct fk_pygate {
 #define CODE_BYTES (64 + 16)
 /* Notifications are 16 bytes with their header, chains up to REC_MAX;
  * the reader takes them at each pass (at least every 50 ms): at 999 Hz
- * on a CPU ~50 chains of 30 frames (2.5 KB) a pass. */
-#define RING_BYTES (2u << 20)
-/* The queues' buffers together. A drain brings at most the ring's bytes
- * (a slot is 8 bytes more than a record's ring header), and records are
- * kept for two passes: twice the ring holds every record a burst brings,
- * on any number of CPUs (the ring is one for all). 128 records a CPU, as
- * before, dropped records whose samples were still waiting in the perf
- * rings after a stalled reader (a perf ring holds ~250 samples with 32 KiB
- * stack copies): read from the target instead, late. Each queue starts at
- * QUEUE_FIRST and doubles, so a CPU's queue holds what a pass brings it. */
-#define QUEUES_BYTES (2 * (size_t)RING_BYTES)
-#define QUEUE_FIRST (32u << 10)
+ * on a CPU ~50 chains of 30 frames (2.5 KB) a pass. The ring is one for
+ * all CPUs, so it is sized by them (RING_PER_CPU each, a power of two at
+ * least RING_MIN, at most RING_MAX): the stall it must survive is the
+ * perf rings' own -- a reader given no CPU until a perf ring is full (a
+ * ring of 2,048 pages holds ~255 samples with 32 KiB stack copies, a
+ * quarter of a second at 999 Hz), after which that CPU's samples are lost
+ * with or without their records. 255 chains of 46 frames are 0.96 MB:
+ * with 2 MiB for both CPUs here a 1 s stall filled the ring about when
+ * the perf rings filled (ring_full 26, ring_lost 2). One ring of 2 MiB
+ * for 64 CPUs would hold 9 ms of their chains: less than a pass. */
+#define RING_PER_CPU (1u << 20)
+#define RING_MIN (2u << 20)
+#define RING_MAX (64u << 20)
+/* The pool's blocks at most, for a ring of ring bytes and ncpus queues.
+ * A drain brings at most the ring's bytes (a slot is 8 bytes more than a
+ * record's ring header), and records are kept for two passes: twice the
+ * ring holds every record a burst brings, on any number of CPUs (the ring
+ * is one for all) -- in blocks filled to within a record of their end
+ * (the next did not fit), plus each queue's first and last block, partly
+ * used. 128 records a CPU, as before, dropped records whose samples were
+ * still waiting in the perf rings after a stalled reader (a perf ring
+ * holds ~250 samples with 32 KiB stack copies): read from the target
+ * instead, late. */
+static unsigned pool_blocks(uint32_t ring, unsigned ncpus)
+{
+    size_t filled = BLOCK_DATA - (SLOT_BYTES + REC_MAX - 1);
+    return (unsigned)((2 * (size_t)ring + filled - 1) / filled) + 2 * ncpus;
+}
 
-/* The ring's size: RING_BYTES, or FLAMEKIT_PYGATE_RING bytes (a power of
- * two from a page up to RING_BYTES; anything else is ignored) -- a knob
+static unsigned gate_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (unsigned)n : 1;
+}
+
+unsigned fk_pygate_cpus(void)
+{
+    return gate_cpus();
+}
+
+/* The ring's size for ncpus CPUs (RING_PER_CPU each), or
+ * FLAMEKIT_PYGATE_RING bytes (a power of two from a page up to that
+ * size; anything else is ignored) -- a knob
  * for t-python's check of the ring-full fallback alone, not for users:
  * the full-size ring fills only behind a reader stalled for about half a
  * second, which a test cannot cause without losing samples and records
  * besides (the unjoined fallback, checked apart). */
-static uint32_t ring_bytes(void)
+static uint32_t ring_bytes(unsigned ncpus)
 {
+    uint32_t size = RING_MIN;
+    while (size < RING_MAX && size < (uint64_t)ncpus * RING_PER_CPU)
+        size *= 2;
     const char *v = getenv("FLAMEKIT_PYGATE_RING");
     char *end;
     unsigned long n = v ? strtoul(v, &end, 10) : 0;
     long page = sysconf(_SC_PAGESIZE);
-    if (!v || *end || page <= 0 || n < (unsigned long)page || n > RING_BYTES || (n & (n - 1)))
-        return RING_BYTES;
+    if (!v || *end || page <= 0 || n < (unsigned long)page || n > size || (n & (n - 1)))
+        return size;
     return (uint32_t)n;
 }
 
@@ -321,49 +370,51 @@ static struct rec rec_of(const unsigned char *p)
     return r;
 }
 
-static struct slot *slot_at(const struct queue *q, size_t off)
+static struct slot *slot_at(const struct block *b, size_t off)
 {
-    return (struct slot *)(void *)(q->buf + off);
+    return (struct slot *)(void *)((unsigned char *)b->data + off);
 }
 
-/* The oldest record out of q: unjoined unless a sample took it. */
+/* The oldest record out of q: unjoined unless a sample took it; its
+ * block back to the pool once its last record left. */
 static void queue_pop(struct fk_pygate *g, struct queue *q)
 {
-    const struct slot *sl = slot_at(q, q->start);
+    struct block *b = q->head;
+    const struct slot *sl = slot_at(b, b->start);
     if (!sl->taken)
         __atomic_add_fetch(&g->unjoined, 1, __ATOMIC_RELAXED);
-    q->start += SLOT_BYTES + sl->size;
-    if (!--q->count)
-        q->start = q->end = 0;
+    b->start += (uint32_t)(SLOT_BYTES + sl->size);
+    q->count--;
+    if (b->start < b->end)
+        return;
+    q->head = b->next;
+    if (!q->head)
+        q->tail = NULL;
+    b->next = g->spare;
+    g->spare = b;
 }
 
-/* Room for need bytes at q's end: the records moved to the front, the
- * buffer doubled within QUEUES_BYTES, and only then its oldest records
- * pushed out. False: none even so (the other CPUs' queues hold the
- * budget). */
-static bool queue_room(struct fk_pygate *g, struct queue *q, size_t need)
+/* A block for q's end: the pool's spare, or a new one while the pool
+ * has made fewer than blocks_max; NULL when none is left. */
+static struct block *block_get(struct fk_pygate *g, struct queue *q)
 {
-    if (q->cap - q->end >= need)
-        return true;
-    size_t left = QUEUES_BYTES - (size_t)g->queue_bytes;
-    if (q->end - q->start + need > q->cap && left) {
-        size_t cap = q->cap ? q->cap : QUEUE_FIRST;
-        while (cap < q->end - q->start + need)
-            cap *= 2;
-        if (cap - q->cap > left)
-            cap = q->cap + left;
-        q->buf = fk_realloc(q->buf, cap);
-        __atomic_add_fetch(&g->queue_bytes, cap - q->cap, __ATOMIC_RELAXED);
-        q->cap = cap;
-    }
-    while (q->count && q->end - q->start + need > q->cap)
-        queue_pop(g, q);
-    if (q->start) {
-        memmove(q->buf, q->buf + q->start, q->end - q->start);
-        q->end -= q->start;
-        q->start = 0;
-    }
-    return q->cap - q->end >= need;
+    struct block *b = g->spare;
+    if (b)
+        g->spare = b->next;
+    else if (g->blocks < g->blocks_max) {
+        b = fk_malloc(BLOCK_BYTES);
+        g->blocks++;
+        __atomic_add_fetch(&g->queue_bytes, BLOCK_BYTES, __ATOMIC_RELAXED);
+    } else
+        return NULL;
+    b->next = NULL;
+    b->start = b->end = 0;
+    if (q->tail)
+        q->tail->next = b;
+    else
+        q->head = b;
+    q->tail = b;
+    return b;
 }
 
 /* A chain record into its CPU's queue. */
@@ -375,14 +426,16 @@ static void queue_chain(struct fk_pygate *g, const unsigned char *rec, size_t si
         return;
     __atomic_add_fetch(&g->nchains, 1, __ATOMIC_RELAXED);
     struct queue *q = &g->q[cpu];
-    if (!queue_room(g, q, SLOT_BYTES + size)) {
+    struct block *b = q->tail;
+    if ((!b || BLOCK_DATA - b->end < SLOT_BYTES + size) && !(b = block_get(g, q))) {
+        __atomic_add_fetch(&g->queue_dropped, 1, __ATOMIC_RELAXED);
         __atomic_add_fetch(&g->unjoined, 1, __ATOMIC_RELAXED);
         return;
     }
     struct slot sl = { .pass = g->passes, .size = (uint32_t)size };
-    memcpy(q->buf + q->end, &sl, sizeof sl);
-    memcpy(q->buf + q->end + SLOT_BYTES, rec, size);
-    q->end += SLOT_BYTES + size;
+    memcpy(b->data + b->end, &sl, sizeof sl);
+    memcpy(b->data + b->end + SLOT_BYTES, rec, size);
+    b->end += (uint32_t)(SLOT_BYTES + size);
     if (++q->count > g->queue_peak)
         g->queue_peak = q->count;
 }
@@ -411,7 +464,7 @@ struct fk_pygate *fk_pygate_new(uint32_t max_entries, char *err, size_t errlen)
     g->pids = g->ring = g->prog = g->tids = g->scratch = g->codes = g->lost = g->tree_prog =
         g->tree_map = -1;
     g->entries = max_entries;
-    g->ring_bytes = ring_bytes();
+    g->ring_bytes = ring_bytes(gate_cpus());
     int ncpus = libbpf_num_possible_cpus();
     if (ncpus <= 0) {
         snprintf(err, errlen, "the possible CPUs for the Python gate: %s", strerror(-ncpus));
@@ -419,6 +472,7 @@ struct fk_pygate *fk_pygate_new(uint32_t max_entries, char *err, size_t errlen)
         return NULL;
     }
     g->ncpus = (unsigned)ncpus;
+    g->blocks_max = pool_blocks(g->ring_bytes, gate_cpus());
     g->q = fk_calloc(g->ncpus, sizeof *g->q);
     if (!fk_bpf_map_create(BPF_MAP_TYPE_HASH, "fk_py_pids", 4, 1, max_entries, 0, &g->pids, err,
                            errlen) ||
@@ -515,10 +569,16 @@ int fk_pygate_fd(const struct fk_pygate *g)
     return g->ring;
 }
 
+/* q's oldest record (q not empty). */
+static const struct slot *queue_front(const struct queue *q)
+{
+    return slot_at(q->head, q->head->start);
+}
+
 /* Records no sample took within two passes of their drain are dropped. */
 static void queue_expire(struct fk_pygate *g, struct queue *q)
 {
-    while (q->count && (slot_at(q, q->start)->taken || slot_at(q, q->start)->pass + 2 <= g->passes))
+    while (q->count && (queue_front(q)->taken || queue_front(q)->pass + 2 <= g->passes))
         queue_pop(g, q);
 }
 
@@ -537,27 +597,29 @@ uint64_t fk_pygate_drain(struct fk_pygate *g)
 static bool find(struct fk_pygate *g, struct queue *q, pid_t tid, uint64_t ip, uint64_t time,
                  struct fk_pygate_chain *out)
 {
-    for (size_t off = q->start; off < q->end; off += SLOT_BYTES + slot_at(q, off)->size) {
-        struct slot *sl = slot_at(q, off);
-        const unsigned char *r = q->buf + off + SLOT_BYTES;
-        struct rec h = rec_of(r);
-        uint64_t t = h.time;
-        if (sl->taken || h.tid != (uint32_t)tid || h.ip != ip ||
-            (t > time ? t - time : time - t) > FK_PYGATE_JOIN_NS)
-            continue;
-        sl->taken = 1;
-        *out = (struct fk_pygate_chain){
-            .cpu = h.cpu, .tid = (uint32_t)tid, .n = h.n, .time = t, .ip = ip,
-            .tstate = h.tstate, .cframe = h.cframe, .native_tid = h.ntid, .head = h.head,
-            .next = h.next, .frames = r + REC_HDR,
-        };
-        uint64_t d = time > t ? time - t : t - time;
-        if (d > g->join_max_ns)
-            __atomic_store_n(&g->join_max_ns, d, __ATOMIC_RELAXED);
-        __atomic_add_fetch(&g->joined, 1, __ATOMIC_RELAXED);
-        while (q->count && slot_at(q, q->start)->taken)
-            queue_pop(g, q);
-        return true;
+    for (struct block *b = q->head; b; b = b->next) {
+        for (size_t off = b->start; off < b->end; off += SLOT_BYTES + slot_at(b, off)->size) {
+            struct slot *sl = slot_at(b, off);
+            const unsigned char *r = b->data + off + SLOT_BYTES;
+            struct rec h = rec_of(r);
+            uint64_t t = h.time;
+            if (sl->taken || h.tid != (uint32_t)tid || h.ip != ip ||
+                (t > time ? t - time : time - t) > FK_PYGATE_JOIN_NS)
+                continue;
+            sl->taken = 1;
+            *out = (struct fk_pygate_chain){
+                .cpu = h.cpu, .tid = (uint32_t)tid, .n = h.n, .time = t, .ip = ip,
+                .tstate = h.tstate, .cframe = h.cframe, .native_tid = h.ntid, .head = h.head,
+                .next = h.next, .frames = r + REC_HDR,
+            };
+            uint64_t d = time > t ? time - t : t - time;
+            if (d > g->join_max_ns)
+                __atomic_store_n(&g->join_max_ns, d, __ATOMIC_RELAXED);
+            __atomic_add_fetch(&g->joined, 1, __ATOMIC_RELAXED);
+            while (q->count && queue_front(q)->taken)
+                queue_pop(g, q);
+            return true;
+        }
     }
     return false;
 }
@@ -568,12 +630,12 @@ bool fk_pygate_take(struct fk_pygate *g, uint32_t cpu, pid_t tid, uint64_t ip, u
     if (cpu >= g->ncpus || tid <= 0)
         return false;
     struct queue *q = &g->q[cpu];
-    if (q->buf && find(g, q, tid, ip, time, out))
+    if (find(g, q, tid, ip, time, out))
         return true;
     /* a sample written after this pass drained the ring: its record too */
     if (ring_buffer__consume(g->rb) <= 0)
         return false;
-    return q->buf && find(g, q, tid, ip, time, out);
+    return find(g, q, tid, ip, time, out);
 }
 
 void fk_pygate_stats(const struct fk_pygate *g, struct fk_pygate_stats *out)
@@ -587,13 +649,14 @@ void fk_pygate_stats(const struct fk_pygate *g, struct fk_pygate_stats *out)
      * pass is over) count as unjoined, so that read = joined + unjoined */
     out->unjoined_at_end = 0;
     for (unsigned c = 0; c < g->ncpus; c++) {
-        const struct queue *q = &g->q[c];
-        for (size_t off = q->start; off < q->end; off += SLOT_BYTES + slot_at(q, off)->size)
-            out->unjoined_at_end += !slot_at(q, off)->taken;
+        for (const struct block *b = g->q[c].head; b; b = b->next)
+            for (size_t off = b->start; off < b->end; off += SLOT_BYTES + slot_at(b, off)->size)
+                out->unjoined_at_end += !slot_at(b, off)->taken;
     }
     out->unjoined = __atomic_load_n(&g->unjoined, __ATOMIC_RELAXED) + out->unjoined_at_end;
     out->queue_peak = g->queue_peak;
     out->queue_bytes = __atomic_load_n(&g->queue_bytes, __ATOMIC_RELAXED);
+    out->queue_dropped = __atomic_load_n(&g->queue_dropped, __ATOMIC_RELAXED);
     out->no_thread = __atomic_load_n(&g->no_thread, __ATOMIC_RELAXED);
     out->missed = __atomic_load_n(&g->missed, __ATOMIC_RELAXED);
     out->ring_full = __atomic_load_n(&g->ring_full, __ATOMIC_RELAXED);
@@ -617,7 +680,9 @@ static size_t maps_bytes(uint32_t entries, uint32_t ring, unsigned ncpus)
 size_t fk_pygate_fixed_bytes(uint32_t max_entries)
 {
     int ncpus = libbpf_num_possible_cpus();
-    return maps_bytes(max_entries, ring_bytes(), ncpus > 0 ? (unsigned)ncpus : 1) + QUEUES_BYTES;
+    uint32_t ring = ring_bytes(gate_cpus());
+    return maps_bytes(max_entries, ring, ncpus > 0 ? (unsigned)ncpus : 1) +
+           (size_t)pool_blocks(ring, gate_cpus()) * BLOCK_BYTES;
 }
 
 /* The maps' fixed kernel memory and the per-CPU queues made so far. */
@@ -640,7 +705,14 @@ void fk_pygate_free(struct fk_pygate *g)
         if (*fds[i] >= 0)
             close(*fds[i]);
     for (unsigned c = 0; c < g->ncpus && g->q; c++)
-        free(g->q[c].buf);
+        for (struct block *b = g->q[c].head, *next; b; b = next) {
+            next = b->next;
+            free(b);
+        }
+    for (struct block *b = g->spare, *next; b; b = next) {
+        next = b->next;
+        free(b);
+    }
     free(g->q);
     free(g);
 }

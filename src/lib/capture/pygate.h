@@ -41,10 +41,14 @@
  * time; records no sample took (a sample lost in its ring, or dropped
  * after the program) are dropped two reader passes after they were
  * drained (a sample is read in the pass that drained its record or the
- * next); the queues together hold twice the ring's bytes, so the burst a
- * stalled reader drains at once finds room (a queue of 128 records a CPU
- * dropped the oldest, whose samples were still waiting in the perf rings:
- * 143-254 of them read from the target late after a 0.5-1 s stall). A
+ * next); the queues take their memory from one pool for all CPUs that
+ * holds twice the ring's bytes, so the burst a stalled reader drains at
+ * once finds room, and gets it back as the burst's samples take their
+ * records (a queue of 128 records a CPU dropped the oldest, whose samples
+ * were still waiting in the perf rings: 143-254 of them read from the
+ * target late after a 0.5-1 s stall; per-CPU buffers that never shrank
+ * left the other CPUs no room after a burst on one). The ring is one for
+ * all CPUs and sized by them (1 MiB each, 2 to 64 MiB). A
  * sample without a record (the BPF ring was full) is read from the
  * target like a notified one -- at the reader's next pass, not at once,
  * where the ring had no room even for the notification (counted:
@@ -75,6 +79,9 @@ struct fk_pygate *fk_pygate_new(uint32_t max_entries, char *err, size_t errlen);
  * records a pass brings): what a memory limit must leave it before the
  * capture starts. */
 size_t fk_pygate_fixed_bytes(uint32_t max_entries);
+/* The CPUs the ring and the queues' pool are sized for: those online (a
+ * VM's possible CPUs may be many more, never sampled). */
+unsigned fk_pygate_cpus(void);
 /* Run the gate on each sample of the sampling event perf_fd. tree_map
  * >= 0: a 'pid' target's tree map (capture/bpftree.h), whose filter the
  * gate then is too (an event holds one program): samples of processes
@@ -138,7 +145,9 @@ struct fk_pygate_stats {
                                unjoined_at_end too: read = joined + unjoined) */
     uint64_t unjoined_at_end;   /* ... still queued when the statistics were taken */
     uint64_t queue_peak;    /* the most records one CPU's queue held */
-    uint64_t queue_bytes;   /* the queues' buffers (they never shrink) */
+    uint64_t queue_bytes;   /* the queues' blocks made (a pool for all CPUs) */
+    uint64_t queue_dropped; /* records dropped as they came: no block left
+                               in the pool (counted unjoined too) */
     uint64_t no_thread;     /* notifications: a Python thread not in the map */
     uint64_t missed;        /* ... a read the program could not make */
     uint64_t ring_full;     /* ... the record did not fit in the ring */

@@ -306,6 +306,7 @@ json_t *fk_profile_metadata(const struct fk_profile_request *rq,
     json_object_set_new(pc, "unjoined_at_end", json_integer((json_int_t)g->unjoined_at_end));
     json_object_set_new(pc, "queue_peak", json_integer((json_int_t)g->queue_peak));
     json_object_set_new(pc, "queue_bytes", json_integer((json_int_t)g->queue_bytes));
+    json_object_set_new(pc, "queue_dropped", json_integer((json_int_t)g->queue_dropped));
     json_object_set_new(pc, "no_thread", json_integer((json_int_t)g->no_thread));
     json_object_set_new(pc, "missed", json_integer((json_int_t)g->missed));
     json_object_set_new(pc, "ring_full", json_integer((json_int_t)g->ring_full));

@@ -69,7 +69,8 @@ static bool fixed_tables_fit(const struct fk_profile_request *rq, char *err, siz
                       maps ? "," : "");
     if (maps)
         snprintf(p, sizeof parts - (size_t)(p - parts),
-                 "the Python gate's maps and queues (%.1fM) ", (double)maps / (double)mib);
+                 "the Python gate's ring, maps and queues for %u CPU%s (%.1fM) ", fk_pygate_cpus(),
+                 fk_pygate_cpus() == 1 ? "" : "s", (double)maps / (double)mib);
     snprintf(err, errlen, "--max-memory %s cannot hold %sand %lluM for the capture: give at least %lluM%s%s",
              given, parts, (unsigned long long)(FK_PROFILE_KERNEL_ROOM / mib),
              (unsigned long long)((need + mib - 1) / mib), table ? ", or --no-kernel" : "",
