@@ -397,11 +397,11 @@ void bench_net_describe(const cpu_set_t *server_cpus, const cpu_set_t *client_cp
     char a[256], b[256];
     cpu_mask_hex(server_cpus, a, sizeof a);
     cpu_mask_hex(client_cpus, b, sizeof b);
-    snprintf(out, n, "veth between two network namespaces (servers %s, clients %s, MTU %d, TCP congestion "
-             "control %s, %s), RPS: received on CPU mask %s by the servers' end, %s by the clients'",
-             NET_SERVER_IP, NET_CLIENT_IP, NET_MTU, opt.tcp_cc,
+    snprintf(out, n, "veth between two network namespaces (servers %s, clients %s, MTU %d, %s, TCP "
+             "congestion control %s), RPS: received on CPU mask %s by the servers' end, %s by the clients'",
+             NET_SERVER_IP, NET_CLIENT_IP, NET_MTU,
              opt.delayed_acks ? "the clients' ACKs delayed as by default (--delayed-acks)"
                               : "the clients' route with quickack: every segment acknowledged at once, "
                                 "not when the client has read what came before",
-             a, b);
+             opt.tcp_cc, a, b);
 }
