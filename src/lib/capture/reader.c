@@ -67,6 +67,7 @@ struct fk_reader {
     size_t capspans;
     size_t held;                    /* chunk bytes allocated */
     size_t filled_bytes;            /* not taken yet */
+    bool sleeps;                    /* no fd can wake the thread: it sleeps (wait) */
     uint64_t pass_ns;               /* start of the last pass handed on */
     uint64_t woke_ns;               /* when the taker was last woken */
     bool tap_wants;                 /* a sample tap asked for the taker (this pass) */
@@ -335,6 +336,25 @@ static int next_timeout(const struct fk_reader *r, int period, size_t most, uint
     return ms < (uint64_t)period ? (int)ms : period;
 }
 
+/* Wait up to timeout_ms after the pass that began at pass_ns for the
+ * rings (poll over their fds: a watermark, a sample's wake-up, a hang-up,
+ * the wake fd; its result), or, when none of them can wake the thread
+ * (sleeps), sleep to the deadline and return 0: a pass over rings read on
+ * the clock then costs no system call per ring, only the sleep. The
+ * deadline counts from the pass's start, so the period holds however
+ * long the pass took. */
+static int wait_rings(struct fk_reader *r, int timeout_ms, uint64_t pass_ns)
+{
+    if (!r->sleeps)
+        return perf_evlist__poll(r->evlist, timeout_ms);
+    uint64_t until = pass_ns + (uint64_t)timeout_ms * 1000000u;
+    struct timespec ts = { (time_t)(until / 1000000000u), (long)(until % 1000000000u) };
+    int err;
+    while ((err = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)) == EINTR)
+        ;
+    return err ? perf_evlist__poll(r->evlist, timeout_ms) : 0;
+}
+
 static void *reader_main(void *arg)
 {
     struct fk_reader *r = arg;
@@ -342,7 +362,7 @@ static void *reader_main(void *arg)
     int timeout = period;
     uint64_t last = fk_now_ns();
     for (;;) {
-        int n = perf_evlist__poll(r->evlist, timeout);
+        int n = wait_rings(r, timeout, last);
         pthread_mutex_lock(&r->rings);
         pthread_mutex_lock(&r->lock);
         bool stop = r->stop;
@@ -397,6 +417,7 @@ struct fk_reader *fk_reader_start(struct perf_evlist *evlist, const struct fk_re
     if (r->o.limit < 4 * FK_READER_CHUNK)
         r->o.limit = 4 * FK_READER_CHUNK;
     r->cut = fk_sample_cut_format(o->fmt);
+    r->sleeps = o->poll_ms > 0 && !o->wake && !o->hangups;
     r->filled_tail = &r->filled;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);

@@ -21,8 +21,9 @@
  * never moved: a span handed on stays as it is until its chunk is given
  * back, and a chunk is reused only when it is full or drained, given
  * back, and every byte of it was taken. Spans are handed on in the order
- * they were filled. The thread makes no system call but poll, the rings'
- * and the hooks' (struct fk_reader_opts.seen, .sample, .pass). */
+ * they were filled. The thread makes no system call but poll (or
+ * clock_nanosleep where no fd can wake it: fk_reader_opts.poll_ms), the
+ * rings' and the hooks' (struct fk_reader_opts.seen, .sample, .pass). */
 #ifndef FK_CAPTURE_READER_H
 #define FK_CAPTURE_READER_H
 
@@ -81,9 +82,20 @@ struct fk_reader_opts {
      * a sample tap each such pass counts as a wake-up of the kernel's
      * (for rings that wake no one: struct fk_evkind.poll_ms). Sooner
      * when a pass found a ring more than a quarter full (reader.c,
-     * next_timeout): ring_bytes is a ring's data size (0: never sooner). */
+     * next_timeout): ring_bytes is a ring's data size (0: never sooner).
+     * poll_ms > 0 says the rings are read on this clock: the kernel
+     * wakes a ring's poller only at each whole ring's bytes written (its
+     * watermark), which next_timeout's passes make needless. With no
+     * wake_fd and no hangups nothing else can end the wait early, so the
+     * thread sleeps to each pass's deadline (clock_nanosleep) instead of
+     * polling every ring's fd: on a 128-CPU host 128 fds and more set up
+     * and torn down at each pass, and each watermark wake-up an extra pass
+     * that woke the taker too. */
     int poll_ms;
     size_t ring_bytes;
+    /* The rings' fds hang up when their tasks are gone (per-task events:
+     * fk_reader_hung_up); poll sees it. Per-CPU events never do. */
+    bool hangups;
     /* Called in the reader's thread on each record, samples included,
      * before it is copied out (in its ring: read it, do not keep it), in
      * each ring's order; false: it is not copied, only given back to its

@@ -779,6 +779,7 @@ static bool engine_reader(struct fk_engine *e)
         ro.wake_fd = fk_pygate_fd(e->pygate);
     }
     ro.poll_ms = (int)e->poll_ms;
+    ro.hangups = fk_engine_inherits(e);     /* per-task events */
     e->r->reader_poll_ms = e->poll_ms;
     ro.ring_bytes = (size_t)e->pages * (size_t)sysconf(_SC_PAGESIZE);
     early_catch_up(e);  /* the hooks' state made before the thread reads it */
