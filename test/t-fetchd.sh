@@ -461,6 +461,16 @@ if FLAMEKIT_CACHE="$fbcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 2 -R 3 -f 
                                    -o "$T/bench-cc" 2>&1) && return 1
                       printf '%s\n' "$o"; [[ $o == *"--tcp-congestion no-such-cc"*"tcp_allowed_congestion_control: "*reno* ]]; }
         check "fetch-bench: a bad --tcp-congestion fails, naming the allowed ones" tcpcc_bad
+        # The clients' route has quickack (an ACK per segment: delayed, the
+        # ACKs per fetch, and the socket server's CPU, follow how fast the
+        # clients read); --delayed-acks leaves TCP's default.
+        check_grep "fetch-bench: the clients' route with quickack by default" \
+            "the clients' route with quickack: every segment acknowledged at once" "$T/bench/report.md"
+        delayed_ok() { "$B/fetch-bench" --no-probes -S 1M -n 1 -R 1 -f 1 -s sock -c on --delayed-acks \
+                           -o "$T/bench-dack" >"$T/bench-dack.out" 2>&1 || { cat "$T/bench-dack.out"; return 1; }
+                       grep -F "the clients' ACKs delayed as by default (--delayed-acks)" "$T/bench-dack/report.md" &&
+                       ! grep -F "quickack" "$T/bench-dack/report.md"; }
+        check "fetch-bench: --delayed-acks leaves the clients' ACKs delayed, and says so" delayed_ok
         # The servers' end of the pair sent every byte fetched (and framing:
         # a tenth at most) and received the clients' ACKs and requests.
         # (on failure: each run outside, with its counts)

@@ -34,6 +34,7 @@ struct bench_opts {
     bool loopback;              /* else (pinned, root) over a veth pair (bench-net.c) */
     bool no_probes;             /* no machine probes: every probe reads 0, no run is slow or retaken */
     const char *tcp_cc;         /* TCP congestion control in the veth pair's namespaces */
+    bool delayed_acks;          /* veth: the clients' ACKs delayed as by default, not quickack */
 };
 extern struct bench_opts opt;
 

@@ -180,6 +180,10 @@ static const struct fk_opt bench_optset[] = {
       "TCP congestion control on the veth pair (default reno, whatever the host's default: with bbr every "
       "connection is paced by a timer, whose interrupts the socket server pays per fetch; a namespace may take "
       "only those in net.ipv4.tcp_allowed_congestion_control)", "reno" },
+    { "delayed-acks", 0, FK_OPT_FLAG, BO(delayed_acks), NULL,
+      "on the veth pair, the clients delay their ACKs as TCP does by default (default: their route has "
+      "quickack, an ACK for every segment: delayed, the ACKs per fetch, and the socket server's CPU with "
+      "them, follow how fast the clients read)" },
     { "no-probes", 0, FK_OPT_FLAG, BO(no_probes), NULL,
       "no machine probes around the runs (about 80 ms of CPU each): no run is called slow or taken again; "
       "for checks that need no figures" },
