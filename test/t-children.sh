@@ -227,13 +227,27 @@ if [ -x "$PY" ]; then
             check_eq "python run, per-task: followed per task" per-task "$(jnum pypt target.tree.mode)"
             check_range "python run, per-task: the children's Python function has its CPU time ($got samples, $want expected)" \
                 "$(ratio "$got" "$want")" "$(floor_ratio "$want")" "$(awk -v w="$want" 'BEGIN { print 1 + 5 / sqrt(w) + 0.05 }')"
-            check_eq "python run, per-task: no invalid walk" 0 "$(jnum pypt python.walks.invalid)"
+            # (on failure, the capture's Python accounting and the stacks
+            # concerned: both have failed once under load, not reproduced)
+            pyacct=$("$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); p = d.get("python", {})
+print(json.dumps({k: p.get(k) for k in ("walks", "samples", "spliced", "chains", "chains_retaken", "chains_refused", "processes", "processes_forgotten", "snapshots_used", "read_delay")}), "lost", d.get("lost_samples"), "reader", json.dumps(d.get("reader", {}).get("python_chains")))' "$(ls "$T"/pypt/*.json | head -1)" 2>&1)
+            invalid=$(jnum pypt python.walks.invalid)
+            if [ "$invalid" = 0 ]; then
+                pass "python run, per-task: no invalid walk"
+            else
+                fail "python run, per-task: no invalid walk" "$invalid invalid; $pyacct"
+            fi
             # (a chain read at the sample whose code object was freed before
             # it was named -- start-up code run once -- is read again from
             # the target: python.chains_retaken) and past the interpreters'
             # start-up, every sample is spliced
             past=$(zcat "$(folded pypt)" | awk '/;_PyEval_EvalFrameDefault[; ]/ && !/;Py_InitializeFromConfig;/ { s += $NF } END { print s + 0 }')
-            check_eq "python run, per-task: every sample past the interpreters' start-up is spliced" 0 "$past"
+            if [ "$past" = 0 ]; then
+                pass "python run, per-task: every sample past the interpreters' start-up is spliced"
+            else
+                fail "python run, per-task: every sample past the interpreters' start-up is spliced" \
+                    "$past not spliced; $pyacct; stacks: $(zcat "$(folded pypt)" | awk '/;_PyEval_EvalFrameDefault[; ]/ && !/;Py_InitializeFromConfig;/' | awk '{ print $NF, $0 }' | sort -rn | head -3 | cut -d' ' -f2- | cut -c1-400)"
+            fi
         else
             fail "python run, per-task: a shell's short interpreters" "exit $rc: $(head -5 "$T/pypt.out")"
         fi
