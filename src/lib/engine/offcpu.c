@@ -1271,6 +1271,23 @@ static uint64_t life_in_window(struct offcpu *k, pid_t tid, uint64_t start, uint
     return stop > start ? stop - start : 0;
 }
 
+/* tid's life in the window ending at stop (all of it, window, when the
+ * window has no start). */
+static uint64_t life_of(struct offcpu *k, pid_t tid, uint64_t stop, uint64_t window)
+{
+    return window && k->window_start ? life_in_window(k, tid, k->window_start, stop) : window;
+}
+
+/* An exact total ns cut to the thread's life (counted: threads_exact_cut):
+ * no time before its FORK nor after its EXIT. */
+static uint64_t exact_within_life(struct offcpu *k, uint64_t ns, uint64_t life, uint64_t window)
+{
+    if (!window || !k->window_start || ns <= life)
+        return ns;
+    k->st.threads_exact_cut++;
+    return life;
+}
+
 /* tid's EXIT record's time (true), when it exited and was not given again. */
 static bool exited_at(struct offcpu *k, pid_t tid, uint64_t *t)
 {
@@ -1392,12 +1409,7 @@ static void unrec_add(struct offcpu *k, pid_t tid, uint64_t ns, uint64_t stop, u
     uint64_t *r = k->unrec_ref.n ? fk_u64map_slot(&k->unrec_ref, key, false) : NULL;
     if (r && *r == UNREC_OUTSIDE)
         return;
-    uint64_t life = window && k->window_start ? life_in_window(k, tid, k->window_start, stop)
-                                              : window;
-    if (window && k->window_start && ns > life) {
-        ns = life;
-        k->st.threads_exact_cut++;
-    }
+    ns = exact_within_life(k, ns, life_of(k, tid, stop, window), window);
     if (!ns)
         return;
     uint32_t ref;
@@ -1522,13 +1534,9 @@ static void calibrate(struct offcpu *k, uint64_t end)
         /* its life in the window: a thread is given no time before its
          * FORK nor after its EXIT (a total or an estimate past it is
          * another thread's, or waits perf could not sample) */
-        uint64_t life = window && k->window_start ? life_in_window(k, tid, k->window_start, stop)
-                                                  : window;
+        uint64_t life = life_of(k, tid, stop, window);
         if (est.v[i].val && !k->records_lost && known) {
-            if (window && k->window_start && ns > life) {
-                ns = life;
-                k->st.threads_exact_cut++;
-            }
+            ns = exact_within_life(k, ns, life, window);
             *fk_u64map_slot(&scale, (uint64_t)(uint32_t)tid, true) = ns + 1;
             k->st.threads_exact++;
             k->st.threads_exact_bounded += x && x->bounded;
