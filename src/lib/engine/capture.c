@@ -92,22 +92,38 @@ struct fk_raw_memo {
 };
 _Static_assert(sizeof(struct fk_raw_memo) == 32, "two memo slots a cache line");
 
+/* The frames' key (engine.h): 8 bytes a frame when every frame packs
+ * (fk_engine_frame_pack), else 12 and a last byte; its length. */
+static size_t frames_key(struct fk_engine *e, const struct fk_stack_frames *st)
+{
+    /* one reservation, then plain stores: this runs for every sample */
+    fk_buf_reset(&e->key);
+    fk_buf_reserve(&e->key, FK_ENGINE_FRAME_WIDE * (size_t)st->n + 1);
+    char *k = e->key.data;
+    for (unsigned i = 0; i < st->n; i++) {
+        uint64_t w;
+        if (!fk_engine_frame_pack(st->locs[i], &w))
+            goto wide;
+        memcpy(k, &w, sizeof w);
+        k += sizeof w;
+    }
+    return (size_t)(k - e->key.data);
+wide:
+    k = e->key.data;
+    for (unsigned i = 0; i < st->n; i++) {
+        memcpy(k, &st->locs[i].dso, sizeof st->locs[i].dso);
+        memcpy(k + sizeof st->locs[i].dso, &st->locs[i].addr, sizeof st->locs[i].addr);
+        k += FK_ENGINE_FRAME_WIDE;
+    }
+    *k++ = 0;
+    return (size_t)(k - e->key.data);
+}
+
 /* The aggregation key (engine.h): the frames interned, then comm NUL
  * pid32 frames-id32 in e->raw (naming.c reads both); its index there. */
 static uint32_t stack_ref(struct fk_engine *e, const struct fk_stack_frames *st)
 {
-    const size_t frame = sizeof st->locs[0].dso + sizeof st->locs[0].addr;
-    /* one reservation, then plain stores: this runs for every sample */
-    fk_buf_reset(&e->key);
-    fk_buf_reserve(&e->key, frame * (size_t)st->n);
-    char *k = e->key.data;
-    for (unsigned i = 0; i < st->n; i++) {
-        memcpy(k, &st->locs[i].dso, sizeof st->locs[i].dso);
-        memcpy(k + sizeof st->locs[i].dso, &st->locs[i].addr, sizeof st->locs[i].addr);
-        k += frame;
-    }
-    const struct fk_stack *f = fk_stacktab_add(&e->frame_lists, e->key.data,
-                                               (size_t)(k - e->key.data), 0);
+    const struct fk_stack *f = fk_stacktab_add(&e->frame_lists, e->key.data, frames_key(e, st), 0);
     uint32_t fid = (uint32_t)(f - e->frame_lists.v);
     e->r->kernel_frames += st->user < st->n ? st->user : st->n;
     e->r->user_frames += st->user < st->n ? st->n - st->user : 0;
@@ -123,7 +139,7 @@ static uint32_t stack_ref(struct fk_engine *e, const struct fk_stack_frames *st)
         return m->raw;
     fk_buf_reset(&e->key);
     fk_buf_reserve(&e->key, cl + 1 + sizeof pid32 + sizeof fid);
-    k = e->key.data;
+    char *k = e->key.data;
     memcpy(k, comm, cl + 1);
     k += cl + 1;
     memcpy(k, &pid32, sizeof pid32);

@@ -8,8 +8,9 @@
  * that profile, so the two cannot disagree.
  *
  * A raw stack's key is comm NUL pid32 frames-id32, the id an entry of
- * the engine's frame_lists table: (dso u32, addr u64) per frame, leaf first
- * (capture.c writes both). */
+ * the engine's frame_lists table: a packed u64 per frame, or (dso u32,
+ * addr u64) per frame and a last byte, leaf first (engine.h; capture.c
+ * writes both). */
 #include "engine/engine.h"
 
 #include <stdlib.h>
@@ -19,6 +20,7 @@ struct loc_key {
     uint32_t dso;
     uint64_t addr;
 } __attribute__((packed));
+_Static_assert(sizeof(struct loc_key) == FK_ENGINE_FRAME_WIDE, "a wide frame is a loc_key");
 
 /* A DSO's pprof mapping and the address range its locations span. */
 struct dso_mapping {
@@ -127,11 +129,19 @@ static void add_stack_sample(struct namer *n, const struct fk_stack *s)
     } else {
         const struct fk_stack *f = &n->e->frame_lists.v[fid];
         const char *frames = f->key;
-        size_t nloc = f->len / sizeof(struct loc_key);
+        bool wide = f->len % sizeof(uint64_t) != 0;
+        size_t nloc = wide ? f->len / FK_ENGINE_FRAME_WIDE : f->len / sizeof(uint64_t);
         n->ids = fk_grow(n->ids, &n->capids, nloc ? nloc : 1, sizeof *n->ids);
         for (size_t j = 0; j < nloc; j++) {
             struct loc_key k;
-            memcpy(&k, frames + j * sizeof k, sizeof k);
+            if (wide) {
+                memcpy(&k, frames + j * FK_ENGINE_FRAME_WIDE, sizeof k);
+            } else {
+                uint64_t w;
+                memcpy(&w, frames + j * sizeof w, sizeof w);
+                struct fk_loc l = fk_engine_frame_unpack(w);
+                k = (struct loc_key){ l.dso, l.addr };
+            }
             n->ids[j] = location_id(n, &k);
         }
         fk_prof_add_sample(n->p, n->ids, nloc, v);
