@@ -136,17 +136,22 @@ struct fk_engine {
      * stacks end, learnt here from complete walks, read by the reader */
     struct fk_stack_ends *ends;
     struct fk_target_filter filter;
-    /* aggregation, two levels: a stack's frames, leaf first, interned
-     * once (its index the frames' id), and comm NUL pid32 frames-id32 ->
-     * samples, weight. A frame is 8 bytes (fk_engine_frame_pack) when all
-     * of the stack's pack, else every frame is dso u32, addr u64 and the
-     * key ends in one more byte (so that its length, 12n + 1, is no
-     * multiple of 8): most stacks are new keys (a leaf's exact address
-     * varies: python3.11 two samples of three), each hashed, copied and
-     * kept, and a key found is compared, cold, byte for byte. A tree of
-     * short children repeats the same few stacks in every pid: each (pid,
-     * stack) costs an entry and 9 bytes past its comm, not a copy of its
-     * frames. */
+    /* aggregation, three levels: a stack's callers (its frames but the
+     * leaf, from the leaf's caller outwards) interned once, its index the
+     * callers' id; the stack's frames, callers-id32 then the leaf (none
+     * without frames), interned, its index the frames' id; and comm NUL
+     * pid32 frames-id32 -> samples, weight. Most samples' frames are new
+     * only in the leaf's exact address (python3.11: two samples of three
+     * a new frame list, four of five of those under callers seen before):
+     * such a sample now keeps a 12-byte key, not a copy of every frame
+     * (440 bytes), new memory touched and kept for the capture's length.
+     * A frame is 8 bytes (fk_engine_frame_pack) when all of a list's
+     * pack, else every frame is dso u32, addr u64 and the callers' key
+     * ends in one more byte (its length, 12n + 1, then no multiple of
+     * 8); a leaf is 8 or 12 bytes likewise. A tree of short children
+     * repeats the same few stacks in every pid: each (pid, stack) costs
+     * an entry and 9 bytes past its comm, not a copy of its frames. */
+    struct fk_stacktab callers;
     struct fk_stacktab frame_lists;
     struct fk_stacktab raw;
     /* (frames id, pid, comm) -> raw's index, direct-mapped
