@@ -176,8 +176,13 @@ if need unshare && unshare -m true 2>/dev/null; then
         check_eq "offcpu run, per-task: followed per task" per-task "$(jnum offpt target.tree.mode)"
         slept=$(secs offpt "$sleeps")
         win=$(jnum offpt duration_s)
-        check_range "offcpu run, per-task: the children's sleeps are there (20 x 50 ms, in s; $(jnum offpt offcpu.block_source) blocks, $(jnum offpt offcpu.switch_ins_lost) switch-ins lost)" \
+        check_range "offcpu run, per-task: the children's sleeps are there (20 x 50 ms, in s; $(jnum offpt offcpu.block_source) blocks, $(jnum offpt offcpu.switch_ins_lost) switch-ins lost, $(jnum offpt offcpu.bpf_switch_ins_unseen) not shown by the kernel)" \
             "$slept" 0.95 "$win"
+        # a switch-in the kernel did not show (Linux 6.18: a child's sleep
+        # switched out twice) is timed from the child's CPU time, not
+        # dropped: a child's 50 ms went missing in 5 of 40 ASan runs
+        check_eq "offcpu run, per-task: every switch-in the kernel did not show is timed" \
+            "$(jnum offpt offcpu.bpf_switch_ins_unseen)" "$(jnum offpt offcpu.bpf_switch_ins_unseen_timed)"
         # sequential children's sleeps past the window are invented time
         # (2.317 s in a 2.242 s window once, at load; not reproduced in 26
         # runs): keep the capture and its thread accounting to find where

@@ -98,7 +98,10 @@ static void nap_ms(unsigned ms)
  * twice is bounded by its two times (bad_gaps: not). With a window
  * [from, until), blocks switched out outside it (the thread preempted
  * after the sleeps, before the drain; its flush below) are outside, not
- * blocks; gaps all count. */
+ * blocks; gaps all count. With the threads' CPU time (BTF: gaps_timed) a
+ * gap switched out twice also says the CPU time used between, within its
+ * span (bad_gaps: not). */
+static bool gaps_timed;
 struct seen {
     pid_t tid;
     unsigned n, gaps, bad_gaps, others, outside, exits;
@@ -122,7 +125,10 @@ static void seen_block(void *ctx, const struct fk_swtime_block *b)
     if (b->kind != FK_SWTIME_BLOCK) {
         s->gaps++;
         /* a switch-in not shown: bounded by the next switch-out */
-        s->bad_gaps += b->kind == FK_SWTIME_UNSEEN_IN && (b->in < b->out || !b->out);
+        s->bad_gaps += b->kind == FK_SWTIME_UNSEEN_IN &&
+                       (b->in < b->out || !b->out ||
+                        (gaps_timed && (b->oncpu == FK_SWTIME_ONCPU_UNKNOWN ||
+                                        b->oncpu > b->in - b->out)));
         if (b->out && b->in > b->out && b->in - b->out > s->gap_max_ns)
             s->gap_max_ns = b->in - b->out;
         return;
@@ -246,6 +252,7 @@ static void kernel_program(void)
                nsample == (int)sysconf(_SC_NPROCESSORS_ONLN));
     const char *note = NULL;
     bool exact = fk_swtime_exact(t, &note);
+    gaps_timed = exact;
     UNIT_CHECK("the kernel's BTF gives the threads' CPU time (exact totals)", exact);
     ok = fd >= 0 && fk_swtime_filter(t, FK_SWTIME_TGIDS, NULL, 1, err, sizeof err) &&
          fk_swtime_add_tgid(t, getpid()) && fk_swtime_follow_forks(t, err, sizeof err) &&
@@ -406,7 +413,8 @@ static void kernel_program(void)
     fk_swtime_stats(t, &st);
     UNIT_CHECK("no switch-out or block lost for room, no pick's sample unwritten",
                st.map_full == 0 && st.ring_full == 0 && st.unwritten == 0);
-    UNIT_CHECK("every switch-in not shown is bounded by its switch-outs, in time order",
+    UNIT_CHECK("every switch-in not shown is bounded by its switch-outs, in time order, "
+               "and timed by the CPU time used between (within the span)",
                s.bad_gaps + c.bad_gaps + after.bad_gaps + s2.bad_gaps + s3.bad_gaps == 0);
     close(fd);
     fk_swtime_free(t);

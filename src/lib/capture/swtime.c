@@ -25,8 +25,10 @@
 
 /* A thread's entry: its picked switch-out waiting for its switch-in (0:
  * none), its first switch-out in the window (0: none yet) and its CPU time
- * (sum_exec_runtime) then. */
-struct entry { uint64_t out, t0, cpu0; };
+ * (sum_exec_runtime) then, and its CPU time at the picked switch-out (0:
+ * unknown): a switch-in the kernel does not show is timed from it
+ * (FK_SWTIME_UNSEEN_IN). */
+struct entry { uint64_t out, t0, cpu0, cpu_out; };
 
 /* cfg's one value: when to stop (0: not yet; STOP_IDLE: before the
  * window), which threads, the pick threshold (a switch-out is picked when
@@ -76,8 +78,8 @@ struct fk_swtime {
 #define S_STARTED (-32)
 #define S_CPU     (-48)     /* a CPU time (or the task's flags) read */
 #define S_ENTRY   (-56)     /* the entry in hand */
-#define S_NEW     (-80)     /* a new entry (hash): 24 bytes */
-#define S_PICK    (-104)     /* a pick's sample's raw part (struct fk_swtime_pick) */
+#define S_NEW     (-88)     /* a new entry (hash): 32 bytes */
+#define S_PICK    (-112)    /* a pick's sample's raw part (struct fk_swtime_pick) */
 
 /* stats[0].counter[i] += 1 (per CPU: no atomics). Clobbers r0-r5. */
 static void bump(struct fk_bpf_builder *b, int stats_fd, int i)
@@ -242,6 +244,7 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
         fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, S_NEW, 0));
         fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, S_NEW + 8, 0));
         fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, S_NEW + 16, 0));
+        fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, S_NEW + 24, 0));
         fk_bpf_emit_ld_map_fd(b, BPF_REG_1, t->outs);
         fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
         fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, S_TID));
@@ -261,14 +264,34 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_0, S_ENTRY));
     /* a picked switch-out with no switch-in seen since (the kernel ran the
      * thread again without a sched_switch hit: seen on Linux 6.18, by
-     * bpftrace too): off CPU for at most the time until now, said with
-     * both times */
+     * bpftrace too): said with both times and the CPU time the thread
+     * used between (its sum_exec_runtime now less at the pick; all ones
+     * when unknown). Switch-outs are all seen, so it was off CPU once
+     * between, for the time elapsed less that CPU time */
     unsigned no_gap = fk_bpf_label_new(b);
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_8, BPF_REG_0, 0));
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_8, 0, no_gap);
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_0, 0, 0));
     emit_now(b, stopped);
-    emit_block(b, t, FK_SWTIME_UNSEEN_IN, BPF_REG_8, BPF_REG_7, 0, no_gap);
+    if (t->cpu_off) {
+        unsigned unknown = fk_bpf_label_new(b), write = fk_bpf_label_new(b);
+        emit_read_task(b, t->cpu_off, 8);
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_10, S_ENTRY));
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_0, 24));
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_2, BPF_REG_10, S_CPU));
+        fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, 0, unknown);
+        fk_bpf_jump_reg(b, BPF_JLT, BPF_REG_2, BPF_REG_1, unknown);
+        fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_SUB, BPF_REG_2, BPF_REG_1));
+        fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_2, S_CPU));
+        fk_bpf_goto(b, write);
+        fk_bpf_label_place(b, unknown);
+        fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, S_CPU, -1));
+        fk_bpf_label_place(b, write);
+        emit_block(b, t, FK_SWTIME_UNSEEN_IN, BPF_REG_8, BPF_REG_7, S_CPU, no_gap);
+    } else {
+        fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, S_CPU, -1));
+        emit_block(b, t, FK_SWTIME_UNSEEN_IN, BPF_REG_8, BPF_REG_7, S_CPU, no_gap);
+    }
     fk_bpf_label_place(b, no_gap);
     /* its last switch-out (exiting, not preempted)? */
     if (!fk_bpf_load_field(b, BPF_REG_1, BPF_REG_6, prev_state, err, errlen))
@@ -314,6 +337,14 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
         fk_bpf_label_place(b, alive);
     }
     emit_now(b, stopped);
+    if (t->cpu_off) {
+        /* its CPU time now, for a switch-in the kernel may not show
+         * (no clock read: a load through the task) */
+        emit_read_task(b, t->cpu_off, 8);
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_10, S_ENTRY));
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_10, S_CPU));
+        fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, BPF_REG_1, 24));
+    }
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_10, S_ENTRY));
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, BPF_REG_7, 0));
     bump(b, t->stats, ST_PICKED);
@@ -366,6 +397,7 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
         fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_0, 0, 0));
         fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_0, 8, 0));
         fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_0, 16, 0));
+        fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_0, 24, 0));
     } else {
         fk_bpf_emit_ld_map_fd(b, BPF_REG_1, t->outs);
         fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));

@@ -42,7 +42,10 @@
  *  - A block is written only whole (its switch-in seen): a thread off CPU
  *    when the window ended is pending in the map (fk_swtime_pending). A
  *    picked switch-out followed by another switch-out with no switch-in
- *    seen is said as such (FK_SWTIME_UNSEEN_IN), never given a guess.
+ *    seen is said as such (FK_SWTIME_UNSEEN_IN) with the CPU time the
+ *    thread used between, from the scheduler's accounting (its
+ *    sum_exec_runtime kept at each pick: no clock read): its block's
+ *    exact length, never a guess; without BTF only its bound.
  *  - A switch-out picked of a thread on its way out (PF_EXITING, its offset
  *    from BTF) is let go, counted (fk_swtime_stats.exiting): perf takes a
  *    thread's per-task events away in do_exit, and such a pick made no
@@ -76,8 +79,12 @@ enum fk_swtime_kind {
                                switch-in seen between: the kernel ran the
                                thread again without a sched_switch hit (Linux
                                6.18 does, about once in thousands of
-                               switches; bpftrace sees the same). Off CPU for
-                               at most in - out: a bound, not a block */
+                               switches; bpftrace sees the same). It used
+                               oncpu ns of CPU between (its sum_exec_runtime
+                               at in less at out): its one block (switch-outs
+                               are all seen) lasted in - out - oncpu, from
+                               out. oncpu FK_SWTIME_ONCPU_UNKNOWN (no BTF):
+                               off CPU for at most in - out, a bound */
     FK_SWTIME_EXIT,         /* the thread's last switch-out, at in: from its
                                first switch-out in the window (out) it was on
                                CPU for oncpu ns, off CPU for the rest */
@@ -88,8 +95,10 @@ struct fk_swtime_block {
     uint32_t tid;
     uint32_t kind;          /* enum fk_swtime_kind */
     uint64_t out, in;       /* CLOCK_MONOTONIC ns */
-    uint64_t oncpu;         /* FK_SWTIME_EXIT: CPU time since out; else 0 */
+    uint64_t oncpu;         /* FK_SWTIME_EXIT, FK_SWTIME_UNSEEN_IN: CPU time
+                               since out; else 0 */
 };
+#define FK_SWTIME_ONCPU_UNKNOWN UINT64_MAX
 
 struct fk_swtime_stats {
     uint64_t map_full;      /* switch-outs not kept: no room in the map */

@@ -200,7 +200,10 @@ struct offcpu {
     size_t nwant, capwant;
     uint64_t bpf_blocks, bpf_unmatched, bpf_in_missed;  /* (the reader's) */
     uint64_t bpf_unseen_in, bpf_unseen_ns;  /* (the reader's) gaps bounded by their
-                                               next switch-out, and their spans */
+                                               next switch-out, and the spans of
+                                               those not timed */
+    uint64_t bpf_unseen_timed;      /* (the reader's) ... of them timed from the
+                                       thread's CPU time */
     size_t want_bytes;
     uint64_t bpf_matched;           /* (the engine's) blocks given to recorded switch-outs */
     struct fk_swtime_stats bpf_st;
@@ -1794,6 +1797,7 @@ static void offcpu_reader_pass(void *state, struct fk_reader *r, const struct fk
     }
     for (size_t i = 0; i < k->npass; i++) {
         const struct fk_swtime_block *b = &k->pass_blocks[i];
+        struct fk_swtime_block timed;
         pid_t tid = (pid_t)b->tid;
         bool gap = b->kind == FK_SWTIME_UNSEEN_IN;
         if (b->kind == FK_SWTIME_EXIT) {
@@ -1821,12 +1825,29 @@ static void offcpu_reader_pass(void *state, struct fk_reader *r, const struct fk
         }
         if (gap) {
             /* switched out at out and again at in, run again unseen in
-             * between: off CPU for 0 to in - out of it. Its recorded block
-             * is dropped (no time invented), the bound reported; the
-             * thread's exact total does not depend on it */
+             * between. Every switch-out is seen, so it was off CPU once
+             * there, from out, for the time elapsed less the CPU time it
+             * used (the scheduler's, read at both switch-outs): a block of
+             * that length, its switch-in at its end -- before anything the
+             * thread did as it ran again (its EXIT record: a child's last
+             * sleep lost to it in t-children). Without that CPU time: off
+             * CPU for 0 to in - out, its recorded block dropped (no time
+             * invented), the bound reported; the thread's exact total does
+             * not depend on it */
             k->bpf_in_missed++;
             k->bpf_unseen_in++;
-            k->bpf_unseen_ns += b->in - b->out;
+            if (b->oncpu != FK_SWTIME_ONCPU_UNKNOWN && b->oncpu <= b->in - b->out) {
+                timed = *b;
+                timed.kind = FK_SWTIME_BLOCK;
+                timed.in = b->in - b->oncpu;
+                timed.oncpu = 0;
+                b = &timed;
+                gap = false;
+                k->bpf_unseen_timed++;
+                k->bpf_blocks++;
+            } else {
+                k->bpf_unseen_ns += b->in - b->out;
+            }
         } else {
             k->bpf_blocks++;
         }
@@ -2167,6 +2188,7 @@ static void offcpu_flush(void *state, struct fk_engine *e, uint64_t end_time)
     k->st.bpf_in_missed = k->bpf_in_missed;
     k->st.bpf_unseen_in = k->bpf_unseen_in;
     k->st.bpf_unseen_ns = k->bpf_unseen_ns;
+    k->st.bpf_unseen_timed = k->bpf_unseen_timed;
     k->st.bpf_bytes = k->swt ? fk_swtime_bytes(k->swt) : 0;
     k->st.bpf_picked = k->bpf_st.picked;
     k->st.bpf_exiting = k->bpf_st.exiting;

@@ -153,7 +153,10 @@ struct fk_offcpu_stats {
                                    not see */
     uint64_t bpf_unseen_in;     /* ... of them switch-ins (switched out twice): the
                                    thread's total stays exact within the gap */
-    uint64_t bpf_unseen_ns;     /* their spans: the bound (counted as 0, not invented) */
+    uint64_t bpf_unseen_timed;  /* ... of them timed exactly: the span less the
+                                   CPU time the thread used in it (the scheduler's) */
+    uint64_t bpf_unseen_ns;     /* the others' spans: the bound (counted as 0, not
+                                   invented) */
     uint64_t bpf_picked;        /* switch-outs the program picked (one in N) */
     uint64_t bpf_exiting;       /* ... of them of threads on their way out
                                    (PF_EXITING): let go, not recorded */

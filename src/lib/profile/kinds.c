@@ -301,6 +301,8 @@ static json_t *offcpu_meta(const struct fk_profile_request *rq, const struct fk_
         json_object_set_new(f, "bpf_missed", json_integer((json_int_t)o->bpf_missed));
         json_object_set_new(f, "bpf_switches_unseen", json_integer((json_int_t)o->bpf_in_missed));
         json_object_set_new(f, "bpf_switch_ins_unseen", json_integer((json_int_t)o->bpf_unseen_in));
+        json_object_set_new(f, "bpf_switch_ins_unseen_timed",
+                            json_integer((json_int_t)o->bpf_unseen_timed));
         json_object_set_new(f, "bpf_unseen_bound_ns", json_integer((json_int_t)o->bpf_unseen_ns));
         json_object_set_new(f, "bpf_switches_picked", json_integer((json_int_t)o->bpf_picked));
         json_object_set_new(f, "bpf_switches_exiting", json_integer((json_int_t)o->bpf_exiting));
