@@ -461,9 +461,10 @@ struct fk_reader *fk_reader_start(struct perf_evlist *evlist, const struct fk_re
     if (o->wake) {
         /* edge-triggered: a BPF ring buffer's fd polls readable while it
          * holds anything, records written without a wake-up too (the
-         * gate's chains, a few every millisecond): level-triggered, the
-         * thread's wait ended as soon as it began, a pass every ~2 ms on
-         * two CPUs at 999 Hz; edges come only from the buffer's wake-ups */
+         * gate's chains, two a millisecond on two CPUs at 999 Hz):
+         * level-triggered, a chain written after the pass's drain would
+         * end the next wait as it began; edges come only from the
+         * buffer's wake-ups */
         struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
         errno = 0;
         r->epfd = epoll_create1(EPOLL_CLOEXEC);
