@@ -119,8 +119,30 @@ if cap nofp run -q -F 499 -o "$T/nofp" -- "$NOFP" 2 8; then
     check_eq "-fomit-frame-pointer C: no [truncated] at 8 levels" 0 "$(jget "$J" callgraph.unwind.truncated)"
     check_range "-fomit-frame-pointer C: copies cut at the thread's known end" "$(jget "$J" callgraph.unwind.stack_ends.cut)" 1 100000000
     check_eq "-fomit-frame-pointer C: no copy cut too short" 0 "$(jget "$J" callgraph.unwind.stack_ends.cut_too_short)"
+    # how much of the copy complete walks read: ordered, within the copy,
+    # every complete walk within 64 KiB
+    w8=$(jget "$J" callgraph.unwind.stack_bytes_walked.median)
+    p99=$(jget "$J" callgraph.unwind.stack_bytes_walked.p99) max=$(jget "$J" callgraph.unwind.stack_bytes_walked.max)
+    check_range "-fomit-frame-pointer C: bytes walked, median ($w8)" "$w8" 1 "$p99"
+    check_range "-fomit-frame-pointer C: bytes walked, p99 <= max <= the copy ($p99, $max)" "$max" "$p99" 32768
+    check_eq "-fomit-frame-pointer C: every complete walk within 64 KiB" "$(jget "$J" callgraph.unwind.complete)" \
+        "$(jget "$J" callgraph.unwind.stack_bytes_walked.complete_within.65536)"
 else
     fail "nofp: capture" "$(cat "$T/nofp.err")"
+fi
+# 52 more recursion levels (a frame is at least a return address and a
+# saved register) read more of the copy
+if [ -z "${w8:-}" ]; then
+    :
+elif cap nofp60 run -q -F 499 -o "$T/nofp60" -- "$NOFP" 1.5 60; then
+    w60=$(jget "$J" callgraph.unwind.stack_bytes_walked.median)
+    check_range "-fomit-frame-pointer C: bytes walked at depth 60 ($w60) >= at depth 8 ($w8) + 52 x 16" \
+        "$w60" $((w8 + 52 * 16)) 32768
+    c=$(jget "$J" callgraph.unwind.complete) k=$(jget "$J" callgraph.unwind.stack_bytes_walked.complete_within.4096)
+    check_range "-fomit-frame-pointer C: at depth 60 few complete walks fit 4 KiB ($k of $c)" \
+        "$(awk -v a="$k" -v b="$c" 'BEGIN{print b ? a / b : 1}')" 0 0.2
+else
+    fail "nofp depth 60: capture" "$(cat "$T/nofp60.err")"
 fi
 if cap nofp-fp run -q -F 499 --call-graph fp -o "$T/nofp-fp" -- "$NOFP" 1.5 8; then
     read -r s n <<<"$(frac "$F" nofp ';main;nofp_outer;nofp_middle;')"

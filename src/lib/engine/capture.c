@@ -92,23 +92,64 @@ struct fk_raw_memo {
 };
 _Static_assert(sizeof(struct fk_raw_memo) == 32, "two memo slots a cache line");
 
-/* The aggregation key (engine.h): the frames interned, then comm NUL
- * pid32 frames-id32 in e->raw (naming.c reads both); its index there. */
-static uint32_t stack_ref(struct fk_engine *e, const struct fk_stack_frames *st)
+/* The key of frames from..n-1 (engine.h's callers): 8 bytes a frame
+ * when every one packs (fk_engine_frame_pack), else 12 and a last byte;
+ * its length. At least 16 bytes reserved (frames_id writes its key
+ * there next). */
+static size_t frames_key(struct fk_engine *e, const struct fk_stack_frames *st, unsigned from)
 {
-    const size_t frame = sizeof st->locs[0].dso + sizeof st->locs[0].addr;
     /* one reservation, then plain stores: this runs for every sample */
     fk_buf_reset(&e->key);
-    fk_buf_reserve(&e->key, frame * (size_t)st->n);
+    fk_buf_reserve(&e->key, FK_ENGINE_FRAME_WIDE * (size_t)st->n + 1 + 16);
     char *k = e->key.data;
-    for (unsigned i = 0; i < st->n; i++) {
+    for (unsigned i = from; i < st->n; i++) {
+        uint64_t w;
+        if (!fk_engine_frame_pack(st->locs[i], &w))
+            goto wide;
+        memcpy(k, &w, sizeof w);
+        k += sizeof w;
+    }
+    return (size_t)(k - e->key.data);
+wide:
+    k = e->key.data;
+    for (unsigned i = from; i < st->n; i++) {
         memcpy(k, &st->locs[i].dso, sizeof st->locs[i].dso);
         memcpy(k + sizeof st->locs[i].dso, &st->locs[i].addr, sizeof st->locs[i].addr);
-        k += frame;
+        k += FK_ENGINE_FRAME_WIDE;
     }
-    const struct fk_stack *f = fk_stacktab_add(&e->frame_lists, e->key.data,
-                                               (size_t)(k - e->key.data), 0);
-    uint32_t fid = (uint32_t)(f - e->frame_lists.v);
+    *k++ = 0;
+    return (size_t)(k - e->key.data);
+}
+
+/* The aggregation key (engine.h): the frames interned, then comm NUL
+ * pid32 frames-id32 in e->raw (naming.c reads both); its index there. */
+/* The frames' id (engine.h): the callers interned, then (callers' id,
+ * leaf). */
+static uint32_t frames_id(struct fk_engine *e, const struct fk_stack_frames *st)
+{
+    const struct fk_stack *c = fk_stacktab_add(&e->callers, e->key.data, frames_key(e, st, 1), 0);
+    uint32_t cid = (uint32_t)(c - e->callers.v);
+    char *k = e->key.data;      /* 16 bytes at most: frames_key reserved them */
+    memcpy(k, &cid, sizeof cid);
+    k += sizeof cid;
+    if (st->n) {
+        uint64_t w;
+        if (fk_engine_frame_pack(st->locs[0], &w)) {
+            memcpy(k, &w, sizeof w);
+            k += sizeof w;
+        } else {
+            memcpy(k, &st->locs[0].dso, sizeof st->locs[0].dso);
+            memcpy(k + sizeof st->locs[0].dso, &st->locs[0].addr, sizeof st->locs[0].addr);
+            k += FK_ENGINE_FRAME_WIDE;
+        }
+    }
+    const struct fk_stack *f = fk_stacktab_add(&e->frame_lists, e->key.data, (size_t)(k - e->key.data), 0);
+    return (uint32_t)(f - e->frame_lists.v);
+}
+
+static uint32_t stack_ref(struct fk_engine *e, const struct fk_stack_frames *st)
+{
+    uint32_t fid = frames_id(e, st);
     e->r->kernel_frames += st->user < st->n ? st->user : st->n;
     e->r->user_frames += st->user < st->n ? st->n - st->user : 0;
     const char *comm = st->pid == 0 ? "swapper" : fk_sym_comm_of(e->sym, st->pid, st->tid);
@@ -123,7 +164,7 @@ static uint32_t stack_ref(struct fk_engine *e, const struct fk_stack_frames *st)
         return m->raw;
     fk_buf_reset(&e->key);
     fk_buf_reserve(&e->key, cl + 1 + sizeof pid32 + sizeof fid);
-    k = e->key.data;
+    char *k = e->key.data;
     memcpy(k, comm, cl + 1);
     k += cl + 1;
     memcpy(k, &pid32, sizeof pid32);
@@ -692,6 +733,7 @@ static uint64_t track_memory(struct fk_engine *e)
     if (e->kind->bytes)
         hooks += e->kind->bytes(e->kind_state);
     uint64_t tables = fk_stacktab_bytes(&e->raw) + fk_stacktab_bytes(&e->frame_lists) +
+                      fk_stacktab_bytes(&e->callers) +
                       (e->raw_memo ? FK_ENGINE_RAW_MEMO * sizeof *e->raw_memo : 0);
     fk_sym_set_other_bytes(e->sym, tables + hooks);
     uint64_t mem = tables + fk_sym_bytes(e->sym) + hooks;
@@ -1082,6 +1124,7 @@ static void engine_init(struct fk_engine *e, const struct fk_capture_opts *o,
     e->errlen = errlen;
     if (err && errlen)
         err[0] = 0;
+    fk_stacktab_init(&e->callers);
     fk_stacktab_init(&e->frame_lists);
     fk_stacktab_init(&e->raw);
     fk_target_filter_init(&e->filter, o->target);
@@ -1109,6 +1152,7 @@ static void engine_free(struct fk_engine *e, bool hold)
     fk_ringq_free(&e->ring);
     fk_stacktab_free(&e->raw);
     fk_stacktab_free(&e->frame_lists);
+    fk_stacktab_free(&e->callers);
     free(e->raw_memo);
     fk_buf_free(&e->key);
     fk_target_filter_free(&e->filter);

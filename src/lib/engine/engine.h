@@ -41,6 +41,25 @@ struct perf_thread_map;
 struct perf_evlist;
 struct perf_evsel;
 
+/* A frame in 8 bytes: the DSO index in the top 16 bits, the address's low
+ * 48 in the rest -- when the index is below 0xffff and the address is
+ * canonical (user addresses and file offsets below 2^47, kernel ones
+ * sign-extended from bit 47). */
+#define FK_ENGINE_FRAME_WIDE 12     /* dso u32, addr u64 */
+static inline bool fk_engine_frame_pack(struct fk_loc l, uint64_t *w)
+{
+    uint64_t top = l.addr >> 47;
+    if (l.dso >= 0xffff || (top != 0 && top != 0x1ffff))
+        return false;
+    *w = (uint64_t)l.dso << 48 | (l.addr & 0xffffffffffffull);
+    return true;
+}
+static inline struct fk_loc fk_engine_frame_unpack(uint64_t w)
+{
+    uint64_t low = w & 0xffffffffffffull;
+    return (struct fk_loc){ (uint32_t)(w >> 48), low >> 47 ? low | 0xffff000000000000ull : low };
+}
+
 struct fk_engine {
     const struct fk_capture_opts *o;
     struct fk_capture_result *r;
@@ -117,11 +136,22 @@ struct fk_engine {
      * stacks end, learnt here from complete walks, read by the reader */
     struct fk_stack_ends *ends;
     struct fk_target_filter filter;
-    /* aggregation, two levels: a stack's frames, (dso u32, addr u64)...
-     * leaf first, interned once (its index the frames' id), and comm NUL
-     * pid32 frames-id32 -> samples, weight. A tree of short children
-     * repeats the same few stacks in every pid: each (pid, stack) costs an
-     * entry and 9 bytes past its comm, not a copy of its frames. */
+    /* aggregation, three levels: a stack's callers (its frames but the
+     * leaf, from the leaf's caller outwards) interned once, its index the
+     * callers' id; the stack's frames, callers-id32 then the leaf (none
+     * without frames), interned, its index the frames' id; and comm NUL
+     * pid32 frames-id32 -> samples, weight. Most samples' frames are new
+     * only in the leaf's exact address (python3.11: two samples of three
+     * a new frame list, four of five of those under callers seen before):
+     * such a sample now keeps a 12-byte key, not a copy of every frame
+     * (440 bytes), new memory touched and kept for the capture's length.
+     * A frame is 8 bytes (fk_engine_frame_pack) when all of a list's
+     * pack, else every frame is dso u32, addr u64 and the callers' key
+     * ends in one more byte (its length, 12n + 1, then no multiple of
+     * 8); a leaf is 8 or 12 bytes likewise. A tree of short children
+     * repeats the same few stacks in every pid: each (pid, stack) costs
+     * an entry and 9 bytes past its comm, not a copy of its frames. */
+    struct fk_stacktab callers;
     struct fk_stacktab frame_lists;
     struct fk_stacktab raw;
     /* (frames id, pid, comm) -> raw's index, direct-mapped

@@ -8,8 +8,11 @@
  * that profile, so the two cannot disagree.
  *
  * A raw stack's key is comm NUL pid32 frames-id32, the id an entry of
- * the engine's frame_lists table: (dso u32, addr u64) per frame, leaf first
- * (capture.c writes both). */
+ * the engine's frame_lists table: callers-id32 and the leaf, a packed u64
+ * or (dso u32, addr u64), none for a stack without frames; the callers'
+ * id an entry of its callers table: a packed u64 per frame, or (dso u32,
+ * addr u64) per frame and a last byte, from the leaf's caller outwards
+ * (engine.h; capture.c writes all three). */
 #include "engine/engine.h"
 
 #include <stdlib.h>
@@ -19,6 +22,7 @@ struct loc_key {
     uint32_t dso;
     uint64_t addr;
 } __attribute__((packed));
+_Static_assert(sizeof(struct loc_key) == FK_ENGINE_FRAME_WIDE, "a wide frame is a loc_key");
 
 /* A DSO's pprof mapping and the address range its locations span. */
 struct dso_mapping {
@@ -126,12 +130,35 @@ static void add_stack_sample(struct namer *n, const struct fk_stack *s)
         fk_prof_add_sample_like(n->p, n->sample_of[fid] - 1, v);
     } else {
         const struct fk_stack *f = &n->e->frame_lists.v[fid];
-        const char *frames = f->key;
-        size_t nloc = f->len / sizeof(struct loc_key);
+        uint32_t cid;
+        memcpy(&cid, f->key, sizeof cid);
+        const struct fk_stack *c = &n->e->callers.v[cid];
+        const char *frames = c->key;
+        bool wide = c->len % sizeof(uint64_t) != 0;
+        size_t leaf = f->len > sizeof cid;
+        size_t nloc = leaf + (wide ? c->len / FK_ENGINE_FRAME_WIDE : c->len / sizeof(uint64_t));
         n->ids = fk_grow(n->ids, &n->capids, nloc ? nloc : 1, sizeof *n->ids);
-        for (size_t j = 0; j < nloc; j++) {
-            struct loc_key k;
-            memcpy(&k, frames + j * sizeof k, sizeof k);
+        struct loc_key k;
+        if (leaf) {
+            if (f->len == sizeof cid + FK_ENGINE_FRAME_WIDE) {
+                memcpy(&k, f->key + sizeof cid, sizeof k);
+            } else {
+                uint64_t w;
+                memcpy(&w, f->key + sizeof cid, sizeof w);
+                struct fk_loc l = fk_engine_frame_unpack(w);
+                k = (struct loc_key){ l.dso, l.addr };
+            }
+            n->ids[0] = location_id(n, &k);
+        }
+        for (size_t j = leaf; j < nloc; j++) {
+            if (wide) {
+                memcpy(&k, frames + (j - leaf) * FK_ENGINE_FRAME_WIDE, sizeof k);
+            } else {
+                uint64_t w;
+                memcpy(&w, frames + (j - leaf) * sizeof w, sizeof w);
+                struct fk_loc l = fk_engine_frame_unpack(w);
+                k = (struct loc_key){ l.dso, l.addr };
+            }
             n->ids[j] = location_id(n, &k);
         }
         fk_prof_add_sample(n->p, n->ids, nloc, v);

@@ -114,6 +114,18 @@ static json_t *callgraph_json(const struct fk_profile_request *rq,
     json_object_set_new(ends, "varying", json_integer((json_int_t)r->stack_ends.varying));
     json_object_set_new(ends, "cut_too_short", json_integer((json_int_t)r->stack_ends.wrong));
     json_object_set_new(uw, "stack_ends", ends);
+    json_t *walked = json_object();
+    json_object_set_new(walked, "median", json_integer((json_int_t)u->walked_median));
+    json_object_set_new(walked, "p99", json_integer((json_int_t)u->walked_p99));
+    json_object_set_new(walked, "max", json_integer((json_int_t)u->walked_max));
+    json_t *within = json_object();
+    for (unsigned i = 0; i < FK_UW_WALKED_SIZES; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "%llu", (unsigned long long)fk_uw_walked_size(i));
+        json_object_set_new(within, key, json_integer((json_int_t)u->complete_within[i]));
+    }
+    json_object_set_new(walked, "complete_within", within);
+    json_object_set_new(uw, "stack_bytes_walked", walked);
     json_object_set_new(uw, "pc_cache_hits", json_integer((json_int_t)u->pc_cache_hits));
     json_object_set_new(uw, "pc_cache_misses", json_integer((json_int_t)u->pc_cache_misses));
     json_object_set_new(uw, "pc_cache2_hits", json_integer((json_int_t)u->pc_cache2_hits));

@@ -420,6 +420,9 @@ void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
 
 #define HIST_NS 50
 #define HIST_N 4096
+/* bytes complete walks read, FK_UW_WALKED_STEP buckets: a copy holds at
+ * most 65528 bytes (FK_STACK_SIZE_MAX) */
+#define WALKED_N (65536 / FK_UW_WALKED_STEP)
 /* Set-associative, 2048 sets of 4 ways, replaced in turn: python3.11's
  * deep stacks touch a few hundred pcs per process, a busy host thousands.
  * With 256 sets (1,024 entries), two python3.11 workers on a host capture
@@ -511,6 +514,7 @@ struct fk_unwinder {
     unsigned resolved;          /* resolve calls in this walk: pcs[i]'s is i */
     struct fk_unwind_stats st;
     uint32_t hist[HIST_N];      /* unwind time per sample, 50 ns buckets */
+    uint32_t walked[WALKED_N];  /* complete walks by bytes read, rounded up to a step */
     uint64_t pcs[FK_UW_DEFAULT_MAX_FRAMES];
     uint64_t sps[FK_UW_DEFAULT_MAX_FRAMES];
     struct fk_loc locs[FK_UW_DEFAULT_MAX_FRAMES];   /* pcs[i]'s location, when locs_ok[i] */
@@ -686,6 +690,36 @@ static const struct fk_uw_code *resolve_sym(void *ctx, uint64_t pc)
     return entry_answer(u, c, i);
 }
 
+uint64_t fk_uw_walked_size(unsigned i)
+{
+    return i < FK_UW_WALKED_SIZES ? 4096ull << i : 0;
+}
+
+/* A complete walk that read bytes of its copy (0: only registers). */
+static void note_walked(struct fk_unwinder *u, uint64_t bytes)
+{
+    u->walked[bytes ? (bytes - 1) / FK_UW_WALKED_STEP % WALKED_N : 0]++;
+    if (bytes > u->st.walked_max)
+        u->st.walked_max = bytes;
+    for (unsigned i = 0; i < FK_UW_WALKED_SIZES; i++)
+        u->st.complete_within[i] += bytes <= fk_uw_walked_size(i);
+}
+
+/* The smallest step bound holding at least share (of 1000) of the
+ * complete walks, at most the largest. */
+static uint64_t walked_at(const struct fk_unwinder *u, uint64_t share)
+{
+    uint64_t want = (u->st.complete * share + 999) / 1000, seen = 0;
+    for (unsigned i = 0; i < WALKED_N && want; i++) {
+        seen += u->walked[i];
+        if (seen >= want) {
+            uint64_t b = (uint64_t)(i + 1) * FK_UW_WALKED_STEP;
+            return b < u->st.walked_max ? b : u->st.walked_max;
+        }
+    }
+    return 0;
+}
+
 unsigned fk_unwind_sample(struct fk_unwinder *u, pid_t pid, const uint64_t *regs,
                           const unsigned char *stack, uint64_t size, uint64_t dyn,
                           struct fk_loc *locs)
@@ -716,6 +750,8 @@ unsigned fk_unwind_sample(struct fk_unwinder *u, pid_t pid, const uint64_t *regs
                FK_UW_DEFAULT_MAX_NS, u->pcs, u->sps, &res);
     u->nsps = res.n;
     u->read_end = res.status == FK_UW_COMPLETE && read_end ? want[FK_UW_SP] + read_end : 0;
+    if (res.status == FK_UW_COMPLETE)
+        note_walked(u, read_end);
     u->ran_out = res.reason == FK_UW_R_STACK_END;
     for (unsigned i = 0; i < res.n; i++)
         locs[i] = i < u->resolved && u->locs_ok[i] ? u->locs[i]
@@ -774,4 +810,6 @@ void fk_unwinder_stats(const struct fk_unwinder *u, struct fk_unwind_stats *out)
             break;
         }
     }
+    out->walked_median = walked_at(u, 500);
+    out->walked_p99 = walked_at(u, 990);
 }

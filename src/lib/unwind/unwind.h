@@ -107,6 +107,11 @@ void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
 
 /* ---- the capture's unwinder ---- */
 
+#define FK_UW_WALKED_STEP 256
+#define FK_UW_WALKED_SIZES 5
+/* 4, 8, 16, 32, 64 KiB for i = 0..4 (the last: anything a copy can hold) */
+uint64_t fk_uw_walked_size(unsigned i);
+
 struct fk_unwind_stats {
     uint64_t samples;           /* user stacks unwound */
     uint64_t complete, truncated, failed;
@@ -118,6 +123,14 @@ struct fk_unwind_stats {
     uint64_t pc_cache2_hits;    /* ... of its misses, those the (binary, address) level answered */
     uint64_t ns_total;
     double median_us;           /* unwind time per sample (monotonic clock) */
+    /* How much of the copy complete walks read, from the sampled sp to past
+     * the highest byte read: what --stack-size needs to keep them. Median
+     * and 99th percentile to the next FK_UW_WALKED_STEP bytes, the largest
+     * exact; complete_within[i]: complete walks that read at most
+     * fk_uw_walked_size(i) bytes (would have been complete with a copy of
+     * that size). */
+    uint64_t walked_median, walked_p99, walked_max;
+    uint64_t complete_within[FK_UW_WALKED_SIZES];
 };
 
 struct fk_unwinder;
