@@ -23,6 +23,7 @@
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -176,6 +177,37 @@ static void *sleeper(void *arg)
     return NULL;
 }
 
+/* Each CPU's event for the program's samples (fk_swtime_sample_event),
+ * mapped (a ring of 256 KiB each, never read: the picks' samples, raw part only, need
+ * room, or they are unwritten and their blocks let go). How many. */
+#define SAMPLE_RING_PAGES 64
+static int sample_events(struct fk_swtime *t, int *fds, void **rings, int max)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    int n = 0;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    for (int cpu = 0; cpu < ncpu && n < max; cpu++) {
+        struct perf_event_attr a = {
+            .type = PERF_TYPE_SOFTWARE, .size = sizeof a, .config = PERF_COUNT_SW_BPF_OUTPUT,
+            .sample_period = 1, .sample_type = PERF_SAMPLE_RAW | PERF_SAMPLE_TID,
+        };
+        int fd = (int)syscall(SYS_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0)
+            continue;
+        void *m = mmap(NULL, (size_t)page * (SAMPLE_RING_PAGES + 1), PROT_READ | PROT_WRITE,
+                       MAP_SHARED, fd, 0);
+        if (m == MAP_FAILED || !fk_swtime_sample_event(t, cpu, fd)) {
+            if (m != MAP_FAILED)
+                munmap(m, (size_t)page * (SAMPLE_RING_PAGES + 1));
+            close(fd);
+            continue;
+        }
+        fds[n] = fd;
+        rings[n++] = m;
+    }
+    return n;
+}
+
 static void kernel_program(void)
 {
     struct fk_tp_format sw;
@@ -207,6 +239,11 @@ static void kernel_program(void)
      * thread timed it: the bound when the host stalled us past 200 ms */
     uint64_t t_attach = fk_now_ns();
     int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    int sfds[1024];
+    void *srings[1024];
+    int nsample = sample_events(t, sfds, srings, 1024);
+    UNIT_CHECK("an event for the program's samples on every online CPU",
+               nsample == (int)sysconf(_SC_NPROCESSORS_ONLN));
     const char *note = NULL;
     bool exact = fk_swtime_exact(t, &note);
     UNIT_CHECK("the kernel's BTF gives the threads' CPU time (exact totals)", exact);
@@ -367,11 +404,16 @@ static void kernel_program(void)
                s2.last_in <= stop && s3.last_in <= stop);
     struct fk_swtime_stats st;
     fk_swtime_stats(t, &st);
-    UNIT_CHECK("no switch-out or block lost for room", st.map_full == 0 && st.ring_full == 0);
+    UNIT_CHECK("no switch-out or block lost for room, no pick's sample unwritten",
+               st.map_full == 0 && st.ring_full == 0 && st.unwritten == 0);
     UNIT_CHECK("every switch-in not shown is bounded by its switch-outs, in time order",
                s.bad_gaps + c.bad_gaps + after.bad_gaps + s2.bad_gaps + s3.bad_gaps == 0);
     close(fd);
     fk_swtime_free(t);
+    for (int i = 0; i < nsample; i++) {
+        munmap(srings[i], (size_t)sysconf(_SC_PAGESIZE) * (SAMPLE_RING_PAGES + 1));
+        close(sfds[i]);
+    }
 }
 
 /* A thread's exact total from its switch records (fk_bt_total), cut to

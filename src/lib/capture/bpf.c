@@ -377,7 +377,10 @@ bool fk_bpf_fork_follower(int map_fd, enum fk_bpf_fork_value value,
         fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_map_delete_elem));
     }
     fk_bpf_label_place(&b, done);
-    fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_0, 0));     /* nothing for perf */
+    /* 1: a tracepoint's programs are ANDed for all of its perf events
+     * (bpf_prog_run_array): a 0 would take every other tool's samples of
+     * sched_process_fork while the capture runs */
+    fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_0, 1));
     fk_bpf_emit(&b, FK_BPF_EXIT());
     ok = ok && fk_bpf_prog_load(&b, BPF_PROG_TYPE_TRACEPOINT, name, prog_fd, err, errlen);
     fk_bpf_builder_free(&b);

@@ -36,7 +36,7 @@ struct cfg { uint64_t stop_ns, filter, threshold, started; };
 #define STOP_IDLE 1
 
 /* Per-CPU counters (fk_sw_stats). */
-enum { ST_MAP_FULL, ST_RING_FULL, ST_EXITS, ST_OUTS, ST_PICKED, ST_EXITING, ST_N };
+enum { ST_MAP_FULL, ST_RING_FULL, ST_EXITS, ST_OUTS, ST_PICKED, ST_EXITING, ST_UNWRITTEN, ST_N };
 
 /* A hit reads the clock (bpf_ktime_get_ns) only for a switch-out it picks,
  * the switch-in that ends one, and once per thread (its first switch-out
@@ -48,6 +48,8 @@ enum { ST_MAP_FULL, ST_RING_FULL, ST_EXITS, ST_OUTS, ST_PICKED, ST_EXITING, ST_N
 
 struct fk_swtime {
     int prog, outs, cfg, stats, cgrp, tgids, rb;
+    int samples;                /* PERF_EVENT_ARRAY: each CPU's event for the picks' samples */
+    uint32_t ncpus;             /* its entries (possible CPUs) */
     int event;                  /* the switch program's own event */
     int fork_prog, fork_event;  /* FK_SWTIME_TGIDS: new processes followed */
     uint64_t tp_id;             /* sched_switch's */
@@ -72,10 +74,10 @@ struct fk_swtime {
 #define S_STOP    (-16)     /* the window's end (0: open) */
 #define S_THRESH  (-24)
 #define S_STARTED (-32)
-#define S_RET     (-40)     /* what perf is told */
 #define S_CPU     (-48)     /* a CPU time (or the task's flags) read */
 #define S_ENTRY   (-56)     /* the entry in hand */
 #define S_NEW     (-80)     /* a new entry (hash): 24 bytes */
+#define S_PICK    (-104)     /* a pick's sample's raw part (struct fk_swtime_pick) */
 
 /* stats[0].counter[i] += 1 (per CPU: no atomics). Clobbers r0-r5. */
 static void bump(struct fk_bpf_builder *b, int stats_fd, int i)
@@ -187,7 +189,6 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
 
     fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_6, BPF_REG_1));
     fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_7, 0));
-    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, S_RET, 1));
     /* stopped? which threads? (no clock read: most hits of a busy host are
      * of threads not timed, or not picked) */
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, S_KEY, 0));
@@ -207,8 +208,7 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
         return false;
     unsigned not_idle = fk_bpf_label_new(b);
     fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_9, 0, not_idle);
-    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, S_RET, 0));     /* the idle task: no sample */
-    fk_bpf_goto(b, in);
+    fk_bpf_goto(b, in);     /* the idle task */
     fk_bpf_label_place(b, not_idle);
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_8, FK_SWTIME_ALL, keep);
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_8, FK_SWTIME_TGIDS, by_tgid);
@@ -224,14 +224,13 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
     fk_bpf_emit_map_lookup(b, t->tgids, S_TID);
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, in);
 
-    /* the target's switch-out: no sample unless picked; none counted or
-     * picked before the window opens (fk_swtime_start): the capture's
-     * events are not on yet (its symbols loading, a command not yet
-     * exec'd), so a pick then made no sample while its switch-out counted
-     * as seen -- 2 of 1,320 picks in a 4 s capture, 30 % of the switch-outs
-     * seen of a command's threads under ASan */
+    /* the target's switch-out: none counted or picked before the window
+     * opens (fk_swtime_start): the capture's events are not on yet (its
+     * symbols loading, a command not yet exec'd), so a pick then made no
+     * sample while its switch-out counted as seen -- 2 of 1,320 picks in
+     * a 4 s capture, 30 % of the switch-outs seen of a command's threads
+     * under ASan */
     fk_bpf_label_place(b, keep);
-    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, S_RET, 0));
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_10, S_STARTED));
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, 0, in);
     bump(b, t->stats, ST_OUTS);
@@ -317,8 +316,32 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
     emit_now(b, stopped);
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_10, S_ENTRY));
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, BPF_REG_7, 0));
-    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, S_RET, 1));
     bump(b, t->stats, ST_PICKED);
+    /* its sample, written by the program (bpf_perf_event_output to this
+     * CPU's event of the capture's: the stacks as perf takes them from the
+     * tracepoint's registers), never by letting perf sample the
+     * tracepoint: the kernel runs every program on a tracepoint and
+     * samples its perf events only if all of them return non-zero, so a
+     * filter's 0 would take other tools' and captures' samples too. Not
+     * written (no event on this CPU, its ring full): counted, and the
+     * switch-out no more a pick (no block without a sample) */
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_9, S_PICK));
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, S_PICK + 4, 0));
+    if (!fk_bpf_load_field(b, BPF_REG_1, BPF_REG_6, prev_state, err, errlen))
+        return false;
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_1, S_PICK + 8));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_7, S_PICK + 16));
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_1, BPF_REG_6));
+    fk_bpf_emit_ld_map_fd(b, BPF_REG_2, t->samples);
+    fk_bpf_emit(b, FK_BPF_MOV32_IMM(BPF_REG_3, -1));    /* BPF_F_CURRENT_CPU */
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_4, BPF_REG_10));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_4, S_PICK));
+    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_5, (int32_t)sizeof(struct fk_swtime_pick)));
+    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_perf_event_output));
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, in);
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_10, S_ENTRY));
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_0, 0, 0));
+    bump(b, t->stats, ST_UNWRITTEN);
     fk_bpf_goto(b, in);
 
     /* its last switch-out: its exact total (from its first switch-out in
@@ -363,11 +386,11 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_0, 0, 0));
     emit_now(b, stopped);
     emit_block(b, t, FK_SWTIME_BLOCK, BPF_REG_8, BPF_REG_7, 0, done);
-    /* (past the window's end: S_RET as decided so far -- 0 for the
-     * target's switch-outs, whose stacks are not wanted any more) */
+    /* 1 for every hit: the program decides no other event's samples (a
+     * tracepoint's programs are ANDed for all of its perf events) */
     fk_bpf_label_place(b, stopped);
     fk_bpf_label_place(b, done);
-    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_10, S_RET));
+    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_0, 1));
     fk_bpf_emit(b, FK_BPF_EXIT());
     return true;
 }
@@ -513,6 +536,9 @@ bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t p
     *out = NULL;
     struct fk_swtime *t = fk_calloc(1, sizeof *t);
     t->prog = t->outs = t->cfg = t->stats = t->cgrp = t->tgids = t->rb = t->cgroup_fd = -1;
+    t->samples = -1;
+    int ncpus = libbpf_num_possible_cpus();
+    t->ncpus = ncpus > 0 ? (uint32_t)ncpus : 1;
     t->event = t->fork_prog = t->fork_event = -1;
     t->tp_id = sw->id;
     uint32_t pm = pid_max();
@@ -535,6 +561,8 @@ bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t p
                                 errlen) &&
               fk_bpf_map_create(BPF_MAP_TYPE_RINGBUF, "fk_sw_blocks", 0, 0, (uint32_t)ring_bytes, 0,
                                 &t->rb, err, errlen) &&
+              fk_bpf_map_create(BPF_MAP_TYPE_PERF_EVENT_ARRAY, "fk_sw_samples", 4, 4, t->ncpus, 0,
+                                &t->samples, err, errlen) &&
               generate(&b, t, sw, exit_bits, preempt_bit, err, errlen) &&
               fk_bpf_prog_load(&b, BPF_PROG_TYPE_TRACEPOINT, "fk_switch_time", &t->prog, err,
                                errlen);
@@ -673,6 +701,14 @@ out:
     return n;
 }
 
+bool fk_swtime_sample_event(struct fk_swtime *t, int cpu, int fd)
+{
+    uint32_t k = (uint32_t)cpu;
+    uint32_t v = (uint32_t)fd;
+    return cpu >= 0 && (uint32_t)cpu < t->ncpus && fd >= 0 &&
+           bpf_map_update_elem(t->samples, &k, &v, BPF_ANY) == 0;
+}
+
 bool fk_swtime_add_tgid(struct fk_swtime *t, pid_t tgid)
 {
     uint32_t k = (uint32_t)tgid;
@@ -753,6 +789,7 @@ void fk_swtime_stats(struct fk_swtime *t, struct fk_swtime_stats *st)
             st->outs += c[ST_OUTS];
             st->picked += c[ST_PICKED];
             st->exiting += c[ST_EXITING];
+            st->unwritten += c[ST_UNWRITTEN];
         }
     free(v);
     struct bpf_prog_info info;
@@ -786,7 +823,7 @@ void fk_swtime_free(struct fk_swtime *t)
         return;
     ring_buffer__free(t->ring);
     int *fds[] = { &t->event, &t->fork_event, &t->prog, &t->fork_prog, &t->outs, &t->cfg,
-                   &t->stats, &t->cgrp, &t->tgids, &t->rb, &t->cgroup_fd };
+                   &t->stats, &t->cgrp, &t->tgids, &t->rb, &t->samples, &t->cgroup_fd };
     for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
         if (*fds[i] >= 0)
             close(*fds[i]);

@@ -3,9 +3,10 @@
  * sched:sched_switch (attached to a tracepoint event of its own) that
  * picks one in N of the target's switch-outs (bpf_get_prandom_u32: each
  * switch-out alike, with chance 1/N, whatever its thread, its CPU or the
- * rhythm of its switches), lets perf record only those (the program's
- * return value: a tracepoint hit it returns 0 for is no sample of any
- * perf event on it), keeps each picked switch-out's time in a map by tid
+ * rhythm of its switches), writes each pick's sample itself
+ * (bpf_perf_event_output to the capture's event on that CPU: perf takes
+ * its stacks from the tracepoint's registers, as for a sample of the
+ * tracepoint's own), keeps each picked switch-out's time in a map by tid
  * and, when the thread is switched in again, writes its block -- tid,
  * switch-out and switch-in times -- to a BPF ring buffer. The other
  * switches read no clock (on this VM each read traps to the hypervisor:
@@ -26,12 +27,15 @@
  *    offset is kept once per boot (util/bootcache.h: DIR/btf-offsets),
  *    as loading the kernel's BTF cost a capture ~8 ms of CPU and ~45 ms
  *    of its start.
- *  - The program returns 0 (no sample) only for the target's switch-outs
- *    it did not pick (all of them before the window opens: the capture's
- *    events may not be on yet, and a pick would make no sample) and for
- *    the idle task's; every other hit (threads not timed) returns 1, as
- *    perf would record it. Other tools' perf events on sched_switch miss those switch-outs
- *    too while it runs (their BPF programs do not: they run on every hit).
+ *  - The program returns 1 for every hit: it never decides whether a perf
+ *    event on sched_switch samples. (The kernel runs all the programs
+ *    attached to a tracepoint and samples its perf events only if every
+ *    one returned non-zero: a program that filtered the capture's own
+ *    tracepoint events by returning 0 took the samples of every other
+ *    capture's and tool's events on sched_switch too -- two offcpu
+ *    captures at once lost 743 of 1,769 picks' samples. Issue 21.)
+ *  - Nothing is picked before the window opens (the capture's events
+ *    may not be on yet) or after it ends.
  *  - Times are bpf_ktime_get_ns (CLOCK_MONOTONIC, the records' clock),
  *    taken before perf times the same hit: a picked switch-out's block
  *    starts at or before the sample's time and ends after it.
@@ -96,9 +100,21 @@ struct fk_swtime_stats {
                                (its recursion guard; perf then drops the sample too) */
     uint64_t outs;          /* the target's switch-outs seen (exits too) */
     uint64_t picked;        /* ... of them picked (perf records their stacks) */
+    uint64_t unwritten;     /* picks whose sample the program could not write
+                               (no event for the CPU, its ring full: perf counts
+                               those lost too): let go, no block */
     uint64_t exiting;       /* ... picked, but of a thread on its way out
                                (PF_EXITING): let go, not recorded (its per-task
                                events may be gone: no sample) */
+};
+
+/* A pick's sample's raw part (PERF_SAMPLE_RAW of the sample the program
+ * writes for it, fk_swtime_sample_event). */
+struct fk_swtime_pick {
+    uint32_t tid;
+    uint32_t zero;
+    uint64_t state;         /* sched_switch's prev_state (the preemption bit with it) */
+    uint64_t out;           /* the switch-out's time, as its block's (CLOCK_MONOTONIC ns) */
 };
 
 /* task_struct.flags' bit for a thread in do_exit (include/linux/sched.h,
@@ -147,12 +163,9 @@ bool fk_swtime_exact(const struct fk_swtime *t, const char **note);
  * moment - t0 less the CPU time it used since (fk_proc_task_cpu_ns). */
 bool fk_swtime_thread(struct fk_swtime *t, pid_t tid, uint64_t *t0, uint64_t *cpu0);
 /* Programs on sched_switch now besides this one (another capture's of
- * this kind, a tool's), -1 when the kernel does not say. The kernel runs
- * them all at each hit and makes perf's samples only if every one
- * returns non-zero: another flamekit offcpu capture's program returns 0
- * for the switch-outs of its target it did not pick (every thread's, for
- * host and user captures), so a pick of this one's among them makes no
- * sample. (bpftrace's programs return 1.) */
+ * this kind, a tool's), -1 when the kernel does not say. (They no longer
+ * matter to this one's samples, which the program writes itself: said in
+ * the result for what else ran.) */
 int fk_swtime_others(const struct fk_swtime *t);
 /* Each thread with a first switch-out in the window (fk_swtime_thread
  * gives it), to fn until it returns false: how many. The threads alive;
@@ -161,6 +174,11 @@ size_t fk_swtime_threads(struct fk_swtime *t, bool (*fn)(void *ctx, pid_t tid), 
 /* Time the switches of process tgid's threads too (FK_SWTIME_TGIDS), or no
  * more (it exited). */
 bool fk_swtime_add_tgid(struct fk_swtime *t, pid_t tgid);
+/* fd: the perf event of CPU cpu (PERF_COUNT_SW_BPF_OUTPUT, on that CPU,
+ * every task's) the program writes its picks' samples to -- each with the
+ * stacks perf takes at sched_switch and a struct fk_swtime_pick as its raw
+ * part. A CPU without one writes none (its picks counted unwritten). */
+bool fk_swtime_sample_event(struct fk_swtime *t, int cpu, int fd);
 void fk_swtime_forget_tgid(struct fk_swtime *t, pid_t tgid);
 /* With FK_SWTIME_TGIDS (after fk_swtime_filter), a second program on
  * sched:sched_process_fork adds the children of the processes timed,

@@ -282,6 +282,17 @@ bool fk_engine_inherits(const struct fk_engine *e);
  * written when they are held: closing a tracepoint's last event waits for
  * RCU grace periods, seconds on a busy host. */
 void fk_engine_keep_fd(struct fk_engine *e, int fd);
+/* One more event per online CPU for event i (pid -1: every task; enabled,
+ * not inherited), with event i's attr (its sample_type, read_format,
+ * clock) but type and config as given and no side-band records: its
+ * samples go to that CPU's ring (PERF_EVENT_IOC_SET_OUTPUT) and count as
+ * event i's. For a kind whose BPF program writes event i's samples
+ * (bpf_perf_event_output needs an event per CPU, whatever the target's
+ * events are). fds[k] on CPU cpus[k], *n of them (at most cap); the
+ * engine's (fk_engine_keep_fd). From the opened hook; event i's attr must
+ * have PERF_FORMAT_ID. false with one phrase in err. */
+bool fk_engine_cpu_events(struct fk_engine *e, unsigned event, uint32_t type, uint64_t config,
+                          int *fds, int *cpus, size_t cap, size_t *n, char *err, size_t errlen);
 /* PID, RUN in cgroup mode: the cgroup v2 directory the events are limited
  * to (its tasks and those below); NULL otherwise. From the opened hook on. */
 const char *fk_engine_tree_cgroup(const struct fk_engine *e);

@@ -1066,8 +1066,18 @@ static bool offcpu_config(void *state, const struct fk_capture_opts *o, unsigned
     attr->config = i == k->ev_switch ? k->sw.id : k->wk.id;
     attr->freq = 0;
     attr->sample_period = k->o.one_in;
-    if (i == k->ev_switch && k->swt)
-        attr->sample_period = 1;    /* the program picks (fk_swtime_set_n) */
+    if (i == k->ev_switch && k->swt) {
+        /* the program picks (fk_swtime_set_n) and writes each pick's
+         * sample to an event of each CPU's (offcpu_opened), in this
+         * event's layout; this one, the rings' and the side-band's, never
+         * samples. Not the tracepoint's own events, filtered by the
+         * program's return: the kernel ANDs the returns of every program
+         * on a tracepoint for all of its perf events, and another capture's
+         * 0 took this one's samples (and this one's the other's) */
+        attr->type = PERF_TYPE_SOFTWARE;
+        attr->config = PERF_COUNT_SW_DUMMY;
+        attr->sample_period = 1;
+    }
     attr->sample_type &= ~(uint64_t)PERF_SAMPLE_PERIOD;
     attr->sample_type |= PERF_SAMPLE_RAW;
     attr->read_format |= PERF_FORMAT_ID;    /* fk_engine_set_period finds the fds by it */
@@ -1098,6 +1108,27 @@ static void offcpu_values(void *state, const struct fk_capture_opts *o, struct f
     v->unit = "nanoseconds";
     v->period = 1;
     v->fold_weight = true;
+}
+
+/* A switch-out sample's thread and state: from the program's raw part
+ * (struct fk_swtime_pick) with the in-kernel program, else from
+ * sched_switch's record. false when it does not parse. */
+static bool switch_raw(const struct offcpu *k, const struct fk_sample *s, int64_t *prev,
+                       int64_t *pstate)
+{
+    if (!s->raw)
+        return false;
+    if (k->swt) {
+        struct fk_swtime_pick p;
+        if (s->raw_size < sizeof p)
+            return false;
+        memcpy(&p, s->raw, sizeof p);
+        *prev = (int64_t)p.tid;
+        *pstate = (int64_t)p.state;
+        return true;
+    }
+    return fk_tp_get(k->prev_pid, s->raw, s->raw_size, prev) &&
+           fk_tp_get(k->prev_state, s->raw, s->raw_size, pstate);
 }
 
 static void offcpu_sample(void *state, struct fk_engine *e, unsigned event,
@@ -1140,8 +1171,7 @@ static void offcpu_sample(void *state, struct fk_engine *e, unsigned event,
         return;
     }
     int64_t prev, pstate;
-    if (!s->raw || !fk_tp_get(k->prev_pid, s->raw, s->raw_size, &prev) ||
-        !fk_tp_get(k->prev_state, s->raw, s->raw_size, &pstate) || prev != s->tid) {
+    if (!switch_raw(k, s, &prev, &pstate) || prev != s->tid) {
         k->st.raw_mismatch++;
         return;
     }
@@ -1853,6 +1883,24 @@ static bool offcpu_opened(void *state, struct fk_engine *e, char *err, size_t er
         ok = fk_swtime_add_tgid(k->swt, t->pids[i]);
     if (ok && !fk_swtime_follow_forks(k->swt, why, sizeof why))
         ok = false;
+    /* each CPU's event for the picks' samples, whatever the target's
+     * events are (bpf_perf_event_output writes to the CPU's own): the
+     * target's are per task for 'pid' and 'run' outside a cgroup, and the
+     * program's filter is what tells the target there */
+    if (ok) {
+        size_t cap = k->nmarked, n = 0;
+        int *fds = fk_calloc(cap, sizeof *fds), *cpus = fk_calloc(cap, sizeof *cpus);
+        ok = fk_engine_cpu_events(e, k->ev_switch, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_BPF_OUTPUT,
+                                  fds, cpus, cap, &n, why, sizeof why);
+        for (size_t i = 0; ok && i < n; i++)
+            if (!fk_swtime_sample_event(k->swt, cpus[i], fds[i])) {
+                snprintf(why, sizeof why, "CPU %d's sample event for the program: %s", cpus[i],
+                         strerror(errno));
+                ok = false;
+            }
+        free(fds);
+        free(cpus);
+    }
     /* their events are closed with the capture's, after the files are
      * written (each close waits for an RCU tasks-trace grace period:
      * fk_swtime_new), failed or not */
@@ -1995,9 +2043,9 @@ static void offcpu_early_sample(void *state, unsigned event, const struct fk_sam
     struct offcpu *k = state;
     if (k->swt) {
         /* (not a thread's last switch-out, do_task_dead's: no block ends it) */
-        int64_t pstate;
+        int64_t prev, pstate;
         if (event == k->ev_switch && s->tid > 0 &&
-            !(k->exit_bits && s->raw && fk_tp_get(k->prev_state, s->raw, s->raw_size, &pstate) &&
+            !(k->exit_bits && switch_raw(k, s, &prev, &pstate) &&
               (pstate & (int64_t)k->exit_bits) && !(pstate & (int64_t)k->bits.preempt)))
             want_block(k, s->tid, s->time);
         return;
@@ -2122,6 +2170,7 @@ static void offcpu_flush(void *state, struct fk_engine *e, uint64_t end_time)
     k->st.bpf_bytes = k->swt ? fk_swtime_bytes(k->swt) : 0;
     k->st.bpf_picked = k->bpf_st.picked;
     k->st.bpf_exiting = k->bpf_st.exiting;
+    k->st.bpf_unwritten = k->bpf_st.unwritten;
     k->st.bpf_others = k->others;
     k->st.bpf_unsampled = k->bpf_st.picked > k->st.recorded + k->st.recorded_twice ?
                           k->bpf_st.picked - k->st.recorded - k->st.recorded_twice : 0;

@@ -3,7 +3,12 @@
  * by how long, and optionally who woke them and where they ran.
  *
  * Events, in one evlist:
- *   0  sched:sched_switch, one hit in N, with the switched-out thread's
+ *   0  with the in-kernel program (capture/swtime.h): a dummy (the rings'
+ *      and the side-band's) and, per CPU, the bpf-output events the
+ *      program writes its picks' samples to -- the stacks as below, the
+ *      raw part a struct fk_swtime_pick; its blocks give the switch-ins.
+ *      Otherwise (--no-bpf):
+ *      sched:sched_switch, one hit in N, with the switched-out thread's
  *      stack (kernel callchain + user stack as in CPU mode), its raw
  *      record (prev_pid, prev_state: the layout read from tracefs) and its
  *      counter's count (what the sample weighs: the hits since that
@@ -153,9 +158,11 @@ struct fk_offcpu_stats {
     uint64_t bpf_exiting;       /* ... of them of threads on their way out
                                    (PF_EXITING): let go, not recorded */
     uint64_t bpf_unsampled;     /* ... picked, but no sample came (picked less
-                                   recorded, when positive): perf dropped it
-                                   (lost, throttled) or another program on
-                                   sched_switch returned 0 for it */
+                                   recorded, when positive): the unwritten
+                                   below, or perf dropped it */
+    uint64_t bpf_unwritten;     /* ... picked, but the program could not write
+                                   its sample (its CPU's ring full): let go,
+                                   no block */
     int bpf_others;             /* other programs on sched_switch, the most at
                                    once in the window (-1: unknown) */
     const char *totals_from;    /* each thread's exact total: "scheduler" (the

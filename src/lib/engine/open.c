@@ -288,7 +288,9 @@ static bool per_task_instead(struct fk_engine *e)
         struct perf_event_attr *a = perf_evsel__attr(e->evsel[i]);
         a->inherit = 1;
         a->enable_on_exec = t->kind == FK_TARGET_RUN;
-        if (e->nevents == 1 && !e->pygate)     /* (the gate finds its fds by id) */
+        /* (the gate, and a kind's opened hook -- fk_engine_cpu_events --
+         * find fds by id) */
+        if (e->nevents == 1 && !e->pygate && !e->kind->opened)
             a->read_format &= ~(uint64_t)PERF_FORMAT_ID;
         a->sample_type &= ~(uint64_t)PERF_SAMPLE_READ;  /* refused with inherit before 6.12 */
     }
@@ -590,6 +592,58 @@ void fk_engine_keep_fd(struct fk_engine *e, int fd)
 {
     e->kept_fds = fk_grow(e->kept_fds, &e->capkept_fds, e->nkept_fds + 1, sizeof *e->kept_fds);
     e->kept_fds[e->nkept_fds++] = fd;
+}
+
+bool fk_engine_cpu_events(struct fk_engine *e, unsigned event, uint32_t type, uint64_t config,
+                          int *fds, int *cpus, size_t cap, size_t *n, char *err, size_t errlen)
+{
+    *n = 0;
+    if (event >= e->nevents || !e->evsel[event] || !e->cpus || !e->threads) {
+        snprintf(err, errlen, "no event %u to add CPU events to", event);
+        return false;
+    }
+    int ncpu = perf_cpu_map__nr(e->cpus), nthr = perf_thread_map__nr(e->threads);
+    if (ncpu <= 0 || (size_t)ncpu > cap) {
+        snprintf(err, errlen, "%d CPUs: room for %zu", ncpu, cap);
+        return false;
+    }
+    /* the rings: event's fds, [cpu index * nthreads + thread]; each CPU's
+     * first is in (or writes to) that CPU's ring */
+    int *own = fk_malloc((size_t)ncpu * (size_t)nthr * sizeof *own);
+    bool ok = event_fds(e, event, own, err, errlen);
+    struct perf_event_attr a = e->attr[event];
+    a.type = type;
+    a.config = config;
+    a.disabled = 0;
+    a.inherit = 0;
+    a.enable_on_exec = 0;
+    /* no side-band: the engine's event 0 has it */
+    a.mmap = a.mmap2 = a.comm = a.comm_exec = a.task = a.context_switch = 0;
+    a.mmap_data = a.namespaces = a.ksymbol = a.bpf_event = a.cgroup = a.text_poke = 0;
+    a.build_id = 0;
+    for (int c = 0; ok && c < ncpu; c++) {
+        int cpu = perf_cpu_map__cpu(e->cpus, c).cpu;
+        int fd = (int)syscall(SYS_perf_event_open, &a, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+        uint64_t id = 0;
+        if (fd < 0) {
+            snprintf(err, errlen, "perf_event_open on CPU %d: %s", cpu, strerror(errno));
+            ok = false;
+            break;
+        }
+        fk_engine_keep_fd(e, fd);
+        if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, own[(size_t)c * (size_t)nthr]) != 0 ||
+            ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0) {
+            snprintf(err, errlen, "CPU %d's event to its ring: %s", cpu, strerror(errno));
+            ok = false;
+            break;
+        }
+        *fk_u64map_slot(&e->event_of, id, true) = event + 1;
+        fds[*n] = fd;
+        cpus[*n] = cpu;
+        (*n)++;
+    }
+    free(own);
+    return ok;
 }
 
 struct fk_held_events *fk_engine_hold_events(struct fk_engine *e)

@@ -305,6 +305,7 @@ static json_t *offcpu_meta(const struct fk_profile_request *rq, const struct fk_
         json_object_set_new(f, "bpf_switches_picked", json_integer((json_int_t)o->bpf_picked));
         json_object_set_new(f, "bpf_switches_exiting", json_integer((json_int_t)o->bpf_exiting));
         json_object_set_new(f, "bpf_picks_without_sample", json_integer((json_int_t)o->bpf_unsampled));
+        json_object_set_new(f, "bpf_picks_unwritten", json_integer((json_int_t)o->bpf_unwritten));
         json_object_set_new(f, "bpf_other_programs", json_integer((json_int_t)o->bpf_others));
         json_object_set_new(f, "threads_exit_tail", json_integer((json_int_t)o->threads_exit_tail));
         json_object_set_new(f, "exit_tail_ns", json_integer((json_int_t)o->exit_tail_ns));
@@ -449,12 +450,11 @@ static void offcpu_summary(FILE *out, const struct fk_profile_request *rq,
             (double)b->ns_by_state[FK_BT_SLEEPING] / 1e9, (double)b->ns_by_state[FK_BT_DISK] / 1e9,
             (double)b->ns_by_state[FK_BT_RUNNABLE] / 1e9, (double)b->ns_by_state[FK_BT_OTHER] / 1e9,
             (unsigned long long)b->open);
-    if (o->bpf_unsampled && o->bpf_others > 0)
-        fprintf(out, "  NOTE: %llu of %llu picked switch-outs made no sample: %d other BPF "
-                "program%s on sched_switch (another flamekit offcpu capture's drops the "
-                "switch-outs it does not pick; totals stay exact)\n",
+    if (o->bpf_unsampled)
+        fprintf(out, "  NOTE: %llu of %llu picked switch-outs made no sample (%llu not written: "
+                "no room in the ring; totals stay exact)\n",
                 (unsigned long long)o->bpf_unsampled, (unsigned long long)o->bpf_picked,
-                o->bpf_others, o->bpf_others == 1 ? "" : "s");
+                (unsigned long long)o->bpf_unwritten);
     if (o->threads_unrecorded)
         fprintf(out, "  not recorded: %llu threads with none of their switch-outs recorded "
                 "(1 in N), their exact total under [not recorded] (%.3f s)\n",
