@@ -367,7 +367,8 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
         # 15 points above the lowest run of the setting (crowded)
         and all(.settings[]; ([.runs[].client_cpus_others_pct // 100] | min) as $low | all(.runs[];
               ((.client_cpus_others_pct | not) or (.client_cpus_elapsed_s > 0 and
-                   (.client_cpus_others_pct - 100 * (.client_cpu_s - .client_processes_cpu_s) / .client_cpus_elapsed_s
+                   (.client_cpus_others_pct - 100 * (.client_processes_cpu_s as $p | [.client_cpus_busy_s, $p] | max - $p)
+                                                  / .client_cpus_elapsed_s
                     | fabs) < 1e-6))
               and .crowded == ((.client_cpus_others_pct // 0) > ([35, $low + 15] | max))))
         and all(.settings[].runs[]; .compute_probe_ms > 0 and .machine_probe_after_ms > 0 and .compute_probe_after_ms > 0
@@ -500,6 +501,29 @@ if FLAMEKIT_CACHE="$fbcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 2 -R 3 -f 
                     | "\($s): wall \(.wall_s) s on \($sc)+\($cc) CPUs (between the marks \(.server_cpus_elapsed_s)+\(.client_cpus_elapsed_s) s): server \(.server_cpu_s) (threads \(.server_threads_cpu_s)), git \(.git_cpu_s), clients \(.client_cpu_s) (processes \(.client_processes_cpu_s))"]
                    | if length == 0 then true else (.[], false) end
               end' "$T/bench/report.json"
+        # Where the kernel keeps every task's time per CPU (cgroup v1
+        # cpuacct's root), the clients' CPU is their processes' own plus
+        # what ran in no task on their CPUs (busy less every task's time),
+        # not other tasks' time there; elsewhere their CPUs' busy time.
+        # (on failure: the accounting, or each run whose clients' CPU is
+        # neither, with its times)
+        tasks=false
+        for f in /sys/fs/cgroup/cpuacct/cpuacct.usage_percpu /sys/fs/cgroup/cpu,cpuacct/cpuacct.usage_percpu; do
+            [ -r "$f" ] && tasks=true
+        done
+        check "fetch-bench: the clients' CPU is their processes' plus what ran in no task on their CPUs" \
+            jq -e -r --argjson tasks "$tasks" '
+            if $tasks and (.cpu_accounting | test("cpuacct.usage_percpu") | not) then "cpu_accounting: \(.cpu_accounting)", false
+            else [.settings[] | .server as $s | .runs[]
+                  | (if $tasks then (.client_cpus_tasks_s // null) as $t
+                     | if $t == null then null
+                       else .client_processes_cpu_s + ([.client_cpus_busy_s - $t, 0] | max) end
+                     else ([.client_cpus_busy_s, .client_processes_cpu_s] | max) end) as $want
+                  | select($want == null or (.client_cpu_s - $want | fabs) > 1e-6
+                           or ($tasks and (.server_cpus_tasks_s | type) != "number"))
+                  | "\($s): clients \(.client_cpu_s), want \($want) (processes \(.client_processes_cpu_s), busy \(.client_cpus_busy_s), tasks \(.client_cpus_tasks_s))"]
+                 | if length == 0 then true else (.[], false) end
+            end' "$T/bench/report.json"
     fi
     # The server's switches by thread: its main thread first; gRPC's own
     # threads by name beside the call threads (the socket server has none

@@ -400,7 +400,7 @@ static void md_header(struct fk_outfile *md, const char *cpu_source, double secs
         fk_outfile_printf(md, "%s `%s` (%s per fetch)", i ? ";" : "", repos[i].name,
                           human((double)repos[i].fetch_bytes, b1, sizeof b1));
     fk_outfile_printf(md, ". gRPC messages of %llu bytes.\n\n", (unsigned long long)opt.chunk);
-    bool sides = nsettings > 0 && settings[0].o[0].sides;
+    bool sides = nsettings > 0 && settings[0].o[0].sides, tasks = sides && settings[0].o[0].tasks_known;
     fk_outfile_printf(md, "CPU: %s. Server = %s; git = its git upload-pack "
                       "children; clients = %s. CPU utilisation = "
                       "(server + git + clients) / (wall time × %d CPUs). Allocations: calls and bytes of "
@@ -417,7 +417,11 @@ static void md_header(struct fk_outfile *md, const char *cpu_source, double secs
                       sides ? "the servers' CPUs' busy time over the run less git's (the server process's own threads "
                       "and the receive work done on those CPUs; the threads alone are server_threads_cpu_s in "
                       "report.json)" : "the server process's own threads",
-                      sides ? "the clients' CPUs' busy time over the run (the client processes alone: "
+                      tasks ? "the client processes' own CPU over their timed fetches plus what ran in no task on "
+                      "the clients' CPUs (their busy time less every task's time on them: the receive work done "
+                      "while they were idle), not other tasks on those CPUs (client_processes_cpu_s, "
+                      "client_cpus_busy_s, client_cpus_tasks_s in report.json)"
+                      : sides ? "the clients' CPUs' busy time over the run (the client processes alone: "
                       "client_processes_cpu_s)" : "the client processes over their timed fetches",
                       ncpus, CLIENT_HEAP_MIB);
 }
@@ -929,6 +933,12 @@ static json_t *json_run(const struct setting *s, int r)
         json_object_set_new(x, "client_processes_cpu_s", json_real(b->client_procs_cpu));
         json_object_set_new(x, "server_cpus_elapsed_s", json_real(b->server_cpus_elapsed));
         json_object_set_new(x, "client_cpus_elapsed_s", json_real(b->client_cpus_elapsed));
+        json_object_set_new(x, "server_cpus_busy_s", json_real(b->server_cpus_busy));
+        json_object_set_new(x, "client_cpus_busy_s", json_real(b->client_cpus_busy));
+        if (b->tasks_known) {
+            json_object_set_new(x, "server_cpus_tasks_s", json_real(b->server_cpus_tasks));
+            json_object_set_new(x, "client_cpus_tasks_s", json_real(b->client_cpus_tasks));
+        }
         json_object_set_new(x, "client_cpus_others_pct", json_real(client_cpus_others_pct(b)));
         json_object_set_new(x, "server_cpus_others_pct", json_real(server_cpus_others_pct(b)));
     }

@@ -54,6 +54,14 @@ struct obs {
      * taken from (its CPUs' seconds; the run's, or more when a mark was
      * read late): that busy time is within it */
     double server_cpus_elapsed, client_cpus_elapsed;
+    /* with sides: each side's CPUs' busy time over the run, and where the
+     * kernel gives it per CPU (tasks_known: cpuacct's root) every task's
+     * CPU time on them, whoever's: the busy time less it is the interrupt
+     * and softirq work done while they were idle. The clients' CPU is then
+     * their processes' own plus that work, not other tasks' time on their
+     * CPUs (fetch-bench.c, "each side's CPU"). */
+    double server_cpus_busy, client_cpus_busy, server_cpus_tasks, client_cpus_tasks;
+    bool tasks_known;
     /* on the veth pair: the packets and bytes the servers' end sent over
      * the run (TCP segments as the kernel handed them to the device, up to
      * 64 KiB each) and the packets it received (the clients' ACKs and

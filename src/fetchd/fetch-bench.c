@@ -855,8 +855,25 @@ static void machine_jiffies(double *busy, double *total)
  * time less git's; clients = the clients' CPUs'. Both then include the
  * machine's background on those CPUs (kernel threads; near nothing on a
  * quiet machine, everything on a loaded one: such figures are not the
- * servers'). */
+ * servers').
+ * That background moved the clients' figure: in two quiet default sweeps
+ * (session 18, fbq18c/d) the client processes' own CPU per GiB without
+ * the cache agreed within 10 % on 14 of 22 settings and the rest of their
+ * CPUs' busy time on 0 of 22, at 74-122 ms a second in one sweep and
+ * 34-84 in the other, in every setting alike whatever the bytes moved
+ * (4M, one socket client, 47 MiB/s: 80 against 34 ms/s), and the server
+ * + clients ratios without the cache agreed on 9 of 14. Where the kernel
+ * keeps every task's CPU time per CPU (cgroup v1 cpuacct's root,
+ * cpuacct.usage_percpu: the scheduler's own nanoseconds, whoever ran), the
+ * busy time less it is what ran in no task (interrupts and softirq while
+ * idle, the clients' receive work among them), and the clients' CPU is
+ * their processes' own plus that: other tasks on their CPUs are left out
+ * (report.json keeps both sides' busy and task times). */
 static bool side_cpu;           /* set in main: pinned, on the veth pair, timer_list readable */
+/* cpuacct.usage_percpu of the cpuacct hierarchy's root (cgroup v1), or
+ * NULL (cgroup v2 only: no per-CPU time of every task; the clients' CPU
+ * stays their CPUs' busy time). */
+static const char *cpu_tasks_file;
 
 /* Idle and iowait nanoseconds of CPU cpu so far, read from a thread on
  * that CPU (a CPU's idle count is brought up to date when it leaves idle,
@@ -891,21 +908,49 @@ static bool cpu_idle_ns(int cpu, double *idle, double *at)
     return seen == 2;
 }
 
+/* Every task's CPU time on CPU cpu so far, nanoseconds (cpu_tasks_file:
+ * one number per possible CPU, in order); read from a thread on that CPU,
+ * whose own time since it came there is not in it yet (as in cpu_idle_ns,
+ * alike at both marks of a run). false when unreadable. */
+static bool cpu_tasks_ns(int cpu, double *ns)
+{
+    static char buf[65536];
+    if (!cpu_tasks_file || fk_read_small(cpu_tasks_file, buf, sizeof buf) <= 0)
+        return false;
+    char *p = buf, *end;
+    for (int i = 0;; i++, p = end) {
+        errno = 0;
+        unsigned long long v = strtoull(p, &end, 10);
+        if (end == p || errno)
+            return false;
+        if (i == cpu) {
+            *ns = (double)v;
+            return true;
+        }
+    }
+}
+
 /* The sum over the CPUs of set of (time - idle time), in seconds: its
- * difference over a run is their busy time; and the sum of the times the
+ * difference over a run is their busy time; the sum of the times the
  * CPUs were read, in seconds: its difference is the CPU time that busy
  * time is within (more than the run's when a reading waited for its CPU,
- * on a loaded machine). The calling thread is back on all_cpus after. */
-static bool cpus_busy_mark(const cpu_set_t *set, double *mark, double *read_at)
+ * on a loaded machine); and, if tasks, the sum of every task's CPU time on
+ * them (cpu_tasks_ns), in seconds, or NAN where the kernel gives none. The
+ * calling thread is back on all_cpus after. */
+static bool cpus_busy_mark(const cpu_set_t *set, double *mark, double *read_at, double *tasks)
 {
     bool ok = true;
     *mark = *read_at = 0;
+    if (tasks)
+        *tasks = 0;
     for (int c = 0; c < CPU_SETSIZE && ok; c++)
         if (CPU_ISSET(c, set)) {
-            double idle, at;
+            double idle, at, t;
             ok = cpu_idle_ns(c, &idle, &at);
             *mark += (at - idle) / 1e9;
             *read_at += at / 1e9;
+            if (tasks)
+                *tasks = cpu_tasks_ns(c, &t) ? *tasks + t / 1e9 : NAN;
         }
     pin_self(&all_cpus);
     return ok;
@@ -1373,7 +1418,9 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     static struct tasks_snap ts0, ts1;
     tasks_snap(s->pid, &ts0);
     double mb0, mt0, mb1, mt1, ss0 = 0, cs0 = 0, ss1 = 0, cs1 = 0, sa0 = 0, ca0 = 0, sa1 = 0, ca1 = 0;
-    bool sides = side_cpu && !h && cpus_busy_mark(&server_cpus, &ss0, &sa0) && cpus_busy_mark(&client_cpus, &cs0, &ca0);
+    double st0 = NAN, ct0 = NAN, st1 = NAN, ct1 = NAN;
+    bool sides = side_cpu && !h && cpus_busy_mark(&server_cpus, &ss0, &sa0, &st0) &&
+                 cpus_busy_mark(&client_cpus, &cs0, &ca0, &ct0);
     machine_jiffies(&mb0, &mt0);
     bool going = !h || !h->before_go || h->before_go(h->arg);
     if (!going)
@@ -1385,7 +1432,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     if (!fetches)
         *stop = 1;
     bool ok = read_tokens(done[0], nproc);
-    sides = sides && cpus_busy_mark(&server_cpus, &ss1, &sa1) && cpus_busy_mark(&client_cpus, &cs1, &ca1);
+    sides = sides && cpus_busy_mark(&server_cpus, &ss1, &sa1, &st1) && cpus_busy_mark(&client_cpus, &cs1, &ca1, &ct1);
     machine_jiffies(&mb1, &mt1);
     srv_cpu_read(&s->cpu, s->pid, &sc1, &gc1, &sw1);
     double sf1 = proc_minflt(s->pid);
@@ -1451,6 +1498,16 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
         double sv = ss1 - ss0 - o->git_cpu, cl = cs1 - cs0;
         o->server_cpus_elapsed = sa1 - sa0;
         o->client_cpus_elapsed = ca1 - ca0;
+        o->server_cpus_busy = ss1 - ss0;
+        o->client_cpus_busy = cl;
+        o->tasks_known = isfinite(st0) && isfinite(st1) && isfinite(ct0) && isfinite(ct1);
+        if (o->tasks_known) {
+            /* the clients' own, and what ran in no task on their CPUs */
+            o->server_cpus_tasks = st1 - st0;
+            o->client_cpus_tasks = ct1 - ct0;
+            double untasked = cl - o->client_cpus_tasks;
+            cl = o->client_procs_cpu + (untasked > 0 ? untasked : 0);
+        }
         o->server_cpu = sv > o->server_cpu ? sv : o->server_cpu;
         o->client_cpu = cl > o->client_cpu ? cl : o->client_cpu;
     }
@@ -1548,7 +1605,8 @@ double client_cpus_others_pct(const struct obs *o)
 {
     if (!o->sides || o->client_cpus_elapsed <= 0)
         return 0;
-    return 100 * (o->client_cpu - o->client_procs_cpu) / o->client_cpus_elapsed;
+    double busy = o->client_cpus_busy > o->client_procs_cpu ? o->client_cpus_busy : o->client_procs_cpu;
+    return 100 * (busy - o->client_procs_cpu) / o->client_cpus_elapsed;
 }
 
 double server_cpus_others_pct(const struct obs *o)
@@ -1612,10 +1670,10 @@ static enum host_now host_now(void)
         machine_probe_ms(&client_cpus) > SLOW_PROBE * probe_ref[PROBE_CLIENT_MEM].ref_ms)
         return HOST_SLOW;
     double b0, a0, b1, a1;
-    if (!side_cpu || !cpus_busy_mark(&client_cpus, &b0, &a0))
+    if (!side_cpu || !cpus_busy_mark(&client_cpus, &b0, &a0, NULL))
         return HOST_NORMAL;
     usleep(100000);
-    if (!cpus_busy_mark(&client_cpus, &b1, &a1) || a1 <= a0 || 100 * (b1 - b0) / (a1 - a0) <= OTHERS_MARGIN_PCT)
+    if (!cpus_busy_mark(&client_cpus, &b1, &a1, NULL) || a1 <= a0 || 100 * (b1 - b0) / (a1 - a0) <= OTHERS_MARGIN_PCT)
         return HOST_NORMAL;
     return HOST_CROWDED;
 }
@@ -1947,8 +2005,15 @@ static void place_sides(void)
                  "so the server's CPU per GiB includes a varying part of the clients'", why);
     } else {
         bench_net_describe(&server_cpus, &client_cpus, net_desc, sizeof net_desc);
-        double mark, at;
-        side_cpu = cpus_busy_mark(&all_cpus, &mark, &at);
+        double mark, at, tasks;
+        static const char *const cpuacct[] = { "/sys/fs/cgroup/cpuacct/cpuacct.usage_percpu",
+                                                "/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage_percpu" };
+        for (size_t i = 0; i < sizeof cpuacct / sizeof *cpuacct && !cpu_tasks_file; i++)
+            if (access(cpuacct[i], R_OK) == 0)
+                cpu_tasks_file = cpuacct[i];
+        side_cpu = cpus_busy_mark(&all_cpus, &mark, &at, &tasks);
+        if (cpu_tasks_file && !isfinite(tasks))
+            cpu_tasks_file = NULL;      /* not numbers per CPU: the busy time alone */
         if (!side_cpu)
             fk_warn("/proc/timer_list gives no idle time per CPU: server and client CPU are their tasks' own, "
                     "without the receive work done on their CPUs while idle");
@@ -2023,7 +2088,14 @@ static const char *servers_start(const char *root)
                 server_up[g][c] = true;     /* servers_kill: once it has a pid */
                 server_start(&servers[g][c], g, c, root);
             }
-    const char *cpu_source = side_cpu ? "each side's CPUs' busy time (elapsed less idle and iowait, /proc/timer_list, "
+    const char *cpu_source = side_cpu && cpu_tasks_file ?
+                             "each side's CPUs' busy time (elapsed less idle and iowait, /proc/timer_list, nanoseconds "
+                             "per CPU): the servers' CPUs' less git's for the server; for the clients their processes' "
+                             "own CPU plus their CPUs' busy time less every task's time on them (cpuacct.usage_percpu), "
+                             "not other tasks there; so each includes the receive work (softirq) done on its CPUs, "
+                             "whichever task it interrupted or none; git's from task-clock counters (perf_event_open) "
+                             "of the server's threads and of its children"
+                             : side_cpu ? "each side's CPUs' busy time (elapsed less idle and iowait, /proc/timer_list, "
                              "nanoseconds per CPU): the servers' CPUs' less git's for the server, the clients' CPUs' for "
                              "the clients, so each includes the receive work (softirq) done on its CPUs, whichever task "
                              "it interrupted or none; git's from task-clock counters (perf_event_open) of the server's "

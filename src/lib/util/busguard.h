@@ -23,10 +23,12 @@
 
 #include <setjmp.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 struct fk_bus_guard {
     sigjmp_buf env;
     struct fk_bus_guard *prev;
+    size_t noted;       /* (AddressSanitizer builds: see busguard.c) */
 };
 
 void fk_bus_push(struct fk_bus_guard *g);

@@ -194,15 +194,6 @@ static bool huge_pages_allowed(void)
     return strstr(buf, "[always]") || strstr(buf, "[madvise]");
 }
 
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define FK_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define FK_ASAN 1
-#endif
-
 void fk_heap_for_batch(void)
 {
 #ifdef FK_ASAN

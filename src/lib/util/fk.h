@@ -18,6 +18,17 @@ extern const char fk_version[];
 extern const char fk_libperf_source[];
 #define FK_VERSION fk_version
 
+/* FK_ASAN: built with AddressSanitizer (gcc or clang), whose allocator
+ * some code must treat differently. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FK_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(FK_ASAN)
+#define FK_ASAN 1
+#endif
+
 /* Exit codes shared by all commands (documented in flamekit(1)). */
 enum {
     FK_EXIT_OK = 0,
