@@ -20,8 +20,8 @@
 #      share of one core (target <= 1 % for 60 s).
 # Ratios are new/base of the medians over the pairs, and per pair: each
 # pair's ratio (new/base of that pair's two captures, run back to back;
-# odd pairs run new first, so a drift in the host's load does not favour
-# one build), their range, the geometric mean with its 95 % interval
+# the 2nd, 4th... pairs run new first, so a drift in the host's load
+# does not favour one build), their range, the geometric mean with its 95 % interval
 # (Student's t on the log ratios) and the median with its sign-test
 # interval (order statistics; the coverage it reaches is printed: 93.8 %
 # at 5 pairs, 97.9 % at 10). A lever is shown only when the interval
@@ -225,7 +225,7 @@ if [ -n "$base" ]; then
         if ($7 > 0 && $15 > 0) { ns++; st[ns] = $15 / $7 }
         if ($8 > 0 && $16 > 0) { nr++; rd[nr] = $16 / $8 }
         if ($5 > 0 && $13 > 0) { nc++; cc[nc] = $13 / $5 } }
-    END { print "pairs, new/base of each pair (odd pairs ran new first):"
+    END { print "pairs, new/base of each pair (the 2nd, 4th... ran new first):"
           if (long > 0) { report("steady us/sample", st, ns); report("reader us/sample", rd, nr)
                           report("whole-run us/sample", w, nw); report("per sample (long - short)", ps, np) }
           if (long99 > 0) report("99 Hz core share", cc, nc) }'
