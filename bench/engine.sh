@@ -4,8 +4,9 @@
 # baseline build in the same run, captures alternating (base, new, base,
 # new...) while python3.11 runs deep stacks on every CPU:
 #  (1) 'flamekit host -F 999' (dwarf stacks, --python off so Python frame
-#      reads, bench/python.sh's subject, stay out; --no-svg: rendering is
-#      not the engine's): flamekit's CPU (user+sys) per sample over the
+#      reads, bench/python.sh's subject, stay out -- FK_BENCH_PYTHON=on
+#      keeps them: the default capture, the Python gate's path; --no-svg:
+#      rendering is not the engine's): flamekit's CPU (user+sys) per sample over the
 #      whole run (target <= 4 us), and split into a fixed cost (kallsyms,
 #      the /proc scan, naming, files) and a per-sample cost: two windows,
 #      SHORT and LONG seconds; per sample = extra CPU / extra samples,
@@ -36,7 +37,8 @@
 #      e.g. main built in /tmp/base/build), FK_BENCH_PAIRS (default 3),
 #      FK_BENCH_SHORT (s, default 2), FK_BENCH_LONG (s, default 12; 0 skips (1)),
 #      FK_BENCH_LONG99 (s, default 60; 0 skips (2)), FK_BENCH_LOAD (python,
-#      the default, or mixed).
+#      the default, or mixed), FK_BENCH_PYTHON (flamekit's --python: off,
+#      the default, or on).
 set -euo pipefail
 src=${FK_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
 fk=${FLAMEKIT:-${FK_BUILD:-$src/build}/flamekit}
@@ -46,6 +48,8 @@ short=${FK_BENCH_SHORT:-2}
 long=${FK_BENCH_LONG:-12}
 long99=${FK_BENCH_LONG99:-60}
 load=${FK_BENCH_LOAD:-python}
+pymode=${FK_BENCH_PYTHON:-off}
+case $pymode in on|off) ;; *) echo "bench/engine: FK_BENCH_PYTHON is on or off, not '$pymode'" >&2; exit 2 ;; esac
 PY=/usr/bin/python3.11
 case $load in
 python) command -v "$PY" >/dev/null || { echo "bench/engine: SKIP: $PY not found"; exit 0; } ;;
@@ -62,7 +66,7 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/fk-bench-engine.XXXXXX")
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
-echo "bench/engine: load average at start: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs; load: $load"
+echo "bench/engine: load average at start: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs; load: $load; --python $pymode"
 nb=1; [ -n "$base" ] && nb=2
 total=$(( pairs * nb * (short + long + long99 + 30) ))
 if [ "$load" = python ]; then
@@ -100,10 +104,10 @@ sleep 1
 # proven its cost; STEADY_US, READER_US: 0 for runs under 5 s)
 run() {  # run FLAMEKIT HZ SECS
     local out=$work/out.$RANDOM
-    python3 - "$1" "$2" "$3" "$out" <<'PY'
+    python3 - "$1" "$2" "$3" "$out" "$pymode" <<'PY'
 import glob, json, os, subprocess, sys, time
-fk, hz, secs, out = sys.argv[1:5]
-p = subprocess.Popen([fk, "host", "-q", "--python", "off", "--no-svg", "-F", hz, "-d", secs + "s",
+fk, hz, secs, out, pymode = sys.argv[1:6]
+p = subprocess.Popen([fk, "host", "-q", "--python", pymode, "--no-svg", "-F", hz, "-d", secs + "s",
                       "-o", out])
 def threads():
     """{tid: (ns on CPU, is the reader)} of flamekit's threads now"""

@@ -38,6 +38,10 @@
 #       carries flamekit's own CPU, taken from whichever copy it preempts).
 #       With BASE (another flamekit), its --python on windows join each
 #       round ("base"), and on/base per round is printed too.
+#   Every line is printed as it is made, flushed, after FK_BENCH_PREFIX
+#   (bench/python.sh: "bench/python: "): a run cut short by a time limit
+#   (fk-quiet's) keeps what it printed; cost prints each run as it ends,
+#   and on SIGTERM or SIGINT its figures over the pairs complete by then.
 #   python3.11 pybench.py work TRUTH MODE TICKS
 #       the throughput workload: MODE "ratio" (TRUTH's work_a then work_b)
 #       or "generators" (its consume_b: a generator's body and its
@@ -47,6 +51,7 @@ import glob
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -54,6 +59,22 @@ import tempfile
 import time
 
 TICK_CPU = 0.02
+PREFIX = os.environ.get("FK_BENCH_PREFIX", "")
+
+
+def say(line):
+    """one line of results, out at once: whatever stops this run later
+    (fk-quiet's time limit: SIGTERM to the whole process group, sed in a
+    pipe with it) leaves the lines said before it"""
+    print(PREFIX + line, flush=True)
+
+
+class Stopped(Exception):
+    """SIGTERM or SIGINT: cost ends with the pairs it has"""
+
+
+def stop(signum, frame):
+    raise Stopped()
 
 
 def work(truth, mode, ticks):
@@ -90,13 +111,22 @@ def one_run(fk, py, truth, hz, mode, cpu, pymode, work_dir, tag):
     # alone, and with inheritance the command's CPU too)
     w = subprocess.Popen([py, truth, mode, str(cpu), out + ".truth"],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    f = None
+    status = 0
     try:
         f = subprocess.Popen([fk, "pid", "-q", "--no-svg", "-F", str(hz), "-d", "5m",
                               "--python", pymode, "-o", out, str(w.pid)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        _, status, ru = os.wait4(f.pid, 0)
+        try:
+            _, status, ru = os.wait4(f.pid, 0)
+        except BaseException:
+            f.kill()
+            f.wait()
+            raise
         f.returncode = 0
     finally:
+        if f is None or f.returncode is None or status:
+            w.kill()
         w.wait()
     if status:
         sys.exit("flamekit failed (wait status %d)" % status)
@@ -118,25 +148,42 @@ def one_run(fk, py, truth, hz, mode, cpu, pymode, work_dir, tag):
 def cost(fk, py, truth, hz, mode, reps, cpu, base=None):
     work_dir = tempfile.mkdtemp(prefix="fk-pybench.")
     runs = {"on": [], "off": [], "base": []}
+    stopped = False
     try:
         for i in range(reps):
             order = [("on", fk, "on"), ("off", fk, "off")] + ([("base", base, "on")] if base else [])
             for tag, binary, pymode in order[i % len(order):] + order[:i % len(order)]:
-                runs[tag].append(one_run(binary, py, truth, hz, mode, cpu, pymode, work_dir,
-                                         "%s-%d" % (tag, i)))
+                x = one_run(binary, py, truth, hz, mode, cpu, pymode, work_dir,
+                            "%s-%d" % (tag, i))
+                runs[tag].append(x)
+                say("%s Hz %-10s %-4s run %d: flamekit CPU %.3f s, %d samples (%.1f us/sample), "
+                    "%d Python samples spliced, peak RSS %d KiB" %
+                    (hz, mode, tag, i, x["cpu_s"], x["n"], x["cpu_s"] / max(x["n"], 1) * 1e6,
+                     x["py"], x["rss_kb"]))
+    except (Stopped, KeyboardInterrupt):
+        stopped = True
     finally:
-        shutil.rmtree(work_dir)
+        shutil.rmtree(work_dir, ignore_errors=True)
+    # pairs whose every run ended
+    done = min(len(v) for k, v in runs.items() if k != "base" or base)
+    if stopped:
+        say("%s Hz %-10s stopped (a signal) after %d of %d pairs%s" %
+            (hz, mode, done, reps, ": the figures below are theirs" if done else ""))
+    if not done:
+        return
+    for k in runs:
+        del runs[k][done:]
     off = runs["off"]
     for tag in ("on", "base") if base else ("on",):
         extra = [(x["cpu_s"] / x["n"] - y["cpu_s"] / y["n"]) * x["n"] / max(x["py"], 1) * 1e6
                  for x, y in zip(runs[tag], off)]
         on = runs[tag]
         py_n = sum(x["py"] for x in on) or 1
-        print("%s Hz %-10s %-4s extra flamekit CPU per Python sample: %s us; per sample on %s, "
+        say("%s Hz %-10s %-4s extra flamekit CPU per Python sample: %s us; per sample on %s, "
               "off %s us" % (hz, mode, tag, spread(extra),
                              spread([x["cpu_s"] / x["n"] * 1e6 for x in on]),
                              spread([x["cpu_s"] / x["n"] * 1e6 for x in off])))
-        print("%s Hz %-10s %-4s %d of %d samples spliced, %.1f%% consistent; %.2f reads, "
+        say("%s Hz %-10s %-4s %d of %d samples spliced, %.1f%% consistent; %.2f reads, "
               "%.0f bytes per spliced sample, %.1f%% served by a shared read; read delay "
               "median %s ms, p90 %s ms" %
               (hz, mode, tag, py_n, sum(x["n"] for x in on),
@@ -147,20 +194,20 @@ def cost(fk, py, truth, hz, mode, reps, cpu, base=None):
                " ".join("%.2f" % x["delay_p90"] for x in on)))
         if tag == "on":
             on_extra = statistics.median(extra)
-        print("%s Hz %-10s %-4s flamekit's peak RSS %s KiB, memory charged %s KiB, of which "
+        say("%s Hz %-10s %-4s flamekit's peak RSS %s KiB, memory charged %s KiB, of which "
               "the gate's queues %s KiB" %
               (hz, mode, tag, spread([x["rss_kb"] for x in on], "%.0f"),
                spread([x["mem"] / 1024 for x in on], "%.0f"),
                spread([x["queues"] / 1024 for x in on], "%.0f")))
     if base:
-        print("%s Hz %-10s extra per Python sample, this build / base: %.2f" %
+        say("%s Hz %-10s extra per Python sample, this build / base: %.2f" %
               (hz, mode, on_extra / statistics.median(extra)))
         # paired: run i of each build came in the same rotation
         for what, key in (("CPU per sample", None), ("peak RSS", "rss_kb"),
                           ("memory charged", "mem")):
             r = [(x["cpu_s"] / x["n"]) / (y["cpu_s"] / y["n"]) if key is None else x[key] / y[key]
                  for x, y in zip(runs["on"], runs["base"])]
-            print("%s Hz %-10s %s, this build / base, paired: %s" %
+            say("%s Hz %-10s %s, this build / base, paired: %s" %
                   (hz, mode, what, spread(r, "%.3f")))
 
 
@@ -220,12 +267,12 @@ def throughput(fk, py, truth, hz, mode, rounds, window):
     for m in ("on", "off", "none"):
         cpu = [x[0] for x in rates[m] if x]
         wall = [x[1] for x in rates[m] if x]
-        print("%s Hz %s %-4s work per CPU second %s, per wall second %s (%d windows)" %
+        say("%s Hz %s %-4s work per CPU second %s, per wall second %s (%d windows)" %
               (hz, mode, m, spread(cpu, "%.0f"), spread(wall, "%.0f"), len(cpu)))
     for a, b in (("on", "off"), ("on", "none"), ("off", "none")):
         for k, what in ((0, "CPU"), (1, "wall")):
             q = [x[k] / y[k] for x, y in zip(rates[a], rates[b]) if x and y]
-            print("%s Hz %s %s/%s work per %s second: %s over %d rounds" %
+            say("%s Hz %s %s/%s work per %s second: %s over %d rounds" %
                   (hz, mode, a, b, what, spread(q, "%.4f"), len(q)))
 
 
@@ -272,7 +319,7 @@ def paired_g(windows, t, rounds, modes):
 
 def paired(fk, py, truth, hz, mode, rounds, window, base=None):
     if (os.cpu_count() or 1) < 2:
-        print("%s Hz %s paired: SKIP: fewer than 2 CPUs" % (hz, mode))
+        say("%s Hz %s paired: SKIP: fewer than 2 CPUs" % (hz, mode))
         return
     modes = ("on", "off") + (("base",) if base else ())
     work_dir = tempfile.mkdtemp(prefix="fk-pybench.")
@@ -312,14 +359,14 @@ def paired(fk, py, truth, hz, mode, rounds, window, base=None):
             if len(v) < 2:
                 continue
             mean, lo, hi = boot_mean(v)
-            print("%s Hz %s paired %-4s work per %s second, profiled/control: median %.4f, "
+            say("%s Hz %s paired %-4s work per %s second, profiled/control: median %.4f, "
                   "mean %.4f (95%% interval %.4f..%.4f), min..max %.4f..%.4f, %d rounds" %
                   (hz, mode, m, what, statistics.median(v), mean, lo, hi, min(v), max(v), len(v)))
         for a, b in (("on", "off"),) + ((("on", "base"),) if base else ()):
             v = [g[(a, k)][r] / g[(b, k)][r] for r in g[(a, k)] if r in g[(b, k)]]
             if len(v) >= 2:
                 mean, lo, hi = boot_mean(v)
-                print("%s Hz %s paired %s/%s work per %s second: median %.4f, mean %.4f "
+                say("%s Hz %s paired %s/%s work per %s second: median %.4f, mean %.4f "
                       "(95%% interval %.4f..%.4f), %d rounds" %
                       (hz, mode, a, b, what, statistics.median(v), mean, lo, hi, len(v)))
 
@@ -329,6 +376,7 @@ if __name__ == "__main__":
     if a[1] == "work":
         work(a[2], a[3], a[4])
     elif a[1] == "cost":
+        signal.signal(signal.SIGTERM, stop)
         cost(a[2], a[3], a[4], int(a[5]), a[6], int(a[7]), float(a[8]),
              a[9] if len(a) > 9 else None)
     elif a[1] == "paired":

@@ -72,12 +72,21 @@ bias_pids=() bias_cg=""
 trap 'for p in "${bias_pids[@]}"; do kill "$p" 2>/dev/null; done; [ -z "$bias_cg" ] || rmdir "$bias_cg" 2>/dev/null; rm -rf "$work"' EXIT
 cd "$work"
 echo "bench/python: load average at start: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) CPUs"
+# pybench.py prints each line as it is made, with this prefix: no sed in
+# a pipe (a time limit's SIGTERM to the process group took sed with it,
+# and both lost what they held: a quiet call's cost part printed nothing)
+export FK_BENCH_PREFIX="bench/python: "
 
 case " $parts " in *" cost "*)
+    # each run takes the target's CPU seconds of wall time at least (more
+    # on a busy host): say how long, so a time limit can be set to fit
+    per=2; [ -z "${FK_BENCH_BASE:-}" ] || per=3     # on, off (, base) per pair
+    n=$(( $(wc -w <<<"${FK_BENCH_HZ:-99 999}") * $(wc -w <<<"${FK_BENCH_MODES:-ratio generators}") * reps * per ))
+    echo "bench/python: part cost: $n runs of $cpu s of the target's CPU each (at least $(awk -v n="$n" -v c="$cpu" 'BEGIN { printf "%.0f", n * (c + 0.5) }') s)"
     for hz in ${FK_BENCH_HZ:-99 999}; do
         for mode in ${FK_BENCH_MODES:-ratio generators}; do
             "$PY" "$BENCH" cost "$fk" "$PY" "$TRUTH" "$hz" "$mode" "$reps" "$cpu" \
-                ${FK_BENCH_BASE:+"$FK_BENCH_BASE"} | sed 's/^/bench\/python: /'
+                ${FK_BENCH_BASE:+"$FK_BENCH_BASE"}
         done
     done
 esac
@@ -85,14 +94,14 @@ esac
 case " $parts " in *" throughput "*)
     for mode in ${FK_BENCH_MODES:-ratio generators}; do
         "$PY" "$BENCH" throughput "$fk" "$PY" "$TRUTH" 99 "$mode" "${FK_BENCH_ROUNDS:-8}" \
-            "${FK_BENCH_WINDOW:-2}" | sed 's/^/bench\/python: /'
+            "${FK_BENCH_WINDOW:-2}"
     done
 esac
 
 case " $parts " in *" paired "*)
     for mode in ${FK_BENCH_MODES:-ratio generators}; do
         "$PY" "$BENCH" paired "$fk" "$PY" "$TRUTH" 99 "$mode" "${FK_BENCH_PAIRED_ROUNDS:-24}" 1 \
-            ${FK_BENCH_BASE:+"$FK_BENCH_BASE"} | sed 's/^/bench\/python: /'
+            ${FK_BENCH_BASE:+"$FK_BENCH_BASE"}
     done
 esac
 

@@ -175,9 +175,10 @@ for mode in ratio generators threads; do
 done
 # the reader's thread follows the CPU of the Python samples it reads
 # early (capture.c follow_cpu), at the raised priority only
-# ... woken by the kernel for it (fk_evkind.early_wakeups): for the Python
-# samples only, through the BPF gate (capture/pygate.h)
-check_eq "early reads: the reader keeps the kernel's wake-ups" "0" "$(jget "$J" reader.poll_ms)"
+# ... woken for them (fk_evkind.early_wakeups): for the Python samples
+# that need it only, through the BPF gate (capture/pygate.h), the rings
+# read on the reader's own clock (50 ms: reader.c wait_rings WAIT_GATE)
+check_eq "early reads: the rings on the reader's clock beside the gate" "50" "$(jget "$J" reader.poll_ms)"
 check_eq "early reads: the reader is woken through the Python gate" "python gate" \
     "$(jget "$J" reader.wakeups)"
 if [ "$(jget "$J" reader.nice_raised)" = True ]; then
@@ -209,6 +210,16 @@ check_range "gate: the program read the Python samples' chains (joined per Pytho
     "$(awk -v j="${gc:-0}" -v s="${gs:-0}" 'BEGIN { printf "%.2f", s ? j / s : 0 }')" 0.9 1
 check_range "gate: wake-ups per sample (neither the Python samples nor the spinner's)" \
     "$(awk -v w="${gw:-0}" -v a="${ga:-0}" 'BEGIN { printf "%.3f", (a >= 200 ? w / a : 1) }')" 0 0.05
+# ... and the reader passes over the rings on its own clock (50 ms) and at
+# those wake-ups only (a chain that runs a code object not named yet wakes
+# it too: code_wakeups). The gate's ring buffer polls readable while it
+# holds anything, chains written without a wake-up too: a level-triggered
+# wait on it ended as soon as it began (reader.c, WAIT_GATE: edges).
+read -r rp rs rd rc <<<"$("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); r=d["reader"]
+print(r["passes"], r["soon_passes"], d["duration_s"], r["python_chains"]["code_wakeups"])' "$J")"
+rmax=$(awk -v d="${rd:-0}" -v w="${gw:-0}" -v c="${rc:-0}" -v s="${rs:-0}" 'BEGIN { printf "%d", d * 1000 / 50 + w + c + s + 3 }')
+check_range "gate: the reader's passes ($rp in ${rd}s: its clock's, $gw wake-ups, $rc code wake-ups, $rs sooner)" \
+    "${rp:-0}" 1 "$rmax"
 
 # ---- the program's fallbacks: a sample without a chain read at it wakes
 # the reader, which reads the target (capture/pygate.h), counted by reason

@@ -18,7 +18,7 @@
 
 /* A record's header (the program writes it; fk_pygate_chain unpacks it). */
 enum {
-    REC_CPU = 4, REC_TID = 8, REC_N = 12, REC_TIME = 16, REC_IP = 24, REC_TSTATE = 32,
+    REC_WOKE = 0, REC_CPU = 4, REC_TID = 8, REC_N = 12, REC_TIME = 16, REC_IP = 24, REC_TSTATE = 32,
     REC_CFRAME = 40, REC_NTID = 48, REC_HEAD = 56, REC_NEXT = 64, REC_HDR = 72
 };
 #define REC_MAX (REC_HDR + FK_PYGATE_DEPTH * FK_PYGATE_STRIDE)
@@ -73,6 +73,7 @@ struct fk_pygate {
     uint64_t wakeups, marked, full;
     uint64_t no_thread, missed, ring_full, threads;
     uint64_t nchains, joined, unjoined, join_max_ns;
+    uint64_t code_wakeups;      /* chains written with a wake-up */
     struct queue *q;            /* per possible CPU */
     unsigned ncpus;
     struct block *spare;        /* the pool's blocks not in a queue */
@@ -81,6 +82,7 @@ struct fk_pygate {
     uint64_t queue_bytes;       /* the pool's blocks made, together */
     unsigned queue_peak;        /* the most records one queue held */
     uint64_t passes;            /* drains: the queues' clock */
+    uint64_t drained, ring_peak;    /* bytes taken since the drain began; their most */
 };
 
 /* Hash map entry with the kernel's element header, preallocated. */
@@ -284,6 +286,7 @@ static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned n
     unsigned quiet = fk_bpf_label_new(b);
     fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_4, BPF_RB_NO_WAKEUP));
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_W, BPF_REG_5, BPF_REG_10, -28));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_9, BPF_REG_5, REC_WOKE));   /* said in the record */
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_5, 0, quiet);
     fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_4, BPF_RB_FORCE_WAKEUP));
     fk_bpf_label_place(b, quiet);
@@ -356,11 +359,12 @@ static bool load_prog(struct fk_pygate *g, int tree_map, int *prog, char *err, s
 
 /* A record's header as the REC_* offsets lay it out. */
 struct rec {
-    uint32_t zero, cpu, tid, n;
+    uint32_t woke, cpu, tid, n;     /* woke: written with a wake-up (a code object not named) */
     uint64_t time, ip, tstate, cframe, ntid, head, next;
 };
 _Static_assert(sizeof(struct rec) == REC_HDR && offsetof(struct rec, next) == REC_NEXT &&
-               offsetof(struct rec, cpu) == REC_CPU && offsetof(struct rec, time) == REC_TIME,
+               offsetof(struct rec, cpu) == REC_CPU && offsetof(struct rec, time) == REC_TIME &&
+               offsetof(struct rec, woke) == REC_WOKE,
                "the program's record layout");
 
 static struct rec rec_of(const unsigned char *p)
@@ -425,6 +429,8 @@ static void queue_chain(struct fk_pygate *g, const unsigned char *rec, size_t si
     if (cpu >= g->ncpus || n > FK_PYGATE_DEPTH || size != REC_HDR + (size_t)n * FK_PYGATE_STRIDE)
         return;
     __atomic_add_fetch(&g->nchains, 1, __ATOMIC_RELAXED);
+    if (h.woke)
+        __atomic_add_fetch(&g->code_wakeups, 1, __ATOMIC_RELAXED);
     struct queue *q = &g->q[cpu];
     struct block *b = q->tail;
     if ((!b || BLOCK_DATA - b->end < SLOT_BYTES + size) && !(b = block_get(g, q))) {
@@ -443,6 +449,7 @@ static void queue_chain(struct fk_pygate *g, const unsigned char *rec, size_t si
 static int on_note(void *ctx, void *data, size_t size)
 {
     struct fk_pygate *g = ctx;
+    g->drained += BPF_RINGBUF_HDR_SZ + ((size + 7) & ~(size_t)7);   /* as the ring holds it */
     if (size >= REC_HDR) {
         queue_chain(g, data, size);
         return 0;
@@ -582,11 +589,21 @@ static void queue_expire(struct fk_pygate *g, struct queue *q)
         queue_pop(g, q);
 }
 
+/* A drain's bytes, counted when the next begins (the takes between them
+ * read what the drain missed, fk_pygate_take). */
+static void drained_count(struct fk_pygate *g)
+{
+    if (g->drained > g->ring_peak)
+        __atomic_store_n(&g->ring_peak, g->drained, __ATOMIC_RELAXED);
+    g->drained = 0;
+}
+
 uint64_t fk_pygate_drain(struct fk_pygate *g)
 {
     g->passes++;
     for (unsigned c = 0; c < g->ncpus; c++)
         queue_expire(g, &g->q[c]);
+    drained_count(g);
     int n = ring_buffer__consume(g->rb);
     return n > 0 ? (uint64_t)n : 0;
 }
@@ -644,6 +661,7 @@ void fk_pygate_stats(const struct fk_pygate *g, struct fk_pygate_stats *out)
     out->marked = __atomic_load_n(&g->marked, __ATOMIC_RELAXED);
     out->full = __atomic_load_n(&g->full, __ATOMIC_RELAXED);
     out->chains = __atomic_load_n(&g->nchains, __ATOMIC_RELAXED);
+    out->code_wakeups = __atomic_load_n(&g->code_wakeups, __ATOMIC_RELAXED);
     out->joined = __atomic_load_n(&g->joined, __ATOMIC_RELAXED);
     /* records still queued untaken (the capture's end: the reader's last
      * pass is over) count as unjoined, so that read = joined + unjoined */
@@ -657,6 +675,8 @@ void fk_pygate_stats(const struct fk_pygate *g, struct fk_pygate_stats *out)
     out->queue_peak = g->queue_peak;
     out->queue_bytes = __atomic_load_n(&g->queue_bytes, __ATOMIC_RELAXED);
     out->queue_dropped = __atomic_load_n(&g->queue_dropped, __ATOMIC_RELAXED);
+    out->ring_bytes = g->ring_bytes;
+    out->ring_peak = __atomic_load_n(&g->ring_peak, __ATOMIC_RELAXED);
     out->no_thread = __atomic_load_n(&g->no_thread, __ATOMIC_RELAXED);
     out->missed = __atomic_load_n(&g->missed, __ATOMIC_RELAXED);
     out->ring_full = __atomic_load_n(&g->ring_full, __ATOMIC_RELAXED);

@@ -15,9 +15,11 @@
  * a hash map the Python reader keeps (tgid -> 1: read its samples at
  * once, 0: not Python) and, for a Python process or one not decided yet
  * (its first samples ask the engine's thread to look for CPython), writes
- * the CPU's number to a BPF ring buffer with a forced wake-up; the reader
- * polls that buffer beside the rings (fk_reader_opts.wake_fd) and reads
- * the rings at once.
+ * the CPU's number to a BPF ring buffer with a forced wake-up; the reader,
+ * which reads the rings on its own clock, waits on that buffer's
+ * wake-ups alone (fk_reader_opts.wake_fd, edge-triggered: the chains
+ * below, written without one, do not end its wait) and reads the rings
+ * at once.
  *
  * Frames read at the sample: for a thread of a CPython process whose
  * thread state user space put in the gate's thread map
@@ -140,6 +142,8 @@ struct fk_pygate_stats {
     uint64_t marked;        /* processes put in the map */
     uint64_t full;          /* ... it had no room for */
     uint64_t chains;        /* chains read by the program (records taken in) */
+    uint64_t code_wakeups;  /* ... written with a wake-up: a code object
+                               not named yet (fk_pygate_code) */
     uint64_t joined;        /* ... taken by their sample */
     uint64_t unjoined;      /* ... dropped: no sample took them (those of
                                unjoined_at_end too: read = joined + unjoined) */
@@ -148,6 +152,9 @@ struct fk_pygate_stats {
     uint64_t queue_bytes;   /* the queues' blocks made (a pool for all CPUs) */
     uint64_t queue_dropped; /* records dropped as they came: no block left
                                in the pool (counted unjoined too) */
+    uint64_t ring_bytes;    /* the ring buffer's size */
+    uint64_t ring_peak;     /* the most bytes one drain took out of it (how
+                               full it was as the reader came) */
     uint64_t no_thread;     /* notifications: a Python thread not in the map */
     uint64_t missed;        /* ... a read the program could not make */
     uint64_t ring_full;     /* ... the record did not fit in the ring */

@@ -31,9 +31,11 @@
 #include <perf/mmap.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/epoll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Chunk data bytes; a record is at most 65535 bytes (its size is 16 bits)
  * and is only read out of a ring when that much room is left in cur or
@@ -67,7 +69,9 @@ struct fk_reader {
     size_t capspans;
     size_t held;                    /* chunk bytes allocated */
     size_t filled_bytes;            /* not taken yet */
-    bool sleeps;                    /* no fd can wake the thread: it sleeps (wait) */
+    /* how the thread waits for its next pass (wait_rings) */
+    enum { WAIT_POLL, WAIT_SLEEP, WAIT_GATE } how;
+    int epfd;                       /* the wake fd, edge-triggered (-1: none) */
     uint64_t pass_ns;               /* start of the last pass handed on */
     uint64_t woke_ns;               /* when the taker was last woken */
     bool tap_wants;                 /* a sample tap asked for the taker (this pass) */
@@ -290,6 +294,7 @@ static size_t read_pass(struct fk_reader *r, bool wake)
     if (r->o.pass)
         r->o.pass(r->o.pass_ctx, r, true);
     pthread_mutex_lock(&r->lock);
+    r->st.passes++;
     r->st.full += full;
     if (most > r->st.ring_peak_bytes)
         r->st.ring_peak_bytes = most;
@@ -336,23 +341,60 @@ static int next_timeout(const struct fk_reader *r, int period, size_t most, uint
     return ms < (uint64_t)period ? (int)ms : period;
 }
 
-/* Wait up to timeout_ms after the pass that began at pass_ns for the
- * rings (poll over their fds: a watermark, a sample's wake-up, a hang-up,
- * the wake fd; its result), or, when none of them can wake the thread
- * (sleeps), sleep to the deadline and return 0: a pass over rings read on
- * the clock then costs no system call per ring, only the sleep. The
- * deadline counts from the pass's start, so the period holds however
- * long the pass took. */
-static int wait_rings(struct fk_reader *r, int timeout_ms, uint64_t pass_ns)
+/* Sleep to until (CLOCK_MONOTONIC ns); an error of the clock's. */
+static int sleep_until(uint64_t until)
 {
-    if (!r->sleeps)
-        return perf_evlist__poll(r->evlist, timeout_ms);
-    uint64_t until = pass_ns + (uint64_t)timeout_ms * 1000000u;
     struct timespec ts = { (time_t)(until / 1000000000u), (long)(until % 1000000000u) };
     int err;
     while ((err = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL)) == EINTR)
         ;
-    return err ? perf_evlist__poll(r->evlist, timeout_ms) : 0;
+    return err;
+}
+
+/* Take the wake fd's edge, if one came (the pass about to be made reads
+ * what it woke for). */
+static void wake_edge_take(struct fk_reader *r)
+{
+    struct epoll_event ev;
+    if (r->epfd >= 0)
+        (void)epoll_wait(r->epfd, &ev, 1, 0);
+}
+
+/* Wait up to timeout_ms after the pass that began at pass_ns, as r->how
+ * says (fk_reader_start):
+ *  - WAIT_POLL: poll over the rings' fds (a watermark, a sample's
+ *    wake-up, a hang-up) and the wake fd's edges; its result;
+ *  - WAIT_SLEEP: no fd can wake the thread: sleep to the deadline and
+ *    return 0 -- a pass over rings read on the clock then costs no
+ *    system call per ring, only the sleep;
+ *  - WAIT_GATE: rings read on the clock, and only the wake fd's edges
+ *    (the gate's forced wake-ups) end the wait early: 1 when one did.
+ * The deadline counts from the pass's start, so the period holds however
+ * long the pass took. */
+static int wait_rings(struct fk_reader *r, int timeout_ms, uint64_t pass_ns)
+{
+    uint64_t until = pass_ns + (uint64_t)timeout_ms * 1000000u;
+    if (r->how == WAIT_GATE) {
+        struct epoll_event ev;
+        for (;;) {
+            uint64_t now = fk_now_ns();
+            /* whole ms, rounded up: the pass comes at the deadline, not before */
+            int ms = until > now ? (int)((until - now + 999999u) / 1000000u) : 0;
+            int n = epoll_wait(r->epfd, &ev, 1, ms);
+            if (n >= 0)
+                return n;
+            if (errno != EINTR)
+                break;
+        }
+        /* (cannot happen with a valid epoll fd) on the clock alone */
+        return sleep_until(until) ? perf_evlist__poll(r->evlist, timeout_ms) : 0;
+    }
+    if (r->how == WAIT_SLEEP && !sleep_until(until))
+        return 0;
+    int n = perf_evlist__poll(r->evlist, timeout_ms);
+    if (n > 0)
+        wake_edge_take(r);
+    return n;
 }
 
 static void *reader_main(void *arg)
@@ -374,7 +416,8 @@ static void *reader_main(void *arg)
         bool hup = false;
         /* hung-up fds (a per-task target's tasks gone) would make poll
          * return at once forever */
-        if (n > 0 && perf_evlist__filter_pollfd(r->evlist, POLLHUP | POLLERR) == 0)
+        if (n > 0 && r->how == WAIT_POLL &&
+            perf_evlist__filter_pollfd(r->evlist, POLLHUP | POLLERR) == 0)
             hup = true;
         uint64_t now = fk_now_ns();
         size_t most = read_pass(r, n > 0 || (n == 0 && r->o.sample && r->o.poll_ms > 0));
@@ -405,19 +448,36 @@ int perf_evlist__add_pollfd(struct perf_evlist *evlist, int fd, void *ptr, short
 struct fk_reader *fk_reader_start(struct perf_evlist *evlist, const struct fk_reader_opts *o,
                                   int *err)
 {
-    if (o->wake && perf_evlist__add_pollfd(evlist, o->wake_fd, NULL, POLLIN, 1) < 0) {
-        *err = ENOMEM;
-        return NULL;
-    }
     struct fk_reader *r = fk_calloc(1, sizeof *r);
     r->evlist = evlist;
     r->o = *o;
+    r->epfd = -1;
     if (!r->o.limit)
         r->o.limit = 64u << 20;
     if (r->o.limit < 4 * FK_READER_CHUNK)
         r->o.limit = 4 * FK_READER_CHUNK;
     r->cut = fk_sample_cut_format(o->fmt);
-    r->sleeps = o->poll_ms > 0 && !o->wake && !o->hangups;
+    r->how = o->poll_ms <= 0 || o->hangups ? WAIT_POLL : o->wake ? WAIT_GATE : WAIT_SLEEP;
+    if (o->wake) {
+        /* edge-triggered: a BPF ring buffer's fd polls readable while it
+         * holds anything, records written without a wake-up too (the
+         * gate's chains, two a millisecond on two CPUs at 999 Hz):
+         * level-triggered, a chain written after the pass's drain would
+         * end the next wait as it began; edges come only from the
+         * buffer's wake-ups */
+        struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
+        errno = 0;
+        r->epfd = epoll_create1(EPOLL_CLOEXEC);
+        if (r->epfd < 0 || epoll_ctl(r->epfd, EPOLL_CTL_ADD, o->wake_fd, &ev) < 0 ||
+            (r->how == WAIT_POLL &&
+             perf_evlist__add_pollfd(evlist, r->epfd, NULL, POLLIN, 1) < 0)) {
+            *err = errno ? errno : ENOMEM;
+            if (r->epfd >= 0)
+                close(r->epfd);
+            free(r);
+            return NULL;
+        }
+    }
     r->filled_tail = &r->filled;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -529,6 +589,8 @@ void fk_reader_free(struct fk_reader *r)
         free(r->all[i]);
     free(r->all);
     free(r->spans);
+    if (r->epfd >= 0)
+        close(r->epfd);
     pthread_cond_destroy(&r->woken_cond);
     pthread_mutex_destroy(&r->lock);
     pthread_mutex_destroy(&r->rings);

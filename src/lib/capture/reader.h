@@ -21,9 +21,10 @@
  * never moved: a span handed on stays as it is until its chunk is given
  * back, and a chunk is reused only when it is full or drained, given
  * back, and every byte of it was taken. Spans are handed on in the order
- * they were filled. The thread makes no system call but poll (or
- * clock_nanosleep where no fd can wake it: fk_reader_opts.poll_ms), the
- * rings' and the hooks' (struct fk_reader_opts.seen, .sample, .pass). */
+ * they were filled. The thread makes no system call but its wait (poll,
+ * epoll_wait on the wake fd alone, or clock_nanosleep: fk_reader_opts
+ * .poll_ms), the rings' and the hooks' (struct fk_reader_opts.seen,
+ * .sample, .pass, .wake). */
 #ifndef FK_CAPTURE_READER_H
 #define FK_CAPTURE_READER_H
 
@@ -85,12 +86,13 @@ struct fk_reader_opts {
      * next_timeout): ring_bytes is a ring's data size (0: never sooner).
      * poll_ms > 0 says the rings are read on this clock: the kernel
      * wakes a ring's poller only at each whole ring's bytes written (its
-     * watermark), which next_timeout's passes make needless. With no
-     * wake_fd and no hangups nothing else can end the wait early, so the
-     * thread sleeps to each pass's deadline (clock_nanosleep) instead of
-     * polling every ring's fd: on a 128-CPU host 128 fds and more set up
-     * and torn down at each pass, and each watermark wake-up an extra pass
-     * that woke the taker too. */
+     * watermark), which next_timeout's passes make needless. Without
+     * hangups nothing but the wake fd can end the wait early, so the
+     * thread waits for the pass's deadline on the wake fd alone
+     * (epoll_wait), or sleeps to it (clock_nanosleep) with none, instead
+     * of polling every ring's fd: on a 128-CPU host 128 fds and more set
+     * up and torn down at each pass, and each watermark wake-up an extra
+     * pass that woke the taker too. */
     int poll_ms;
     size_t ring_bytes;
     /* The rings' fds hang up when their tasks are gone (per-task events:
@@ -113,10 +115,11 @@ struct fk_reader_opts {
      * the same pass or an earlier one. NULL: none. */
     void (*pass)(void *ctx, struct fk_reader *r, bool end);
     void *pass_ctx;
-    /* With wake: wake_fd (a BPF ring buffer of wake-ups,
-     * capture/pygate.h) is polled beside the rings, and wake, called in
-     * the reader's thread before each pass, takes what it holds. NULL:
-     * none. */
+    /* With wake: wake_fd (a BPF ring buffer, capture/pygate.h) ends the
+     * thread's wait at each of its wake-ups -- edge-triggered, so records
+     * written to it without a wake-up wait for the next pass -- and wake,
+     * called in the reader's thread before each pass, takes what it
+     * holds. NULL: none. */
     void (*wake)(void *ctx);
     void *wake_ctx;
     int wake_fd;
@@ -134,6 +137,7 @@ struct fk_reader_stats {
     uint64_t full;          /* passes that left records in a ring: no room */
     uint64_t peak_bytes;    /* chunk bytes held at most */
     uint64_t ring_peak_bytes;   /* the most bytes one pass read from one ring */
+    uint64_t passes;        /* passes over the rings (the thread's, finish's) */
     uint64_t soon;          /* passes that came sooner than poll_ms (a ring
                              * was found more than a quarter full) */
     uint64_t gap_peak_ns;   /* the longest time from one pass's start to the

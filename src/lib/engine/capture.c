@@ -690,6 +690,7 @@ static void read_rings(struct fk_engine *e, int timeout_ms, bool final)
     e->r->reader_full = st.full;
     e->r->reader_ring_peak = st.ring_peak_bytes;
     e->r->reader_soon = st.soon;
+    e->r->reader_passes = st.passes;
     e->r->reader_gap_peak_ns = st.gap_peak_ns;
     e->r->reader_records = st.records;
     e->r->reader_dropped = st.dropped;

@@ -168,6 +168,7 @@ struct fk_capture_result {
      * sooner than the reader's period because a ring was found more than a
      * quarter full (reader.c, next_timeout) */
     uint64_t reader_ring_peak, reader_soon;
+    uint64_t reader_passes;         /* passes over the rings */
     uint64_t reader_gap_peak_ns;    /* the longest time between two passes */
     /* records it read, and side-band records a kind counted as they left
      * the rings and had it drop there (off-CPU's switch-outs) */

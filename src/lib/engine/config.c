@@ -284,7 +284,8 @@ static void base_attr(struct fk_engine *e, unsigned i, struct perf_event_attr *a
     a->watermark = 1;
     a->wakeup_watermark = (uint32_t)(e->pages * (unsigned)sysconf(_SC_PAGESIZE) / 4);
     if (e->poll_ms) {
-        /* the reader's own clock (choose_reads) */
+        /* the reader's own clock (choose_reads; with the Python gate, and
+         * the gate's wake-ups) */
         a->wakeup_watermark = (uint32_t)(e->pages * (unsigned)sysconf(_SC_PAGESIZE));
     } else if (early_hooks(o) && !e->pygate) {
         /* (with the Python gate: the watermark, and the gate's wake-ups)
@@ -308,7 +309,10 @@ static void base_attr(struct fk_engine *e, unsigned i, struct perf_event_attr *a
  * kind's clock is not used
  *  - with an early stack hook, when the kind keeps the kernel's wake-ups
  *    for it (early_wakeups: the CPU kind; Python's frames are read as
- *    the sample leaves the ring);
+ *    the sample leaves the ring) and the Python gate could not be made:
+ *    with the gate the rings are read on the clock, and the gate's
+ *    program wakes the reader for the samples that need it at once
+ *    (choose_wakeups);
  *  - when the kind samples at a frequency and the rings hold less than 4
  *    polls of its largest samples at that rate (an mlock budget, a rate
  *    past --unsafe-limits): the kernel then wakes the reader at a quarter
@@ -322,7 +326,7 @@ static void choose_reads(struct fk_engine *e)
     e->poll_ms = e->kind->poll_ms;
     if (!e->poll_ms)
         return;
-    if (e->kind->early_wakeups && early_hooks(o)) {
+    if (e->kind->early_wakeups && early_hooks(o) && !e->pygate) {
         e->poll_ms = 0;
         return;
     }
@@ -340,9 +344,11 @@ bool fk_engine_runs_pygate(const struct fk_evkind *kind, bool early_hook)
 }
 
 /* The Python-on path: an early stack hook with the kernel's wake-ups
- * (choose_reads left poll_ms 0) wakes the reader only for the samples of
- * Python processes, through the gate's program on the sampling events
- * (capture/pygate.h): the rings then wake no one before their watermark.
+ * (fk_evkind.early_wakeups) wakes the reader only for the samples of
+ * Python processes that need it at once, through the gate's program on
+ * the sampling events (capture/pygate.h): the rings are then read on the
+ * reader's clock (choose_reads, after this) and wake no one before their
+ * watermark.
  * Woken at every sample instead (wakeup_events, base_attr), the reader
  * preempted every sampled task ~2,000 times a second on 2 CPUs at 999 Hz,
  * and an interpreter beside busy processes got 0.76-0.80 of its share of
@@ -353,7 +359,6 @@ bool fk_engine_runs_pygate(const struct fk_evkind *kind, bool early_hook)
 static void choose_wakeups(struct fk_engine *e)
 {
     struct fk_capture_result *r = e->r;
-    r->reader_wakeups = e->poll_ms ? "clock" : "watermark";
     if (!fk_engine_runs_pygate(e->kind, early_hooks(e->o)))
         return;
     char why[160];
@@ -421,8 +426,10 @@ bool fk_engine_configure(struct fk_engine *e)
     size_rings(e);
     e->kind = o->kind ? o->kind : o->event.freq ? &fk_evkind_clock : &fk_evkind_counted;
     choose_tree_mode(e);
-    choose_reads(e);
     choose_wakeups(e);
+    choose_reads(e);
+    if (!e->r->reader_wakeups)
+        e->r->reader_wakeups = e->poll_ms ? "clock" : "watermark";
     char err[256] = "";
     e->nevents = 1;
     if (e->kind->start && !e->kind->start(o, &e->kind_state, &e->nevents, err, sizeof err)) {

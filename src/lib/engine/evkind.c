@@ -57,8 +57,9 @@ const struct fk_evkind fk_evkind_clock = {
      * processes are pinned as soon as before. What goes is the kernel's
      * wake-up at each quarter ring and the engine's thread woken with
      * it. The rings hold a quarter of a second of the largest samples at
-     * the rate (config.c), 5 polls; the Python hook keeps its per-sample
-     * wake-ups. */
+     * the rate (config.c), 5 polls. The Python hook's samples wake the
+     * reader through the Python gate, the rings still on this clock; its
+     * per-sample wake-ups only without the gate. */
     .poll_ms = 50,
     .early_wakeups = true,
     /* The engine's thread takes the copies every 300 ms, not 100: quiet,

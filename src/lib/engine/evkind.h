@@ -162,9 +162,11 @@ struct fk_evkind {
      * less than 4 polls of a frequency's largest samples (config.c
      * choose_reads). */
     unsigned poll_ms;
-    /* With poll_ms: an early stack hook (struct fk_stack_hook.early) keeps
-     * the kernel's per-sample wake-ups, as without poll_ms (the CPU kind:
-     * a Python generator moves on within a millisecond). false: the
+    /* With poll_ms: an early stack hook (struct fk_stack_hook.early) is
+     * woken for the samples it reads (the CPU kind: a Python generator
+     * moves on within a millisecond) -- by the Python gate's program,
+     * the rings still read on the clock (config.c choose_wakeups), or,
+     * without the gate, by the kernel at every sample. false: the
      * kind's clock holds with early hooks too (the counted kind: a reader
      * woken on the sampled CPU would add its own page faults to the
      * count). */

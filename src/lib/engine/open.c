@@ -358,14 +358,16 @@ static bool attach_bpftree(struct fk_engine *e, char *err, size_t errlen)
 
 /* The Python wake-up gate (config.c choose_wakeups) on every fd of every
  * event. Refused (no fds to tell: per-task events after a fallback; the
- * kernel's refusal), the rings wake the reader only at their watermark:
- * the reason goes in the result, and the gate is dropped. */
+ * kernel's refusal), the rings are read on the reader's clock (or at
+ * their watermark where the ring size ruled the clock out, config.c
+ * choose_reads), Python samples no sooner: the reason goes in the
+ * result, and the gate is dropped. */
 static void attach_pygate(struct fk_engine *e)
 {
     char why[160] = "";
     if (attach_each_fd(e, attach_gate, why, sizeof why))
         return;
-    e->r->reader_wakeups = "watermark";
+    e->r->reader_wakeups = e->poll_ms ? "clock" : "watermark";
     snprintf(e->r->reader_wakeups_note, sizeof e->r->reader_wakeups_note,
              "the Python wake-up gate was refused (%s)", why);
     fk_pygate_free(e->pygate);

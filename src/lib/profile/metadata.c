@@ -291,6 +291,7 @@ json_t *fk_profile_metadata(const struct fk_profile_request *rq,
     json_object_set_new(rd, "queue_peak_bytes", json_integer((json_int_t)r->reader_peak_bytes));
     json_object_set_new(rd, "full_passes", json_integer((json_int_t)r->reader_full));
     json_object_set_new(rd, "ring_peak_bytes", json_integer((json_int_t)r->reader_ring_peak));
+    json_object_set_new(rd, "passes", json_integer((json_int_t)r->reader_passes));
     json_object_set_new(rd, "soon_passes", json_integer((json_int_t)r->reader_soon));
     json_object_set_new(rd, "pass_gap_peak_ms", json_real((double)r->reader_gap_peak_ns / 1e6));
     json_object_set_new(rd, "records", json_integer((json_int_t)r->reader_records));
@@ -313,12 +314,15 @@ json_t *fk_profile_metadata(const struct fk_profile_request *rq,
     json_object_set_new(pc, "program_reads", json_boolean(g->reads));
     json_object_set_new(pc, "threads", json_integer((json_int_t)g->threads));
     json_object_set_new(pc, "read", json_integer((json_int_t)g->chains));
+    json_object_set_new(pc, "code_wakeups", json_integer((json_int_t)g->code_wakeups));
     json_object_set_new(pc, "joined", json_integer((json_int_t)g->joined));
     json_object_set_new(pc, "unjoined", json_integer((json_int_t)g->unjoined));
     json_object_set_new(pc, "unjoined_at_end", json_integer((json_int_t)g->unjoined_at_end));
     json_object_set_new(pc, "queue_peak", json_integer((json_int_t)g->queue_peak));
     json_object_set_new(pc, "queue_bytes", json_integer((json_int_t)g->queue_bytes));
     json_object_set_new(pc, "queue_dropped", json_integer((json_int_t)g->queue_dropped));
+    json_object_set_new(pc, "ring_bytes", json_integer((json_int_t)g->ring_bytes));
+    json_object_set_new(pc, "ring_peak_bytes", json_integer((json_int_t)g->ring_peak));
     json_object_set_new(pc, "no_thread", json_integer((json_int_t)g->no_thread));
     json_object_set_new(pc, "missed", json_integer((json_int_t)g->missed));
     json_object_set_new(pc, "ring_full", json_integer((json_int_t)g->ring_full));
