@@ -158,6 +158,11 @@ struct fk_py_walker {
     struct fk_hindex name_idx;
     struct fk_buf lt;       /* line tables of cached code objects */
     struct fk_buf tmp;
+    /* a chain's code headers read in one batch (pre_read): code_hdr takes
+     * them while the chain is named */
+    uint64_t pre_addr[FK_PYGATE_DEPTH];
+    unsigned npre;
+    struct fk_buf pre;
     struct code_entry scratch;  /* a code object read past the budget */
     uint64_t refreshes;         /* thread-table walks */
     struct spec spec_code[SPEC_CODES], spec_frame[SPEC_FRAMES];
@@ -180,7 +185,7 @@ static size_t walker_bytes(const struct fk_py_walker *w)
     return sizeof *w + w->captids * sizeof *w->tids + fk_hindex_bytes(&w->tid_idx) +
            w->capcodes * sizeof *w->codes + fk_hindex_bytes(&w->code_idx) + w->pool.cap +
            w->capnames * sizeof *w->name_off + fk_hindex_bytes(&w->name_idx) + w->lt.cap +
-           w->tmp.cap;
+           w->tmp.cap + w->pre.cap;
 }
 
 size_t fk_py_walker_bytes(const struct fk_py_walker *w)
@@ -256,6 +261,7 @@ void fk_py_walker_free(struct fk_py_walker *w)
     fk_hindex_free(&w->name_idx);
     fk_buf_free(&w->lt);
     fk_buf_free(&w->tmp);
+    fk_buf_free(&w->pre);
     free(w);
 }
 
@@ -486,6 +492,11 @@ static bool code_hdr(struct fk_py_walker *w, uint64_t addr, unsigned char *hdr)
 {
     const struct fk_py_snap *s = w->snap;
     bool got = false;
+    for (unsigned i = 0; i < w->npre && !got; i++)
+        if (w->pre_addr[i] == addr) {
+            memcpy(hdr, w->pre.data + (size_t)i * w->co_read, w->co_read);
+            got = true;
+        }
     for (unsigned i = 0; s && !s->chain && i < s->ncodes && i < FK_PY_SNAP_CODES && !got; i++)
         if (s->code_addr[i] == addr) {
             memcpy(hdr, s->code_hdr[i], w->co_read);
@@ -803,6 +814,44 @@ static void snap_clear(struct fk_py_snap *snap)
     snap->chain = false;
 }
 
+/* The headers of a chain's code objects the cache cannot vouch for
+ * (code_known), each once, in one batch read: the naming then reads none
+ * of them alone. Most are of code the cache knows run by a new function
+ * object -- a lambda's, a generator expression's, a 3.11 comprehension's
+ * is made at each call, and a deep chain holds many -- whose header is
+ * read again to prove it is the same code (code_at): once a chain, not
+ * once a frame (a recursion through a comprehension holds one code object
+ * in many frames, each with its own function). A batch past the budget
+ * is left to code_at. */
+static void pre_read(struct fk_py_walker *w, const struct fk_py_snap *snap)
+{
+    const struct fk_py_layout *L = w->lay;
+    struct fk_py_iov iov[FK_PYGATE_DEPTH];
+    unsigned n = 0;
+    w->npre = 0;
+    if (L->co_size > FK_PY_CODE_BYTES)
+        return;
+    for (unsigned i = 0; i < snap->n && i < FK_PYGATE_DEPTH; i++) {
+        const unsigned char *fr = snap->bytes[i];
+        uint64_t code = get_u64(fr, L->fr_code), pi = get_u64(fr, L->fr_prev_instr);
+        uint64_t func = get_u64(fr, L->fr_func), globals = get_u64(fr, L->fr_globals);
+        bool dup = false;
+        for (unsigned j = 0; j < n && !dup; j++)
+            dup = w->pre_addr[j] == code;
+        if (!dup && ptr_ok(code, 8) && !code_known(w, code, func, globals, pi))
+            w->pre_addr[n++] = code;
+    }
+    size_t need = (size_t)n * w->co_read;
+    if (!n || (need > w->pre.cap && !room(w, need - w->pre.cap)))
+        return;
+    fk_buf_reset(&w->pre);
+    fk_buf_reserve(&w->pre, need);
+    for (unsigned j = 0; j < n; j++)
+        iov[j] = (struct fk_py_iov){ w->pre_addr[j], w->pre.data + (size_t)j * w->co_read,
+                                     w->co_read };
+    w->npre = (unsigned)rdv(w, iov, n);
+}
+
 _Static_assert(FK_PYGATE_DEPTH <= FK_PY_SNAP_FRAMES && FK_PYGATE_STRIDE <= FK_PY_FRAME_BYTES,
                "a chain the gate's program read fits a snapshot");
 
@@ -838,6 +887,7 @@ bool fk_py_snap_chain(struct fk_py_walker *w, const struct fk_pygate_chain *c, u
     w->snap = snap;
     w->t0 = w->trust_at = snap->named_at = w->now();
     w->over = false;
+    pre_read(w, snap);
     for (unsigned i = 0; i < snap->n && !w->over; i++) {
         const unsigned char *fr = snap->bytes[i];
         uint64_t code = get_u64(fr, L->fr_code), pi = get_u64(fr, L->fr_prev_instr);
@@ -851,6 +901,7 @@ bool fk_py_snap_chain(struct fk_py_walker *w, const struct fk_pygate_chain *c, u
             ((struct code_entry *)ce)->told = true;     /* w->codes[]: the walker's own */
         }
     }
+    w->npre = 0;
     w->snap = was;
     w->cur = NULL;
     snap->reads = tmp.reads;
