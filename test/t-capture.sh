@@ -291,8 +291,9 @@ check "memory cap: ... with kernel frames in it" zgrep -q '_\[k\]' "$T"/meml/*.f
 # stack table grew ~14 KB a sample here; the limit was passed 0.2 s in at
 # 7M, before the gate's queues counted: 8.6M with them, 11M the least;
 # the least named without kernel frames is taken, 12M with the gate's
-# pool of blocks for 2 CPUs)
-nkleast=$("$FLAMEKIT" host --no-kernel --max-memory 3M -d 1 2>&1 | sed -n 's/.*give at least \([0-9]*\)M.*/\1/p')
+# pool of blocks for 2 CPUs -- named at the capture's 999 Hz: the gate's
+# ring holds what the perf rings hold, 7M at the default 99 Hz)
+nkleast=$("$FLAMEKIT" host -F 999 --no-kernel --max-memory 3M -d 1 2>&1 | sed -n 's/.*give at least \([0-9]*\)M.*/\1/p')
 printf '%s\n' 'import random, time' 'R = random.Random(7)' 'def step(d):' '    if d == 0:' \
     '        return sum(range(300))' '    return F[R.randrange(10)](d - 1)' \
     'def f0(d): return step(d)' 'def f1(d): return step(d)' 'def f2(d): return step(d)' \

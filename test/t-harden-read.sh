@@ -125,7 +125,7 @@ fi
 kill "$PROG_PID" ${pid:+"$pid"} 2>/dev/null; stop_prog
 
 # 3. Endless and huge maps under --max-memory 16M (--python off: the
-# workload is C, and the Python gate's reserve, 9.2M for 2 CPUs, would
+# workload is C, and the Python gate's reserve, 4.5M for 2 CPUs at 99 Hz, would
 # leave the map no room to be bounded by)
 start_jit "$prog" jitspin 30 atexit
 pid=$(jit_pid "$line")

@@ -102,9 +102,15 @@ struct fk_pygate {
  * with or without their records. 255 chains of 46 frames are 0.96 MB:
  * with 2 MiB for both CPUs here a 1 s stall filled the ring about when
  * the perf rings filled (ring_full 26, ring_lost 2). One ring of 2 MiB
- * for 64 CPUs would hold 9 ms of their chains: less than a pass. */
+ * for 64 CPUs would hold 9 ms of their chains: less than a pass.
+ * So each CPU gets room for as many whole chains as its perf ring holds
+ * samples (at 999 Hz ~250, 1.3 MB: capped at RING_PER_CPU, 1 MiB as
+ * before; at the default 99 Hz ~31, 161 KB), a power of two for all of
+ * them: 1 MiB a CPU at 99 Hz was ~8 times what a 1 s stall filled (250 KB
+ * for 2 CPUs), and on 64 CPUs reserved a 64 MiB ring and up to 136 MiB
+ * of queues out of --max-memory before the capture began. */
 #define RING_PER_CPU (1u << 20)
-#define RING_MIN (2u << 20)
+#define RING_MIN (256u << 10)
 #define RING_MAX (64u << 20)
 /* The pool's blocks at most, for a ring of ring bytes and ncpus queues.
  * A drain brings at most the ring's bytes (a slot is 8 bytes more than a
@@ -133,17 +139,19 @@ unsigned fk_pygate_cpus(void)
     return gate_cpus();
 }
 
-/* The ring's size for ncpus CPUs (RING_PER_CPU each), or
- * FLAMEKIT_PYGATE_RING bytes (a power of two from a page up to that
+/* The ring's size for ncpus CPUs whose perf rings hold held samples
+ * each, or FLAMEKIT_PYGATE_RING bytes (a power of two from a page up to that
  * size; anything else is ignored) -- a knob
  * for t-python's check of the ring-full fallback alone, not for users:
  * the full-size ring fills only behind a reader stalled for about half a
  * second, which a test cannot cause without losing samples and records
  * besides (the unjoined fallback, checked apart). */
-static uint32_t ring_bytes(unsigned ncpus)
+static uint32_t ring_bytes(unsigned ncpus, uint64_t held)
 {
+    uint64_t chain = BPF_RINGBUF_HDR_SZ + ((REC_MAX + 7) & ~7ull);
+    uint64_t per = held < RING_PER_CPU / chain ? held * chain : RING_PER_CPU;
     uint32_t size = RING_MIN;
-    while (size < RING_MAX && size < (uint64_t)ncpus * RING_PER_CPU)
+    while (size < RING_MAX && size < (uint64_t)ncpus * per)
         size *= 2;
     const char *v = getenv("FLAMEKIT_PYGATE_RING");
     char *end;
@@ -465,13 +473,13 @@ static int on_note(void *ctx, void *data, size_t size)
     return 0;
 }
 
-struct fk_pygate *fk_pygate_new(uint32_t max_entries, char *err, size_t errlen)
+struct fk_pygate *fk_pygate_new(uint32_t max_entries, uint64_t held, char *err, size_t errlen)
 {
     struct fk_pygate *g = fk_calloc(1, sizeof *g);
     g->pids = g->ring = g->prog = g->tids = g->scratch = g->codes = g->lost = g->tree_prog =
         g->tree_map = -1;
     g->entries = max_entries;
-    g->ring_bytes = ring_bytes(gate_cpus());
+    g->ring_bytes = ring_bytes(gate_cpus(), held);
     int ncpus = libbpf_num_possible_cpus();
     if (ncpus <= 0) {
         snprintf(err, errlen, "the possible CPUs for the Python gate: %s", strerror(-ncpus));
@@ -697,10 +705,10 @@ static size_t maps_bytes(uint32_t entries, uint32_t ring, unsigned ncpus)
            (size_t)CODES_MAX * CODE_BYTES + (size_t)ncpus * REC_MAX + ENTRY_BYTES;
 }
 
-size_t fk_pygate_fixed_bytes(uint32_t max_entries)
+size_t fk_pygate_fixed_bytes(uint32_t max_entries, uint64_t held)
 {
     int ncpus = libbpf_num_possible_cpus();
-    uint32_t ring = ring_bytes(gate_cpus());
+    uint32_t ring = ring_bytes(gate_cpus(), held);
     return maps_bytes(max_entries, ring, ncpus > 0 ? (unsigned)ncpus : 1) +
            (size_t)pool_blocks(ring, gate_cpus()) * BLOCK_BYTES;
 }

@@ -73,6 +73,13 @@ struct fk_evkind;
  * clock; or one with no clock of its own) has wake-ups to gate. The
  * profile runner asks the same for the --max-memory least limit. */
 bool fk_engine_runs_pygate(const struct fk_evkind *kind, bool early_hook);
+/* The samples a CPU's perf ring holds in a capture at freq samples a
+ * second (0: a counted event) in callgraph mode with stack_size bytes of
+ * stack copies (0: the default), as fk_engine_configure sizes the rings
+ * when the kernel gives the mode asked (auto: dwarf, with root's mlock
+ * budget): what the Python gate's ring is sized by (fk_pygate_new), which
+ * the profile runner's --max-memory least limit counts. */
+uint64_t fk_engine_ring_samples(uint64_t freq, enum fk_callgraph callgraph, uint32_t stack_size);
 
 /* The capture's progress, for a status line: reported when the window
  * opens (elapsed 0: the capture runs), about every second, and at its end. */

@@ -176,6 +176,27 @@ static bool choose_callgraph(struct fk_engine *e)
     return true;
 }
 
+/* The largest sample with a stack copy: header, ids, period, a kernel
+ * callchain, registers, the copy; and one with the kernel's chain alone
+ * (frame pointers): ids, period, the chain. */
+static uint64_t stack_sample_bytes(uint32_t stack_size)
+{
+    return 8 + 6 * 8 + 64 * 8 + (1 + FK_UW_NREGS) * 8 + 16 + stack_size;
+}
+#define FP_SAMPLE_BYTES (8 + 6 * 8 + 128 * 8)
+
+uint64_t fk_engine_ring_samples(uint64_t freq, enum fk_callgraph callgraph, uint32_t stack_size)
+{
+    struct fk_capture_opts o;
+    fk_capture_opts_init(&o);
+    o.event.freq = freq;
+    bool limited;
+    uint64_t bytes = callgraph == FK_CG_FP ? 0 : stack_sample_bytes(stack_size ? stack_size
+                                                                               : FK_STACK_SIZE_DEFAULT);
+    unsigned pages = ring_pages(&o, bytes, &limited);
+    return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE) / (bytes ? bytes : FP_SAMPLE_BYTES);
+}
+
 /* The ring size for the mode; auto falls back to fp when the rings cannot
  * hold 8 stack copies (unprivileged, small mlock budget). */
 static void size_rings(struct fk_engine *e)
@@ -184,8 +205,7 @@ static void size_rings(struct fk_engine *e)
     struct fk_capture_result *r = e->r;
     unsigned page = (unsigned)sysconf(_SC_PAGESIZE);
     if (e->mode != FK_CG_FP) {
-        /* header, ids, period, a kernel callchain, registers, stack copy */
-        uint64_t sample_bytes = 8 + 6 * 8 + 64 * 8 + (1 + FK_UW_NREGS) * 8 + 16 + e->stack_size;
+        uint64_t sample_bytes = stack_sample_bytes(e->stack_size);
         e->sample_bytes = sample_bytes;
         e->pages = ring_pages(o, sample_bytes, &e->ring_limited);
         uint64_t fits = (uint64_t)e->pages * page / sample_bytes;
@@ -206,7 +226,7 @@ static void size_rings(struct fk_engine *e)
     }
     if (e->mode == FK_CG_FP) {
         e->pages = ring_pages(o, 0, &e->ring_limited);
-        e->sample_bytes = 8 + 6 * 8 + 128 * 8;    /* ids, period, the kernel's chain */
+        e->sample_bytes = FP_SAMPLE_BYTES;
     }
     if (r->callgraph_note[0])
         fk_engine_warn(e, "user stacks by %s", r->callgraph_note);
@@ -363,8 +383,11 @@ static void choose_wakeups(struct fk_engine *e)
         return;
     char why[160];
     r->reader_wakeups = "every sample";
+    /* its ring holds as many chains a CPU as the perf rings hold samples
+     * (size_rings ran) */
+    uint64_t held = (uint64_t)e->pages * (uint64_t)sysconf(_SC_PAGESIZE) / e->sample_bytes;
     if (fk_bpf_usable(why, sizeof why))
-        e->pygate = fk_pygate_new(FK_ENGINE_PYGATE_ENTRIES, why, sizeof why);
+        e->pygate = fk_pygate_new(FK_ENGINE_PYGATE_ENTRIES, held, why, sizeof why);
     if (e->pygate)
         r->reader_wakeups = "python gate";
     else
