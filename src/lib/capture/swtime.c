@@ -68,6 +68,10 @@ struct fk_swtime {
     void (*fn)(void *ctx, const struct fk_swtime_block *b);
     void *fn_ctx;
     size_t drained;
+    /* fk_swtime_outs's copy of the stats: every CPU's counters, made once
+     * (it is read every few milliseconds; bounded by the possible CPUs,
+     * like fk_swtime_stats's own) */
+    uint64_t *outs_copy;
 };
 
 /* Stack slots of the program. */
@@ -571,6 +575,7 @@ bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t p
     t->samples = -1;
     int ncpus = libbpf_num_possible_cpus();
     t->ncpus = ncpus > 0 ? (uint32_t)ncpus : 1;
+    t->outs_copy = fk_calloc((size_t)t->ncpus * ST_N, sizeof *t->outs_copy);
     t->event = t->fork_prog = t->fork_event = -1;
     t->tp_id = sw->id;
     uint32_t pm = pid_max();
@@ -804,6 +809,16 @@ bool fk_swtime_pending(struct fk_swtime *t, pid_t tid, uint64_t *out)
     return true;
 }
 
+uint64_t fk_swtime_outs(struct fk_swtime *t)
+{
+    uint32_t k = 0;
+    uint64_t outs = 0;
+    if (bpf_map_lookup_elem(t->stats, &k, t->outs_copy) == 0)
+        for (uint32_t i = 0; i < t->ncpus; i++)
+            outs += t->outs_copy[(size_t)i * ST_N + ST_OUTS];
+    return outs;
+}
+
 void fk_swtime_stats(struct fk_swtime *t, struct fk_swtime_stats *st)
 {
     memset(st, 0, sizeof *st);
@@ -859,5 +874,6 @@ void fk_swtime_free(struct fk_swtime *t)
     for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
         if (*fds[i] >= 0)
             close(*fds[i]);
+    free(t->outs_copy);
     free(t);
 }
