@@ -207,9 +207,8 @@ size_t fk_swtime_drain(struct fk_swtime *t, void (*fn)(void *ctx, const struct f
 /* tid's picked switch-out with no switch-in yet (off CPU since *out): true. */
 bool fk_swtime_pending(struct fk_swtime *t, pid_t tid, uint64_t *out);
 void fk_swtime_stats(struct fk_swtime *t, struct fk_swtime_stats *st);
-/* fk_swtime_stats's outs alone, in one system call (the map's lookup, into
- * a copy made once): what the rate is followed by, every few milliseconds.
- * One caller at a time. */
+/* fk_swtime_stats's outs alone (no system call: the counters are mapped):
+ * what the rate is followed by, every few milliseconds. */
 uint64_t fk_swtime_outs(struct fk_swtime *t);
 /* Bytes of the maps and ring (the kernel's memory, mapped in part). */
 size_t fk_swtime_bytes(const struct fk_swtime *t);
