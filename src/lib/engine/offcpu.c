@@ -744,12 +744,12 @@ static void look(struct offcpu *k, uint64_t now)
  * FK_OFFCPU_PROBE_MS: with the in-kernel timing and a budget, hand them to
  * the reader's thread and end (true). The reader passes on its own clock,
  * also every FK_OFFCPU_PROBE_MS (fk_evkind.poll_ms; sooner while its rings
- * fill), and reads the program's counter in one system call: the steering
- * thread's 100 wake-ups a second (each a futex wait, then that read)
- * took 8-10 ms of CPU a second at a pinned switch storm (builds 446b5e8 to
- * 1a16f0b alike, on a loaded host), the reader's 10-13, the engine's 2-3:
- * the looks were a third of flamekit's CPU, the reader's passes already
- * there. Not before the count has started (a command not yet running)
+ * fill), and the program's counters are mapped (no system call to read
+ * them): at a pinned switch storm the steering thread's 100 wake-ups a
+ * second (each a futex wait, then two bpf system calls) took 7-10 ms of
+ * CPU a second, the reader 10-13, the engine 2-3 (builds 446b5e8 to
+ * 1a16f0b alike, on a loaded host): the looks were a third of flamekit's
+ * CPU. Not before the count has started (a command not yet running)
  * and its fast looks are over; never on the switch-record path (its count
  * is a read per event fd, and its N an ioctl per fd). */
 static bool look_handover(struct offcpu *k, uint64_t now)
