@@ -346,8 +346,12 @@ def main(a):
             lo = meta["start_unix_ns"]
             hi = lo + int(meta["duration_s"] * 1e9)
             if stopped and hi > stop_ns[0]:
-                sys.exit("paired: flamekit %s on copy %d: its window ended after the storms were "
-                         "stopped" % (m, c))
+                # (its rates would hold stopped time: this window is left
+                # out -- its round's g for this flamekit -- not the call)
+                print("paired: flamekit %s on copy %d: its window ended after the storms were "
+                      "stopped: left out" % (m, c), file=sys.stderr, flush=True)
+                shutil.rmtree(out)
+                return 0, 0
             rec = recorded_of(meta)
             per_rec = ""
             if steady is not None and rec:
