@@ -37,15 +37,28 @@ static uint64_t cpu_ns(void)
  * not unwinding cost and must not cut a stack short -- but the CPU clock
  * is only read once a walk has taken SLOW_WALK_NS of wall time (a stack
  * takes microseconds): from then on, CPU time since that first reading
- * counts against the limit (so a walk may run up to SLOW_WALK_NS more). */
+ * counts against the limit (so a walk may run up to SLOW_WALK_NS more).
+ * The wall clock is read every CLOCK_FRAMES frames, the first time at
+ * frame CLOCK_FRAMES (its time counted from there): each reading is a
+ * vDSO call, ~50 ns on this VM (kvm-clock), and a walk read it once and
+ * then every 8 frames: 5 readings a python3.11 stack of 36 frames, ~0.25
+ * us of the ~5 us flamekit spends a sample. A cached frame costs ~0.1 us,
+ * so the frames before a reading take microseconds; what can take longer
+ * is a pc's first sighting (a binary's CFI loaded: once per binary), as
+ * it could between two readings before. */
 #define SLOW_WALK_NS (1000 * 1000ull)
+#define CLOCK_FRAMES 32u
 struct walk_clock {
-    uint64_t wall0, cpu0;
+    uint64_t wall0, cpu0;       /* wall0 0: not read yet */
     bool slow;
 };
 
 static bool walk_over(struct walk_clock *c, uint64_t max_ns)
 {
+    if (!c->wall0) {
+        c->wall0 = fk_now_ns();
+        return false;
+    }
     if (fk_now_ns() - c->wall0 <= SLOW_WALK_NS)
         return false;
     uint64_t now = cpu_ns();
@@ -61,7 +74,10 @@ static bool walk_over(struct walk_clock *c, uint64_t max_ns)
 
 enum rd { RD_OK, RD_TRUNC, RD_BAD };
 
-static enum rd mem_read(const struct fk_uw_stack *st, uint64_t addr, uint64_t *out)
+/* inline: ~70 reads a python3.11 stack (the return address and the
+ * saved frame pointer of each frame); a call each was ~500 of the
+ * engine's ~12,000 instructions a sample (callgrind, bench/replay). */
+static inline enum rd mem_read(const struct fk_uw_stack *st, uint64_t addr, uint64_t *out)
 {
     if (addr >= st->base && st->len >= 8 && addr - st->base <= st->len - 8) {
         if (st->read_end && addr - st->base + 8 > *st->read_end)
@@ -337,7 +353,7 @@ void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
     memset(res, 0, sizeof *res);
     struct regs r = { .valid = (1u << FK_UW_NREGS) - 1 };
     memcpy(r.v, regs, sizeof r.v);
-    struct walk_clock clk = { max_ns ? fk_now_ns() : 0, 0, false };
+    struct walk_clock clk = { 0, 0, false };
     bool exact = true;
     unsigned signals = 0;
     res->status = FK_UW_FAILED;
@@ -352,7 +368,7 @@ void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
         if (sps)
             sps[res->n] = r.v[FK_UW_SP];
         pcs[res->n++] = look;
-        if (max_ns && (res->n & 7) == 0 && walk_over(&clk, max_ns)) {
+        if (max_ns && res->n % CLOCK_FRAMES == 0 && walk_over(&clk, max_ns)) {
             res->reason = FK_UW_R_TIME;
             return;
         }
