@@ -533,7 +533,10 @@ struct fk_unwinder {
     uint32_t walked[WALKED_N];  /* complete walks by bytes read, rounded up to a step */
     uint64_t pcs[FK_UW_DEFAULT_MAX_FRAMES];
     uint64_t sps[FK_UW_DEFAULT_MAX_FRAMES];
-    struct fk_loc locs[FK_UW_DEFAULT_MAX_FRAMES];   /* pcs[i]'s location, when locs_ok[i] */
+    /* pcs[i]'s location, when locs_ok[i]: the caller's array (room for
+     * FK_UW_DEFAULT_MAX_FRAMES + 1), written as the walk resolves each
+     * frame, not copied after it */
+    struct fk_loc *locs;
     bool locs_ok[FK_UW_DEFAULT_MAX_FRAMES];
     unsigned nsps;
     uint64_t read_end;          /* the last walk's (fk_unwind_last_read_end) */
@@ -752,6 +755,7 @@ unsigned fk_unwind_sample(struct fk_unwinder *u, pid_t pid, const uint64_t *regs
     if (dyn > size)
         dyn = size;
     uint64_t read_end = 0;
+    u->locs = locs;
     struct fk_uw_stack st = { stack, want[FK_UW_SP], dyn, dyn == size, &read_end };
     for (uint64_t off = 0; off < dyn; off += 64)
         __builtin_prefetch(stack + off);
@@ -770,8 +774,8 @@ unsigned fk_unwind_sample(struct fk_unwinder *u, pid_t pid, const uint64_t *regs
         note_walked(u, read_end);
     u->ran_out = res.reason == FK_UW_R_STACK_END;
     for (unsigned i = 0; i < res.n; i++)
-        locs[i] = i < u->resolved && u->locs_ok[i] ? u->locs[i]
-                                                   : fk_sym_locate(u->sym, pid, u->pcs[i], false);
+        if (i >= u->resolved || !u->locs_ok[i])
+            locs[i] = fk_sym_locate(u->sym, pid, u->pcs[i], false);
     unsigned n = res.n;
     if (res.status == FK_UW_TRUNCATED)
         locs[n++] = fk_sym_special(u->sym, "[truncated]");
