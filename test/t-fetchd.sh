@@ -524,6 +524,30 @@ if FLAMEKIT_CACHE="$fbcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 2 -R 3 -f 
                   | "\($s): clients \(.client_cpu_s), want \($want) (processes \(.client_processes_cpu_s), busy \(.client_cpus_busy_s), tasks \(.client_cpus_tasks_s))"]
                  | if length == 0 then true else (.[], false) end
             end' "$T/bench/report.json"
+        # The server's likewise: its own CPU plus what ran in no task on its
+        # CPUs, not other tasks there. Its own is its threads' task-clock,
+        # or where no git ran (under 1 ms of git's counters) its cgroup's
+        # CPU time (the scheduler's, its ended connection threads' whole
+        # lives in it); where git ran, git's is the cgroup's less the
+        # threads', at least what its counters saw. Every run has its
+        # cgroup's time where a cgroup2 file system is mounted.
+        # (on failure: each run whose figures break this, with its times)
+        cg2=false
+        grep -q ' cgroup2 ' /proc/mounts && cg2=true
+        check "fetch-bench: the server's CPU is its own plus what ran in no task on its CPUs; git's its cgroup's rest" \
+            jq -e -r --argjson tasks "$tasks" --argjson cg2 "$cg2" '
+            [.settings[] | .server as $s | .runs[]
+             | (.server_cgroup_cpu_s // null) as $cg | (.git_task_clock_s // 0) as $gp
+             | (if $cg == null then .server_threads_cpu_s
+                elif $gp >= 0.001 then .server_threads_cpu_s
+                else ([.server_threads_cpu_s, $cg] | max) end) as $own
+             | (if $cg == null or $gp < 0.001 and $cg > .server_threads_cpu_s then (if $cg == null then $gp else 0 end)
+                else ([$gp, $cg - .server_threads_cpu_s] | max) end) as $git
+             | (if $tasks then $own + ([.server_cpus_busy_s - .server_cpus_tasks_s, 0] | max) else null end) as $want
+             | select(($cg2 and $cg == null) or (.server_own_cpu_s - $own | fabs) > 1e-6 or (.git_cpu_s - $git | fabs) > 1e-6
+                      or ($tasks and (.server_cpu_s - $want | fabs) > 1e-6))
+             | "\($s): server \(.server_cpu_s), want \($want) (own \(.server_own_cpu_s), want \($own); threads \(.server_threads_cpu_s), cgroup \($cg), busy \(.server_cpus_busy_s), tasks \(.server_cpus_tasks_s)); git \(.git_cpu_s), want \($git) (counters \($gp))"]
+            | if length == 0 then true else (.[], false) end' "$T/bench/report.json"
     fi
     # The server's switches by thread: its main thread first; gRPC's own
     # threads by name beside the call threads (the socket server has none

@@ -414,9 +414,14 @@ static void md_header(struct fk_outfile *md, const char *cpu_source, double secs
                       "client process runs all its calls (grpc-shared: one per client) from one thread through "
                       "one completion queue, and reads each message's bytes where they were received.\n\n",
                       cpu_source,
-                      sides ? "the servers' CPUs' busy time over the run less git's (the server process's own threads "
+                      tasks ? "the server's own CPU over the run (its threads', ended connection threads included; "
+                      "where no git ran, its cgroup's) plus what ran in no task on the servers' CPUs (their busy "
+                      "time less every task's time on them: the receive work done while they were idle), not other "
+                      "tasks on those CPUs (server_own_cpu_s, server_cpus_busy_s, server_cpus_tasks_s in "
+                      "report.json)"
+                      : sides ? "the servers' CPUs' busy time over the run less git's (the server process's own threads "
                       "and the receive work done on those CPUs; the threads alone are server_threads_cpu_s in "
-                      "report.json)" : "the server process's own threads",
+                      "report.json)" : "the server process's own threads (where no git ran, its cgroup's CPU time)",
                       tasks ? "the client processes' own CPU over their timed fetches plus what ran in no task on "
                       "the clients' CPUs (their busy time less every task's time on them: the receive work done "
                       "while they were idle), not other tasks on those CPUs (client_processes_cpu_s, "
@@ -928,8 +933,13 @@ static json_t *json_run(const struct setting *s, int r)
         json_object_set_new(x, "server_context_switches_by_thread", bt);
         json_object_set_new(x, "server_threads_after", json_integer(b->server_threads));
     }
+    if (isfinite(b->server_cgroup_cpu)) {
+        json_object_set_new(x, "server_cgroup_cpu_s", json_real(b->server_cgroup_cpu));
+        json_object_set_new(x, "git_task_clock_s", json_real(b->git_task_clock));
+    }
     if (b->sides) {
         json_object_set_new(x, "server_threads_cpu_s", json_real(b->server_threads_cpu));
+        json_object_set_new(x, "server_own_cpu_s", json_real(b->server_own_cpu));
         json_object_set_new(x, "client_processes_cpu_s", json_real(b->client_procs_cpu));
         json_object_set_new(x, "server_cpus_elapsed_s", json_real(b->server_cpus_elapsed));
         json_object_set_new(x, "client_cpus_elapsed_s", json_real(b->client_cpus_elapsed));

@@ -45,11 +45,19 @@ struct obs {
     double wall, bytes, fetches, server_cpu, git_cpu, client_cpu, client_minflt, alloc_calls, alloc_bytes;
     double server_csw, client_csw;  /* context switches of the server's threads, of the clients */
     double server_minflt;       /* the server process's minor page faults (not git's) */
-    /* server_cpu and client_cpu: with sides, the busy time of the servers'
-     * CPUs less git's, and of the clients' CPUs (fetch-bench.c, "each
-     * side's CPU"); else these two: the server's threads' task-clock, the
-     * client processes' own CPU */
+    /* server_cpu and client_cpu: with sides, each side's own CPU plus the
+     * work done in no task on its CPUs where the kernel keeps every task's
+     * time per CPU (tasks_known), else the busy time of the servers' CPUs
+     * less git's and of the clients' CPUs (fetch-bench.c, "each side's
+     * CPU"); without sides these two: the server's threads' task-clock,
+     * the client processes' own CPU */
     double server_threads_cpu, client_procs_cpu;
+    /* the CPU time of the server's cgroup (its threads, ended ones
+     * included, and git; NAN without one); git's as its task-clock
+     * counters saw it; the server's own: its cgroup's time in a run
+     * without git, else its threads' (git_cpu then takes the rest of the
+     * cgroup's: fetch-bench.c, run) */
+    double server_cgroup_cpu, git_task_clock, server_own_cpu;
     /* with sides: the CPU time between the marks each side's busy time was
      * taken from (its CPUs' seconds; the run's, or more when a mark was
      * read late): that busy time is within it */
@@ -57,9 +65,10 @@ struct obs {
     /* with sides: each side's CPUs' busy time over the run, and where the
      * kernel gives it per CPU (tasks_known: cpuacct's root) every task's
      * CPU time on them, whoever's: the busy time less it is the interrupt
-     * and softirq work done while they were idle. The clients' CPU is then
-     * their processes' own plus that work, not other tasks' time on their
-     * CPUs (fetch-bench.c, "each side's CPU"). */
+     * and softirq work done while they were idle. Each side's CPU is then
+     * its own (server_own_cpu; the client processes') plus that
+     * work, not other tasks' time on its CPUs (fetch-bench.c, "each side's
+     * CPU"). */
     double server_cpus_busy, client_cpus_busy, server_cpus_tasks, client_cpus_tasks;
     bool tasks_known;
     /* on the veth pair: the packets and bytes the servers' end sent over
