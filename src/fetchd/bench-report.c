@@ -416,16 +416,18 @@ static void md_header(struct fk_outfile *md, const char *cpu_source, double secs
                       cpu_source,
                       tasks ? "the server's own CPU over the run (its threads', ended connection threads included; "
                       "where no git ran, its cgroup's) plus what ran in no task on the servers' CPUs (their busy "
-                      "time less every task's time on them: the receive work done while they were idle), not other "
-                      "tasks on those CPUs (server_own_cpu_s, server_cpus_busy_s, server_cpus_tasks_s in "
+                      "time less every task's time on them: the receive work done while they were idle) and in their "
+                      "softirq threads (ksoftirqd: receive work deferred there), not other tasks on those CPUs "
+                      "(server_own_cpu_s, server_cpus_busy_s, server_cpus_tasks_s, server_cpus_ksoftirqd_s in "
                       "report.json)"
                       : sides ? "the servers' CPUs' busy time over the run less git's (the server process's own threads "
                       "and the receive work done on those CPUs; the threads alone are server_threads_cpu_s in "
                       "report.json)" : "the server process's own threads (where no git ran, its cgroup's CPU time)",
                       tasks ? "the client processes' own CPU over their timed fetches plus what ran in no task on "
                       "the clients' CPUs (their busy time less every task's time on them: the receive work done "
-                      "while they were idle), not other tasks on those CPUs (client_processes_cpu_s, "
-                      "client_cpus_busy_s, client_cpus_tasks_s in report.json)"
+                      "while they were idle) and in their softirq threads, not other tasks on those CPUs "
+                      "(client_processes_cpu_s, client_cpus_busy_s, client_cpus_tasks_s, client_cpus_ksoftirqd_s in "
+                      "report.json)"
                       : sides ? "the clients' CPUs' busy time over the run (the client processes alone: "
                       "client_processes_cpu_s)" : "the client processes over their timed fetches",
                       ncpus, CLIENT_HEAP_MIB);
@@ -948,6 +950,10 @@ static json_t *json_run(const struct setting *s, int r)
         if (b->tasks_known) {
             json_object_set_new(x, "server_cpus_tasks_s", json_real(b->server_cpus_tasks));
             json_object_set_new(x, "client_cpus_tasks_s", json_real(b->client_cpus_tasks));
+        }
+        if (b->tasks_known && b->softirqd_known) {
+            json_object_set_new(x, "server_cpus_ksoftirqd_s", json_real(b->server_cpus_softirqd));
+            json_object_set_new(x, "client_cpus_ksoftirqd_s", json_real(b->client_cpus_softirqd));
         }
         json_object_set_new(x, "client_cpus_others_pct", json_real(client_cpus_others_pct(b)));
         json_object_set_new(x, "server_cpus_others_pct", json_real(server_cpus_others_pct(b)));

@@ -71,6 +71,11 @@ struct obs {
      * CPU"). */
     double server_cpus_busy, client_cpus_busy, server_cpus_tasks, client_cpus_tasks;
     bool tasks_known;
+    /* with tasks_known and softirqd_known: the time of each side's CPUs'
+     * softirq threads (ksoftirqd/N), a task whose work is the receive
+     * work deferred there: counted in that side's CPU */
+    double server_cpus_softirqd, client_cpus_softirqd;
+    bool softirqd_known;
     /* on the veth pair: the packets and bytes the servers' end sent over
      * the run (TCP segments as the kernel handed them to the device, up to
      * 64 KiB each) and the packets it received (the clients' ACKs and

@@ -900,6 +900,30 @@ static void machine_jiffies(double *busy, double *total)
  * runs, 23 of 28 server and 25 of 28 server + clients ratios agreed
  * (busy time: 21 and 22). */
 static bool side_cpu;           /* set in main: pinned, on the veth pair, timer_list readable */
+/* Each CPU's softirq thread (ksoftirqd/N), 0 where none was found. A
+ * softirq the kernel cannot finish on an interrupt's return (it ran too
+ * long, or came again) goes on in that thread: a task, so left out with
+ * other tasks, though its work is the side's receive work (RPS puts each
+ * side's packets on its own CPUs). In one quiet call ksoftirqd/1 took
+ * 17.6 ms a second of the clients' CPU during the runs, 6.0 of it in
+ * net_rx_action and 3.1 in tcp_v4_rcv (perf record -a; its stacks): so
+ * each side's CPU counts its CPUs' softirq threads' time too. */
+static pid_t softirqd[CPU_SETSIZE];
+
+/* fk_proc_for_each_pid's step: note a kernel thread named ksoftirqd/N. */
+static bool find_softirqd(pid_t pid, void *ctx)
+{
+    (void)ctx;
+    char path[64], name[32], nl;
+    int cpu;
+    struct fk_proc_stat st;
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+    if (fk_read_small(path, name, sizeof name) > 0 && sscanf(name, "ksoftirqd/%d%c", &cpu, &nl) == 2 && nl == '\n' &&
+        cpu >= 0 && cpu < CPU_SETSIZE && fk_proc_stat(pid, 0, &st) && (st.flags & FK_PF_KTHREAD))
+        softirqd[cpu] = pid;
+    return true;
+}
+
 /* cpuacct.usage_percpu of the cpuacct hierarchy's root (cgroup v1), or
  * NULL (cgroup v2 only: no per-CPU time of every task; each side's CPU
  * stays its CPUs' busy time). */
@@ -964,23 +988,30 @@ static bool cpu_tasks_ns(int cpu, double *ns)
  * difference over a run is their busy time; the sum of the times the
  * CPUs were read, in seconds: its difference is the CPU time that busy
  * time is within (more than the run's when a reading waited for its CPU,
- * on a loaded machine); and, if tasks, the sum of every task's CPU time on
- * them (cpu_tasks_ns), in seconds, or NAN where the kernel gives none. The
+ * on a loaded machine); if tasks, the sum of every task's CPU time on
+ * them (cpu_tasks_ns), in seconds, or NAN where the kernel gives none;
+ * and if softirq, their softirq threads' CPU time so far, or NAN where one
+ * is unknown (read on the CPU: the thread is not running then). The
  * calling thread is back on all_cpus after. */
-static bool cpus_busy_mark(const cpu_set_t *set, double *mark, double *read_at, double *tasks)
+static bool cpus_busy_mark(const cpu_set_t *set, double *mark, double *read_at, double *tasks, double *softirq)
 {
     bool ok = true;
     *mark = *read_at = 0;
     if (tasks)
         *tasks = 0;
+    if (softirq)
+        *softirq = 0;
     for (int c = 0; c < CPU_SETSIZE && ok; c++)
         if (CPU_ISSET(c, set)) {
             double idle, at, t;
+            unsigned long long ns;
             ok = cpu_idle_ns(c, &idle, &at);
             *mark += (at - idle) / 1e9;
             *read_at += at / 1e9;
             if (tasks)
                 *tasks = cpu_tasks_ns(c, &t) ? *tasks + t / 1e9 : NAN;
+            if (softirq)
+                *softirq = softirqd[c] > 0 && fk_proc_task_cpu_ns(softirqd[c], &ns) ? *softirq + (double)ns / 1e9 : NAN;
         }
     pin_self(&all_cpus);
     return ok;
@@ -1145,6 +1176,7 @@ struct client_job {
     volatile int *stop;
     struct client_report *rep;
     int ready_w, go_r, done_w;
+    int leave_r;                /* closed by the parent once the run is measured: then exit */
 };
 
 /* One stream of fetches: one call at a time, each a complete fetch (the
@@ -1340,6 +1372,11 @@ static _Noreturn void client_process(const struct client_job *j)
     r->csw = w1 - w0;
     if (write(j->done_w, &x, 1) != 1)
         _exit(1);
+    /* Exit once the run is measured: a process's exit (its memory
+     * unmapped: a gRPC client's grown heap) would land on the clients' CPUs
+     * inside the run's marks, counted as another task's time. */
+    while (read(j->leave_r, &x, 1) < 0 && errno == EINTR)
+        ;
     _exit(0);   /* no gRPC shutdown: nothing of it is measured */
 }
 
@@ -1400,8 +1437,9 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     if (reps == MAP_FAILED)
         fk_die("mmap: %s", strerror(errno));
     volatile int *stop = (volatile int *)(reps + nproc);
-    int ready[2], go[2], done[2];
-    if (pipe2(ready, O_CLOEXEC) != 0 || pipe2(go, O_CLOEXEC) != 0 || pipe2(done, O_CLOEXEC) != 0)
+    int ready[2], go[2], done[2], leave[2];
+    if (pipe2(ready, O_CLOEXEC) != 0 || pipe2(go, O_CLOEXEC) != 0 || pipe2(done, O_CLOEXEC) != 0 ||
+        pipe2(leave, O_CLOEXEC) != 0)
         fk_die("pipe: %s", strerror(errno));
     double probe = machine_probe_ms(&server_cpus), cprobe = compute_probe_ms();
     double clprobe = machine_probe_ms(&client_cpus);
@@ -1416,10 +1454,11 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
             close(ready[0]);
             close(go[1]);
             close(done[0]);
+            close(leave[1]);
             struct client_job j = {
                 .tr = s->grpc ? FETCHD_GRPC : FETCHD_SOCK, .addr = s->addr, .repo = repo, .req = req,
                 .streams = m == M_GRPC_SHARED ? nclients : 1, .fetches = fetches, .stop = stop,
-                .rep = &reps[i], .ready_w = ready[1], .go_r = go[0], .done_w = done[1],
+                .rep = &reps[i], .ready_w = ready[1], .go_r = go[0], .done_w = done[1], .leave_r = leave[0],
             };
             client_process(&j);
         }
@@ -1427,6 +1466,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     close(ready[1]);
     close(go[0]);
     close(done[1]);
+    close(leave[0]);
     if (!read_tokens(ready[0], nproc)) {
         for (int i = 0; i < nproc; i++)
             kill(pids[i], SIGKILL);
@@ -1449,9 +1489,9 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     static struct tasks_snap ts0, ts1;
     tasks_snap(s->pid, &ts0);
     double mb0, mt0, mb1, mt1, ss0 = 0, cs0 = 0, ss1 = 0, cs1 = 0, sa0 = 0, ca0 = 0, sa1 = 0, ca1 = 0;
-    double st0 = NAN, ct0 = NAN, st1 = NAN, ct1 = NAN;
-    bool sides = side_cpu && !h && cpus_busy_mark(&server_cpus, &ss0, &sa0, &st0) &&
-                 cpus_busy_mark(&client_cpus, &cs0, &ca0, &ct0);
+    double st0 = NAN, ct0 = NAN, st1 = NAN, ct1 = NAN, sq0 = NAN, cq0 = NAN, sq1 = NAN, cq1 = NAN;
+    bool sides = side_cpu && !h && cpus_busy_mark(&server_cpus, &ss0, &sa0, &st0, &sq0) &&
+                 cpus_busy_mark(&client_cpus, &cs0, &ca0, &ct0, &cq0);
     machine_jiffies(&mb0, &mt0);
     bool going = !h || !h->before_go || h->before_go(h->arg);
     if (!going)
@@ -1463,7 +1503,8 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     if (!fetches)
         *stop = 1;
     bool ok = read_tokens(done[0], nproc);
-    sides = sides && cpus_busy_mark(&server_cpus, &ss1, &sa1, &st1) && cpus_busy_mark(&client_cpus, &cs1, &ca1, &ct1);
+    sides = sides && cpus_busy_mark(&server_cpus, &ss1, &sa1, &st1, &sq1) &&
+            cpus_busy_mark(&client_cpus, &cs1, &ca1, &ct1, &cq1);
     machine_jiffies(&mb1, &mt1);
     double cg1 = cgroup_cpu_s(s->cgroup);
     srv_cpu_read(&s->cpu, s->pid, &sc1, &gc1, &sw1);
@@ -1482,6 +1523,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     o->cprobe_after_ms = compute_probe_ms();
     o->client_probe_ms = clprobe;
     o->client_probe_after_ms = machine_probe_ms(&client_cpus);
+    close(leave[1]);    /* the clients may exit now */
     for (int i = 0; i < nproc; i++) {
         if (!ok)
             kill(pids[i], SIGKILL);
@@ -1559,13 +1601,19 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
         o->client_cpus_busy = cl;
         o->tasks_known = isfinite(st0) && isfinite(st1) && isfinite(ct0) && isfinite(ct1);
         if (o->tasks_known) {
-            /* each side's own, and what ran in no task on its CPUs */
+            /* each side's own, what ran in no task on its CPUs and their
+             * softirq threads */
             o->server_cpus_tasks = st1 - st0;
             o->client_cpus_tasks = ct1 - ct0;
+            o->softirqd_known = isfinite(sq0) && isfinite(sq1) && isfinite(cq0) && isfinite(cq1);
+            if (o->softirqd_known) {
+                o->server_cpus_softirqd = sq1 - sq0;
+                o->client_cpus_softirqd = cq1 - cq0;
+            }
             double untasked = o->server_cpus_busy - o->server_cpus_tasks;
-            sv = o->server_own_cpu + (untasked > 0 ? untasked : 0);
+            sv = o->server_own_cpu + (untasked > 0 ? untasked : 0) + o->server_cpus_softirqd;
             untasked = cl - o->client_cpus_tasks;
-            cl = o->client_procs_cpu + (untasked > 0 ? untasked : 0);
+            cl = o->client_procs_cpu + (untasked > 0 ? untasked : 0) + o->client_cpus_softirqd;
         }
         o->server_cpu = sv > o->server_cpu ? sv : o->server_cpu;
         o->client_cpu = cl > o->client_cpu ? cl : o->client_cpu;
@@ -1731,10 +1779,10 @@ static enum host_now host_now(void)
         machine_probe_ms(&client_cpus) > SLOW_PROBE * probe_ref[PROBE_CLIENT_MEM].ref_ms)
         return HOST_SLOW;
     double b0, a0, b1, a1;
-    if (!side_cpu || !cpus_busy_mark(&client_cpus, &b0, &a0, NULL))
+    if (!side_cpu || !cpus_busy_mark(&client_cpus, &b0, &a0, NULL, NULL))
         return HOST_NORMAL;
     usleep(100000);
-    if (!cpus_busy_mark(&client_cpus, &b1, &a1, NULL) || a1 <= a0 || 100 * (b1 - b0) / (a1 - a0) <= OTHERS_MARGIN_PCT)
+    if (!cpus_busy_mark(&client_cpus, &b1, &a1, NULL, NULL) || a1 <= a0 || 100 * (b1 - b0) / (a1 - a0) <= OTHERS_MARGIN_PCT)
         return HOST_NORMAL;
     return HOST_CROWDED;
 }
@@ -2072,7 +2120,9 @@ static void place_sides(void)
         for (size_t i = 0; i < sizeof cpuacct / sizeof *cpuacct && !cpu_tasks_file; i++)
             if (access(cpuacct[i], R_OK) == 0)
                 cpu_tasks_file = cpuacct[i];
-        side_cpu = cpus_busy_mark(&all_cpus, &mark, &at, &tasks);
+        if (cpu_tasks_file && !fk_proc_for_each_pid(find_softirqd, NULL))
+            memset(softirqd, 0, sizeof softirqd);
+        side_cpu = cpus_busy_mark(&all_cpus, &mark, &at, &tasks, NULL);
         if (cpu_tasks_file && !isfinite(tasks))
             cpu_tasks_file = NULL;      /* not numbers per CPU: the busy time alone */
         if (!side_cpu)
@@ -2152,7 +2202,7 @@ static const char *servers_start(const char *root)
     const char *cpu_source = side_cpu && cpu_tasks_file ?
                              "each side's own CPU plus its CPUs' busy time (elapsed less idle and iowait, "
                              "/proc/timer_list, nanoseconds per CPU) less every task's time on them "
-                             "(cpuacct.usage_percpu): the server's own is its threads' task-clock counters "
+                             "(cpuacct.usage_percpu), plus their softirq threads' (ksoftirqd): the server's own is its threads' task-clock counters "
                              "(perf_event_open; its cgroup's CPU time, cpu.stat, in a run where no git ran), the "
                              "clients' their processes' own; not other tasks there; so each includes the receive work "
                              "(softirq) done on its CPUs, whichever task it interrupted or none; git's is the server's "

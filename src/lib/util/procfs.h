@@ -46,6 +46,9 @@ struct fk_proc_stat {
  * before it writes perf's EXIT record and long before the task turns
  * zombie). */
 #define FK_PF_EXITING 0x4u
+/* A kernel thread (PF_KTHREAD): its name is the kernel's, where a user
+ * process can take any name. */
+#define FK_PF_KTHREAD 0x00200000u
 /* Process pid's stat (tid 0: /proc/PID/stat, the leader's) or its thread
  * tid's (/proc/PID/task/TID/stat); false when gone or unreadable. */
 bool fk_proc_stat(pid_t pid, pid_t tid, struct fk_proc_stat *st);
