@@ -307,6 +307,99 @@ static void test_chain_named_then_gone(void)
     fk_py_walker_free(w);
 }
 
+/* A batched read over the fake address space that counts its calls and
+ * fails at fail_at as a freed page would; and the single reads. */
+static unsigned nbatches, nreads;
+static uint64_t fail_at;
+static size_t counted_readv(void *ctx, const struct fk_py_iov *iov, size_t n)
+{
+    nbatches++;
+    for (size_t i = 0; i < n; i++)
+        if ((fail_at && iov[i].addr == fail_at) ||
+            !fakepy_read(ctx, iov[i].addr, iov[i].buf, iov[i].len))
+            return i;
+    return n;
+}
+
+static bool counted_read(void *ctx, uint64_t addr, void *buf, size_t len)
+{
+    nreads++;
+    return !(fail_at && addr == fail_at) && fakepy_read(ctx, addr, buf, len);
+}
+
+/* busy.py's Node(80, 1): __init__ runs a list comprehension, which 3.11
+ * runs by a function object made at each call -- one code object in many
+ * frames of a chain, each with its own function, which the cache cannot
+ * vouch for (code_known). The chain's naming reads that header once, in
+ * one batch; the walk from the chain takes the naming's verdicts and
+ * reads nothing (it asked the cache again and read the header alone in
+ * each such frame: ~4.4 process_vm_readv a sample in the engine's thread
+ * on busy.py). A header whose read fails (its code freed) ends a
+ * process_vm_readv: the rest are read in the next batch, none alone. */
+static void test_chain_verdicts(void)
+{
+    static struct fk_py_snap snap;
+    static unsigned char frames[FK_PYGATE_DEPTH * FK_PYGATE_STRIDE];
+    struct fakepy f;
+    fakepy_init(&f, mem);
+    const struct fk_py_layout *L = f.L;
+    uint64_t file = fakepy_ascii(&f, "v.py");
+    uint64_t cm = fakepy_code(&f, fakepy_ascii(&f, "<module>"), file, 1, 0, 4);
+    uint64_t ci = fakepy_code(&f, fakepy_ascii(&f, "Node.__init__"), file, 1, 0, 4);
+    uint64_t cl = fakepy_code(&f, fakepy_ascii(&f, "<listcomp>"), file, 1, 0, 4);
+    uint64_t top = fakepy_frame(&f, cm, 0, 1, true), root = top, inits[8], comps[8];
+    fakepy_u64(&f, top, L->fr_func, 0x60000);
+    fakepy_u64(&f, top, L->fr_globals, 0x61000);
+    for (int i = 0; i < 8; i++) {
+        inits[i] = top = fakepy_frame(&f, ci, top, 1, false);
+        fakepy_u64(&f, top, L->fr_func, 0x62000);
+        fakepy_u64(&f, top, L->fr_globals, 0x61000);
+        comps[i] = top = fakepy_frame(&f, cl, top, 1, false);
+        fakepy_u64(&f, top, L->fr_func, 0x63000 + 0x100 * (uint64_t)i);
+        fakepy_u64(&f, top, L->fr_globals, 0x61000);
+    }
+    uint64_t tid = 13;
+    fakepy_threads(&f, &tid, &top, 1);
+    uint64_t ts = first_tstate(&f, NULL);
+    struct fk_py_walker *w = walker_new(L, &f.where, counted_read, &f, false, 0);
+    fk_py_walker_set_readv(w, counted_readv);
+    struct fk_pygate_chain c;
+    bool ok = fakepy_chain(&f, ts, frames, &c) && fk_py_snap_chain(w, &c, tid, &snap);
+    fk_py_walk_snap(w, &snap, &st);
+    char want[1024];
+    snprintf(want, sizeof want, "%s", chain(w, &st));
+    ok = ok && st.status == FK_PY_OK && st.n == 17;
+    /* the next sample: new comprehension functions */
+    for (int i = 0; i < 8; i++)
+        fakepy_u64(&f, comps[i], L->fr_func, 0x64000 + 0x100 * (uint64_t)i);
+    nbatches = nreads = 0;
+    ok = ok && fakepy_chain(&f, ts, frames, &c) && fk_py_snap_chain(w, &c, tid, &snap);
+    printf("# verdicts: naming %u batches, %u single reads\n", nbatches, nreads);
+    UNIT_CHECK("one code in 8 frames run by 8 new functions: its header read once, in one batch",
+               ok && nbatches == 1 && nreads == 0 && snap.reads == 1);
+    fk_py_walk_snap(w, &snap, &st);
+    printf("# verdicts: the walk %u reads\n", st.reads);
+    UNIT_CHECK("... and the walk from the chain reads nothing, its names as before",
+               st.status == FK_PY_OK && st.reads == 0 && nreads == 0 &&
+               strcmp(chain(w, &st), want) == 0);
+    /* the next: every code unvouched (new functions throughout), and
+     * __init__'s header unreadable (leaf first, the batch is
+     * <listcomp>, __init__, <module>) */
+    fakepy_u64(&f, root, L->fr_func, 0x65000);
+    for (int i = 0; i < 8; i++) {
+        fakepy_u64(&f, inits[i], L->fr_func, 0x66000 + 0x100 * (uint64_t)i);
+        fakepy_u64(&f, comps[i], L->fr_func, 0x67000 + 0x100 * (uint64_t)i);
+    }
+    fail_at = ci;
+    nbatches = nreads = 0;
+    ok = fakepy_chain(&f, ts, frames, &c) && fk_py_snap_chain(w, &c, tid, &snap);
+    printf("# failed header: naming %u batches, %u single reads\n", nbatches, nreads);
+    UNIT_CHECK("a header that cannot be read ends a batch: the rest in the next, none alone",
+               ok && nbatches == 2 && nreads == 0 && snap.reads == 2);
+    fail_at = 0;
+    fk_py_walker_free(w);
+}
+
 /* A generator that yielded since the sample: 3.11 clears its frame's
  * previous link (gen_send_ex2), so its segment cannot be linked to the
  * next head -- its frame, in the generator object, is still the one that
@@ -497,20 +590,6 @@ static void put_frame(struct fakepy *f, uint64_t a, uint64_t code, uint64_t prev
     fakepy_u64(f, a, L->fr_prev_instr, code + L->co_code + 2);
     unsigned char e = entry;
     fakepy_put(f, a, L->fr_is_entry, &e, 1);
-}
-
-/* A batched read over the fake address space that counts its calls and
- * fails at fail_at as a freed page would. */
-static unsigned nbatches;
-static uint64_t fail_at;
-static size_t counted_readv(void *ctx, const struct fk_py_iov *iov, size_t n)
-{
-    nbatches++;
-    for (size_t i = 0; i < n; i++)
-        if ((fail_at && iov[i].addr == fail_at) ||
-            !fakepy_read(ctx, iov[i].addr, iov[i].buf, iov[i].len))
-            return i;
-    return n;
 }
 
 /* The early snapshot: the data stack's top in one read, so the walk from
@@ -1214,6 +1293,7 @@ int main(void)
     test_chain();
     test_chain_retaken();
     test_chain_named_then_gone();
+    test_chain_verdicts();
     test_strings();
     test_hostile();
     test_time_bound();

@@ -161,6 +161,7 @@ struct fk_py_walker {
     /* a chain's code headers read in one batch (pre_read): code_hdr takes
      * them while the chain is named */
     uint64_t pre_addr[FK_PYGATE_DEPTH];
+    bool pre_ok[FK_PYGATE_DEPTH];   /* read (else its read failed) */
     unsigned npre;
     struct fk_buf pre;
     struct code_entry scratch;  /* a code object read past the budget */
@@ -494,6 +495,8 @@ static bool code_hdr(struct fk_py_walker *w, uint64_t addr, unsigned char *hdr)
     bool got = false;
     for (unsigned i = 0; i < w->npre && !got; i++)
         if (w->pre_addr[i] == addr) {
+            if (!w->pre_ok[i])
+                return false;   /* read with the batch, and failed (pre_read) */
             memcpy(hdr, w->pre.data + (size_t)i * w->co_read, w->co_read);
             got = true;
         }
@@ -787,8 +790,11 @@ static void add_frame(struct fk_py_walker *w, struct fk_py_stack *out,
 
 enum { SNAP_NONE, SNAP_WINDOW, SNAP_FRAME };
 /* The frame at frame as the snapshot holds it: in its window, or among
- * its frames outside it (SNAP_NONE: not held). */
-static int snap_frame(const struct fk_py_walker *w, uint64_t frame, unsigned char *fr)
+ * its frames outside it (SNAP_NONE: not held). *at: in, where among them
+ * to look first (a chain's frames are walked in order); out, where it
+ * was (SNAP_FRAME). */
+static int snap_frame(const struct fk_py_walker *w, uint64_t frame, unsigned char *fr,
+                      unsigned *at)
 {
     const struct fk_py_snap *s = w->snap;
     if (s && !s->chain && s->win_len && frame >= s->win_addr && s->win_len <= FK_PY_SNAP_WINDOW &&
@@ -796,12 +802,16 @@ static int snap_frame(const struct fk_py_walker *w, uint64_t frame, unsigned cha
         memcpy(fr, s->win + (frame - s->win_addr), w->lay->fr_size);
         return SNAP_WINDOW;
     }
-    for (unsigned i = 0; s && i < s->n && i < FK_PY_SNAP_FRAMES; i++)
-        if (s->addr[i] == frame) {
-            memcpy(fr, s->bytes[i], w->lay->fr_size);
-            return SNAP_FRAME;
-        }
-    return SNAP_NONE;
+    unsigned n = s ? (s->n < FK_PY_SNAP_FRAMES ? s->n : FK_PY_SNAP_FRAMES) : 0;
+    unsigned i = *at < n ? *at : 0;
+    if (!n || s->addr[i] != frame)
+        for (i = 0; i < n && s->addr[i] != frame; i++)
+            ;
+    if (i >= n)
+        return SNAP_NONE;
+    memcpy(fr, s->bytes[i], w->lay->fr_size);
+    *at = i;
+    return SNAP_FRAME;
 }
 
 /* A snapshot holding nothing (its arrays are written as far as read):
@@ -821,35 +831,50 @@ static void snap_clear(struct fk_py_snap *snap)
  * is made at each call, and a deep chain holds many -- whose header is
  * read again to prove it is the same code (code_at): once a chain, not
  * once a frame (a recursion through a comprehension holds one code object
- * in many frames, each with its own function). A batch past the budget
- * is left to code_at. */
-static void pre_read(struct fk_py_walker *w, const struct fk_py_snap *snap)
+ * in many frames, each with its own function). The cache's verdicts go
+ * to snap->code_of, so the naming does not ask again. A header that
+ * cannot be read (a code object freed since the sample: its page gone)
+ * ends a process_vm_readv there: it is marked failed, and the rest are
+ * read in the next batch. A batch past the budget is left to code_at. */
+static void pre_read(struct fk_py_walker *w, struct fk_py_snap *snap)
 {
     const struct fk_py_layout *L = w->lay;
     struct fk_py_iov iov[FK_PYGATE_DEPTH];
     unsigned n = 0;
     w->npre = 0;
-    if (L->co_size > FK_PY_CODE_BYTES)
-        return;
     for (unsigned i = 0; i < snap->n && i < FK_PYGATE_DEPTH; i++) {
         const unsigned char *fr = snap->bytes[i];
         uint64_t code = get_u64(fr, L->fr_code), pi = get_u64(fr, L->fr_prev_instr);
         uint64_t func = get_u64(fr, L->fr_func), globals = get_u64(fr, L->fr_globals);
+        const struct code_entry *c = code_known(w, code, func, globals, pi);
+        snap->code_of[i] = c ? (uint32_t)(c - w->codes) + 1 : 0;
         bool dup = false;
-        for (unsigned j = 0; j < n && !dup; j++)
+        for (unsigned j = 0; j < n && !dup && !c; j++)
             dup = w->pre_addr[j] == code;
-        if (!dup && ptr_ok(code, 8) && !code_known(w, code, func, globals, pi))
+        if (!c && !dup && ptr_ok(code, 8))
             w->pre_addr[n++] = code;
     }
     size_t need = (size_t)n * w->co_read;
-    if (!n || (need > w->pre.cap && !room(w, need - w->pre.cap)))
+    if (!n || L->co_size > FK_PY_CODE_BYTES || (need > w->pre.cap && !room(w, need - w->pre.cap)))
         return;
     fk_buf_reset(&w->pre);
     fk_buf_reserve(&w->pre, need);
-    for (unsigned j = 0; j < n; j++)
+    for (unsigned j = 0; j < n; j++) {
         iov[j] = (struct fk_py_iov){ w->pre_addr[j], w->pre.data + (size_t)j * w->co_read,
                                      w->co_read };
-    w->npre = (unsigned)rdv(w, iov, n);
+        w->pre_ok[j] = false;
+    }
+    unsigned k = 0;
+    while (k < n && !w->over) {
+        size_t got = rdv(w, iov + k, n - k);
+        for (size_t j = 0; j < got; j++)
+            w->pre_ok[k + j] = true;
+        k += (unsigned)got;
+        if (k < n && w->cur->read_bytes + iov[k].len > FK_PY_MAX_READ_BYTES)
+            break;      /* the bound, not the target: left to code_at */
+        k++;            /* iov[k] failed: the rest in the next batch */
+    }
+    w->npre = k < n ? k : n;
 }
 
 _Static_assert(FK_PYGATE_DEPTH <= FK_PY_SNAP_FRAMES && FK_PYGATE_STRIDE <= FK_PY_FRAME_BYTES,
@@ -890,12 +915,14 @@ bool fk_py_snap_chain(struct fk_py_walker *w, const struct fk_pygate_chain *c, u
     pre_read(w, snap);
     for (unsigned i = 0; i < snap->n && !w->over; i++) {
         const unsigned char *fr = snap->bytes[i];
-        uint64_t code = get_u64(fr, L->fr_code), pi = get_u64(fr, L->fr_prev_instr);
+        uint64_t code = get_u64(fr, L->fr_code);
         uint64_t func = get_u64(fr, L->fr_func), globals = get_u64(fr, L->fr_globals);
         unsigned char hdr[FK_PY_CODE_BYTES];
-        const struct code_entry *ce = code_known(w, code, func, globals, pi);
-        if (!ce)
-            ce = code_at(w, code, func, globals, hdr);
+        const struct code_entry *ce = NULL;
+        if (snap->code_of[i])
+            ce = &w->codes[snap->code_of[i] - 1];   /* vouched for (pre_read) */
+        else if ((ce = code_at(w, code, func, globals, hdr)) && ce != &w->scratch)
+            snap->code_of[i] = (uint32_t)(ce - w->codes) + 1;
         if (ce && ce != &w->scratch && !ce->told && snap->nnamed < FK_PY_SNAP_CODES) {
             snap->named[snap->nnamed++] = code;
             ((struct code_entry *)ce)->told = true;     /* w->codes[]: the walker's own */
@@ -1092,9 +1119,9 @@ bool fk_py_snapshot(struct fk_py_walker *w, uint64_t tid, struct fk_py_snap *sna
         goto out;
     const struct fk_py_snap *was = w->snap;
     w->snap = snap;
-    for (unsigned steps = 0; frame && ptr_ok(frame, 8) && steps < FK_PY_MAX_DEPTH; steps++) {
+    for (unsigned steps = 0, at = 0; frame && ptr_ok(frame, 8) && steps < FK_PY_MAX_DEPTH; steps++) {
         unsigned char fr[FK_PY_FRAME_BYTES];
-        if (!snap_frame(w, frame, fr)) {
+        if (!snap_frame(w, frame, fr, &at)) {
             if (snap->n >= FK_PY_SNAP_FRAMES || !rd(w, frame, snap->bytes[snap->n], L->fr_size))
                 break;
             snap->addr[snap->n] = frame;
@@ -1118,7 +1145,7 @@ static uint8_t walk_chain(struct fk_py_walker *w, uint64_t frame, bool one_segme
     const struct fk_py_layout *L = w->lay;
     /* Brent's cycle check: a hostile chain may loop */
     uint64_t tortoise = frame, power = 1, lam = 0;
-    unsigned steps = 0;
+    unsigned steps = 0, at = 0;
     *next = 0;
     while (frame) {
         if (out->n >= FK_PY_MAX_DEPTH || steps++ > 4 * FK_PY_MAX_DEPTH)
@@ -1126,7 +1153,7 @@ static uint8_t walk_chain(struct fk_py_walker *w, uint64_t frame, bool one_segme
         unsigned char fr[128], hdr[256];
         if (!ptr_ok(frame, 8) || L->fr_size > sizeof fr || L->co_size > sizeof hdr)
             return FK_PY_INVALID;
-        int held = snap_frame(w, frame, fr);
+        int held = snap_frame(w, frame, fr, &at);
         if (!held && !rd(w, frame, fr, L->fr_size))
             return w->over ? FK_PY_LIMIT : FK_PY_BAD_READ;
         if (held != SNAP_WINDOW && w->snap && !w->snap->chain)  /* outside the window:
@@ -1139,7 +1166,17 @@ static uint8_t walk_chain(struct fk_py_walker *w, uint64_t frame, bool one_segme
         unsigned owner = fr[L->fr_owner];
         if (fr[L->fr_is_entry] > 1 || owner > 3)
             return FK_PY_INVALID;
-        const struct code_entry *c = code_known(w, code, func, globals, pi);
+        const struct code_entry *c = NULL;
+        if (held == SNAP_FRAME && w->snap->chain) {
+            /* as the chain's naming found it (fk_py_snap_chain): the
+             * cache asked, the header read, once */
+            uint32_t ci = w->snap->code_of[at];
+            if (ci && ci <= w->ncodes && w->codes[ci - 1].addr == code)
+                c = &w->codes[ci - 1];
+            at++;   /* the next frame's place, as the chain runs */
+        }
+        if (!c)
+            c = code_known(w, code, func, globals, pi);
         if (!c)
             c = code_at(w, code, func, globals, hdr);
         if (!c)
