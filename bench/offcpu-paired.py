@@ -163,6 +163,24 @@ def ticks_of(path):
     return t
 
 
+def recorded_of(meta):
+    """(switch-outs recorded, least N, most N) from a capture's metadata,
+    or None"""
+    def find(o):
+        if isinstance(o, dict):
+            if "switches_recorded" in o:
+                return o
+            for v in o.values():
+                f = find(v)
+                if f is not None:
+                    return f
+        return None
+    f = find(meta)
+    if not f or not f.get("switches_recorded"):
+        return None
+    return f["switches_recorded"], f.get("one_in_min", 0), f.get("one_in_max", 0)
+
+
 def show(what, v):
     mean, lo, hi = boot_mean(v)
     print("  %-34s median %.4f, mean %.4f (95%% interval %.4f..%.4f), min..max %.4f..%.4f, "
@@ -189,6 +207,7 @@ def main(a):
     outs = [os.path.join(work, "storm%d" % i) for i in (0, 1)]
     cgs, ws, fkcpu, fkwall = [], [], {n: [] for n, _ in fks}, {n: [] for n, _ in fks}
     fksteady = {n: [] for n, _ in fks}
+    fkrounds = {}       # (flamekit, round) -> [(CPU share, us a recorded switch-out)] by copy
     try:
         for i in (0, 1):
             cg = None
@@ -208,6 +227,21 @@ def main(a):
             time.sleep(0.1)     # both started and warm
         fkpath = dict(fks)
         stop_ns = [0]
+        nattach = [0]
+        gave_up = []
+
+        def give_up(p, why):
+            """A flamekit that overstays: killed, waited for a little (one
+            in D state cannot be killed: it is left), and the rounds end
+            with the figures of those done, not with nothing."""
+            p.kill()
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                print("paired: pid %d cannot be killed (D state): left" % p.pid, file=sys.stderr)
+            gave_up.append(why)
+            print("paired: %s: stopped (where its threads were: above); the figures below are "
+                  "of the rounds done" % why, file=sys.stderr, flush=True)
 
         # stats windows: (ns, hits) by (flamekit, "target" or "control")
         hits = {(n, w): [] for n, _ in fks for w in ("target", "control")}
@@ -218,9 +252,15 @@ def main(a):
             with one copy stopped -- the other copy (the control) for
             "target", copy c itself for "control" -- so its hits are the
             profiled copy's switch-outs, or only switches it filters out."""
+            if gave_up:
+                return 0, 0     # the rounds end (what is done is kept)
+            rnd = nattach[0] // (2 * len(fks)) if not stats else None
+            if not stats:
+                nattach[0] += 1
             out = os.path.join(work, "%s-%d" % (m, c))
             before = os.times()
             t0 = time.monotonic()
+            steady = None
             rfd, wfd = os.pipe()
             # (a stats window outlasts its timing by STATS_SLACK_S: flamekit
             # must not close its program before the second reading)
@@ -243,10 +283,9 @@ def main(a):
             try:
                 if not ready.startswith(b"ready") and p.poll() is None:
                     stuck(p.pid)
-                    p.kill()
-                    p.wait()
-                    sys.exit("paired: flamekit %s on copy %d did not open its window in %d s: "
-                             "stopped (where its threads were: above)" % (m, c, ATTACH_SLACK_S))
+                    give_up(p, "flamekit %s on copy %d did not open its window in %d s" %
+                            (m, c, ATTACH_SLACK_S))
+                    return 0, 0
                 if ready.startswith(b"ready") and stats:
                     quiet = ws[1 - c] if stats == "target" else ws[c]
                     os.kill(quiet.pid, signal.SIGSTOP)
@@ -278,7 +317,7 @@ def main(a):
                     time.sleep(window - 0.05)
                     c1, w1 = cpu_ns(p.pid), time.monotonic()
                     if c1 > c0:
-                        fksteady[m].append((c1 - c0) / ((w1 - w0) * 1e9))
+                        steady = (c1 - c0) / ((w1 - w0) * 1e9)
                     time.sleep(0.05 + STOP_AFTER_S)
                     stop_ns[0] = time.time_ns()
                     for w in ws:
@@ -288,10 +327,9 @@ def main(a):
                     rc = p.wait(timeout=ATTACH_SLACK_S)
                 except subprocess.TimeoutExpired:
                     stuck(p.pid)
-                    p.kill()
-                    p.wait()
-                    sys.exit("paired: flamekit %s on copy %d ran %d s past its %.1f s window: "
-                             "stopped (where its threads were: above)" % (m, c, ATTACH_SLACK_S, window))
+                    give_up(p, "flamekit %s on copy %d ran %d s past its %.1f s window" %
+                            (m, c, ATTACH_SLACK_S, window))
+                    return 0, 0
             finally:
                 if stopped:
                     for w in ws:
@@ -308,11 +346,29 @@ def main(a):
             lo = meta["start_unix_ns"]
             hi = lo + int(meta["duration_s"] * 1e9)
             if stopped and hi > stop_ns[0]:
-                sys.exit("paired: flamekit %s on copy %d: its window ended after the storms were "
-                         "stopped" % (m, c))
+                # (its rates would hold stopped time: this window is left
+                # out -- its round's g for this flamekit -- not the call)
+                print("paired: flamekit %s on copy %d: its window ended after the storms were "
+                      "stopped: left out" % (m, c), file=sys.stderr, flush=True)
+                shutil.rmtree(out)
+                return 0, 0
+            rec = recorded_of(meta)
+            per_rec = ""
+            if steady is not None and rec:
+                fksteady[m].append(steady)
+                # flamekit's CPU per recorded switch-out: its CPU in the
+                # window over the window's recorded rate (N follows the
+                # storm's rate, so the rate recorded moves from window to
+                # window; this does not)
+                us = 1e6 * steady * meta["duration_s"] / rec[0]
+                fkrounds.setdefault((m, rnd), []).append((steady, us))
+                per_rec = ", flamekit %.2f %% of a core in it, %.0f recorded/s at N %d..%d: " \
+                    "%.2f us a recorded switch-out" % (100 * steady, rec[0] / meta["duration_s"],
+                                                      rec[1], rec[2], us)
             print("paired: %s on copy %d: %.1f s for a %.1f s window (%.1f s before it, %.1f s "
-                  "after it, the storms stopped)" % (m, c, took, window, (lo - t_launch) / 1e9,
-                                                     took - (lo - t_launch) / 1e9 - meta["duration_s"]),
+                  "after it, the storms stopped)%s" % (m, c, took, window, (lo - t_launch) / 1e9,
+                                                       took - (lo - t_launch) / 1e9 -
+                                                       meta["duration_s"], per_rec),
                   file=sys.stderr, flush=True)
             shutil.rmtree(out)
             if stats:
@@ -384,11 +440,25 @@ def main(a):
             v = [g[(m, k)][r] / g[("none", k)][r] for r in g[(m, k)] if r in g[("none", k)]]
             if len(v) >= 2:
                 show("%s / none" % m, v)
-        if len(fks) >= 2:
-            a0, a1 = fks[0][0], fks[1][0]
-            v = [g[(a0, k)][r] / g[(a1, k)][r] for r in g[(a0, k)] if r in g[(a1, k)]]
-            if len(v) >= 2:
-                show("%s / %s" % (a0, a1), v)
+        for i, (a0, _) in enumerate(fks):
+            for a1, _ in fks[i + 1:]:
+                v = [g[(a0, k)][r] / g[(a1, k)][r] for r in g[(a0, k)] if r in g[(a1, k)]]
+                if len(v) >= 2:
+                    show("%s / %s" % (a0, a1), v)
+    # flamekit's CPU within its window, per round (the geometric mean of
+    # its two windows, one per copy), and per recorded switch-out, each
+    # flamekit over each other one round by round
+    for j, what in ((0, "CPU share within the window"), (1, "CPU per recorded switch-out")):
+        print("flamekit's %s, per round, ratio:" % what)
+        per = {}
+        for (m, r), v in fkrounds.items():
+            if len(v) == 2:
+                per.setdefault(m, {})[r] = (v[0][j] * v[1][j]) ** 0.5
+        for i, (a0, _) in enumerate(fks):
+            for a1, _ in fks[i + 1:]:
+                v = [per[a0][r] / per[a1][r] for r in per.get(a0, {}) if r in per.get(a1, {})]
+                if len(v) >= 2:
+                    show("%s / %s" % (a0, a1), v)
     for n, v in fkcpu.items():
         if v:
             print("flamekit %s: CPU over its whole run per window second, %% of a core: "

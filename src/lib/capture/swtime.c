@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,8 +38,14 @@ struct entry { uint64_t out, t0, cpu0, cpu_out; };
 struct cfg { uint64_t stop_ns, filter, threshold, started; };
 #define STOP_IDLE 1
 
-/* Per-CPU counters (fk_sw_stats). */
+/* Each CPU's counters (fk_sw_stats: an array, one ST_STRIDE-byte entry
+ * per possible CPU, its key the CPU's number; mapped, so that reading
+ * them, every few ms for the rate, is no system call). Each entry is
+ * written by the programs on its CPU alone, which do not nest (the
+ * kernel's bpf_prog_active), with the CPU's preemption off: no atomics. */
 enum { ST_MAP_FULL, ST_RING_FULL, ST_EXITS, ST_OUTS, ST_PICKED, ST_EXITING, ST_UNWRITTEN, ST_N };
+#define ST_STRIDE 64    /* a cache line: no two CPUs' counters in one */
+_Static_assert(8 * ST_N <= ST_STRIDE, "each CPU's counters fit its entry");
 
 /* A hit reads the clock (bpf_ktime_get_ns) only for a switch-out it picks,
  * the switch-in that ends one, and once per thread (its first switch-out
@@ -68,10 +75,13 @@ struct fk_swtime {
     void (*fn)(void *ctx, const struct fk_swtime_block *b);
     void *fn_ctx;
     size_t drained;
+    const unsigned char *stats_map;     /* fk_sw_stats mapped (read only) */
+    size_t stats_len;
 };
 
 /* Stack slots of the program. */
-#define S_KEY     (-4)      /* u32 0: cfg's and stats' key */
+#define S_KEY     (-4)      /* u32 0: cfg's key */
+#define S_SKEY    (-40)     /* u32: stats' key, this CPU's number */
 #define S_TID     (-8)      /* u32: an entry's key */
 #define S_STOP    (-16)     /* the window's end (0: open) */
 #define S_THRESH  (-24)
@@ -81,12 +91,14 @@ struct fk_swtime {
 #define S_NEW     (-88)     /* a new entry (hash): 32 bytes */
 #define S_PICK    (-112)    /* a pick's sample's raw part (struct fk_swtime_pick) */
 
-/* stats[0].counter[i] += 1 (per CPU: no atomics). Clobbers r0-r5. */
+/* stats[this CPU].counter[i] += 1 (see ST_STRIDE: no atomics). Clobbers
+ * r0-r5. */
 static void bump(struct fk_bpf_builder *b, int stats_fd, int i)
 {
     unsigned skip = fk_bpf_label_new(b);
-    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, S_KEY, 0));
-    fk_bpf_emit_map_lookup(b, stats_fd, S_KEY);
+    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_get_smp_processor_id));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_0, S_SKEY));
+    fk_bpf_emit_map_lookup(b, stats_fd, S_SKEY);
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, skip);
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_0, (int16_t)(8 * i)));
     fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_1, 1));
@@ -562,6 +574,24 @@ static int on_block(void *ctx, void *data, size_t size)
     return 0;
 }
 
+/* fk_sw_stats mapped read-only (an array made BPF_F_MMAPABLE: entries from
+ * the mapping's start, ST_STRIDE bytes each). */
+static bool map_stats(struct fk_swtime *t, char *err, size_t errlen)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    size_t len = (size_t)t->ncpus * ST_STRIDE, pg = page > 0 ? (size_t)page : 4096;
+    len = (len + pg - 1) / pg * pg;
+    void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, t->stats, 0);
+    if (m == MAP_FAILED) {
+        snprintf(err, errlen, "mapping the BPF map fk_sw_stats (%zu bytes): %s", len,
+                 strerror(errno));
+        return false;
+    }
+    t->stats_map = m;
+    t->stats_len = len;
+    return true;
+}
+
 bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t preempt_bit,
                    size_t ring_bytes, struct fk_swtime **out, char *err, size_t errlen)
 {
@@ -585,8 +615,9 @@ bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t p
                                 t->entries, 0, &t->outs, err, errlen) &&
               fk_bpf_map_create(BPF_MAP_TYPE_ARRAY, "fk_sw_cfg", 4, sizeof(struct cfg), 1, 0,
                                 &t->cfg, err, errlen) &&
-              fk_bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "fk_sw_stats", 4, 8 * ST_N, 1, 0, &t->stats,
-                                err, errlen) &&
+              fk_bpf_map_create(BPF_MAP_TYPE_ARRAY, "fk_sw_stats", 4, ST_STRIDE, t->ncpus,
+                                BPF_F_MMAPABLE, &t->stats, err, errlen) &&
+              map_stats(t, err, errlen) &&
               fk_bpf_map_create(BPF_MAP_TYPE_CGROUP_ARRAY, "fk_sw_cgroup", 4, 4, 1, 0, &t->cgrp,
                                 err, errlen) &&
               fk_bpf_map_create(BPF_MAP_TYPE_HASH, "fk_sw_tgids", 4, 1, 16384, 0, &t->tgids, err,
@@ -804,26 +835,32 @@ bool fk_swtime_pending(struct fk_swtime *t, pid_t tid, uint64_t *out)
     return true;
 }
 
+/* Counter i summed over the CPUs, from the mapped stats. */
+static uint64_t stat_sum(const struct fk_swtime *t, int i)
+{
+    uint64_t sum = 0;
+    for (uint32_t c = 0; c < t->ncpus; c++)
+        sum += __atomic_load_n((const uint64_t *)(const void *)
+                               (t->stats_map + (size_t)c * ST_STRIDE + 8 * (size_t)i),
+                               __ATOMIC_RELAXED);
+    return sum;
+}
+
+uint64_t fk_swtime_outs(struct fk_swtime *t)
+{
+    return stat_sum(t, ST_OUTS);
+}
+
 void fk_swtime_stats(struct fk_swtime *t, struct fk_swtime_stats *st)
 {
     memset(st, 0, sizeof *st);
-    int n = libbpf_num_possible_cpus();
-    if (n <= 0)
-        return;
-    uint64_t *v = fk_calloc((size_t)n * ST_N, sizeof *v);
-    uint32_t k = 0;
-    if (bpf_map_lookup_elem(t->stats, &k, v) == 0)
-        for (int i = 0; i < n; i++) {
-            const uint64_t *c = v + (size_t)i * ST_N;
-            st->map_full += c[ST_MAP_FULL];
-            st->ring_full += c[ST_RING_FULL];
-            st->exits += c[ST_EXITS];
-            st->outs += c[ST_OUTS];
-            st->picked += c[ST_PICKED];
-            st->exiting += c[ST_EXITING];
-            st->unwritten += c[ST_UNWRITTEN];
-        }
-    free(v);
+    st->map_full = stat_sum(t, ST_MAP_FULL);
+    st->ring_full = stat_sum(t, ST_RING_FULL);
+    st->exits = stat_sum(t, ST_EXITS);
+    st->outs = stat_sum(t, ST_OUTS);
+    st->picked = stat_sum(t, ST_PICKED);
+    st->exiting = stat_sum(t, ST_EXITING);
+    st->unwritten = stat_sum(t, ST_UNWRITTEN);
     struct bpf_prog_info info;
     uint32_t len = sizeof info;
     memset(&info, 0, sizeof info);
@@ -859,5 +896,7 @@ void fk_swtime_free(struct fk_swtime *t)
     for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
         if (*fds[i] >= 0)
             close(*fds[i]);
+    if (t->stats_map)
+        munmap((void *)t->stats_map, t->stats_len);
     free(t);
 }

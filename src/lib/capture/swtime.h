@@ -207,6 +207,9 @@ size_t fk_swtime_drain(struct fk_swtime *t, void (*fn)(void *ctx, const struct f
 /* tid's picked switch-out with no switch-in yet (off CPU since *out): true. */
 bool fk_swtime_pending(struct fk_swtime *t, pid_t tid, uint64_t *out);
 void fk_swtime_stats(struct fk_swtime *t, struct fk_swtime_stats *st);
+/* fk_swtime_stats's outs alone (no system call: the counters are mapped):
+ * what the rate is followed by, every few milliseconds. */
+uint64_t fk_swtime_outs(struct fk_swtime *t);
 /* Bytes of the maps and ring (the kernel's memory, mapped in part). */
 size_t fk_swtime_bytes(const struct fk_swtime *t);
 /* The same before making them, for a ring of ring_bytes on this host. */

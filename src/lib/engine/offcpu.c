@@ -163,6 +163,20 @@ struct offcpu {
     pthread_mutex_t lock;
     pthread_cond_t wake;
     bool steering, steer_stop;
+    /* With the in-kernel timing and a budget, the steering thread makes
+     * the looks only while they come every ms (FK_OFFCPU_FAST_MS), then
+     * hands them to the reader's thread, which makes one at each of its
+     * passes (every FK_OFFCPU_PROBE_MS, as the steering thread did) and
+     * ends: two threads each waking 100 times a second were most of
+     * flamekit's CPU at a switch storm (see look_handover). readers_looks
+     * is set by the steering thread as it ends (then the look fields are
+     * the reader's); look_lock keeps the reader's looks from the window's
+     * end, after which it makes none (looks_closed). */
+    bool readers_looks;
+    pthread_mutex_t look_lock;
+    bool looks_closed;
+    uint64_t reader_looked;         /* (the reader's) its last look */
+    uint64_t others_counted;        /* (the reader's) other programs last counted */
     uint64_t low_since, low_peak;   /* the rate has been low enough for a smaller N
                                        since, at most */
     bool storm_raised;              /* N was last raised at a look, before a full
@@ -669,10 +683,8 @@ static uint64_t switch_count(struct offcpu *k)
 {
     if (!k->swt)
         return fk_engine_event_count(k->e, k->ev_switch, &k->nfds);
-    struct fk_swtime_stats st;
-    fk_swtime_stats(k->swt, &st);
     k->nfds = 1;
-    return st.outs;
+    return fk_swtime_outs(k->swt);
 }
 
 /* The steering thread: the rate from the switch event's own count (every
@@ -728,6 +740,48 @@ static void look(struct offcpu *k, uint64_t now)
     k->win_count = count;
 }
 
+/* From the steering thread, when its looks would come every
+ * FK_OFFCPU_PROBE_MS: with the in-kernel timing and a budget, hand them to
+ * the reader's thread and end (true). The reader passes on its own clock,
+ * also every FK_OFFCPU_PROBE_MS (fk_evkind.poll_ms; sooner while its rings
+ * fill), and the program's counters are mapped (no system call to read
+ * them): at a pinned switch storm the steering thread's 100 wake-ups a
+ * second (each a futex wait, then two bpf system calls) took 7-10 ms of
+ * CPU a second, the reader 10-13, the engine 2-3 (builds 446b5e8 to
+ * 1a16f0b alike, on a loaded host): the looks were a third of flamekit's
+ * CPU. Not before the count has started (a command not yet running)
+ * and its fast looks are over; never on the switch-record path (its count
+ * is a read per event fd, and its N an ioctl per fd). */
+static bool look_handover(struct offcpu *k, uint64_t now)
+{
+    if (!k->swt || !k->o.budget || !k->counting)
+        return false;
+    k->reader_looked = now;
+    __atomic_store_n(&k->readers_looks, true, __ATOMIC_RELEASE);
+    return true;
+}
+
+/* The reader's look at its pass (see look_handover), at most one a ms
+ * (passes come sooner while the rings fill), none after the window's end. */
+static void reader_look(struct offcpu *k)
+{
+    if (!__atomic_load_n(&k->readers_looks, __ATOMIC_ACQUIRE))
+        return;
+    pthread_mutex_lock(&k->look_lock);
+    uint64_t now = fk_now_ns();
+    if (!k->looks_closed && now - k->reader_looked >= 1000000ull) {
+        k->reader_looked = now;
+        pthread_mutex_lock(&k->lock);
+        bool off = k->adapt_off;
+        pthread_mutex_unlock(&k->lock);
+        if (!off) {
+            look(k, now);
+            redraw(k, now);
+        }
+    }
+    pthread_mutex_unlock(&k->look_lock);
+}
+
 static void *steer(void *arg)
 {
     struct offcpu *k = arg;
@@ -751,6 +805,8 @@ static void *steer(void *arg)
         if (k->o.budget && k->n_now == 1 &&
             (now0 - k->window_start < fast || (k->counting && now0 - k->counting_since < fast)))
             every = 1000000ull;     /* (n_now, counting: this thread's own) */
+        else if (look_handover(k, now0))
+            return NULL;
         if ((uint64_t)k->nfds * 1000000ull > every)
             every = (uint64_t)k->nfds * 1000000ull;
         struct timespec until;
@@ -797,7 +853,13 @@ static void offcpu_window(void *state, struct fk_engine *e, bool open)
             pthread_cond_destroy(&k->wake);
             snprintf(k->st.adapt_error, sizeof k->st.adapt_error, "no thread to follow the rate");
         }
-    } else if (!open && k->steering) {
+    }
+    if (!open) {
+        pthread_mutex_lock(&k->look_lock);    /* (a look of the reader's is done) */
+        k->looks_closed = true;
+        pthread_mutex_unlock(&k->look_lock);
+    }
+    if (!open && k->steering) {
         pthread_mutex_lock(&k->lock);
         k->steer_stop = true;
         pthread_cond_signal(&k->wake);
@@ -945,6 +1007,7 @@ static bool offcpu_start(const struct fk_capture_opts *o, void **state, unsigned
     k->n_now = k->st.one_in_min = k->st.one_in_max = k->o.one_in;
     k->others = -1;
     pthread_mutex_init(&k->lock, NULL);
+    pthread_mutex_init(&k->look_lock, NULL);
     if (!fk_tp_format_load("sched", "sched_switch", &k->sw, err, errlen))
         goto fail;
     k->prev_pid = fk_tp_field(&k->sw, "prev_pid");
@@ -1042,6 +1105,7 @@ static bool offcpu_start(const struct fk_capture_opts *o, void **state, unsigned
     return true;
 fail:
     pthread_mutex_destroy(&k->lock);
+    pthread_mutex_destroy(&k->look_lock);
     free(k);
     return false;
 }
@@ -1785,10 +1849,14 @@ static void offcpu_reader_pass(void *state, struct fk_reader *r, const struct fk
     if (!end) {
         k->npass = 0;
         fk_swtime_drain(k->swt, keep_block, k);
-        /* (each pass, one ioctl: a capture of the host started beside
-         * this one drops its picks' samples while it runs) */
+        reader_look(k);
+        /* (one ioctl every FK_OFFCPU_OTHERS_MS: what else ran, said in
+         * the result; it no longer matters to this capture's samples) */
+        uint64_t now = fk_now_ns();
         if (__atomic_load_n(&k->window_start, __ATOMIC_SEQ_CST) &&
-            !__atomic_load_n(&k->window_end, __ATOMIC_SEQ_CST)) {
+            !__atomic_load_n(&k->window_end, __ATOMIC_SEQ_CST) &&
+            now - k->others_counted >= FK_OFFCPU_OTHERS_MS * 1000000ull) {
+            k->others_counted = now;
             int o = fk_swtime_others(k->swt);
             if (o > k->others || k->others < 0)
                 k->others = o;
@@ -2260,6 +2328,7 @@ static void offcpu_stop(void *state)
     fk_u64map_free(&k->inherited);
     fk_u64map_free(&k->counts);
     pthread_mutex_destroy(&k->lock);
+    pthread_mutex_destroy(&k->look_lock);
     free(k->chg);
     free(k->marked);
     fk_u64map_free(&k->exact_of);
