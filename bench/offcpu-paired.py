@@ -74,8 +74,14 @@ def stuck(pid, debugger=True):
                read(task + "/wchan"), read(task + "/stack").replace("\n", "\n  ")),
               file=sys.stderr)
     if debugger and shutil.which("gdb"):     # and user space, where there is a debugger
-        subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt 12"],
-                       stdout=sys.stderr, stderr=subprocess.DEVNULL, timeout=60)
+        # (gdb cannot stop a thread in D state: its attach waits; at its
+        # timeout it is killed and the stacks above are all there is --
+        # uncaught, that ended a call with no summary)
+        try:
+            subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", "thread apply all bt 12"],
+                           stdout=sys.stderr, stderr=subprocess.DEVNULL, timeout=60)
+        except subprocess.TimeoutExpired:
+            print("paired: gdb could not stop %d within 60 s" % pid, file=sys.stderr)
     for task in glob.glob("/proc/[0-9]*/task/[0-9]*"):
         if read(task + "/stat").rsplit(")", 1)[-1].split()[:1] == ["D"]:
             print("paired: D state: %s (%s) %s" % (task, read(task + "/comm"),

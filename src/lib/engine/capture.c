@@ -282,11 +282,17 @@ static void unwound_frames(struct fk_engine *e, const struct fk_sample *s,
                            struct fk_stack_frames *st)
 {
     if (s->regs && s->regs_abi == PERF_SAMPLE_REGS_ABI_64 && s->pid > 0) {
+        st->user = st->n;
+        st->user_unwound = true;
+        if (st->cap - st->n >= FK_UW_DEFAULT_MAX_FRAMES + 1) {
+            /* room for any walk: written in place (a copy a frame less) */
+            st->n += fk_unwind_sample(e->uw, s->pid, s->regs, s->stack, s->stack_size,
+                                      s->stack_dyn, st->locs + st->n);
+            return;
+        }
         struct fk_loc ulocs[FK_UW_DEFAULT_MAX_FRAMES + 1];
         unsigned n = fk_unwind_sample(e->uw, s->pid, s->regs, s->stack, s->stack_size,
                                       s->stack_dyn, ulocs);
-        st->user = st->n;
-        st->user_unwound = true;
         for (unsigned i = 0; i < n; i++)
             add_loc(st, ulocs[i]);
         return;

@@ -37,15 +37,28 @@ static uint64_t cpu_ns(void)
  * not unwinding cost and must not cut a stack short -- but the CPU clock
  * is only read once a walk has taken SLOW_WALK_NS of wall time (a stack
  * takes microseconds): from then on, CPU time since that first reading
- * counts against the limit (so a walk may run up to SLOW_WALK_NS more). */
+ * counts against the limit (so a walk may run up to SLOW_WALK_NS more).
+ * The wall clock is read every CLOCK_FRAMES frames, the first time at
+ * frame CLOCK_FRAMES (its time counted from there): each reading is a
+ * vDSO call, ~50 ns on this VM (kvm-clock), and a walk read it once and
+ * then every 8 frames: 5 readings a python3.11 stack of 36 frames, ~0.25
+ * us of the ~5 us flamekit spends a sample. A cached frame costs ~0.1 us,
+ * so the frames before a reading take microseconds; what can take longer
+ * is a pc's first sighting (a binary's CFI loaded: once per binary), as
+ * it could between two readings before. */
 #define SLOW_WALK_NS (1000 * 1000ull)
+#define CLOCK_FRAMES 32u
 struct walk_clock {
-    uint64_t wall0, cpu0;
+    uint64_t wall0, cpu0;       /* wall0 0: not read yet */
     bool slow;
 };
 
 static bool walk_over(struct walk_clock *c, uint64_t max_ns)
 {
+    if (!c->wall0) {
+        c->wall0 = fk_now_ns();
+        return false;
+    }
     if (fk_now_ns() - c->wall0 <= SLOW_WALK_NS)
         return false;
     uint64_t now = cpu_ns();
@@ -61,7 +74,10 @@ static bool walk_over(struct walk_clock *c, uint64_t max_ns)
 
 enum rd { RD_OK, RD_TRUNC, RD_BAD };
 
-static enum rd mem_read(const struct fk_uw_stack *st, uint64_t addr, uint64_t *out)
+/* inline: ~70 reads a python3.11 stack (the return address and the
+ * saved frame pointer of each frame); a call each was ~500 of the
+ * engine's ~12,000 instructions a sample (callgrind, bench/replay). */
+static inline enum rd mem_read(const struct fk_uw_stack *st, uint64_t addr, uint64_t *out)
 {
     if (addr >= st->base && st->len >= 8 && addr - st->base <= st->len - 8) {
         if (st->read_end && addr - st->base + 8 > *st->read_end)
@@ -329,15 +345,21 @@ static enum rd fp_step(const struct fk_uw_arch *a, const struct regs *r,
     return RD_OK;
 }
 
-void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
-                const struct fk_uw_stack *st, fk_uw_resolve_fn resolve, void *ctx,
-                unsigned max_frames, uint64_t max_ns, uint64_t *pcs, uint64_t *sps,
-                struct fk_uw_result *res)
+/* fk_uw_walk's body, inlined where it is called: with a resolver known
+ * at the call (the capture's, resolve_sym) its cache-hit path is inlined
+ * into the loop -- an indirect call a frame, and the callee's saving and
+ * restoring of registers, were ~25 of the ~300 instructions a frame
+ * (callgrind, bench/replay, python3.11 stacks). */
+static inline __attribute__((always_inline)) void
+walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
+     const struct fk_uw_stack *st, fk_uw_resolve_fn resolve, void *ctx,
+     unsigned max_frames, uint64_t max_ns, uint64_t *pcs, uint64_t *sps,
+     struct fk_uw_result *res)
 {
     memset(res, 0, sizeof *res);
     struct regs r = { .valid = (1u << FK_UW_NREGS) - 1 };
     memcpy(r.v, regs, sizeof r.v);
-    struct walk_clock clk = { max_ns ? fk_now_ns() : 0, 0, false };
+    struct walk_clock clk = { 0, 0, false };
     bool exact = true;
     unsigned signals = 0;
     res->status = FK_UW_FAILED;
@@ -352,7 +374,7 @@ void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
         if (sps)
             sps[res->n] = r.v[FK_UW_SP];
         pcs[res->n++] = look;
-        if (max_ns && (res->n & 7) == 0 && walk_over(&clk, max_ns)) {
+        if (max_ns && res->n % CLOCK_FRAMES == 0 && walk_over(&clk, max_ns)) {
             res->reason = FK_UW_R_TIME;
             return;
         }
@@ -414,6 +436,14 @@ void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
         exact = signal;
         r = nr;
     }
+}
+
+void fk_uw_walk(const struct fk_uw_arch *arch, const uint64_t regs[FK_UW_NREGS],
+                const struct fk_uw_stack *st, fk_uw_resolve_fn resolve, void *ctx,
+                unsigned max_frames, uint64_t max_ns, uint64_t *pcs, uint64_t *sps,
+                struct fk_uw_result *res)
+{
+    walk(arch, regs, st, resolve, ctx, max_frames, max_ns, pcs, sps, res);
 }
 
 /* ---- the capture's unwinder ---- */
@@ -517,7 +547,10 @@ struct fk_unwinder {
     uint32_t walked[WALKED_N];  /* complete walks by bytes read, rounded up to a step */
     uint64_t pcs[FK_UW_DEFAULT_MAX_FRAMES];
     uint64_t sps[FK_UW_DEFAULT_MAX_FRAMES];
-    struct fk_loc locs[FK_UW_DEFAULT_MAX_FRAMES];   /* pcs[i]'s location, when locs_ok[i] */
+    /* pcs[i]'s location, when locs_ok[i]: the caller's array (room for
+     * FK_UW_DEFAULT_MAX_FRAMES + 1), written as the walk resolves each
+     * frame, not copied after it */
+    struct fk_loc *locs;
     bool locs_ok[FK_UW_DEFAULT_MAX_FRAMES];
     unsigned nsps;
     uint64_t read_end;          /* the last walk's (fk_unwind_last_read_end) */
@@ -613,10 +646,14 @@ static inline const struct fk_uw_code *entry_answer(struct fk_unwinder *u,
     return &u->slow[c - u->cache].code;
 }
 
+static const struct fk_uw_code *resolve_miss(struct fk_unwinder *u, uint64_t pc, unsigned i,
+                                             struct pc_tags *t, unsigned set, uint32_t fp,
+                                             unsigned m);
+
 /* The walker's question about pc, and the location of the frame: from the
- * cache, or asked of the symbolizer and kept (a pc in no mapping is not
- * kept: the answer then depends on JIT maps, and such walks end there). */
-static const struct fk_uw_code *resolve_sym(void *ctx, uint64_t pc)
+ * cache (inlined into the walk), or asked of the symbolizer and kept
+ * (resolve_miss). */
+static inline const struct fk_uw_code *resolve_sym(void *ctx, uint64_t pc)
 {
     struct fk_unwinder *u = ctx;
     unsigned i = u->resolved++;
@@ -644,6 +681,16 @@ static const struct fk_uw_code *resolve_sym(void *ctx, uint64_t pc)
             }
         }
     }
+    return resolve_miss(u, pc, i, t, set, fp, m);
+}
+
+/* resolve_sym's pc not in the cache: asked of the symbolizer and kept in
+ * way next_way of set (t NULL: no caching), unless it is in no mapping
+ * (the answer then depends on JIT maps, and such walks end there). */
+static __attribute__((noinline)) const struct fk_uw_code *
+resolve_miss(struct fk_unwinder *u, uint64_t pc, unsigned i, struct pc_tags *t, unsigned set,
+             uint32_t fp, unsigned m)
+{
     struct fk_uw_code *out = &u->uncached;
     *out = (struct fk_uw_code){ 0 };
     out->cfi = fk_sym_cfi_at(u->sym, u->pid, pc, &out->vaddr, &out->mapped);
@@ -736,6 +783,7 @@ unsigned fk_unwind_sample(struct fk_unwinder *u, pid_t pid, const uint64_t *regs
     if (dyn > size)
         dyn = size;
     uint64_t read_end = 0;
+    u->locs = locs;
     struct fk_uw_stack st = { stack, want[FK_UW_SP], dyn, dyn == size, &read_end };
     for (uint64_t off = 0; off < dyn; off += 64)
         __builtin_prefetch(stack + off);
@@ -746,16 +794,16 @@ unsigned fk_unwind_sample(struct fk_unwinder *u, pid_t pid, const uint64_t *regs
     u->resolved = 0;
     memo_forget(u);
     struct fk_uw_result res;
-    fk_uw_walk(u->arch, want, &st, resolve_sym, u, FK_UW_DEFAULT_MAX_FRAMES,
-               FK_UW_DEFAULT_MAX_NS, u->pcs, u->sps, &res);
+    walk(u->arch, want, &st, resolve_sym, u, FK_UW_DEFAULT_MAX_FRAMES, FK_UW_DEFAULT_MAX_NS,
+         u->pcs, u->sps, &res);
     u->nsps = res.n;
     u->read_end = res.status == FK_UW_COMPLETE && read_end ? want[FK_UW_SP] + read_end : 0;
     if (res.status == FK_UW_COMPLETE)
         note_walked(u, read_end);
     u->ran_out = res.reason == FK_UW_R_STACK_END;
     for (unsigned i = 0; i < res.n; i++)
-        locs[i] = i < u->resolved && u->locs_ok[i] ? u->locs[i]
-                                                   : fk_sym_locate(u->sym, pid, u->pcs[i], false);
+        if (i >= u->resolved || !u->locs_ok[i])
+            locs[i] = fk_sym_locate(u->sym, pid, u->pcs[i], false);
     unsigned n = res.n;
     if (res.status == FK_UW_TRUNCATED)
         locs[n++] = fk_sym_special(u->sym, "[truncated]");
