@@ -198,6 +198,25 @@ else
     skip "offcpu run, per-task" "no unshare -m"
 fi
 
+# spin_share WHAT DIR GOT WANT: fk_child_spin's samples against its CPU time
+# x the frequency. Under load it has failed (726 of 899 once, ASan run; the
+# pid case 0.72 and 0.81): on failure the capture's metadata and stacks are
+# kept beside the log and its Python keys and where the interpreters'
+# samples went are printed, so the failure itself says where they went.
+spin_share() {
+    local r lo hi j fo
+    r=$(ratio "$3" "$4") lo=$(floor_ratio "$4") hi=$(awk -v w="$4" 'BEGIN { print 1 + 5 / sqrt(w) + 0.05 }')
+    if awk -v v="$r" -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(v >= lo && v <= hi) }'; then
+        pass "$1 ($3 samples, $4 expected) ($r in [$lo, $hi])"
+        return
+    fi
+    j=$(json "$2") fo=$(folded "$2")
+    cp "$j" "$FK_BUILD/test/out/$TNAME-$2.json" 2>/dev/null
+    cp "$fo" "$FK_BUILD/test/out/$TNAME-$2.folded.gz" 2>/dev/null
+    fail "$1 ($3 samples, $4 expected)" \
+        "value $r not in [$lo, $hi]; $(grep '^python\.' "$T/$2.keys" | tr '\n' ' ' | head -c 1500); samples by comm and first frame: $(zcat "$fo" | awk '{ split($1, f, ";"); s[f[1] ";" f[2]] += $NF } END { for (k in s) print s[k], k }' | sort -rn | head -8 | tr '\n' ' ')"
+}
+
 ## Python frames of a tree: six short interpreters (Debian's python3.11,
 ## 0.15 s of CPU each in fk_child_spin) forked by a shell under run, each
 ## sampled in the command's cgroup from its start and read as its samples
@@ -213,8 +232,7 @@ if [ -x "$PY" ]; then
         want=$(awk -v f=$F 'BEGIN { printf "%d\n", 6 * 0.15 * f }')
         got=$(zcat "$(folded py)" | awk '/;fk_child_spin_\[p\]/ { s += $NF } END { print s + 0 }')
         check_eq "python run: the tree is followed in a cgroup" cgroup "$(jnum py target.tree.mode)"
-        check_range "python run: the children's Python function has its CPU time ($got samples, $want expected)" \
-            "$(ratio "$got" "$want")" "$(floor_ratio "$want")" "$(awk -v w="$want" 'BEGIN { print 1 + 5 / sqrt(w) + 0.05 }')"
+        spin_share "python run: the children's Python function has its CPU time" py "$got" "$want"
     else
         fail "python run: a shell's short interpreters" "exit $rc: $(head -5 "$T/py.out")"
     fi
@@ -230,8 +248,7 @@ if [ -x "$PY" ]; then
             want=$(awk -v f=$F 'BEGIN { printf "%d\n", 6 * 0.15 * f }')
             got=$(zcat "$(folded pypt)" | awk '/;fk_child_spin_\[p\]/ { s += $NF } END { print s + 0 }')
             check_eq "python run, per-task: followed per task" per-task "$(jnum pypt target.tree.mode)"
-            check_range "python run, per-task: the children's Python function has its CPU time ($got samples, $want expected)" \
-                "$(ratio "$got" "$want")" "$(floor_ratio "$want")" "$(awk -v w="$want" 'BEGIN { print 1 + 5 / sqrt(w) + 0.05 }')"
+            spin_share "python run, per-task: the children's Python function has its CPU time" pypt "$got" "$want"
             # (on failure, the capture's Python accounting and the stacks
             # concerned: both have failed once under load, not reproduced)
             pyacct=$("$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); p = d.get("python", {})
@@ -483,20 +500,7 @@ if mkdir "$svc" 2>/dev/null; then
             got=$(zcat "$fo" | awk '/;fk_child_spin_\[p\]/ { s += $NF } END { print s + 0 }')
             check_eq "python pid: followed in its own small cgroup, ends with the tree" "cgroup:$svc target exited" \
                 "$(jnum pypid target.tree.mode):$(jnum pypid target.tree.cgroup_dir) $(jnum pypid stop_reason)"
-            # (on failure the Python metadata and where the interpreters'
-            # samples went are printed, and the capture's metadata and
-            # stacks kept beside the log)
-            r=$(ratio "$got" "$want")
-            lo=$(floor_ratio "$want")
-            hi=$(awk -v w="$want" 'BEGIN { print 1 + 5 / sqrt(w) + 0.05 }')
-            if awk -v v="$r" -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(v + 0 >= lo + 0 && v + 0 <= hi + 0) }'; then
-                pass "python pid: the children's Python function has its CPU time ($got samples, $want expected) ($r in [$lo, $hi])"
-            else
-                cp "$(json pypid)" "$FK_BUILD/test/out/$TNAME-pypid.json" 2>/dev/null
-                cp "$fo" "$FK_BUILD/test/out/$TNAME-pypid.folded.gz" 2>/dev/null
-                fail "python pid: the children's Python function has its CPU time ($got samples, $want expected)" \
-                    "value $r not in [$lo, $hi]; $(grep '^python\.' "$T/pypid.keys" | tr '\n' ' ' | head -c 1500); samples by comm and first frame: $(zcat "$fo" | awk '{ split($1, f, ";"); s[f[1] ";" f[2]] += $NF } END { for (k in s) print s[k], k }' | sort -rn | head -8 | tr '\n' ' ')"
-            fi
+            spin_share "python pid: the children's Python function has its CPU time" pypid "$got" "$want"
             check_range "python pid: ... read in every interpreter forked in the window" \
                 "$(jnum pypid target.tree.forks)" 6 100000000
         else
