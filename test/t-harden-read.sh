@@ -27,6 +27,16 @@ capture() {
     secs=$(( ($(date +%s%N) - t0) / 1000000000 ))
     FOLDED=$(ls "$T/$name"/*.folded.gz 2>/dev/null | head -n 1)
 }
+# got_folded NAME: capture NAME wrote its folded output (flamekit writes one
+# even with no sample), else a failure with its exit status and log: a
+# check on its contents must not vanish when the capture itself failed
+# (one did under load, its check silently absent: 31 checks, not 32).
+got_folded() {
+    [ -n "$FOLDED" ] && return 0
+    fail "capture $1 wrote its folded output" \
+        "none (exit $rc, $secs s): $(tail -n 3 "$T/$1.log" 2>/dev/null | tr '\n' ' ' | cut -c1-400)"
+    return 1
+}
 # start_jit CMD...: start_prog, then wait for its "jit pid PID at ADDR"
 # line (a sanitized build may print warnings first) into $line
 start_jit() {
@@ -62,11 +72,11 @@ else
     capture owner 2 pid "$pid" -d 2
     check_grep "perf map owned by another user: skipped, said" \
         "perf-$pid\\.map of pid $pid skipped: not owned by the process's user or root" "$T/owner.log"
-    [ -n "$FOLDED" ] && check_nogrep "perf map owned by another user: not read" fk_foreign_owner "$(zcat "$FOLDED")"
+    got_folded "owner" && check_nogrep "perf map owned by another user: not read" fk_foreign_owner "$(zcat "$FOLDED")"
     chown nobody "/tmp/perf-$pid.map"
     sed -i 's/fk_foreign_owner/fk_own_map/' "/tmp/perf-$pid.map"
     capture owned 2 pid "$pid" -d 2
-    [ -n "$FOLDED" ] && check_range "perf map owned by the process's user: read (share of samples)" \
+    got_folded "owned" && check_range "perf map owned by the process's user: read (share of samples)" \
         "$(share "$FOLDED" ';fk_own_map_\[j\]$')" 0.5 1
     rm -f "/tmp/perf-$pid.map"
 fi
@@ -102,7 +112,7 @@ else
     rm -f "$R/tmp/perf-$pid.map"
     echo "$(jit_addr "$line") 40 fk_in_root" > "$R/tmp/perf-$pid.map"
     capture chroot-ok 2 pid "$pid" -d 2
-    [ -n "$FOLDED" ] && check_range "chroot, map a file in its /tmp: read (share of samples)" \
+    got_folded "chroot-ok" && check_range "chroot, map a file in its /tmp: read (share of samples)" \
         "$(share "$FOLDED" ';fk_in_root_\[j\]$')" 0.5 1
 fi
 kill "$PROG_PID" ${pid:+"$pid"} 2>/dev/null; stop_prog
@@ -118,7 +128,7 @@ else
     chown nobody "/tmp/perf-$pid.map"
     capture chroot-tmp 2 pid "$pid" -d 2
     check_eq "chroot whose /tmp is a symlink: capture exits 0" 0 "$rc"
-    [ -n "$FOLDED" ] && check_nogrep "chroot whose /tmp is a symlink: our /tmp/perf-PID.map not read" \
+    got_folded "chroot-tmp" && check_nogrep "chroot whose /tmp is a symlink: our /tmp/perf-PID.map not read" \
         fk_host_planted "$(zcat "$FOLDED")"
     rm -f "/tmp/perf-$pid.map"
 fi
@@ -180,7 +190,7 @@ for kind in fifo ptmx; do
     check_eq "mapped file replaced by a $kind ($n files): no hang, exit 0" 0 "$rc"
     check_range "mapped file replaced by a $kind: ends within 2 s + 15 s (s)" "$secs" 2 17
     FOLDED=$(ls "$T/race-$kind"/*.folded.gz 2>/dev/null | head -n 1)
-    [ -n "$FOLDED" ] && check_range "mapped file replaced by a $kind: samples in fk_symprog_alpha" \
+    got_folded "race-$kind" && check_range "mapped file replaced by a $kind: samples in fk_symprog_alpha" \
         "$(share "$FOLDED" ';fk_symprog_alpha$')" 0.2 1
     if [ $kind = ptmx ]; then
         if [ ${#st[@]} -gt 0 ]; then
@@ -210,5 +220,5 @@ FOLDED=$(ls "$T/trunc"/*.folded.gz 2>/dev/null | head -n 1)
 # then are those; read after, [trunc.bin+0x...]; either way every sample counts)
 # The workload runs 3 s of its own CPU time (at 999 Hz about 3,000 samples),
 # whatever the host's load: a capture the SIGBUS cut short gives far fewer
-[ -n "$FOLDED" ] && check_range "mapped file truncated: the workload sampled (3 s of CPU at 999 Hz)" \
+got_folded "trunc" && check_range "mapped file truncated: the workload sampled (3 s of CPU at 999 Hz)" \
     "$(zcat "$FOLDED" | awk '{ n += $NF } END { print n + 0 }')" 2000 3600
