@@ -140,7 +140,6 @@ static double ratio_of(const struct obs *g, const struct obs *s, enum ratio r)
  * fell back to all 5, one crowded at 50 % other work, and its median
  * moved 11 % from the next invocation's), so it goes before a run a probe
  * merely called slow. */
-#define MIN_NORMAL_ROUNDS 3
 enum rounds_used { USE_NORMAL, USE_UNCROWDED, USE_ALL };
 
 /* clients: the figure counts the clients' CPU, so a run whose probe on
@@ -498,15 +497,18 @@ static void md_machine_speed(struct fk_outfile *md, json_t *jr)
                           "while the host was slow (in two default sweeps' slow runs the gRPC server's CPU per GiB was "
                           "2–67 %% over its setting's median, the socket server's 0–161 %%, the most with the cache on "
                           "10.8 MiB fetches, whose clients then sent 2.5 times the ACKs per fetch): its round's runs of the settings it is compared with are taken again "
-                          "together after the rounds (a slow spell lasts tens of seconds), once the probes are back "
-                          "to normal, at most twice, while retakes cost under 15 %% of the time. The probes time their "
+                          "together later (a slow spell lasts tens of seconds), once the probes are back to normal, at "
+                          "most twice, while retakes cost under %.0f %% of the time: between rounds, without waiting, "
+                          "where a group could not otherwise have %d normal rounds; after the rounds, the groups "
+                          "short of %d normal rounds first, waiting up to %d s for a spell to pass. The probes time their "
                           "work in CPU time and miss other processes sharing the CPUs, which each side's busy time "
                           "counts: a run whose clients' CPUs were busy beyond the client processes' own CPU over "
                           "%d %% of the time and %d points above its setting's lowest run (other work: here %.0f %% "
                           "(%.0f–%.0f); 2–16 %% on a quiet machine, the socket server's clients on large fetches with "
                           "the cache included, 38–82 %% in a call shared with other work) is crowded and taken as slow too. Runs taken "
-                          "again: %d; kept though slow: %d, %d of them crowded (the retake pass took %.0f s, %.0f s of it waiting for "
-                          "normal probes; %d wait(s) ended with the host still slow, %d with other work; it ended %s). "
+                          "again: %d (%d between rounds); kept though slow: %d, %d of them crowded (the retake pass took %.0f s, %.0f s "
+                          "of it waiting for normal probes; %d wait(s) ended with the host still slow, %d with other "
+                          "work; it ended %s). "
                           "Every median and range is over the "
                           "rounds where no run it needs was slow, when at least %d rounds were so, else over the rounds "
                           "where none was crowded, when at least that many were so, else over every round; "
@@ -515,8 +517,9 @@ static void md_machine_speed(struct fk_outfile *md, json_t *jr)
                           probe[0].med, probe[0].min, probe[0].max, probe[1].med, probe[1].min, probe[1].max,
                           nsettings * opt.rounds, SLOW_PROBE * 100, PROBE_REF_PCT, probe_ref[PROBE_MEM].ref_ms,
                           probe_ref[PROBE_COMPUTE].ref_ms, probe_ref[PROBE_MEM_AFTER].ref_ms,
-                          probe_ref[PROBE_COMPUTE_AFTER].ref_ms, OTHERS_MAX_PCT, OTHERS_MARGIN_PCT, others.med, others.min, others.max,
-                          runs_retaken, runs_slow_kept, runs_crowded_kept, retake_pass.secs, retake_pass.wait_s,
+                          probe_ref[PROBE_COMPUTE_AFTER].ref_ms, RETAKE_BUDGET * 100, MIN_NORMAL_ROUNDS,
+                          MIN_NORMAL_ROUNDS, RETAKE_WAIT_S, OTHERS_MAX_PCT, OTHERS_MARGIN_PCT, others.med, others.min,
+                          others.max, runs_retaken, retake_pass.between_rounds_runs, runs_slow_kept, runs_crowded_kept, retake_pass.secs, retake_pass.wait_s,
                           retake_pass.waits_slow, retake_pass.waits_crowded, retake_pass.ended, MIN_NORMAL_ROUNDS,
                           runs_crowded_kept ? " **Other work shared the benchmark's CPUs in runs kept: their CPU "
                           "figures are not the servers' alone; compare this sweep with others (bench/fetch-agree.sh) "
@@ -560,10 +563,11 @@ static void md_machine_speed(struct fk_outfile *md, json_t *jr)
     json_object_set_new(jr, "runs_clients_slow_kept", json_integer(runs_clients_slow_kept));
     json_object_set_new(jr, "client_probe_reference_ms", json_real(probe_ref[PROBE_CLIENT_MEM].ref_ms));
     json_object_set_new(jr, "client_probe_after_reference_ms", json_real(probe_ref[PROBE_CLIENT_MEM_AFTER].ref_ms));
-    json_object_set_new(jr, "retake_pass", json_pack("{s:f,s:f,s:i,s:i,s:s}", "seconds", retake_pass.secs,
+    json_object_set_new(jr, "retake_pass", json_pack("{s:f,s:f,s:i,s:i,s:s,s:i}", "seconds", retake_pass.secs,
                                                       "wait_seconds", retake_pass.wait_s, "waits_still_slow",
                                                       retake_pass.waits_slow, "waits_crowded",
-                                                      retake_pass.waits_crowded, "ended", retake_pass.ended));
+                                                      retake_pass.waits_crowded, "ended", retake_pass.ended,
+                                                      "runs_between_rounds", retake_pass.between_rounds_runs));
     json_object_set_new(jr, "probe_median_over_reference",
                         json_pack("{s:f,s:f}", "memory", over[0], "compute", over[1]));
     json_object_set_new(jr, "host_slow_most_of_sweep", json_boolean(slow_most));
