@@ -318,11 +318,11 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
         def used($k; $u): if $k >= 3 or $k == $rounds then $k elif $u >= 3 then $u else $rounds end;
         def figs: ["throughput_mib_s", "cpu_bound_throughput_mib_s", "fetches_per_s", "cpu_utilisation_pct",
                    "server_cpu_pct", "server_cpu_s_per_gib", "server_context_switches_per_gib", "git_cpu_s_per_gib", "client_cpu_s_per_gib",
-                   "peak_rss_mib", "load1", "machine_busy_pct", "machine_probe_ms"]
+                   "client_processes_cpu_s_per_gib", "peak_rss_mib", "load1", "machine_busy_pct", "machine_probe_ms"]
                   + if $alloc then ["alloc_bytes_per_gib", "alloc_calls_per_gib", "alloc_calls_per_fetch",
                                     "alloc_bytes_per_fetch"] else [] end;
         def clientfigs: ["cpu_bound_throughput_mib_s", "cpu_utilisation_pct", "client_cpu_s_per_gib",
-                         "server_client_cpu_s_per_gib"];
+                         "client_processes_cpu_s_per_gib", "server_client_cpu_s_per_gib"];
         . as $top | .settings as $S
         | (.settings | length) == $ns
         and all(.settings[]; (.runs | length) == $rounds and .fetches_per_client >= 1
