@@ -9,7 +9,7 @@
  *                                    host -F HZ', dwarf stacks) or the
  *                                    processes PIDS ("12,34"), saving every
  *                                    record in the order it was handled
- *   replay run FILE [REPEAT [FOLDED]]  replay FILE REPEAT times (default 1)
+ *   replay run FILE [REPEAT [FOLDED [PPROF]]]  replay FILE REPEAT times (default 1)
  *                                    into one engine, streamed through a
  *                                    1 MB buffer; prints samples/s of
  *                                    CPU (less the file's reads), median
@@ -17,7 +17,10 @@
  *                                    (wall time), naming ms, peak RSS;
  *                                    writes the folded stacks to FOLDED
  *                                    (to check that a change keeps every
- *                                    output byte: cmp two builds' files)
+ *                                    output byte: cmp two builds' files);
+ *                                    with PPROF, the profile as pprof
+ *                                    (uncompressed, no metadata comments)
+ *                                    too, and the encoding's ms
  *
  * FK_REPLAY_EVICT_KB=N: after each read of the recording (about every
  * 80 python3.11 samples), write over N KiB, so that the engine finds the
@@ -35,6 +38,7 @@
 #include "stacks/folded.h"
 #include "util/fk.h"
 #include "util/outfile.h"
+#include "render/pprof.h"
 #include "cmd/term.h"
 
 #include <errno.h>
@@ -214,7 +218,24 @@ static bool stream_rewind(struct stream *st)
     return true;
 }
 
-static int run(const char *path, unsigned repeat, const char *folded)
+/* path <- the len bytes at data (bench output: the caller names the file) */
+static bool write_file(const char *path, const void *data, size_t len)
+{
+    struct fk_outfile of;
+    char err[512] = "";
+    bool ok = fk_outfile_open(&of, path, 0644, err, sizeof err);
+    if (ok && !fk_outfile_write(&of, data, len)) {
+        fk_outfile_abort(&of);
+        ok = false;
+    } else if (ok) {
+        ok = fk_outfile_commit(&of, err, sizeof err);
+    }
+    if (err[0])
+        fk_error("%s", err);
+    return ok;
+}
+
+static int run(const char *path, unsigned repeat, const char *folded, const char *pprof)
 {
     struct stream st = { .fd = open(path, O_RDONLY | O_CLOEXEC) };
     char head[16];
@@ -341,6 +362,15 @@ static int run(const char *path, unsigned repeat, const char *folded)
         if (err[0])
             fk_error("%s", err);
     }
+    if (pprof) {
+        struct fk_buf pb = FK_BUF_INIT;
+        uint64_t e0 = fk_now_ns();
+        fk_pprof_encode(&r.prof, NULL, &pb);
+        printf("replay-pprof: encode %.2f ms, %zu bytes\n", (double)(fk_now_ns() - e0) / 1e6, pb.len);
+        if (!write_file(pprof, pb.data, pb.len))
+            rc = 1;
+        fk_buf_free(&pb);
+    }
     fk_capture_result_free(&r);
     fk_target_free(&t);
     free(lat);
@@ -354,7 +384,8 @@ int main(int argc, char **argv)
         return record(argv[2], strtoull(argv[3], NULL, 10), argc > 4 ? strtoull(argv[4], NULL, 10) : 999,
                       argc > 5 ? argv[5] : NULL);
     if (argc >= 3 && !strcmp(argv[1], "run"))
-        return run(argv[2], argc > 3 ? (unsigned)strtoul(argv[3], NULL, 10) : 1, argc > 4 ? argv[4] : NULL);
-    fprintf(stderr, "usage: replay record FILE SECS [HZ [PIDS]] | replay run FILE [REPEAT [FOLDED]]\n");
+        return run(argv[2], argc > 3 ? (unsigned)strtoul(argv[3], NULL, 10) : 1, argc > 4 ? argv[4] : NULL,
+                   argc > 5 ? argv[5] : NULL);
+    fprintf(stderr, "usage: replay record FILE SECS [HZ [PIDS]] | replay run FILE [REPEAT [FOLDED [PPROF]]]\n");
     return 2;
 }
