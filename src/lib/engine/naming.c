@@ -4,8 +4,10 @@
  * becomes a pprof-style location with its function and mapping; each raw
  * stack becomes a sample labelled comm and pid, valued (samples, weight)
  * as the event kind counted them; samples of the same frames in other
- * processes share one location list. The folded table is then drawn from
- * that profile, so the two cannot disagree.
+ * processes share one location list, and stacks of the same callers (with
+ * other leaves) take the callers' location ids from the first such stack's
+ * sample instead of looking each frame up again. The folded table is then
+ * drawn from that profile, so the two cannot disagree.
  *
  * A raw stack's key is comm NUL pid32 frames-id32, the id an entry of
  * the engine's frame_lists table: callers-id32 and the leaf, a packed u64
@@ -42,6 +44,9 @@ struct namer {
     size_t capids;
     size_t *sample_of;              /* by frame list: 1 + the first sample
                                      * with it (0: none yet) */
+    size_t *callers_at;             /* by callers list: 1 + where in p->locids
+                                     * the first sample with it holds the
+                                     * callers' ids (0: none yet) */
     uint32_t comm_key, pid_key;
 };
 
@@ -150,19 +155,28 @@ static void add_stack_sample(struct namer *n, const struct fk_stack *s)
             }
             n->ids[0] = location_id(n, &k);
         }
-        for (size_t j = leaf; j < nloc; j++) {
-            if (wide) {
-                memcpy(&k, frames + (j - leaf) * FK_ENGINE_FRAME_WIDE, sizeof k);
-            } else {
-                uint64_t w;
-                memcpy(&w, frames + (j - leaf) * sizeof w, sizeof w);
-                struct fk_loc l = fk_engine_frame_unpack(w);
-                k = (struct loc_key){ l.dso, l.addr };
+        size_t ncallers = nloc - leaf;
+        if (ncallers && n->callers_at[cid]) {
+            /* every caller named already (the leaf's id came first, as
+             * when they were looked up one by one) */
+            memcpy(n->ids + leaf, n->p->locids + n->callers_at[cid] - 1, ncallers * sizeof *n->ids);
+        } else {
+            for (size_t j = leaf; j < nloc; j++) {
+                if (wide) {
+                    memcpy(&k, frames + (j - leaf) * FK_ENGINE_FRAME_WIDE, sizeof k);
+                } else {
+                    uint64_t w;
+                    memcpy(&w, frames + (j - leaf) * sizeof w, sizeof w);
+                    struct fk_loc l = fk_engine_frame_unpack(w);
+                    k = (struct loc_key){ l.dso, l.addr };
+                }
+                n->ids[j] = location_id(n, &k);
             }
-            n->ids[j] = location_id(n, &k);
         }
         fk_prof_add_sample(n->p, n->ids, nloc, v);
         n->sample_of[fid] = n->p->nsamples;
+        if (ncallers && !n->callers_at[cid])
+            n->callers_at[cid] = 1 + n->p->nlocids - ncallers;
     }
     fk_buf_reset(&n->text);
     fk_buf_add(&n->text, s->key, cl);
@@ -212,6 +226,7 @@ void fk_engine_name(struct fk_engine *e)
     n.comm_key = fk_prof_strz(p, "comm");
     n.pid_key = fk_prof_strz(p, "pid");
     n.sample_of = fk_calloc(e->frame_lists.n + 1, sizeof *n.sample_of);
+    n.callers_at = fk_calloc(e->callers.n + 1, sizeof *n.callers_at);
     for (size_t i = 0; i < e->raw.n; i++)
         if (e->raw.v[i].count || e->raw.v[i].count2)    /* interned, never weighed: none */
             add_stack_sample(&n, &e->raw.v[i]);
@@ -221,6 +236,7 @@ void fk_engine_name(struct fk_engine *e)
     fk_prof_fold(p, e->values.fold_weight ? 1 : 0, SIZE_MAX, &e->r->stacks, NULL);
     free(n.ids);
     free(n.sample_of);
+    free(n.callers_at);
     free(n.maps);
     fk_buf_free(&n.text);
     fk_stacktab_free(&n.locs);
