@@ -289,12 +289,25 @@ bool fk_prof_fold(const struct fk_prof *p, int type, size_t max_bytes, struct fk
                 break;
             }
         }
-        for (uint32_t k = sm->nlocs; k-- > 0 && ok;) {
+        /* the key's length first, then its frames copied into one
+         * reservation (a deep stack is tens of frames) */
+        size_t len = key.len;
+        for (uint32_t k = sm->nlocs; k-- > 0;) {
             uint64_t id = p->locids[sm->loc0 + k];
-            if (key.len)
-                fk_buf_addc(&key, ';');
-            fk_buf_add(&key, text.data + off[id - 1], off[id] - off[id - 1]);
-            ok = key.len <= max_bytes;
+            len += (len > 0) + (off[id] - off[id - 1]);
+        }
+        ok = len <= max_bytes;
+        if (ok && len > key.len) {
+            fk_buf_reserve(&key, len - key.len);
+            char *d = key.data + key.len;
+            for (uint32_t k = sm->nlocs; k-- > 0;) {
+                uint64_t id = p->locids[sm->loc0 + k];
+                if (d > key.data)
+                    *d++ = ';';
+                memcpy(d, text.data + off[id - 1], off[id] - off[id - 1]);
+                d += off[id] - off[id - 1];
+            }
+            key.len = len;
         }
         if (!key.len)
             fk_buf_adds(&key, "[no stack]");
