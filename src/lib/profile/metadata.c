@@ -315,6 +315,10 @@ json_t *fk_profile_metadata(const struct fk_profile_request *rq,
     json_object_set_new(pc, "threads", json_integer((json_int_t)g->threads));
     json_object_set_new(pc, "read", json_integer((json_int_t)g->chains));
     json_object_set_new(pc, "code_wakeups", json_integer((json_int_t)g->code_wakeups));
+    json_object_set_new(pc, "program_reads_codes", json_boolean(g->reads_codes));
+    json_object_set_new(pc, "code_headers", json_integer((json_int_t)g->code_headers));
+    json_object_set_new(pc, "code_headers_failed",
+                        json_integer((json_int_t)g->code_headers_failed));
     json_object_set_new(pc, "joined", json_integer((json_int_t)g->joined));
     json_object_set_new(pc, "unjoined", json_integer((json_int_t)g->unjoined));
     json_object_set_new(pc, "unjoined_at_end", json_integer((json_int_t)g->unjoined_at_end));
