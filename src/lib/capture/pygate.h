@@ -178,6 +178,13 @@ struct fk_pygate_stats {
     uint64_t unjoined;      /* ... dropped: no sample took them (those of
                                unjoined_at_end too: read = joined + unjoined) */
     uint64_t unjoined_at_end;   /* ... still queued when the statistics were taken */
+    uint64_t expired_early; /* samples read after their record was dropped
+                               unjoined (the same CPU, thread and ip within
+                               FK_PYGATE_JOIN_NS: it expired too soon) */
+    uint64_t out_of_window; /* records dropped unjoined whose sample was read
+                               and found none: the same CPU, thread and ip,
+                               times further apart than FK_PYGATE_JOIN_NS */
+    uint64_t out_of_window_max_ns;  /* ... the largest such |sample - record| */
     uint64_t queue_peak;    /* the most records one CPU's queue held */
     uint64_t queue_bytes;   /* the queues' blocks made (a pool for all CPUs) */
     uint64_t queue_dropped; /* records dropped as they came: no block left
