@@ -608,7 +608,9 @@ static void queue_chain(struct fk_pygate *g, const unsigned char *rec, size_t si
         __atomic_add_fetch(&g->unjoined, 1, __ATOMIC_RELAXED);
         return;
     }
-    struct slot sl = { .pass = g->passes, .size = (uint32_t)size };
+    /* a take's records count from the next pass: the rings this pass read
+     * before it held none of their samples */
+    struct slot sl = { .pass = g->passes + g->taking, .size = (uint32_t)size };
     memcpy(b->data + b->end, &sl, sizeof sl);
     memcpy(b->data + b->end + SLOT_BYTES, rec, size);
     b->end += (uint32_t)(SLOT_BYTES + size);
@@ -828,7 +830,10 @@ bool fk_pygate_take(struct fk_pygate *g, uint32_t cpu, pid_t tid, uint64_t ip, u
     if (find(g, q, tid, ip, time, out))
         return true;
     /* a sample written after this pass drained the ring: its record too */
-    if (ring_buffer__consume(g->rb) <= 0 || !find(g, q, tid, ip, time, out)) {
+    g->taking = true;
+    int n = ring_buffer__consume(g->rb);
+    g->taking = false;
+    if (n <= 0 || !find(g, q, tid, ip, time, out)) {
         note_lone(g, cpu, (uint32_t)tid, ip, time);
         return false;
     }
