@@ -327,9 +327,37 @@ static bool counted_read(void *ctx, uint64_t addr, void *buf, size_t len)
     return !(fail_at && addr == fail_at) && fakepy_read(ctx, addr, buf, len);
 }
 
-/* busy.py's Node(80, 1): __init__ runs a list comprehension, which 3.11
- * runs by a function object made at each call -- one code object in many
- * frames of a chain, each with its own function, which the cache cannot
+/* busy.py's Node(80, 1) in small for thread tid: <module>, then 8 x
+ * (Node.__init__, its <listcomp>); __init__ runs a list comprehension,
+ * which 3.11 runs by a function object made at each call -- one code
+ * object in many frames of a chain, each with its own function. */
+struct node_world {
+    uint64_t cm, ci, cl, root, inits[8], comps[8], ts;
+};
+static void node_world(struct fakepy *f, const char *file_name, uint64_t tid, struct node_world *nw)
+{
+    const struct fk_py_layout *L = f->L;
+    uint64_t file = fakepy_ascii(f, file_name);
+    nw->cm = fakepy_code(f, fakepy_ascii(f, "<module>"), file, 1, 0, 4);
+    nw->ci = fakepy_code(f, fakepy_ascii(f, "Node.__init__"), file, 1, 0, 4);
+    nw->cl = fakepy_code(f, fakepy_ascii(f, "<listcomp>"), file, 1, 0, 4);
+    uint64_t top = nw->root = fakepy_frame(f, nw->cm, 0, 1, true);
+    fakepy_u64(f, top, L->fr_func, 0x60000);
+    fakepy_u64(f, top, L->fr_globals, 0x61000);
+    for (int i = 0; i < 8; i++) {
+        nw->inits[i] = top = fakepy_frame(f, nw->ci, top, 1, false);
+        fakepy_u64(f, top, L->fr_func, 0x62000);
+        fakepy_u64(f, top, L->fr_globals, 0x61000);
+        nw->comps[i] = top = fakepy_frame(f, nw->cl, top, 1, false);
+        fakepy_u64(f, top, L->fr_func, 0x63000 + 0x100 * (uint64_t)i);
+        fakepy_u64(f, top, L->fr_globals, 0x61000);
+    }
+    fakepy_threads(f, &tid, &top, 1);
+    nw->ts = first_tstate(f, NULL);
+}
+
+/* busy.py's Node(80, 1) (node_world): a code object in many frames of a
+ * chain, each with its own function, which the cache cannot
  * vouch for (code_known). The chain's naming reads that header once, in
  * one batch; the walk from the chain takes the naming's verdicts and
  * reads nothing (it asked the cache again and read the header alone in
@@ -343,24 +371,10 @@ static void test_chain_verdicts(void)
     struct fakepy f;
     fakepy_init(&f, mem);
     const struct fk_py_layout *L = f.L;
-    uint64_t file = fakepy_ascii(&f, "v.py");
-    uint64_t cm = fakepy_code(&f, fakepy_ascii(&f, "<module>"), file, 1, 0, 4);
-    uint64_t ci = fakepy_code(&f, fakepy_ascii(&f, "Node.__init__"), file, 1, 0, 4);
-    uint64_t cl = fakepy_code(&f, fakepy_ascii(&f, "<listcomp>"), file, 1, 0, 4);
-    uint64_t top = fakepy_frame(&f, cm, 0, 1, true), root = top, inits[8], comps[8];
-    fakepy_u64(&f, top, L->fr_func, 0x60000);
-    fakepy_u64(&f, top, L->fr_globals, 0x61000);
-    for (int i = 0; i < 8; i++) {
-        inits[i] = top = fakepy_frame(&f, ci, top, 1, false);
-        fakepy_u64(&f, top, L->fr_func, 0x62000);
-        fakepy_u64(&f, top, L->fr_globals, 0x61000);
-        comps[i] = top = fakepy_frame(&f, cl, top, 1, false);
-        fakepy_u64(&f, top, L->fr_func, 0x63000 + 0x100 * (uint64_t)i);
-        fakepy_u64(&f, top, L->fr_globals, 0x61000);
-    }
+    struct node_world nw;
     uint64_t tid = 13;
-    fakepy_threads(&f, &tid, &top, 1);
-    uint64_t ts = first_tstate(&f, NULL);
+    node_world(&f, "v.py", tid, &nw);
+    uint64_t ci = nw.ci, root = nw.root, ts = nw.ts, *inits = nw.inits, *comps = nw.comps;
     struct fk_py_walker *w = walker_new(L, &f.where, counted_read, &f, false, 0);
     fk_py_walker_set_readv(w, counted_readv);
     struct fk_pygate_chain c;
@@ -416,24 +430,10 @@ static void test_chain_heads(void)
     struct fakepy f;
     fakepy_init(&f, mem);
     const struct fk_py_layout *L = f.L;
-    uint64_t file = fakepy_ascii(&f, "h.py");
-    uint64_t cm = fakepy_code(&f, fakepy_ascii(&f, "<module>"), file, 1, 0, 4);
-    uint64_t ci = fakepy_code(&f, fakepy_ascii(&f, "Node.__init__"), file, 1, 0, 4);
-    uint64_t cl = fakepy_code(&f, fakepy_ascii(&f, "<listcomp>"), file, 1, 0, 4);
-    uint64_t top = fakepy_frame(&f, cm, 0, 1, true), comps[8];
-    fakepy_u64(&f, top, L->fr_func, 0x60000);
-    fakepy_u64(&f, top, L->fr_globals, 0x61000);
-    for (int i = 0; i < 8; i++) {
-        top = fakepy_frame(&f, ci, top, 1, false);
-        fakepy_u64(&f, top, L->fr_func, 0x62000);
-        fakepy_u64(&f, top, L->fr_globals, 0x61000);
-        comps[i] = top = fakepy_frame(&f, cl, top, 1, false);
-        fakepy_u64(&f, top, L->fr_func, 0x63000 + 0x100 * (uint64_t)i);
-        fakepy_u64(&f, top, L->fr_globals, 0x61000);
-    }
+    struct node_world nw;
     uint64_t tid = 14;
-    fakepy_threads(&f, &tid, &top, 1);
-    uint64_t ts = first_tstate(&f, NULL);
+    node_world(&f, "h.py", tid, &nw);
+    uint64_t cl = nw.cl, ts = nw.ts, *comps = nw.comps;
     struct fk_py_walker *w = walker_new(L, &f.where, fakepy_read, &f, false, 0);
     fk_py_walk(w, tid, &st);
     char want[1024];

@@ -65,6 +65,7 @@ struct queue {
     unsigned count;
 };
 
+#define MISSED 64
 struct fk_pygate {
     int pids, ring, prog;
     int tids, scratch;          /* the thread map and the program's per-CPU record */
@@ -90,6 +91,12 @@ struct fk_pygate {
     uint64_t queue_bytes;       /* the pool's blocks made, together */
     unsigned queue_peak;        /* the most records one queue held */
     uint64_t passes;            /* drains: the queues' clock */
+    bool taking;                /* a take is consuming the ring (mid-pass) */
+    /* the last records dropped unjoined, and the last samples a take found
+     * no record for: which failed to join, and why (fk_pygate_stats) */
+    struct missed { uint32_t cpu, tid; uint64_t ip, time; } gone[MISSED], lone[MISSED];
+    unsigned ngone, nlone;
+    uint64_t expired_early, out_of_window, out_of_window_max_ns;
     uint64_t drained, ring_peak;    /* bytes taken since the drain began; their most */
 };
 
@@ -492,14 +499,58 @@ static struct slot *slot_at(const struct block *b, size_t off)
     return (struct slot *)(void *)((unsigned char *)b->data + off);
 }
 
+static uint64_t apart(uint64_t a, uint64_t b)
+{
+    return a > b ? a - b : b - a;
+}
+
+/* A record dropped unjoined: if a sample of its CPU, thread and ip found
+ * no record, their times were more than FK_PYGATE_JOIN_NS apart
+ * (out_of_window); kept among the last dropped (fk_pygate_take). */
+static void note_gone(struct fk_pygate *g, const struct rec *h)
+{
+    uint64_t far = 0;
+    for (unsigned i = 0; i < MISSED && i < g->nlone; i++) {
+        const struct missed *m = &g->lone[i];
+        if (m->cpu == h->cpu && m->tid == h->tid && m->ip == h->ip &&
+            (!far || apart(m->time, h->time) < far))
+            far = apart(m->time, h->time);
+    }
+    if (far) {
+        __atomic_add_fetch(&g->out_of_window, 1, __ATOMIC_RELAXED);
+        if (far > g->out_of_window_max_ns)
+            __atomic_store_n(&g->out_of_window_max_ns, far, __ATOMIC_RELAXED);
+    }
+    g->gone[g->ngone++ % MISSED] = (struct missed){ h->cpu, h->tid, h->ip, h->time };
+}
+
+/* A sample that found no record: if one of its CPU, thread and ip
+ * within FK_PYGATE_JOIN_NS was dropped unjoined, it expired before the
+ * sample was read (expired_early); kept among the last such samples. */
+static void note_lone(struct fk_pygate *g, uint32_t cpu, uint32_t tid, uint64_t ip, uint64_t time)
+{
+    for (unsigned i = 0; i < MISSED && i < g->ngone; i++) {
+        const struct missed *m = &g->gone[i];
+        if (m->cpu == cpu && m->tid == tid && m->ip == ip &&
+            apart(m->time, time) <= FK_PYGATE_JOIN_NS) {
+            __atomic_add_fetch(&g->expired_early, 1, __ATOMIC_RELAXED);
+            break;
+        }
+    }
+    g->lone[g->nlone++ % MISSED] = (struct missed){ cpu, tid, ip, time };
+}
+
 /* The oldest record out of q: unjoined unless a sample took it; its
  * block back to the pool once its last record left. */
 static void queue_pop(struct fk_pygate *g, struct queue *q)
 {
     struct block *b = q->head;
     const struct slot *sl = slot_at(b, b->start);
-    if (!sl->taken)
+    if (!sl->taken) {
         __atomic_add_fetch(&g->unjoined, 1, __ATOMIC_RELAXED);
+        struct rec h = rec_of(b->data + b->start + SLOT_BYTES);
+        note_gone(g, &h);
+    }
     b->start += (uint32_t)(SLOT_BYTES + sl->size);
     q->count--;
     if (b->start < b->end)
@@ -557,7 +608,9 @@ static void queue_chain(struct fk_pygate *g, const unsigned char *rec, size_t si
         __atomic_add_fetch(&g->unjoined, 1, __ATOMIC_RELAXED);
         return;
     }
-    struct slot sl = { .pass = g->passes, .size = (uint32_t)size };
+    /* a take's records count from the next pass: the rings this pass read
+     * before it held none of their samples */
+    struct slot sl = { .pass = g->passes + g->taking, .size = (uint32_t)size };
     memcpy(b->data + b->end, &sl, sizeof sl);
     memcpy(b->data + b->end + SLOT_BYTES, rec, size);
     b->end += (uint32_t)(SLOT_BYTES + size);
@@ -777,9 +830,14 @@ bool fk_pygate_take(struct fk_pygate *g, uint32_t cpu, pid_t tid, uint64_t ip, u
     if (find(g, q, tid, ip, time, out))
         return true;
     /* a sample written after this pass drained the ring: its record too */
-    if (ring_buffer__consume(g->rb) <= 0)
+    g->taking = true;
+    int n = ring_buffer__consume(g->rb);
+    g->taking = false;
+    if (n <= 0 || !find(g, q, tid, ip, time, out)) {
+        note_lone(g, cpu, (uint32_t)tid, ip, time);
         return false;
-    return find(g, q, tid, ip, time, out);
+    }
+    return true;
 }
 
 void fk_pygate_stats(const struct fk_pygate *g, struct fk_pygate_stats *out)
@@ -814,6 +872,9 @@ void fk_pygate_stats(const struct fk_pygate *g, struct fk_pygate_stats *out)
     uint64_t lost = 0;
     out->ring_lost = bpf_map_lookup_elem(g->lost, &zero, &lost) == 0 ? lost : 0;
     out->join_max_ns = __atomic_load_n(&g->join_max_ns, __ATOMIC_RELAXED);
+    out->expired_early = __atomic_load_n(&g->expired_early, __ATOMIC_RELAXED);
+    out->out_of_window = __atomic_load_n(&g->out_of_window, __ATOMIC_RELAXED);
+    out->out_of_window_max_ns = __atomic_load_n(&g->out_of_window_max_ns, __ATOMIC_RELAXED);
     out->reads = g->chains;
     out->reads_codes = g->chains && g->heads;
 }

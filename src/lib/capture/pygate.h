@@ -56,7 +56,10 @@
  * time; records no sample took (a sample lost in its ring, or dropped
  * after the program) are dropped two reader passes after they were
  * drained (a sample is read in the pass that drained its record or the
- * next); the queues take their memory from one pool for all CPUs that
+ * next; a record a take pulls in mid-pass counts from the next pass: the
+ * rings that pass read before it held none of its samples -- 239 of
+ * 93,266 joins by hand came a pass after such a pull, 238 of them after
+ * a SIGSTOP between two rings' reads); the queues take their memory from one pool for all CPUs that
  * holds twice the ring's bytes, so the burst a stalled reader drains at
  * once finds room, and gets it back as the burst's samples take their
  * records (a queue of 128 records a CPU dropped the oldest, whose samples
@@ -178,6 +181,13 @@ struct fk_pygate_stats {
     uint64_t unjoined;      /* ... dropped: no sample took them (those of
                                unjoined_at_end too: read = joined + unjoined) */
     uint64_t unjoined_at_end;   /* ... still queued when the statistics were taken */
+    uint64_t expired_early; /* samples read after their record was dropped
+                               unjoined (the same CPU, thread and ip within
+                               FK_PYGATE_JOIN_NS: it expired too soon) */
+    uint64_t out_of_window; /* records dropped unjoined whose sample was read
+                               and found none: the same CPU, thread and ip,
+                               times further apart than FK_PYGATE_JOIN_NS */
+    uint64_t out_of_window_max_ns;  /* ... the largest such |sample - record| */
     uint64_t queue_peak;    /* the most records one CPU's queue held */
     uint64_t queue_bytes;   /* the queues' blocks made (a pool for all CPUs) */
     uint64_t queue_dropped; /* records dropped as they came: no block left

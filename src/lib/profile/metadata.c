@@ -332,6 +332,10 @@ json_t *fk_profile_metadata(const struct fk_profile_request *rq,
     json_object_set_new(pc, "ring_full", json_integer((json_int_t)g->ring_full));
     json_object_set_new(pc, "ring_lost", json_integer((json_int_t)g->ring_lost));
     json_object_set_new(pc, "join_max_us", json_real((double)g->join_max_ns / 1e3));
+    json_object_set_new(pc, "expired_early", json_integer((json_int_t)g->expired_early));
+    json_object_set_new(pc, "out_of_window", json_integer((json_int_t)g->out_of_window));
+    json_object_set_new(pc, "out_of_window_max_us",
+                        json_real((double)g->out_of_window_max_ns / 1e3));
     json_object_set_new(rd, "python_chains", pc);
     json_object_set_new(rd, "pinned_files", json_integer((json_int_t)r->pins.files));
     json_object_set_new(rd, "pinned_jits", json_integer((json_int_t)r->pins.jits));
