@@ -904,6 +904,15 @@ print("%.3f" % end, *(t[0] if t else (99, 0)), *(low[0] if low else (99, 0)))' "
     if awk -v e="$end" -v a="$at1" 'BEGIN { exit !(e < a / 2) }'; then
         check "lull: the first change lowers N (N $n0 -> $n1)" test $((n1 * 4)) -le "$n0"
         check "lull: ... at the window's first decision ($at1 s in)" awk -v a="$at1" 'BEGIN { exit !(a < 0.8) }'
+        # (1.27 s once in a loaded ASan CI run, 1.30 s once before: keep the
+        # capture and print how the reader thread fared, whose passes make
+        # the looks)
+        if ! awk -v a="$at1" 'BEGIN { exit !(a < 0.8) }'; then
+            rm -rf "$FK_BUILD/test/out/t-offcpu.lull" && cp -r "$T/lull" "$FK_BUILD/test/out/t-offcpu.lull"
+            python3 -c 'import json, sys; m = json.load(open(sys.argv[1])); o = m["offcpu"]
+print("    kept:", sys.argv[2], "reader:", json.dumps(m.get("reader")))
+print("    N timeline:", o["one_in_timeline"][:8], "rate before", o["switch_rate_before"], "peak", o["switch_rate_peak"])' "$J" "$FK_BUILD/test/out/t-offcpu.lull"
+        fi
     else
         skip "lull: the first change lowers N" \
             "the storm lasted $end s, past half of the first decision's looks ($at1 s in): a loaded host"
