@@ -1590,6 +1590,71 @@ static void unrecorded(struct offcpu *k, uint64_t end, uint64_t stop, uint64_t w
     }
 }
 
+const char *fk_offcpu_no_total_name(int why)
+{
+    switch (why) {
+    case FK_OFFCPU_NT_NO_RECORDS: return "no_switch_records";
+    case FK_OFFCPU_NT_EXITED: return "exited_without_total";
+    case FK_OFFCPU_NT_NO_CPU_TIME: return "no_cpu_time";
+    default:
+        return why > 0 && why < FK_BT_TOTAL_NWHY ? fk_bt_total_why_name((enum fk_bt_total_why)why)
+                                                 : "";
+    }
+}
+
+/* ns from the window's opening (INT64_MIN: no time) */
+static int64_t from_opening(const struct offcpu *k, uint64_t t)
+{
+    if (!t || t == UINT64_MAX)
+        return INT64_MIN;
+    return t >= k->window_start ? (int64_t)(t - k->window_start)
+                                : -(int64_t)(k->window_start - t);
+}
+
+/* A thread with recorded blocks and no total of its own (x: its switch
+ * records, NULL on the program's path or when none were kept): counted by
+ * why, and the first one's records kept for the metadata. */
+static void no_total(struct offcpu *k, pid_t tid, const struct exact *x, uint64_t end)
+{
+    uint64_t t, ns;
+    int why;
+    if (k->swt)
+        why = exited_at(k, tid, &t) ? FK_OFFCPU_NT_EXITED : FK_OFFCPU_NT_NO_CPU_TIME;
+    else if (!x)
+        why = FK_OFFCPU_NT_NO_RECORDS;
+    else
+        why = (int)fk_bt_total_why(&x->t, k->window_start, k->window_end, end, &ns);
+    if (why <= 0 || why >= FK_OFFCPU_NO_TOTAL_N)
+        why = FK_OFFCPU_NT_NO_RECORDS;      /* (cannot be: calibrate found none) */
+    k->st.est_no_total++;
+    k->st.no_total_by[why]++;
+    struct fk_offcpu_no_total_first *f = &k->st.no_total_first;
+    if (f->tid)
+        return;
+    uint64_t key = (uint64_t)(uint32_t)tid;
+    uint64_t *b = k->born_at.n ? fk_u64map_slot(&k->born_at, key, false) : NULL;
+    uint64_t *e = k->exit_at.n ? fk_u64map_slot(&k->exit_at, key, false) : NULL;
+    *f = (struct fk_offcpu_no_total_first){
+        .tid = tid, .why = why,
+        .first_in = INT64_MIN, .first_out = INT64_MIN, .last_in = INT64_MIN,
+        .last_out = INT64_MIN,
+        .born = b && *b ? from_opening(k, *b - 1) : INT64_MIN,
+        .exit = e && *e ? from_opening(k, *e - 1) : INT64_MIN,
+        .exited = e && *e,
+    };
+    if (x) {
+        f->n_in = x->t.n_in;
+        f->n_out = x->t.n_out;
+        f->early_in = x->t.nearly_in;
+        f->early_out = x->t.nearly_out;
+        f->first_in = from_opening(k, x->t.min_in);
+        f->first_out = from_opening(k, x->t.min_out);
+        f->last_in = x->t.n_in ? from_opening(k, x->t.max_in) : INT64_MIN;
+        f->last_out = x->t.n_out ? from_opening(k, x->t.max_out) : INT64_MIN;
+        f->exited = f->exited || x->t.exited;
+    }
+}
+
 /* The recorded blocks are one switch-out in N, each standing for N, and
  * sampling is not blind to what it measures: a recorded switch-out is
  * slower (its stack is copied) and wakes flamekit's own threads; and
@@ -1646,7 +1711,7 @@ static void calibrate(struct offcpu *k, uint64_t end)
             else if (k->swt && !k->exact_ok)
                 k->st.est_no_program_totals++;
             else
-                k->st.est_no_total++;
+                no_total(k, tid, x, end);
             uint64_t *on = k->oncpu_of.n ? fk_u64map_slot(&k->oncpu_of, (uint64_t)(uint32_t)tid,
                                                           false) : NULL;
             uint64_t room = on && *on < life ? life - *on : on ? 0 : life;
