@@ -907,7 +907,17 @@ print("%.3f" % end, *(t[0] if t else (99, 0)), *(low[0] if low else (99, 0)))' "
         awk -v e="$end" 'BEGIN { exit !(e < 1) }'
     if awk -v e="$end" -v a="$at1" 'BEGIN { exit !(e < a / 2) }'; then
         check "lull: the first change lowers N (N $n0 -> $n1)" test $((n1 * 4)) -le "$n0"
-        check "lull: ... at the window's first decision ($at1 s in)" awk -v a="$at1" 'BEGIN { exit !(a < 0.8) }'
+        # (1.30 s and 1.35 s once each under load: the first decision
+        # kept the storm's N and the rule of a second low lowered it; on
+        # failure the decision's looks and the reader's longest gap say why)
+        if awk -v a="$at1" 'BEGIN { exit !(a < 0.8) }'; then
+            pass "lull: ... at the window's first decision ($at1 s in)"
+        else
+            cp "$J" "$FK_BUILD/test/out/$TNAME-lull.json" 2>/dev/null
+            fail "lull: ... at the window's first decision ($at1 s in)" \
+                "kept: test/out/$TNAME-lull.json; $(python3 -c 'import json, sys; m = json.load(open(sys.argv[1])); o = m["offcpu"]
+print(json.dumps({"first_decision": o.get("one_in_first_decision"), "timeline": o.get("one_in_timeline"), "reader": m.get("reader")}))' "$J")"
+        fi
     else
         skip "lull: the first change lowers N" \
             "the storm lasted $end s, past half of the first decision's looks ($at1 s in): a loaded host"

@@ -734,7 +734,20 @@ static void look(struct offcpu *k, uint64_t now)
     bool full = el >= FK_OFFCPU_ADAPT_MS * 1000000ull;
     if (!full && (rate <= 4 * n * k->o.budget || hits < STORM_RECORDS * n))
         return;
-    adapt(k, now, rate, k->probed ? 0 : first_median(k), !full);
+    uint64_t med = k->probed ? 0 : first_median(k);
+    adapt(k, now, rate, med, !full);
+    if (!k->probed) {
+        uint64_t opened = __atomic_load_n(&k->window_start, __ATOMIC_SEQ_CST);
+        pthread_mutex_lock(&k->lock);
+        k->st.first_decision.at_ns = opened && now > opened ? now - opened : 0;
+        k->st.first_decision.looks = k->nfirst;
+        k->st.first_decision.median = med;
+        k->st.first_decision.rate = rate;
+        k->st.first_decision.n_before = n;
+        k->st.first_decision.n_after = k->n_now;
+        k->st.first_decision.early = !full;
+        pthread_mutex_unlock(&k->lock);
+    }
     k->probed = true;
     k->win_start = now;
     k->win_count = count;

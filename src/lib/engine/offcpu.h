@@ -101,6 +101,15 @@ struct fk_offcpu_stats {
     struct { uint64_t at_ns, n; } timeline[FK_OFFCPU_TIMELINE];   /* the first changes:
                                    ns after the window opened, the new N */
     unsigned ntimeline;
+    /* the window's first decision on N: when (ns from the opening; 0:
+     * none made), on how many looks and their median rate (switch-outs a
+     * second), the rate over its interval, N before and after it, and
+     * whether a storm's look made it early -- so that a first decision
+     * that kept a storm's N after the storm says why */
+    struct {
+        uint64_t at_ns, looks, median, rate, n_before, n_after;
+        bool early;
+    } first_decision;
     uint64_t weighed_by_count;  /* samples weighed by their counter's count: the
                                    switch-outs since its previous sample, exactly */
     uint64_t weighed_by_time;   /* ... by the N in force at their time: no count

@@ -339,6 +339,15 @@ static json_t *offcpu_meta(const struct fk_profile_request *rq, const struct fk_
         json_array_append_new(tl, p);
     }
     json_object_set_new(f, "one_in_timeline", tl);
+    json_t *fd = json_object();
+    json_object_set_new(fd, "at_ns", json_integer((json_int_t)o->first_decision.at_ns));
+    json_object_set_new(fd, "looks", json_integer((json_int_t)o->first_decision.looks));
+    json_object_set_new(fd, "looks_median_per_s", json_integer((json_int_t)o->first_decision.median));
+    json_object_set_new(fd, "rate_per_s", json_integer((json_int_t)o->first_decision.rate));
+    json_object_set_new(fd, "one_in_before", json_integer((json_int_t)o->first_decision.n_before));
+    json_object_set_new(fd, "one_in_after", json_integer((json_int_t)o->first_decision.n_after));
+    json_object_set_new(fd, "early", json_boolean(o->first_decision.early));
+    json_object_set_new(f, "one_in_first_decision", fd);
     json_object_set_new(f, "switches_weighed_by_count", json_integer((json_int_t)o->weighed_by_count));
     json_object_set_new(f, "switches_weighed_by_time", json_integer((json_int_t)o->weighed_by_time));
     json_object_set_new(f, "switches_recorded_twice", json_integer((json_int_t)o->recorded_twice));
