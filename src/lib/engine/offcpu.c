@@ -588,7 +588,7 @@ static uint64_t n_for(uint64_t rate, uint64_t budget)
  * (at once), or has stayed under half of it for a second (a target that
  * pauses, or is held up by others, is not sampled up at once), not at
  * every wobble: each change is an ioctl per event fd. The window's first
- * decision (first: the median rate of its looks) lowers N at once: it is
+ * decision (first: the median rate of its looks; NULL: none) lowers N at once: it is
  * the first rate taken with the events on, and the rate before the
  * window, without them, may be far off (a pipe storm that switched
  * 231,000 times a second unprofiled did 84,000 a second profiled: how
@@ -597,7 +597,7 @@ static uint64_t n_for(uint64_t rate, uint64_t budget)
  * own start on a loaded host) nor the tail of a burst decides N. storm:
  * decided at a look, on the rate since the last decision (look), not at
  * the end of a full interval: a raise then is provisional. */
-static void adapt(struct offcpu *k, uint64_t now, uint64_t rate, uint64_t first, bool storm)
+static void adapt(struct offcpu *k, uint64_t now, uint64_t rate, const uint64_t *first, bool storm)
 {
     uint64_t b = k->o.budget, n = k->n_now;
     bool provisional = k->storm_raised;
@@ -620,9 +620,9 @@ static void adapt(struct offcpu *k, uint64_t now, uint64_t rate, uint64_t first,
         set_n(k, n_for(rate, b));
         return;
     }
-    if (first && n > 1 && first * 2 < n * b) {
+    if (first && n > 1 && *first * 2 < n * b) {
         k->low_since = 0;
-        set_n(k, n_for(first, b));
+        set_n(k, n_for(*first, b));
         return;
     }
     if (n == 1 || rate * 2 >= n * b) {
@@ -717,11 +717,20 @@ static void look(struct offcpu *k, uint64_t now)
         k->win_count = k->look_count = count;
         return;
     }
-    if (!k->probed && now > k->look_start && k->nfirst < FIRST_LOOKS)
-        k->first[k->nfirst++] = (count > k->look_count ? count - k->look_count : 0) *
-                                1000000000ull / (now - k->look_start);
-    k->look_start = now;
-    k->look_count = count;
+    /* Before the first decision each rate kept spans FK_OFFCPU_PROBE_MS
+     * at least: looks come sooner while N is 1 (every ms) or while the
+     * reader's passes do (its rings filling; under ASan at load 64 looks
+     * in the first quarter second), and the median of 1-4 ms looks at a
+     * target's ~500 switch-outs a second after a storm was 0 -- which the
+     * first decision took for no looks at all, keeping the storm's N
+     * until the rule of a second low (1.27-1.35 s in, t-offcpu's lull) */
+    if (k->probed || now - k->look_start >= FK_OFFCPU_PROBE_MS * 1000000ull) {
+        if (!k->probed && k->nfirst < FIRST_LOOKS)
+            k->first[k->nfirst++] = (count > k->look_count ? count - k->look_count : 0) *
+                                    1000000000ull / (now - k->look_start);
+        k->look_start = now;
+        k->look_count = count;
+    }
     uint64_t hits = count > k->win_count ? count - k->win_count : 0, el = now - k->win_start;
     if (!el)
         return;
@@ -735,7 +744,7 @@ static void look(struct offcpu *k, uint64_t now)
     if (!full && (rate <= 4 * n * k->o.budget || hits < STORM_RECORDS * n))
         return;
     uint64_t med = k->probed ? 0 : first_median(k);
-    adapt(k, now, rate, med, !full);
+    adapt(k, now, rate, !k->probed && k->nfirst ? &med : NULL, !full);
     if (!k->probed) {
         uint64_t opened = __atomic_load_n(&k->window_start, __ATOMIC_SEQ_CST);
         pthread_mutex_lock(&k->lock);
