@@ -143,6 +143,8 @@ printf '%s' "$sweeps" | jq -r -s --argjson pct "$pct" --argjson verbose "$verbos
       report("  throughput MiB/s (wall clock)"; $settings | table(.[]; skey; .figures.throughput_mib_s.median); $nsweeps),
       report("  throughput MiB/s if CPU-bound"; $settings | table(.[]; skey; .figures.cpu_bound_throughput_mib_s.median); $nsweeps),
       report("  clients CPU s/GiB"; $settings | table(.[]; skey; .figures.client_cpu_s_per_gib.median); $nsweeps),
+      # beside it (in no ratio): the client processes alone (fetch-bench(1))
+      report("  client processes'"'"' own CPU s/GiB"; $settings | table(.[]; skey; .figures.client_processes_cpu_s_per_gib.median); $nsweeps),
       report("  server + clients CPU s/GiB"; $settings | table(.[]; skey; .figures.server_client_cpu_s_per_gib.median); $nsweeps),
       report("  git CPU s/GiB"; $settings | table(.[]; skey; .figures.git_cpu_s_per_gib.median); $nsweeps),
       report("  allocations/fetch"; $settings | table(.[]; skey; .figures.alloc_calls_per_fetch.median); $nsweeps),

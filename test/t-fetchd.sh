@@ -318,11 +318,11 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
         def used($k; $u): if $k >= 3 or $k == $rounds then $k elif $u >= 3 then $u else $rounds end;
         def figs: ["throughput_mib_s", "cpu_bound_throughput_mib_s", "fetches_per_s", "cpu_utilisation_pct",
                    "server_cpu_pct", "server_cpu_s_per_gib", "server_context_switches_per_gib", "git_cpu_s_per_gib", "client_cpu_s_per_gib",
-                   "peak_rss_mib", "load1", "machine_busy_pct", "machine_probe_ms"]
+                   "client_processes_cpu_s_per_gib", "peak_rss_mib", "load1", "machine_busy_pct", "machine_probe_ms"]
                   + if $alloc then ["alloc_bytes_per_gib", "alloc_calls_per_gib", "alloc_calls_per_fetch",
                                     "alloc_bytes_per_fetch"] else [] end;
         def clientfigs: ["cpu_bound_throughput_mib_s", "cpu_utilisation_pct", "client_cpu_s_per_gib",
-                         "server_client_cpu_s_per_gib"];
+                         "client_processes_cpu_s_per_gib", "server_client_cpu_s_per_gib"];
         . as $top | .settings as $S
         | (.settings | length) == $ns
         and all(.settings[]; (.runs | length) == $rounds and .fetches_per_client >= 1
@@ -397,8 +397,11 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
         # on other work waited in vain at least once, and one that did nothing waited for nothing
         and (.retake_pass | .seconds >= 0 and .wait_seconds >= 0 and .wait_seconds <= .seconds + 1e-6
              and .waits_still_slow >= 0 and .waits_crowded >= 0
-             and (.ended | IN("after its two passes", "with its budget (15 % of the time so far) spent",
-                              "on other work on the clients'"'"' CPUs"))
+             and (.ended | IN("with no slow run left to take again", "with its budget (15 % of the time so far) spent",
+                              "on a slow spell that outlasted its wait (10 s)", "on other work on the clients'"'"' CPUs"))
+             and ((.ended | startswith("on a slow")) == (.waits_still_slow > 0))
+             and .waits_still_slow + .waits_crowded <= 1
+             and (.runs_between_rounds | type == "number" and . >= 0 and . <= $top.runs_retaken)
              and ((.ended | startswith("on other")) == (.waits_crowded > 0)))
         and (if .runs_retaken == 0 and .runs_slow_kept == 0 then .retake_pass.wait_seconds == 0 else true end)
         and all(.settings[].runs[]; .machine_probe_ms > 0 and (.retakes | IN(0, 1, 2)) and (.host_slow | type == "boolean"))' "$d/report.json" >/dev/null || { echo "report.json malformed"; return 1; }

@@ -155,18 +155,27 @@ extern int runs_retaken, runs_slow_kept, runs_crowded_kept;
 extern int runs_clients_slow_kept;     /* runs kept though the clients' probe said slow */
 /* The retake pass after the rounds (fetch-bench.c, retake_slow): its
  * seconds; the seconds it spent waiting for normal probes, retakes or
- * not; the waits that ended with the host still slow (the group not
- * taken again) or its clients' CPUs crowded (the pass ended); why it
- * ended (after two passes, its budget spent, other work, a signal). A
- * slow spell that outlasts the budget leaves every slow run kept: in
- * session 17's second default sweep one began in the last round and the
- * pass spent its budget (about 50 s) on waits of 5 s per group, each
- * ending still slow: 0 taken again, 57 kept. */
+ * not; the waits that ended with the host still slow or its clients'
+ * CPUs crowded (either ends the pass); why it ended (no slow run left to
+ * take again, its budget spent, a slow spell outlasting its wait, other
+ * work, a signal). A slow spell that outlasts the budget leaves every
+ * slow run kept: in session 17's second default sweep one began in the
+ * last round and the pass spent its budget (about 50 s) on waits of 5 s
+ * per group, each ending still slow: 0 taken again, 57 kept. */
 struct retake_pass {
     double secs, wait_s;
     int waits_slow, waits_crowded;
     const char *ended;
+    int between_rounds_runs;    /* of runs_retaken, those taken again between rounds */
 };
+/* The retakes' budget, a share of the time so far; the pass's one wait
+ * for a slow spell to pass (fetch-bench.c, retake_slow). */
+#define RETAKE_BUDGET 0.15
+#define RETAKE_WAIT_S 10
+#define RETAKE_WAIT_TEXT "10 s"
+/* A median is taken over the rounds where the runs it needs were normal
+ * when at least this many were (bench-report.c, rounds_used). */
+#define MIN_NORMAL_ROUNDS 3
 extern struct retake_pass retake_pass;
 double client_cpus_others_pct(const struct obs *o);
 double server_cpus_others_pct(const struct obs *o);
