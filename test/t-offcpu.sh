@@ -565,11 +565,22 @@ fk_cleanup "kill $SW $OW 2>/dev/null"
 # a 1 s window then records truth-a's 50 switch-outs a second a few times
 # or not at all (ASan under load: none) -- so the waits looked for are the
 # pipe consumer's 2 ms sleeps, 500 a second: 20 records at N = 25)
+# (the host check failed once in a loaded CI run with nothing to read: on
+# failure the capture is kept and the consumer's lines and N are printed)
+keep_on_fail() {   # keep_on_fail NAME REGEX: print what the capture had
+    zcat "$F" | grep -q "$2" && return 0
+    rm -rf "$FK_BUILD/test/out/t-offcpu.$1" && cp -r "$T/$1" "$FK_BUILD/test/out/t-offcpu.$1"
+    echo "    kept: $FK_BUILD/test/out/t-offcpu.$1; N $(jnum offcpu.one_in "$J") (min $(jnum offcpu.one_in_min "$J"), max $(jnum offcpu.one_in_max "$J")), switches seen $(jnum offcpu.switches_seen "$J"), recorded $(jnum offcpu.switches_recorded "$J"), rate before $(jnum offcpu.switch_rate_before "$J")/s"
+    echo "    truth-* lines: $(zcat "$F" | grep -c '^truth-')"
+    zcat "$F" | grep '^truth-cons' | cut -c1-300 | sed 's/^/    /' | head -8
+}
 if shared host && offcpu host -d 1 --no-svg host; then
+    keep_on_fail host '^truth-cons;\[S\];.*;consume_slowly;'
     check_grep "host: the consumer's sleep under [S]" '^truth-cons;\[S\];.*;consume_slowly;' "$(zcat "$F")"
     check_grep "host: the producer too" '^truth-prod;' "$(zcat "$F")"
 fi
 if shared user && offcpu user -d 1 --no-svg user root; then
+    keep_on_fail user '^truth-cons;\[S\];.*;consume_slowly;'
     check_grep "user: the consumer's sleep under [S]" '^truth-cons;\[S\];.*;consume_slowly;' "$(zcat "$F")"
 fi
 cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
