@@ -28,8 +28,27 @@
 # hit (kernel.bpf_stats_enabled, in windows of their own after the rounds)
 # on the target's switches and on the switches it only filters out
 # (FK_BENCH_PAIRED_STATS=0: not, to keep a short call's time for rounds).
-# Each round's g is printed too ("round R g per CPU/wall second: ..."), so
-# rounds of several runs -- calls of a few minutes each -- can be pooled.
+# Each round's g is printed too ("round R g per CPU/wall second: ..."), and
+# each flamekit's CPU within its windows ("round R flamekit CPU ..."), so
+# rounds of several runs -- calls of a few minutes each -- can be pooled:
+#
+#   python3 offcpu-paired.py --pool LOG...
+#
+# prints the same summaries over every round of the logs.
+#
+# The storms run at the least CPU weight (a cgroup of their own in the
+# cpu controller: cgroup v2's cpu.weight 1 where the v2 tree has it, else
+# v1's cpu.shares 2; FK_BENCH_PAIRED_WEIGHT=same: the default weight, as
+# before): at equal weight a storm pinned to a CPU kept that CPU's kernel
+# threads (kworkers, kdamond) waiting for a minute and more here (the
+# kernel's workqueue watchdog said so), and any task mapping a perf ring
+# then waited behind one of them holding the lock all perf files share,
+# flamekit among them. At the least weight anything else runnable on the
+# CPU runs first; what it takes is not the storm's CPU time, so the
+# figures per CPU second are as before (flamekit is not in that cgroup:
+# its own CPU still comes out of the storms' wall time). The run prints
+# the kernel threads that waited longest for a CPU, and the watchdog's
+# complaints, while it ran.
 import glob
 import json
 import os
@@ -187,6 +206,71 @@ def recorded_of(meta):
     return f["switches_recorded"], f.get("one_in_min", 0), f.get("one_in_max", 0)
 
 
+def cpu_cgroup_v1():
+    """the cgroup v1 mount with the cpu controller, or None"""
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                pre, _, post = line.partition(" - ")
+                p = post.split()
+                if len(p) >= 3 and p[0] == "cgroup" and "cpu" in p[2].split(","):
+                    return pre.split()[4]
+    except OSError:
+        pass
+    return None
+
+
+def least_weight(cg, i, made):
+    """(directory, file) whose cgroup.procs copy i joins to run at the
+    least CPU weight: its v2 cgroup cg if the cpu controller is there,
+    else a v1 cpu cgroup made for it (appended to made); None where
+    neither is, or FK_BENCH_PAIRED_WEIGHT=same."""
+    if os.environ.get("FK_BENCH_PAIRED_WEIGHT", "least") == "same":
+        return None
+    if cg and os.path.exists(os.path.join(cg, "cpu.weight")):
+        with open(os.path.join(cg, "cpu.weight"), "w") as f:
+            f.write("1")
+        return cg
+    v1 = cpu_cgroup_v1()
+    if not v1:
+        return None
+    d = os.path.join(v1, "fk-bench-offcpu-paired-%d-copy%d" % (os.getpid(), i))
+    os.mkdir(d)
+    made.append(d)
+    with open(os.path.join(d, "cpu.shares"), "w") as f:
+        f.write("2")
+    return d
+
+
+def kthread_waits():
+    """{(pid, comm): (run_delay ns, timeslices)} of the kernel's threads
+    (kthreadd's children): how long each waited for a CPU so far"""
+    out = {}
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(stat) as f:
+                st = f.read()
+            comm = st[st.index("(") + 1:st.rindex(")")]
+            if st[st.rindex(")") + 2:].split()[1] != "2":
+                continue
+            with open(stat[:-4] + "schedstat") as f:
+                sc = f.read().split()
+            out[(int(stat.split("/")[2]), comm)] = (int(sc[1]), int(sc[2]))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def lockups():
+    """the kernel log's workqueue-watchdog lines so far (None: unreadable)"""
+    try:
+        r = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return [x for x in r.stdout.splitlines() if "workqueue lockup" in x] if r.returncode == 0 \
+        else None
+
+
 def show(what, v):
     mean, lo, hi = boot_mean(v)
     print("  %-34s median %.4f, mean %.4f (95%% interval %.4f..%.4f), min..max %.4f..%.4f, "
@@ -212,6 +296,7 @@ def main(a):
     secs = 86400       # killed at the end (a loaded host may take long to start each run)
     outs = [os.path.join(work, "storm%d" % i) for i in (0, 1)]
     cgs, ws, fkcpu, fkwall = [], [], {n: [] for n, _ in fks}, {n: [] for n, _ in fks}
+    v1cgs = []          # cpu cgroups (v1) made for the storms' weight
     fksteady = {n: [] for n, _ in fks}
     fkrounds = {}       # (flamekit, round) -> [(CPU share, us a recorded switch-out)] by copy
     try:
@@ -221,13 +306,20 @@ def main(a):
                 cg = os.path.join(cgroot, "copy%d" % i)
                 os.mkdir(cg)
                 cgs.append(cg)
+            weight = least_weight(cg, i, v1cgs)
+            if i == 0:
+                print("paired: the storms' CPU weight: %s" %
+                      ("the least (%s)" % ("cgroup v2 cpu.weight 1" if weight == cg else
+                                           "cgroup v1 cpu.shares 2")
+                       if weight else "the default"))
             with open(outs[i], "w") as out:
-                # the copy joins its cgroup before it runs (a shell moves
+                # the copy joins its cgroups before it runs (a shell moves
                 # itself, then execs taskset and the storm)
                 cmd = ["taskset", "-c", str(i), truth, "storm", str(secs)]
-                if cg:
-                    cmd = ["sh", "-c", 'echo $$ >"$0/cgroup.procs" && exec "$@"', cg] + cmd
+                for d in dict.fromkeys(x for x in (weight, cg) if x):
+                    cmd = ["sh", "-c", 'echo $$ >"$0/cgroup.procs" && exec "$@"', d] + cmd
                 ws.append(subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL))
+        waits0, lock0 = kthread_waits(), lockups()
         end = time.time() + 20
         while time.time() < end and min(len(ticks_of(x)) for x in outs) < 10:
             time.sleep(0.1)     # both started and warm
@@ -406,13 +498,26 @@ def main(a):
                     f.write(was)
         time.sleep(0.3)
         t = [ticks_of(x) for x in outs]
+        waits1, lock1 = kthread_waits(), lockups()
     finally:
         for w in ws:
             w.kill()
             w.wait()
-        for cg in cgs:
+        for cg in cgs + v1cgs:
             os.rmdir(cg)
         shutil.rmtree(work)
+    # the kernel's threads that waited longest for a CPU while the storms
+    # ran (a starved CPU's kworkers wait tens of seconds)
+    secs_run = (max(x[-1][0] for x in t if x) - min(x[0][0] for x in t if x)) / 1e9 \
+        if all(t) else 0
+    grew = sorted(((w1[0] - waits0[k][0], w1[1] - waits0[k][1], k) for k, w1 in waits1.items()
+                   if k in waits0), reverse=True)
+    print("kernel threads' wait for a CPU over the %.0f s run, longest: %s" % (secs_run, ", ".join(
+        "%s (%d) %.3f s in %d runs" % (k[1], k[0], ns / 1e9, n) for ns, n, k in grew[:4])))
+    if lock0 is not None and lock1 is not None:
+        new_lock = lock1[len(lock0):] if lock1[:len(lock0)] == lock0 else lock1
+        print("workqueue lockups the kernel reported meanwhile: %d%s" %
+              (len(new_lock), (" (" + new_lock[-1].strip() + ")") if new_lock else ""))
     g = paired_g(windows, t, rounds, [n for n, _ in fks])
     for c in (0, 1):
         # (rate: round trips per CPU second, per wall second)
@@ -436,35 +541,18 @@ def main(a):
         for r in range(rounds):
             print("round %d g per %s second: %s" % (r, what, " ".join(
                 "%s=%.4f" % (m, g[(m, k)][r]) for m in modes if r in g[(m, k)])))
-    for k, what in ((0, "CPU"), (1, "wall")):
-        print("round trips per %s second, profiled copy / control:" % what)
-        for m in modes:
-            v = list(g[(m, k)].values())
-            if len(v) >= 2:
-                show(m, v)
-        for m in modes[:-1]:
-            v = [g[(m, k)][r] / g[("none", k)][r] for r in g[(m, k)] if r in g[("none", k)]]
-            if len(v) >= 2:
-                show("%s / none" % m, v)
-        for i, (a0, _) in enumerate(fks):
-            for a1, _ in fks[i + 1:]:
-                v = [g[(a0, k)][r] / g[(a1, k)][r] for r in g[(a0, k)] if r in g[(a1, k)]]
-                if len(v) >= 2:
-                    show("%s / %s" % (a0, a1), v)
-    # flamekit's CPU within its window, per round (the geometric mean of
-    # its two windows, one per copy), and per recorded switch-out, each
-    # flamekit over each other one round by round
-    for j, what in ((0, "CPU share within the window"), (1, "CPU per recorded switch-out")):
-        print("flamekit's %s, per round, ratio:" % what)
-        per = {}
-        for (m, r), v in fkrounds.items():
-            if len(v) == 2:
-                per.setdefault(m, {})[r] = (v[0][j] * v[1][j]) ** 0.5
-        for i, (a0, _) in enumerate(fks):
-            for a1, _ in fks[i + 1:]:
-                v = [per[a0][r] / per[a1][r] for r in per.get(a0, {}) if r in per.get(a1, {})]
-                if len(v) >= 2:
-                    show("%s / %s" % (a0, a1), v)
+    per_round = {}      # (m, 0: CPU share, 1: us a recorded switch-out) -> {round: geo mean}
+    for (m, r), v in fkrounds.items():
+        if len(v) == 2:
+            for j in (0, 1):
+                per_round.setdefault((m, j), {})[r] = (v[0][j] * v[1][j]) ** 0.5
+    for j, what in ((0, "CPU share within the window"), (1, "CPU us a recorded switch-out")):
+        for r in range(rounds):
+            v = ["%s=%.5f" % (m, per_round[(m, j)][r]) for m, _ in fks
+                 if r in per_round.get((m, j), {})]
+            if v:
+                print("round %d flamekit %s: %s" % (r, what, " ".join(v)))
+    summary(g, per_round, range(rounds), [n for n, _ in fks])
     for n, v in fkcpu.items():
         if v:
             print("flamekit %s: CPU over its whole run per window second, %% of a core: "
@@ -481,5 +569,83 @@ def main(a):
                   "%.1f..%.1f s" % (n, window, statistics.median(v), min(v), max(v)))
 
 
+def summary(g, per_round, rounds, names):
+    """g: {(mode, 0 CPU / 1 wall): {round: g}}; per_round: {(flamekit, 0
+    CPU share / 1 us a recorded switch-out): {round: value}}; rounds: an
+    iterable of round keys (a number, or a (log, round) pair pooled)"""
+    modes = list(names) + ["none"]
+    rounds = list(rounds)
+    for k, what in ((0, "CPU"), (1, "wall")):
+        print("round trips per %s second, profiled copy / control:" % what)
+        for m in modes:
+            v = list(g[(m, k)].values())
+            if len(v) >= 2:
+                show(m, v)
+        for m in modes[:-1]:
+            v = [g[(m, k)][r] / g[("none", k)][r] for r in g[(m, k)] if r in g[("none", k)]]
+            if len(v) >= 2:
+                show("%s / none" % m, v)
+        for i, a0 in enumerate(names):
+            for a1 in names[i + 1:]:
+                v = [g[(a0, k)][r] / g[(a1, k)][r] for r in g[(a0, k)] if r in g[(a1, k)]]
+                if len(v) >= 2:
+                    show("%s / %s" % (a0, a1), v)
+    # flamekit's CPU within its window, per round (the geometric mean of
+    # its two windows, one per copy), and per recorded switch-out, each
+    # flamekit over each other one round by round
+    for j, what in ((0, "CPU share within the window"), (1, "CPU per recorded switch-out")):
+        print("flamekit's %s, per round%s:" % (what, " (a share of a core)" if j == 0 else " (us)"))
+        for m in names:
+            v = list(per_round.get((m, j), {}).values())
+            if len(v) >= 2:
+                show(m, v)
+        print("flamekit's %s, per round, ratio:" % what)
+        for i, a0 in enumerate(names):
+            for a1 in names[i + 1:]:
+                p0, p1 = per_round.get((a0, j), {}), per_round.get((a1, j), {})
+                v = [p0[r] / p1[r] for r in p0 if r in p1]
+                if len(v) >= 2:
+                    show("%s / %s" % (a0, a1), v)
+
+
+def pool(logs):
+    """The summaries over the rounds of several runs' output (their
+    "round R ..." lines), each run's rounds kept apart by its log."""
+    g, per_round, rounds, names = {}, {}, [], []
+    for i, path in enumerate(logs):
+        with open(path) as f:
+            for line in f:
+                p = line.split()
+                if len(p) < 4 or p[0] != "round" or not p[1].isdigit():
+                    continue
+                r = (i, int(p[1]))
+                if r not in rounds:
+                    rounds.append(r)
+                head = " ".join(p[2:])
+                if head.startswith("g per CPU second:") or head.startswith("g per wall second:"):
+                    k, vals = (0 if p[4] == "CPU" else 1), p[6:]
+                    for x in vals:
+                        m, v = x.split("=")
+                        g.setdefault((m, k), {})[r] = float(v)
+                        if m != "none" and m not in names:
+                            names.append(m)
+                elif head.startswith("flamekit CPU share within the window:"):
+                    for x in p[8:]:
+                        m, v = x.split("=")
+                        per_round.setdefault((m, 0), {})[r] = float(v)
+                elif head.startswith("flamekit CPU us a recorded switch-out:"):
+                    for x in p[8:]:
+                        m, v = x.split("=")
+                        per_round.setdefault((m, 1), {})[r] = float(v)
+    for m in names + ["none"]:
+        for k in (0, 1):
+            g.setdefault((m, k), {})
+    print("pooled: %d rounds from %d runs (%s)" % (len(rounds), len(logs), " ".join(logs)))
+    summary(g, per_round, rounds, names)
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    if sys.argv[1:2] == ["--pool"]:
+        pool(sys.argv[2:])
+    else:
+        main(sys.argv[1:])

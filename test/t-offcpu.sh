@@ -255,6 +255,7 @@ if [ "$PATH_TIMED" = records ]; then
         rm -rf "$T/fallback-$how"
         if [ $how = set-bpf ]; then
             hold_grace_periods fhold 30
+            t0=$EPOCHREALTIME
             "$FK_BUILD/test/progs/seccomp-deny" set-bpf "$FLAMEKIT" offcpu -o "$T/fallback-$how" run -- "$TRUTH" sleeps 0.3 >"$T/fallback.out" 2>&1 8>&- &
             FKH=$!
             # (its events close after the files: that close waits)
@@ -264,12 +265,15 @@ if [ "$PATH_TIMED" = records ]; then
                 sleep 0.05
             done
             files=$(ls "$T/fallback-$how" 2>/dev/null | wc -l) still=$(grep -c released "$T/fhold.out")
+            # (how long the files took, and the capture's own stages: failed
+            # once at load, released early with 4 files, nothing else kept)
+            took=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
             exec 8>&-
             wait $H
             wait $FKH
             o=$(cat "$T/fallback.out")
             if grep -q held "$T/fhold.out"; then
-                check "fallback ($how): the files were written while grace periods were held ($files files, released early: $still)" \
+                check "fallback ($how): the files were written while grace periods were held ($files files after $took s, released early: $still)" \
                     test "$files" -ge 3 -a "$still" = 0
             else
                 skip "fallback ($how): no grace period waited for" "rcu-hold: $(head -1 "$T/fhold.out")"
@@ -474,11 +478,22 @@ if offcpu churn run -- "$TRUTH" threads 1000; then
     # switch-out (do_task_dead's) has no switch-in
     # (but for one thread per switch the in-kernel program did not see)
     if [ "$(jnum lost "$J")" = 0 ]; then
-        check "churn: every thread timed by its switch records ($(jnum offcpu.threads_exact "$J") scaled, $(jnum offcpu.threads_estimated "$J") not; $(unseen) switches unseen)" \
-            test "$(jnum offcpu.threads_estimated "$J")" -le "$(unseen)" -a "$(jnum offcpu.threads_exact "$J")" -gt 100
-        # (no records lost, totals kept: a thread estimated had none of its own)
-        why=$(python3 -c 'import json, sys; o = json.load(open(sys.argv[1]))["offcpu"]; b = o["threads_estimated_by"]
-print(int(sum(b.values()) == o["threads_estimated"] and b["records_lost"] == 0 and b["no_program_totals"] == 0), json.dumps(b))' "$J")
+        # (failed once in 277 runs on the switch-record path, 16 threads
+        # without a total, nothing kept: now the capture's metadata is
+        # kept beside the log and why each thread had none, with the first
+        # one's records, is printed)
+        if [ "$(jnum offcpu.threads_estimated "$J")" -le "$(unseen)" ] && [ "$(jnum offcpu.threads_exact "$J")" -gt 100 ]; then
+            pass "churn: every thread timed by its switch records ($(jnum offcpu.threads_exact "$J") scaled, $(jnum offcpu.threads_estimated "$J") not; $(unseen) switches unseen)"
+        else
+            cp "$J" "$FK_BUILD/test/out/$TNAME-churn.json" 2>/dev/null
+            fail "churn: every thread timed by its switch records ($(jnum offcpu.threads_exact "$J") scaled, $(jnum offcpu.threads_estimated "$J") not; $(unseen) switches unseen)" \
+                "kept: test/out/$TNAME-churn.json; $(python3 -c 'import json, sys; o = json.load(open(sys.argv[1]))["offcpu"]
+print(json.dumps({k: o.get(k) for k in ("threads_estimated_by", "threads_no_total_by", "threads_no_total_first", "one_in_min", "one_in_max", "switches_seen", "switches_recorded", "block_source", "records_past_thread_limit", "tid_reused")}))' "$J")"
+        fi
+        # (no records lost, totals kept: a thread estimated had none of its
+        # own, and why it had none adds up)
+        why=$(python3 -c 'import json, sys; o = json.load(open(sys.argv[1]))["offcpu"]; b = o["threads_estimated_by"]; n = o["threads_no_total_by"]
+print(int(sum(b.values()) == o["threads_estimated"] and b["records_lost"] == 0 and b["no_program_totals"] == 0 and sum(n.values()) == b["no_total"] and (o["threads_no_total_first"] is None) == (b["no_total"] == 0)), json.dumps(b), json.dumps({k: v for k, v in n.items() if v}))' "$J")
         check "churn: each thread estimated had no total of its own (by reason: ${why#* })" test "${why%% *}" = 1
     else
         skip "churn: every thread timed by its switch records" "$(jnum lost "$J") records lost"
@@ -550,11 +565,22 @@ fk_cleanup "kill $SW $OW 2>/dev/null"
 # a 1 s window then records truth-a's 50 switch-outs a second a few times
 # or not at all (ASan under load: none) -- so the waits looked for are the
 # pipe consumer's 2 ms sleeps, 500 a second: 20 records at N = 25)
+# (the host check failed once in a loaded CI run with nothing to read: on
+# failure the capture is kept and the consumer's lines and N are printed)
+keep_on_fail() {   # keep_on_fail NAME REGEX: print what the capture had
+    zcat "$F" | grep -q "$2" && return 0
+    rm -rf "$FK_BUILD/test/out/t-offcpu.$1" && cp -r "$T/$1" "$FK_BUILD/test/out/t-offcpu.$1"
+    echo "    kept: $FK_BUILD/test/out/t-offcpu.$1; N $(jnum offcpu.one_in "$J") (min $(jnum offcpu.one_in_min "$J"), max $(jnum offcpu.one_in_max "$J")), switches seen $(jnum offcpu.switches_seen "$J"), recorded $(jnum offcpu.switches_recorded "$J"), rate before $(jnum offcpu.switch_rate_before "$J")/s"
+    echo "    truth-* lines: $(zcat "$F" | grep -c '^truth-')"
+    zcat "$F" | grep '^truth-cons' | cut -c1-300 | sed 's/^/    /' | head -8
+}
 if shared host && offcpu host -d 1 --no-svg host; then
+    keep_on_fail host '^truth-cons;\[S\];.*;consume_slowly;'
     check_grep "host: the consumer's sleep under [S]" '^truth-cons;\[S\];.*;consume_slowly;' "$(zcat "$F")"
     check_grep "host: the producer too" '^truth-prod;' "$(zcat "$F")"
 fi
 if shared user && offcpu user -d 1 --no-svg user root; then
+    keep_on_fail user '^truth-cons;\[S\];.*;consume_slowly;'
     check_grep "user: the consumer's sleep under [S]" '^truth-cons;\[S\];.*;consume_slowly;' "$(zcat "$F")"
 fi
 cg2=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
@@ -892,7 +918,17 @@ print("%.3f" % end, *(t[0] if t else (99, 0)), *(low[0] if low else (99, 0)))' "
         awk -v e="$end" 'BEGIN { exit !(e < 1) }'
     if awk -v e="$end" -v a="$at1" 'BEGIN { exit !(e < a / 2) }'; then
         check "lull: the first change lowers N (N $n0 -> $n1)" test $((n1 * 4)) -le "$n0"
-        check "lull: ... at the window's first decision ($at1 s in)" awk -v a="$at1" 'BEGIN { exit !(a < 0.8) }'
+        # (1.30 s and 1.35 s once each under load: the first decision
+        # kept the storm's N and the rule of a second low lowered it; on
+        # failure the decision's looks and the reader's longest gap say why)
+        if awk -v a="$at1" 'BEGIN { exit !(a < 0.8) }'; then
+            pass "lull: ... at the window's first decision ($at1 s in)"
+        else
+            cp "$J" "$FK_BUILD/test/out/$TNAME-lull.json" 2>/dev/null
+            fail "lull: ... at the window's first decision ($at1 s in)" \
+                "kept: test/out/$TNAME-lull.json; $(python3 -c 'import json, sys; m = json.load(open(sys.argv[1])); o = m["offcpu"]
+print(json.dumps({"first_decision": o.get("one_in_first_decision"), "timeline": o.get("one_in_timeline"), "reader": m.get("reader")}))' "$J")"
+        fi
     else
         skip "lull: the first change lowers N" \
             "the storm lasted $end s, past half of the first decision's looks ($at1 s in): a loaded host"

@@ -23,6 +23,7 @@
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -463,12 +464,30 @@ static void exact_totals(void)
     fk_bt_total_add(&x, 1200 * MS, true, 0, 0);
     fk_bt_total_add(&x, 1300 * MS, false, w0, 0);
     UNIT_CHECK("a record read before the opening was known but timed after it: no total",
-               !fk_bt_total_get(&x, w0, w1, end, &ns));
+               !fk_bt_total_get(&x, w0, w1, end, &ns) &&
+               fk_bt_total_why(&x, w0, w1, end, &ns) == FK_BT_TOTAL_READ_EARLY &&
+               !strcmp(fk_bt_total_why_name(FK_BT_TOTAL_READ_EARLY), "read_early"));
     fk_bt_total_init(&x);
     fk_bt_total_add(&x, 1200 * MS, true, w0, 0);
     fk_bt_total_add(&x, 2050 * MS, false, w0, 0);
     UNIT_CHECK("... nor one read before the closing was known but timed after it",
-               !fk_bt_total_get(&x, w0, w1, end, &ns));
+               !fk_bt_total_get(&x, w0, w1, end, &ns) &&
+               fk_bt_total_why(&x, w0, w1, end, &ns) == FK_BT_TOTAL_READ_LATE);
+
+    /* why there is none, said (offcpu.threads_no_total_by) */
+    fk_bt_total_init(&x);
+    fk_bt_total_add(&x, 1200 * MS, false, w0, 0);
+    UNIT_CHECK("no switch-out and no exit: no total, said so",
+               fk_bt_total_why(&x, w0, w1, end, &ns) == FK_BT_TOTAL_NO_SWITCH_OUT);
+    fk_bt_total_add(&x, 1300 * MS, true, w0, 0);
+    fk_bt_total_add(&x, 1400 * MS, true, w0, 0);
+    fk_bt_total_add(&x, 1450 * MS, false, w0, 0);     /* (the first switch-in counts not) */
+    UNIT_CHECK("switch-outs that switch-ins do not pair: no total, said so",
+               fk_bt_total_why(&x, w0, w1, end, &ns) == FK_BT_TOTAL_UNPAIRED &&
+               !strcmp(fk_bt_total_why_name(FK_BT_TOTAL_UNPAIRED), "unpaired"));
+    x.reused = true;
+    UNIT_CHECK("a tid given again: no total, said so",
+               fk_bt_total_why(&x, w0, w1, end, &ns) == FK_BT_TOTAL_REUSED);
 
     fk_bt_total_init(&x);
     fk_bt_total_add(&x, 1200 * MS, true, w0, 0);
@@ -476,7 +495,8 @@ static void exact_totals(void)
     fk_bt_total_add(&x, 1900 * MS, true, w0, 0);
     x.exited = true;
     UNIT_CHECK("an exited thread's last switch-out counts nothing",
-               fk_bt_total_get(&x, w0, w1, end, &ns) && ns == 100 * MS);
+               fk_bt_total_get(&x, w0, w1, end, &ns) && ns == 100 * MS &&
+               fk_bt_total_why(&x, w0, w1, end, &ns) == FK_BT_TOTAL_OK);
 }
 
 /* The CPU time's offset kept for the boot (DIR/btf-offsets): made by a

@@ -354,13 +354,18 @@ static uint64_t in_window(uint64_t time, uint64_t start, uint64_t stop)
     return time;
 }
 
-bool fk_bt_total_get(const struct fk_bt_total *x, uint64_t start, uint64_t stop, uint64_t end,
-                     uint64_t *ns)
+enum fk_bt_total_why fk_bt_total_why(const struct fk_bt_total *x, uint64_t start, uint64_t stop,
+                                     uint64_t end, uint64_t *ns)
 {
-    if (x->reused || (!x->n_out && !x->exited))
-        return false;
-    if ((start && x->early_max > start) || (stop && x->open_max > stop))
-        return false;   /* read before the opening (closing) was known, timed after it */
+    if (x->reused)
+        return FK_BT_TOTAL_REUSED;
+    if (!x->n_out && !x->exited)
+        return FK_BT_TOTAL_NO_SWITCH_OUT;
+    /* read before the opening (closing) was known, timed after it */
+    if (start && x->early_max > start)
+        return FK_BT_TOTAL_READ_EARLY;
+    if (stop && x->open_max > stop)
+        return FK_BT_TOTAL_READ_LATE;
     unsigned __int128 in = x->sum_in, out = x->sum_out;
     in += start ? (unsigned __int128)start * x->nearly_in : x->early_in;
     out += start ? (unsigned __int128)start * x->nearly_out : x->early_out;
@@ -380,8 +385,30 @@ bool fk_bt_total_get(const struct fk_bt_total *x, uint64_t start, uint64_t stop,
             n_in++;
         }
     }
-    if (n_in != n_out || in < out)
-        return false;
+    if (n_in != n_out)
+        return FK_BT_TOTAL_UNPAIRED;
+    if (in < out)
+        return FK_BT_TOTAL_IN_BEFORE_OUT;
     *ns = (uint64_t)(in - out);
-    return true;
+    return FK_BT_TOTAL_OK;
+}
+
+bool fk_bt_total_get(const struct fk_bt_total *x, uint64_t start, uint64_t stop, uint64_t end,
+                     uint64_t *ns)
+{
+    return fk_bt_total_why(x, start, stop, end, ns) == FK_BT_TOTAL_OK;
+}
+
+const char *fk_bt_total_why_name(enum fk_bt_total_why why)
+{
+    static const char *const name[FK_BT_TOTAL_NWHY] = {
+        [FK_BT_TOTAL_OK] = "",
+        [FK_BT_TOTAL_REUSED] = "reused",
+        [FK_BT_TOTAL_NO_SWITCH_OUT] = "no_switch_out",
+        [FK_BT_TOTAL_READ_EARLY] = "read_early",
+        [FK_BT_TOTAL_READ_LATE] = "read_late",
+        [FK_BT_TOTAL_UNPAIRED] = "unpaired",
+        [FK_BT_TOTAL_IN_BEFORE_OUT] = "in_before_out",
+    };
+    return (unsigned)why < FK_BT_TOTAL_NWHY ? name[why] : "";
 }

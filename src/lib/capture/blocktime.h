@@ -214,6 +214,26 @@ void fk_bt_total_add(struct fk_bt_total *x, uint64_t time, bool out, uint64_t st
  * the window's opening (or closing) was known lies inside it (after it). */
 bool fk_bt_total_get(const struct fk_bt_total *x, uint64_t start, uint64_t stop, uint64_t end,
                      uint64_t *ns);
+/* Why fk_bt_total_get gives no total (FK_BT_TOTAL_OK: it gives one): its
+ * tid was given to a new thread; no switch-out and no exit; a record read
+ * before the window's opening was known is timed after it, or one read
+ * before its closing was known after that; its switch-ins and switch-outs
+ * do not pair (counts); they pair but the switch-ins add up to less. */
+enum fk_bt_total_why {
+    FK_BT_TOTAL_OK,
+    FK_BT_TOTAL_REUSED,
+    FK_BT_TOTAL_NO_SWITCH_OUT,
+    FK_BT_TOTAL_READ_EARLY,
+    FK_BT_TOTAL_READ_LATE,
+    FK_BT_TOTAL_UNPAIRED,
+    FK_BT_TOTAL_IN_BEFORE_OUT,
+    FK_BT_TOTAL_NWHY
+};
+enum fk_bt_total_why fk_bt_total_why(const struct fk_bt_total *x, uint64_t start, uint64_t stop,
+                                     uint64_t end, uint64_t *ns);
+/* its metadata name: "reused", "no_switch_out", "read_early", "read_late",
+ * "unpaired", "in_before_out" ("" for FK_BT_TOTAL_OK) */
+const char *fk_bt_total_why_name(enum fk_bt_total_why why);
 
 /* Bytes held (for --max-memory). */
 size_t fk_bt_bytes(const struct fk_blocktime *bt);

@@ -588,7 +588,7 @@ static uint64_t n_for(uint64_t rate, uint64_t budget)
  * (at once), or has stayed under half of it for a second (a target that
  * pauses, or is held up by others, is not sampled up at once), not at
  * every wobble: each change is an ioctl per event fd. The window's first
- * decision (first: the median rate of its looks) lowers N at once: it is
+ * decision (first: the median rate of its looks; NULL: none) lowers N at once: it is
  * the first rate taken with the events on, and the rate before the
  * window, without them, may be far off (a pipe storm that switched
  * 231,000 times a second unprofiled did 84,000 a second profiled: how
@@ -597,7 +597,7 @@ static uint64_t n_for(uint64_t rate, uint64_t budget)
  * own start on a loaded host) nor the tail of a burst decides N. storm:
  * decided at a look, on the rate since the last decision (look), not at
  * the end of a full interval: a raise then is provisional. */
-static void adapt(struct offcpu *k, uint64_t now, uint64_t rate, uint64_t first, bool storm)
+static void adapt(struct offcpu *k, uint64_t now, uint64_t rate, const uint64_t *first, bool storm)
 {
     uint64_t b = k->o.budget, n = k->n_now;
     bool provisional = k->storm_raised;
@@ -620,9 +620,9 @@ static void adapt(struct offcpu *k, uint64_t now, uint64_t rate, uint64_t first,
         set_n(k, n_for(rate, b));
         return;
     }
-    if (first && n > 1 && first * 2 < n * b) {
+    if (first && n > 1 && *first * 2 < n * b) {
         k->low_since = 0;
-        set_n(k, n_for(first, b));
+        set_n(k, n_for(*first, b));
         return;
     }
     if (n == 1 || rate * 2 >= n * b) {
@@ -717,11 +717,20 @@ static void look(struct offcpu *k, uint64_t now)
         k->win_count = k->look_count = count;
         return;
     }
-    if (!k->probed && now > k->look_start && k->nfirst < FIRST_LOOKS)
-        k->first[k->nfirst++] = (count > k->look_count ? count - k->look_count : 0) *
-                                1000000000ull / (now - k->look_start);
-    k->look_start = now;
-    k->look_count = count;
+    /* Before the first decision each rate kept spans FK_OFFCPU_PROBE_MS
+     * at least: looks come sooner while N is 1 (every ms) or while the
+     * reader's passes do (its rings filling; under ASan at load 64 looks
+     * in the first quarter second), and the median of 1-4 ms looks at a
+     * target's ~500 switch-outs a second after a storm was 0 -- which the
+     * first decision took for no looks at all, keeping the storm's N
+     * until the rule of a second low (1.27-1.35 s in, t-offcpu's lull) */
+    if (k->probed || now - k->look_start >= FK_OFFCPU_PROBE_MS * 1000000ull) {
+        if (!k->probed && k->nfirst < FIRST_LOOKS)
+            k->first[k->nfirst++] = (count > k->look_count ? count - k->look_count : 0) *
+                                    1000000000ull / (now - k->look_start);
+        k->look_start = now;
+        k->look_count = count;
+    }
     uint64_t hits = count > k->win_count ? count - k->win_count : 0, el = now - k->win_start;
     if (!el)
         return;
@@ -734,7 +743,20 @@ static void look(struct offcpu *k, uint64_t now)
     bool full = el >= FK_OFFCPU_ADAPT_MS * 1000000ull;
     if (!full && (rate <= 4 * n * k->o.budget || hits < STORM_RECORDS * n))
         return;
-    adapt(k, now, rate, k->probed ? 0 : first_median(k), !full);
+    uint64_t med = k->probed ? 0 : first_median(k);
+    adapt(k, now, rate, !k->probed && k->nfirst ? &med : NULL, !full);
+    if (!k->probed) {
+        uint64_t opened = __atomic_load_n(&k->window_start, __ATOMIC_SEQ_CST);
+        pthread_mutex_lock(&k->lock);
+        k->st.first_decision.at_ns = opened && now > opened ? now - opened : 0;
+        k->st.first_decision.looks = k->nfirst;
+        k->st.first_decision.median = med;
+        k->st.first_decision.rate = rate;
+        k->st.first_decision.n_before = n;
+        k->st.first_decision.n_after = k->n_now;
+        k->st.first_decision.early = !full;
+        pthread_mutex_unlock(&k->lock);
+    }
     k->probed = true;
     k->win_start = now;
     k->win_count = count;
@@ -1590,6 +1612,71 @@ static void unrecorded(struct offcpu *k, uint64_t end, uint64_t stop, uint64_t w
     }
 }
 
+const char *fk_offcpu_no_total_name(int why)
+{
+    switch (why) {
+    case FK_OFFCPU_NT_NO_RECORDS: return "no_switch_records";
+    case FK_OFFCPU_NT_EXITED: return "exited_without_total";
+    case FK_OFFCPU_NT_NO_CPU_TIME: return "no_cpu_time";
+    default:
+        return why > 0 && why < FK_BT_TOTAL_NWHY ? fk_bt_total_why_name((enum fk_bt_total_why)why)
+                                                 : "";
+    }
+}
+
+/* ns from the window's opening (INT64_MIN: no time) */
+static int64_t from_opening(const struct offcpu *k, uint64_t t)
+{
+    if (!t || t == UINT64_MAX)
+        return INT64_MIN;
+    return t >= k->window_start ? (int64_t)(t - k->window_start)
+                                : -(int64_t)(k->window_start - t);
+}
+
+/* A thread with recorded blocks and no total of its own (x: its switch
+ * records, NULL on the program's path or when none were kept): counted by
+ * why, and the first one's records kept for the metadata. */
+static void no_total(struct offcpu *k, pid_t tid, const struct exact *x, uint64_t end)
+{
+    uint64_t t, ns;
+    int why;
+    if (k->swt)
+        why = exited_at(k, tid, &t) ? FK_OFFCPU_NT_EXITED : FK_OFFCPU_NT_NO_CPU_TIME;
+    else if (!x)
+        why = FK_OFFCPU_NT_NO_RECORDS;
+    else
+        why = (int)fk_bt_total_why(&x->t, k->window_start, k->window_end, end, &ns);
+    if (why <= 0 || why >= FK_OFFCPU_NO_TOTAL_N)
+        why = FK_OFFCPU_NT_NO_RECORDS;      /* (cannot be: calibrate found none) */
+    k->st.est_no_total++;
+    k->st.no_total_by[why]++;
+    struct fk_offcpu_no_total_first *f = &k->st.no_total_first;
+    if (f->tid)
+        return;
+    uint64_t key = (uint64_t)(uint32_t)tid;
+    uint64_t *b = k->born_at.n ? fk_u64map_slot(&k->born_at, key, false) : NULL;
+    uint64_t *e = k->exit_at.n ? fk_u64map_slot(&k->exit_at, key, false) : NULL;
+    *f = (struct fk_offcpu_no_total_first){
+        .tid = tid, .why = why,
+        .first_in = INT64_MIN, .first_out = INT64_MIN, .last_in = INT64_MIN,
+        .last_out = INT64_MIN,
+        .born = b && *b ? from_opening(k, *b - 1) : INT64_MIN,
+        .exit = e && *e ? from_opening(k, *e - 1) : INT64_MIN,
+        .exited = e && *e,
+    };
+    if (x) {
+        f->n_in = x->t.n_in;
+        f->n_out = x->t.n_out;
+        f->early_in = x->t.nearly_in;
+        f->early_out = x->t.nearly_out;
+        f->first_in = from_opening(k, x->t.min_in);
+        f->first_out = from_opening(k, x->t.min_out);
+        f->last_in = x->t.n_in ? from_opening(k, x->t.max_in) : INT64_MIN;
+        f->last_out = x->t.n_out ? from_opening(k, x->t.max_out) : INT64_MIN;
+        f->exited = f->exited || x->t.exited;
+    }
+}
+
 /* The recorded blocks are one switch-out in N, each standing for N, and
  * sampling is not blind to what it measures: a recorded switch-out is
  * slower (its stack is copied) and wakes flamekit's own threads; and
@@ -1646,7 +1733,7 @@ static void calibrate(struct offcpu *k, uint64_t end)
             else if (k->swt && !k->exact_ok)
                 k->st.est_no_program_totals++;
             else
-                k->st.est_no_total++;
+                no_total(k, tid, x, end);
             uint64_t *on = k->oncpu_of.n ? fk_u64map_slot(&k->oncpu_of, (uint64_t)(uint32_t)tid,
                                                           false) : NULL;
             uint64_t room = on && *on < life ? life - *on : on ? 0 : life;

@@ -49,6 +49,22 @@
 #define FK_OFFCPU_OPEN_FRAME "[open at end]"
 #define FK_OFFCPU_UNRECORDED_FRAME "[not recorded]"
 
+/* Why a thread had no exact total of its own (threads_no_total_by in the
+ * metadata): on the switch-record path why its records gave none (enum
+ * fk_bt_total_why's, 1 to FK_BT_TOTAL_NWHY - 1) or that none of its were
+ * kept (no switch record of it, or its past the thread limit); with the
+ * in-kernel program, that it exited and the program wrote no total at
+ * its last switch-out, or that it is alive and neither a first
+ * switch-out in the window nor its CPU time at the end was there. */
+enum fk_offcpu_no_total {
+    FK_OFFCPU_NT_NO_RECORDS = FK_BT_TOTAL_NWHY,
+    FK_OFFCPU_NT_EXITED,
+    FK_OFFCPU_NT_NO_CPU_TIME,
+    FK_OFFCPU_NO_TOTAL_N
+};
+/* Its metadata name ("" for 0 and unknown values). */
+const char *fk_offcpu_no_total_name(int why);
+
 /* What a capture reports (filled at the end of the window). */
 struct fk_offcpu_stats {
     struct fk_bt_stats blocks;  /* accounting: lost switch-ins, open blocks, by state */
@@ -85,6 +101,15 @@ struct fk_offcpu_stats {
     struct { uint64_t at_ns, n; } timeline[FK_OFFCPU_TIMELINE];   /* the first changes:
                                    ns after the window opened, the new N */
     unsigned ntimeline;
+    /* the window's first decision on N: when (ns from the opening; 0:
+     * none made), on how many looks and their median rate (switch-outs a
+     * second), the rate over its interval, N before and after it, and
+     * whether a storm's look made it early -- so that a first decision
+     * that kept a storm's N after the storm says why */
+    struct {
+        uint64_t at_ns, looks, median, rate, n_before, n_after;
+        bool early;
+    } first_decision;
     uint64_t weighed_by_count;  /* samples weighed by their counter's count: the
                                    switch-outs since its previous sample, exactly */
     uint64_t weighed_by_time;   /* ... by the N in force at their time: no count
@@ -119,6 +144,21 @@ struct fk_offcpu_stats {
      * CPU time could not be read at the end); nothing of it was recorded
      * (no time to scale) */
     uint64_t est_records_lost, est_no_program_totals, est_no_total, est_nothing_recorded;
+    /* ... est_no_total by why (they add up to it): enum fk_offcpu_no_total */
+    uint64_t no_total_by[FK_OFFCPU_NO_TOTAL_N];
+    /* ... and the first such thread's records, so that one failed run
+     * says which records a thread's total lacked: tid 0 when none; times
+     * in ns from the window's opening (negative: before it; INT64_MIN:
+     * none); on the switch-record path its switch-ins and switch-outs
+     * (those read before the opening was known, apart), the first and
+     * last of each, whether its EXIT was seen */
+    struct fk_offcpu_no_total_first {
+        int32_t tid;
+        int why;
+        uint64_t n_in, n_out, early_in, early_out;
+        int64_t first_in, first_out, last_in, last_out, born, exit;
+        bool exited;
+    } no_total_first;
     uint64_t threads_cut;       /* ... estimated above their life in the window
                                    (from their FORK, to their EXIT; less the CPU
                                    their own samples were seen using): cut to it */

@@ -339,6 +339,15 @@ static json_t *offcpu_meta(const struct fk_profile_request *rq, const struct fk_
         json_array_append_new(tl, p);
     }
     json_object_set_new(f, "one_in_timeline", tl);
+    json_t *fd = json_object();
+    json_object_set_new(fd, "at_ns", json_integer((json_int_t)o->first_decision.at_ns));
+    json_object_set_new(fd, "looks", json_integer((json_int_t)o->first_decision.looks));
+    json_object_set_new(fd, "looks_median_per_s", json_integer((json_int_t)o->first_decision.median));
+    json_object_set_new(fd, "rate_per_s", json_integer((json_int_t)o->first_decision.rate));
+    json_object_set_new(fd, "one_in_before", json_integer((json_int_t)o->first_decision.n_before));
+    json_object_set_new(fd, "one_in_after", json_integer((json_int_t)o->first_decision.n_after));
+    json_object_set_new(fd, "early", json_boolean(o->first_decision.early));
+    json_object_set_new(f, "one_in_first_decision", fd);
     json_object_set_new(f, "switches_weighed_by_count", json_integer((json_int_t)o->weighed_by_count));
     json_object_set_new(f, "switches_weighed_by_time", json_integer((json_int_t)o->weighed_by_time));
     json_object_set_new(f, "switches_recorded_twice", json_integer((json_int_t)o->recorded_twice));
@@ -376,6 +385,35 @@ static json_t *offcpu_meta(const struct fk_profile_request *rq, const struct fk_
     json_object_set_new(why, "nothing_recorded",
                         json_integer((json_int_t)o->est_nothing_recorded));
     json_object_set_new(f, "threads_estimated_by", why);
+    /* no_total by why, and the first such thread's records: what a
+     * run that lost a total once says about it */
+    json_t *nt = json_object();
+    for (int w = 1; w < FK_OFFCPU_NO_TOTAL_N; w++)
+        json_object_set_new(nt, fk_offcpu_no_total_name(w),
+                            json_integer((json_int_t)o->no_total_by[w]));
+    json_object_set_new(f, "threads_no_total_by", nt);
+    const struct fk_offcpu_no_total_first *nf = &o->no_total_first;
+    json_t *first = json_null();
+    if (nf->tid) {
+        first = json_object();
+        json_object_set_new(first, "tid", json_integer(nf->tid));
+        json_object_set_new(first, "why", json_string(fk_offcpu_no_total_name(nf->why)));
+        json_object_set_new(first, "switch_ins", json_integer((json_int_t)nf->n_in));
+        json_object_set_new(first, "switch_outs", json_integer((json_int_t)nf->n_out));
+        json_object_set_new(first, "switch_ins_before_opening", json_integer((json_int_t)nf->early_in));
+        json_object_set_new(first, "switch_outs_before_opening",
+                            json_integer((json_int_t)nf->early_out));
+        json_object_set_new(first, "exited", json_boolean(nf->exited));
+        const struct { const char *key; int64_t v; } at[] = {
+            { "first_in_ns", nf->first_in }, { "first_out_ns", nf->first_out },
+            { "last_in_ns", nf->last_in }, { "last_out_ns", nf->last_out },
+            { "fork_ns", nf->born }, { "exit_ns", nf->exit },
+        };
+        for (size_t i = 0; i < sizeof at / sizeof at[0]; i++)
+            json_object_set_new(first, at[i].key, at[i].v == INT64_MIN ? json_null()
+                                                                       : json_integer(at[i].v));
+    }
+    json_object_set_new(f, "threads_no_total_first", first);
     json_object_set_new(f, "threads_cut_to_window", json_integer((json_int_t)o->threads_cut));
     json_object_set_new(f, "threads_exact_cut_to_life",
                         json_integer((json_int_t)o->threads_exact_cut));
