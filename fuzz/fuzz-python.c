@@ -5,7 +5,8 @@
  * it: [flags][budget][patch: 3-byte offset, 1-byte length, bytes]... so
  * the fuzzer reaches pointers, sizes, type fields and string states
  * directly; flags 32 and 64 take the early snapshot first and batch the
- * reads. Every walk must end within its bounds; names must come out as
+ * reads; flag 128 walks the chain the gate's program would read, with
+ * the code headers it reads when data[1] is odd. Every walk must end within its bounds; names must come out as
  * valid UTF-8 without ';' or control characters; the caches must stay in
  * their budget; the splice must stay in its room and point at real
  * frames. */
@@ -105,6 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 /* what the gate's program would read of tid's thread at a
                  * sample, from the same hostile memory */
                 static unsigned char frames[FK_PYGATE_DEPTH * FK_PYGATE_STRIDE];
+                static unsigned char codes[FK_PYGATE_CODES * FK_PYGATE_CODE_BYTES];
                 static struct fk_py_snap chain;
                 struct fk_pygate_chain c;
                 uint64_t interp = 0, ts = 0;
@@ -113,7 +115,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 for (uint64_t k = 10; k < tid && ts; k++)
                     if (!fakepy_read(&f, ts + f.L->ts_next, &ts, 8))
                         ts = 0;
-                if (fakepy_chain(&f, ts, frames, &c) && fk_py_snap_chain(w, &c, tid, &chain)) {
+                bool got = fakepy_chain(&f, ts, frames, &c);
+                if (got && data[1] & 1)     /* and the code headers it reads */
+                    fakepy_chain_codes(&f, &c, codes, NULL, NULL, 0);
+                if (got && fk_py_snap_chain(w, &c, tid, &chain)) {
                     if (chain.n > FK_PY_SNAP_FRAMES)
                         abort();
                     fk_py_walk_snap(w, &chain, &st);

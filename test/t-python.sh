@@ -241,12 +241,16 @@ check_range "gate: the reader's passes ($rp in ${rd}s: its clock's, $gw wake-ups
 # record, or had none: a wake-up (a note in its place) or ring_lost (no
 # room even for that). Samples read that had a record and did not take
 # it lost their chain (read from the target later instead).
+# When one did not, the check says why: its record dropped before it
+# was read (expired_early), or read with its record too far apart in time
+# (out_of_window; join_max_us, the largest joined).
 check_joins() {
-    local what=$1 j=$2 read joined unj wakes rlost sread
-    read -r read joined unj wakes rlost sread <<<"$("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); c=d["reader"]["python_chains"]
-print(c["read"], c["joined"], c["unjoined"], d["reader"]["python_wakeups"], c["ring_lost"], d["samples_read"])' "$j")"
+    local what=$1 j=$2 read joined unj wakes rlost sread why
+    read -r read joined unj wakes rlost sread why <<<"$("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); c=d["reader"]["python_chains"]
+print(c["read"], c["joined"], c["unjoined"], d["reader"]["python_wakeups"], c["ring_lost"], d["samples_read"],
+      "expired_early %s, out_of_window %s (max %s us), join_max_us %s" % (c.get("expired_early"), c.get("out_of_window"), c.get("out_of_window_max_us"), c.get("join_max_us")))' "$j")"
     check_eq "$what: records read = joined ($joined) + unjoined ($unj)" "${read:-none}" "$((joined + unj))"
-    check_range "$what: samples read without their record ($sread read, $joined joined, $wakes wake-ups, $rlost ring_lost)" \
+    check_range "$what: samples read without their record ($sread read, $joined joined, $wakes wake-ups, $rlost ring_lost; $why)" \
         "$(( (sread - joined - wakes - rlost) > 0 ? sread - joined - wakes - rlost : 0 ))" 0 0
 }
 steady_chain() {    # steady_chain a|b: the thread's Python frames, root first

@@ -177,4 +177,35 @@ static bool fakepy_chain(struct fakepy *f, uint64_t tstate, unsigned char *frame
     return true;
 }
 
+/* The code headers the gate's program reads after c's frames (pygate.h):
+ * a frame whose code is not among the n named (named_code[i], with
+ * named_func[i] the function it was named with) or runs it with another
+ * function is wanted, unless it is wanted already or FK_PYGATE_CODES
+ * are; headers into codes (FK_PYGATE_CODE_BYTES apart), an unreadable
+ * one's address 0. */
+static void fakepy_chain_codes(struct fakepy *f, struct fk_pygate_chain *c, unsigned char *codes,
+                               const uint64_t *named_code, const uint64_t *named_func,
+                               unsigned n)
+{
+    const struct fk_py_layout *L = f->L;
+    c->ncodes = 0;
+    c->codes = codes;
+    for (unsigned k = 0; k < c->n; k++) {
+        uint64_t code, func;
+        memcpy(&code, c->frames + (size_t)k * FK_PYGATE_STRIDE + L->fr_code, 8);
+        memcpy(&func, c->frames + (size_t)k * FK_PYGATE_STRIDE + L->fr_func, 8);
+        bool skip = false;
+        for (unsigned i = 0; i < n && !skip; i++)
+            skip = named_code[i] == code && named_func[i] == func;
+        for (unsigned j = 0; j < c->ncodes && !skip; j++)
+            skip = c->code_addr[j] == code;
+        if (!skip && c->ncodes < FK_PYGATE_CODES)
+            c->code_addr[c->ncodes++] = code;
+    }
+    for (unsigned j = 0; j < c->ncodes; j++)
+        if (!fakepy_read(f, c->code_addr[j], codes + (size_t)j * FK_PYGATE_CODE_BYTES,
+                         FK_PYGATE_CODE_BYTES))
+            c->code_addr[j] = 0;
+}
+
 #endif

@@ -327,9 +327,37 @@ static bool counted_read(void *ctx, uint64_t addr, void *buf, size_t len)
     return !(fail_at && addr == fail_at) && fakepy_read(ctx, addr, buf, len);
 }
 
-/* busy.py's Node(80, 1): __init__ runs a list comprehension, which 3.11
- * runs by a function object made at each call -- one code object in many
- * frames of a chain, each with its own function, which the cache cannot
+/* busy.py's Node(80, 1) in small for thread tid: <module>, then 8 x
+ * (Node.__init__, its <listcomp>); __init__ runs a list comprehension,
+ * which 3.11 runs by a function object made at each call -- one code
+ * object in many frames of a chain, each with its own function. */
+struct node_world {
+    uint64_t cm, ci, cl, root, inits[8], comps[8], ts;
+};
+static void node_world(struct fakepy *f, const char *file_name, uint64_t tid, struct node_world *nw)
+{
+    const struct fk_py_layout *L = f->L;
+    uint64_t file = fakepy_ascii(f, file_name);
+    nw->cm = fakepy_code(f, fakepy_ascii(f, "<module>"), file, 1, 0, 4);
+    nw->ci = fakepy_code(f, fakepy_ascii(f, "Node.__init__"), file, 1, 0, 4);
+    nw->cl = fakepy_code(f, fakepy_ascii(f, "<listcomp>"), file, 1, 0, 4);
+    uint64_t top = nw->root = fakepy_frame(f, nw->cm, 0, 1, true);
+    fakepy_u64(f, top, L->fr_func, 0x60000);
+    fakepy_u64(f, top, L->fr_globals, 0x61000);
+    for (int i = 0; i < 8; i++) {
+        nw->inits[i] = top = fakepy_frame(f, nw->ci, top, 1, false);
+        fakepy_u64(f, top, L->fr_func, 0x62000);
+        fakepy_u64(f, top, L->fr_globals, 0x61000);
+        nw->comps[i] = top = fakepy_frame(f, nw->cl, top, 1, false);
+        fakepy_u64(f, top, L->fr_func, 0x63000 + 0x100 * (uint64_t)i);
+        fakepy_u64(f, top, L->fr_globals, 0x61000);
+    }
+    fakepy_threads(f, &tid, &top, 1);
+    nw->ts = first_tstate(f, NULL);
+}
+
+/* busy.py's Node(80, 1) (node_world): a code object in many frames of a
+ * chain, each with its own function, which the cache cannot
  * vouch for (code_known). The chain's naming reads that header once, in
  * one batch; the walk from the chain takes the naming's verdicts and
  * reads nothing (it asked the cache again and read the header alone in
@@ -343,24 +371,10 @@ static void test_chain_verdicts(void)
     struct fakepy f;
     fakepy_init(&f, mem);
     const struct fk_py_layout *L = f.L;
-    uint64_t file = fakepy_ascii(&f, "v.py");
-    uint64_t cm = fakepy_code(&f, fakepy_ascii(&f, "<module>"), file, 1, 0, 4);
-    uint64_t ci = fakepy_code(&f, fakepy_ascii(&f, "Node.__init__"), file, 1, 0, 4);
-    uint64_t cl = fakepy_code(&f, fakepy_ascii(&f, "<listcomp>"), file, 1, 0, 4);
-    uint64_t top = fakepy_frame(&f, cm, 0, 1, true), root = top, inits[8], comps[8];
-    fakepy_u64(&f, top, L->fr_func, 0x60000);
-    fakepy_u64(&f, top, L->fr_globals, 0x61000);
-    for (int i = 0; i < 8; i++) {
-        inits[i] = top = fakepy_frame(&f, ci, top, 1, false);
-        fakepy_u64(&f, top, L->fr_func, 0x62000);
-        fakepy_u64(&f, top, L->fr_globals, 0x61000);
-        comps[i] = top = fakepy_frame(&f, cl, top, 1, false);
-        fakepy_u64(&f, top, L->fr_func, 0x63000 + 0x100 * (uint64_t)i);
-        fakepy_u64(&f, top, L->fr_globals, 0x61000);
-    }
+    struct node_world nw;
     uint64_t tid = 13;
-    fakepy_threads(&f, &tid, &top, 1);
-    uint64_t ts = first_tstate(&f, NULL);
+    node_world(&f, "v.py", tid, &nw);
+    uint64_t ci = nw.ci, root = nw.root, ts = nw.ts, *inits = nw.inits, *comps = nw.comps;
     struct fk_py_walker *w = walker_new(L, &f.where, counted_read, &f, false, 0);
     fk_py_walker_set_readv(w, counted_readv);
     struct fk_pygate_chain c;
@@ -397,6 +411,96 @@ static void test_chain_verdicts(void)
     UNIT_CHECK("a header that cannot be read ends a batch: the rest in the next, none alone",
                ok && nbatches == 2 && nreads == 0 && snap.reads == 2);
     fail_at = 0;
+    fk_py_walker_free(w);
+}
+
+/* The code headers the gate's program read at the sample (pygate.h):
+ * busy.py's Node(80, 1) as above. Each sample's chain carries the
+ * headers of the codes not named with the frame's function (the gate's
+ * code map: what the namings told it), and its naming reads none of them
+ * from the target -- on busy.py that batch was ~0.6 process_vm_readv a
+ * sample, the reader's largest Python cost. A header the program could
+ * not read is read in the batch; header bytes that do not validate vouch
+ * for nothing (judged as a read's). */
+static void test_chain_heads(void)
+{
+    static struct fk_py_snap snap;
+    static unsigned char frames[FK_PYGATE_DEPTH * FK_PYGATE_STRIDE];
+    static unsigned char codes[FK_PYGATE_CODES * FK_PYGATE_CODE_BYTES];
+    struct fakepy f;
+    fakepy_init(&f, mem);
+    const struct fk_py_layout *L = f.L;
+    struct node_world nw;
+    uint64_t tid = 14;
+    node_world(&f, "h.py", tid, &nw);
+    uint64_t cl = nw.cl, ts = nw.ts, *comps = nw.comps;
+    struct fk_py_walker *w = walker_new(L, &f.where, fakepy_read, &f, false, 0);
+    fk_py_walk(w, tid, &st);
+    char want[1024];
+    snprintf(want, sizeof want, "%s", chain(w, &st));
+    fk_py_walker_free(w);
+    w = walker_new(L, &f.where, counted_read, &f, false, 0);
+    fk_py_walker_set_readv(w, counted_readv);
+    /* the gate's code map, as the namings tell it */
+    uint64_t named[8] = { 0 }, named_func[8] = { 0 };
+    unsigned nnamed = 0;
+    struct fk_pygate_chain c;
+    nbatches = nreads = 0;
+    bool ok = fakepy_chain(&f, ts, frames, &c);
+    fakepy_chain_codes(&f, &c, codes, named, named_func, nnamed);
+    ok = ok && c.ncodes == 3 && fk_py_snap_chain(w, &c, tid, &snap);
+    for (unsigned i = 0; i < snap.nnamed && nnamed < 8; i++, nnamed++) {
+        named[nnamed] = snap.named[i];
+        named_func[nnamed] = snap.named_func[i];
+    }
+    fk_py_walk_snap(w, &snap, &st);
+    printf("# heads: first chain %u headers given, %u batches, %u single reads (names)\n",
+           c.ncodes, nbatches, nreads);
+    UNIT_CHECK("a first chain's headers given by the program: no batch, its names as a live walk's",
+               ok && nbatches == 0 && st.status == FK_PY_OK && st.reads == 0 &&
+               strcmp(chain(w, &st), want) == 0 && nnamed == 3);
+    /* the next samples: new comprehension functions; the map holds the
+     * functions each code was named with */
+    for (int i = 0; i < 8; i++)
+        fakepy_u64(&f, comps[i], L->fr_func, 0x64000 + 0x100 * (uint64_t)i);
+    nbatches = nreads = 0;
+    ok = fakepy_chain(&f, ts, frames, &c);
+    fakepy_chain_codes(&f, &c, codes, named, named_func, nnamed);
+    ok = ok && c.ncodes == 1 && c.code_addr[0] == cl && fk_py_snap_chain(w, &c, tid, &snap);
+    fk_py_walk_snap(w, &snap, &st);
+    printf("# heads: next chain %u given, naming %u batches %u reads, walk %u reads\n", c.ncodes,
+           nbatches, nreads, st.reads);
+    UNIT_CHECK("one code in 8 frames run by new functions: its header given once, nothing read",
+               ok && nbatches == 0 && nreads == 0 && snap.reads == 0 && st.status == FK_PY_OK &&
+               st.reads == 0 && strcmp(chain(w, &st), want) == 0);
+    for (int i = 0; i < 8; i++)
+        fakepy_u64(&f, comps[i], L->fr_func, 0x65000 + 0x100 * (uint64_t)i);
+    nbatches = nreads = 0;
+    ok = fakepy_chain(&f, ts, frames, &c);
+    fakepy_chain_codes(&f, &c, codes, named, named_func, nnamed);
+    c.code_addr[0] = 0;     /* the program's read failed */
+    ok = ok && fk_py_snap_chain(w, &c, tid, &snap);
+    UNIT_CHECK("a header the program could not read: read in the batch",
+               ok && nbatches == 1 && nreads == 0 && snap.reads == 1);
+    for (int i = 0; i < 8; i++)
+        fakepy_u64(&f, comps[i], L->fr_func, 0x66000 + 0x100 * (uint64_t)i);
+    nbatches = nreads = 0;
+    ok = fakepy_chain(&f, ts, frames, &c);
+    fakepy_chain_codes(&f, &c, codes, named, named_func, nnamed);
+    memset(codes + L->ob_type, 0, 8);   /* the bytes say: no code object */
+    ok = ok && c.ncodes == 1 && fk_py_snap_chain(w, &c, tid, &snap);
+    bool vouched = false;
+    for (unsigned i = 0; i < snap.n; i++) {
+        uint64_t code;
+        memcpy(&code, snap.bytes[i] + L->fr_code, 8);
+        vouched = vouched || (code == cl && snap.code_of[i]);
+    }
+    fk_py_walk_snap(w, &snap, &st);
+    printf("# heads: a header that is no code's: naming %u batches %u reads, walk %u reads\n",
+           nbatches, nreads, st.reads);
+    UNIT_CHECK("header bytes that do not validate vouch for nothing (the walk reads the target)",
+               ok && !vouched && st.status == FK_PY_OK && st.reads > 0 &&
+               strcmp(chain(w, &st), want) == 0);
     fk_py_walker_free(w);
 }
 
@@ -1294,6 +1398,7 @@ int main(void)
     test_chain_retaken();
     test_chain_named_then_gone();
     test_chain_verdicts();
+    test_chain_heads();
     test_strings();
     test_hostile();
     test_time_bound();

@@ -16,15 +16,20 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A record's header (the program writes it; fk_pygate_chain unpacks it). */
+/* A record's header (the program writes it; fk_pygate_chain unpacks it),
+ * then its n frames, FK_PYGATE_STRIDE bytes each, then its ncodes code
+ * headers, FK_PYGATE_CODE_BYTES each (the code objects' addresses at
+ * REC_CODES, 0 where the read failed). */
 enum {
     REC_WOKE = 0, REC_CPU = 4, REC_TID = 8, REC_N = 12, REC_TIME = 16, REC_IP = 24, REC_TSTATE = 32,
-    REC_CFRAME = 40, REC_NTID = 48, REC_HEAD = 56, REC_NEXT = 64, REC_HDR = 72
+    REC_CFRAME = 40, REC_NTID = 48, REC_HEAD = 56, REC_NEXT = 64, REC_NCODES = 72,
+    REC_CODES = 80, REC_HDR = REC_CODES + 8 * FK_PYGATE_CODES
 };
-#define REC_MAX (REC_HDR + FK_PYGATE_DEPTH * FK_PYGATE_STRIDE)
+#define REC_MAX (REC_HDR + FK_PYGATE_DEPTH * FK_PYGATE_STRIDE + \
+                 FK_PYGATE_CODES * FK_PYGATE_CODE_BYTES)
 /* The thread map's value: the thread state, then struct fk_pygate_offsets. */
 enum { TV_TSTATE = 0, TV_CFRAME = 8, TV_NTID = 10, TV_CURRENT = 12, TV_PREVIOUS = 14,
-       TV_FRSIZE = 16, TV_CODE = 18, TV_BYTES = 24 };
+       TV_FRSIZE = 16, TV_CODE = 18, TV_FUNC = 20, TV_COREAD = 22, TV_BYTES = 24 };
 /* Why a sample notified (the note's second word). */
 enum { NOTE_NEW, NOTE_THREAD, NOTE_MISS, NOTE_FULL };
 
@@ -60,6 +65,7 @@ struct queue {
     unsigned count;
 };
 
+#define MISSED 64
 struct fk_pygate {
     int pids, ring, prog;
     int tids, scratch;          /* the thread map and the program's per-CPU record */
@@ -68,12 +74,15 @@ struct fk_pygate {
     int tree_prog, tree_map;    /* the variant with a tree filter (-1: none yet) */
     bool chains;                /* the program reads chains (else it only notifies:
                                    a kernel that refused the reads) */
+    bool heads;                 /* ... and code headers (else the reader reads them:
+                                   a kernel that refused those reads) */
     struct ring_buffer *rb;
     uint32_t entries, ring_bytes;
     uint64_t wakeups, marked, full;
     uint64_t no_thread, missed, ring_full, threads;
     uint64_t nchains, joined, unjoined, join_max_ns;
     uint64_t code_wakeups;      /* chains written with a wake-up */
+    uint64_t code_headers, code_headers_failed;     /* read by the program; failed */
     struct queue *q;            /* per possible CPU */
     unsigned ncpus;
     struct block *spare;        /* the pool's blocks not in a queue */
@@ -82,6 +91,12 @@ struct fk_pygate {
     uint64_t queue_bytes;       /* the pool's blocks made, together */
     unsigned queue_peak;        /* the most records one queue held */
     uint64_t passes;            /* drains: the queues' clock */
+    bool taking;                /* a take is consuming the ring (mid-pass) */
+    /* the last records dropped unjoined, and the last samples a take found
+     * no record for: which failed to join, and why (fk_pygate_stats) */
+    struct missed { uint32_t cpu, tid; uint64_t ip, time; } gone[MISSED], lone[MISSED];
+    unsigned ngone, nlone;
+    uint64_t expired_early, out_of_window, out_of_window_max_ns;
     uint64_t drained, ring_peak;    /* bytes taken since the drain began; their most */
 };
 
@@ -207,15 +222,94 @@ static void emit_ts_read(struct fk_bpf_builder *b, int tv, int dst, unsigned mis
     emit_read8(b, dst, miss);
 }
 
+/* Emit, after a frame's code map lookup (r0: its value, the function
+ * object user space named the code with, or NULL): whether user space
+ * can vouch for the frame's code from its cache -- named, and run by the
+ * function it was named with (at r6 + at: the frame's fr_func) -- else
+ * mark it not named (NULL) and note the code (fp-24) as wanted: at the
+ * record's REC_CODES[r7], r7 + 1, unless it is wanted already (one code
+ * in every other frame of a recursion through a comprehension) or
+ * FK_PYGATE_CODES are (the rest are read by user space). r7 is a
+ * constant on each path the verifier follows. */
+static void emit_want_code(struct fk_bpf_builder *b, int at, unsigned named)
+{
+    unsigned unnamed = fk_bpf_label_new(b), want = fk_bpf_label_new(b), add = fk_bpf_label_new(b);
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, unnamed);
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_2, BPF_REG_6, at));
+    fk_bpf_jump_reg(b, BPF_JEQ, BPF_REG_1, BPF_REG_2, named);
+    fk_bpf_goto(b, want);
+    fk_bpf_label_place(b, unnamed);
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -28, 1));
+    fk_bpf_label_place(b, want);
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_10, -24));
+    for (int j = 0; j < FK_PYGATE_CODES; j++) {
+        fk_bpf_jump_imm(b, BPF_JLE, BPF_REG_7, j, add);
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_2, BPF_REG_9, REC_CODES + 8 * j));
+        fk_bpf_jump_reg(b, BPF_JEQ, BPF_REG_1, BPF_REG_2, named);
+    }
+    fk_bpf_goto(b, named);
+    fk_bpf_label_place(b, add);
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_7));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_LSH, BPF_REG_2, 3));
+    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_2, BPF_REG_9));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_2, BPF_REG_1, REC_CODES));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_7, 1));
+}
+
+/* Emit, after the frames (r3: their end in the record): the r7 code
+ * headers wanted, co_read bytes each (the thread map's), read after the
+ * frames; one that cannot be read has its address zeroed (user space
+ * reads it, as any it was not given); none when co_read is 0 or more
+ * than FK_PYGATE_CODE_BYTES. Out: REC_NCODES = r7, r3 the record's
+ * bytes. */
+static void emit_code_heads(struct fk_bpf_builder *b, unsigned miss)
+{
+    unsigned none = fk_bpf_label_new(b), done = fk_bpf_label_new(b);
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_3, -48));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_1, BPF_REG_8, TV_COREAD));
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, 0, none);
+    fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_1, FK_PYGATE_CODE_BYTES, none);
+    for (int j = 0; j < FK_PYGATE_CODES; j++) {
+        unsigned read = fk_bpf_label_new(b);
+        fk_bpf_jump_imm(b, BPF_JLE, BPF_REG_7, j, done);
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_2, BPF_REG_10, -48));
+        fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_2, REC_HDR + FK_PYGATE_DEPTH * FK_PYGATE_STRIDE, miss);
+        fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_1, BPF_REG_9));
+        fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_1, BPF_REG_2));
+        fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_1, j * FK_PYGATE_CODE_BYTES));
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_2, BPF_REG_8, TV_COREAD));
+        fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_2, FK_PYGATE_CODE_BYTES, none);
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_3, BPF_REG_9, REC_CODES + 8 * j));
+        fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_probe_read_user));
+        fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, read);
+        fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_9, REC_CODES + 8 * j, 0));
+        fk_bpf_label_place(b, read);
+    }
+    fk_bpf_goto(b, done);
+    fk_bpf_label_place(b, none);
+    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_7, 0));
+    fk_bpf_label_place(b, done);
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_9, BPF_REG_7, REC_NCODES));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_3, BPF_REG_10, -48));
+    fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_3, REC_HDR + FK_PYGATE_DEPTH * FK_PYGATE_STRIDE, miss);
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_MUL, BPF_REG_7, FK_PYGATE_CODE_BYTES));
+    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_3, BPF_REG_7));
+}
+
 /* The chain of a Python thread in the thread map (the tid at fp-8):
  * read into the per-CPU record and written to the ring without a
  * wake-up -- unless a frame runs a code object not in the code map (one
  * user space has not named yet: a module's code may be freed once it
- * ran, so it is named while it lives), which wakes the reader. Registers:
- * r6 ctx, r8 the thread's map value, r9 the record; r7 the reason of a
- * note (to note_thread, miss, full). Stack: -24 a code pointer, -28 "a
- * code object not named". Unrolled: each frame's offsets are constants,
- * which the verifier checks once. */
+ * ran, so it is named while it lives), which wakes the reader. With
+ * g->heads, the headers of the code objects user space cannot vouch for
+ * (emit_want_code) are read after the frames (emit_code_heads).
+ * Registers: r6 ctx, then (g->heads) the record + the thread's fr_func
+ * offset; r8 the thread's map value, r9 the record; r7 the reason of a
+ * note (to note_thread, miss, full), in the walk the code headers
+ * wanted. Stack: -24 a code pointer, -28 "a code object not named", -48
+ * the frames' end. Unrolled: each frame's
+ * offsets are constants, which the verifier checks once. */
 static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned note,
                        unsigned keep)
 {
@@ -235,6 +329,7 @@ static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned n
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_9, BPF_REG_1, REC_TID));
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_9, REC_N, 0));
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_9, 0, 0));
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_9, REC_NCODES, 0));
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_ktime_get_ns));
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_9, BPF_REG_0, REC_TIME));
     /* struct bpf_perf_event_data: regs first; x86-64 pt_regs' ip is word 16 */
@@ -245,6 +340,14 @@ static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned n
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_9, REC_HEAD, 0));
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_9, REC_NEXT, 0));
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -28, 0));
+    if (g->heads) {
+        /* ctx is done with: r6 = the record + the frames' fr_func offset */
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_1, BPF_REG_8, TV_FUNC));
+        fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_1, FK_PYGATE_STRIDE - 8, miss);
+        fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_6, BPF_REG_9));
+        fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_6, BPF_REG_1));
+        fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_7, 0));
+    }
     /* tstate->cframe, tstate->native_thread_id */
     emit_ts_read(b, TV_CFRAME, REC_CFRAME, miss);
     emit_ts_read(b, TV_NTID, REC_NTID, miss);
@@ -275,8 +378,12 @@ static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned n
         fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_2, at));
         fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_1, -24));
         fk_bpf_emit_map_lookup(b, g->codes, -24);
-        fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_0, 0, named);
-        fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -28, 1));
+        if (g->heads)
+            emit_want_code(b, at, named);
+        else {
+            fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_0, 0, named);
+            fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -28, 1));
+        }
         fk_bpf_label_place(b, named);
         fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_1, BPF_REG_8, TV_PREVIOUS));
         fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_1, FK_PYGATE_STRIDE - 8, miss);
@@ -291,6 +398,8 @@ static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned n
     fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_3, FK_PYGATE_DEPTH, miss);
     fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_MUL, BPF_REG_3, FK_PYGATE_STRIDE));
     fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_3, REC_HDR));
+    if (g->heads)
+        emit_code_heads(b, miss);   /* r3: the record's bytes with them */
     unsigned quiet = fk_bpf_label_new(b);
     fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_4, BPF_RB_NO_WAKEUP));
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_W, BPF_REG_5, BPF_REG_10, -28));
@@ -324,7 +433,7 @@ static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned n
  * program). Without g->chains, a Python process's samples notify (the
  * gate as it was before the program read chains). Stack: -4 the tgid, -8
  * the tid, -12 the per-CPU key, -16 the notification, -32 the lost
- * counter's key. */
+ * counter's key (emit_chain's below). */
 static bool load_prog(struct fk_pygate *g, int tree_map, int *prog, char *err, size_t errlen)
 {
     struct fk_bpf_builder b;
@@ -369,10 +478,13 @@ static bool load_prog(struct fk_pygate *g, int tree_map, int *prog, char *err, s
 struct rec {
     uint32_t woke, cpu, tid, n;     /* woke: written with a wake-up (a code object not named) */
     uint64_t time, ip, tstate, cframe, ntid, head, next;
+    uint32_t ncodes, pad;
+    uint64_t codes[FK_PYGATE_CODES];
 };
 _Static_assert(sizeof(struct rec) == REC_HDR && offsetof(struct rec, next) == REC_NEXT &&
                offsetof(struct rec, cpu) == REC_CPU && offsetof(struct rec, time) == REC_TIME &&
-               offsetof(struct rec, woke) == REC_WOKE,
+               offsetof(struct rec, woke) == REC_WOKE && offsetof(struct rec, ncodes) == REC_NCODES &&
+               offsetof(struct rec, codes) == REC_CODES && FK_PYGATE_CODE_BYTES % 8 == 0,
                "the program's record layout");
 
 static struct rec rec_of(const unsigned char *p)
@@ -387,14 +499,58 @@ static struct slot *slot_at(const struct block *b, size_t off)
     return (struct slot *)(void *)((unsigned char *)b->data + off);
 }
 
+static uint64_t apart(uint64_t a, uint64_t b)
+{
+    return a > b ? a - b : b - a;
+}
+
+/* A record dropped unjoined: if a sample of its CPU, thread and ip found
+ * no record, their times were more than FK_PYGATE_JOIN_NS apart
+ * (out_of_window); kept among the last dropped (fk_pygate_take). */
+static void note_gone(struct fk_pygate *g, const struct rec *h)
+{
+    uint64_t far = 0;
+    for (unsigned i = 0; i < MISSED && i < g->nlone; i++) {
+        const struct missed *m = &g->lone[i];
+        if (m->cpu == h->cpu && m->tid == h->tid && m->ip == h->ip &&
+            (!far || apart(m->time, h->time) < far))
+            far = apart(m->time, h->time);
+    }
+    if (far) {
+        __atomic_add_fetch(&g->out_of_window, 1, __ATOMIC_RELAXED);
+        if (far > g->out_of_window_max_ns)
+            __atomic_store_n(&g->out_of_window_max_ns, far, __ATOMIC_RELAXED);
+    }
+    g->gone[g->ngone++ % MISSED] = (struct missed){ h->cpu, h->tid, h->ip, h->time };
+}
+
+/* A sample that found no record: if one of its CPU, thread and ip
+ * within FK_PYGATE_JOIN_NS was dropped unjoined, it expired before the
+ * sample was read (expired_early); kept among the last such samples. */
+static void note_lone(struct fk_pygate *g, uint32_t cpu, uint32_t tid, uint64_t ip, uint64_t time)
+{
+    for (unsigned i = 0; i < MISSED && i < g->ngone; i++) {
+        const struct missed *m = &g->gone[i];
+        if (m->cpu == cpu && m->tid == tid && m->ip == ip &&
+            apart(m->time, time) <= FK_PYGATE_JOIN_NS) {
+            __atomic_add_fetch(&g->expired_early, 1, __ATOMIC_RELAXED);
+            break;
+        }
+    }
+    g->lone[g->nlone++ % MISSED] = (struct missed){ cpu, tid, ip, time };
+}
+
 /* The oldest record out of q: unjoined unless a sample took it; its
  * block back to the pool once its last record left. */
 static void queue_pop(struct fk_pygate *g, struct queue *q)
 {
     struct block *b = q->head;
     const struct slot *sl = slot_at(b, b->start);
-    if (!sl->taken)
+    if (!sl->taken) {
         __atomic_add_fetch(&g->unjoined, 1, __ATOMIC_RELAXED);
+        struct rec h = rec_of(b->data + b->start + SLOT_BYTES);
+        note_gone(g, &h);
+    }
     b->start += (uint32_t)(SLOT_BYTES + sl->size);
     q->count--;
     if (b->start < b->end)
@@ -433,12 +589,18 @@ static struct block *block_get(struct fk_pygate *g, struct queue *q)
 static void queue_chain(struct fk_pygate *g, const unsigned char *rec, size_t size)
 {
     struct rec h = rec_of(rec);
-    uint32_t cpu = h.cpu, n = h.n;
-    if (cpu >= g->ncpus || n > FK_PYGATE_DEPTH || size != REC_HDR + (size_t)n * FK_PYGATE_STRIDE)
+    uint32_t cpu = h.cpu, n = h.n, m = h.ncodes;
+    if (cpu >= g->ncpus || n > FK_PYGATE_DEPTH || m > FK_PYGATE_CODES ||
+        size != REC_HDR + (size_t)n * FK_PYGATE_STRIDE + (size_t)m * FK_PYGATE_CODE_BYTES)
         return;
     __atomic_add_fetch(&g->nchains, 1, __ATOMIC_RELAXED);
     if (h.woke)
         __atomic_add_fetch(&g->code_wakeups, 1, __ATOMIC_RELAXED);
+    unsigned failed = 0;
+    for (uint32_t j = 0; j < m; j++)
+        failed += !h.codes[j];
+    __atomic_add_fetch(&g->code_headers, m - failed, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&g->code_headers_failed, failed, __ATOMIC_RELAXED);
     struct queue *q = &g->q[cpu];
     struct block *b = q->tail;
     if ((!b || BLOCK_DATA - b->end < SLOT_BYTES + size) && !(b = block_get(g, q))) {
@@ -446,7 +608,9 @@ static void queue_chain(struct fk_pygate *g, const unsigned char *rec, size_t si
         __atomic_add_fetch(&g->unjoined, 1, __ATOMIC_RELAXED);
         return;
     }
-    struct slot sl = { .pass = g->passes, .size = (uint32_t)size };
+    /* a take's records count from the next pass: the rings this pass read
+     * before it held none of their samples */
+    struct slot sl = { .pass = g->passes + g->taking, .size = (uint32_t)size };
     memcpy(b->data + b->end, &sl, sizeof sl);
     memcpy(b->data + b->end + SLOT_BYTES, rec, size);
     b->end += (uint32_t)(SLOT_BYTES + size);
@@ -495,7 +659,7 @@ struct fk_pygate *fk_pygate_new(uint32_t max_entries, uint64_t held, char *err, 
                            &g->tids, err, errlen) ||
         !fk_bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "fk_py_chain", 4, REC_MAX, 1, 0,
                            &g->scratch, err, errlen) ||
-        !fk_bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "fk_py_codes", 8, 1, CODES_MAX, 0, &g->codes,
+        !fk_bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "fk_py_codes", 8, 8, CODES_MAX, 0, &g->codes,
                            err, errlen) ||
         !fk_bpf_map_create(BPF_MAP_TYPE_ARRAY, "fk_py_lost", 4, 8, 1, 0, &g->lost, err,
                            errlen) ||
@@ -504,13 +668,17 @@ struct fk_pygate *fk_pygate_new(uint32_t max_entries, uint64_t held, char *err, 
         fk_pygate_free(g);
         return NULL;
     }
-    /* a kernel whose verifier refuses the reads keeps the wake-ups */
-    g->chains = true;
+    /* a kernel whose verifier refuses the code headers' reads leaves them
+     * to the reader; one that refuses the chains' keeps the wake-ups */
+    g->chains = g->heads = true;
     if (!load_prog(g, -1, &g->prog, err, errlen)) {
-        g->chains = false;
+        g->heads = false;
         if (!load_prog(g, -1, &g->prog, err, errlen)) {
-            fk_pygate_free(g);
-            return NULL;
+            g->chains = false;
+            if (!load_prog(g, -1, &g->prog, err, errlen)) {
+                fk_pygate_free(g);
+                return NULL;
+            }
         }
     }
     g->rb = ring_buffer__new(g->ring, on_note, g, NULL);
@@ -558,11 +726,13 @@ bool fk_pygate_thread(struct fk_pygate *g, pid_t tid, uint64_t tstate,
     if (!g->chains)
         return false;
     unsigned char v[TV_BYTES] = { 0 };
-    uint16_t f[6] = { o->ts_cframe, o->ts_native_thread_id, o->cf_current_frame, o->fr_previous,
-                      o->fr_size, o->fr_code };
+    uint16_t co_read = o->co_read <= FK_PYGATE_CODE_BYTES ? o->co_read : 0;
+    uint16_t f[8] = { o->ts_cframe, o->ts_native_thread_id, o->cf_current_frame, o->fr_previous,
+                      o->fr_size, o->fr_code, o->fr_func, co_read };
     uint32_t k = (uint32_t)tid;
     if (tid <= 0 || !tstate || o->fr_size > FK_PYGATE_STRIDE ||
-        o->fr_previous > FK_PYGATE_STRIDE - 8 || o->fr_code > FK_PYGATE_STRIDE - 8)
+        o->fr_previous > FK_PYGATE_STRIDE - 8 || o->fr_code > FK_PYGATE_STRIDE - 8 ||
+        o->fr_func > FK_PYGATE_STRIDE - 8)
         return false;
     memcpy(v + TV_TSTATE, &tstate, 8);
     memcpy(v + TV_CFRAME, f, sizeof f);
@@ -572,11 +742,10 @@ bool fk_pygate_thread(struct fk_pygate *g, pid_t tid, uint64_t tstate,
     return true;
 }
 
-void fk_pygate_code(struct fk_pygate *g, uint64_t code)
+void fk_pygate_code(struct fk_pygate *g, uint64_t code, uint64_t func)
 {
-    uint8_t one = 1;
     if (g->chains)
-        (void)bpf_map_update_elem(g->codes, &code, &one, BPF_ANY);
+        (void)bpf_map_update_elem(g->codes, &code, &func, BPF_ANY);
 }
 
 int fk_pygate_fd(const struct fk_pygate *g)
@@ -635,8 +804,11 @@ static bool find(struct fk_pygate *g, struct queue *q, pid_t tid, uint64_t ip, u
             *out = (struct fk_pygate_chain){
                 .cpu = h.cpu, .tid = (uint32_t)tid, .n = h.n, .time = t, .ip = ip,
                 .tstate = h.tstate, .cframe = h.cframe, .native_tid = h.ntid, .head = h.head,
-                .next = h.next, .frames = r + REC_HDR,
+                .next = h.next, .frames = r + REC_HDR, .ncodes = h.ncodes,
+                .codes = r + REC_HDR + (size_t)h.n * FK_PYGATE_STRIDE,
             };
+            for (unsigned j = 0; j < FK_PYGATE_CODES; j++)
+                out->code_addr[j] = j < h.ncodes ? h.codes[j] : 0;
             uint64_t d = time > t ? time - t : t - time;
             if (d > g->join_max_ns)
                 __atomic_store_n(&g->join_max_ns, d, __ATOMIC_RELAXED);
@@ -658,9 +830,14 @@ bool fk_pygate_take(struct fk_pygate *g, uint32_t cpu, pid_t tid, uint64_t ip, u
     if (find(g, q, tid, ip, time, out))
         return true;
     /* a sample written after this pass drained the ring: its record too */
-    if (ring_buffer__consume(g->rb) <= 0)
+    g->taking = true;
+    int n = ring_buffer__consume(g->rb);
+    g->taking = false;
+    if (n <= 0 || !find(g, q, tid, ip, time, out)) {
+        note_lone(g, cpu, (uint32_t)tid, ip, time);
         return false;
-    return find(g, q, tid, ip, time, out);
+    }
+    return true;
 }
 
 void fk_pygate_stats(const struct fk_pygate *g, struct fk_pygate_stats *out)
@@ -670,6 +847,8 @@ void fk_pygate_stats(const struct fk_pygate *g, struct fk_pygate_stats *out)
     out->full = __atomic_load_n(&g->full, __ATOMIC_RELAXED);
     out->chains = __atomic_load_n(&g->nchains, __ATOMIC_RELAXED);
     out->code_wakeups = __atomic_load_n(&g->code_wakeups, __ATOMIC_RELAXED);
+    out->code_headers = __atomic_load_n(&g->code_headers, __ATOMIC_RELAXED);
+    out->code_headers_failed = __atomic_load_n(&g->code_headers_failed, __ATOMIC_RELAXED);
     out->joined = __atomic_load_n(&g->joined, __ATOMIC_RELAXED);
     /* records still queued untaken (the capture's end: the reader's last
      * pass is over) count as unjoined, so that read = joined + unjoined */
@@ -693,7 +872,11 @@ void fk_pygate_stats(const struct fk_pygate *g, struct fk_pygate_stats *out)
     uint64_t lost = 0;
     out->ring_lost = bpf_map_lookup_elem(g->lost, &zero, &lost) == 0 ? lost : 0;
     out->join_max_ns = __atomic_load_n(&g->join_max_ns, __ATOMIC_RELAXED);
+    out->expired_early = __atomic_load_n(&g->expired_early, __ATOMIC_RELAXED);
+    out->out_of_window = __atomic_load_n(&g->out_of_window, __ATOMIC_RELAXED);
+    out->out_of_window_max_ns = __atomic_load_n(&g->out_of_window_max_ns, __ATOMIC_RELAXED);
     out->reads = g->chains;
+    out->reads_codes = g->chains && g->heads;
 }
 
 /* The maps' fixed kernel memory: the tgid map's entries, the ring, the

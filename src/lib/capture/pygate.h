@@ -33,6 +33,19 @@
  * read cannot fault, the ring full) it notifies and wakes the reader as
  * above, which reads the target then (counted by reason).
  *
+ * Code headers read at the sample: the frames whose code object user
+ * space cannot vouch for from its cache -- a code not named yet, or run
+ * by another function object than the one it was named with (3.11's
+ * comprehensions, lambdas and generator expressions make a new one at
+ * each call) -- have their code object's header read by the program too
+ * (fk_pygate_offsets.co_read bytes, at most FK_PYGATE_CODES distinct
+ * ones a chain, the same code in consecutive such frames once): the
+ * naming then validates them with no read of the target (it read them
+ * in one process_vm_readv a chain, ~0.6 a sample on busy.py, the
+ * largest Python cost left in the reader). The header's bytes are the
+ * target's as any read's, checked as such; a header the program could
+ * not read, or past FK_PYGATE_CODES, is read from the target as before.
+ *
  * Joining a record to its sample (fk_pygate_take): records and samples
  * of one CPU come in the same order; a record carries the CPU, the tid,
  * the sampled instruction pointer (the regs the program and the sample
@@ -43,7 +56,10 @@
  * time; records no sample took (a sample lost in its ring, or dropped
  * after the program) are dropped two reader passes after they were
  * drained (a sample is read in the pass that drained its record or the
- * next); the queues take their memory from one pool for all CPUs that
+ * next; a record a take pulls in mid-pass counts from the next pass: the
+ * rings that pass read before it held none of its samples -- 239 of
+ * 93,266 joins by hand came a pass after such a pull, 238 of them after
+ * a SIGSTOP between two rings' reads); the queues take their memory from one pool for all CPUs that
  * holds twice the ring's bytes, so the burst a stalled reader drains at
  * once finds room, and gets it back as the burst's samples take their
  * records (a queue of 128 records a CPU dropped the oldest, whose samples
@@ -106,12 +122,18 @@ uint64_t fk_pygate_drain(struct fk_pygate *g);
 /* Where the program finds a thread's chain (bytes): tstate + ts_cframe
  * holds its _PyCFrame *, tstate + ts_native_thread_id its tid as the
  * process sees it, cframe + cf_current_frame the innermost frame, frame +
- * fr_previous the caller; fr_size bytes of each frame are read. */
+ * fr_previous the caller; fr_size bytes of each frame are read; frame +
+ * fr_code its code object, frame + fr_func its function object; co_read
+ * bytes of a code object's header are read where user space cannot vouch
+ * for it (0: none, as when more than FK_PYGATE_CODE_BYTES). */
 struct fk_pygate_offsets {
     uint16_t ts_cframe, ts_native_thread_id, cf_current_frame, fr_previous, fr_size, fr_code;
+    uint16_t fr_func, co_read;
 };
 #define FK_PYGATE_DEPTH 64      /* frames the program reads per sample */
 #define FK_PYGATE_STRIDE 80     /* bytes per frame in a record (fr_size at most) */
+#define FK_PYGATE_CODES 4       /* code headers the program reads per sample */
+#define FK_PYGATE_CODE_BYTES 176    /* bytes per code header in a record (co_read at most) */
 #define FK_PYGATE_JOIN_NS (1000 * 1000ull)
 /* Read thread tid's (global tid) chain at its samples from now on, at
  * tstate (in its process); false when the map refused (full: least
@@ -119,11 +141,13 @@ struct fk_pygate_offsets {
 bool fk_pygate_thread(struct fk_pygate *g, pid_t tid, uint64_t tstate,
                       const struct fk_pygate_offsets *o);
 
-/* The code object at code (a frame's f_code) is named: a chain whose
- * frames all run named ones is written without a wake-up; one with a
- * code object not named yet wakes the reader, which names it while it
- * lives (a module's code is freed once it ran). Any thread. */
-void fk_pygate_code(struct fk_pygate *g, uint64_t code);
+/* The code object at code (a frame's f_code) is named, run by the
+ * function object func: a chain whose frames all run named ones is
+ * written without a wake-up; one with a code object not named yet wakes
+ * the reader, which names it while it lives (a module's code is freed
+ * once it ran). A frame running it with another function has its header
+ * read by the program. Any thread. */
+void fk_pygate_code(struct fk_pygate *g, uint64_t code, uint64_t func);
 
 /* A chain as the program read it at one sample. */
 struct fk_pygate_chain {
@@ -133,6 +157,10 @@ struct fk_pygate_chain {
     uint64_t head;                  /* cframe->current_frame (0: no Python frame) */
     uint64_t next;                  /* the last frame's previous link (0: root reached) */
     const unsigned char *frames;    /* n frames, FK_PYGATE_STRIDE bytes apart */
+    unsigned ncodes;                /* code headers read (FK_PYGATE_CODES at most) */
+    uint64_t code_addr[FK_PYGATE_CODES];    /* their code objects (0: the read failed) */
+    const unsigned char *codes;     /* ncodes headers, FK_PYGATE_CODE_BYTES bytes apart,
+                                       each co_read bytes from its code_addr */
 };
 /* The record of the sample of tid at time on cpu, sampled at ip, into out
  * (its frames valid until the next call or drain); false when there is
@@ -147,10 +175,19 @@ struct fk_pygate_stats {
     uint64_t chains;        /* chains read by the program (records taken in) */
     uint64_t code_wakeups;  /* ... written with a wake-up: a code object
                                not named yet (fk_pygate_code) */
+    uint64_t code_headers;  /* code headers read by the program (in chains read) */
+    uint64_t code_headers_failed;   /* ... it could not read (read by user space) */
     uint64_t joined;        /* ... taken by their sample */
     uint64_t unjoined;      /* ... dropped: no sample took them (those of
                                unjoined_at_end too: read = joined + unjoined) */
     uint64_t unjoined_at_end;   /* ... still queued when the statistics were taken */
+    uint64_t expired_early; /* samples read after their record was dropped
+                               unjoined (the same CPU, thread and ip within
+                               FK_PYGATE_JOIN_NS: it expired too soon) */
+    uint64_t out_of_window; /* records dropped unjoined whose sample was read
+                               and found none: the same CPU, thread and ip,
+                               times further apart than FK_PYGATE_JOIN_NS */
+    uint64_t out_of_window_max_ns;  /* ... the largest such |sample - record| */
     uint64_t queue_peak;    /* the most records one CPU's queue held */
     uint64_t queue_bytes;   /* the queues' blocks made (a pool for all CPUs) */
     uint64_t queue_dropped; /* records dropped as they came: no block left
@@ -166,6 +203,7 @@ struct fk_pygate_stats {
     uint64_t threads;       /* threads put in the thread map */
     uint64_t join_max_ns;   /* the largest |sample time - record time| joined */
     bool reads;             /* the program reads chains (the kernel took it) */
+    bool reads_codes;       /* ... and code headers (the kernel took that too) */
 };
 void fk_pygate_stats(const struct fk_pygate *g, struct fk_pygate_stats *out);
 size_t fk_pygate_bytes(const struct fk_pygate *g);

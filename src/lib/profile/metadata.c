@@ -315,6 +315,10 @@ json_t *fk_profile_metadata(const struct fk_profile_request *rq,
     json_object_set_new(pc, "threads", json_integer((json_int_t)g->threads));
     json_object_set_new(pc, "read", json_integer((json_int_t)g->chains));
     json_object_set_new(pc, "code_wakeups", json_integer((json_int_t)g->code_wakeups));
+    json_object_set_new(pc, "program_reads_codes", json_boolean(g->reads_codes));
+    json_object_set_new(pc, "code_headers", json_integer((json_int_t)g->code_headers));
+    json_object_set_new(pc, "code_headers_failed",
+                        json_integer((json_int_t)g->code_headers_failed));
     json_object_set_new(pc, "joined", json_integer((json_int_t)g->joined));
     json_object_set_new(pc, "unjoined", json_integer((json_int_t)g->unjoined));
     json_object_set_new(pc, "unjoined_at_end", json_integer((json_int_t)g->unjoined_at_end));
@@ -328,6 +332,10 @@ json_t *fk_profile_metadata(const struct fk_profile_request *rq,
     json_object_set_new(pc, "ring_full", json_integer((json_int_t)g->ring_full));
     json_object_set_new(pc, "ring_lost", json_integer((json_int_t)g->ring_lost));
     json_object_set_new(pc, "join_max_us", json_real((double)g->join_max_ns / 1e3));
+    json_object_set_new(pc, "expired_early", json_integer((json_int_t)g->expired_early));
+    json_object_set_new(pc, "out_of_window", json_integer((json_int_t)g->out_of_window));
+    json_object_set_new(pc, "out_of_window_max_us",
+                        json_real((double)g->out_of_window_max_ns / 1e3));
     json_object_set_new(rd, "python_chains", pc);
     json_object_set_new(rd, "pinned_files", json_integer((json_int_t)r->pins.files));
     json_object_set_new(rd, "pinned_jits", json_integer((json_int_t)r->pins.jits));

@@ -158,10 +158,11 @@ struct fk_py_walker {
     struct fk_hindex name_idx;
     struct fk_buf lt;       /* line tables of cached code objects */
     struct fk_buf tmp;
-    /* a chain's code headers read in one batch (pre_read): code_hdr takes
-     * them while the chain is named */
-    uint64_t pre_addr[FK_PYGATE_DEPTH];
-    bool pre_ok[FK_PYGATE_DEPTH];   /* read (else its read failed) */
+    /* a chain's code headers, as the gate's program read them and the
+     * rest read in one batch (pre_read): code_hdr takes them while the
+     * chain is named */
+    uint64_t pre_addr[FK_PYGATE_CODES + FK_PYGATE_DEPTH];
+    bool pre_ok[FK_PYGATE_CODES + FK_PYGATE_DEPTH];     /* read (else its read failed) */
     unsigned npre;
     struct fk_buf pre;
     struct code_entry scratch;  /* a code object read past the budget */
@@ -825,8 +826,10 @@ static void snap_clear(struct fk_py_snap *snap)
 }
 
 /* The headers of a chain's code objects the cache cannot vouch for
- * (code_known), each once, in one batch read: the naming then reads none
- * of them alone. Most are of code the cache knows run by a new function
+ * (code_known), each once: those the gate's program read at the sample
+ * (ch->codes: bytes of the target's like any read's, validated as such
+ * by code_at), the rest in one batch read: the naming then reads none of
+ * them alone. Most are of code the cache knows run by a new function
  * object -- a lambda's, a generator expression's, a 3.11 comprehension's
  * is made at each call, and a deep chain holds many -- whose header is
  * read again to prove it is the same code (code_at): once a chain, not
@@ -836,12 +839,21 @@ static void snap_clear(struct fk_py_snap *snap)
  * cannot be read (a code object freed since the sample: its page gone)
  * ends a process_vm_readv there: it is marked failed, and the rest are
  * read in the next batch. A batch past the budget is left to code_at. */
-static void pre_read(struct fk_py_walker *w, struct fk_py_snap *snap)
+static void pre_read(struct fk_py_walker *w, struct fk_py_snap *snap,
+                     const struct fk_pygate_chain *ch)
 {
     const struct fk_py_layout *L = w->lay;
     struct fk_py_iov iov[FK_PYGATE_DEPTH];
-    unsigned n = 0;
+    unsigned given = 0, n = 0;
     w->npre = 0;
+    for (unsigned j = 0; w->co_read <= FK_PYGATE_CODE_BYTES && j < ch->ncodes &&
+                         j < FK_PYGATE_CODES; j++) {
+        bool dup = false;
+        for (unsigned i = 0; i < given && !dup; i++)
+            dup = w->pre_addr[i] == ch->code_addr[j];
+        if (!dup && ptr_ok(ch->code_addr[j], 8))    /* 0: the program's read failed */
+            w->pre_addr[given++] = ch->code_addr[j];
+    }
     for (unsigned i = 0; i < snap->n && i < FK_PYGATE_DEPTH; i++) {
         const unsigned char *fr = snap->bytes[i];
         uint64_t code = get_u64(fr, L->fr_code), pi = get_u64(fr, L->fr_prev_instr);
@@ -849,32 +861,41 @@ static void pre_read(struct fk_py_walker *w, struct fk_py_snap *snap)
         const struct code_entry *c = code_known(w, code, func, globals, pi);
         snap->code_of[i] = c ? (uint32_t)(c - w->codes) + 1 : 0;
         bool dup = false;
-        for (unsigned j = 0; j < n && !dup && !c; j++)
+        for (unsigned j = 0; j < given + n && !dup && !c; j++)
             dup = w->pre_addr[j] == code;
         if (!c && !dup && ptr_ok(code, 8))
-            w->pre_addr[n++] = code;
+            w->pre_addr[given + n++] = code;
     }
-    size_t need = (size_t)n * w->co_read;
-    if (!n || L->co_size > FK_PY_CODE_BYTES || (need > w->pre.cap && !room(w, need - w->pre.cap)))
+    size_t need = (size_t)(given + n) * w->co_read;
+    if (!need || L->co_size > FK_PY_CODE_BYTES || (need > w->pre.cap && !room(w, need - w->pre.cap)))
         return;
     fk_buf_reset(&w->pre);
     fk_buf_reserve(&w->pre, need);
+    for (unsigned j = 0; j < given; j++) {
+        size_t at = 0;
+        for (unsigned i = 0; i < ch->ncodes && i < FK_PYGATE_CODES; i++)
+            if (ch->code_addr[i] == w->pre_addr[j])
+                at = i;
+        memcpy(w->pre.data + (size_t)j * w->co_read, ch->codes + at * FK_PYGATE_CODE_BYTES,
+               w->co_read);
+        w->pre_ok[j] = true;
+    }
     for (unsigned j = 0; j < n; j++) {
-        iov[j] = (struct fk_py_iov){ w->pre_addr[j], w->pre.data + (size_t)j * w->co_read,
-                                     w->co_read };
-        w->pre_ok[j] = false;
+        iov[j] = (struct fk_py_iov){ w->pre_addr[given + j],
+                                     w->pre.data + (size_t)(given + j) * w->co_read, w->co_read };
+        w->pre_ok[given + j] = false;
     }
     unsigned k = 0;
     while (k < n && !w->over) {
         size_t got = rdv(w, iov + k, n - k);
         for (size_t j = 0; j < got; j++)
-            w->pre_ok[k + j] = true;
+            w->pre_ok[given + k + j] = true;
         k += (unsigned)got;
         if (k < n && w->cur->read_bytes + iov[k].len > FK_PY_MAX_READ_BYTES)
             break;      /* the bound, not the target: left to code_at */
         k++;            /* iov[k] failed: the rest in the next batch */
     }
-    w->npre = k < n ? k : n;
+    w->npre = given + (k < n ? k : n);
 }
 
 _Static_assert(FK_PYGATE_DEPTH <= FK_PY_SNAP_FRAMES && FK_PYGATE_STRIDE <= FK_PY_FRAME_BYTES,
@@ -912,7 +933,7 @@ bool fk_py_snap_chain(struct fk_py_walker *w, const struct fk_pygate_chain *c, u
     w->snap = snap;
     w->t0 = w->trust_at = snap->named_at = w->now();
     w->over = false;
-    pre_read(w, snap);
+    pre_read(w, snap, c);
     for (unsigned i = 0; i < snap->n && !w->over; i++) {
         const unsigned char *fr = snap->bytes[i];
         uint64_t code = get_u64(fr, L->fr_code);
@@ -924,6 +945,7 @@ bool fk_py_snap_chain(struct fk_py_walker *w, const struct fk_pygate_chain *c, u
         else if ((ce = code_at(w, code, func, globals, hdr)) && ce != &w->scratch)
             snap->code_of[i] = (uint32_t)(ce - w->codes) + 1;
         if (ce && ce != &w->scratch && !ce->told && snap->nnamed < FK_PY_SNAP_CODES) {
+            snap->named_func[snap->nnamed] = func;
             snap->named[snap->nnamed++] = code;
             ((struct code_entry *)ce)->told = true;     /* w->codes[]: the walker's own */
         }
@@ -2042,7 +2064,8 @@ static void take_early(struct fk_python *p, struct py_proc *pp, pid_t tid, uint6
                                        .ts_native_thread_id = L->ts_native_thread_id,
                                        .cf_current_frame = L->cf_current_frame,
                                        .fr_previous = L->fr_previous, .fr_size = L->fr_size,
-                                       .fr_code = L->fr_code };
+                                       .fr_code = L->fr_code, .fr_func = L->fr_func,
+                                       .co_read = code_read_len(L) };
         (void)fk_pygate_thread(p->gate, tid, sl->s->tstate, &o);
     }
     uint64_t now = fk_now_ns();
@@ -2085,7 +2108,7 @@ static bool take_chain(struct fk_python *p, struct py_proc *pp, pid_t tid, uint6
     p->slot_next = (p->slot_next + 1) % p->nslots;
     p->st.chains++;
     for (unsigned i = 0; i < sl->s->nnamed && p->gate; i++)
-        fk_pygate_code(p->gate, sl->s->named[i]);
+        fk_pygate_code(p->gate, sl->s->named[i], sl->s->named_func[i]);
     sl->done = fk_now_ns();
     p->st.early_ns += sl->done - t0;
     p->st.snapshot_reads += sl->s->reads;

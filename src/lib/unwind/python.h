@@ -211,13 +211,14 @@ struct fk_py_snap {
     unsigned nnamed;            /* chain: code objects named for the first time */
     uint64_t named_at;          /* chain: when they were (the walker's clock) */
     uint64_t named[FK_PY_SNAP_CODES];
+    uint64_t named_func[FK_PY_SNAP_CODES];  /* ... the function each was named with */
     /* chain: frame i's code object as its naming found it (validated,
      * or vouched for by the cache): the walker's code entry + 1, 0 when
      * none was (the walk then judges that frame itself) */
     uint32_t code_of[FK_PY_SNAP_FRAMES];
     /* A read of the target's only (fk_py_snapshot): a chain's snapshot
-     * may be allocated without these (FK_PY_SNAP_CHAIN_BYTES: 6.2 KB of
-     * 29.0), which nothing reads where chain is set. */
+     * may be allocated without these (FK_PY_SNAP_CHAIN_BYTES: 6.5 KB of
+     * 29.3), which nothing reads where chain is set. */
     unsigned ncodes;
     uint64_t code_addr[FK_PY_SNAP_CODES];
     unsigned char code_hdr[FK_PY_SNAP_CODES][FK_PY_CODE_BYTES];
