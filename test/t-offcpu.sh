@@ -569,8 +569,9 @@ fk_cleanup "kill $SW $OW 2>/dev/null"
 # failure the capture is kept and the consumer's lines and N are printed)
 keep_on_fail() {   # keep_on_fail NAME REGEX: print what the capture had
     zcat "$F" | grep -q "$2" && return 0
-    rm -rf "$FK_BUILD/test/out/t-offcpu.$1" && cp -r "$T/$1" "$FK_BUILD/test/out/t-offcpu.$1"
-    echo "    kept: $FK_BUILD/test/out/t-offcpu.$1; N $(jnum offcpu.one_in "$J") (min $(jnum offcpu.one_in_min "$J"), max $(jnum offcpu.one_in_max "$J")), switches seen $(jnum offcpu.switches_seen "$J"), recorded $(jnum offcpu.switches_recorded "$J"), rate before $(jnum offcpu.switch_rate_before "$J")/s"
+    cp "$J" "$FK_BUILD/test/out/$TNAME-$1.json" 2>/dev/null
+    cp "$F" "$FK_BUILD/test/out/$TNAME-$1.folded.gz" 2>/dev/null
+    echo "    kept: test/out/$TNAME-$1.json and .folded.gz; N $(jnum offcpu.one_in "$J") (min $(jnum offcpu.one_in_min "$J"), max $(jnum offcpu.one_in_max "$J")), switches seen $(jnum offcpu.switches_seen "$J"), recorded $(jnum offcpu.switches_recorded "$J"), rate before $(jnum offcpu.switch_rate_before "$J")/s"
     echo "    truth-* lines: $(zcat "$F" | grep -c '^truth-')"
     zcat "$F" | grep '^truth-cons' | cut -c1-300 | sed 's/^/    /' | head -8
 }
