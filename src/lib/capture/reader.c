@@ -75,6 +75,7 @@ struct fk_reader {
     uint64_t pass_ns;               /* start of the last pass handed on */
     uint64_t woke_ns;               /* when the taker was last woken */
     bool tap_wants;                 /* a sample tap asked for the taker (this pass) */
+    bool tap_soon;                  /* ... within FK_READER_TAP_WAKE_NS (since it woke) */
     bool woken, stop, hup;
     struct fk_reader_stats st;
 };
@@ -196,16 +197,19 @@ static bool cur_ready(struct fk_reader *r)
 }
 
 /* Hand on what this pass wrote, and wake the taker when the kernel woke
- * the reader (wake) -- with a sample tap, only when it asked, or after
- * FK_READER_TAP_WAKE_NS. Under lock. */
+ * the reader (wake) -- with a sample tap, only when it asked now, or
+ * when it holds something for a sample and FK_READER_TAP_WAKE_NS went
+ * by. Under lock. */
 static void publish(struct fk_reader *r, uint64_t pass_ns, bool wake)
 {
     cur_list(r);
     r->pass_ns = pass_ns;
-    if (wake && r->o.sample && !r->tap_wants && pass_ns - r->woke_ns < FK_READER_TAP_WAKE_NS)
+    if (wake && r->o.sample && !r->tap_wants &&
+        (!r->tap_soon || pass_ns - r->woke_ns < FK_READER_TAP_WAKE_NS))
         wake = false;
     r->tap_wants = false;
     if (wake || r->filled_bytes > r->o.limit / 4) {
+        r->tap_soon = false;
         r->woke_ns = pass_ns;
         r->woken = true;
         pthread_cond_signal(&r->woken_cond);
@@ -230,9 +234,11 @@ static void copy_record(struct fk_reader *r, const union perf_event *ev)
     r->st.records++;
     if (ev->header.type != PERF_RECORD_SAMPLE && r->o.seen)
         r->o.seen(r->o.seen_ctx, (const union perf_event *)dst);
-    else if (ev->header.type == PERF_RECORD_SAMPLE && r->o.sample &&
-             r->o.sample(r->o.sample_ctx, (const union perf_event *)dst))
-        r->tap_wants = true;
+    else if (ev->header.type == PERF_RECORD_SAMPLE && r->o.sample) {
+        unsigned tap = r->o.sample(r->o.sample_ctx, (const union perf_event *)dst);
+        r->tap_wants |= (tap & FK_READER_TAP_NOW) != 0;
+        r->tap_soon |= (tap & FK_READER_TAP_SOON) != 0;
+    }
 }
 
 /* One pass over every ring: copy out, release. Holds r->rings. Returns

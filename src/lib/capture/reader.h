@@ -75,9 +75,12 @@ struct fk_reader_opts {
     /* Called in the reader's thread on each sample as it is copied out
      * (the copy, its stack cut); NULL: none. With it the kernel's wake-ups
      * (a wake-up per sample) are the tap's: a pass wakes the taker only
-     * when a tap asked (true), a ring hung up, the chunks pass a quarter
-     * of the limit, or FK_READER_TAP_WAKE_NS went by since it last did. */
-    bool (*sample)(void *ctx, const union perf_event *ev);
+     * when the tap asked (FK_READER_TAP_NOW), a ring hung up, the chunks
+     * pass a quarter of the limit, or the tap holds something for a
+     * sample (FK_READER_TAP_SOON, since the taker last woke) and
+     * FK_READER_TAP_WAKE_NS went by since it last did; otherwise the
+     * taker takes on its own clock. Returns FK_READER_TAP_* bits. */
+    unsigned (*sample)(void *ctx, const union perf_event *ev);
     void *sample_ctx;
     /* The thread reads the rings at least every poll_ms (0: 50 ms); with
      * a sample tap each such pass counts as a wake-up of the kernel's
@@ -125,9 +128,14 @@ struct fk_reader_opts {
     int wake_fd;
 };
 
-/* With a sample tap, the taker is woken at least this often while records
- * come (it hands them on in time order after ring.h's slack, and enforces
- * the limits). */
+/* A sample tap's answers: NOW, wake the taker at this pass's end; SOON,
+ * the tap keeps something for this sample that the taker must see within
+ * FK_READER_TAP_WAKE_NS (it hands samples on in time order after ring.h's
+ * slack). With neither, a host with no sample the tap reads for (Python
+ * on, no Python process) is taken on the taker's own clock, as without
+ * the tap: its every pass (50 ms) woke the taker, 20 takes a second for
+ * 3.3, each with its fixed cost. */
+enum { FK_READER_TAP_NOW = 1u, FK_READER_TAP_SOON = 2u };
 #define FK_READER_TAP_WAKE_NS (50 * 1000000ull)
 
 struct fk_reader_stats {

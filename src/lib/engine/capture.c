@@ -579,7 +579,8 @@ static void handle_record(void *ctx, const union perf_event *ev)
 /* The reader's sample hook (its thread, as samples leave the rings): to
  * the stack hooks that read the target early (struct fk_stack_hook.early).
  * Reads only what stays fixed while the reader runs (formats, the event
- * table). True: a hook wants the engine's thread (its catch_up). */
+ * table). Returns FK_READER_TAP_* bits: NOW, a hook wants the engine's
+ * thread (its catch_up); SOON, a hook holds something for the sample. */
 /* Bind the reader's thread to cpu, where a sample an early hook read the
  * target for ran (FK_EARLY_FOLLOW). The kernel wakes the reader for each
  * such sample: on the sample's own CPU, at the raised priority, it
@@ -630,20 +631,21 @@ static void follow_cpu(struct fk_engine *e, uint32_t cpu, uint64_t time)
     e->reader_follow_at = now + FOLLOW_EVERY_NS;
 }
 
-static bool early_seen(void *ctx, const union perf_event *ev)
+static unsigned early_seen(void *ctx, const union perf_event *ev)
 {
     struct fk_engine *e = ctx;
     struct fk_sample s;
     unsigned idx, got = 0;
     if (!event_of(e, ev, &idx) || !fk_sample_parse(&e->fmt[idx], ev, ev->header.size, &s) ||
         s.pid <= 0)
-        return false;
+        return 0;
     for (size_t i = 0; i < e->o->nstack_hooks; i++)
         if (e->o->stack_hooks[i]->early)
             got |= e->o->stack_hooks[i]->early(e->o->stack_hooks[i]->state, &s);
     if ((got & FK_EARLY_FOLLOW) && (e->fmt[idx].sample_type & PERF_SAMPLE_CPU))
         follow_cpu(e, s.cpu, s.time);
-    return got & FK_EARLY_CATCH_UP;
+    return (got & FK_EARLY_CATCH_UP ? FK_READER_TAP_NOW : 0u) |
+           (got & FK_EARLY_HELD ? FK_READER_TAP_SOON : 0u);
 }
 
 /* The early stack hooks' work that needs the engine's thread. */

@@ -185,7 +185,7 @@ struct fk_evkind {
 };
 
 /* A stack rewriter run on every kept sample after user-stack unwinding. */
-enum { FK_EARLY_CATCH_UP = 1u, FK_EARLY_FOLLOW = 2u };
+enum { FK_EARLY_CATCH_UP = 1u, FK_EARLY_FOLLOW = 2u, FK_EARLY_HELD = 4u };
 struct fk_stack_hook {
     const char *name;
     void *state;
@@ -201,7 +201,9 @@ struct fk_stack_hook {
      * thread (catch_up), which is woken for it (otherwise the kernel's
      * per-sample wake-ups stay the reader's); FOLLOW, the hook read the
      * sampled thread for it, and the reader's thread moves to the CPU it
-     * ran on (capture.c follow_cpu). */
+     * ran on (capture.c follow_cpu); HELD, the hook keeps something for
+     * the sample until it is handled (a read), and the engine's thread
+     * takes within FK_READER_TAP_WAKE_NS (without it, on its own clock). */
     unsigned (*early)(void *state, const struct fk_sample *s);
     /* With early: from the engine's thread, once before the reader
      * starts and then before each batch of samples is handled. */

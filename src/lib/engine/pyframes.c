@@ -28,8 +28,10 @@ static unsigned early(void *state, const struct fk_sample *s)
     struct fk_pygate_chain c;
     bool chain = h->gate && fk_pygate_take(h->gate, s->cpu, s->tid, s->ip, s->time, &c);
     int got = fk_python_early(h->py, s->pid, s->tid, s->time, chain ? &c : NULL);
+    /* a read or the program's chain waits in a slot for the sample */
     return (got & FK_PY_EARLY_WAIT ? FK_EARLY_CATCH_UP : 0u) |
-           (got & FK_PY_EARLY_READ ? FK_EARLY_FOLLOW : 0u);
+           (got & FK_PY_EARLY_READ ? FK_EARLY_FOLLOW : 0u) |
+           (chain || (got & FK_PY_EARLY_READ) ? FK_EARLY_HELD : 0u);
 }
 
 static void mapped(void *state, pid_t pid, const char *path, uint64_t time)
