@@ -1209,6 +1209,52 @@ static void test_mapped(void)
     fk_sym_free(sym);
 }
 
+/* fk_python_forked: a child of a process looked at and found without
+ * CPython is taken as its parent -- its samples pass with no look of its
+ * own -- until an interpreter is mapped into it; a child of a process
+ * never looked at waits for its own look, which looks at the parent too,
+ * whose next child is then taken as it; a thread's fork record marks
+ * nothing. */
+static void test_forked(void)
+{
+    const char *python = "/usr/bin/python3.11";
+    char self[PATH_MAX];
+    struct stat ps, ss;
+    if (!two_programs("forked", python, &ps, self, &ss))
+        return;
+    pid_t P = 4190031, C = 4190032, Q = 4190033, D1 = 4190034, D2 = 4190035, T = 4190036;
+    struct fk_symbolizer *sym = fk_sym_new(&(struct fk_sym_opts){ 0 });
+    struct fk_python *py = fk_python_new(sym, false, 0);
+    const uint64_t ms = 1000000;
+    for (pid_t q = P; q <= Q; q += Q - P) {
+        fk_sym_comm(sym, q, q, "sh", false);
+        fk_sym_mmap(sym, q, 0x400000, 0x1000, 0, major(ss.st_dev), minor(ss.st_dev), ss.st_ino,
+                    PROT_READ | PROT_EXEC, MAP_PRIVATE, self, NULL, 0);
+    }
+    bool looked = fk_python_early(py, P, P, 1 * ms, NULL) == FK_PY_EARLY_WAIT;
+    fk_python_catch_up(py);
+    fk_python_forked(py, C, P, 2 * ms);
+    UNIT_CHECK("forked: a child of a process without CPython needs no look of its own",
+               looked && fk_python_early(py, C, C, 3 * ms, NULL) == 0);
+    fk_python_mapped(py, C, python, 4 * ms);
+    UNIT_CHECK("forked: ... until an interpreter is mapped into it",
+               fk_python_early(py, C, C, 5 * ms, NULL) == FK_PY_EARLY_WAIT);
+    fk_python_forked(py, D1, Q, 6 * ms);
+    bool waits = fk_python_early(py, D1, D1, 7 * ms, NULL) == FK_PY_EARLY_WAIT;
+    fk_python_catch_up(py);
+    fk_python_forked(py, D2, Q, 8 * ms);
+    UNIT_CHECK("forked: a child of a process never looked at waits for its look, which looks "
+               "at the parent too: the parent's next child needs none",
+               waits && fk_python_early(py, D2, D2, 9 * ms, NULL) == 0);
+    fk_python_forked(py, P, P, 10 * ms);    /* a thread's: pid == ppid */
+    fk_python_forked(py, T, C, 10 * ms);    /* C's interpreter not found yet */
+    UNIT_CHECK("forked: a child of a process with an interpreter's mapping pending waits for "
+               "its own look",
+               fk_python_early(py, T, T, 11 * ms, NULL) == FK_PY_EARLY_WAIT);
+    fk_python_free(py);
+    fk_sym_free(sym);
+}
+
 /* One sample of pid P through fk_python_sample; the stats after it. */
 static void sample_of(struct fk_python *py, struct fk_symbolizer *sym, pid_t P,
                       struct fk_python_stats *out)
@@ -1410,6 +1456,7 @@ int main(void)
     test_root_cframe_live();
     test_exec();
     test_mapped();
+    test_forked();
     test_early();
     free(mem);
     return UNIT_END();

@@ -454,6 +454,12 @@ static void pin_seen(void *ctx, const union perf_event *ev)
     }
     if (ev->header.type == PERF_RECORD_FORK) {
         fk_pins_fork(e->pins, (pid_t)ev->fork.pid, (pid_t)ev->fork.ppid, ev->fork.time);
+        if (ev->fork.pid != ev->fork.ppid)
+            for (size_t i = 0; i < e->o->nstack_hooks; i++)
+                if (e->o->stack_hooks[i]->early && e->o->stack_hooks[i]->forked)
+                    e->o->stack_hooks[i]->forked(e->o->stack_hooks[i]->state,
+                                                 (pid_t)ev->fork.pid, (pid_t)ev->fork.ppid,
+                                                 ev->fork.time);
         return;
     }
     char name[4096];

@@ -214,6 +214,10 @@ struct fk_stack_hook {
      * just exec'd a program the hook reads, whose samples early can ask
      * the engine's thread for. time: the record's. */
     void (*mapped)(void *state, pid_t pid, const char *path, uint64_t time);
+    /* Optional, with early: each new process's fork record (ppid forked
+     * pid; not a thread's) as it leaves the ring (the reader's thread, as
+     * early). time: the record's. */
+    void (*forked)(void *state, pid_t pid, pid_t ppid, uint64_t time);
     /* Optional: bytes the hook holds, counted toward --max-memory. */
     size_t (*bytes)(void *state);
 };

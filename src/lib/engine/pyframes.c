@@ -41,6 +41,13 @@ static void mapped(void *state, pid_t pid, const char *path, uint64_t time)
         fk_python_mapped(h->py, pid, path, time);
 }
 
+static void forked(void *state, pid_t pid, pid_t ppid, uint64_t time)
+{
+    struct fk_pyframes *h = state;
+    if (h->py)
+        fk_python_forked(h->py, pid, ppid, time);
+}
+
 static void catch_up(void *state, struct fk_engine *e)
 {
     fk_python_catch_up(reader(state, e));
@@ -94,6 +101,7 @@ void fk_pyframes_init(struct fk_pyframes *h, bool lines, uint64_t max_bytes)
     h->hook.early = early;
     h->hook.catch_up = catch_up;
     h->hook.mapped = mapped;
+    h->hook.forked = forked;
     h->hook.bytes = bytes;
 }
 

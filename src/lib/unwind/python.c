@@ -1546,7 +1546,9 @@ struct py_proc {
     bool early_checked;     /* looked for once as its first sample left the ring */
     uint8_t gate;           /* what the gate was last told (enum fk_pygate_mark; 0: nothing) */
     bool relook;            /* asked the engine's thread to look again and settle it */
-    uint64_t checked;       /* the time of the sample it was first looked at for */
+    uint64_t checked;       /* the time of the sample it was first looked at for
+                               (of its fork, when it was taken as its parent) */
+    pid_t ppid;             /* its parent, from its fork record (fk_python_forked) */
     /* an executable file named like CPython's was mapped (its record left
      * the ring at this time; 0: none since CPython was last found): the
      * exec of an interpreter the symbolizer has not handled yet */
@@ -1847,14 +1849,22 @@ static void detect(struct fk_python *p, struct py_proc *pp)
     }
 }
 
-static struct py_proc *proc_of(struct fk_python *p, pid_t pid)
+static struct py_proc *proc_find(struct fk_python *p, pid_t pid)
 {
-    uint64_t h = fk_hash_u64((uint32_t)pid);
-    struct fk_hiter it = fk_hindex_find(&p->proc_idx, h);
+    struct fk_hiter it = fk_hindex_find(&p->proc_idx, fk_hash_u64((uint32_t)pid));
     uint32_t i;
     while (fk_hindex_next(&it, &i))
         if (p->procs[i]->pid == pid)
             return p->procs[i];
+    return NULL;
+}
+
+static struct py_proc *proc_of(struct fk_python *p, pid_t pid)
+{
+    uint64_t h = fk_hash_u64((uint32_t)pid);
+    struct py_proc *found = proc_find(p, pid);
+    if (found)
+        return found;
     if (p->nprocs >= MAX_PROCS)
         return NULL;
     p->procs = fk_grow(p->procs, &p->capprocs, p->nprocs + 1, sizeof *p->procs);
@@ -1938,6 +1948,9 @@ static void refresh(struct fk_python *p, struct py_proc *pp)
         proc_clear(pp);
     if (pp->state == PS_NONE && (!pp->looked || g.maps != pp->gen.maps))
         detect(p, pp);
+    /* looked at with its records handled: its samples need no early look
+     * (proc_clear made them ask for one, a take of the engine's each) */
+    pp->early_checked = true;
     gate_sync(p, pp, false, true);
 }
 
@@ -1959,8 +1972,11 @@ static void sweep(struct fk_python *p, uint64_t now)
         struct fk_sym_gen g;
         fk_sym_proc_gen(p->sym, pp->pid, &g);
         /* (a process looked at that the symbolizer no longer knows: it
-         * was forgotten after its exit) */
-        if (g.exited || (pp->looked && pp->gen.image && !g.image)) {
+         * was forgotten after its exit; one taken as its parent at its
+         * fork that the symbolizer does not know SOON_NS after: likewise,
+         * or a fork never handled, outside the target) */
+        if (g.exited || (pp->looked && pp->gen.image && !g.image) ||
+            (pp->ppid && !pp->gen.image && !g.image && p->handled > pp->checked + SOON_NS)) {
             p->st.forgotten += pp->state == PS_PYTHON;
             gate_sync(p, pp, true, true);
             proc_clear(pp);
@@ -2176,6 +2192,25 @@ void fk_python_mapped(struct fk_python *p, pid_t pid, const char *path, uint64_t
     pthread_mutex_unlock(&p->lock);
 }
 
+void fk_python_forked(struct fk_python *p, pid_t pid, pid_t ppid, uint64_t time)
+{
+    if (pid <= 0 || ppid <= 0 || pid == ppid)
+        return;
+    pthread_mutex_lock(&p->lock);
+    const struct py_proc *par = proc_find(p, ppid);
+    bool plain = par && par->looked && par->state == PS_NONE && !par->soon;
+    struct py_proc *pp = proc_of(p, pid);
+    if (pp && !pp->looked && !pp->early_checked && pp->state == PS_NONE && !pp->soon) {
+        pp->ppid = ppid;
+        pp->checked = time;
+        if (plain) {
+            pp->early_checked = pp->looked = true;
+            gate_sync(p, pp, false, true);
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
 void fk_python_catch_up(struct fk_python *p)
 {
     pthread_mutex_lock(&p->lock);
@@ -2198,6 +2233,16 @@ void fk_python_catch_up(struct fk_python *p)
             pp->checked = q->time;
             detect(p, pp);
             gate_sync(p, pp, false, true);
+            /* and its parent, once, whose next children then need no
+             * look of their own (fk_python_forked) */
+            struct py_proc *par = pp->ppid ? proc_of(p, pp->ppid) : NULL;
+            if (par && par->state == PS_NONE && !par->looked && !par->early_checked &&
+                !par->soon) {
+                par->early_checked = true;
+                par->checked = q->time;
+                detect(p, par);
+                gate_sync(p, par, false, true);
+            }
         } else if (pp && pp->soon && pp->state != PS_PYTHON) {
             refresh(p, pp);     /* once the symbolizer handled the exec */
         } else if (pp && pp->relook) {

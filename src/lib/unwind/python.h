@@ -407,6 +407,16 @@ void fk_python_catch_up(struct fk_python *p);
  * the engine's thread (fk_python_early), which looks at pid again as soon
  * as it has. */
 void fk_python_mapped(struct fk_python *p, pid_t pid, const char *path, uint64_t time);
+/* In the reader's thread, as a process's fork record leaves the ring
+ * (ppid forked pid; not a thread's): a child of a process looked at and
+ * found without CPython, with no interpreter's mapping seen since, is
+ * taken as its parent -- settled, no look of its own; its exec of an
+ * interpreter un-settles it as that mapping leaves the ring
+ * (fk_python_mapped) -- so that the short-lived processes of a build or
+ * a shell loop (gcc's cc1 and as) cost the engine's thread no look and
+ * no take each. A child of a process not looked at yet remembers it: the
+ * child's first look (fk_python_catch_up) looks at the parent too. */
+void fk_python_forked(struct fk_python *p, pid_t pid, pid_t ppid, uint64_t time);
 /* Rewrite one sample's user frames in place when pid runs CPython: Python
  * frames become locations of the symbolizer's named frames,
  * "qualname_[p]". With the stack copy and frame stack pointers, each
