@@ -322,8 +322,9 @@ print(c["no_thread"], c["ring_full"], p["spliced"], p["chain_walks"], p["snapsho
     # ring had no room for the sample) or had no Python frame to splice
     # (python.fallbacks_frameless: fk-steady-b's thread before its first
     # frame, the main thread inside clone3 where the unwinder stops, an
-    # eval entered before its frame was linked; 1-3 a run by hand, and
-    # CI's ASan run once had 610 spliced for 612 ring_full). A sample
+    # eval entered before its frame was linked; 0-3 a run in 60 ASan
+    # runs by hand, and CI's ASan run once had 610 spliced for 612
+    # ring_full when spliced - chain_walks was taken for these). A sample
     # served by the chain the program read at a later sample of its
     # thread is a fallback too: not counted as spliced from a chain.
     check_range "fallbacks: samples read from the target as the reader was woken (of $full ring_full)" \
