@@ -373,6 +373,18 @@ static void emit_code_heads(struct fk_bpf_builder *b, unsigned miss)
     fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_3, BPF_REG_7));
 }
 
+/* Emit: reg = the word of the frame in its record slot (r7) at the
+ * offset the thread's map value (r8) holds at tv (<= STRIDE - 8, else to
+ * miss). r2 clobbered. */
+static void emit_frame_word(struct fk_bpf_builder *b, int tv, int reg, unsigned miss)
+{
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, reg, BPF_REG_8, tv));
+    fk_bpf_jump_imm(b, BPF_JGT, reg, FK_PYGATE_STRIDE - 8, miss);
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_7));
+    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_2, reg));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, reg, BPF_REG_2, REC_HDR));
+}
+
 /* The chain of a Python thread in the thread map (the tid at fp-8):
  * read into the per-CPU record and written to the ring without a
  * wake-up -- unless a frame runs a code object not in the code map (one
@@ -450,20 +462,12 @@ static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned n
     /* its code (fp-24) and function (fp-88): the previous frame's (a
      * recursion) have the same verdict, taken already */
     unsigned named = fk_bpf_label_new(b), lookup = fk_bpf_label_new(b);
-    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_1, BPF_REG_8, TV_CODE));
-    fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_1, FK_PYGATE_STRIDE - 8, miss);
-    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_7));
-    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_2, BPF_REG_1));
-    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_2, REC_HDR));
+    emit_frame_word(b, TV_CODE, BPF_REG_1, miss);
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_3, BPF_REG_10, -80));
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_1, -80));
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_1, -24));
     if (g->heads) {
-        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_4, BPF_REG_8, TV_FUNC));
-        fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_4, FK_PYGATE_STRIDE - 8, miss);
-        fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_7));
-        fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_2, BPF_REG_4));
-        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_4, BPF_REG_2, REC_HDR));
+        emit_frame_word(b, TV_FUNC, BPF_REG_4, miss);
         fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_5, BPF_REG_10, -88));
         fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_4, -88));
         fk_bpf_jump_reg(b, BPF_JNE, BPF_REG_4, BPF_REG_5, lookup);
@@ -478,11 +482,7 @@ static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned n
         fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -28, 1));
     }
     fk_bpf_label_place(b, named);
-    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_1, BPF_REG_8, TV_PREVIOUS));
-    fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_1, FK_PYGATE_STRIDE - 8, miss);
-    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_7));
-    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_2, BPF_REG_1));
-    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_2, REC_HDR));
+    emit_frame_word(b, TV_PREVIOUS, BPF_REG_1, miss);
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_9, BPF_REG_1, REC_NEXT));
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, 0, out);
     fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_6, 1));
