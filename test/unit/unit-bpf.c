@@ -333,6 +333,27 @@ static long last_pid(void)
     return v;
 }
 
+/* The next 64 pids marked with marker in map, a child forked until one is
+ * among them (5 tries): its pid (the first marked in *first), or -1. No
+ * pid at or past limit is marked (0: none). */
+static pid_t marked_child(int map, const void *marker, long limit, long *first)
+{
+    for (int attempt = 0; attempt < 5; attempt++) {
+        long last = last_pid();
+        if (last < 0 || (limit > 0 && last + 64 >= limit))
+            return -1;
+        for (long p = last + 1; p <= last + 64; p++) {
+            uint32_t k = (uint32_t)p;
+            bpf_map_update_elem(map, &k, marker, BPF_ANY);
+        }
+        pid_t child = fork_one();
+        *first = last + 1;
+        if (child > last && child <= last + 64)
+            return child;
+    }
+    return -1;
+}
+
 /* fk_bpf_fork_follower on real forks of this process: while this tgid is
  * in the map, the child goes in with its fork time (or a flag 1); once
  * this tgid is out, the child's number -- put in beforehand, with a
@@ -382,23 +403,14 @@ static void fork_follower(enum fk_bpf_fork_value value, enum fk_bpf_fork_outside
     bpf_map_delete_elem(map, &k);
     k = (uint32_t)child;
     bpf_map_delete_elem(map, &k);
-    bool ranged = false, gone = false;
-    for (int attempt = 0; attempt < 5 && !ranged; attempt++) {
-        long last = last_pid();
-        if (last < 0)
-            break;
-        for (long p = last + 1; p <= last + 64; p++) {
-            k = (uint32_t)p;
-            bpf_map_update_elem(map, &k, &marker, BPF_ANY);
-        }
-        child = fork_one();
-        ranged = child > last && child <= last + 64;
-        k = (uint32_t)child;
-        v = 0;
-        gone = bpf_map_lookup_elem(map, &k, &v) != 0;
-        printf("# %s: outsider's child %d (marked %ld..%ld): %s, value %llu\n", mode,
-               (int)child, last + 1, last + 64, gone ? "absent" : "in", (unsigned long long)v);
-    }
+    long first = 0;
+    child = marked_child(map, &marker, 0, &first);
+    bool ranged = child > 0;
+    k = (uint32_t)child;
+    v = 0;
+    bool gone = bpf_map_lookup_elem(map, &k, &v) != 0;
+    printf("# %s: outsider's child %d (marked %ld..%ld): %s, value %llu\n", mode, (int)child,
+           first, first + 63, gone ? "absent" : "in", (unsigned long long)v);
     snprintf(what, sizeof what, "fork follower (%s): an outsider's child's number %s", mode,
              del ? "comes out" : "keeps its marker");
     UNIT_CHECK(what, ranged && (del ? gone : !gone && v == marker));
@@ -458,23 +470,14 @@ static void fork_follower_array(void)
     k = (uint32_t)getpid();
     v = 0;
     bpf_map_update_elem(map, &k, &v, BPF_ANY);     /* out: its byte 0 */
-    bool ranged = false, kept = false;
-    for (int attempt = 0; attempt < 5 && !ranged; attempt++) {
-        long last = last_pid();
-        if (last < 0 || last + 64 >= max)
-            break;
-        for (long p = last + 1; p <= last + 64; p++) {
-            k = (uint32_t)p;
-            bpf_map_update_elem(map, &k, &marker, BPF_ANY);
-        }
-        child = fork_one();
-        ranged = child > last && child <= last + 64;
-        k = (uint32_t)child;
-        v = 0;
-        kept = bpf_map_lookup_elem(map, &k, &v) == 0 && v == marker;
-        printf("# array: outsider's child %d (marked %ld..%ld): byte %u\n", (int)child, last + 1,
-               last + 64, v);
-    }
+    long first = 0;
+    child = marked_child(map, &marker, max, &first);
+    bool ranged = child > 0;
+    k = (uint32_t)child;
+    v = 0;
+    bool kept = ranged && bpf_map_lookup_elem(map, &k, &v) == 0 && v == marker;
+    printf("# array: outsider's child %d (marked %ld..%ld): byte %u\n", (int)child, first,
+           first + 63, v);
     UNIT_CHECK("fork follower (array): an outsider (byte 0) is no member: its child keeps its "
                "marker", ranged && kept);
     close(ev);
