@@ -55,6 +55,9 @@ static json_t *python_json(const struct fk_profile_request *rq, const struct fk_
     json_object_set_new(o, "chains", json_integer((json_int_t)p->chains));
     json_object_set_new(o, "chains_refused", json_integer((json_int_t)p->chains_refused));
     json_object_set_new(o, "chain_walks", json_integer((json_int_t)p->chain_walks));
+    json_object_set_new(o, "fallbacks", json_integer((json_int_t)p->fallbacks));
+    json_object_set_new(o, "fallbacks_spliced", json_integer((json_int_t)p->fallbacks_spliced));
+    json_object_set_new(o, "fallbacks_frameless", json_integer((json_int_t)p->fallbacks_frameless));
     json_object_set_new(o, "chains_retaken", json_integer((json_int_t)p->chains_retaken));
     json_object_set_new(o, "snapshot_reads", json_integer((json_int_t)p->snapshot_reads));
     json_object_set_new(o, "snapshot_read_bytes",

@@ -2208,10 +2208,14 @@ void fk_python_catch_up(struct fk_python *p)
 
 /* The sample's early read, if it was made with the walker of the image its
  * process still runs (not one read through a pre-exec image's tables);
- * the slot no longer waits for it. */
+ * the slot no longer waits for it. *shared: the read was made for
+ * another sample (times[0]: the one it was made for) -- for a chain, one
+ * the gate's program read at a later sample of the thread, which served
+ * this one, read without a record of its own, as a read after it would. */
 static const struct fk_py_snap *snap_of(struct fk_python *p, const struct py_proc *pp, pid_t tid,
-                                        uint64_t time)
+                                        uint64_t time, bool *shared)
 {
+    *shared = false;
     for (unsigned i = 1; time && i <= p->nslots; i++) {
         struct snap_slot *sl = &p->slots[(p->slot_next + p->nslots - i) % p->nslots];
         if (sl->tid != (uint64_t)tid || !sl->ntimes)
@@ -2219,6 +2223,7 @@ static const struct fk_py_snap *snap_of(struct fk_python *p, const struct py_pro
         for (unsigned j = 0; j < sl->ntimes; j++)
             if (sl->times[j] == time) {
                 sl->times[j] = 0;
+                *shared = j > 0;
                 return sl->image == pp->gen.image ? sl->s : NULL;
             }
     }
@@ -2247,8 +2252,13 @@ static void sample_locked(struct fk_python *p, pid_t pid, pid_t tid, struct fk_p
                       nat->locs[i].addr < pp->eval_hi;
         nev += p->evals[i];
     }
-    const struct fk_py_snap *snap = snap_of(p, pp, tid, nat->time);
+    bool shared;
+    const struct fk_py_snap *snap = snap_of(p, pp, tid, nat->time, &shared);
     p->st.snapshots_used += snap != NULL;
+    /* no chain the gate's program read at this sample: a fallback (its
+     * chain read from the target, or the one the program read at a later
+     * sample of its thread) */
+    bool fallback = !snap || !snap->chain || shared, spliced = false, frameless = !nev;
     if (nev) {
         struct fk_py_stack *s = &p->stack;
         uint64_t heads[FK_PY_MAX_SEGMENTS];
@@ -2286,6 +2296,9 @@ static void sample_locked(struct fk_python *p, pid_t pid, pid_t tid, struct fk_p
         p->st.status[s->status]++;
         p->st.reads += s->reads;
         p->st.read_bytes += s->read_bytes;
+        /* eval entered, its frame not linked yet (or, read late, the
+         * thread's frames gone) */
+        frameless = (s->status == FK_PY_OK || s->status == FK_PY_LIMIT) && !s->n;
         if ((s->status == FK_PY_OK || s->status == FK_PY_LIMIT) && s->n) {
             enum fk_py_verdict v;
             size_t ni = fk_py_splice(p->evals, nn, nat->complete && s->status == FK_PY_OK, s,
@@ -2305,6 +2318,7 @@ static void sample_locked(struct fk_python *p, pid_t pid, pid_t tid, struct fk_p
             memcpy(nat->locs, p->tmp, out * sizeof *nat->locs);
             nat->n = out;
             p->st.spliced++;
+            spliced = true;
             if (v == FK_PY_CONSISTENT)
                 p->st.consistent++;
             else if (v == FK_PY_CHANGED_STACK)
@@ -2313,6 +2327,9 @@ static void sample_locked(struct fk_python *p, pid_t pid, pid_t tid, struct fk_p
                 p->st.native_cut++;
         }
     }
+    p->st.fallbacks += fallback;
+    p->st.fallbacks_spliced += fallback && spliced;
+    p->st.fallbacks_frameless += fallback && frameless;
     uint64_t ns = fk_now_ns() - t0;
     p->st.ns_total += ns;
     p->hist[ns / HIST_NS < HIST_N ? ns / HIST_NS : HIST_N - 1]++;

@@ -314,6 +314,13 @@ struct fk_python_stats {
     uint64_t chains;                /* samples whose chain the gate's program read */
     uint64_t chains_refused;        /* ... records not their thread's (a reused tid) */
     uint64_t chain_walks;           /* walks of such chains (samples with eval frames) */
+    uint64_t fallbacks;             /* samples with no chain the program read at them
+                                       (read from the target, or served by the chain
+                                       read at a later sample of their thread) */
+    uint64_t fallbacks_spliced;     /* ... spliced */
+    uint64_t fallbacks_frameless;   /* ... with no Python frame to splice: no eval
+                                       frame in the native stack, or none linked
+                                       on the chain read */
     uint64_t chains_retaken;        /* ... invalid (a code object freed before it was
                                        named): read again from the target */
     uint64_t early_ns;              /* CPU time taking them */
