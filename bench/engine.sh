@@ -16,7 +16,11 @@
 #      rate: no start-up, naming or files, no rusage tick rounding, so
 #      the quietest per-sample figure; split into the ring reader's
 #      thread (flamekit-reader) and the rest (the engine's thread, symbol
-#      loading).
+#      loading). Beside it, over the same span, the run time of the BPF
+#      programs flamekit attached (the Python gate's, with --python on),
+#      per sample and per run (kernel BPF statistics, switched on for the
+#      capture with BPF_ENABLE_STATS): they run in the sampled tasks'
+#      context, so no flamekit thread's CPU holds them.
 #  (2) 'flamekit host -F 99 -d LONG99' (the default frequency, dwarf):
 #      share of one core (target <= 1 % for 60 s).
 # Ratios are new/base of the medians over the pairs, and per pair: each
@@ -99,14 +103,20 @@ EOF
 fi
 sleep 1
 
-# one capture: prints "CPU_S SAMPLES LOST STEADY_US READER_US" (LOST:
-# records the kernel dropped; a cheaper build that loses records has not
-# proven its cost; STEADY_US, READER_US: 0 for runs under 5 s)
+# one capture: prints "CPU_S SAMPLES LOST STEADY_US READER_US PROG_US
+# PROG_NS" (LOST: records the kernel dropped; a cheaper build that loses
+# records has not proven its cost; STEADY_US, READER_US: 0 for runs under
+# 5 s; PROG_US, PROG_NS: its BPF programs' run time per sample and per
+# run over the steady span, 0 without them or without BPF statistics)
 run() {  # run FLAMEKIT HZ SECS
     local out=$work/out.$RANDOM
     python3 - "$1" "$2" "$3" "$out" "$pymode" <<'PY'
-import glob, json, os, subprocess, sys, time
+import ctypes, glob, json, os, subprocess, sys, time
 fk, hz, secs, out, pymode = sys.argv[1:6]
+# BPF_ENABLE_STATS (bpf command 32, type BPF_STATS_RUN_TIME): the kernel
+# times every BPF program's runs while this fd is open (-1: not allowed)
+attr = (ctypes.c_uint32 * 32)()
+ctypes.CDLL(None, use_errno=True).syscall(321, 32, ctypes.byref(attr), 128)
 p = subprocess.Popen([fk, "host", "-q", "--python", pymode, "--no-svg", "-F", hz, "-d", secs + "s",
                       "-o", out])
 def threads():
@@ -121,27 +131,45 @@ def threads():
         except (OSError, ValueError, IndexError):
             pass
     return ts, time.monotonic()
+def progs():
+    """(run ns, runs) of flamekit's BPF programs now, each program once"""
+    seen = {}
+    for fd in glob.glob("/proc/%d/fdinfo/*" % p.pid):
+        try:
+            with open(fd) as f:
+                d = dict(l.split(":", 1) for l in f.read().splitlines() if ":" in l)
+            if "run_time_ns" in d:
+                seen[d.get("prog_id", fd).strip()] = (int(d["run_time_ns"]), int(d["run_cnt"]))
+        except (OSError, ValueError):
+            pass
+    return sum(v[0] for v in seen.values()), sum(v[1] for v in seen.values())
 steady = int(secs) >= 5
 if steady:
     head = min(3, int(secs) // 3)   # kallsyms, the /proc scan, first symbols
     time.sleep(head)
     a, ta = threads()
+    pa = progs()
     time.sleep(int(secs) - head - 1)
     b, tb = threads()
+    pb = progs()
 # its own rusage (and its waited children's): RUSAGE_CHILDREN would add
 # whatever this interpreter's start-up ran (a pyenv shim: ~0.3 s, 6,500 faults)
 _, status, ru = os.wait4(p.pid, 0)
 if status:
     sys.exit("flamekit failed (wait status %d)" % status)
 d = json.load(open(glob.glob(out + "/*.json")[0]))
-su = ru_ = 0.0
+su = ru_ = pu = pn = 0.0
 if steady and d["samples"] and d.get("duration_s"):
     n = d["samples"] / d["duration_s"] * (tb - ta)   # samples in the window, at the mean rate
     for t, (ns, reader) in b.items():
         dn = ns - a.get(t, (0, reader))[0]
         su += dn / 1e3 / n
         ru_ += dn / 1e3 / n if reader else 0
-print("%.4f %d %d %.3f %.3f" % (ru.ru_utime + ru.ru_stime, d["samples"], d.get("lost", 0), su, ru_))
+    if pb[1] > pa[1]:
+        pu = (pb[0] - pa[0]) / 1e3 / n
+        pn = (pb[0] - pa[0]) / (pb[1] - pa[1])
+print("%.4f %d %d %.3f %.3f %.3f %.1f" % (ru.ru_utime + ru.ru_stime, d["samples"], d.get("lost", 0), su, ru_,
+                                          pu, pn))
 PY
     rm -rf "$out"
 }
@@ -154,39 +182,40 @@ for ((p = 0; p < pairs; p++)); do
     ((p % 2 == 1 && ${#builds[@]} == 2)) && order=(new base)
     for b in "${order[@]}"; do
         bin=$fk; [ "$b" = base ] && bin=$base
-        cs=0 ns=0 cl=0 nl=0 ls=0 ll=0 l99=0 su=0 ru=0
+        cs=0 ns=0 cl=0 nl=0 ls=0 ll=0 l99=0 su=0 ru=0 pu=0 pn=0
         if [ "$long" -gt 0 ]; then
-            read -r cs ns ls _ _ < <(run "$bin" 999 "$short")
-            read -r cl nl ll su ru < <(run "$bin" 999 "$long")
+            read -r cs ns ls _ _ _ _ < <(run "$bin" 999 "$short")
+            read -r cl nl ll su ru pu pn < <(run "$bin" 999 "$long")
         fi
         c99=0
-        [ "$long99" -gt 0 ] && read -r c99 _ l99 _ _ < <(run "$bin" 99 "$long99")
-        figs[$b]+="$cs $ns $cl $nl $c99 $((ls + ll + l99)) $su $ru"$'\n'
+        [ "$long99" -gt 0 ] && read -r c99 _ l99 _ _ _ _ < <(run "$bin" 99 "$long99")
+        figs[$b]+="$cs $ns $cl $nl $c99 $((ls + ll + l99)) $su $ru $pu $pn"$'\n'
     done
 done
 # per build: medians of whole-run us/sample, per-sample us, fixed ms, 99 Hz %,
-# steady us/sample, the reader's part of it; lost records over all its captures
+# steady us/sample, the reader's part of it, its BPF programs' us/sample
+# and ns/run; lost records over all its captures
 summary() {
     awk -v short="$short" -v long99="$long99" '
     function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
                                    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-    NF == 8 { n++; whole[n] = 1e6 * $3 / ($4 ? $4 : 1); lost += $6
+    NF == 10 { n++; whole[n] = 1e6 * $3 / ($4 ? $4 : 1); lost += $6
               per = ($4 > $2) ? ($3 - $1) / ($4 - $2) : 0; ps[n] = 1e6 * per
               fx[n] = 1e3 * ($1 - per * $2); pc[n] = long99 ? 100 * $5 / long99 : 0
-              st[n] = $7; rd[n] = $8 }
-    END { printf "%.2f %.2f %.0f %.3f %d %.2f %.2f\n", med(whole, n), med(ps, n), med(fx, n), med(pc, n), lost,
-                 med(st, n), med(rd, n) }'
+              st[n] = $7; rd[n] = $8; pu[n] = $9; pn[n] = $10 }
+    END { printf "%.2f %.2f %.0f %.3f %d %.2f %.2f %.3f %.0f\n", med(whole, n), med(ps, n), med(fx, n), med(pc, n), lost,
+                 med(st, n), med(rd, n), med(pu, n), med(pn, n) }'
 }
 declare -A s
 for b in "${builds[@]}"; do
     s[$b]=$(printf '%s' "${figs[$b]}" | summary)
-    read -r w ps fx pc lost st rd <<<"${s[$b]}"
+    read -r w ps fx pc lost st rd pu pn <<<"${s[$b]}"
     printf '(%s)' "$b"
-    [ "$long" -gt 0 ] && printf ' 999 Hz: %s us CPU/sample over a %ss run (target <= 4); per sample %s us + fixed %s ms; steady %s us/sample (reader %s);' \
-        "$w" "$long" "$ps" "$fx" "$st" "$rd"
+    [ "$long" -gt 0 ] && printf ' 999 Hz: %s us CPU/sample over a %ss run (target <= 4); per sample %s us + fixed %s ms; steady %s us/sample (reader %s), BPF programs in the sampled tasks %s us/sample (%s ns a run);' \
+        "$w" "$long" "$ps" "$fx" "$st" "$rd" "$pu" "$pn"
     [ "$long99" -gt 0 ] && printf ' 99 Hz %ss: %s %% of a core (target <= 1)' "$long99" "$pc"
     printf ' lost records: %s\n' "$lost"
-    printf '%s' "${figs[$b]}" | sed "s/^/    ($b) cpu_s samples (${short}s), cpu_s samples (${long}s), cpu_s (99 Hz), lost, steady us, reader us: /"
+    printf '%s' "${figs[$b]}" | sed "s/^/    ($b) cpu_s samples (${short}s), cpu_s samples (${long}s), cpu_s (99 Hz), lost, steady us, reader us, BPF us, BPF ns a run: /"
 done
 if [ -n "$base" ]; then
     read -r bw bps bfx bpc _ bst _ <<<"${s[base]}"
@@ -222,15 +251,20 @@ if [ -n "$base" ]; then
         printf "; median %.3fx (%.1f %% interval %.3f-%.3f)\n", (n % 2 ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2), cov, r[k], r[n + 1 - k]
     }
     function below(r, n,   i, b) { for (i = 1; i <= n; i++) b += r[i] < 1; return b }
-    NF == 16 { n++
-        if ($4 > 0 && $12 > 0 && $3 > 0) { nw++; w[nw] = ($11 / $12) / ($3 / $4) }
-        if ($4 > $2 && $12 > $10 && $3 > $1 && $11 > $9) { b = ($3 - $1) / ($4 - $2); a = ($11 - $9) / ($12 - $10)
+    NF == 20 { n++
+        if ($4 > 0 && $14 > 0 && $3 > 0) { nw++; w[nw] = ($13 / $14) / ($3 / $4) }
+        if ($4 > $2 && $14 > $12 && $3 > $1 && $13 > $11) { b = ($3 - $1) / ($4 - $2); a = ($13 - $11) / ($14 - $12)
                                                              if (b > 0 && a > 0) { np++; ps[np] = a / b } }
-        if ($7 > 0 && $15 > 0) { ns++; st[ns] = $15 / $7 }
-        if ($8 > 0 && $16 > 0) { nr++; rd[nr] = $16 / $8 }
-        if ($5 > 0 && $13 > 0) { nc++; cc[nc] = $13 / $5 } }
+        if ($7 > 0 && $17 > 0) { ns++; st[ns] = $17 / $7 }
+        if ($8 > 0 && $18 > 0) { nr++; rd[nr] = $18 / $8 }
+        if ($9 > 0 && $19 > 0) { nb++; bp[nb] = $19 / $9; nt++; sb[nt] = ($17 + $19) / ($7 + $9) }
+        if ($10 > 0 && $20 > 0) { nn++; bn[nn] = $20 / $10 }
+        if ($5 > 0 && $15 > 0) { nc++; cc[nc] = $15 / $5 } }
     END { print "pairs, new/base of each pair (the 2nd, 4th... ran new first):"
           if (long > 0) { report("steady us/sample", st, ns); report("reader us/sample", rd, nr)
+                          report("BPF programs us/sample (in the sampled tasks)", bp, nb)
+                          report("BPF programs ns a run", bn, nn)
+                          report("steady + BPF programs us/sample", sb, nt)
                           report("whole-run us/sample", w, nw); report("per sample (long - short)", ps, np) }
           if (long99 > 0) report("99 Hz core share", cc, nc) }'
 fi

@@ -27,6 +27,14 @@ enum {
 };
 #define REC_MAX (REC_HDR + FK_PYGATE_DEPTH * FK_PYGATE_STRIDE + \
                  FK_PYGATE_CODES * FK_PYGATE_CODE_BYTES)
+/* The program's per-CPU scratch: the record, then the window of the
+ * target's memory its frames are copied from (a page's frames in one
+ * read: emit_frame_window), WIN bytes at most, and STRIDE more that a
+ * frame's copy at the window's end may touch. */
+#define PAGE_BYTES 4096
+#define WIN (PAGE_BYTES + FK_PYGATE_STRIDE)
+#define SCRATCH_WIN ((REC_MAX + 7) & ~7)
+#define SCRATCH_BYTES (SCRATCH_WIN + WIN + FK_PYGATE_STRIDE)
 /* The thread map's value: the thread state, then struct fk_pygate_offsets. */
 enum { TV_TSTATE = 0, TV_CFRAME = 8, TV_NTID = 10, TV_CURRENT = 12, TV_PREVIOUS = 14,
        TV_FRSIZE = 16, TV_CODE = 18, TV_FUNC = 20, TV_COREAD = 22, TV_BYTES = 24 };
@@ -225,7 +233,7 @@ static void emit_ts_read(struct fk_bpf_builder *b, int tv, int dst, unsigned mis
 /* Emit, after a frame's code map lookup (r0: its value, the function
  * object user space named the code with, or NULL): whether user space
  * can vouch for the frame's code from its cache -- named, and run by the
- * function it was named with (at r6 + at: the frame's fr_func) -- else
+ * function it was named with (the frame's fr_func, at fp-88) -- else
  * mark it not named (NULL) and note the code (fp-24) as wanted: at the
  * record's REC_CODES[REC_NCODES], REC_NCODES + 1, unless it is wanted
  * already (one code in every other frame of a recursion through a
@@ -233,12 +241,12 @@ static void emit_ts_read(struct fk_bpf_builder *b, int tv, int dst, unsigned mis
  * space). The count is kept in the record, not a register: a register
  * is a constant on each path the verifier follows, and with five of
  * them at every frame the program's load took 22 ms instead of 4.5. */
-static void emit_want_code(struct fk_bpf_builder *b, int at, unsigned named)
+static void emit_want_code(struct fk_bpf_builder *b, unsigned named)
 {
     unsigned unnamed = fk_bpf_label_new(b), want = fk_bpf_label_new(b), add = fk_bpf_label_new(b);
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, unnamed);
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
-    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_2, BPF_REG_6, at));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_2, BPF_REG_10, -88));
     fk_bpf_jump_reg(b, BPF_JEQ, BPF_REG_1, BPF_REG_2, named);
     fk_bpf_goto(b, want);
     fk_bpf_label_place(b, unnamed);
@@ -260,6 +268,67 @@ static void emit_want_code(struct fk_bpf_builder *b, int at, unsigned named)
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_2, BPF_REG_1, REC_CODES));
     fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_3, 1));
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_9, BPF_REG_3, REC_NCODES));
+}
+
+/* Emit: the frame at REC_NEXT (r6: its index) into its record slot (r7), fr_size bytes
+ * (STRIDE copied), from the window -- the bytes of the target read last,
+ * from the start of a frame's page to its end (fp-56 where they start,
+ * fp-64 how many; 0: none yet) -- or, when the frame is not in it, after
+ * reading the window anew for it. A thread's frames lie on its data
+ * stack one after the other, a caller below its callee: one read serves
+ * every frame of a page (about 30 of a recursion) where a read a frame
+ * cost each its own bpf_probe_read_user. The window starts at the
+ * frame's own page, so it fails only where the frame's own read would
+ * (to miss, as that did). Out: r1-r5 clobbered. */
+static void emit_frame_window(struct fk_bpf_builder *b, unsigned miss)
+{
+    unsigned reread = fk_bpf_label_new(b), sized = fk_bpf_label_new(b),
+             copy = fk_bpf_label_new(b);
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_3, BPF_REG_9, REC_NEXT));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_4, BPF_REG_8, TV_FRSIZE));
+    fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_4, FK_PYGATE_STRIDE, miss);
+    /* the first frame has no window yet (said so to the verifier too:
+     * it follows one path there, not one more each turn) */
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_6, 0, reread);
+    /* in the window: start <= frame, frame + fr_size <= start + bytes */
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_3));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_10, -56));
+    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_SUB, BPF_REG_2, BPF_REG_1));
+    fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_2, WIN, reread);
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_5, BPF_REG_2));
+    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_5, BPF_REG_4));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_10, -64));
+    fk_bpf_jump_reg(b, BPF_JGT, BPF_REG_5, BPF_REG_1, reread);
+    fk_bpf_goto(b, copy);
+    /* a new window: from the frame's page's start to its end */
+    fk_bpf_label_place(b, reread);
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_3));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_AND, BPF_REG_2, PAGE_BYTES - 1));
+    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_2, BPF_REG_4));
+    fk_bpf_jump_imm(b, BPF_JLE, BPF_REG_2, WIN, sized);
+    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_2, WIN));
+    fk_bpf_label_place(b, sized);
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_2, -64));
+    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_3, BPF_REG_4));
+    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_SUB, BPF_REG_3, BPF_REG_2));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_3, -56));
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_1, BPF_REG_9));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_1, SCRATCH_WIN));
+    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_probe_read_user));
+    fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_0, 0, miss);
+    /* the frame is the window's last fr_size bytes */
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_2, BPF_REG_10, -64));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_4, BPF_REG_8, TV_FRSIZE));
+    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_SUB, BPF_REG_2, BPF_REG_4));
+    /* r2: the frame's offset in the window */
+    fk_bpf_label_place(b, copy);
+    fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_2, WIN, miss);
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_1, BPF_REG_9));
+    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_1, BPF_REG_2));
+    for (int i = 0; i < FK_PYGATE_STRIDE; i += 8) {
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_3, BPF_REG_1, SCRATCH_WIN + i));
+        fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_7, BPF_REG_3, REC_HDR + i));
+    }
 }
 
 /* Emit, after the frames (r3: their end in the record): the
@@ -304,6 +373,18 @@ static void emit_code_heads(struct fk_bpf_builder *b, unsigned miss)
     fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_3, BPF_REG_7));
 }
 
+/* Emit: reg = the word of the frame in its record slot (r7) at the
+ * offset the thread's map value (r8) holds at tv (<= STRIDE - 8, else to
+ * miss). r2 clobbered. */
+static void emit_frame_word(struct fk_bpf_builder *b, int tv, int reg, unsigned miss)
+{
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, reg, BPF_REG_8, tv));
+    fk_bpf_jump_imm(b, BPF_JGT, reg, FK_PYGATE_STRIDE - 8, miss);
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_7));
+    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_2, reg));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, reg, BPF_REG_2, REC_HDR));
+}
+
 /* The chain of a Python thread in the thread map (the tid at fp-8):
  * read into the per-CPU record and written to the ring without a
  * wake-up -- unless a frame runs a code object not in the code map (one
@@ -311,11 +392,14 @@ static void emit_code_heads(struct fk_bpf_builder *b, unsigned miss)
  * ran, so it is named while it lives), which wakes the reader. With
  * g->heads, the headers of the code objects user space cannot vouch for
  * (emit_want_code) are read after the frames (emit_code_heads).
- * Registers: r6 ctx, then (g->heads) the record + the thread's fr_func
- * offset; r8 the thread's map value, r9 the record; r7 the reason of a
- * note (to note_thread, miss, full). Stack: -24 a code pointer, -28 "a code object not named", -48
- * the frames' end. Unrolled: each frame's
- * offsets are constants, which the verifier checks once. */
+ * Registers: r6 ctx, then the frame's index; r7 its slot, then (to
+ * note_thread, miss, full) the reason of a note; r8 the thread's map
+ * value, r9 the record. Stack: -24 a code pointer, -28 "a code object
+ * not named", -48 the frames' end, -56/-64 the window (emit_frame_window),
+ * -80/-88 the previous frame's code and function. The frames are a
+ * bounded loop (the verifier walks its 64 turns; a kernel with the BPF
+ * ring buffer, 5.8, takes bounded loops, 5.3): unrolled, 64 copies of a
+ * frame's code did not fit in the 4,096 instructions with the window. */
 static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned note,
                        unsigned keep)
 {
@@ -346,13 +430,11 @@ static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned n
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_9, REC_HEAD, 0));
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_9, REC_NEXT, 0));
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -28, 0));
-    if (g->heads) {
-        /* ctx is done with: r6 = the record + the frames' fr_func offset */
-        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_1, BPF_REG_8, TV_FUNC));
-        fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_1, FK_PYGATE_STRIDE - 8, miss);
-        fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_6, BPF_REG_9));
-        fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_6, BPF_REG_1));
-    }
+    /* no window yet; no previous frame's code */
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, -56, 0));
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, -64, 0));
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, -80, -1));
+    fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_10, -88, 0));
     /* tstate->cframe, tstate->native_thread_id */
     emit_ts_read(b, TV_CFRAME, REC_CFRAME, miss);
     emit_ts_read(b, TV_NTID, REC_NTID, miss);
@@ -365,39 +447,46 @@ static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned n
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_9, REC_HEAD));
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_9, BPF_REG_1, REC_NEXT));
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, 0, out);
-    for (int k = 0; k < FK_PYGATE_DEPTH; k++) {
-        int at = REC_HDR + k * FK_PYGATE_STRIDE;
-        fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_1, BPF_REG_9));
-        fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_1, at));
-        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_2, BPF_REG_8, TV_FRSIZE));
-        fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_2, FK_PYGATE_STRIDE, miss);
-        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_3, BPF_REG_9, REC_NEXT));
-        fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_probe_read_user));
-        fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_0, 0, miss);
-        fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_9, REC_N, k + 1));
-        unsigned named = fk_bpf_label_new(b);
-        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_1, BPF_REG_8, TV_CODE));
-        fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_1, FK_PYGATE_STRIDE - 8, miss);
-        fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_9));
-        fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_2, BPF_REG_1));
-        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_2, at));
-        fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_1, -24));
-        fk_bpf_emit_map_lookup(b, g->codes, -24);
-        if (g->heads)
-            emit_want_code(b, at, named);
-        else {
-            fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_0, 0, named);
-            fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -28, 1));
-        }
-        fk_bpf_label_place(b, named);
-        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_1, BPF_REG_8, TV_PREVIOUS));
-        fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_1, FK_PYGATE_STRIDE - 8, miss);
-        fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_9));
-        fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_2, BPF_REG_1));
-        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_2, at));
-        fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_9, BPF_REG_1, REC_NEXT));
-        fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, 0, out);
+    /* the frames, a bounded loop (ctx is done with): r6 the frame's
+     * index k, r7 the record + k * STRIDE (its slot at r7 + REC_HDR) */
+    unsigned frame = fk_bpf_label_new(b);
+    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_6, 0));
+    fk_bpf_label_place(b, frame);
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_7, BPF_REG_6));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_MUL, BPF_REG_7, FK_PYGATE_STRIDE));
+    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_7, BPF_REG_9));
+    emit_frame_window(b, miss);
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_1, BPF_REG_6));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_1, 1));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_9, BPF_REG_1, REC_N));
+    /* its code (fp-24) and function (fp-88): the previous frame's (a
+     * recursion) have the same verdict, taken already */
+    unsigned named = fk_bpf_label_new(b), lookup = fk_bpf_label_new(b);
+    emit_frame_word(b, TV_CODE, BPF_REG_1, miss);
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_3, BPF_REG_10, -80));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_1, -80));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_1, -24));
+    if (g->heads) {
+        emit_frame_word(b, TV_FUNC, BPF_REG_4, miss);
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_5, BPF_REG_10, -88));
+        fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_4, -88));
+        fk_bpf_jump_reg(b, BPF_JNE, BPF_REG_4, BPF_REG_5, lookup);
     }
+    fk_bpf_jump_reg(b, BPF_JEQ, BPF_REG_1, BPF_REG_3, named);
+    fk_bpf_label_place(b, lookup);
+    fk_bpf_emit_map_lookup(b, g->codes, -24);
+    if (g->heads)
+        emit_want_code(b, named);
+    else {
+        fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_0, 0, named);
+        fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -28, 1));
+    }
+    fk_bpf_label_place(b, named);
+    emit_frame_word(b, TV_PREVIOUS, BPF_REG_1, miss);
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_9, BPF_REG_1, REC_NEXT));
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, 0, out);
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_6, 1));
+    fk_bpf_jump_imm(b, BPF_JLT, BPF_REG_6, FK_PYGATE_DEPTH, frame);
     fk_bpf_label_place(b, out);
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_W, BPF_REG_3, BPF_REG_9, REC_N));
     fk_bpf_jump_imm(b, BPF_JGT, BPF_REG_3, FK_PYGATE_DEPTH, miss);
@@ -662,7 +751,7 @@ struct fk_pygate *fk_pygate_new(uint32_t max_entries, uint64_t held, char *err, 
                            errlen) ||
         !fk_bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "fk_py_tids", 4, TV_BYTES, THREADS_MAX, 0,
                            &g->tids, err, errlen) ||
-        !fk_bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "fk_py_chain", 4, REC_MAX, 1, 0,
+        !fk_bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "fk_py_chain", 4, SCRATCH_BYTES, 1, 0,
                            &g->scratch, err, errlen) ||
         !fk_bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "fk_py_codes", 8, 8, CODES_MAX, 0, &g->codes,
                            err, errlen) ||
@@ -890,7 +979,7 @@ void fk_pygate_stats(const struct fk_pygate *g, struct fk_pygate_stats *out)
 static size_t maps_bytes(uint32_t entries, uint32_t ring, unsigned ncpus)
 {
     return (size_t)entries * ENTRY_BYTES + ring + (size_t)THREADS_MAX * THREAD_BYTES +
-           (size_t)CODES_MAX * CODE_BYTES + (size_t)ncpus * REC_MAX + ENTRY_BYTES;
+           (size_t)CODES_MAX * CODE_BYTES + (size_t)ncpus * SCRATCH_BYTES + ENTRY_BYTES;
 }
 
 size_t fk_pygate_fixed_bytes(uint32_t max_entries, uint64_t held)
