@@ -6,6 +6,9 @@
 #   python3 offcpu-alt.py TRUTH WINDOWS WINDOW_S SWITCH_S[,SWITCH_S...] CGROUP_ROOT FLAMEKIT
 #   python3 offcpu-alt.py --keep DIR      (the summary again, from a kept run)
 #
+# WINDOW_S is each window's phases, rounded down to whole groups of four
+# (8 s at 0.5 s: 16 phases); flamekit runs EDGE_S longer at each end.
+#
 # Why: offcpu-paired.py's q (one storm profiled for a whole window, the
 # other the control) carries the two vCPUs' speed ratio, which wanders
 # slowly here (session 22: correlation 0.93 over 0.5 s, 0.59 over 6 s), so
@@ -164,7 +167,9 @@ def main(a):
             mode = "fk" if ((w_i + 1) // 2) % 2 == 0 else "none"
             sw = sws[(w_i // 4) % len(sws)]
             first = (w_i // 2) % 2
-            n = max(4, int((win - 2 * EDGE_S) / sw) // 4 * 4)
+            # WINDOW_S of phases, in whole groups of four (flamekit's
+            # window is EDGE_S longer at each end)
+            n = max(4, int(win / sw + 1e-9) // 4 * 4)
             # the first copy is in prof before flamekit starts: its rate
             # measurement before the window sees a storm, as on a real target
             put(1 - first, own[1 - first])
@@ -294,15 +299,15 @@ def summary(t, phases, stats):
                       (sw, mode, loss(statistics.median(v)), loss(m), loss(hi), loss(lo),
                        loss(max(v)), loss(min(v)), statistics.stdev(v), len(v)))
                 if mode == "fk" and add is not None:
-                    print("switch %.2f s, fk + the filter (a storm profiled alone): loss mean "
-                          "%.2f %% (95 %% %.2f..%.2f %%)" %
+                    print("switch %.2f s, fk + the filter (a storm profiled alone, at most: the "
+                          "stats' clock reads included): loss mean %.2f %% (95 %% %.2f..%.2f %%)" %
                           (sw, loss(m) + 100 * add, loss(hi) + 100 * add, loss(lo) + 100 * add))
     allfk = [statistics.fmean(q) for (mode, sw), v in logs.items() if mode == "fk" for _, q in v]
     if len(allfk) >= 2:
         m, lo, hi = boot_mean(allfk)
         print("all fk windows: loss median %.2f %%, mean %.2f %% (95 %% %.2f..%.2f %%), %d windows%s" %
               (loss(statistics.median(allfk)), loss(m), loss(hi), loss(lo), len(allfk),
-               "" if add is None else "; with the filter %.2f %% (95 %% %.2f..%.2f %%)" %
+               "" if add is None else "; with the filter at most %.2f %% (95 %% %.2f..%.2f %%)" %
                (loss(m) + 100 * add, loss(hi) + 100 * add, loss(lo) + 100 * add)))
 
 

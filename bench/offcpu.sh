@@ -16,7 +16,8 @@
 #     (default 2);
 #  1c. "alt": the same loss, lower noise (bench/offcpu-alt.py: the two
 #     storms moved in and out of flamekit's target cgroup every
-#     FK_BENCH_ALT_SWITCH s (default 0.5,1: each in turn) within
+#     FK_BENCH_ALT_SWITCH s (default 0.5; a list such as 0.5,1 takes
+#     each in turn, four windows each) within
 #     FK_BENCH_ALT_WINDOWS windows (default 8, half of them "none") of
 #     FK_BENCH_ALT_SECS s (default 8), with the filtered switches' cost
 #     added: what a storm profiled alone loses; needs cgroup v2);
@@ -182,9 +183,9 @@ fi
 if [[ " $PARTS " == *" alt "* ]]; then
 if [ -z "$CG" ]; then echo "== switch storm, alternating: skipped (no cgroup v2 directory)"
 else
-echo "== switch storm, alternating: ${FK_BENCH_ALT_WINDOWS:-8} windows of ${FK_BENCH_ALT_SECS:-8} s, the profiled storm switched every ${FK_BENCH_ALT_SWITCH:-0.5,1} s"
+echo "== switch storm, alternating: ${FK_BENCH_ALT_WINDOWS:-8} windows of ${FK_BENCH_ALT_SECS:-8} s, the profiled storm switched every ${FK_BENCH_ALT_SWITCH:-0.5} s"
 python3 "$FK_SRC/bench/offcpu-alt.py" "$TRUTH" "${FK_BENCH_ALT_WINDOWS:-8}" "${FK_BENCH_ALT_SECS:-8}" \
-    "${FK_BENCH_ALT_SWITCH:-0.5,1}" "$CG" "$FLAMEKIT"
+    "${FK_BENCH_ALT_SWITCH:-0.5}" "$CG" "$FLAMEKIT"
 fi
 fi
 
