@@ -250,7 +250,7 @@ def window_logs(t, phases):
     by = {}
     for w_i, mode, sw, k, inn, lo, hi in phases:
         a, b = rate(t[inn], lo + int(SKIP_S * 1e9), hi), rate(t[1 - inn], lo + int(SKIP_S * 1e9), hi)
-        if a and b:
+        if a and b and a[0] > 0 and b[0] > 0:   # (a starved storm's phase: its group is left out)
             by.setdefault((w_i, mode, sw), {}).setdefault(k // 4, []).append(math.log(a[0] / b[0]))
     out = {}
     for (w_i, mode, sw), groups in sorted(by.items()):
@@ -267,6 +267,8 @@ def loss(x):
 
 def summary(t, phases, stats):
     logs = window_logs(t, phases)
+    if not logs:
+        print("alt: no window has a whole group of four phases (the storms starved: a busy host?)")
     none_rt = [rate(t[c], lo, hi)[0] for w_i, mode, sw, k, inn, lo, hi in phases if mode == "none"
                for c in (0, 1) if rate(t[c], lo, hi)]
     add = None
