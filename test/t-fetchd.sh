@@ -397,11 +397,15 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
         # on other work waited in vain at least once, and one that did nothing waited for nothing
         and (.retake_pass | .seconds >= 0 and .wait_seconds >= 0 and .wait_seconds <= .seconds + 1e-6
              and .waits_still_slow >= 0 and .waits_crowded >= 0
-             and (.ended | IN("with no slow run left to take again", "with its budget (15 % of the time so far) spent",
+             and (.ended | IN("with no slow run left to take again", "with its budget (15 % of the rounds'"'"' time) spent",
                               "on a slow spell that outlasted its wait (10 s)", "on other work on the clients'"'"' CPUs"))
              and ((.ended | startswith("on a slow")) == (.waits_still_slow > 0))
              and .waits_still_slow + .waits_crowded <= 1
              and (.runs_between_rounds | type == "number" and . >= 0 and . <= $top.runs_retaken)
+             # the budget is a share of the time of the rounds, which the pass is not part of
+             and .rounds_seconds > 0 and .seconds <= 0.15 * .rounds_seconds + 10
+             # group rounds whose retake came out no better, the old runs kept: one a retake at most
+             and (.rounds_put_back | type == "number" and . >= 0 and . <= $top.runs_retaken)
              and ((.ended | startswith("on other")) == (.waits_crowded > 0)))
         and (if .runs_retaken == 0 and .runs_slow_kept == 0 then .retake_pass.wait_seconds == 0 else true end)
         and all(.settings[].runs[]; .machine_probe_ms > 0 and (.retakes | IN(0, 1, 2)) and (.host_slow | type == "boolean"))' "$d/report.json" >/dev/null || { echo "report.json malformed"; return 1; }

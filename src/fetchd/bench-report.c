@@ -509,15 +509,18 @@ static void md_machine_speed(struct fk_outfile *md, json_t *jr)
                           "2–67 %% over its setting's median, the socket server's 0–161 %%, the most with the cache on "
                           "10.8 MiB fetches, whose clients then sent 2.5 times the ACKs per fetch): its round's runs of the settings it is compared with are taken again "
                           "together later (a slow spell lasts tens of seconds), once the probes are back to normal, at "
-                          "most twice, while retakes cost under %.0f %% of the time: between rounds, without waiting, "
-                          "where a group could not otherwise have %d normal rounds; after the rounds, the groups "
-                          "short of %d normal rounds first, waiting up to %d s for a spell to pass. The probes time their "
+                          "most twice, while retakes cost under %.0f %% of the rounds' time: between rounds, without waiting, "
+                          "where a ratio of a group could not otherwise have %d normal rounds; after the rounds, the "
+                          "groups with a ratio short of %d normal rounds first (those of the servers' figures before "
+                          "those that count the clients' CPU), waiting up to %d s for a spell to pass; a retake replaces "
+                          "the round's runs only when it is better (normal for the servers' figures, then for every "
+                          "figure, then fewer slow runs). The probes time their "
                           "work in CPU time and miss other processes sharing the CPUs, which each side's busy time "
                           "counts: a run whose clients' CPUs were busy beyond the client processes' own CPU over "
                           "%d %% of the time and %d points above its setting's lowest run (other work: here %.0f %% "
                           "(%.0f–%.0f); 2–16 %% on a quiet machine, the socket server's clients on large fetches with "
                           "the cache included, 38–82 %% in a call shared with other work) is crowded and taken as slow too. Runs taken "
-                          "again: %d (%d between rounds); kept though slow: %d, %d of them crowded (the retake pass took %.0f s, %.0f s "
+                          "again: %d (%d between rounds; %d group rounds put back); kept though slow: %d, %d of them crowded (the retake pass took %.0f s, %.0f s "
                           "of it waiting for normal probes; %d wait(s) ended with the host still slow, %d with other "
                           "work; it ended %s). "
                           "Every median and range is over the "
@@ -530,7 +533,7 @@ static void md_machine_speed(struct fk_outfile *md, json_t *jr)
                           probe_ref[PROBE_COMPUTE].ref_ms, probe_ref[PROBE_MEM_AFTER].ref_ms,
                           probe_ref[PROBE_COMPUTE_AFTER].ref_ms, RETAKE_BUDGET * 100, MIN_NORMAL_ROUNDS,
                           MIN_NORMAL_ROUNDS, RETAKE_WAIT_S, OTHERS_MAX_PCT, OTHERS_MARGIN_PCT, others.med, others.min,
-                          others.max, runs_retaken, retake_pass.between_rounds_runs, runs_slow_kept, runs_crowded_kept, retake_pass.secs, retake_pass.wait_s,
+                          others.max, runs_retaken, retake_pass.between_rounds_runs, retake_pass.rounds_put_back, runs_slow_kept, runs_crowded_kept, retake_pass.secs, retake_pass.wait_s,
                           retake_pass.waits_slow, retake_pass.waits_crowded, retake_pass.ended, MIN_NORMAL_ROUNDS,
                           runs_crowded_kept ? " **Other work shared the benchmark's CPUs in runs kept: their CPU "
                           "figures are not the servers' alone; compare this sweep with others (bench/fetch-agree.sh) "
@@ -574,11 +577,13 @@ static void md_machine_speed(struct fk_outfile *md, json_t *jr)
     json_object_set_new(jr, "runs_clients_slow_kept", json_integer(runs_clients_slow_kept));
     json_object_set_new(jr, "client_probe_reference_ms", json_real(probe_ref[PROBE_CLIENT_MEM].ref_ms));
     json_object_set_new(jr, "client_probe_after_reference_ms", json_real(probe_ref[PROBE_CLIENT_MEM_AFTER].ref_ms));
-    json_object_set_new(jr, "retake_pass", json_pack("{s:f,s:f,s:i,s:i,s:s,s:i}", "seconds", retake_pass.secs,
+    json_object_set_new(jr, "retake_pass", json_pack("{s:f,s:f,s:i,s:i,s:s,s:i,s:f,s:i}", "seconds", retake_pass.secs,
                                                       "wait_seconds", retake_pass.wait_s, "waits_still_slow",
                                                       retake_pass.waits_slow, "waits_crowded",
                                                       retake_pass.waits_crowded, "ended", retake_pass.ended,
-                                                      "runs_between_rounds", retake_pass.between_rounds_runs));
+                                                      "runs_between_rounds", retake_pass.between_rounds_runs,
+                                                      "rounds_seconds", retake_pass.rounds_s,
+                                                      "rounds_put_back", retake_pass.rounds_put_back));
     json_object_set_new(jr, "probe_median_over_reference",
                         json_pack("{s:f,s:f}", "memory", over[0], "compute", over[1]));
     json_object_set_new(jr, "host_slow_most_of_sweep", json_boolean(slow_most));

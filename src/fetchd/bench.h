@@ -167,10 +167,15 @@ struct retake_pass {
     int waits_slow, waits_crowded;
     const char *ended;
     int between_rounds_runs;    /* of runs_retaken, those taken again between rounds */
+    double rounds_s;            /* the rounds' own time, of which the budget is a share */
+    int rounds_put_back;        /* group rounds whose retake was no better: the old runs kept */
 };
-/* The retakes' budget, a share of the time so far; the pass's one wait
- * for a slow spell to pass (fetch-bench.c, retake_slow). */
+/* The retakes' budget, a share of the rounds' own time (waits and retakes
+ * between rounds and after them all count against it); the pass's one
+ * wait for a slow spell to pass, itself cut short by the budget
+ * (fetch-bench.c, retake_slow). */
 #define RETAKE_BUDGET 0.15
+#define RETAKE_BUDGET_SPENT "with its budget (15 % of the rounds' time) spent"
 #define RETAKE_WAIT_S 10
 #define RETAKE_WAIT_TEXT "10 s"
 /* A median is taken over the rounds where the runs it needs were normal
