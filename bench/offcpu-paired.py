@@ -36,6 +36,16 @@
 #
 # prints the same summaries over every round of the logs.
 #
+# FK_BENCH_PAIRED_KEEP=DIR keeps the storms' ticks (every 100 ms: wall
+# ns, round trips, CPU ns) and the windows (windows.json) in DIR, and
+#
+#   python3 offcpu-paired.py --ticks DIR [SECONDS...]
+#
+# recomputes each round's g from the first SECONDS of every window (the
+# whole window too): how the rounds' spread falls with the window's
+# length, judged on the same rounds -- whether longer windows, or more
+# short ones, narrow the interval for the same quiet time.
+#
 # The storms run at the least CPU weight (a cgroup of their own in the
 # cpu controller: cgroup v2's cpu.weight 1 where the v2 tree has it, else
 # v1's cpu.shares 2; FK_BENCH_PAIRED_WEIGHT=same: the default weight, as
@@ -498,6 +508,14 @@ def main(a):
                     f.write(was)
         time.sleep(0.3)
         t = [ticks_of(x) for x in outs]
+        keep = os.environ.get("FK_BENCH_PAIRED_KEEP")
+        if keep:
+            os.makedirs(keep, exist_ok=True)
+            for i in (0, 1):
+                shutil.copy(outs[i], os.path.join(keep, "storm%d" % i))
+            with open(os.path.join(keep, "windows.json"), "w") as f:
+                json.dump({"rounds": rounds, "window": window, "modes": [n for n, _ in fks],
+                           "windows": windows}, f)
         waits1, lock1 = kthread_waits(), lockups()
     finally:
         for w in ws:
@@ -644,8 +662,36 @@ def pool(logs):
     summary(g, per_round, rounds, names)
 
 
+def sub_windows(keep, lengths):
+    """Each round's g from the first T seconds of every window, for each T
+    of lengths and the whole window, from a run kept with
+    FK_BENCH_PAIRED_KEEP: the spread of g(none), of g(flamekit), and of
+    their ratio per round, against T."""
+    with open(os.path.join(keep, "windows.json")) as f:
+        w = json.load(f)
+    t = [ticks_of(os.path.join(keep, "storm%d" % i)) for i in (0, 1)]
+    names, rounds = w["modes"], w["rounds"]
+    print("sub-windows of %d rounds of %.1f s windows (%s): per CPU second, by the first T s "
+          "of each window" % (rounds, w["window"], keep))
+    for T in sorted(set([x for x in lengths if x < w["window"]] + [w["window"]])):
+        cut = [(r, c, m, lo, min(hi, lo + int(T * 1e9))) for r, c, m, lo, hi in w["windows"]
+               if hi > lo]
+        g = paired_g(cut, t, rounds, names)
+        print("T %.1f s:" % T)
+        for m in names + ["none"]:
+            v = list(g[(m, 0)].values())
+            if len(v) >= 2:
+                show("%s (sd %.4f)" % (m, statistics.stdev(v)), v)
+        for m in names:
+            v = [g[(m, 0)][r] / g[("none", 0)][r] for r in g[(m, 0)] if r in g[("none", 0)]]
+            if len(v) >= 2:
+                show("%s / none (sd %.4f)" % (m, statistics.stdev(v)), v)
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--pool"]:
         pool(sys.argv[2:])
+    elif sys.argv[1:2] == ["--ticks"]:
+        sub_windows(sys.argv[2], [float(x) for x in sys.argv[3:]] or [1, 2, 4])
     else:
         main(sys.argv[1:])

@@ -333,6 +333,27 @@ static long last_pid(void)
     return v;
 }
 
+/* The next 64 pids marked with marker in map, a child forked until one is
+ * among them (5 tries): its pid (the first marked in *first), or -1. No
+ * pid at or past limit is marked (0: none). */
+static pid_t marked_child(int map, const void *marker, long limit, long *first)
+{
+    for (int attempt = 0; attempt < 5; attempt++) {
+        long last = last_pid();
+        if (last < 0 || (limit > 0 && last + 64 >= limit))
+            return -1;
+        for (long p = last + 1; p <= last + 64; p++) {
+            uint32_t k = (uint32_t)p;
+            bpf_map_update_elem(map, &k, marker, BPF_ANY);
+        }
+        pid_t child = fork_one();
+        *first = last + 1;
+        if (child > last && child <= last + 64)
+            return child;
+    }
+    return -1;
+}
+
 /* fk_bpf_fork_follower on real forks of this process: while this tgid is
  * in the map, the child goes in with its fork time (or a flag 1); once
  * this tgid is out, the child's number -- put in beforehand, with a
@@ -382,26 +403,83 @@ static void fork_follower(enum fk_bpf_fork_value value, enum fk_bpf_fork_outside
     bpf_map_delete_elem(map, &k);
     k = (uint32_t)child;
     bpf_map_delete_elem(map, &k);
-    bool ranged = false, gone = false;
-    for (int attempt = 0; attempt < 5 && !ranged; attempt++) {
-        long last = last_pid();
-        if (last < 0)
-            break;
-        for (long p = last + 1; p <= last + 64; p++) {
-            k = (uint32_t)p;
-            bpf_map_update_elem(map, &k, &marker, BPF_ANY);
-        }
-        child = fork_one();
-        ranged = child > last && child <= last + 64;
-        k = (uint32_t)child;
-        v = 0;
-        gone = bpf_map_lookup_elem(map, &k, &v) != 0;
-        printf("# %s: outsider's child %d (marked %ld..%ld): %s, value %llu\n", mode,
-               (int)child, last + 1, last + 64, gone ? "absent" : "in", (unsigned long long)v);
-    }
+    long first = 0;
+    child = marked_child(map, &marker, 0, &first);
+    bool ranged = child > 0;
+    k = (uint32_t)child;
+    v = 0;
+    bool gone = bpf_map_lookup_elem(map, &k, &v) != 0;
+    printf("# %s: outsider's child %d (marked %ld..%ld): %s, value %llu\n", mode, (int)child,
+           first, first + 63, gone ? "absent" : "in", (unsigned long long)v);
     snprintf(what, sizeof what, "fork follower (%s): an outsider's child's number %s", mode,
              del ? "comes out" : "keeps its marker");
     UNIT_CHECK(what, ranged && (del ? gone : !gone && v == marker));
+    close(ev);
+    close(prog);
+    close(map);
+}
+
+/* The same with an array of a byte per pid (FK_BPF_FORK_FLAG_ARRAY, as
+ * capture/swtime.c keeps the processes it times): every pid has an entry,
+ * so a member is one whose byte is not 0 -- this process with its byte 0
+ * is an outsider, and its child keeps its marker -- and deleting
+ * outsiders is refused (an array's entries cannot be deleted). */
+static void fork_follower_array(void)
+{
+    char err[256] = "";
+    long max = -1;
+    FILE *f = fopen("/proc/sys/kernel/pid_max", "r");
+    if (f) {
+        if (fscanf(f, "%ld", &max) != 1)
+            max = -1;
+        fclose(f);
+    }
+    if (max <= 0 || max > (1l << 22)) {
+        UNIT_CHECK("fork follower (array): pid_max read", false);
+        return;
+    }
+    int map, prog, ev;
+    if (!fk_bpf_map_create(BPF_MAP_TYPE_ARRAY, "fk_unit_pids", 4, 1, (uint32_t)max, 0, &map, err,
+                           sizeof err)) {
+        UNIT_CHECK("an array of a byte per pid for the fork follower", false);
+        printf("# %s\n", err);
+        return;
+    }
+    UNIT_CHECK("fork follower (array): deleting outsiders is refused",
+               !fk_bpf_fork_follower(map, FK_BPF_FORK_FLAG_ARRAY, FK_BPF_FORK_DELETE, -1,
+                                     "fk_unit_fork", &prog, &ev, err, sizeof err) &&
+               prog < 0 && ev < 0 && strstr(err, "hashes only"));
+    err[0] = 0;
+    bool made = fk_bpf_fork_follower(map, FK_BPF_FORK_FLAG_ARRAY, FK_BPF_FORK_KEEP, -1,
+                                     "fk_unit_fork", &prog, &ev, err, sizeof err);
+    UNIT_CHECK("fork follower (array): loads and attaches", made && prog >= 0 && ev >= 0);
+    if (!made) {
+        printf("# %s\n", err);
+        close(map);
+        return;
+    }
+    uint32_t k = (uint32_t)getpid();
+    uint8_t v = 1, marker = 2;
+    bpf_map_update_elem(map, &k, &v, BPF_ANY);
+    pid_t child = fork_one();
+    k = (uint32_t)child;
+    v = 0;
+    bool looked = child > 0 && bpf_map_lookup_elem(map, &k, &v) == 0;
+    printf("# array: member's child %d, byte %u\n", (int)child, v);
+    UNIT_CHECK("fork follower (array): a member's child's byte is 1", looked && v == 1);
+    k = (uint32_t)getpid();
+    v = 0;
+    bpf_map_update_elem(map, &k, &v, BPF_ANY);     /* out: its byte 0 */
+    long first = 0;
+    child = marked_child(map, &marker, max, &first);
+    bool ranged = child > 0;
+    k = (uint32_t)child;
+    v = 0;
+    bool kept = ranged && bpf_map_lookup_elem(map, &k, &v) == 0 && v == marker;
+    printf("# array: outsider's child %d (marked %ld..%ld): byte %u\n", (int)child, first,
+           first + 63, v);
+    UNIT_CHECK("fork follower (array): an outsider (byte 0) is no member: its child keeps its "
+               "marker", ranged && kept);
     close(ev);
     close(prog);
     close(map);
@@ -510,6 +588,7 @@ int main(void)
     usable_cached();
     fork_follower(FK_BPF_FORK_TIME, FK_BPF_FORK_DELETE);
     fork_follower(FK_BPF_FORK_FLAG, FK_BPF_FORK_KEEP);
+    fork_follower_array();
     fork_follower_full();
     bpftree_full();
     bpftree_memo();

@@ -336,6 +336,10 @@ bool fk_bpf_fork_follower(int map_fd, enum fk_bpf_fork_value value,
         snprintf(err, errlen, "sched:sched_process_fork has no 4-byte child_pid field");
         return false;
     }
+    if (value == FK_BPF_FORK_FLAG_ARRAY && outsiders == FK_BPF_FORK_DELETE) {
+        snprintf(err, errlen, "the fork follower deletes outsiders from hashes only");
+        return false;
+    }
     struct fk_bpf_builder b;
     fk_bpf_builder_init(&b);
     unsigned outside = fk_bpf_label_new(&b), done = fk_bpf_label_new(&b);
@@ -347,6 +351,10 @@ bool fk_bpf_fork_follower(int map_fd, enum fk_bpf_fork_value value,
     fk_bpf_emit(&b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_0, -4));
     fk_bpf_emit_map_lookup(&b, map_fd, -4);
     fk_bpf_jump_imm(&b, BPF_JEQ, BPF_REG_0, 0, outside);
+    if (value == FK_BPF_FORK_FLAG_ARRAY) {     /* every pid has an entry: its byte says */
+        fk_bpf_emit(&b, FK_BPF_LDX_MEM(BPF_B, BPF_REG_1, BPF_REG_0, 0));
+        fk_bpf_jump_imm(&b, BPF_JEQ, BPF_REG_1, 0, outside);
+    }
     if (value == FK_BPF_FORK_TIME) {
         fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_ktime_get_ns));
         fk_bpf_emit(&b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_0, -16));

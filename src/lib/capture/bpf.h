@@ -127,14 +127,15 @@ bool fk_bpf_load_field(struct fk_bpf_builder *b, unsigned dst, unsigned ctx,
                        const struct fk_tp_field *f, char *err, size_t errlen);
 
 /* The fork follower (fk_bpf_fork_follower): what it stores for a child of
- * a member -- a flag byte 1 (a map of 1-byte values) or the fork time in
- * CLOCK_MONOTONIC ns (8-byte values) -- and what it does with the number
- * of any other child: nothing, or delete it (a reused pid must not stay a
- * member). */
-enum fk_bpf_fork_value { FK_BPF_FORK_FLAG, FK_BPF_FORK_TIME };
+ * a member -- a flag byte 1 (a hash of 1-byte values; FK_BPF_FORK_FLAG_ARRAY:
+ * an array of 1-byte values indexed by pid, where a member is an entry whose
+ * byte is not 0) or the fork time in CLOCK_MONOTONIC ns (8-byte values) --
+ * and what it does with the number of any other child: nothing, or delete
+ * it (a reused pid must not stay a member; hashes only). */
+enum fk_bpf_fork_value { FK_BPF_FORK_FLAG, FK_BPF_FORK_TIME, FK_BPF_FORK_FLAG_ARRAY };
 enum fk_bpf_fork_outsiders { FK_BPF_FORK_KEEP, FK_BPF_FORK_DELETE };
 
-/* Keep the hash map map_fd (4-byte tgid keys) a process tree: a program on
+/* Keep the map map_fd (4-byte tgid keys) a process tree: a program on
  * sched:sched_process_fork (current: the forking thread) puts the child's
  * pid in the map, with value, before the child first runs when the forking
  * tgid is in the map. A new thread's tid goes in too (the tracepoint does

@@ -20,9 +20,17 @@
 
 /* Each thread's entry by tid: an array indexed by tid where pid_max is
  * small (the lookup is inlined by the verifier, no hashing: 32768 tids
- * here, 768 KiB), else a hash of this many threads. */
+ * here, 1 MiB; mapped read-only, so the end's walk over every thread and
+ * the per-thread reads are loads, not system calls: the walk by batch
+ * lookups cost a 2 s capture ~8 % of its CPU), else a hash of this many
+ * threads. The processes timed (FK_SWTIME_TGIDS) likewise: an array of a
+ * byte per pid (8 bytes each in the kernel: 256 KiB here) -- a member's
+ * byte is 1 -- else a hash of HASH_TGIDS. (The hash, preallocated, cost
+ * each capture ~7 % of a 2 s run's CPU to make, and each switch of the
+ * host a hashed lookup.) */
 #define ARRAY_PID_MAX (1u << 18)
 #define HASH_THREADS 65536u
+#define HASH_TGIDS 16384u
 
 /* A thread's entry: its picked switch-out waiting for its switch-in (0:
  * none), its first switch-out in the window (0: none yet) and its CPU time
@@ -77,6 +85,8 @@ struct fk_swtime {
     size_t drained;
     const unsigned char *stats_map;     /* fk_sw_stats mapped (read only) */
     size_t stats_len;
+    const struct entry *outs_map;       /* fk_sw_out mapped (read only; array only) */
+    size_t outs_len;
 };
 
 /* Stack slots of the program. */
@@ -237,6 +247,10 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_0, S_TID));
     fk_bpf_emit_map_lookup(b, t->tgids, S_TID);
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, in);
+    if (t->array) {     /* every pid has an entry: its byte says */
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_B, BPF_REG_1, BPF_REG_0, 0));
+        fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, 0, in);
+    }
 
     /* the target's switch-out: none counted or picked before the window
      * opens (fk_swtime_start): the capture's events are not on yet (its
@@ -574,21 +588,59 @@ static int on_block(void *ctx, void *data, size_t size)
     return 0;
 }
 
-/* fk_sw_stats mapped read-only (an array made BPF_F_MMAPABLE: entries from
- * the mapping's start, ST_STRIDE bytes each). */
-static bool map_stats(struct fk_swtime *t, char *err, size_t errlen)
+/* An array map made BPF_F_MMAPABLE, of bytes bytes (its entries from the
+ * mapping's start, each its value's size rounded up to 8), mapped
+ * read-only: *len the mapping's length. NULL with err set on failure. */
+static const void *map_array(int fd, const char *name, size_t bytes, size_t *len, char *err,
+                             size_t errlen)
 {
     long page = sysconf(_SC_PAGESIZE);
-    size_t len = (size_t)t->ncpus * ST_STRIDE, pg = page > 0 ? (size_t)page : 4096;
-    len = (len + pg - 1) / pg * pg;
-    void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, t->stats, 0);
+    size_t pg = page > 0 ? (size_t)page : 4096;
+    *len = (bytes + pg - 1) / pg * pg;
+    void *m = mmap(NULL, *len, PROT_READ, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) {
-        snprintf(err, errlen, "mapping the BPF map fk_sw_stats (%zu bytes): %s", len,
+        snprintf(err, errlen, "mapping the BPF map %s (%zu bytes): %s", name, *len,
                  strerror(errno));
-        return false;
+        return NULL;
     }
-    t->stats_map = m;
-    t->stats_len = len;
+    return m;
+}
+
+static bool map_stats(struct fk_swtime *t, char *err, size_t errlen)
+{
+    t->stats_map = map_array(t->stats, "fk_sw_stats", (size_t)t->ncpus * ST_STRIDE,
+                             &t->stats_len, err, errlen);
+    return t->stats_map != NULL;
+}
+
+/* fk_sw_out mapped, where it is an array (t->array): t->outs_map. */
+static bool map_outs(struct fk_swtime *t, char *err, size_t errlen)
+{
+    if (!t->array)
+        return true;
+    t->outs_map = map_array(t->outs, "fk_sw_out", (size_t)t->entries * sizeof(struct entry),
+                            &t->outs_len, err, errlen);
+    return t->outs_map != NULL;
+}
+
+/* tid's entry as the program last wrote it: from the mapping (array) or
+ * by a lookup (hash); false when it has none. The fields are read one by
+ * one (the program writes them so: an entry changing meanwhile may mix
+ * two moments, as a lookup's copy may). */
+static bool entry_of(const struct fk_swtime *t, pid_t tid, struct entry *e)
+{
+    if (tid <= 0)
+        return false;
+    uint32_t k = (uint32_t)tid;
+    if (!t->outs_map)
+        return bpf_map_lookup_elem(t->outs, &k, e) == 0;
+    if (k >= t->entries)
+        return false;
+    const struct entry *m = &t->outs_map[k];
+    e->out = __atomic_load_n(&m->out, __ATOMIC_RELAXED);
+    e->t0 = __atomic_load_n(&m->t0, __ATOMIC_RELAXED);
+    e->cpu0 = __atomic_load_n(&m->cpu0, __ATOMIC_RELAXED);
+    e->cpu_out = __atomic_load_n(&m->cpu_out, __ATOMIC_RELAXED);
     return true;
 }
 
@@ -611,8 +663,9 @@ bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t p
     struct fk_bpf_builder b;
     fk_bpf_builder_init(&b);
     bool ok = fk_bpf_map_create(t->array ? BPF_MAP_TYPE_ARRAY : BPF_MAP_TYPE_HASH, "fk_sw_out", 4,
-                                sizeof(struct entry),
-                                t->entries, 0, &t->outs, err, errlen) &&
+                                sizeof(struct entry), t->entries, t->array ? BPF_F_MMAPABLE : 0,
+                                &t->outs, err, errlen) &&
+              map_outs(t, err, errlen) &&
               fk_bpf_map_create(BPF_MAP_TYPE_ARRAY, "fk_sw_cfg", 4, sizeof(struct cfg), 1, 0,
                                 &t->cfg, err, errlen) &&
               fk_bpf_map_create(BPF_MAP_TYPE_ARRAY, "fk_sw_stats", 4, ST_STRIDE, t->ncpus,
@@ -620,8 +673,8 @@ bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t p
               map_stats(t, err, errlen) &&
               fk_bpf_map_create(BPF_MAP_TYPE_CGROUP_ARRAY, "fk_sw_cgroup", 4, 4, 1, 0, &t->cgrp,
                                 err, errlen) &&
-              fk_bpf_map_create(BPF_MAP_TYPE_HASH, "fk_sw_tgids", 4, 1, 16384, 0, &t->tgids, err,
-                                errlen) &&
+              fk_bpf_map_create(t->array ? BPF_MAP_TYPE_ARRAY : BPF_MAP_TYPE_HASH, "fk_sw_tgids",
+                                4, 1, t->array ? pm : HASH_TGIDS, 0, &t->tgids, err, errlen) &&
               fk_bpf_map_create(BPF_MAP_TYPE_RINGBUF, "fk_sw_blocks", 0, 0, (uint32_t)ring_bytes, 0,
                                 &t->rb, err, errlen) &&
               fk_bpf_map_create(BPF_MAP_TYPE_PERF_EVENT_ARRAY, "fk_sw_samples", 4, 4, t->ncpus, 0,
@@ -699,9 +752,8 @@ bool fk_swtime_exact(const struct fk_swtime *t, const char **note)
 
 bool fk_swtime_thread(struct fk_swtime *t, pid_t tid, uint64_t *t0, uint64_t *cpu0)
 {
-    uint32_t k = (uint32_t)tid;
     struct entry e;
-    if (tid <= 0 || bpf_map_lookup_elem(t->outs, &k, &e) != 0 || !e.t0)
+    if (!entry_of(t, tid, &e) || !e.t0)
         return false;
     *t0 = e.t0;
     *cpu0 = e.cpu0;
@@ -721,6 +773,17 @@ int fk_swtime_others(const struct fk_swtime *t)
 
 size_t fk_swtime_threads(struct fk_swtime *t, bool (*fn)(void *ctx, pid_t tid), void *ctx)
 {
+    if (t->outs_map) {      /* the array, mapped: loads */
+        size_t n = 0;
+        for (uint32_t k = 1; k < t->entries; k++) {
+            if (!__atomic_load_n(&t->outs_map[k].t0, __ATOMIC_RELAXED))
+                continue;
+            n++;
+            if (!fn(ctx, (pid_t)k))
+                break;
+        }
+        return n;
+    }
     uint32_t *keys = fk_calloc(THREADS_BATCH, sizeof *keys);
     struct entry *vals = fk_calloc(THREADS_BATCH, sizeof *vals);
     size_t n = 0;
@@ -782,7 +845,11 @@ bool fk_swtime_add_tgid(struct fk_swtime *t, pid_t tgid)
 void fk_swtime_forget_tgid(struct fk_swtime *t, pid_t tgid)
 {
     uint32_t k = (uint32_t)tgid;
-    (void)bpf_map_delete_elem(t->tgids, &k);
+    uint8_t v = 0;
+    if (t->array)   /* (an array's entries cannot be deleted: its byte 0) */
+        (void)bpf_map_update_elem(t->tgids, &k, &v, BPF_ANY);
+    else
+        (void)bpf_map_delete_elem(t->tgids, &k);
 }
 
 bool fk_swtime_follow_forks(struct fk_swtime *t, char *err, size_t errlen)
@@ -794,7 +861,8 @@ bool fk_swtime_follow_forks(struct fk_swtime *t, char *err, size_t errlen)
      * that tgid while the thread lives, and forgotten at its EXIT
      * (fk_swtime_forget_tgid). */
     return t->c.filter != FK_SWTIME_TGIDS ||
-           fk_bpf_fork_follower(t->tgids, FK_BPF_FORK_FLAG, FK_BPF_FORK_KEEP, -1, "fk_switch_fork",
+           fk_bpf_fork_follower(t->tgids, t->array ? FK_BPF_FORK_FLAG_ARRAY : FK_BPF_FORK_FLAG,
+                                FK_BPF_FORK_KEEP, -1, "fk_switch_fork",
                                 &t->fork_prog, &t->fork_event, err, errlen);
 }
 
@@ -827,9 +895,8 @@ size_t fk_swtime_drain(struct fk_swtime *t, void (*fn)(void *ctx, const struct f
 
 bool fk_swtime_pending(struct fk_swtime *t, pid_t tid, uint64_t *out)
 {
-    uint32_t k = (uint32_t)tid;
     struct entry e;
-    if (tid <= 0 || bpf_map_lookup_elem(t->outs, &k, &e) != 0 || !e.out)
+    if (!entry_of(t, tid, &e) || !e.out)
         return false;
     *out = e.out;
     return true;
@@ -868,22 +935,25 @@ void fk_swtime_stats(struct fk_swtime *t, struct fk_swtime_stats *st)
         st->missed = info.recursion_misses;
 }
 
-/* The threads' map's size: an array of pid_max entries, or a hash. */
-static size_t outs_bytes(bool array, uint32_t entries)
+/* The threads' and the processes' maps' size: arrays of pid_max entries
+ * (a byte per process rounded to 8, as the kernel keeps it), or hashes
+ * (preallocated: an element's header with its key and value). */
+static size_t maps_bytes(bool array, uint32_t entries)
 {
-    return (size_t)entries * (array ? sizeof(struct entry) : 64 + sizeof(struct entry));
+    return array ? (size_t)entries * (sizeof(struct entry) + 8)
+                 : (size_t)entries * (64 + sizeof(struct entry)) + (size_t)HASH_TGIDS * (64 + 8);
 }
 
 size_t fk_swtime_bytes(const struct fk_swtime *t)
 {
-    return t->ring_bytes + outs_bytes(t->array, t->entries);
+    return t->ring_bytes + maps_bytes(t->array, t->entries);
 }
 
 size_t fk_swtime_bytes_for(size_t ring_bytes)
 {
     uint32_t pm = pid_max();
     bool array = pm && pm <= ARRAY_PID_MAX;
-    return ring_bytes + outs_bytes(array, array ? pm : HASH_THREADS);
+    return ring_bytes + maps_bytes(array, array ? pm : HASH_THREADS);
 }
 
 void fk_swtime_free(struct fk_swtime *t)
@@ -898,5 +968,7 @@ void fk_swtime_free(struct fk_swtime *t)
             close(*fds[i]);
     if (t->stats_map)
         munmap((void *)t->stats_map, t->stats_len);
+    if (t->outs_map)
+        munmap((void *)t->outs_map, t->outs_len);
     free(t);
 }
