@@ -14,6 +14,13 @@
 #     wall second; with FK_BASELINE its flamekit in the same rotation),
 #     FK_BENCH_ROUNDS rounds (default 4: about 4 s a window here) of FK_BENCH_PAIRED_SECS windows
 #     (default 2);
+#  1c. "alt": the same loss, lower noise (bench/offcpu-alt.py: the two
+#     storms moved in and out of flamekit's target cgroup every
+#     FK_BENCH_ALT_SWITCH s (default 0.5; a list such as 0.5,1 takes
+#     each in turn, four windows each) within
+#     FK_BENCH_ALT_WINDOWS windows (default 8, half of them "none") of
+#     FK_BENCH_ALT_SECS s (default 8), with the filtered switches' cost
+#     added: what a storm profiled alone loses; needs cgroup v2);
 #  2. the stack copy for blocked stacks: complete user stacks at 4, 8, 16
 #     and 32 KiB on programs nobody here wrote (python3, xz) and the truth
 #     workload;
@@ -24,7 +31,7 @@
 # directory holding another flamekit, e.g. main's) its default run
 # (fk-base) is interleaved with this build's and the ratios printed.
 # Environment: FK_BENCH_SECS (window, default 4), FK_BENCH_REPS (default 3),
-# FK_BENCH_OFFCPU_PARTS (default "storm paired stack minblock").
+# FK_BENCH_OFFCPU_PARTS (default "storm paired alt stack minblock").
 set -eu
 : "${FK_BUILD:?run through make bench}" "${FLAMEKIT:?run through make bench}"
 FK_SRC=${FK_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -123,7 +130,7 @@ storm() {
     storm_rate "$out" "$from" "$to"
 }
 
-PARTS=${FK_BENCH_OFFCPU_PARTS:-storm paired stack minblock}
+PARTS=${FK_BENCH_OFFCPU_PARTS:-storm paired alt stack minblock}
 if [[ " $PARTS " == *" storm "* ]]; then
 echo "== switch storm: $SECS s windows, median of $REPS interleaved runs (the order turns each run)"
 modes=(none fk-default)
@@ -171,6 +178,15 @@ if [[ " $PARTS " == *" paired "* ]]; then
 echo "== switch storm, paired: ${FK_BENCH_ROUNDS:-4} rounds of ${FK_BENCH_PAIRED_SECS:-2} s windows, a storm pinned to each CPU, one profiled, one the control"
 python3 "$FK_SRC/bench/offcpu-paired.py" "$TRUTH" "${FK_BENCH_ROUNDS:-4}" "${FK_BENCH_PAIRED_SECS:-2}" \
     ${CG:+"$CG"} fk-default="$FLAMEKIT" ${BASE:+fk-base="$BASE"}
+fi
+
+if [[ " $PARTS " == *" alt "* ]]; then
+if [ -z "$CG" ]; then echo "== switch storm, alternating: skipped (no cgroup v2 directory)"
+else
+echo "== switch storm, alternating: ${FK_BENCH_ALT_WINDOWS:-8} windows of ${FK_BENCH_ALT_SECS:-8} s, the profiled storm switched every ${FK_BENCH_ALT_SWITCH:-0.5} s"
+python3 "$FK_SRC/bench/offcpu-alt.py" "$TRUTH" "${FK_BENCH_ALT_WINDOWS:-8}" "${FK_BENCH_ALT_SECS:-8}" \
+    "${FK_BENCH_ALT_SWITCH:-0.5}" "$CG" "$FLAMEKIT"
+fi
 fi
 
 if [[ " $PARTS " == *" stack "* ]]; then

@@ -227,9 +227,9 @@ check_range "gate: the reader's passes ($rp in ${rd}s: its clock's, $gw wake-ups
 # spin (pytruth.py steady): every sample of a thread must carry exactly its
 # chain, read by the program or by a fallback. Provoked here: a thread new
 # to the capture (fk-steady-b starts 0.4 s into it: no_thread)
-# and a full ring (FLAMEKIT_PYGATE_RING, a knob for this check: 8 KiB holds
-# two of fk-steady-a's 46-frame chains, fewer than a reader's pass meets:
-# ring_full). Not provoked: a page the program cannot read (missed) --
+# and full rings (FLAMEKIT_PYGATE_RING, a knob for this check, sizes the
+# large ring and caps the hot one: 8 KiB each hold two of fk-steady-a's
+# 46-frame chains, fewer than a reader's pass meets: ring_full). Not provoked: a page the program cannot read (missed) --
 # CPython writes every frame as it pushes it and anonymous memory leaves
 # only to swap, which this host has not; seen only in the dying address
 # space of an exiting interpreter, whose samples have no Python frames --

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The Python wake-up gate (pygate.h): a hash map tgid -> wake, an LRU map
- * tid -> thread state and offsets, a BPF ring buffer of notifications and
- * chains, the perf-event program between them, and the per-CPU queues
- * that hold the chains until their samples take them. */
+ * tid -> thread state and offsets, two BPF ring buffers of notifications
+ * and chains (a small one written first, a large one for what does not
+ * fit it: hot_bytes), the perf-event program between them, and the
+ * per-CPU queues that hold the chains until their samples take them. */
 #include "capture/pygate.h"
 #include "capture/bpf.h"
 #include "util/fk.h"
@@ -75,7 +76,7 @@ struct queue {
 
 #define MISSED 64
 struct fk_pygate {
-    int pids, ring, prog;
+    int pids, hot, ring, prog;  /* hot: the ring written first (hot_bytes) */
     int tids, scratch;          /* the thread map and the program's per-CPU record */
     int codes;                  /* code objects user space has named */
     int lost;                   /* samples the ring had no room for, even a note's */
@@ -84,8 +85,8 @@ struct fk_pygate {
                                    a kernel that refused the reads) */
     bool heads;                 /* ... and code headers (else the reader reads them:
                                    a kernel that refused those reads) */
-    struct ring_buffer *rb;
-    uint32_t entries, ring_bytes;
+    struct ring_buffer *rb, *rb_hot;
+    uint32_t entries, ring_bytes, hot_bytes;
     uint64_t wakeups, marked, full;
     uint64_t no_thread, missed, ring_full, threads;
     uint64_t nchains, joined, unjoined, join_max_ns;
@@ -135,9 +136,9 @@ struct fk_pygate {
 #define RING_PER_CPU (1u << 20)
 #define RING_MIN (256u << 10)
 #define RING_MAX (64u << 20)
-/* The pool's blocks at most, for a ring of ring bytes and ncpus queues.
- * A drain brings at most the ring's bytes (a slot is 8 bytes more than a
- * record's ring header), and records are kept for two passes: twice the
+/* The pool's blocks at most, for rings of ring bytes together and ncpus
+ * queues. A drain brings at most the rings' bytes (a slot is 8 bytes
+ * more than a record's ring header), and records are kept for two passes: twice the
  * ring holds every record a burst brings, on any number of CPUs (the ring
  * is one for all) -- in blocks filled to within a record of their end
  * (the next did not fit), plus each queue's first and last block, partly
@@ -151,6 +152,29 @@ static unsigned pool_blocks(uint32_t ring, unsigned ncpus)
     return (unsigned)((2 * (size_t)ring + filled - 1) / filled) + 2 * ncpus;
 }
 
+/* The ring the program writes first, hot_bytes (one for all CPUs, a
+ * power of two, HOT_PER_CPU each, at least RING_MIN, at most the large
+ * ring's size); what does not fit it goes to the large ring (ring_bytes:
+ * the room a stalled reader needs). Why two: the ring's pages are mapped
+ * by the kernel a page at a time (vmap), and on this VM a write to one
+ * not written for about a second costs 10-35 us (a fault the program
+ * pays in the sampled task's context). With one 2 MiB ring a lap took
+ * ~2 s at 999 Hz on busy.py, so every page the program entered was
+ * cold: its ring output took 8 us a run on average (28 % of runs over
+ * 8 us) against 0.55 us in a 64 KiB ring (scratch instrumented build,
+ * 2 s captures beside a build). The reader drains the rings every 50 ms
+ * or sooner: a pass's chains, ~100 KB on two busy CPUs, fit the small
+ * ring, whose lap is then a fraction of a second; the large one is
+ * written only behind a stalled reader, as the one ring before. */
+#define HOT_PER_CPU (128u << 10)
+static uint32_t hot_bytes(unsigned ncpus, uint32_t ring)
+{
+    uint32_t size = RING_MIN;
+    while (size < ring && size < (uint64_t)ncpus * HOT_PER_CPU)
+        size *= 2;
+    return size < ring ? size : ring;
+}
+
 static unsigned gate_cpus(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -162,12 +186,12 @@ unsigned fk_pygate_cpus(void)
     return gate_cpus();
 }
 
-/* The ring's size for ncpus CPUs whose perf rings hold held samples
- * each, or FLAMEKIT_PYGATE_RING bytes (a power of two from a page up to that
- * size; anything else is ignored) -- a knob
- * for t-python's check of the ring-full fallback alone, not for users:
- * the full-size ring fills only behind a reader stalled for about half a
- * second, which a test cannot cause without losing samples and records
+/* The large ring's size for ncpus CPUs whose perf rings hold held
+ * samples each, or FLAMEKIT_PYGATE_RING bytes (a power of two from a page
+ * up to that size; anything else is ignored; the hot ring is no larger:
+ * hot_bytes) -- a knob for t-python's check of the ring-full fallback
+ * alone, not for users: the full-size ring fills only behind a reader
+ * stalled for about half a second, which a test cannot cause without losing samples and records
  * besides (the unjoined fallback, checked apart). */
 static uint32_t ring_bytes(unsigned ncpus, uint64_t held)
 {
@@ -186,22 +210,27 @@ static uint32_t ring_bytes(unsigned ncpus, uint64_t held)
 }
 
 /* Emit: ring output of *(fp-16) (8 bytes: the CPU, reason) with a
- * wake-up; where the ring has no room even for that, lost[0] += 1 (the
- * sample then wakes no one and has no record: the reader reads its
- * chain from the target at its next pass, late). r7 holds the reason. */
+ * wake-up, to the hot ring or else the large one (which wakes no one:
+ * the reader's next pass reads it); where neither has room even for
+ * that, lost[0] += 1 (the sample then wakes no one and has no record:
+ * the reader reads its chain from the target at its next pass, late).
+ * r7 holds the reason. */
 static void emit_note(struct fk_pygate *g, struct fk_bpf_builder *b)
 {
     unsigned done = fk_bpf_label_new(b);
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_get_smp_processor_id));
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_0, -16));
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_7, -12));
-    fk_bpf_emit_ld_map_fd(b, BPF_REG_1, g->ring);
-    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
-    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -16));
-    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_3, 8));
-    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_4, BPF_RB_FORCE_WAKEUP));
-    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_ringbuf_output));
-    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, done);
+    int rings[] = { g->hot, g->ring };
+    for (int i = 0; i < 2; i++) {
+        fk_bpf_emit_ld_map_fd(b, BPF_REG_1, rings[i]);
+        fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
+        fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -16));
+        fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_3, 8));
+        fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_4, BPF_RB_FORCE_WAKEUP));
+        fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_ringbuf_output));
+        fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, done);
+    }
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -32, 0));
     fk_bpf_emit_map_lookup(b, g->lost, -32);
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, done);
@@ -395,8 +424,9 @@ static void emit_frame_word(struct fk_bpf_builder *b, int tv, int reg, unsigned 
  * Registers: r6 ctx, then the frame's index; r7 its slot, then (to
  * note_thread, miss, full) the reason of a note; r8 the thread's map
  * value, r9 the record. Stack: -24 a code pointer, -28 "a code object
- * not named", -48 the frames' end, -56/-64 the window (emit_frame_window),
- * -80/-88 the previous frame's code and function. The frames are a
+ * not named", -40 the record's bytes (its output), -48 the frames' end,
+ * -56/-64 the window (emit_frame_window), -80/-88 the previous frame's
+ * code and function. The frames are a
  * bounded loop (the verifier walks its 64 turns; a kernel with the BPF
  * ring buffer, 5.8, takes bounded loops, 5.3): unrolled, 64 copies of a
  * frame's code did not fit in the 4,096 instructions with the window. */
@@ -501,8 +531,18 @@ static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned n
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_5, 0, quiet);
     fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_4, BPF_RB_FORCE_WAKEUP));
     fk_bpf_label_place(b, quiet);
+    /* to the hot ring; else to the large one, without a wake-up (the
+     * reader waits on the hot ring: its next pass, 50 ms at most, reads
+     * it) */
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_3, -40));
+    fk_bpf_emit_ld_map_fd(b, BPF_REG_1, g->hot);
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_9));
+    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_ringbuf_output));
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, keep);
     fk_bpf_emit_ld_map_fd(b, BPF_REG_1, g->ring);
     fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_9));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_3, BPF_REG_10, -40));
+    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_4, BPF_RB_NO_WAKEUP));
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_ringbuf_output));
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, keep);
     fk_bpf_goto(b, full);
@@ -734,10 +774,11 @@ static int on_note(void *ctx, void *data, size_t size)
 struct fk_pygate *fk_pygate_new(uint32_t max_entries, uint64_t held, char *err, size_t errlen)
 {
     struct fk_pygate *g = fk_calloc(1, sizeof *g);
-    g->pids = g->ring = g->prog = g->tids = g->scratch = g->codes = g->lost = g->tree_prog =
+    g->pids = g->hot = g->ring = g->prog = g->tids = g->scratch = g->codes = g->lost = g->tree_prog =
         g->tree_map = -1;
     g->entries = max_entries;
     g->ring_bytes = ring_bytes(gate_cpus(), held);
+    g->hot_bytes = hot_bytes(gate_cpus(), g->ring_bytes);
     int ncpus = libbpf_num_possible_cpus();
     if (ncpus <= 0) {
         snprintf(err, errlen, "the possible CPUs for the Python gate: %s", strerror(-ncpus));
@@ -745,7 +786,7 @@ struct fk_pygate *fk_pygate_new(uint32_t max_entries, uint64_t held, char *err, 
         return NULL;
     }
     g->ncpus = (unsigned)ncpus;
-    g->blocks_max = pool_blocks(g->ring_bytes, gate_cpus());
+    g->blocks_max = pool_blocks(g->ring_bytes + g->hot_bytes, gate_cpus());
     g->q = fk_calloc(g->ncpus, sizeof *g->q);
     if (!fk_bpf_map_create(BPF_MAP_TYPE_HASH, "fk_py_pids", 4, 1, max_entries, 0, &g->pids, err,
                            errlen) ||
@@ -758,7 +799,9 @@ struct fk_pygate *fk_pygate_new(uint32_t max_entries, uint64_t held, char *err, 
         !fk_bpf_map_create(BPF_MAP_TYPE_ARRAY, "fk_py_lost", 4, 8, 1, 0, &g->lost, err,
                            errlen) ||
         !fk_bpf_map_create(BPF_MAP_TYPE_RINGBUF, "fk_py_notes", 0, 0, g->ring_bytes, 0,
-                           &g->ring, err, errlen)) {
+                           &g->ring, err, errlen) ||
+        !fk_bpf_map_create(BPF_MAP_TYPE_RINGBUF, "fk_py_hot", 0, 0, g->hot_bytes, 0,
+                           &g->hot, err, errlen)) {
         fk_pygate_free(g);
         return NULL;
     }
@@ -775,7 +818,8 @@ struct fk_pygate *fk_pygate_new(uint32_t max_entries, uint64_t held, char *err, 
             }
         }
     }
-    g->rb = ring_buffer__new(g->ring, on_note, g, NULL);
+    g->rb_hot = ring_buffer__new(g->hot, on_note, g, NULL);
+    g->rb = g->rb_hot ? ring_buffer__new(g->ring, on_note, g, NULL) : NULL;
     if (!g->rb) {
         snprintf(err, errlen, "BPF ring buffer for Python wake-ups: %s", strerror(errno));
         fk_pygate_free(g);
@@ -844,7 +888,7 @@ void fk_pygate_code(struct fk_pygate *g, uint64_t code, uint64_t func)
 
 int fk_pygate_fd(const struct fk_pygate *g)
 {
-    return g->ring;
+    return g->hot;
 }
 
 /* q's oldest record (q not empty). */
@@ -869,13 +913,24 @@ static void drained_count(struct fk_pygate *g)
     g->drained = 0;
 }
 
+/* Both rings' records into the queues, the hot ring's first (a record
+ * is found by its sample wherever it stands in its queue: find); the
+ * records taken, or < 0 when neither ring could be read. */
+static int consume(struct fk_pygate *g)
+{
+    int hot = ring_buffer__consume(g->rb_hot), large = ring_buffer__consume(g->rb);
+    if (hot < 0 && large < 0)
+        return hot;
+    return (hot > 0 ? hot : 0) + (large > 0 ? large : 0);
+}
+
 uint64_t fk_pygate_drain(struct fk_pygate *g)
 {
     g->passes++;
     for (unsigned c = 0; c < g->ncpus; c++)
         queue_expire(g, &g->q[c]);
     drained_count(g);
-    int n = ring_buffer__consume(g->rb);
+    int n = consume(g);
     return n > 0 ? (uint64_t)n : 0;
 }
 
@@ -923,9 +978,9 @@ bool fk_pygate_take(struct fk_pygate *g, uint32_t cpu, pid_t tid, uint64_t ip, u
     struct queue *q = &g->q[cpu];
     if (find(g, q, tid, ip, time, out))
         return true;
-    /* a sample written after this pass drained the ring: its record too */
+    /* a sample written after this pass drained the rings: its record too */
     g->taking = true;
-    int n = ring_buffer__consume(g->rb);
+    int n = consume(g);
     g->taking = false;
     if (n <= 0 || !find(g, q, tid, ip, time, out)) {
         note_lone(g, cpu, (uint32_t)tid, ip, time);
@@ -956,7 +1011,7 @@ void fk_pygate_stats(const struct fk_pygate *g, struct fk_pygate_stats *out)
     out->queue_peak = g->queue_peak;
     out->queue_bytes = __atomic_load_n(&g->queue_bytes, __ATOMIC_RELAXED);
     out->queue_dropped = __atomic_load_n(&g->queue_dropped, __ATOMIC_RELAXED);
-    out->ring_bytes = g->ring_bytes;
+    out->ring_bytes = (uint64_t)g->ring_bytes + g->hot_bytes;
     out->ring_peak = __atomic_load_n(&g->ring_peak, __ATOMIC_RELAXED);
     out->no_thread = __atomic_load_n(&g->no_thread, __ATOMIC_RELAXED);
     out->missed = __atomic_load_n(&g->missed, __ATOMIC_RELAXED);
@@ -973,7 +1028,7 @@ void fk_pygate_stats(const struct fk_pygate *g, struct fk_pygate_stats *out)
     out->reads_codes = g->chains && g->heads;
 }
 
-/* The maps' fixed kernel memory: the tgid map's entries, the ring, the
+/* The maps' fixed kernel memory: the tgid map's entries, the rings, the
  * thread and code maps, the per-CPU record scratch (one per CPU) and the
  * lost counter. */
 static size_t maps_bytes(uint32_t entries, uint32_t ring, unsigned ncpus)
@@ -986,6 +1041,7 @@ size_t fk_pygate_fixed_bytes(uint32_t max_entries, uint64_t held)
 {
     int ncpus = libbpf_num_possible_cpus();
     uint32_t ring = ring_bytes(gate_cpus(), held);
+    ring += hot_bytes(gate_cpus(), ring);
     return maps_bytes(max_entries, ring, ncpus > 0 ? (unsigned)ncpus : 1) +
            (size_t)pool_blocks(ring, gate_cpus()) * BLOCK_BYTES;
 }
@@ -995,7 +1051,7 @@ size_t fk_pygate_bytes(const struct fk_pygate *g)
 {
     if (!g)
         return 0;
-    return maps_bytes(g->entries, g->ring_bytes, g->ncpus) +
+    return maps_bytes(g->entries, g->ring_bytes + g->hot_bytes, g->ncpus) +
            (size_t)__atomic_load_n(&g->queue_bytes, __ATOMIC_RELAXED);
 }
 
@@ -1004,7 +1060,8 @@ void fk_pygate_free(struct fk_pygate *g)
     if (!g)
         return;
     ring_buffer__free(g->rb);
-    int *fds[] = { &g->tree_prog, &g->prog, &g->ring, &g->codes, &g->lost, &g->scratch,
+    ring_buffer__free(g->rb_hot);
+    int *fds[] = { &g->tree_prog, &g->prog, &g->hot, &g->ring, &g->codes, &g->lost, &g->scratch,
                    &g->tids, &g->pids };
     for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
         if (*fds[i] >= 0)

@@ -25,8 +25,9 @@
  * thread state user space put in the gate's thread map
  * (fk_pygate_thread), the program itself follows tstate->cframe->
  * current_frame and each frame's previous link with bpf_probe_read_user,
- * at most FK_PYGATE_DEPTH frames, and writes the frames' bytes to the ring
- * buffer WITHOUT a wake-up: the reader takes them at its next pass, and
+ * at most FK_PYGATE_DEPTH frames, and writes the frames' bytes to a ring
+ * buffer WITHOUT a wake-up (a small ring first, a large one when it is
+ * full: pygate.c hot_bytes): the reader takes them at its next pass, and
  * the sample's Python chain is the one its thread ran at the sample,
  * with no read of the target and no wake-up per sample. Where the program
  * cannot read (a thread not in the map yet, a page not resident: such a
@@ -192,7 +193,7 @@ struct fk_pygate_stats {
     uint64_t queue_bytes;   /* the queues' blocks made (a pool for all CPUs) */
     uint64_t queue_dropped; /* records dropped as they came: no block left
                                in the pool (counted unjoined too) */
-    uint64_t ring_bytes;    /* the ring buffer's size */
+    uint64_t ring_bytes;    /* the rings' size together (hot and large) */
     uint64_t ring_peak;     /* the most bytes one drain took out of it (how
                                full it was as the reader came) */
     uint64_t no_thread;     /* notifications: a Python thread not in the map */
