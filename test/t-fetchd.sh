@@ -489,6 +489,15 @@ if FLAMEKIT_CACHE="$fbcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 2 -R 3 -f 
                        and .server_rx_packets >= 1) | not)
              | "\($s): bytes \(.bytes) sent \(.server_tx_bytes) in \(.server_tx_packets) packets, received \(.server_rx_packets)"]
             | if length == 0 then true else (.[], false) end' "$T/bench/report.json"
+        # The machine's interrupts in every run: a number, and on the veth
+        # pair at least one a fetch (each fetch's packets wake the other
+        # side's CPU by RPS: 68-127 a 10.8 MiB fetch with the cache).
+        # (on failure: each run outside, with its counts)
+        check "fetch-bench: the machine's interrupts in every run, at least one a fetch" jq -e -r '
+            [.settings[] | .server as $s | .runs[]
+             | select(((.interrupts | type) == "number" and .interrupts >= .fetches) | not)
+             | "\($s): \(.fetches) fetches, interrupts \(.interrupts)"]
+            | if length == 0 then true else (.[], false) end' "$T/bench/report.json"
         # Pinned on the veth pair, each side's CPU is its CPUs' busy time
         # (its receive softirq work included): at least what its tasks
         # were counted, at most its CPUs' time over the run (a run's marks

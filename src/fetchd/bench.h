@@ -96,6 +96,11 @@ struct obs {
     double rss_mib, load1;
     double anon_mib;            /* the server's anonymous RSS after the run: heap, stacks (its own state) */
     double machine_busy;        /* %, every process on the machine */
+    /* the machine's interrupts over the run (/proc/stat "intr": every
+     * CPU's, inter-processor ones included): on the veth pair each wake-up
+     * of the other side's CPU (RPS) is one, and the socket server's CPU
+     * per fetch with the cache follows them (fetch-bench(1)) */
+    double interrupts;
     double probe_ms;            /* the machine's speed: a fixed piece of work, CPU ms, before the run */
     double cprobe_ms;           /* its speed at compute (compute_probe_ms), before the run */
     double probe_after_ms, cprobe_after_ms;     /* both again after the run */

@@ -839,20 +839,31 @@ static double compute_probe_ms(void)
 }
 
 /* Busy and total jiffies of all CPUs (/proc/stat), for the machine's
- * utilisation by everyone: this is a shared machine. */
-static void machine_jiffies(double *busy, double *total)
+ * utilisation by everyone: this is a shared machine; and its interrupts so
+ * far (every CPU's, inter-processor ones included). */
+static void machine_jiffies(double *busy, double *total, double *intr)
 {
-    unsigned long long v[8] = { 0 };
-    *busy = *total = 0;
+    unsigned long long v[8] = { 0 }, n = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    *busy = *total = *intr = 0;
     FILE *f = fopen("/proc/stat", "re");
     if (!f)
         return;
-    if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-               &v[7]) == 8) {
-        for (int i = 0; i < 8; i++)
-            *total += (double)v[i];
-        *busy = *total - (double)v[3] - (double)v[4];     /* less idle and iowait */
+    /* "cpu" first; "intr" (its first number the total) a few lines on */
+    while (getline(&line, &cap, f) > 0) {
+        if (sscanf(line, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                   &v[6], &v[7]) == 8) {
+            *total = 0;
+            for (int i = 0; i < 8; i++)
+                *total += (double)v[i];
+            *busy = *total - (double)v[3] - (double)v[4];     /* less idle and iowait */
+        } else if (sscanf(line, "intr %llu", &n) == 1) {
+            *intr = (double)n;
+            break;
+        }
     }
+    free(line);
     fclose(f);
 }
 
@@ -1488,11 +1499,11 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     bool netdev = bench_net_active() && proc_netdev(s->pid, &ntp0, &ntb0, &nrp0);
     static struct tasks_snap ts0, ts1;
     tasks_snap(s->pid, &ts0);
-    double mb0, mt0, mb1, mt1, ss0 = 0, cs0 = 0, ss1 = 0, cs1 = 0, sa0 = 0, ca0 = 0, sa1 = 0, ca1 = 0;
+    double mb0, mt0, mb1, mt1, mi0, mi1, ss0 = 0, cs0 = 0, ss1 = 0, cs1 = 0, sa0 = 0, ca0 = 0, sa1 = 0, ca1 = 0;
     double st0 = NAN, ct0 = NAN, st1 = NAN, ct1 = NAN, sq0 = NAN, cq0 = NAN, sq1 = NAN, cq1 = NAN;
     bool sides = side_cpu && !h && cpus_busy_mark(&server_cpus, &ss0, &sa0, &st0, &sq0) &&
                  cpus_busy_mark(&client_cpus, &cs0, &ca0, &ct0, &cq0);
-    machine_jiffies(&mb0, &mt0);
+    machine_jiffies(&mb0, &mt0, &mi0);
     bool going = !h || !h->before_go || h->before_go(h->arg);
     if (!going)
         *stop = 1;
@@ -1505,7 +1516,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     bool ok = read_tokens(done[0], nproc);
     sides = sides && cpus_busy_mark(&server_cpus, &ss1, &sa1, &st1, &sq1) &&
             cpus_busy_mark(&client_cpus, &cs1, &ca1, &ct1, &cq1);
-    machine_jiffies(&mb1, &mt1);
+    machine_jiffies(&mb1, &mt1, &mi1);
     double cg1 = cgroup_cpu_s(s->cgroup);
     srv_cpu_read(&s->cpu, s->pid, &sc1, &gc1, &sw1);
     double sf1 = proc_minflt(s->pid);
@@ -1517,6 +1528,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     o->anon_mib = status_mib(s->pid, "RssAnon");
     o->load1 = loadavg1();
     o->machine_busy = mt1 > mt0 ? 100 * (mb1 - mb0) / (mt1 - mt0) : 0;
+    o->interrupts = mi1 > mi0 ? mi1 - mi0 : 0;
     o->probe_ms = probe;
     o->cprobe_ms = cprobe;
     o->probe_after_ms = machine_probe_ms(&server_cpus);
