@@ -1868,6 +1868,13 @@ static int group_sock(int i, int j)
     return -1;
 }
 
+/* The ratio of socket setting sock against gRPC setting grpc in round r:
+ * normal for the class when both its runs are. */
+static bool ratio_round_normal(int grpc, int sock, int r, bool clients)
+{
+    return run_normal(&settings[grpc], r, clients) && run_normal(&settings[sock], r, clients);
+}
+
 /* The group's ratio (its socket setting against gRPC setting *least) with
  * the fewest rounds, of the first `upto`, where both its runs were normal
  * for the class (bench-report.c takes a ratio's median over such rounds
@@ -1882,7 +1889,7 @@ static int group_ratio_normal(int i, int j, int upto, bool clients, int *least)
             continue;
         int n = 0;
         for (int r = 0; r < upto; r++)
-            n += run_normal(&settings[q], r, clients) && run_normal(&settings[sock], r, clients);
+            n += ratio_round_normal(q, sock, r, clients);
         if (*least < 0 || n < fewest)
             fewest = n, *least = q;
     }
@@ -1970,8 +1977,7 @@ static int group_round_to_retake(int i, int j, int least, bool clients, int upto
 {
     int best = -1, best_n = 2, sock = group_sock(i, j);
     for (int r = 0; r < upto; r++) {
-        if (least >= 0 ? run_normal(&settings[least], r, clients) && run_normal(&settings[sock], r, clients)
-                       : group_round_normal(i, j, r, true))
+        if (least >= 0 ? ratio_round_normal(least, sock, r, clients) : group_round_normal(i, j, r, true))
             continue;
         int n = 0;
         for (int q = i; q < j; q++)
