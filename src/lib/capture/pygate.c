@@ -85,7 +85,14 @@ struct fk_pygate {
                                    a kernel that refused the reads) */
     bool heads;                 /* ... and code headers (else the reader reads them:
                                    a kernel that refused those reads) */
+    /* rb: the large ring's, made by consume() once large_wanted (a
+     * process marked WAKE, a thread given): libbpf maps a ring's data
+     * twice and the kernel fills the whole mapping at once, so the large
+     * ring mapped from the start cost twice its size in RSS (4 MiB on
+     * 2 CPUs, up to 128 MiB on 64) on a host with no Python at all; what
+     * the program writes to it meanwhile waits there */
     struct ring_buffer *rb, *rb_hot;
+    bool large_wanted, large_failed;
     uint32_t entries, ring_bytes, hot_bytes;
     uint64_t wakeups, marked, full;
     uint64_t no_thread, missed, ring_full, threads;
@@ -819,8 +826,7 @@ struct fk_pygate *fk_pygate_new(uint32_t max_entries, uint64_t held, char *err, 
         }
     }
     g->rb_hot = ring_buffer__new(g->hot, on_note, g, NULL);
-    g->rb = g->rb_hot ? ring_buffer__new(g->ring, on_note, g, NULL) : NULL;
-    if (!g->rb) {
+    if (!g->rb_hot) {
         snprintf(err, errlen, "BPF ring buffer for Python wake-ups: %s", strerror(errno));
         fk_pygate_free(g);
         return NULL;
@@ -852,6 +858,8 @@ void fk_pygate_mark(struct fk_pygate *g, pid_t pid, enum fk_pygate_mark m)
         return;
     }
     uint8_t v = m == FK_PYGATE_WAKE;
+    if (v)
+        __atomic_store_n(&g->large_wanted, true, __ATOMIC_RELEASE);
     if (bpf_map_update_elem(g->pids, &k, &v, BPF_ANY) == 0)
         __atomic_add_fetch(&g->marked, 1, __ATOMIC_RELAXED);
     else if (errno == E2BIG)
@@ -874,6 +882,7 @@ bool fk_pygate_thread(struct fk_pygate *g, pid_t tid, uint64_t tstate,
         return false;
     memcpy(v + TV_TSTATE, &tstate, 8);
     memcpy(v + TV_CFRAME, f, sizeof f);
+    __atomic_store_n(&g->large_wanted, true, __ATOMIC_RELEASE);
     if (bpf_map_update_elem(g->tids, &k, v, BPF_ANY) != 0)
         return false;
     __atomic_add_fetch(&g->threads, 1, __ATOMIC_RELAXED);
@@ -918,7 +927,13 @@ static void drained_count(struct fk_pygate *g)
  * records taken, or < 0 when neither ring could be read. */
 static int consume(struct fk_pygate *g)
 {
-    int hot = ring_buffer__consume(g->rb_hot), large = ring_buffer__consume(g->rb);
+    if (!g->rb && !g->large_failed && __atomic_load_n(&g->large_wanted, __ATOMIC_ACQUIRE)) {
+        /* once (a failure leaves its records unread: their samples are
+         * read from the target, as when the rings were full) */
+        g->rb = ring_buffer__new(g->ring, on_note, g, NULL);
+        g->large_failed = !g->rb;
+    }
+    int hot = ring_buffer__consume(g->rb_hot), large = g->rb ? ring_buffer__consume(g->rb) : 0;
     if (hot < 0 && large < 0)
         return hot;
     return (hot > 0 ? hot : 0) + (large > 0 ? large : 0);
