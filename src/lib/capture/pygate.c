@@ -6,15 +6,18 @@
  * per-CPU queues that hold the chains until their samples take them. */
 #include "capture/pygate.h"
 #include "capture/bpf.h"
+#include "util/bootcache.h"
 #include "util/fk.h"
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* A record's header (the program writes it; fk_pygate_chain unpacks it),
@@ -39,8 +42,14 @@ enum {
 /* The thread map's value: the thread state, then struct fk_pygate_offsets. */
 enum { TV_TSTATE = 0, TV_CFRAME = 8, TV_NTID = 10, TV_CURRENT = 12, TV_PREVIOUS = 14,
        TV_FRSIZE = 16, TV_CODE = 18, TV_FUNC = 20, TV_COREAD = 22, TV_BYTES = 24 };
-/* Why a sample notified (the note's second word). */
-enum { NOTE_NEW, NOTE_THREAD, NOTE_MISS, NOTE_FULL };
+/* Why a sample notified (the note's second word); NOTE_QUIET: a process
+ * not in the map whose executable is not named python* (exe_offsets),
+ * noted without a wake-up. */
+enum { NOTE_NEW, NOTE_THREAD, NOTE_MISS, NOTE_FULL, NOTE_QUIET };
+/* Where the program finds the sampled process's executable's name:
+ * task_struct.mm, mm_struct.exe_file, file.f_path.dentry, dentry.d_name.name
+ * (byte offsets; mm 0: unknown, every new process wakes the reader). */
+struct exe_offsets { int32_t mm, exe_file, dentry, name; };
 
 /* Records drained and waiting for their samples, per CPU, oldest first:
  * each after its slot, packed in a chain of blocks, block data
@@ -81,6 +90,7 @@ struct fk_pygate {
     int codes;                  /* code objects user space has named */
     int lost;                   /* samples the ring had no room for, even a note's */
     int tree_prog, tree_map;    /* the variant with a tree filter (-1: none yet) */
+    struct exe_offsets exe;     /* (exe_offsets) */
     bool chains;                /* the program reads chains (else it only notifies:
                                    a kernel that refused the reads) */
     bool heads;                 /* ... and code headers (else the reader reads them:
@@ -217,7 +227,7 @@ static uint32_t ring_bytes(unsigned ncpus, uint64_t held)
 }
 
 /* Emit: ring output of *(fp-16) (8 bytes: the CPU, reason) with a
- * wake-up, to the hot ring or else the large one (which wakes no one:
+ * wake-up (none for NOTE_QUIET), to the hot ring or else the large one (which wakes no one:
  * the reader's next pass reads it); where neither has room even for
  * that, lost[0] += 1 (the sample then wakes no one and has no record:
  * the reader reads its chain from the target at its next pass, late).
@@ -234,7 +244,11 @@ static void emit_note(struct fk_pygate *g, struct fk_bpf_builder *b)
         fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
         fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -16));
         fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_3, 8));
+        unsigned wake = fk_bpf_label_new(b);
         fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_4, BPF_RB_FORCE_WAKEUP));
+        fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_7, NOTE_QUIET, wake);
+        fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_4, BPF_RB_NO_WAKEUP));
+        fk_bpf_label_place(b, wake);
         fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_ringbuf_output));
         fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, done);
     }
@@ -564,6 +578,49 @@ static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned n
     fk_bpf_goto(b, note);
 }
 
+/* Emit, for a sample of a process not in the map: r7 = NOTE_QUIET when
+ * its executable's name does not start with "python" (a kernel thread,
+ * with no mm, neither), then to note. User space then looks at it at the
+ * reader's next pass (50 ms at most) as at a wake-up, and marks it: a
+ * new process woke the reader at its first sample, before its fork
+ * record was read -- gcc's cc1 and as, a shell's commands: ~40 wake-ups
+ * a second on a build, each a switch to the reader's thread (and the
+ * engine's) on a host with no Python at all. An interpreter's samples
+ * still wake it at once, however it was started (a script's comm is its
+ * own name; its executable is the interpreter); a program embedding
+ * libpython is found by its mapping at the next pass (unwind/python.c).
+ * Where a read fails: a wake-up, as before. Stack: -144 a word read. */
+static void emit_exe_check(const struct fk_pygate *g, struct fk_bpf_builder *b, unsigned note)
+{
+    unsigned quiet = fk_bpf_label_new(b);
+    const int32_t offs[] = { g->exe.mm, g->exe.exe_file, g->exe.dentry, g->exe.name };
+    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_get_current_task));
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_3, BPF_REG_0));
+    for (int i = 0; i < 5; i++) {
+        /* task->mm->exe_file->f_path.dentry->d_name.name, then its first 8 bytes */
+        if (i < 4)
+            fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_3, offs[i]));
+        fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_1, BPF_REG_10));
+        fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_1, -144));
+        fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_2, 8));
+        fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_probe_read_kernel));
+        fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_0, 0, note);
+        if (i == 4)
+            break;
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_3, BPF_REG_10, -144));
+        fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_3, 0, i == 0 ? quiet : note);
+    }
+    /* "python", little-endian: "pyth", then "on" */
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_W, BPF_REG_1, BPF_REG_10, -144));
+    fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_1, 0x68747970, quiet);
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_1, BPF_REG_10, -140));
+    fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_1, 0x6e6f, quiet);
+    fk_bpf_goto(b, note);
+    fk_bpf_label_place(b, quiet);
+    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_7, NOTE_QUIET));
+    fk_bpf_goto(b, note);
+}
+
 /* On a sample: the tgid. tgid 0 (a CPU's idle task) and a process marked
  * 0 write nothing; a process not in the map notifies (its CPU's number),
  * waking the reader; one marked 1 has its thread's chain read
@@ -580,7 +637,8 @@ static bool load_prog(struct fk_pygate *g, int tree_map, int *prog, char *err, s
     struct fk_bpf_builder b;
     fk_bpf_builder_init(&b);
     unsigned keep = fk_bpf_label_new(&b), note = fk_bpf_label_new(&b),
-             drop = tree_map >= 0 ? fk_bpf_label_new(&b) : 0;
+             drop = tree_map >= 0 ? fk_bpf_label_new(&b) : 0,
+             absent = g->exe.mm ? fk_bpf_label_new(&b) : note;
     fk_bpf_emit(&b, FK_BPF_MOV64_REG(BPF_REG_6, BPF_REG_1));
     fk_bpf_emit(&b, FK_BPF_CALL(BPF_FUNC_get_current_pid_tgid));
     fk_bpf_emit(&b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_0, -8));
@@ -594,7 +652,7 @@ static bool load_prog(struct fk_pygate *g, int tree_map, int *prog, char *err, s
     }
     fk_bpf_jump_imm(&b, BPF_JEQ, BPF_REG_0, 0, keep);
     fk_bpf_emit_map_lookup(&b, g->pids, -4);
-    fk_bpf_jump_imm(&b, BPF_JEQ, BPF_REG_0, 0, note);
+    fk_bpf_jump_imm(&b, BPF_JEQ, BPF_REG_0, 0, absent);
     fk_bpf_emit(&b, FK_BPF_LDX_MEM(BPF_B, BPF_REG_1, BPF_REG_0, 0));
     fk_bpf_jump_imm(&b, BPF_JEQ, BPF_REG_1, 0, keep);
     if (g->chains)
@@ -608,6 +666,10 @@ static bool load_prog(struct fk_pygate *g, int tree_map, int *prog, char *err, s
         fk_bpf_label_place(&b, drop);
         fk_bpf_emit(&b, FK_BPF_MOV64_IMM(BPF_REG_0, 0));
         fk_bpf_emit(&b, FK_BPF_EXIT());
+    }
+    if (g->exe.mm) {
+        fk_bpf_label_place(&b, absent);
+        emit_exe_check(g, &b, note);
     }
     bool ok = fk_bpf_prog_load(&b, BPF_PROG_TYPE_PERF_EVENT,
                                tree_map >= 0 ? "fk_py_gate_tree" : "fk_py_gate", prog, err, errlen);
@@ -767,15 +829,98 @@ static int on_note(void *ctx, void *data, size_t size)
         queue_chain(g, data, size);
         return 0;
     }
-    __atomic_add_fetch(&g->wakeups, 1, __ATOMIC_RELAXED);
     uint32_t why = NOTE_NEW;    /* a note: the CPU, then the reason */
     if (size >= 8)
         memcpy(&why, (const unsigned char *)data + 4, sizeof why);
+    if (why != NOTE_QUIET)
+        __atomic_add_fetch(&g->wakeups, 1, __ATOMIC_RELAXED);
     uint64_t *count = why == NOTE_THREAD ? &g->no_thread : why == NOTE_MISS ? &g->missed
                       : why == NOTE_FULL ? &g->ring_full : NULL;
     if (count)
         __atomic_add_fetch(count, 1, __ATOMIC_RELAXED);
     return 0;
+}
+
+/* The byte offset of member name in the struct or union of BTF id id,
+ * looking into its anonymous members (mm_struct's are in one); -1: none. */
+static int32_t btf_offset(const struct btf *btf, uint32_t id, const char *name, int depth)
+{
+    const struct btf_type *ty = btf__type_by_id(btf, id);
+    if (!ty || !btf_is_composite(ty) || depth > 4)
+        return -1;
+    const struct btf_member *m = btf_members(ty);
+    for (int i = 0; i < btf_vlen(ty); i++) {
+        uint32_t bits = btf_member_bit_offset(ty, (uint32_t)i);
+        const char *n = btf__name_by_offset(btf, m[i].name_off);
+        int32_t in = !n || !*n ? btf_offset(btf, m[i].type, name, depth + 1)
+                     : !strcmp(n, name) ? 0 : -1;
+        if (in >= 0 && bits % 8 == 0)
+            return (int32_t)(bits / 8) + in;
+    }
+    return -1;
+}
+
+static int32_t btf_member(const struct btf *btf, const char *sname, const char *name)
+{
+    int id = btf__find_by_name_kind(btf, sname, BTF_KIND_STRUCT);
+    return id > 0 ? btf_offset(btf, (uint32_t)id, name, 0) : -1;
+}
+
+/* exe_offsets from the kernel's BTF, kept for this boot (util/bootcache.h:
+ * loading the BTF costs a capture ~8 ms of CPU and ~2 MB of RSS,
+ * capture/swtime.c); zeros where it has none of them. */
+#define EXE_CACHE_NAME "pygate-exe"
+struct exe_cache {
+    char magic[8], boot_id[40];
+    struct exe_offsets o;
+    uint64_t hash;      /* fk_hash of the bytes before it */
+};
+static bool exe_sound(const struct exe_offsets *o)
+{
+    const int32_t v[] = { o->mm, o->exe_file, o->dentry, o->name };
+    for (size_t i = 0; i < 4; i++)
+        if (v[i] < 0 || v[i] >= (1 << 16) || v[i] % 8)
+            return false;
+    return o->mm > 0;
+}
+
+static struct exe_offsets exe_offsets(void)
+{
+    static const char magic[8] = "FKEXE1";
+    struct exe_cache c;
+    struct stat st;
+    char boot[40];
+    int fd = fk_bootcache_open(EXE_CACHE_NAME, sizeof c, &st);
+    bool have = fd >= 0 && (size_t)st.st_size == sizeof c && fk_read_full(fd, &c, sizeof c) &&
+                !memcmp(c.magic, magic, sizeof magic) && fk_boot_id(boot) &&
+                !memcmp(boot, c.boot_id, sizeof boot) &&
+                c.hash == fk_hash(&c, offsetof(struct exe_cache, hash)) && exe_sound(&c.o);
+    if (fd >= 0)
+        close(fd);
+    if (have)
+        return c.o;
+    struct exe_offsets o = { 0 };
+    struct btf *btf = btf__load_vmlinux_btf();
+    if (!btf)
+        return o;
+    int32_t path = btf_member(btf, "file", "f_path"), dentry = btf_member(btf, "path", "dentry"),
+            d_name = btf_member(btf, "dentry", "d_name"), name = btf_member(btf, "qstr", "name");
+    o.mm = btf_member(btf, "task_struct", "mm");
+    o.exe_file = btf_member(btf, "mm_struct", "exe_file");
+    o.dentry = path >= 0 && dentry >= 0 ? path + dentry : -1;
+    o.name = d_name >= 0 && name >= 0 ? d_name + name : -1;
+    btf__free(btf);
+    if (!exe_sound(&o))
+        return (struct exe_offsets){ 0 };
+    memset(&c, 0, sizeof c);
+    memcpy(c.magic, magic, sizeof magic);
+    if (fk_bootcache_enabled() && fk_boot_id(c.boot_id)) {
+        c.o = o;
+        c.hash = fk_hash(&c, offsetof(struct exe_cache, hash));
+        (void)fk_bootcache_write(EXE_CACHE_NAME, (const void *const[]){ &c },
+                                 (const size_t[]){ sizeof c }, 1);
+    }
+    return o;
 }
 
 struct fk_pygate *fk_pygate_new(uint32_t max_entries, uint64_t held, char *err, size_t errlen)
@@ -813,9 +958,17 @@ struct fk_pygate *fk_pygate_new(uint32_t max_entries, uint64_t held, char *err, 
         return NULL;
     }
     /* a kernel whose verifier refuses the code headers' reads leaves them
-     * to the reader; one that refuses the chains' keeps the wake-ups */
+     * to the reader; one that refuses the chains' keeps the wake-ups; one
+     * that refuses the task's reads wakes the reader for every new
+     * process */
     g->chains = g->heads = true;
-    if (!load_prog(g, -1, &g->prog, err, errlen)) {
+    g->exe = exe_offsets();
+    bool loaded = load_prog(g, -1, &g->prog, err, errlen);
+    if (!loaded && g->exe.mm) {
+        g->exe = (struct exe_offsets){ 0 };
+        loaded = load_prog(g, -1, &g->prog, err, errlen);
+    }
+    if (!loaded) {
         g->heads = false;
         if (!load_prog(g, -1, &g->prog, err, errlen)) {
             g->chains = false;
