@@ -76,6 +76,7 @@ struct fk_reader {
     uint64_t woke_ns;               /* when the taker was last woken */
     bool tap_wants;                 /* a sample tap asked for the taker (this pass) */
     bool tap_soon;                  /* ... within FK_READER_TAP_WAKE_NS (since it woke) */
+    bool tap_end;                   /* ... to be asked at the pass's end (sample_end) */
     bool woken, stop, hup;
     struct fk_reader_stats st;
 };
@@ -238,7 +239,19 @@ static void copy_record(struct fk_reader *r, const union perf_event *ev)
         unsigned tap = r->o.sample(r->o.sample_ctx, (const union perf_event *)dst);
         r->tap_wants |= (tap & FK_READER_TAP_NOW) != 0;
         r->tap_soon |= (tap & FK_READER_TAP_SOON) != 0;
+        r->tap_end |= (tap & FK_READER_TAP_END) != 0;
     }
+}
+
+/* The tap's questions left for the pass's end, answered. */
+static void tap_end(struct fk_reader *r)
+{
+    if (!r->tap_end)
+        return;
+    r->tap_end = false;
+    unsigned tap = r->o.sample_end ? r->o.sample_end(r->o.sample_ctx) : FK_READER_TAP_NOW;
+    r->tap_wants |= (tap & FK_READER_TAP_NOW) != 0;
+    r->tap_soon |= (tap & FK_READER_TAP_SOON) != 0;
 }
 
 /* One pass over every ring: copy out, release. Holds r->rings. Returns
@@ -299,6 +312,7 @@ static size_t read_pass(struct fk_reader *r, bool wake)
     }
     if (r->o.pass)
         r->o.pass(r->o.pass_ctx, r, true);
+    tap_end(r);
     pthread_mutex_lock(&r->lock);
     r->st.passes++;
     r->st.full += full;

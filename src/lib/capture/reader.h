@@ -82,6 +82,13 @@ struct fk_reader_opts {
      * taker takes on its own clock. Returns FK_READER_TAP_* bits. */
     unsigned (*sample)(void *ctx, const union perf_event *ev);
     void *sample_ctx;
+    /* Called (with sample_ctx) at the end of a pass in which the tap
+     * answered FK_READER_TAP_END, after every ring was read: the
+     * FK_READER_TAP_* bits it stands for now (NULL: NOW). A tap's question
+     * the pass's later records answered -- a new process's sample read
+     * from one ring before its fork record from another -- then wakes no
+     * one. */
+    unsigned (*sample_end)(void *ctx);
     /* The thread reads the rings at least every poll_ms (0: 50 ms); with
      * a sample tap each such pass counts as a wake-up of the kernel's
      * (for rings that wake no one: struct fk_evkind.poll_ms). Sooner
@@ -128,14 +135,16 @@ struct fk_reader_opts {
     int wake_fd;
 };
 
-/* A sample tap's answers: NOW, wake the taker at this pass's end; SOON,
+/* A sample tap's answers: NOW, wake the taker at this pass's end; END,
+ * ask the tap again at the pass's end (sample_end), once the pass's
+ * later records were seen; SOON,
  * the tap keeps something for this sample that the taker must see within
  * FK_READER_TAP_WAKE_NS (it hands samples on in time order after ring.h's
  * slack). With neither, a host with no sample the tap reads for (Python
  * on, no Python process) is taken on the taker's own clock, as without
  * the tap: its every pass (50 ms) woke the taker, 20 takes a second for
  * 3.3, each with its fixed cost. */
-enum { FK_READER_TAP_NOW = 1u, FK_READER_TAP_SOON = 2u };
+enum { FK_READER_TAP_NOW = 1u, FK_READER_TAP_SOON = 2u, FK_READER_TAP_END = 4u };
 #define FK_READER_TAP_WAKE_NS (50 * 1000000ull)
 
 struct fk_reader_stats {

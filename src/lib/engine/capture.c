@@ -650,8 +650,22 @@ static unsigned early_seen(void *ctx, const union perf_event *ev)
             got |= e->o->stack_hooks[i]->early(e->o->stack_hooks[i]->state, &s);
     if ((got & FK_EARLY_FOLLOW) && (e->fmt[idx].sample_type & PERF_SAMPLE_CPU))
         follow_cpu(e, s.cpu, s.time);
-    return (got & FK_EARLY_CATCH_UP ? FK_READER_TAP_NOW : 0u) |
+    return (got & FK_EARLY_CATCH_UP ? FK_READER_TAP_END : 0u) |
            (got & FK_EARLY_HELD ? FK_READER_TAP_SOON : 0u);
+}
+
+/* The reader's word at the end of a pass in which a hook asked for the
+ * engine's thread: NOW unless every early hook says its catch-up is no
+ * longer due (struct fk_stack_hook.catch_up_due). */
+static unsigned early_end(void *ctx)
+{
+    struct fk_engine *e = ctx;
+    for (size_t i = 0; i < e->o->nstack_hooks; i++) {
+        const struct fk_stack_hook *h = e->o->stack_hooks[i];
+        if (h->early && (!h->catch_up_due || h->catch_up_due(h->state)))
+            return FK_READER_TAP_NOW;
+    }
+    return 0;
 }
 
 /* The early stack hooks' work that needs the engine's thread. */
@@ -836,6 +850,7 @@ static bool engine_reader(struct fk_engine *e)
     for (size_t i = 0; i < e->o->nstack_hooks; i++)
         if (e->o->stack_hooks[i]->early) {
             ro.sample = early_seen;
+            ro.sample_end = early_end;
             ro.sample_ctx = e;
         }
     if (e->uw && e->arch && fk_sample_cut_format(&e->fmt[0])) {

@@ -208,6 +208,12 @@ struct fk_stack_hook {
     /* With early: from the engine's thread, once before the reader
      * starts and then before each batch of samples is handled. */
     void (*catch_up)(void *state, struct fk_engine *e);
+    /* Optional, with early: at the end of a reader's pass in which early
+     * asked for CATCH_UP (the reader's thread, as early), after the
+     * pass's every record was seen (forked, mapped): whether that is still
+     * due -- false, the engine's thread catches up on its own clock, not
+     * woken for it. Without it: due. */
+    bool (*catch_up_due)(void *state);
     /* Optional, with early: each executable file mapping as its record
      * leaves the ring (the reader's thread, as early), while the
      * symbolizer learns of it only REORDER_SLACK later: a process that

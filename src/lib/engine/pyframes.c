@@ -53,6 +53,12 @@ static void catch_up(void *state, struct fk_engine *e)
     fk_python_catch_up(reader(state, e));
 }
 
+static bool catch_up_due(void *state)
+{
+    const struct fk_pyframes *h = state;
+    return !h->py || fk_python_catch_up_due(h->py);
+}
+
 static void user_frames(void *state, struct fk_engine *e, const struct fk_sample *s,
                         struct fk_stack_frames *st)
 {
@@ -100,6 +106,7 @@ void fk_pyframes_init(struct fk_pyframes *h, bool lines, uint64_t max_bytes)
     h->hook.user_frames = user_frames;
     h->hook.early = early;
     h->hook.catch_up = catch_up;
+    h->hook.catch_up_due = catch_up_due;
     h->hook.mapped = mapped;
     h->hook.forked = forked;
     h->hook.bytes = bytes;

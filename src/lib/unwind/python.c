@@ -2211,6 +2211,20 @@ void fk_python_forked(struct fk_python *p, pid_t pid, pid_t ppid, uint64_t time)
     pthread_mutex_unlock(&p->lock);
 }
 
+bool fk_python_catch_up_due(struct fk_python *p)
+{
+    bool due = false;
+    pthread_mutex_lock(&p->lock);
+    for (unsigned i = 0; i < p->npending && !due; i++) {
+        const struct py_proc *pp = proc_find(p, p->pending[i].pid);
+        /* as needs_engine and the relook fk_python_early asked for */
+        due = !pp || (pp->state == PS_NONE && !pp->early_checked) ||
+              (pp->soon && pp->state != PS_PYTHON) || pp->relook;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return due;
+}
+
 void fk_python_catch_up(struct fk_python *p)
 {
     pthread_mutex_lock(&p->lock);

@@ -407,6 +407,13 @@ int fk_python_early(struct fk_python *p, pid_t pid, pid_t tid, uint64_t time,
  * (its binary's symbols, once), so short-lived interpreters are read
  * before they exit, and the samples that waited for it are read. */
 void fk_python_catch_up(struct fk_python *p);
+/* In the reader's thread, at the end of a pass over the rings in which
+ * fk_python_early returned FK_PY_EARLY_WAIT: whether a sample waiting
+ * still needs the engine's thread soon -- not when the pass's later
+ * records settled its process (a fork record read from another ring
+ * after the child's first sample: fk_python_forked took it as its
+ * parent), which then waits for the engine's own clock. */
+bool fk_python_catch_up_due(struct fk_python *p);
 /* In the reader's thread, as an executable mapping's record leaves the
  * ring: a file named like CPython's (python3.11, libpython3.11.so...)
  * mapped into pid, likely an exec the symbolizer will handle only later;
