@@ -317,6 +317,26 @@ j=$(ls "$T"/mem/*.json 2>/dev/null)
 "$FLAMEKIT" run -q --stdout -- sh -c 'echo hello from the command' >"$T/rs" 2>"$T/rs.err"
 check_eq "run --stdout: stream starts with the magic" FKS1 "$(head -c 4 "$T/rs")"
 check_grep "run --stdout: command's stdout went to stderr" 'hello from the command' "$T/rs.err"
+# The Python gate's program wakes the reader for a process it does not know
+# only when its executable is named python* (capture/pygate.c
+# emit_exe_check): 150 short shells, no Python, wake it
+# at most a few times (each woke it at its first sample before, 150 and
+# more); a python3 among them still wakes it at once and is found.
+"$FLAMEKIT" run -q --no-svg -F 999 -o "$T/gate" -- sh -c \
+    'for i in $(seq 150); do sh -c "i=0; while [ \$i -lt 2000 ]; do i=\$((i+1)); done"; done' \
+    >/dev/null 2>&1
+j=$(ls "$T"/gate/*.json 2>/dev/null | head -1)
+if [ -n "$j" ] && [ "$(jget "$j" reader.wakeups)" = "python gate" ]; then
+    check_range "gate: 150 new non-Python processes: reader wake-ups" "$(jget "$j" reader.python_wakeups)" 0 10
+    "$FLAMEKIT" run -q --no-svg -F 999 -o "$T/gate-py" -- sh -c \
+        'for i in $(seq 20); do sh -c "i=0; while [ \$i -lt 2000 ]; do i=\$((i+1)); done"; done; python3 -c "sum(range(3000000))"' \
+        >/dev/null 2>&1
+    j=$(ls "$T"/gate-py/*.json 2>/dev/null | head -1)
+    check_range "gate: a python3 after them wakes the reader" "$(jget "$j" reader.python_wakeups)" 1 100000
+    check_range "gate: ... and is found" "$(jget "$j" python.processes)" 1 5
+else
+    skip "gate: new processes' wake-ups" "no Python gate here"
+fi
 # options after the operand (as flamekit remote appends --stdout)
 "$HOT" 2 & hp=$!
 "$FLAMEKIT" pid "$hp" -q -d 500ms --stdout >"$T/ps" 2>/dev/null

@@ -1251,6 +1251,25 @@ static void test_forked(void)
     UNIT_CHECK("forked: a child of a process with an interpreter's mapping pending waits for "
                "its own look",
                fk_python_early(py, T, T, 11 * ms, NULL) == FK_PY_EARLY_WAIT);
+    /* a child's sample read before its fork record (from another ring, in
+     * the same pass) asks for the engine's thread; the record, from P,
+     * takes that back by the pass's end (fk_python_catch_up_due); from a
+     * parent never looked at (R), it does not */
+    pid_t E = 4190037, F = 4190038, R = 4190039;
+    fk_python_catch_up(py);
+    bool none = !fk_python_catch_up_due(py);
+    bool asks = fk_python_early(py, E, E, 13 * ms, NULL) == FK_PY_EARLY_WAIT &&
+                fk_python_catch_up_due(py);
+    fk_python_forked(py, E, P, 12 * ms);
+    UNIT_CHECK("forked: a child's sample before its fork record asks for the engine's thread; "
+               "the record from a parent without CPython takes that back",
+               none && asks && !fk_python_catch_up_due(py));
+    bool waits_f = fk_python_early(py, F, F, 15 * ms, NULL) == FK_PY_EARLY_WAIT;
+    fk_python_forked(py, F, R, 14 * ms);
+    UNIT_CHECK("forked: ... not from a parent never looked at",
+               waits_f && fk_python_catch_up_due(py));
+    fk_python_catch_up(py);
+    UNIT_CHECK("forked: no catch-up due once caught up", !fk_python_catch_up_due(py));
     fk_python_free(py);
     fk_sym_free(sym);
 }
