@@ -42,10 +42,8 @@ enum {
 /* The thread map's value: the thread state, then struct fk_pygate_offsets. */
 enum { TV_TSTATE = 0, TV_CFRAME = 8, TV_NTID = 10, TV_CURRENT = 12, TV_PREVIOUS = 14,
        TV_FRSIZE = 16, TV_CODE = 18, TV_FUNC = 20, TV_COREAD = 22, TV_BYTES = 24 };
-/* Why a sample notified (the note's second word); NOTE_QUIET: a process
- * not in the map whose executable is not named python* (exe_offsets),
- * noted without a wake-up. */
-enum { NOTE_NEW, NOTE_THREAD, NOTE_MISS, NOTE_FULL, NOTE_QUIET };
+/* Why a sample notified (the note's second word). */
+enum { NOTE_NEW, NOTE_THREAD, NOTE_MISS, NOTE_FULL };
 /* Where the program finds the sampled process's executable's name:
  * task_struct.mm, mm_struct.exe_file, file.f_path.dentry, dentry.d_name.name
  * (byte offsets; mm 0: unknown, every new process wakes the reader). */
@@ -227,7 +225,7 @@ static uint32_t ring_bytes(unsigned ncpus, uint64_t held)
 }
 
 /* Emit: ring output of *(fp-16) (8 bytes: the CPU, reason) with a
- * wake-up (none for NOTE_QUIET), to the hot ring or else the large one (which wakes no one:
+ * wake-up, to the hot ring or else the large one (which wakes no one:
  * the reader's next pass reads it); where neither has room even for
  * that, lost[0] += 1 (the sample then wakes no one and has no record:
  * the reader reads its chain from the target at its next pass, late).
@@ -244,11 +242,7 @@ static void emit_note(struct fk_pygate *g, struct fk_bpf_builder *b)
         fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_10));
         fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_2, -16));
         fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_3, 8));
-        unsigned wake = fk_bpf_label_new(b);
         fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_4, BPF_RB_FORCE_WAKEUP));
-        fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_7, NOTE_QUIET, wake);
-        fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_4, BPF_RB_NO_WAKEUP));
-        fk_bpf_label_place(b, wake);
         fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_ringbuf_output));
         fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, done);
     }
@@ -578,21 +572,22 @@ static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned n
     fk_bpf_goto(b, note);
 }
 
-/* Emit, for a sample of a process not in the map: r7 = NOTE_QUIET when
- * its executable's name does not start with "python" (a kernel thread,
- * with no mm, neither), then to note. User space then looks at it at the
- * reader's next pass (50 ms at most) as at a wake-up, and marks it: a
- * new process woke the reader at its first sample, before its fork
- * record was read -- gcc's cc1 and as, a shell's commands: ~40 wake-ups
- * a second on a build, each a switch to the reader's thread (and the
- * engine's) on a host with no Python at all. An interpreter's samples
- * still wake it at once, however it was started (a script's comm is its
- * own name; its executable is the interpreter); a program embedding
- * libpython is found by its mapping at the next pass (unwind/python.c).
- * Where a read fails: a wake-up, as before. Stack: -144 a word read. */
-static void emit_exe_check(const struct fk_pygate *g, struct fk_bpf_builder *b, unsigned note)
+/* Emit, for a sample of a process not in the map: to keep (no note, no
+ * wake-up) when its executable's name does not start with "python" (a
+ * kernel thread, with no mm, neither), else to note. The reader sees the
+ * sample at its next pass (50 ms at most), and user space looks at the
+ * process then as at a wake-up and marks it: a new process woke the
+ * reader at its first sample, before its fork record was read -- gcc's
+ * cc1 and as, a shell's commands: ~40 wake-ups a second on a build, each
+ * a switch to the reader's thread (and the engine's) on a host with no
+ * Python at all. An interpreter's samples still wake it at once, however
+ * it was started (a script's comm is its own name; its executable is
+ * the interpreter); a program embedding libpython is found by its
+ * mapping at the next pass (unwind/python.c). Where a read fails: a
+ * wake-up, as before. Stack: -144 a word read. */
+static void emit_exe_check(const struct fk_pygate *g, struct fk_bpf_builder *b, unsigned note,
+                           unsigned keep)
 {
-    unsigned quiet = fk_bpf_label_new(b);
     const int32_t offs[] = { g->exe.mm, g->exe.exe_file, g->exe.dentry, g->exe.name };
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_get_current_task));
     fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_3, BPF_REG_0));
@@ -608,16 +603,13 @@ static void emit_exe_check(const struct fk_pygate *g, struct fk_bpf_builder *b, 
         if (i == 4)
             break;
         fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_3, BPF_REG_10, -144));
-        fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_3, 0, i == 0 ? quiet : note);
+        fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_3, 0, i == 0 ? keep : note);
     }
     /* "python", little-endian: "pyth", then "on" */
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_W, BPF_REG_1, BPF_REG_10, -144));
-    fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_1, 0x68747970, quiet);
+    fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_1, 0x68747970, keep);
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_H, BPF_REG_1, BPF_REG_10, -140));
-    fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_1, 0x6e6f, quiet);
-    fk_bpf_goto(b, note);
-    fk_bpf_label_place(b, quiet);
-    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_7, NOTE_QUIET));
+    fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_1, 0x6e6f, keep);
     fk_bpf_goto(b, note);
 }
 
@@ -669,7 +661,7 @@ static bool load_prog(struct fk_pygate *g, int tree_map, int *prog, char *err, s
     }
     if (g->exe.mm) {
         fk_bpf_label_place(&b, absent);
-        emit_exe_check(g, &b, note);
+        emit_exe_check(g, &b, note, keep);
     }
     bool ok = fk_bpf_prog_load(&b, BPF_PROG_TYPE_PERF_EVENT,
                                tree_map >= 0 ? "fk_py_gate_tree" : "fk_py_gate", prog, err, errlen);
@@ -829,11 +821,10 @@ static int on_note(void *ctx, void *data, size_t size)
         queue_chain(g, data, size);
         return 0;
     }
+    __atomic_add_fetch(&g->wakeups, 1, __ATOMIC_RELAXED);
     uint32_t why = NOTE_NEW;    /* a note: the CPU, then the reason */
     if (size >= 8)
         memcpy(&why, (const unsigned char *)data + 4, sizeof why);
-    if (why != NOTE_QUIET)
-        __atomic_add_fetch(&g->wakeups, 1, __ATOMIC_RELAXED);
     uint64_t *count = why == NOTE_THREAD ? &g->no_thread : why == NOTE_MISS ? &g->missed
                       : why == NOTE_FULL ? &g->ring_full : NULL;
     if (count)
