@@ -583,8 +583,11 @@ static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned n
  * Python at all. An interpreter's samples still wake it at once, however
  * it was started (a script's comm is its own name; its executable is
  * the interpreter); a program embedding libpython is found by its
- * mapping at the next pass (unwind/python.c). Where a read fails: a
- * wake-up, as before. Stack: -144 a word read. */
+ * mapping at the next pass (unwind/python.c). Where a read fails or a
+ * pointer is NULL there is no such name either: no wake-up (user space
+ * leaves a process without such files out of the map: python.c
+ * gate_sync; a note here would wake the reader at its every sample).
+ * Stack: -144 a word read. */
 static void emit_exe_check(const struct fk_pygate *g, struct fk_bpf_builder *b, unsigned note,
                            unsigned keep)
 {
@@ -599,11 +602,11 @@ static void emit_exe_check(const struct fk_pygate *g, struct fk_bpf_builder *b, 
         fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_1, -144));
         fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_2, 8));
         fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_probe_read_kernel));
-        fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_0, 0, note);
+        fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_0, 0, keep);
         if (i == 4)
             break;
         fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_3, BPF_REG_10, -144));
-        fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_3, 0, i == 0 ? keep : note);
+        fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_3, 0, keep);
     }
     /* "python", little-endian: "pyth", then "on" */
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_W, BPF_REG_1, BPF_REG_10, -144));
@@ -1037,6 +1040,11 @@ void fk_pygate_code(struct fk_pygate *g, uint64_t code, uint64_t func)
 {
     if (g->chains)
         (void)bpf_map_update_elem(g->codes, &code, &func, BPF_ANY);
+}
+
+bool fk_pygate_quiet_by_name(const struct fk_pygate *g)
+{
+    return g->exe.mm != 0;
 }
 
 int fk_pygate_fd(const struct fk_pygate *g)

@@ -115,6 +115,11 @@ bool fk_pygate_attach(struct fk_pygate *g, int perf_fd, int tree_map, char *err,
  * the reader, so a new one is looked at at once). Any thread. */
 enum fk_pygate_mark { FK_PYGATE_WAKE = 1, FK_PYGATE_QUIET, FK_PYGATE_FORGET };  /* 0: none told */
 void fk_pygate_mark(struct fk_pygate *g, pid_t pid, enum fk_pygate_mark m);
+/* Whether a process not in the map wakes the reader only when its
+ * executable's name starts with "python" (the program reads it; false:
+ * every such process wakes it) -- for one with no file so named, QUIET
+ * is then the same as no mark at all. */
+bool fk_pygate_quiet_by_name(const struct fk_pygate *g);
 /* The ring buffer's fd: readable when a notification waits. */
 int fk_pygate_fd(const struct fk_pygate *g);
 /* Take the notifications waiting (the reader's thread): how many. */
