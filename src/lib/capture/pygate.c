@@ -173,8 +173,9 @@ static unsigned pool_blocks(uint32_t ring, unsigned ncpus)
 }
 
 /* The ring the program writes first, hot_bytes (one for all CPUs, a
- * power of two, HOT_PER_CPU each, at least RING_MIN, at most the large
- * ring's size); what does not fit it goes to the large ring (ring_bytes:
+ * power of two, HOT_PER_HZ bytes a CPU for each sample a second -- at
+ * least HOT_MIN, at most HOT_PER_CPU a CPU and the large ring's size);
+ * what does not fit it goes to the large ring (ring_bytes:
  * the room a stalled reader needs). Why two: the ring's pages are mapped
  * by the kernel a page at a time (vmap), and on this VM a write to one
  * not written for about a second costs 10-35 us (a fault the program
@@ -185,12 +186,23 @@ static unsigned pool_blocks(uint32_t ring, unsigned ncpus)
  * 2 s captures beside a build). The reader drains the rings every 50 ms
  * or sooner: a pass's chains, ~100 KB on two busy CPUs, fit the small
  * ring, whose lap is then a fraction of a second; the large one is
- * written only behind a stalled reader, as the one ring before. */
+ * written only behind a stalled reader, as the one ring before. Sized
+ * by the rate: at the default 99 Hz a ring of 256 KiB for 2 CPUs took
+ * ~1 s a lap with chains of ~1 KiB, and its pages were cold again (the
+ * program's ring output 2.5-5 us a run; instrumented build). A pass
+ * (50 ms) brings ~5 chains a CPU at 99 Hz, ~2.5 KiB each on 30 frames:
+ * HOT_PER_HZ is twice that, 64 KiB for 2 CPUs at 99 Hz; at 999 Hz the
+ * 128 KiB a CPU it had. */
 #define HOT_PER_CPU (128u << 10)
-static uint32_t hot_bytes(unsigned ncpus, uint32_t ring)
+#define HOT_PER_HZ 256u
+#define HOT_MIN (16u << 10)
+static uint32_t hot_bytes(unsigned ncpus, uint32_t ring, uint64_t rate)
 {
-    uint32_t size = RING_MIN;
-    while (size < ring && size < (uint64_t)ncpus * HOT_PER_CPU)
+    uint64_t want = (uint64_t)ncpus * (rate ? rate : 1000) * HOT_PER_HZ;
+    if (want > (uint64_t)ncpus * HOT_PER_CPU)
+        want = (uint64_t)ncpus * HOT_PER_CPU;
+    uint32_t size = HOT_MIN;
+    while (size < ring && size < want)
         size *= 2;
     return size < ring ? size : ring;
 }
@@ -849,14 +861,15 @@ static int on_note(void *ctx, void *data, size_t size)
     return 0;
 }
 
-struct fk_pygate *fk_pygate_new(uint32_t max_entries, uint64_t held, char *err, size_t errlen)
+struct fk_pygate *fk_pygate_new(uint32_t max_entries, uint64_t held, uint64_t rate, char *err,
+                                size_t errlen)
 {
     struct fk_pygate *g = fk_calloc(1, sizeof *g);
     g->pids = g->hot = g->ring = g->prog = g->tids = g->scratch = g->codes = g->lost = g->tree_prog =
         g->tree_map = -1;
     g->entries = max_entries;
     g->ring_bytes = ring_bytes(gate_cpus(), held);
-    g->hot_bytes = hot_bytes(gate_cpus(), g->ring_bytes);
+    g->hot_bytes = hot_bytes(gate_cpus(), g->ring_bytes, rate);
     int ncpus = libbpf_num_possible_cpus();
     if (ncpus <= 0) {
         snprintf(err, errlen, "the possible CPUs for the Python gate: %s", strerror(-ncpus));
@@ -1124,11 +1137,11 @@ static size_t maps_bytes(uint32_t entries, uint32_t ring, unsigned ncpus)
            (size_t)CODES_MAX * CODE_BYTES + (size_t)ncpus * SCRATCH_BYTES + ENTRY_BYTES;
 }
 
-size_t fk_pygate_fixed_bytes(uint32_t max_entries, uint64_t held)
+size_t fk_pygate_fixed_bytes(uint32_t max_entries, uint64_t held, uint64_t rate)
 {
     int ncpus = libbpf_num_possible_cpus();
     uint32_t ring = ring_bytes(gate_cpus(), held);
-    ring += hot_bytes(gate_cpus(), ring);
+    ring += hot_bytes(gate_cpus(), ring, rate);
     return maps_bytes(max_entries, ring, ncpus > 0 ? (unsigned)ncpus : 1) +
            (size_t)pool_blocks(ring, gate_cpus()) * BLOCK_BYTES;
 }

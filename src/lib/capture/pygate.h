@@ -102,14 +102,18 @@ struct fk_pygate;
  * attached yet. held: the samples each CPU's perf ring holds -- the
  * ring buffer has room for as many whole chains a CPU (at most 1 MiB a
  * CPU): a reader stalled longer loses the samples in the perf rings,
- * with or without their chains. NULL with one line in err (no BPF, no
- * ring buffer: Linux 5.8, a program refused). */
-struct fk_pygate *fk_pygate_new(uint32_t max_entries, uint64_t held, char *err, size_t errlen);
-/* The memory a gate of max_entries processes and perf rings of held
- * samples may hold: the kernel's (maps and ring) from its start, and its
- * queues' at most (they grow with the records a pass brings): what a
- * memory limit must leave it before the capture starts. */
-size_t fk_pygate_fixed_bytes(uint32_t max_entries, uint64_t held);
+ * with or without their chains. rate: the samples a second a CPU (0:
+ * not known, 1000 assumed), which the ring written first is sized by.
+ * NULL with one line in err (no BPF, no ring buffer: Linux 5.8, a
+ * program refused). */
+struct fk_pygate *fk_pygate_new(uint32_t max_entries, uint64_t held, uint64_t rate, char *err,
+                                size_t errlen);
+/* The memory a gate of max_entries processes, perf rings of held
+ * samples and rate samples a second may hold: the kernel's (maps and
+ * ring) from its start, and its queues' at most (they grow with the
+ * records a pass brings): what a memory limit must leave it before the
+ * capture starts. */
+size_t fk_pygate_fixed_bytes(uint32_t max_entries, uint64_t held, uint64_t rate);
 /* The CPUs the ring and the queues' pool are sized for: those online (a
  * VM's possible CPUs may be many more, never sampled). */
 unsigned fk_pygate_cpus(void);
