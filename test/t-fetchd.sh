@@ -498,6 +498,17 @@ if FLAMEKIT_CACHE="$fbcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 2 -R 3 -f 
              | select(((.interrupts | type) == "number" and .interrupts >= .fetches) | not)
              | "\($s): \(.fetches) fetches, interrupts \(.interrupts)"]
             | if length == 0 then true else (.[], false) end' "$T/bench/report.json"
+        # ... split by side (/proc/interrupts' columns of each side's CPUs):
+        # each side's at least one a fetch (the other side's packets raise
+        # RPS interrupts there), the two together the machine's (read a
+        # moment apart: 10 % + 50 of slack).
+        check "fetch-bench: the interrupts of each side's CPUs in every run, the machine's together" jq -e -r '
+            [.settings[] | .server as $s | .runs[]
+             | select(((.server_cpus_interrupts | type) == "number" and (.client_cpus_interrupts | type) == "number"
+                       and .server_cpus_interrupts >= .fetches and .client_cpus_interrupts >= .fetches
+                       and (.server_cpus_interrupts + .client_cpus_interrupts - .interrupts | fabs) <= 0.1 * .interrupts + 50) | not)
+             | "\($s): \(.fetches) fetches, interrupts \(.interrupts): servers CPUs \(.server_cpus_interrupts), clients \(.client_cpus_interrupts)"]
+            | if length == 0 then true else (.[], false) end' "$T/bench/report.json"
         # Pinned on the veth pair, each side's CPU is its CPUs' busy time
         # (its receive softirq work included): at least what its tasks
         # were counted, at most its CPUs' time over the run (a run's marks

@@ -982,6 +982,10 @@ static json_t *json_run(const struct setting *s, int r)
     json_object_set_new(x, "crowded", json_boolean(run_crowded(s, r)));
     json_object_set_new(x, "machine_busy_pct", json_real(b->machine_busy));
     json_object_set_new(x, "interrupts", json_real(b->interrupts));
+    if (isfinite(b->server_cpus_interrupts) && isfinite(b->client_cpus_interrupts)) {
+        json_object_set_new(x, "server_cpus_interrupts", json_real(b->server_cpus_interrupts));
+        json_object_set_new(x, "client_cpus_interrupts", json_real(b->client_cpus_interrupts));
+    }
     json_object_set_new(x, "machine_probe_ms", json_real(b->probe_ms));
     json_object_set_new(x, "compute_probe_ms", json_real(b->cprobe_ms));
     json_object_set_new(x, "machine_probe_after_ms", json_real(b->probe_after_ms));
