@@ -616,11 +616,12 @@ if FLAMEKIT_CACHE="$fbcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 2 -R 3 -f 
            | ([$d[] | .dx * .dx] | add // 0) as $xx | (if $xx > 0 then ([$d[] | .dx * .dy] | add) / $xx else 0 end) as $k
            | (if near($f.us_per_interrupt; $k * 1e6) and $f.runs == ($d | length) and $f.settings == ($fitted | length)
                  and ($f.r | . >= -1 and . <= 1) and (($f.priced | not) or ($f.runs >= 6 and $f.settings >= 2 and $k > 0))
+                 and ($f.priced or ($f.not_priced_because | type == "string" and length > 0))
               then empty else "cache \($f.cache): fit \($f) against k \($k * 1e6) us over \($d | length) runs" end),
              ($set[] | .s.figures.server_cpu_s_per_gib_at_median_interrupts as $p
               | (.xy | map(.x) | med) as $xm | (.xy | map(.y - $k * (.x - $xm)) | med) as $want
               | if ($f.priced | not) and $p == null then empty
-                elif $f.priced and $p != null and near($p.median; $want) and $p.n == (.xy | length) then empty
+                elif $f.priced and $p != null and near($p.median; $want) and $p.n == (.xy | length) and $p.min > 0 then empty
                 else "cache \($f.cache), \(.s.clients) clients, \(.s.fetch_bytes) bytes: priced \($p) against \($want)" end),
              ($top.ratios[] | select(.cache == $f.cache)
               | .server_cpu_per_gib_grpc_over_sock_at_median_interrupts as $p

@@ -242,9 +242,22 @@ struct intr_fit {
     double k, r;                /* s of server CPU an interrupt; the correlation */
     int runs, settings;
     bool used;                  /* priced with it */
+    const char *why;            /* else why not */
 };
 
 static double sock_priced(const struct setting *s, int r, const struct intr_fit *fit);
+
+/* Whether a priced figure takes round r of socket setting s: its own, or a
+ * ratio of it with a gRPC setting. */
+static bool sock_round_priced(const struct setting *s, int r)
+{
+    if (use_round(s, NULL, r, rounds_used(s, NULL, false), false))
+        return true;
+    for (int k = 0; k < npairs; k++)
+        if (pairs[k].s == s && use_round(pairs[k].g, s, r, rounds_used(pairs[k].g, s, false), false))
+            return true;
+    return false;
+}
 
 static struct intr_fit intr_fit_of(int cache)
 {
@@ -279,12 +292,17 @@ static struct intr_fit intr_fit_of(int cache)
     }
     f.k = sxx > 0 ? sxy / sxx : 0;
     f.r = sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : 0;
-    f.used = f.runs >= INTR_FIT_MIN_RUNS && f.settings >= 2 && f.k > 0;
-    /* a run priced at nothing or less: a fit no run could have (not used) */
-    for (int i = 0; i < nsettings && f.used; i++)
+    f.why = f.runs < INTR_FIT_MIN_RUNS || f.settings < 2 ? "too few runs (6 of 2 settings at least)"
+            : f.k <= 0 ? "no CPU an interrupt" : NULL;
+    /* A run a priced figure takes priced at nothing or less (a slow spell's
+     * run far from its setting's interrupts, which only a ratio short of
+     * normal rounds takes): not priced. */
+    for (int i = 0; i < nsettings && !f.why; i++)
         if (settings[i].mode == M_SOCK && settings[i].cache == cache)
-            for (int r = 0; r < opt.rounds && f.used; r++)
-                f.used = sock_priced(&settings[i], r, &f) > 0;
+            for (int r = 0; r < opt.rounds && !f.why; r++)
+                if (sock_round_priced(&settings[i], r) && sock_priced(&settings[i], r, &f) <= 0)
+                    f.why = "a run it takes priced at nothing or less";
+    f.used = !f.why;
     return f;
 }
 
@@ -1023,15 +1041,15 @@ static void md_interrupts(struct fk_outfile *md, json_t *jr, bool have_both)
     for (int c = 0; c < 2; c++) {
         if (!opt.cache_modes[c])
             continue;
-        json_array_append_new(jf, json_pack("{s:b,s:f,s:f,s:i,s:i,s:b}", "cache", c, "us_per_interrupt",
-                                             fit[c].k * 1e6, "r", fit[c].r, "runs", fit[c].runs, "settings",
-                                             fit[c].settings, "priced", fit[c].used));
-        fk_outfile_printf(md, "- %s: %s µs of server CPU an interrupt (r = %.2f, %d runs of %d settings)%s\n",
+        json_t *jc = json_pack("{s:b,s:f,s:f,s:i,s:i,s:b}", "cache", c, "us_per_interrupt", fit[c].k * 1e6, "r",
+                               fit[c].r, "runs", fit[c].runs, "settings", fit[c].settings, "priced", fit[c].used);
+        if (!fit[c].used)
+            json_object_set_new(jc, "not_priced_because", json_string(fit[c].why));
+        json_array_append_new(jf, jc);
+        fk_outfile_printf(md, "- %s: %s µs of server CPU an interrupt (r = %.2f, %d runs of %d settings)%s%s\n",
                           c ? "With the cache" : "Without the cache", num(fit[c].k * 1e6, b1, sizeof b1), fit[c].r,
-                          fit[c].runs, fit[c].settings,
-                          fit[c].used ? ""
-                          : fit[c].runs < INTR_FIT_MIN_RUNS || fit[c].settings < 2 ? "; not priced: too few runs (6 of 2 settings at least)"
-                          : "; not priced: no CPU an interrupt");
+                          fit[c].runs, fit[c].settings, fit[c].used ? "" : "; not priced: ",
+                          fit[c].used ? "" : fit[c].why);
     }
     json_object_set_new(jr, "socket_interrupt_fit", jf);
     if (!have_both || !(fit[0].used || fit[1].used)) {
