@@ -211,6 +211,18 @@ if offcpu sleeps run -- "$TRUTH" sleeps 2; then
         check_eq "sleeps: no switch record read (the program timed the switches)" 0 "$(jnum reader.records_dropped "$J")"
         check_range "sleeps: the program's blocks held the recorded switch-outs (% of them)" \
             "$(pct "$(jnum offcpu.bpf_blocks_recorded "$J")" "$(jnum offcpu.switches_recorded "$J")" | cut -d. -f1)" 95 100
+        # Linux 6.18 with BTF: a raw tracepoint program (no record built at
+        # every switch of the host); its samples' kernel stacks start in
+        # the program and the tracepoint's glue, cut off at the scheduler:
+        # every recorded kernel stack ends in __schedule, none names the
+        # program or bpf_trace_run
+        if [ -r /sys/kernel/btf/vmlinux ]; then
+            check_eq "sleeps: the program runs on the raw tracepoint" raw_tracepoint "$(jnum offcpu.bpf_attach "$J")"
+        fi
+        k=$(zcat "$F" | grep -c '_\[k\] [0-9]*$')
+        kl=$(zcat "$F" | grep -c ';__schedule_\[k\] [0-9]*$')
+        check "sleeps: every kernel stack's leaf is __schedule ($kl of $k)" test "$k" -gt 0 -a "$kl" = "$k"
+        check_nogrep "sleeps: no frame of the program or the tracepoint's glue" 'bpf_prog_|bpf_trace_run|__bpf_trace_|__traceiter_' "$(zcat "$F")"
     fi
     check_range "sleeps: recorded blocks start at their switch record (% of recorded switch-outs)" \
         "$(pct "$(jnum offcpu.blocks_from_switch_record "$J")" "$(jnum offcpu.switches_recorded "$J")" | cut -d. -f1)" 95 100
