@@ -262,13 +262,22 @@ print(json.dumps({k: p.get(k) for k in ("walks", "samples", "spliced", "chains",
             # (a chain read at the sample whose code object was freed before
             # it was named -- start-up code run once -- is read again from
             # the target: python.chains_retaken) and past the interpreters'
-            # start-up, every sample is spliced
+            # start-up, every sample is spliced but those flamekit counts as
+            # frameless: an eval call sampled before it linked its frame (or
+            # after it unlinked it) with no Python frame under it, a walk
+            # that reached the root with nothing (walks ok + limit - spliced:
+            # a walk that reached the root with frames is always spliced;
+            # seen once in CI 59, 1 of 1189 samples). Any other sample left
+            # with its eval frame fails, and so do frameless walks beyond a
+            # prologue's share (1 %).
             past=$(zcat "$(folded pypt)" | awk '/;_PyEval_EvalFrameDefault[; ]/ && !/;Py_InitializeFromConfig;/ { s += $NF } END { print s + 0 }')
-            if [ "$past" = 0 ]; then
-                pass "python run, per-task: every sample past the interpreters' start-up is spliced"
+            frameless=$(( $(jnum pypt python.walks.ok) + $(jnum pypt python.walks.limit) - $(jnum pypt python.spliced) ))
+            pysamples=$(jnum pypt python.samples)
+            if [ "$past" -le "$frameless" ] && [ $((frameless * 100)) -le "$pysamples" ]; then
+                pass "python run, per-task: every sample past the interpreters' start-up is spliced ($past left, $frameless frameless)"
             else
                 fail "python run, per-task: every sample past the interpreters' start-up is spliced" \
-                    "$past not spliced; $pyacct; stacks: $(zcat "$(folded pypt)" | awk '/;_PyEval_EvalFrameDefault[; ]/ && !/;Py_InitializeFromConfig;/' | awk '{ print $NF, $0 }' | sort -rn | head -3 | cut -d' ' -f2- | cut -c1-400)"
+                    "$past not spliced, $frameless frameless of $pysamples; $pyacct; stacks: $(zcat "$(folded pypt)" | awk '/;_PyEval_EvalFrameDefault[; ]/ && !/;Py_InitializeFromConfig;/' | awk '{ print $NF, $0 }' | sort -rn | head -3 | cut -d' ' -f2- | cut -c1-400)"
             fi
         else
             fail "python run, per-task: a shell's short interpreters" "exit $rc: $(head -5 "$T/pypt.out")"

@@ -623,7 +623,13 @@ PY
         fk_cleanup "kill $NP 2>/dev/null"
         for i in $(seq 100); do [ -e "$T/nap.ready" ] && break; sleep 0.1; done
         sleep 0.3
-        if offcpu cgroup-real -d 2 --no-svg cgroup "fk-offcpu-$$"; then
+        # (on the switch-record path every switch-out: its events see the
+        # whole host, so N follows the host's rate, as flamekit-offcpu(1)
+        # says, and another program's switch storm -- a test beside CI 59,
+        # 395,000 a second, set N = 232 -- leaves the napper's 100
+        # switch-outs a record or none: no exact total)
+        every=; [ "$PATH_TIMED" = records ] && every="--every 1"
+        if offcpu cgroup-real -d 2 --no-svg $every cgroup "fk-offcpu-$$"; then
             # Against the capture's own window (duration_s: a reader
             # stalled at a loaded host stretches -d 2). Samples lost then
             # leave the thread's total exact on the program's path (stop
