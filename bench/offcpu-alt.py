@@ -3,7 +3,7 @@
 # storm alternating within each window (bench/offcpu.sh, part "alt"): the
 # lower-noise form of offcpu-paired.py's figure.
 #
-#   python3 offcpu-alt.py TRUTH WINDOWS WINDOW_S SWITCH_S[,SWITCH_S...] CGROUP_ROOT FLAMEKIT [BASELINE]
+#   python3 offcpu-alt.py TRUTH WINDOWS WINDOW_S SWITCH_S[,SWITCH_S...] CGROUP_ROOT FLAMEKIT [BASELINE [THIRD]]
 #   python3 offcpu-alt.py --keep DIR      (the summary again, from a kept run)
 #
 # WINDOW_S is each window's phases, rounded down to whole groups of four
@@ -33,7 +33,8 @@
 # none fk ..., each SWITCH_S of the list for four windows in turn; with
 # BASELINE (another build's flamekit, e.g. main's) fk base none none base
 # fk ..., six windows a turn, and the difference of the two builds' losses
-# per group of six. FLAMEKIT and BASELINE may carry offcpu's options after
+# per group of six; with THIRD too (fk2: a setting of FLAMEKIT's, say) fk
+# base fk2 none none fk2 base fk, eight a turn. FLAMEKIT and BASELINE may carry offcpu's options after
 # the binary ("build/flamekit --switch-budget 1000").
 #
 # Per phase x = log(rate of the copy in prof / the other's), round trips
@@ -179,7 +180,12 @@ def main(a):
     truth, nwin, win = a[0], int(a[1]), float(a[2])
     sws, root, fk = [float(x) for x in a[3].split(",")], a[4], a[5]
     base = a[6] if len(a) > 6 else None
-    builds = {"fk": fk, "base": base} if base else {"fk": fk}
+    builds = {"fk": fk}
+    for name, b in zip(("base", "fk2"), a[6:8]):
+        builds[name] = b
+    # the windows' modes a turn: the builds, nothing attached twice, the
+    # builds again backwards (a drift linear over a turn cancels)
+    turn = list(builds) + ["none", "none"] + list(reversed(builds))
     if (os.cpu_count() or 1) < 2:
         print("alt: SKIP: fewer than 2 CPUs")
         return
@@ -221,9 +227,9 @@ def main(a):
                 where[i] = cg
         target = "/" + os.path.relpath(prof, mnt)
         for w_i in range(nwin):
-            if base:    # fk base none none base fk
-                mode = ("fk", "base", "none", "none", "base", "fk")[w_i % 6]
-                sw = sws[(w_i // 6) % len(sws)]
+            if base:    # fk base [fk2] none none [fk2] base fk
+                mode = turn[w_i % len(turn)]
+                sw = sws[(w_i // len(turn)) % len(sws)]
             else:
                 mode = "fk" if ((w_i + 1) // 2) % 2 == 0 else "none"
                 sw = sws[(w_i // 4) % len(sws)]
@@ -265,7 +271,8 @@ def main(a):
                 # (a phase outside flamekit's window is not a profiled one)
                 phases[:] = [x for x in phases if x[0] != w_i or (x[5] >= lo and x[6] <= hi)]
         for mode, b in builds.items():
-            stats[mode] = filter_cost(b, ws, work, target)
+            if mode != "fk2":   # (a setting of fk's: the same program)
+                stats[mode] = filter_cost(b, ws, work, target)
         time.sleep(0.3)
         t = [P.ticks_of(x) for x in outs]
     finally:
@@ -364,10 +371,12 @@ def summary(t, phases, stats, fkcpu=()):
                   per_s, 100 * add[mode][0],
                   "" if own is None else " with the stats' reads, %.2f %% without" %
                   (100 * add[mode][1])))
+    if "fk" in add:     # (fk2 is a setting of fk's: its program alike)
+        add.setdefault("fk2", add["fk"])
     print("loss = 1 - g, g = the profiled storm's round trips per CPU second / the filtered "
           "one's (per window: its phases' mean log, 95 % over its groups of four; over "
           "windows: median, mean with a 95 % bootstrap interval)")
-    modes = [m for m in ("fk", "base", "none") if any(k[0] == m for k in logs)]
+    modes = [m for m in ("fk", "base", "fk2", "none") if any(k[0] == m for k in logs)]
     for sw in sorted(set(k[1] for k in logs)):
         means = {}
         for mode in modes:
@@ -395,23 +404,28 @@ def summary(t, phases, stats, fkcpu=()):
                               "; with the stats' reads, at most, %.2f %%" %
                               (loss(m) + 100 * with_reads) if own is not None else
                               " (the stats' clock reads included: at most)"))
-    if "base" in modes:
-        # per group of six windows (fk base none none base fk): the two
-        # builds' mean log g, fk's less base's
+    turn = 8 if "fk2" in modes else 6
+    for one, other in (("fk", "base"), ("fk2", "fk")):
+        if other not in modes or one not in modes:
+            continue
+        # per turn of windows (fk base [fk2] none none [fk2] base fk): the
+        # two builds' mean log g, one's less the other's
         by = {}
         for (mode, sw), v in logs.items():
             for w_i, quads in v:
-                if mode in ("fk", "base"):
-                    by.setdefault(w_i // 6, {}).setdefault(mode, []).append(statistics.fmean(quads))
-        d = [statistics.fmean(x["fk"]) - statistics.fmean(x["base"]) for x in by.values()
-             if "fk" in x and "base" in x]
+                if mode in (one, other):
+                    by.setdefault(w_i // turn, {}).setdefault(mode, []).append(
+                        statistics.fmean(quads))
+        d = [statistics.fmean(x[one]) - statistics.fmean(x[other]) for x in by.values()
+             if one in x and other in x]
         if len(d) >= 2:
             m, lo, hi = boot_mean(d)
-            print("fk over base, per group of six windows: g ratio %.4f (95 %% %.4f..%.4f), loss "
-                  "%.2f points less (%.2f..%.2f), %d groups" % (
-                      math.exp(m), math.exp(lo), math.exp(hi), 100 * (math.exp(m) - 1),
-                      100 * (math.exp(lo) - 1), 100 * (math.exp(hi) - 1), len(d)))
-    for mode in ("fk", "base"):
+            print("%s over %s, per turn of %d windows: g ratio %.4f (95 %% %.4f..%.4f), loss "
+                  "%.2f points less (%.2f..%.2f), %d turns" % (
+                      one, other, turn, math.exp(m), math.exp(lo), math.exp(hi),
+                      100 * (math.exp(m) - 1), 100 * (math.exp(lo) - 1),
+                      100 * (math.exp(hi) - 1), len(d)))
+    for mode in ("fk", "base", "fk2"):
         c = [100 * x[2] for x in fkcpu if x[0] == mode]
         if len(c) >= 2:
             m, lo, hi = boot_mean(c)
