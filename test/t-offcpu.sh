@@ -873,13 +873,13 @@ fi
 
 ## A light target whose switches come in bursts is no storm: truth-ping
 ## and truth-pong ping-pong 60 round trips back to back every 78 ms
-## (~1,500 switch-outs a second, under the default budget of 2,000, in
+## (~1,500 switch-outs a second, under a budget of 2,000, in
 ## bursts of 120 within a few ms). A look that catches a burst right after
 ## a decision may still raise N at once (past 4 x the budget over 64
 ## recorded switch-outs), but the quarter second after it lowers N again.
 ## Before, each such raise (N 5-7) stayed 1.3 s, until a second under half
 ## the budget, and 35-68 % of the switch-outs went unrecorded.
-if offcpu bursts -d 3 --no-svg run -- "$TRUTH" bursts 3; then
+if offcpu bursts -d 3 --no-svg --switch-budget 2000 run -- "$TRUTH" bursts 3; then
     longest=$(python3 -c 'import json, sys
 j = json.load(open(sys.argv[1])); o = j["offcpu"]; end = j["duration_s"]
 n, since, longest = o["one_in"], 0.0, 0.0
