@@ -345,8 +345,16 @@ print(int(e - max(s, st[0] if st else s)), int(e - s))' "$J" "$T/$2.out")
         [ "$th" = truth-ping ] && bound=$life
         check "storm $what: $th's off-CPU time is within its life in the window ($(pct "$off" "$bound")% of it; records lost: $lost)" \
             awk -v o="$off" -v w="$bound" 'BEGIN { exit !(o > 0 && o <= w * 1.02) }'
-        check "storm $what: $th's on + off CPU time covers the window ($(pct $((on + off)) "$win")% of its time in it)" \
-            awk -v o="$((on + off))" -v w="$win" 'BEGIN { exit !(o >= w * 0.85) }'
+        # (on the switch-record path, records lost leave no exact total:
+        # the lost may be the thread's switch records or its on-CPU
+        # samples -- an engineer's run beside CI 59 lost 3,028 and
+        # covered 80 %)
+        if [ "$PATH_TIMED" = records ] && [ "${lost:-0}" != 0 ]; then
+            skip "storm $what: $th's on + off CPU time covers the window" "$lost records lost (host too loaded to drain the rings): no exact total on the records path"
+        else
+            check "storm $what: $th's on + off CPU time covers the window ($(pct $((on + off)) "$win")% of its time in it)" \
+                awk -v o="$((on + off))" -v w="$win" 'BEGIN { exit !(o >= w * 0.85) }'
+        fi
     done
     # (the program's blocks do not go through the perf rings: records lost
     # there leave its totals exact; what it could not keep does not)
