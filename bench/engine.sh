@@ -22,7 +22,10 @@
 #      capture with BPF_ENABLE_STATS): they run in the sampled tasks'
 #      context, so no flamekit thread's CPU holds them.
 #  (2) 'flamekit host -F 99 -d LONG99' (the default frequency, dwarf):
-#      share of one core (target <= 1 % for 60 s).
+#      share of one core (target <= 1 % for 60 s), and its BPF programs'
+#      ns a run over its steady span: at 99 Hz a CPU runs the Python
+#      gate's program once every ~10 ms, with all it touches cold (4-6x
+#      its 999 Hz cost a run), so a 999 Hz figure misses it.
 # Ratios are new/base of the medians over the pairs, and per pair: each
 # pair's ratio (new/base of that pair's two captures, run back to back;
 # the 2nd, 4th... pairs run new first, so a drift in the host's load
@@ -36,12 +39,15 @@
 # workers (a check on inputs the engine was not tuned on): 'xz -9' of a
 # 48 MB file of the system's shared libraries (C, no frame pointers: CFI
 # unwinding) on even CPUs, node on a recursive and allocating script (JIT
-# code, V8's frames) on odd ones.
+# code, V8's frames) on odd ones. FK_BENCH_LOAD=stdlib runs Debian's
+# python3 on standard-library work instead (bench/pystdlib.py: shallow
+# chains of many functions, the Python gate's costly case at 99 Hz; e.g.
+# FK_BENCH_PYTHON=on FK_BENCH_LONG=0 FK_BENCH_LONG99=20).
 # env: FLAMEKIT, FK_BASELINE (a baseline build directory holding flamekit,
 #      e.g. main built in /tmp/base/build), FK_BENCH_PAIRS (default 3),
 #      FK_BENCH_SHORT (s, default 2), FK_BENCH_LONG (s, default 12; 0 skips (1)),
 #      FK_BENCH_LONG99 (s, default 60; 0 skips (2)), FK_BENCH_LOAD (python,
-#      the default, or mixed), FK_BENCH_PYTHON (flamekit's --python: off,
+#      the default, mixed or stdlib), FK_BENCH_PYTHON (flamekit's --python: off,
 #      the default, or on).
 set -euo pipefail
 src=${FK_SRC:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -60,7 +66,8 @@ python) command -v "$PY" >/dev/null || { echo "bench/engine: SKIP: $PY not found
 mixed) for c in xz node; do
            command -v "$c" >/dev/null || { echo "bench/engine: SKIP: $c not found"; exit 0; }
        done ;;
-*) echo "bench/engine: FK_BENCH_LOAD is python or mixed, not '$load'" >&2; exit 2 ;;
+stdlib) command -v /usr/bin/python3 >/dev/null || { echo "bench/engine: SKIP: /usr/bin/python3 not found"; exit 0; } ;;
+*) echo "bench/engine: FK_BENCH_LOAD is python, mixed or stdlib, not '$load'" >&2; exit 2 ;;
 esac
 if [ -n "$base" ] && [ ! -x "$base" ]; then
     echo "bench/engine: FK_BASELINE has no flamekit ($base)" >&2
@@ -76,6 +83,8 @@ total=$(( pairs * nb * (short + long + long99 + 30) ))
 if [ "$load" = python ]; then
     sed -n '/^cat >busy.py <<.EOF.$/,/^EOF$/p' "$src/bench/unwind.sh" | sed '1d;$d' >"$work/busy.py"
     for ((i = 0; i < $(nproc); i++)); do "$PY" "$work/busy.py" "$total" & pids+=($!); done
+elif [ "$load" = stdlib ]; then
+    for ((i = 0; i < $(nproc); i++)); do /usr/bin/python3 "$src/bench/pystdlib.py" "$total" & pids+=($!); done
 else
     find /usr/lib -name '*.so*' -type f -size +100k 2>/dev/null | sort | xargs cat 2>/dev/null |
         head -c $((48 << 20)) >"$work/big" || true
@@ -187,9 +196,9 @@ for ((p = 0; p < pairs; p++)); do
             read -r cs ns ls _ _ _ _ < <(run "$bin" 999 "$short")
             read -r cl nl ll su ru pu pn < <(run "$bin" 999 "$long")
         fi
-        c99=0
-        [ "$long99" -gt 0 ] && read -r c99 _ l99 _ _ _ _ < <(run "$bin" 99 "$long99")
-        figs[$b]+="$cs $ns $cl $nl $c99 $((ls + ll + l99)) $su $ru $pu $pn"$'\n'
+        c99=0 pn99=0
+        [ "$long99" -gt 0 ] && read -r c99 _ l99 _ _ _ pn99 < <(run "$bin" 99 "$long99")
+        figs[$b]+="$cs $ns $cl $nl $c99 $((ls + ll + l99)) $su $ru $pu $pn $pn99"$'\n'
     done
 done
 # per build: medians of whole-run us/sample, per-sample us, fixed ms, 99 Hz %,
@@ -199,23 +208,23 @@ summary() {
     awk -v short="$short" -v long99="$long99" '
     function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
                                    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-    NF == 10 { n++; whole[n] = 1e6 * $3 / ($4 ? $4 : 1); lost += $6
+    NF == 11 { n++; whole[n] = 1e6 * $3 / ($4 ? $4 : 1); lost += $6
               per = ($4 > $2) ? ($3 - $1) / ($4 - $2) : 0; ps[n] = 1e6 * per
               fx[n] = 1e3 * ($1 - per * $2); pc[n] = long99 ? 100 * $5 / long99 : 0
-              st[n] = $7; rd[n] = $8; pu[n] = $9; pn[n] = $10 }
-    END { printf "%.2f %.2f %.0f %.3f %d %.2f %.2f %.3f %.0f\n", med(whole, n), med(ps, n), med(fx, n), med(pc, n), lost,
-                 med(st, n), med(rd, n), med(pu, n), med(pn, n) }'
+              st[n] = $7; rd[n] = $8; pu[n] = $9; pn[n] = $10; p99[n] = $11 }
+    END { printf "%.2f %.2f %.0f %.3f %d %.2f %.2f %.3f %.0f %.0f\n", med(whole, n), med(ps, n), med(fx, n), med(pc, n), lost,
+                 med(st, n), med(rd, n), med(pu, n), med(pn, n), med(p99, n) }'
 }
 declare -A s
 for b in "${builds[@]}"; do
     s[$b]=$(printf '%s' "${figs[$b]}" | summary)
-    read -r w ps fx pc lost st rd pu pn <<<"${s[$b]}"
+    read -r w ps fx pc lost st rd pu pn p99 <<<"${s[$b]}"
     printf '(%s)' "$b"
     [ "$long" -gt 0 ] && printf ' 999 Hz: %s us CPU/sample over a %ss run (target <= 4); per sample %s us + fixed %s ms; steady %s us/sample (reader %s), BPF programs in the sampled tasks %s us/sample (%s ns a run);' \
         "$w" "$long" "$ps" "$fx" "$st" "$rd" "$pu" "$pn"
-    [ "$long99" -gt 0 ] && printf ' 99 Hz %ss: %s %% of a core (target <= 1)' "$long99" "$pc"
+    [ "$long99" -gt 0 ] && printf ' 99 Hz %ss: %s %% of a core (target <= 1), BPF programs %s ns a run;' "$long99" "$pc" "$p99"
     printf ' lost records: %s\n' "$lost"
-    printf '%s' "${figs[$b]}" | sed "s/^/    ($b) cpu_s samples (${short}s), cpu_s samples (${long}s), cpu_s (99 Hz), lost, steady us, reader us, BPF us, BPF ns a run: /"
+    printf '%s' "${figs[$b]}" | sed "s/^/    ($b) cpu_s samples (${short}s), cpu_s samples (${long}s), cpu_s (99 Hz), lost, steady us, reader us, BPF us, BPF ns a run, BPF ns a run (99 Hz): /"
 done
 if [ -n "$base" ]; then
     read -r bw bps bfx bpc _ bst _ <<<"${s[base]}"
@@ -251,20 +260,21 @@ if [ -n "$base" ]; then
         printf "; median %.3fx (%.1f %% interval %.3f-%.3f)\n", (n % 2 ? r[(n + 1) / 2] : (r[n / 2] + r[n / 2 + 1]) / 2), cov, r[k], r[n + 1 - k]
     }
     function below(r, n,   i, b) { for (i = 1; i <= n; i++) b += r[i] < 1; return b }
-    NF == 20 { n++
-        if ($4 > 0 && $14 > 0 && $3 > 0) { nw++; w[nw] = ($13 / $14) / ($3 / $4) }
-        if ($4 > $2 && $14 > $12 && $3 > $1 && $13 > $11) { b = ($3 - $1) / ($4 - $2); a = ($13 - $11) / ($14 - $12)
+    NF == 22 { n++
+        if ($4 > 0 && $15 > 0 && $3 > 0) { nw++; w[nw] = ($14 / $15) / ($3 / $4) }
+        if ($4 > $2 && $15 > $13 && $3 > $1 && $14 > $12) { b = ($3 - $1) / ($4 - $2); a = ($14 - $12) / ($15 - $13)
                                                              if (b > 0 && a > 0) { np++; ps[np] = a / b } }
-        if ($7 > 0 && $17 > 0) { ns++; st[ns] = $17 / $7 }
-        if ($8 > 0 && $18 > 0) { nr++; rd[nr] = $18 / $8 }
-        if ($9 > 0 && $19 > 0) { nb++; bp[nb] = $19 / $9; nt++; sb[nt] = ($17 + $19) / ($7 + $9) }
-        if ($10 > 0 && $20 > 0) { nn++; bn[nn] = $20 / $10 }
-        if ($5 > 0 && $15 > 0) { nc++; cc[nc] = $15 / $5 } }
+        if ($7 > 0 && $18 > 0) { ns++; st[ns] = $18 / $7 }
+        if ($8 > 0 && $19 > 0) { nr++; rd[nr] = $19 / $8 }
+        if ($9 > 0 && $20 > 0) { nb++; bp[nb] = $20 / $9; nt++; sb[nt] = ($18 + $20) / ($7 + $9) }
+        if ($10 > 0 && $21 > 0) { nn++; bn[nn] = $21 / $10 }
+        if ($11 > 0 && $22 > 0) { n9++; b9[n9] = $22 / $11 }
+        if ($5 > 0 && $16 > 0) { nc++; cc[nc] = $16 / $5 } }
     END { print "pairs, new/base of each pair (the 2nd, 4th... ran new first):"
           if (long > 0) { report("steady us/sample", st, ns); report("reader us/sample", rd, nr)
                           report("BPF programs us/sample (in the sampled tasks)", bp, nb)
                           report("BPF programs ns a run", bn, nn)
                           report("steady + BPF programs us/sample", sb, nt)
                           report("whole-run us/sample", w, nw); report("per sample (long - short)", ps, np) }
-          if (long99 > 0) report("99 Hz core share", cc, nc) }'
+          if (long99 > 0) { report("99 Hz core share", cc, nc); report("99 Hz BPF programs ns a run", b9, n9) } }'
 fi

@@ -28,17 +28,39 @@ enum {
 };
 #define REC_MAX (REC_HDR + FK_PYGATE_DEPTH * FK_PYGATE_STRIDE + \
                  FK_PYGATE_CODES * FK_PYGATE_CODE_BYTES)
-/* The program's per-CPU scratch: the record, then the window of the
- * target's memory its frames are copied from (a page's frames in one
- * read: emit_frame_window), WIN bytes at most, and STRIDE more that a
- * frame's copy at the window's end may touch. */
+/* The program's per-CPU scratch, in the order a run touches it: the
+ * CPU's vouched codes (emit_vouched: VOUCH_SLOTS pairs of a code object
+ * and the function the code map named it with, one slot per code
+ * address, bits 4 and up); the window of the target's memory its frames
+ * are copied from (emit_frame_window: WIN bytes at most, and STRIDE more
+ * that a frame's copy at the window's end may touch); the record, at
+ * REC_BASE (r9 in the program: the vouched codes and the window lie
+ * below it). Why so: at the default 99 Hz a CPU runs the program once
+ * every ~10 ms and all it touches is cold; on a VM each 4 KiB page
+ * entered costs a TLB miss with a two-level walk. A 1 KiB window keeps
+ * the vouched codes, the window and a shallow chain's record within
+ * about two pages, where a page's window (4 KiB from the frame's page
+ * start) and the record after the deepest chain's room spread a run
+ * over three or four; a deep chain reads a window per KiB of frames
+ * (~8 frames of 3.11's ~120 bytes), not one a frame. */
 #define PAGE_BYTES 4096
-#define WIN (PAGE_BYTES + FK_PYGATE_STRIDE)
-#define SCRATCH_WIN ((REC_MAX + 7) & ~7)
-#define SCRATCH_BYTES (SCRATCH_WIN + WIN + FK_PYGATE_STRIDE)
+#define WIN 1024
+#define VOUCH_SLOTS 64
+#define VOUCH_BYTES (VOUCH_SLOTS * 16)
+#define REC_BASE (VOUCH_BYTES + ((WIN + FK_PYGATE_STRIDE + 7) & ~7))
+#define SCRATCH_WIN (VOUCH_BYTES - REC_BASE)
+#define SCRATCH_VOUCH (-REC_BASE)
+#define SCRATCH_BYTES (REC_BASE + ((REC_MAX + 7) & ~7))
 /* The thread map's value: the thread state, then struct fk_pygate_offsets. */
 enum { TV_TSTATE = 0, TV_CFRAME = 8, TV_NTID = 10, TV_CURRENT = 12, TV_PREVIOUS = 14,
        TV_FRSIZE = 16, TV_CODE = 18, TV_FUNC = 20, TV_COREAD = 22, TV_BYTES = 24 };
+/* The tgid map's value: whether to read the process's samples, then its
+ * main thread's (tid = tgid) thread map value (TV_*, tstate 0: none
+ * given), so that a single-threaded interpreter's sample takes one
+ * lookup, not two. */
+enum { PV_WAKE = 0, PV_THREAD = 8, PV_BYTES = PV_THREAD + TV_BYTES };
+/* Where the program keeps its copy of the thread's value (emit_chain). */
+#define TV_STACK (-128)
 /* Why a sample notified (the note's second word). */
 enum { NOTE_NEW, NOTE_THREAD, NOTE_MISS, NOTE_FULL };
 
@@ -153,8 +175,9 @@ static unsigned pool_blocks(uint32_t ring, unsigned ncpus)
 }
 
 /* The ring the program writes first, hot_bytes (one for all CPUs, a
- * power of two, HOT_PER_CPU each, at least RING_MIN, at most the large
- * ring's size); what does not fit it goes to the large ring (ring_bytes:
+ * power of two, HOT_PER_HZ bytes a CPU for each sample a second -- at
+ * least HOT_MIN, at most HOT_PER_CPU a CPU and the large ring's size);
+ * what does not fit it goes to the large ring (ring_bytes:
  * the room a stalled reader needs). Why two: the ring's pages are mapped
  * by the kernel a page at a time (vmap), and on this VM a write to one
  * not written for about a second costs 10-35 us (a fault the program
@@ -165,12 +188,23 @@ static unsigned pool_blocks(uint32_t ring, unsigned ncpus)
  * 2 s captures beside a build). The reader drains the rings every 50 ms
  * or sooner: a pass's chains, ~100 KB on two busy CPUs, fit the small
  * ring, whose lap is then a fraction of a second; the large one is
- * written only behind a stalled reader, as the one ring before. */
+ * written only behind a stalled reader, as the one ring before. Sized
+ * by the rate: at the default 99 Hz a ring of 256 KiB for 2 CPUs took
+ * ~1 s a lap with chains of ~1 KiB, and its pages were cold again (the
+ * program's ring output 2.5-5 us a run; instrumented build). A pass
+ * (50 ms) brings ~5 chains a CPU at 99 Hz, ~2.5 KiB each on 30 frames:
+ * HOT_PER_HZ is twice that, 64 KiB for 2 CPUs at 99 Hz; at 999 Hz the
+ * 128 KiB a CPU it had. */
 #define HOT_PER_CPU (128u << 10)
-static uint32_t hot_bytes(unsigned ncpus, uint32_t ring)
+#define HOT_PER_HZ 256u
+#define HOT_MIN (16u << 10)
+static uint32_t hot_bytes(unsigned ncpus, uint32_t ring, uint64_t rate)
 {
-    uint32_t size = RING_MIN;
-    while (size < ring && size < (uint64_t)ncpus * HOT_PER_CPU)
+    uint64_t want = (uint64_t)ncpus * (rate ? rate : 1000) * HOT_PER_HZ;
+    if (want > (uint64_t)ncpus * HOT_PER_CPU)
+        want = (uint64_t)ncpus * HOT_PER_CPU;
+    uint32_t size = HOT_MIN;
+    while (size < ring && size < want)
         size *= 2;
     return size < ring ? size : ring;
 }
@@ -270,13 +304,13 @@ static void emit_ts_read(struct fk_bpf_builder *b, int tv, int dst, unsigned mis
  * space). The count is kept in the record, not a register: a register
  * is a constant on each path the verifier follows, and with five of
  * them at every frame the program's load took 22 ms instead of 4.5. */
-static void emit_want_code(struct fk_bpf_builder *b, unsigned named)
+static void emit_want_code(struct fk_bpf_builder *b, unsigned vouched, unsigned named)
 {
     unsigned unnamed = fk_bpf_label_new(b), want = fk_bpf_label_new(b), add = fk_bpf_label_new(b);
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, unnamed);
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_2, BPF_REG_10, -88));
-    fk_bpf_jump_reg(b, BPF_JEQ, BPF_REG_1, BPF_REG_2, named);
+    fk_bpf_jump_reg(b, BPF_JEQ, BPF_REG_1, BPF_REG_2, vouched);
     fk_bpf_goto(b, want);
     fk_bpf_label_place(b, unnamed);
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -28, 1));
@@ -301,14 +335,15 @@ static void emit_want_code(struct fk_bpf_builder *b, unsigned named)
 
 /* Emit: the frame at REC_NEXT (r6: its index) into its record slot (r7), fr_size bytes
  * (STRIDE copied), from the window -- the bytes of the target read last,
- * from the start of a frame's page to its end (fp-56 where they start,
- * fp-64 how many; 0: none yet) -- or, when the frame is not in it, after
- * reading the window anew for it. A thread's frames lie on its data
- * stack one after the other, a caller below its callee: one read serves
- * every frame of a page (about 30 of a recursion) where a read a frame
- * cost each its own bpf_probe_read_user. The window starts at the
- * frame's own page, so it fails only where the frame's own read would
- * (to miss, as that did). Out: r1-r5 clobbered. */
+ * up to a frame's end from WIN bytes before it or its page's start,
+ * whichever is later (fp-56 where they start, fp-64 how many; 0: none
+ * yet) -- or, when the frame is not in it, after reading the window
+ * anew for it. A thread's frames lie on its data stack one after the
+ * other, a caller below its callee: one read serves the frames of a
+ * window (about 8 of a recursion) where a read a frame cost each its
+ * own bpf_probe_read_user. The window stays inside the frame's own
+ * page, so it fails only where the frame's own read would (to miss, as
+ * that did). Out: r1-r5 clobbered. */
 static void emit_frame_window(struct fk_bpf_builder *b, unsigned miss)
 {
     unsigned reread = fk_bpf_label_new(b), sized = fk_bpf_label_new(b),
@@ -329,7 +364,8 @@ static void emit_frame_window(struct fk_bpf_builder *b, unsigned miss)
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_10, -64));
     fk_bpf_jump_reg(b, BPF_JGT, BPF_REG_5, BPF_REG_1, reread);
     fk_bpf_goto(b, copy);
-    /* a new window: from the frame's page's start to its end */
+    /* a new window: up to the frame's end, from its page's start or WIN
+     * bytes before its end */
     fk_bpf_label_place(b, reread);
     fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_3));
     fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_AND, BPF_REG_2, PAGE_BYTES - 1));
@@ -402,6 +438,40 @@ static void emit_code_heads(struct fk_bpf_builder *b, unsigned miss)
     fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_3, BPF_REG_7));
 }
 
+/* Emit, at a frame whose code (r1, fp-24) and function (r4, fp-88) the
+ * previous frame's do not vouch for: to named when the CPU's vouched
+ * slot of the code (SCRATCH_VOUCH) holds this code and function -- the
+ * code map named them at an earlier sample, as its lookup would now,
+ * without touching the map's bucket and element, cold in cache at 99 Hz.
+ * The slot's address is kept at fp-96 (emit_vouch). r2, r3 clobbered. */
+static void emit_vouched(struct fk_bpf_builder *b, unsigned named)
+{
+    unsigned other = fk_bpf_label_new(b);
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_1));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_RSH, BPF_REG_2, 4));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_AND, BPF_REG_2, VOUCH_SLOTS - 1));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_LSH, BPF_REG_2, 4));
+    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_ADD, BPF_REG_2, BPF_REG_9));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_2, -96));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_3, BPF_REG_2, SCRATCH_VOUCH));
+    fk_bpf_jump_reg(b, BPF_JNE, BPF_REG_3, BPF_REG_1, other);
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_3, BPF_REG_2, SCRATCH_VOUCH + 8));
+    fk_bpf_jump_reg(b, BPF_JEQ, BPF_REG_3, BPF_REG_4, named);
+    fk_bpf_label_place(b, other);
+}
+
+/* Emit, where the code map named the frame's code (fp-24) with its
+ * function (fp-88): both into the slot at fp-96 (emit_vouched). r1, r2
+ * clobbered. */
+static void emit_vouch(struct fk_bpf_builder *b)
+{
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_2, BPF_REG_10, -96));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_10, -24));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_2, BPF_REG_1, SCRATCH_VOUCH));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_10, -88));
+    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_2, BPF_REG_1, SCRATCH_VOUCH + 8));
+}
+
 /* Emit: reg = the word of the frame in its record slot (r7) at the
  * offset the thread's map value (r8) holds at tv (<= STRIDE - 8, else to
  * miss). r2 clobbered. */
@@ -423,7 +493,7 @@ static void emit_frame_word(struct fk_bpf_builder *b, int tv, int reg, unsigned 
  * (emit_want_code) are read after the frames (emit_code_heads).
  * Registers: r6 ctx, then the frame's index; r7 its slot, then (to
  * note_thread, miss, full) the reason of a note; r8 the thread's map
- * value, r9 the record. Stack: -24 a code pointer, -28 "a code object
+ * value (its copy at TV_STACK), r9 the record. Stack: -24 a code pointer, -28 "a code object
  * not named", -40 the record's bytes (its output), -48 the frames' end,
  * -56/-64 the window (emit_frame_window), -80/-88 the previous frame's
  * code and function. The frames are a
@@ -434,14 +504,33 @@ static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned n
                        unsigned keep)
 {
     unsigned no_thread = fk_bpf_label_new(b), miss = fk_bpf_label_new(b),
-             full = fk_bpf_label_new(b), out = fk_bpf_label_new(b);
+             full = fk_bpf_label_new(b), out = fk_bpf_label_new(b),
+             lookup_thread = fk_bpf_label_new(b), thread = fk_bpf_label_new(b);
+    /* r0: the process's tgid map value; its main thread's there */
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_W, BPF_REG_1, BPF_REG_10, -8));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_W, BPF_REG_2, BPF_REG_10, -4));
+    fk_bpf_jump_reg(b, BPF_JNE, BPF_REG_1, BPF_REG_2, lookup_thread);
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_0, PV_THREAD + TV_TSTATE));
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, 0, lookup_thread);
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_0, PV_THREAD));
+    fk_bpf_goto(b, thread);
+    fk_bpf_label_place(b, lookup_thread);
     fk_bpf_emit_map_lookup(b, g->tids, -8);
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, no_thread);
-    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_8, BPF_REG_0));
+    /* r0: the thread's value, in either map: copied to the stack (r8),
+     * so that the verifier walks what follows once, not once a map */
+    fk_bpf_label_place(b, thread);
+    for (int i = 0; i < TV_BYTES; i += 8) {
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_0, i));
+        fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_1, TV_STACK + i));
+    }
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_8, BPF_REG_10));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_8, TV_STACK));
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -12, 0));
     fk_bpf_emit_map_lookup(b, g->scratch, -12);
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, miss);
     fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_9, BPF_REG_0));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_9, REC_BASE));
     /* the header: cpu, tid, n = 0, time, ip, tstate */
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_get_smp_processor_id));
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_9, BPF_REG_0, REC_CPU));
@@ -504,10 +593,17 @@ static void emit_chain(struct fk_pygate *g, struct fk_bpf_builder *b, unsigned n
     }
     fk_bpf_jump_reg(b, BPF_JEQ, BPF_REG_1, BPF_REG_3, named);
     fk_bpf_label_place(b, lookup);
-    fk_bpf_emit_map_lookup(b, g->codes, -24);
+    unsigned vouched = fk_bpf_label_new(b);
     if (g->heads)
-        emit_want_code(b, named);
-    else {
+        emit_vouched(b, named);
+    fk_bpf_emit_map_lookup(b, g->codes, -24);
+    if (g->heads) {
+        emit_want_code(b, vouched, named);
+        fk_bpf_goto(b, named);
+        fk_bpf_label_place(b, vouched);
+        emit_vouch(b);
+        fk_bpf_goto(b, named);
+    } else {
         fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_0, 0, named);
         fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, -28, 1));
     }
@@ -771,14 +867,15 @@ static int on_note(void *ctx, void *data, size_t size)
     return 0;
 }
 
-struct fk_pygate *fk_pygate_new(uint32_t max_entries, uint64_t held, char *err, size_t errlen)
+struct fk_pygate *fk_pygate_new(uint32_t max_entries, uint64_t held, uint64_t rate, char *err,
+                                size_t errlen)
 {
     struct fk_pygate *g = fk_calloc(1, sizeof *g);
     g->pids = g->hot = g->ring = g->prog = g->tids = g->scratch = g->codes = g->lost = g->tree_prog =
         g->tree_map = -1;
     g->entries = max_entries;
     g->ring_bytes = ring_bytes(gate_cpus(), held);
-    g->hot_bytes = hot_bytes(gate_cpus(), g->ring_bytes);
+    g->hot_bytes = hot_bytes(gate_cpus(), g->ring_bytes, rate);
     int ncpus = libbpf_num_possible_cpus();
     if (ncpus <= 0) {
         snprintf(err, errlen, "the possible CPUs for the Python gate: %s", strerror(-ncpus));
@@ -788,8 +885,8 @@ struct fk_pygate *fk_pygate_new(uint32_t max_entries, uint64_t held, char *err, 
     g->ncpus = (unsigned)ncpus;
     g->blocks_max = pool_blocks(g->ring_bytes + g->hot_bytes, gate_cpus());
     g->q = fk_calloc(g->ncpus, sizeof *g->q);
-    if (!fk_bpf_map_create(BPF_MAP_TYPE_HASH, "fk_py_pids", 4, 1, max_entries, 0, &g->pids, err,
-                           errlen) ||
+    if (!fk_bpf_map_create(BPF_MAP_TYPE_HASH, "fk_py_pids", 4, PV_BYTES, max_entries, 0,
+                           &g->pids, err, errlen) ||
         !fk_bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "fk_py_tids", 4, TV_BYTES, THREADS_MAX, 0,
                            &g->tids, err, errlen) ||
         !fk_bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "fk_py_chain", 4, SCRATCH_BYTES, 1, 0,
@@ -851,14 +948,18 @@ void fk_pygate_mark(struct fk_pygate *g, pid_t pid, enum fk_pygate_mark m)
         (void)bpf_map_delete_elem(g->pids, &k);
         return;
     }
-    uint8_t v = m == FK_PYGATE_WAKE;
-    if (bpf_map_update_elem(g->pids, &k, &v, BPF_ANY) == 0)
+    /* a process marked again keeps its main thread (fk_pygate_thread) */
+    unsigned char v[PV_BYTES] = { 0 };
+    if (m != FK_PYGATE_WAKE || bpf_map_lookup_elem(g->pids, &k, v) != 0)
+        memset(v, 0, sizeof v);
+    v[PV_WAKE] = m == FK_PYGATE_WAKE;
+    if (bpf_map_update_elem(g->pids, &k, v, BPF_ANY) == 0)
         __atomic_add_fetch(&g->marked, 1, __ATOMIC_RELAXED);
     else if (errno == E2BIG)
         __atomic_add_fetch(&g->full, 1, __ATOMIC_RELAXED);
 }
 
-bool fk_pygate_thread(struct fk_pygate *g, pid_t tid, uint64_t tstate,
+bool fk_pygate_thread(struct fk_pygate *g, pid_t pid, pid_t tid, uint64_t tstate,
                       const struct fk_pygate_offsets *o)
 {
     if (!g->chains)
@@ -876,6 +977,11 @@ bool fk_pygate_thread(struct fk_pygate *g, pid_t tid, uint64_t tstate,
     memcpy(v + TV_CFRAME, f, sizeof f);
     if (bpf_map_update_elem(g->tids, &k, v, BPF_ANY) != 0)
         return false;
+    if (tid == pid) {   /* the main thread's in its process's entry too, if it has one */
+        unsigned char pv[PV_BYTES] = { [PV_WAKE] = 1 };
+        memcpy(pv + PV_THREAD, v, TV_BYTES);
+        (void)bpf_map_update_elem(g->pids, &k, pv, BPF_EXIST);
+    }
     __atomic_add_fetch(&g->threads, 1, __ATOMIC_RELAXED);
     return true;
 }
@@ -1033,15 +1139,15 @@ void fk_pygate_stats(const struct fk_pygate *g, struct fk_pygate_stats *out)
  * lost counter. */
 static size_t maps_bytes(uint32_t entries, uint32_t ring, unsigned ncpus)
 {
-    return (size_t)entries * ENTRY_BYTES + ring + (size_t)THREADS_MAX * THREAD_BYTES +
+    return (size_t)entries * (ENTRY_BYTES + PV_BYTES) + ring + (size_t)THREADS_MAX * THREAD_BYTES +
            (size_t)CODES_MAX * CODE_BYTES + (size_t)ncpus * SCRATCH_BYTES + ENTRY_BYTES;
 }
 
-size_t fk_pygate_fixed_bytes(uint32_t max_entries, uint64_t held)
+size_t fk_pygate_fixed_bytes(uint32_t max_entries, uint64_t held, uint64_t rate)
 {
     int ncpus = libbpf_num_possible_cpus();
     uint32_t ring = ring_bytes(gate_cpus(), held);
-    ring += hot_bytes(gate_cpus(), ring);
+    ring += hot_bytes(gate_cpus(), ring, rate);
     return maps_bytes(max_entries, ring, ncpus > 0 ? (unsigned)ncpus : 1) +
            (size_t)pool_blocks(ring, gate_cpus()) * BLOCK_BYTES;
 }

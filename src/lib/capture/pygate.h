@@ -23,7 +23,9 @@
  *
  * Frames read at the sample: for a thread of a CPython process whose
  * thread state user space put in the gate's thread map
- * (fk_pygate_thread), the program itself follows tstate->cframe->
+ * (fk_pygate_thread; a main thread's in its process's entry of the tgid
+ * map too, so that its sample takes one lookup), the program itself
+ * follows tstate->cframe->
  * current_frame and each frame's previous link with bpf_probe_read_user,
  * at most FK_PYGATE_DEPTH frames, and writes the frames' bytes to a ring
  * buffer WITHOUT a wake-up (a small ring first, a large one when it is
@@ -33,6 +35,13 @@
  * cannot read (a thread not in the map yet, a page not resident: such a
  * read cannot fault, the ring full) it notifies and wakes the reader as
  * above, which reads the target then (counted by reason).
+ *
+ * A frame's code object is vouched for by the code map (user space
+ * named it, with that function), or by the CPU's last such answer for
+ * its slot, kept in the program's per-CPU scratch: at the default 99 Hz
+ * a CPU runs the program once every ~10 ms, everything it touches is
+ * cold, and a map lookup a frame cost ~0.5 us where the slot is on a
+ * page the run touches anyway (pygate.c, SCRATCH_VOUCH).
  *
  * Code headers read at the sample: the frames whose code object user
  * space cannot vouch for from its cache -- a code not named yet, or run
@@ -93,14 +102,18 @@ struct fk_pygate;
  * attached yet. held: the samples each CPU's perf ring holds -- the
  * ring buffer has room for as many whole chains a CPU (at most 1 MiB a
  * CPU): a reader stalled longer loses the samples in the perf rings,
- * with or without their chains. NULL with one line in err (no BPF, no
- * ring buffer: Linux 5.8, a program refused). */
-struct fk_pygate *fk_pygate_new(uint32_t max_entries, uint64_t held, char *err, size_t errlen);
-/* The memory a gate of max_entries processes and perf rings of held
- * samples may hold: the kernel's (maps and ring) from its start, and its
- * queues' at most (they grow with the records a pass brings): what a
- * memory limit must leave it before the capture starts. */
-size_t fk_pygate_fixed_bytes(uint32_t max_entries, uint64_t held);
+ * with or without their chains. rate: the samples a second a CPU (0:
+ * not known, 1000 assumed), which the ring written first is sized by.
+ * NULL with one line in err (no BPF, no ring buffer: Linux 5.8, a
+ * program refused). */
+struct fk_pygate *fk_pygate_new(uint32_t max_entries, uint64_t held, uint64_t rate, char *err,
+                                size_t errlen);
+/* The memory a gate of max_entries processes, perf rings of held
+ * samples and rate samples a second may hold: the kernel's (maps and
+ * ring) from its start, and its queues' at most (they grow with the
+ * records a pass brings): what a memory limit must leave it before the
+ * capture starts. */
+size_t fk_pygate_fixed_bytes(uint32_t max_entries, uint64_t held, uint64_t rate);
 /* The CPUs the ring and the queues' pool are sized for: those online (a
  * VM's possible CPUs may be many more, never sampled). */
 unsigned fk_pygate_cpus(void);
@@ -139,7 +152,7 @@ struct fk_pygate_offsets {
 /* Read thread tid's (global tid) chain at its samples from now on, at
  * tstate (in its process); false when the map refused (full: least
  * recently used threads make room, so only on an error). Any thread. */
-bool fk_pygate_thread(struct fk_pygate *g, pid_t tid, uint64_t tstate,
+bool fk_pygate_thread(struct fk_pygate *g, pid_t pid, pid_t tid, uint64_t tstate,
                       const struct fk_pygate_offsets *o);
 
 /* The code object at code (a frame's f_code) is named, run by the

@@ -387,7 +387,8 @@ static void choose_wakeups(struct fk_engine *e)
      * (size_rings ran) */
     uint64_t held = (uint64_t)e->pages * (uint64_t)sysconf(_SC_PAGESIZE) / e->sample_bytes;
     if (fk_bpf_usable(why, sizeof why))
-        e->pygate = fk_pygate_new(FK_ENGINE_PYGATE_ENTRIES, held, why, sizeof why);
+        e->pygate = fk_pygate_new(FK_ENGINE_PYGATE_ENTRIES, held, e->o->event.freq, why,
+                                  sizeof why);
     if (e->pygate)
         r->reader_wakeups = "python gate";
     else

@@ -61,7 +61,7 @@ static bool fixed_tables_fit(const struct fk_profile_request *rq, char *err, siz
     uint64_t freq = rq->kind == FK_PROFILE_CPU ? (rq->freq ? rq->freq : FK_PROFILE_DEFAULT_FREQ) : 0;
     uint64_t held = fk_engine_ring_samples(freq, (enum fk_callgraph)rq->callgraph,
                                            (uint32_t)rq->stack_size);
-    uint64_t maps = gate ? fk_pygate_fixed_bytes(FK_ENGINE_PYGATE_ENTRIES, held) : 0;
+    uint64_t maps = gate ? fk_pygate_fixed_bytes(FK_ENGINE_PYGATE_ENTRIES, held, freq) : 0;
     uint64_t need = table + maps + FK_PROFILE_KERNEL_ROOM, mib = 1ull << 20;
     if (rq->max_mem_bytes >= need)
         return true;

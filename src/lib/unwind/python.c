@@ -2079,7 +2079,7 @@ static void take_early(struct fk_python *p, struct py_proc *pp, pid_t tid, uint6
                                        .fr_previous = L->fr_previous, .fr_size = L->fr_size,
                                        .fr_code = L->fr_code, .fr_func = L->fr_func,
                                        .co_read = code_read_len(L) };
-        (void)fk_pygate_thread(p->gate, tid, sl->s->tstate, &o);
+        (void)fk_pygate_thread(p->gate, pp->pid, tid, sl->s->tstate, &o);
     }
     uint64_t now = fk_now_ns();
     p->st.early_ns += now - t0;
