@@ -20,7 +20,12 @@
 # correlation), how well each setting's switches/GiB agree, and the server
 # CPU ratio with each gRPC run priced at its setting's median switches/GiB
 # over the sweeps: what the ratio would be had the threads switched alike
-# (not part of the exit status).
+# (not part of the exit status). Likewise for the socket server by the
+# machine's interrupts per GiB, which its CPU per fetch follows: its CPU
+# per interrupt for each cache state, each setting's interrupts/GiB, the
+# ratios with each socket run priced at its setting's median over the
+# sweeps, with both servers priced, and fetch-bench's own priced ratios
+# (each socket run at its own sweep's median; not part of it either).
 #
 # fetch-bench calls a run slow against a low percentile of its own sweep's
 # probes, which a host slow for the whole sweep passes: the sweeps' probe
@@ -102,7 +107,7 @@ printf '%s' "$sweeps" | jq -r -s --argjson pct "$pct" --argjson verbose "$verbos
     # (or crowded, as above)
     def used_rounds($a; $b): [range($a | length) | { i: ., slow: ($a[.].slow or $b[.].slow),
                                                     crowded: ($a[.].crowded or $b[.].crowded) }] | used | map(.i);
-    length as $nsweeps
+    length as $nsweeps | . as $top
     | ([.[] | [.[] | .settings[]? | select(.server != "sock") | { k: skey, xy: runs_xy }]
         | unique_by(.k)[]] | group_by(.k)     # a setting twice in one sweep: once
        | map([.[].xy[]] | used | select(length >= 2)
@@ -116,7 +121,30 @@ printf '%s' "$sweeps" | jq -r -s --argjson pct "$pct" --argjson verbose "$verbos
     | ([to_entries[] | .key as $i | .value[] | .settings[]? | select(.server != "sock")
         | { k: skey, i: $i, m: (runs_xy | map(.x) | med) }] | unique_by([.k, .i])
        | group_by(.k) | map({ key: .[0].k, value: (map(.m) | med) }) | from_entries) as $xref
-    | map(. as $sw | [$sw[] | .settings[]?] as $set | [$sw[] | .ratios[]? | . as $r
+    # The same for the socket server by the machine'"'"'s interrupts per GiB
+    # (its CPU per fetch follows them, fetch-bench(1)): the slope over the
+    # sweeps'"'"' socket runs of one cache state, each setting centred; each
+    # socket run priced at its setting'"'"'s median interrupts/GiB over the
+    # sweeps. (Sweeps from before fetch-bench counted interrupts: not priced.)
+    | def runs_ix: [.runs[] | select(.bytes > 0 and (.interrupts | type) == "number")
+                    | { x: (.interrupts / gib), y: (.server_cpu_s / gib), slow: .host_slow,
+                        crowded: (.crowded // false) }];
+    ([false, true] | map(. as $c
+        | [$top[] | [.[] | .settings[]? | select(.server == "sock" and .cache == $c) | { k: skey, xy: runs_ix }]
+           | unique_by(.k)[]] | group_by(.k)
+        | map([.[].xy[]] | used | select(length >= 2)
+              | (map(.x) | add / length) as $mx | (map(.y) | add / length) as $my
+              | map({ dx: (.x - $mx), dy: (.y - $my) }))
+        | add // []
+        | ([.[] | .dx * .dx] | add // 0) as $xx | ([.[] | .dy * .dy] | add // 0) as $yy | ([.[] | .dx * .dy] | add // 0) as $xy
+        | { k: (if $xx > 0 then $xy / $xx else 0 end), r: (if $xx > 0 and $yy > 0 then $xy / ($xx * $yy | sqrt) else 0 end),
+            n: length })) as $ks
+    | ([to_entries[] | .key as $i | .value[] | .settings[]? | select(.server == "sock")
+        | { k: skey, i: $i, m: (runs_ix | map(.x) | med) }] | unique_by([.k, .i]) | map(select(.m != null))
+       | group_by(.k) | map({ key: .[0].k, value: (map(.m) | med) }) | from_entries) as $ixref
+    | def sock_priced($s; $sk; $c): if ($ks[if $c then 1 else 0 end].k > 0) and $ixref[$sk] != null
+                                  then $s.y - $ks[if $c then 1 else 0 end].k * ($s.x - $ixref[$sk]) else null end;
+    map(. as $sw | [$sw[] | .settings[]?] as $set | [$sw[] | .ratios[]? | . as $r
           | ($set | map(select(.repo == $r.repo and .cache == $r.cache and .clients == $r.clients))) as $p
           | ($p | map(select(.server == "sock")) | first | runs_xy) as $s
           | ($p | map(select(.server == $r.grpc_mode)) | first) as $g
@@ -124,7 +152,15 @@ printf '%s' "$sweeps" | jq -r -s --argjson pct "$pct" --argjson verbose "$verbos
           | ($g | runs_xy) as $gx | ($g | skey) as $gk
           | { repo: $r.repo, cache: $r.cache, clients: $r.clients, grpc_mode: $r.grpc_mode,
               norm: [used_rounds($gx; $s)[] | ($gx[.].y + $kps * ($xref[$gk] - $gx[.].x)) / $s[.].y] | med,
-              switches: ($gx | map(.x) | med) }]) as $norm
+              switches: ($gx | map(.x) | med) }
+            + (($p | map(select(.server == "sock")) | first) as $ss | ($ss | runs_ix) as $si | ($ss | skey) as $sk
+               | if ($si | length) != ($s | length) then {}
+                 else { sock_norm: ([used_rounds($gx; $s)[] | sock_priced($si[.]; $sk; $r.cache) as $q
+                                     | if $q == null or $q <= 0 then null else $gx[.].y / $q end] | if any(. == null) then null else med end),
+                        both_norm: ([used_rounds($gx; $s)[] | sock_priced($si[.]; $sk; $r.cache) as $q
+                                     | if $q == null or $q <= 0 then null else ($gx[.].y + $kps * ($xref[$gk] - $gx[.].x)) / $q end]
+                                    | if any(. == null) then null else med end),
+                        interrupts: ($si | map(.x) | med) } end)]) as $norm
     | map([.[] | .ratios[]?]) as $ratios
     | map([.[] | .settings[]?]) as $settings
     | ($ratios[0] | length) as $nr
@@ -138,6 +174,11 @@ printf '%s' "$sweeps" | jq -r -s --argjson pct "$pct" --argjson verbose "$verbos
       "  gRPC server CPU per context switch: \($kps * 1e6 * 10 | round / 10) us (r = \($kr * 100 | round / 100), \($d | length) runs, each setting centred)",
       report("  gRPC server switches/GiB"; $norm | table(.[]; rkey; .switches); $nsweeps),
       report("  server CPU/GiB gRPC/socket, gRPC at the median switches/GiB of its setting"; $norm | table(.[]; rkey; .norm); $nsweeps),
+      "  socket server CPU per interrupt: " + ($ks | to_entries | map("\(if .key == 1 then "cache" else "no cache" end) \(.value.k * 1e6 * 10 | round / 10) us (r = \(.value.r * 100 | round / 100), \(.value.n) runs)") | join(", ")) + ", each setting centred",
+      report("  socket interrupts/GiB"; $norm | table(.[]; rkey; .interrupts); $nsweeps),
+      report("  server CPU/GiB gRPC/socket, socket at the median interrupts/GiB of its setting"; $norm | table(.[]; rkey; .sock_norm); $nsweeps),
+      report("  server CPU/GiB gRPC/socket, both so priced"; $norm | table(.[]; rkey; .both_norm); $nsweeps),
+      report("  server CPU/GiB gRPC/socket, socket at its own sweep'"'"'s median interrupts (the report'"'"'s)"; $ratios | table(.[]; rkey; .server_cpu_per_gib_grpc_over_sock_at_median_interrupts.median); $nsweeps),
       "settings:",
       report("  server CPU s/GiB"; $settings | table(.[]; skey; .figures.server_cpu_s_per_gib.median); $nsweeps),
       report("  throughput MiB/s (wall clock)"; $settings | table(.[]; skey; .figures.throughput_mib_s.median); $nsweeps),

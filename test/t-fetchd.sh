@@ -318,7 +318,8 @@ check_report() { # DIR SETTINGS RATIOS ROUNDS ALLOC: silent and 0 when well-form
         def used($k; $u): if $k >= 3 or $k == $rounds then $k elif $u >= 3 then $u else $rounds end;
         def figs: ["throughput_mib_s", "cpu_bound_throughput_mib_s", "fetches_per_s", "cpu_utilisation_pct",
                    "server_cpu_pct", "server_cpu_s_per_gib", "server_context_switches_per_gib", "git_cpu_s_per_gib", "client_cpu_s_per_gib",
-                   "client_processes_cpu_s_per_gib", "peak_rss_mib", "load1", "machine_busy_pct", "machine_probe_ms"]
+                   "client_processes_cpu_s_per_gib", "peak_rss_mib", "load1", "machine_busy_pct", "machine_probe_ms",
+                   "interrupts_per_fetch", "interrupts_per_gib"]
                   + if $alloc then ["alloc_bytes_per_gib", "alloc_calls_per_gib", "alloc_calls_per_fetch",
                                     "alloc_bytes_per_fetch"] else [] end;
         def clientfigs: ["cpu_bound_throughput_mib_s", "cpu_utilisation_pct", "client_cpu_s_per_gib",
@@ -498,6 +499,17 @@ if FLAMEKIT_CACHE="$fbcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 2 -R 3 -f 
              | select(((.interrupts | type) == "number" and .interrupts >= .fetches) | not)
              | "\($s): \(.fetches) fetches, interrupts \(.interrupts)"]
             | if length == 0 then true else (.[], false) end' "$T/bench/report.json"
+        # ... split by side (/proc/interrupts' columns of each side's CPUs):
+        # each side's at least one a fetch (the other side's packets raise
+        # RPS interrupts there), the two together the machine's (read a
+        # moment apart: 10 % + 50 of slack).
+        check "fetch-bench: the interrupts of each side's CPUs in every run, the machine's together" jq -e -r '
+            [.settings[] | .server as $s | .runs[]
+             | select(((.server_cpus_interrupts | type) == "number" and (.client_cpus_interrupts | type) == "number"
+                       and .server_cpus_interrupts >= .fetches and .client_cpus_interrupts >= .fetches
+                       and (.server_cpus_interrupts + .client_cpus_interrupts - .interrupts | fabs) <= 0.1 * .interrupts + 50) | not)
+             | "\($s): \(.fetches) fetches, interrupts \(.interrupts): servers CPUs \(.server_cpus_interrupts), clients \(.client_cpus_interrupts)"]
+            | if length == 0 then true else (.[], false) end' "$T/bench/report.json"
         # Pinned on the veth pair, each side's CPU is its CPUs' busy time
         # (its receive softirq work included): at least what its tasks
         # were counted, at most its CPUs' time over the run (a run's marks
@@ -579,6 +591,45 @@ if FLAMEKIT_CACHE="$fbcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 2 -R 3 -f 
             | $b.main.threads == 1 and ([$b[].threads] | add) == .server_threads_after
               and ([$b | to_entries[] | select(.key != "ended") | .value.context_switches] | add) <= $t * 1.02 + 20
               and (($b | keys - ["main", "calls", "ended"] | length > 0) == ($s != "sock"))))' "$T/bench/report.json"
+    # The socket server's CPU at its setting's median interrupts: the fit
+    # of each cache state (the slope of server CPU/GiB on interrupts/GiB
+    # over the socket settings' runs their figure is over, each setting
+    # centred) and each priced figure as report.json's runs give them;
+    # priced only with 6 runs of 2 settings and CPU an interrupt, and then
+    # beside every ratio of that cache state, over its rounds.
+    # (on failure: what differs)
+    check "fetch-bench: the socket server's CPU priced at its setting's median interrupts, from the runs" jq -e -r '
+        def med: sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+        def used: [.[] | select(.host_slow | not)] as $k | [.[] | select(.crowded | not)] as $u
+                  | if ($k | length) >= 3 or ($k | length) == length then $k elif ($u | length) >= 3 then $u else . end;
+        def near($a; $b): ($a - $b | fabs) <= 1e-6 * ([1e-9, ($a | fabs), ($b | fabs)] | max);
+        . as $top | ([.settings[] | select(.server == "sock") | .cache] | unique) as $caches
+        | [(if (.socket_interrupt_fit | map(.cache)) == $caches then empty
+            else "fits for caches \(.socket_interrupt_fit | map(.cache)), socket settings with \($caches)" end),
+           (.socket_interrupt_fit[] | . as $f
+           | [$top.settings[] | select(.server == "sock" and .cache == $f.cache)
+              | { s: ., xy: ([.runs[] | (.bytes / 1073741824) as $g
+                              | { x: (.interrupts / $g), y: (.server_cpu_s / $g), host_slow, crowded }] | used) }] as $set
+           | [$set[].xy | select(length >= 2)] as $fitted
+           | [$fitted[] | (map(.x) | add / length) as $mx | (map(.y) | add / length) as $my
+              | .[] | { dx: (.x - $mx), dy: (.y - $my) }] as $d
+           | ([$d[] | .dx * .dx] | add // 0) as $xx | (if $xx > 0 then ([$d[] | .dx * .dy] | add) / $xx else 0 end) as $k
+           | (if near($f.us_per_interrupt; $k * 1e6) and $f.runs == ($d | length) and $f.settings == ($fitted | length)
+                 and ($f.r | . >= -1 and . <= 1) and (($f.priced | not) or ($f.runs >= 6 and $f.settings >= 2 and $k > 0))
+                 and ($f.priced or ($f.not_priced_because | type == "string" and length > 0))
+              then empty else "cache \($f.cache): fit \($f) against k \($k * 1e6) us over \($d | length) runs" end),
+             ($set[] | .s.figures.server_cpu_s_per_gib_at_median_interrupts as $p
+              | (.xy | map(.x) | med) as $xm | (.xy | map(.y - $k * (.x - $xm)) | med) as $want
+              | if ($f.priced | not) and $p == null then empty
+                elif $f.priced and $p != null and near($p.median; $want) and $p.n == (.xy | length) and $p.min > 0 then empty
+                else "cache \($f.cache), \(.s.clients) clients, \(.s.fetch_bytes) bytes: priced \($p) against \($want)" end),
+             ($top.ratios[] | select(.cache == $f.cache)
+              | .server_cpu_per_gib_grpc_over_sock_at_median_interrupts as $p
+              | if ($f.priced | not) and $p == null then empty
+                elif $f.priced and $p != null and $p.min > 0 and $p.min <= $p.median and $p.median <= $p.max
+                     and $p.n == .server_cpu_per_gib_grpc_over_sock.n then empty
+                else "ratio cache \(.cache), \(.clients) clients, \(.grpc_mode): priced \($p)" end))]
+        | if length == 0 then true else (.[], false) end' "$T/bench/report.json"
     # The check fails on a report with a figure missing, or a cell malformed.
     mkdir -p "$T/bad1" "$T/bad2"
     cp "$T/bench/report.md" "$T/bad1/" && jq 'del(.settings[3].figures.server_cpu_s_per_gib)' "$T/bench/report.json" >"$T/bad1/report.json"
@@ -610,6 +661,15 @@ if FLAMEKIT_CACHE="$fbcache" timeout 240 "$B/fetch-bench" -S 1M,2M -n 2 -R 3 -f 
         "$(sh "$agree" "$T/allslow/a" "$T/allslow/b" 2>&1)"
     check_grep "fetch-agree: switch-normalised ratios agree with themselves in pieces" \
         "server CPU/GiB gRPC/socket, gRPC at the median switches/GiB of its setting: 8 of 8 within 10 %" "$o"
+    # The socket server by its interrupts: a slope for each cache state from
+    # the runs, and the ratios priced so (those of a cache state with CPU an
+    # interrupt; none without) agree with themselves too.
+    check_grep "fetch-agree: the socket server's CPU per interrupt, from the runs" \
+        "socket server CPU per interrupt: no cache -?[0-9.]+ us \\(r = -?[0-9.]+, [1-9][0-9]* runs\\), cache -?[0-9.]+ us \\(r = -?[0-9.]+, [1-9][0-9]* runs\\)" "$o"
+    check_grep "fetch-agree: interrupt-priced ratios agree with themselves in pieces" \
+        "server CPU/GiB gRPC/socket, socket at the median interrupts/GiB of its setting: ([0-8]) of \\1 within 10 %\$" "$o"
+    check_grep "fetch-agree: the report's own priced ratios agree with themselves in pieces" \
+        "socket at its own sweep's median interrupts \\(the report's\\): ([0-8]) of \\1 within 10 %\$" "$o"
     check_grep "fetch-agree: no sweep slow throughout against the other" "no sweep slower throughout" "$o"
     jq '.ratios[5].server_cpu_per_gib_grpc_over_sock.median *= 1.2 | (.repositories[], .ratios[], .settings[]).fetch_bytes += 7
         | .probe_reference_ms *= 1.3' \

@@ -48,7 +48,7 @@ static const struct fk_opt offcpu_optset[] = {
       "program on sched_switch (used anyway where BPF cannot load; costs the workload more)" },
     { "switch-budget", 0, FK_OPT_UINT, RQ(switch_budget), "N",
       "record about N switch-outs per second at most: one in the rate over N, measured "
-      "before the window and followed within it (default 2000, at most 100000)", "5000",
+      "before the window and followed within it (default 1000, at most 100000)", "5000",
       .min = 1 },
     { "every", 'c', FK_OPT_UINT, RQ(one_in), "N",
       "record one switch-out in N whatever the rate, fixed for the window (instead of "

@@ -44,7 +44,8 @@ static struct stat3 stat_of(const double *v, int n)
 /* The figures of a run, by name: what the tables and report.json show. */
 enum fig {
     F_MIBS, F_CAP_MIBS, F_FETCHES_S, F_UTIL, F_SERVER_PCT, F_SERVER_S_GIB, F_CSW_GIB, F_GIT_S_GIB, F_CLIENT_S_GIB, F_CLIENT_PROCS_S_GIB, F_SC_S_GIB, F_ALLOC_B_GIB,
-    F_ALLOC_CALLS_GIB, F_ALLOC_CALLS_FETCH, F_ALLOC_B_FETCH, F_RSS, F_ANON, F_LOAD, F_MACHINE, F_PROBE, NFIGS
+    F_ALLOC_CALLS_GIB, F_ALLOC_CALLS_FETCH, F_ALLOC_B_FETCH, F_RSS, F_ANON, F_LOAD, F_MACHINE, F_PROBE, F_INTR_FETCH,
+    F_INTR_GIB, NFIGS
 };
 static const struct {
     const char *key, *label;
@@ -72,6 +73,10 @@ static const struct {
     [F_LOAD] = { "load1", "load1 after the run", false },
     [F_MACHINE] = { "machine_busy_pct", "machine busy % (everyone's work)", false },
     [F_PROBE] = { "machine_probe_ms", "machine probe CPU ms (a fixed piece of work: the machine's speed)", false },
+    /* the socket server's CPU per fetch follows it, ~14 us an interrupt
+     * (fetch-bench(1); intr_fit below) */
+    [F_INTR_FETCH] = { "interrupts_per_fetch", "the machine's interrupts/fetch", false },
+    [F_INTR_GIB] = { "interrupts_per_gib", "the machine's interrupts/GiB", false },
 };
 
 
@@ -99,6 +104,8 @@ static double figure(const struct obs *o, enum fig f)
     case F_LOAD: return o->load1;
     case F_MACHINE: return o->machine_busy;
     case F_PROBE: return o->probe_ms;
+    case F_INTR_FETCH: return o->interrupts / o->fetches;
+    case F_INTR_GIB: return o->interrupts / gib;
     default: return 0;
     }
 }
@@ -207,6 +214,127 @@ static struct stat3 fig_stat(const struct setting *st, enum fig f)
     for (int i = 0; i < opt.rounds; i++)
         if (use_round(st, NULL, i, u, cl))
             v[n++] = figure(&st->o[i], f);
+    return stat_of(v, n);
+}
+
+/* ---- the socket server's CPU at its setting's median interrupts ---- */
+
+/* The socket server's CPU per fetch follows the machine's interrupts per
+ * fetch from run to run (about 14 us of its CPU an interrupt on the virtual
+ * machine it was measured on, correlation 0.96: fetch-bench(1)), and how
+ * many interrupts a fetch takes is chance: how often a side was asleep when
+ * the other's segments came. So beside the measured figures the report
+ * prices each socket run at its setting's median interrupts per GiB:
+ *
+ *     y - k (x - median x)
+ *
+ * y its server CPU per GiB, x its interrupts per GiB, the median over the
+ * rounds the setting's figure is taken over, and k the CPU an interrupt:
+ * the slope of y on x over the socket settings of one cache state (their
+ * runs the server's figure is taken over, each setting centred on its own
+ * means, so that settings differing in both do not make it). gRPC's runs
+ * are not priced: they take about ten times the interrupts a fetch, alike
+ * in every state. A fit is used only when it has INTR_FIT_MIN_RUNS runs
+ * from two settings at least and an interrupt costs CPU (k > 0); the
+ * measured figures stay the report's own. */
+#define INTR_FIT_MIN_RUNS 6
+struct intr_fit {
+    double k, r;                /* s of server CPU an interrupt; the correlation */
+    int runs, settings;
+    bool used;                  /* priced with it */
+    const char *why;            /* else why not */
+};
+
+static double sock_priced(const struct setting *s, int r, const struct intr_fit *fit);
+
+/* Whether a priced figure takes round r of socket setting s: its own, or a
+ * ratio of it with a gRPC setting. */
+static bool sock_round_priced(const struct setting *s, int r)
+{
+    if (use_round(s, NULL, r, rounds_used(s, NULL, false), false))
+        return true;
+    for (int k = 0; k < npairs; k++)
+        if (pairs[k].s == s && use_round(pairs[k].g, s, r, rounds_used(pairs[k].g, s, false), false))
+            return true;
+    return false;
+}
+
+static struct intr_fit intr_fit_of(int cache)
+{
+    double sxx = 0, syy = 0, sxy = 0;
+    struct intr_fit f = { 0 };
+    for (int i = 0; i < nsettings; i++) {
+        const struct setting *s = &settings[i];
+        if (s->mode != M_SOCK || s->cache != cache)
+            continue;
+        enum rounds_used u = rounds_used(s, NULL, false);
+        double mx = 0, my = 0;
+        int n = 0;
+        for (int r = 0; r < opt.rounds; r++)
+            if (use_round(s, NULL, r, u, false)) {
+                mx += figure(&s->o[r], F_INTR_GIB);
+                my += figure(&s->o[r], F_SERVER_S_GIB);
+                n++;
+            }
+        if (n < 2)
+            continue;
+        mx /= n;
+        my /= n;
+        for (int r = 0; r < opt.rounds; r++)
+            if (use_round(s, NULL, r, u, false)) {
+                double dx = figure(&s->o[r], F_INTR_GIB) - mx, dy = figure(&s->o[r], F_SERVER_S_GIB) - my;
+                sxx += dx * dx;
+                syy += dy * dy;
+                sxy += dx * dy;
+            }
+        f.runs += n;
+        f.settings++;
+    }
+    f.k = sxx > 0 ? sxy / sxx : 0;
+    f.r = sxx > 0 && syy > 0 ? sxy / sqrt(sxx * syy) : 0;
+    f.why = f.runs < INTR_FIT_MIN_RUNS || f.settings < 2 ? "too few runs (6 of 2 settings at least)"
+            : f.k <= 0 ? "no CPU an interrupt" : NULL;
+    /* A run a priced figure takes priced at nothing or less (a slow spell's
+     * run far from its setting's interrupts, which only a ratio short of
+     * normal rounds takes): not priced. */
+    for (int i = 0; i < nsettings && !f.why; i++)
+        if (settings[i].mode == M_SOCK && settings[i].cache == cache)
+            for (int r = 0; r < opt.rounds && !f.why; r++)
+                if (sock_round_priced(&settings[i], r) && sock_priced(&settings[i], r, &f) <= 0)
+                    f.why = "a run it takes priced at nothing or less";
+    f.used = !f.why;
+    return f;
+}
+
+/* A socket run's server CPU per GiB at its setting's median interrupts
+ * (fit: its cache state's, used). */
+static double sock_priced(const struct setting *s, int r, const struct intr_fit *fit)
+{
+    double xref = fig_stat(s, F_INTR_GIB).med;
+    return figure(&s->o[r], F_SERVER_S_GIB) - fit->k * (figure(&s->o[r], F_INTR_GIB) - xref);
+}
+
+static struct stat3 sock_priced_stat(const struct setting *s, const struct intr_fit *fit)
+{
+    double v[1000];
+    int n = 0;
+    enum rounds_used u = rounds_used(s, NULL, false);
+    for (int i = 0; i < opt.rounds; i++)
+        if (use_round(s, NULL, i, u, false))
+            v[n++] = sock_priced(s, i, fit);
+    return stat_of(v, n);
+}
+
+/* The gRPC/socket server CPU per GiB ratio with the socket run priced, over
+ * the rounds the measured ratio is taken over. */
+static struct stat3 ratio_priced_stat(const struct setting *g, const struct setting *s, const struct intr_fit *fit)
+{
+    double v[1000];
+    int n = 0;
+    enum rounds_used u = rounds_used(g, s, false);
+    for (int i = 0; i < opt.rounds; i++)
+        if (use_round(g, s, i, u, false))
+            v[n++] = figure(&g->o[i], F_SERVER_S_GIB) / sock_priced(s, i, fit);
     return stat_of(v, n);
 }
 
@@ -813,7 +941,7 @@ static void md_sweeps(struct fk_outfile *md)
     char b1[320], sl[64];
     /* Sweeps. */
     fk_outfile_printf(md, "## Sweeps\n\nEach setting: median (min–max) over %d rounds.\n\n", opt.rounds);
-    static const enum fig sweep_figs[] = { F_MIBS, F_CAP_MIBS, F_SERVER_S_GIB, F_CSW_GIB, F_GIT_S_GIB, F_CLIENT_S_GIB,
+    static const enum fig sweep_figs[] = { F_MIBS, F_CAP_MIBS, F_SERVER_S_GIB, F_CSW_GIB, F_INTR_FETCH, F_GIT_S_GIB, F_CLIENT_S_GIB,
                                            F_CLIENT_PROCS_S_GIB, F_UTIL,
                                            F_ALLOC_B_GIB, F_ALLOC_CALLS_FETCH, F_RSS, F_ANON };
     for (int i = 0; i < nrepos; i++)
@@ -876,6 +1004,10 @@ static void md_ratios(struct fk_outfile *md, json_t *jr, bool have_both)
                 fk_outfile_printf(md, " %s |", rcell(st, b2, sizeof b2));
                 json_object_set_new(o, ratio_info[r].key, jstat(st));
             }
+            struct intr_fit fit = intr_fit_of(c);
+            if (fit.used)
+                json_object_set_new(o, "server_cpu_per_gib_grpc_over_sock_at_median_interrupts",
+                                    jstat(ratio_priced_stat(g, s, &fit)));
             fk_outfile_printf(md, "\n");
             json_array_append_new(jratios, o);
         }
@@ -883,6 +1015,63 @@ static void md_ratios(struct fk_outfile *md, json_t *jr, bool have_both)
     }
     json_object_set_new(jr, "ratios", jratios);
 
+}
+
+/* The socket server's CPU at its setting's median interrupts (intr_fit):
+ * the fit of each cache state, and the server CPU ratio so priced beside the
+ * measured one. */
+static void md_interrupts(struct fk_outfile *md, json_t *jr, bool have_both)
+{
+    char b1[160], b2[160], b3[160], b4[160], b5[160];
+    struct intr_fit fit[2] = { intr_fit_of(0), intr_fit_of(1) };
+    json_t *jf = json_array();
+    if (!opt.modes[M_SOCK]) {
+        json_object_set_new(jr, "socket_interrupt_fit", jf);
+        return;
+    }
+    fk_outfile_printf(md, "## The socket server's CPU at its median interrupts per fetch\n\n"
+                      "The socket server's CPU per fetch follows the machine's interrupts per fetch from run to "
+                      "run (each a call to the host on a virtual machine; fetch-bench(1)), and how many a fetch "
+                      "takes is chance. Here each socket run is also priced at its setting's median interrupts: "
+                      "its server CPU per GiB less k × (its interrupts per GiB − the setting's median), k the "
+                      "server CPU an interrupt, the slope over the socket settings of one cache state, each "
+                      "setting centred on its own means (over the rounds its figure is taken over). The "
+                      "measured figures above stay the report's; these are what they would have been had "
+                      "every run taken its setting's median interrupts.\n\n");
+    for (int c = 0; c < 2; c++) {
+        if (!opt.cache_modes[c])
+            continue;
+        json_t *jc = json_pack("{s:b,s:f,s:f,s:i,s:i,s:b}", "cache", c, "us_per_interrupt", fit[c].k * 1e6, "r",
+                               fit[c].r, "runs", fit[c].runs, "settings", fit[c].settings, "priced", fit[c].used);
+        if (!fit[c].used)
+            json_object_set_new(jc, "not_priced_because", json_string(fit[c].why));
+        json_array_append_new(jf, jc);
+        fk_outfile_printf(md, "- %s: %s µs of server CPU an interrupt (r = %.2f, %d runs of %d settings)%s%s\n",
+                          c ? "With the cache" : "Without the cache", num(fit[c].k * 1e6, b1, sizeof b1), fit[c].r,
+                          fit[c].runs, fit[c].settings, fit[c].used ? "" : "; not priced: ",
+                          fit[c].used ? "" : fit[c].why);
+    }
+    json_object_set_new(jr, "socket_interrupt_fit", jf);
+    if (!have_both || !(fit[0].used || fit[1].used)) {
+        fk_outfile_printf(md, "\n");
+        return;
+    }
+    fk_outfile_printf(md, "\n| fetch | cache | clients | gRPC | socket interrupts/fetch | socket server CPU s/GiB | "
+                      "at the median interrupts | %s | at the median interrupts |\n|---|---|---|---|---|---|---|---|---|\n",
+                      ratio_info[R_CPU].label);
+    for (int k = 0; k < npairs; k++) {
+        struct setting *g = pairs[k].g, *s = pairs[k].s;
+        if (!fit[g->cache].used)
+            continue;
+        fk_outfile_printf(md, "| %s | %s | %d | %s | %s | %s | %s | %s |", human((double)repos[g->size].fetch_bytes, b1, sizeof b1),
+                          g->cache ? "yes" : "no", g->nclients, mode_name[g->mode],
+                          cell(F_INTR_FETCH, fig_stat(s, F_INTR_FETCH), b2, sizeof b2),
+                          cell(F_SERVER_S_GIB, fig_stat(s, F_SERVER_S_GIB), b3, sizeof b3),
+                          cell(F_SERVER_S_GIB, sock_priced_stat(s, &fit[g->cache]), b4, sizeof b4),
+                          rcell(ratio_stat(g, s, R_CPU), b5, sizeof b5));
+        fk_outfile_printf(md, " %s |\n", rcell(ratio_priced_stat(g, s, &fit[g->cache]), b1, sizeof b1));
+    }
+    fk_outfile_printf(md, "\n");
 }
 
 static void md_socket_allocs(struct fk_outfile *md)
@@ -982,6 +1171,10 @@ static json_t *json_run(const struct setting *s, int r)
     json_object_set_new(x, "crowded", json_boolean(run_crowded(s, r)));
     json_object_set_new(x, "machine_busy_pct", json_real(b->machine_busy));
     json_object_set_new(x, "interrupts", json_real(b->interrupts));
+    if (isfinite(b->server_cpus_interrupts) && isfinite(b->client_cpus_interrupts)) {
+        json_object_set_new(x, "server_cpus_interrupts", json_real(b->server_cpus_interrupts));
+        json_object_set_new(x, "client_cpus_interrupts", json_real(b->client_cpus_interrupts));
+    }
     json_object_set_new(x, "machine_probe_ms", json_real(b->probe_ms));
     json_object_set_new(x, "compute_probe_ms", json_real(b->cprobe_ms));
     json_object_set_new(x, "machine_probe_after_ms", json_real(b->probe_after_ms));
@@ -1012,6 +1205,9 @@ static json_t *json_setting(const struct setting *s)
     for (int f = 0; f < NFIGS; f++)
         if (!figs[f].alloc || s->o[0].alloc_counted)
             json_object_set_new(sum, figs[f].key, jstat(fig_stat(s, (enum fig)f)));
+    struct intr_fit fit = intr_fit_of(s->cache);
+    if (s->mode == M_SOCK && fit.used)
+        json_object_set_new(sum, "server_cpu_s_per_gib_at_median_interrupts", jstat(sock_priced_stat(s, &fit)));
     json_object_set_new(o, "figures", sum);
     return o;
 }
@@ -1075,6 +1271,7 @@ void bench_write_reports(const char *cpu_source, char *fk_profiles[2][2], double
     md_against_talk(&md, jr, &t);
     md_sweeps(&md);
     md_ratios(&md, jr, t.have_both);
+    md_interrupts(&md, jr, t.have_both);
     md_socket_allocs(&md);
     md_profiles(&md, jr, &t, fk_profiles);
     if (!fk_outfile_commit(&md, err, sizeof err))

@@ -101,6 +101,9 @@ struct obs {
      * of the other side's CPU (RPS) is one, and the socket server's CPU
      * per fetch with the cache follows them (fetch-bench(1)) */
     double interrupts;
+    /* of them (/proc/interrupts), those the servers' CPUs and the clients'
+     * took: NAN when not pinned on sides or not readable */
+    double server_cpus_interrupts, client_cpus_interrupts;
     double probe_ms;            /* the machine's speed: a fixed piece of work, CPU ms, before the run */
     double cprobe_ms;           /* its speed at compute (compute_probe_ms), before the run */
     double probe_after_ms, cprobe_after_ms;     /* both again after the run */

@@ -867,6 +867,57 @@ static void machine_jiffies(double *busy, double *total, double *intr)
     fclose(f);
 }
 
+/* The interrupts each side's CPUs have taken (/proc/interrupts: a row a
+ * source, a column an online CPU, named in its header; rows with fewer
+ * numbers, ERR and MIS, are the machine's, not a CPU's): false when it
+ * cannot be read. The socket server's CPU follows the machine's
+ * interrupts; these say on which side they fell. */
+static bool side_interrupts(double *server, double *client)
+{
+    enum { MAXCOLS = CPU_SETSIZE };
+    static int col[MAXCOLS];
+    int ncol = 0;
+    char *line = NULL;
+    size_t cap = 0;
+    *server = *client = 0;
+    FILE *f = fopen("/proc/interrupts", "re");
+    if (!f)
+        return false;
+    bool ok = getline(&line, &cap, f) > 0;
+    for (char *p = line, *e; ok && (p = strstr(p, "CPU")) && ncol < MAXCOLS; p = e) {
+        long c = strtol(p + 3, &e, 10);
+        if (e == p + 3 || c < 0 || c >= CPU_SETSIZE)
+            ok = false;
+        else
+            col[ncol++] = (int)c;
+    }
+    ok = ok && ncol > 0;
+    while (ok && getline(&line, &cap, f) > 0) {
+        char *p = strchr(line, ':');
+        if (!p)
+            continue;
+        unsigned long long v[MAXCOLS];
+        int n = 0;
+        for (char *e; n < ncol; p = e) {
+            v[n] = strtoull(p + 1, &e, 10);
+            if (e == p + 1 || (*e != ' ' && *e != '\n' && *e != '\0'))
+                break;
+            n++;
+        }
+        if (n < ncol)
+            continue;
+        for (int i = 0; i < ncol; i++) {
+            if (CPU_ISSET(col[i], &server_cpus))
+                *server += (double)v[i];
+            else if (CPU_ISSET(col[i], &client_cpus))
+                *client += (double)v[i];
+        }
+    }
+    free(line);
+    fclose(f);
+    return ok;
+}
+
 /* ---- each side's CPU: its CPUs' busy time ---- */
 
 /* The servers and the clients each have CPUs of their own (pin_setup), and
@@ -1504,6 +1555,8 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     bool sides = side_cpu && !h && cpus_busy_mark(&server_cpus, &ss0, &sa0, &st0, &sq0) &&
                  cpus_busy_mark(&client_cpus, &cs0, &ca0, &ct0, &cq0);
     machine_jiffies(&mb0, &mt0, &mi0);
+    double si0 = 0, ci0 = 0, si1 = 0, ci1 = 0;
+    bool intr_sides = sides && side_interrupts(&si0, &ci0);
     bool going = !h || !h->before_go || h->before_go(h->arg);
     if (!going)
         *stop = 1;
@@ -1517,6 +1570,7 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     sides = sides && cpus_busy_mark(&server_cpus, &ss1, &sa1, &st1, &sq1) &&
             cpus_busy_mark(&client_cpus, &cs1, &ca1, &ct1, &cq1);
     machine_jiffies(&mb1, &mt1, &mi1);
+    intr_sides = intr_sides && side_interrupts(&si1, &ci1);
     double cg1 = cgroup_cpu_s(s->cgroup);
     srv_cpu_read(&s->cpu, s->pid, &sc1, &gc1, &sw1);
     double sf1 = proc_minflt(s->pid);
@@ -1529,6 +1583,8 @@ static void run(struct server *s, enum mode m, int nclients, const char *repo, c
     o->load1 = loadavg1();
     o->machine_busy = mt1 > mt0 ? 100 * (mb1 - mb0) / (mt1 - mt0) : 0;
     o->interrupts = mi1 > mi0 ? mi1 - mi0 : 0;
+    o->server_cpus_interrupts = intr_sides && si1 >= si0 ? si1 - si0 : NAN;
+    o->client_cpus_interrupts = intr_sides && ci1 >= ci0 ? ci1 - ci0 : NAN;
     o->probe_ms = probe;
     o->cprobe_ms = cprobe;
     o->probe_after_ms = machine_probe_ms(&server_cpus);

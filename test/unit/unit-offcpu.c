@@ -499,12 +499,37 @@ static void exact_totals(void)
                fk_bt_total_why(&x, w0, w1, end, &ns) == FK_BT_TOTAL_OK);
 }
 
+/* A raw program's prev_state as sched_switch's record gives it (the
+ * kernel's __trace_sched_switch_state, Linux 6.18's task states; the
+ * record's letters: S 0x1, D 0x2, T 0x4, X 0x10, Z 0x20, P 0x40, I 0x80,
+ * preempted 0x100). */
+static void raw_states(void)
+{
+    static const struct { uint64_t raw, rec; const char *what; } c[] = {
+        { 0x0, 0x0, "running (a yield): R" },
+        { 0x1, 0x1, "TASK_INTERRUPTIBLE: S" },
+        { 0x2, 0x2, "TASK_UNINTERRUPTIBLE: D" },
+        { 0x102, 0x2, "TASK_KILLABLE (WAKEKILL | UNINTERRUPTIBLE): D" },
+        { 0x402, 0x80, "TASK_IDLE (UNINTERRUPTIBLE | NOLOAD): I, not D" },
+        { 0x104, 0x4, "TASK_STOPPED: T" },
+        { 0x40, 0x40, "TASK_PARKED: P" },
+        { 0x80, 0x20, "TASK_DEAD: Z" },
+        { 0x1000, 0x2, "TASK_RTLOCK_WAIT: D" },
+        { 0x8001, 0x2, "frozen: D" },
+        { 0x2001, 0x1, "TASK_FREEZABLE | INTERRUPTIBLE: S" },
+        { (1ull << 32) | 0x1, 0x100, "preempted, whatever the state: R+" },
+    };
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++)
+        UNIT_CHECK(c[i].what, fk_swtime_raw_state(c[i].raw) == c[i].rec);
+}
+
 /* The CPU time's offset kept for the boot (DIR/btf-offsets): made by a
  * first look-up in the kernel's BTF, used by the next; a damaged file or
  * another boot's is ignored and made again. */
 static void btf_cache(void)
 {
     char dir[] = "/tmp/fk-unit-offcpu.XXXXXX", file[64];
+    enum { CACHE_BYTES = 88 };  /* (swtime.c's struct btf_cache) */
     const char *note = NULL;
     if (geteuid() != 0 || !mkdtemp(dir)) {
         printf("SKIP: %s: the BTF offset's cache (not root)\n", unit_name);
@@ -516,7 +541,7 @@ static void btf_cache(void)
     int32_t off = fk_swtime_cpu_offset(&note, &flags);
     UNIT_CHECK("task_struct.flags' offset is known too", flags > 0 && flags % 4 == 0);
     struct stat st;
-    unsigned char first[64], now[64];
+    unsigned char first[CACHE_BYTES], now[CACHE_BYTES];
     int fd = open(file, O_RDWR | O_CLOEXEC);
     bool made = off > 0 && fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == 0 &&
                 (st.st_mode & 0777) == 0600 && st.st_size == (off_t)sizeof first &&
@@ -845,6 +870,7 @@ int main(void)
 
     exact_totals();
     btf_cache();
+    raw_states();
     kernel_program();
     return UNIT_END();
 }

@@ -296,6 +296,62 @@ bool fk_bpf_attach_tracepoint(uint64_t tp_id, int prog_fd, int *fd, char *err, s
     return true;
 }
 
+static long sys_bpf(int cmd, union bpf_attr *attr)
+{
+    return syscall(SYS_bpf, cmd, attr, sizeof *attr);
+}
+
+bool fk_bpf_attach_raw_tracepoint(const char *name, int prog_fd, int *fd, char *err,
+                                  size_t errlen)
+{
+    union bpf_attr a;
+    memset(&a, 0, sizeof a);
+    a.raw_tracepoint.name = (uint64_t)(uintptr_t)name;
+    a.raw_tracepoint.prog_fd = (uint32_t)prog_fd;
+    *fd = (int)sys_bpf(BPF_RAW_TRACEPOINT_OPEN, &a);
+    if (*fd < 0) {
+        snprintf(err, errlen, "attaching a BPF program to the raw tracepoint %s: %s", name,
+                 strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+int fk_bpf_raw_tracepoint_links(const char *name)
+{
+    int n = 0;
+    uint32_t id = 0;
+    for (int looked = 0; looked < 4096; looked++) {
+        union bpf_attr a;
+        memset(&a, 0, sizeof a);
+        a.start_id = id;
+        if (sys_bpf(BPF_LINK_GET_NEXT_ID, &a) != 0)
+            return errno == ENOENT ? n : -1;
+        id = a.next_id;
+        memset(&a, 0, sizeof a);
+        a.link_id = id;
+        int fd = (int)sys_bpf(BPF_LINK_GET_FD_BY_ID, &a);
+        if (fd < 0)
+            continue;   /* (gone meanwhile) */
+        char tp[64] = "";
+        struct bpf_link_info info;
+        memset(&info, 0, sizeof info);
+        info.raw_tracepoint.tp_name = (uint64_t)(uintptr_t)tp;
+        info.raw_tracepoint.tp_name_len = sizeof tp;
+        memset(&a, 0, sizeof a);
+        a.info.bpf_fd = (uint32_t)fd;
+        a.info.info_len = sizeof info;
+        a.info.info = (uint64_t)(uintptr_t)&info;
+        if (sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &a) == 0 &&
+            info.type == BPF_LINK_TYPE_RAW_TRACEPOINT) {
+            tp[sizeof tp - 1] = '\0';
+            n += !strcmp(tp, name);
+        }
+        close(fd);
+    }
+    return n;
+}
+
 int fk_bpf_tracepoint_programs(int perf_fd)
 {
     struct {

@@ -117,6 +117,19 @@ bool fk_bpf_attach_tracepoint(uint64_t tp_id, int prog_fd, int *fd, char *err, s
  * kernel does not say. */
 int fk_bpf_tracepoint_programs(int perf_fd);
 
+/* Run the raw tracepoint program prog_fd (BPF_PROG_TYPE_RAW_TRACEPOINT) at
+ * every hit of the tracepoint name ("sched_switch"), on every CPU, through
+ * a BPF link (*fd; closing it, and every copy, detaches the program). No
+ * perf event: the kernel builds no tracepoint record for it and runs the
+ * program with the tracepoint's own arguments (struct
+ * bpf_raw_tracepoint_args). *fd -1 on failure. */
+bool fk_bpf_attach_raw_tracepoint(const char *name, int prog_fd, int *fd, char *err,
+                                  size_t errlen);
+/* The raw tracepoint links on tracepoint name, whoever made them (the
+ * kernel's link table, at most the first 4,096 links looked at); -1 when
+ * the kernel does not say. */
+int fk_bpf_raw_tracepoint_links(const char *name);
+
 struct fk_tp_field;
 
 /* dst = the tracepoint record's field f, read by a tracepoint program

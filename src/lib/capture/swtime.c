@@ -65,6 +65,7 @@ _Static_assert(8 * ST_N <= ST_STRIDE, "each CPU's counters fit its entry");
 
 struct fk_swtime {
     int prog, outs, cfg, stats, cgrp, tgids, rb;
+    int pending;                /* picks waiting for their switch-in (one u64) */
     int samples;                /* PERF_EVENT_ARRAY: each CPU's event for the picks' samples */
     uint32_t ncpus;             /* its entries (possible CPUs) */
     int event;                  /* the switch program's own event */
@@ -76,6 +77,10 @@ struct fk_swtime {
     int32_t cpu_off;            /* task_struct.se.sum_exec_runtime (0: unknown) */
     int32_t flags_off;          /* task_struct.flags (0: unknown: exiting threads'
                                    switch-outs are picked as any other) */
+    bool raw;                   /* a raw tracepoint program (else a tracepoint
+                                   event's: tracefs' record layout) */
+    int32_t pid_off;            /* task_struct.pid (raw: the next thread's tid) */
+    uint64_t sched_lo, sched_hi;    /* the kernel's .sched.text (0 0: unknown) */
     const char *cpu_note;
     size_t ring_bytes;
     int cgroup_fd;
@@ -100,6 +105,22 @@ struct fk_swtime {
 #define S_ENTRY   (-56)     /* the entry in hand */
 #define S_NEW     (-88)     /* a new entry (hash): 32 bytes */
 #define S_PICK    (-112)    /* a pick's sample's raw part (struct fk_swtime_pick) */
+
+/* The raw tracepoint's arguments (struct bpf_raw_tracepoint_args: u64
+ * each), sched_switch's since Linux 5.18 -- (bool preempt, struct
+ * task_struct *prev, struct task_struct *next, unsigned int prev_state),
+ * checked against the kernel's BTF (btf_trace_sched_switch) before use --
+ * and the task states it tests (include/linux/sched.h, the same since
+ * Linux 4.14, when TASK_PARKED took 0x40: the tracefs format's letters
+ * are checked to be that layout, fk_swtime_new). */
+#define RAW_PREEMPT     0
+#define RAW_NEXT        16
+#define RAW_STATE       24
+#define TASK_DEAD       0x80u
+#define TASK_NOLOAD_IDLE 0x402u     /* TASK_IDLE: UNINTERRUPTIBLE | NOLOAD */
+#define TASK_REPORT     0x7fu
+#define TASK_RTLOCK_WAIT 0x1000u
+#define TASK_FROZEN     0x8000u
 
 /* stats[this CPU].counter[i] += 1 (see ST_STRIDE: no atomics). Clobbers
  * r0-r5. */
@@ -192,6 +213,100 @@ static void emit_times(struct fk_bpf_builder *b, const struct fk_swtime *t, unsi
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_10, S_ENTRY));
 }
 
+/* pending += delta (the picks waiting for their switch-in; atomic: picks
+ * and their switch-ins are on any CPU). Clobbers r0-r5. */
+static void emit_pending_add(struct fk_bpf_builder *b, const struct fk_swtime *t, int32_t delta)
+{
+    unsigned skip = fk_bpf_label_new(b);
+    fk_bpf_emit_map_lookup(b, t->pending, S_KEY);
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, skip);
+    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_1, delta));
+    fk_bpf_emit(b, FK_BPF_ATOMIC_ADD(BPF_DW, BPF_REG_0, BPF_REG_1, 0));
+    fk_bpf_label_place(b, skip);
+}
+
+/* r9 = the switched-out thread's tid (current is still prev): the
+ * record's prev_pid, or (raw) the current task's. Clobbers r0-r5. */
+static bool emit_prev_tid(struct fk_bpf_builder *b, const struct fk_swtime *t,
+                          const struct fk_tp_field *prev_pid, char *err, size_t errlen)
+{
+    if (!t->raw)
+        return fk_bpf_load_field(b, BPF_REG_9, BPF_REG_6, prev_pid, err, errlen);
+    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_get_current_pid_tgid));
+    fk_bpf_emit(b, FK_BPF_INSN(BPF_ALU | BPF_MOV | BPF_X, BPF_REG_9, BPF_REG_0, 0, 0));
+    return true;
+}
+
+/* To exiting at the thread's last switch-out (do_task_dead: not
+ * preempted, and exiting -- the record's X or Z; raw, TASK_DEAD), else to
+ * first. Clobbers r1-r3. */
+static bool emit_exit_test(struct fk_bpf_builder *b, const struct fk_swtime *t,
+                           const struct fk_tp_field *prev_state, uint64_t exit_bits,
+                           uint64_t preempt_bit, unsigned first, unsigned exiting, char *err,
+                           size_t errlen)
+{
+    if (t->raw) {
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_6, RAW_STATE));
+        fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_AND, BPF_REG_1, TASK_DEAD));
+        fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, 0, first);
+        fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_6, RAW_PREEMPT));
+        fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_AND, BPF_REG_1, 0xff));
+        fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, 0, exiting);
+        fk_bpf_goto(b, first);
+        return true;
+    }
+    if (!fk_bpf_load_field(b, BPF_REG_1, BPF_REG_6, prev_state, err, errlen))
+        return false;
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_1));
+    fk_bpf_emit_ld_imm64(b, BPF_REG_3, exit_bits);
+    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_AND, BPF_REG_2, BPF_REG_3));
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_2, 0, first);
+    fk_bpf_emit_ld_imm64(b, BPF_REG_3, preempt_bit);
+    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_AND, BPF_REG_1, BPF_REG_3));
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, 0, exiting);
+    fk_bpf_goto(b, first);
+    return true;
+}
+
+/* r1 = a pick's state (struct fk_swtime_pick.state): the record's
+ * prev_state, or (raw) the raw prev_state with the preemption flag in bit
+ * 32 (fk_swtime_pick_state turns it into the record's). Clobbers r2. */
+static bool emit_pick_state(struct fk_bpf_builder *b, const struct fk_swtime *t,
+                            const struct fk_tp_field *prev_state, char *err, size_t errlen)
+{
+    if (!t->raw)
+        return fk_bpf_load_field(b, BPF_REG_1, BPF_REG_6, prev_state, err, errlen);
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_W, BPF_REG_1, BPF_REG_6, RAW_STATE));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_B, BPF_REG_2, BPF_REG_6, RAW_PREEMPT));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_AND, BPF_REG_2, 1));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_LSH, BPF_REG_2, 32));
+    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_OR, BPF_REG_1, BPF_REG_2));
+    return true;
+}
+
+/* r9 = the switched-in thread's tid, [S_TID] too; to done when it cannot
+ * be read. Clobbers r0-r5. */
+static bool emit_next_tid(struct fk_bpf_builder *b, const struct fk_swtime *t,
+                          const struct fk_tp_field *next_pid, unsigned done, char *err,
+                          size_t errlen)
+{
+    if (!t->raw) {
+        if (!fk_bpf_load_field(b, BPF_REG_9, BPF_REG_6, next_pid, err, errlen))
+            return false;
+        fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_9, S_TID));
+        return true;
+    }
+    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_1, BPF_REG_10));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_1, S_TID));
+    fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_2, 4));
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_3, BPF_REG_6, RAW_NEXT));
+    fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_ADD, BPF_REG_3, t->pid_off));
+    fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_probe_read_kernel));
+    fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_0, 0, done);
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_W, BPF_REG_9, BPF_REG_10, S_TID));
+    return true;
+}
+
 /* The program. Registers: r6 ctx, r7 now (0: not read yet: most hits
  * read no clock), r8 the filter then an entry's field, r9 the tid; the
  * stack: the S_ slots above. */
@@ -202,7 +317,7 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
     const struct fk_tp_field *prev_pid = fk_tp_field(sw, "prev_pid");
     const struct fk_tp_field *prev_state = fk_tp_field(sw, "prev_state");
     const struct fk_tp_field *next_pid = fk_tp_field(sw, "next_pid");
-    if (!prev_pid || !prev_state || !next_pid) {
+    if (!t->raw && (!prev_pid || !prev_state || !next_pid)) {
         snprintf(err, errlen, "sched:sched_switch has no prev_pid/prev_state/next_pid field");
         return false;
     }
@@ -227,22 +342,20 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_1, S_STARTED));
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_8, BPF_REG_0, 8));
 
-    /* the thread switched out (current is still prev) */
-    if (!fk_bpf_load_field(b, BPF_REG_9, BPF_REG_6, prev_pid, err, errlen))
-        return false;
-    unsigned not_idle = fk_bpf_label_new(b);
-    fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_9, 0, not_idle);
-    fk_bpf_goto(b, in);     /* the idle task */
-    fk_bpf_label_place(b, not_idle);
-    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_8, FK_SWTIME_ALL, keep);
+    /* which threads: the filter first (a busy host's switches are mostly
+     * of others), then the thread switched out (current is still prev) */
+    unsigned get_tid = fk_bpf_label_new(b), have_tid = fk_bpf_label_new(b);
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_8, FK_SWTIME_ALL, get_tid);
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_8, FK_SWTIME_TGIDS, by_tgid);
     fk_bpf_emit_ld_map_fd(b, BPF_REG_1, t->cgrp);
     fk_bpf_emit(b, FK_BPF_MOV64_IMM(BPF_REG_2, 0));
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_current_task_under_cgroup));
     fk_bpf_jump_imm(b, BPF_JNE, BPF_REG_0, 1, in);
-    fk_bpf_goto(b, keep);
+    fk_bpf_goto(b, get_tid);
     fk_bpf_label_place(b, by_tgid);
     fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_get_current_pid_tgid));
+    if (t->raw)         /* (one call: the tid too) */
+        fk_bpf_emit(b, FK_BPF_INSN(BPF_ALU | BPF_MOV | BPF_X, BPF_REG_9, BPF_REG_0, 0, 0));
     fk_bpf_emit(b, FK_BPF_ALU64_IMM(BPF_RSH, BPF_REG_0, 32));
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_0, S_TID));
     fk_bpf_emit_map_lookup(b, t->tgids, S_TID);
@@ -251,6 +364,13 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
         fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_B, BPF_REG_1, BPF_REG_0, 0));
         fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, 0, in);
     }
+    if (t->raw)
+        fk_bpf_goto(b, have_tid);
+    fk_bpf_label_place(b, get_tid);
+    if (!emit_prev_tid(b, t, prev_pid, err, errlen))
+        return false;
+    fk_bpf_label_place(b, have_tid);
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_9, 0, in);     /* the idle task */
 
     /* the target's switch-out: none counted or picked before the window
      * opens (fk_swtime_start): the capture's events are not on yet (its
@@ -298,6 +418,7 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_8, BPF_REG_0, 0));
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_8, 0, no_gap);
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_0, 0, 0));
+    emit_pending_add(b, t, -1);
     emit_now(b, stopped);
     if (t->cpu_off) {
         unsigned unknown = fk_bpf_label_new(b), write = fk_bpf_label_new(b);
@@ -320,15 +441,8 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
     }
     fk_bpf_label_place(b, no_gap);
     /* its last switch-out (exiting, not preempted)? */
-    if (!fk_bpf_load_field(b, BPF_REG_1, BPF_REG_6, prev_state, err, errlen))
+    if (!emit_exit_test(b, t, prev_state, exit_bits, preempt_bit, first, exiting, err, errlen))
         return false;
-    fk_bpf_emit(b, FK_BPF_MOV64_REG(BPF_REG_2, BPF_REG_1));
-    fk_bpf_emit_ld_imm64(b, BPF_REG_3, exit_bits);
-    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_AND, BPF_REG_2, BPF_REG_3));
-    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_2, 0, first);
-    fk_bpf_emit_ld_imm64(b, BPF_REG_3, preempt_bit);
-    fk_bpf_emit(b, FK_BPF_ALU64_REG(BPF_AND, BPF_REG_1, BPF_REG_3));
-    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, 0, exiting);
 
     /* its first switch-out in the window: where its exact total starts */
     fk_bpf_label_place(b, first);
@@ -373,6 +487,7 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
     }
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_10, S_ENTRY));
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_0, BPF_REG_7, 0));
+    emit_pending_add(b, t, 1);
     bump(b, t->stats, ST_PICKED);
     /* its sample, written by the program (bpf_perf_event_output to this
      * CPU's event of the capture's: the stacks as perf takes them from the
@@ -384,7 +499,7 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
      * switch-out no more a pick (no block without a sample) */
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_9, S_PICK));
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_W, BPF_REG_10, S_PICK + 4, 0));
-    if (!fk_bpf_load_field(b, BPF_REG_1, BPF_REG_6, prev_state, err, errlen))
+    if (!emit_pick_state(b, t, prev_state, err, errlen))
         return false;
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_1, S_PICK + 8));
     fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_DW, BPF_REG_10, BPF_REG_7, S_PICK + 16));
@@ -398,6 +513,7 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, in);
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_0, BPF_REG_10, S_ENTRY));
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_0, 0, 0));
+    emit_pending_add(b, t, -1);
     bump(b, t->stats, ST_UNWRITTEN);
     fk_bpf_goto(b, in);
 
@@ -431,17 +547,24 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
         fk_bpf_emit(b, FK_BPF_CALL(BPF_FUNC_map_delete_elem));
     }
 
-    /* the thread switched in: its block, if its switch-out was picked */
+    /* the thread switched in: its block, if its switch-out was picked --
+     * looked up only while a pick waits for its switch-in (most switches
+     * of a storm under the budget, and of a host whose target sleeps
+     * little, find none: no read of the next thread, no lookup) */
     fk_bpf_label_place(b, in);
-    if (!fk_bpf_load_field(b, BPF_REG_9, BPF_REG_6, next_pid, err, errlen))
+    fk_bpf_emit_map_lookup(b, t->pending, S_KEY);
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, done);
+    fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
+    fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_1, 0, done);
+    if (!emit_next_tid(b, t, next_pid, done, err, errlen))
         return false;
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_9, 0, done);
-    fk_bpf_emit(b, FK_BPF_STX_MEM(BPF_W, BPF_REG_10, BPF_REG_9, S_TID));
     lookup_entry(b, t->outs);
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_0, 0, done);
     fk_bpf_emit(b, FK_BPF_LDX_MEM(BPF_DW, BPF_REG_8, BPF_REG_0, 0));
     fk_bpf_jump_imm(b, BPF_JEQ, BPF_REG_8, 0, done);     /* not picked */
     fk_bpf_emit(b, FK_BPF_ST_MEM(BPF_DW, BPF_REG_0, 0, 0));
+    emit_pending_add(b, t, -1);
     emit_now(b, stopped);
     emit_block(b, t, FK_SWTIME_BLOCK, BPF_REG_8, BPF_REG_7, 0, done);
     /* 1 for every hit: the program decides no other event's samples (a
@@ -469,11 +592,83 @@ static int32_t member_offset(const struct btf *btf, const char *sname, const cha
     return -1;
 }
 
-/* task_struct.se.sum_exec_runtime's and task_struct.flags' offsets from
- * the kernel's BTF (0 each, with *note saying why, when not found). */
-static void offsets_btf(int32_t *cpu, int32_t *flags, const char **note)
+/* What the program needs of the running kernel that tracefs does not say:
+ * task_struct's fields (BTF), whether sched_switch's raw arguments are the
+ * ones the raw program reads (BTF), and where the scheduler's text lies
+ * (kallsyms: a raw program's picks' kernel stacks start in the program
+ * and the tracepoint's glue, cut off up to the first frame there). */
+struct kfacts {
+    int32_t cpu;            /* task_struct.se.sum_exec_runtime (0: unknown) */
+    int32_t flags;          /* task_struct.flags (0: unknown) */
+    int32_t pid;            /* task_struct.pid (0: unknown) */
+    uint32_t raw_args;      /* 1: btf_trace_sched_switch is (void *, bool, task *,
+                               task *, unsigned int), as RAW_* read it */
+    uint64_t sched_lo, sched_hi;    /* [__sched_text_start, __sched_text_end) */
+};
+
+/* The type id behind typedefs and qualifiers. */
+static const struct btf_type *btf_resolved(const struct btf *btf, uint32_t id)
 {
-    *cpu = *flags = 0;
+    const struct btf_type *ty = btf__type_by_id(btf, id);
+    for (int i = 0; ty && i < 8 && (btf_is_typedef(ty) || btf_is_mod(ty)); i++)
+        ty = btf__type_by_id(btf, ty->type);
+    return ty;
+}
+
+/* Whether sched_switch's probe takes (void *, bool, struct task_struct *,
+ * struct task_struct *, unsigned int): the raw program's arguments. */
+static bool raw_args_btf(const struct btf *btf)
+{
+    int id = btf__find_by_name_kind(btf, "btf_trace_sched_switch", BTF_KIND_TYPEDEF);
+    const struct btf_type *ty = id > 0 ? btf_resolved(btf, (uint32_t)id) : NULL;
+    if (ty && btf_is_ptr(ty))
+        ty = btf_resolved(btf, ty->type);
+    if (!ty || !btf_is_func_proto(ty) || btf_vlen(ty) != 5)
+        return false;
+    const struct btf_param *p = btf_params(ty);
+    const struct btf_type *pre = btf_resolved(btf, p[1].type);
+    const struct btf_type *st = btf_resolved(btf, p[4].type);
+    for (int i = 2; i <= 3; i++) {
+        const struct btf_type *q = btf_resolved(btf, p[i].type);
+        const struct btf_type *task = q && btf_is_ptr(q) ? btf_resolved(btf, q->type) : NULL;
+        const char *n = task && btf_is_struct(task) ? btf__name_by_offset(btf, task->name_off)
+                                                    : NULL;
+        if (!n || strcmp(n, "task_struct"))
+            return false;
+    }
+    return pre && btf_is_int(pre) && pre->size == 1 && st && btf_is_int(st) && st->size == 4 &&
+           !(btf_int_encoding(st) & BTF_INT_SIGNED);
+}
+
+/* [__sched_text_start, __sched_text_end) from /proc/kallsyms, read until
+ * both are seen (once a boot: kept with the offsets); 0 0 when hidden. */
+static void sched_text(uint64_t *lo, uint64_t *hi)
+{
+    *lo = *hi = 0;
+    FILE *f = fopen("/proc/kallsyms", "re");
+    if (!f)
+        return;
+    char line[512];
+    for (unsigned n = 0; n < (1u << 22) && fgets(line, sizeof line, f) && !(*lo && *hi); n++) {
+        unsigned long long a;
+        char type, name[256];
+        if (sscanf(line, "%llx %c %255s", &a, &type, name) != 3)
+            continue;
+        if (!strcmp(name, "__sched_text_start"))
+            *lo = a;
+        else if (!strcmp(name, "__sched_text_end"))
+            *hi = a;
+    }
+    fclose(f);
+    if (!*lo || *hi <= *lo)
+        *lo = *hi = 0;
+}
+
+/* The facts from the kernel's BTF and kallsyms (0 each, with *note saying
+ * why, when not found). */
+static void facts_now(struct kfacts *k, const char **note)
+{
+    memset(k, 0, sizeof *k);
     struct btf *btf = btf__load_vmlinux_btf();
     if (!btf) {
         *note = "no kernel BTF (/sys/kernel/btf/vmlinux)";
@@ -482,76 +677,97 @@ static void offsets_btf(int32_t *cpu, int32_t *flags, const char **note)
     int32_t se = member_offset(btf, "task_struct", "se");
     int32_t sum = member_offset(btf, "sched_entity", "sum_exec_runtime");
     if (se >= 0 && sum >= 0)
-        *cpu = se + sum;
+        k->cpu = se + sum;
     else
         *note = "the kernel's BTF has no task_struct.se.sum_exec_runtime";
     int32_t f = member_offset(btf, "task_struct", "flags");
-    *flags = f > 0 ? f : 0;
+    k->flags = f > 0 ? f : 0;
+    int32_t pid = member_offset(btf, "task_struct", "pid");
+    k->pid = pid > 0 ? pid : 0;
+    k->raw_args = raw_args_btf(btf);
     btf__free(btf);
+    sched_text(&k->sched_lo, &k->sched_hi);
 }
 
-/* The offsets kept for this boot (util/bootcache.h): loading the kernel's
+/* The facts kept for this boot (util/bootcache.h): loading the kernel's
  * BTF (5.4 MB here, read 4 KiB a read(2)) cost each capture ~8 ms of CPU,
  * ~45 ms of its start's wall time and ~2 MB of RSS (measured in 2811975),
- * and they cannot change while the kernel runs. */
+ * reading kallsyms to the scheduler's text ~30 ms, and none of them can
+ * change while the kernel runs. */
 #define BTF_CACHE_NAME "btf-offsets"
-static const char btf_cache_magic[8] = "FKBTF2";
+static const char btf_cache_magic[8] = "FKBTF3";
 struct btf_cache {
     char magic[8];
     char boot_id[40];
     int32_t sum_exec_runtime;
     int32_t task_flags;     /* task_struct.flags (0: unknown) */
+    int32_t task_pid;       /* task_struct.pid (0: unknown) */
+    uint32_t raw_args;
+    uint64_t sched_lo, sched_hi;
     uint64_t hash;          /* fk_hash of the bytes before it */
 };
 
 /* A sound offset: inside task_struct's first 64 KiB, aligned to its
- * size (8: sum_exec_runtime, 4: flags). */
+ * size (8: sum_exec_runtime, 4: flags, pid). */
 static bool offset_sound(int32_t off, int32_t align)
 {
     return off > 0 && off < (1 << 16) && off % align == 0;
 }
 
-int32_t fk_swtime_cpu_offset(const char **note, int32_t *flags_off)
+static void kernel_facts(struct kfacts *k, const char **note)
 {
     struct btf_cache c;
     char boot[40];
     struct stat st;
-    int32_t flags_unused;
-    if (!flags_off)
-        flags_off = &flags_unused;
     int fd = fk_bootcache_open(BTF_CACHE_NAME, sizeof c, &st);
     bool have = fd >= 0 && (size_t)st.st_size == sizeof c && fk_read_full(fd, &c, sizeof c) &&
                 !memcmp(c.magic, btf_cache_magic, sizeof c.magic) && fk_boot_id(boot) &&
                 !memcmp(boot, c.boot_id, sizeof boot) &&
                 c.hash == fk_hash(&c, offsetof(struct btf_cache, hash)) &&
                 offset_sound(c.sum_exec_runtime, 8) &&
-                (!c.task_flags || offset_sound(c.task_flags, 4));
+                (!c.task_flags || offset_sound(c.task_flags, 4)) &&
+                (!c.task_pid || offset_sound(c.task_pid, 4)) && c.raw_args <= 1 &&
+                c.sched_lo <= c.sched_hi;
     if (fd >= 0)
         close(fd);
     if (have) {
-        *flags_off = c.task_flags;
-        return c.sum_exec_runtime;
+        *k = (struct kfacts){ c.sum_exec_runtime, c.task_flags, c.task_pid, c.raw_args,
+                              c.sched_lo, c.sched_hi };
+        return;
     }
-    int32_t off;
-    offsets_btf(&off, flags_off, note);
-    if (*flags_off && !offset_sound(*flags_off, 4))
-        *flags_off = 0;
-    if (off && !offset_sound(off, 8)) {
+    facts_now(k, note);
+    if (k->flags && !offset_sound(k->flags, 4))
+        k->flags = 0;
+    if (k->pid && !offset_sound(k->pid, 4))
+        k->pid = 0;
+    if (k->cpu && !offset_sound(k->cpu, 8)) {
         *note = "the kernel's BTF puts task_struct.se.sum_exec_runtime at an unexpected offset";
-        off = 0;
+        k->cpu = 0;
     }
-    if (!off)
-        return 0;
+    if (!k->cpu)
+        return;
     memset(&c, 0, sizeof c);
     memcpy(c.magic, btf_cache_magic, sizeof c.magic);
     if (fk_bootcache_enabled() && fk_boot_id(c.boot_id)) {
-        c.sum_exec_runtime = off;
-        c.task_flags = *flags_off;
+        c.sum_exec_runtime = k->cpu;
+        c.task_flags = k->flags;
+        c.task_pid = k->pid;
+        c.raw_args = k->raw_args;
+        c.sched_lo = k->sched_lo;
+        c.sched_hi = k->sched_hi;
         c.hash = fk_hash(&c, offsetof(struct btf_cache, hash));
         (void)fk_bootcache_write(BTF_CACHE_NAME, (const void *const[]){ &c },
                                  (const size_t[]){ sizeof c }, 1);
     }
-    return off;
+}
+
+int32_t fk_swtime_cpu_offset(const char **note, int32_t *flags_off)
+{
+    struct kfacts k;
+    kernel_facts(&k, note);
+    if (flags_off)
+        *flags_off = k.flags;
+    return k.cpu;
 }
 
 static uint32_t pid_max(void)
@@ -644,13 +860,91 @@ static bool entry_of(const struct fk_swtime *t, pid_t tid, struct entry *e)
     return true;
 }
 
+/* Whether the record's prev_state letters are the task states' own bits
+ * of Linux 4.14 and later (S 0x1 ... P 0x40, I 0x80, preempted 0x100): the
+ * layout fk_swtime_pick_state rebuilds from a raw program's prev_state. */
+static bool states_known(const struct fk_tp_format *sw, uint64_t preempt_bit)
+{
+    static const char letters[] = "SDTtXZPI";
+    unsigned seen = 0;
+    for (unsigned i = 0; i < sw->nflags; i++) {
+        const char *l = sw->flags[i].letter;
+        const char *at = l[0] && !l[1] ? strchr(letters, l[0]) : NULL;
+        if (!at || sw->flags[i].bit != 1ull << (at - letters))
+            return false;
+        seen |= 1u << (at - letters);
+    }
+    return (seen & 3) == 3 && preempt_bit == 0x100;
+}
+
+uint64_t fk_swtime_pick_state(const struct fk_swtime *t, uint64_t state)
+{
+    return t->raw ? fk_swtime_raw_state(state) : state;
+}
+
+uint64_t fk_swtime_raw_state(uint64_t state)
+{
+    if (state >> 32 & 1)
+        return 0x100;       /* preempted (TASK_REPORT_MAX) */
+    uint32_t s = (uint32_t)state;
+    /* __task_state_index's report: TASK_IDLE as I, an rtlock's wait and a
+     * frozen task as D, else the highest reported bit (a dying task: its
+     * exit state, Z) */
+    if ((s & TASK_NOLOAD_IDLE) == TASK_NOLOAD_IDLE)
+        return 0x80;
+    if (s & (TASK_RTLOCK_WAIT | TASK_FROZEN))
+        return 0x2;
+    if (s & TASK_DEAD)
+        return 0x20;
+    s &= TASK_REPORT;
+    uint64_t top = 0;
+    for (uint32_t bit = 1; bit <= TASK_REPORT; bit <<= 1)
+        if (s & bit)
+            top = bit;
+    return top;
+}
+
+bool fk_swtime_sched_text(const struct fk_swtime *t, uint64_t *lo, uint64_t *hi)
+{
+    *lo = t->sched_lo;
+    *hi = t->sched_hi;
+    return t->raw && t->sched_lo < t->sched_hi;
+}
+
+bool fk_swtime_is_raw(const struct fk_swtime *t)
+{
+    return t->raw;
+}
+
+/* Load the program (raw, else a tracepoint event's) into t->prog and
+ * attach it. */
+static bool load_attach(struct fk_swtime *t, const struct fk_tp_format *sw, uint64_t exit_bits,
+                        uint64_t preempt_bit, char *err, size_t errlen)
+{
+    struct fk_bpf_builder b;
+    fk_bpf_builder_init(&b);
+    bool ok = generate(&b, t, sw, exit_bits, preempt_bit, err, errlen) &&
+              fk_bpf_prog_load(&b, t->raw ? BPF_PROG_TYPE_RAW_TRACEPOINT : BPF_PROG_TYPE_TRACEPOINT,
+                               "fk_switch_time", &t->prog, err, errlen);
+    fk_bpf_builder_free(&b);
+    if (ok && t->raw)
+        ok = fk_bpf_attach_raw_tracepoint("sched_switch", t->prog, &t->event, err, errlen);
+    else if (ok)
+        ok = fk_bpf_attach_tracepoint(t->tp_id, t->prog, &t->event, err, errlen);
+    if (!ok && t->prog >= 0) {
+        close(t->prog);
+        t->prog = -1;
+    }
+    return ok;
+}
+
 bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t preempt_bit,
                    size_t ring_bytes, struct fk_swtime **out, char *err, size_t errlen)
 {
     *out = NULL;
     struct fk_swtime *t = fk_calloc(1, sizeof *t);
     t->prog = t->outs = t->cfg = t->stats = t->cgrp = t->tgids = t->rb = t->cgroup_fd = -1;
-    t->samples = -1;
+    t->samples = t->pending = -1;
     int ncpus = libbpf_num_possible_cpus();
     t->ncpus = ncpus > 0 ? (uint32_t)ncpus : 1;
     t->event = t->fork_prog = t->fork_event = -1;
@@ -659,9 +953,17 @@ bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t p
     t->array = pm && pm <= ARRAY_PID_MAX;
     t->entries = t->array ? pm : HASH_THREADS;
     t->ring_bytes = ring_bytes;
-    t->cpu_off = fk_swtime_cpu_offset(&t->cpu_note, &t->flags_off);
-    struct fk_bpf_builder b;
-    fk_bpf_builder_init(&b);
+    struct kfacts kf;
+    kernel_facts(&kf, &t->cpu_note);
+    t->cpu_off = kf.cpu;
+    t->flags_off = kf.flags;
+    t->pid_off = kf.pid;
+    t->sched_lo = kf.sched_lo;
+    t->sched_hi = kf.sched_hi;
+    /* a raw tracepoint program where the kernel's arguments and states are
+     * the ones it reads: no tracepoint record built at every switch of the
+     * host (a tracepoint event's program runs after perf has built one) */
+    t->raw = kf.raw_args && kf.pid && states_known(sw, preempt_bit);
     bool ok = fk_bpf_map_create(t->array ? BPF_MAP_TYPE_ARRAY : BPF_MAP_TYPE_HASH, "fk_sw_out", 4,
                                 sizeof(struct entry), t->entries, t->array ? BPF_F_MMAPABLE : 0,
                                 &t->outs, err, errlen) &&
@@ -679,10 +981,8 @@ bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t p
                                 &t->rb, err, errlen) &&
               fk_bpf_map_create(BPF_MAP_TYPE_PERF_EVENT_ARRAY, "fk_sw_samples", 4, 4, t->ncpus, 0,
                                 &t->samples, err, errlen) &&
-              generate(&b, t, sw, exit_bits, preempt_bit, err, errlen) &&
-              fk_bpf_prog_load(&b, BPF_PROG_TYPE_TRACEPOINT, "fk_switch_time", &t->prog, err,
-                               errlen);
-    fk_bpf_builder_free(&b);
+              fk_bpf_map_create(BPF_MAP_TYPE_ARRAY, "fk_sw_pending", 4, 8, 1, 0, &t->pending, err,
+                                errlen);
     if (ok) {
         t->ring = ring_buffer__new(t->rb, on_block, t, NULL);
         if (!t->ring) {
@@ -701,7 +1001,12 @@ bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t p
         snprintf(err, errlen, "setting the BPF program's configuration: %s", strerror(errno));
         ok = false;
     }
-    ok = ok && fk_bpf_attach_tracepoint(t->tp_id, t->prog, &t->event, err, errlen);
+    if (ok && !load_attach(t, sw, exit_bits, preempt_bit, err, errlen)) {
+        /* (a kernel that refuses the raw program: the tracepoint's) */
+        ok = t->raw;
+        t->raw = false;
+        ok = ok && load_attach(t, sw, exit_bits, preempt_bit, err, errlen);
+    }
     if (!ok) {
         fk_swtime_free(t);
         return false;
@@ -762,7 +1067,9 @@ bool fk_swtime_thread(struct fk_swtime *t, pid_t tid, uint64_t *t0, uint64_t *cp
 
 int fk_swtime_others(const struct fk_swtime *t)
 {
-    int n = t->event >= 0 ? fk_bpf_tracepoint_programs(t->event) : -1;
+    int n = t->event < 0 ? -1
+          : t->raw ? fk_bpf_raw_tracepoint_links("sched_switch")
+          : fk_bpf_tracepoint_programs(t->event);
     return n > 0 ? n - 1 : n;
 }
 
@@ -962,7 +1269,8 @@ void fk_swtime_free(struct fk_swtime *t)
         return;
     ring_buffer__free(t->ring);
     int *fds[] = { &t->event, &t->fork_event, &t->prog, &t->fork_prog, &t->outs, &t->cfg,
-                   &t->stats, &t->cgrp, &t->tgids, &t->rb, &t->samples, &t->cgroup_fd };
+                   &t->stats, &t->cgrp, &t->tgids, &t->rb, &t->samples, &t->cgroup_fd,
+                   &t->pending };
     for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
         if (*fds[i] >= 0)
             close(*fds[i]);

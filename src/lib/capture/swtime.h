@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Off-CPU switch sampling and timing in the kernel: a program on
- * sched:sched_switch (attached to a tracepoint event of its own) that
- * picks one in N of the target's switch-outs (bpf_get_prandom_u32: each
+ * sched:sched_switch -- a raw tracepoint program where the kernel's BTF
+ * shows the tracepoint's arguments as it reads them (the kernel then
+ * builds no tracepoint record at any switch: a tracepoint event's
+ * program runs only after perf built one, at every switch of the host),
+ * else attached to a tracepoint event of its own -- that picks one in N of the target's switch-outs (bpf_get_prandom_u32: each
  * switch-out alike, with chance 1/N, whatever its thread, its CPU or the
  * rhythm of its switches), writes each pick's sample itself
  * (bpf_perf_event_output to the capture's event on that CPU: perf takes
@@ -27,6 +30,10 @@
  *    offset is kept once per boot (util/bootcache.h: DIR/btf-offsets),
  *    as loading the kernel's BTF cost a capture ~8 ms of CPU and ~45 ms
  *    of its start.
+ *  - A raw program reads the switched-out thread as the current task, the
+ *    switched-in one's tid from its task (BTF's task_struct.pid) only while
+ *    a pick waits for its switch-in (a count the program keeps), and
+ *    writes a pick's state raw (fk_swtime_pick_state gives the record's).
  *  - The program returns 1 for every hit: it never decides whether a perf
  *    event on sched_switch samples. (The kernel runs all the programs
  *    attached to a tracepoint and samples its perf events only if every
@@ -132,8 +139,9 @@ struct fk_swtime_pick {
 
 enum fk_swtime_filter { FK_SWTIME_ALL, FK_SWTIME_CGROUP, FK_SWTIME_TGIDS };
 
-/* Maps made, the program loaded and run on every hit of sched_switch
- * through an event of its own (fk_bpf_attach_tracepoint: never the
+/* Maps made, the program loaded and run on every hit of sched_switch, on
+ * the raw tracepoint (fk_bpf_attach_raw_tracepoint: a BPF link) where it
+ * can, else through an event of its own (fk_bpf_attach_tracepoint: never the
  * capture's events, which per-task targets inherit, and the first
  * inherited copy freed would take the program off the tracepoint for
  * good), timing nothing until fk_swtime_filter. sw: sched_switch's
@@ -145,6 +153,24 @@ enum fk_swtime_filter { FK_SWTIME_ALL, FK_SWTIME_CGROUP, FK_SWTIME_TGIDS };
  * (fk_swtime_events) open until its results are written. */
 bool fk_swtime_new(const struct fk_tp_format *sw, uint64_t exit_bits, uint64_t preempt_bit,
                    size_t ring_bytes, struct fk_swtime **out, char *err, size_t errlen);
+/* Whether the program is a raw tracepoint's (no tracepoint record built
+ * at any switch; else it runs on a tracepoint event's record). */
+bool fk_swtime_is_raw(const struct fk_swtime *t);
+/* A pick's state (struct fk_swtime_pick.state) as sched_switch's record
+ * says prev_state: the same, or from a raw program's (the task's state,
+ * the preemption flag in bit 32) the record's bit for it -- its letter's
+ * in the tracefs format, the preemption bit 0x100 above them. */
+uint64_t fk_swtime_pick_state(const struct fk_swtime *t, uint64_t state);
+/* The record's prev_state for a raw program's (fk_swtime_pick_state's
+ * core: the kernel's __trace_sched_switch_state). */
+uint64_t fk_swtime_raw_state(uint64_t state);
+/* A raw program's picks' kernel stacks start in the program and the
+ * tracepoint's glue (bpf_trace_run4, __bpf_trace_sched_switch...): true
+ * with the scheduler's text [*lo, *hi) (__sched_text_start..end), whose
+ * first frame is where the sampled thread's stack begins; false when
+ * there is nothing to cut (a tracepoint program's stacks start in
+ * __schedule) or the text is not known (kallsyms hidden). */
+bool fk_swtime_sched_text(const struct fk_swtime *t, uint64_t *lo, uint64_t *hi);
 /* Which threads' switches are sampled, one in n, once the window opens
  * (fk_swtime_start).
  * cgroup_dir: for FK_SWTIME_CGROUP; FK_SWTIME_TGIDS starts with none
@@ -193,8 +219,8 @@ void fk_swtime_forget_tgid(struct fk_swtime *t, pid_t tgid);
  * sched:sched_process_fork adds the children of the processes timed,
  * before they first run; nothing otherwise. Once only. */
 bool fk_swtime_follow_forks(struct fk_swtime *t, char *err, size_t errlen);
-/* The programs' own events, at most 2, to fds; how
- * many. fk_swtime_free closes them; a copy (dup) the caller holds keeps
+/* The programs' own events (the switch program's: its raw tracepoint's
+ * link, or its tracepoint event), at most 2, to fds; how many. fk_swtime_free closes them; a copy (dup) the caller holds keeps
  * the event, and the tracepoint, until it closes that too. */
 size_t fk_swtime_events(const struct fk_swtime *t, int fds[2]);
 /* Switches at or after at_ns are no longer timed, and none is picked

@@ -927,6 +927,30 @@ static struct fk_stack_frames with_root(struct offcpu *k, const struct fk_stack_
     return f;
 }
 
+/* A pick's stack from the scheduler's first frame (__schedule) on: a raw
+ * tracepoint program's samples begin with its own frame and the
+ * tracepoint's glue (fk_swtime_sched_text), cut off here; st itself
+ * otherwise, and when no kernel frame is in the scheduler's text (a
+ * callchain cut short: kept whole rather than emptied). */
+static struct fk_stack_frames from_scheduler(const struct offcpu *k,
+                                             const struct fk_stack_frames *st)
+{
+    uint64_t lo, hi;
+    if (!k->swt || !fk_swtime_sched_text(k->swt, &lo, &hi))
+        return *st;
+    for (unsigned i = 0; i < st->user && i < st->n; i++) {
+        if (st->locs[i].addr >= lo && st->locs[i].addr < hi) {
+            struct fk_stack_frames f = *st;
+            f.locs += i;
+            f.n -= i;
+            f.user -= i;
+            f.cap -= i;
+            return f;
+        }
+    }
+    return *st;
+}
+
 /* Keep f's frames under an id (the same frames, the same id). */
 static uint32_t store_stack(struct offcpu *k, const struct fk_stack_frames *f)
 {
@@ -1213,7 +1237,7 @@ static bool switch_raw(const struct offcpu *k, const struct fk_sample *s, int64_
             return false;
         memcpy(&p, s->raw, sizeof p);
         *prev = (int64_t)p.tid;
-        *pstate = (int64_t)p.state;
+        *pstate = (int64_t)fk_swtime_pick_state(k->swt, p.state);
         return true;
     }
     return fk_tp_get(k->prev_pid, s->raw, s->raw_size, prev) &&
@@ -1270,7 +1294,8 @@ static void offcpu_sample(void *state, struct fk_engine *e, unsigned event,
     k->st.weighed_by_count += by_count;
     k->st.weighed_by_time += !by_count;
     enum fk_bt_state state_ = fk_bt_state_of(pstate, &k->bits);
-    struct fk_stack_frames f = with_root(k, st, k->state_loc[state_]);
+    struct fk_stack_frames from_sched = from_scheduler(k, st);
+    struct fk_stack_frames f = with_root(k, &from_sched, k->state_loc[state_]);
     k->st.switches_estimated += n;
     if (k->exit_bits && (pstate & (int64_t)k->exit_bits) && !(pstate & (int64_t)k->bits.preempt)) {
         /* the thread's last switch-out (do_task_dead), after its EXIT
@@ -2334,6 +2359,7 @@ static void offcpu_flush(void *state, struct fk_engine *e, uint64_t end_time)
     k->st.block_source = k->swt ? "bpf" : "switch-records";
     snprintf(k->st.bpf_note, sizeof k->st.bpf_note, "%s", k->bpf_note);
     k->st.bpf_filter = k->bpf_filter;
+    k->st.bpf_attach = k->swt ? (fk_swtime_is_raw(k->swt) ? "raw_tracepoint" : "tracepoint") : NULL;
     k->st.bpf_blocks = k->bpf_blocks;
     k->st.bpf_matched = k->bpf_matched;
     k->st.bpf_unmatched = k->bpf_unmatched;

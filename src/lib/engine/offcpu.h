@@ -182,6 +182,8 @@ struct fk_offcpu_stats {
     const char *block_source;
     char bpf_note[160];
     const char *bpf_filter;     /* the program's threads: "all", "cgroup", "tgids" */
+    const char *bpf_attach;     /* how it runs: "raw_tracepoint" (no record built at
+                                   a switch) or "tracepoint" (on perf's record) */
     uint64_t bpf_blocks;        /* blocks the program wrote (every switch-in of a
                                    thread whose switch-out it kept) */
     uint64_t bpf_matched;       /* ... holding a recorded switch-out */

@@ -292,6 +292,7 @@ static json_t *offcpu_meta(const struct fk_profile_request *rq, const struct fk_
     json_object_set_new(f, "block_source", json_string(o->block_source ? o->block_source : ""));
     if (o->block_source && !strcmp(o->block_source, "bpf")) {
         json_object_set_new(f, "bpf_filter", json_string(o->bpf_filter ? o->bpf_filter : ""));
+        json_object_set_new(f, "bpf_attach", json_string(o->bpf_attach ? o->bpf_attach : ""));
         json_object_set_new(f, "bpf_blocks", json_integer((json_int_t)o->bpf_blocks));
         json_object_set_new(f, "bpf_blocks_recorded", json_integer((json_int_t)o->bpf_matched));
         json_object_set_new(f, "bpf_recorded_without_block",
