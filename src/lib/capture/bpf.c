@@ -9,6 +9,7 @@
 #include "capture/tracefs.h"
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <errno.h>
 #include <pthread.h>
 #include <linux/perf_event.h>
@@ -507,4 +508,29 @@ bool fk_bpf_usable(char *err, size_t errlen)
         snprintf(err, errlen, "%s", usable.why);
     pthread_mutex_unlock(&usable_lock);
     return ok;
+}
+
+/* fk_btf_member_offset's walk: member name in the struct or union of
+ * BTF id id, or in its anonymous members (at most 4 deep). */
+static int32_t btf_offset_in(const struct btf *btf, uint32_t id, const char *name, int depth)
+{
+    const struct btf_type *ty = btf__type_by_id(btf, id);
+    if (!ty || !btf_is_composite(ty) || depth > 4)
+        return -1;
+    const struct btf_member *m = btf_members(ty);
+    for (int i = 0; i < btf_vlen(ty); i++) {
+        uint32_t bits = btf_member_bit_offset(ty, (uint32_t)i);
+        const char *n = btf__name_by_offset(btf, m[i].name_off);
+        int32_t in = !n || !*n ? btf_offset_in(btf, m[i].type, name, depth + 1)
+                     : !strcmp(n, name) ? 0 : -1;
+        if (in >= 0)
+            return bits % 8 ? -1 : (int32_t)(bits / 8) + in;
+    }
+    return -1;
+}
+
+int32_t fk_btf_member_offset(const struct btf *btf, const char *sname, const char *name)
+{
+    int id = btf__find_by_name_kind(btf, sname, BTF_KIND_STRUCT);
+    return id > 0 ? btf_offset_in(btf, (uint32_t)id, name, 0) : -1;
 }

@@ -22,6 +22,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct btf;
+
+/* The byte offset of member name in struct sname of btf (the kernel's),
+ * looking into its anonymous members (mm_struct's are in one): -1 when it
+ * has none, or not at a byte. For the programs that read kernel structures
+ * (capture/swtime.c, capture/pygate.c). */
+int32_t fk_btf_member_offset(const struct btf *btf, const char *sname, const char *name);
+
 /* Instructions (the encoding of linux/bpf.h; the kernel's own macros are
  * not part of its uapi). size is BPF_B, BPF_H, BPF_W or BPF_DW; op an
  * ALU op (BPF_ADD...) or a jump op (BPF_JEQ...). */

@@ -931,31 +931,6 @@ static int on_note(void *ctx, void *data, size_t size)
     return 0;
 }
 
-/* The byte offset of member name in the struct or union of BTF id id,
- * looking into its anonymous members (mm_struct's are in one); -1: none. */
-static int32_t btf_offset(const struct btf *btf, uint32_t id, const char *name, int depth)
-{
-    const struct btf_type *ty = btf__type_by_id(btf, id);
-    if (!ty || !btf_is_composite(ty) || depth > 4)
-        return -1;
-    const struct btf_member *m = btf_members(ty);
-    for (int i = 0; i < btf_vlen(ty); i++) {
-        uint32_t bits = btf_member_bit_offset(ty, (uint32_t)i);
-        const char *n = btf__name_by_offset(btf, m[i].name_off);
-        int32_t in = !n || !*n ? btf_offset(btf, m[i].type, name, depth + 1)
-                     : !strcmp(n, name) ? 0 : -1;
-        if (in >= 0 && bits % 8 == 0)
-            return (int32_t)(bits / 8) + in;
-    }
-    return -1;
-}
-
-static int32_t btf_member(const struct btf *btf, const char *sname, const char *name)
-{
-    int id = btf__find_by_name_kind(btf, sname, BTF_KIND_STRUCT);
-    return id > 0 ? btf_offset(btf, (uint32_t)id, name, 0) : -1;
-}
-
 /* exe_offsets from the kernel's BTF, kept for this boot (util/bootcache.h:
  * loading the BTF costs a capture ~8 ms of CPU and ~2 MB of RSS,
  * capture/swtime.c); zeros where it has none of them. */
@@ -993,10 +968,12 @@ static struct exe_offsets exe_offsets(void)
     struct btf *btf = btf__load_vmlinux_btf();
     if (!btf)
         return o;
-    int32_t path = btf_member(btf, "file", "f_path"), dentry = btf_member(btf, "path", "dentry"),
-            d_name = btf_member(btf, "dentry", "d_name"), name = btf_member(btf, "qstr", "name");
-    o.mm = btf_member(btf, "task_struct", "mm");
-    o.exe_file = btf_member(btf, "mm_struct", "exe_file");
+    int32_t path = fk_btf_member_offset(btf, "file", "f_path");
+    int32_t dentry = fk_btf_member_offset(btf, "path", "dentry");
+    int32_t d_name = fk_btf_member_offset(btf, "dentry", "d_name");
+    int32_t name = fk_btf_member_offset(btf, "qstr", "name");
+    o.mm = fk_btf_member_offset(btf, "task_struct", "mm");
+    o.exe_file = fk_btf_member_offset(btf, "mm_struct", "exe_file");
     o.dentry = path >= 0 && dentry >= 0 ? path + dentry : -1;
     o.name = d_name >= 0 && name >= 0 ? d_name + name : -1;
     btf__free(btf);

@@ -576,22 +576,6 @@ static bool generate(struct fk_bpf_builder *b, const struct fk_swtime *t,
     return true;
 }
 
-/* The byte offset of member name in struct sname (-1: none, or not at a
- * byte). */
-static int32_t member_offset(const struct btf *btf, const char *sname, const char *name)
-{
-    int id = btf__find_by_name_kind(btf, sname, BTF_KIND_STRUCT);
-    const struct btf_type *ty = id > 0 ? btf__type_by_id(btf, (uint32_t)id) : NULL;
-    const struct btf_member *m = ty ? btf_members(ty) : NULL;
-    for (int i = 0; ty && i < btf_vlen(ty); i++) {
-        const char *n = btf__name_by_offset(btf, m[i].name_off);
-        if (n && !strcmp(n, name))
-            return btf_member_bit_offset(ty, (uint32_t)i) % 8
-                       ? -1 : (int32_t)(btf_member_bit_offset(ty, (uint32_t)i) / 8);
-    }
-    return -1;
-}
-
 /* What the program needs of the running kernel that tracefs does not say:
  * task_struct's fields (BTF), whether sched_switch's raw arguments are the
  * ones the raw program reads (BTF), and where the scheduler's text lies
@@ -674,15 +658,15 @@ static void facts_now(struct kfacts *k, const char **note)
         *note = "no kernel BTF (/sys/kernel/btf/vmlinux)";
         return;
     }
-    int32_t se = member_offset(btf, "task_struct", "se");
-    int32_t sum = member_offset(btf, "sched_entity", "sum_exec_runtime");
+    int32_t se = fk_btf_member_offset(btf, "task_struct", "se");
+    int32_t sum = fk_btf_member_offset(btf, "sched_entity", "sum_exec_runtime");
     if (se >= 0 && sum >= 0)
         k->cpu = se + sum;
     else
         *note = "the kernel's BTF has no task_struct.se.sum_exec_runtime";
-    int32_t f = member_offset(btf, "task_struct", "flags");
+    int32_t f = fk_btf_member_offset(btf, "task_struct", "flags");
     k->flags = f > 0 ? f : 0;
-    int32_t pid = member_offset(btf, "task_struct", "pid");
+    int32_t pid = fk_btf_member_offset(btf, "task_struct", "pid");
     k->pid = pid > 0 ? pid : 0;
     k->raw_args = raw_args_btf(btf);
     btf__free(btf);
