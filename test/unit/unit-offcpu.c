@@ -529,7 +529,7 @@ static void raw_states(void)
 static void btf_cache(void)
 {
     char dir[] = "/tmp/fk-unit-offcpu.XXXXXX", file[64];
-    enum { CACHE_BYTES = 88 };  /* (swtime.c's struct btf_cache) */
+    enum { CACHE_BYTES = 88 };  /* (fk_bootcache_put's record of swtime.c's struct btf_facts) */
     const char *note = NULL;
     if (geteuid() != 0 || !mkdtemp(dir)) {
         printf("SKIP: %s: the BTF offset's cache (not root)\n", unit_name);

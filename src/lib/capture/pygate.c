@@ -935,11 +935,8 @@ static int on_note(void *ctx, void *data, size_t size)
  * loading the BTF costs a capture ~8 ms of CPU and ~2 MB of RSS,
  * capture/swtime.c); zeros where it has none of them. */
 #define EXE_CACHE_NAME "pygate-exe"
-struct exe_cache {
-    char magic[8], boot_id[40];
-    struct exe_offsets o;
-    uint64_t hash;      /* fk_hash of the bytes before it */
-};
+static const char exe_cache_magic[8] = "FKEXE1";
+
 static bool exe_sound(const struct exe_offsets *o)
 {
     const int32_t v[] = { o->mm, o->exe_file, o->dentry, o->name };
@@ -951,20 +948,10 @@ static bool exe_sound(const struct exe_offsets *o)
 
 static struct exe_offsets exe_offsets(void)
 {
-    static const char magic[8] = "FKEXE1";
-    struct exe_cache c;
-    struct stat st;
-    char boot[40];
-    int fd = fk_bootcache_open(EXE_CACHE_NAME, sizeof c, &st);
-    bool have = fd >= 0 && (size_t)st.st_size == sizeof c && fk_read_full(fd, &c, sizeof c) &&
-                !memcmp(c.magic, magic, sizeof magic) && fk_boot_id(boot) &&
-                !memcmp(boot, c.boot_id, sizeof boot) &&
-                c.hash == fk_hash(&c, offsetof(struct exe_cache, hash)) && exe_sound(&c.o);
-    if (fd >= 0)
-        close(fd);
-    if (have)
-        return c.o;
-    struct exe_offsets o = { 0 };
+    struct exe_offsets o;
+    if (fk_bootcache_get(EXE_CACHE_NAME, exe_cache_magic, &o, sizeof o) && exe_sound(&o))
+        return o;
+    memset(&o, 0, sizeof o);
     struct btf *btf = btf__load_vmlinux_btf();
     if (!btf)
         return o;
@@ -979,14 +966,7 @@ static struct exe_offsets exe_offsets(void)
     btf__free(btf);
     if (!exe_sound(&o))
         return (struct exe_offsets){ 0 };
-    memset(&c, 0, sizeof c);
-    memcpy(c.magic, magic, sizeof magic);
-    if (fk_bootcache_enabled() && fk_boot_id(c.boot_id)) {
-        c.o = o;
-        c.hash = fk_hash(&c, offsetof(struct exe_cache, hash));
-        (void)fk_bootcache_write(EXE_CACHE_NAME, (const void *const[]){ &c },
-                                 (const size_t[]){ sizeof c }, 1);
-    }
+    (void)fk_bootcache_put(EXE_CACHE_NAME, exe_cache_magic, &o, sizeof o);
     return o;
 }
 

@@ -680,15 +680,12 @@ static void facts_now(struct kfacts *k, const char **note)
  * change while the kernel runs. */
 #define BTF_CACHE_NAME "btf-offsets"
 static const char btf_cache_magic[8] = "FKBTF3";
-struct btf_cache {
-    char magic[8];
-    char boot_id[40];
+struct btf_facts {
     int32_t sum_exec_runtime;
     int32_t task_flags;     /* task_struct.flags (0: unknown) */
     int32_t task_pid;       /* task_struct.pid (0: unknown) */
     uint32_t raw_args;
     uint64_t sched_lo, sched_hi;
-    uint64_t hash;          /* fk_hash of the bytes before it */
 };
 
 /* A sound offset: inside task_struct's first 64 KiB, aligned to its
@@ -700,21 +697,11 @@ static bool offset_sound(int32_t off, int32_t align)
 
 static void kernel_facts(struct kfacts *k, const char **note)
 {
-    struct btf_cache c;
-    char boot[40];
-    struct stat st;
-    int fd = fk_bootcache_open(BTF_CACHE_NAME, sizeof c, &st);
-    bool have = fd >= 0 && (size_t)st.st_size == sizeof c && fk_read_full(fd, &c, sizeof c) &&
-                !memcmp(c.magic, btf_cache_magic, sizeof c.magic) && fk_boot_id(boot) &&
-                !memcmp(boot, c.boot_id, sizeof boot) &&
-                c.hash == fk_hash(&c, offsetof(struct btf_cache, hash)) &&
-                offset_sound(c.sum_exec_runtime, 8) &&
-                (!c.task_flags || offset_sound(c.task_flags, 4)) &&
-                (!c.task_pid || offset_sound(c.task_pid, 4)) && c.raw_args <= 1 &&
-                c.sched_lo <= c.sched_hi;
-    if (fd >= 0)
-        close(fd);
-    if (have) {
+    struct btf_facts c;
+    if (fk_bootcache_get(BTF_CACHE_NAME, btf_cache_magic, &c, sizeof c) &&
+        offset_sound(c.sum_exec_runtime, 8) && (!c.task_flags || offset_sound(c.task_flags, 4)) &&
+        (!c.task_pid || offset_sound(c.task_pid, 4)) && c.raw_args <= 1 &&
+        c.sched_lo <= c.sched_hi) {
         *k = (struct kfacts){ c.sum_exec_runtime, c.task_flags, c.task_pid, c.raw_args,
                               c.sched_lo, c.sched_hi };
         return;
@@ -730,19 +717,8 @@ static void kernel_facts(struct kfacts *k, const char **note)
     }
     if (!k->cpu)
         return;
-    memset(&c, 0, sizeof c);
-    memcpy(c.magic, btf_cache_magic, sizeof c.magic);
-    if (fk_bootcache_enabled() && fk_boot_id(c.boot_id)) {
-        c.sum_exec_runtime = k->cpu;
-        c.task_flags = k->flags;
-        c.task_pid = k->pid;
-        c.raw_args = k->raw_args;
-        c.sched_lo = k->sched_lo;
-        c.sched_hi = k->sched_hi;
-        c.hash = fk_hash(&c, offsetof(struct btf_cache, hash));
-        (void)fk_bootcache_write(BTF_CACHE_NAME, (const void *const[]){ &c },
-                                 (const size_t[]){ sizeof c }, 1);
-    }
+    c = (struct btf_facts){ k->cpu, k->flags, k->pid, k->raw_args, k->sched_lo, k->sched_hi };
+    (void)fk_bootcache_put(BTF_CACHE_NAME, btf_cache_magic, &c, sizeof c);
 }
 
 int32_t fk_swtime_cpu_offset(const char **note, int32_t *flags_off)

@@ -92,3 +92,46 @@ bool fk_bootcache_write(const char *name, const void *const *parts, const size_t
     close(dfd);
     return ok;
 }
+
+/* fk_bootcache_get/put's record: magic, boot id, payload, hash. */
+#define RECORD_HEAD 48
+#define RECORD_MAX 256
+
+bool fk_bootcache_get(const char *name, const char magic[8], void *payload, size_t size)
+{
+    unsigned char rec[RECORD_MAX];
+    size_t len = RECORD_HEAD + size + 8;
+    char boot[40];
+    struct stat st;
+    if (size % 8 || len > sizeof rec)
+        return false;
+    int fd = fk_bootcache_open(name, len, &st);
+    if (fd < 0)
+        return false;
+    bool have = (size_t)st.st_size == len && fk_read_full(fd, rec, len) &&
+                !memcmp(rec, magic, 8) && fk_boot_id(boot) && !memcmp(rec + 8, boot, 40);
+    close(fd);
+    uint64_t hash;
+    if (have) {
+        memcpy(&hash, rec + RECORD_HEAD + size, sizeof hash);
+        have = hash == fk_hash(rec, RECORD_HEAD + size);
+    }
+    if (have)
+        memcpy(payload, rec + RECORD_HEAD, size);
+    return have;
+}
+
+bool fk_bootcache_put(const char *name, const char magic[8], const void *payload, size_t size)
+{
+    unsigned char rec[RECORD_MAX] = { 0 };
+    size_t len = RECORD_HEAD + size + 8;
+    if (size % 8 || len > sizeof rec || !fk_bootcache_enabled())
+        return false;
+    memcpy(rec, magic, 8);
+    if (!fk_boot_id((char *)rec + 8))
+        return false;
+    memcpy(rec + RECORD_HEAD, payload, size);
+    uint64_t hash = fk_hash(rec, RECORD_HEAD + size);
+    memcpy(rec + RECORD_HEAD + size, &hash, sizeof hash);
+    return fk_bootcache_write(name, (const void *const[]){ rec }, (const size_t[]){ len }, 1);
+}

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* Facts about the running kernel kept between captures, once per boot:
  * the core kernel's symbol table (symbols/kcache.c), offsets into the
- * kernel's structures read from its BTF (capture/swtime.c). Each is a
- * file of its own in one directory, DIR: $FLAMEKIT_KERNEL_CACHE (default
- * /var/cache/flamekit; "off" or empty: no cache).
+ * kernel's structures read from its BTF (capture/swtime.c,
+ * capture/pygate.c). Each is a file of its own in one directory, DIR:
+ * $FLAMEKIT_KERNEL_CACHE (default /var/cache/flamekit; "off" or empty:
+ * no cache).
  *
  * Invariants: only root uses it; the directory is root's, writable by
  * nobody else, never reached through a symlink; a file is root's regular
@@ -34,5 +35,15 @@ int fk_bootcache_open(const char *name, size_t max, struct stat *st);
  * (parts[i] of sizes[i] bytes) in order; false when it could not. */
 bool fk_bootcache_write(const char *name, const void *const *parts, const size_t *sizes,
                         size_t n);
+
+/* A fixed record kept for this boot in the file name: magic (8 bytes),
+ * this boot's id (40), the caller's payload (size bytes, a multiple of 8),
+ * then fk_hash of all the bytes before it. fk_bootcache_get fills payload
+ * when the file holds such a record, with this magic, of this boot, whole
+ * (whether the payload is sound stays the caller's to check);
+ * fk_bootcache_put writes one (false when the cache is off or it could
+ * not). For facts a few bytes long (capture/swtime.c, capture/pygate.c). */
+bool fk_bootcache_get(const char *name, const char magic[8], void *payload, size_t size);
+bool fk_bootcache_put(const char *name, const char magic[8], const void *payload, size_t size);
 
 #endif
